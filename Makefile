@@ -1,0 +1,27 @@
+# The README's two commands: `make demo` and `make test`. Both install what is missing, build, then run;
+# run again with nothing changed, they only check and take seconds.
+VENV  := .venv
+BUILD := build/native
+
+.PHONY: demo test build deps native clean
+
+demo: build
+	@scripts/demo.sh
+
+test: build
+	@$(VENV)/bin/python -m pytest -q
+
+build: deps $(VENV)/.installed native
+
+deps:
+	@scripts/install-deps.sh
+
+$(VENV)/.installed: pyproject.toml scripts/install-python.sh
+	@scripts/install-python.sh $(VENV)
+
+native: deps
+	@test -f $(BUILD)/build.ninja || cmake -S native -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	@cmake --build $(BUILD) -j2
+
+clean:
+	rm -rf build

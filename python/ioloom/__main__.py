@@ -1,0 +1,3 @@
+from ioloom.cli import main
+
+main()

@@ -1,0 +1,7 @@
+"""`ioloom bench`: benchmarks that print figures. Each subcommand lives in its own module of this package."""
+import typer
+
+app = typer.Typer(help="Benchmarks that print figures (ours against a baseline, measured in one run).",
+                  no_args_is_help=True)
+
+# Subcommand modules register themselves on `app` when imported.

@@ -1,0 +1,28 @@
+"""The `ioloom` command. Each subcommand is defined in its own module and registered here."""
+import typer
+
+from ioloom import __version__, doctor
+from ioloom.bench import app as bench_app
+
+app = typer.Typer(name="ioloom", no_args_is_help=True, add_completion=False,
+                  help="See, understand and fix the I/O of parallel (MPI and POSIX) programs.")
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        print(f"ioloom {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
+                                       help="Print the version and exit.")) -> None:
+    pass
+
+
+app.command("doctor")(doctor.command)
+app.add_typer(bench_app, name="bench")
+
+
+def main() -> None:
+    app()

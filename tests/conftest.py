@@ -1,0 +1,82 @@
+"""Shared test harness: real MPI programs under every MPI implementation found here."""
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from ioloom import mpi as mpi_impls
+from ioloom import paths
+
+PROGRAMS = Path(__file__).parent / "programs"
+COMPILED = paths.REPO_ROOT / "build" / "tests"
+
+
+@dataclass
+class MpiRunner:
+    """One MPI implementation, with helpers to compile and launch test programs under it."""
+    impl: mpi_impls.MpiImpl
+
+    @property
+    def name(self) -> str:
+        return self.impl.name
+
+    def compile(self, source: str | Path, *flags: str, compiler: str | None = None) -> Path:
+        """Compile tests/programs/<source> (or a path) once per implementation, source and flags; cached."""
+        source = Path(source) if Path(source).is_absolute() else PROGRAMS / source
+        compiler = compiler or (self.impl.mpifort if source.suffix in (".f90", ".f") else self.impl.mpicc)
+        key = hashlib.sha256(source.read_bytes() + " ".join((compiler, *flags)).encode()).hexdigest()[:12]
+        exe = COMPILED / self.name / f"{source.stem}-{key}"
+        if not exe.exists():
+            exe.parent.mkdir(parents=True, exist_ok=True)
+            tmp = exe.with_suffix(".tmp")
+            subprocess.run([compiler, "-O2", "-o", str(tmp), str(source), *flags], check=True)
+            tmp.rename(exe)
+        return exe
+
+    def command(self, nranks: int, argv: list[str | Path]) -> list[str]:
+        return self.impl.launch(nranks, [str(a) for a in argv])
+
+    def env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
+        return {**os.environ, **self.impl.launch_env(), **(extra or {})}
+
+    def run(self, nranks: int, argv: list[str | Path], env: dict[str, str] | None = None, timeout: float = 180,
+            check: bool = True, cwd: str | Path | None = None) -> subprocess.CompletedProcess:
+        """Launch argv on nranks ranks; on failure the assertion shows what MPI printed."""
+        out = subprocess.run(self.command(nranks, argv), env=self.env(env), capture_output=True, text=True,
+                             timeout=timeout, cwd=cwd)
+        if check:
+            assert out.returncode == 0, f"{self.name} exit {out.returncode}\n{out.stdout}\n{out.stderr}"
+        return out
+
+
+def _implementations() -> list[mpi_impls.MpiImpl]:
+    found = mpi_impls.implementations()
+    if not found:
+        pytest.exit("no MPI implementation found: run `make build` (it installs Open MPI and MPICH)", returncode=2)
+    return found
+
+
+@pytest.fixture(params=[impl.name for impl in mpi_impls.implementations()] or ["none"])
+def mpi(request) -> MpiRunner:
+    """Each test that takes `mpi` runs once per MPI implementation installed."""
+    impl = next((i for i in _implementations() if i.name == request.param), None)
+    return MpiRunner(impl)
+
+
+@pytest.fixture
+def ioloom_cli():
+    """Run the ioloom command line as a user would, in a subprocess."""
+    def run(*args: str | Path, check: bool = True, env: dict[str, str] | None = None, cwd=None,
+            timeout: float = 600) -> subprocess.CompletedProcess:
+        out = subprocess.run([sys.executable, "-m", "ioloom", *map(str, args)], capture_output=True, text=True,
+                             env={**os.environ, **(env or {})}, cwd=cwd, timeout=timeout)
+        if check:
+            assert out.returncode == 0, f"ioloom {' '.join(map(str, args))} exit {out.returncode}\n{out.stdout}\n{out.stderr}"
+        return out
+    return run

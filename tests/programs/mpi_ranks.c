@@ -1,0 +1,15 @@
+/* Prints "rank R of N" from every rank: the harness test checks that N ranks really ran under each MPI. */
+#include <mpi.h>
+#include <stdio.h>
+
+int main(int argc, char **argv) {
+    int rank, size;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    int sum = 0;
+    MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    printf("rank %d of %d sum %d\n", rank, size, sum);
+    MPI_Finalize();
+    return 0;
+}
