@@ -2,6 +2,7 @@
 import typer
 
 from ioloom import __version__, doctor
+from ioloom.advise import app as advise_app
 from ioloom.bench import app as bench_app
 
 app = typer.Typer(name="ioloom", no_args_is_help=True, add_completion=False,
@@ -22,6 +23,7 @@ def _root(version: bool = typer.Option(False, "--version", callback=_print_versi
 
 app.command("doctor")(doctor.command)
 app.add_typer(bench_app, name="bench")
+app.add_typer(advise_app, name="advise")
 
 
 def main() -> None:

@@ -1,0 +1,123 @@
+"""Cross-application I/O interference (Dorier 2014, Ch. 6): how often it happens, how much it costs two
+applications that share bandwidth, and CALCioM's choice between interfering, serialising and interrupting."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import comb
+
+from ioloom.models import _check
+
+
+def p_concurrent_io(job_counts: dict[int, float], mean_io_fraction: float) -> float:
+    """Eq. 6.2: P(Y > 1), the probability that two or more applications are in an I/O phase at once.
+
+    `job_counts` maps n (applications running) to P(X = n), or to any non-negative weights (normalised
+    here, so a histogram of observed counts works). Each application is in I/O with probability E(mu),
+    independently, so P(Y = k | X = n) = C(n,k) E(mu)^k (1 - E(mu))^(n-k) (Eq. 6.1 as intended; the
+    thesis prints the exponent of E(mu) as n, a typo) and
+    P(Y > 1) = 1 - sum_n P(X=n) (1-E(mu))^n - sum_n P(X=n) n E(mu) (1-E(mu))^(n-1).
+    """
+    mu = _check.probability("mean_io_fraction", mean_io_fraction)
+    if not job_counts:
+        raise ValueError("job_counts must give P(X = n) for at least one n")
+    for n, w in job_counts.items():
+        _check.count("job count n", n, minimum=0)
+        _check.positive(f"weight of n={n}", w, allow_zero=True)
+    total = sum(job_counts.values())
+    if total <= 0:
+        raise ValueError("job_counts weights must not all be zero")
+    return sum(w / total * p_at_least_two(n, mu) for n, w in job_counts.items())
+
+
+def p_in_io(k: int, n: int, mean_io_fraction: float) -> float:
+    """Eq. 6.1 (corrected): P(Y = k | X = n) = C(n,k) E(mu)^k (1 - E(mu))^(n-k)."""
+    mu = _check.probability("mean_io_fraction", mean_io_fraction)
+    return comb(n, k) * mu ** k * (1 - mu) ** (n - k) if 0 <= k <= n else 0.0
+
+
+def p_at_least_two(n: int, mu: float) -> float:
+    """P(Y > 1 | X = n) = 1 - P(Y = 0 | n) - P(Y = 1 | n)."""
+    return 1.0 - p_in_io(0, n, mu) - p_in_io(1, n, mu)
+
+
+@dataclass(frozen=True)
+class SharedRun:
+    """Observed I/O times of A and B and their interference factors I = T / T_alone."""
+    dt: float
+    t_a: float
+    t_b: float
+    i_a: float
+    i_b: float
+
+
+def proportional_sharing(t_a: float, t_b: float, dt: float, w_a: float = 1.0, w_b: float = 1.0) -> SharedRun:
+    """One point of the Δ-graph: A starts its I/O phase at 0, B at dt; while both are active A gets the
+    fraction w_a / (w_a + w_b) of the bandwidth and B the rest; alone, each gets all of it.
+
+    With equal weights and T_A = T_B = T this gives I = 2 - |dt|/T for |dt| < T (Dorier Sec. 6.1.2).
+    """
+    t_a, t_b = _check.positive("t_a", t_a), _check.positive("t_b", t_b)
+    w_a, w_b = _check.positive("w_a", w_a), _check.positive("w_b", w_b)
+    if dt < 0:  # the Δ-graph of (A, B) is the mirror of that of (B, A)
+        m = proportional_sharing(t_b, t_a, -dt, w_b, w_a)
+        return SharedRun(dt, m.t_b, m.t_a, m.i_b, m.i_a)
+    if dt >= t_a:
+        return SharedRun(dt, t_a, t_b, 1.0, 1.0)
+    left_a, share_a = t_a - dt, w_a / (w_a + w_b)
+    finish_a, finish_b = left_a / share_a, t_b / (1 - share_a)  # durations of the overlap if both stayed
+    if finish_a <= finish_b:  # A finishes inside the overlap, B then runs alone
+        end_a = dt + finish_a
+        end_b = end_a + t_b - finish_a * (1 - share_a)
+    else:
+        end_b = dt + finish_b
+        end_a = end_b + left_a - finish_b * share_a
+    return SharedRun(dt, end_a, end_b - dt, end_a / t_a, (end_b - dt) / t_b)
+
+
+def delta_graph(t_a: float, t_b: float, w_a: float = 1.0, w_b: float = 1.0, points: int = 21) -> list[SharedRun]:
+    """The Δ-graph under proportional sharing: `points` values of dt evenly spread over [-T_B, T_A]."""
+    points = _check.count("points", points, minimum=2)
+    step = (t_a + t_b) / (points - 1)
+    return [proportional_sharing(t_a, t_b, -t_b + i * step, w_a, w_b) for i in range(points)]
+
+
+@dataclass(frozen=True)
+class Choice:
+    """Machine time wasted in I/O, f = sum_X N_X T_X (core-seconds), for each policy, and the least."""
+    dt: float
+    interfere: float
+    serialise: float
+    interrupt: float
+    best: str
+    reason: str
+
+
+def calciom_choice(n_a: int, t_a: float, n_b: int, t_b: float, dt: float) -> Choice:
+    """CALCioM's choice for A (N_A cores, T_A alone) and B arriving dt later (Dorier Eqs. 6.4-6.5).
+
+    serialise (first come, first served): f = N_A T_A + N_B (T_A + T_B - dt);
+    interrupt (the first is paused until the second is done): f = N_A (T_A + T_B) + N_B T_B;
+    interfere: proportional sharing weighted by core counts (see proportional_sharing).
+    For dt < 0 the roles swap. With no overlap (dt >= T_A) all three cost N_A T_A + N_B T_B.
+    """
+    n_a, n_b = _check.count("n_a", n_a), _check.count("n_b", n_b)
+    t_a, t_b = _check.positive("t_a", t_a), _check.positive("t_b", t_b)
+    if dt < 0:
+        c = calciom_choice(n_b, t_b, n_a, t_a, -dt)
+        return Choice(dt, c.interfere, c.serialise, c.interrupt, c.best, c.reason)
+    run = proportional_sharing(t_a, t_b, dt, n_a, n_b)
+    costs = {"interfere": n_a * run.t_a + n_b * run.t_b}
+    if dt >= t_a:
+        costs["serialise"] = costs["interrupt"] = n_a * t_a + n_b * t_b
+    else:
+        costs["serialise"] = n_a * t_a + n_b * (t_a + t_b - dt)
+        costs["interrupt"] = n_a * (t_a + t_b) + n_b * t_b
+    # prefer the policy needing no coordination on ties, then the one that does not pause a running job
+    best = min(("interfere", "serialise", "interrupt"), key=lambda k: costs[k])
+    reasons = {
+        "interfere": "the phases do not overlap or sharing wastes no more core-seconds than either alternative",
+        "serialise": "the first application has little left to write, so making the second wait wastes least",
+        "interrupt": "pausing the first application lets the second (smaller or shorter) one finish at "
+                     "once, wasting least",
+    }
+    return Choice(dt, costs["interfere"], costs["serialise"], costs["interrupt"], best, reasons[best])
