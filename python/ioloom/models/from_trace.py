@@ -50,11 +50,11 @@ class Split:
 
 
 def compute_write_split(events: pd.DataFrame) -> Split:
-    """Write time W = summed duration of a rank's write calls; compute time C = the rank's span minus the
-    summed duration of all its I/O calls at that layer (opens, reads and syncs are neither)."""
+    """Write time W = summed duration of a rank's write calls; compute time C = the rank's span (first to
+    last event of any layer) minus the summed duration of all its I/O calls at the counted layer."""
     io, writes = _io_events(events)
-    everything = events[events["layer"] != "process"]
-    span = everything.groupby("rank").apply(lambda g: (g["t_end"].max() - g["t_start"].min()) / NS)
+    by_rank = events.groupby("rank")  # the span includes process events (MPI_Init ... MPI_Finalize)
+    span = (by_rank["t_end"].max() - by_rank["t_start"].min()) / NS
     io_time = (io["t_end"] - io["t_start"]).groupby(io["rank"]).sum() / NS
     write_time = (writes["t_end"] - writes["t_start"]).groupby(writes["rank"]).sum() / NS
     ranks = write_time.index
