@@ -110,3 +110,12 @@ def test_compute_write_split_from_trace():
     assert split.write == pytest.approx(1.5) and split.compute == pytest.approx(6.0, abs=1e-5)
     assert not models.dedicated_core(split.compute, split.write, 4).worthwhile   # W/C = 0.25 < 1/3
     assert models.dedicated_core(split.compute, split.write, 8).worthwhile       # 0.25 > 1/7
+
+
+def test_non_mpi_processes_are_told_apart_by_pid():
+    rows = [(-1, pid, "posix", "write", 0, pid * 8192 + i * 4096, 4096, 4096, i, i + 1)
+            for pid in (100, 200) for i in range(2)]
+    frame = pd.DataFrame(rows, columns=["rank", "pid", "layer", "op", "file_id", "offset", "req_bytes",
+                                        "ret_bytes", "t_start", "t_end"])
+    p = from_trace.pattern(frame)
+    assert p.writers == 2 and p.shared_file and p.bytes_per_writer == 8192

@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ioloom import models
-from ioloom.models import striping as striping_model
+from ioloom.models import _check, striping as striping_model
 
 app = typer.Typer(help="Models of contention, interference, dedicated cores and energy, with advice.",
                   no_args_is_help=True)
@@ -76,7 +76,7 @@ def ost_load(targets: int = typer.Option(..., help="Storage targets (OSTs) in th
         if jobs is not None:
             if len(stripes) != 1:
                 raise ValueError("--jobs repeats a single --stripes value; give one --stripes, or one per job")
-            requests = [stripes[0]] * models.contention._check.count("jobs", jobs)
+            requests = [stripes[0]] * _check.count("jobs", jobs)
         else:
             requests = stripes
         result = {"targets": targets, "requests": requests, "rows": models.ost_load(requests, targets),
