@@ -1,5 +1,6 @@
 """`ioloom advise`: the documents' models as commands. Every subcommand prints a readable answer, or JSON with
---json. Formulas and sources: docs/models.md."""
+--json. Formulas and sources: docs/models.md. The models (and numpy) are imported when a subcommand runs, so
+that the rest of `ioloom` starts fast."""
 from __future__ import annotations
 
 import dataclasses
@@ -12,8 +13,6 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from ioloom import models
-from ioloom.models import _check, striping as striping_model
 
 app = typer.Typer(help="Models of contention, interference, dedicated cores and energy, with advice.",
                   no_args_is_help=True)
@@ -72,11 +71,12 @@ def ost_load(targets: int = typer.Option(..., help="Storage targets (OSTs) in th
              as_json: bool = JSON) -> None:
     """Targets in use, requested and their mean load as jobs start (Wright Eqs. 6.1-6.4), how many targets
     exactly k jobs share, and the expected load of the busiest target."""
+    from ioloom import models
     try:
         if jobs is not None:
             if len(stripes) != 1:
                 raise ValueError("--jobs repeats a single --stripes value; give one --stripes, or one per job")
-            requests = [stripes[0]] * _check.count("jobs", jobs)
+            requests = [stripes[0]] * models._check.count("jobs", jobs)
         else:
             requests = stripes
         result = {"targets": targets, "requests": requests, "rows": models.ost_load(requests, targets),
@@ -102,6 +102,7 @@ def plfs(targets: int = typer.Option(..., help="Storage targets, D_total."),
          load: float = typer.Option(3.0, help="Load whose crossing (the tipping point) to find."),
          as_json: bool = JSON) -> None:
     """Mean target load of PLFS's per-rank files (Wright Eqs. 6.5-6.6) and the rank count past a given load."""
+    from ioloom import models
     try:
         rows = [models.plfs_load(n, targets, files_per_rank, stripes_per_file) for n in ranks]
         tip = models.plfs_tipping_point(load, targets, files_per_rank, stripes_per_file)
@@ -129,6 +130,7 @@ def striping(targets: int = typer.Option(..., help="Storage targets, D_total."),
              max_load: float = typer.Option(1.25, help="Highest acceptable mean target load (Eq. 6.4)."),
              trace: Optional[Path] = TRACE, as_json: bool = JSON) -> None:
     """Stripe count and size, ROMIO hints, whether a log layer helps, and Wan's chunk plan, each with why."""
+    from ioloom import models
     try:
         if trace is not None:
             pattern = _trace_pattern(trace)
@@ -137,9 +139,9 @@ def striping(targets: int = typer.Option(..., help="Storage targets, D_total."),
                 raise ValueError("give --writers, --bytes-per-writer and --request-size, or --trace")
             if layout not in ("shared", "per-process"):
                 raise ValueError(f"--layout must be shared or per-process, got {layout!r}")
-            pattern = striping_model.Pattern(writers, size("--bytes-per-writer", bytes_per_writer),
+            pattern = models.striping.Pattern(writers, size("--bytes-per-writer", bytes_per_writer),
                                              size("--request-size", request_size), layout == "shared", not strided)
-        advice = striping_model.advise(pattern, targets, jobs, nodes, max_load)
+        advice = models.striping.advise(pattern, targets, jobs, nodes, max_load)
     except ValueError as e:
         _refuse(e)
     result = {"pattern": pattern, **dataclasses.asdict(advice)}
@@ -173,6 +175,7 @@ def interference(job_counts: Optional[str] = typer.Option(None, help="Distributi
                  as_json: bool = JSON) -> None:
     """P(two or more applications in I/O) (Dorier Eq. 6.2), the Δ-graph of two applications under
     proportional sharing, and CALCioM's choice by machine time wasted (Eq. 6.4)."""
+    from ioloom import models
     result: dict = {}
     try:
         if job_counts is not None or mu is not None:
@@ -211,6 +214,7 @@ def dedicated_core(compute: Optional[float] = typer.Option(None, help="Compute t
                                                                               "W_ded (default: W_std)."),
                    trace: Optional[Path] = TRACE, as_json: bool = JSON) -> None:
     """Whether one dedicated I/O core per node pays off (Damaris, Dorier Eq. 3.2) and the expected gain."""
+    from ioloom import models
     try:
         measured = None
         if trace is not None:
@@ -245,6 +249,7 @@ def energy(t_base: float = typer.Option(..., help="Time of one iteration on one 
            s_node: float = typer.Option(1.0, help="Scaling efficiency across nodes, s_node in (0, 1]."),
            as_json: bool = JSON) -> None:
     """Run time, power and energy (Dorier Eqs. 5.1-5.4) for time partitioning, dedicated cores, dedicated nodes."""
+    from ioloom import models
     common = dict(t_base=t_base, iterations=iterations, cores_per_node=cores_per_node, nodes=nodes, p_max=p_max,
                   p_idle=p_idle, io_time=io_time, s_core=s_core, s_node=s_node)
     try:
