@@ -43,6 +43,14 @@ def test_striping_text_gives_reasons():
     assert r["hints"]["romio_cb_write"]["value"] == "enable" and r["pattern"]["contiguous"] is False
 
 
+def test_interference_from_a_workload_log(tmp_path):
+    log = tmp_path / "w.swf"
+    log.write_text("; two jobs overlapping half the time\n1 0 0 100 8 -1\n2 50 0 100 8 -1\n")
+    r = advise_json("interference", "--swf", str(log), "--mu", "0.5")
+    assert r["job_counts"] == {"1": pytest.approx(2 / 3), "2": pytest.approx(1 / 3)}
+    assert r["p_two_or_more_in_io"] == pytest.approx(1 / 3 * 0.25)
+
+
 def test_interference_dedicated_core_energy_json():
     r = advise_json("interference", "--job-counts", "1:0.5,3:0.5", "--mu", "0.2", "--t-a", "8", "--t-b", "2",
                     "--n-a", "2048", "--n-b", "2048", "--dt", "1")

@@ -76,3 +76,23 @@ def test_calciom_no_overlap_needs_no_coordination():
 def test_bad_input_is_refused_by_name(call, name):
     with pytest.raises(ValueError, match=name):
         call()
+
+
+SWF = """; Version: 2.2
+; a three-job log: job 1 runs 0-100, job 2 runs 50-150, job 3 runs 300-400 (idle 150-300)
+1 0 0 100 64 -1 -1 64 100 -1 1 1 1 -1 1 -1 -1 -1
+2 40 10 100 64 -1 -1 64 100 -1 1 1 1 -1 1 -1 -1 -1
+3 300 0 100 64 -1 -1 64 100 -1 1 1 1 -1 1 -1 -1 -1
+4 310 -1 -1 64 -1 -1 64 100 -1 0 1 1 -1 1 -1 -1 -1
+"""
+
+
+def test_job_count_distribution_from_a_standard_workload_log(tmp_path):
+    log = tmp_path / "tiny.swf"
+    log.write_text(SWF)
+    dist = models.concurrency_from_swf(log)          # of 400 s: 150 s idle, 200 s one job, 50 s two
+    assert dist == pytest.approx({0: 150 / 400, 1: 200 / 400, 2: 50 / 400})
+    assert models.p_concurrent_io(dist, 1.0) == pytest.approx(50 / 400)
+    log.write_text("1 2 three\n")
+    with pytest.raises(ValueError, match="tiny.swf:1"):
+        models.concurrency_from_swf(log)

@@ -165,6 +165,8 @@ def striping(targets: int = typer.Option(..., help="Storage targets, D_total."),
 @app.command("interference")
 def interference(job_counts: Optional[str] = typer.Option(None, help="Distribution of running applications, "
                                                                      "n:P(X=n) pairs, e.g. '1:0.2,2:0.5,3:0.3'."),
+                 swf: Optional[Path] = typer.Option(None, help="Or: a Standard Workload Format job log to take "
+                                                                "P(X = n) from (time-weighted)."),
                  mu: Optional[float] = typer.Option(None, help="E(mu), mean fraction of time in I/O."),
                  t_a: Optional[float] = typer.Option(None, help="I/O phase of A alone (s)."),
                  t_b: Optional[float] = typer.Option(None, help="I/O phase of B alone (s)."),
@@ -178,10 +180,11 @@ def interference(job_counts: Optional[str] = typer.Option(None, help="Distributi
     from ioloom import models
     result: dict = {}
     try:
-        if job_counts is not None or mu is not None:
-            if job_counts is None or mu is None:
-                raise ValueError("--job-counts and --mu go together")
-            dist = _pairs("--job-counts", job_counts)
+        if job_counts is not None or swf is not None or mu is not None:
+            if (job_counts is None) == (swf is None) or mu is None:
+                raise ValueError("give --mu with one of --job-counts or --swf")
+            dist = _pairs("--job-counts", job_counts) if swf is None else models.concurrency_from_swf(swf)
+            result["job_counts"] = dist
             result["p_two_or_more_in_io"] = models.p_concurrent_io(dist, mu)
         if t_a is not None or t_b is not None:
             if t_a is None or t_b is None:

@@ -29,6 +29,36 @@ def p_concurrent_io(job_counts: dict[int, float], mean_io_fraction: float) -> fl
     return sum(w / total * p_at_least_two(n, mu) for n, w in job_counts.items())
 
 
+def concurrency_from_swf(path) -> dict[int, float]:
+    """P(X = n), the fraction of time n jobs run at once, from a Standard Workload Format log (Parallel
+    Workloads Archive; D Fig. 6.1(b) uses ANL-Intrepid-2009-1.swf). Fields used: 2 submit time, 3 wait time,
+    4 run time (seconds); a job runs from submit + wait to that plus its run time. Jobs with an unknown
+    (negative) wait or run time are skipped; ';' starts a comment."""
+    edges = []
+    with open(path) as f:
+        for line_no, line in enumerate(f, start=1):
+            fields = line.split(";", 1)[0].split()
+            if not fields:
+                continue
+            try:
+                submit, wait, run = float(fields[1]), float(fields[2]), float(fields[3])
+            except (IndexError, ValueError):
+                raise ValueError(f"{path}:{line_no}: not an SWF job line (need submit, wait and run time "
+                                 f"in fields 2-4)") from None
+            if wait >= 0 and run > 0:
+                edges += [(submit + wait, 1), (submit + wait + run, -1)]
+    if not edges:
+        raise ValueError(f"{path}: no job with a known start and run time")
+    edges.sort()
+    time_at: dict[int, float] = {}
+    running, last = 0, edges[0][0]
+    for t, step in edges:
+        time_at[running] = time_at.get(running, 0.0) + t - last
+        running, last = running + step, t
+    total = sum(time_at.values())
+    return {n: d / total for n, d in sorted(time_at.items()) if d > 0}
+
+
 def p_in_io(k: int, n: int, mean_io_fraction: float) -> float:
     """Eq. 6.1 (corrected): P(Y = k | X = n) = C(n,k) E(mu)^k (1 - E(mu))^(n-k)."""
     mu = _check.probability("mean_io_fraction", mean_io_fraction)
