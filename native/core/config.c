@@ -1,0 +1,48 @@
+/* Configuration from the environment. Read with getenv, which does no I/O and is safe before main. */
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "ioloom_core.h"
+
+const char *ioloom_env_str(const char *name, const char *fallback) {
+    const char *value = getenv(name);
+    return value && *value ? value : fallback;
+}
+
+int ioloom_env_bool(const char *name, int fallback) {
+    const char *v = getenv(name);
+    if (!v || !*v) return fallback;
+    if (!strcmp(v, "1") || !strcasecmp(v, "yes") || !strcasecmp(v, "true") || !strcasecmp(v, "on")) return 1;
+    if (!strcmp(v, "0") || !strcasecmp(v, "no") || !strcasecmp(v, "false") || !strcasecmp(v, "off")) return 0;
+    return fallback;
+}
+
+size_t ioloom_env_size(const char *name, size_t fallback) {
+    const char *v = getenv(name);
+    if (!v || !*v) return fallback;
+    char *end;
+    unsigned long long n = strtoull(v, &end, 10);
+    if (end == v) return fallback;
+    switch (toupper((unsigned char)*end)) {
+    case 'G': n <<= 10; /* fall through */
+    case 'M': n <<= 10; /* fall through */
+    case 'K': n <<= 10; end++; break;
+    case '\0': break;
+    default: return fallback;
+    }
+    if (toupper((unsigned char)*end) == 'I') end++;          /* accept KiB, MiB, GiB */
+    if (toupper((unsigned char)*end) == 'B') end++;
+    return *end ? fallback : (size_t)n;
+}
+
+void ioloom_for_each_item(const char *list, char sep, void (*fn)(const char *item, size_t len, void *arg),
+                          void *arg) {
+    while (list && *list) {
+        const char *end = strchr(list, sep);
+        size_t len = end ? (size_t)(end - list) : strlen(list);
+        if (len) fn(list, len, arg);
+        list = end ? end + 1 : NULL;
+    }
+}
