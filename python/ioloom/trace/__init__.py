@@ -1,0 +1,4 @@
+"""Reading ioloom traces: `open_trace(path)` returns a `Trace` (see model.py for the columns)."""
+from ioloom.trace.model import EVENT_SCHEMA, FILE_SCHEMA, LAYERS, Stream, Trace
+
+__all__ = ["EVENT_SCHEMA", "FILE_SCHEMA", "LAYERS", "Stream", "Trace"]

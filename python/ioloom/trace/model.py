@@ -1,0 +1,101 @@
+"""The in-memory shape of a trace: what `ioloom.open_trace()` returns and what the analysis consumes.
+
+A trace is a set of streams, one per traced process (an MPI rank, or any process of a non-MPI run), plus one
+file table and metadata. Streams are read lazily and column by column, so an analysis can map over them
+without holding the whole trace in memory.
+
+Event columns (one row per intercepted call; -1 where a value does not apply or is unknown):
+
+| column    | type  | meaning |
+|-----------|-------|---------|
+| t_start   | int64 | ns since the trace epoch, on rank 0's clock (offsets and drift corrected) |
+| t_end     | int64 | ns, as t_start |
+| rank      | int32 | MPI rank, -1 outside MPI |
+| pid       | int32 | process id |
+| tid       | int32 | thread id (kernel tid) |
+| layer     | dictionary<string> | "posix", "stdio", "mpiio", "process" |
+| op        | dictionary<string> | call name: "pwrite", "fwrite", "MPI_File_write_at_all", ... |
+| file_id   | int32 | key into `Trace.files`, -1 none |
+| handle    | int64 | descriptor, stream or MPI file handle number |
+| offset    | int64 | file offset of the access (record locks: start of the range) |
+| req_bytes | int64 | bytes requested (record locks: length of the range, 0 = to end of file) |
+| ret_bytes | int64 | bytes moved or return value; -1 on error |
+| errno     | int32 | errno when the call failed, else 0 |
+| aux       | int64 | op-specific detail, documented per op in docs/trace-format.md (lock type, whence, ...) |
+| call_id   | int64 | on MPI-IO events: the call's number, unique within its process; else -1 |
+| parent    | int64 | call_id of the MPI-IO call this event ran inside (same pid), -1 if none |
+| coll_seq  | int64 | collective calls: per-communicator sequence number, equal on every rank for one collective |
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Iterator, Sequence
+
+import pandas as pd
+import pyarrow as pa
+
+LAYERS = ("posix", "stdio", "mpiio", "process")
+
+EVENT_SCHEMA = pa.schema([
+    ("t_start", pa.int64()), ("t_end", pa.int64()),
+    ("rank", pa.int32()), ("pid", pa.int32()), ("tid", pa.int32()),
+    ("layer", pa.dictionary(pa.int8(), pa.string())), ("op", pa.dictionary(pa.int16(), pa.string())),
+    ("file_id", pa.int32()), ("handle", pa.int64()), ("offset", pa.int64()),
+    ("req_bytes", pa.int64()), ("ret_bytes", pa.int64()), ("errno", pa.int32()), ("aux", pa.int64()),
+    ("call_id", pa.int64()), ("parent", pa.int64()), ("coll_seq", pa.int64()),
+])
+
+FILE_SCHEMA = pa.schema([("file_id", pa.int32()), ("path", pa.string()), ("dev", pa.uint64()), ("ino", pa.uint64())])
+
+
+@dataclass
+class Stream:
+    """The events of one traced process. `read()` decodes on demand; `info` holds what the process reported
+    about itself (host, command, dropped events, clock offset and its error, excluded paths)."""
+    pid: int
+    rank: int
+    info: dict
+    _read: Callable[[Sequence[str] | None], pa.Table] = field(repr=False)
+
+    def read(self, columns: Sequence[str] | None = None) -> pa.Table:
+        return self._read(columns)
+
+
+@dataclass
+class Trace:
+    """A trace: its streams, the merged file table, job-wide metadata and the problems met while reading
+    (a truncated stream, an unknown chunk type skipped); an analysis reports `problems` to the user."""
+    streams: list[Stream]
+    files: pa.Table
+    meta: dict
+    problems: list[str] = field(default_factory=list)
+
+    def __iter__(self) -> Iterator[Stream]:
+        return iter(self.streams)
+
+    def events(self, columns: Sequence[str] | None = None) -> pa.Table:
+        """All events of all streams in one table, ordered by t_start."""
+        tables = [s.read(columns) for s in self.streams]
+        if not tables:
+            schema = EVENT_SCHEMA if columns is None else pa.schema([EVENT_SCHEMA.field(c) for c in columns])
+            return schema.empty_table()
+        table = pa.concat_tables(tables, promote_options="permissive").unify_dictionaries()
+        if "t_start" in table.column_names:
+            table = table.sort_by("t_start")
+        return table
+
+    def ops_named(self) -> pd.DataFrame:
+        """All events as a pandas frame with `op` and `layer` as plain strings (what the models read)."""
+        frame = self.events().to_pandas()
+        return frame.astype({"op": str, "layer": str})
+
+    @classmethod
+    def from_tables(cls, events: pa.Table, files: pa.Table, meta: dict | None = None) -> "Trace":
+        """A trace held in memory, split into one stream per pid (for tests and converters)."""
+        events = events.cast(EVENT_SCHEMA) if events.schema != EVENT_SCHEMA else events
+        streams = []
+        for pid in sorted(set(events.column("pid").to_pylist())):
+            part = events.filter(pa.compute.equal(events.column("pid"), pid))
+            rank = part.column("rank")[0].as_py() if part.num_rows else -1
+            streams.append(Stream(pid, rank, {}, lambda columns, part=part: part.select(columns) if columns else part))
+        return cls(streams, files, meta or {})
