@@ -33,6 +33,7 @@ from typing import Callable, Iterator, Sequence
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 LAYERS = ("posix", "stdio", "mpiio", "process")
 
@@ -95,7 +96,7 @@ class Trace:
         events = events.cast(EVENT_SCHEMA) if events.schema != EVENT_SCHEMA else events
         streams = []
         for pid in sorted(set(events.column("pid").to_pylist())):
-            part = events.filter(pa.compute.equal(events.column("pid"), pid))
+            part = events.filter(pc.equal(events.column("pid"), pid))
             rank = part.column("rank")[0].as_py() if part.num_rows else -1
             streams.append(Stream(pid, rank, {}, lambda columns, part=part: part.select(columns) if columns else part))
         return cls(streams, files, meta or {})
