@@ -5,3 +5,4 @@ app = typer.Typer(help="Benchmarks that print figures (ours against a baseline, 
                   no_args_is_help=True)
 
 # Subcommand modules register themselves on `app` when imported.
+from ioloom.bench import io  # noqa: E402,F401  (registers `ioloom bench io`)

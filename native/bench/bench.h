@@ -1,0 +1,155 @@
+/* ioloom-bench: an IOR-like MPI benchmark of the documents' access patterns.
+ *
+ * One program, small files with one job each:
+ *   options.c   command line (IOR's letters where the meaning is the same) and validation before any I/O
+ *   pattern.c   which file and offset each transfer of each rank goes to
+ *   fill.c      the byte pattern written and the check of every byte read
+ *   backend_*.c POSIX, MPI-IO (independent or collective) and HDF5 behind one small interface
+ *   phase.c     one timed open/data/sync/close phase of one repetition
+ *   report.c    reduction over ranks and repetitions, JSON and the text table
+ *   kernel_*.c  FLASH-IO-like (HDF5), BT-IO-like (3-D subarray view) and RIOT's overhead mode
+ */
+#ifndef IOLOOM_BENCH_H
+#define IOLOOM_BENCH_H
+
+#include <mpi.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define BENCH_MAX_HINTS 32
+#define BENCH_EXIT_USAGE 2  /* bad parameters, refused before any I/O */
+#define BENCH_EXIT_VERIFY 3 /* --verify found bytes that differ from the pattern */
+#define BENCH_EXIT_IO 4     /* an I/O call failed */
+
+enum bench_api { API_POSIX, API_MPIIO, API_HDF5 };
+enum bench_pattern {
+    PATTERN_STRIDED,    /* one shared file, segment s holds one block of every rank: (s*N + r)*B (IOR's layout) */
+    PATTERN_CONTIGUOUS, /* one shared file, rank r owns one contiguous region of S blocks: (r*S + s)*B */
+    PATTERN_FPP,        /* one file per process (IOR -F; Boito's MFWA) */
+    PATTERN_NFILES,     /* many small files per process: one file per segment (1-N) */
+};
+enum bench_kernel { KERNEL_NONE, KERNEL_FLASH, KERNEL_BTIO, KERNEL_RIOT };
+
+struct bench_hint {
+    char key[128];
+    char value[128];
+};
+
+struct bench_options {
+    enum bench_api api;
+    enum bench_pattern pattern;
+    enum bench_kernel kernel;
+    int collective;           /* -c: collective MPI-IO/HDF5 data calls */
+    uint64_t block_size;      /* -b: bytes each rank writes per segment */
+    uint64_t transfer_size;   /* -t: bytes per data call */
+    uint64_t segment_count;   /* -s */
+    int write, read;          /* -w, -r */
+    int fsync;                /* -e: fsync (MPI_File_sync, H5Fflush) before close */
+    int reorder;              /* -C: read the data of the rank ranks_per_node ahead (another "node") */
+    int shift;                /* -Q: the rank shift for -C (default ranks_per_node) */
+    int ranks_per_node;       /* emulated ranks per node (default: the real count on this node) */
+    int repetitions;          /* -i */
+    double wait_ms;           /* --wait: idle time between two data calls (Boito's TMP) */
+    int verify;               /* --verify: check every byte read */
+    int keep;                 /* -k: keep the files */
+    int json;                 /* --json */
+    char path[4096];          /* -o: test file name (directory + base name) */
+    struct bench_hint hints[BENCH_MAX_HINTS];
+    int nhints;
+    /* kernels */
+    int cells;     /* FLASH: cells per side per process; BT: global grid points per side */
+    int variables; /* FLASH checkpoint variables */
+    int steps;     /* BT: time steps written; RIOT: operations per function */
+};
+
+/* Parses argv (every rank gets the same argv, so every rank reaches the same verdict) and checks the
+ * target directory on rank 0. Returns 0, or BENCH_EXIT_USAGE after rank 0 printed what to change. */
+int bench_parse_options(int argc, char **argv, struct bench_options *o, MPI_Comm comm);
+const char *bench_api_name(enum bench_api api);
+const char *bench_pattern_name(enum bench_pattern p);
+
+/* Where transfer t of segment s goes for the data of rank `owner`. */
+struct bench_place {
+    int file_index;  /* which file: 0 for a shared file, else owner (FPP) or owner*S + s (NFILES) */
+    uint64_t offset; /* byte offset in that file */
+};
+struct bench_place bench_place(const struct bench_options *o, int nranks, int owner, uint64_t segment,
+                               uint64_t transfer);
+/* File name of file `file_index` ("<path>", "<path>.00000003", "<path>.00000003.00000012"). */
+void bench_file_name(const struct bench_options *o, int file_index, char *out, size_t outlen);
+/* Size every file of the pattern should have after a complete write phase. */
+uint64_t bench_file_size(const struct bench_options *o, int nranks);
+int bench_file_count(const struct bench_options *o, int nranks);
+/* Whether files are shared by all ranks (opened on MPI_COMM_WORLD) or private (MPI_COMM_SELF). */
+int bench_shared_file(const struct bench_options *o);
+
+/* The data pattern: each 8-byte word of a file holds its own offset and the rank that wrote it, so a
+ * misplaced, stale or corrupted byte is found and its offset told. docs/bench.md defines it. */
+void bench_fill(unsigned char *buf, size_t len, uint64_t offset, int writer);
+/* Returns the index of the first byte that differs from the pattern, or -1 when all match. */
+long bench_check(const unsigned char *buf, size_t len, uint64_t offset, int writer);
+unsigned char bench_expected_byte(uint64_t offset, int writer);
+/* Counts the bytes of a buffer read from `name` at `offset` that differ from `owner`'s pattern, and reports
+ * the first few (offset, byte read, byte expected) on stderr. */
+uint64_t bench_verify(const unsigned char *buf, size_t len, uint64_t offset, int owner, const char *name,
+                      uint64_t errors_so_far);
+
+/* A backend opens one file, moves transfers at offsets, syncs and closes. */
+struct bench_file;
+struct bench_backend {
+    const char *name;
+    /* Opens `name` on `comm` (collective over comm) for writing or reading. extent: the file size the
+     * pattern needs (HDF5 creates its dataset with it). Returns NULL after printing why. */
+    struct bench_file *(*open)(const struct bench_options *o, const char *name, MPI_Comm comm, int writing,
+                               uint64_t extent);
+    int (*transfer)(struct bench_file *f, void *buf, size_t len, uint64_t offset, int writing);
+    int (*sync)(struct bench_file *f);
+    int (*close)(struct bench_file *f);
+    /* The hints in effect after open (MPI_File_get_info), MPI_INFO_NULL for POSIX. Caller frees. */
+    MPI_Info (*info)(struct bench_file *f);
+};
+const struct bench_backend *bench_backend(enum bench_api api);
+extern const struct bench_backend bench_posix_backend, bench_mpiio_backend, bench_hdf5_backend;
+/* The options' hints as an MPI_Info (MPI_INFO_NULL when there are none). Caller frees. */
+MPI_Info bench_hints_info(const struct bench_options *o);
+
+/* Per-rank times of one phase, seconds. */
+struct bench_times {
+    double open, data, sync, close, wait; /* wait: idle time asked for with --wait */
+    double total;                         /* open to close, this rank */
+    uint64_t bytes;
+    uint64_t errors; /* bytes that failed --verify */
+};
+enum bench_phase_kind { PHASE_WRITE, PHASE_READ };
+/* Runs one phase (every rank). Returns 0, or BENCH_EXIT_IO when an I/O call failed. */
+int bench_run_phase(const struct bench_options *o, enum bench_phase_kind kind, MPI_Comm comm,
+                    struct bench_times *times, MPI_Info *hints_after_open);
+/* Removes the pattern's files (rank 0 for shared ones, each rank its own). */
+void bench_remove_files(const struct bench_options *o, MPI_Comm comm);
+
+/* Report: a phase gathered over ranks, printed as JSON or text by rank 0. */
+struct bench_report;
+struct bench_report *bench_report_new(const struct bench_options *o, MPI_Comm comm);
+/* Gathers one rank's times (collective) and records them under `op` for repetition `rep`. */
+void bench_report_add(struct bench_report *r, const char *op, int rep, const struct bench_times *t);
+void bench_report_hints(struct bench_report *r, MPI_Info info);
+void bench_report_param(struct bench_report *r, const char *key, double value);
+/* Prints (rank 0) and frees. Returns the total verify errors over all phases. */
+uint64_t bench_report_finish(struct bench_report *r);
+
+/* Kernels: each runs its phases, adding them to the report; return 0 or an exit code. */
+int bench_kernel_flash(const struct bench_options *o, MPI_Comm comm, struct bench_report *r);
+int bench_kernel_btio(const struct bench_options *o, MPI_Comm comm, struct bench_report *r);
+int bench_kernel_riot(const struct bench_options *o, MPI_Comm comm, struct bench_report *r);
+/* "<path>.<suffix>": the files of the kernels. */
+void bench_kernel_file(const struct bench_options *o, const char *suffix, char *out, size_t outlen);
+/* Rank 0 removes a kernel's file when every rank is done with it (collective). */
+void bench_kernel_remove(MPI_Comm comm, const char *name);
+
+/* Timing helpers shared by phases and kernels. */
+double bench_now(void);
+void bench_sleep_ms(double ms);
+/* Prints "ioloom-bench: <message>" on stderr with the rank. */
+void bench_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

@@ -1,0 +1,157 @@
+/* FLASH-IO-like kernel (the FLASH code's HDF5 checkpoint routine, as Wright's thesis runs it): each rank
+ * owns one block of --cells^3 cells (24^3) and writes, through parallel HDF5,
+ *   checkpoint  --variables (24) double datasets [nranks][n][n][n] plus the block metadata FLASH writes
+ *               (coordinates, block size, refine level);
+ *   plot_cnt    4 single-precision variables at cell centres, [nranks][n][n][n];
+ *   plot_crn    the same 4 variables at cell corners, [nranks][n+1][n+1][n+1].
+ * Each dataset is one hyperslab per rank, collective with -c. Writes only, as FLASH-IO does. */
+#include "backend.h"
+
+#ifdef IOLOOM_BENCH_HDF5
+#include <hdf5.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PLOT_VARIABLES 4
+
+struct flash_file {
+    const char *suffix;
+    hid_t type;
+    int variables, side; /* variables of side^3 values each */
+    int metadata;        /* the checkpoint's block metadata datasets */
+};
+
+/* Writes this rank's row [rank][...] of a dataset of `rank_dims` dimensions per rank. */
+static int write_row(hid_t file, hid_t xfer, const char *name, hid_t type, int nranks, int rank, int ndims,
+                     const hsize_t *row_dims, const void *data) {
+    hsize_t dims[4] = {(hsize_t)nranks, 1, 1, 1}, start[4] = {(hsize_t)rank, 0, 0, 0}, count[4] = {1, 1, 1, 1};
+    for (int d = 0; d < ndims; d++)
+        dims[d + 1] = count[d + 1] = row_dims[d];
+    hid_t space = H5Screate_simple(ndims + 1, dims, NULL);
+    hid_t dataset = H5Dcreate2(file, name, type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    hid_t memspace = H5Screate_simple(ndims + 1, count, NULL);
+    H5Sselect_hyperslab(space, H5S_SELECT_SET, start, NULL, count, NULL);
+    herr_t rc = dataset < 0 ? -1 : H5Dwrite(dataset, type, memspace, space, xfer, data);
+    H5Sclose(memspace);
+    if (dataset >= 0)
+        H5Dclose(dataset);
+    H5Sclose(space);
+    if (rc < 0)
+        bench_error("HDF5 could not write dataset \"%s\"", name);
+    return rc < 0 ? BENCH_EXIT_IO : 0;
+}
+
+/* The block metadata FLASH stores with a checkpoint: where the block is, its size, its refinement level. */
+static int write_metadata(hid_t file, hid_t xfer, int nranks, int rank, uint64_t *bytes) {
+    double coordinates[3] = {rank + 0.5, 0.5, 0.5}, block_size[3] = {1, 1, 1};
+    int refine_level = 1;
+    hsize_t three[1] = {3};
+    int rc = write_row(file, xfer, "coordinates", H5T_NATIVE_DOUBLE, nranks, rank, 1, three, coordinates);
+    rc = rc ? rc : write_row(file, xfer, "block size", H5T_NATIVE_DOUBLE, nranks, rank, 1, three, block_size);
+    rc = rc ? rc : write_row(file, xfer, "refine level", H5T_NATIVE_INT, nranks, rank, 0, NULL, &refine_level);
+    *bytes += sizeof coordinates + sizeof block_size + sizeof refine_level;
+    return rc;
+}
+
+static int write_file(const struct bench_options *o, MPI_Comm comm, const struct flash_file *ff, int rep,
+                      struct bench_report *r) {
+    int rank, nranks, rc = 0;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &nranks);
+    char path[sizeof o->path + 16];
+    bench_kernel_file(o, ff->suffix, path, sizeof path);
+    size_t n = (size_t)ff->side * ff->side * ff->side, size = H5Tget_size(ff->type);
+    unsigned char *values = malloc(n * size);
+    struct bench_times t;
+    memset(&t, 0, sizeof t);
+
+    MPI_Info info = bench_hints_info(o);
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS), xfer = H5Pcreate(H5P_DATASET_XFER);
+    H5Pset_fapl_mpio(fapl, comm, info);
+    H5Pset_dxpl_mpio(xfer, o->collective ? H5FD_MPIO_COLLECTIVE : H5FD_MPIO_INDEPENDENT);
+    MPI_Barrier(comm);
+    double start = bench_now();
+    hid_t file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    t.open = bench_now() - start;
+    if (file < 0) {
+        bench_error("HDF5 could not create %s", path);
+        rc = BENCH_EXIT_IO;
+    }
+    double d0 = bench_now();
+    if (!rc && ff->metadata)
+        rc = write_metadata(file, xfer, nranks, rank, &t.bytes);
+    hsize_t row[3] = {(hsize_t)ff->side, (hsize_t)ff->side, (hsize_t)ff->side};
+    for (int v = 0; v < ff->variables && !rc; v++) {
+        for (size_t i = 0; i < n; i++) { /* a distinct value per rank, variable and cell */
+            double x = (double)rank * 1e6 + v * 1e3 + (double)i / (double)n;
+            if (size == sizeof(double))
+                memcpy(values + i * size, &x, size);
+            else
+                ((float *)values)[i] = (float)x;
+        }
+        char name[16];
+        snprintf(name, sizeof name, "var%03d", v);
+        rc = write_row(file, xfer, name, ff->type, nranks, rank, 3, row, values);
+        t.bytes += n * size;
+    }
+    t.data = bench_now() - d0;
+    if (!rc && o->fsync) {
+        double s0 = bench_now();
+        H5Fflush(file, H5F_SCOPE_GLOBAL);
+        t.sync = bench_now() - s0;
+    }
+    if (file >= 0) {
+        MPI_File *fh = NULL;
+        MPI_Info after = MPI_INFO_NULL;
+        if (H5Fget_vfd_handle(file, fapl, (void **)&fh) >= 0 && fh && MPI_File_get_info(*fh, &after) == MPI_SUCCESS) {
+            bench_report_hints(r, after);
+            MPI_Info_free(&after);
+        }
+        double c0 = bench_now();
+        H5Fclose(file);
+        t.close = bench_now() - c0;
+    }
+    t.total = bench_now() - start;
+    H5Pclose(xfer);
+    H5Pclose(fapl);
+    if (info != MPI_INFO_NULL)
+        MPI_Info_free(&info);
+    free(values);
+    if (!rc)
+        bench_report_add(r, ff->suffix, rep, &t);
+    return rc;
+}
+
+int bench_kernel_flash(const struct bench_options *o, MPI_Comm comm, struct bench_report *r) {
+    int nranks, n = o->cells;
+    MPI_Comm_size(comm, &nranks);
+    const struct flash_file files[] = {
+        {"checkpoint", H5T_NATIVE_DOUBLE, o->variables, n, 1},
+        {"plot_cnt", H5T_NATIVE_FLOAT, PLOT_VARIABLES, n, 0},
+        {"plot_crn", H5T_NATIVE_FLOAT, PLOT_VARIABLES, n + 1, 0},
+    };
+    /* the data each file must hold, for the tests and the reader: file size = this + HDF5 metadata */
+    double cube = (double)n * n * n, corner = (double)(n + 1) * (n + 1) * (n + 1);
+    bench_report_param(r, "checkpoint_data_bytes", nranks * (o->variables * cube * 8 + 6 * 8 + 4));
+    bench_report_param(r, "plot_cnt_data_bytes", nranks * PLOT_VARIABLES * cube * 4);
+    bench_report_param(r, "plot_crn_data_bytes", nranks * PLOT_VARIABLES * corner * 4);
+    int rc = 0;
+    for (int rep = 0; rep < o->repetitions && !rc; rep++)
+        for (size_t i = 0; i < sizeof files / sizeof files[0] && !rc; i++)
+            rc = write_file(o, comm, &files[i], rep, r);
+    for (size_t i = 0; i < sizeof files / sizeof files[0] && !o->keep; i++) {
+        char path[sizeof o->path + 16];
+        bench_kernel_file(o, files[i].suffix, path, sizeof path);
+        bench_kernel_remove(comm, path);
+    }
+    return rc;
+}
+
+#else
+/* Never reached: the options refuse --kernel flash in a build without HDF5. */
+int bench_kernel_flash(const struct bench_options *o, MPI_Comm comm, struct bench_report *r) {
+    (void)o, (void)comm, (void)r;
+    return BENCH_EXIT_USAGE;
+}
+#endif

@@ -1,0 +1,99 @@
+/* RIOT's overhead mode (Wright's thesis, Appendix A, Table A.2): --steps operations (100) of -t bytes (4 MB)
+ * for each of six MPI-IO functions, so a tracer's cost per call can be measured by running this with and
+ * without it. Every rank works on its own region of one shared file: rank r's region starts at r*steps*t.
+ * The individual-file-pointer functions (write, read, write_all, read_all) see that region through a file
+ * view; the explicit-offset ones (write_at_all, read_at_all) address it directly. */
+#include "backend.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum riot_call { WRITE, READ, WRITE_ALL, READ_ALL, WRITE_AT_ALL, READ_AT_ALL, NCALLS };
+static const char *const call_names[NCALLS] = {"MPI_File_write", "MPI_File_read", "MPI_File_write_all",
+                                               "MPI_File_read_all", "MPI_File_write_at_all",
+                                               "MPI_File_read_at_all"};
+
+static int is_write(enum riot_call c) { return c == WRITE || c == WRITE_ALL || c == WRITE_AT_ALL; }
+
+static int call(enum riot_call c, MPI_File fh, MPI_Offset offset, void *buf, int len) {
+    MPI_Status st;
+    switch (c) {
+    case WRITE: return MPI_File_write(fh, buf, len, MPI_BYTE, &st);
+    case READ: return MPI_File_read(fh, buf, len, MPI_BYTE, &st);
+    case WRITE_ALL: return MPI_File_write_all(fh, buf, len, MPI_BYTE, &st);
+    case READ_ALL: return MPI_File_read_all(fh, buf, len, MPI_BYTE, &st);
+    case WRITE_AT_ALL: return MPI_File_write_at_all(fh, offset, buf, len, MPI_BYTE, &st);
+    default: return MPI_File_read_at_all(fh, offset, buf, len, MPI_BYTE, &st);
+    }
+}
+
+/* One function: open, `steps` calls, optional sync, close; the times go to the report under its name. */
+static int run_call(const struct bench_options *o, MPI_Comm comm, enum riot_call c, int rep, const char *name,
+                    unsigned char *buf, struct bench_report *r) {
+    int rank;
+    MPI_Comm_rank(comm, &rank);
+    size_t len = o->transfer_size;
+    MPI_Offset region = (MPI_Offset)rank * o->steps * (MPI_Offset)len;
+    int explicit_offset = c == WRITE_AT_ALL || c == READ_AT_ALL, writing = is_write(c);
+    struct bench_times t;
+    memset(&t, 0, sizeof t);
+    MPI_Info info = bench_hints_info(o);
+    MPI_File fh;
+    MPI_Barrier(comm);
+    double start = bench_now();
+    int err = MPI_File_open(comm, name, writing ? MPI_MODE_CREATE | MPI_MODE_WRONLY : MPI_MODE_RDONLY, info, &fh);
+    if (info != MPI_INFO_NULL)
+        MPI_Info_free(&info);
+    if (err != MPI_SUCCESS)
+        return bench_mpi_failed("MPI_File_open", name, err);
+    if (!explicit_offset)
+        MPI_File_set_view(fh, region, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL);
+    t.open = bench_now() - start;
+    MPI_Info after;
+    MPI_File_get_info(fh, &after);
+    bench_report_hints(r, after);
+    MPI_Info_free(&after);
+    for (int i = 0; i < o->steps; i++) {
+        uint64_t offset = (uint64_t)region + (uint64_t)i * len;
+        if (writing)
+            bench_fill(buf, len, offset, rank);
+        double d0 = bench_now();
+        if ((err = call(c, fh, (MPI_Offset)offset, buf, (int)len)) != MPI_SUCCESS)
+            return bench_mpi_failed(call_names[c], name, err);
+        t.data += bench_now() - d0;
+        t.bytes += len;
+        if (!writing && o->verify)
+            t.errors += bench_verify(buf, len, offset, rank, name, t.errors);
+    }
+    if (writing && o->fsync) {
+        double s0 = bench_now();
+        MPI_File_sync(fh);
+        t.sync = bench_now() - s0;
+    }
+    double c0 = bench_now();
+    MPI_File_close(&fh);
+    t.close = bench_now() - c0;
+    t.total = bench_now() - start;
+    bench_report_add(r, call_names[c], rep, &t);
+    return 0;
+}
+
+int bench_kernel_riot(const struct bench_options *o, MPI_Comm comm, struct bench_report *r) {
+    char name[sizeof o->path + 16];
+    bench_kernel_file(o, "riot", name, sizeof name);
+    unsigned char *buf = malloc(o->transfer_size);
+    if (!buf) {
+        bench_error("cannot allocate %llu bytes", (unsigned long long)o->transfer_size);
+        return BENCH_EXIT_IO;
+    }
+    bench_report_param(r, "operations", o->steps);
+    int rc = 0;
+    for (int rep = 0; rep < o->repetitions && !rc; rep++)
+        for (enum riot_call c = WRITE; c < NCALLS && !rc; c++)
+            rc = run_call(o, comm, c, rep, name, buf, r);
+    free(buf);
+    if (!o->keep)
+        bench_kernel_remove(comm, name);
+    return rc;
+}

@@ -1,0 +1,387 @@
+/* Command line of ioloom-bench. IOR's letters where the meaning is the same (-a -b -t -s -F -c -e -C -Q -w -r
+ * -i -o -k), long options for the rest. Every rank parses the same argv and so reaches the same verdict;
+ * the only checks that look at the file system (directory writable, input files present) run on rank 0 and
+ * are broadcast. Nothing here creates a test file: bad parameters are refused before any I/O. */
+#include "bench.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int is_root_rank(void) {
+    int rank;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    return rank == 0;
+}
+
+/* Refuses the parameters: rank 0 says which one and what to do. */
+static int refuse(const char *fmt, ...) {
+    if (is_root_rank()) {
+        va_list ap;
+        va_start(ap, fmt);
+        fputs("ioloom-bench: ", stderr);
+        vfprintf(stderr, fmt, ap);
+        fputs("\n(ioloom-bench --help lists the options; nothing was written)\n", stderr);
+        va_end(ap);
+    }
+    return BENCH_EXIT_USAGE;
+}
+
+static const char usage[] =
+    "usage: ioloom-bench [options]   (IOR's letters where the meaning is the same)\n"
+    "  -a API          posix | mpiio | hdf5 (hdf5: MPICH build only)            [posix]\n"
+    "  -b SIZE         block size: bytes per rank per segment (k, m, g = 1024^n) [1m]\n"
+    "  -t SIZE         transfer size: bytes per data call; divides -b           [256k]\n"
+    "  -s N            segment count                                             [1]\n"
+    "  --pattern P     strided (shared file, segment = one block of every rank) |\n"
+    "                  contiguous (shared file, each rank one region of -s blocks) |\n"
+    "                  fpp (file per process) | nfiles (one file per segment per process) [strided]\n"
+    "  -F              file per process (= --pattern fpp)\n"
+    "  -c              collective data calls (mpiio, hdf5)\n"
+    "  -e              fsync before close (MPI_File_sync, H5Fflush)\n"
+    "  -w / -r         write / read phase (both when neither is given)\n"
+    "  -C              read the data of another node: rank r reads what rank r+shift wrote\n"
+    "  -Q N            the shift for -C                                          [ranks per node]\n"
+    "  --ranks-per-node N  emulated ranks per node (the shift of -C)             [ranks on this node]\n"
+    "  -i N            repetitions                                               [1]\n"
+    "  --wait MS       idle time between two data calls (Boito's TMP); deducted from the effective time\n"
+    "  --hint KEY=VAL  an MPI_Info hint for open (repeatable), e.g. romio_cb_write=enable\n"
+    "  --verify        check every byte read against the pattern (needs -r)\n"
+    "  -o PATH         test file name; its directory must be writable           [./ioloom-bench.dat]\n"
+    "  -k              keep the files after the run\n"
+    "  --json          print the results as one JSON document\n"
+    "  --kernel K      flash (HDF5 checkpoint and plot files) | btio (3-D subarray, collective write\n"
+    "                  every step) | riot (N operations of -t bytes for six MPI-IO functions)\n"
+    "  --cells N       flash: cells per side per process [24]; btio: global grid points per side [64]\n"
+    "  --variables N   flash: variables in the checkpoint file                   [24]\n"
+    "  --steps N       btio: time steps written [5]; riot: operations per function [100]\n";
+
+/* "4m" -> 4194304. Returns 0 on success. */
+static int parse_size(const char *text, uint64_t *out) {
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(text, &end, 10);
+    if (errno || end == text || text[0] == '-')
+        return -1;
+    int shift = 0;
+    switch (tolower((unsigned char)*end)) {
+    case 'k': shift = 10; end++; break;
+    case 'm': shift = 20; end++; break;
+    case 'g': shift = 30; end++; break;
+    case 't': shift = 40; end++; break;
+    }
+    if (*end == 'i' || *end == 'I')
+        end++;
+    if (*end == 'b' || *end == 'B')
+        end++;
+    if (*end || (shift && v > (UINT64_MAX >> shift)))
+        return -1;
+    *out = (uint64_t)v << shift;
+    return 0;
+}
+
+static int parse_count(const char *text, long min, long max, long *out) {
+    char *end;
+    errno = 0;
+    long v = strtol(text, &end, 10);
+    if (errno || end == text || *end || v < min || v > max)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_hint(struct bench_options *o, const char *text) {
+    const char *eq = strchr(text, '=');
+    if (!eq || eq == text || !eq[1])
+        return refuse("--hint '%s': expected KEY=VALUE with a non-empty key and value, "
+                      "e.g. --hint romio_cb_write=enable", text);
+    size_t klen = (size_t)(eq - text);
+    if (klen >= sizeof o->hints[0].key || strlen(eq + 1) >= sizeof o->hints[0].value)
+        return refuse("--hint '%s': key and value must each be shorter than %zu characters", text,
+                      sizeof o->hints[0].key);
+    for (size_t i = 0; i < klen; i++)
+        if (isspace((unsigned char)text[i]))
+            return refuse("--hint '%s': the key contains a space; write KEY=VALUE without spaces", text);
+    if (o->nhints == BENCH_MAX_HINTS)
+        return refuse("--hint: at most %d hints", BENCH_MAX_HINTS);
+    struct bench_hint *h = &o->hints[o->nhints++];
+    memcpy(h->key, text, klen);
+    h->key[klen] = 0;
+    strcpy(h->value, eq + 1);
+    return 0;
+}
+
+static int parse_api(struct bench_options *o, const char *text) {
+    if (!strcasecmp(text, "posix"))
+        o->api = API_POSIX;
+    else if (!strcasecmp(text, "mpiio"))
+        o->api = API_MPIIO;
+    else if (!strcasecmp(text, "hdf5"))
+        o->api = API_HDF5;
+    else
+        return refuse("-a/--api '%s': expected posix, mpiio or hdf5", text);
+    return 0;
+}
+
+static int parse_pattern(struct bench_options *o, const char *text) {
+    static const char *names[] = {"strided", "contiguous", "fpp", "nfiles"};
+    for (int i = 0; i < 4; i++)
+        if (!strcasecmp(text, names[i])) {
+            o->pattern = (enum bench_pattern)i;
+            return 0;
+        }
+    return refuse("--pattern '%s': expected strided, contiguous, fpp or nfiles", text);
+}
+
+static int parse_kernel(struct bench_options *o, const char *text) {
+    if (!strcasecmp(text, "flash"))
+        o->kernel = KERNEL_FLASH;
+    else if (!strcasecmp(text, "btio"))
+        o->kernel = KERNEL_BTIO;
+    else if (!strcasecmp(text, "riot"))
+        o->kernel = KERNEL_RIOT;
+    else
+        return refuse("--kernel '%s': expected flash, btio or riot", text);
+    return 0;
+}
+
+const char *bench_api_name(enum bench_api api) {
+    return api == API_POSIX ? "posix" : api == API_MPIIO ? "mpiio" : "hdf5";
+}
+
+const char *bench_pattern_name(enum bench_pattern p) {
+    static const char *names[] = {"strided", "contiguous", "fpp", "nfiles"};
+    return names[p];
+}
+
+static int ranks_on_this_node(MPI_Comm comm) {
+    MPI_Comm node;
+    int n;
+    MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    MPI_Comm_size(node, &n);
+    MPI_Comm_free(&node);
+    return n;
+}
+
+/* Options whose meaning depends on others. Pure arithmetic: the same verdict on every rank. */
+static int check_consistency(struct bench_options *o, int nranks) {
+    if (o->kernel == KERNEL_NONE) {
+        if (o->transfer_size == 0 || o->block_size == 0)
+            return refuse("-b/--block-size and -t/--transfer-size must be at least 1 byte");
+        if (o->transfer_size > o->block_size)
+            return refuse("-t/--transfer-size (%llu bytes) is larger than -b/--block-size (%llu bytes): "
+                          "one call cannot move more than a block; make -t at most -b",
+                          (unsigned long long)o->transfer_size, (unsigned long long)o->block_size);
+        if (o->block_size % o->transfer_size)
+            return refuse("-b/--block-size (%llu bytes) is not a multiple of -t/--transfer-size (%llu bytes): "
+                          "choose sizes that divide, e.g. -b %llu",
+                          (unsigned long long)o->block_size, (unsigned long long)o->transfer_size,
+                          (unsigned long long)(o->block_size / o->transfer_size + 1) * o->transfer_size);
+        uint64_t per_rank = o->block_size * o->segment_count;
+        if (per_rank / o->segment_count != o->block_size || per_rank > UINT64_MAX / 8 / (uint64_t)nranks)
+            return refuse("-b/--block-size times -s/--segments times ranks overflows a file offset");
+        if (o->pattern == PATTERN_NFILES && o->segment_count * (uint64_t)nranks > 1000000)
+            return refuse("-s/--segments: --pattern nfiles would create more than a million files");
+    }
+    if (o->transfer_size > INT_MAX)
+        return refuse("-t/--transfer-size (%llu bytes) must be below 2 GiB: MPI counts are int",
+                      (unsigned long long)o->transfer_size);
+    if (o->collective && o->api == API_POSIX && o->kernel == KERNEL_NONE)
+        return refuse("-c/--collective needs -a mpiio or -a hdf5 (POSIX has no collective calls)");
+    if (o->verify && !o->read)
+        return refuse("--verify checks the bytes read: add -r (e.g. -w -r --verify)");
+#ifndef IOLOOM_BENCH_HDF5
+    if (o->api == API_HDF5 || o->kernel == KERNEL_FLASH)
+        return refuse("%s: HDF5 needs the MPICH build (ioloom-bench-mpich): Debian's parallel HDF5 is built "
+                      "against MPICH; this is ioloom-bench-%s",
+                      o->kernel == KERNEL_FLASH ? "--kernel flash" : "-a hdf5", IOLOOM_MPI_IMPL);
+#endif
+    if (o->shift < 0)
+        o->shift = o->ranks_per_node;
+    return 0;
+}
+
+/* Rank 0 looks at the file system: is the directory writable (by creating and removing a probe file, since
+ * access(2) says yes to root on a read-only directory), and for a read-only run, are the files there? */
+static int check_filesystem(const struct bench_options *o, int nranks) {
+    char dir[sizeof o->path];
+    strcpy(dir, o->path);
+    char *d = dirname(dir);
+    struct stat st;
+    if (stat(d, &st) != 0)
+        return refuse("-o/--output %s: directory %s does not exist (%s); create it or choose another -o",
+                      o->path, d, strerror(errno));
+    if (!S_ISDIR(st.st_mode))
+        return refuse("-o/--output %s: %s is not a directory", o->path, d);
+    char probe[sizeof o->path + 64];
+    snprintf(probe, sizeof probe, "%s/.ioloom-bench-probe-XXXXXX", d);
+    int fd = mkstemp(probe);
+    if (fd < 0)
+        return refuse("-o/--output %s: directory %s is not writable (%s); choose a directory you can write",
+                      o->path, d, strerror(errno));
+    close(fd);
+    unlink(probe);
+    if (o->read && !o->write && o->kernel == KERNEL_NONE) {
+        char name[sizeof o->path + 64];
+        bench_file_name(o, 0, name, sizeof name);
+        uint64_t need = bench_file_size(o, nranks);
+        if (stat(name, &st) != 0)
+            return refuse("-r without -w reads existing files, but %s does not exist (%s): write it first with "
+                          "the same parameters and -w -k", name, strerror(errno));
+        if ((uint64_t)st.st_size < need && o->api != API_HDF5)
+            return refuse("-r: %s has %lld bytes, the parameters need %llu: write it with the same -b -t -s "
+                          "and ranks", name, (long long)st.st_size, (unsigned long long)need);
+    }
+    return 0;
+}
+
+enum { OPT_PATTERN = 1000, OPT_RPN, OPT_WAIT, OPT_HINT, OPT_VERIFY, OPT_JSON, OPT_KERNEL, OPT_CELLS,
+       OPT_VARIABLES, OPT_STEPS };
+
+static const struct option long_options[] = {
+    {"api", required_argument, 0, 'a'},           {"block-size", required_argument, 0, 'b'},
+    {"transfer-size", required_argument, 0, 't'}, {"segments", required_argument, 0, 's'},
+    {"file-per-proc", no_argument, 0, 'F'},       {"collective", no_argument, 0, 'c'},
+    {"fsync", no_argument, 0, 'e'},               {"reorder", no_argument, 0, 'C'},
+    {"shift", required_argument, 0, 'Q'},         {"write", no_argument, 0, 'w'},
+    {"read", no_argument, 0, 'r'},                {"repetitions", required_argument, 0, 'i'},
+    {"output", required_argument, 0, 'o'},        {"keep", no_argument, 0, 'k'},
+    {"help", no_argument, 0, 'h'},                {"pattern", required_argument, 0, OPT_PATTERN},
+    {"ranks-per-node", required_argument, 0, OPT_RPN}, {"wait", required_argument, 0, OPT_WAIT},
+    {"hint", required_argument, 0, OPT_HINT},     {"verify", no_argument, 0, OPT_VERIFY},
+    {"json", no_argument, 0, OPT_JSON},           {"kernel", required_argument, 0, OPT_KERNEL},
+    {"cells", required_argument, 0, OPT_CELLS},   {"variables", required_argument, 0, OPT_VARIABLES},
+    {"steps", required_argument, 0, OPT_STEPS},   {0, 0, 0, 0},
+};
+
+static void set_defaults(struct bench_options *o, MPI_Comm comm) {
+    memset(o, 0, sizeof *o);
+    o->api = API_POSIX;
+    o->pattern = PATTERN_STRIDED;
+    o->block_size = 1 << 20;
+    o->transfer_size = 256 << 10;
+    o->segment_count = 1;
+    o->repetitions = 1;
+    o->shift = -1;
+    o->ranks_per_node = ranks_on_this_node(comm);
+    strcpy(o->path, "./ioloom-bench.dat");
+}
+
+/* One option; returns 0 or BENCH_EXIT_USAGE. */
+static int apply_option(struct bench_options *o, int c, const char *arg, int *kernel_sizes_given) {
+    long n;
+    switch (c) {
+    case 'a': return parse_api(o, arg);
+    case 'b':
+        if (parse_size(arg, &o->block_size))
+            return refuse("-b/--block-size '%s': expected a size such as 4m, 64k or 1048576", arg);
+        return 0;
+    case 't':
+        if (parse_size(arg, &o->transfer_size))
+            return refuse("-t/--transfer-size '%s': expected a size such as 1m, 64k or 4096", arg);
+        *kernel_sizes_given = 1;
+        return 0;
+    case 's':
+        if (parse_count(arg, 1, LONG_MAX, &n))
+            return refuse("-s/--segments '%s': expected a whole number >= 1", arg);
+        o->segment_count = (uint64_t)n;
+        return 0;
+    case 'F': o->pattern = PATTERN_FPP; return 0;
+    case 'c': o->collective = 1; return 0;
+    case 'e': o->fsync = 1; return 0;
+    case 'C': o->reorder = 1; return 0;
+    case 'Q':
+        if (parse_count(arg, 0, INT_MAX, &n))
+            return refuse("-Q/--shift '%s': expected a whole number >= 0", arg);
+        o->shift = (int)n;
+        o->reorder = 1;
+        return 0;
+    case 'w': o->write = 1; return 0;
+    case 'r': o->read = 1; return 0;
+    case 'i':
+        if (parse_count(arg, 1, 1000000, &n))
+            return refuse("-i/--repetitions '%s': expected a whole number >= 1", arg);
+        o->repetitions = (int)n;
+        return 0;
+    case 'o':
+        if (!*arg || strlen(arg) >= sizeof o->path - 32)
+            return refuse("-o/--output: expected a file name shorter than %zu characters", sizeof o->path - 32);
+        strcpy(o->path, arg);
+        return 0;
+    case 'k': o->keep = 1; return 0;
+    case OPT_PATTERN: return parse_pattern(o, arg);
+    case OPT_RPN:
+        if (parse_count(arg, 1, INT_MAX, &n))
+            return refuse("--ranks-per-node '%s': expected a whole number >= 1", arg);
+        o->ranks_per_node = (int)n;
+        return 0;
+    case OPT_WAIT: {
+        char *end;
+        o->wait_ms = strtod(arg, &end);
+        if (end == arg || *end || !(o->wait_ms >= 0) || o->wait_ms > 3.6e6)
+            return refuse("--wait '%s': expected milliseconds between 0 and 3600000", arg);
+        return 0;
+    }
+    case OPT_HINT: return parse_hint(o, arg);
+    case OPT_VERIFY: o->verify = 1; return 0;
+    case OPT_JSON: o->json = 1; return 0;
+    case OPT_KERNEL: return parse_kernel(o, arg);
+    case OPT_CELLS:
+    case OPT_VARIABLES:
+    case OPT_STEPS:
+        if (parse_count(arg, 1, 100000, &n))
+            return refuse("--%s '%s': expected a whole number between 1 and 100000",
+                          c == OPT_CELLS ? "cells" : c == OPT_VARIABLES ? "variables" : "steps", arg);
+        *(c == OPT_CELLS ? &o->cells : c == OPT_VARIABLES ? &o->variables : &o->steps) = (int)n;
+        return 0;
+    case 'h':
+        if (is_root_rank())
+            fputs(usage, stdout);
+        return -1;
+    default: return refuse("unknown option (see the list above)");
+    }
+}
+
+/* Kernel sizes that were not given: the documents' configurations. */
+static void kernel_defaults(struct bench_options *o, int transfer_given) {
+    if (o->kernel == KERNEL_FLASH) {
+        o->cells = o->cells ? o->cells : 24;
+        o->variables = o->variables ? o->variables : 24;
+    } else if (o->kernel == KERNEL_BTIO) {
+        o->cells = o->cells ? o->cells : 64;
+        o->steps = o->steps ? o->steps : 5;
+    } else if (o->kernel == KERNEL_RIOT) {
+        o->steps = o->steps ? o->steps : 100;
+        if (!transfer_given)
+            o->transfer_size = 4 << 20;
+    }
+}
+
+int bench_parse_options(int argc, char **argv, struct bench_options *o, MPI_Comm comm) {
+    set_defaults(o, comm);
+    int nranks, c, rc, transfer_given = 0;
+    MPI_Comm_size(comm, &nranks);
+    opterr = is_root_rank();
+    while ((c = getopt_long(argc, argv, "a:b:t:s:FceCQ:wri:o:kh", long_options, NULL)) != -1)
+        if ((rc = apply_option(o, c, optarg, &transfer_given)))
+            return rc < 0 ? -1 : rc;
+    if (optind < argc)
+        return refuse("unexpected argument '%s'", argv[optind]);
+    if (!o->write && !o->read)
+        o->write = o->read = 1;
+    kernel_defaults(o, transfer_given);
+    if ((rc = check_consistency(o, nranks)))
+        return rc;
+    rc = is_root_rank() ? check_filesystem(o, nranks) : 0;
+    MPI_Bcast(&rc, 1, MPI_INT, 0, comm);
+    return rc;
+}

@@ -1,0 +1,137 @@
+/* One timed phase (write or read) of the generic patterns. Each rank times its own open, data calls, sync
+ * and close after a common barrier; the report turns those into effective (open to close) and raw (data
+ * calls only) bandwidth, as fs_test does. Filling and checking buffers happens outside the data-call
+ * timers. On an I/O error the run is aborted: a benchmark with a failed call has no figure to give. */
+#include "backend.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MAX_ERRORS_SHOWN 10
+
+/* Whose data this rank moves: its own when writing, its neighbour's `shift` ranks on when reading with -C, so
+ * that it does not read back what its own node still has in cache. */
+static int data_owner(const struct bench_options *o, enum bench_phase_kind kind, int rank, int nranks) {
+    if (kind == PHASE_READ && o->reorder)
+        return (int)(((long)rank + o->shift) % nranks);
+    return rank;
+}
+
+/* Checks a buffer just read; counts and reports (the first few) bytes that differ from the pattern. */
+uint64_t bench_verify(const unsigned char *buf, size_t len, uint64_t offset, int owner, const char *name,
+                      uint64_t errors_so_far) {
+    uint64_t errors = 0;
+    size_t pos = 0;
+    long k;
+    while (pos < len && (k = bench_check(buf + pos, len - pos, offset + pos, owner)) >= 0) {
+        uint64_t at = offset + pos + (uint64_t)k;
+        if (errors_so_far + errors < MAX_ERRORS_SHOWN)
+            bench_error("verify: %s offset %llu: read 0x%02x, expected 0x%02x (data of rank %d)", name,
+                        (unsigned long long)at, buf[pos + (size_t)k], bench_expected_byte(at, owner), owner);
+        errors++;
+        pos += (size_t)k + 1;
+    }
+    return errors;
+}
+
+static void io_failed(MPI_Comm comm) {
+    bench_error("an I/O call failed; aborting the run (no figures)");
+    MPI_Abort(comm, BENCH_EXIT_IO);
+}
+
+/* Opens, moves the transfers of segments [first, first+count) and closes one file; adds to *t. */
+static void run_file(const struct bench_options *o, enum bench_phase_kind kind, MPI_Comm comm, int owner,
+                     uint64_t first, uint64_t count, unsigned char *buf, struct bench_times *t, MPI_Info *hints) {
+    const struct bench_backend *be = bench_backend(o->api);
+    int nranks, writing = kind == PHASE_WRITE;
+    MPI_Comm_size(comm, &nranks);
+    MPI_Comm file_comm = bench_shared_file(o) ? comm : MPI_COMM_SELF;
+    char name[sizeof o->path + 64];
+    bench_file_name(o, bench_place(o, nranks, owner, first, 0).file_index, name, sizeof name);
+
+    double t0 = bench_now();
+    struct bench_file *f = be->open(o, name, file_comm, writing, bench_file_size(o, nranks));
+    if (!f)
+        io_failed(comm);
+    t->open += bench_now() - t0;
+    if (hints && *hints == MPI_INFO_NULL)
+        *hints = be->info(f);
+
+    uint64_t per_block = o->block_size / o->transfer_size;
+    for (uint64_t s = first; s < first + count; s++)
+        for (uint64_t x = 0; x < per_block; x++) {
+            uint64_t offset = bench_place(o, nranks, owner, s, x).offset;
+            if (writing)
+                bench_fill(buf, o->transfer_size, offset, owner);
+            if (o->wait_ms > 0 && t->bytes > 0) {
+                double w0 = bench_now();
+                bench_sleep_ms(o->wait_ms);
+                t->wait += bench_now() - w0;
+            }
+            double d0 = bench_now();
+            if (be->transfer(f, buf, o->transfer_size, offset, writing))
+                io_failed(comm);
+            t->data += bench_now() - d0;
+            t->bytes += o->transfer_size;
+            if (!writing && o->verify)
+                t->errors += bench_verify(buf, o->transfer_size, offset, owner, name, t->errors);
+        }
+    if (o->fsync && writing) {
+        double s0 = bench_now();
+        if (be->sync(f))
+            io_failed(comm);
+        t->sync += bench_now() - s0;
+    }
+    double c0 = bench_now();
+    if (be->close(f))
+        io_failed(comm);
+    t->close += bench_now() - c0;
+}
+
+int bench_run_phase(const struct bench_options *o, enum bench_phase_kind kind, MPI_Comm comm,
+                    struct bench_times *t, MPI_Info *hints) {
+    int rank, nranks;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &nranks);
+    memset(t, 0, sizeof *t);
+    unsigned char *buf = NULL;
+    if (posix_memalign((void **)&buf, 4096, o->transfer_size)) {
+        bench_error("cannot allocate a %llu-byte transfer buffer", (unsigned long long)o->transfer_size);
+        MPI_Abort(comm, BENCH_EXIT_IO);
+    }
+    memset(buf, 0, o->transfer_size);
+    int owner = data_owner(o, kind, rank, nranks);
+    /* nfiles opens one file per segment; the other patterns open one file for all segments */
+    int per_segment = o->pattern == PATTERN_NFILES;
+    uint64_t opens = per_segment ? o->segment_count : 1, count = per_segment ? 1 : o->segment_count;
+
+    MPI_Barrier(comm);
+    double start = bench_now();
+    for (uint64_t g = 0; g < opens; g++)
+        run_file(o, kind, comm, owner, g * count, count, buf, t, g == 0 ? hints : NULL);
+    t->total = bench_now() - start;
+    free(buf);
+    return 0;
+}
+
+void bench_remove_files(const struct bench_options *o, MPI_Comm comm) {
+    int rank, nranks;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &nranks);
+    char name[sizeof o->path + 64];
+    if (bench_shared_file(o)) {
+        if (rank == 0) {
+            bench_file_name(o, 0, name, sizeof name);
+            unlink(name);
+        }
+    } else {
+        uint64_t files = o->pattern == PATTERN_NFILES ? o->segment_count : 1;
+        for (uint64_t s = 0; s < files; s++) {
+            bench_file_name(o, bench_place(o, nranks, rank, s, 0).file_index, name, sizeof name);
+            unlink(name);
+        }
+    }
+    MPI_Barrier(comm);
+}

@@ -1,0 +1,26 @@
+/* Clock, idle wait and error messages shared by the phases and kernels. */
+#include "bench.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <time.h>
+
+double bench_now(void) { return MPI_Wtime(); }
+
+void bench_sleep_ms(double ms) {
+    struct timespec ts = {(time_t)(ms / 1000), (long)((ms - (double)(time_t)(ms / 1000) * 1000) * 1e6)};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+void bench_error(const char *fmt, ...) {
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "ioloom-bench: rank %d: ", rank);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}

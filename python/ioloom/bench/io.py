@@ -1,0 +1,169 @@
+"""`ioloom bench io`: run ioloom-bench (native/bench) under an MPI and show its figures.
+
+Other parts call `run_bench(impl, nranks, args, env=...)`, which returns the program's JSON document as a dict
+(schema: docs/bench.md); `bench_command()` gives the argv to wrap (e.g. under `ioloom run` or a preload).
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from ioloom import mpi, paths
+from ioloom.bench import app
+
+MIB = 1024.0 * 1024.0
+JSON_MARK = '{"ioloom_bench"'
+
+
+class BenchFailed(RuntimeError):
+    """ioloom-bench exited non-zero. `result` holds its JSON when it printed one (e.g. a --verify failure)."""
+
+    def __init__(self, message: str, returncode: int, stderr: str, result: dict | None):
+        super().__init__(message)
+        self.returncode, self.stderr, self.result = returncode, stderr, result
+
+
+def _impl(impl: str | mpi.MpiImpl | None) -> mpi.MpiImpl:
+    if isinstance(impl, mpi.MpiImpl):
+        return impl
+    if impl is None:
+        found = mpi.implementations()
+        if not found:
+            raise LookupError("no MPI implementation found: run `make build` (it installs Open MPI and MPICH)")
+        return found[0]
+    return mpi.by_name(impl)
+
+
+def bench_command(impl: str | mpi.MpiImpl | None, nranks: int, args: list[str]) -> list[str]:
+    """The launch command of ioloom-bench-<impl> on nranks ranks with `args` plus --json."""
+    impl = _impl(impl)
+    program = paths.native_bin(f"ioloom-bench-{impl.name}")
+    return impl.launch(nranks, [str(program), *map(str, args), "--json"])
+
+
+def parse_output(stdout: str) -> dict | None:
+    """The JSON document rank 0 printed (MPI may print other lines around it), or None."""
+    for line in stdout.splitlines():
+        if line.startswith(JSON_MARK):
+            return json.loads(line)
+    return None
+
+
+def run_bench(impl: str | mpi.MpiImpl | None, nranks: int, args: list[str], env: dict[str, str] | None = None,
+              cwd: str | Path | None = None, timeout: float = 600) -> dict:
+    """Runs ioloom-bench and returns its JSON document as a dict. `env` is added to this process's environment
+    (e.g. {"LD_PRELOAD": ...}). Raises BenchFailed with the program's message when it exits non-zero."""
+    impl = _impl(impl)
+    out = subprocess.run(bench_command(impl, nranks, args), capture_output=True, text=True, timeout=timeout,
+                         cwd=cwd, env={**os.environ, **impl.launch_env(), **(env or {})})
+    result = parse_output(out.stdout)
+    if out.returncode != 0 or result is None:
+        message = "\n".join(line for line in out.stderr.splitlines() if "ioloom-bench" in line) or out.stderr
+        raise BenchFailed(f"ioloom-bench-{impl.name} exited {out.returncode}: {message.strip()}",
+                          out.returncode, out.stderr, result)
+    return result
+
+
+def summary(result: dict, op: str) -> dict:
+    """The summary entry of one op ("write", "read", "MPI_File_write", "checkpoint", ...)."""
+    for entry in result["summary"]:
+        if entry["op"] == op:
+            return entry
+    raise KeyError(f"no {op!r} phase in this result (have: {[e['op'] for e in result['summary']]})")
+
+
+def _mib(value: float) -> str:
+    return f"{value / MIB:,.2f}"
+
+
+def _phases_table(result: dict) -> Table:
+    table = Table(title="phases (times: slowest rank, s)")
+    for column in ("op", "rep", "effective MiB/s", "raw MiB/s", "open", "data", "sync", "close", "total", "wait"):
+        table.add_column(column, justify="left" if column == "op" else "right")
+    for p in result["phases"]:
+        times = [f"{p['time'][k]['max']:.4f}" for k in ("open", "data", "sync", "close", "total", "wait")]
+        table.add_row(p["op"], str(p["rep"]), _mib(p["effective_bw"]), _mib(p["raw_bw"]), *times)
+    return table
+
+
+def _summary_table(result: dict) -> Table:
+    table = Table(title="over repetitions: bandwidth MiB/s min / mean / max; time s over repetitions and ranks")
+    for column in ("op", "reps", "effective", "raw", "open", "data", "close"):
+        table.add_column(column, justify="left" if column == "op" else "right")
+    for s in result["summary"]:
+        def triple(stats: dict, fmt=_mib) -> str:
+            return " / ".join(fmt(stats[k]) for k in ("min", "mean", "max"))
+        seconds = lambda v: f"{v:.4f}"  # noqa: E731
+        table.add_row(s["op"], str(s["reps"]), triple(s["effective_bw"]), triple(s["raw_bw"]),
+                      triple(s["time"]["open"], seconds), triple(s["time"]["data"], seconds),
+                      triple(s["time"]["close"], seconds))
+    return table
+
+
+def _ranks_table(result: dict) -> Table:
+    table = Table(title="per rank (s, MiB/s inside data calls)")
+    for column in ("op", "rep", "rank", "open", "data", "sync", "close", "total", "raw MiB/s", "errors"):
+        table.add_column(column, justify="left" if column == "op" else "right")
+    for p in result["phases"]:
+        for r in p["ranks"]:
+            raw = r["bytes"] / r["data"] if r["data"] > 0 else 0.0
+            table.add_row(p["op"], str(p["rep"]), str(r["rank"]), *(f"{r[k]:.4f}" for k in
+                          ("open", "data", "sync", "close", "total")), _mib(raw), str(r["errors"]))
+    return table
+
+
+def print_result(result: dict, per_rank: bool = False, console: Console | None = None) -> None:
+    """The readable form of a result: parameters, phases, summary, hints in effect, verify."""
+    console = console or Console(width=None if sys.stdout.isatty() else 150)
+    p = result["params"]
+    what = f"kernel {p['kernel']}" if p["kernel"] != "none" else \
+        f"{p['api']}{' collective' if p['collective'] else ''}, pattern {p['pattern']}, block {p['block_size']}, " \
+        f"transfer {p['transfer_size']}, segments {p['segment_count']}"
+    console.print(f"[bold]ioloom-bench[/] ({result['mpi']}, {result['nranks']} ranks, "
+                  f"{result['ranks_per_node']} per node): {what}")
+    console.print(_phases_table(result))
+    console.print(_summary_table(result))
+    if per_rank:
+        console.print(_ranks_table(result))
+    hints = result["hints"]
+    console.print("hints in effect after open: " + (", ".join(f"{k}={v}" for k, v in hints.items()) or "none reported"))
+    if result["verify"]["enabled"]:
+        errors = result["verify"]["errors"]
+        console.print(f"verify: {'[green]every byte matches[/]' if errors == 0 else f'[red]{errors} bytes differ[/]'}")
+
+
+@app.command("io", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def io_command(ctx: typer.Context,
+               mpi_name: str = typer.Option(None, "--mpi", help="openmpi or mpich (default: the first found)."),
+               nranks: int = typer.Option(4, "-n", "--ranks", help="MPI ranks."),
+               json_out: bool = typer.Option(False, "--json", help="Print the program's JSON document."),
+               per_rank: bool = typer.Option(False, "--per-rank", help="Also show every rank's figures.")) -> None:
+    """Run ioloom-bench (IOR-like access patterns; FLASH-IO, BT-IO and RIOT kernels) and show its figures.
+
+    Benchmark options follow ours, IOR's letters where they mean the same, e.g.
+    `ioloom bench io --mpi mpich -n 4 -a mpiio -c -b 4m -t 1m -s 8 -e -o /tmp/x/testfile`;
+    `ioloom bench io -- --help` lists them all (docs/bench.md explains the figures).
+    """
+    args = list(ctx.args)
+    if "--help" in args or "-h" in args:
+        program = paths.native_bin(f"ioloom-bench-{_impl(mpi_name).name}")
+        subprocess.run([str(program), "--help"], env={**os.environ, **_impl(mpi_name).launch_env()})
+        return
+    try:
+        result = run_bench(mpi_name, nranks, args)
+    except (BenchFailed, LookupError, paths.NativeMissing) as err:
+        if isinstance(err, BenchFailed) and err.result is not None:
+            (print(json.dumps(err.result)) if json_out else print_result(err.result, per_rank))
+        typer.echo(str(err), err=True)
+        raise typer.Exit(getattr(err, "returncode", 1) or 1)
+    if json_out:
+        print(json.dumps(result))
+    else:
+        print_result(result, per_rank)
