@@ -1,0 +1,41 @@
+"""Analysis of a trace: a map over its streams (one per process) and a reduce.
+
+    import ioloom
+    result = ioloom.analyse(ioloom.open_trace("trace"))
+    result.to_json()["bandwidth"], result.findings
+
+`analyse` also takes a path (a trace directory, or a Darshan log, see `ioloom.darshan_import`).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ioloom.analysis.partition import Options
+from ioloom.analysis.result import Analysis
+
+__all__ = ["analyse", "Analysis", "Options", "load"]
+
+
+def load(path: str | Path):
+    """A Trace from a trace directory or a Darshan log (.darshan)."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such trace; record one with `ioloom run -o {path} -- CMD`")
+    if path.suffix == ".darshan":
+        from ioloom.darshan_import import darshan_trace
+        return darshan_trace(path)
+    from ioloom import open_trace
+    return open_trace(path)
+
+
+def analyse(trace, options: Options | None = None, scheduler: str | None = None,
+            workers: int | None = None) -> Analysis:
+    """Analyse a Trace (or a path to one). scheduler: a Dask scheduler address to run the map on;
+    workers: local worker processes (default: one per CPU, at most one per stream)."""
+    from ioloom.analysis.executor import map_streams
+
+    if isinstance(trace, (str, Path)):
+        trace = load(trace)
+    options = options or Options()
+    partials, where = map_streams(trace, options, scheduler, workers)
+    return Analysis.reduce(trace, partials, options, where)

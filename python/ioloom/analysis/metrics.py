@@ -1,0 +1,157 @@
+"""The reduce for metrics: operations, bytes and time per layer, file and rank; RIOT's three bandwidths;
+Darshan's counters; time in record locks; amplification. Definitions and sources: docs/analysis.md.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ioloom.analysis.ops import KINDS, LAYER_CODE, LAYERS, READ, WRITE
+from ioloom.analysis.partition import SIZE_BIN_NAMES
+
+MB = 1024 ** 2  # the thesis's MB
+NS = 1e9
+DIRECTIONS = {"read": READ, "write": WRITE}
+MPIIO, POSIX = LAYER_CODE["mpiio"], LAYER_CODE["posix"]
+
+
+def named(frame: pd.DataFrame) -> pd.DataFrame:
+    """Layer and kind codes replaced by their names."""
+    out = frame.copy()
+    if "layer" in out:
+        out["layer"] = np.array(LAYERS)[out["layer"].to_numpy(dtype=int)]
+    if "kind" in out:
+        out["kind"] = np.array(KINDS)[out["kind"].to_numpy(dtype=int)]
+    return out
+
+
+def totals(groups: pd.DataFrame, by: list[str]) -> pd.DataFrame:
+    """ops, bytes and seconds summed over `by` (names, not codes), for every layer and kind."""
+    frame = named(groups)
+    out = frame.groupby(by, sort=True)[["ops", "bytes", "time_ns", "errors"]].sum().reset_index()
+    out["time_s"] = out.pop("time_ns") / NS
+    return out
+
+
+def _per_rank(groups: pd.DataFrame, layer: int, kind: int, nested: tuple[int, ...]) -> pd.DataFrame:
+    pick = groups[(groups["layer"] == layer) & (groups["kind"] == kind) & groups["nested"].isin(nested)]
+    return pick.groupby("rank")[["bytes", "time_ns"]].sum()
+
+
+def bandwidths(groups: pd.DataFrame) -> dict:
+    """RIOT's perceived MPI, effective MPI and effective POSIX bandwidths (MB/s, MB = 1024^2), per direction.
+
+    B_r: bytes moved by the POSIX calls that rank r's MPI-IO calls issued on the same file; T_r^MPI: summed
+    time of rank r's MPI-IO calls of that direction; T_r^POSIX: summed time of those POSIX calls.
+    perceived MPI = sum_r B_r / T_r^MPI; effective MPI = sum B_r / sum T_r^MPI; effective POSIX =
+    sum B_r / sum T_r^POSIX. Without MPI-IO the POSIX figure uses the application's own POSIX calls."""
+    out = {}
+    for name, kind in DIRECTIONS.items():
+        mpi = _per_rank(groups, MPIIO, kind, (0,))
+        posix = _per_rank(groups, POSIX, kind, (1,))
+        basis = "POSIX calls issued by MPI-IO calls on the same file (RIOT)"
+        if mpi.empty:
+            posix = _per_rank(groups, POSIX, kind, (0,))
+            basis = "the application's own POSIX calls (no MPI-IO call of this direction)"
+        elif posix["bytes"].sum() == 0:
+            posix, basis = mpi.assign(time_ns=np.nan), "MPI-IO bytes (no POSIX call was traced under MPI-IO)"
+        ranks = posix.index.union(mpi.index)
+        b = posix["bytes"].reindex(ranks, fill_value=0)
+        t_mpi = mpi["time_ns"].reindex(ranks, fill_value=0) / NS
+        t_posix = posix["time_ns"].reindex(ranks, fill_value=0) / NS
+        timed = t_mpi > 0
+        out[name] = {
+            "bytes": int(b.sum()), "mpi_bytes": int(mpi["bytes"].sum()), "ranks": int(len(ranks)),
+            "mpi_time_s": float(t_mpi.sum()), "posix_time_s": _finite(t_posix.sum()),
+            "perceived_mpi_MBps": _finite((b[timed] / t_mpi[timed]).sum() / MB) if timed.any() else None,
+            "effective_mpi_MBps": _ratio(b.sum() / MB, t_mpi.sum()),
+            "effective_posix_MBps": _ratio(b.sum() / MB, t_posix.sum()),
+            "bytes_counted": basis,
+        }
+    return out
+
+
+def _finite(value) -> float | None:
+    return float(value) if value is not None and np.isfinite(value) else None
+
+
+def _ratio(numerator: float, denominator: float) -> float | None:
+    return _finite(numerator / denominator) if denominator and np.isfinite(denominator) else None
+
+
+def amplification(groups: pd.DataFrame) -> dict:
+    """POSIX bytes moved under MPI-IO calls (same file) / bytes the MPI-IO calls asked to move."""
+    out = {}
+    for name, kind in DIRECTIONS.items():
+        mpi = _per_rank(groups, MPIIO, kind, (0,))["bytes"].sum()
+        posix = _per_rank(groups, POSIX, kind, (1,))["bytes"].sum()
+        out[name] = {"mpi_bytes": int(mpi), "posix_bytes": int(posix), "ratio": _ratio(posix, mpi)}
+    # data sieving reads to write: POSIX reads issued by MPI-IO writes show up in the cross-layer split
+    return out
+
+
+def _top4(frame: pd.DataFrame, value: str) -> list[dict]:
+    top = frame.groupby(value)["count"].sum().sort_values(ascending=False, kind="stable").head(4)
+    return [{value: int(v), "count": int(n)} for v, n in top.items()]
+
+
+def darshan_counters(groups, sizes, histogram, strides) -> list[dict]:
+    """Per layer, file and direction, over all ranks: the size histogram in Darshan's bins, the four most
+    common access sizes and strides (gap from the end of the previous access, as Darshan), sequential and
+    consecutive counts. Common values come from each process's 16 most common, so they are exact unless a
+    process used more than 16 distinct values."""
+    data = groups[groups["kind"].isin([READ, WRITE])]
+    keys = ["layer", "file_id", "kind"]
+    out = []
+    for key, part in data.groupby(keys):
+        select = {k: v for k, v in zip(keys, key)}
+        def where(frame):
+            return frame[np.logical_and.reduce([frame[k] == v for k, v in select.items()])]
+        hist = where(histogram).groupby("bin")["count"].sum()
+        gaps = where(strides)
+        layer, file_id, kind = key
+        out.append({
+            "layer": LAYERS[layer], "file_id": int(file_id), "direction": KINDS[kind],
+            "ops": int(part["ops"].sum()), "bytes": int(part["bytes"].sum()),
+            "size_histogram": {f"SIZE_{KINDS[kind].upper()}_{n}": int(hist.get(i, 0))
+                               for i, n in enumerate(SIZE_BIN_NAMES)},
+            "access_sizes": _top4(where(sizes), "size"),
+            "strides": _top4(gaps[gaps["measure"] == "gap"].rename(columns={"value": "stride"}), "stride"),
+            "sequential": int(part["sequential"].sum()), "consecutive": int(part["consecutive"].sum()),
+        })
+    return out
+
+
+def rank_spread(groups: pd.DataFrame) -> list[dict]:
+    """Per file, at the top layer that touched it: each rank's I/O time and bytes; the fastest and slowest
+    rank; population variance across ranks (Darshan's F_VARIANCE_RANK_TIME / _BYTES)."""
+    out = []
+    for file_id, part in top_level(groups).groupby("file_id"):
+        per_rank = part.groupby("rank")[["time_ns", "bytes"]].sum()
+        time_s = per_rank["time_ns"] / NS
+        out.append({"file_id": int(file_id), "layer": LAYERS[int(part["layer"].iloc[0])], "ranks": len(per_rank),
+                    "slowest_rank": int(time_s.idxmax()), "slowest_time_s": float(time_s.max()),
+                    "fastest_rank": int(time_s.idxmin()), "fastest_time_s": float(time_s.min()),
+                    "median_time_s": float(time_s.median()),
+                    "variance_time_s2": float(time_s.var(ddof=0)),
+                    "variance_bytes": float(per_rank["bytes"].var(ddof=0))})
+    return out
+
+
+def top_level(groups: pd.DataFrame) -> pd.DataFrame:
+    """Per file, the calls of the highest layer the application used on it (MPI-IO, else stdio, else
+    POSIX), not counting calls an MPI-IO call issued: what the application itself asked for."""
+    own = groups[(groups["nested"] == 0) & (groups["file_id"] >= 0) & (groups["layer"] != LAYER_CODE["process"])]
+    rank = own["layer"].map({MPIIO: 0, LAYER_CODE["stdio"]: 1, POSIX: 2})
+    best = rank.groupby(own["file_id"]).transform("min")
+    return own[rank == best]
+
+
+def lock_summary(locks: pd.DataFrame) -> list[dict]:
+    """Per file: record locks taken, ranks taking them, seconds waiting to get them, seconds holding them."""
+    out = []
+    for file_id, part in locks.groupby("file_id"):
+        out.append({"file_id": int(file_id), "locks": len(part), "ranks": int(part["rank"].nunique()),
+                    "wait_s": float(part["wait_ns"].sum() / NS), "held_s": float(part["held_ns"].sum() / NS),
+                    "unreleased": int(part["t_release"].isna().sum())})
+    return out

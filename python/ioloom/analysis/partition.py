@@ -1,0 +1,313 @@
+"""The map step: one stream (one traced process) in, small summary tables out.
+
+Everything here is vectorised numpy over the stream's columns, so the cost is a few passes over the
+events; the output is small (a row per group of calls, per MPI-IO call kept in detail, per plot sample)
+and independent of the number of events, which is what lets the reduce run on one machine.
+
+Groups: (layer, kind, file_id, nested). `nested` tells the POSIX and stdio calls that an MPI-IO call issued
+(the trace's explicit `parent` link) from the ones the application made itself: 0 top level, 1 under an
+MPI-IO call on the same file (the bytes RIOT counts), 2 under an MPI-IO call on another file.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from ioloom.analysis import ops
+from ioloom.analysis.ops import LAYER_CODE, LOCK, META, READ, UNLOCK, WRITE
+
+COLUMNS = ["t_start", "t_end", "rank", "pid", "layer", "op", "file_id", "offset", "req_bytes", "ret_bytes",
+           "errno", "aux", "call_id", "parent", "coll_seq"]
+# Darshan's access-size bins: a request of s bytes falls in the first bin whose upper bound is >= s.
+SIZE_BIN_UPPER = np.array([100, 1 << 10, 10 << 10, 100 << 10, 1 << 20, 4 << 20, 10 << 20, 100 << 20, 1 << 30])
+SIZE_BIN_NAMES = ("0_100", "100_1K", "1K_10K", "10K_100K", "100K_1M", "1M_4M", "4M_10M", "10M_100M",
+                  "100M_1G", "1G_PLUS")
+TOP_VALUES = 16  # common sizes / strides kept per group and stream (Darshan keeps 4 in the log)
+TIME_BINS = 2048  # finest bandwidth-over-time resolution, in power-of-two nanosecond widths
+CHILD_CATEGORIES = ("read", "write", "lock", "unlock", "other")  # Fig. 4.8's split of an MPI-IO call
+GROUP_KEYS = ["layer", "kind", "file_id", "nested"]
+
+
+@dataclass
+class Options:
+    """Knobs of the analysis. stripe_size: the file system's stripe (misalignment); small_request: bytes
+    under which a request counts as small; sample_budget: events kept for the plots over the whole trace;
+    detail_limit: MPI-IO calls kept with their POSIX decomposition over the whole trace."""
+    stripe_size: int = 1 << 20
+    small_request: int = 64 << 10
+    sample_budget: int = 60_000
+    detail_limit: int = 60_000
+
+
+@dataclass
+class Partial:
+    """What one stream contributes. Each table carries `rank` and `pid`."""
+    process: dict
+    groups: pd.DataFrame
+    sizes: pd.DataFrame
+    histogram: pd.DataFrame
+    strides: pd.DataFrame
+    timebins: pd.DataFrame
+    splits: pd.DataFrame
+    calls: pd.DataFrame
+    children: pd.DataFrame
+    locks: pd.DataFrame
+    samples: pd.DataFrame
+
+
+def _numpy(table, name: str) -> np.ndarray:
+    return table.column(name).to_numpy()
+
+
+def _columns(stream) -> dict[str, np.ndarray]:
+    """The stream's columns as numpy arrays, ordered by start time, plus derived kind/layer codes."""
+    table = stream.read(COLUMNS)
+    t_start = _numpy(table, "t_start")
+    order = None if np.all(t_start[1:] >= t_start[:-1]) else np.argsort(t_start, kind="stable")
+    cols = {name: _numpy(table, name) for name in COLUMNS if name not in ("layer", "op")}
+    cols["kind"] = ops.kind_codes(table.column("op"), cols["aux"])
+    cols["layer"] = ops.layer_codes(table.column("layer"))
+    cols["op"], names = ops.op_names(table.column("op"))
+    if order is not None:
+        cols = {name: values[order] for name, values in cols.items()}
+    cols["names"] = names
+    return cols
+
+
+def _nesting(c: dict) -> np.ndarray:
+    """0 top level, 1 issued by an MPI-IO call on the same file, 2 by one on another file."""
+    mpi = c["layer"] == LAYER_CODE["mpiio"]
+    nested = np.zeros(len(mpi), np.int8)
+    child = (c["parent"] >= 0) & ~mpi
+    if not child.any() or not mpi.any():
+        return nested
+    parent_file = _parent_lookup(c["call_id"][mpi], c["file_id"][mpi], c["parent"][child], -2)
+    nested[child] = np.where(parent_file == c["file_id"][child], 1, 2)
+    return nested
+
+
+def _parent_lookup(call_ids: np.ndarray, values: np.ndarray, parents: np.ndarray, missing):
+    """values[i] of the call whose call_id equals each parent, `missing` where no such call was traced."""
+    order = np.argsort(call_ids, kind="stable")
+    sorted_ids = call_ids[order]
+    pos = np.clip(np.searchsorted(sorted_ids, parents), 0, max(len(sorted_ids) - 1, 0))
+    found = sorted_ids[pos] == parents
+    return np.where(found, values[order][pos], missing)
+
+
+def _group_codes(c: dict, nested: np.ndarray) -> np.ndarray:
+    return (((c["file_id"].astype(np.int64) + 1) * 4 + c["layer"]) * 8 + c["kind"]) * 3 + nested
+
+
+def _decode(frame: pd.DataFrame, code_column: str = "code") -> pd.DataFrame:
+    code = frame.pop(code_column).to_numpy()
+    frame.insert(0, "nested", (code % 3).astype(np.int8))
+    frame.insert(0, "kind", (code // 3 % 8).astype(np.int8))
+    frame.insert(0, "layer", (code // 24 % 4).astype(np.int8))
+    frame.insert(0, "file_id", (code // 96 - 1).astype(np.int32))
+    return frame
+
+
+def _top(frame: pd.DataFrame, by: str, value: str) -> pd.DataFrame:
+    """The TOP_VALUES most frequent values per group (counts in `count`)."""
+    counts = frame.groupby([by, value], sort=False).size().rename("count").reset_index()
+    counts = counts.sort_values([by, "count"], ascending=[True, False])
+    return counts.groupby(by, sort=False).head(TOP_VALUES)
+
+
+def _unique_bytes(code: np.ndarray, start: np.ndarray, end: np.ndarray) -> pd.Series:
+    """Bytes covered at least once per group: the union of [start, end) intervals."""
+    order = np.lexsort((start, code))
+    frame = pd.DataFrame({"code": code[order], "start": start[order], "end": end[order]})
+    reach = frame.groupby("code", sort=False)["end"].cummax()
+    before = reach.groupby(frame["code"], sort=False).shift(fill_value=np.iinfo(np.int64).min).to_numpy()
+    fresh = np.clip(frame["end"].to_numpy() - np.maximum(frame["start"].to_numpy(), before), 0, None)
+    return pd.Series(fresh).groupby(frame["code"].to_numpy(), sort=False).sum()
+
+
+def _data_groups(c: dict, code: np.ndarray, options: Options):
+    """Per group of reads and writes: sequential/consecutive counts, stripe misalignment, small requests,
+    unique bytes; plus the size histogram, common sizes and common strides tables."""
+    data = ((c["kind"] == READ) | (c["kind"] == WRITE)) & (c["ret_bytes"] >= 0)
+    idx = np.flatnonzero(data)
+    idx = idx[np.argsort(code[idx], kind="stable")]  # time order kept inside each group
+    g, off, size = code[idx], c["offset"][idx], c["ret_bytes"][idx]
+    known = off >= 0
+    end = off + size
+    same = np.r_[False, g[1:] == g[:-1]] & known & np.r_[False, known[:-1]]
+    prev_end, prev_off = np.r_[0, end[:-1]], np.r_[0, off[:-1]]
+    stripe = options.stripe_size
+    stripes_touched = np.where(size > 0, (end - 1) // stripe - off // stripe + 1, 0)
+    stripes_needed = -(-size // stripe)
+    frame = pd.DataFrame({
+        "code": g,
+        "sequential": same & (off >= prev_end),
+        "consecutive": same & (off == prev_end),
+        "misaligned": known & (stripes_touched > stripes_needed),
+        "small": size < options.small_request,
+        "off_min": np.where(known, off, np.iinfo(np.int64).max),
+        "end_max": np.where(known, end, -1),
+    })
+    per_group = frame.groupby("code", sort=False).agg(
+        sequential=("sequential", "sum"), consecutive=("consecutive", "sum"), misaligned=("misaligned", "sum"),
+        small=("small", "sum"), off_min=("off_min", "min"), end_max=("end_max", "max"))
+    per_group["unique_bytes"] = _unique_bytes(g[known], off[known], end[known])
+    per_group["unique_bytes"] = per_group["unique_bytes"].fillna(0).astype(np.int64)
+    bins = np.searchsorted(SIZE_BIN_UPPER, size, side="left")
+    hist = pd.DataFrame({"code": g, "bin": bins}).groupby(["code", "bin"], sort=False).size()
+    sizes = _top(pd.DataFrame({"code": g, "size": size}), "code", "size")
+    strides = pd.DataFrame({"code": g[same], "gap": (off - prev_end)[same], "stride": (off - prev_off)[same]})
+    gap_top = _top(strides, "code", "gap").rename(columns={"gap": "value"}).assign(measure="gap")
+    stride_top = _top(strides, "code", "stride").rename(columns={"stride": "value"}).assign(measure="stride")
+    return (per_group, hist.rename("count").reset_index(), sizes,
+            pd.concat([gap_top, stride_top], ignore_index=True))
+
+
+def _groups(c: dict, code: np.ndarray, duration: np.ndarray, moved: np.ndarray) -> pd.DataFrame:
+    frame = pd.DataFrame({"code": code, "time_ns": duration, "bytes": moved, "t_start": c["t_start"],
+                          "t_end": c["t_end"], "errors": c["ret_bytes"] < 0})
+    return frame.groupby("code", sort=False).agg(
+        ops=("time_ns", "size"), bytes=("bytes", "sum"), time_ns=("time_ns", "sum"), errors=("errors", "sum"),
+        t_first=("t_start", "min"), t_last=("t_end", "max"))
+
+
+def _timebins(c: dict, moved: np.ndarray) -> pd.DataFrame:
+    """Bytes moved per time bin of width 2^shift ns (power-of-two widths merge exactly in the reduce)."""
+    data = moved > 0
+    if not data.any():
+        return pd.DataFrame(columns=["layer", "kind", "bin", "bytes", "shift"])
+    t = c["t_end"][data]
+    span = int(t.max() - t.min()) + 1
+    shift = max(0, int(np.ceil(np.log2(span / TIME_BINS))))
+    frame = pd.DataFrame({"layer": c["layer"][data], "kind": c["kind"][data], "bin": t >> shift,
+                          "bytes": moved[data]})
+    return frame.groupby(["layer", "kind", "bin"], sort=False)["bytes"].sum().reset_index().assign(shift=shift)
+
+
+def _child_category(kind: np.ndarray) -> np.ndarray:
+    category = np.full(len(kind), 4, np.int8)  # other
+    for code, k in ((0, READ), (1, WRITE), (2, LOCK), (3, UNLOCK)):
+        category[kind == k] = code
+    return category
+
+
+def _decompose(c: dict, duration: np.ndarray, moved: np.ndarray, nested: np.ndarray, options: Options,
+               detail_limit: int):
+    """Per MPI-IO call: its POSIX/stdio children's time, count and bytes by category (Fig. 4.8)."""
+    mpi = np.flatnonzero(c["layer"] == LAYER_CODE["mpiio"])
+    calls = pd.DataFrame({"call_id": c["call_id"][mpi], "op": c["op"][mpi], "file_id": c["file_id"][mpi],
+                          "kind": c["kind"][mpi], "t_start": c["t_start"][mpi], "t_end": c["t_end"][mpi],
+                          "bytes": moved[mpi], "coll_seq": c["coll_seq"][mpi]})
+    child = np.flatnonzero((c["parent"] >= 0) & (c["layer"] != LAYER_CODE["mpiio"]))
+    position = _parent_lookup(calls["call_id"].to_numpy(), np.arange(len(calls)), c["parent"][child], -1)
+    child, position = child[position >= 0], position[position >= 0]
+    category = _child_category(c["kind"][child])
+    n = len(calls)
+    for code, name in enumerate(CHILD_CATEGORIES):
+        pick = category == code
+        calls[f"{name}_ns"] = np.bincount(position[pick], duration[child][pick], minlength=n).astype(np.int64)
+        calls[f"{name}_ops"] = np.bincount(position[pick], minlength=n)
+    same_file = nested[child] == 1
+    for name, k in (("posix_read_bytes", READ), ("posix_write_bytes", WRITE)):
+        pick = same_file & (c["kind"][child] == k)
+        calls[name] = np.bincount(position[pick], moved[child][pick], minlength=n).astype(np.int64)
+    calls["other_ns"] = (calls["t_end"] - calls["t_start"]) - calls[[f"{k}_ns" for k in CHILD_CATEGORIES[:4]]].sum(1)
+    names = np.array(c["names"] or [""], dtype=object)
+    collective = np.array([ops.is_collective(x) for x in names], bool)
+    calls["collective"] = collective[calls["op"].to_numpy()]
+    calls["op"] = names[calls["op"].to_numpy()]
+    calls["sieving"] = ((calls["kind"] == WRITE) & ~calls["collective"] & (calls["lock_ops"] > 0)
+                        & (calls["read_ops"] > 0) & (calls["write_ops"] > 0))
+    kept = calls.iloc[:detail_limit]
+    children = pd.DataFrame({"call_id": c["parent"][child], "category": category, "t_start": c["t_start"][child],
+                             "t_end": c["t_end"][child], "offset": c["offset"][child], "bytes": moved[child]})
+    children = children[children["call_id"].isin(kept["call_id"])]
+    return calls, kept, children
+
+
+def _splits(calls: pd.DataFrame) -> pd.DataFrame:
+    """Per (op, file, collective): totals of the decomposition columns, for exact figures over all calls."""
+    sums = [col for col in calls.columns if col.endswith(("_ns", "_ops", "_bytes"))] + ["bytes", "sieving"]
+    frame = calls.assign(time_ns=calls["t_end"] - calls["t_start"])
+    grouped = frame.groupby(["op", "file_id", "kind", "collective"], sort=False)
+    out = grouped[sums + ["time_ns"]].sum()
+    out["calls"] = grouped.size()
+    sieve = frame[frame["sieving"]].groupby(["op", "file_id", "kind", "collective"], sort=False)
+    out["sieving_first"] = sieve["t_start"].min()
+    out["sieving_last"] = sieve["t_end"].max()
+    return out.reset_index()
+
+
+def _locks(c: dict, duration: np.ndarray) -> pd.DataFrame:
+    """Record locks paired with the unlock of the same range on the same file: wait (the lock call's own
+    duration, F_SETLKW blocks) and hold (from the lock's return to the unlock's start)."""
+    pick = np.flatnonzero((c["kind"] == LOCK) | (c["kind"] == UNLOCK))
+    if not len(pick):
+        return pd.DataFrame(columns=["file_id", "offset", "length", "t_request", "t_acquired", "t_release",
+                                     "wait_ns", "held_ns"])
+    frame = pd.DataFrame({"file_id": c["file_id"][pick], "offset": c["offset"][pick],
+                          "length": c["req_bytes"][pick], "unlock": c["kind"][pick] == UNLOCK,
+                          "t_start": c["t_start"][pick], "t_end": c["t_end"][pick], "wait": duration[pick]})
+    frame = frame.sort_values(["file_id", "offset", "length", "t_start"], kind="stable")
+    after = frame.shift(-1)
+    released = (after["unlock"].eq(True) & (after["file_id"] == frame["file_id"])
+                & (after["offset"] == frame["offset"]) & (after["length"] == frame["length"]))
+    frame["t_release"] = after["t_start"].where(released)
+    locks = frame[~frame["unlock"]]
+    out = pd.DataFrame({"file_id": locks["file_id"], "offset": locks["offset"], "length": locks["length"],
+                        "t_request": locks["t_start"], "t_acquired": locks["t_end"],
+                        "t_release": locks["t_release"], "wait_ns": locks["wait"]})
+    out["held_ns"] = (out["t_release"] - out["t_acquired"]).clip(lower=0)
+    return out.reset_index(drop=True)
+
+
+def _samples(c: dict, moved: np.ndarray, nested: np.ndarray, budget: int) -> pd.DataFrame:
+    """An even subsample of the data calls (offset known) for the plots."""
+    idx = np.flatnonzero(((c["kind"] == READ) | (c["kind"] == WRITE)) & (c["offset"] >= 0))
+    if len(idx) > budget:
+        idx = idx[np.linspace(0, len(idx) - 1, budget).astype(np.int64)]
+    return pd.DataFrame({"t_start": c["t_start"][idx], "t_end": c["t_end"][idx], "layer": c["layer"][idx],
+                         "kind": c["kind"][idx], "file_id": c["file_id"][idx], "offset": c["offset"][idx],
+                         "bytes": moved[idx], "nested": nested[idx]})
+
+
+def _process(stream, c: dict, moved: np.ndarray, duration: np.ndarray, nested: np.ndarray) -> dict:
+    """Facts about the process: its span, when it first opened a file and first moved a byte, and the
+    time its own file calls took before that first byte (time lost before the first byte)."""
+    def first(mask):
+        return int(c["t_start"][mask].min()) if mask.any() else None
+    n = len(c["t_start"])
+    first_byte = first(moved > 0)
+    own_file_calls = (c["file_id"] >= 0) & (nested == 0) & (c["layer"] != LAYER_CODE["process"])
+    before = own_file_calls & (c["t_end"] <= (first_byte if first_byte is not None else np.iinfo(np.int64).max))
+    return {"rank": stream.rank, "pid": stream.pid, "events": n, "info": dict(stream.info),
+            "t_first": int(c["t_start"].min()) if n else None, "t_last": int(c["t_end"].max()) if n else None,
+            "t_first_open": first((c["kind"] == META) & (c["file_id"] >= 0)), "t_first_byte": first_byte,
+            "io_before_first_byte_ns": int(duration[before].sum()),
+            "io_ns": int(duration[own_file_calls].sum())}
+
+
+def summarise(stream, options: Options, budget_share: float = 1.0) -> Partial:
+    """The map step for one stream. budget_share: this stream's share of the plot/detail budgets."""
+    c = _columns(stream)
+    duration = c["t_end"] - c["t_start"]
+    data = (c["kind"] == READ) | (c["kind"] == WRITE)
+    moved = np.where(data & (c["ret_bytes"] > 0), c["ret_bytes"], 0)
+    nested = _nesting(c)
+    code = _group_codes(c, nested)
+    groups = _groups(c, code, duration, moved)
+    per_data, hist, sizes, strides = _data_groups(c, code, options)
+    groups = groups.join(per_data, how="left")
+    calls, kept, children = _decompose(c, duration, moved, nested, options,
+                                       max(1, int(options.detail_limit * budget_share)))
+    tag = {"rank": stream.rank, "pid": stream.pid}
+    tables = [_decode(groups.reset_index())] + [_decode(t.reset_index(drop=True)) for t in (sizes, hist, strides)]
+    return Partial(
+        process=_process(stream, c, moved, duration, nested),
+        groups=tables[0].assign(**tag), sizes=tables[1].assign(**tag), histogram=tables[2].assign(**tag),
+        strides=tables[3].assign(**tag), timebins=_timebins(c, moved).assign(**tag),
+        splits=_splits(calls).assign(**tag), calls=kept.assign(**tag), children=children.assign(**tag),
+        locks=_locks(c, duration).assign(**tag),
+        samples=_samples(c, moved, nested, max(1, int(options.sample_budget * budget_share))).assign(**tag))

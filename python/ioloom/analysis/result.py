@@ -1,0 +1,134 @@
+"""The reduce: stream summaries in, one `Analysis` out (metrics, cross-layer view, patterns, findings), with
+`to_json()` for `ioloom stats --json` and the tables the report plots."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from ioloom.analysis import crosslayer, findings, metrics, patterns
+from ioloom.analysis.partition import Options, Partial
+
+TABLES = ("groups", "sizes", "histogram", "strides", "timebins", "splits", "calls", "children", "locks", "samples")
+
+
+def _concat(partials: list[Partial], name: str) -> pd.DataFrame:
+    frames = [getattr(p, name) for p in partials if len(getattr(p, name))]
+    if not frames:
+        return getattr(partials[0], name).iloc[0:0] if partials else pd.DataFrame()
+    return pd.concat(frames, ignore_index=True)
+
+
+def _timebins(frame: pd.DataFrame) -> tuple[pd.DataFrame, int]:
+    """Per-stream power-of-two bins merged at the coarsest width; returns (layer, kind, t_ns, bytes), width."""
+    if frame.empty:
+        return pd.DataFrame(columns=["layer", "kind", "t_ns", "bytes"]), 0
+    shift = int(frame["shift"].max())
+    coarse = frame["bin"].to_numpy() >> (shift - frame["shift"].to_numpy())
+    merged = frame.assign(bin=coarse).groupby(["layer", "kind", "bin"])["bytes"].sum().reset_index()
+    merged["t_ns"] = merged.pop("bin").to_numpy(np.int64) << shift
+    return merged, 1 << shift
+
+
+@dataclass
+class Analysis:
+    """Everything `ioloom stats` prints and `ioloom report` draws. Times in the JSON are seconds since the
+    trace epoch; tables keep nanoseconds."""
+    options: Options
+    meta: dict
+    problems: list[str]
+    paths: dict[int, str]
+    processes: pd.DataFrame
+    executor: str
+    groups: pd.DataFrame = field(repr=False)
+    sizes: pd.DataFrame = field(repr=False)
+    histogram: pd.DataFrame = field(repr=False)
+    strides: pd.DataFrame = field(repr=False)
+    timebins: pd.DataFrame = field(repr=False)
+    splits: pd.DataFrame = field(repr=False)
+    calls: pd.DataFrame = field(repr=False)
+    children: pd.DataFrame = field(repr=False)
+    locks: pd.DataFrame = field(repr=False)
+    samples: pd.DataFrame = field(repr=False)
+    bin_width_ns: int = 0
+    bandwidth: dict = field(default_factory=dict)
+    amplification: dict = field(default_factory=dict)
+    lock_summary: list = field(default_factory=list)
+    patterns: list = field(default_factory=list)
+    collectives: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False)
+    findings: list = field(default_factory=list)
+
+    @classmethod
+    def reduce(cls, trace, partials: list[Partial], options: Options, executor: str) -> "Analysis":
+        tables = {name: _concat(partials, name) for name in TABLES}
+        timebins, width = _timebins(tables.pop("timebins"))
+        paths = dict(zip(trace.files.column("file_id").to_pylist(), trace.files.column("path").to_pylist()))
+        processes = pd.DataFrame([p.process for p in partials])
+        a = cls(options, dict(trace.meta), list(trace.problems), paths, processes, executor, timebins=timebins,
+                bin_width_ns=width, **tables)
+        a.bandwidth = metrics.bandwidths(a.groups)
+        a.amplification = metrics.amplification(a.groups)
+        a.lock_summary = metrics.lock_summary(a.locks)
+        a.patterns = patterns.classify(a.groups, a.strides, options.stripe_size)
+        a.collectives = crosslayer.collectives(a.calls)
+        a.findings = findings.find(a)
+        return a
+
+    def summary(self) -> dict:
+        procs = self.processes
+        dropped = sum(int(info.get("dropped", 0) or 0) for info in procs.get("info", []))
+        excluded = sum(int(info.get("excluded", 0) or 0) for info in procs.get("info", []))
+        t0 = procs["t_first"].min() if len(procs) else 0
+        t1 = procs["t_last"].max() if len(procs) else 0
+        ranks = procs["rank"][procs["rank"] >= 0].nunique() if len(procs) else 0
+        return {"processes": int(len(procs)), "ranks": int(ranks), "events": int(procs["events"].sum()) if len(procs) else 0,
+                "files": int(self.groups["file_id"][self.groups["file_id"] >= 0].nunique()) if len(self.groups) else 0,
+                "duration_s": float((t1 - t0) / metrics.NS) if len(procs) else 0.0,
+                "dropped_events": dropped, "excluded_paths": excluded, "problems": self.problems,
+                "executor": self.executor, "detail_limited": self._detail_limited()}
+
+    def _detail_limited(self) -> bool:
+        total = int(self.splits["calls"].sum()) if len(self.splits) else 0
+        return total > len(self.calls)
+
+    def _layers(self, by: list[str]) -> list[dict]:
+        frame = metrics.totals(self.groups, by) if len(self.groups) else pd.DataFrame()
+        if "file_id" in frame:
+            frame.insert(1, "path", frame["file_id"].map(lambda i: self.paths.get(int(i), "")))
+        return frame.to_dict("records")
+
+    def to_json(self) -> dict:
+        """The whole result as plain JSON types."""
+        out = {
+            "summary": self.summary(),
+            "options": vars(self.options),
+            "bandwidth": self.bandwidth,
+            "layers": self._layers(["layer", "kind"]),
+            "files": self._layers(["file_id", "layer", "kind"]),
+            "ranks": self._layers(["rank", "layer", "kind"]),
+            "darshan_counters": metrics.darshan_counters(self.groups, self.sizes, self.histogram, self.strides),
+            "rank_spread": metrics.rank_spread(self.groups),
+            "locks": self.lock_summary,
+            "amplification": self.amplification,
+            "crosslayer": crosslayer.by_operation(self.splits),
+            "collectives": crosslayer.collectives_json(self.collectives),
+            "patterns": [{**p, "path": self.paths.get(p["file_id"], "")} for p in self.patterns],
+            "findings": [f.to_json() for f in self.findings],
+        }
+        return _plain(out)
+
+
+def _plain(value):
+    """numpy scalars and NaN made JSON-safe."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, (np.integer,)):
+        return int(value)
+    if isinstance(value, (np.floating, float)):
+        return float(value) if np.isfinite(value) else None
+    if isinstance(value, np.bool_):
+        return bool(value)
+    return value
