@@ -1,0 +1,145 @@
+/* What the MPI modules of the tracer share (mpiio_*.c, built once per MPI into libioloom-trace-mpi-<impl>.so).
+ *
+ * Every wrapper exists under two names, MPI_x and PMPI_x: a C program calls MPI_x, Open MPI's Fortran
+ * bindings (libmpi_mpifh) call PMPI_x, MPICH's (libmpichfort) call MPI_x. Each name forwards to the next
+ * definition of that same name (IOLOOM_NEXT: another PMPI tool, else the MPI library), never to ours. A
+ * thread-local depth makes a wrapper reached from inside another (a tool's MPI_x calling PMPI_x, ROMIO calling
+ * PMPI_File_* internally) pass straight through, so one user call gives one event.
+ *
+ * Event fields of MPI-IO events (docs/trace-format.md, section "MPI-IO events"):
+ *   data calls   offset = byte offset in the file of the first etype accessed (through the view), -1 for
+ *                shared and ordered pointers (the MPI library places those at run time); aux = the offset in
+ *                etype units (explicit, or the individual pointer before the call), -1 for shared pointers;
+ *                req_bytes = count x type size; ret_bytes = bytes the status reports (MPI_Get_elements_x on
+ *                MPI_BYTE). Non-blocking and split-begin events have ret_bytes -1 (not known yet); the
+ *                completion (MPI_Wait..., or the _end call) is its own event with req_bytes -1, the bytes in
+ *                ret_bytes, the initiating call's call_id in aux, and the same offset and coll_seq.
+ *   errors       err = the MPI error class, ret_bytes = -1.
+ *   coll_seq     (open number of the communicator << 32) | (collective number on the file handle).
+ */
+#ifndef IOLOOM_MPIIO_H
+#define IOLOOM_MPIIO_H
+
+#include <mpi.h>
+#include <stdint.h>
+
+#include "ioloom_ops.h"
+#include "ioloom_trace.h"
+
+/* ---- wrapper plumbing ------------------------------------------------------------------------------ */
+
+extern __thread int mpiio_depth;
+
+/* 1 if this call is to be traced (then mpiio_leave() must follow), 0 if it must pass through. */
+static inline int mpiio_enter(void) {
+    if (mpiio_depth || !ioloom_layer_enabled(IOLOOM_MPIIO))
+        return 0;
+    mpiio_depth++;
+    return 1;
+}
+static inline void mpiio_leave(void) { mpiio_depth--; }
+
+#define MPIIO_ARGS(...) __VA_ARGS__
+/* Export MPI_name and PMPI_name (PARAMS, ARGS parenthesised), both running traced_<name>(next, ARGS...). */
+#define MPIIO_BOTH_NAMES(NAME, PARAMS, ARGS)                                                             \
+    IOLOOM_EXPORT int NAME PARAMS { return traced_##NAME(IOLOOM_NEXT(NAME), MPIIO_ARGS ARGS); }         \
+    IOLOOM_EXPORT int P##NAME PARAMS { return traced_##NAME(IOLOOM_NEXT(P##NAME), MPIIO_ARGS ARGS); }
+
+/* A data-call wrapper: traced_NAME and its two exported names. The parameters are named fh, offset, buf,
+ * count, datatype and status or request; OFFSET is `offset` or -1; RUN(ARGS) is the traced call's body: it
+ * calls next(ARGS), sets rc and finishes `call`. */
+#define MPIIO_DATA_WRAPPER(NAME, POS, COLL, PARAMS, ARGS, OFFSET, RUN)                                     \
+    static int traced_##NAME(__typeof__(&P##NAME) next, MPIIO_ARGS PARAMS) {                             \
+        if (!mpiio_enter())                                                                             \
+            return next(MPIIO_ARGS ARGS);                                                               \
+        struct mpiio_call call;                                                                         \
+        int rc;                                                                                         \
+        if (mpiio_data_start(&call, IOLOOM_OP_##NAME, fh, MPIIO_##POS, OFFSET, count, datatype, COLL))  \
+            RUN(ARGS)                                                                                   \
+        else                                                                                            \
+            rc = next(MPIIO_ARGS ARGS);                                                                 \
+        mpiio_leave();                                                                                  \
+        return rc;                                                                                      \
+    }                                                                                                   \
+    MPIIO_BOTH_NAMES(NAME, PARAMS, ARGS)
+
+/* ---- open files ------------------------------------------------------------------------------------ */
+
+/* An operation started but not finished: a non-blocking request or a split collective. Its completion
+ * event copies these. */
+struct mpiio_pending {
+    uint64_t call_id;   /* the initiating call's call_id; 0 = none */
+    int32_t file_id;
+    int64_t handle, offset, coll_seq;
+};
+
+struct mpiio_file {
+    MPI_File fh;
+    int32_t file_id;              /* -1: the path is excluded, calls on it pass through */
+    int64_t handle;               /* MPI_File_c2f(fh): a small number, stable while the file is open */
+    int64_t coll_base;            /* open number on the communicator, << 32 */
+    int64_t coll_count;           /* collectives done on this handle (atomic) */
+    int64_t disp, etype_size;     /* the view */
+    int contiguous_view;          /* filetype has no holes: byte offset = disp + offset * etype_size */
+    struct mpiio_pending split;   /* the split collective in progress (MPI allows one per handle) */
+};
+
+/* The traced file behind fh, or NULL (not opened through us, excluded, or closed). Lock-free. */
+struct mpiio_file *mpiio_file_find(MPI_File fh);
+/* Start tracking fh; returns NULL if the table is full (then the file is simply not traced). */
+struct mpiio_file *mpiio_file_add(MPI_File fh);
+void mpiio_file_remove(struct mpiio_file *file);
+/* Record the view set on a file (disp, etype, filetype), for byte offsets. */
+void mpiio_file_set_view(struct mpiio_file *file, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype);
+/* The next collective sequence number on this file (all its ranks call its collectives in one order). */
+int64_t mpiio_file_next_coll(struct mpiio_file *file);
+/* How many files the communicator has opened so far (collective, so equal on its ranks), then one more. */
+int64_t mpiio_comm_next_open(MPI_Comm comm);
+
+/* ---- events ---------------------------------------------------------------------------------------- */
+
+/* One traced MPI call in progress: its event and its cross-layer call number. */
+struct mpiio_call {
+    struct ioloom_event ev;
+    uint64_t id;
+};
+
+/* Open the cross-layer window and stamp t_start; fields not set later stay -1. */
+void mpiio_call_start(struct mpiio_call *call, enum ioloom_op op, const struct mpiio_file *file);
+/* Stamp t_end, set err from the MPI return code, record the event and close the window. */
+void mpiio_call_finish(struct mpiio_call *call, int rc);
+
+/* Where a data call's position comes from. */
+enum mpiio_position { MPIIO_EXPLICIT, MPIIO_INDIVIDUAL, MPIIO_SHARED };
+
+/* Start a traced data call (inside mpiio_enter/leave): offsets through the view, requested bytes, coll_seq
+ * when collective. Returns 0 if the file is not traced (the caller just calls through), else 1. */
+int mpiio_data_start(struct mpiio_call *call, enum ioloom_op op, MPI_File fh, enum mpiio_position position,
+                     MPI_Offset offset, MPI_Count count, MPI_Datatype datatype, int collective);
+/* Finish a blocking data call: bytes from the status. */
+void mpiio_data_finish(struct mpiio_call *call, int rc, const MPI_Status *status);
+/* Finish the initiation of a pending operation (non-blocking or split begin): ret_bytes stays -1. */
+void mpiio_data_initiated(struct mpiio_call *call, int rc, struct mpiio_pending *pending);
+/* Finish `call` (started with the completing function's op, no file) as the completion of `pending`: its
+ * file, offset and coll_seq, the initiating call_id in aux, the status's bytes in ret_bytes. */
+void mpiio_complete(struct mpiio_call *call, const struct mpiio_pending *pending, const MPI_Status *status);
+/* The user's status, or `local` when the user passed MPI_STATUS_IGNORE (we need the byte count). */
+static inline MPI_Status *mpiio_status(MPI_Status *user, MPI_Status *local) {
+    return user == MPI_STATUS_IGNORE ? local : user;
+}
+/* Bytes a status reports, -1 if it cannot tell. */
+int64_t mpiio_status_bytes(const MPI_Status *status);
+
+/* ---- non-blocking requests ------------------------------------------------------------------------- */
+
+/* Remember that request belongs to a pending MPI-IO operation. When the table is full the completion is
+ * counted as lost (mpiio_requests_lost) rather than blocking. */
+void mpiio_request_add(MPI_Request request, const struct mpiio_pending *pending);
+/* The pending operation of request, left in the table; 0 if the request is not a traced file request. */
+int mpiio_request_peek(MPI_Request request, struct mpiio_pending *pending);
+/* Take the pending operation of request out of the table; 0 if the request is not a traced file request. */
+int mpiio_request_take(MPI_Request request, struct mpiio_pending *pending);
+/* Is any request pending? A relaxed load: the fast path of every MPI_Wait/MPI_Test. */
+int mpiio_requests_pending(void);
+
+#endif

@@ -1,0 +1,166 @@
+/* MPI-IO calls on a file that move no data: open (and the hints in effect after it), close, delete, sync,
+ * set_size, preallocate, get_size, seek, seek_shared, set_view, set_info, set_atomicity. Field use per call
+ * is in docs/trace-format.md ("MPI-IO events"). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mpiio.h"
+
+/* ROMIO accepts a file system prefix ("ufs:/scratch/f", "lustre:f"); the file is what follows it. */
+static const char *strip_romio_prefix(const char *name) {
+    const char *colon = strchr(name, ':');
+    if (!colon || colon - name < 2 || memchr(name, '/', (size_t)(colon - name)))
+        return name;
+    return colon + 1;
+}
+
+/* "key=value" lines of the hints the MPI library applied to fh, as an ioloom note per file id. */
+static void note_hints(const struct mpiio_file *file) {
+    MPI_Info info;
+    int nkeys = 0;
+    if (PMPI_File_get_info(file->fh, &info) != MPI_SUCCESS)
+        return;
+    PMPI_Info_get_nkeys(info, &nkeys);
+    size_t size = 1, used = 0;
+    char *text = calloc(1, size);
+    for (int i = 0; i < nkeys && text; i++) {
+        char key[MPI_MAX_INFO_KEY + 1];
+        int length = 0, found = 0;
+        PMPI_Info_get_nthkey(info, i, key);
+        PMPI_Info_get_valuelen(info, key, &length, &found);
+        if (!found)
+            continue;
+        size_t need = used + strlen(key) + (size_t)length + 3;
+        char *grown = need > size ? realloc(text, size = need * 2) : text;
+        if (!grown)
+            break;
+        text = grown;
+        used += (size_t)sprintf(text + used, "%s=", key);
+        PMPI_Info_get(info, key, length, text + used, &found);
+        used += strlen(text + used);
+        text[used++] = '\n';
+        text[used] = '\0';
+    }
+    PMPI_Info_free(&info);
+    char name[64];
+    snprintf(name, sizeof name, "mpiio.hints.%d", (int)file->file_id);
+    if (text)
+        ioloom_note(name, text);
+    free(text);
+}
+
+static int traced_MPI_File_open(__typeof__(&PMPI_File_open) next, MPI_Comm comm, const char *filename, int amode,
+                                MPI_Info info, MPI_File *fh) {
+    if (!mpiio_enter())
+        return next(comm, filename, amode, info, fh);
+    /* Counted on every rank whatever happens next: the count must stay equal across the communicator. */
+    int64_t open_number = mpiio_comm_next_open(comm);
+    struct mpiio_call call;
+    mpiio_call_start(&call, IOLOOM_OP_MPI_File_open, NULL);
+    int rc = next(comm, filename, amode, info, fh);
+    int32_t file_id = ioloom_file_id(strip_romio_prefix(filename), -1);
+    struct mpiio_file *file = NULL;
+    if (file_id >= 0 && rc == MPI_SUCCESS && (file = mpiio_file_add(*fh))) {
+        file->file_id = file_id;
+        file->handle = PMPI_File_c2f(*fh);
+        file->coll_base = open_number << 32;
+        call.ev.handle = file->handle;
+        call.ev.coll_seq = mpiio_file_next_coll(file);
+        note_hints(file);
+    }
+    if (file_id >= 0) {
+        call.ev.file_id = file_id;
+        call.ev.aux = amode;
+        call.ev.ret_bytes = 0;
+        mpiio_call_finish(&call, rc);
+    } else {
+        ioloom_mpi_call_end(call.id); /* an excluded path: nothing recorded */
+    }
+    mpiio_leave();
+    return rc;
+}
+MPIIO_BOTH_NAMES(MPI_File_open, (MPI_Comm comm, const char *filename, int amode, MPI_Info info, MPI_File *fh),
+                 (comm, filename, amode, info, fh))
+
+static int traced_MPI_File_delete(__typeof__(&PMPI_File_delete) next, const char *filename, MPI_Info info) {
+    if (!mpiio_enter())
+        return next(filename, info);
+    int32_t file_id = ioloom_file_id(strip_romio_prefix(filename), -1);
+    int rc;
+    if (file_id >= 0) {
+        struct mpiio_call call;
+        mpiio_call_start(&call, IOLOOM_OP_MPI_File_delete, NULL);
+        call.ev.file_id = file_id;
+        rc = next(filename, info);
+        call.ev.ret_bytes = 0;
+        mpiio_call_finish(&call, rc);
+    } else {
+        rc = next(filename, info);
+    }
+    mpiio_leave();
+    return rc;
+}
+MPIIO_BOTH_NAMES(MPI_File_delete, (const char *filename, MPI_Info info), (filename, info))
+
+/* A call on an open file: BEFORE and AFTER are statements that may use `call`, `file` and (AFTER) `rc`;
+ * ret_bytes is 0 on success unless AFTER sets it. COLL: the call is collective over the file's group. */
+#define MPIIO_FILE_CALL(NAME, COLL, PARAMS, ARGS, FH, BEFORE, AFTER)                                       \
+    static int traced_##NAME(__typeof__(&P##NAME) next, MPIIO_ARGS PARAMS) {                             \
+        if (!mpiio_enter())                                                                             \
+            return next(MPIIO_ARGS ARGS);                                                               \
+        struct mpiio_file *file = mpiio_file_find(FH);                                                  \
+        int rc;                                                                                         \
+        if (file && file->file_id >= 0) {                                                               \
+            struct mpiio_call call;                                                                     \
+            mpiio_call_start(&call, IOLOOM_OP_##NAME, file);                                            \
+            if (COLL)                                                                                   \
+                call.ev.coll_seq = mpiio_file_next_coll(file);                                          \
+            BEFORE;                                                                                     \
+            rc = next(MPIIO_ARGS ARGS);                                                                 \
+            call.ev.ret_bytes = 0;                                                                      \
+            AFTER;                                                                                      \
+            mpiio_call_finish(&call, rc);                                                               \
+        } else {                                                                                        \
+            rc = next(MPIIO_ARGS ARGS);                                                                 \
+        }                                                                                               \
+        mpiio_leave();                                                                                  \
+        return rc;                                                                                      \
+    }                                                                                                   \
+    MPIIO_BOTH_NAMES(NAME, PARAMS, ARGS)
+
+/* The handle is invalid after close: forget it (the MPI library reuses the address for the next open). */
+MPIIO_FILE_CALL(MPI_File_close, 1, (MPI_File *fh), (fh), *fh, , if (rc == MPI_SUCCESS) mpiio_file_remove(file))
+MPIIO_FILE_CALL(MPI_File_sync, 1, (MPI_File fh), (fh), fh, , )
+/* offset = the new size. */
+MPIIO_FILE_CALL(MPI_File_set_size, 1, (MPI_File fh, MPI_Offset size), (fh, size), fh, call.ev.offset = size, )
+MPIIO_FILE_CALL(MPI_File_preallocate, 1, (MPI_File fh, MPI_Offset size), (fh, size), fh,
+                call.ev.offset = size, )
+/* ret_bytes = the size found. */
+MPIIO_FILE_CALL(MPI_File_get_size, 0, (MPI_File fh, MPI_Offset *size), (fh, size), fh, ,
+                if (rc == MPI_SUCCESS) call.ev.ret_bytes = *size)
+/* offset = the offset given (etype units, relative to whence); aux = whence. */
+MPIIO_FILE_CALL(MPI_File_seek, 0, (MPI_File fh, MPI_Offset offset, int whence), (fh, offset, whence), fh,
+                (call.ev.offset = offset, call.ev.aux = whence), )
+MPIIO_FILE_CALL(MPI_File_seek_shared, 1, (MPI_File fh, MPI_Offset offset, int whence), (fh, offset, whence), fh,
+                (call.ev.offset = offset, call.ev.aux = whence), )
+MPIIO_FILE_CALL(MPI_File_set_info, 1, (MPI_File fh, MPI_Info info), (fh, info), fh, ,
+                if (rc == MPI_SUCCESS) note_hints(file))
+/* aux = the flag. */
+MPIIO_FILE_CALL(MPI_File_set_atomicity, 1, (MPI_File fh, int flag), (fh, flag), fh, call.ev.aux = flag, )
+
+/* offset = disp; aux = etype extent; req_bytes = filetype extent (bytes). */
+static void describe_view(struct mpiio_call *call, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype) {
+    MPI_Count lb = 0, etype_extent = -1, filetype_extent = -1;
+    PMPI_Type_get_extent_x(etype, &lb, &etype_extent);
+    PMPI_Type_get_extent_x(filetype, &lb, &filetype_extent);
+    call->ev.offset = disp;
+    call->ev.aux = etype_extent;
+    call->ev.req_bytes = filetype_extent;
+}
+
+MPIIO_FILE_CALL(MPI_File_set_view, 1,
+                (MPI_File fh, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype, const char *datarep,
+                 MPI_Info info),
+                (fh, disp, etype, filetype, datarep, info), fh, describe_view(&call, disp, etype, filetype),
+                if (rc == MPI_SUCCESS) mpiio_file_set_view(file, disp, etype, filetype))

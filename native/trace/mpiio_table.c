@@ -1,0 +1,53 @@
+/* Open addressing with linear probing and tombstones (mpiio_table.h says why it is lock-free to read). */
+#include "mpiio_table.h"
+
+enum { SLOT_FREE = 0, SLOT_USED, SLOT_DELETED, SLOT_RESERVED };
+
+static size_t home(const struct mpiio_table *table, uint64_t key) {
+    return (size_t)((key * 0x9E3779B97F4A7C15ull) >> 32) % table->capacity;
+}
+
+long mpiio_table_find(struct mpiio_table *table, uint64_t key) {
+    size_t start = home(table, key);
+    for (size_t probe = 0; probe < table->capacity; probe++) {
+        size_t slot = (start + probe) % table->capacity;
+        int state = __atomic_load_n(&table->states[slot], __ATOMIC_ACQUIRE);
+        if (state == SLOT_FREE)
+            return -1;
+        if (state == SLOT_USED && table->keys[slot] == key)
+            return (long)slot;
+    }
+    return -1;
+}
+
+long mpiio_table_reserve(struct mpiio_table *table, uint64_t key) {
+    long found = -1;
+    pthread_mutex_lock(&table->lock);
+    size_t start = home(table, key);
+    for (size_t probe = 0; probe < table->capacity && found < 0; probe++) {
+        size_t slot = (start + probe) % table->capacity;
+        if (table->states[slot] == SLOT_FREE || table->states[slot] == SLOT_DELETED) {
+            table->keys[slot] = key;
+            table->states[slot] = SLOT_RESERVED;
+            found = (long)slot;
+        }
+    }
+    pthread_mutex_unlock(&table->lock);
+    return found;
+}
+
+void mpiio_table_publish(struct mpiio_table *table, long slot) {
+    __atomic_fetch_add(&table->used, 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&table->states[slot], SLOT_USED, __ATOMIC_RELEASE);
+}
+
+void mpiio_table_remove(struct mpiio_table *table, long slot) {
+    pthread_mutex_lock(&table->lock);
+    __atomic_store_n(&table->states[slot], SLOT_DELETED, __ATOMIC_RELEASE);
+    /* Tombstones lengthen every probe for a missing key; when the table is empty, clear them all. */
+    if (__atomic_sub_fetch(&table->used, 1, __ATOMIC_RELAXED) == 0)
+        for (size_t i = 0; i < table->capacity; i++)
+            if (table->states[i] == SLOT_DELETED)
+                __atomic_store_n(&table->states[i], SLOT_FREE, __ATOMIC_RELEASE);
+    pthread_mutex_unlock(&table->lock);
+}
