@@ -67,6 +67,7 @@ struct bench_options {
 int bench_parse_options(int argc, char **argv, struct bench_options *o, MPI_Comm comm);
 const char *bench_api_name(enum bench_api api);
 const char *bench_pattern_name(enum bench_pattern p);
+const char *bench_kernel_name(enum bench_kernel k);
 
 /* Where transfer t of segment s goes for the data of rank `owner`. */
 struct bench_place {

@@ -132,36 +132,35 @@ static int parse_api(struct bench_options *o, const char *text) {
     return 0;
 }
 
+static const char *const pattern_names[] = {"strided", "contiguous", "fpp", "nfiles"};
+
 static int parse_pattern(struct bench_options *o, const char *text) {
-    static const char *names[] = {"strided", "contiguous", "fpp", "nfiles"};
     for (int i = 0; i < 4; i++)
-        if (!strcasecmp(text, names[i])) {
+        if (!strcasecmp(text, pattern_names[i])) {
             o->pattern = (enum bench_pattern)i;
             return 0;
         }
     return refuse("--pattern '%s': expected strided, contiguous, fpp or nfiles", text);
 }
 
+static const char *const kernel_names[] = {"none", "flash", "btio", "riot"};
+
+const char *bench_kernel_name(enum bench_kernel k) { return kernel_names[k]; }
+
 static int parse_kernel(struct bench_options *o, const char *text) {
-    if (!strcasecmp(text, "flash"))
-        o->kernel = KERNEL_FLASH;
-    else if (!strcasecmp(text, "btio"))
-        o->kernel = KERNEL_BTIO;
-    else if (!strcasecmp(text, "riot"))
-        o->kernel = KERNEL_RIOT;
-    else
-        return refuse("--kernel '%s': expected flash, btio or riot", text);
-    return 0;
+    for (int i = KERNEL_FLASH; i <= KERNEL_RIOT; i++)
+        if (!strcasecmp(text, kernel_names[i])) {
+            o->kernel = (enum bench_kernel)i;
+            return 0;
+        }
+    return refuse("--kernel '%s': expected flash, btio or riot", text);
 }
 
 const char *bench_api_name(enum bench_api api) {
     return api == API_POSIX ? "posix" : api == API_MPIIO ? "mpiio" : "hdf5";
 }
 
-const char *bench_pattern_name(enum bench_pattern p) {
-    static const char *names[] = {"strided", "contiguous", "fpp", "nfiles"};
-    return names[p];
-}
+const char *bench_pattern_name(enum bench_pattern p) { return pattern_names[p]; }
 
 static int ranks_on_this_node(MPI_Comm comm) {
     MPI_Comm node;

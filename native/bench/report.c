@@ -148,12 +148,11 @@ static void json_info(FILE *out, MPI_Info info) {
 
 static void json_params(FILE *out, const struct bench_report *r) {
     const struct bench_options *o = r->o;
-    static const char *kernels[] = {"none", "flash", "btio", "riot"};
     fprintf(out, "\"params\": {\"api\": \"%s\", \"pattern\": \"%s\", \"kernel\": \"%s\", \"collective\": %s, "
                  "\"block_size\": %llu, \"transfer_size\": %llu, \"segment_count\": %llu, \"fsync\": %s, "
                  "\"reorder\": %s, \"shift\": %d, \"repetitions\": %d, \"wait_ms\": %.9g, \"verify\": %s, "
                  "\"path\": ",
-            bench_api_name(o->api), bench_pattern_name(o->pattern), kernels[o->kernel],
+            bench_api_name(o->api), bench_pattern_name(o->pattern), bench_kernel_name(o->kernel),
             o->collective ? "true" : "false", (unsigned long long)o->block_size,
             (unsigned long long)o->transfer_size, (unsigned long long)o->segment_count,
             o->fsync ? "true" : "false", o->reorder ? "true" : "false", o->shift, o->repetitions, o->wait_ms,
@@ -258,22 +257,25 @@ static void print_json(FILE *out, const struct bench_report *r, const struct op_
 static void print_text(FILE *out, const struct bench_report *r, const struct op_summary *sums, int nsums,
                        double errors) {
     const struct bench_options *o = r->o;
-    fprintf(out, "ioloom-bench (%s): %d ranks (%d per node), api %s%s, pattern %s, block %llu, transfer %llu, "
-                 "segments %llu\n",
-            IOLOOM_MPI_IMPL, r->nranks, o->ranks_per_node, bench_api_name(o->api), o->collective ? " collective" : "",
-            bench_pattern_name(o->pattern), (unsigned long long)o->block_size, (unsigned long long)o->transfer_size,
-            (unsigned long long)o->segment_count);
-    fprintf(out, "%-16s %4s %12s %12s %10s %10s %10s %10s %10s\n", "op", "rep", "eff MiB/s", "raw MiB/s",
+    fprintf(out, "ioloom-bench (%s): %d ranks (%d per node), ", IOLOOM_MPI_IMPL, r->nranks, o->ranks_per_node);
+    if (o->kernel != KERNEL_NONE)
+        fprintf(out, "kernel %s%s\n", bench_kernel_name(o->kernel), o->collective ? " collective" : "");
+    else
+        fprintf(out, "api %s%s, pattern %s, block %llu, transfer %llu, segments %llu\n", bench_api_name(o->api),
+                o->collective ? " collective" : "", bench_pattern_name(o->pattern),
+                (unsigned long long)o->block_size, (unsigned long long)o->transfer_size,
+                (unsigned long long)o->segment_count);
+    fprintf(out, "%-22s %4s %12s %12s %10s %10s %10s %10s %10s\n", "op", "rep", "eff MiB/s", "raw MiB/s",
             "open s", "data s", "sync s", "close s", "total s");
     for (int i = 0; i < r->nphases; i++) {
         struct phase_figures f = figures(r, &r->phases[i]);
-        fprintf(out, "%-16s %4d %12.2f %12.2f %10.4f %10.4f %10.4f %10.4f %10.4f\n", r->phases[i].op,
+        fprintf(out, "%-22s %4d %12.2f %12.2f %10.4f %10.4f %10.4f %10.4f %10.4f\n", r->phases[i].op,
                 r->phases[i].rep, f.effective_bw / MIB, f.raw_bw / MIB, f.time[0].max, f.time[1].max,
                 f.time[2].max, f.time[3].max, f.time[5].max);
     }
     fprintf(out, "summary over repetitions (effective MiB/s min/mean/max):\n");
     for (int i = 0; i < nsums; i++)
-        fprintf(out, "  %-16s %10.2f %10.2f %10.2f  (raw %10.2f %10.2f %10.2f)\n", sums[i].op,
+        fprintf(out, "  %-22s %10.2f %10.2f %10.2f  (raw %10.2f %10.2f %10.2f)\n", sums[i].op,
                 sums[i].effective_bw.min / MIB, sums[i].effective_bw.mean / MIB, sums[i].effective_bw.max / MIB,
                 sums[i].raw_bw.min / MIB, sums[i].raw_bw.mean / MIB, sums[i].raw_bw.max / MIB);
     if (o->verify)

@@ -1,0 +1,180 @@
+"""ioloom-bench under both MPIs: the files it writes match the pattern's arithmetic byte for byte, --verify
+catches a corrupted byte, bad parameters are refused before any I/O, the JSON figures are consistent."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ioloom import paths
+from ioloom.bench import io as bench_io
+from ioloom.bench import pattern
+
+VECTORS = json.loads((paths.REPO_ROOT / "docs" / "bench-pattern-vectors.json").read_text())["vectors"]
+NRANKS = 3  # odd, so that an offset formula confusing ranks and segments shows
+BLOCK, TRANSFER, SEGMENTS = 256 << 10, 64 << 10, 5
+
+# one run per pattern, each through a different backend, so every backend and layout is exercised once
+RUNS = {
+    "strided": ["-a", "mpiio", "-c"],
+    "contiguous": ["-a", "posix", "--wait", "5"],
+    "fpp": ["-a", "mpiio"],
+    "nfiles": ["-a", "posix", "-e"],
+}
+
+
+def _run(mpi, tmp_path: Path, name: str, args: list[str]) -> dict:
+    return bench_io.run_bench(mpi.impl, NRANKS, ["-b", str(BLOCK), "-t", str(TRANSFER), "-s", str(SEGMENTS),
+                                                 "-o", str(tmp_path / name), *args])
+
+
+@pytest.mark.mpi
+def test_every_pattern_writes_what_its_arithmetic_says(mpi, tmp_path):
+    for name, args in RUNS.items():
+        result = _run(mpi, tmp_path, name, ["--pattern", name, "-w", "-r", "-C", "--ranks-per-node", "1",
+                                             "--verify", "-k", *args])
+        files = pattern.file_names(str(tmp_path / name), name, NRANKS, SEGMENTS)
+        assert sorted(str(p) for p in tmp_path.glob(f"{name}*")) == sorted(files), name
+        size = pattern.file_size(name, NRANKS, BLOCK, SEGMENTS)
+        for index, file in enumerate(files):
+            data = np.fromfile(file, dtype=np.uint8)
+            assert data.size == size, (name, file)
+            expected = pattern.expected_file(name, NRANKS, BLOCK, SEGMENTS, index)
+            bad = np.flatnonzero(data != expected)
+            assert bad.size == 0, f"{name}: {file} differs from the oracle first at offset {bad[:1]}"
+        _check_figures(result, name)
+
+
+def _check_figures(result: dict, name: str) -> None:
+    total = NRANKS * SEGMENTS * BLOCK
+    assert result["nranks"] == NRANKS and result["params"]["pattern"] == name
+    assert result["params"]["shift"] == 1  # --ranks-per-node 1: -C reads the next rank's data
+    assert [p["op"] for p in result["phases"]] == ["write", "read"]
+    for phase in result["phases"]:
+        assert phase["bytes"] == total and phase["errors"] == 0
+        assert [r["bytes"] for r in phase["ranks"]] == [SEGMENTS * BLOCK] * NRANKS
+        assert 0 < phase["effective_bw"] <= phase["raw_bw"]  # effective counts open..close, raw data calls only
+        for stats in phase["time"].values():
+            assert stats["min"] <= stats["mean"] <= stats["max"]
+        slowest = max(r["total"] - r["wait"] for r in phase["ranks"])
+        assert phase["effective_bw"] == pytest.approx(total / slowest, rel=1e-6)
+    if "--wait" in RUNS[name]:  # 5 ms before every data call but the first of each rank
+        calls = SEGMENTS * BLOCK // TRANSFER
+        assert all(r["wait"] >= (calls - 1) * 0.005 for r in result["phases"][0]["ranks"])
+    assert result["verify"] == {"enabled": True, "errors": 0}
+
+
+@pytest.mark.mpi
+def test_pattern_vectors_match_the_program(mpi, tmp_path):
+    """docs/bench-pattern-vectors.json, checked against the Python oracle and a file the C program wrote."""
+    _run(mpi, tmp_path, "v", ["-F", "-w", "-k"])
+    for v in VECTORS:
+        offsets = np.arange(v["offset"], v["offset"] + 8, dtype=np.uint64)
+        assert pattern.expected_bytes(offsets, v["writer"]).tobytes().hex() == v["bytes"]
+        with open(f"{tmp_path / 'v'}.{v['writer']:08d}", "rb") as f:
+            f.seek(v["offset"])
+            assert f.read(8).hex() == v["bytes"]
+
+
+@pytest.mark.mpi
+def test_verify_reports_the_offset_of_a_corrupted_byte(mpi, tmp_path):
+    _run(mpi, tmp_path, "c", ["-F", "-w", "-k"])
+    victim, offset = f"{tmp_path / 'c'}.00000001", 3 * TRANSFER + 1234
+    with open(victim, "r+b") as f:
+        f.seek(offset)
+        byte = f.read(1)[0]
+        f.seek(offset)
+        f.write(bytes([byte ^ 0x40]))
+    with pytest.raises(bench_io.BenchFailed) as failed:
+        # -C with one rank per node: rank 0 reads rank 1's file, so the report comes from rank 0
+        _run(mpi, tmp_path, "c", ["-F", "-r", "-C", "--ranks-per-node", "1", "--verify", "-k"])
+    assert failed.value.returncode == 3
+    assert f"rank 0: verify: {victim} offset {offset}: read 0x{byte ^ 0x40:02x}, expected 0x{byte:02x}" \
+        in failed.value.stderr
+    assert failed.value.result["verify"]["errors"] == 1
+    assert [p["errors"] for p in failed.value.result["phases"]] == [1]
+
+
+REFUSED = [
+    (["-b", "1m", "-t", "2m"], "-t/--transfer-size"),
+    (["-b", "1000k", "-t", "64k"], "is not a multiple of -t/--transfer-size"),
+    (["--hint", "romio_cb_write"], "--hint 'romio_cb_write': expected KEY=VALUE"),
+    (["-a", "posix", "-c"], "-c/--collective"),
+    (["-w", "--verify"], "--verify checks the bytes read"),
+    (["-s", "0"], "-s/--segments"),
+]
+
+
+@pytest.mark.mpi
+def test_impossible_parameters_are_refused_before_any_io(mpi, tmp_path):
+    program = paths.native_bin(f"ioloom-bench-{mpi.name}")
+    cases = [(args + ["-o", str(tmp_path / "x")], words) for args, words in REFUSED]
+    cases += [(["-o", "/proc/ioloom-bench-test/x"], "-o/--output /proc/ioloom-bench-test/x: directory"),
+              (["-o", "/proc/x"], "is not writable"),
+              (["-o", str(tmp_path / "missing" / "x")], "does not exist"),
+              (["-r", "-o", str(tmp_path / "absent")], "-r without -w reads existing files")]
+    if mpi.name == "openmpi":  # the checks are MPI-independent; Open MPI takes a second per failed launch
+        cases = cases[:1] + cases[-4:-3] + [(["-a", "hdf5", "-o", str(tmp_path / "x")], "HDF5 needs the MPICH build")]
+    for argv, words in cases:
+        out = mpi.run(2, [program, *argv], check=False)
+        assert out.returncode == 2, (argv, out.stderr)
+        assert words in out.stderr and "nothing was written" in out.stderr, (argv, out.stderr)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.mpi
+def test_hdf5_backend_and_flash_kernel(mpi, tmp_path):
+    if mpi.name != "mpich":
+        pytest.skip("parallel HDF5 on Debian is built against MPICH")
+    result = _run(mpi, tmp_path, "h", ["-a", "hdf5", "-c", "-w", "-r", "--verify", "-k",
+                                       "--hint", "romio_cb_write=enable"])
+    data = NRANKS * SEGMENTS * BLOCK
+    size = (tmp_path / "h").stat().st_size
+    assert data < size < data + 64 * 1024  # the dataset plus HDF5's metadata
+    assert result["verify"]["errors"] == 0 and result["hints"]["romio_cb_write"] == "enable"
+
+    cells, variables = 8, 3
+    flash = bench_io.run_bench(mpi.impl, NRANKS, ["--kernel", "flash", "--cells", str(cells), "--variables",
+                                                  str(variables), "-o", str(tmp_path / "f"), "-k"])
+    cube, corner = cells ** 3, (cells + 1) ** 3
+    expected = {"checkpoint": NRANKS * (variables * cube * 8 + 52), "plot_cnt": NRANKS * 4 * cube * 4,
+                "plot_crn": NRANKS * 4 * corner * 4}
+    assert [p["op"] for p in flash["phases"]] == list(expected)
+    for name, data in expected.items():
+        assert flash["params"][f"{name}_data_bytes"] == data
+        assert data < (tmp_path / f"f.{name}").stat().st_size < data + 64 * 1024, name
+        assert next(p for p in flash["phases"] if p["op"] == name)["bytes"] == data
+
+
+@pytest.mark.mpi
+def test_btio_and_riot_kernels(mpi, tmp_path):
+    grid, steps = 12, 3
+    bt = bench_io.run_bench(mpi.impl, 4, ["--kernel", "btio", "--cells", str(grid), "--steps", str(steps),
+                                          "--verify", "-k", "-o", str(tmp_path / "b")])
+    values = np.fromfile(tmp_path / "b.btio", dtype=np.float64)
+    # every value is its own index in the file: steps of (x, y, z, component) in C order
+    assert values.size == steps * grid ** 3 * 5
+    assert np.array_equal(values, np.arange(values.size, dtype=np.float64))
+    assert [p["op"] for p in bt["phases"]] == ["write", "read"] and bt["verify"]["errors"] == 0
+
+    ops = 10
+    riot = bench_io.run_bench(mpi.impl, 2, ["--kernel", "riot", "--steps", str(ops), "-t", "256k", "--verify",
+                                            "-o", str(tmp_path / "r")])
+    assert [p["op"] for p in riot["phases"]] == ["MPI_File_write", "MPI_File_read", "MPI_File_write_all",
+                                                 "MPI_File_read_all", "MPI_File_write_at_all",
+                                                 "MPI_File_read_at_all"]
+    assert all(p["bytes"] == 2 * ops * (256 << 10) and p["errors"] == 0 for p in riot["phases"])
+    assert not (tmp_path / "r.riot").exists()  # removed without -k
+
+
+@pytest.mark.mpi
+def test_cli_prints_the_table_and_json(ioloom_cli, tmp_path):
+    out = ioloom_cli("bench", "io", "-n", "2", "-b", "64k", "-t", "16k", "-s", "2", "-o", tmp_path / "t",
+                     "--per-rank")
+    assert "effective" in out.stdout and "per rank" in out.stdout and "write" in out.stdout
+    out = ioloom_cli("bench", "io", "-n", "2", "--json", "-o", tmp_path / "t", "-b", "64k", "-t", "16k")
+    assert json.loads(out.stdout)["phases"][0]["bytes"] == 2 * (64 << 10)
+    refused = ioloom_cli("bench", "io", "-n", "2", "-b", "64k", "-t", "1m", check=False)
+    assert refused.returncode == 2 and "-t/--transfer-size" in refused.stderr
