@@ -1,0 +1,344 @@
+/* The file table (full path and (device, inode) per file id), the descriptor table (which file each fd is),
+ * and the include/exclude path filters with their counters.
+ *
+ * Descriptors are looked up on every data call, so the fd table is a plain array read without a lock. Files
+ * are registered on open, which takes a lock. Descriptors the tracer never saw opened (inherited stdin,
+ * sockets made by socket(), fds from untraced code) are named on first use from /proc/self/fd. */
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "trace_internal.h"
+
+#define FD_SLOTS (1 << 20)
+#define MAX_RULES 64
+#define HASH_SLOTS_MIN 1024
+
+/* fd_slots[fd]: 0 not yet named; 1 unknown file; id + 2 a file; <= -2 excluded by rule -(state + 2). */
+static int32_t fd_slots[FD_SLOTS];
+
+struct file_entry {
+    char *path;
+    uint64_t dev, ino;
+    int pending; /* not yet written to the stream (new, or (dev, ino) learnt later) */
+};
+
+struct rule {
+    char prefix[PATH_MAX];
+    size_t len;
+    int include;
+    uint64_t calls, bytes; /* excluded calls and their bytes (exclude rules only) */
+};
+
+static struct {
+    pthread_mutex_t lock;
+    struct file_entry *entries;
+    int32_t count, capacity;
+    int32_t *hash; /* path hash -> id + 1, open addressing; the latest entry of a path wins */
+    size_t hash_slots;
+    int pending;
+    struct rule rules[MAX_RULES];
+    int nrules;
+} ft = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+/* ---- path filters ---- */
+
+static void add_rule(const char *prefix, size_t len, int include) {
+    if (ft.nrules == MAX_RULES || len == 0 || len >= PATH_MAX) return;
+    struct rule *r = &ft.rules[ft.nrules++];
+    memcpy(r->prefix, prefix, len);
+    while (len > 1 && r->prefix[len - 1] == '/') len--; /* "/tmp/" and "/tmp" are the same rule */
+    r->prefix[len] = 0;
+    r->len = len;
+    r->include = include;
+}
+
+static void add_exclude(const char *item, size_t len, void *arg) { (void)arg; add_rule(item, len, 0); }
+static void add_include(const char *item, size_t len, void *arg) { (void)arg; add_rule(item, len, 1); }
+
+/* A rule matches whole path components ("/dev" matches "/dev/null", not "/devices"); a rule ending in
+ * ':' ("socket:") matches the kernel's names for non-file descriptors. */
+static int rule_matches(const struct rule *r, const char *path) {
+    if (strncmp(path, r->prefix, r->len)) return 0;
+    char next = path[r->len], last = r->prefix[r->len - 1];
+    return next == 0 || next == '/' || last == '/' || last == ':';
+}
+
+/* -1 if the path is traced, else the index of the exclude rule that drops it (longest match wins; an
+ * include rule as long as an exclude rule wins). */
+static int excluding_rule(const char *path) {
+    int best = -1;
+    size_t best_len = 0;
+    for (int i = 0; i < ft.nrules; i++) {
+        const struct rule *r = &ft.rules[i];
+        if ((r->len > best_len || (r->len == best_len && r->include)) && rule_matches(r, path)) {
+            best = i;
+            best_len = r->len;
+        }
+    }
+    return best >= 0 && !ft.rules[best].include ? best : -1;
+}
+
+void ioloom_count_excluded(int32_t state, int64_t bytes) {
+    int rule = -(state + 2);
+    if (rule < 0 || rule >= ft.nrules) return;
+    __atomic_add_fetch(&ft.rules[rule].calls, 1, __ATOMIC_RELAXED);
+    if (bytes > 0) __atomic_add_fetch(&ft.rules[rule].bytes, (uint64_t)bytes, __ATOMIC_RELAXED);
+}
+
+void ioloom_files_write_excluded(void) {
+    /* One INFO pair per exclude rule: "exclude:<prefix>" = "<calls> <bytes>" (0 0 when nothing matched, so the
+     * report can list the filters in effect). */
+    for (int i = 0; i < ft.nrules; i++) {
+        struct rule *r = &ft.rules[i];
+        char key[PATH_MAX + 16], value[48];
+        snprintf(key, sizeof key, "%s:%s", r->include ? "include" : "exclude", r->prefix);
+        snprintf(value, sizeof value, "%llu %llu", (unsigned long long)__atomic_load_n(&r->calls, __ATOMIC_RELAXED),
+                 (unsigned long long)__atomic_load_n(&r->bytes, __ATOMIC_RELAXED));
+        ioloom_write_info(key, value);
+    }
+}
+
+void ioloom_files_init(void) {
+    ioloom_for_each_item("/proc,/sys,/dev,socket:,anon_inode:", ',', add_exclude, NULL);
+    ioloom_for_each_item("/dev/shm", ',', add_include, NULL);
+    const char *dir = ioloom_env_str("IOLOOM_TRACE_DIR", NULL);
+    if (dir && dir[0] == '/') add_rule(dir, strlen(dir), 0); /* the tracer's own output */
+    ioloom_for_each_item(ioloom_env_str("IOLOOM_EXCLUDE", ""), ',', add_exclude, NULL);
+    ioloom_for_each_item(ioloom_env_str("IOLOOM_INCLUDE", ""), ',', add_include, NULL);
+}
+
+/* ---- paths ---- */
+
+/* Lexically removes "//", "/./" and "dir/.." from an absolute path, in place. */
+static void normalise(char *path) {
+    char *out = path;
+    for (const char *in = path; *in;) {
+        while (*in == '/') in++;
+        const char *end = strchrnul(in, '/');
+        size_t len = (size_t)(end - in);
+        if (len == 1 && in[0] == '.') {
+        } else if (len == 2 && in[0] == '.' && in[1] == '.') {
+            while (out > path && *--out != '/') {}
+        } else if (len) {
+            *out++ = '/';
+            memmove(out, in, len);
+            out += len;
+        }
+        in = end;
+    }
+    if (out == path) *out++ = '/';
+    *out = 0;
+}
+
+static ssize_t fd_link(int fd, char *out, size_t size) {
+    char link[64];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+    ssize_t n = syscall(SYS_readlinkat, AT_FDCWD, link, out, size - 1);
+    if (n >= 0) out[n] = 0;
+    return n;
+}
+
+/* The absolute, normalised form of `path` relative to dirfd; 0 on success. */
+static int absolute(int dirfd, const char *path, char *out, size_t size) {
+    size_t base = 0;
+    if (path[0] != '/') {
+        if (dirfd == AT_FDCWD) {
+            if (syscall(SYS_getcwd, out, size) < 0) return -1;
+        } else if (fd_link(dirfd, out, size) < 0) {
+            return -1;
+        }
+        base = strlen(out);
+        if (base + 1 >= size) return -1;
+        out[base++] = '/';
+    }
+    size_t len = strlen(path);
+    if (base + len + 1 > size) return -1;
+    memcpy(out + base, path, len + 1);
+    if (out[0] == '/') normalise(out);
+    return 0;
+}
+
+/* ---- the file table ---- */
+
+static uint64_t hash_path(const char *s) {
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    while (*s) h = (h ^ (uint8_t)*s++) * 1099511628211ull;
+    return h;
+}
+
+static int32_t *hash_slot(const char *path) {
+    size_t i = hash_path(path) & (ft.hash_slots - 1);
+    while (ft.hash[i] && strcmp(ft.entries[ft.hash[i] - 1].path, path)) i = (i + 1) & (ft.hash_slots - 1);
+    return &ft.hash[i];
+}
+
+static int grow_locked(void) {
+    if (ft.count == ft.capacity) {
+        int32_t capacity = ft.capacity ? ft.capacity * 2 : 256;
+        struct file_entry *entries = realloc(ft.entries, (size_t)capacity * sizeof *entries);
+        if (!entries) return -1;
+        ft.entries = entries;
+        ft.capacity = capacity;
+    }
+    if ((size_t)ft.count * 2 >= ft.hash_slots) {
+        size_t slots = ft.hash_slots ? ft.hash_slots * 2 : HASH_SLOTS_MIN;
+        int32_t *hash = calloc(slots, sizeof *hash);
+        if (!hash) return -1;
+        free(ft.hash);
+        ft.hash = hash;
+        ft.hash_slots = slots;
+        for (int32_t id = 0; id < ft.count; id++) *hash_slot(ft.entries[id].path) = id + 1;
+    }
+    return 0;
+}
+
+/* The id of (path, dev, ino); dev = ino = 0 when unknown. A path whose inode changed (deleted and created
+ * again) gets a new id; an entry whose inode was unknown learns it. */
+static int32_t register_file(const char *path, uint64_t dev, uint64_t ino) {
+    pthread_mutex_lock(&ft.lock);
+    int32_t id = -1;
+    if (grow_locked() == 0) {
+        int32_t *slot = hash_slot(path);
+        struct file_entry *e = *slot ? &ft.entries[*slot - 1] : NULL;
+        int known = dev || ino, entry_known = e && (e->dev || e->ino);
+        if (e && (!known || !entry_known || (e->dev == dev && e->ino == ino))) {
+            id = *slot - 1;
+            if (known && !entry_known) {
+                e->dev = dev;
+                e->ino = ino;
+                e->pending = ft.pending = 1;
+            }
+        } else if ((path = strdup(path))) {
+            id = ft.count++;
+            ft.entries[id] = (struct file_entry){(char *)path, dev, ino, 1};
+            ft.pending = 1;
+            *slot = id + 1;
+        }
+    }
+    pthread_mutex_unlock(&ft.lock);
+    return id;
+}
+
+void ioloom_files_flush(void) {
+    if (!__atomic_load_n(&ft.pending, __ATOMIC_ACQUIRE)) return;
+    pthread_mutex_lock(&ft.lock);
+    size_t size = IOLOOM_CHUNK_HEADER_BYTES;
+    for (int32_t id = 0; id < ft.count; id++)
+        if (ft.entries[id].pending) size += 30 + strlen(ft.entries[id].path) + 1;
+    uint8_t *chunk = malloc(size);
+    if (chunk) {
+        uint8_t *p = chunk + IOLOOM_CHUNK_HEADER_BYTES;
+        for (int32_t id = 0; id < ft.count; id++) {
+            struct file_entry *e = &ft.entries[id];
+            if (!e->pending) continue;
+            p = ioloom_put_cstr(ioloom_put_varint(ioloom_put_varint(ioloom_put_varint(p, (uint64_t)id), e->dev), e->ino),
+                                e->path);
+            e->pending = 0;
+        }
+        ft.pending = 0;
+        ioloom_seal_chunk(chunk, IOLOOM_CHUNK_FILES, (uint32_t)(p - chunk - IOLOOM_CHUNK_HEADER_BYTES));
+        pthread_mutex_unlock(&ft.lock);
+        ioloom_write_chunk(chunk, (size_t)(p - chunk));
+        free(chunk);
+        return;
+    }
+    pthread_mutex_unlock(&ft.lock);
+}
+
+void ioloom_files_reset_stream(void) {
+    pthread_mutex_init(&ft.lock, NULL);
+    for (int32_t id = 0; id < ft.count; id++) ft.entries[id].pending = 1;
+    ft.pending = ft.count > 0;
+    for (int i = 0; i < ft.nrules; i++) ft.rules[i].calls = ft.rules[i].bytes = 0;
+}
+
+/* The state (see fd_slots) of a named file, registering it. `st` is its stat when known. */
+static int32_t name_state(const char *name, const struct stat *st) {
+    int rule = excluding_rule(name);
+    if (rule >= 0) return -(rule + 2);
+    int32_t id = register_file(name, st ? (uint64_t)st->st_dev : 0, st ? (uint64_t)st->st_ino : 0);
+    return id >= 0 ? id : -1;
+}
+
+static int fd_stat(int fd, struct stat *st) { return (int)syscall(SYS_fstat, fd, st); }
+
+int32_t ioloom_path_state(int dirfd, const char *path, int fd) {
+    int saved = errno;
+    char abs[PATH_MAX];
+    struct stat st;
+    int32_t state = -1;
+    if (path && absolute(dirfd, path, abs, sizeof abs) == 0)
+        state = name_state(abs, fd >= 0 && fd_stat(fd, &st) == 0 ? &st : NULL);
+    errno = saved;
+    return state;
+}
+
+int32_t ioloom_stat_state(int dirfd, const char *path, const struct stat *st) {
+    int saved = errno;
+    char abs[PATH_MAX];
+    int32_t state = path && absolute(dirfd, path, abs, sizeof abs) == 0 ? name_state(abs, st) : -1;
+    errno = saved;
+    return state;
+}
+
+/* ---- descriptors ---- */
+
+static int32_t name_fd(int fd) {
+    int saved = errno;
+    char name[PATH_MAX];
+    struct stat st;
+    int32_t state = -1;
+    if (fd_link(fd, name, sizeof name) > 0) state = name_state(name, fd_stat(fd, &st) == 0 ? &st : NULL);
+    errno = saved;
+    return state;
+}
+
+static int32_t slot_to_state(int32_t slot) { return slot > 0 ? slot - 2 : slot; }
+static int32_t state_to_slot(int32_t state) { return state >= -1 ? state + 2 : state; }
+
+int32_t ioloom_fd_state(int fd) {
+    if (fd < 0) return -1;
+    if (fd >= FD_SLOTS) return name_fd(fd);
+    int32_t slot = __atomic_load_n(&fd_slots[fd], __ATOMIC_RELAXED);
+    if (IOLOOM_UNLIKELY(slot == 0)) {
+        slot = state_to_slot(name_fd(fd));
+        __atomic_store_n(&fd_slots[fd], slot, __ATOMIC_RELAXED);
+    }
+    return slot_to_state(slot);
+}
+
+void ioloom_fd_set(int fd, int32_t state) {
+    if (fd >= 0 && fd < FD_SLOTS) __atomic_store_n(&fd_slots[fd], state_to_slot(state), __ATOMIC_RELAXED);
+}
+
+void ioloom_fd_copy(int from, int to) {
+    if (to >= 0 && to < FD_SLOTS) ioloom_fd_set(to, ioloom_fd_state(from));
+}
+
+void ioloom_fd_forget(int fd) {
+    if (fd >= 0 && fd < FD_SLOTS) __atomic_store_n(&fd_slots[fd], 0, __ATOMIC_RELAXED);
+}
+
+/* ---- exported to the MPI-IO module ---- */
+
+IOLOOM_EXPORT int32_t ioloom_file_id(const char *path, int fd) {
+    /* ROMIO accepts a file-system prefix ("ufs:", "lustre:"): the file is what follows it. */
+    const char *colon = path ? strchr(path, ':') : NULL;
+    if (colon && colon > path && colon[1] && strspn(path, "abcdefghijklmnopqrstuvwxyz0123456789_") == (size_t)(colon - path))
+        path = colon + 1;
+    int32_t state = ioloom_path_state(AT_FDCWD, path, fd);
+    if (state <= -2) ioloom_count_excluded(state, 0);
+    return state >= 0 ? state : -1;
+}
+
+IOLOOM_EXPORT int32_t ioloom_fd_file(int fd) {
+    int32_t state = ioloom_fd_state(fd);
+    return state >= 0 ? state : -1;
+}

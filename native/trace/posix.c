@@ -1,0 +1,359 @@
+/* POSIX wrappers: descriptors, data movement, metadata. One event per call; see docs/trace-format.md for what
+ * offset, req_bytes, ret_bytes and aux mean for each operation. */
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <sys/mman.h>
+#include <sys/sendfile.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "wrap.h"
+
+#define P IOLOOM_POSIX
+#define OP(name) IOLOOM_OP_##name
+
+static void record_fd(struct ioloom_call *c, enum ioloom_op op, int fd, int64_t offset, int64_t req, int64_t ret,
+                      int64_t aux) {
+    ioloom_record_fd(c, op, P, fd, offset, req, ret, aux);
+}
+
+/* Where a read or write at the current position took place: the position after it, less what it moved.
+ * Asking the kernel (rather than tracking) stays right with dup'ed and inherited descriptors. */
+static int64_t position_before(int fd, ssize_t moved) {
+    int64_t now = syscall(SYS_lseek, fd, 0, SEEK_CUR);
+    return now < 0 ? -1 : moved > 0 ? now - moved : now;
+}
+
+static void record_sequential(struct ioloom_call *c, enum ioloom_op op, int fd, int64_t req, ssize_t ret) {
+    record_fd(c, op, fd, position_before(fd, ret), req, ret, -1);
+}
+
+static int64_t iov_bytes(const struct iovec *iov, int count) {
+    int64_t total = 0;
+    for (int i = 0; i < count; i++) total += (int64_t)iov[i].iov_len;
+    return total;
+}
+
+/* ---- open and close ---- */
+
+/* Open-family calls: aux = flags, req_bytes = mode (-1 when no mode was given), ret = the new fd. */
+static void record_open(struct ioloom_call *c, enum ioloom_op op, int dirfd, const char *path, int flags, int64_t mode,
+                        int fd) {
+    struct ioloom_event ev = ioloom_blank_event(op, P);
+    ev.file_id = ioloom_path_state(dirfd, path, fd);
+    if (fd >= 0) ioloom_fd_set(fd, ev.file_id);
+    ev.handle = fd;
+    ev.ret_bytes = fd;
+    ev.req_bytes = mode;
+    ev.aux = flags;
+    ev.offset = fd >= 0 && (flags & O_APPEND) ? position_before(fd, 0) : fd >= 0 ? 0 : -1;
+    ioloom_call_done(c, &ev);
+}
+
+static int takes_mode(int flags) { return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE; }
+
+#define MODE_ARG(flags) \
+    mode_t mode = 0;                      \
+    if (takes_mode(flags)) {              \
+        va_list ap;                       \
+        va_start(ap, flags);              \
+        mode = va_arg(ap, mode_t);        \
+        va_end(ap);                       \
+    }
+
+#define WRAP_OPEN(fn, opname)                                                                    \
+    IOLOOM_EXPORT int fn(const char *path, int flags, ...) {                                     \
+        MODE_ARG(flags);                                                                         \
+        TRACED(P, fn, (path, flags, mode), r < 0,                                               \
+               record_open(&c, OP(opname), AT_FDCWD, path, flags, takes_mode(flags) ? (int64_t)mode : -1, r)); \
+    }
+WRAP_OPEN(open, OPEN)
+WRAP_OPEN(open64, OPEN64)
+
+#define WRAP_OPENAT(fn, opname)                                                                  \
+    IOLOOM_EXPORT int fn(int dirfd, const char *path, int flags, ...) {                         \
+        MODE_ARG(flags);                                                                         \
+        TRACED(P, fn, (dirfd, path, flags, mode), r < 0,                                        \
+               record_open(&c, OP(opname), dirfd, path, flags, takes_mode(flags) ? (int64_t)mode : -1, r)); \
+    }
+WRAP_OPENAT(openat, OPENAT)
+WRAP_OPENAT(openat64, OPENAT64)
+
+#define CREAT_FLAGS (O_CREAT | O_WRONLY | O_TRUNC)
+IOLOOM_EXPORT int creat(const char *path, mode_t mode) {
+    TRACED(P, creat, (path, mode), r < 0, record_open(&c, OP(CREAT), AT_FDCWD, path, CREAT_FLAGS, mode, r));
+}
+IOLOOM_EXPORT int creat64(const char *path, mode_t mode) {
+    TRACED(P, creat64, (path, mode), r < 0, record_open(&c, OP(CREAT64), AT_FDCWD, path, CREAT_FLAGS, mode, r));
+}
+
+/* The fortified forms glibc's headers call at -O2 -D_FORTIFY_SOURCE when no mode is passed. */
+int __open_2(const char *path, int flags);
+int __open64_2(const char *path, int flags);
+int __openat_2(int dirfd, const char *path, int flags);
+int __openat64_2(int dirfd, const char *path, int flags);
+IOLOOM_EXPORT int __open_2(const char *path, int flags) {
+    TRACED(P, __open_2, (path, flags), r < 0, record_open(&c, OP(U_OPEN_2), AT_FDCWD, path, flags, -1, r));
+}
+IOLOOM_EXPORT int __open64_2(const char *path, int flags) {
+    TRACED(P, __open64_2, (path, flags), r < 0, record_open(&c, OP(U_OPEN64_2), AT_FDCWD, path, flags, -1, r));
+}
+IOLOOM_EXPORT int __openat_2(int dirfd, const char *path, int flags) {
+    TRACED(P, __openat_2, (dirfd, path, flags), r < 0, record_open(&c, OP(U_OPENAT_2), dirfd, path, flags, -1, r));
+}
+IOLOOM_EXPORT int __openat64_2(int dirfd, const char *path, int flags) {
+    TRACED(P, __openat64_2, (dirfd, path, flags), r < 0,
+           record_open(&c, OP(U_OPENAT64_2), dirfd, path, flags, -1, r));
+}
+
+IOLOOM_EXPORT int close(int fd) {
+    struct ioloom_call c;
+    if (!ioloom_call_start(&c, P)) {
+        ioloom_fd_forget(fd);
+        return IOLOOM_NEXT(close)(fd);
+    }
+    struct ioloom_event ev = ioloom_blank_event(OP(CLOSE), P);
+    ev.file_id = ioloom_fd_state(fd); /* before the number can be reused */
+    ioloom_fd_forget(fd);
+    int r = IOLOOM_NEXT(close)(fd);
+    ioloom_call_returned(&c, r < 0);
+    ev.handle = fd;
+    ev.ret_bytes = r;
+    ioloom_call_done(&c, &ev);
+    return r;
+}
+
+/* ---- descriptor duplication: the new fd refers to the same file (ret = new fd, aux = old fd) ---- */
+
+static void record_dup(struct ioloom_call *c, enum ioloom_op op, int from, int to, int64_t aux) {
+    if (to >= 0) ioloom_fd_copy(from, to);
+    record_fd(c, op, from, -1, -1, to, aux);
+}
+
+IOLOOM_EXPORT int dup(int fd) { TRACED(P, dup, (fd), r < 0, record_dup(&c, OP(DUP), fd, r, -1)); }
+IOLOOM_EXPORT int dup2(int fd, int to) { TRACED(P, dup2, (fd, to), r < 0, record_dup(&c, OP(DUP2), fd, r, -1)); }
+IOLOOM_EXPORT int dup3(int fd, int to, int flags) {
+    TRACED(P, dup3, (fd, to, flags), r < 0, record_dup(&c, OP(DUP3), fd, r, flags));
+}
+
+/* fcntl: aux = the command. Duplicating commands are recorded as dup (ret = new fd). Record locks record the
+ * range asked for (offset = l_start, req_bytes = l_len, 0 = to the end) and aux = cmd | l_type << 16 |
+ * l_whence << 24. */
+static int is_lock_cmd(int cmd) {
+    return cmd == F_SETLK || cmd == F_SETLKW || cmd == F_GETLK || cmd == F_OFD_SETLK || cmd == F_OFD_SETLKW ||
+           cmd == F_OFD_GETLK;
+}
+
+static int fcntl_traced(enum ioloom_op op, int (*next)(int, int, ...), int fd, int cmd, unsigned long arg) {
+    struct ioloom_call c;
+    if (!ioloom_call_start(&c, P)) return next(fd, cmd, arg);
+    struct flock asked = {0};
+    if (is_lock_cmd(cmd) && arg) asked = *(struct flock *)arg;
+    int r = next(fd, cmd, arg);
+    ioloom_call_returned(&c, r < 0);
+    if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) {
+        if (r >= 0) ioloom_fd_copy(fd, r);
+        record_fd(&c, op, fd, -1, -1, r, cmd);
+    } else if (is_lock_cmd(cmd)) {
+        record_fd(&c, op, fd, asked.l_start, asked.l_len, r, cmd | (int64_t)asked.l_type << 16 | (int64_t)asked.l_whence << 24);
+    } else {
+        record_fd(&c, op, fd, -1, (int64_t)arg, r, cmd);
+    }
+    return r;
+}
+
+/* The third argument is an int or a pointer; both travel in one register, read as unsigned long. */
+#define WRAP_FCNTL(fn, opname)                                                       \
+    IOLOOM_EXPORT int fn(int fd, int cmd, ...) {                                     \
+        va_list ap;                                                                  \
+        va_start(ap, cmd);                                                           \
+        unsigned long arg = va_arg(ap, unsigned long);                               \
+        va_end(ap);                                                                  \
+        return fcntl_traced(OP(opname), IOLOOM_NEXT(fn), fd, cmd, arg);              \
+    }
+int fcntl64(int fd, int cmd, ...);
+WRAP_FCNTL(fcntl, FCNTL)
+WRAP_FCNTL(fcntl64, FCNTL64)
+
+/* ---- data: offset = where the access took place, req = bytes asked, ret = bytes moved ---- */
+
+IOLOOM_EXPORT ssize_t read(int fd, void *buf, size_t n) {
+    TRACED(P, read, (fd, buf, n), r < 0, record_sequential(&c, OP(READ), fd, (int64_t)n, r));
+}
+IOLOOM_EXPORT ssize_t write(int fd, const void *buf, size_t n) {
+    TRACED(P, write, (fd, buf, n), r < 0, record_sequential(&c, OP(WRITE), fd, (int64_t)n, r));
+}
+ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen);
+IOLOOM_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen) {
+    TRACED(P, __read_chk, (fd, buf, n, buflen), r < 0, record_sequential(&c, OP(U_READ_CHK), fd, (int64_t)n, r));
+}
+
+#define WRAP_POSITIONED(fn, opname, buf_type)                                                    \
+    IOLOOM_EXPORT ssize_t fn(int fd, buf_type buf, size_t n, off_t off) {                         \
+        TRACED(P, fn, (fd, buf, n, off), r < 0, record_fd(&c, OP(opname), fd, off, (int64_t)n, r, -1)); \
+    }
+WRAP_POSITIONED(pread, PREAD, void *)
+WRAP_POSITIONED(pread64, PREAD64, void *)
+WRAP_POSITIONED(pwrite, PWRITE, const void *)
+WRAP_POSITIONED(pwrite64, PWRITE64, const void *)
+
+ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off, size_t buflen);
+ssize_t __pread64_chk(int fd, void *buf, size_t n, off_t off, size_t buflen);
+#define WRAP_PREAD_CHK(fn, opname)                                                                 \
+    IOLOOM_EXPORT ssize_t fn(int fd, void *buf, size_t n, off_t off, size_t buflen) {             \
+        TRACED(P, fn, (fd, buf, n, off, buflen), r < 0, record_fd(&c, OP(opname), fd, off, (int64_t)n, r, -1)); \
+    }
+WRAP_PREAD_CHK(__pread_chk, U_PREAD_CHK)
+WRAP_PREAD_CHK(__pread64_chk, U_PREAD64_CHK)
+
+IOLOOM_EXPORT ssize_t readv(int fd, const struct iovec *iov, int count) {
+    TRACED(P, readv, (fd, iov, count), r < 0, record_sequential(&c, OP(READV), fd, iov_bytes(iov, count), r));
+}
+IOLOOM_EXPORT ssize_t writev(int fd, const struct iovec *iov, int count) {
+    TRACED(P, writev, (fd, iov, count), r < 0, record_sequential(&c, OP(WRITEV), fd, iov_bytes(iov, count), r));
+}
+
+/* preadv/pwritev: aux = the number of iovecs. The ...2 forms take flags (aux = count | flags << 32) and an
+ * offset of -1 meaning the current position. */
+static void record_vector(struct ioloom_call *c, enum ioloom_op op, int fd, const struct iovec *iov, int count,
+                          off_t off, int64_t flags, ssize_t r) {
+    int64_t where = off == -1 ? position_before(fd, r) : off;
+    record_fd(c, op, fd, where, iov_bytes(iov, count), r, count | flags << 32);
+}
+
+#define WRAP_VECTOR(fn, opname)                                                                    \
+    IOLOOM_EXPORT ssize_t fn(int fd, const struct iovec *iov, int count, off_t off) {             \
+        TRACED(P, fn, (fd, iov, count, off), r < 0, record_vector(&c, OP(opname), fd, iov, count, off, 0, r)); \
+    }
+WRAP_VECTOR(preadv, PREADV)
+WRAP_VECTOR(preadv64, PREADV64)
+WRAP_VECTOR(pwritev, PWRITEV)
+WRAP_VECTOR(pwritev64, PWRITEV64)
+
+#define WRAP_VECTOR2(fn, opname)                                                                   \
+    IOLOOM_EXPORT ssize_t fn(int fd, const struct iovec *iov, int count, off_t off, int flags) {  \
+        TRACED(P, fn, (fd, iov, count, off, flags), r < 0,                                        \
+               record_vector(&c, OP(opname), fd, iov, count, off, flags, r));                     \
+    }
+WRAP_VECTOR2(preadv2, PREADV2)
+WRAP_VECTOR2(preadv64v2, PREADV64V2)
+WRAP_VECTOR2(pwritev2, PWRITEV2)
+WRAP_VECTOR2(pwritev64v2, PWRITEV64V2)
+
+/* lseek: offset = the resulting position, req_bytes = the offset asked, aux = whence. */
+#define WRAP_LSEEK(fn, opname)                                                                     \
+    IOLOOM_EXPORT off_t fn(int fd, off_t off, int whence) {                                       \
+        TRACED(P, fn, (fd, off, whence), r < 0, record_fd(&c, OP(opname), fd, r, off, r, whence)); \
+    }
+WRAP_LSEEK(lseek, LSEEK)
+WRAP_LSEEK(lseek64, LSEEK64)
+
+IOLOOM_EXPORT int fsync(int fd) { TRACED(P, fsync, (fd), r < 0, record_fd(&c, OP(FSYNC), fd, -1, -1, r, -1)); }
+IOLOOM_EXPORT int fdatasync(int fd) {
+    TRACED(P, fdatasync, (fd), r < 0, record_fd(&c, OP(FDATASYNC), fd, -1, -1, r, -1));
+}
+
+/* ftruncate/truncate: offset = req_bytes = the new length. */
+#define WRAP_FTRUNCATE(fn, opname)                                                                 \
+    IOLOOM_EXPORT int fn(int fd, off_t len) {                                                      \
+        TRACED(P, fn, (fd, len), r < 0, record_fd(&c, OP(opname), fd, len, len, r, -1));           \
+    }
+WRAP_FTRUNCATE(ftruncate, FTRUNCATE)
+WRAP_FTRUNCATE(ftruncate64, FTRUNCATE64)
+
+/* ---- copies inside the kernel: two events, the source side (aux 0) and the destination side (aux 1), each
+ * with the bytes copied, so that per-file read and written bytes add up ---- */
+
+static void record_copy(struct ioloom_call *c, enum ioloom_op op, int in, int64_t in_off, int out, int64_t out_off,
+                        int64_t req, ssize_t r) {
+    struct ioloom_call source = *c;
+    ioloom_busy++; /* the first record leaves the guard once; the second leaves it for the call */
+    record_fd(&source, op, in, in_off >= 0 ? in_off : position_before(in, r), req, r, 0);
+    record_fd(c, op, out, out_off >= 0 ? out_off : position_before(out, r), req, r, 1);
+}
+
+IOLOOM_EXPORT ssize_t copy_file_range(int in, off64_t *in_off, int out, off64_t *out_off, size_t n, unsigned flags) {
+    int64_t in_at = in_off ? *in_off : -1, out_at = out_off ? *out_off : -1;
+    TRACED(P, copy_file_range, (in, in_off, out, out_off, n, flags), r < 0,
+           record_copy(&c, OP(COPY_FILE_RANGE), in, in_at, out, out_at, (int64_t)n, r));
+}
+
+#define WRAP_SENDFILE(fn, opname, off_type)                                                        \
+    IOLOOM_EXPORT ssize_t fn(int out, int in, off_type *off, size_t n) {                           \
+        int64_t in_at = off ? *off : -1;                                                           \
+        TRACED(P, fn, (out, in, off, n), r < 0,                                                    \
+               record_copy(&c, OP(opname), in, in_at, out, -1, (int64_t)n, r));                     \
+    }
+WRAP_SENDFILE(sendfile, SENDFILE, off_t)
+WRAP_SENDFILE(sendfile64, SENDFILE64, off64_t)
+
+/* ---- memory maps of files (anonymous maps are memory, not I/O, and pass through) ----
+ * mmap: offset = file offset, req_bytes = length, ret_bytes = length or -1, aux = prot | flags << 8.
+ * munmap/msync of a traced map: offset = file offset of the range, req_bytes = length, aux = msync flags. */
+
+#define MAX_MAPS 1024
+static struct map { uintptr_t start; size_t len; int64_t file_offset; int fd; int32_t file; } maps[MAX_MAPS];
+static pthread_mutex_t maps_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void remember_map(void *addr, size_t len, int64_t off, int fd) {
+    pthread_mutex_lock(&maps_lock);
+    for (int i = 0; i < MAX_MAPS; i++)
+        if (!maps[i].len) {
+            maps[i] = (struct map){(uintptr_t)addr, len, off, fd, ioloom_fd_state(fd)};
+            break;
+        }
+    pthread_mutex_unlock(&maps_lock);
+}
+
+/* The traced map holding addr, or 0; `forget` removes it (munmap of its start). */
+static int find_map(void *addr, struct map *found, int forget) {
+    int hit = 0;
+    pthread_mutex_lock(&maps_lock);
+    for (int i = 0; i < MAX_MAPS && !hit; i++)
+        if (maps[i].len && (uintptr_t)addr >= maps[i].start && (uintptr_t)addr < maps[i].start + maps[i].len) {
+            *found = maps[i];
+            hit = 1;
+            if (forget && (uintptr_t)addr == maps[i].start) maps[i].len = 0;
+        }
+    pthread_mutex_unlock(&maps_lock);
+    return hit;
+}
+
+static void record_mmap(struct ioloom_call *c, enum ioloom_op op, void *r, size_t len, int prot, int flags, int fd,
+                        off_t off) {
+    if (r != MAP_FAILED) remember_map(r, len, off, fd);
+    record_fd(c, op, fd, off, (int64_t)len, r == MAP_FAILED ? -1 : (int64_t)len, prot | (int64_t)flags << 8);
+}
+
+#define WRAP_MMAP(fn, opname)                                                                               \
+    IOLOOM_EXPORT void *fn(void *addr, size_t len, int prot, int flags, int fd, off_t off) {               \
+        if (fd < 0 || (flags & MAP_ANONYMOUS)) return IOLOOM_NEXT(fn)(addr, len, prot, flags, fd, off);     \
+        TRACED(P, fn, (addr, len, prot, flags, fd, off), r == MAP_FAILED,                                  \
+               record_mmap(&c, OP(opname), r, len, prot, flags, fd, off));                                 \
+    }
+WRAP_MMAP(mmap, MMAP)
+WRAP_MMAP(mmap64, MMAP64)
+
+static int unmap_or_sync(enum ioloom_op op, void *addr, size_t len, int flags) {
+    struct map map;
+    struct ioloom_call c;
+    int is_sync = op == OP(MSYNC);
+    if (!ioloom_call_start(&c, P)) return is_sync ? IOLOOM_NEXT(msync)(addr, len, flags) : IOLOOM_NEXT(munmap)(addr, len);
+    int traced = find_map(addr, &map, !is_sync);
+    int r = is_sync ? IOLOOM_NEXT(msync)(addr, len, flags) : IOLOOM_NEXT(munmap)(addr, len);
+    ioloom_call_returned(&c, r < 0);
+    if (!traced) {
+        errno = c.err;
+        ioloom_leave();
+        return r;
+    }
+    int64_t offset = map.file_offset + (int64_t)((uintptr_t)addr - map.start);
+    ioloom_record_file(&c, op, P, map.file, map.fd, offset, (int64_t)len, r < 0 ? -1 : (int64_t)len, is_sync ? flags : -1);
+    return r;
+}
+
+IOLOOM_EXPORT int munmap(void *addr, size_t len) { return unmap_or_sync(OP(MUNMAP), addr, len, 0); }
+IOLOOM_EXPORT int msync(void *addr, size_t len, int flags) { return unmap_or_sync(OP(MSYNC), addr, len, flags); }

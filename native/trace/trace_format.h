@@ -1,0 +1,56 @@
+/* The on-disk trace format (docs/trace-format.md): constants and the chunk encoder. The encoder is pure
+ * (memory in, memory out) so that the tracer and the test-vector generator run exactly the same code. */
+#ifndef IOLOOM_TRACE_FORMAT_H
+#define IOLOOM_TRACE_FORMAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define IOLOOM_FORMAT_MAGIC "IOLOOMTR"
+#define IOLOOM_FORMAT_MAJOR 1
+#define IOLOOM_FORMAT_MINOR 0
+#define IOLOOM_HEADER_BYTES 16
+#define IOLOOM_CHUNK_HEADER_BYTES 12 /* u32 type, u32 payload length, u32 CRC-32 of the payload */
+
+enum ioloom_chunk_type { IOLOOM_CHUNK_INFO = 1, IOLOOM_CHUNK_OPS = 2, IOLOOM_CHUNK_FILES = 3, IOLOOM_CHUNK_EVENTS = 4 };
+
+/* How one column of an EVENTS chunk is stored. */
+enum ioloom_column_mode { IOLOOM_COL_CONST = 0, IOLOOM_COL_VARINT = 1, IOLOOM_COL_RUNS = 2 };
+
+/* The columns of an EVENTS chunk, in storage order; see docs/trace-format.md for each transform. */
+enum ioloom_column {
+    IOLOOM_COL_GAP, IOLOOM_COL_DURATION, IOLOOM_COL_OP, IOLOOM_COL_LAYER, IOLOOM_COL_FILE, IOLOOM_COL_HANDLE,
+    IOLOOM_COL_OFFSET_DELTA, IOLOOM_COL_REQ, IOLOOM_COL_RET_MINUS_REQ, IOLOOM_COL_ERRNO, IOLOOM_COL_AUX,
+    IOLOOM_COL_CALL_ID, IOLOOM_COL_PARENT, IOLOOM_COL_COLL_SEQ, IOLOOM_COLUMNS
+};
+
+/* An event as buffered: the wrapper's fields plus what the writer adds (the cross-layer link). */
+struct ioloom_raw_event {
+    uint64_t t_start, t_end;
+    int64_t offset, req_bytes, ret_bytes, handle, aux, coll_seq, call_id, parent;
+    int32_t file_id, err;
+    uint16_t op;
+    uint8_t layer;
+};
+
+/* The most bytes ioloom_encode_events() writes for n events (every value a 10-byte varint). */
+size_t ioloom_events_bound(size_t n);
+
+/* Encodes a complete chunk of `n` events of thread `tid` (header + payload) into `out`, which must hold
+ * ioloom_events_bound(n) bytes; `scratch` must hold n int64 values. Returns the chunk's size. */
+size_t ioloom_encode_events(uint8_t *out, int64_t *scratch, uint32_t tid, const struct ioloom_raw_event *ev,
+                            size_t n);
+
+/* Writes a chunk header for `payload_len` bytes of payload that already follow it in memory. */
+void ioloom_seal_chunk(uint8_t *chunk, uint32_t type, uint32_t payload_len);
+
+/* The 16-byte file header. */
+void ioloom_file_header(uint8_t out[IOLOOM_HEADER_BYTES]);
+
+/* Small appenders for INFO, OPS and FILES payloads; each returns the new end. */
+uint8_t *ioloom_put_varint(uint8_t *p, uint64_t v);
+uint8_t *ioloom_put_cstr(uint8_t *p, const char *s); /* the string and its NUL */
+
+uint32_t ioloom_crc32(const uint8_t *data, size_t len);
+
+#endif

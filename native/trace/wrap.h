@@ -1,0 +1,40 @@
+/* The shape every traced wrapper shares, so each wrapper states only what differs: its arguments, what
+ * counts as failure, and what it records.
+ *
+ *   TRACED(layer, fn, (args), failure condition on r, statement recording r);
+ *
+ * The call passes straight to the next definition when tracing is off for the layer or the tracer is already
+ * active on this thread (its own I/O, or libc calling back in). */
+#ifndef IOLOOM_WRAP_H
+#define IOLOOM_WRAP_H
+
+#include "trace_internal.h"
+
+#define TRACED(layer, fn, args, failed_if, record)                   \
+    struct ioloom_call c;                                            \
+    if (!ioloom_call_start(&c, layer)) return IOLOOM_NEXT(fn) args;  \
+    __typeof__(IOLOOM_NEXT(fn) args) r = IOLOOM_NEXT(fn) args;       \
+    ioloom_call_returned(&c, failed_if);                             \
+    record;                                                          \
+    return r
+
+/* Records a call on a file (a state from ioloom_fd_state/ioloom_path_state) through `handle`, and finishes it. */
+static inline void ioloom_record_file(struct ioloom_call *c, enum ioloom_op op, enum ioloom_layer layer, int32_t file,
+                                      int64_t handle, int64_t offset, int64_t req, int64_t ret, int64_t aux) {
+    struct ioloom_event ev = ioloom_blank_event(op, layer);
+    ev.handle = handle;
+    ev.file_id = file;
+    ev.offset = offset;
+    ev.req_bytes = req;
+    ev.ret_bytes = ret;
+    ev.aux = aux;
+    ioloom_call_done(c, &ev);
+}
+
+/* Records a call on descriptor fd (its file from the fd table) and finishes it. */
+static inline void ioloom_record_fd(struct ioloom_call *c, enum ioloom_op op, enum ioloom_layer layer, int fd,
+                                    int64_t offset, int64_t req, int64_t ret, int64_t aux) {
+    ioloom_record_file(c, op, layer, ioloom_fd_state(fd), fd, offset, req, ret, aux);
+}
+
+#endif

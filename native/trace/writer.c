@@ -1,0 +1,346 @@
+/* The event writer: per-thread buffers filled without locks, encoded into EVENTS chunks and appended to this
+ * process's stream file when a buffer fills, when IOLOOM_FLUSH_INTERVAL has passed, and at exit/exec/signal.
+ *
+ * Memory is bounded by IOLOOM_TRACE_BUFFER (default 4 MiB): it is split into one encode area and per-thread
+ * buffers; a thread that finds the budget spent has its events counted as dropped, as are events whose
+ * chunk cannot be written (disk full). The stream is written with raw system calls so that no interposed
+ * library (ours, logfs, another tool) sees the tracer's own I/O. */
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "trace_internal.h"
+
+#define DEFAULT_BUDGET (4u << 20)
+#define MIN_EVENTS_PER_THREAD 256u
+#define MAX_EVENTS_PER_THREAD 16384u
+#define STREAM_NAME_MAX 4096
+
+struct thread_buffer {
+    struct ioloom_raw_event *events;
+    uint32_t count;              /* written by the owner, read by exit/signal flushes */
+    uint32_t tid;
+    uint64_t last_flush_ns;
+    pthread_mutex_t flush_lock;  /* taken only to flush, never per event */
+    struct thread_buffer *next;
+};
+
+volatile int ioloom_tracing;
+volatile int ioloom_finished;
+
+static struct {
+    int fd;
+    pthread_mutex_t lock;              /* serialises chunk writes and the shared encode area */
+    uint8_t *encoded;                  /* encode area: ioloom_events_bound(capacity) */
+    int64_t *scratch;                  /* one column of a chunk */
+    uint32_t capacity;                 /* events per thread buffer */
+    size_t budget_left;                /* bytes of IOLOOM_TRACE_BUFFER not yet given to a thread */
+    uint64_t flush_interval_ns;
+    struct thread_buffer *threads;     /* every buffer handed out, for the final flush */
+    uint64_t dropped;
+    uint64_t dropped_written;
+    uint64_t events_written;
+    uint64_t bytes_written;
+    char path[STREAM_NAME_MAX];
+} w = {.fd = -1, .lock = PTHREAD_MUTEX_INITIALIZER};
+
+static IOLOOM_TLS struct thread_buffer *my_buffer;
+static IOLOOM_TLS int my_buffer_refused;     /* the budget was spent when this thread first recorded */
+static IOLOOM_TLS uint32_t my_tid;
+static pthread_key_t thread_exit_key;
+
+uint64_t ioloom_dropped(void) { return __atomic_load_n(&w.dropped, __ATOMIC_RELAXED); }
+
+static void count_dropped(uint64_t n) { __atomic_add_fetch(&w.dropped, n, __ATOMIC_RELAXED); }
+
+static ssize_t raw_write(int fd, const void *buf, size_t len) { return syscall(SYS_write, fd, buf, len); }
+
+/* Writes all of buf; 0 on success. Called with w.lock held. */
+static int write_all_locked(const uint8_t *buf, size_t len) {
+    if (w.fd < 0) return -1;
+    while (len) {
+        ssize_t n = raw_write(w.fd, buf, len);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return -1;
+        buf += n;
+        len -= (size_t)n;
+        w.bytes_written += (size_t)n;
+    }
+    return 0;
+}
+
+int ioloom_write_chunk(const uint8_t *chunk, size_t len) {
+    int saved = errno;
+    pthread_mutex_lock(&w.lock);
+    int rc = write_all_locked(chunk, len);
+    pthread_mutex_unlock(&w.lock);
+    errno = saved;
+    return rc;
+}
+
+void ioloom_write_info(const char *key, const char *value) {
+    size_t klen = strlen(key), vlen = strlen(value);
+    uint8_t stack[512];
+    uint8_t *chunk = IOLOOM_CHUNK_HEADER_BYTES + klen + vlen + 2 <= sizeof stack
+                         ? stack : malloc(IOLOOM_CHUNK_HEADER_BYTES + klen + vlen + 2);
+    if (!chunk) return;
+    uint8_t *p = ioloom_put_cstr(ioloom_put_cstr(chunk + IOLOOM_CHUNK_HEADER_BYTES, key), value);
+    ioloom_seal_chunk(chunk, IOLOOM_CHUNK_INFO, (uint32_t)(p - chunk - IOLOOM_CHUNK_HEADER_BYTES));
+    ioloom_write_chunk(chunk, (size_t)(p - chunk));
+    if (chunk != stack) free(chunk);
+}
+
+/* The dropped count, written whenever it changed so that a killed process still reports it. */
+static void write_dropped_if_changed(void) {
+    uint64_t dropped = ioloom_dropped();
+    if (dropped == w.dropped_written) return;
+    w.dropped_written = dropped;
+    char text[32];
+    snprintf(text, sizeof text, "%llu", (unsigned long long)dropped);
+    ioloom_write_info("dropped_events", text);
+}
+
+/* Encodes and writes events [0, count) of b. With `from_signal`, gives up rather than wait for a lock. */
+static void flush_buffer(struct thread_buffer *b, int from_signal) {
+    if (from_signal ? pthread_mutex_trylock(&b->flush_lock) : pthread_mutex_lock(&b->flush_lock)) return;
+    uint32_t n = __atomic_load_n(&b->count, __ATOMIC_ACQUIRE);
+    if (n) {
+        ioloom_files_flush(); /* file entries first: a reader then knows every id an event names */
+        if (from_signal ? pthread_mutex_trylock(&w.lock) == 0 : pthread_mutex_lock(&w.lock) == 0) {
+            size_t len = ioloom_encode_events(w.encoded, w.scratch, b->tid, b->events, n);
+            if (write_all_locked(w.encoded, len) == 0) w.events_written += n;
+            else count_dropped(n);
+            pthread_mutex_unlock(&w.lock);
+        } else {
+            count_dropped(n);
+        }
+        __atomic_store_n(&b->count, 0, __ATOMIC_RELEASE);
+        b->last_flush_ns = ioloom_now_ns();
+    }
+    pthread_mutex_unlock(&b->flush_lock);
+    write_dropped_if_changed();
+}
+
+static void release_thread_buffer(void *arg) {
+    /* Thread exit: flush; the buffer stays registered (and its memory counted) so that a final flush
+     * racing with thread exit never touches freed memory. A new thread reuses a released buffer. */
+    struct thread_buffer *b = arg;
+    ioloom_busy++;
+    flush_buffer(b, 0);
+    ioloom_busy--;
+    my_buffer = NULL; /* a later destructor's I/O claims a buffer again */
+    __atomic_store_n(&b->tid, 0, __ATOMIC_RELEASE);
+}
+
+static struct thread_buffer *claim_free_buffer(void) {
+    for (struct thread_buffer *b = __atomic_load_n(&w.threads, __ATOMIC_ACQUIRE); b; b = b->next) {
+        uint32_t zero = 0;
+        if (__atomic_compare_exchange_n(&b->tid, &zero, my_tid, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) return b;
+    }
+    return NULL;
+}
+
+static struct thread_buffer *new_thread_buffer(void) {
+    if (!my_tid) my_tid = (uint32_t)syscall(SYS_gettid);
+    struct thread_buffer *b = claim_free_buffer();
+    if (!b) {
+        size_t bytes = sizeof *b + (size_t)w.capacity * sizeof(struct ioloom_raw_event);
+        pthread_mutex_lock(&w.lock);
+        int fits = w.budget_left >= bytes;
+        if (fits) w.budget_left -= bytes;
+        pthread_mutex_unlock(&w.lock);
+        if (!fits || !(b = calloc(1, bytes))) {
+            my_buffer_refused = 1;
+            ioloom_write_info("buffer_budget_exhausted_tid", "1");
+            return NULL;
+        }
+        b->events = (struct ioloom_raw_event *)(b + 1);
+        b->tid = my_tid;
+        pthread_mutex_init(&b->flush_lock, NULL);
+        b->next = __atomic_load_n(&w.threads, __ATOMIC_ACQUIRE);
+        while (!__atomic_compare_exchange_n(&w.threads, &b->next, b, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {}
+    }
+    b->last_flush_ns = ioloom_now_ns();
+    pthread_setspecific(thread_exit_key, b);
+    return b;
+}
+
+/* Per-thread cross-layer link: the stack of MPI-IO calls in progress on this thread. */
+#define CALL_STACK_MAX 16
+static IOLOOM_TLS int64_t call_stack[CALL_STACK_MAX];
+static IOLOOM_TLS int call_depth;
+static uint64_t call_counter;
+
+uint64_t ioloom_mpi_call_begin(void) {
+    uint64_t call = __atomic_add_fetch(&call_counter, 1, __ATOMIC_RELAXED);
+    if (call_depth < CALL_STACK_MAX) call_stack[call_depth] = (int64_t)call;
+    call_depth++;
+    return call;
+}
+
+void ioloom_mpi_call_end(uint64_t call) {
+    (void)call;
+    if (call_depth > 0) call_depth--;
+}
+
+static int64_t call_at(int depth) {
+    return depth > 0 && depth <= CALL_STACK_MAX ? call_stack[depth - 1] : -1;
+}
+
+void ioloom_record(const struct ioloom_event *ev) {
+    if (IOLOOM_UNLIKELY(!ioloom_tracing)) return;
+    struct thread_buffer *b = my_buffer;
+    if (IOLOOM_UNLIKELY(!b)) {
+        if (my_buffer_refused || !(b = my_buffer = new_thread_buffer())) {
+            count_dropped(1);
+            return;
+        }
+    }
+    uint32_t n = b->count;
+    struct ioloom_raw_event *r = &b->events[n];
+    r->t_start = ev->t_start;
+    r->t_end = ev->t_end;
+    r->offset = ev->offset;
+    r->req_bytes = ev->req_bytes;
+    r->ret_bytes = ev->ret_bytes;
+    r->handle = ev->handle;
+    r->aux = ev->aux;
+    r->coll_seq = ev->coll_seq;
+    r->file_id = ev->file_id;
+    r->err = ev->err;
+    r->op = ev->op;
+    r->layer = ev->layer;
+    /* An MPI-IO event is recorded inside its own call: it is that call, its parent the enclosing one. */
+    int own = ev->layer == IOLOOM_MPIIO;
+    r->call_id = own ? call_at(call_depth) : -1;
+    r->parent = call_at(own ? call_depth - 1 : call_depth);
+    __atomic_store_n(&b->count, n + 1, __ATOMIC_RELEASE);
+    if (IOLOOM_UNLIKELY(n + 1 == w.capacity || ev->t_end - b->last_flush_ns > w.flush_interval_ns || ioloom_finished)) {
+        ioloom_busy++;
+        flush_buffer(b, 0);
+        ioloom_busy--;
+    }
+}
+
+void ioloom_flush_all(int from_signal) {
+    for (struct thread_buffer *b = __atomic_load_n(&w.threads, __ATOMIC_ACQUIRE); b; b = b->next)
+        flush_buffer(b, from_signal);
+    ioloom_files_flush();
+    ioloom_files_write_excluded();
+    write_dropped_if_changed();
+}
+
+/* ---- the stream file ---- */
+
+static void write_op_table(void) {
+    static const struct { const char *name; uint8_t layer; } ops[] = {
+#define OP_PROCESS(suffix, name) {name, IOLOOM_PROCESS},
+#define OP_POSIX(suffix, name) {name, IOLOOM_POSIX},
+#define OP_STDIO(suffix, name) {name, IOLOOM_STDIO},
+#define OP_MPI(suffix, name) {name, IOLOOM_MPIIO},
+        IOLOOM_PROCESS_OPS(OP_PROCESS) IOLOOM_POSIX_OPS(OP_POSIX) IOLOOM_STDIO_OPS(OP_STDIO) IOLOOM_MPI_OPS(OP_MPI)
+#undef OP_PROCESS
+#undef OP_POSIX
+#undef OP_STDIO
+#undef OP_MPI
+    };
+    size_t size = IOLOOM_CHUNK_HEADER_BYTES;
+    for (size_t i = 0; i < IOLOOM_OP_COUNT; i++) size += 12 + strlen(ops[i].name);
+    uint8_t *chunk = malloc(size);
+    if (!chunk) return;
+    uint8_t *p = chunk + IOLOOM_CHUNK_HEADER_BYTES;
+    for (size_t i = 0; i < IOLOOM_OP_COUNT; i++) {
+        p = ioloom_put_varint(p, i);
+        *p++ = ops[i].layer;
+        p = ioloom_put_cstr(p, ops[i].name);
+    }
+    ioloom_seal_chunk(chunk, IOLOOM_CHUNK_OPS, (uint32_t)(p - chunk - IOLOOM_CHUNK_HEADER_BYTES));
+    ioloom_write_chunk(chunk, (size_t)(p - chunk));
+    free(chunk);
+}
+
+static void make_dir(const char *dir) {
+    char path[STREAM_NAME_MAX];
+    snprintf(path, sizeof path, "%s", dir);
+    for (char *s = path + 1; *s; s++) {
+        if (*s != '/') continue;
+        *s = 0;
+        syscall(SYS_mkdirat, AT_FDCWD, path, 0777);
+        *s = '/';
+    }
+    syscall(SYS_mkdirat, AT_FDCWD, path, 0777);
+}
+
+/* Creates <dir>/<host>-<pid>[-<n>].ioloom; a pid seen again (after exec) gets the next free n. */
+static int create_stream_file(void) {
+    const char *dir = ioloom_env_str("IOLOOM_TRACE_DIR", "ioloom-traces");
+    char host[256] = "host";
+    gethostname(host, sizeof host - 1);
+    make_dir(dir);
+    for (int n = 0; n < 1000; n++) {
+        char suffix[16] = "";
+        if (n) snprintf(suffix, sizeof suffix, "-%d", n);
+        snprintf(w.path, sizeof w.path, "%s/%s-%d%s.ioloom", dir, host, (int)getpid(), suffix);
+        int fd = (int)syscall(SYS_openat, AT_FDCWD, w.path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
+        if (fd >= 0 || errno != EEXIST) return fd;
+    }
+    return -1;
+}
+
+static int allocate_writer(void) {
+    size_t budget = ioloom_env_size("IOLOOM_TRACE_BUFFER", DEFAULT_BUDGET);
+    /* One share for the encode area, the rest for threads: about 8 threads fit before any is refused. */
+    uint64_t per_event = sizeof(struct ioloom_raw_event) * 8 + 20 * IOLOOM_COLUMNS + sizeof(int64_t);
+    uint64_t capacity = budget / per_event;
+    w.capacity = capacity < MIN_EVENTS_PER_THREAD ? MIN_EVENTS_PER_THREAD
+                 : capacity > MAX_EVENTS_PER_THREAD ? MAX_EVENTS_PER_THREAD : (uint32_t)capacity;
+    size_t encode = ioloom_events_bound(w.capacity);
+    w.encoded = malloc(encode);
+    w.scratch = malloc(w.capacity * sizeof(int64_t));
+    if (!w.encoded || !w.scratch) return -1;
+    size_t used = encode + w.capacity * sizeof(int64_t);
+    w.budget_left = budget > used ? budget - used : 0;
+    w.flush_interval_ns = (uint64_t)(ioloom_env_size("IOLOOM_FLUSH_INTERVAL_MS", 1000)) * 1000000u;
+    return 0;
+}
+
+static int start_stream(void) {
+    w.fd = create_stream_file();
+    if (w.fd < 0) return -1;
+    uint8_t header[IOLOOM_HEADER_BYTES];
+    ioloom_file_header(header);
+    ioloom_write_chunk(header, sizeof header);
+    write_op_table();
+    return 0;
+}
+
+int ioloom_writer_open(void) {
+    pthread_key_create(&thread_exit_key, release_thread_buffer);
+    if (allocate_writer() || start_stream()) return -1;
+    return 0;
+}
+
+void ioloom_writer_after_fork(void) {
+    /* The copied buffers hold the parent's events, which the parent writes: empty them, keep the memory
+     * (the budget is the same), and give the forking thread's buffer back to it. Other threads do not
+     * exist in the child, so their buffers become free. */
+    pthread_mutex_init(&w.lock, NULL);
+    for (struct thread_buffer *b = w.threads; b; b = b->next) {
+        pthread_mutex_init(&b->flush_lock, NULL);
+        b->count = 0;
+        b->tid = 0;
+    }
+    my_tid = (uint32_t)syscall(SYS_gettid);
+    if (my_buffer) {
+        my_buffer->tid = my_tid;
+        my_buffer->last_flush_ns = ioloom_now_ns();
+    }
+    w.dropped = w.dropped_written = w.events_written = w.bytes_written = 0;
+    if (w.fd >= 0) syscall(SYS_close, w.fd);
+    if (start_stream()) ioloom_tracing = 0;
+}
