@@ -1,7 +1,7 @@
 """The `ioloom` command. Each subcommand is defined in its own module and registered here."""
 import typer
 
-from ioloom import __version__, doctor
+from ioloom import __version__, doctor, export, report_cli, stats_cli
 from ioloom.advise import app as advise_app
 from ioloom.bench import app as bench_app
 
@@ -22,6 +22,9 @@ def _root(version: bool = typer.Option(False, "--version", callback=_print_versi
 
 
 app.command("doctor")(doctor.command)
+app.command("stats")(stats_cli.command)
+app.command("report")(report_cli.command)
+app.command("export")(export.command)
 app.add_typer(bench_app, name="bench")
 app.add_typer(advise_app, name="advise")
 

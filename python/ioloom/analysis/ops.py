@@ -13,32 +13,36 @@ READ, WRITE, META, LOCK, UNLOCK, SYNC, OTHER = range(len(KINDS))
 LAYERS = ("posix", "stdio", "mpiio", "process")
 LAYER_CODE = {name: code for code, name in enumerate(LAYERS)}
 
-_META = {"open", "open64", "openat", "openat64", "__open_2", "__open64_2", "creat", "creat64", "close",
-         "stat", "stat64", "lstat", "lstat64", "fstat", "fstat64", "fstatat", "fstatat64", "statx", "newfstatat",
-         "__xstat", "__xstat64", "__lxstat", "__lxstat64", "__fxstat", "__fxstat64", "lseek", "lseek64",
-         "unlink", "unlinkat", "rename", "renameat", "mkdir", "rmdir", "access", "faccessat", "ftruncate",
-         "ftruncate64", "truncate", "dup", "dup2", "dup3", "fopen", "fopen64", "fdopen", "freopen", "fclose",
-         "fseek", "fseeko", "fseeko64", "ftell", "rewind", "opendir", "closedir", "readdir",
-         "MPI_File_open", "MPI_File_close", "MPI_File_set_view", "MPI_File_set_size", "MPI_File_preallocate",
-         "MPI_File_get_size", "MPI_File_seek", "MPI_File_seek_shared", "MPI_File_delete", "MPI_File_set_info",
-         "MPI_File_set_atomicity"}
-_SYNC = {"fsync", "fdatasync", "sync_file_range", "fflush", "msync", "MPI_File_sync"}
-_LOCKS = {"fcntl", "fcntl64", "lockf", "flock"}
-F_UNLCK = 2  # struct flock l_type of an unlock on Linux; the tracer stores l_type in `aux` for record locks
+_MPI_META = {"MPI_File_open", "MPI_File_close", "MPI_File_set_view", "MPI_File_set_size", "MPI_File_preallocate",
+             "MPI_File_get_size", "MPI_File_seek", "MPI_File_seek_shared", "MPI_File_delete", "MPI_File_set_info",
+             "MPI_File_set_atomicity"}
+_META_WORDS = ("open", "close", "stat", "seek", "tell", "rewind", "unlink", "rename", "mkdir", "rmdir", "access",
+               "truncate", "dup", "fileno")
+_READ_WORDS = ("read", "gets", "getc", "scanf", "getline", "getdelim")
+_WRITE_WORDS = ("write", "printf", "puts", "putc", "copy_file_range", "sendfile")
+_COPIES = ("copy_file_range", "sendfile", "sendfile64")  # two events per copy: aux 0 source side, aux 1 destination
+_SYNC = {"fsync", "fdatasync", "sync_file_range", "fflush", "fflush_unlocked", "msync", "MPI_File_sync"}
+_FCNTL = {"fcntl", "fcntl64"}
+# fcntl events carry aux = cmd | l_type << 16 | l_whence << 24 for record-lock commands (docs/trace-format.md).
+_SET_LOCK_CMDS = (6, 7, 37, 38)  # F_SETLK, F_SETLKW, F_OFD_SETLK, F_OFD_SETLKW on Linux
+F_UNLCK = 2
 
 
 def _name_kind(name: str) -> int:
-    if name in _META:
-        return META
+    """Kind of an op name; fcntl starts as LOCK and kind_codes() tells locks, unlocks and others apart."""
     if name in _SYNC:
         return SYNC
-    if name in _LOCKS:
+    if name in _FCNTL:
         return LOCK
+    if name in _MPI_META:
+        return META
     low = name.lower()
-    if "read" in low or low in ("fgets", "fgetc", "getc", "fscanf", "getline", "getdelim"):
+    if any(word in low for word in _READ_WORDS):
         return READ
-    if "write" in low or low in ("fputs", "fputc", "putc", "fprintf", "vfprintf", "copy_file_range", "sendfile"):
+    if any(word in low for word in _WRITE_WORDS):
         return WRITE
+    if any(word in low for word in _META_WORDS):
+        return META
     return OTHER
 
 
@@ -48,14 +52,20 @@ def dictionary_kinds(dictionary: pa.Array) -> np.ndarray:
 
 
 def kind_codes(op: pa.ChunkedArray | pa.Array, aux: np.ndarray) -> np.ndarray:
-    """Kind code per event. Record-lock calls whose lock type (aux) is F_UNLCK are unlocks."""
+    """Kind code per event. fcntl calls are locks when they set a record lock, unlocks when its type is
+    F_UNLCK, and other calls (F_GETFL, F_GETLK...) otherwise."""
     op = op.combine_chunks() if isinstance(op, pa.ChunkedArray) else op
     if not pa.types.is_dictionary(op.type):
         op = op.dictionary_encode()
     table = dictionary_kinds(op.dictionary)
     indices = op.indices.to_numpy(zero_copy_only=False)
     kinds = table[indices] if len(table) else np.full(len(indices), OTHER, np.int8)
-    kinds[(kinds == LOCK) & (aux == F_UNLCK)] = UNLOCK
+    copies = np.array([name in _COPIES for name in op.dictionary.to_pylist()] or [False], bool)
+    kinds[copies[indices] & (aux == 0)] = READ
+    fcntl = kinds == LOCK
+    sets_lock = np.isin(aux & 0xFFFF, _SET_LOCK_CMDS)
+    kinds[fcntl & ~sets_lock] = OTHER
+    kinds[fcntl & sets_lock & ((aux >> 16) & 0xFF == F_UNLCK)] = UNLOCK
     return kinds
 
 

@@ -7,7 +7,8 @@ import pyarrow as pa
 
 from ioloom.trace.model import EVENT_SCHEMA, FILE_SCHEMA, Trace
 
-F_RDLCK, F_WRLCK, F_UNLCK = 0, 1, 2
+F_SETLKW = 7
+F_WRLCK, F_UNLCK = 1, 2
 
 
 class Builder:
@@ -45,8 +46,8 @@ class Builder:
         t = t0 + step // 2
         for i in range(cycles):
             lo = offset + i * buffer
-            for op, aux, length in (("fcntl", F_WRLCK, buffer), ("pread", -1, buffer), ("pwrite", -1, buffer),
-                                    ("fcntl", F_UNLCK, buffer)):
+            for op, aux, length in (("fcntl", F_SETLKW | F_WRLCK << 16, buffer), ("pread", -1, buffer),
+                                    ("pwrite", -1, buffer), ("fcntl", F_SETLKW | F_UNLCK << 16, buffer)):
                 self.call(rank, "posix", op, t, t + step - 1, file_id, lo, length, aux=aux, parent=call,
                           ret=0 if op == "fcntl" else length)
                 t += step

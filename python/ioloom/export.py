@@ -1,0 +1,116 @@
+"""`ioloom export TRACE --format perfetto|parquet|csv`: a trace in formats other tools open.
+
+perfetto: Chrome trace-event JSON (ui.perfetto.dev, chrome://tracing). One process per rank, one thread per
+traced thread; POSIX calls nest under the MPI-IO call that issued them because they run inside it on the
+same thread. parquet / csv: events.<ext> (every event column, op and layer as text, plus the file path) and
+files.<ext>. Streams are written one at a time, so memory stays that of one stream.
+"""
+from __future__ import annotations
+
+import json
+from enum import Enum
+from pathlib import Path
+
+import typer
+
+
+class Format(str, Enum):
+    perfetto = "perfetto"
+    parquet = "parquet"
+    csv = "csv"
+
+
+def _plain_columns(table):
+    """Dictionary columns as plain strings (CSV cannot hold dictionaries; readers prefer plain text)."""
+    import pyarrow as pa
+
+    for i, f in enumerate(table.schema):
+        if pa.types.is_dictionary(f.type):
+            table = table.set_column(i, f.name, table.column(i).cast(pa.string()))
+    return table
+
+
+def _with_paths(table, files):
+    import pyarrow as pa
+
+    paths = dict(zip(files.column("file_id").to_pylist(), files.column("path").to_pylist()))
+    return table.append_column("path", pa.array([paths.get(i) for i in table.column("file_id").to_pylist()],
+                                                pa.string()))
+
+
+def tables(trace, out: Path, fmt: Format) -> list[Path]:
+    """events.<fmt> and files.<fmt> in directory `out`."""
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+
+    out.mkdir(parents=True, exist_ok=True)
+    events_path, files_path = out / f"events.{fmt.value}", out / f"files.{fmt.value}"
+    writer = None
+    try:
+        for stream in trace.streams:
+            part = _with_paths(_plain_columns(stream.read()), trace.files)
+            if writer is None:
+                writer = (pq.ParquetWriter(events_path, part.schema) if fmt is Format.parquet
+                          else pacsv.CSVWriter(events_path, part.schema))
+            writer.write_table(part)
+    finally:
+        if writer is not None:
+            writer.close()
+    if writer is None:
+        events_path.write_text("")
+    files = trace.files
+    (pq.write_table if fmt is Format.parquet else pacsv.write_csv)(files, files_path)
+    return [events_path, files_path]
+
+
+def _perfetto_events(stream, paths: dict):
+    label = f"rank {stream.rank}" if stream.rank >= 0 else f"pid {stream.pid}"
+    yield {"name": "process_name", "ph": "M", "pid": stream.pid, "args": {"name": label}}
+    yield {"name": "process_sort_index", "ph": "M", "pid": stream.pid, "args": {"sort_index": stream.rank}}
+    table = _plain_columns(stream.read(["t_start", "t_end", "tid", "layer", "op", "file_id", "offset",
+                                        "req_bytes", "ret_bytes", "errno", "call_id", "parent", "coll_seq"]))
+    for row in table.to_pylist():
+        args = {"layer": row["layer"], "file": paths.get(row["file_id"]), "offset": row["offset"],
+                "bytes": row["ret_bytes"], "requested": row["req_bytes"]}
+        args.update({k: row[k] for k in ("errno", "call_id", "parent", "coll_seq") if row[k] not in (-1, 0)})
+        yield {"name": row["op"], "cat": row["layer"], "ph": "X", "ts": row["t_start"] / 1000,
+               "dur": max(row["t_end"] - row["t_start"], 0) / 1000, "pid": stream.pid, "tid": row["tid"],
+               "args": args}
+
+
+def perfetto(trace, out: Path) -> list[Path]:
+    """Chrome trace-event JSON, written event by event."""
+    paths = dict(zip(trace.files.column("file_id").to_pylist(), trace.files.column("path").to_pylist()))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(out, "w") as f:
+        f.write('{"displayTimeUnit": "ns", "traceEvents": [\n')
+        first = True
+        for stream in trace.streams:
+            for event in _perfetto_events(stream, paths):
+                f.write(("" if first else ",\n") + json.dumps(event, separators=(",", ":")))
+                first = False
+        f.write("\n]}\n")
+    return [out]
+
+
+def command(trace: Path = typer.Argument(..., help="Trace directory (ioloom run -o DIR)."),
+            fmt: Format = typer.Option(..., "--format", "-f", help="perfetto, parquet or csv."),
+            output: Path = typer.Option(None, "-o", "--output",
+                                        help="Output file (perfetto) or directory (parquet, csv); "
+                                             "default: next to the trace.")) -> None:
+    """Export a trace: Perfetto/Chrome trace JSON, or Parquet/CSV tables of events and files."""
+    from ioloom.analysis import load
+
+    try:
+        loaded = load(trace)
+    except (FileNotFoundError, ValueError) as err:
+        typer.echo(f"ioloom: {err}", err=True)
+        raise typer.Exit(2)
+    if fmt is Format.perfetto:
+        written = perfetto(loaded, output or trace.with_name(trace.name + ".perfetto.json"))
+    else:
+        written = tables(loaded, output or trace.with_name(trace.name + f"-{fmt.value}"), fmt)
+    for path in written:
+        typer.echo(str(path))
+    for problem in loaded.problems:
+        typer.echo(f"ioloom: trace problem: {problem}", err=True)

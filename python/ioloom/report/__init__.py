@@ -1,0 +1,181 @@
+"""The HTML report: one self-contained file (plotly.js inlined from the pinned plotly package, no network),
+built from an `Analysis`. `render(analysis)` returns the page; `write(analysis, path)` saves it."""
+from __future__ import annotations
+
+import html
+import json
+from importlib import resources
+from pathlib import Path
+from string import Template
+
+import pandas as pd
+import plotly.io as pio
+from plotly.offline import get_plotlyjs
+
+from ioloom import __version__
+from ioloom.report import figures
+
+SECTIONS = (("summary", "Summary"), ("findings", "Findings"), ("crosslayer", "MPI-IO → POSIX"),
+            ("concurrency", "Concurrency & locks"), ("access", "Access patterns"), ("sizes", "Sizes & bandwidth"),
+            ("health", "Trace health"))
+
+
+def _esc(value) -> str:
+    return html.escape(str(value))
+
+
+def _card(value, label) -> str:
+    return f'<div class="card"><div class="v">{_esc(value)}</div><div class="k">{_esc(label)}</div></div>'
+
+
+def _mbps(value) -> str:
+    return "–" if value is None else f"{value:,.1f}"
+
+
+def _bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.2f} {unit}"
+        n /= 1024
+    return str(n)
+
+
+def _plot(fig, div_id: str) -> str:
+    return '<div class="plot">' + pio.to_html(fig, full_html=False, include_plotlyjs=False, div_id=div_id,
+                                              config={"displaylogo": False, "responsive": True}) + "</div>"
+
+
+def _section(anchor: str, title: str, lead: str, content: str) -> str:
+    return f'<section id="{anchor}"><h2>{_esc(title)}</h2><p class="lead">{lead}</p>{content}</section>'
+
+
+def _summary(a, result: dict) -> str:
+    s, bw = result["summary"], result["bandwidth"]
+    cards = "".join([_card(f"{s['ranks'] or s['processes']}", "MPI ranks" if s["ranks"] else "processes"),
+                     _card(f"{s['events']:,}", "events"), _card(s["files"], "files"),
+                     _card(f"{s['duration_s']:.3f} s", "traced span"),
+                     _card(_bytes(bw["write"]["mpi_bytes"] or bw["write"]["bytes"]), "written"),
+                     _card(_bytes(bw["read"]["mpi_bytes"] or bw["read"]["bytes"]), "read"),
+                     _card(len(result["findings"]), "findings")])
+    rows = pd.DataFrame([{"direction": d, "perceived MPI (MB/s)": _mbps(b["perceived_mpi_MBps"]),
+                          "effective MPI (MB/s)": _mbps(b["effective_mpi_MBps"]),
+                          "effective POSIX (MB/s)": _mbps(b["effective_posix_MBps"]),
+                          "bytes counted": _bytes(b["bytes"]), "counted from": b["bytes_counted"]}
+                         for d, b in bw.items()])
+    lead = ("Wright's RIOT bandwidths (MB = 1024² bytes): perceived MPI = Σ<sub>r</sub> B<sub>r</sub>/T<sub>r</sub>"
+            "<sup>MPI</sup>; effective MPI = ΣB / ΣT<sup>MPI</sup>; effective POSIX = ΣB / ΣT<sup>POSIX</sup>, "
+            "with B the bytes the POSIX calls under MPI-IO moved.")
+    return _section("summary", "Summary", lead, f'<div class="cards">{cards}</div><h3>Bandwidth</h3>'
+                    + figures.frame_html(rows))
+
+
+def _findings(result: dict) -> str:
+    items = []
+    for f in result["findings"]:
+        evidence = _esc(json.dumps(f["evidence"], indent=1))
+        items.append(f'<div class="finding {f["severity"]}"><div class="sev">{_esc(f["severity"])} · '
+                     f'{_esc(f["code"])}</div><div class="msg">{_esc(f["message"])}</div>'
+                     f'<div class="advice"><b>Advice:</b> {_esc(f["advice"])}</div>'
+                     f'<details><summary>Evidence</summary><pre>{evidence}</pre></details></div>')
+    body = "".join(items) or '<p class="ok">No findings: nothing in this trace matched a known problem.</p>'
+    return _section("findings", "Findings", "Problems the trace shows, with evidence and the change that "
+                    "removes each.", body)
+
+
+def _figures_for(names, figs) -> str:
+    return "".join(_plot(fig, name) for name, fig in figs if any(name.startswith(n) for n in names))
+
+
+def _crosslayer(a, result, figs) -> str:
+    table = pd.DataFrame([{"op": c["op"], "file": a.paths.get(c["file_id"], c["file_id"]), "calls": c["calls"],
+                           "ranks": c["ranks"], "seconds": c["seconds"], "bytes": c["bytes"],
+                           **{f"POSIX {k}": v for k, v in c["posix_ops"].items()},
+                           "sieved": c["sieving_calls"]} for c in result["crosslayer"]])
+    colls = pd.DataFrame([{"op": c["op"], "coll_seq": c["coll_seq"], "ranks": c["ranks"],
+                           "seconds": c["seconds"], "bytes": c["bytes"],
+                           "aggregators": ", ".join(f"{g['rank']}: {_bytes(g['bytes'])}" for g in c["aggregators"])}
+                          for c in result["collectives"][:50]])
+    body = _figures_for(("timeline", "split"), figs)
+    body += "<h3>MPI-IO operations</h3>" + (figures.frame_html(table) if len(table) else "<p>No MPI-IO calls.</p>")
+    if len(colls):
+        body += "<h3>Collectives (first 50): ranks that moved data are the aggregators</h3>" + figures.frame_html(colls)
+    return _section("crosslayer", "MPI-IO calls decomposed into POSIX calls",
+                    "Each MPI-IO call with the POSIX calls it issued (linked by the tracer, not guessed from time), "
+                    "as in Wright's Figs. 4.8-4.10.", body)
+
+
+def _concurrency(a, result, figs) -> str:
+    locks = pd.DataFrame([{**l, "file": a.paths.get(l["file_id"], l["file_id"])} for l in result["locks"]])
+    body = _figures_for(("concurrent", "locks"), figs)
+    body += figures.frame_html(locks.drop(columns="file_id")) if len(locks) else "<p>No record locks were taken.</p>"
+    return _section("concurrency", "Concurrent writes and locks",
+                    "A staircase of writes from different ranks means they were served one after another "
+                    "(Wright Fig. 5.1).", body)
+
+
+def _access(a, result, figs) -> str:
+    pats = pd.DataFrame(result["patterns"])
+    if len(pats):
+        pats = pats[["path", "sharing", "processes", "order", "stride", "requests", "small_requests",
+                     "misaligned_requests", "posix_requests"]]
+    body = (figures.frame_html(pats) if len(pats) else "<p>No data was moved.</p>") + _figures_for(("access",), figs)
+    return _section("access", "Access patterns", "Per file: sharing class (Boito: SFSA strided / non-strided, "
+                    "MFWA), order, small and stripe-misaligned requests; then where in each file every rank "
+                    "read or wrote over time.", body)
+
+
+def _sizes(a, result, figs) -> str:
+    counters = pd.DataFrame([{"layer": c["layer"], "file": a.paths.get(c["file_id"], c["file_id"]),
+                              "direction": c["direction"], "ops": c["ops"], "bytes": c["bytes"],
+                              "sequential": c["sequential"], "consecutive": c["consecutive"],
+                              "common sizes": ", ".join(f"{s['size']}×{s['count']}" for s in c["access_sizes"]),
+                              "common strides": ", ".join(f"{s['stride']}×{s['count']}" for s in c["strides"])}
+                             for c in result["darshan_counters"]])
+    spread = pd.DataFrame(result["rank_spread"])
+    body = _figures_for(("sizes", "bandwidth"), figs)
+    if len(counters):
+        body += "<h3>Darshan-style counters</h3>" + figures.frame_html(counters)
+    if len(spread):
+        body += "<h3>Spread across ranks</h3>" + figures.frame_html(spread)
+    return _section("sizes", "Request sizes and bandwidth over time", "Counters as Darshan defines them, computed "
+                    "from the events.", body)
+
+
+def _health(a, result) -> str:
+    s = result["summary"]
+    lines = [f"<li class='problem'>{_esc(p)}</li>" for p in s["problems"]]
+    lines.append(f"<li>{s['dropped_events']:,} events dropped by the tracer; {s['excluded_paths']:,} paths "
+                 "excluded by its filters.</li>")
+    lines.append(f"<li>{_esc(figures.samples_note(a))}</li>")
+    if s["detail_limited"]:
+        lines.append(f"<li>MPI-IO calls kept in detail for the timeline and collectives: {len(a.calls):,}; "
+                     "totals use every call.</li>")
+    lines.append(f"<li>Analysed in {_esc(s['executor'])}.</li>")
+    darshan = a.meta.get("darshan")
+    extra = ""
+    if darshan:
+        extra = ("<h3>Darshan log</h3>" + figures.frame_html(pd.DataFrame(darshan["modules"]))
+                 + (figures.frame_html(pd.DataFrame(darshan["files"][:200])) if darshan["files"] else ""))
+    return _section("health", "Trace health", "What could not be read or was left out.",
+                    f"<ul>{''.join(lines)}</ul>{extra}")
+
+
+def render(a, title: str = "ioloom report", subtitle: str = "") -> str:
+    result = a.to_json()
+    figs = figures.all_figures(a)
+    body = "".join([_summary(a, result), _findings(result), _crosslayer(a, result, figs),
+                    _concurrency(a, result, figs), _access(a, result, figs), _sizes(a, result, figs),
+                    _health(a, result)])
+    nav = "".join(f'<a href="#{anchor}">{label}</a>' for anchor, label in SECTIONS)
+    page = Template(resources.files("ioloom.report").joinpath("template.html").read_text())
+    return page.substitute(title=_esc(title), subtitle=_esc(subtitle), nav=nav, body=body,
+                           plotlyjs=get_plotlyjs(), version=__version__)
+
+
+def write(a, path: Path, title: str = "ioloom report", subtitle: str = "") -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(render(a, title, subtitle), encoding="utf-8")
+    tmp.replace(path)  # never leave a half-written report where the user looks
+    return path

@@ -1,0 +1,83 @@
+"""`ioloom stats TRACE [--json]`: the metrics of a trace, as tables or as JSON."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+STRIPE_HELP = "Stripe size in bytes that requests are checked against (misalignment)."
+SCHEDULER_HELP = "Run the analysis map on this Dask scheduler (tcp://host:port) instead of local processes."
+
+
+def analyse_or_exit(trace: Path, stripe_size: int, scheduler: str | None):
+    """Analyse, turning a missing or unreadable input into a one-line error that says what to do."""
+    from ioloom.analysis import Options, analyse
+
+    try:
+        return analyse(trace, Options(stripe_size=stripe_size), scheduler=scheduler)
+    except (FileNotFoundError, ConnectionError, ValueError) as err:
+        typer.echo(f"ioloom: {err}", err=True)
+        raise typer.Exit(2)
+
+
+def _fmt_bytes(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.2f} {unit}"
+        n /= 1024
+    return str(n)
+
+
+def _fmt(value) -> str:
+    return "-" if value is None else f"{value:,.2f}"
+
+
+def _print(result: dict) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    s = result["summary"]
+    console.print(f"[bold]{s['processes']} processes ({s['ranks']} MPI ranks), {s['events']:,} events, "
+                  f"{s['files']} files, {s['duration_s']:.3f} s[/bold]  (analysed in {s['executor']})")
+    for problem in s["problems"]:
+        console.print(f"[red]trace problem:[/red] {problem}")
+    if s["dropped_events"]:
+        console.print(f"[yellow]{s['dropped_events']} events were dropped by the tracer[/yellow]")
+    bw = Table(title="Bandwidth (MB = 1024^2 bytes; Wright, RIOT)")
+    for col in ("direction", "bytes", "perceived MPI MB/s", "effective MPI MB/s", "effective POSIX MB/s"):
+        bw.add_column(col, justify="right")
+    for direction, b in result["bandwidth"].items():
+        bw.add_row(direction, _fmt_bytes(b["bytes"]), _fmt(b["perceived_mpi_MBps"]), _fmt(b["effective_mpi_MBps"]),
+                   _fmt(b["effective_posix_MBps"]))
+    console.print(bw)
+    layers = Table(title="Per layer")
+    for col in ("layer", "kind", "ops", "bytes", "seconds"):
+        layers.add_column(col, justify="right")
+    for row in result["layers"]:
+        layers.add_row(row["layer"], row["kind"], f"{row['ops']:,}", _fmt_bytes(row["bytes"]), f"{row['time_s']:.4f}")
+    console.print(layers)
+    pats = Table(title="Access patterns")
+    for col in ("file", "sharing", "order", "stride", "requests", "small", "misaligned"):
+        pats.add_column(col)
+    for p in result["patterns"]:
+        pats.add_row(p["path"], p["sharing"], p["order"], str(p["stride"] or "-"), str(p["requests"]),
+                     str(p["small_requests"]), str(p["misaligned_requests"]))
+    console.print(pats)
+    for f in result["findings"]:
+        console.print(f"[bold]{f['severity'].upper()}[/bold] {f['code']}: {f['message']}\n    advice: {f['advice']}")
+    if not result["findings"]:
+        console.print("No findings.")
+
+
+def command(trace: Path = typer.Argument(..., help="Trace directory (ioloom run -o DIR) or a .darshan log."),
+            as_json: bool = typer.Option(False, "--json", help="Print the full result as JSON."),
+            stripe_size: int = typer.Option(1 << 20, "--stripe-size", help=STRIPE_HELP),
+            scheduler: str = typer.Option(None, "--scheduler", help=SCHEDULER_HELP)) -> None:
+    """Metrics of a trace: bytes, operations and time per layer, file and rank; bandwidths; patterns; findings."""
+    result = analyse_or_exit(trace, stripe_size, scheduler).to_json()
+    if as_json:
+        typer.echo(json.dumps(result, indent=1))
+    else:
+        _print(result)
