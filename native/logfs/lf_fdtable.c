@@ -1,0 +1,140 @@
+/* The descriptor table, fork and exit handling, and the count of calls that could not be served. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "lf_fdtable.h"
+
+struct lf_ofd *lf_fds[LF_MAX_FDS];
+static int fd_limit; /* one past the highest descriptor ever given a container */
+
+static void raise_limit(int fd) {
+    int seen = __atomic_load_n(&fd_limit, __ATOMIC_RELAXED);
+    while (fd >= seen && !__atomic_compare_exchange_n(&fd_limit, &seen, fd + 1, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {}
+}
+static unsigned long unsupported[LF_UNS_COUNT];
+static const char *const unsupported_names[LF_UNS_COUNT] = {"mmap", "fallocate", "other"};
+
+/* The reserved descriptor carries what an exec'ed program needs to adopt it (see adopt_inherited): O_APPEND
+ * as itself, and "opened for writing" as O_NONBLOCK, meaningless on a directory. */
+static int reserve_flags(int flags) {
+    return O_RDONLY | O_DIRECTORY | (flags & (O_CLOEXEC | O_APPEND)) | ((flags & O_ACCMODE) != O_RDONLY ? O_NONBLOCK : 0);
+}
+
+/* Enter an open container into the table under fd. */
+static int install(int fd, lf_file *f, int flags) {
+    struct lf_ofd *o = fd < LF_MAX_FDS ? calloc(1, sizeof *o) : NULL;
+    if (!o) return errno = fd < LF_MAX_FDS ? ENOMEM : EMFILE, -1;
+    *o = (struct lf_ofd){.file = f, .status = flags & ~(O_ACCMODE | O_CREAT | O_EXCL | O_TRUNC | O_CLOEXEC),
+                         .refs = 1, .lock_fd = -1};
+    pthread_mutex_init(&o->lock, NULL);
+    raise_limit(fd);
+    __atomic_store_n(&lf_fds[fd], o, __ATOMIC_RELEASE);
+    return 0;
+}
+
+int lf_fd_open(const char *dir, int flags, mode_t mode, const struct lf_backends *backends) {
+    lf_file *f = lf_open(dir, flags, mode, backends);
+    if (!f) return -1;
+    int fd = IOLOOM_NEXT(open)(dir, reserve_flags(flags));
+    if (fd >= 0 && install(fd, f, flags)) {
+        int saved = errno;
+        IOLOOM_NEXT(close)(fd);
+        errno = saved;
+        fd = -1;
+    }
+    if (fd < 0) {
+        int saved = errno;
+        lf_close(f);
+        errno = saved;
+    }
+    return fd;
+}
+
+void lf_fd_share(int newfd, struct lf_ofd *o) {
+    __atomic_add_fetch(&o->refs, 1, __ATOMIC_ACQ_REL);
+    raise_limit(newfd);
+    __atomic_store_n(&lf_fds[newfd], o, __ATOMIC_RELEASE);
+}
+
+int lf_fd_release(int fd) {
+    struct lf_ofd *o = __atomic_exchange_n(&lf_fds[fd], NULL, __ATOMIC_ACQ_REL);
+    if (!o || __atomic_sub_fetch(&o->refs, 1, __ATOMIC_ACQ_REL)) return 0;
+    int rc = lf_close(o->file), saved = errno;
+    if (o->lock_fd >= 0) IOLOOM_NEXT(close)(o->lock_fd);
+    pthread_mutex_destroy(&o->lock);
+    free(o);
+    errno = saved;
+    return rc;
+}
+
+int lf_unsupported(enum lf_unsupported what, int err) {
+    __atomic_add_fetch(&unsupported[what], 1, __ATOMIC_RELAXED);
+    errno = err;
+    return -1;
+}
+
+/* Each open description once (dup'ed descriptors share one). */
+static void for_each_ofd(void (*fn)(struct lf_ofd *)) {
+    int limit = __atomic_load_n(&fd_limit, __ATOMIC_RELAXED);
+    for (int fd = 0; fd < limit; fd++) {
+        struct lf_ofd *o = lf_fd(fd);
+        int first = o != NULL;
+        for (int prev = 0; first && prev < fd; prev++) first = lf_fds[prev] != o;
+        if (first) fn(o);
+    }
+}
+
+static void publish(struct lf_ofd *o) { lf_publish(o->file); }
+static void become_child(struct lf_ofd *o) { lf_writer_after_fork(o->file); }
+
+/* Before fork the parent publishes, so the child (a new writer) sees everything written so far. */
+static void before_fork(void) { ioloom_busy++; for_each_ofd(publish); ioloom_busy--; }
+static void in_child(void) { for_each_ofd(become_child); }
+
+/* Descriptors inherited across exec (a shell's `cmd > logfs:file`) are container directories this process
+ * has no handle for: adopt them, with the access mode and O_APPEND their reservation recorded. The file
+ * position starts at 0 (it lived in the parent's memory), right for redirections. Costs one directory scan of
+ * /proc/self/fd per program start. */
+static void adopt_inherited(void) {
+    DIR *d = opendir("/proc/self/fd");
+    if (!d) return;
+    for (struct dirent *de; (de = readdir(d));) {
+        int fd = atoi(de->d_name), fl;
+        struct stat st;
+        if (fd == dirfd(d) || !(de->d_name[0] >= '0' && de->d_name[0] <= '9') || IOLOOM_NEXT(fstat)(fd, &st) ||
+            !S_ISDIR(st.st_mode) || (fl = IOLOOM_NEXT(fcntl)(fd, F_GETFL)) < 0 || faccessat(fd, LF_META_NAME, F_OK, 0))
+            continue;
+        char link[64], dir[PATH_MAX];
+        snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+        ssize_t n = IOLOOM_NEXT(readlink)(link, dir, sizeof dir - 1);
+        if (n <= 0) continue;
+        dir[n] = 0;
+        int flags = (fl & O_NONBLOCK ? O_RDWR : O_RDONLY) | (fl & O_APPEND);
+        lf_file *f = lf_open(dir, flags, 0, NULL);
+        if (f && install(fd, f, flags)) lf_close(f);
+    }
+    closedir(d);
+}
+
+__attribute__((constructor)) static void lf_init(void) {
+    ioloom_busy++;
+    adopt_inherited();
+    ioloom_busy--;
+    pthread_atfork(before_fork, NULL, in_child);
+}
+
+/* A program that exits without closing still gets its writes indexed; and we say what we could not do. */
+__attribute__((destructor)) static void lf_fini(void) {
+    ioloom_busy++;
+    for_each_ofd(publish);
+    for (int i = 0; i < LF_UNS_COUNT; i++)
+        if (unsupported[i])
+            fprintf(stderr, "ioloom-logfs: %lu %s call(s) on containers could not be served (failed with an error)\n",
+                    unsupported[i], unsupported_names[i]);
+    ioloom_busy--;
+}

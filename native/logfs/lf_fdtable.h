@@ -1,0 +1,49 @@
+/* The preloaded library's table from real descriptors to open containers (lf_fdtable.c).
+ *
+ * Opening a container reserves a real descriptor (the container directory, opened read-only), so descriptor
+ * numbers stay unique, dup/fork/exec behave, and a descriptor that leaks to a program without the layer fails
+ * loudly (EISDIR) instead of writing somewhere else. Descriptors that dup() shares one open description: one
+ * handle, one offset, one set of status flags, as in POSIX. */
+#ifndef LF_FDTABLE_H
+#define LF_FDTABLE_H
+
+#include <pthread.h>
+
+#include "lf_internal.h"
+
+struct lf_ofd {
+    lf_file *file;
+    pthread_mutex_t lock; /* guards pos and status */
+    uint64_t pos;
+    int status;           /* O_APPEND and the other F_SETFL flags */
+    int refs;             /* descriptors that refer to it */
+    int lock_fd;          /* the container's lock file, for fcntl record locks; -1 until used */
+};
+
+#define LF_MAX_FDS 65536
+
+extern struct lf_ofd *lf_fds[LF_MAX_FDS];
+
+/* The open container behind fd, or NULL: the pass-through test every descriptor call makes. */
+static inline struct lf_ofd *lf_fd(int fd) {
+    return (unsigned)fd < LF_MAX_FDS ? __atomic_load_n(&lf_fds[fd], __ATOMIC_ACQUIRE) : NULL;
+}
+
+/* Open container `dir` (creating it with O_CREAT) and reserve a descriptor for it. */
+int lf_fd_open(const char *dir, int flags, mode_t mode, const struct lf_backends *backends);
+/* Another descriptor `newfd` (already reserved by dup*) for the same open description. */
+void lf_fd_share(int newfd, struct lf_ofd *o);
+/* Forget fd; closes the container when it was the last descriptor. Returns lf_close's result. */
+int lf_fd_release(int fd);
+
+/* Calls on containers the layer cannot serve: counted, printed at exit, failed with an errno. */
+enum lf_unsupported { LF_UNS_MMAP, LF_UNS_FALLOCATE, LF_UNS_OTHER, LF_UNS_COUNT };
+int lf_unsupported(enum lf_unsupported what, int err);
+
+/* Wrappers are exported; the 64-bit spellings are aliases (off_t is 64-bit on LP64). glibc declares some
+ * with attributes (nonnull, leaf) that an alias need not repeat. */
+#define EXPORT IOLOOM_EXPORT
+#define ALIAS(name) __attribute__((alias(#name), visibility("default")))
+#pragma GCC diagnostic ignored "-Wmissing-attributes"
+
+#endif

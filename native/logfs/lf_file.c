@@ -1,0 +1,189 @@
+/* The logfs C API (logfs.h) over the writer (lf_write.c) and the reader (lf_read.c). One mutex per handle:
+ * threads sharing a descriptor share its handle. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "lf_internal.h"
+
+#define LOCKED(f, expr)                        \
+    ({                                         \
+        pthread_mutex_lock(&(f)->lock);        \
+        __typeof__(expr) locked_result = expr; \
+        int locked_errno = errno;              \
+        pthread_mutex_unlock(&(f)->lock);      \
+        errno = locked_errno;                  \
+        locked_result;                         \
+    })
+
+static int writable(const lf_file *f) { return (f->flags & O_ACCMODE) != O_RDONLY; }
+static int readable(const lf_file *f) { return (f->flags & O_ACCMODE) != O_WRONLY; }
+
+lf_file *lf_open(const char *dir, int flags, mode_t mode, const struct lf_backends *backends) {
+    if (flags & O_CREAT) {
+        if (lf_meta_create(dir, mode, backends, flags & O_EXCL)) return NULL;
+    } else if (!lf_is_container(dir)) {
+        return errno = ENOENT, NULL;
+    }
+    lf_file *f = calloc(1, sizeof *f);
+    if (!f) return errno = ENOMEM, NULL;
+    pthread_mutex_init(&f->lock, NULL);
+    snprintf(f->dir, sizeof f->dir, "%s", dir);
+    f->flags = flags;
+    f->wlog = f->log_fd = f->index_fd = -1;
+    f->map_stale = f->others_stale = 1;
+    if (lf_meta_read(dir, &f->meta) || lf_load_others(f) ||
+        ((flags & O_TRUNC) && writable(f) && lf_map_build(f) == 0 && f->map.size &&
+         lf_writer_append(f, LF_TRUNCATE, NULL, 0, 0))) {
+        int saved = errno;
+        lf_close(f);
+        errno = saved;
+        return NULL;
+    }
+    return f;
+}
+
+static ssize_t do_pwrite(lf_file *f, const void *buf, size_t n, uint64_t offset) {
+    if (!writable(f)) return errno = EBADF, -1;
+    if (!n) return 0;
+    return lf_writer_append(f, LF_WRITE, buf, n, offset) ? -1 : (ssize_t)n;
+}
+
+ssize_t lf_pwrite(lf_file *f, const void *buf, size_t n, uint64_t offset) {
+    return LOCKED(f, do_pwrite(f, buf, n, offset));
+}
+
+static ssize_t do_append(lf_file *f, const void *buf, size_t n, uint64_t *where) {
+    if (lf_map_build(f)) return -1;
+    *where = f->map.size;
+    return do_pwrite(f, buf, n, *where);
+}
+
+ssize_t lf_append(lf_file *f, const void *buf, size_t n, uint64_t *where) {
+    return LOCKED(f, do_append(f, buf, n, where));
+}
+
+static ssize_t do_pread(lf_file *f, void *buf, size_t n, uint64_t offset) {
+    if (!readable(f)) return errno = EBADF, -1;
+    return lf_map_read(f, buf, n, offset);
+}
+
+ssize_t lf_pread(lf_file *f, void *buf, size_t n, uint64_t offset) { return LOCKED(f, do_pread(f, buf, n, offset)); }
+
+static int do_truncate(lf_file *f, uint64_t size) {
+    if (!writable(f)) return errno = EINVAL, -1;
+    return lf_writer_append(f, LF_TRUNCATE, NULL, 0, size);
+}
+
+int lf_truncate(lf_file *f, uint64_t size) { return LOCKED(f, do_truncate(f, size)); }
+
+static int64_t do_size(lf_file *f) { return lf_map_build(f) ? -1 : (int64_t)f->map.size; }
+
+int64_t lf_size(lf_file *f) { return LOCKED(f, do_size(f)); }
+
+static int do_sync(lf_file *f) {
+    if (lf_writer_publish(f)) return -1;
+    if (f->wlog >= 0 && (IOLOOM_NEXT(fsync)(f->log_fd) || IOLOOM_NEXT(fsync)(f->index_fd))) return -1;
+    return lf_load_others(f);
+}
+
+int lf_sync(lf_file *f) { return LOCKED(f, do_sync(f)); }
+
+int lf_publish(lf_file *f) { return LOCKED(f, lf_writer_publish(f)); }
+
+static int do_refresh(lf_file *f) { return lf_writer_publish(f) || lf_load_others(f) ? -1 : 0; }
+
+int lf_refresh(lf_file *f) { return LOCKED(f, do_refresh(f)); }
+
+int lf_flags(const lf_file *f) { return f->flags; }
+const char *lf_dir(const lf_file *f) { return f->dir; }
+
+int lf_close(lf_file *f) {
+    int rc = lf_writer_publish(f);
+    int saved = errno;
+    for (size_t i = 0; i < f->nlogs; i++) {
+        if (f->logs[i].fd >= 0) IOLOOM_NEXT(close)(f->logs[i].fd);
+        free(f->logs[i].path);
+    }
+    if (f->log_fd >= 0) IOLOOM_NEXT(close)(f->log_fd);
+    if (f->index_fd >= 0) IOLOOM_NEXT(close)(f->index_fd);
+    free(f->logs);
+    free(f->mine);
+    free(f->others);
+    free(f->map.ext);
+    pthread_mutex_destroy(&f->lock);
+    free(f);
+    errno = saved;
+    return rc;
+}
+
+/* The newest modification time of the container's files, and the space its logs take. */
+static void scan_dir(const char *dir, struct stat *st) {
+    DIR *d = opendir(dir);
+    if (!d) return;
+    for (struct dirent *de; (de = readdir(d));) {
+        struct stat fst;
+        if (de->d_name[0] == '.' || fstatat(dirfd(d), de->d_name, &fst, 0)) continue;
+        if (fst.st_mtim.tv_sec > st->st_mtim.tv_sec) st->st_mtim = fst.st_mtim;
+        st->st_blocks += fst.st_blocks;
+    }
+    closedir(d);
+}
+
+int lf_stat(const char *dir, struct stat *st) {
+    lf_file *f = lf_open(dir, O_RDONLY, 0, NULL);
+    if (!f) return -1;
+    int64_t size = lf_size(f);
+    int rc = -1;
+    if (size >= 0 && IOLOOM_NEXT(stat)(dir, st) == 0) {
+        st->st_mode = S_IFREG | f->meta.mode;
+        st->st_size = size;
+        st->st_nlink = 1;
+        st->st_blocks = 0;
+        for (int b = 0; b < f->meta.nbackends; b++) scan_dir(f->meta.backend[b], st);
+        st->st_ctim = st->st_mtim;
+        rc = 0;
+    }
+    int saved = errno;
+    lf_close(f);
+    errno = saved;
+    return rc;
+}
+
+static int remove_tree(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return errno == ENOENT ? 0 : -1;
+    int rc = 0;
+    for (struct dirent *de; (de = readdir(d));)
+        if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") && unlinkat(dirfd(d), de->d_name, 0)) rc = -1;
+    closedir(d);
+    return IOLOOM_NEXT(rmdir)(dir) || rc ? -1 : 0;
+}
+
+int lf_unlink(const char *dir) {
+    struct lf_meta m;
+    if (lf_meta_read(dir, &m)) return -1;
+    int rc = 0;
+    /* Extra backends first, the primary (with the metadata) last: an interrupted unlink leaves a container
+     * that still opens and that unlink can finish. */
+    for (int b = m.nbackends - 1; b >= 0; b--) rc |= remove_tree(m.backend[b]);
+    return rc;
+}
+
+int lf_rename(const char *from, const char *to) {
+    if (!lf_is_container(from)) return errno = ENOENT, -1;
+    struct stat st;
+    if (IOLOOM_NEXT(stat)(to, &st) == 0) {
+        if (lf_is_container(to)) { if (lf_unlink(to)) return -1; }          /* rename replaces the target */
+        else if (S_ISDIR(st.st_mode)) return errno = EISDIR, -1;
+        else if (IOLOOM_NEXT(unlink)(to)) return -1;
+    }
+    /* Only the primary directory moves: the metadata names the extra backends' directories, which are
+     * unique to this container (lf_meta.c). */
+    return IOLOOM_NEXT(rename)(from, to);
+}

@@ -1,0 +1,80 @@
+/* The on-disk format of a logfs container (docs/logfs-format.md is the specification; keep them in step).
+ *
+ * A logical file is a directory (the container) holding:
+ *   ioloom-logfs.meta   text: format version, chunk size, file mode, the container's directory on every backend
+ *   log.<group>         data log shared by one writer group (a rank, a node, or K ranks): records, each a
+ *                       struct lf_record header followed by the data, written into chunks the writer reserved
+ *   index.<group>       index journal of that group: blocks (struct lf_block + entries) appended at sync points
+ * Logs and indexes of a group live in one of the backend directories (spread by hash), so the namespace
+ * combines several file systems. All integers are little-endian. */
+#ifndef LF_FORMAT_H
+#define LF_FORMAT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define LF_VERSION 1
+#define LF_META_NAME "ioloom-logfs.meta"
+#define LF_RECORD_MAGIC 0x3152464cu /* "LFR1" */
+#define LF_BLOCK_MAGIC 0x3142494cu  /* "LIB1" */
+#define LF_DEFAULT_CHUNK (4u << 20)
+
+enum lf_kind { LF_WRITE = 1, LF_TRUNCATE = 2 };
+
+/* Precedes every write (and every truncate) in a data log, so a log can be re-indexed after a crash. */
+struct lf_record {
+    uint32_t magic;      /* LF_RECORD_MAGIC */
+    uint16_t kind;       /* enum lf_kind */
+    uint16_t version;    /* LF_VERSION */
+    uint32_t file_id;    /* 1-N packing: which packed file; 0 for an ordinary container */
+    uint32_t header_sum; /* low 32 bits of lf_sum64 of this header with header_sum = 0 */
+    uint64_t offset;     /* logical offset (truncate: the new size) */
+    uint64_t length;     /* data bytes that follow (truncate: 0) */
+    uint64_t stamp;      /* order key, see lf_entry */
+    uint64_t writer;     /* writer id */
+    uint64_t data_sum;   /* lf_sum64 of the data */
+};
+
+/* An index entry: `count` records of `length` bytes, record i at logical offset + i*stride and data at
+ * physical + i*pstride in the group's log. count = 1 is a plain write; count > 1 is a pattern (a strided or
+ * sequential run stored in 80 bytes however long it is). Entries never span a sync point. */
+struct lf_entry {
+    uint32_t kind;       /* enum lf_kind */
+    uint32_t file_id;
+    uint64_t offset;     /* logical offset of the first record (truncate: the new size) */
+    uint64_t length;     /* bytes per record */
+    uint64_t count;
+    uint64_t stride;     /* logical distance between records (>= length, so records never overlap) */
+    uint64_t physical;   /* offset of the first record's data in the log */
+    uint64_t pstride;    /* physical distance between records */
+    uint64_t stamp;      /* stamp of the first record: the entry's place in the total order */
+    uint64_t stamp_last; /* stamp of the last record */
+    uint64_t data_sum;   /* sum (mod 2^64) of the records' data_sum */
+};
+
+/* Header of a block of entries in an index journal. */
+struct lf_block {
+    uint32_t magic;      /* LF_BLOCK_MAGIC */
+    uint32_t version;
+    uint64_t writer;
+    uint32_t count;      /* entries that follow */
+    uint32_t header_sum; /* low 32 bits of lf_sum64 of this header with header_sum = 0 */
+    uint64_t entries_sum;/* lf_sum64 of the entries */
+};
+
+_Static_assert(sizeof(struct lf_record) == 56, "record header layout");
+_Static_assert(sizeof(struct lf_entry) == 80, "index entry layout");
+_Static_assert(sizeof(struct lf_block) == 32, "block header layout");
+
+/* The checksum: 4-lane Fletcher-style sums over little-endian 64-bit words (the tail zero-padded to a
+ * 32-byte block). Lane j: a_j = sum w[4i+j], b_j = sum (m-i) w[4i+j] over the m blocks, mod 2^64;
+ * result = n ^ sum_j (a_j * (2j+1) + rotl(b_j, 17+j)). Fast enough to run at memory speed and computable
+ * with numpy (python/ioloom/logfs/format.py). */
+uint64_t lf_sum64(const void *data, size_t n);
+
+/* Order of two entries (or records) in the total order: by stamp, then by writer id. */
+static inline int lf_key_less(uint64_t stamp_a, uint64_t writer_a, uint64_t stamp_b, uint64_t writer_b) {
+    return stamp_a < stamp_b || (stamp_a == stamp_b && writer_a < writer_b);
+}
+
+#endif

@@ -1,0 +1,97 @@
+/* Internals shared by the logfs sources: the open-container handle and the helpers each file provides. */
+#ifndef LF_INTERNAL_H
+#define LF_INTERNAL_H
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "ioloom_core.h"
+#include "lf_format.h"
+#include "logfs.h"
+
+#define LF_MAX_BACKENDS 8
+
+/* Parsed ioloom-logfs.meta. */
+struct lf_meta {
+    int version;
+    uint64_t chunk;
+    mode_t mode;
+    int nbackends;
+    char backend[LF_MAX_BACKENDS][PATH_MAX];
+};
+
+/* A data log a handle reads from (its own or another group's), opened on first use. */
+struct lf_log {
+    char *path;
+    int fd;
+};
+
+/* An index entry with what the index journal's block says about it. */
+struct lf_src {
+    struct lf_entry e;
+    uint64_t writer;
+    int32_t log;
+};
+
+/* The reader's view: sorted, non-overlapping extents; log -1 is a hole (reads as zeros). */
+struct lf_extent {
+    uint64_t offset, length, physical;
+    int32_t log;
+};
+
+struct lf_map {
+    struct lf_extent *ext;
+    size_t n;
+    uint64_t size;
+};
+
+struct lf_file {
+    pthread_mutex_t lock;
+    struct lf_meta meta;
+    char dir[PATH_MAX];
+    int flags;
+    /* writer side: created on the first write */
+    uint64_t writer, last_stamp;
+    char group[96];
+    int wlog;               /* index in logs[] of our log, -1 before the first write */
+    int log_fd, index_fd;
+    uint64_t resv_cur, resv_end; /* the part of our log we reserved and have not filled yet */
+    struct lf_entry *mine;  /* our entries, published or not */
+    size_t nmine, capmine, npublished;
+    int entry_open;         /* the last entry may still grow into a pattern */
+    /* reader side */
+    struct lf_src *others;  /* other writers' entries, as last loaded */
+    size_t nothers;
+    struct lf_log *logs;
+    size_t nlogs;
+    struct lf_map map;
+    int map_stale;          /* our own writes changed the view */
+    int others_stale;       /* reload the other writers' indexes before the next read */
+};
+
+/* lf_meta.c */
+int lf_meta_read(const char *dir, struct lf_meta *m);
+int lf_meta_create(const char *dir, mode_t mode, const struct lf_backends *backends, int excl);
+/* Whole file into a malloc'ed buffer (NUL-terminated); NULL with errno on failure. */
+char *lf_slurp(const char *path, size_t *len);
+int lf_mkdirs(const char *dir, mode_t mode);
+
+/* lf_write.c */
+int lf_writer_append(lf_file *f, uint16_t kind, const void *buf, size_t n, uint64_t offset);
+int lf_writer_publish(lf_file *f);
+void lf_writer_after_fork(lf_file *f);
+
+/* lf_read.c */
+int lf_load_others(lf_file *f);
+int lf_log_id(lf_file *f, const char *path);
+int lf_map_build(lf_file *f);
+ssize_t lf_map_read(lf_file *f, void *buf, size_t n, uint64_t offset);
+uint64_t lf_entry_end(const struct lf_entry *e);
+
+/* Physical I/O: the next definitions (libc), never our own wrappers. */
+ssize_t lf_full_pwrite(int fd, const void *buf, size_t n, uint64_t off);
+ssize_t lf_full_pread(int fd, void *buf, size_t n, uint64_t off);
+
+#endif

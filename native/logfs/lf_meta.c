@@ -1,0 +1,116 @@
+/* The container's metadata file (ioloom-logfs.meta): small text, written once at creation and on rename.
+ * Creation is race-free among many ranks: each writes a private temporary file and link()s it into place, so
+ * exactly one wins and the others find the winner's file (O_EXCL semantics without a lock). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "lf_internal.h"
+
+char *lf_slurp(const char *path, size_t *len) {
+    int fd = IOLOOM_NEXT(open)(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return NULL;
+    struct stat st;
+    char *buf = NULL;
+    if (IOLOOM_NEXT(fstat)(fd, &st) == 0 && (buf = malloc((size_t)st.st_size + 1))) {
+        ssize_t got = lf_full_pread(fd, buf, (size_t)st.st_size, 0);
+        if (got < 0) { free(buf); buf = NULL; }
+        else { buf[got] = 0; if (len) *len = (size_t)got; }
+    }
+    int saved = errno;
+    IOLOOM_NEXT(close)(fd);
+    errno = saved;
+    return buf;
+}
+
+int lf_mkdirs(const char *dir, mode_t mode) {
+    char path[PATH_MAX];
+    if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path) return errno = ENAMETOOLONG, -1;
+    for (char *p = path + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = 0;
+        if (IOLOOM_NEXT(mkdir)(path, 0777) && errno != EEXIST) return -1;
+        *p = '/';
+    }
+    return IOLOOM_NEXT(mkdir)(path, mode) && errno != EEXIST ? -1 : 0;
+}
+
+int lf_meta_read(const char *dir, struct lf_meta *m) {
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/" LF_META_NAME, dir);
+    char *text = lf_slurp(path, NULL);
+    if (!text) return -1;
+    memset(m, 0, sizeof *m);
+    m->chunk = LF_DEFAULT_CHUNK;
+    m->mode = 0644;
+    snprintf(m->backend[m->nbackends++], PATH_MAX, "%s", dir); /* wherever the container is now */
+    int ok = sscanf(text, "ioloom-logfs %d", &m->version) == 1;
+    for (char *line = strtok(text, "\n"); ok && line; line = strtok(NULL, "\n")) {
+        unsigned long long chunk;
+        unsigned mode;
+        if (sscanf(line, "chunk %llu", &chunk) == 1) m->chunk = chunk;
+        else if (sscanf(line, "mode %o", &mode) == 1) m->mode = mode & 07777;
+        else if (!strncmp(line, "backend ", 8) && m->nbackends < LF_MAX_BACKENDS)
+            snprintf(m->backend[m->nbackends++], PATH_MAX, "%s", line + 8);
+    }
+    free(text);
+    if (!ok || m->version != LF_VERSION || m->chunk < 4096) return errno = EPROTO, -1;
+    return 0;
+}
+
+static int format_meta(const struct lf_meta *m, char *buf, size_t cap) {
+    int n = snprintf(buf, cap, "ioloom-logfs %d\nchunk %llu\nmode %04o\n", LF_VERSION,
+                     (unsigned long long)m->chunk, (unsigned)m->mode);
+    for (int i = 1; i < m->nbackends && n < (int)cap; i++)
+        n += snprintf(buf + n, cap - (size_t)n, "backend %s\n", m->backend[i]);
+    return n < (int)cap ? n : (errno = ENAMETOOLONG, -1);
+}
+
+/* Writes the meta file through a temporary linked into place: EEXIST when one is already there. */
+static int install_meta(const char *dir, const struct lf_meta *m) {
+    char text[LF_MAX_BACKENDS * (PATH_MAX + 16)], tmp[PATH_MAX], path[PATH_MAX];
+    int n = format_meta(m, text, sizeof text);
+    if (n < 0) return -1;
+    snprintf(tmp, sizeof tmp, "%s/.meta.%d.%llx", dir, (int)getpid(), (unsigned long long)ioloom_now_ns());
+    snprintf(path, sizeof path, "%s/" LF_META_NAME, dir);
+    int fd = IOLOOM_NEXT(open)(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) return -1;
+    int rc = lf_full_pwrite(fd, text, (size_t)n, 0) == n ? 0 : -1;
+    IOLOOM_NEXT(close)(fd);
+    if (rc == 0) rc = IOLOOM_NEXT(link)(tmp, path);
+    int saved = errno;
+    IOLOOM_NEXT(unlink)(tmp);
+    errno = saved;
+    return rc;
+}
+
+int lf_meta_create(const char *dir, mode_t mode, const struct lf_backends *backends, int excl) {
+    struct lf_meta m = {.version = LF_VERSION, .chunk = ioloom_env_size("IOLOOM_LOGFS_CHUNK", LF_DEFAULT_CHUNK),
+                        .mode = mode & 07777};
+    if (m.chunk < 4096) m.chunk = 4096;
+    struct stat st;
+    if (lf_mkdirs(dir, 0755) || IOLOOM_NEXT(stat)(dir, &st)) return -1;
+    snprintf(m.backend[m.nbackends++], PATH_MAX, "%s", dir);
+    /* Extra backend directories get a suffix unique to this container (the primary directory's inode and
+     * change time, the same for every process racing to create it), so a container created later under the
+     * same name, or renamed, never shares them. */
+    for (int i = 0; backends && i < backends->count && m.nbackends < LF_MAX_BACKENDS; i++) {
+        if (snprintf(m.backend[m.nbackends], PATH_MAX, "%s.lf%llx-%llx", backends->dirs[i],
+                     (unsigned long long)st.st_ino, (unsigned long long)st.st_ctim.tv_nsec) >= PATH_MAX)
+            return errno = ENAMETOOLONG, -1;
+        if (lf_mkdirs(m.backend[m.nbackends++], 0755)) return -1;
+    }
+    if (install_meta(dir, &m) == 0) return 0;
+    /* Another process created it first: fine unless the caller asked for O_EXCL. */
+    return errno == EEXIST && !excl ? 0 : -1;
+}
+
+int lf_is_container(const char *dir) {
+    char path[PATH_MAX];
+    if (snprintf(path, sizeof path, "%s/" LF_META_NAME, dir) >= (int)sizeof path) return 0;
+    return IOLOOM_NEXT(access)(path, F_OK) == 0;
+}

@@ -1,0 +1,130 @@
+/* Which paths are logfs's: those under a mount of IOLOOM_LOGFS_ROOTS and those written `logfs:PATH`.
+ *
+ *   IOLOOM_LOGFS_ROOTS=MOUNT[=EXTRA[,EXTRA...]][:MOUNT...]
+ *
+ * A MOUNT is a real directory: files created under it become containers in place, directories and plain files
+ * already there stay what they are. EXTRAs are more backend directories (other file systems) over which the
+ * containers' logs are spread: the container MOUNT/a/b has its extra directories EXTRA/a/b.lf<id>. A path
+ * outside every mount costs one compare per mount (and for relative paths a getcwd) before it passes through. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lf_internal.h"
+#include "lf_paths.h"
+
+#define MAX_MOUNTS 16
+
+struct mount {
+    char path[PATH_MAX];
+    size_t len;
+    int nextra;
+    char extra[LF_MAX_BACKENDS - 1][PATH_MAX];
+};
+
+static struct mount mounts[MAX_MOUNTS];
+static int nmounts;
+static pthread_once_t parsed = PTHREAD_ONCE_INIT;
+
+static void strip_slashes(char *path, size_t *len) {
+    while (*len > 1 && path[*len - 1] == '/') path[--*len] = 0;
+}
+
+static void add_extra(const char *item, size_t len, void *arg) {
+    struct mount *m = arg;
+    if (m->nextra < LF_MAX_BACKENDS - 1 && len < PATH_MAX) {
+        memcpy(m->extra[m->nextra], item, len);
+        m->extra[m->nextra++][len] = 0;
+    }
+}
+
+static void add_mount(const char *item, size_t len, void *arg) {
+    (void)arg;
+    if (nmounts == MAX_MOUNTS || len >= PATH_MAX || *item != '/') return; /* mounts must be absolute */
+    struct mount *m = &mounts[nmounts];
+    const char *eq = memchr(item, '=', len);
+    size_t plen = eq ? (size_t)(eq - item) : len;
+    memcpy(m->path, item, plen);
+    m->path[plen] = 0;
+    m->len = plen;
+    strip_slashes(m->path, &m->len);
+    if (eq) {
+        char list[LF_MAX_BACKENDS * PATH_MAX];
+        snprintf(list, sizeof list, "%.*s", (int)(len - plen - 1), eq + 1);
+        ioloom_for_each_item(list, ',', add_extra, m);
+    }
+    nmounts++;
+}
+
+static void parse_roots(void) { ioloom_for_each_item(ioloom_env_str("IOLOOM_LOGFS_ROOTS", ""), ':', add_mount, NULL); }
+
+/* Lexical normalisation of an absolute path: no ".", "..", or repeated slashes. */
+static void normalise(char *path) {
+    char *out = path, *in = path;
+    while (*in) {
+        while (*in == '/') in++;
+        char *end = in;
+        while (*end && *end != '/') end++;
+        size_t n = (size_t)(end - in);
+        if (n == 1 && in[0] == '.') { in = end; continue; }
+        if (n == 2 && in[0] == '.' && in[1] == '.') {
+            while (out > path && *--out != '/') {}
+            in = end;
+            continue;
+        }
+        if (n) { *out++ = '/'; memmove(out, in, n); out += n; }
+        in = end;
+    }
+    if (out == path) *out++ = '/';
+    *out = 0;
+}
+
+/* `path` relative to `dirfd` made absolute into out; 0 on success. */
+static int absolute(int dirfd, const char *path, char out[PATH_MAX]) {
+    char base[PATH_MAX];
+    if (*path == '/') base[0] = 0;
+    else if (dirfd == AT_FDCWD) { if (!getcwd(base, sizeof base)) return -1; }
+    else {
+        char link[64];
+        snprintf(link, sizeof link, "/proc/self/fd/%d", dirfd);
+        ssize_t n = IOLOOM_NEXT(readlink)(link, base, sizeof base - 1);
+        if (n < 0) return -1;
+        base[n] = 0;
+    }
+    if (snprintf(out, PATH_MAX, "%s/%s", base, path) >= PATH_MAX) return -1;
+    normalise(out);
+    return 0;
+}
+
+int lf_paths_active(void) {
+    pthread_once(&parsed, parse_roots);
+    return nmounts > 0;
+}
+
+int lf_resolve(int dirfd, const char *path, struct lf_place *place) {
+    if (!path) return 0;
+    int prefixed = !strncmp(path, LF_PREFIX, sizeof LF_PREFIX - 1);
+    if (!prefixed && !lf_paths_active()) return 0;
+    const char *rest = prefixed ? path + sizeof LF_PREFIX - 1 : path;
+    int saved = errno;
+    int ok = absolute(prefixed ? AT_FDCWD : dirfd, rest, place->dir) == 0;
+    errno = saved;
+    if (!ok) return 0;
+    place->backends.dirs = place->extra_ptr;
+    place->backends.count = 0;
+    for (int i = 0; i < nmounts; i++) {
+        const struct mount *m = &mounts[i];
+        if (strncmp(place->dir, m->path, m->len) || place->dir[m->len] != '/' || !place->dir[m->len + 1]) continue;
+        for (int e = 0; e < m->nextra; e++) {
+            snprintf(place->extra[e], PATH_MAX, "%s%s", m->extra[e], place->dir + m->len);
+            place->extra_ptr[e] = place->extra[e];
+        }
+        place->backends.count = m->nextra;
+        return 1;
+    }
+    return prefixed;
+}

@@ -1,0 +1,32 @@
+/* Path resolution for the preloaded library (lf_paths.c). */
+#ifndef LF_PATHS_H
+#define LF_PATHS_H
+
+#include "lf_internal.h"
+
+#define LF_PREFIX "logfs:"
+
+/* Where a logfs path lives: the container directory, and the extra backend directories for a new one. */
+struct lf_place {
+    char dir[PATH_MAX];
+    struct lf_backends backends;
+    const char *extra_ptr[LF_MAX_BACKENDS - 1];
+    char extra[LF_MAX_BACKENDS - 1][PATH_MAX];
+};
+
+/* Are any mounts configured (IOLOOM_LOGFS_ROOTS)? */
+int lf_paths_active(void);
+/* 1 if `path` (relative to dirfd, as for openat) is logfs's: under a mount or `logfs:`-prefixed; fills place.
+ * It is then a container if lf_is_container(place->dir), or may become one (O_CREAT). Keeps errno. */
+int lf_resolve(int dirfd, const char *path, struct lf_place *place);
+
+/* open() for the preloaded library (lf_posix.c): 1 and *fd set (a descriptor or -1 with errno) when the path is
+ * an existing container or a new one under O_CREAT; 0 when the caller must pass the call through to `*real`,
+ * the path without any logfs: prefix. */
+int lf_open_container(int dirfd, const char *path, int flags, mode_t mode, int *fd, const char **real,
+                      struct lf_place *place);
+/* 1 when the path is an existing container (its directory in place->dir); else 0 with *real the path to pass
+ * through. */
+int lf_container_at(int dirfd, const char *path, const char **real, struct lf_place *place);
+
+#endif

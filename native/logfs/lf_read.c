@@ -1,0 +1,289 @@
+/* The reader: loads the index journals of every group on every backend, expands the entries into records and
+ * resolves them into a sorted list of non-overlapping extents.
+ *
+ * Overlap rule (docs/logfs-format.md): the later entry in the total order (stamp, then writer id) wins, byte by
+ * byte; a truncate to s hides every byte at or past s that an earlier entry wrote. The common case, no overlap
+ * at all, costs one sort; otherwise a sweep over the record boundaries keeps the live records in a heap ordered
+ * by that key, O(n log n) either way. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lf_internal.h"
+
+ssize_t lf_full_pwrite(int fd, const void *buf, size_t n, uint64_t off) {
+    size_t done = 0;
+    while (done < n) {
+        ssize_t w = IOLOOM_NEXT(pwrite)(fd, (const char *)buf + done, n - done, (off_t)(off + done));
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) return w < 0 ? -1 : (ssize_t)done;
+        done += (size_t)w;
+    }
+    return (ssize_t)done;
+}
+
+ssize_t lf_full_pread(int fd, void *buf, size_t n, uint64_t off) {
+    size_t done = 0;
+    while (done < n) {
+        ssize_t r = IOLOOM_NEXT(pread)(fd, (char *)buf + done, n - done, (off_t)(off + done));
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) return -1;
+        if (r == 0) break;
+        done += (size_t)r;
+    }
+    return (ssize_t)done;
+}
+
+uint64_t lf_entry_end(const struct lf_entry *e) {
+    return e->kind == LF_TRUNCATE ? e->offset : e->offset + (e->count - 1) * e->stride + e->length;
+}
+
+int lf_log_id(lf_file *f, const char *path) {
+    for (size_t i = 0; i < f->nlogs; i++)
+        if (!strcmp(f->logs[i].path, path)) return (int)i;
+    struct lf_log *grown = realloc(f->logs, (f->nlogs + 1) * sizeof *grown);
+    if (!grown) return errno = ENOMEM, -1;
+    f->logs = grown;
+    if (!(f->logs[f->nlogs].path = strdup(path))) return errno = ENOMEM, -1;
+    f->logs[f->nlogs].fd = -1;
+    return (int)f->nlogs++;
+}
+
+static int push_src(lf_file *f, size_t *cap, const struct lf_entry *e, uint64_t writer, int log) {
+    if (f->nothers == *cap) {
+        size_t grown_cap = *cap ? 2 * *cap : 64;
+        struct lf_src *grown = realloc(f->others, grown_cap * sizeof *grown);
+        if (!grown) return errno = ENOMEM, -1;
+        f->others = grown;
+        *cap = grown_cap;
+    }
+    f->others[f->nothers++] = (struct lf_src){*e, writer, log};
+    return 0;
+}
+
+/* One index journal: its valid blocks, up to the first torn or corrupt one (a crash mid-append). */
+static int load_journal(lf_file *f, size_t *cap, const char *dir, const char *group) {
+    char path[PATH_MAX];
+    snprintf(path, sizeof path, "%s/index.%s", dir, group);
+    size_t len;
+    char *buf = lf_slurp(path, &len);
+    if (!buf) return errno == ENOENT ? 0 : -1;
+    snprintf(path, sizeof path, "%s/log.%s", dir, group);
+    int log = lf_log_id(f, path), rc = log < 0 ? -1 : 0;
+    for (size_t at = 0; rc == 0 && at + sizeof(struct lf_block) <= len;) {
+        struct lf_block b;
+        memcpy(&b, buf + at, sizeof b);
+        uint32_t want = b.header_sum;
+        b.header_sum = 0;
+        size_t body = (size_t)b.count * sizeof(struct lf_entry);
+        if (b.magic != LF_BLOCK_MAGIC || want != (uint32_t)lf_sum64(&b, sizeof b) || at + sizeof b + body > len ||
+            lf_sum64(buf + at + sizeof b, body) != b.entries_sum)
+            break;
+        for (uint32_t i = 0; rc == 0 && b.writer != f->writer && i < b.count; i++) {
+            struct lf_entry e;
+            memcpy(&e, buf + at + sizeof b + i * sizeof e, sizeof e);
+            if (e.count) rc = push_src(f, cap, &e, b.writer, log);
+        }
+        at += sizeof b + body;
+    }
+    free(buf);
+    return rc;
+}
+
+int lf_load_others(lf_file *f) {
+    size_t cap = f->nothers;
+    f->nothers = 0;
+    for (int b = 0; b < f->meta.nbackends; b++) {
+        DIR *d = opendir(f->meta.backend[b]);
+        if (!d) {
+            if (errno == ENOENT) continue;
+            return -1;
+        }
+        for (struct dirent *de; (de = readdir(d));)
+            if (!strncmp(de->d_name, "index.", 6) && load_journal(f, &cap, f->meta.backend[b], de->d_name + 6)) {
+                closedir(d);
+                return -1;
+            }
+        closedir(d);
+    }
+    f->others_stale = 0;
+    f->map_stale = 1;
+    return 0;
+}
+
+struct rec {
+    uint64_t off, end, phys, stamp, writer;
+    int32_t log;
+};
+
+static int rec_by_offset(const void *a, const void *b) {
+    const struct rec *x = a, *y = b;
+    return x->off < y->off ? -1 : x->off > y->off;
+}
+
+static int src_by_key(const void *a, const void *b) {
+    const struct lf_src *x = a, *y = b;
+    return lf_key_less(x->e.stamp, x->writer, y->e.stamp, y->writer) ? -1
+         : lf_key_less(y->e.stamp, y->writer, x->e.stamp, x->writer);
+}
+
+static int rec_key_less(const struct rec *a, const struct rec *b) {
+    return lf_key_less(a->stamp, a->writer, b->stamp, b->writer);
+}
+
+/* The logical size: replay sizes in key order (writes extend, truncates set). */
+static uint64_t replay_size(struct lf_src *all, size_t n) {
+    qsort(all, n, sizeof *all, src_by_key);
+    uint64_t size = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t end = lf_entry_end(&all[i].e);
+        size = all[i].e.kind == LF_TRUNCATE ? end : (end > size ? end : size);
+    }
+    return size;
+}
+
+static size_t expand(const struct lf_src *all, size_t n, struct rec *out) {
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        const struct lf_entry *e = &all[i].e;
+        if (e->kind == LF_TRUNCATE) {
+            out[k++] = (struct rec){e->offset, UINT64_MAX, 0, e->stamp, all[i].writer, -1};
+            continue;
+        }
+        for (uint64_t j = 0; j < e->count && e->length; j++)
+            out[k++] = (struct rec){e->offset + j * e->stride, e->offset + j * e->stride + e->length,
+                                    e->physical + j * e->pstride, e->stamp, all[i].writer, all[i].log};
+    }
+    return k;
+}
+
+/* Max-heap of record indices by key. */
+struct heap { size_t *v, n; const struct rec *r; };
+static void heap_push(struct heap *h, size_t x) {
+    size_t i = h->n++;
+    for (; i && rec_key_less(&h->r[h->v[(i - 1) / 2]], &h->r[x]); i = (i - 1) / 2) h->v[i] = h->v[(i - 1) / 2];
+    h->v[i] = x;
+}
+static void heap_pop(struct heap *h) {
+    size_t x = h->v[--h->n], i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= h->n) break;
+        if (c + 1 < h->n && rec_key_less(&h->r[h->v[c]], &h->r[h->v[c + 1]])) c++;
+        if (!rec_key_less(&h->r[x], &h->r[h->v[c]])) break;
+        h->v[i] = h->v[c];
+        i = c;
+    }
+    h->v[i] = x;
+}
+
+static int u64_cmp(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void emit(struct lf_map *m, const struct rec *r, uint64_t from, uint64_t to) {
+    struct lf_extent *last = m->n ? &m->ext[m->n - 1] : NULL;
+    uint64_t phys = r->log < 0 ? 0 : r->phys + (from - r->off);
+    if (last && last->log == r->log && last->offset + last->length == from &&
+        (r->log < 0 || last->physical + last->length == phys)) {
+        last->length += to - from;
+        return;
+    }
+    m->ext[m->n++] = (struct lf_extent){from, to - from, phys, r->log};
+}
+
+/* Overlapping records: the winner of each stretch between boundaries is the heap's top. */
+static int sweep(struct lf_map *m, const struct rec *r, size_t n) {
+    uint64_t *bounds = malloc(2 * n * sizeof *bounds);
+    struct heap h = {malloc(n * sizeof(size_t)), 0, r};
+    m->ext = malloc(2 * n * sizeof *m->ext);
+    if (!bounds || !h.v || !m->ext) { free(bounds); free(h.v); return errno = ENOMEM, -1; }
+    for (size_t i = 0; i < n; i++) { bounds[2 * i] = r[i].off; bounds[2 * i + 1] = r[i].end; }
+    qsort(bounds, 2 * n, sizeof *bounds, u64_cmp);
+    size_t next = 0;
+    for (size_t k = 0; k + 1 < 2 * n; k++) {
+        if (bounds[k] == bounds[k + 1]) continue;
+        while (next < n && r[next].off <= bounds[k]) heap_push(&h, next++);
+        while (h.n && r[h.v[0]].end <= bounds[k]) heap_pop(&h);
+        if (h.n) emit(m, &r[h.v[0]], bounds[k], bounds[k + 1]);
+    }
+    free(bounds);
+    free(h.v);
+    return 0;
+}
+
+int lf_map_build(lf_file *f) {
+    if (f->others_stale && lf_load_others(f)) return -1;
+    if (!f->map_stale) return 0;
+    size_t n = f->nothers + f->nmine, nrec = 0;
+    struct lf_src *all = malloc((n ? n : 1) * sizeof *all);
+    if (!all) return errno = ENOMEM, -1;
+    memcpy(all, f->others, f->nothers * sizeof *all);
+    for (size_t i = 0; i < f->nmine; i++) all[f->nothers + i] = (struct lf_src){f->mine[i], f->writer, f->wlog};
+    for (size_t i = 0; i < n; i++) nrec += all[i].e.kind == LF_TRUNCATE ? 1 : all[i].e.count;
+    struct rec *r = malloc((nrec ? nrec : 1) * sizeof *r);
+    if (!r) { free(all); return errno = ENOMEM, -1; }
+    free(f->map.ext);
+    f->map = (struct lf_map){0};
+    f->map.size = replay_size(all, n);
+    nrec = expand(all, n, r);
+    free(all);
+    qsort(r, nrec, sizeof *r, rec_by_offset);
+    int overlap = 0;
+    for (size_t i = 0; i + 1 < nrec && !overlap; i++) overlap = r[i].end > r[i + 1].off;
+    int rc = 0;
+    if (overlap) rc = sweep(&f->map, r, nrec);
+    else if ((f->map.ext = malloc((nrec ? nrec : 1) * sizeof *f->map.ext)))
+        for (size_t i = 0; i < nrec; i++) emit(&f->map, &r[i], r[i].off, r[i].end);
+    else rc = (errno = ENOMEM, -1);
+    free(r);
+    if (rc == 0) f->map_stale = 0;
+    return rc;
+}
+
+static int log_fd(lf_file *f, int32_t log) {
+    struct lf_log *l = &f->logs[log];
+    if (l->fd < 0) l->fd = IOLOOM_NEXT(open)(l->path, O_RDONLY | O_CLOEXEC);
+    return l->fd;
+}
+
+/* The first extent ending after `off`. */
+static size_t find_extent(const struct lf_map *m, uint64_t off) {
+    size_t lo = 0, hi = m->n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (m->ext[mid].offset + m->ext[mid].length <= off) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo;
+}
+
+ssize_t lf_map_read(lf_file *f, void *buf, size_t n, uint64_t offset) {
+    if (lf_map_build(f)) return -1;
+    if (offset >= f->map.size) return 0;
+    if (n > f->map.size - offset) n = (size_t)(f->map.size - offset);
+    char *out = buf;
+    uint64_t pos = offset, stop = offset + n;
+    for (size_t i = find_extent(&f->map, pos); pos < stop; i++) {
+        const struct lf_extent *x = i < f->map.n ? &f->map.ext[i] : NULL;
+        uint64_t start = x && x->offset < stop ? (x->offset > pos ? x->offset : pos) : stop;
+        memset(out + (pos - offset), 0, start - pos); /* a hole before the extent (or to the end) */
+        pos = start;
+        if (pos >= stop) break;
+        uint64_t end = x->offset + x->length < stop ? x->offset + x->length : stop;
+        if (x->log < 0) memset(out + (pos - offset), 0, end - pos);
+        else {
+            int fd = log_fd(f, x->log);
+            ssize_t got = fd < 0 ? -1 : lf_full_pread(fd, out + (pos - offset), end - pos, x->physical + (pos - x->offset));
+            if (got < 0) return -1;
+            if ((uint64_t)got < end - pos) return errno = EIO, -1; /* the index points past the log's end */
+        }
+        pos = end;
+    }
+    return (ssize_t)n;
+}

@@ -1,0 +1,193 @@
+/* The writer: appends records to its group's data log and keeps its index entries in memory, merging
+ * regular runs into pattern entries, until a sync point publishes them to the group's index journal.
+ *
+ * Several writers may share one log (fan-out control: IOLOOM_LOGFS_FANOUT=rank|node|K). They never write
+ * into the same bytes: each reserves whole chunks of the log (meta chunk size) under an flock of the log,
+ * by growing the file. A writer whose reservation is still at the end of the log extends it in place, so a
+ * lone writer's log is one contiguous run and a strided run stays one pattern entry. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lf_internal.h"
+
+static uint32_t hash32(const char *s) {
+    uint32_t h = 2166136261u;
+    while (*s) h = (h ^ (unsigned char)*s++) * 16777619u;
+    return h;
+}
+
+static const char *env_rank(void) {
+    const char *names[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        const char *v = ioloom_env_str(names[i], NULL);
+        if (v) return v;
+    }
+    return NULL;
+}
+
+/* The group name: which log this process writes (IOLOOM_LOGFS_FANOUT). */
+static void writer_group(char *out, size_t cap) {
+    char host[64] = "host";
+    gethostname(host, sizeof host - 1);
+    const char *fanout = ioloom_env_str("IOLOOM_LOGFS_FANOUT", "rank");
+    const char *rank = env_rank();
+    long k = strtol(fanout, NULL, 10);
+    if (!strcmp(fanout, "node")) snprintf(out, cap, "h%s", host);
+    else if (rank && k > 0) snprintf(out, cap, "g%ld", strtol(rank, NULL, 10) / k);
+    else if (rank) snprintf(out, cap, "r%s", rank);
+    else snprintf(out, cap, "p%s.%d", host, (int)getpid());
+}
+
+/* A writer id unique among concurrent writers: host hash, pid, and a per-process counter. */
+static uint64_t new_writer_id(void) {
+    static unsigned counter;
+    char host[64] = "host";
+    gethostname(host, sizeof host - 1);
+    unsigned n = __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED);
+    return ((uint64_t)(hash32(host) & 0xffffff) << 40) | ((uint64_t)(getpid() & 0x3fffff) << 18) | (n & 0x3ffff);
+}
+
+/* The backend a group's log goes to: spread by group and container name. */
+static const char *group_backend(const lf_file *f) {
+    const char *base = strrchr(f->dir, '/');
+    return f->meta.backend[(hash32(f->group) ^ hash32(base ? base : f->dir)) % (uint32_t)f->meta.nbackends];
+}
+
+static int writer_setup(lf_file *f) {
+    if (f->wlog >= 0) return 0;
+    writer_group(f->group, sizeof f->group);
+    f->writer = new_writer_id();
+    char path[PATH_MAX];
+    const char *backend = group_backend(f);
+    if (lf_mkdirs(backend, 0755)) return -1;
+    snprintf(path, sizeof path, "%s/index.%s", backend, f->group);
+    f->index_fd = IOLOOM_NEXT(open)(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    snprintf(path, sizeof path, "%s/log.%s", backend, f->group);
+    f->log_fd = IOLOOM_NEXT(open)(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (f->index_fd < 0 || f->log_fd < 0) return -1;
+    int id = lf_log_id(f, path);
+    if (id < 0) return -1;
+    f->wlog = id;
+    return 0;
+}
+
+/* Room for `need` bytes at f->resv_cur. */
+static int reserve(lf_file *f, uint64_t need) {
+    if (f->resv_cur + need <= f->resv_end && f->resv_end) return 0;
+    if (flock(f->log_fd, LOCK_EX)) return -1;
+    struct stat st;
+    int rc = IOLOOM_NEXT(fstat)(f->log_fd, &st);
+    if (rc == 0) {
+        uint64_t end = (uint64_t)st.st_size, chunk = f->meta.chunk;
+        if (!f->resv_end || end != f->resv_end) f->resv_cur = end;  /* someone else grew it: start afresh */
+        uint64_t want = f->resv_cur + need;
+        f->resv_end = (want + chunk - 1) / chunk * chunk;
+        rc = IOLOOM_NEXT(ftruncate)(f->log_fd, (off_t)f->resv_end);
+    }
+    flock(f->log_fd, LOCK_UN);
+    return rc;
+}
+
+static uint64_t next_stamp(lf_file *f) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t now = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    f->last_stamp = now > f->last_stamp ? now : f->last_stamp + 1;
+    return f->last_stamp;
+}
+
+/* Does record r continue the open entry e as a pattern? */
+static int extends(const struct lf_entry *e, const struct lf_entry *r) {
+    if (e->kind != LF_WRITE || r->kind != LF_WRITE || e->length != r->length || e->file_id != r->file_id)
+        return 0;
+    if (e->count == 1)
+        return r->offset >= e->offset + e->length && r->physical > e->physical;
+    return r->offset == e->offset + e->count * e->stride && r->physical == e->physical + e->count * e->pstride;
+}
+
+static int add_entry(lf_file *f, const struct lf_entry *r) {
+    struct lf_entry *e = f->nmine ? &f->mine[f->nmine - 1] : NULL;
+    if (e && f->entry_open && extends(e, r)) {
+        if (e->count == 1) { e->stride = r->offset - e->offset; e->pstride = r->physical - e->physical; }
+        e->count++;
+        e->stamp_last = r->stamp;
+        e->data_sum += r->data_sum;
+        return 0;
+    }
+    if (f->nmine == f->capmine) {
+        size_t cap = f->capmine ? 2 * f->capmine : 16;
+        struct lf_entry *grown = realloc(f->mine, cap * sizeof *grown);
+        if (!grown) return errno = ENOMEM, -1;
+        f->mine = grown;
+        f->capmine = cap;
+    }
+    f->mine[f->nmine++] = *r;
+    f->entry_open = r->kind == LF_WRITE;
+    return 0;
+}
+
+int lf_writer_append(lf_file *f, uint16_t kind, const void *buf, size_t n, uint64_t offset) {
+    if (writer_setup(f)) return -1;
+    struct lf_record h = {.magic = LF_RECORD_MAGIC, .kind = kind, .version = LF_VERSION, .offset = offset,
+                          .length = n, .stamp = next_stamp(f), .writer = f->writer,
+                          .data_sum = lf_sum64(buf, n)};
+    h.header_sum = (uint32_t)lf_sum64(&h, sizeof h);
+    if (reserve(f, sizeof h + n)) return -1;
+    struct iovec iov[2] = {{&h, sizeof h}, {(void *)buf, n}};
+    uint64_t at = f->resv_cur;
+    ssize_t done = IOLOOM_NEXT(pwritev)(f->log_fd, iov, 2, (off_t)at);
+    if (done != (ssize_t)(sizeof h + n)) {
+        /* Short or failed (ENOSPC, EIO...): the record is not indexed, and its torn bytes are abandoned
+         * with the rest of the reservation; recovery skips them (their sums do not match). */
+        if (done >= 0) errno = ENOSPC;
+        f->resv_end = 0;
+        return -1;
+    }
+    f->resv_cur = at + sizeof h + n;
+    struct lf_entry r = {.kind = kind, .offset = offset, .length = n, .count = 1, .physical = at + sizeof h,
+                         .stamp = h.stamp, .stamp_last = h.stamp, .data_sum = h.data_sum};
+    if (add_entry(f, &r)) return -1;
+    f->map_stale = 1;
+    return 0;
+}
+
+/* Appends the unpublished entries as one block to the group's index journal; closes the open entry. */
+int lf_writer_publish(lf_file *f) {
+    f->entry_open = 0;
+    size_t count = f->nmine - f->npublished;
+    if (f->wlog < 0 || !count) return 0;
+    struct lf_block b = {.magic = LF_BLOCK_MAGIC, .version = LF_VERSION, .writer = f->writer,
+                         .count = (uint32_t)count,
+                         .entries_sum = lf_sum64(f->mine + f->npublished, count * sizeof *f->mine)};
+    b.header_sum = (uint32_t)lf_sum64(&b, sizeof b);
+    struct iovec iov[2] = {{&b, sizeof b}, {f->mine + f->npublished, count * sizeof *f->mine}};
+    if (flock(f->index_fd, LOCK_EX)) return -1;
+    ssize_t done = IOLOOM_NEXT(writev)(f->index_fd, iov, 2);
+    int saved = errno;
+    flock(f->index_fd, LOCK_UN);
+    if (done != (ssize_t)(iov[0].iov_len + iov[1].iov_len)) return errno = done < 0 ? saved : ENOSPC, -1;
+    f->npublished = f->nmine;
+    return 0;
+}
+
+/* In a forked child: the parent keeps writing as itself, so the child becomes a new writer (new id, and a
+ * new group log when groups are per process) on its next write. The parent published before forking
+ * (lf_posix.c), so the child finds all of the entries it inherited in the index journals. */
+void lf_writer_after_fork(lf_file *f) {
+    if (f->wlog < 0) return;
+    IOLOOM_NEXT(close)(f->log_fd);
+    IOLOOM_NEXT(close)(f->index_fd);
+    f->log_fd = f->index_fd = f->wlog = -1;
+    f->nmine = f->npublished = 0;
+    f->entry_open = 0;
+    f->resv_end = 0;
+    f->others_stale = f->map_stale = 1;
+}
