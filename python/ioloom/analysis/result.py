@@ -8,16 +8,21 @@ import numpy as np
 import pandas as pd
 
 from ioloom.analysis import crosslayer, findings, metrics, patterns
-from ioloom.analysis.partition import Options, Partial
+from ioloom.analysis.partition import Options, Partial, summarise
+from ioloom.trace.model import EVENT_SCHEMA, Stream
 
 TABLES = ("groups", "sizes", "histogram", "strides", "timebins", "splits", "calls", "children", "locks", "samples")
 
 
+def _empty_partial(options: Options) -> Partial:
+    """The summary of a stream without events: gives every table its columns when a trace has no stream."""
+    empty = Stream(-1, -1, {}, lambda columns: EVENT_SCHEMA.empty_table().select(columns or EVENT_SCHEMA.names))
+    return summarise(empty, options)
+
+
 def _concat(partials: list[Partial], name: str) -> pd.DataFrame:
     frames = [getattr(p, name) for p in partials if len(getattr(p, name))]
-    if not frames:
-        return getattr(partials[0], name).iloc[0:0] if partials else pd.DataFrame()
-    return pd.concat(frames, ignore_index=True)
+    return pd.concat(frames, ignore_index=True) if frames else getattr(partials[0], name).iloc[0:0]
 
 
 def _timebins(frame: pd.DataFrame) -> tuple[pd.DataFrame, int]:
@@ -61,10 +66,12 @@ class Analysis:
 
     @classmethod
     def reduce(cls, trace, partials: list[Partial], options: Options, executor: str) -> "Analysis":
-        tables = {name: _concat(partials, name) for name in TABLES}
+        shapes = partials or [_empty_partial(options)]
+        tables = {name: _concat(shapes, name) for name in TABLES}
         timebins, width = _timebins(tables.pop("timebins"))
         paths = dict(zip(trace.files.column("file_id").to_pylist(), trace.files.column("path").to_pylist()))
-        processes = pd.DataFrame([p.process for p in partials])
+        processes = pd.DataFrame([p.process for p in shapes if p.process["events"]],
+                                 columns=list(shapes[0].process))
         a = cls(options, dict(trace.meta), list(trace.problems), paths, processes, executor, timebins=timebins,
                 bin_width_ns=width, **tables)
         a.bandwidth = metrics.bandwidths(a.groups)
