@@ -89,8 +89,10 @@ static int install_meta(const char *dir, const struct lf_meta *m) {
 }
 
 int lf_meta_create(const char *dir, mode_t mode, const struct lf_backends *backends, int excl) {
+    mode_t mask = umask(0); /* open(2) applies the umask to a new file's mode: so do we */
+    umask(mask);
     struct lf_meta m = {.version = LF_VERSION, .chunk = ioloom_env_size("IOLOOM_LOGFS_CHUNK", LF_DEFAULT_CHUNK),
-                        .mode = mode & 07777};
+                        .mode = mode & 07777 & ~mask};
     if (m.chunk < 4096) m.chunk = 4096;
     struct stat st;
     if (lf_mkdirs(dir, 0755) || IOLOOM_NEXT(stat)(dir, &st)) return -1;

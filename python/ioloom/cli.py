@@ -4,6 +4,7 @@ import typer
 from ioloom import __version__, doctor, export, report_cli, stats_cli
 from ioloom.advise import app as advise_app
 from ioloom.bench import app as bench_app
+from ioloom.logfs.cli import app as container_app
 
 app = typer.Typer(name="ioloom", no_args_is_help=True, add_completion=False,
                   help="See, understand and fix the I/O of parallel (MPI and POSIX) programs.")

@@ -1,0 +1,300 @@
+"""The logfs container format (docs/logfs-format.md), read and written from Python.
+
+A container is a directory holding `ioloom-logfs.meta`, data logs `log.<group>` (records: a 56-byte header then
+the data) and index journals `index.<group>` (blocks: a 32-byte header then 80-byte entries). The C side is
+native/logfs/lf_format.h; both are tested against the same vectors (tests/vectors/logfs).
+"""
+from __future__ import annotations
+
+import heapq
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+VERSION = 1
+META_NAME = "ioloom-logfs.meta"
+PREFIX = "logfs:"
+RECORD_MAGIC = 0x3152464C
+BLOCK_MAGIC = 0x3142494C
+WRITE, TRUNCATE = 1, 2
+U64 = (1 << 64) - 1
+
+RECORD = np.dtype([("magic", "<u4"), ("kind", "<u2"), ("version", "<u2"), ("file_id", "<u4"),
+                   ("header_sum", "<u4"), ("offset", "<u8"), ("length", "<u8"), ("stamp", "<u8"),
+                   ("writer", "<u8"), ("data_sum", "<u8")])
+ENTRY = np.dtype([("kind", "<u4"), ("file_id", "<u4"), ("offset", "<u8"), ("length", "<u8"), ("count", "<u8"),
+                  ("stride", "<u8"), ("physical", "<u8"), ("pstride", "<u8"), ("stamp", "<u8"),
+                  ("stamp_last", "<u8"), ("data_sum", "<u8")])
+BLOCK = np.dtype([("magic", "<u4"), ("version", "<u4"), ("writer", "<u8"), ("count", "<u4"),
+                  ("header_sum", "<u4"), ("entries_sum", "<u8")])
+assert (RECORD.itemsize, ENTRY.itemsize, BLOCK.itemsize) == (56, 80, 32)
+
+
+class FormatError(ValueError):
+    """The directory is not a readable container of this version."""
+
+
+def sum64(data: bytes | memoryview) -> int:
+    """lf_sum64: 4-lane Fletcher-style sums over little-endian 64-bit words (see lf_format.h)."""
+    n = len(data)
+    padded = bytes(data) + bytes(-n % 32)
+    words = np.frombuffer(padded, dtype="<u8").reshape(-1, 4)
+    m = len(words)
+    with np.errstate(over="ignore"):
+        a = words.sum(axis=0, dtype=np.uint64)
+        weights = np.arange(m, 0, -1, dtype=np.uint64)[:, None]
+        b = (words * weights).sum(axis=0, dtype=np.uint64)
+    mix = 0
+    for j in range(4):
+        aj, bj = int(a[j]), int(b[j])
+        r = 17 + j
+        mix += aj * (2 * j + 1) + (((bj << r) | (bj >> (64 - r))) & U64)
+    return n ^ (mix & U64)
+
+
+def header_sum(row: np.ndarray) -> int:
+    """Low 32 bits of sum64 of a record or block header with its header_sum field zeroed."""
+    copy = row.copy()
+    copy["header_sum"] = 0
+    return sum64(copy.tobytes()) & 0xFFFFFFFF
+
+
+def strip_prefix(path: str | os.PathLike) -> Path:
+    text = os.fspath(path)
+    return Path(text[len(PREFIX):] if text.startswith(PREFIX) else text)
+
+
+def is_container(path: str | os.PathLike) -> bool:
+    return (strip_prefix(path) / META_NAME).is_file()
+
+
+@dataclass
+class Meta:
+    version: int
+    chunk: int
+    mode: int
+    backends: list[Path]  # the container's directory first, then its extra backend directories
+
+
+def read_meta(directory: Path) -> Meta:
+    try:
+        lines = (directory / META_NAME).read_text().splitlines()
+    except FileNotFoundError:
+        raise FormatError(f"{directory} is not a logfs container (no {META_NAME}); "
+                          "give the container's directory, e.g. one created under IOLOOM_LOGFS_ROOTS") from None
+    if not lines or not lines[0].startswith("ioloom-logfs "):
+        raise FormatError(f"{directory / META_NAME}: first line is not 'ioloom-logfs VERSION'")
+    version = int(lines[0].split()[1])
+    if version != VERSION:
+        raise FormatError(f"{directory}: format version {version}, this ioloom reads version {VERSION}; "
+                          "use the ioloom release that wrote it")
+    meta = Meta(version, 4 << 20, 0o644, [directory])
+    for line in lines[1:]:
+        key, _, value = line.partition(" ")
+        if key == "chunk":
+            meta.chunk = int(value)
+        elif key == "mode":
+            meta.mode = int(value, 8)
+        elif key == "backend":
+            meta.backends.append(Path(value))
+    return meta
+
+
+@dataclass
+class Journal:
+    """One index journal: its group's log, the valid blocks' entries, and where the valid part ends."""
+    group: str
+    index_path: Path
+    log_path: Path
+    entries: np.ndarray  # ENTRY
+    writers: np.ndarray  # writer id per entry
+    blocks: int
+    valid_bytes: int
+    total_bytes: int
+
+
+def parse_journal(data: bytes) -> tuple[list[tuple[np.ndarray, np.ndarray]], int]:
+    """Valid blocks [(block header, entries)] up to the first torn or corrupt one, and the bytes they span."""
+    blocks, at = [], 0
+    while at + BLOCK.itemsize <= len(data):
+        head = np.frombuffer(data, BLOCK, 1, at)[0]
+        body = int(head["count"]) * ENTRY.itemsize
+        end = at + BLOCK.itemsize + body
+        if (head["magic"] != BLOCK_MAGIC or head_sum_bad(head) or end > len(data)
+                or sum64(data[at + BLOCK.itemsize:end]) != int(head["entries_sum"])):
+            break
+        blocks.append((head, np.frombuffer(data, ENTRY, int(head["count"]), at + BLOCK.itemsize)))
+        at = end
+    return blocks, at
+
+
+def head_sum_bad(head: np.ndarray) -> bool:
+    return header_sum(head) != int(head["header_sum"])
+
+
+def load_journals(meta: Meta) -> list[Journal]:
+    journals = []
+    for backend in meta.backends:
+        if not backend.is_dir():
+            continue
+        for index in sorted(backend.glob("index.*")):
+            group = index.name[len("index."):]
+            data = index.read_bytes()
+            blocks, valid = parse_journal(data)
+            entries = np.concatenate([b for _, b in blocks]) if blocks else np.zeros(0, ENTRY)
+            writers = np.concatenate([np.full(len(b), h["writer"], np.uint64) for h, b in blocks]) \
+                if blocks else np.zeros(0, np.uint64)
+            journals.append(Journal(group, index, backend / f"log.{group}", entries, writers, len(blocks),
+                                    valid, len(data)))
+    return journals
+
+
+@dataclass
+class Extents:
+    """The resolved view: sorted, non-overlapping extents; log -1 is a hole."""
+    offset: np.ndarray
+    length: np.ndarray
+    physical: np.ndarray
+    log: np.ndarray
+    size: int
+
+
+def _entry_end(e: np.ndarray) -> np.ndarray:
+    writes = e["offset"] + (e["count"] - 1) * e["stride"] + e["length"]
+    return np.where(e["kind"] == TRUNCATE, e["offset"], writes)
+
+
+def logical_size(entries: np.ndarray, writers: np.ndarray) -> int:
+    """Replay in key order (stamp, writer): writes extend the size, truncates set it."""
+    order = np.lexsort((writers, entries["stamp"]))
+    size = 0
+    for kind, end in zip(entries["kind"][order], _entry_end(entries[order])):
+        size = int(end) if kind == TRUNCATE else max(size, int(end))
+    return size
+
+
+def expand(entries: np.ndarray, writers: np.ndarray, logs: np.ndarray) -> dict[str, np.ndarray]:
+    """One row per record (a truncate to s is a hole record [s, 2^64))."""
+    counts = np.where(entries["kind"] == TRUNCATE, 1, np.where(entries["length"] > 0, entries["count"], 0))
+    idx = np.repeat(np.arange(len(entries)), counts.astype(np.int64))
+    step = np.arange(len(idx), dtype=np.uint64) - np.repeat(np.cumsum(counts) - counts, counts.astype(np.int64)).astype(np.uint64)
+    e = entries[idx]
+    trunc = e["kind"] == TRUNCATE
+    off = e["offset"] + step * e["stride"]
+    return {"off": off, "end": np.where(trunc, np.uint64(U64), off + e["length"]),
+            "phys": e["physical"] + step * e["pstride"], "stamp": e["stamp"], "writer": writers[idx],
+            "log": np.where(trunc, -1, logs[idx])}
+
+
+def resolve(entries: np.ndarray, writers: np.ndarray, logs: np.ndarray) -> Extents:
+    """The latest write wins (key: stamp, then writer id), byte by byte; truncates hide what came before."""
+    size = logical_size(entries, writers)
+    r = expand(entries, writers, logs)
+    order = np.argsort(r["off"], kind="stable")
+    r = {k: v[order] for k, v in r.items()}
+    if len(r["off"]) < 2 or np.all(r["end"][:-1] <= r["off"][1:]):
+        return _merge(Extents(r["off"], r["end"] - r["off"], r["phys"], r["log"], size))
+    return _merge(_sweep(r, size))
+
+
+def _sweep(r: dict[str, np.ndarray], size: int) -> Extents:
+    bounds = np.unique(np.concatenate([r["off"], r["end"]]))
+    out: list[tuple[int, int, int, int]] = []
+    heap: list[tuple[int, int, int]] = []
+    nxt, n = 0, len(r["off"])
+    for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+        while nxt < n and int(r["off"][nxt]) <= lo:
+            heapq.heappush(heap, (-int(r["stamp"][nxt]), -int(r["writer"][nxt]), nxt))
+            nxt += 1
+        while heap and int(r["end"][heap[0][2]]) <= lo:
+            heapq.heappop(heap)
+        if heap:
+            i = heap[0][2]
+            log = int(r["log"][i])
+            out.append((lo, hi - lo, int(r["phys"][i]) + (lo - int(r["off"][i])) if log >= 0 else 0, log))
+    cols = np.array(out, dtype=np.int64).reshape(-1, 4) if out else np.zeros((0, 4), np.int64)
+    return Extents(cols[:, 0].astype(np.uint64), cols[:, 1].astype(np.uint64), cols[:, 2].astype(np.uint64),
+                   cols[:, 3], size)
+
+
+def _merge(x: Extents) -> Extents:
+    """Join neighbours that continue each other in the same log (fewer, larger copies)."""
+    if len(x.offset) < 2:
+        return x
+    joins = ((x.log[1:] == x.log[:-1]) & (x.offset[:-1] + x.length[:-1] == x.offset[1:])
+             & ((x.log[1:] < 0) | (x.physical[:-1] + x.length[:-1] == x.physical[1:])))
+    starts = np.flatnonzero(np.concatenate([[True], ~joins]))
+    length = np.add.reduceat(x.length, starts)
+    return Extents(x.offset[starts], length, x.physical[starts], x.log[starts], x.size)
+
+
+@dataclass
+class Container:
+    """A container opened for reading: its metadata, journals and resolved extents."""
+    path: Path
+    meta: Meta
+    journals: list[Journal]
+    extents: Extents = field(init=False)
+
+    @classmethod
+    def open(cls, path: str | os.PathLike) -> "Container":
+        directory = strip_prefix(path)
+        meta = read_meta(directory)
+        return cls(directory, meta, load_journals(meta))
+
+    def __post_init__(self) -> None:
+        entries, writers, logs = self.all_entries()
+        self.extents = resolve(entries, writers, logs)
+
+    def all_entries(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if not self.journals:
+            return np.zeros(0, ENTRY), np.zeros(0, np.uint64), np.zeros(0, np.int64)
+        entries = np.concatenate([j.entries for j in self.journals])
+        writers = np.concatenate([j.writers for j in self.journals])
+        logs = np.concatenate([np.full(len(j.entries), i, np.int64) for i, j in enumerate(self.journals)])
+        return entries, writers, logs
+
+    @property
+    def size(self) -> int:
+        return self.extents.size
+
+    def pieces(self, offset: int = 0, length: int | None = None):
+        """(logical offset, length, log path or None for zeros, physical offset) covering [offset, offset+length)."""
+        stop = self.size if length is None else min(self.size, offset + length)
+        x = self.extents
+        pos = offset
+        first = int(np.searchsorted(x.offset + x.length, np.uint64(offset), side="right"))
+        for i in range(first, len(x.offset)):
+            start, end = int(x.offset[i]), min(int(x.offset[i] + x.length[i]), stop)
+            if start >= stop:
+                break
+            if start > pos:
+                yield pos, start - pos, None, 0
+                pos = start
+            log = int(x.log[i])
+            yield pos, end - pos, (self.journals[log].log_path if log >= 0 else None), \
+                int(x.physical[i]) + (pos - start)
+            pos = end
+        if pos < stop:
+            yield pos, stop - pos, None, 0
+
+    def read(self, offset: int = 0, length: int | None = None) -> bytes:
+        out = bytearray()
+        handles: dict[Path, object] = {}
+        try:
+            for _, n, log, phys in self.pieces(offset, length):
+                if log is None:
+                    out += bytes(n)
+                    continue
+                f = handles.get(log) or handles.setdefault(log, open(log, "rb"))
+                f.seek(phys)
+                data = f.read(n)
+                if len(data) != n:
+                    raise FormatError(f"{log}: the index points past the end of the log (at {phys}, {n} bytes)")
+                out += data
+        finally:
+            for f in handles.values():
+                f.close()
+        return bytes(out)

@@ -1,0 +1,258 @@
+"""What `ioloom container ls|stat|cat|flatten|check|recover|rm` do, as functions the CLI and tests call."""
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ioloom.logfs.format import (BLOCK, BLOCK_MAGIC, ENTRY, RECORD, RECORD_MAGIC, TRUNCATE, VERSION, WRITE,
+                                 Container, FormatError, header_sum, is_container, load_journals, read_meta,
+                                 strip_prefix, sum64)
+
+
+def find_containers(root: str | os.PathLike) -> list[Path]:
+    """The container itself, or every container under a directory (not descending into containers)."""
+    root = strip_prefix(root)
+    if is_container(root):
+        return [root]
+    found = []
+    for dirpath, dirnames, _ in os.walk(root):
+        here = Path(dirpath)
+        for name in list(dirnames):
+            if is_container(here / name):
+                found.append(here / name)
+                dirnames.remove(name)
+    return sorted(found)
+
+
+def summary(path: Path) -> dict:
+    """Facts about one container: sizes, writers, files, index size and how many entries are patterns."""
+    c = Container.open(path)
+    entries, writers, _ = c.all_entries()
+    logs = [j.log_path for j in c.journals if j.log_path.exists()]
+    return {
+        "path": str(path), "version": c.meta.version, "size": c.size, "chunk": c.meta.chunk,
+        "mode": f"{c.meta.mode:04o}", "backends": [str(b) for b in c.meta.backends],
+        "groups": len(c.journals), "writers": int(len(np.unique(writers))), "index_entries": int(len(entries)),
+        "pattern_entries": int(np.count_nonzero(entries["count"] > 1)),
+        "records": int(entries["count"].sum()) if len(entries) else 0,
+        "index_bytes": sum(j.total_bytes for j in c.journals),
+        "log_bytes": sum(p.stat().st_blocks * 512 for p in logs),
+        "files": sum(len(list(b.iterdir())) for b in c.meta.backends if b.is_dir()),
+        "extents": int(len(c.extents.offset)),
+    }
+
+
+def cat(path: Path, out) -> int:
+    """Write the logical file to a binary stream; returns bytes written."""
+    c = Container.open(path)
+    done = 0
+    for offset, length, _, _ in c.pieces():
+        out.write(c.read(offset, length))
+        done += length
+    return done
+
+
+def flatten(path: Path, target: Path) -> int:
+    """Write the logical file as a plain file: each extent copied in the kernel (copy_file_range), holes left
+    sparse. Written to a temporary next to the target, renamed into place when complete."""
+    c = Container.open(path)
+    tmp = target.with_name(f".{target.name}.flatten-{os.getpid()}")
+    logs: dict[Path, int] = {}
+    out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        for offset, length, log, phys in c.pieces():
+            if log is None:
+                continue
+            src = logs.get(log) or logs.setdefault(log, os.open(log, os.O_RDONLY))
+            while length:
+                n = os.copy_file_range(src, out, length, phys, offset)
+                if n <= 0:
+                    raise FormatError(f"{log}: ends before offset {phys + length}; run `ioloom container check`")
+                offset, phys, length = offset + n, phys + n, length - n
+        os.ftruncate(out, c.size)
+    except BaseException:
+        os.close(out)
+        tmp.unlink(missing_ok=True)
+        raise
+    finally:
+        for fd in logs.values():
+            os.close(fd)
+    os.close(out)
+    os.replace(tmp, target)
+    return c.size
+
+
+@dataclass
+class CheckReport:
+    problems: list[str] = field(default_factory=list)
+    records_checked: int = 0
+    unindexed_records: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def _read_header(f, at: int) -> np.ndarray | None:
+    f.seek(at)
+    raw = f.read(RECORD.itemsize)
+    if len(raw) < RECORD.itemsize:
+        return None
+    head = np.frombuffer(raw, RECORD, 1)[0]
+    if head["magic"] != RECORD_MAGIC or head["version"] != VERSION or header_sum(head) != int(head["header_sum"]):
+        return None
+    return head
+
+
+def scan_log(log: Path, chunk: int):
+    """Every intact record of a log in physical order: (header, data offset). A record is intact when its header
+    and data sums match; anything else (a torn write, an abandoned reservation) is skipped up to the next chunk
+    boundary, where a record always starts."""
+    size = log.stat().st_size
+    with open(log, "rb") as f:
+        at = 0
+        while at + RECORD.itemsize <= size:
+            head = _read_header(f, at)
+            end = at + RECORD.itemsize + int(head["length"]) if head is not None else 0
+            if head is not None and end <= size and sum64(f.read(int(head["length"]))) == int(head["data_sum"]):
+                yield head, at + RECORD.itemsize
+                at = end
+            else:
+                at = (at // chunk + 1) * chunk
+
+
+def check(path: Path) -> CheckReport:
+    """Verify the index against the logs: every block's sums, every record an entry names (header, offsets, data
+    sum, the entry's combined sum), and that no intact record in a log is missing from the index."""
+    directory = strip_prefix(path)
+    meta = read_meta(directory)
+    report = CheckReport()
+    indexed: set[tuple[str, int]] = set()
+    for j in load_journals(meta):
+        if j.valid_bytes != j.total_bytes:
+            report.problems.append(f"{j.index_path}: {j.total_bytes - j.valid_bytes} bytes after block {j.blocks} "
+                                   "are torn or corrupt (a crash while publishing?): run `ioloom container recover`")
+        if not len(j.entries):
+            continue
+        if not j.log_path.exists():
+            report.problems.append(f"{j.log_path}: missing, but {len(j.entries)} index entries point into it")
+            continue
+        with open(j.log_path, "rb") as f:
+            for e, writer in zip(j.entries, j.writers):
+                _check_entry(f, j.log_path, e, int(writer), report, indexed)
+    for j in load_journals(meta):
+        if j.log_path.exists():
+            for _, data_at in scan_log(j.log_path, meta.chunk):
+                if (str(j.log_path), data_at) not in indexed:
+                    report.unindexed_records += 1
+    if report.unindexed_records:
+        report.problems.append(f"{report.unindexed_records} intact records in the logs are not in any index "
+                               "(a writer that did not close?): run `ioloom container recover`")
+    return report
+
+
+def _check_entry(f, log: Path, e: np.ndarray, writer: int, report: CheckReport, indexed: set) -> None:
+    total = 0
+    count = 1 if e["kind"] == TRUNCATE else int(e["count"])
+    for i in range(count):
+        data_at = int(e["physical"]) + i * int(e["pstride"])
+        head = _read_header(f, data_at - RECORD.itemsize)
+        want_offset = int(e["offset"]) + i * int(e["stride"])
+        where = f"{log} at {data_at - RECORD.itemsize}"
+        report.records_checked += 1
+        if head is None:
+            report.problems.append(f"{where}: no intact record header where the index says one is")
+            return
+        if (int(head["offset"]), int(head["writer"]), int(head["kind"])) != (want_offset, writer, int(e["kind"])) or \
+                (e["kind"] == WRITE and int(head["length"]) != int(e["length"])):
+            report.problems.append(f"{where}: record (offset {int(head['offset'])}, length {int(head['length'])}) "
+                                   f"does not match its index entry (offset {want_offset}, length {int(e['length'])})")
+            return
+        data = f.read(int(head["length"]))
+        if sum64(data) != int(head["data_sum"]):
+            report.problems.append(f"{where}: data checksum mismatch (the log was damaged after it was written)")
+            return
+        total += int(head["data_sum"])
+        indexed.add((str(log), data_at))
+    if total % (1 << 64) != int(e["data_sum"]):
+        report.problems.append(f"{log}: entry at logical {int(e['offset'])}: combined checksum mismatch")
+
+
+def _entries_for(records: list[tuple[np.ndarray, int]], patterns: bool) -> np.ndarray:
+    """Index entries for one writer's records in order, merging regular runs as the C writer does."""
+    rows: list[list[int]] = []
+    for head, data_at in records:
+        kind, off, n = int(head["kind"]), int(head["offset"]), int(head["length"])
+        last = rows[-1] if rows else None
+        if patterns and last and kind == WRITE and last[0] == WRITE and last[3] == n and last[1] == int(head["file_id"]):
+            first = last[4] == 1 and off >= last[2] + n and data_at > last[6]
+            more = last[4] > 1 and off == last[2] + last[4] * last[5] and data_at == last[6] + last[4] * last[7]
+            if first or more:
+                if first:
+                    last[5], last[7] = off - last[2], data_at - last[6]
+                last[4] += 1
+                last[9] = int(head["stamp"])
+                last[10] = (last[10] + int(head["data_sum"])) % (1 << 64)
+                continue
+        rows.append([kind, int(head["file_id"]), off, n, 1, 0, data_at, 0, int(head["stamp"]), int(head["stamp"]),
+                     int(head["data_sum"])])
+    out = np.zeros(len(rows), ENTRY)
+    for i, row in enumerate(rows):
+        out[i] = tuple(row)
+    return out
+
+
+def _block(writer: int, entries: np.ndarray) -> bytes:
+    head = np.zeros(1, BLOCK)[0]
+    head["magic"], head["version"], head["writer"], head["count"] = BLOCK_MAGIC, VERSION, writer, len(entries)
+    head["entries_sum"] = sum64(entries.tobytes())
+    head["header_sum"] = header_sum(head)
+    return head.tobytes() + entries.tobytes()
+
+
+def _overlapping_writers(records: list[tuple[np.ndarray, int]]) -> bool:
+    """Do records of different writers overlap? Then entries stay single records, so each keeps its own stamp
+    in the total order (a pattern is ordered by its first record)."""
+    spans = sorted((int(h["offset"]), int(h["offset"]) + (int(h["length"]) if h["kind"] == WRITE else 1 << 63),
+                    int(h["writer"])) for h, _ in records)
+    return any(b[0] < a[1] and a[2] != b[2] for a, b in zip(spans, spans[1:]))
+
+
+def recover(path: Path) -> dict:
+    """Rebuild every index journal from the intact records of the logs (they are self-describing). Each new
+    journal replaces the old one atomically (rename); nothing in the logs is changed."""
+    directory = strip_prefix(path)
+    meta = read_meta(directory)
+    logs = [log for b in meta.backends if b.is_dir() for log in sorted(b.glob("log.*"))]
+    scanned = {log: list(scan_log(log, meta.chunk)) for log in logs}
+    patterns = not _overlapping_writers([r for recs in scanned.values() for r in recs])
+    stats = {"logs": len(logs), "records": 0, "entries": 0, "patterns": patterns}
+    for log, records in scanned.items():
+        index = log.with_name("index." + log.name[len("log."):])
+        by_writer: dict[int, list] = {}
+        for head, data_at in records:
+            by_writer.setdefault(int(head["writer"]), []).append((head, data_at))
+        blob = b""
+        for writer, recs in sorted(by_writer.items()):
+            recs.sort(key=lambda r: int(r[0]["stamp"]))
+            entries = _entries_for(recs, patterns)
+            blob += _block(writer, entries)
+            stats["records"] += len(recs)
+            stats["entries"] += len(entries)
+        tmp = index.with_name(f".recover.{index.name}")  # not matched by index.* while it is written
+        tmp.write_bytes(blob)
+        os.replace(tmp, index)
+    return stats
+
+
+def remove(path: Path) -> None:
+    """Delete a container from every backend, the primary directory (with the metadata) last."""
+    directory = strip_prefix(path)
+    meta = read_meta(directory)
+    for backend in reversed(meta.backends):
+        if backend.exists():
+            shutil.rmtree(backend)
