@@ -16,6 +16,10 @@
 
 static unsigned enabled_layers = 1u << IOLOOM_PROCESS;
 
+/* The process whose stream this is. A vfork child (dash, posix_spawn) shares our memory until it execs: it
+ * must not write into its parent's buffers, so exec only flushes when the caller is the stream's process. */
+static pid_t stream_pid;
+
 IOLOOM_EXPORT int ioloom_layer_enabled(enum ioloom_layer layer) { return enabled_layers >> layer & 1; }
 
 static void enable_layer(const char *item, size_t len, void *arg) {
@@ -193,6 +197,7 @@ IOLOOM_EXPORT sighandler_t signal(int sig, sighandler_t handler) {
 
 static void start_child_stream(void) {
     ioloom_busy++;
+    stream_pid = getpid();
     ioloom_writer_after_fork();
     ioloom_files_reset_stream();
     write_process_info();
@@ -214,7 +219,7 @@ IOLOOM_EXPORT pid_t fork(void) {
 
 /* Before the image is replaced: an exec event and everything buffered on disk. */
 static void before_exec(void) {
-    if (!ioloom_tracing || ioloom_busy) return;
+    if (!ioloom_tracing || ioloom_busy || getpid() != stream_pid) return;
     int saved = errno;
     ioloom_busy++;
     ioloom_record_process(IOLOOM_OP_EXEC, 0, -1);
@@ -307,11 +312,29 @@ IOLOOM_EXPORT void _Exit(int status) {
     __builtin_unreachable();
 }
 
+/* IOLOOM_SKIP_PROGRAMS: comma-separated executable names that are not traced (`ioloom run` lists the MPI
+ * launchers and daemons, which carry LD_PRELOAD to the ranks but whose own I/O is not the program's). */
+static void match_program(const char *item, size_t len, void *arg) {
+    const char *name = arg;
+    if (strlen(name) == len && !strncmp(item, name, len)) *(char *)arg = 0;
+}
+
+static int skipped_program(void) {
+    char exe[4096];
+    ssize_t n = syscall(SYS_readlinkat, AT_FDCWD, "/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) return 0;
+    exe[n] = 0;
+    char *name = strrchr(exe, '/') ? strrchr(exe, '/') + 1 : exe;
+    ioloom_for_each_item(ioloom_env_str("IOLOOM_SKIP_PROGRAMS", ""), ',', match_program, name);
+    return *name == 0;
+}
+
 __attribute__((constructor)) static void tracer_start(void) {
     ioloom_busy++;
     ioloom_for_each_item(ioloom_env_str("IOLOOM_LAYERS", "posix,stdio,mpiio"), ',', enable_layer, NULL);
     ioloom_files_init();
-    if (ioloom_writer_open() == 0) {
+    stream_pid = getpid();
+    if (!skipped_program() && ioloom_writer_open() == 0) {
         write_process_info();
         pthread_atfork(NULL, NULL, start_child_stream);
         hook_fatal_signals();

@@ -1,0 +1,212 @@
+"""One stream file (one traced process) of the on-disk format, docs/trace-format.md: its chunk directory,
+metadata, op table and file table, read eagerly (small); and its events, decoded on demand, column by column,
+with vectorised numpy passes over all chunks at once."""
+from __future__ import annotations
+
+import struct
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ioloom.trace.varint import CONST, RUNS, count_varints, decode_varints, read_varint, unzigzag
+
+MAGIC = b"IOLOOMTR"
+MAJOR = 1
+CHUNK_HEADER = struct.Struct("<III")
+INFO, OPS, FILES, EVENTS = 1, 2, 3, 4
+LAYER_CODES = ("posix", "stdio", "mpiio", "process")
+
+# Stored columns of an EVENTS chunk, in order (trace_format.h, enum ioloom_column).
+GAP, DURATION, OP, LAYER, FILE, HANDLE, OFFSET_DELTA, REQ, RET_MINUS_REQ, ERRNO, AUX, CALL_ID, PARENT, COLL_SEQ = range(14)
+STORED_COLUMNS = 14
+# Event columns that are one stored column as is.
+DIRECT = {"op": OP, "layer": LAYER, "file_id": FILE, "handle": HANDLE, "req_bytes": REQ, "errno": ERRNO, "aux": AUX,
+          "call_id": CALL_ID, "parent": PARENT, "coll_seq": COLL_SEQ}
+
+
+@dataclass
+class EventChunk:
+    tid: int
+    count: int
+    t_base: int
+    columns: list[tuple[int, int, int]]  # per stored column: (mode, start, end) of its body in the file
+
+
+@dataclass
+class StreamFile:
+    """What one stream file holds, before its events are decoded."""
+    path: Path
+    data: np.ndarray  # the file's bytes
+    info: dict = field(default_factory=dict)
+    ops: dict = field(default_factory=dict)  # code -> (name, layer code)
+    files: dict = field(default_factory=dict)  # local id -> (path, dev, ino)
+    chunks: list[EventChunk] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def events(self) -> int:
+        return sum(c.count for c in self.chunks)
+
+    # ---- decoding ----
+
+    def stored(self, column: int) -> np.ndarray:
+        """Stored column `column` of every chunk, in chunk order, as int64 (zigzag undone)."""
+        if not self.chunks:
+            return np.zeros(0, np.int64)
+        bodies = [self.data[c.columns[column][1]:c.columns[column][2]] for c in self.chunks]
+        buf = np.concatenate(bodies)
+        values = decode_varints(buf)
+        starts = np.cumsum([0] + [len(b) for b in bodies[:-1]])
+        first = np.concatenate(([0], np.cumsum(count_varints(buf, starts))[:-1]))
+        # how many times each decoded varint appears in the column: 1 for plain values, n for a constant,
+        # the run length for a run value, 0 for run counts and run lengths
+        repeat = np.ones(len(values), np.int64)
+        for chunk, at in zip(self.chunks, first.tolist()):
+            mode = chunk.columns[column][0]
+            if mode == CONST:
+                repeat[at] = chunk.count
+            elif mode == RUNS:
+                runs = int(values[at])
+                lengths = values[at + 1 + runs:at + 1 + 2 * runs].astype(np.int64)
+                repeat[at] = 0
+                repeat[at + 1:at + 1 + runs] = lengths
+                repeat[at + 1 + runs:at + 1 + 2 * runs] = 0
+        out = unzigzag(np.repeat(values, repeat))
+        if len(out) != self.events:
+            raise ValueError(f"column {column} decodes to {len(out)} values for {self.events} events")
+        return out
+
+    def chunk_firsts(self) -> tuple[np.ndarray, np.ndarray]:
+        counts = np.array([c.count for c in self.chunks], np.int64)
+        return counts, np.concatenate(([0], np.cumsum(counts)[:-1]))
+
+    def times(self) -> tuple[np.ndarray, np.ndarray]:
+        """(t_start, t_end) in local monotonic ns: gaps and durations alternate in one running sum."""
+        n = self.events
+        steps = np.empty(2 * n, np.int64)
+        steps[0::2] = self.stored(GAP)
+        steps[1::2] = self.stored(DURATION)
+        running = np.cumsum(steps)
+        counts, firsts = self.chunk_firsts()
+        before = np.where(firsts > 0, running[np.maximum(2 * firsts - 1, 0)], 0)
+        bases = np.array([c.t_base for c in self.chunks], np.int64)
+        running += np.repeat(bases - before, 2 * counts)
+        return running[0::2], running[1::2]
+
+    def offsets(self) -> np.ndarray:
+        """Offsets from per-chunk deltas: each chunk's running sum starts from 0."""
+        running = np.cumsum(self.stored(OFFSET_DELTA))
+        counts, firsts = self.chunk_firsts()
+        before = np.where(firsts > 0, running[np.maximum(firsts - 1, 0)], 0)
+        return running - np.repeat(before, counts)
+
+    def tids(self) -> np.ndarray:
+        counts, _ = self.chunk_firsts()
+        return np.repeat(np.array([c.tid for c in self.chunks], np.int32), counts)
+
+
+def _cstrings(payload: memoryview, pos: int) -> tuple[str, int]:
+    end = bytes(payload[pos:]).find(b"\0")
+    if end < 0:
+        raise ValueError("string without its terminating NUL")
+    return bytes(payload[pos:pos + end]).decode("utf-8", "replace"), pos + end + 1
+
+
+def _parse_info(stream: StreamFile, payload: memoryview) -> None:
+    pos = 0
+    while pos < len(payload):
+        key, pos = _cstrings(payload, pos)
+        value, pos = _cstrings(payload, pos)
+        stream.info[key] = value
+
+
+def _parse_ops(stream: StreamFile, payload: memoryview) -> None:
+    pos = 0
+    while pos < len(payload):
+        code, pos = read_varint(payload, pos)
+        layer = payload[pos]
+        name, pos = _cstrings(payload, pos + 1)
+        stream.ops[code] = (name, layer)
+
+
+def _parse_files(stream: StreamFile, payload: memoryview) -> None:
+    pos = 0
+    while pos < len(payload):
+        file_id, pos = read_varint(payload, pos)
+        dev, pos = read_varint(payload, pos)
+        ino, pos = read_varint(payload, pos)
+        path, pos = _cstrings(payload, pos)
+        stream.files[file_id] = (path, dev, ino)  # a later entry (inode learnt) replaces an earlier one
+
+
+def _parse_events(stream: StreamFile, payload: memoryview, base: int) -> None:
+    tid, pos = read_varint(payload, 0)
+    count, pos = read_varint(payload, pos)
+    t_base, pos = read_varint(payload, pos)
+    columns = []
+    for _ in range(STORED_COLUMNS):
+        if pos >= len(payload):
+            raise ValueError("fewer columns than the format has")
+        mode = payload[pos]
+        if mode > RUNS:
+            raise ValueError(f"unknown column mode {mode}")
+        length, pos = read_varint(payload, pos + 1)
+        if pos + length > len(payload) or length == 0 or payload[pos + length - 1] >= 0x80:
+            raise ValueError("column body overruns its chunk")
+        columns.append((mode, base + pos, base + pos + length))
+        pos += length
+    if count == 0:
+        raise ValueError("chunk with no events")
+    stream.chunks.append(EventChunk(tid, count, t_base, columns))
+
+
+PARSERS = {INFO: _parse_info, OPS: _parse_ops, FILES: _parse_files}
+
+
+def read_stream_file(path: Path) -> StreamFile:
+    """The chunk directory of one stream file; what cannot be read is said in its `problems`."""
+    raw = path.read_bytes()
+    stream = StreamFile(path, np.frombuffer(raw, np.uint8))
+    name = path.name
+    if len(raw) < 16 or raw[:8] != MAGIC:
+        stream.problems.append(f"{name}: not an ioloom trace stream (no IOLOOMTR header); skipped")
+        return stream
+    major, minor, header = struct.unpack_from("<HHI", raw, 8)
+    if major != MAJOR:
+        stream.problems.append(f"{name}: format version {major}.{minor}, this reader reads {MAJOR}.x; skipped "
+                               f"(upgrade ioloom to read it)")
+        return stream
+    view = memoryview(raw)
+    pos = header
+    while pos < len(raw):
+        if pos + CHUNK_HEADER.size > len(raw):
+            stream.problems.append(f"{name}: truncated at byte {pos} ({len(raw) - pos} bytes of an incomplete chunk "
+                                   f"header); events up to there are read")
+            break
+        kind, length, crc = CHUNK_HEADER.unpack_from(raw, pos)
+        body = pos + CHUNK_HEADER.size
+        if body + length > len(raw):
+            stream.problems.append(f"{name}: truncated at byte {pos} (a chunk of {length} bytes has only "
+                                   f"{len(raw) - body}); events up to there are read")
+            break
+        payload = view[body:body + length]
+        if zlib.crc32(payload) != crc:
+            stream.problems.append(f"{name}: chunk at byte {pos} (type {kind}, {length} bytes) fails its checksum; "
+                                   f"skipped")
+        elif kind == EVENTS:
+            try:
+                _parse_events(stream, payload, body)
+            except ValueError as err:
+                stream.problems.append(f"{name}: events chunk at byte {pos} is malformed ({err}); skipped")
+        elif kind in PARSERS:
+            try:
+                PARSERS[kind](stream, payload)
+            except (ValueError, IndexError) as err:
+                stream.problems.append(f"{name}: chunk at byte {pos} (type {kind}) is malformed ({err}); skipped")
+        else:
+            stream.problems.append(f"{name}: unknown chunk type {kind} at byte {pos} skipped (written by a newer "
+                                   f"ioloom?)")
+        pos = body + length
+    return stream
