@@ -121,6 +121,7 @@ void bench_remove_files(const struct bench_options *o, MPI_Comm comm) {
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &nranks);
     char name[sizeof o->path + 64];
+    MPI_Barrier(comm); /* with -C another rank may still be about to open our file */
     if (bench_shared_file(o)) {
         if (rank == 0) {
             bench_file_name(o, 0, name, sizeof name);

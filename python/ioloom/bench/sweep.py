@@ -1,0 +1,227 @@
+"""`ioloom bench sweep CONFIG`: run ioloom-bench over a grid and draw bandwidth against the varied parameter.
+
+The grid is Boito et al.'s kind of study at our scale: NSEG (the same bytes per rank in more, smaller
+segments), TMP (a wait between operations) and CLIENTS (more ranks, the same bytes each). CONFIG is TOML:
+
+    ranks = 4                      # ranks for the NSEG and TMP tests
+    mpi = "openmpi"                # optional: openmpi or mpich (default: the first found)
+    args = ["-a", "posix", "-w", "-r", "-e", "-C"]   # given to every run
+    [[test]]
+    name = "SFSA-strided-NSEG"
+    vary = "segments"              # segments | wait | ranks
+    values = [1, 4, 16]
+    bytes_per_rank = "16m"         # segments: block = bytes_per_rank / segments
+    transfer = "1m"                # at most the block
+    args = ["--pattern", "strided"]
+
+Outputs in the output directory: sweep.json (every point), sweep.html (plotly, self-contained), sweep.png.
+"""
+from __future__ import annotations
+
+import json
+import re
+import tempfile
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from ioloom import paths
+from ioloom.bench import app
+from ioloom.bench import io as bench_io
+
+VARY = {"segments": "segment count", "wait": "wait between operations (ms)", "ranks": "clients (ranks)"}
+SIZE = re.compile(r"^(\d+)\s*([kmgt]?)i?b?$", re.IGNORECASE)
+
+
+class ConfigError(ValueError):
+    """The sweep configuration cannot be run; the message names the key and what to write."""
+
+
+@dataclass
+class Test:
+    name: str
+    vary: str
+    values: list[float]
+    args: list[str] = field(default_factory=list)
+    bytes_per_rank: int | None = None
+    transfer: int | None = None
+
+
+@dataclass
+class Sweep:
+    ranks: int
+    tests: list[Test]
+    args: list[str] = field(default_factory=list)
+    mpi: str | None = None
+
+
+def parse_size(text: str | int, key: str) -> int:
+    """'16m' -> 16777216 (k, m, g, t are powers of 1024, as ioloom-bench reads them)."""
+    if isinstance(text, int) and text > 0:
+        return text
+    match = SIZE.match(str(text).strip())
+    if not match or int(match[1]) == 0:
+        raise ConfigError(f"{key} = {text!r}: expected a size such as \"16m\", \"64k\" or 4096")
+    return int(match[1]) << (10 * " kmgt".index(match[2].lower() or " "))
+
+
+def _string_list(value, key: str) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, (str, int, float)) for v in value):
+        raise ConfigError(f"{key}: expected a list of arguments such as [\"-a\", \"mpiio\", \"-c\"]")
+    return [str(v) for v in value]
+
+
+def _test(raw: dict, index: int) -> Test:
+    where = f"test {index + 1} ({raw.get('name', 'unnamed')})"
+    unknown = set(raw) - {"name", "vary", "values", "args", "bytes_per_rank", "transfer"}
+    if unknown:
+        raise ConfigError(f"{where}: unknown key(s) {sorted(unknown)}; known: name, vary, values, args, "
+                          "bytes_per_rank, transfer")
+    if raw.get("vary") not in VARY:
+        raise ConfigError(f"{where}: vary = {raw.get('vary')!r}: expected one of {', '.join(VARY)}")
+    values = raw.get("values")
+    if not isinstance(values, list) or not values or not all(isinstance(v, (int, float)) and v >= 0 for v in values):
+        raise ConfigError(f"{where}: values: expected a non-empty list of numbers >= 0, e.g. [1, 4, 16]")
+    test = Test(str(raw.get("name", f"test{index + 1}")), raw["vary"], list(values),
+                _string_list(raw.get("args", []), f"{where}: args"))
+    if test.vary == "segments":
+        if "bytes_per_rank" not in raw:
+            raise ConfigError(f"{where}: vary = \"segments\" needs bytes_per_rank (the bytes each rank moves "
+                              "in all its segments, e.g. \"16m\")")
+        test.bytes_per_rank = parse_size(raw["bytes_per_rank"], f"{where}: bytes_per_rank")
+        for s in values:
+            if int(s) != s or s < 1 or test.bytes_per_rank % int(s):
+                raise ConfigError(f"{where}: values: segment count {s} does not divide bytes_per_rank "
+                                  f"({test.bytes_per_rank}); choose counts that divide it")
+    if test.vary == "ranks" and not all(int(v) == v and v >= 1 for v in values):
+        raise ConfigError(f"{where}: values: rank counts must be whole numbers >= 1")
+    if "transfer" in raw:
+        test.transfer = parse_size(raw["transfer"], f"{where}: transfer")
+    return test
+
+
+def load(path: str | Path) -> Sweep:
+    """Reads and checks a sweep configuration; raises ConfigError saying what to change."""
+    try:
+        raw = tomllib.loads(Path(path).read_text())
+    except (OSError, tomllib.TOMLDecodeError) as err:
+        raise ConfigError(f"{path}: {err}") from err
+    tests = raw.get("test")
+    if not isinstance(tests, list) or not tests:
+        raise ConfigError(f"{path}: no [[test]] tables; add at least one (see `ioloom bench sweep --help`)")
+    ranks = raw.get("ranks", 4)
+    if not isinstance(ranks, int) or ranks < 1:
+        raise ConfigError(f"{path}: ranks = {ranks!r}: expected a whole number >= 1")
+    return Sweep(ranks, [_test(t, i) for i, t in enumerate(tests)], _string_list(raw.get("args", []), "args"),
+                 raw.get("mpi"))
+
+
+def point_args(test: Test, x: float, ranks: int) -> tuple[int, list[str]]:
+    """Ranks and ioloom-bench arguments of one point of a test."""
+    args = list(test.args)
+    if test.vary == "segments":
+        block = test.bytes_per_rank // int(x)
+        transfer = min(test.transfer or block, block)
+        args += ["-s", str(int(x)), "-b", str(block), "-t", str(transfer)]
+    elif test.transfer:
+        args += ["-t", str(test.transfer)]
+    if test.vary == "wait":
+        args += ["--wait", f"{x:g}"]
+    return (int(x) if test.vary == "ranks" else ranks), args
+
+
+def run(sweep: Sweep, workdir: Path, mpi_name: str | None = None, console: Console | None = None) -> list[dict]:
+    """Runs every point; one row per point and op with the bandwidth summary over repetitions."""
+    rows = []
+    for test in sweep.tests:
+        for x in test.values:
+            ranks, args = point_args(test, x, sweep.ranks)
+            argv = [*sweep.args, *args, "-o", str(workdir / "sweep.dat")]
+            if console:
+                console.print(f"{test.name}: {test.vary} = {x:g} ({ranks} ranks)")
+            result = bench_io.run_bench(mpi_name or sweep.mpi, ranks, argv)
+            for s in result["summary"]:
+                rows.append({"test": test.name, "vary": test.vary, "x": x, "ranks": ranks, "op": s["op"],
+                             "mpi": result["mpi"], "args": argv,
+                             **{f"{kind}_{stat}": s[f"{kind}_bw"][stat] for kind in ("effective", "raw")
+                                for stat in ("min", "mean", "max")}})
+    return rows
+
+
+def _series(rows: list[dict], vary: str):
+    """(label, xs, mean, min, max) per test and op of one varied parameter, in MiB/s."""
+    keys = dict.fromkeys((r["test"], r["op"]) for r in rows if r["vary"] == vary)
+    for test, op in keys:
+        points = sorted((r for r in rows if (r["test"], r["op"]) == (test, op)), key=lambda r: r["x"])
+        yield (f"{test} {op}", [p["x"] for p in points],
+               *([p[f"effective_{s}"] / bench_io.MIB for p in points] for s in ("mean", "min", "max")))
+
+
+def plot_html(rows: list[dict], path: Path) -> None:
+    """One panel per varied parameter, effective bandwidth (mean, min-max bars) per test and op."""
+    from plotly.subplots import make_subplots
+    import plotly.graph_objects as go
+    varies = [v for v in VARY if any(r["vary"] == v for r in rows)]
+    fig = make_subplots(rows=1, cols=len(varies), subplot_titles=[VARY[v] for v in varies])
+    for col, vary in enumerate(varies, start=1):
+        for label, xs, mean, low, high in _series(rows, vary):
+            fig.add_trace(go.Scatter(x=xs, y=mean, name=label, mode="lines+markers",
+                                     error_y={"type": "data", "symmetric": False,
+                                              "array": [h - m for h, m in zip(high, mean)],
+                                              "arrayminus": [m - lo for m, lo in zip(mean, low)]}), row=1, col=col)
+        fig.update_xaxes(title_text=VARY[vary], type="log" if vary == "segments" else "linear", row=1, col=col)
+        fig.update_yaxes(title_text="effective bandwidth (MiB/s)", row=1, col=col)
+    fig.update_layout(title="ioloom bench sweep", height=500, width=max(600, 520 * len(varies)))
+    fig.write_html(path, include_plotlyjs=True, full_html=True)
+
+
+def plot_png(rows: list[dict], path: Path) -> None:
+    """The same panels as plot_html, as a PNG (matplotlib, Agg)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    varies = [v for v in VARY if any(r["vary"] == v for r in rows)]
+    fig, axes = plt.subplots(1, len(varies), figsize=(6 * len(varies), 4.5), squeeze=False)
+    for ax, vary in zip(axes[0], varies):
+        for label, xs, mean, low, high in _series(rows, vary):
+            ax.errorbar(xs, mean, yerr=[[m - lo for m, lo in zip(mean, low)], [h - m for h, m in zip(high, mean)]],
+                        marker="o", capsize=3, label=label)
+        if vary == "segments":
+            ax.set_xscale("log", base=2)
+        ax.set_xlabel(VARY[vary])
+        ax.set_ylabel("effective bandwidth (MiB/s)")
+        ax.legend(fontsize=7)
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+@app.command("sweep")
+def sweep_command(config: Path = typer.Argument(..., help="TOML grid (see the module's help in docs/bench.md)."),
+                  output: Path = typer.Option(Path("ioloom-sweep"), "-o", "--output", help="Output directory."),
+                  mpi_name: str = typer.Option(None, "--mpi", help="openmpi or mpich (overrides the config)."),
+                  workdir: Path = typer.Option(None, "--dir",
+                                               help="Where the benchmark's files go (default: a temporary "
+                                                    "directory under the output directory).")) -> None:
+    """Run ioloom-bench over a grid (Boito's NSEG, TMP, CLIENTS tests) and draw bandwidth against segment count,
+    wait time and clients, as sweep.html and sweep.png, with every point in sweep.json."""
+    console = Console(stderr=True)
+    try:
+        sweep = load(config)
+        output.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=workdir or output) as scratch:
+            rows = run(sweep, Path(scratch), mpi_name, console)
+    except (ConfigError, bench_io.BenchFailed, LookupError, paths.NativeMissing) as err:
+        typer.echo(f"ioloom bench sweep: {err}", err=True)
+        raise typer.Exit(2)
+    (output / "sweep.json").write_text(json.dumps(rows, indent=1))
+    plot_html(rows, output / "sweep.html")
+    plot_png(rows, output / "sweep.png")
+    for row in rows:
+        print(f"{row['test']:<24} {row['vary']}={row['x']:<8g} {row['op']:<6} "
+              f"effective {row['effective_mean'] / bench_io.MIB:10.2f} MiB/s  raw {row['raw_mean'] / bench_io.MIB:10.2f}")
+    print(f"wrote {output / 'sweep.html'}, {output / 'sweep.png'}, {output / 'sweep.json'}")

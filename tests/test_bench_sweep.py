@@ -1,0 +1,72 @@
+"""`ioloom bench sweep`: a small NSEG/TMP/CLIENTS grid runs for real and draws its figures; bad grids are refused."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ioloom.bench import sweep
+
+GRID = """
+ranks = 2
+args = ["-a", "mpiio", "-w", "-r", "-e"]
+[[test]]
+name = "SFSA-strided-NSEG"
+vary = "segments"
+values = [1, 4]
+bytes_per_rank = "256k"
+transfer = "64k"
+args = ["--pattern", "strided"]
+[[test]]
+name = "MFWA-TMP"
+vary = "wait"
+values = [0, 2]
+args = ["-F", "-b", "128k", "-t", "64k"]
+[[test]]
+name = "SFSA-CLIENTS"
+vary = "ranks"
+values = [1, 3]
+args = ["-b", "128k", "-t", "64k"]
+"""
+
+
+@pytest.mark.mpi
+def test_sweep_runs_the_grid_and_draws_png_and_html(ioloom_cli, tmp_path):
+    config = tmp_path / "grid.toml"
+    config.write_text(GRID)
+    out = ioloom_cli("bench", "sweep", config, "-o", tmp_path / "out")
+    rows = json.loads((tmp_path / "out" / "sweep.json").read_text())
+    points = {(r["test"], r["x"], r["op"]): r for r in rows}
+    assert len(rows) == 12 and len(points) == 12
+    nseg4 = points[("SFSA-strided-NSEG", 4, "write")]
+    assert nseg4["args"][nseg4["args"].index("-b") + 1] == str(64 << 10)  # 256k in 4 segments
+    assert points[("SFSA-CLIENTS", 3, "read")]["ranks"] == 3
+    assert all(0 < r["effective_min"] <= r["effective_mean"] <= r["effective_max"] for r in rows)
+    html = (tmp_path / "out" / "sweep.html").read_text()
+    assert "SFSA-strided-NSEG write" in html and "clients (ranks)" in html and "plotly.js" in html.lower()
+    png = (tmp_path / "out" / "sweep.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
+    assert "MFWA-TMP" in out.stdout and "wrote" in out.stdout
+    assert not list((tmp_path / "out").glob("tmp*"))  # the benchmark's scratch directory is gone
+
+
+@pytest.mark.parametrize("edit, words", [
+    (('vary = "wait"', 'vary = "latency"'), "vary = 'latency': expected one of segments, wait, ranks"),
+    (("values = [1, 4]", "values = [1, 3]"), "segment count 3 does not divide bytes_per_rank"),
+    (('bytes_per_rank = "256k"\n', ""), "needs bytes_per_rank"),
+    (('transfer = "64k"', 'transfer = "lots"'), "transfer = 'lots': expected a size"),
+    (("ranks = 2", "ranks = 0"), "ranks = 0: expected a whole number >= 1"),
+])
+def test_bad_grids_are_refused_with_the_key_named(ioloom_cli, tmp_path, edit, words):
+    config = tmp_path / "grid.toml"
+    config.write_text(GRID.replace(*edit))
+    out = ioloom_cli("bench", "sweep", config, "-o", tmp_path / "out", check=False)
+    assert out.returncode == 2 and words in out.stderr, out.stderr
+    assert not (tmp_path / "out" / "sweep.json").exists()
+
+
+def test_sizes_read_as_ioloom_bench_reads_them():
+    assert sweep.parse_size("16m", "k") == 16 << 20 and sweep.parse_size("64KiB", "k") == 64 << 10
+    assert sweep.parse_size(4096, "k") == 4096
+    with pytest.raises(sweep.ConfigError, match="bytes_per_rank"):
+        sweep.parse_size("0", "bytes_per_rank")
