@@ -224,6 +224,7 @@ static void before_exec(void) {
     ioloom_busy++;
     ioloom_record_process(IOLOOM_OP_EXEC, 0, -1);
     ioloom_flush_all(0);
+    ioloom_write_info("ended_by_exec", "1"); /* the new image writes its own stream (same pid) */
     ioloom_busy--;
     errno = saved;
 }

@@ -1,7 +1,7 @@
 """The `ioloom` command. Each subcommand is defined in its own module and registered here."""
 import typer
 
-from ioloom import __version__, doctor, export, report_cli, stats_cli
+from ioloom import __version__, doctor, run, export, report_cli, stats_cli
 from ioloom.advise import app as advise_app
 from ioloom.bench import app as bench_app
 from ioloom.logfs.cli import app as container_app
@@ -23,6 +23,7 @@ def _root(version: bool = typer.Option(False, "--version", callback=_print_versi
 
 
 app.command("doctor")(doctor.command)
+app.command("run", context_settings={"allow_interspersed_args": False})(run.command)
 app.command("stats")(stats_cli.command)
 app.command("report")(report_cli.command)
 app.command("export")(export.command)

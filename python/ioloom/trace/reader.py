@@ -152,7 +152,7 @@ def _stream_paths(path: Path) -> list[Path]:
 def _stream_problems(stream: StreamFile) -> list[str]:
     problems = list(stream.problems)
     name = stream.path.name
-    if stream.info and stream.info.get("clean_exit") != "1":
+    if stream.info and stream.info.get("clean_exit") != "1" and stream.info.get("ended_by_exec") != "1":
         problems.append(f"{name}: the process did not finish normally (killed, or still running): its events are "
                         f"read up to its last flush")
     dropped = int(stream.info.get("dropped_events", 0))

@@ -1,0 +1,151 @@
+"""`ioloom run [-o DIR] [--layers posix,stdio,mpiio] -- CMD`: trace any command without rebuilding it.
+
+Preloads libioloom-trace.so (and libioloom-trace-mpi-<impl>.so for the MPI the command uses), points the
+tracer at DIR, runs CMD, exits with CMD's exit code, and prints where the trace went with a short summary."""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import typer
+
+from ioloom import mpi, paths
+
+LAYERS = ("posix", "stdio", "mpiio")
+# Launchers and daemons of both MPIs: they carry LD_PRELOAD to the ranks but their own I/O is not the program's.
+LAUNCHERS = ("mpirun", "mpiexec", "orterun", "orted", "prterun", "prted", "mpiexec.openmpi", "mpirun.openmpi",
+             "mpiexec.hydra", "mpiexec.mpich", "mpirun.mpich", "hydra_pmi_proxy", "hydra_nameserver")
+PRELOAD_VARS = ("LD_PRELOAD", "IOLOOM_TRACE_DIR", "IOLOOM_LAYERS", "IOLOOM_SKIP_PROGRAMS", "IOLOOM_TRACE_BUFFER",
+                "IOLOOM_EXCLUDE", "IOLOOM_INCLUDE", "IOLOOM_FLUSH_INTERVAL_MS")
+
+
+def fail(message: str) -> None:
+    typer.echo(f"ioloom run: {message}", err=True)
+    raise typer.Exit(2)
+
+
+def parse_layers(text: str) -> list[str]:
+    layers = [item.strip() for item in text.split(",") if item.strip()]
+    unknown = [item for item in layers if item not in LAYERS]
+    if unknown or not layers:
+        fail(f"unknown layer(s) {', '.join(unknown) or '(none given)'}: choose from {', '.join(LAYERS)}, "
+             f"e.g. --layers posix,mpiio")
+    return layers
+
+
+def output_dir(requested: Path | None) -> Path:
+    """The trace directory: a new one under the trace root unless given; never one that already holds a trace."""
+    out = requested or paths.trace_root() / time.strftime("%Y%m%d-%H%M%S")
+    out = out.resolve()
+    if out.exists() and not out.is_dir():
+        fail(f"{out} is a file; give a directory for the trace with -o")
+    if out.is_dir() and any(out.glob("*.ioloom")):
+        fail(f"{out} already holds a trace; give another directory with -o (or remove the old trace first)")
+    out.mkdir(parents=True, exist_ok=True)
+    return out
+
+
+def libraries(argv: list[str], layers: list[str]) -> tuple[list[Path], mpi.MpiImpl | None]:
+    """The libraries to preload: the MPI wrappers for the command's MPI (when mpiio is traced), then the tracer."""
+    try:
+        libs = [paths.native_lib("ioloom-trace")]
+    except paths.NativeMissing as err:
+        fail(str(err))
+    impl = mpi.detect(argv)
+    if impl and "mpiio" in layers:
+        try:
+            libs.insert(0, paths.native_lib(f"ioloom-trace-mpi-{impl.name}"))
+        except paths.NativeMissing:
+            typer.echo(f"ioloom run: libioloom-trace-mpi-{impl.name}.so is not built: MPI-IO calls will not be traced "
+                       f"(run `make build`)", err=True)
+    return libs, impl
+
+
+def traced_environment(libs: list[Path], out: Path, layers: list[str]) -> dict[str, str]:
+    env = dict(os.environ)
+    existing = env.get("LD_PRELOAD", "")
+    env["LD_PRELOAD"] = " ".join([str(lib) for lib in libs] + ([existing] if existing else []))
+    env["IOLOOM_TRACE_DIR"] = str(out)
+    env["IOLOOM_LAYERS"] = ",".join(layers)
+    env.setdefault("IOLOOM_SKIP_PROGRAMS", ",".join(LAUNCHERS))
+    return env
+
+
+def launch_command(argv: list[str], impl: mpi.MpiImpl | None, env: dict[str, str]) -> list[str]:
+    """Open MPI's launcher forwards only the variables named with -x to ranks on other hosts: name ours."""
+    if impl and impl.name == "openmpi" and mpi._launcher_impl(argv[0]):
+        forwarded = [arg for var in PRELOAD_VARS if var in env for arg in ("-x", var)]
+        return [argv[0], *forwarded, *argv[1:]]
+    return argv
+
+
+def run_traced(argv: list[str], env: dict[str, str]) -> int:
+    if not shutil.which(argv[0]) and not Path(argv[0]).is_file():
+        fail(f"command not found: {argv[0]} (to run a shell pipeline, use: ioloom run -- sh -c '...')")
+    try:
+        # Ctrl-C reaches the command (same process group); ioloom waits for it to finish writing its trace.
+        with subprocess.Popen(argv, env=env) as proc:
+            while True:
+                try:
+                    code = proc.wait()
+                    break
+                except KeyboardInterrupt:
+                    continue
+    except OSError as err:
+        fail(f"cannot run {argv[0]}: {err.strerror}")
+    return 128 - code if code < 0 else code
+
+
+def summary(out: Path) -> list[str]:
+    """Where the trace went and three lines: events per layer, bytes per layer, dropped events and problems."""
+    from ioloom.trace import open_trace
+    from ioloom.trace.ops import direction
+
+    trace = open_trace(out)
+    table = trace.events(["layer", "op", "ret_bytes", "req_bytes", "aux"]).to_pandas()
+    lines = [f"ioloom: trace of {len(trace.streams)} process(es) in {out}"]
+    counts = table["layer"].astype(str).value_counts()
+    lines.append("  events: " + f"{len(table):,}" + (" (" + ", ".join(f"{layer} {n:,}" for layer, n in counts.items())
+                                                     + ")" if len(table) else ""))
+    if len(table):
+        kinds = table["op"].astype(str).map(lambda op: op)  # names, then direction per (op, aux)
+        dirs = np.array([direction(op, aux) for op, aux in zip(kinds, table["aux"])], dtype=object)
+        moved = np.where(table["ret_bytes"] >= 0, table["ret_bytes"], np.maximum(table["req_bytes"], 0))
+        parts = []
+        for layer in ("posix", "stdio", "mpiio"):
+            mine = table["layer"].astype(str).to_numpy() == layer
+            read = int(moved[mine & (dirs == "read")].sum())
+            written = int(moved[mine & (dirs == "write")].sum())
+            if read or written:
+                parts.append(f"{layer} read {read:,} B, written {written:,} B")
+        lines.append("  bytes: " + ("; ".join(parts) or "none moved"))
+    else:
+        lines.append("  bytes: none moved")
+    lines.append(f"  dropped: {trace.meta['dropped_events']:,} events" +
+                 (f"; {len(trace.problems)} problem(s): " + " | ".join(trace.problems[:3]) if trace.problems else ""))
+    return lines
+
+
+def command(
+    cmd: list[str] = typer.Argument(..., metavar="-- CMD [ARGS]...", help="The command to trace (after --)."),
+    output: Path = typer.Option(None, "-o", "--output", help="Trace directory (default: ./ioloom-traces/<time>)."),
+    layers: str = typer.Option("posix,stdio,mpiio", "--layers", help="Layers to trace, comma-separated."),
+) -> None:
+    """Run CMD with the tracer preloaded; every process it starts writes a stream into the trace directory."""
+    chosen = parse_layers(layers)
+    out = output_dir(output)
+    libs, impl = libraries(cmd, chosen)
+    env = traced_environment(libs, out, chosen)
+    code = run_traced(launch_command(cmd, impl, env), env)
+    try:
+        for line in summary(out):
+            typer.echo(line, err=True)
+    except FileNotFoundError:
+        typer.echo(f"ioloom: no trace was written to {out} (did the command start any traced process?)", err=True)
+    raise typer.Exit(code)
