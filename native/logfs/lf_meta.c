@@ -89,6 +89,7 @@ static int install_meta(const char *dir, const struct lf_meta *m) {
 }
 
 int lf_meta_create(const char *dir, mode_t mode, const struct lf_backends *backends, int excl) {
+    if (lf_is_container(dir)) return excl ? (errno = EEXIST, -1) : 0;
     mode_t mask = umask(0); /* open(2) applies the umask to a new file's mode: so do we */
     umask(mask);
     struct lf_meta m = {.version = LF_VERSION, .chunk = ioloom_env_size("IOLOOM_LOGFS_CHUNK", LF_DEFAULT_CHUNK),
@@ -97,17 +98,20 @@ int lf_meta_create(const char *dir, mode_t mode, const struct lf_backends *backe
     struct stat st;
     if (lf_mkdirs(dir, 0755) || IOLOOM_NEXT(stat)(dir, &st)) return -1;
     snprintf(m.backend[m.nbackends++], PATH_MAX, "%s", dir);
-    /* Extra backend directories get a suffix unique to this container (the primary directory's inode and
-     * change time, the same for every process racing to create it), so a container created later under the
-     * same name, or renamed, never shares them. */
+    /* Extra backend directories get a suffix unique to this container (the primary directory's inode and the
+     * time), so a container created later under the same name, or renamed, never shares them. */
     for (int i = 0; backends && i < backends->count && m.nbackends < LF_MAX_BACKENDS; i++) {
         if (snprintf(m.backend[m.nbackends], PATH_MAX, "%s.lf%llx-%llx", backends->dirs[i],
-                     (unsigned long long)st.st_ino, (unsigned long long)st.st_ctim.tv_nsec) >= PATH_MAX)
+                     (unsigned long long)st.st_ino, (unsigned long long)ioloom_now_ns()) >= PATH_MAX)
             return errno = ENAMETOOLONG, -1;
         if (lf_mkdirs(m.backend[m.nbackends++], 0755)) return -1;
     }
     if (install_meta(dir, &m) == 0) return 0;
-    /* Another process created it first: fine unless the caller asked for O_EXCL. */
+    /* Another process created it first: its metadata names its own extra directories, so ours go (rmdir
+     * removes only empty ones; a writer re-creates its backend directory if needed). */
+    int saved = errno;
+    for (int i = 1; i < m.nbackends; i++) IOLOOM_NEXT(rmdir)(m.backend[i]);
+    errno = saved;
     return errno == EEXIST && !excl ? 0 : -1;
 }
 

@@ -87,10 +87,12 @@ EXPORT int close(int fd) {
 
 /* ---- data ---- */
 
+/* at < 0: at the file position. As Linux does, O_APPEND makes even positional writes append. */
 static ssize_t ofd_write(struct lf_ofd *o, const void *buf, size_t n, int64_t at) {
-    if (at >= 0) return lf_pwrite(o->file, buf, n, (uint64_t)at);
+    uint64_t where;
+    if (at >= 0) return o->status & O_APPEND ? lf_append(o->file, buf, n, &where) : lf_pwrite(o->file, buf, n, (uint64_t)at);
     pthread_mutex_lock(&o->lock);
-    uint64_t where = o->pos;
+    where = o->pos;
     ssize_t done = o->status & O_APPEND ? lf_append(o->file, buf, n, &where) : lf_pwrite(o->file, buf, n, where);
     if (done > 0) o->pos = where + (uint64_t)done;
     int saved = errno;
