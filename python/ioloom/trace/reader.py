@@ -131,7 +131,7 @@ class StreamReader:
         unknown = [c for c in names if c not in EVENT_SCHEMA.names]
         if unknown:
             raise KeyError(f"unknown event column(s) {unknown}; the columns are {EVENT_SCHEMA.names}")
-        times = self._times() if self.stream.events else (np.zeros(0, np.int64),) * 2
+        times = self._times()
         self._order_of(times[0])
         schema = pa.schema([EVENT_SCHEMA.field(c) for c in names])
         return pa.table([self.column(c, times) for c in names], schema=schema)

@@ -85,6 +85,8 @@ class StreamFile:
     def times(self) -> tuple[np.ndarray, np.ndarray]:
         """(t_start, t_end) in local monotonic ns: gaps and durations alternate in one running sum."""
         n = self.events
+        if n == 0:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
         steps = np.empty(2 * n, np.int64)
         steps[0::2] = self.stored(GAP)
         steps[1::2] = self.stored(DURATION)
@@ -97,6 +99,8 @@ class StreamFile:
 
     def offsets(self) -> np.ndarray:
         """Offsets from per-chunk deltas: each chunk's running sum starts from 0."""
+        if not self.chunks:
+            return np.zeros(0, np.int64)
         running = np.cumsum(self.stored(OFFSET_DELTA))
         counts, firsts = self.chunk_firsts()
         before = np.where(firsts > 0, running[np.maximum(firsts - 1, 0)], 0)

@@ -1,0 +1,171 @@
+/* Writes the shared test vectors of the trace format (tests/vectors/trace/): for each vector, a stream file
+ * made with the tracer's own encoder (trace_format.c) and a CSV of the events it holds. The Python tests check
+ * that this program's output equals the committed files byte for byte, and that the reader decodes the
+ * committed stream into exactly the CSV's events.
+ *
+ * usage: ioloom-trace-vectors OUTDIR */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ioloom_trace.h"
+#include "trace_format.h"
+
+static const char *op_names[] = {"process_start", "pwrite", "fwrite", "MPI_File_write_at_all", "open"};
+static const uint8_t op_layers[] = {IOLOOM_PROCESS, IOLOOM_POSIX, IOLOOM_STDIO, IOLOOM_MPIIO, IOLOOM_POSIX};
+#define N_OPS (sizeof op_names / sizeof *op_names)
+
+struct out {
+    FILE *stream, *csv;
+    uint8_t *chunk;
+    int64_t *scratch;
+};
+
+static void put_chunk(struct out *o, uint32_t type, uint8_t *end) {
+    uint32_t payload = (uint32_t)(end - o->chunk - IOLOOM_CHUNK_HEADER_BYTES);
+    ioloom_seal_chunk(o->chunk, type, payload);
+    fwrite(o->chunk, 1, IOLOOM_CHUNK_HEADER_BYTES + payload, o->stream);
+}
+
+static void put_info(struct out *o, const char *key, const char *value) {
+    put_chunk(o, IOLOOM_CHUNK_INFO, ioloom_put_cstr(ioloom_put_cstr(o->chunk + IOLOOM_CHUNK_HEADER_BYTES, key), value));
+}
+
+static void put_preamble(struct out *o, const char *name) {
+    uint8_t header[IOLOOM_HEADER_BYTES];
+    ioloom_file_header(header);
+    fwrite(header, 1, sizeof header, o->stream);
+    put_info(o, "pid", "4242");
+    put_info(o, "rank", "3");
+    put_info(o, "vector", name);
+    uint8_t *p = o->chunk + IOLOOM_CHUNK_HEADER_BYTES;
+    for (size_t i = 0; i < N_OPS; i++) {
+        p = ioloom_put_varint(p, i);
+        *p++ = op_layers[i];
+        p = ioloom_put_cstr(p, op_names[i]);
+    }
+    put_chunk(o, IOLOOM_CHUNK_OPS, p);
+    p = o->chunk + IOLOOM_CHUNK_HEADER_BYTES;
+    p = ioloom_put_cstr(ioloom_put_varint(ioloom_put_varint(ioloom_put_varint(p, 0), 65024), 123456), "/data/shared.dat");
+    p = ioloom_put_cstr(ioloom_put_varint(ioloom_put_varint(ioloom_put_varint(p, 1), 0), 0), "pipe:[77]");
+    put_chunk(o, IOLOOM_CHUNK_FILES, p);
+    fprintf(o->csv, "tid,t_start,t_end,op,layer,file_id,handle,offset,req_bytes,ret_bytes,errno,aux,call_id,parent,"
+                    "coll_seq\n");
+}
+
+static void put_events(struct out *o, uint32_t tid, const struct ioloom_raw_event *ev, size_t n) {
+    size_t len = ioloom_encode_events(o->chunk, o->scratch, tid, ev, n);
+    fwrite(o->chunk, 1, len, o->stream);
+    static const char *layers[] = {"posix", "stdio", "mpiio", "process"};
+    for (size_t i = 0; i < n; i++) {
+        const struct ioloom_raw_event *e = &ev[i];
+        fprintf(o->csv, "%u,%llu,%llu,%s,%s,%d,%lld,%lld,%lld,%lld,%d,%lld,%lld,%lld,%lld\n", tid,
+                (unsigned long long)e->t_start, (unsigned long long)e->t_end, op_names[e->op], layers[e->layer],
+                e->file_id, (long long)e->handle, (long long)e->offset, (long long)e->req_bytes,
+                (long long)e->ret_bytes, e->err, (long long)e->aux, (long long)e->call_id, (long long)e->parent,
+                (long long)e->coll_seq);
+    }
+}
+
+static struct ioloom_raw_event blank(uint16_t op) {
+    return (struct ioloom_raw_event){.offset = -1, .req_bytes = -1, .ret_bytes = -1, .handle = -1, .aux = -1,
+                                     .coll_seq = -1, .call_id = -1, .parent = -1, .file_id = -1, .op = op,
+                                     .layer = op_layers[op]};
+}
+
+/* A rank writing 64 KiB blocks at a stride of 4 blocks, with a steady rhythm: the loop the run encoding is for. */
+static void strided(struct out *o) {
+    enum { N = 1000 };
+    static struct ioloom_raw_event ev[N];
+    uint64_t t = 1000000000ull;
+    for (int i = 0; i < N; i++) {
+        ev[i] = blank(1);
+        ev[i].t_start = t;
+        ev[i].t_end = t + 1500 + (uint64_t)(i % 3) * 100; /* durations vary a little, as real ones do */
+        t = ev[i].t_end + 60;
+        ev[i].file_id = 0;
+        ev[i].handle = 5;
+        ev[i].offset = (int64_t)i * 4 * 65536 + 3 * 65536;
+        ev[i].req_bytes = ev[i].ret_bytes = 65536;
+    }
+    put_events(o, 101, ev, N / 2);
+    put_events(o, 101, ev + N / 2, N / 2);
+    put_info(o, "clean_exit", "1");
+}
+
+static uint64_t rng = 0x9E3779B97F4A7C15ull;
+static uint64_t next_random(void) {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+}
+/* A signed value with a random magnitude of up to `bits` bits. */
+static int64_t random_value(int bits) {
+    uint64_t r = next_random();
+    int64_t v = (int64_t)(r >> (64 - 1 - (int)(r % (uint64_t)bits)));
+    return r & 1 ? -v : v;
+}
+
+/* Every field exercised: all layers, negative and 60-bit values, errors, cross-layer links, an event nested in
+ * time before its predecessor, chunks of 1, 7 and 300 events on two threads, a constant chunk, and a chunk of
+ * an unknown type the reader must skip. */
+static void mixed(struct out *o) {
+    static struct ioloom_raw_event ev[300];
+    uint64_t t = 5000;
+    for (int i = 0; i < 300; i++) {
+        ev[i] = blank((uint16_t)(next_random() % N_OPS));
+        ev[i].t_start = t;
+        ev[i].t_end = t + (uint64_t)(next_random() % 100000);
+        t = i % 50 == 49 ? t - 2000 : ev[i].t_end + next_random() % 5000; /* sometimes earlier (a parent call) */
+        ev[i].file_id = (int32_t)(next_random() % 3) - 1;
+        ev[i].handle = random_value(20);
+        ev[i].offset = random_value(60);
+        ev[i].req_bytes = random_value(40);
+        ev[i].ret_bytes = i % 7 ? ev[i].req_bytes : -1;
+        ev[i].err = i % 7 ? 0 : 5;
+        ev[i].aux = random_value(33);
+        ev[i].call_id = ev[i].layer == IOLOOM_MPIIO ? i : -1;
+        ev[i].parent = ev[i].layer == IOLOOM_POSIX ? i / 10 : -1;
+        ev[i].coll_seq = ev[i].layer == IOLOOM_MPIIO ? ((int64_t)1 << 32) + i : -1;
+    }
+    put_events(o, 7, ev, 1);
+    put_events(o, 8, ev + 1, 7);
+    uint8_t *p = ioloom_put_cstr(o->chunk + IOLOOM_CHUNK_HEADER_BYTES, "a chunk type from the future");
+    put_chunk(o, 99, p);
+    put_events(o, 7, ev, 300);
+    struct ioloom_raw_event same[50];
+    for (int i = 0; i < 50; i++) same[i] = ev[10];
+    put_events(o, 8, same, 50);
+    put_info(o, "clean_exit", "1");
+}
+
+static int write_vector(const char *dir, const char *name, void (*fill)(struct out *)) {
+    char path[4096];
+    struct out o = {0};
+    snprintf(path, sizeof path, "%s/%s.ioloom", dir, name);
+    o.stream = fopen(path, "wb");
+    snprintf(path, sizeof path, "%s/%s.csv", dir, name);
+    o.csv = fopen(path, "w");
+    o.chunk = malloc(ioloom_events_bound(4000));
+    o.scratch = malloc(4000 * sizeof(int64_t));
+    if (!o.stream || !o.csv || !o.chunk || !o.scratch) {
+        perror(path);
+        return 1;
+    }
+    put_preamble(&o, name);
+    fill(&o);
+    fclose(o.stream);
+    fclose(o.csv);
+    free(o.chunk);
+    free(o.scratch);
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc != 2) {
+        fprintf(stderr, "usage: %s OUTDIR\n", argv[0]);
+        return 2;
+    }
+    return write_vector(argv[1], "strided", strided) || write_vector(argv[1], "mixed", mixed);
+}

@@ -1,0 +1,115 @@
+"""The trace format: shared test vectors between the C writer and the Python reader, compactness, and damaged
+streams (truncated, corrupt, unknown chunks) giving problems instead of crashes."""
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from ioloom import paths
+from ioloom.trace import open_trace
+from ioloom.trace.stream_file import CHUNK_HEADER
+
+VECTORS = Path(__file__).parent / "vectors" / "trace"
+NAMES = ("strided", "mixed")
+
+
+@pytest.fixture(scope="module")
+def fresh_vectors(tmp_path_factory) -> Path:
+    """The vectors as the C encoder writes them now."""
+    out = tmp_path_factory.mktemp("vectors")
+    subprocess.run([str(paths.native_bin("ioloom-trace-vectors")), str(out)], check=True)
+    return out
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_c_writer_output_equals_committed_vector(fresh_vectors, name):
+    for suffix in (".ioloom", ".csv"):
+        assert (fresh_vectors / f"{name}{suffix}").read_bytes() == (VECTORS / f"{name}{suffix}").read_bytes(), \
+            f"{name}{suffix}: the C encoder no longer writes the committed vector (format change: bump the version)"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_python_reader_decodes_committed_vector(name):
+    trace = open_trace(VECTORS / f"{name}.ioloom")
+    expected = pd.read_csv(VECTORS / f"{name}.csv")
+    got = trace.events().to_pandas()
+    assert len(got) == len(expected)
+    # the reader orders by time (stable): order the expectation the same way, and count from the epoch
+    expected = expected.sort_values("t_start", kind="stable").reset_index(drop=True)
+    epoch = expected["t_start"].min() if "start_monotonic_ns" not in trace.streams[0].info else None
+    assert trace.meta["epoch_ns"] == epoch
+    for column in ("t_start", "t_end"):
+        assert (got[column].to_numpy() == expected[column].to_numpy() - epoch).all(), column
+    for column in expected.columns.drop(["t_start", "t_end"]):
+        assert list(got[column].astype(str if column in ("op", "layer") else "int64")) == list(expected[column]), column
+    assert set(got["rank"]) == {3} and set(got["pid"]) == {4242}
+    assert trace.files.to_pylist() == [
+        {"file_id": 0, "path": "/data/shared.dat", "dev": 65024, "ino": 123456},
+        {"file_id": 1, "path": "pipe:[77]", "dev": 0, "ino": 0}]
+
+
+def test_strided_loop_takes_at_most_4_bytes_per_event():
+    trace = open_trace(VECTORS / "strided.ioloom")
+    size = (VECTORS / "strided.ioloom").stat().st_size
+    assert size / trace.meta["events"] <= 4.0, size / trace.meta["events"]
+    assert trace.problems == []
+
+
+def test_unknown_chunk_type_is_skipped_and_reported():
+    trace = open_trace(VECTORS / "mixed.ioloom")
+    assert len(trace.problems) == 1 and "unknown chunk type 99" in trace.problems[0]
+    assert trace.meta["events"] == 358
+
+
+def _chunk_starts(data: bytes) -> list[int]:
+    starts, pos = [], 16
+    while pos < len(data):
+        starts.append(pos)
+        pos += CHUNK_HEADER.size + CHUNK_HEADER.unpack_from(data, pos)[1]
+    return starts
+
+
+def test_truncated_stream_reads_every_complete_chunk(tmp_path):
+    data = (VECTORS / "mixed.ioloom").read_bytes()
+    starts = _chunk_starts(data)
+    complete_events = 0
+    for cut in [*range(0, len(data), 97), len(data)]:
+        damaged = tmp_path / "cut.ioloom"
+        damaged.write_bytes(data[:cut])
+        trace = open_trace(damaged)
+        events = trace.events().num_rows  # decodes: must not raise
+        assert events >= complete_events or cut < 16
+        complete_events = max(complete_events, events)
+        if cut >= 16 and cut not in starts:
+            assert any("truncated at byte" in p for p in trace.problems), (cut, trace.problems)
+    assert complete_events == 358
+
+
+def test_corrupt_chunk_fails_its_checksum_and_the_rest_is_read(tmp_path):
+    data = bytearray((VECTORS / "strided.ioloom").read_bytes())
+    first_events = _chunk_starts(bytes(data))[-3]  # the first of the two events chunks
+    data[first_events + 40] ^= 0xFF
+    damaged = tmp_path / "corrupt.ioloom"
+    damaged.write_bytes(bytes(data))
+    trace = open_trace(damaged)
+    assert trace.meta["events"] == 500
+    assert any("fails its checksum" in p for p in trace.problems)
+
+
+def test_not_a_trace_and_future_versions_are_explained(tmp_path):
+    (tmp_path / "junk.ioloom").write_bytes(b"hello world, not a trace")
+    future = bytearray((VECTORS / "strided.ioloom").read_bytes())
+    future[8] = 9
+    (tmp_path / "future.ioloom").write_bytes(bytes(future))
+    trace = open_trace(tmp_path)
+    assert trace.streams == []
+    assert any("not an ioloom trace stream" in p for p in trace.problems)
+    assert any("format version 9.0" in p for p in trace.problems)
+
+
+def test_missing_trace_says_what_to_do(tmp_path):
+    with pytest.raises(FileNotFoundError, match="ioloom run -o"):
+        open_trace(tmp_path)
