@@ -146,6 +146,11 @@ int bench_kernel_riot(const struct bench_options *o, MPI_Comm comm, struct bench
 void bench_kernel_file(const struct bench_options *o, const char *suffix, char *out, size_t outlen);
 /* Rank 0 removes a kernel's file when every rank is done with it (collective). */
 void bench_kernel_remove(MPI_Comm comm, const char *name);
+/* Barrier, then a timed MPI_File_open with the hints (recorded in the report): zeroes *t and sets t->open.
+ * Returns 0 or BENCH_EXIT_IO. bench_kernel_close syncs (-e, when writing), closes and sets the rest of *t. */
+int bench_kernel_open(const struct bench_options *o, MPI_Comm comm, const char *name, int writing,
+                      struct bench_report *r, MPI_File *fh, struct bench_times *t);
+void bench_kernel_close(const struct bench_options *o, MPI_File *fh, int writing, struct bench_times *t);
 
 /* Timing helpers shared by phases and kernels. */
 double bench_now(void);

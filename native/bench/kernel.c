@@ -1,5 +1,7 @@
-/* What the kernels share: their file names and removing their files. */
-#include "bench.h"
+/* What the kernels share: file names, removing files, and the timed open and close of their MPI-IO files. */
+#include "backend.h"
+
+#include <string.h>
 
 #include <stdio.h>
 #include <unistd.h>
@@ -15,4 +17,36 @@ void bench_kernel_remove(MPI_Comm comm, const char *name) {
     if (rank == 0)
         unlink(name);
     MPI_Barrier(comm);
+}
+
+int bench_kernel_open(const struct bench_options *o, MPI_Comm comm, const char *name, int writing,
+                      struct bench_report *r, MPI_File *fh, struct bench_times *t) {
+    memset(t, 0, sizeof *t);
+    MPI_Info info = bench_hints_info(o);
+    MPI_Barrier(comm);
+    double start = bench_now();
+    int err = MPI_File_open(comm, name, writing ? MPI_MODE_CREATE | MPI_MODE_WRONLY : MPI_MODE_RDONLY, info, fh);
+    if (info != MPI_INFO_NULL)
+        MPI_Info_free(&info);
+    if (err != MPI_SUCCESS)
+        return bench_mpi_failed("MPI_File_open", name, err);
+    t->open = bench_now() - start;
+    t->total = start; /* until bench_kernel_close turns it into the open-to-close time */
+    MPI_Info after;
+    MPI_File_get_info(*fh, &after);
+    bench_report_hints(r, after);
+    MPI_Info_free(&after);
+    return 0;
+}
+
+void bench_kernel_close(const struct bench_options *o, MPI_File *fh, int writing, struct bench_times *t) {
+    if (writing && o->fsync) {
+        double s0 = bench_now();
+        MPI_File_sync(*fh);
+        t->sync = bench_now() - s0;
+    }
+    double c0 = bench_now();
+    MPI_File_close(fh);
+    t->close = bench_now() - c0;
+    t->total = bench_now() - t->total;
 }

@@ -68,19 +68,12 @@ static uint64_t visit(const struct btio_block *b, int s, double *buf, int check)
 }
 
 static int phase(const struct bench_options *o, MPI_Comm comm, const struct btio_block *b, const char *name,
-                 int writing, double *buf, struct bench_times *t) {
-    memset(t, 0, sizeof *t);
+                 int writing, double *buf, struct bench_times *t, struct bench_report *r) {
     MPI_Offset step_bytes = (MPI_Offset)b->global[0] * b->global[1] * b->global[2] * COMPONENTS * 8;
-    MPI_Info info = bench_hints_info(o);
     MPI_File fh;
-    MPI_Barrier(comm);
-    double start = bench_now();
-    int err = MPI_File_open(comm, name, writing ? MPI_MODE_CREATE | MPI_MODE_WRONLY : MPI_MODE_RDONLY, info, &fh);
-    if (info != MPI_INFO_NULL)
-        MPI_Info_free(&info);
-    if (err != MPI_SUCCESS)
-        return bench_mpi_failed("MPI_File_open", name, err);
-    t->open = bench_now() - start;
+    int err = bench_kernel_open(o, comm, name, writing, r, &fh, t);
+    if (err)
+        return err;
     for (int s = 0; s < o->steps; s++) {
         if (writing)
             visit(b, s, buf, 0);
@@ -96,15 +89,7 @@ static int phase(const struct bench_options *o, MPI_Comm comm, const struct btio
         if (!writing && o->verify)
             t->errors += visit(b, s, buf, 1);
     }
-    if (writing && o->fsync) {
-        double s0 = bench_now();
-        MPI_File_sync(fh);
-        t->sync = bench_now() - s0;
-    }
-    double c0 = bench_now();
-    MPI_File_close(&fh);
-    t->close = bench_now() - c0;
-    t->total = bench_now() - start;
+    bench_kernel_close(o, &fh, writing, t);
     return 0;
 }
 
@@ -123,9 +108,9 @@ int bench_kernel_btio(const struct bench_options *o, MPI_Comm comm, struct bench
     if (o->write)
         bench_kernel_remove(comm, name); /* a stale, longer file would hide what this run wrote */
     for (int rep = 0; rep < o->repetitions && !rc; rep++) {
-        if (o->write && !(rc = phase(o, comm, &b, name, 1, buf, &t)))
+        if (o->write && !(rc = phase(o, comm, &b, name, 1, buf, &t, r)))
             bench_report_add(r, "write", rep, &t);
-        if (o->read && !rc && !(rc = phase(o, comm, &b, name, 0, buf, &t)))
+        if (o->read && !rc && !(rc = phase(o, comm, &b, name, 0, buf, &t, r)))
             bench_report_add(r, "read", rep, &t);
     }
     free(buf);

@@ -37,23 +37,12 @@ static int run_call(const struct bench_options *o, MPI_Comm comm, enum riot_call
     MPI_Offset region = (MPI_Offset)rank * o->steps * (MPI_Offset)len;
     int explicit_offset = c == WRITE_AT_ALL || c == READ_AT_ALL, writing = is_write(c);
     struct bench_times t;
-    memset(&t, 0, sizeof t);
-    MPI_Info info = bench_hints_info(o);
     MPI_File fh;
-    MPI_Barrier(comm);
-    double start = bench_now();
-    int err = MPI_File_open(comm, name, writing ? MPI_MODE_CREATE | MPI_MODE_WRONLY : MPI_MODE_RDONLY, info, &fh);
-    if (info != MPI_INFO_NULL)
-        MPI_Info_free(&info);
-    if (err != MPI_SUCCESS)
-        return bench_mpi_failed("MPI_File_open", name, err);
+    int err = bench_kernel_open(o, comm, name, writing, r, &fh, &t);
+    if (err)
+        return err;
     if (!explicit_offset)
         MPI_File_set_view(fh, region, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL);
-    t.open = bench_now() - start;
-    MPI_Info after;
-    MPI_File_get_info(fh, &after);
-    bench_report_hints(r, after);
-    MPI_Info_free(&after);
     for (int i = 0; i < o->steps; i++) {
         uint64_t offset = (uint64_t)region + (uint64_t)i * len;
         if (writing)
@@ -66,15 +55,7 @@ static int run_call(const struct bench_options *o, MPI_Comm comm, enum riot_call
         if (!writing && o->verify)
             t.errors += bench_verify(buf, len, offset, rank, name, t.errors);
     }
-    if (writing && o->fsync) {
-        double s0 = bench_now();
-        MPI_File_sync(fh);
-        t.sync = bench_now() - s0;
-    }
-    double c0 = bench_now();
-    MPI_File_close(&fh);
-    t.close = bench_now() - c0;
-    t.total = bench_now() - start;
+    bench_kernel_close(o, &fh, writing, &t);
     bench_report_add(r, call_names[c], rep, &t);
     return 0;
 }
