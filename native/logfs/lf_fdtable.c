@@ -117,6 +117,7 @@ static void adopt_inherited(void) {
         int flags = (fl & O_NONBLOCK ? O_RDWR : O_RDONLY) | (fl & O_APPEND);
         lf_file *f = lf_open(dir, flags, 0, NULL);
         if (f && install(fd, f, flags)) lf_close(f);
+        else if (f) lf_stdio_adopt(fd, flags);
     }
     closedir(d);
 }
@@ -129,8 +130,22 @@ __attribute__((constructor)) static void lf_init(void) {
 }
 
 /* A program that exits without closing still gets its writes indexed; and we say what we could not do. */
-__attribute__((destructor)) static void lf_fini(void) {
+/* _exit skips the destructors (forked children, Python's os._exit): publish first, so what the process wrote
+ * is indexed. */
+EXPORT __attribute__((noreturn)) void _exit(int status) {
     ioloom_busy++;
+    for_each_ofd(publish);
+    IOLOOM_NEXT(_exit)(status);
+    __builtin_unreachable();
+}
+void _Exit(int status) __attribute__((noreturn, alias("_exit"), visibility("default")));
+
+int lf_exiting;
+
+__attribute__((destructor)) static void lf_fini(void) {
+    fflush(NULL); /* stdio flushes after the destructors: make container streams write while we still index */
+    ioloom_busy++;
+    lf_exiting = 1;
     for_each_ofd(publish);
     for (int i = 0; i < LF_UNS_COUNT; i++)
         if (unsupported[i])

@@ -36,6 +36,13 @@ void lf_fd_share(int newfd, struct lf_ofd *o);
 /* Forget fd; closes the container when it was the last descriptor. Returns lf_close's result. */
 int lf_fd_release(int fd);
 
+/* An inherited standard stream (fd 0, 1, 2) that is a container: make stdin/stdout/stderr a stream the layer
+ * serves (glibc's own FILE would write to the reserved directory descriptor). */
+void lf_stdio_adopt(int fd, int flags);
+/* Set once the library's destructor has run: later writes (other destructors, stdio flushing at exit) are
+ * published as they happen. */
+extern int lf_exiting;
+
 /* Calls on containers the layer cannot serve: counted, printed at exit, failed with an errno. */
 enum lf_unsupported { LF_UNS_MMAP, LF_UNS_FALLOCATE, LF_UNS_OTHER, LF_UNS_COUNT };
 int lf_unsupported(enum lf_unsupported what, int err);

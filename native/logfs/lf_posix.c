@@ -144,7 +144,12 @@ static ssize_t ofd_readv(struct lf_ofd *o, const struct iovec *iov, int cnt, int
 
 #define OFD_OR_NEXT(fd, fn, ...) struct lf_ofd *o = lf_fd(fd); if (!o) return IOLOOM_NEXT(fn)(fd, __VA_ARGS__)
 
-EXPORT ssize_t write(int fd, const void *buf, size_t n) { OFD_OR_NEXT(fd, write, buf, n); return ofd_write(o, buf, n, -1); }
+EXPORT ssize_t write(int fd, const void *buf, size_t n) {
+    OFD_OR_NEXT(fd, write, buf, n);
+    ssize_t done = ofd_write(o, buf, n, -1);
+    if (IOLOOM_UNLIKELY(lf_exiting) && done > 0) lf_publish(o->file);
+    return done;
+}
 EXPORT ssize_t read(int fd, void *buf, size_t n) { OFD_OR_NEXT(fd, read, buf, n); return ofd_read(o, buf, n, -1); }
 
 static int bad_offset(off_t off) { return off < 0 ? (errno = EINVAL, 1) : 0; }

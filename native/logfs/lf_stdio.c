@@ -68,6 +68,13 @@ static FILE *wrap_fd(int fd, const char *mode) {
     return fp;
 }
 
+void lf_stdio_adopt(int fd, int flags) {
+    FILE **std = fd == 0 ? &stdin : fd == 1 ? &stdout : fd == 2 ? &stderr : NULL;
+    const char *mode = (flags & O_ACCMODE) == O_RDONLY ? "r" : flags & O_APPEND ? "a" : "w";
+    FILE *fp = std ? wrap_fd(fd, mode) : NULL;
+    if (fp) *std = fp;
+}
+
 EXPORT FILE *fopen(const char *path, const char *mode) {
     struct lf_place place;
     const char *real = path;

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/falloc.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -134,8 +135,22 @@ static int add_entry(lf_file *f, const struct lf_entry *r) {
     return 0;
 }
 
+/* Space for publishing what we index: allocated ahead in the index journal (beyond its end, without changing
+ * its size) every 32 unpublished entries, so that on a full file system the write that cannot be indexed is
+ * the one that fails with ENOSPC, before its data goes anywhere, and publishing never does. File systems
+ * without FALLOC_FL_KEEP_SIZE get no such guarantee (then `ioloom container recover` indexes the logs). */
+static int ensure_index_room(lf_file *f) {
+    size_t pending = f->nmine - f->npublished;
+    if (pending % 32) return 0;
+    struct stat st;
+    if (IOLOOM_NEXT(fstat)(f->index_fd, &st)) return -1;
+    off_t room = (off_t)((pending + 64) * sizeof(struct lf_entry) + 4 * sizeof(struct lf_block));
+    if (IOLOOM_NEXT(fallocate)(f->index_fd, FALLOC_FL_KEEP_SIZE, st.st_size, room) == 0) return 0;
+    return errno == EOPNOTSUPP || errno == ENOSYS ? 0 : -1;
+}
+
 int lf_writer_append(lf_file *f, uint16_t kind, const void *buf, size_t n, uint64_t offset) {
-    if (writer_setup(f)) return -1;
+    if (writer_setup(f) || ensure_index_room(f)) return -1;
     struct lf_record h = {.magic = LF_RECORD_MAGIC, .kind = kind, .version = LF_VERSION, .offset = offset,
                           .length = n, .stamp = next_stamp(f), .writer = f->writer,
                           .data_sum = lf_sum64(buf, n)};

@@ -205,6 +205,9 @@ def _sweep(r: dict[str, np.ndarray], size: int) -> Extents:
     heap: list[tuple[int, int, int]] = []
     nxt, n = 0, len(r["off"])
     for lo, hi in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+        if lo >= size:
+            break  # nothing past the logical size is ever read
+        hi = min(hi, size)
         while nxt < n and int(r["off"][nxt]) <= lo:
             heapq.heappush(heap, (-int(r["stamp"][nxt]), -int(r["writer"][nxt]), nxt))
             nxt += 1

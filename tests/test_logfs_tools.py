@@ -1,0 +1,138 @@
+"""Unmodified tools on containers under a mount (cp, cat, dd, md5sum, tar, grep, ls -l, stat, rm, mv, truncate,
+Python open, shell redirection across exec, fork) and the `ioloom container` tools on what they made."""
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ioloom.logfs import preload
+from ioloom.logfs.format import Container, is_container
+
+SCRIPT = r"""
+set -e
+cd "$WORK"
+cp src.txt mnt/cp
+cat src.txt > mnt/redirect
+dd if=mnt/cp of=mnt/dd bs=4096 status=none
+echo "md5 $(md5sum < mnt/dd | cut -d' ' -f1)"
+echo "grep $(grep -c 7 mnt/cp)"
+echo "wc $(wc -c < mnt/redirect)"
+mkdir -p mnt/sub
+tar cf mnt/sub/src.tar src.txt
+tar xf mnt/sub/src.tar -O > extracted.txt
+echo "ls $(ls -l mnt/cp | awk '{print substr($1,1,1), $5}')"
+echo "lsF $(ls -F mnt | tr '\n' ' ')"
+echo "stat $(stat -c '%s %F' mnt/dd)"
+cp mnt/dd mnt/gone && rm mnt/gone
+mv mnt/redirect mnt/moved
+truncate -s 1000 mnt/moved
+echo "truncated $(stat -c %s mnt/moved)"
+truncate -s 5000 mnt/moved
+echo "grown $(stat -c %s mnt/moved)"
+/bin/echo "appended" >> mnt/moved  # a builtin would write through bash's own stdout FILE
+python3 - <<'PY'
+import mmap, os
+with open("mnt/py", "w") as f:
+    f.write("line\n" * 1000)
+with open("mnt/py", "a") as f:
+    f.write("tail\n")
+print("py", len(open("mnt/py").read()), os.path.getsize("mnt/py"))
+fd = os.open("mnt/fork", os.O_WRONLY | os.O_CREAT, 0o644)
+os.write(fd, b"parent-")
+pid = os.fork()
+if pid == 0:
+    os.pwrite(fd, b"child", 7)
+    os._exit(0)
+os.waitpid(pid, 0)
+os.close(fd)
+print("fork", open("mnt/fork", "rb").read().decode())
+fd = os.open("mnt/py", os.O_RDONLY)
+try:
+    mmap.mmap(fd, 100, prot=mmap.PROT_READ)
+    print("mmap served")
+except OSError as e:
+    print("mmap errno", e.errno)
+PY
+"""
+
+
+@pytest.fixture(scope="module")
+def worked(tmp_path_factory):
+    work = tmp_path_factory.mktemp("logfs-tools")
+    (work / "mnt").mkdir()
+    (work / "extra").mkdir()
+    src = "".join(f"{i} the quick brown fox {i * 7}\n" for i in range(60000))
+    (work / "src.txt").write_text(src)
+    env = {**os.environ, "WORK": str(work), **preload.env({work / "mnt": [work / "extra"]})}
+    out = subprocess.run(["bash", "-c", SCRIPT], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    facts = dict(line.split(" ", 1) for line in out.stdout.splitlines())
+    return work, src.encode(), facts, out.stderr
+
+
+def test_unix_tools(worked):
+    work, src, facts, _ = worked
+    assert facts["md5"] == hashlib.md5(src).hexdigest()
+    assert int(facts["grep"]) == sum(b"7" in line for line in src.splitlines())
+    assert int(facts["wc"]) == len(src)
+    assert (work / "extracted.txt").read_bytes() == src
+    assert facts["ls"] == f"- {len(src)}"                      # a regular file with the logical size
+    assert facts["lsF"].split() == ["cp", "dd", "redirect", "sub/"]  # no "/" on containers
+    assert facts["stat"] == f"{len(src)} regular file"
+    assert facts["truncated"] == "1000" and facts["grown"] == "5000"
+    assert facts["py"] == "5005 5005"
+    assert facts["fork"] == "parent-child"
+
+
+def test_containers_are_containers(worked):
+    work, src, _, _ = worked
+    for name in ("cp", "dd", "moved", "py", "sub/src.tar"):
+        assert is_container(work / "mnt" / name), name
+    assert not (work / "mnt" / "redirect").exists() and not (work / "mnt" / "gone").exists()
+    assert not any((work / "extra").glob("gone*"))                  # rm removed it from every backend
+    moved = Container.open(work / "mnt" / "moved").read()
+    assert moved == src[:1000] + bytes(4000) + b"appended\n"
+    assert Container.open(work / "mnt" / "cp").read() == src
+
+
+def test_unsupported_calls_fail_loudly(worked):
+    _, _, facts, stderr = worked
+    assert facts["mmap"] == "errno 19"                              # ENODEV, not a mapping of the directory
+    assert "1 mmap call(s) on containers could not be served" in stderr
+
+
+def test_container_commands(worked, ioloom_cli, tmp_path):
+    work, src, _, _ = worked
+    cp = work / "mnt" / "cp"
+    listed = ioloom_cli("container", "ls", work / "mnt").stdout
+    assert str(cp) in listed and str(work / "mnt" / "sub" / "src.tar") in listed
+    stat = ioloom_cli("container", "stat", "--json", cp).stdout
+    assert f'"size": {len(src)}' in stat
+    cat = subprocess.run([sys.executable, "-m", "ioloom", "container", "cat", str(cp)], capture_output=True,
+                         timeout=60)
+    assert cat.stdout == src
+    ioloom_cli("container", "flatten", cp, tmp_path / "flat")
+    assert (tmp_path / "flat").read_bytes() == src
+    assert "OK" in ioloom_cli("container", "check", cp).stdout
+    ioloom_cli("container", "rm", work / "mnt" / "dd")
+    assert not (work / "mnt" / "dd").exists()
+    bad = ioloom_cli("container", "stat", work / "src.txt", check=False)
+    assert bad.returncode == 2 and "not a logfs container" in bad.stderr
+
+
+def test_check_finds_damage(worked, ioloom_cli):
+    work, _, _, _ = worked
+    py = work / "mnt" / "py"
+    log = next(p for b in Container.open(py).meta.backends for p in b.glob("log.*"))
+    with open(log, "r+b") as f:                                     # flip one data byte of the first record
+        f.seek(56 + 3)
+        byte = f.read(1)
+        f.seek(56 + 3)
+        f.write(bytes([byte[0] ^ 0xFF]))
+    out = ioloom_cli("container", "check", py, check=False)
+    assert out.returncode == 1 and "data checksum mismatch" in out.stdout
