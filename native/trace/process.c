@@ -196,6 +196,7 @@ IOLOOM_EXPORT sighandler_t signal(int sig, sighandler_t handler) {
 /* ---- fork, exec, exit ---- */
 
 static void start_child_stream(void) {
+    int saved = errno;
     ioloom_busy++;
     stream_pid = getpid();
     ioloom_writer_after_fork();
@@ -203,6 +204,7 @@ static void start_child_stream(void) {
     write_process_info();
     ioloom_record_process(IOLOOM_OP_PROCESS_START, 0, getppid());
     ioloom_busy--;
+    errno = saved;
 }
 
 IOLOOM_EXPORT pid_t fork(void) {
@@ -331,6 +333,7 @@ static int skipped_program(void) {
 }
 
 __attribute__((constructor)) static void tracer_start(void) {
+    int saved = errno; /* the program starts with the errno it would have untraced */
     ioloom_busy++;
     ioloom_for_each_item(ioloom_env_str("IOLOOM_LAYERS", "posix,stdio,mpiio"), ',', enable_layer, NULL);
     ioloom_files_init();
@@ -343,6 +346,7 @@ __attribute__((constructor)) static void tracer_start(void) {
         ioloom_record_process(IOLOOM_OP_PROCESS_START, 0, getppid());
     }
     ioloom_busy--;
+    errno = saved;
 }
 
 /* Destructors run after the program's atexit handlers and its own destructors: the last moment. */

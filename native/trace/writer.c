@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -276,6 +277,18 @@ static void make_dir(const char *dir) {
     syscall(SYS_mkdirat, AT_FDCWD, path, 0777);
 }
 
+/* The program must get the descriptor numbers it would get untraced: the stream's fd moves near the top of
+ * the descriptor limit, where programs rarely look. */
+static int move_out_of_the_way(int fd) {
+    struct rlimit limit;
+    if (getrlimit(RLIMIT_NOFILE, &limit) || limit.rlim_cur < 256) return fd;
+    rlim_t top = limit.rlim_cur > 65536 ? 65536 : limit.rlim_cur;
+    int high = (int)syscall(SYS_fcntl, fd, F_DUPFD_CLOEXEC, (long)(top - 64));
+    if (high < 0) return fd;
+    syscall(SYS_close, fd);
+    return high;
+}
+
 /* Creates <dir>/<host>-<pid>[-<n>].ioloom; a pid seen again (after exec) gets the next free n. */
 static int create_stream_file(void) {
     const char *dir = ioloom_env_str("IOLOOM_TRACE_DIR", "ioloom-traces");
@@ -287,7 +300,8 @@ static int create_stream_file(void) {
         if (n) snprintf(suffix, sizeof suffix, "-%d", n);
         snprintf(w.path, sizeof w.path, "%s/%s-%d%s.ioloom", dir, host, (int)getpid(), suffix);
         int fd = (int)syscall(SYS_openat, AT_FDCWD, w.path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
-        if (fd >= 0 || errno != EEXIST) return fd;
+        if (fd >= 0) return move_out_of_the_way(fd);
+        if (errno != EEXIST) return -1;
     }
     return -1;
 }
