@@ -1,0 +1,85 @@
+"""Failures: a writer killed (SIGKILL) in the middle of writing, then `ioloom container recover`; a full file
+system (a 1 MiB tmpfs) gives the program ENOSPC and leaves a container that checks clean."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from ioloom.logfs import preload
+from ioloom.logfs.format import Container
+
+BLOCK = 8192
+
+WRITER = r"""
+import os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o644)
+i = 0
+while True:
+    os.pwrite(fd, bytes([i % 251]) * {block}, i * {block})
+    i += 1
+    if i == 64:
+        os.fsync(fd)                     # the first 64 blocks are published; the rest only logged
+        print("synced", flush=True)
+""".replace("{block}", str(BLOCK))
+
+
+def test_killed_writer_then_recover(tmp_path, ioloom_cli):
+    path = tmp_path / "c"
+    proc = subprocess.Popen([sys.executable, "-c", WRITER, f"logfs:{path}"], stdout=subprocess.PIPE, text=True,
+                            env={**os.environ, **preload.env()})
+    assert proc.stdout.readline().strip() == "synced"
+    time.sleep(0.05)                     # it keeps writing: the kill lands mid-stream
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=30)
+    published = Container.open(path).size
+    assert published >= 64 * BLOCK
+    before = ioloom_cli("container", "check", path, check=False)
+    assert before.returncode == 1 and "not in any index" in before.stdout
+    ioloom_cli("container", "recover", path)
+    assert "OK" in ioloom_cli("container", "check", path).stdout
+    data = Container.open(path).read()
+    assert len(data) > published and len(data) % BLOCK == 0   # every intact record back, no torn one
+    for i in range(len(data) // BLOCK):
+        assert data[i * BLOCK:(i + 1) * BLOCK] == bytes([i % 251]) * BLOCK, f"block {i}"
+
+
+FILLER = r"""
+import os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o644)
+done = 0
+try:
+    while True:
+        done += os.write(fd, bytes([done // 65536 % 251 + 1]) * 65536)
+except OSError as e:
+    print(e.errno, done)
+os.close(fd)
+"""
+
+
+@pytest.fixture
+def tiny_fs(tmp_path):
+    where = tmp_path / "tiny"
+    where.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(where)], capture_output=True)
+    if mounted.returncode:
+        pytest.skip(f"cannot mount a tmpfs here (needs root): {mounted.stderr.decode().strip()}")
+    yield where
+    subprocess.run(["umount", str(where)], check=True)
+
+
+def test_full_disk_gives_enospc_and_a_consistent_container(tiny_fs, ioloom_cli):
+    path = tiny_fs / "c"
+    out = subprocess.run([sys.executable, "-c", FILLER, f"logfs:{path}"], capture_output=True, text=True,
+                         env={**os.environ, **preload.env()}, timeout=60)
+    assert out.returncode == 0, out.stderr
+    errno, written = map(int, out.stdout.split())
+    assert errno == 28 and 0 < written < 1 << 20                      # ENOSPC, after what fit
+    assert "OK" in ioloom_cli("container", "check", path).stdout    # no recover needed
+    data = Container.open(path).read()
+    assert len(data) == written                                      # every acknowledged byte, nothing more
+    assert all(data[i] == i // 65536 % 251 + 1 for i in range(0, written, 4096))
