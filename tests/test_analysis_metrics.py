@@ -206,7 +206,7 @@ def test_bandwidth_over_time_bins_merge_exactly():
 def test_trace_problems_and_dropped_events_are_reported():
     trace = _riot_job().trace()
     trace.problems.append("rank 3: stream truncated after 1200 events (chunk 5 of 6 unreadable)")
-    trace.streams[0].info["dropped"] = 17
+    trace.streams[0].info["dropped_events"] = 17
     summary = analyse(trace, workers=1).to_json()["summary"]
     assert summary["problems"] == ["rank 3: stream truncated after 1200 events (chunk 5 of 6 unreadable)"]
     assert summary["dropped_events"] == 17

@@ -8,6 +8,7 @@
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from ioloom.analysis.partition import Options
@@ -37,5 +38,7 @@ def analyse(trace, options: Options | None = None, scheduler: str | None = None,
     if isinstance(trace, (str, Path)):
         trace = load(trace)
     options = options or Options()
+    paths = zip(trace.files.column("file_id").to_pylist(), trace.files.column("path").to_pylist())
+    options = replace(options, system_files=frozenset(i for i, p in paths if options.is_system(p or "")))
     partials, where = map_streams(trace, options, scheduler, workers)
     return Analysis.reduce(trace, partials, options, where)

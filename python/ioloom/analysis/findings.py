@@ -15,15 +15,15 @@ SMALL_WRITES_MIN = 64          # independent small writes on one interleaved sha
 SMALL_WRITES_SHARE = 0.5       # ... and their share of that file's writes
 LOCK_WAIT_SHARE = 0.10         # lock wait / write-call time on a shared file
 STRAGGLER_RATIO = 2.0          # slowest rank's I/O time / the median rank's
-STRAGGLER_MIN_S = 0.01         # ... and at least this much slower (noise floor on tiny runs)
+STRAGGLER_MIN_S = 0.05         # ... and at least this much slower (noise floor on tiny runs)
 METADATA_MIN_OPS = 500         # POSIX metadata calls in the job
 METADATA_SHARE = 0.2           # ... and their share of POSIX call time, or more metadata than data calls
 REREAD_MIN_BYTES = 1 << 20     # bytes read again by one rank from one file
 REREAD_SHARE = 0.5             # ... and their share of what it read there
 MISALIGNED_SHARE = 0.10        # POSIX data requests touching more stripes than their size needs
 MISALIGNED_MIN = 16
-FIRST_BYTE_MIN_S = 0.25        # file-call time a rank spent before moving its first byte
-FIRST_BYTE_SHARE = 0.25        # ... and its share of that rank's file-call time
+FIRST_BYTE_MIN_S = 0.25        # file-call time the median rank spent before moving its first byte
+FIRST_BYTE_SHARE = 0.5         # ... and its share of that rank's file-call time
 
 
 @dataclass
@@ -70,7 +70,7 @@ def data_sieving(a) -> list[Finding]:
 
 def small_strided_writes(a) -> list[Finding]:
     out = []
-    own = top_level(a.groups)
+    own = top_level(a.app_groups)
     writes = own[own["kind"] == WRITE]
     independent = a.splits[(a.splits["kind"] == WRITE) & ~a.splits["collective"]]
     for pattern in a.patterns:
@@ -109,7 +109,7 @@ def _max_concurrent(intervals: pd.DataFrame) -> int:
 
 def lock_serialised(a) -> list[Finding]:
     out = []
-    write_time = top_level(a.groups)
+    write_time = top_level(a.app_groups)
     write_time = write_time[write_time["kind"] == WRITE].groupby("file_id")["time_ns"].sum()
     for entry in a.lock_summary:
         file_id = entry["file_id"]
@@ -120,7 +120,7 @@ def lock_serialised(a) -> list[Finding]:
         out.append(Finding(
             "lock-serialised-writes", "critical" if entry["wait_s"] >= 0.5 * spent else "warning",
             f"{entry['ranks']} ranks waited {entry['wait_s']:.3g} s for record locks on "
-            f"{_paths(a.paths, [file_id])[0]}: {entry['wait_s'] / spent:.0%} of their write time",
+            f"{_paths(a.paths, [file_id])[0]}, against {spent:.3g} s spent writing it",
             {"ranks": sorted(int(r) for r in part["rank"].unique()), "files": _paths(a.paths, [file_id]),
              "window_s": _window(part["t_request"].min(), part["t_release"].max()),
              "counts": {"locks": entry["locks"], "wait_seconds": entry["wait_s"], "held_seconds": entry["held_s"],
@@ -132,7 +132,7 @@ def lock_serialised(a) -> list[Finding]:
 
 
 def rank_imbalance(a) -> list[Finding]:
-    own = top_level(a.groups)
+    own = top_level(a.app_groups)
     per_rank = own.groupby("rank")["time_ns"].sum() / NS
     if len(per_rank) < 2:
         return []
@@ -155,7 +155,7 @@ def rank_imbalance(a) -> list[Finding]:
 
 
 def metadata_storm(a) -> list[Finding]:
-    posix = a.groups[(a.groups["layer"] == POSIX)]
+    posix = a.app_groups[(a.app_groups["layer"] == POSIX)]
     meta = posix[posix["kind"] == META]
     data = posix[posix["kind"].isin([READ, WRITE])]
     ops, meta_s, all_s = int(meta["ops"].sum()), meta["time_ns"].sum() / NS, posix["time_ns"].sum() / NS
@@ -175,7 +175,7 @@ def metadata_storm(a) -> list[Finding]:
 
 
 def repeated_reads(a) -> list[Finding]:
-    own = top_level(a.groups)
+    own = top_level(a.app_groups)
     reads = own[own["kind"] == READ].groupby(["rank", "file_id"])[["bytes", "unique_bytes", "t_first", "t_last"]]
     reads = reads.agg({"bytes": "sum", "unique_bytes": "sum", "t_first": "min", "t_last": "max"})
     reads["again"] = reads["bytes"] - reads["unique_bytes"]
@@ -195,24 +195,23 @@ def repeated_reads(a) -> list[Finding]:
 
 
 def stripe_misalignment(a) -> list[Finding]:
-    out = []
-    for pattern in a.patterns:
-        count, total = pattern["misaligned_requests"], pattern["posix_requests"]
-        if count < MISALIGNED_MIN or count < MISALIGNED_SHARE * total:
-            continue
-        file_id = pattern["file_id"]
-        part = a.groups[(a.groups["file_id"] == file_id) & (a.groups["layer"] == POSIX)
-                        & a.groups["kind"].isin([READ, WRITE])]
-        out.append(Finding(
-            "stripe-misalignment", "warning",
-            f"{count} of {total} POSIX requests on {_paths(a.paths, [file_id])[0]} straddle a "
-            f"{a.options.stripe_size}-byte stripe boundary they need not cross",
-            {"ranks": sorted(int(r) for r in part["rank"].unique()), "files": _paths(a.paths, [file_id]),
-             "window_s": _window(part["t_first"].min(), part["t_last"].max()),
-             "counts": {"misaligned_requests": count, "requests": total, "stripe_size": a.options.stripe_size}},
-            "Align requests to the stripe: pad headers to a stripe boundary, make the block size a multiple of "
-            "the stripe, or set striping_unit / cb_buffer_size hints to match it (check it with lfs getstripe)."))
-    return out
+    hit = [p for p in a.patterns if p["misaligned_requests"] >= MISALIGNED_SHARE * max(p["posix_requests"], 1)
+           and p["misaligned_requests"] > 0]
+    count, total = sum(p["misaligned_requests"] for p in hit), sum(p["posix_requests"] for p in hit)
+    if count < MISALIGNED_MIN:
+        return []
+    ids = [p["file_id"] for p in hit]
+    part = a.app_groups[a.app_groups["file_id"].isin(ids) & (a.app_groups["layer"] == POSIX)
+                        & a.app_groups["kind"].isin([READ, WRITE])]
+    return [Finding(
+        "stripe-misalignment", "warning",
+        f"{count} of {total} POSIX requests on {len(ids)} file(s) straddle a {a.options.stripe_size}-byte stripe "
+        "boundary they need not cross",
+        {"ranks": sorted(int(r) for r in part["rank"].unique()), "files": _paths(a.paths, ids),
+         "window_s": _window(part["t_first"].min(), part["t_last"].max()),
+         "counts": {"misaligned_requests": count, "requests": total, "stripe_size": a.options.stripe_size}},
+        "Align requests to the stripe: pad headers to a stripe boundary, make the block size a multiple of "
+        "the stripe, or set striping_unit / cb_buffer_size hints to match it (check it with lfs getstripe).")]
 
 
 def time_before_first_byte(a) -> list[Finding]:
@@ -220,7 +219,7 @@ def time_before_first_byte(a) -> list[Finding]:
     procs = procs[procs["t_first_byte"].notna() & (procs["io_ns"] > 0)]
     lost = procs["io_before_first_byte_ns"] / NS
     hit = procs[(lost >= FIRST_BYTE_MIN_S) & (procs["io_before_first_byte_ns"] >= FIRST_BYTE_SHARE * procs["io_ns"])]
-    if hit.empty:
+    if hit.empty or lost.median() < FIRST_BYTE_MIN_S and len(hit) <= len(procs) // 2:
         return []
     lost = hit["io_before_first_byte_ns"] / NS
     return [Finding(

@@ -138,6 +138,11 @@ def rank_spread(groups: pd.DataFrame) -> list[dict]:
     return out
 
 
+def application_files(groups: pd.DataFrame, system_files) -> pd.DataFrame:
+    """Groups on the application's files: not on system or MPI-runtime files (Options.system_paths)."""
+    return groups[(groups["file_id"] >= 0) & ~groups["file_id"].isin(list(system_files))]
+
+
 def top_level(groups: pd.DataFrame) -> pd.DataFrame:
     """Per file, the calls of the highest layer the application used on it (MPI-IO, else stdio, else
     POSIX), not counting calls an MPI-IO call issued: what the application itself asked for."""

@@ -39,6 +39,17 @@ class Options:
     small_request: int = 64 << 10
     sample_budget: int = 60_000
     detail_limit: int = 60_000
+    # Files of the system and of the MPI runtime (libraries, configuration, shared-memory segments, session
+    # directories, pipes and sockets): counted in the totals, left out of patterns, findings and first-byte time.
+    system_prefixes: tuple[str, ...] = ("/usr/", "/lib", "/etc/", "/proc/", "/sys/", "/dev/", "/run/",
+                                        "/var/run/", "/opt/", "/tmp/ompi.", "/tmp/hydra", "pipe:", "socket:",
+                                        "anon_inode:")
+    system_markers: tuple[str, ...] = ("/.openmpi/",)  # anywhere in the path
+    system_files: frozenset = frozenset()  # file ids of such paths in this trace; filled in by analyse()
+
+    def is_system(self, path: str) -> bool:
+        return (path in ("/", "/tmp") or path.startswith(self.system_prefixes)
+                or any(marker in path for marker in self.system_markers))
 
 
 @dataclass
@@ -273,18 +284,22 @@ def _samples(c: dict, moved: np.ndarray, nested: np.ndarray, budget: int) -> pd.
                          "bytes": moved[idx], "nested": nested[idx]})
 
 
-def _process(stream, c: dict, moved: np.ndarray, duration: np.ndarray, nested: np.ndarray) -> dict:
-    """Facts about the process: its span, when it first opened a file and first moved a byte, and the
-    time its own file calls took before that first byte (time lost before the first byte)."""
+def _process(stream, c: dict, moved: np.ndarray, duration: np.ndarray, nested: np.ndarray,
+             options: Options) -> dict:
+    """Facts about the process: its span, when it first opened one of its files and first moved a byte of
+    one, and the time its own calls on its files took before that byte (time lost before the first byte)."""
     def first(mask):
         return int(c["t_start"][mask].min()) if mask.any() else None
     n = len(c["t_start"])
-    first_byte = first(moved > 0)
-    own_file_calls = (c["file_id"] >= 0) & (nested == 0) & (c["layer"] != LAYER_CODE["process"])
-    before = own_file_calls & (c["t_end"] <= (first_byte if first_byte is not None else np.iinfo(np.int64).max))
+    app_file = (c["file_id"] >= 0) & ~np.isin(c["file_id"], list(options.system_files))
+    first_byte = first((moved > 0) & app_file)
+    own_file_calls = app_file & (nested == 0) & (c["layer"] != LAYER_CODE["process"])
+    # calls that started before the first byte (not ended: a call's end and the next call's start may differ by
+    # the clock correction's rounding)
+    before = own_file_calls & (c["t_start"] < (first_byte if first_byte is not None else np.iinfo(np.int64).max))
     return {"rank": stream.rank, "pid": stream.pid, "events": n, "info": dict(stream.info),
             "t_first": int(c["t_start"].min()) if n else None, "t_last": int(c["t_end"].max()) if n else None,
-            "t_first_open": first((c["kind"] == META) & (c["file_id"] >= 0)), "t_first_byte": first_byte,
+            "t_first_open": first((c["kind"] == META) & app_file), "t_first_byte": first_byte,
             "io_before_first_byte_ns": int(duration[before].sum()),
             "io_ns": int(duration[own_file_calls].sum())}
 
@@ -305,7 +320,7 @@ def summarise(stream, options: Options, budget_share: float = 1.0) -> Partial:
     tag = {"rank": stream.rank, "pid": stream.pid}
     tables = [_decode(groups.reset_index())] + [_decode(t.reset_index(drop=True)) for t in (sizes, hist, strides)]
     return Partial(
-        process=_process(stream, c, moved, duration, nested),
+        process=_process(stream, c, moved, duration, nested, options),
         groups=tables[0].assign(**tag), sizes=tables[1].assign(**tag), histogram=tables[2].assign(**tag),
         strides=tables[3].assign(**tag), timebins=_timebins(c, moved).assign(**tag),
         splits=_splits(calls).assign(**tag), calls=kept.assign(**tag), children=children.assign(**tag),

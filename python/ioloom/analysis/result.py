@@ -57,6 +57,7 @@ class Analysis:
     locks: pd.DataFrame = field(repr=False)
     samples: pd.DataFrame = field(repr=False)
     bin_width_ns: int = 0
+    app_groups: pd.DataFrame = field(default_factory=pd.DataFrame, repr=False)  # groups on application files
     bandwidth: dict = field(default_factory=dict)
     amplification: dict = field(default_factory=dict)
     lock_summary: list = field(default_factory=list)
@@ -74,25 +75,27 @@ class Analysis:
                                  columns=list(shapes[0].process))
         a = cls(options, dict(trace.meta), list(trace.problems), paths, processes, executor, timebins=timebins,
                 bin_width_ns=width, **tables)
+        a.app_groups = metrics.application_files(a.groups, options.system_files)
         a.bandwidth = metrics.bandwidths(a.groups)
         a.amplification = metrics.amplification(a.groups)
         a.lock_summary = metrics.lock_summary(a.locks)
-        a.patterns = patterns.classify(a.groups, a.strides, options.stripe_size)
+        a.patterns = patterns.classify(a.app_groups, a.strides, options.stripe_size)
         a.collectives = crosslayer.collectives(a.calls)
         a.findings = findings.find(a)
         return a
 
     def summary(self) -> dict:
         procs = self.processes
-        dropped = sum(int(info.get("dropped", 0) or 0) for info in procs.get("info", []))
-        excluded = sum(int(info.get("excluded", 0) or 0) for info in procs.get("info", []))
+        infos = list(procs["info"]) if "info" in procs else []
+        dropped = sum(int(info.get("dropped_events", 0)) for info in infos)
+        excluded = sum(calls for info in infos for calls, _ in info.get("excluded", {}).values())
         t0 = procs["t_first"].min() if len(procs) else 0
         t1 = procs["t_last"].max() if len(procs) else 0
         ranks = procs["rank"][procs["rank"] >= 0].nunique() if len(procs) else 0
         return {"processes": int(len(procs)), "ranks": int(ranks), "events": int(procs["events"].sum()) if len(procs) else 0,
                 "files": int(self.groups["file_id"][self.groups["file_id"] >= 0].nunique()) if len(self.groups) else 0,
                 "duration_s": float((t1 - t0) / metrics.NS) if len(procs) else 0.0,
-                "dropped_events": dropped, "excluded_paths": excluded, "problems": self.problems,
+                "dropped_events": dropped, "excluded_calls": excluded, "problems": self.problems,
                 "executor": self.executor, "detail_limited": self._detail_limited()}
 
     def _detail_limited(self) -> bool:
@@ -109,13 +112,14 @@ class Analysis:
         """The whole result as plain JSON types."""
         out = {
             "summary": self.summary(),
-            "options": vars(self.options),
+            "options": {k: v for k, v in vars(self.options).items() if k != "system_files"},
+            "system_files": sorted(self.paths.get(i, str(i)) for i in self.options.system_files),
             "bandwidth": self.bandwidth,
             "layers": self._layers(["layer", "kind"]),
             "files": self._layers(["file_id", "layer", "kind"]),
             "ranks": self._layers(["rank", "layer", "kind"]),
             "darshan_counters": metrics.darshan_counters(self.groups, self.sizes, self.histogram, self.strides),
-            "rank_spread": metrics.rank_spread(self.groups),
+            "rank_spread": metrics.rank_spread(self.app_groups),
             "locks": self.lock_summary,
             "amplification": self.amplification,
             "crosslayer": crosslayer.by_operation(self.splits),

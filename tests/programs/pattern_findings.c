@@ -1,0 +1,180 @@
+/* One MPI program, one I/O behaviour per mode, each the textbook cause of one ioloom finding (or none):
+ *
+ *   pattern_findings MODE DIR
+ *
+ *   strided-view   independent MPI_File_write through a strided file view (ROMIO data-sieves it: lock,
+ *                  read, write back, unlock; Open MPI's OMPIO does not)
+ *   small-strided  many small independent MPI_File_write_at calls interleaved across ranks on one file
+ *   collective     the strided view written with MPI_File_write_all (collective buffering)
+ *   imbalance      rank 0 writes 160 MiB to its own file, the others 1 MiB
+ *   metadata       every rank opens, fstats and closes its file 600 times, then writes once
+ *   reread         every rank reads the same 256 KiB of a shared input 32 times
+ *   misaligned     1 MiB writes that start 4 KiB after a stripe boundary, file per rank
+ *   lockwait       rank 0 holds a record lock for 0.4 s; the others wait for it before their first write
+ *   clean          stripe-aligned 1 MiB writes, one file per rank: nothing to report
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define KiB 1024
+#define MiB (1024 * 1024)
+
+static int rank, nranks;
+static char path[4096];
+
+static void die(const char *what) {
+    perror(what);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+}
+
+static char *buffer(size_t n) {
+    char *b = malloc(n);
+    if (!b) die("malloc");
+    memset(b, 'a' + rank % 26, n);
+    return b;
+}
+
+static void name(const char *dir, const char *file, int per_rank) {
+    if (per_rank) snprintf(path, sizeof path, "%s/%s.%d", dir, file, rank);
+    else snprintf(path, sizeof path, "%s/%s", dir, file);
+}
+
+static int posix_open(int flags) {
+    int fd = open(path, flags, 0644);
+    if (fd < 0) die(path);
+    return fd;
+}
+
+static void posix_blocks(int blocks, size_t block, off_t start) {
+    int fd = posix_open(O_WRONLY | O_CREAT | O_TRUNC);
+    char *b = buffer(block);
+    for (int i = 0; i < blocks; i++)
+        if (pwrite(fd, b, block, start + (off_t)i * block) != (ssize_t)block) die("pwrite");
+    free(b);
+    close(fd);
+}
+
+/* Each rank owns every nranks-th block of `block` bytes: a vector file view. */
+static void strided_view(int collective) {
+    const int block = 4 * KiB, count = 256;
+    MPI_File fh;
+    MPI_Datatype filetype;
+    MPI_Type_vector(count, block, block * nranks, MPI_BYTE, &filetype);
+    MPI_Type_commit(&filetype);
+    if (MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_WRONLY, MPI_INFO_NULL, &fh) != MPI_SUCCESS)
+        die("MPI_File_open");
+    MPI_File_set_view(fh, (MPI_Offset)rank * block, MPI_BYTE, filetype, "native", MPI_INFO_NULL);
+    char *b = buffer((size_t)block * count);
+    for (int rep = 0; rep < 4; rep++) {
+        MPI_File_seek(fh, 0, MPI_SEEK_SET); /* the same region again: a checkpoint rewritten */
+        if (collective) MPI_File_write_all(fh, b, block * count, MPI_BYTE, MPI_STATUS_IGNORE);
+        else MPI_File_write(fh, b, block * count, MPI_BYTE, MPI_STATUS_IGNORE);
+    }
+    free(b);
+    MPI_File_close(&fh);
+    MPI_Type_free(&filetype);
+}
+
+static void small_strided(void) {
+    const int block = 2 * KiB, count = 200;
+    MPI_File fh;
+    if (MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_WRONLY, MPI_INFO_NULL, &fh) != MPI_SUCCESS)
+        die("MPI_File_open");
+    char *b = buffer(block);
+    for (int i = 0; i < count; i++)
+        MPI_File_write_at(fh, ((MPI_Offset)i * nranks + rank) * block, b, block, MPI_BYTE, MPI_STATUS_IGNORE);
+    free(b);
+    MPI_File_close(&fh);
+}
+
+static void metadata(void) {
+    struct stat st;
+    posix_blocks(1, 4 * KiB, 0);
+    for (int i = 0; i < 600; i++) {
+        int fd = posix_open(O_RDONLY);
+        if (fstat(fd, &st) != 0) die("fstat");
+        close(fd);
+    }
+    posix_blocks(1, 4 * KiB, 0);
+}
+
+static void reread(const char *dir) {
+    const size_t header = 256 * KiB;
+    name(dir, "input", 0);
+    if (rank == 0) posix_blocks(4, header, 0);
+    MPI_Barrier(MPI_COMM_WORLD);
+    int fd = posix_open(O_RDONLY);
+    char *b = buffer(header);
+    for (int i = 0; i < 32; i++)
+        if (pread(fd, b, header, 0) != (ssize_t)header) die("pread");
+    free(b);
+    close(fd);
+}
+
+static void lockwait(const char *dir) {
+    name(dir, "locked", 0);
+    if (rank == 0) close(posix_open(O_WRONLY | O_CREAT | O_TRUNC));
+    MPI_Barrier(MPI_COMM_WORLD);
+    int fd = posix_open(O_WRONLY);
+    struct flock lock = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = 0, .l_len = 0};
+    if (rank == 0) {
+        if (fcntl(fd, F_SETLKW, &lock) != 0) die("fcntl lock");
+        MPI_Barrier(MPI_COMM_WORLD);
+        usleep(400 * 1000);
+    } else {
+        MPI_Barrier(MPI_COMM_WORLD);
+        usleep(20 * 1000); /* let rank 0's lock be the one in place */
+        if (fcntl(fd, F_SETLKW, &lock) != 0) die("fcntl wait");
+    }
+    char *b = buffer(64 * KiB);
+    if (pwrite(fd, b, 64 * KiB, (off_t)rank * 64 * KiB) != 64 * KiB) die("pwrite");
+    lock.l_type = F_UNLCK;
+    if (fcntl(fd, F_SETLK, &lock) != 0) die("fcntl unlock");
+    free(b);
+    close(fd);
+}
+
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+    if (argc != 3) {
+        if (rank == 0) fprintf(stderr, "usage: %s MODE DIR\n", argv[0]);
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    const char *mode = argv[1], *dir = argv[2];
+    if (!strcmp(mode, "strided-view") || !strcmp(mode, "collective")) {
+        name(dir, "shared", 0);
+        strided_view(!strcmp(mode, "collective"));
+    } else if (!strcmp(mode, "small-strided")) {
+        name(dir, "shared", 0);
+        small_strided();
+    } else if (!strcmp(mode, "imbalance")) {
+        name(dir, "part", 1);
+        posix_blocks(rank == 0 ? 160 : 1, MiB, 0);
+    } else if (!strcmp(mode, "metadata")) {
+        name(dir, "meta", 1);
+        metadata();
+    } else if (!strcmp(mode, "reread")) {
+        reread(dir);
+    } else if (!strcmp(mode, "misaligned")) {
+        name(dir, "misaligned", 1);
+        posix_blocks(8, MiB, 4 * KiB);
+    } else if (!strcmp(mode, "lockwait")) {
+        lockwait(dir);
+    } else if (!strcmp(mode, "clean")) {
+        name(dir, "clean", 1);
+        posix_blocks(4, MiB, 0);
+    } else {
+        if (rank == 0) fprintf(stderr, "unknown mode %s\n", mode);
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    MPI_Finalize();
+    return 0;
+}
