@@ -147,7 +147,8 @@
     X(FFLUSH, "fflush") \
     X(FFLUSH_UNLOCKED, "fflush_unlocked") \
     X(FILENO, "fileno") \
-    X(FILENO_UNLOCKED, "fileno_unlocked")
+    X(FILENO_UNLOCKED, "fileno_unlocked") \
+    X(U_GETDELIM, "__getdelim")
 
 /* MPI (mpiio_*.c): MPI_Init/Finalize, every MPI_File_* call and the request completions (MPI_Wait/MPI_Test
  * families). The enum suffix is the MPI function name itself, so the wrappers paste IOLOOM_OP_##name and a

@@ -239,6 +239,11 @@ IOLOOM_EXPORT ssize_t getline(char **line, size_t *n, FILE *fp) {
 IOLOOM_EXPORT ssize_t getdelim(char **line, size_t *n, int delim, FILE *fp) {
     TRACED(S, getdelim, (line, n, delim, fp), r < 0 && ferror(fp), record_delim(&c, OP(GETDELIM), fp, delim, r));
 }
+/* What glibc's inline getline() calls at -O2. */
+ssize_t __getdelim(char **line, size_t *n, int delim, FILE *fp);
+IOLOOM_EXPORT ssize_t __getdelim(char **line, size_t *n, int delim, FILE *fp) {
+    TRACED(S, __getdelim, (line, n, delim, fp), r < 0 && ferror(fp), record_delim(&c, OP(U_GETDELIM), fp, delim, r));
+}
 
 /* ---- positioning: fseek offset = the offset asked, aux = whence; ftell offset = ret = the position ---- */
 

@@ -10,7 +10,7 @@ POSIX_READS = {"read", "__read_chk", "pread", "pread64", "__pread_chk", "__pread
 POSIX_WRITES = {"write", "pwrite", "pwrite64", "writev", "pwritev", "pwritev64", "pwritev2", "pwritev64v2"}
 STDIO_READS = {"fread", "fread_unlocked", "__fread_chk", "__fread_unlocked_chk", "getc", "fgetc", "getc_unlocked",
                "fgetc_unlocked", "getchar", "getchar_unlocked", "fgets", "fgets_unlocked", "__fgets_chk",
-               "__fgets_unlocked_chk", "getline", "getdelim"}
+               "__fgets_unlocked_chk", "getline", "getdelim", "__getdelim"}
 STDIO_WRITES = {"fwrite", "fwrite_unlocked", "printf", "fprintf", "vprintf", "vfprintf", "__printf_chk",
                 "__fprintf_chk", "__vprintf_chk", "__vfprintf_chk", "puts", "fputs", "fputs_unlocked", "putc", "fputc",
                 "putc_unlocked", "fputc_unlocked", "putchar", "putchar_unlocked"}

@@ -110,8 +110,9 @@ class StreamReader:
             values = np.full(n, self.pid, np.int32)
         elif name == "file_id":
             local = s.stored(DIRECT[name])
-            known = (local >= 0) & (local < len(self.file_lookup))
-            values = np.where(known, self.file_lookup[np.where(known, local, 0)], -1).astype(np.int32)
+            unknown = len(self.file_lookup)  # the sentinel slot, -1
+            lookup = np.append(self.file_lookup, np.int32(-1))
+            values = lookup[np.where((local >= 0) & (local < unknown), local, unknown)]
         else:
             values = s.stored(DIRECT[name])
         order = self._order

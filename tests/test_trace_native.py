@@ -1,0 +1,255 @@
+"""The tracer on real programs: POSIX and stdio scenarios with exact offset and byte oracles, threads, fork,
+dup and record locks, errno and results unchanged, killed programs leaving a readable trace, and common tools
+(cp, tar, md5sum, dd) traced with exact byte counts."""
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import signal
+import subprocess
+import tarfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from ioloom import paths
+from ioloom.run import traced_environment
+from ioloom.trace import open_trace
+from ioloom.trace.ops import direction
+
+PROGRAMS = Path(__file__).parent / "programs"
+COMPILED = paths.REPO_ROOT / "build" / "tests" / "trace"
+
+
+def compile_program(source: str, *flags: str) -> Path:
+    """tests/programs/<source> built with gcc -O2 -D_FORTIFY_SOURCE=2 (so the fortified entry points are used)."""
+    text = (PROGRAMS / source).read_bytes()
+    key = hashlib.sha256(text + " ".join(flags).encode()).hexdigest()[:12]
+    exe = COMPILED / f"{Path(source).stem}-{key}"
+    if not exe.exists():
+        exe.parent.mkdir(parents=True, exist_ok=True)
+        tmp = exe.with_suffix(".tmp")
+        subprocess.run(["gcc", "-O2", "-D_FORTIFY_SOURCE=2", "-o", str(tmp), str(PROGRAMS / source), "-lpthread",
+                        *flags], check=True)
+        tmp.rename(exe)
+    return exe
+
+
+def traced_env(trace_dir: Path, **extra: str) -> dict[str, str]:
+    env = traced_environment([paths.native_lib("ioloom-trace")], trace_dir, ["posix", "stdio"])
+    return {**env, **extra}
+
+
+def run_both(tmp_path: Path, argv_of) -> tuple[subprocess.CompletedProcess, Path]:
+    """Runs argv_of(workdir) untraced and traced in fresh directories; checks their stdout and exit code are the
+    same; returns the traced run and its trace directory."""
+    plain_dir, traced_dir, trace = tmp_path / "plain", tmp_path / "traced", tmp_path / "trace"
+    plain_dir.mkdir()
+    traced_dir.mkdir()
+    plain = subprocess.run(argv_of(plain_dir), capture_output=True, text=True, timeout=60)
+    traced = subprocess.run(argv_of(traced_dir), capture_output=True, text=True, timeout=60, env=traced_env(trace))
+    assert traced.returncode == plain.returncode
+    assert traced.stdout == plain.stdout, "the tracer changed what the program printed (results or errno)"
+    return traced, trace
+
+
+def frame(trace_dir: Path) -> pd.DataFrame:
+    trace = open_trace(trace_dir)
+    assert trace.problems == [], trace.problems
+    events = trace.events().to_pandas().astype({"op": str, "layer": str})
+    paths_by_id = dict(zip(trace.files.column("file_id").to_pylist(), trace.files.column("path").to_pylist()))
+    events["name"] = events["file_id"].map(lambda i: Path(paths_by_id[i]).name if i >= 0 else "")
+    return events
+
+
+def rows(events: pd.DataFrame, name: str, ops: set[str] | None = None) -> list[tuple]:
+    part = events[(events["name"] == name) & (events["layer"] != "process")]
+    if ops:
+        part = part[part["op"].isin(ops)]
+    return [tuple(r) for r in part[["op", "offset", "req_bytes", "ret_bytes", "errno"]].itertuples(index=False)]
+
+
+def moved(events: pd.DataFrame, name: str, layer: str, way: str) -> int:
+    part = events[(events["name"] == name) & (events["layer"] == layer)]
+    ways = np.array([direction(op, aux) for op, aux in zip(part["op"], part["aux"])], dtype=object)
+    return int(part["ret_bytes"].to_numpy()[ways == way].clip(min=0).sum())
+
+
+def test_posix_calls_offsets_bytes_and_errno(tmp_path):
+    exe = compile_program("trace_scenarios.c")
+    _, trace = run_both(tmp_path, lambda d: [str(exe), "posix", str(d)])
+    ev = frame(trace)
+    data = {"read", "write", "pread", "pwrite", "readv", "writev", "preadv", "pwritev", "lseek", "ftruncate"}
+    assert rows(ev, "a.dat", data) == [
+        ("write", 0, 100, 100, 0), ("write", 100, 100, 100, 0), ("write", 200, 100, 100, 0),
+        ("pwrite", 1000, 50, 50, 0), ("pread", 10, 30, 30, 0), ("lseek", 0, 0, 0, 0), ("read", 0, 64, 64, 0),
+        ("writev", 64, 60, 60, 0), ("readv", 124, 16, 16, 0), ("pwritev", 2000, 32, 32, 0),
+        ("preadv", 2000, 32, 32, 0), ("ftruncate", 1500, 1500, 0, 0),
+        ("write", 140, 7, 7, 0),  # through dup2'ed fd 50: same file, shared position
+        ("read", 0, 10, 10, 0)]   # after the fortified open
+    a = ev[ev["name"] == "a.dat"]
+    opens = a[a["op"].str.contains("open|creat")]
+    assert list(opens["op"]) == ["open", "openat", "__open_2"]
+    assert opens["aux"].iloc[0] == os.O_CREAT | os.O_RDWR | os.O_TRUNC and opens["req_bytes"].iloc[0] == 0o644
+    dups = a[a["op"].isin(["dup", "dup2", "fcntl"]) & (a["ret_bytes"] >= 50)]
+    assert list(dups["ret_bytes"]) == [50, 60] and list(dups["aux"]) == [-1, fcntl.F_DUPFD]
+    locks = a[(a["op"] == "fcntl") & ((a["aux"] & 0xFFFF) == fcntl.F_SETLK)]
+    assert [(r.offset, r.req_bytes, r.aux >> 16 & 0xFF, r.aux >> 24) for r in locks.itertuples()] == [
+        (100, 200, fcntl.F_WRLCK, os.SEEK_SET), (100, 200, fcntl.F_UNLCK, os.SEEK_SET)]
+    assert rows(ev, "a.dat", {"mmap", "msync", "munmap"}) == [("mmap", 0, 4096, 4096, 0), ("msync", 0, 4096, 4096, 0),
+                                                               ("munmap", 0, 4096, 4096, 0)]
+    assert set(a["op"]) >= {"stat", "lstat", "fstat", "fstatat", "statx", "access", "fsync", "fdatasync", "close"}
+    # failures keep their errno, in the trace and for the program (stdout compared above)
+    assert rows(ev, "x", {"open"}) == [("open", -1, -1, -1, 2)]  # no mode given: req_bytes -1
+    bad = ev[(ev["op"] == "pread") & (ev["handle"] == 999)]
+    assert list(bad["errno"]) == [9] and list(bad["file_id"]) == [-1]
+    # kernel copies: a source side and a destination side with the bytes copied
+    copies = ev[ev["op"].isin(["copy_file_range", "sendfile"])]
+    assert [(r.op, r.name, r.aux, r.offset, r.ret_bytes) for r in copies.itertuples()] == [
+        ("copy_file_range", "a.dat", 0, 0, 500), ("copy_file_range", "b.dat", 1, 0, 500),
+        ("sendfile", "a.dat", 0, 0, 300), ("sendfile", "b.dat", 1, 0, 300)]
+    assert moved(ev, "a.dat", "posix", "write") == 300 + 50 + 60 + 32 + 7
+    assert moved(ev, "a.dat", "posix", "read") == 30 + 64 + 16 + 32 + 10 + 500 + 300
+    names = set(ev["name"])
+    assert {"c.dat", "d.dat", "sub"} <= names
+    renamed = ev[ev["op"] == "rename"].iloc[0]
+    assert renamed["name"] == "b.dat" and ev[ev["file_id"] == renamed["aux"]]["name"].iloc[0] == "c.dat"
+
+
+def test_stdio_calls_bytes_attributed_to_the_stream_file(tmp_path):
+    exe = compile_program("trace_scenarios.c")
+    traced, trace = run_both(tmp_path, lambda d: [str(exe), "stdio", str(d)])
+    ev = frame(trace)
+    s = ev[(ev["name"] == "s.txt") & (ev["layer"] == "stdio")]
+    assert list(s["op"]) == ["fopen", "fwrite", "__fprintf_chk", "fputs", "fputc", "putc", "fflush", "ftell", "fseek",
+                             "fgets", "__getdelim", "fgetc", "getc", "fgetc", "rewind", "fread", "fileno",
+                             "fclose"]
+    assert list(s["ret_bytes"]) == [s["handle"].iloc[0], 100, 6, 6, 1, 1, 0, 114, 0, 6, 6, 1, 1, 0, 0, 60,
+                                    s["handle"].iloc[0], 0]
+    assert s["aux"].iloc[0] == os.O_RDWR | os.O_CREAT | os.O_TRUNC
+    assert moved(ev, "s.txt", "stdio", "write") == 114 and moved(ev, "s.txt", "stdio", "read") == 74
+    assert moved(ev, "fd.txt", "stdio", "write") == 8 and moved(ev, "re.txt", "stdio", "write") == 33
+    assert rows(ev, "x", {"fopen"}) == [("fopen", -1, -1, -1, 2)]
+    # what the program printed to its stdout (a pipe here) is attributed to that pipe, byte for byte
+    out = ev[ev["name"].str.startswith("pipe:") & (ev["layer"] == "stdio")]
+    assert moved(ev, out["name"].iloc[0], "stdio", "write") == len(traced.stdout)
+
+
+def test_threads_have_their_own_tids_and_every_event(tmp_path):
+    exe = compile_program("trace_scenarios.c")
+    _, trace = run_both(tmp_path, lambda d: [str(exe), "threads", str(d)])
+    ev = frame(trace)
+    writes = ev[(ev["name"] == "t.dat") & (ev["op"] == "pwrite")]
+    assert len(writes) == 400 and writes["ret_bytes"].sum() == 4000
+    main_tid = ev["pid"].iloc[0]
+    per_thread = writes.groupby("tid")["offset"].apply(sorted)
+    assert len(per_thread) == 4 and main_tid not in per_thread.index
+    assert sorted(tuple(v) for v in per_thread) == [tuple(k * 1000 + i * 10 for i in range(100)) for k in range(4)]
+
+
+def test_fork_child_gets_its_own_stream(tmp_path):
+    exe = compile_program("trace_scenarios.c")
+    _, trace_dir = run_both(tmp_path, lambda d: [str(exe), "fork", str(d)])
+    trace = open_trace(trace_dir)
+    assert len(trace.streams) == 2
+    parent, child = sorted(trace.streams, key=lambda s: int(s.info["ppid"]) == s.pid or s.pid)
+    parent, child = (parent, child) if int(child.info["ppid"]) == parent.pid else (child, parent)
+    p = parent.read().to_pandas().astype({"op": str})
+    c = child.read().to_pandas().astype({"op": str})
+    assert p[p["op"] == "fork"]["ret_bytes"].tolist() == [child.pid]
+    assert c[c["op"] == "pwrite"][["offset", "ret_bytes"]].values.tolist() == [[0, 5]]
+    assert p[p["op"] == "pwrite"][["offset", "ret_bytes"]].values.tolist() == [[10, 6]]
+    assert c[c["op"] == "process_exit"]["ret_bytes"].tolist() == [3]
+    assert c[c["op"] == "pwrite"]["file_id"].tolist() == p[p["op"] == "pwrite"]["file_id"].tolist()
+
+
+@pytest.mark.parametrize("how", ["SIGKILL", "SIGTERM"])
+def test_killed_program_leaves_a_readable_trace(tmp_path, how):
+    exe = compile_program("trace_scenarios.c")
+    trace = tmp_path / "trace"
+    env = traced_env(trace, IOLOOM_FLUSH_INTERVAL_MS="50")
+    proc = subprocess.Popen([str(exe), "loop", str(tmp_path)], stdout=subprocess.PIPE, text=True, env=env)
+    assert proc.stdout.readline() == "ready\n"
+    proc.send_signal(getattr(signal, how))
+    assert proc.wait(timeout=30) == -getattr(signal, how), "the program must die of the signal, as untraced"
+    written = (tmp_path / "loop.dat").stat().st_size
+    result = open_trace(trace)
+    events = result.events(["op", "offset", "ret_bytes"]).to_pandas().astype({"op": str})
+    writes = events[events["op"] == "pwrite"]
+    assert len(writes) >= 250, "events flushed before the kill are readable"
+    assert (writes["offset"].diff().dropna() == 1000).all()
+    if how == "SIGTERM":  # flushed in the signal handler: every write is there, and the signal itself
+        assert writes["ret_bytes"].sum() == written
+        assert "signal" in set(events["op"])
+    assert any("did not finish normally" in p for p in result.problems)
+
+
+@pytest.fixture(scope="module")
+def tool_inputs(tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("tools")
+    rng = np.random.default_rng(7)
+    (d / "in.bin").write_bytes(rng.integers(0, 256, 3_000_017, dtype=np.uint8).tobytes())
+    (d / "small.txt").write_text("ioloom\n" * 1000)
+    return d
+
+
+def test_cp_tar_md5sum_dd_exact_bytes(tool_inputs, tmp_path):
+    src, small = tool_inputs / "in.bin", tool_inputs / "small.txt"
+    size, small_size = src.stat().st_size, small.stat().st_size
+    work = tmp_path / "w"
+    work.mkdir()
+    script = (f"cp {src} {work}/copy.bin && tar -cf {work}/a.tar -C {tool_inputs} in.bin small.txt && "
+              f"md5sum {src} > {work}/sum.txt && dd if={src} of={work}/dd.bin bs=65536 status=none")
+    trace = tmp_path / "trace"
+    subprocess.run(["sh", "-c", script], check=True, env=traced_env(trace), timeout=120)
+    assert (work / "copy.bin").read_bytes() == src.read_bytes()
+    ev = frame(trace)
+    tar_size = (work / "a.tar").stat().st_size
+    by_exe = {s.pid: Path(s.info["exe"]).name for s in open_trace(trace).streams}
+    ev["exe"] = ev["pid"].map(by_exe)
+
+    def total(exe: str, name: str, way: str) -> int:
+        part = ev[ev["exe"] == exe]
+        return sum(moved(part, name, layer, way) for layer in ("posix", "stdio"))
+
+    assert total("cp", "in.bin", "read") == size and total("cp", "copy.bin", "write") == size
+    assert total("tar", "in.bin", "read") == size and total("tar", "small.txt", "read") == small_size
+    assert total("tar", "a.tar", "write") == tar_size
+    assert total("md5sum", "in.bin", "read") == size
+    # md5sum prints its separators with glibc's inline putc_unlocked, which writes into the stream buffer
+    # without any call to intercept: the digest and name are seen, 3 separator bytes are not
+    assert total("md5sum", "sum.txt", "write") == len((work / "sum.txt").read_text()) - 3
+    assert total("dd", "in.bin", "read") == size and total("dd", "dd.bin", "write") == size
+    with tarfile.open(work / "a.tar") as archive:
+        assert archive.getnames() == ["in.bin", "small.txt"]
+
+
+def test_python_script_is_traced(tmp_path):
+    script = tmp_path / "job.py"
+    out = tmp_path / "out.bin"
+    script.write_text(f"with open({str(out)!r}, 'wb') as f:\n    for i in range(10):\n        f.write(b'x' * 100000)\n")
+    trace = tmp_path / "trace"
+    subprocess.run(["python3", str(script)], check=True, env=traced_env(trace), timeout=60)
+    ev = frame(trace)
+    assert moved(ev, "out.bin", "posix", "write") == 1_000_000
+    assert "job.py" in set(ev["name"])
+
+
+def test_path_filters_exclude_and_count(tmp_path):
+    trace = tmp_path / "trace"
+    subprocess.run(["sh", "-c", f"cat /proc/self/status > /dev/null; cat /etc/hostname > {tmp_path}/h"], check=True,
+                   env=traced_env(trace, IOLOOM_EXCLUDE="/etc"), timeout=60)
+    result = open_trace(trace)
+    ev = frame(trace)
+    assert not ev["name"].isin(["status", "hostname"]).any()
+    excluded = {}
+    for stream in result.streams:
+        for prefix, (calls, size) in stream.info["excluded"].items():
+            calls0, size0 = excluded.get(prefix, (0, 0))
+            excluded[prefix] = (calls0 + calls, size0 + size)
+    assert excluded["/proc"][0] > 0 and excluded["/etc"][0] > 0
+    assert excluded["/etc"][1] >= len(Path("/etc/hostname").read_bytes())
+    assert moved(ev, "h", "posix", "write") == len(Path("/etc/hostname").read_bytes())
