@@ -6,7 +6,7 @@
 
 #include "trace_format.h"
 
-uint8_t *ioloom_put_varint(uint8_t *p, uint64_t v) {
+static inline uint8_t *put_varint(uint8_t *p, uint64_t v) {
     while (v >= 0x80) {
         *p++ = (uint8_t)(v | 0x80);
         v >>= 7;
@@ -14,6 +14,8 @@ uint8_t *ioloom_put_varint(uint8_t *p, uint64_t v) {
     *p++ = (uint8_t)v;
     return p;
 }
+
+uint8_t *ioloom_put_varint(uint8_t *p, uint64_t v) { return put_varint(p, v); }
 
 uint8_t *ioloom_put_cstr(uint8_t *p, const char *s) {
     size_t len = strlen(s) + 1;
@@ -23,11 +25,7 @@ uint8_t *ioloom_put_cstr(uint8_t *p, const char *s) {
 
 static inline uint64_t zigzag(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
 
-static size_t varint_size(uint64_t v) {
-    size_t n = 1;
-    while (v >= 0x80) { v >>= 7; n++; }
-    return n;
-}
+static inline size_t varint_size(uint64_t v) { return (size_t)(70 - __builtin_clzll(v | 1)) / 7; }
 
 static void put_u32(uint8_t *p, uint32_t v) {
     for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
@@ -71,63 +69,74 @@ size_t ioloom_events_bound(size_t n) {
     return IOLOOM_CHUNK_HEADER_BYTES + 30 + IOLOOM_COLUMNS * (1 + 10 + 10 + 20 * n);
 }
 
-/* The stored (pre-zigzag) value of column `col` for events[i]. */
-static int64_t column_value(int col, const struct ioloom_raw_event *ev, size_t i, uint64_t t_base) {
-    const struct ioloom_raw_event *e = &ev[i];
+/* Fills v[0..n) with the stored (pre-zigzag) values of column `col`, one tight loop per column, and returns
+ * how many runs of equal values they form. */
+static size_t column_values(int col, const struct ioloom_raw_event *ev, size_t n, uint64_t t_base, int64_t *v) {
+    size_t runs = 1;
+#define FILL(first, expr)                                          \
+    v[0] = (int64_t)(first);                                       \
+    for (size_t i = 1; i < n; i++) {                               \
+        v[i] = (int64_t)(expr);                                    \
+        runs += v[i] != v[i - 1];                                  \
+    }                                                              \
+    break
     switch (col) {
-    case IOLOOM_COL_GAP: return (int64_t)(e->t_start - (i ? ev[i - 1].t_end : t_base));
-    case IOLOOM_COL_DURATION: return (int64_t)(e->t_end - e->t_start);
-    case IOLOOM_COL_OP: return e->op;
-    case IOLOOM_COL_LAYER: return e->layer;
-    case IOLOOM_COL_FILE: return e->file_id;
-    case IOLOOM_COL_HANDLE: return e->handle;
-    case IOLOOM_COL_OFFSET_DELTA: return e->offset - (i ? ev[i - 1].offset : 0);
-    case IOLOOM_COL_REQ: return e->req_bytes;
-    case IOLOOM_COL_RET_MINUS_REQ: return e->ret_bytes - e->req_bytes;
-    case IOLOOM_COL_ERRNO: return e->err;
-    case IOLOOM_COL_AUX: return e->aux;
-    case IOLOOM_COL_CALL_ID: return e->call_id;
-    case IOLOOM_COL_PARENT: return e->parent;
-    default: return e->coll_seq;
+    case IOLOOM_COL_GAP: FILL(ev[0].t_start - t_base, ev[i].t_start - ev[i - 1].t_end);
+    case IOLOOM_COL_DURATION: FILL(ev[0].t_end - ev[0].t_start, ev[i].t_end - ev[i].t_start);
+    case IOLOOM_COL_OP: FILL(ev[0].op, ev[i].op);
+    case IOLOOM_COL_LAYER: FILL(ev[0].layer, ev[i].layer);
+    case IOLOOM_COL_FILE: FILL(ev[0].file_id, ev[i].file_id);
+    case IOLOOM_COL_HANDLE: FILL(ev[0].handle, ev[i].handle);
+    case IOLOOM_COL_OFFSET_DELTA: FILL(ev[0].offset, ev[i].offset - ev[i - 1].offset);
+    case IOLOOM_COL_REQ: FILL(ev[0].req_bytes, ev[i].req_bytes);
+    case IOLOOM_COL_RET_MINUS_REQ: FILL(ev[0].ret_bytes - ev[0].req_bytes, ev[i].ret_bytes - ev[i].req_bytes);
+    case IOLOOM_COL_ERRNO: FILL(ev[0].err, ev[i].err);
+    case IOLOOM_COL_AUX: FILL(ev[0].aux, ev[i].aux);
+    case IOLOOM_COL_CALL_ID: FILL(ev[0].call_id, ev[i].call_id);
+    case IOLOOM_COL_PARENT: FILL(ev[0].parent, ev[i].parent);
+    default: FILL(ev[0].coll_seq, ev[i].coll_seq);
     }
+#undef FILL
+    return runs;
 }
 
-/* Appends one column (mode byte, byte length, body), choosing the smallest of the three modes. */
-static uint8_t *put_column(uint8_t *p, const int64_t *v, size_t n) {
-    size_t plain = 0, runs = 0, run_bytes = 0;
-    for (size_t i = 0; i < n; i++) {
-        plain += varint_size(zigzag(v[i]));
-        if (i == 0 || v[i] != v[i - 1]) {
-            size_t len = 1;
-            while (i + len < n && v[i + len] == v[i]) len++;
-            runs++;
-            run_bytes += varint_size(zigzag(v[i])) + varint_size(len);
-        }
-    }
-    uint8_t *body;
+/* Appends one column of `runs` runs (mode byte, byte length, body) in the smallest of the three modes. Most
+ * columns of a loop are constant and cost only the pass that found it. */
+static uint8_t *put_column(uint8_t *p, const int64_t *v, size_t n, size_t runs) {
     if (runs == 1) {
         *p++ = IOLOOM_COL_CONST;
-        p = ioloom_put_varint(p, varint_size(zigzag(v[0])));
-        return ioloom_put_varint(p, zigzag(v[0]));
+        p = put_varint(p, varint_size(zigzag(v[0])));
+        return put_varint(p, zigzag(v[0]));
     }
-    if (run_bytes + varint_size(runs) < plain) {
+    size_t plain = 0, run_bytes = varint_size(runs), run_start = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t size = varint_size(zigzag(v[i]));
+        plain += size;
+        if (i && v[i] != v[i - 1]) {
+            run_bytes += varint_size(i - run_start);
+            run_start = i;
+        }
+        if (i == run_start) run_bytes += size;
+    }
+    run_bytes += varint_size(n - run_start);
+    if (run_bytes < plain) {
         *p++ = IOLOOM_COL_RUNS;
-        p = ioloom_put_varint(p, run_bytes + varint_size(runs));
-        body = ioloom_put_varint(p, runs);
+        p = put_varint(p, run_bytes);
+        p = put_varint(p, runs);
         /* all run values first, then all lengths: each half decodes as one varint array */
         for (size_t i = 0; i < n; i++)
-            if (i == 0 || v[i] != v[i - 1]) body = ioloom_put_varint(body, zigzag(v[i]));
-        for (size_t i = 0; i < n;) {
-            size_t len = 1;
-            while (i + len < n && v[i + len] == v[i]) len++;
-            body = ioloom_put_varint(body, len);
-            i += len;
-        }
-        return body;
+            if (i == 0 || v[i] != v[i - 1]) p = put_varint(p, zigzag(v[i]));
+        run_start = 0;
+        for (size_t i = 1; i <= n; i++)
+            if (i == n || v[i] != v[i - 1]) {
+                p = put_varint(p, i - run_start);
+                run_start = i;
+            }
+        return p;
     }
     *p++ = IOLOOM_COL_VARINT;
-    p = ioloom_put_varint(p, plain);
-    for (size_t i = 0; i < n; i++) p = ioloom_put_varint(p, zigzag(v[i]));
+    p = put_varint(p, plain);
+    for (size_t i = 0; i < n; i++) p = put_varint(p, zigzag(v[i]));
     return p;
 }
 
@@ -135,12 +144,12 @@ size_t ioloom_encode_events(uint8_t *out, int64_t *scratch, uint32_t tid, const 
                             size_t n) {
     uint64_t t_base = ev[0].t_start;
     uint8_t *p = out + IOLOOM_CHUNK_HEADER_BYTES;
-    p = ioloom_put_varint(p, tid);
-    p = ioloom_put_varint(p, n);
-    p = ioloom_put_varint(p, t_base);
+    p = put_varint(p, tid);
+    p = put_varint(p, n);
+    p = put_varint(p, t_base);
     for (int col = 0; col < IOLOOM_COLUMNS; col++) {
-        for (size_t i = 0; i < n; i++) scratch[i] = column_value(col, ev, i, t_base);
-        p = put_column(p, scratch, n);
+        size_t runs = column_values(col, ev, n, t_base, scratch);
+        p = put_column(p, scratch, n, runs);
     }
     uint32_t payload = (uint32_t)(p - out - IOLOOM_CHUNK_HEADER_BYTES);
     ioloom_seal_chunk(out, IOLOOM_CHUNK_EVENTS, payload);
