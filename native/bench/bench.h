@@ -45,9 +45,10 @@ struct bench_options {
     uint64_t segment_count;   /* -s */
     int write, read;          /* -w, -r */
     int fsync;                /* -e: fsync (MPI_File_sync, H5Fflush) before close */
-    int reorder;              /* -C: read the data of the rank ranks_per_node ahead (another "node") */
-    int shift;                /* -Q: the rank shift for -C (default ranks_per_node) */
-    int ranks_per_node;       /* emulated ranks per node (default: the real count on this node) */
+    int reorder;              /* -C: read the data of a rank on another (emulated) node */
+    int node_offset;          /* -Q: how many nodes away -C reads (IOR's taskPerNodeOffset), default 1 */
+    int ranks_per_node;       /* emulated ranks per node, consecutive ranks (default: the real count here) */
+    int shift;                /* derived: -C reads rank (r + shift) % N, shift = node_offset * ranks_per_node */
     int repetitions;          /* -i */
     double wait_ms;           /* --wait: idle time between two data calls (Boito's TMP) */
     int verify;               /* --verify: check every byte read */

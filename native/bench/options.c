@@ -49,9 +49,9 @@ static const char usage[] =
     "  -c              collective data calls (mpiio, hdf5)\n"
     "  -e              fsync before close (MPI_File_sync, H5Fflush)\n"
     "  -w / -r         write / read phase (both when neither is given)\n"
-    "  -C              read the data of another node: rank r reads what rank r+shift wrote\n"
-    "  -Q N            the shift for -C                                          [ranks per node]\n"
-    "  --ranks-per-node N  emulated ranks per node (the shift of -C)             [ranks on this node]\n"
+    "  -C              read the data of another node: rank r reads what rank r + Q * ranks-per-node wrote\n"
+    "  -Q N            for -C: how many nodes away (as IOR's -Q)                 [1]\n"
+    "  --ranks-per-node N  emulated ranks per node: consecutive ranks share a node [ranks on this node]\n"
     "  -i N            repetitions                                               [1]\n"
     "  --wait MS       idle time between two data calls (Boito's TMP); deducted from the effective time\n"
     "  --hint KEY=VAL  an MPI_Info hint for open (repeatable), e.g. romio_cb_write=enable\n"
@@ -204,8 +204,11 @@ static int check_consistency(struct bench_options *o, int nranks) {
                       "against MPICH; this is ioloom-bench-%s",
                       o->kernel == KERNEL_FLASH ? "--kernel flash" : "-a hdf5", IOLOOM_MPI_IMPL);
 #endif
-    if (o->shift < 0)
-        o->shift = o->ranks_per_node;
+    o->shift = (int)(((long)o->node_offset * o->ranks_per_node) % nranks);
+    if (o->reorder && o->shift == 0 && o->read && is_root_rank())
+        fprintf(stderr, "ioloom-bench: note: -C shifts by %d node(s) of %d ranks = 0 ranks mod %d: every rank reads "
+                        "its own data; emulate smaller nodes with --ranks-per-node\n",
+                o->node_offset, o->ranks_per_node, nranks);
     return 0;
 }
 
@@ -251,7 +254,7 @@ static const struct option long_options[] = {
     {"transfer-size", required_argument, 0, 't'}, {"segments", required_argument, 0, 's'},
     {"file-per-proc", no_argument, 0, 'F'},       {"collective", no_argument, 0, 'c'},
     {"fsync", no_argument, 0, 'e'},               {"reorder", no_argument, 0, 'C'},
-    {"shift", required_argument, 0, 'Q'},         {"write", no_argument, 0, 'w'},
+    {"node-offset", required_argument, 0, 'Q'},         {"write", no_argument, 0, 'w'},
     {"read", no_argument, 0, 'r'},                {"repetitions", required_argument, 0, 'i'},
     {"output", required_argument, 0, 'o'},        {"keep", no_argument, 0, 'k'},
     {"help", no_argument, 0, 'h'},                {"pattern", required_argument, 0, OPT_PATTERN},
@@ -270,7 +273,7 @@ static void set_defaults(struct bench_options *o, MPI_Comm comm) {
     o->transfer_size = 256 << 10;
     o->segment_count = 1;
     o->repetitions = 1;
-    o->shift = -1;
+    o->node_offset = 1;
     o->ranks_per_node = ranks_on_this_node(comm);
     strcpy(o->path, "./ioloom-bench.dat");
 }
@@ -300,8 +303,8 @@ static int apply_option(struct bench_options *o, int c, const char *arg, int *ke
     case 'C': o->reorder = 1; return 0;
     case 'Q':
         if (parse_count(arg, 0, INT_MAX, &n))
-            return refuse("-Q/--shift '%s': expected a whole number >= 0", arg);
-        o->shift = (int)n;
+            return refuse("-Q/--node-offset '%s': expected a whole number of nodes >= 0", arg);
+        o->node_offset = (int)n;
         o->reorder = 1;
         return 0;
     case 'w': o->write = 1; return 0;
