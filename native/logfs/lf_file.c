@@ -37,7 +37,10 @@ lf_file *lf_open(const char *dir, int flags, mode_t mode, const struct lf_backen
     f->flags = flags;
     f->wlog = f->log_fd = f->index_fd = -1;
     f->map_stale = f->others_stale = 1;
-    if (lf_meta_read(dir, &f->meta) || lf_load_others(f) ||
+    lf_writer_init(f);
+    /* Other writers' indexes load on the first read or size query, not here: N writers opening a shared
+     * file would otherwise read N^2 journals. */
+    if (lf_meta_read(dir, &f->meta) ||
         ((flags & O_TRUNC) && writable(f) && lf_map_build(f) == 0 && f->map.size &&
          lf_writer_append(f, LF_TRUNCATE, NULL, 0, 0))) {
         int saved = errno;

@@ -79,6 +79,8 @@ char *lf_slurp(const char *path, size_t *len);
 int lf_mkdirs(const char *dir, mode_t mode);
 
 /* lf_write.c */
+/* Which group's log this handle writes: fixed at open from the environment (IOLOOM_LOGFS_FANOUT, the rank). */
+void lf_writer_init(lf_file *f);
 int lf_writer_append(lf_file *f, uint16_t kind, const void *buf, size_t n, uint64_t offset);
 int lf_writer_publish(lf_file *f);
 void lf_writer_after_fork(lf_file *f);

@@ -40,7 +40,7 @@ int lf_mkdirs(const char *dir, mode_t mode) {
 }
 
 int lf_meta_read(const char *dir, struct lf_meta *m) {
-    char path[PATH_MAX];
+    char path[PATH_MAX + sizeof LF_META_NAME + 1];
     snprintf(path, sizeof path, "%s/" LF_META_NAME, dir);
     char *text = lf_slurp(path, NULL);
     if (!text) return -1;
@@ -70,22 +70,25 @@ static int format_meta(const struct lf_meta *m, char *buf, size_t cap) {
     return n < (int)cap ? n : (errno = ENAMETOOLONG, -1);
 }
 
-/* Writes the meta file through a temporary linked into place: EEXIST when one is already there. */
-static int install_meta(const char *dir, const struct lf_meta *m) {
-    char text[LF_MAX_BACKENDS * (PATH_MAX + 16)], tmp[PATH_MAX], path[PATH_MAX];
+static int write_meta(const char *dir, const struct lf_meta *m) {
+    char text[LF_MAX_BACKENDS * (PATH_MAX + 16)], path[PATH_MAX + sizeof LF_META_NAME + 1];
     int n = format_meta(m, text, sizeof text);
     if (n < 0) return -1;
-    snprintf(tmp, sizeof tmp, "%s/.meta.%d.%llx", dir, (int)getpid(), (unsigned long long)ioloom_now_ns());
     snprintf(path, sizeof path, "%s/" LF_META_NAME, dir);
-    int fd = IOLOOM_NEXT(open)(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    int fd = IOLOOM_NEXT(open)(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0) return -1;
     int rc = lf_full_pwrite(fd, text, (size_t)n, 0) == n ? 0 : -1;
     IOLOOM_NEXT(close)(fd);
-    if (rc == 0) rc = IOLOOM_NEXT(link)(tmp, path);
-    int saved = errno;
-    IOLOOM_NEXT(unlink)(tmp);
-    errno = saved;
     return rc;
+}
+
+/* Undo a container that lost the race to be created (or failed half way): only what we made. */
+static void discard(const char *tmp, const struct lf_meta *m) {
+    char path[PATH_MAX + sizeof LF_META_NAME + 1];
+    snprintf(path, sizeof path, "%s/" LF_META_NAME, tmp);
+    IOLOOM_NEXT(unlink)(path);
+    IOLOOM_NEXT(rmdir)(tmp);
+    for (int i = 1; i < m->nbackends; i++) IOLOOM_NEXT(rmdir)(m->backend[i]);
 }
 
 int lf_meta_create(const char *dir, mode_t mode, const struct lf_backends *backends, int excl) {
@@ -95,28 +98,37 @@ int lf_meta_create(const char *dir, mode_t mode, const struct lf_backends *backe
     struct lf_meta m = {.version = LF_VERSION, .chunk = ioloom_env_size("IOLOOM_LOGFS_CHUNK", LF_DEFAULT_CHUNK),
                         .mode = mode & 07777 & ~mask};
     if (m.chunk < 4096) m.chunk = 4096;
+    /* The container is built complete under a temporary name and renamed into place, so a directory with the
+     * container's name always holds its metadata: racing creators (N ranks opening with O_CREAT) see either
+     * nothing or a whole container, and a rename onto a container that another process put there first fails. */
+    char tmp[PATH_MAX];
+    if (snprintf(tmp, sizeof tmp, "%s.lfnew.%d.%llx", dir, (int)getpid(), (unsigned long long)ioloom_now_ns()) >=
+        (int)sizeof tmp)
+        return errno = ENAMETOOLONG, -1;
     struct stat st;
-    if (lf_mkdirs(dir, 0755) || IOLOOM_NEXT(stat)(dir, &st)) return -1;
+    if (lf_mkdirs(tmp, 0755) || IOLOOM_NEXT(stat)(tmp, &st)) return -1;
     snprintf(m.backend[m.nbackends++], PATH_MAX, "%s", dir);
-    /* Extra backend directories get a suffix unique to this container (the primary directory's inode and the
-     * time), so a container created later under the same name, or renamed, never shares them. */
-    for (int i = 0; backends && i < backends->count && m.nbackends < LF_MAX_BACKENDS; i++) {
+    /* Extra backend directories get a suffix unique to this container (inode and time), so a container created
+     * later under the same name, or renamed, never shares them. */
+    int rc = 0;
+    for (int i = 0; rc == 0 && backends && i < backends->count && m.nbackends < LF_MAX_BACKENDS; i++) {
         if (snprintf(m.backend[m.nbackends], PATH_MAX, "%s.lf%llx-%llx", backends->dirs[i],
                      (unsigned long long)st.st_ino, (unsigned long long)ioloom_now_ns()) >= PATH_MAX)
-            return errno = ENAMETOOLONG, -1;
-        if (lf_mkdirs(m.backend[m.nbackends++], 0755)) return -1;
+            rc = (errno = ENAMETOOLONG, -1);
+        else rc = lf_mkdirs(m.backend[m.nbackends++], 0755);
     }
-    if (install_meta(dir, &m) == 0) return 0;
-    /* Another process created it first: its metadata names its own extra directories, so ours go (rmdir
-     * removes only empty ones; a writer re-creates its backend directory if needed). */
+    if (rc == 0) rc = write_meta(tmp, &m);
+    if (rc == 0) rc = IOLOOM_NEXT(rename)(tmp, dir);
+    if (rc == 0) return 0;
     int saved = errno;
-    for (int i = 1; i < m.nbackends; i++) IOLOOM_NEXT(rmdir)(m.backend[i]);
-    errno = saved;
-    return errno == EEXIST && !excl ? 0 : -1;
+    discard(tmp, &m);
+    if (lf_is_container(dir)) return excl ? (errno = EEXIST, -1) : 0; /* another process created it first */
+    errno = saved == ENOTEMPTY ? EEXIST : saved;
+    return -1;
 }
 
 int lf_is_container(const char *dir) {
-    char path[PATH_MAX];
+    char path[PATH_MAX + sizeof LF_META_NAME + 1];
     if (snprintf(path, sizeof path, "%s/" LF_META_NAME, dir) >= (int)sizeof path) return 0;
     return IOLOOM_NEXT(access)(path, F_OK) == 0;
 }

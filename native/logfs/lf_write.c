@@ -62,9 +62,10 @@ static const char *group_backend(const lf_file *f) {
     return f->meta.backend[(hash32(f->group) ^ hash32(base ? base : f->dir)) % (uint32_t)f->meta.nbackends];
 }
 
+void lf_writer_init(lf_file *f) { writer_group(f->group, sizeof f->group); }
+
 static int writer_setup(lf_file *f) {
     if (f->wlog >= 0) return 0;
-    writer_group(f->group, sizeof f->group);
     f->writer = new_writer_id();
     char path[PATH_MAX];
     const char *backend = group_backend(f);
@@ -201,6 +202,7 @@ void lf_writer_after_fork(lf_file *f) {
     IOLOOM_NEXT(close)(f->log_fd);
     IOLOOM_NEXT(close)(f->index_fd);
     f->log_fd = f->index_fd = f->wlog = -1;
+    writer_group(f->group, sizeof f->group); /* per-process groups name the child's own log */
     f->nmine = f->npublished = 0;
     f->entry_open = 0;
     f->resv_end = 0;

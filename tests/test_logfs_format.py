@@ -1,0 +1,119 @@
+"""The container format across C and Python: shared vectors, the checksum, overlap and truncate order among
+writers, pattern entries (10^6 strided writes keep a tiny index), fan-out of writers to logs, several backends,
+and opening 1,024 writers' indexes."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ioloom import paths
+from ioloom.logfs import preload
+from ioloom.logfs.format import Container, load_journals, read_meta, sum64
+from ioloom.logfs.tools import check
+
+VECTORS = Path(__file__).parent / "vectors" / "logfs"
+
+
+def tool(*args, env=None) -> str:
+    out = subprocess.run([str(paths.native_bin("ioloom-logfs-tool")), *map(str, args)], capture_output=True,
+                         text=True, timeout=300, env={**os.environ, **(env or {})})
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def test_checksum_vectors(tmp_path):
+    for case in json.loads((VECTORS / "sums.json").read_text()):
+        assert f"{sum64(bytes.fromhex(case['data'])):016x}" == case["sum64"]
+    fresh = np.random.default_rng(3).integers(0, 256, 100_003, dtype=np.uint8).tobytes()
+    (tmp_path / "f").write_bytes(fresh)
+    assert tool("sum", tmp_path / "f").strip() == f"{sum64(fresh):016x}"
+
+
+def test_committed_vector_reads_the_same_in_python_and_c(tmp_path):
+    expected = (VECTORS / "overlap.plain").read_bytes()
+    assert Container.open(VECTORS / "overlap.lf").read() == expected
+    assert check(VECTORS / "overlap.lf").ok
+    copy = tmp_path / "overlap.lf"            # read-only use of the vector; the layer may add files
+    shutil.copytree(VECTORS / "overlap.lf", copy)
+    out = subprocess.run(["cat", f"logfs:{copy}"], capture_output=True, env={**os.environ, **preload.env()})
+    assert out.stdout == expected
+
+
+def test_fresh_c_writes_read_in_python(tmp_path):
+    tool("vectors", tmp_path / "c", tmp_path / "plain", env={"IOLOOM_LOGFS_CHUNK": "4096"})
+    c = Container.open(tmp_path / "c")
+    assert c.read() == (tmp_path / "plain").read_bytes()
+    assert len(c.journals) == 3 and check(tmp_path / "c").ok
+
+
+def test_million_strided_writes_keep_a_tiny_index(tmp_path):
+    tool("synth", tmp_path / "c", 1, 1_000_000, 8)   # one rank's run (a second rank's is the same, shifted)
+    (index,) = (tmp_path / "c").glob("index.*")
+    assert index.stat().st_size <= 4096
+    (journal,) = load_journals(read_meta(tmp_path / "c"))
+    assert journal.entries["count"].sum() == 1_000_000 and len(journal.entries) == 1
+    assert journal.entries["stride"][0] == 8 and journal.entries["pstride"][0] == 56 + 8
+    opened = json.loads(tool("open-time", tmp_path / "c"))
+    assert opened["size"] == 8_000_000 and opened["last_byte_ok"]
+
+
+WRITER = r"""
+import os, sys
+rank, n, block, count = map(int, sys.argv[2:6])
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o644)
+for i in range(count):
+    off = (i * n + rank) * block
+    os.pwrite(fd, bytes((off + k) * 13 % 251 for k in range(block)), off)
+os.close(fd)
+"""
+
+
+def concurrent_writers(path, n, block, count, **settings):
+    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(path), str(r), str(n), str(block), str(count)],
+                              env={**os.environ, **preload.env(**settings), "PMI_RANK": str(r)}) for r in range(n)]
+    assert all(p.wait(timeout=120) == 0 for p in procs)
+
+
+def expected_bytes(size):
+    return bytes(x * 13 % 251 for x in range(size))
+
+
+@pytest.mark.parametrize("fanout, logs", [("rank", 8), ("4", 2), ("node", 1)])
+def test_fanout_controls_the_number_of_logs(tmp_path, fanout, logs):
+    path = tmp_path / "c"
+    concurrent_writers(f"logfs:{path}", 8, 1000, 40, fanout=fanout, chunk="4096")
+    assert len(list(path.glob("log.*"))) == logs
+    assert Container.open(path).read() == expected_bytes(8 * 1000 * 40)
+    report = check(path)
+    assert report.ok, report.problems
+
+
+def test_several_backends_one_namespace(tmp_path, ioloom_cli):
+    mount, extras = tmp_path / "mnt", [tmp_path / "b1", tmp_path / "b2"]
+    for d in (mount, *extras):
+        d.mkdir()
+    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(mount / "shared"), str(r), "8", "512", "20"],
+                              env={**os.environ, **preload.env({mount: extras}), "PMI_RANK": str(r)})
+             for r in range(8)]
+    assert all(p.wait(timeout=120) == 0 for p in procs)
+    c = Container.open(mount / "shared")
+    assert len(c.meta.backends) == 3
+    used = {j.log_path.parent for j in c.journals}
+    assert len(used) >= 2                                              # the logs are spread
+    assert c.read() == expected_bytes(8 * 512 * 20)
+    ioloom_cli("container", "rm", mount / "shared")
+    assert not any(list(b.iterdir()) for b in extras) and not (mount / "shared").exists()
+
+
+def test_opening_1024_writers_indexes_takes_under_a_second(tmp_path):
+    tool("synth", tmp_path / "c", 1024, 4, 4096)
+    opened = json.loads(tool("open-time", tmp_path / "c"))
+    assert opened["size"] == 1024 * 4 * 4096 and opened["last_byte_ok"]
+    assert opened["seconds"] < 1.0, opened
