@@ -29,6 +29,7 @@ app.command("report")(report_cli.command)
 app.command("export")(export.command)
 app.add_typer(bench_app, name="bench")
 app.add_typer(advise_app, name="advise")
+app.add_typer(container_app, name="container")
 
 
 def main() -> None:
