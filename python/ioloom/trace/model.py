@@ -49,6 +49,12 @@ EVENT_SCHEMA = pa.schema([
 FILE_SCHEMA = pa.schema([("file_id", pa.int32()), ("path", pa.string()), ("dev", pa.uint64()), ("ino", pa.uint64())])
 
 
+def _ascending(column: pa.ChunkedArray) -> bool:
+    """Already in order (one stream, or streams that do not overlap): sorting can be skipped."""
+    values = column.to_numpy()
+    return bool((values[1:] >= values[:-1]).all())
+
+
 @dataclass
 class Stream:
     """The events of one traced process. `read()` decodes on demand; `info` holds what the process reported
@@ -81,7 +87,7 @@ class Trace:
             schema = EVENT_SCHEMA if columns is None else pa.schema([EVENT_SCHEMA.field(c) for c in columns])
             return schema.empty_table()
         table = pa.concat_tables(tables, promote_options="permissive").unify_dictionaries()
-        if "t_start" in table.column_names:
+        if "t_start" in table.column_names and not _ascending(table.column("t_start")):
             table = table.sort_by("t_start")
         return table
 

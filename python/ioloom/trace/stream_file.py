@@ -73,7 +73,8 @@ class StreamFile:
                 repeat[at] = 0
                 repeat[at + 1:at + 1 + runs] = lengths
                 repeat[at + 1 + runs:at + 1 + 2 * runs] = 0
-        out = unzigzag(np.repeat(values, repeat))
+        signed = unzigzag(values)  # before repeating: a constant column is one value per chunk
+        out = signed if len(signed) == self.events and (repeat == 1).all() else np.repeat(signed, repeat)
         if len(out) != self.events:
             raise ValueError(f"column {column} decodes to {len(out)} values for {self.events} events")
         return out

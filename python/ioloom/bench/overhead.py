@@ -1,0 +1,120 @@
+"""`ioloom bench overhead`: what tracing adds per call, and how fast traces are read back.
+
+Runs the probe (native/trace/overhead_probe.c: N small pwrite, pread, fwrite on a file in the page cache, and
+MPI_File_write_at in the per-MPI builds) untraced and traced, alternately, several times, in one command; the
+added cost per call is the difference of the medians. Then decodes the traces it just wrote and reports the
+reader's speed (events per second) and the size on disk per event."""
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from ioloom import mpi, paths
+from ioloom.bench import app
+from ioloom.run import traced_environment
+
+GOAL_NS = 100
+
+
+def probe_runs(calls: int) -> list[tuple[str, list[str], list[Path]]]:
+    """(label, argv prefix, libraries to preload) for the plain probe and each MPI's probe that is built."""
+    runs = [("posix+stdio", [str(paths.native_bin("ioloom-overhead-probe"))], [paths.native_lib("ioloom-trace")])]
+    for impl in mpi.implementations():
+        try:
+            probe = paths.native_bin(f"ioloom-overhead-probe-{impl.name}")
+            wrappers = paths.native_lib(f"ioloom-trace-mpi-{impl.name}")
+        except paths.NativeMissing:
+            continue
+        runs.append((impl.name, impl.launch(1, [str(probe)]), [wrappers, paths.native_lib("ioloom-trace")]))
+    return runs
+
+
+def run_probe(argv: list[str], target: Path, calls: int, env: dict[str, str] | None) -> dict[str, float]:
+    out = subprocess.run([*argv, str(target), str(calls)], capture_output=True, text=True, env=env, timeout=1800)
+    if out.returncode != 0:
+        raise RuntimeError(f"{argv[-1]} failed (exit {out.returncode}): {out.stderr.strip()}")
+    return {name: float(value) for name, value in (line.split() for line in out.stdout.splitlines() if line.strip())}
+
+
+def measure(calls: int, repeats: int, work: Path) -> tuple[list[dict], list[Path]]:
+    """Per call kind: untraced and traced ns per call (medians over repeats) and the difference."""
+    rows, traces = [], []
+    for label, argv, libs in probe_runs(calls):
+        plain: dict[str, list[float]] = {}
+        traced: dict[str, list[float]] = {}
+        for repeat in range(repeats):
+            trace = work / f"{label}-{repeat}"
+            env = {**traced_environment(libs, trace, ["posix", "stdio", "mpiio"]), **_launch_env(label)}
+            for sink, run_env in ((plain, {**_base_env(), **_launch_env(label)}), (traced, env)):
+                for name, ns in run_probe(argv, work / f"{label}.dat", calls, run_env).items():
+                    sink.setdefault(name, []).append(ns)
+            traces.append(trace)
+        for name in plain:
+            if label != "posix+stdio" and name != "MPI_File_write_at":
+                continue
+            untraced, with_trace = statistics.median(plain[name]), statistics.median(traced[name])
+            rows.append({"call": name, "build": label, "untraced_ns": round(untraced, 1),
+                         "traced_ns": round(with_trace, 1), "added_ns": round(with_trace - untraced, 1),
+                         "spread_ns": round(max(traced[name]) - min(traced[name]), 1)})
+    return rows, traces
+
+
+def _base_env() -> dict[str, str]:
+    import os
+    return {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+
+
+def _launch_env(label: str) -> dict[str, str]:
+    impl = next((i for i in mpi.implementations() if i.name == label), None)
+    return impl.launch_env() if impl else {}
+
+
+def reader_speed(traces: list[Path]) -> dict:
+    """Decode every event column of the traces written above; events per second and bytes per event."""
+    from ioloom.trace import open_trace
+
+    events = size = 0
+    elapsed = 0.0
+    for trace_dir in traces:
+        start = time.perf_counter()
+        trace = open_trace(trace_dir)
+        table = trace.events()
+        elapsed += time.perf_counter() - start
+        events += table.num_rows
+        size += sum(p.stat().st_size for p in trace_dir.glob("*.ioloom"))
+    return {"events": events, "seconds": round(elapsed, 3), "events_per_s": round(events / elapsed) if elapsed else 0,
+            "bytes_per_event": round(size / events, 2) if events else None}
+
+
+@app.command("overhead")
+def command(
+    calls: int = typer.Option(1_000_000, "--calls", min=1000, help="Calls of each kind per run."),
+    repeats: int = typer.Option(3, "--repeats", min=1, help="Untraced/traced run pairs; medians are reported."),
+    as_json: bool = typer.Option(False, "--json", help="Print the figures as JSON."),
+) -> None:
+    """Added ns per traced call (pwrite, pread, fwrite, MPI_File_write_at) and the reader's events/s."""
+    with tempfile.TemporaryDirectory(prefix="ioloom-overhead-") as tmp:
+        rows, traces = measure(calls, repeats, Path(tmp))
+        reader = reader_speed(traces)
+    result = {"calls": calls, "repeats": repeats, "goal_added_ns": GOAL_NS, "calls_overhead": rows, "reader": reader}
+    if as_json:
+        print(json.dumps(result, indent=2))
+        return
+    table = Table(title=f"tracing overhead, {calls:,} calls of each kind, median of {repeats}")
+    for column in ("call", "build", "untraced ns", "traced ns", "added ns", "traced spread ns"):
+        table.add_column(column, justify="right" if "ns" in column else "left")
+    for r in rows:
+        table.add_row(r["call"], r["build"], f"{r['untraced_ns']:.1f}", f"{r['traced_ns']:.1f}", f"{r['added_ns']:.1f}",
+                      f"{r['spread_ns']:.1f}")
+    console = Console()
+    console.print(table)
+    console.print(f"reader: {reader['events']:,} events decoded (all columns) in {reader['seconds']} s = "
+                  f"{reader['events_per_s'] / 1e6:.1f} M events/s; {reader['bytes_per_event']} bytes/event on disk")
