@@ -117,7 +117,9 @@ MPI_Info bench_hints_info(const struct bench_options *o);
 
 /* Per-rank times of one phase, seconds. */
 struct bench_times {
-    double open, data, sync, close, wait; /* wait: idle time asked for with --wait */
+    double open, data, sync, close;
+    double wait; /* idle time asked for with --wait */
+    double prep; /* filling buffers with the pattern and checking them: the benchmark's work, not I/O */
     double total;                         /* open to close, this rank */
     uint64_t bytes;
     uint64_t errors; /* bytes that failed --verify */

@@ -75,8 +75,10 @@ static int phase(const struct bench_options *o, MPI_Comm comm, const struct btio
     if (err)
         return err;
     for (int s = 0; s < o->steps; s++) {
+        double p0 = bench_now();
         if (writing)
             visit(b, s, buf, 0);
+        t->prep += bench_now() - p0;
         double d0 = bench_now();
         MPI_File_set_view(fh, s * step_bytes, b->point, b->filetype, "native", MPI_INFO_NULL);
         MPI_Status st;
@@ -86,8 +88,11 @@ static int phase(const struct bench_options *o, MPI_Comm comm, const struct btio
             return bench_mpi_failed(writing ? "MPI_File_write_all" : "MPI_File_read_all", name, err);
         t->data += bench_now() - d0;
         t->bytes += b->points * COMPONENTS * 8;
-        if (!writing && o->verify)
+        if (!writing && o->verify) {
+            double v0 = bench_now();
             t->errors += visit(b, s, buf, 1);
+            t->prep += bench_now() - v0;
+        }
     }
     bench_kernel_close(o, &fh, writing, t);
     return 0;

@@ -45,15 +45,20 @@ static int run_call(const struct bench_options *o, MPI_Comm comm, enum riot_call
         MPI_File_set_view(fh, region, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL);
     for (int i = 0; i < o->steps; i++) {
         uint64_t offset = (uint64_t)region + (uint64_t)i * len;
+        double p0 = bench_now();
         if (writing)
             bench_fill(buf, len, offset, rank);
+        t.prep += bench_now() - p0;
         double d0 = bench_now();
         if ((err = call(c, fh, (MPI_Offset)offset, buf, (int)len)) != MPI_SUCCESS)
             return bench_mpi_failed(call_names[c], name, err);
         t.data += bench_now() - d0;
         t.bytes += len;
-        if (!writing && o->verify)
+        if (!writing && o->verify) {
+            double v0 = bench_now();
             t.errors += bench_verify(buf, len, offset, rank, name, t.errors);
+            t.prep += bench_now() - v0;
+        }
     }
     bench_kernel_close(o, &fh, writing, &t);
     bench_report_add(r, call_names[c], rep, &t);

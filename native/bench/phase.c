@@ -63,8 +63,10 @@ static void run_file(const struct bench_options *o, enum bench_phase_kind kind, 
     for (uint64_t s = first; s < first + count; s++)
         for (uint64_t x = 0; x < per_block; x++) {
             uint64_t offset = bench_place(o, nranks, owner, s, x).offset;
+            double p0 = bench_now();
             if (writing)
                 bench_fill(buf, o->transfer_size, offset, owner);
+            t->prep += bench_now() - p0;
             if (o->wait_ms > 0 && t->bytes > 0) {
                 double w0 = bench_now();
                 bench_sleep_ms(o->wait_ms);
@@ -75,8 +77,11 @@ static void run_file(const struct bench_options *o, enum bench_phase_kind kind, 
                 io_failed(comm);
             t->data += bench_now() - d0;
             t->bytes += o->transfer_size;
-            if (!writing && o->verify)
+            if (!writing && o->verify) {
+                double v0 = bench_now();
                 t->errors += bench_verify(buf, o->transfer_size, offset, owner, name, t->errors);
+                t->prep += bench_now() - v0;
+            }
         }
     if (o->fsync && writing) {
         double s0 = bench_now();

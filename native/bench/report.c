@@ -1,6 +1,7 @@
 /* Reduction and output. Each phase's per-rank times are gathered on rank 0, which prints either one JSON
  * document (--json; the schema is in docs/bench.md) or a readable table.
  *   effective bandwidth = bytes of all ranks / slowest rank's open-to-close time less its --wait idle time
+ *                         and the time it spent filling and checking buffers (our work, not I/O)
  *   raw bandwidth       = bytes of all ranks / slowest rank's time inside data calls
  * (fs_test's "effective" and "raw"; Boito deducts the idle time of TMP tests the same way). */
 #include "bench.h"
@@ -9,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define NFIELDS 8 /* the doubles of struct bench_times, in order */
-static const char *const field_names[] = {"open", "data", "sync", "close", "wait", "total"};
-#define NTIMES 6
+/* The doubles gathered per rank: the times, then bytes and errors. */
+enum { F_OPEN, F_DATA, F_SYNC, F_CLOSE, F_WAIT, F_PREP, F_TOTAL, NTIMES, F_BYTES = NTIMES, F_ERRORS, NFIELDS };
+static const char *const field_names[NTIMES] = {"open", "data", "sync", "close", "wait", "prep", "total"};
 
 struct phase_record {
     char op[40];
@@ -40,7 +41,7 @@ struct bench_report *bench_report_new(const struct bench_options *o, MPI_Comm co
 }
 
 static void times_to_fields(const struct bench_times *t, double *f) {
-    double v[NFIELDS] = {t->open, t->data, t->sync, t->close, t->wait, t->total, (double)t->bytes,
+    double v[NFIELDS] = {t->open, t->data, t->sync, t->close, t->wait, t->prep, t->total, (double)t->bytes,
                          (double)t->errors};
     memcpy(f, v, sizeof v);
 }
@@ -96,12 +97,13 @@ static struct phase_figures figures(const struct bench_report *r, const struct p
         const double *v = p->ranks + (size_t)k * NFIELDS;
         for (int i = 0; i < NTIMES; i++)
             stats_add(&f.time[i], v[i], k);
-        f.bytes += v[6];
-        f.errors += v[7];
-        if (v[5] - v[4] > slowest_effective)
-            slowest_effective = v[5] - v[4];
-        if (v[1] > slowest_data)
-            slowest_data = v[1];
+        f.bytes += v[F_BYTES];
+        f.errors += v[F_ERRORS];
+        double effective = v[F_TOTAL] - v[F_WAIT] - v[F_PREP];
+        if (effective > slowest_effective)
+            slowest_effective = effective;
+        if (v[F_DATA] > slowest_data)
+            slowest_data = v[F_DATA];
     }
     f.effective_bw = slowest_effective > 0 ? f.bytes / slowest_effective : 0;
     f.raw_bw = slowest_data > 0 ? f.bytes / slowest_data : 0;
@@ -184,7 +186,7 @@ static void json_phase(FILE *out, const struct bench_report *r, const struct pha
         fprintf(out, "%s{\"rank\": %d", k ? ", " : "", k);
         for (int i = 0; i < NTIMES; i++)
             fprintf(out, ", \"%s\": %.9g", field_names[i], v[i]);
-        fprintf(out, ", \"bytes\": %.0f, \"errors\": %.0f}", v[6], v[7]);
+        fprintf(out, ", \"bytes\": %.0f, \"errors\": %.0f}", v[F_BYTES], v[F_ERRORS]);
     }
     fputs("]}", out);
 }
@@ -270,8 +272,8 @@ static void print_text(FILE *out, const struct bench_report *r, const struct op_
     for (int i = 0; i < r->nphases; i++) {
         struct phase_figures f = figures(r, &r->phases[i]);
         fprintf(out, "%-22s %4d %12.2f %12.2f %10.4f %10.4f %10.4f %10.4f %10.4f\n", r->phases[i].op,
-                r->phases[i].rep, f.effective_bw / MIB, f.raw_bw / MIB, f.time[0].max, f.time[1].max,
-                f.time[2].max, f.time[3].max, f.time[5].max);
+                r->phases[i].rep, f.effective_bw / MIB, f.raw_bw / MIB, f.time[F_OPEN].max,
+                f.time[F_DATA].max, f.time[F_SYNC].max, f.time[F_CLOSE].max, f.time[F_TOTAL].max);
     }
     fprintf(out, "summary over repetitions (effective MiB/s min/mean/max):\n");
     for (int i = 0; i < nsums; i++)
