@@ -8,3 +8,4 @@ app = typer.Typer(help="Benchmarks that print figures (ours against a baseline, 
 from ioloom.bench import io  # noqa: E402,F401  (registers `ioloom bench io`)
 from ioloom.bench import sweep  # noqa: E402,F401  (registers `ioloom bench sweep`)
 from ioloom.bench import overhead  # noqa: E402,F401  (registers `ioloom bench overhead`)
+from ioloom.bench import logfs  # noqa: E402,F401  (registers `ioloom bench logfs`)

@@ -1,0 +1,140 @@
+"""`ioloom bench logfs`: N-1 strided through logfs against N-1 strided direct and N-N direct, same bytes, one run.
+
+For each rank count: E = logfs N-1 / direct N-N (the goal is E >= 0.9) and the speed-up of logfs over direct
+N-1, for the write and for the read-back; the cost the preloaded layer adds to files outside its roots (goal
+<= 2%); and the time to open 1,024 writers' indexes. Every configuration runs `--reps` times, interleaved so
+that drifts of a shared machine hit all alike, and the best run of each counts (IOR practice for a noisy node).
+"""
+from __future__ import annotations
+
+import json
+import subprocess
+import tempfile
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from ioloom import paths
+from ioloom.bench import app
+from ioloom.bench.io import MIB, run_bench, summary
+from ioloom.logfs import preload
+
+CONFIGS = ("logfs_n1", "direct_n1", "direct_nn", "preloaded_n1")
+
+
+def _mem_available() -> int:
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemAvailable:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def _size(text: str) -> int:
+    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+    return int(text[:-1]) * units[text[-1].lower()] if text[-1].lower() in units else int(text)
+
+
+def _run_config(config: str, impl: str | None, nranks: int, base: list[str], work: Path) -> dict:
+    """One ioloom-bench run of a configuration; returns {op: best effective bandwidth (B/s)}."""
+    mount, elsewhere = work / "mnt", work / "elsewhere"
+    if config == "logfs_n1":
+        args, env = ["--pattern", "strided", "-o", mount / "shared.dat"], preload.env({mount: []})
+    elif config == "preloaded_n1":       # the layer loaded, its root elsewhere: the pass-through cost
+        args, env = ["--pattern", "strided", "-o", work / "shared.dat"], preload.env({elsewhere: []})
+    else:
+        pattern = "strided" if config == "direct_n1" else "fpp"
+        args, env = ["--pattern", pattern, "-o", work / f"{config}.dat"], {}
+    result = run_bench(impl, nranks, [*base, *map(str, args)], env=env)
+    return {op: summary(result, op)["effective_bw"]["max"] for op in ("write", "read")}
+
+
+def measure(impl: str | None, ranks: list[int], api: str, block: str, transfer: str, segments: int, fsync: bool,
+            reps: int, directory: Path) -> dict:
+    base = ["-a", api, "-b", block, "-t", transfer, "-s", str(segments), "-w", "-r"] + (["-e"] if fsync else [])
+    if api == "mpiio":
+        base.append("-c")
+    rows = []
+    for n in ranks:
+        best: dict[str, dict[str, float]] = {c: {"write": 0.0, "read": 0.0} for c in CONFIGS}
+        with tempfile.TemporaryDirectory(dir=directory, prefix="ioloom-bench-logfs-") as tmp:
+            work = Path(tmp)
+            (work / "mnt").mkdir()
+            (work / "elsewhere").mkdir()
+            for rep in range(reps):
+                order = CONFIGS if rep % 2 == 0 else tuple(reversed(CONFIGS))
+                for config in order:
+                    got = _run_config(config, impl, n, base, work)
+                    for op, bw in got.items():
+                        best[config][op] = max(best[config][op], bw)
+        row = {"ranks": n, "bytes": n * segments * _size(block), "bandwidth": best}
+        for op in ("write", "read"):
+            row[f"E_{op}"] = best["logfs_n1"][op] / best["direct_nn"][op]
+            row[f"speedup_{op}"] = best["logfs_n1"][op] / best["direct_n1"][op]
+            row[f"outside_cost_{op}"] = 1 - best["preloaded_n1"][op] / best["direct_n1"][op]
+        rows.append(row)
+    largest = max(r["bytes"] for r in rows)
+    return {
+        "api": api, "block": block, "transfer": transfer, "segments": segments, "fsync_before_close": fsync,
+        "reps": reps, "directory": str(directory),
+        "page_cache": {"largest_file_bytes": largest, "mem_available_bytes": _mem_available(),
+                       "fits": largest < _mem_available()},
+        "rows": rows, "open_1024_writers": open_many(directory),
+    }
+
+
+def open_many(directory: Path, writers: int = 1024) -> dict:
+    """Time for a reader to open a container of `writers` writers' logs and indexes and resolve it."""
+    tool = str(paths.native_bin("ioloom-logfs-tool"))
+    with tempfile.TemporaryDirectory(dir=directory, prefix="ioloom-bench-logfs-open-") as tmp:
+        subprocess.run([tool, "synth", f"{tmp}/c", str(writers), "4", "4096"], check=True, capture_output=True)
+        out = subprocess.run([tool, "open-time", f"{tmp}/c"], check=True, capture_output=True, text=True)
+    return {"writers": writers, **json.loads(out.stdout)}
+
+
+def _table(result: dict) -> Table:
+    table = Table(title=f"logfs vs direct ({result['api']}, block {result['block']}, transfer {result['transfer']}, "
+                        f"{result['segments']} segments; best of {result['reps']}; MiB/s)")
+    for column in ("ranks", "op", "logfs N-1", "direct N-1", "direct N-N", "E (goal>=0.9)", "speed-up vs N-1",
+                   "outside-roots cost (goal<=2%)"):
+        table.add_column(column, justify="right")
+    for row in result["rows"]:
+        for op in ("write", "read"):
+            bw = row["bandwidth"]
+            table.add_row(str(row["ranks"]), op, *(f"{bw[c][op] / MIB:,.0f}" for c in CONFIGS[:3]),
+                          f"{row[f'E_{op}']:.2f}", f"{row[f'speedup_{op}']:.2f}x",
+                          f"{100 * row[f'outside_cost_{op}']:+.1f}%")
+    return table
+
+
+@app.command("logfs")
+def logfs_command(
+        mpi_name: str = typer.Option(None, "--mpi", help="openmpi or mpich (default: the first found)."),
+        ranks: str = typer.Option("1,2,4", help="Rank counts to try, comma-separated."),
+        api: str = typer.Option("posix", help="posix or mpiio (collective)."),
+        block: str = typer.Option("1m", "-b", help="Block per rank per segment."),
+        transfer: str = typer.Option("64k", "-t", help="Bytes per data call."),
+        segments: int = typer.Option(64, "-s", help="Segments (strided: one block of every rank each)."),
+        fsync: bool = typer.Option(True, "--fsync/--no-fsync", help="fsync before close (-e)."),
+        reps: int = typer.Option(3, help="Runs of each configuration; the best counts."),
+        directory: Path = typer.Option(Path(tempfile.gettempdir()), "--dir", help="Where the files go."),
+        json_out: bool = typer.Option(False, "--json", help="Print the figures as JSON.")) -> None:
+    """N-1 strided through logfs vs N-1 strided and N-N direct: E, speed-up, read-back, pass-through cost."""
+    if not directory.is_dir():
+        raise typer.BadParameter(f"{directory} is not a directory; give --dir an existing, writable one")
+    result = measure(mpi_name, [int(r) for r in ranks.split(",")], api, block, transfer, segments, fsync, reps,
+                     directory)
+    if json_out:
+        print(json.dumps(result, indent=1))
+        return
+    console = Console(width=150)
+    console.print(_table(result))
+    cache = result["page_cache"]
+    console.print(f"largest file {cache['largest_file_bytes'] / MIB:,.0f} MiB, memory available "
+                  f"{cache['mem_available_bytes'] / MIB:,.0f} MiB: the data "
+                  f"{'fit' if cache['fits'] else 'did not fit'} in the page cache; fsync before close: "
+                  f"{'yes' if result['fsync_before_close'] else 'no'}")
+    opened = result["open_1024_writers"]
+    console.print(f"opening {opened['writers']} writers' indexes and resolving them: {opened['seconds']:.3f} s "
+                  f"(goal < 1 s)")
