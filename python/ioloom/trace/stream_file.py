@@ -62,17 +62,19 @@ class StreamFile:
         first = np.concatenate(([0], np.cumsum(count_varints(buf, starts))[:-1]))
         # how many times each decoded varint appears in the column: 1 for plain values, n for a constant,
         # the run length for a run value, 0 for run counts and run lengths
+        modes = np.array([c.columns[column][0] for c in self.chunks], np.uint8)
+        counts, _ = self.chunk_firsts()
+        if (modes == CONST).all():
+            signed = unzigzag(values)
+            return np.full(self.events, signed[0]) if (signed == signed[0]).all() else np.repeat(signed, counts)
         repeat = np.ones(len(values), np.int64)
-        for chunk, at in zip(self.chunks, first.tolist()):
-            mode = chunk.columns[column][0]
-            if mode == CONST:
-                repeat[at] = chunk.count
-            elif mode == RUNS:
-                runs = int(values[at])
-                lengths = values[at + 1 + runs:at + 1 + 2 * runs].astype(np.int64)
-                repeat[at] = 0
-                repeat[at + 1:at + 1 + runs] = lengths
-                repeat[at + 1 + runs:at + 1 + 2 * runs] = 0
+        constant = modes == CONST
+        repeat[first[constant]] = counts[constant]
+        for at in first[modes == RUNS].tolist():
+            runs = int(values[at])
+            repeat[at] = 0
+            repeat[at + 1:at + 1 + runs] = values[at + 1 + runs:at + 1 + 2 * runs].view(np.int64)
+            repeat[at + 1 + runs:at + 1 + 2 * runs] = 0
         signed = unzigzag(values)  # before repeating: a constant column is one value per chunk
         out = signed if len(signed) == self.events and (repeat == 1).all() else np.repeat(signed, repeat)
         if len(out) != self.events:
