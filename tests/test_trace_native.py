@@ -187,6 +187,26 @@ def test_killed_program_leaves_a_readable_trace(tmp_path, how):
     assert any("did not finish normally" in p for p in result.problems)
 
 
+def test_program_signal_handler_still_runs_and_abort_is_flushed(tmp_path):
+    exe = compile_program("trace_scenarios.c")
+    trace = tmp_path / "trace"
+    proc = subprocess.Popen([str(exe), "handler", str(tmp_path)], stdout=subprocess.PIPE, text=True,
+                            env=traced_env(trace))
+    assert proc.stdout.readline() == "ready\n"
+    proc.send_signal(signal.SIGTERM)
+    assert proc.stdout.read() == "handled\n" and proc.wait(timeout=30) == 5
+    events = open_trace(trace).events(["op", "ret_bytes", "aux"]).to_pandas().astype({"op": str})
+    assert events[events["op"] == "pwrite"]["ret_bytes"].sum() == (tmp_path / "loop.dat").stat().st_size
+    assert events[events["op"] == "signal"]["aux"].tolist() == [signal.SIGTERM]
+    assert events[events["op"] == "process_exit"]["ret_bytes"].tolist() == [5]
+
+    aborted = subprocess.run([str(exe), "abort", str(tmp_path)], env=traced_env(tmp_path / "t2"), timeout=30)
+    assert aborted.returncode == -signal.SIGABRT
+    events = open_trace(tmp_path / "t2").events(["op", "offset", "aux"]).to_pandas().astype({"op": str})
+    assert events[events["op"] == "pwrite"]["offset"].tolist() == [i * 100 for i in range(10)]
+    assert events[events["op"] == "signal"]["aux"].tolist() == [signal.SIGABRT]
+
+
 @pytest.fixture(scope="module")
 def tool_inputs(tmp_path_factory) -> Path:
     d = tmp_path_factory.mktemp("tools")

@@ -227,8 +227,7 @@ static int32_t register_file(const char *path, uint64_t dev, uint64_t ino) {
 }
 
 void ioloom_files_flush(void) {
-    if (!__atomic_load_n(&ft.pending, __ATOMIC_ACQUIRE)) return;
-    pthread_mutex_lock(&ft.lock);
+    if (!__atomic_load_n(&ft.pending, __ATOMIC_ACQUIRE) || ioloom_lock(&ft.lock)) return;
     size_t size = IOLOOM_CHUNK_HEADER_BYTES;
     for (int32_t id = 0; id < ft.count; id++)
         if (ft.entries[id].pending) size += 30 + strlen(ft.entries[id].path) + 1;

@@ -126,8 +126,10 @@ static volatile sig_atomic_t hooked[NSIG];
 static void on_fatal_signal(int sig, siginfo_t *info, void *context) {
     int saved = errno;
     ioloom_busy++;
+    ioloom_in_signal++;
     ioloom_record_process(IOLOOM_OP_SIGNAL, 0, sig);
-    ioloom_flush_all(1);
+    ioloom_flush_all();
+    ioloom_in_signal--;
     ioloom_busy--;
     struct sigaction program = program_action[sig];
     errno = saved;
@@ -225,7 +227,7 @@ static void before_exec(void) {
     int saved = errno;
     ioloom_busy++;
     ioloom_record_process(IOLOOM_OP_EXEC, 0, -1);
-    ioloom_flush_all(0);
+    ioloom_flush_all();
     ioloom_write_info("ended_by_exec", "1"); /* the new image writes its own stream (same pid) */
     ioloom_busy--;
     errno = saved;
@@ -289,7 +291,7 @@ static void final_flush(int64_t status) {
     ioloom_busy++;
     ioloom_record_process(IOLOOM_OP_PROCESS_EXIT, status, -1);
     ioloom_finished = 1;
-    ioloom_flush_all(0);
+    ioloom_flush_all();
     ioloom_write_info("clean_exit", "1");
     ioloom_busy--;
     errno = saved;

@@ -17,14 +17,19 @@
 extern volatile int ioloom_tracing;
 /* Opens this process's stream in the trace directory and writes the header, op table and process info. */
 int ioloom_writer_open(void);
-/* Flushes every thread's buffer (at exit, exec, fatal signal). `from_signal`: never wait on a lock. */
-void ioloom_flush_all(int from_signal);
+/* Flushes every thread's buffer (at exit, exec, fatal signal). */
+void ioloom_flush_all(void);
 /* In the child after fork: forget the parent's buffers and stream, open the child's own. */
 void ioloom_writer_after_fork(void);
 /* Appends a key/value pair to the stream's metadata (an INFO chunk, written at once). */
 void ioloom_write_info(const char *key, const char *value);
 /* Writes a ready chunk (header + payload) to the stream; 0 on success. Caller must not hold the stream lock. */
 int ioloom_write_chunk(const uint8_t *chunk, size_t len);
+/* Takes a lock of the writer's flush path; in a signal handler (ioloom_in_signal) only if it is free, since
+ * the interrupted code may hold it. 0 when taken. */
+#include <pthread.h>
+extern volatile int ioloom_in_signal;
+int ioloom_lock(pthread_mutex_t *lock);
 /* Events counted as dropped so far (never silently lost). */
 uint64_t ioloom_dropped(void);
 

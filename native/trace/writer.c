@@ -32,6 +32,11 @@ struct thread_buffer {
 };
 
 volatile int ioloom_tracing;
+volatile int ioloom_in_signal;
+
+int ioloom_lock(pthread_mutex_t *lock) {
+    return ioloom_in_signal ? pthread_mutex_trylock(lock) : pthread_mutex_lock(lock);
+}
 volatile int ioloom_finished;
 
 static struct {
@@ -77,7 +82,7 @@ static int write_all_locked(const uint8_t *buf, size_t len) {
 
 int ioloom_write_chunk(const uint8_t *chunk, size_t len) {
     int saved = errno;
-    pthread_mutex_lock(&w.lock);
+    if (ioloom_lock(&w.lock)) return -1;
     int rc = write_all_locked(chunk, len);
     pthread_mutex_unlock(&w.lock);
     errno = saved;
@@ -106,13 +111,13 @@ static void write_dropped_if_changed(void) {
     ioloom_write_info("dropped_events", text);
 }
 
-/* Encodes and writes events [0, count) of b. With `from_signal`, gives up rather than wait for a lock. */
-static void flush_buffer(struct thread_buffer *b, int from_signal) {
-    if (from_signal ? pthread_mutex_trylock(&b->flush_lock) : pthread_mutex_lock(&b->flush_lock)) return;
+/* Encodes and writes events [0, count) of b. In a signal handler, gives up rather than wait for a lock. */
+static void flush_buffer(struct thread_buffer *b) {
+    if (ioloom_lock(&b->flush_lock)) return;
     uint32_t n = __atomic_load_n(&b->count, __ATOMIC_ACQUIRE);
     if (n) {
         ioloom_files_flush(); /* file entries first: a reader then knows every id an event names */
-        if (from_signal ? pthread_mutex_trylock(&w.lock) == 0 : pthread_mutex_lock(&w.lock) == 0) {
+        if (ioloom_lock(&w.lock) == 0) {
             size_t len = ioloom_encode_events(w.encoded, w.scratch, b->tid, b->events, n);
             if (write_all_locked(w.encoded, len) == 0) w.events_written += n;
             else count_dropped(n);
@@ -132,7 +137,7 @@ static void release_thread_buffer(void *arg) {
      * racing with thread exit never touches freed memory. A new thread reuses a released buffer. */
     struct thread_buffer *b = arg;
     ioloom_busy++;
-    flush_buffer(b, 0);
+    flush_buffer(b);
     ioloom_busy--;
     my_buffer = NULL; /* a later destructor's I/O claims a buffer again */
     __atomic_store_n(&b->tid, 0, __ATOMIC_RELEASE);
@@ -223,14 +228,14 @@ void ioloom_record(const struct ioloom_event *ev) {
     __atomic_store_n(&b->count, n + 1, __ATOMIC_RELEASE);
     if (IOLOOM_UNLIKELY(n + 1 == w.capacity || ev->t_end - b->last_flush_ns > w.flush_interval_ns || ioloom_finished)) {
         ioloom_busy++;
-        flush_buffer(b, 0);
+        flush_buffer(b);
         ioloom_busy--;
     }
 }
 
-void ioloom_flush_all(int from_signal) {
+void ioloom_flush_all(void) {
     for (struct thread_buffer *b = __atomic_load_n(&w.threads, __ATOMIC_ACQUIRE); b; b = b->next)
-        flush_buffer(b, from_signal);
+        flush_buffer(b);
     ioloom_files_flush();
     ioloom_files_write_excluded();
     write_dropped_if_changed();

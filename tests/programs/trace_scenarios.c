@@ -2,11 +2,12 @@
  * so a test can check the trace against exact offsets and byte counts, and check that the printed results are
  * the same traced and untraced.
  *
- * usage: trace_scenarios posix|stdio|threads|fork|loop DIR */
+ * usage: trace_scenarios posix|stdio|threads|fork|loop|handler|abort DIR */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -179,6 +180,27 @@ static void loop(void) {
     }
 }
 
+/* The program's own SIGTERM handler: the tracer flushes first, then this runs as it would untraced. */
+static void on_term(int sig) {
+    (void)sig;
+    static const char text[] = "handled\n";
+    ignore(write(1, text, sizeof text - 1));
+    _exit(5);
+}
+
+static void handler(void) {
+    struct sigaction act = {.sa_handler = on_term};
+    sigemptyset(&act.sa_mask);
+    sigaction(SIGTERM, &act, NULL);
+    loop();
+}
+
+static void aborts(void) {
+    int fd = open(in_dir("abort.dat"), O_CREAT | O_WRONLY | O_TRUNC, 0644);
+    for (int i = 0; i < 10; i++) ignore(pwrite(fd, buf, 100, i * 100));
+    abort();
+}
+
 int main(int argc, char **argv) {
     if (argc != 3) return 2;
     dir = argv[2];
@@ -188,6 +210,8 @@ int main(int argc, char **argv) {
     else if (!strcmp(what, "threads")) threads();
     else if (!strcmp(what, "fork")) forks();
     else if (!strcmp(what, "loop")) loop();
+    else if (!strcmp(what, "handler")) handler();
+    else if (!strcmp(what, "abort")) aborts();
     else return 2;
     return 0;
 }
