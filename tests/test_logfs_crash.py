@@ -13,7 +13,7 @@ import pytest
 from ioloom.logfs import preload
 from ioloom.logfs.format import Container
 
-BLOCK = 8192
+BLOCK = 40000                           # >= 32 KiB: data page-aligned in the log, as recovery must know
 
 WRITER = r"""
 import os, sys

@@ -17,7 +17,9 @@
 #define LF_META_NAME "ioloom-logfs.meta"
 #define LF_RECORD_MAGIC 0x3152464cu /* "LFR1" */
 #define LF_BLOCK_MAGIC 0x3142494cu  /* "LIB1" */
-#define LF_DEFAULT_CHUNK (4u << 20)
+#define LF_DEFAULT_CHUNK (4u << 20) /* chunks are multiples of LF_PAGE */
+#define LF_PAGE 4096u
+#define LF_ALIGN_MIN (32u << 10)    /* writes this large have their data page-aligned in the log */
 
 enum lf_kind { LF_WRITE = 1, LF_TRUNCATE = 2 };
 

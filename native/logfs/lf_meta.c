@@ -58,7 +58,7 @@ int lf_meta_read(const char *dir, struct lf_meta *m) {
             snprintf(m->backend[m->nbackends++], PATH_MAX, "%s", line + 8);
     }
     free(text);
-    if (!ok || m->version != LF_VERSION || m->chunk < 4096) return errno = EPROTO, -1;
+    if (!ok || m->version != LF_VERSION || m->chunk < LF_PAGE || m->chunk % LF_PAGE) return errno = EPROTO, -1;
     return 0;
 }
 
@@ -97,7 +97,8 @@ int lf_meta_create(const char *dir, mode_t mode, const struct lf_backends *backe
     umask(mask);
     struct lf_meta m = {.version = LF_VERSION, .chunk = ioloom_env_size("IOLOOM_LOGFS_CHUNK", LF_DEFAULT_CHUNK),
                         .mode = mode & 07777 & ~mask};
-    if (m.chunk < 4096) m.chunk = 4096;
+    m.chunk = (m.chunk + LF_PAGE - 1) / LF_PAGE * LF_PAGE;
+    if (m.chunk < LF_PAGE) m.chunk = LF_PAGE;
     /* The container is built complete under a temporary name and renamed into place, so a directory with the
      * container's name always holds its metadata: racing creators (N ranks opening with O_CREAT) see either
      * nothing or a whole container, and a rename onto a container that another process put there first fails. */

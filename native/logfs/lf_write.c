@@ -150,15 +150,23 @@ static int ensure_index_room(lf_file *f) {
     return errno == EOPNOTSUPP || errno == ENOSYS ? 0 : -1;
 }
 
+/* Where a record goes at or after `at`: large writes get their data page-aligned in the log (the header ends
+ * where a page begins), since copying unaligned data into the page cache costs up to 1.7x more; small ones
+ * pack. docs/logfs-format.md gives readers the same rule. */
+static uint64_t record_start(uint64_t at, size_t n) {
+    if (n < LF_ALIGN_MIN) return at;
+    return (at + sizeof(struct lf_record) + LF_PAGE - 1) / LF_PAGE * LF_PAGE - sizeof(struct lf_record);
+}
+
 int lf_writer_append(lf_file *f, uint16_t kind, const void *buf, size_t n, uint64_t offset) {
     if (writer_setup(f) || ensure_index_room(f)) return -1;
     struct lf_record h = {.magic = LF_RECORD_MAGIC, .kind = kind, .version = LF_VERSION, .offset = offset,
                           .length = n, .stamp = next_stamp(f), .writer = f->writer,
                           .data_sum = lf_sum64(buf, n)};
     h.header_sum = (uint32_t)lf_sum64(&h, sizeof h);
-    if (reserve(f, sizeof h + n)) return -1;
+    if (reserve(f, (n >= LF_ALIGN_MIN ? LF_PAGE : 0) + sizeof h + n)) return -1;
     struct iovec iov[2] = {{&h, sizeof h}, {(void *)buf, n}};
-    uint64_t at = f->resv_cur;
+    uint64_t at = record_start(f->resv_cur, n);
     ssize_t done = IOLOOM_NEXT(pwritev)(f->log_fd, iov, 2, (off_t)at);
     if (done != (ssize_t)(sizeof h + n)) {
         /* Short or failed (ENOSPC, EIO...): the record is not indexed, and its torn bytes are abandoned

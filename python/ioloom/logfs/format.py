@@ -19,6 +19,7 @@ PREFIX = "logfs:"
 RECORD_MAGIC = 0x3152464C
 BLOCK_MAGIC = 0x3142494C
 WRITE, TRUNCATE = 1, 2
+PAGE = 4096  # large writes (>= 32 KiB) have their data page-aligned in the log
 U64 = (1 << 64) - 1
 
 RECORD = np.dtype([("magic", "<u4"), ("kind", "<u2"), ("version", "<u2"), ("file_id", "<u4"),

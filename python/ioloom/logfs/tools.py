@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ioloom.logfs.format import (BLOCK, BLOCK_MAGIC, ENTRY, RECORD, RECORD_MAGIC, TRUNCATE, VERSION, WRITE,
+from ioloom.logfs.format import (BLOCK, BLOCK_MAGIC, ENTRY, PAGE, RECORD, RECORD_MAGIC, TRUNCATE, VERSION, WRITE,
                                  Container, FormatError, header_sum, is_container, load_journals, read_meta,
                                  strip_prefix, sum64)
 
@@ -108,19 +108,29 @@ def _read_header(f, at: int) -> np.ndarray | None:
     return head
 
 
+def _intact(f, at: int, size: int) -> np.ndarray | None:
+    head = _read_header(f, at)
+    if head is None or at + RECORD.itemsize + int(head["length"]) > size:
+        return None
+    return head if sum64(f.read(int(head["length"]))) == int(head["data_sum"]) else None
+
+
 def scan_log(log: Path, chunk: int):
     """Every intact record of a log in physical order: (header, data offset). A record is intact when its header
-    and data sums match; anything else (a torn write, an abandoned reservation) is skipped up to the next chunk
-    boundary, where a record always starts."""
+    and data sums match. The next record starts where one ends, or (a large write, data page-aligned) where its
+    header ends on the next page boundary; anything else (a torn write, an abandoned reservation) is skipped to
+    the next chunk boundary, where a reservation starts, and the same two places are tried there."""
     size = log.stat().st_size
     with open(log, "rb") as f:
         at = 0
         while at + RECORD.itemsize <= size:
-            head = _read_header(f, at)
-            end = at + RECORD.itemsize + int(head["length"]) if head is not None else 0
-            if head is not None and end <= size and sum64(f.read(int(head["length"]))) == int(head["data_sum"]):
-                yield head, at + RECORD.itemsize
-                at = end
+            aligned = -(-(at + RECORD.itemsize) // PAGE) * PAGE - RECORD.itemsize
+            for start in dict.fromkeys((at, aligned)):
+                head = _intact(f, start, size)
+                if head is not None:
+                    yield head, start + RECORD.itemsize
+                    at = start + RECORD.itemsize + int(head["length"])
+                    break
             else:
                 at = (at // chunk + 1) * chunk
 
