@@ -43,7 +43,7 @@ def test_sweep_runs_the_grid_and_draws_png_and_html(ioloom_cli, tmp_path):
     assert points[("SFSA-CLIENTS", 3, "read")]["ranks"] == 3
     assert all(0 < r["effective_min"] <= r["effective_mean"] <= r["effective_max"] for r in rows)
     html = (tmp_path / "out" / "sweep.html").read_text()
-    assert "SFSA-strided-NSEG write" in html and "clients (ranks)" in html and "plotly.js" in html.lower()
+    assert "SFSA-strided-NSEG" in html and "read: clients (ranks)" in html and "write: segment count" in html and "plotly.js" in html.lower()
     png = (tmp_path / "out" / "sweep.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
     assert "MFWA-TMP" in out.stdout and "wrote" in out.stdout

@@ -85,10 +85,11 @@ def _mib(value: float) -> str:
 
 def _phases_table(result: dict) -> Table:
     table = Table(title="phases (times: slowest rank, s)")
-    for column in ("op", "rep", "effective MiB/s", "raw MiB/s", "open", "data", "sync", "close", "total", "wait"):
+    times_shown = ("open", "data", "sync", "close", "total", "wait", "prep")
+    for column in ("op", "rep", "effective MiB/s", "raw MiB/s", *times_shown):
         table.add_column(column, justify="left" if column == "op" else "right")
     for p in result["phases"]:
-        times = [f"{p['time'][k]['max']:.4f}" for k in ("open", "data", "sync", "close", "total", "wait")]
+        times = [f"{p['time'][k]['max']:.4f}" for k in times_shown]
         table.add_row(p["op"], str(p["rep"]), _mib(p["effective_bw"]), _mib(p["raw_bw"]), *times)
     return table
 

@@ -151,30 +151,50 @@ def run(sweep: Sweep, workdir: Path, mpi_name: str | None = None, console: Conso
     return rows
 
 
-def _series(rows: list[dict], vary: str):
-    """(label, xs, mean, min, max) per test and op of one varied parameter, in MiB/s."""
-    keys = dict.fromkeys((r["test"], r["op"]) for r in rows if r["vary"] == vary)
-    for test, op in keys:
+def _panels(rows: list[dict]) -> list[tuple[str, str]]:
+    """(op, varied parameter) of every panel: one row of panels per op, one column per varied parameter."""
+    ops = list(dict.fromkeys(r["op"] for r in rows))
+    varies = [v for v in VARY if any(r["vary"] == v for r in rows)]
+    return [(op, vary) for op in ops for vary in varies]
+
+
+def _series(rows: list[dict], op: str, vary: str):
+    """(test, xs, mean, min, max) of each test in one panel; effective bandwidth in MiB/s."""
+    for test in dict.fromkeys(r["test"] for r in rows if (r["op"], r["vary"]) == (op, vary)):
         points = sorted((r for r in rows if (r["test"], r["op"]) == (test, op)), key=lambda r: r["x"])
-        yield (f"{test} {op}", [p["x"] for p in points],
+        yield (test, [p["x"] for p in points],
                *([p[f"effective_{s}"] / bench_io.MIB for p in points] for s in ("mean", "min", "max")))
 
 
+def _shape(rows: list[dict]) -> tuple[int, int]:
+    panels = _panels(rows)
+    ncols = len({vary for _, vary in panels})
+    return len(panels) // ncols, ncols
+
+
 def plot_html(rows: list[dict], path: Path) -> None:
-    """One panel per varied parameter, effective bandwidth (mean, min-max bars) per test and op."""
+    """Effective bandwidth (mean, bars from min to max over repetitions) against each varied parameter."""
     from plotly.subplots import make_subplots
     import plotly.graph_objects as go
-    varies = [v for v in VARY if any(r["vary"] == v for r in rows)]
-    fig = make_subplots(rows=1, cols=len(varies), subplot_titles=[VARY[v] for v in varies])
-    for col, vary in enumerate(varies, start=1):
-        for label, xs, mean, low, high in _series(rows, vary):
-            fig.add_trace(go.Scatter(x=xs, y=mean, name=label, mode="lines+markers",
+    nrows, ncols = _shape(rows)
+    panels = _panels(rows)
+    fig = make_subplots(rows=nrows, cols=ncols, subplot_titles=[f"{op}: {VARY[vary]}" for op, vary in panels])
+    colours = {}
+    for i, (op, vary) in enumerate(panels):
+        row, col = divmod(i, ncols)
+        for test, xs, mean, low, high in _series(rows, op, vary):
+            colour = colours.setdefault(test, f"hsl({len(colours) * 67 % 360}, 65%, 45%)")
+            fig.add_trace(go.Scatter(x=xs, y=mean, name=test, legendgroup=test, showlegend=row == 0,
+                                     mode="lines+markers", line={"color": colour},
                                      error_y={"type": "data", "symmetric": False,
                                               "array": [h - m for h, m in zip(high, mean)],
-                                              "arrayminus": [m - lo for m, lo in zip(mean, low)]}), row=1, col=col)
-        fig.update_xaxes(title_text=VARY[vary], type="log" if vary == "segments" else "linear", row=1, col=col)
-        fig.update_yaxes(title_text="effective bandwidth (MiB/s)", row=1, col=col)
-    fig.update_layout(title="ioloom bench sweep", height=500, width=max(600, 520 * len(varies)))
+                                              "arrayminus": [m - lo for m, lo in zip(mean, low)]}),
+                          row=row + 1, col=col + 1)
+        fig.update_xaxes(title_text=VARY[vary], type="log" if vary == "segments" else "linear", row=row + 1,
+                         col=col + 1)
+        fig.update_yaxes(title_text="effective MiB/s", rangemode="tozero", row=row + 1, col=col + 1)
+    fig.update_layout(title="ioloom bench sweep: effective bandwidth (mean; bars: min-max over repetitions)",
+                      height=380 * nrows + 120, width=max(700, 480 * ncols))
     fig.write_html(path, include_plotlyjs=True, full_html=True)
 
 
@@ -183,16 +203,19 @@ def plot_png(rows: list[dict], path: Path) -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    varies = [v for v in VARY if any(r["vary"] == v for r in rows)]
-    fig, axes = plt.subplots(1, len(varies), figsize=(6 * len(varies), 4.5), squeeze=False)
-    for ax, vary in zip(axes[0], varies):
-        for label, xs, mean, low, high in _series(rows, vary):
+    nrows, ncols = _shape(rows)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(5.5 * ncols, 3.8 * nrows), squeeze=False)
+    for i, (op, vary) in enumerate(_panels(rows)):
+        ax = axes[i // ncols][i % ncols]
+        for test, xs, mean, low, high in _series(rows, op, vary):
             ax.errorbar(xs, mean, yerr=[[m - lo for m, lo in zip(mean, low)], [h - m for h, m in zip(high, mean)]],
-                        marker="o", capsize=3, label=label)
+                        marker="o", capsize=3, label=test)
         if vary == "segments":
             ax.set_xscale("log", base=2)
+        ax.set_ylim(bottom=0)
+        ax.set_title(f"{op}: {VARY[vary]}", fontsize=10)
         ax.set_xlabel(VARY[vary])
-        ax.set_ylabel("effective bandwidth (MiB/s)")
+        ax.set_ylabel("effective MiB/s")
         ax.legend(fontsize=7)
         ax.grid(alpha=0.3)
     fig.tight_layout()
