@@ -135,12 +135,14 @@ def test_hdf5_backend_and_flash_kernel(mpi, tmp_path):
     assert data < size < data + 64 * 1024  # the dataset plus HDF5's metadata
     assert result["verify"]["errors"] == 0 and result["hints"]["romio_cb_write"] == "enable"
 
-    cells, variables = 8, 3
+    cells, variables, blocks = 8, 3, 2
     flash = bench_io.run_bench(mpi.impl, NRANKS, ["--kernel", "flash", "--cells", str(cells), "--variables",
-                                                  str(variables), "-o", str(tmp_path / "f"), "-k"])
-    cube, corner = cells ** 3, (cells + 1) ** 3
-    expected = {"checkpoint": NRANKS * (variables * cube * 8 + 52), "plot_cnt": NRANKS * 4 * cube * 4,
-                "plot_crn": NRANKS * 4 * corner * 4}
+                                                  str(variables), "--blocks", str(blocks), "-o", str(tmp_path / "f"),
+                                                  "-k"])
+    cube, corner, all_blocks = cells ** 3, (cells + 1) ** 3, NRANKS * blocks
+    # per block: the variables, then coordinates and block size (3 doubles each) and the refine level (an int)
+    expected = {"checkpoint": all_blocks * (variables * cube * 8 + 6 * 8 + 4), "plot_cnt": all_blocks * 4 * cube * 4,
+                "plot_crn": all_blocks * 4 * corner * 4}
     assert [p["op"] for p in flash["phases"]] == list(expected)
     for name, data in expected.items():
         assert flash["params"][f"{name}_data_bytes"] == data

@@ -60,6 +60,7 @@ struct bench_options {
     /* kernels */
     int cells;     /* FLASH: cells per side per process; BT: global grid points per side */
     int variables; /* FLASH checkpoint variables */
+    int blocks;    /* FLASH blocks per process */
     int steps;     /* BT: time steps written; RIOT: operations per function */
 };
 

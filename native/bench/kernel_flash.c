@@ -1,10 +1,11 @@
 /* FLASH-IO-like kernel (the FLASH code's HDF5 checkpoint routine, as Wright's thesis runs it): each rank
- * owns one block of --cells^3 cells (24^3) and writes, through parallel HDF5,
- *   checkpoint  --variables (24) double datasets [nranks][n][n][n] plus the block metadata FLASH writes
- *               (coordinates, block size, refine level);
- *   plot_cnt    4 single-precision variables at cell centres, [nranks][n][n][n];
- *   plot_crn    the same 4 variables at cell corners, [nranks][n+1][n+1][n+1].
- * Each dataset is one hyperslab per rank, collective with -c. Writes only, as FLASH-IO does. */
+ * owns --blocks (80) blocks of --cells^3 cells (24^3) and writes, through parallel HDF5 (B = all blocks),
+ *   checkpoint  --variables (24) double datasets [B][n][n][n] plus the block metadata FLASH writes
+ *               (coordinates, block size, refine level); 80 * 24^3 * 24 * 8 bytes = 202.5 MiB per rank,
+ *               the "approximately 205 MB" per process of Wright's section 5;
+ *   plot_cnt    4 single-precision variables at cell centres, [B][n][n][n];
+ *   plot_crn    the same 4 variables at cell corners, [B][n+1][n+1][n+1].
+ * Each rank's blocks are one hyperslab of each dataset, collective with -c. Writes only, as FLASH-IO. */
 #include "backend.h"
 
 #ifdef IOLOOM_BENCH_HDF5
@@ -22,10 +23,15 @@ struct flash_file {
     int metadata;        /* the checkpoint's block metadata datasets */
 };
 
-/* Writes this rank's row [rank][...] of a dataset of `rank_dims` dimensions per rank. */
-static int write_row(hid_t file, hid_t xfer, const char *name, hid_t type, int nranks, int rank, int ndims,
+/* Which blocks of the global block list this rank writes: [first, first + count) of total. */
+struct block_range {
+    hsize_t first, count, total;
+};
+
+/* Writes this rank's blocks [first, first+count) of a dataset [total][row_dims...]. */
+static int write_row(hid_t file, hid_t xfer, const char *name, hid_t type, struct block_range blocks, int ndims,
                      const hsize_t *row_dims, const void *data) {
-    hsize_t dims[4] = {(hsize_t)nranks, 1, 1, 1}, start[4] = {(hsize_t)rank, 0, 0, 0}, count[4] = {1, 1, 1, 1};
+    hsize_t dims[4] = {blocks.total, 1, 1, 1}, start[4] = {blocks.first, 0, 0, 0}, count[4] = {blocks.count, 1, 1, 1};
     for (int d = 0; d < ndims; d++)
         dims[d + 1] = count[d + 1] = row_dims[d];
     hid_t space = H5Screate_simple(ndims + 1, dims, NULL);
@@ -42,15 +48,25 @@ static int write_row(hid_t file, hid_t xfer, const char *name, hid_t type, int n
     return rc < 0 ? BENCH_EXIT_IO : 0;
 }
 
-/* The block metadata FLASH stores with a checkpoint: where the block is, its size, its refinement level. */
-static int write_metadata(hid_t file, hid_t xfer, int nranks, int rank, uint64_t *bytes) {
-    double coordinates[3] = {rank + 0.5, 0.5, 0.5}, block_size[3] = {1, 1, 1};
-    int refine_level = 1;
+/* The block metadata FLASH stores with a checkpoint: where each block is, its size, its refinement level. */
+static int write_metadata(hid_t file, hid_t xfer, struct block_range blocks, uint64_t *bytes) {
+    size_t n = blocks.count;
+    double *coordinates = malloc(n * 3 * sizeof(double)), *block_size = malloc(n * 3 * sizeof(double));
+    int *refine_level = malloc(n * sizeof(int));
+    for (size_t b = 0; b < n; b++) {
+        double centre[3] = {(double)(blocks.first + b) + 0.5, 0.5, 0.5}, size[3] = {1, 1, 1};
+        memcpy(coordinates + 3 * b, centre, sizeof centre);
+        memcpy(block_size + 3 * b, size, sizeof size);
+        refine_level[b] = 1;
+    }
     hsize_t three[1] = {3};
-    int rc = write_row(file, xfer, "coordinates", H5T_NATIVE_DOUBLE, nranks, rank, 1, three, coordinates);
-    rc = rc ? rc : write_row(file, xfer, "block size", H5T_NATIVE_DOUBLE, nranks, rank, 1, three, block_size);
-    rc = rc ? rc : write_row(file, xfer, "refine level", H5T_NATIVE_INT, nranks, rank, 0, NULL, &refine_level);
-    *bytes += sizeof coordinates + sizeof block_size + sizeof refine_level;
+    int rc = write_row(file, xfer, "coordinates", H5T_NATIVE_DOUBLE, blocks, 1, three, coordinates);
+    rc = rc ? rc : write_row(file, xfer, "block size", H5T_NATIVE_DOUBLE, blocks, 1, three, block_size);
+    rc = rc ? rc : write_row(file, xfer, "refine level", H5T_NATIVE_INT, blocks, 0, NULL, refine_level);
+    *bytes += n * (6 * sizeof(double) + sizeof(int));
+    free(coordinates);
+    free(block_size);
+    free(refine_level);
     return rc;
 }
 
@@ -61,7 +77,8 @@ static int write_file(const struct bench_options *o, MPI_Comm comm, const struct
     MPI_Comm_size(comm, &nranks);
     char path[sizeof o->path + 16];
     bench_kernel_file(o, ff->suffix, path, sizeof path);
-    size_t n = (size_t)ff->side * ff->side * ff->side, size = H5Tget_size(ff->type);
+    struct block_range blocks = {(hsize_t)rank * o->blocks, (hsize_t)o->blocks, (hsize_t)nranks * o->blocks};
+    size_t n = (size_t)ff->side * ff->side * ff->side * o->blocks, size = H5Tget_size(ff->type);
     unsigned char *values = malloc(n * size);
     struct bench_times t;
     memset(&t, 0, sizeof t);
@@ -80,11 +97,11 @@ static int write_file(const struct bench_options *o, MPI_Comm comm, const struct
     }
     double d0 = bench_now();
     if (!rc && ff->metadata)
-        rc = write_metadata(file, xfer, nranks, rank, &t.bytes);
+        rc = write_metadata(file, xfer, blocks, &t.bytes);
     hsize_t row[3] = {(hsize_t)ff->side, (hsize_t)ff->side, (hsize_t)ff->side};
     for (int v = 0; v < ff->variables && !rc; v++) {
         double p0 = bench_now();
-        for (size_t i = 0; i < n; i++) { /* a distinct value per rank, variable and cell */
+        for (size_t i = 0; i < n; i++) { /* a distinct value per rank, variable and cell of its blocks */
             double x = (double)rank * 1e6 + v * 1e3 + (double)i / (double)n;
             if (size == sizeof(double))
                 memcpy(values + i * size, &x, size);
@@ -94,7 +111,7 @@ static int write_file(const struct bench_options *o, MPI_Comm comm, const struct
         t.prep += bench_now() - p0;
         char name[16];
         snprintf(name, sizeof name, "var%03d", v);
-        rc = write_row(file, xfer, name, ff->type, nranks, rank, 3, row, values);
+        rc = write_row(file, xfer, name, ff->type, blocks, 3, row, values);
         t.bytes += n * size;
     }
     t.data = bench_now() - d0 - t.prep;
@@ -135,9 +152,11 @@ int bench_kernel_flash(const struct bench_options *o, MPI_Comm comm, struct benc
     };
     /* the data each file must hold, for the tests and the reader: file size = this + HDF5 metadata */
     double cube = (double)n * n * n, corner = (double)(n + 1) * (n + 1) * (n + 1);
-    bench_report_param(r, "checkpoint_data_bytes", nranks * (o->variables * cube * 8 + 6 * 8 + 4));
-    bench_report_param(r, "plot_cnt_data_bytes", nranks * PLOT_VARIABLES * cube * 4);
-    bench_report_param(r, "plot_crn_data_bytes", nranks * PLOT_VARIABLES * corner * 4);
+    double all_blocks = (double)nranks * o->blocks;
+    bench_report_param(r, "blocks_per_rank", o->blocks);
+    bench_report_param(r, "checkpoint_data_bytes", all_blocks * (o->variables * cube * 8 + 6 * 8 + 4));
+    bench_report_param(r, "plot_cnt_data_bytes", all_blocks * PLOT_VARIABLES * cube * 4);
+    bench_report_param(r, "plot_crn_data_bytes", all_blocks * PLOT_VARIABLES * corner * 4);
     int rc = 0;
     for (int rep = 0; rep < o->repetitions && !rc; rep++)
         for (size_t i = 0; i < sizeof files / sizeof files[0] && !rc; i++)

@@ -63,6 +63,7 @@ static const char usage[] =
     "                  every step) | riot (N operations of -t bytes for six MPI-IO functions)\n"
     "  --cells N       flash: cells per side per process [24]; btio: global grid points per side [64]\n"
     "  --variables N   flash: variables in the checkpoint file                   [24]\n"
+    "  --blocks N      flash: blocks per process                                 [80]\n"
     "  --steps N       btio: time steps written [5]; riot: operations per function [100]\n";
 
 /* "4m" -> 4194304. Returns 0 on success. */
@@ -247,7 +248,7 @@ static int check_filesystem(const struct bench_options *o, int nranks) {
 }
 
 enum { OPT_PATTERN = 1000, OPT_RPN, OPT_WAIT, OPT_HINT, OPT_VERIFY, OPT_JSON, OPT_KERNEL, OPT_CELLS,
-       OPT_VARIABLES, OPT_STEPS };
+       OPT_VARIABLES, OPT_STEPS, OPT_BLOCKS };
 
 static const struct option long_options[] = {
     {"api", required_argument, 0, 'a'},           {"block-size", required_argument, 0, 'b'},
@@ -262,7 +263,8 @@ static const struct option long_options[] = {
     {"hint", required_argument, 0, OPT_HINT},     {"verify", no_argument, 0, OPT_VERIFY},
     {"json", no_argument, 0, OPT_JSON},           {"kernel", required_argument, 0, OPT_KERNEL},
     {"cells", required_argument, 0, OPT_CELLS},   {"variables", required_argument, 0, OPT_VARIABLES},
-    {"steps", required_argument, 0, OPT_STEPS},   {0, 0, 0, 0},
+    {"steps", required_argument, 0, OPT_STEPS},   {"blocks", required_argument, 0, OPT_BLOCKS},
+    {0, 0, 0, 0},
 };
 
 static void set_defaults(struct bench_options *o, MPI_Comm comm) {
@@ -340,11 +342,14 @@ static int apply_option(struct bench_options *o, int c, const char *arg, int *ke
     case OPT_CELLS:
     case OPT_VARIABLES:
     case OPT_STEPS:
+    case OPT_BLOCKS: {
+        static const char *const names[] = {"cells", "variables", "steps", "blocks"};
+        int *fields[] = {&o->cells, &o->variables, &o->steps, &o->blocks};
         if (parse_count(arg, 1, 100000, &n))
-            return refuse("--%s '%s': expected a whole number between 1 and 100000",
-                          c == OPT_CELLS ? "cells" : c == OPT_VARIABLES ? "variables" : "steps", arg);
-        *(c == OPT_CELLS ? &o->cells : c == OPT_VARIABLES ? &o->variables : &o->steps) = (int)n;
+            return refuse("--%s '%s': expected a whole number between 1 and 100000", names[c - OPT_CELLS], arg);
+        *fields[c - OPT_CELLS] = (int)n;
         return 0;
+    }
     case 'h':
         if (is_root_rank())
             fputs(usage, stdout);
@@ -358,6 +363,7 @@ static void kernel_defaults(struct bench_options *o, int transfer_given) {
     if (o->kernel == KERNEL_FLASH) {
         o->cells = o->cells ? o->cells : 24;
         o->variables = o->variables ? o->variables : 24;
+        o->blocks = o->blocks ? o->blocks : 80;
     } else if (o->kernel == KERNEL_BTIO) {
         o->cells = o->cells ? o->cells : 64;
         o->steps = o->steps ? o->steps : 5;
