@@ -21,6 +21,8 @@ data = st.binary(min_size=0, max_size=600).map(bytes.hex)
 ops = st.one_of(
     st.tuples(st.just("write"), data),
     st.tuples(st.just("pwrite"), offsets, data),
+    st.tuples(st.just("writev"), st.lists(data, min_size=1, max_size=4)),
+    st.tuples(st.just("preadv"), offsets, st.lists(st.integers(0, 2000), min_size=1, max_size=4)),
     st.tuples(st.just("read"), st.integers(0, 5000)),
     st.tuples(st.just("pread"), offsets, st.integers(0, 5000)),
     st.tuples(st.just("seek"), st.integers(-100, 9000), st.sampled_from([os.SEEK_SET, os.SEEK_CUR, os.SEEK_END])),

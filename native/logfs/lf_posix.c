@@ -118,27 +118,22 @@ static size_t iov_total(const struct iovec *iov, int cnt) {
     return n;
 }
 
-/* A vector write becomes one record (so regular vector writes still form patterns). */
-static ssize_t ofd_writev(struct lf_ofd *o, const struct iovec *iov, int cnt, int64_t at) {
-    if (cnt == 1) return ofd_write(o, iov[0].iov_base, iov[0].iov_len, at);
-    size_t n = iov_total(iov, cnt);
+/* Vector I/O through one buffer: a vector write becomes one record (so regular vector writes still form
+ * patterns), a vector read one resolved read. */
+static ssize_t ofd_vector(struct lf_ofd *o, const struct iovec *iov, int cnt, int64_t at, int writing) {
+    if (cnt == 1)
+        return writing ? ofd_write(o, iov[0].iov_base, iov[0].iov_len, at) : ofd_read(o, iov[0].iov_base, iov[0].iov_len, at);
+    size_t n = iov_total(iov, cnt), k = 0;
     char *buf = malloc(n ? n : 1);
     if (!buf) return errno = ENOMEM, -1;
-    for (int i = 0, k = 0; i < cnt; k += (int)iov[i].iov_len, i++) memcpy(buf + k, iov[i].iov_base, iov[i].iov_len);
-    ssize_t done = ofd_write(o, buf, n, at);
+    for (int i = 0; writing && i < cnt; k += iov[i].iov_len, i++) memcpy(buf + k, iov[i].iov_base, iov[i].iov_len);
+    ssize_t done = writing ? ofd_write(o, buf, n, at) : ofd_read(o, buf, n, at);
+    k = 0;
+    for (int i = 0; !writing && done > 0 && i < cnt && (size_t)done > k; k += iov[i].iov_len, i++)
+        memcpy(iov[i].iov_base, buf + k, (size_t)done - k < iov[i].iov_len ? (size_t)done - k : iov[i].iov_len);
+    int saved = errno;
     free(buf);
-    return done;
-}
-
-static ssize_t ofd_readv(struct lf_ofd *o, const struct iovec *iov, int cnt, int64_t at) {
-    if (cnt == 1) return ofd_read(o, iov[0].iov_base, iov[0].iov_len, at);
-    size_t n = iov_total(iov, cnt);
-    char *buf = malloc(n ? n : 1);
-    if (!buf) return errno = ENOMEM, -1;
-    ssize_t done = ofd_read(o, buf, n, at);
-    for (int i = 0, k = 0; i < cnt && done > k; k += (int)iov[i].iov_len, i++)
-        memcpy(iov[i].iov_base, buf + k, (size_t)done - (size_t)k < iov[i].iov_len ? (size_t)done - (size_t)k : iov[i].iov_len);
-    free(buf);
+    errno = saved;
     return done;
 }
 
@@ -165,27 +160,27 @@ EXPORT ssize_t pread(int fd, void *buf, size_t n, off_t off) {
 }
 ssize_t pread64(int fd, void *buf, size_t n, off_t off) ALIAS(pread);
 
-EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt) { OFD_OR_NEXT(fd, writev, iov, cnt); return ofd_writev(o, iov, cnt, -1); }
-EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt) { OFD_OR_NEXT(fd, readv, iov, cnt); return ofd_readv(o, iov, cnt, -1); }
+EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt) { OFD_OR_NEXT(fd, writev, iov, cnt); return ofd_vector(o, iov, cnt, -1, 1); }
+EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt) { OFD_OR_NEXT(fd, readv, iov, cnt); return ofd_vector(o, iov, cnt, -1, 0); }
 EXPORT ssize_t pwritev(int fd, const struct iovec *iov, int cnt, off_t off) {
     OFD_OR_NEXT(fd, pwritev, iov, cnt, off);
-    return bad_offset(off) ? -1 : ofd_writev(o, iov, cnt, off);
+    return bad_offset(off) ? -1 : ofd_vector(o, iov, cnt, off, 1);
 }
 ssize_t pwritev64(int fd, const struct iovec *iov, int cnt, off_t off) ALIAS(pwritev);
 EXPORT ssize_t preadv(int fd, const struct iovec *iov, int cnt, off_t off) {
     OFD_OR_NEXT(fd, preadv, iov, cnt, off);
-    return bad_offset(off) ? -1 : ofd_readv(o, iov, cnt, off);
+    return bad_offset(off) ? -1 : ofd_vector(o, iov, cnt, off, 0);
 }
 ssize_t preadv64(int fd, const struct iovec *iov, int cnt, off_t off) ALIAS(preadv);
 /* The v2 forms: offset -1 means the file position; the RWF_* flags are hints we may ignore. */
 EXPORT ssize_t pwritev2(int fd, const struct iovec *iov, int cnt, off_t off, int flags) {
     OFD_OR_NEXT(fd, pwritev2, iov, cnt, off, flags);
-    return off < -1 ? (errno = EINVAL, -1) : ofd_writev(o, iov, cnt, off);
+    return off < -1 ? (errno = EINVAL, -1) : ofd_vector(o, iov, cnt, off, 1);
 }
 ssize_t pwritev64v2(int fd, const struct iovec *iov, int cnt, off_t off, int flags) ALIAS(pwritev2);
 EXPORT ssize_t preadv2(int fd, const struct iovec *iov, int cnt, off_t off, int flags) {
     OFD_OR_NEXT(fd, preadv2, iov, cnt, off, flags);
-    return off < -1 ? (errno = EINVAL, -1) : ofd_readv(o, iov, cnt, off);
+    return off < -1 ? (errno = EINVAL, -1) : ofd_vector(o, iov, cnt, off, 0);
 }
 ssize_t preadv64v2(int fd, const struct iovec *iov, int cnt, off_t off, int flags) ALIAS(preadv2);
 

@@ -17,6 +17,12 @@ def apply(path: str, ops: list) -> list:
                     seen.append(os.write(fd, bytes.fromhex(args[0])))
                 elif op == "pwrite":
                     seen.append(os.pwrite(fd, bytes.fromhex(args[1]), args[0]))
+                elif op == "writev":
+                    seen.append(os.writev(fd, [bytes.fromhex(part) for part in args[0]]))
+                elif op == "preadv":
+                    bufs = [bytearray(n) for n in args[1]]
+                    got = os.preadv(fd, bufs, args[0])
+                    seen.append([got, b"".join(bufs).hex()])
                 elif op == "read":
                     seen.append(os.read(fd, args[0]).hex())
                 elif op == "pread":
