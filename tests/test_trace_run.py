@@ -49,3 +49,20 @@ def test_refusals_say_what_to_do(ioloom_cli, tmp_path):
     assert again.returncode == 2 and "already holds a trace" in again.stderr
     missing = ioloom_cli("run", "-o", tmp_path / "u", "--", "no-such-program-ioloom", check=False)
     assert missing.returncode == 2 and "command not found" in missing.stderr
+
+
+def test_bench_overhead_reports_every_call_kind(ioloom_cli):
+    import json
+
+    from ioloom import mpi as mpis
+
+    out = ioloom_cli("bench", "overhead", "--calls", "2000", "--repeats", "1", "--json")
+    result = json.loads(out.stdout)
+    calls = {(row["call"], row["build"]) for row in result["calls_overhead"]}
+    assert {("pwrite", "posix+stdio"), ("pread", "posix+stdio"), ("fwrite", "posix+stdio")} <= calls
+    assert {("MPI_File_write_at", impl.name) for impl in mpis.implementations()} <= calls
+    for row in result["calls_overhead"]:
+        assert row["untraced_ns"] > 0 and row["traced_ns"] > 0
+    # every traced call was written and decoded back: 3 kinds of posix/stdio calls plus MPI's, per run
+    assert result["reader"]["events"] >= 3 * 2000 * (1 + len(mpis.implementations()))
+    assert 0 < result["reader"]["bytes_per_event"] <= 16
