@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 import typer
@@ -37,7 +38,7 @@ def _size(text: str) -> int:
 
 
 def _run_config(config: str, impl: str | None, nranks: int, base: list[str], work: Path) -> dict:
-    """One ioloom-bench run of a configuration; returns {op: best effective bandwidth (B/s)}."""
+    """One ioloom-bench run of a configuration; returns {op: effective bandwidth (B/s)}."""
     mount, elsewhere = work / "mnt", work / "elsewhere"
     if config == "logfs_n1":
         args, env = ["--pattern", "strided", "-o", mount / "shared.dat"], preload.env({mount: []})
@@ -47,7 +48,11 @@ def _run_config(config: str, impl: str | None, nranks: int, base: list[str], wor
         pattern = "strided" if config == "direct_n1" else "fpp"
         args, env = ["--pattern", pattern, "-o", work / f"{config}.dat"], {}
     result = run_bench(impl, nranks, [*base, *map(str, args)], env=env)
-    return {op: summary(result, op)["effective_bw"]["max"] for op in ("write", "read")}
+    return {op: summary(result, op)["effective_bw"]["max"] for op in ("write", "read") if op in phases(result)}
+
+
+def phases(result: dict) -> set[str]:
+    return {entry["op"] for entry in result["summary"]}
 
 
 def measure(impl: str | None, ranks: list[int], api: str, block: str, transfer: str, segments: int, fsync: bool,
@@ -75,13 +80,38 @@ def measure(impl: str | None, ranks: list[int], api: str, block: str, transfer: 
             row[f"outside_cost_{op}"] = 1 - best["preloaded_n1"][op] / best["direct_n1"][op]
         rows.append(row)
     largest = max(r["bytes"] for r in rows)
+    write_only = [a for a in base if a != "-r"] + ["-k"]
     return {
         "api": api, "block": block, "transfer": transfer, "segments": segments, "fsync_before_close": fsync,
         "reps": reps, "directory": str(directory),
         "page_cache": {"largest_file_bytes": largest, "mem_available_bytes": _mem_available(),
                        "fits": largest < _mem_available()},
         "rows": rows, "open_1024_writers": open_many(directory),
+        "flatten_vs_cp": flatten_vs_cp(impl, max(ranks), write_only, reps, directory),
     }
+
+
+def flatten_vs_cp(impl: str | None, nranks: int, base: list[str], reps: int, directory: Path) -> dict:
+    """`ioloom container flatten` of the logfs N-1 file against `cp` of the direct N-1 file (same bytes, both
+    just written, so both read from the page cache): best of `reps` each."""
+    from ioloom.logfs.tools import flatten
+    with tempfile.TemporaryDirectory(dir=directory, prefix="ioloom-bench-logfs-flat-") as tmp:
+        work = Path(tmp)
+        (work / "mnt").mkdir()
+        _run_config("logfs_n1", impl, nranks, base, work)
+        _run_config("direct_n1", impl, nranks, base, work)
+        size = (work / "direct_n1.dat").stat().st_size
+        best = {"cp": 0.0, "flatten": 0.0}
+        for _ in range(reps):
+            start = time.perf_counter()
+            subprocess.run(["cp", str(work / "direct_n1.dat"), str(work / "copy")], check=True)
+            best["cp"] = max(best["cp"], size / (time.perf_counter() - start))
+            start = time.perf_counter()
+            flatten(work / "mnt" / "shared.dat", work / "flat")
+            best["flatten"] = max(best["flatten"], size / (time.perf_counter() - start))
+            if (work / "flat").read_bytes() != (work / "copy").read_bytes():
+                raise RuntimeError("flatten did not reproduce the direct file: run `ioloom container check`")
+    return {"bytes": size, "cp_bw": best["cp"], "flatten_bw": best["flatten"], "ratio": best["flatten"] / best["cp"]}
 
 
 def open_many(directory: Path, writers: int = 1024) -> dict:
@@ -138,3 +168,6 @@ def logfs_command(
     opened = result["open_1024_writers"]
     console.print(f"opening {opened['writers']} writers' indexes and resolving them: {opened['seconds']:.3f} s "
                   f"(goal < 1 s)")
+    flat = result["flatten_vs_cp"]
+    console.print(f"flatten {flat['flatten_bw'] / MIB:,.0f} MiB/s vs cp {flat['cp_bw'] / MIB:,.0f} MiB/s of the same "
+                  f"{flat['bytes'] / MIB:,.0f} MiB: {100 * flat['ratio']:.0f}% (goal >= 80%)")
