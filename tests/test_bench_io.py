@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ioloom import mpi as mpi_impls
 from ioloom import paths
 from ioloom.bench import io as bench_io
 from ioloom.bench import pattern
@@ -115,13 +116,15 @@ def test_impossible_parameters_are_refused_before_any_io(mpi, tmp_path):
               (["-o", "/proc/x"], "is not writable"),
               (["-o", str(tmp_path / "missing" / "x")], "does not exist"),
               (["-r", "-o", str(tmp_path / "absent")], "-r without -w reads existing files")]
+    (tmp_path / "one.00000000").write_bytes(bytes(1 << 20))  # rank 1's file of -F is missing
+    cases.append((["-r", "-F", "-o", str(tmp_path / "one")], f"{tmp_path / 'one'}.00000001 does not exist"))
     if mpi.name == "openmpi":  # the checks are MPI-independent; Open MPI takes a second per failed launch
-        cases = cases[:1] + cases[-4:-3] + [(["-a", "hdf5", "-o", str(tmp_path / "x")], "HDF5 needs the MPICH build")]
+        cases = cases[:1] + cases[-5:-4] + [(["-a", "hdf5", "-o", str(tmp_path / "x")], "HDF5 needs the MPICH build")]
     for argv, words in cases:
         out = mpi.run(2, [program, *argv], check=False)
         assert out.returncode == 2, (argv, out.stderr)
         assert words in out.stderr and "nothing was written" in out.stderr, (argv, out.stderr)
-    assert list(tmp_path.iterdir()) == []
+    assert [p.name for p in tmp_path.iterdir()] == ["one.00000000"]
 
 
 @pytest.mark.mpi
@@ -178,5 +181,9 @@ def test_cli_prints_the_table_and_json(ioloom_cli, tmp_path):
     assert "effective" in out.stdout and "per rank" in out.stdout and "write" in out.stdout
     out = ioloom_cli("bench", "io", "-n", "2", "--json", "-o", tmp_path / "t", "-b", "64k", "-t", "16k")
     assert json.loads(out.stdout)["phases"][0]["bytes"] == 2 * (64 << 10)
+    if "mpich" in [i.name for i in mpi_impls.implementations()]:  # HDF5 picks the MPICH build by itself
+        out = ioloom_cli("bench", "io", "-n", "2", "--json", "-a", "hdf5", "-o", tmp_path / "h", "-b", "64k",
+                         "-t", "16k")
+        assert json.loads(out.stdout)["mpi"] == "mpich"
     refused = ioloom_cli("bench", "io", "-n", "2", "-b", "64k", "-t", "1m", check=False)
     assert refused.returncode == 2 and "-t/--transfer-size" in refused.stderr

@@ -213,8 +213,25 @@ static int check_consistency(struct bench_options *o, int nranks) {
     return 0;
 }
 
-/* Rank 0 looks at the file system: is the directory writable (by creating and removing a probe file, since
- * access(2) says yes to root on a read-only directory), and for a read-only run, are the files there? */
+/* A read-only run reads files an earlier -w -k run left: every one must be there and long enough. */
+static int check_input_files(const struct bench_options *o, int nranks) {
+    uint64_t need = bench_file_size(o, nranks);
+    for (int i = 0; i < bench_file_count(o, nranks); i++) {
+        char name[sizeof o->path + 64];
+        struct stat st;
+        bench_file_name(o, i, name, sizeof name);
+        if (stat(name, &st) != 0)
+            return refuse("-r without -w reads existing files, but %s does not exist (%s): write it first with "
+                          "the same parameters and -w -k", name, strerror(errno));
+        if ((uint64_t)st.st_size < need && o->api != API_HDF5)
+            return refuse("-r: %s has %lld bytes, the parameters need %llu: write it with the same -b -t -s "
+                          "and ranks", name, (long long)st.st_size, (unsigned long long)need);
+    }
+    return 0;
+}
+
+/* Rank 0 looks at the file system: for a read-only run, are the files there; otherwise is the directory
+ * writable (by creating and removing a probe file, since access(2) says yes to root on a read-only one)? */
 static int check_filesystem(const struct bench_options *o, int nranks) {
     char dir[sizeof o->path];
     strcpy(dir, o->path);
@@ -225,6 +242,8 @@ static int check_filesystem(const struct bench_options *o, int nranks) {
                       o->path, d, strerror(errno));
     if (!S_ISDIR(st.st_mode))
         return refuse("-o/--output %s: %s is not a directory", o->path, d);
+    if (o->read && !o->write && o->kernel == KERNEL_NONE)
+        return check_input_files(o, nranks); /* reading needs no write permission */
     char probe[sizeof o->path + 64];
     snprintf(probe, sizeof probe, "%s/.ioloom-bench-probe-XXXXXX", d);
     int fd = mkstemp(probe);
@@ -233,17 +252,6 @@ static int check_filesystem(const struct bench_options *o, int nranks) {
                       o->path, d, strerror(errno));
     close(fd);
     unlink(probe);
-    if (o->read && !o->write && o->kernel == KERNEL_NONE) {
-        char name[sizeof o->path + 64];
-        bench_file_name(o, 0, name, sizeof name);
-        uint64_t need = bench_file_size(o, nranks);
-        if (stat(name, &st) != 0)
-            return refuse("-r without -w reads existing files, but %s does not exist (%s): write it first with "
-                          "the same parameters and -w -k", name, strerror(errno));
-        if ((uint64_t)st.st_size < need && o->api != API_HDF5)
-            return refuse("-r: %s has %lld bytes, the parameters need %llu: write it with the same -b -t -s "
-                          "and ranks", name, (long long)st.st_size, (unsigned long long)need);
-    }
     return 0;
 }
 

@@ -30,20 +30,28 @@ class BenchFailed(RuntimeError):
         self.returncode, self.stderr, self.result = returncode, stderr, result
 
 
-def _impl(impl: str | mpi.MpiImpl | None) -> mpi.MpiImpl:
+def needs_hdf5(args: list[str]) -> bool:
+    """Whether ioloom-bench arguments ask for HDF5 (-a hdf5, --kernel flash), which only the MPICH build has."""
+    pairs = list(zip(args, args[1:]))
+    return any(a in ("-a", "--api") and v.lower() == "hdf5" or a == "--kernel" and v.lower() == "flash"
+               for a, v in pairs) or any(a.lower() in ("-ahdf5", "--api=hdf5", "--kernel=flash") for a in args)
+
+
+def _impl(impl: str | mpi.MpiImpl | None, args: list[str] = ()) -> mpi.MpiImpl:
+    """The MPI to run under: the one named, else MPICH when HDF5 is asked for, else the first found."""
     if isinstance(impl, mpi.MpiImpl):
         return impl
     if impl is None:
         found = mpi.implementations()
         if not found:
             raise LookupError("no MPI implementation found: run `make build` (it installs Open MPI and MPICH)")
-        return found[0]
+        return next((i for i in found if i.name == "mpich"), found[0]) if needs_hdf5(list(args)) else found[0]
     return mpi.by_name(impl)
 
 
 def bench_command(impl: str | mpi.MpiImpl | None, nranks: int, args: list[str]) -> list[str]:
     """The launch command of ioloom-bench-<impl> on nranks ranks with `args` plus --json."""
-    impl = _impl(impl)
+    impl = _impl(impl, args)
     program = paths.native_bin(f"ioloom-bench-{impl.name}")
     return impl.launch(nranks, [str(program), *map(str, args), "--json"])
 
@@ -60,7 +68,7 @@ def run_bench(impl: str | mpi.MpiImpl | None, nranks: int, args: list[str], env:
               cwd: str | Path | None = None, timeout: float = 600) -> dict:
     """Runs ioloom-bench and returns its JSON document as a dict. `env` is added to this process's environment
     (e.g. {"LD_PRELOAD": ...}). Raises BenchFailed with the program's message when it exits non-zero."""
-    impl = _impl(impl)
+    impl = _impl(impl, args)
     out = subprocess.run(bench_command(impl, nranks, args), capture_output=True, text=True, timeout=timeout,
                          cwd=cwd, env={**os.environ, **impl.launch_env(), **(env or {})})
     result = parse_output(out.stdout)
@@ -142,7 +150,8 @@ def print_result(result: dict, per_rank: bool = False, console: Console | None =
 
 @app.command("io", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def io_command(ctx: typer.Context,
-               mpi_name: str = typer.Option(None, "--mpi", help="openmpi or mpich (default: the first found)."),
+               mpi_name: str = typer.Option(None, "--mpi", help="openmpi or mpich (default: the first found; "
+                                            "mpich when HDF5 is asked for)."),
                nranks: int = typer.Option(4, "-n", "--ranks", help="MPI ranks."),
                json_out: bool = typer.Option(False, "--json", help="Print the program's JSON document."),
                per_rank: bool = typer.Option(False, "--per-rank", help="Also show every rank's figures.")) -> None:
