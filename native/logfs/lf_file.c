@@ -36,6 +36,7 @@ lf_file *lf_open(const char *dir, int flags, mode_t mode, const struct lf_backen
     snprintf(f->dir, sizeof f->dir, "%s", dir);
     f->flags = flags;
     f->wlog = f->log_fd = f->index_fd = -1;
+    f->index_traced_id = LF_UNTRACED;
     f->map_stale = f->others_stale = 1;
     lf_writer_init(f);
     /* Other writers' indexes load on the first read or size query, not here: N writers opening a shared

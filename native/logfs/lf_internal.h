@@ -26,7 +26,10 @@ struct lf_meta {
 struct lf_log {
     char *path;
     int fd;
+    int32_t traced_id; /* its id in the tracer's file table (lf_phys.c), LF_UNTRACED until asked */
 };
+
+#define LF_UNTRACED (-2)
 
 /* An index entry with what the index journal's block says about it. */
 struct lf_src {
@@ -57,6 +60,7 @@ struct lf_file {
     char group[96];
     int wlog;               /* index in logs[] of our log, -1 before the first write */
     int log_fd, index_fd;
+    int32_t index_traced_id;
     uint64_t resv_cur, resv_end; /* the part of our log we reserved and have not filled yet */
     struct lf_entry *mine;  /* our entries, published or not */
     size_t nmine, capmine, npublished;
@@ -91,6 +95,13 @@ int lf_log_id(lf_file *f, const char *path);
 int lf_map_build(lf_file *f);
 ssize_t lf_map_read(lf_file *f, void *buf, size_t n, uint64_t offset);
 uint64_t lf_entry_end(const struct lf_entry *e);
+
+/* lf_phys.c: physical I/O shown to a tracer preloaded before us. lf_phys_traced() says whether to time the
+ * call; then lf_phys_event() records it (file_id caches the tracer's id of the file). */
+int lf_phys_traced(void);
+void lf_phys_event(int op, const char *path, int32_t *file_id, int fd, int64_t offset, int64_t req, int64_t ret,
+                   uint64_t t_start);
+extern const int lf_op_pwritev, lf_op_pread, lf_op_writev;
 
 /* Physical I/O: the next definitions (libc), never our own wrappers. */
 ssize_t lf_full_pwrite(int fd, const void *buf, size_t n, uint64_t off);

@@ -50,6 +50,7 @@ int lf_log_id(lf_file *f, const char *path) {
     f->logs = grown;
     if (!(f->logs[f->nlogs].path = strdup(path))) return errno = ENOMEM, -1;
     f->logs[f->nlogs].fd = -1;
+    f->logs[f->nlogs].traced_id = LF_UNTRACED;
     return (int)f->nlogs++;
 }
 
@@ -279,7 +280,11 @@ ssize_t lf_map_read(lf_file *f, void *buf, size_t n, uint64_t offset) {
         if (x->log < 0) memset(out + (pos - offset), 0, end - pos);
         else {
             int fd = log_fd(f, x->log);
-            ssize_t got = fd < 0 ? -1 : lf_full_pread(fd, out + (pos - offset), end - pos, x->physical + (pos - x->offset));
+            uint64_t at = x->physical + (pos - x->offset), t0 = lf_phys_traced() ? ioloom_now_ns() : 0;
+            ssize_t got = fd < 0 ? -1 : lf_full_pread(fd, out + (pos - offset), end - pos, at);
+            if (t0 && fd >= 0)
+                lf_phys_event(lf_op_pread, f->logs[x->log].path, &f->logs[x->log].traced_id, fd, (int64_t)at,
+                              (int64_t)(end - pos), got, t0);
             if (got < 0) return -1;
             if ((uint64_t)got < end - pos) return errno = EIO, -1; /* the index points past the log's end */
         }

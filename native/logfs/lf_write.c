@@ -166,8 +166,12 @@ int lf_writer_append(lf_file *f, uint16_t kind, const void *buf, size_t n, uint6
     h.header_sum = (uint32_t)lf_sum64(&h, sizeof h);
     if (reserve(f, (n >= LF_ALIGN_MIN ? LF_PAGE : 0) + sizeof h + n)) return -1;
     struct iovec iov[2] = {{&h, sizeof h}, {(void *)buf, n}};
-    uint64_t at = record_start(f->resv_cur, n);
+    uint64_t at = record_start(f->resv_cur, n), t0 = lf_phys_traced() ? ioloom_now_ns() : 0;
     ssize_t done = IOLOOM_NEXT(pwritev)(f->log_fd, iov, 2, (off_t)at);
+    if (t0) {
+        struct lf_log *log = &f->logs[f->wlog];
+        lf_phys_event(lf_op_pwritev, log->path, &log->traced_id, f->log_fd, (int64_t)at, (int64_t)(sizeof h + n), done, t0);
+    }
     if (done != (ssize_t)(sizeof h + n)) {
         /* Short or failed (ENOSPC, EIO...): the record is not indexed, and its torn bytes are abandoned
          * with the rest of the reservation; recovery skips them (their sums do not match). */
@@ -194,7 +198,14 @@ int lf_writer_publish(lf_file *f) {
     b.header_sum = (uint32_t)lf_sum64(&b, sizeof b);
     struct iovec iov[2] = {{&b, sizeof b}, {f->mine + f->npublished, count * sizeof *f->mine}};
     if (flock(f->index_fd, LOCK_EX)) return -1;
+    uint64_t t0 = lf_phys_traced() ? ioloom_now_ns() : 0;
     ssize_t done = IOLOOM_NEXT(writev)(f->index_fd, iov, 2);
+    if (t0) {
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/index.%s", group_backend(f), f->group);
+        lf_phys_event(lf_op_writev, path, &f->index_traced_id, f->index_fd, -1, (int64_t)(iov[0].iov_len + iov[1].iov_len),
+                      done, t0);
+    }
     int saved = errno;
     flock(f->index_fd, LOCK_UN);
     if (done != (ssize_t)(iov[0].iov_len + iov[1].iov_len)) return errno = done < 0 ? saved : ENOSPC, -1;
@@ -210,6 +221,7 @@ void lf_writer_after_fork(lf_file *f) {
     IOLOOM_NEXT(close)(f->log_fd);
     IOLOOM_NEXT(close)(f->index_fd);
     f->log_fd = f->index_fd = f->wlog = -1;
+    f->index_traced_id = LF_UNTRACED;
     writer_group(f->group, sizeof f->group); /* per-process groups name the child's own log */
     f->nmine = f->npublished = 0;
     f->entry_open = 0;
