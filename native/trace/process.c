@@ -34,7 +34,7 @@ void ioloom_call_done(const struct ioloom_call *c, struct ioloom_event *ev) {
     ev->t_end = c->t_end;
     ev->err = c->failed ? c->err : 0;
     if (ev->file_id <= -2) ioloom_count_excluded(ev->file_id, ev->ret_bytes);
-    else ioloom_record(ev);
+    else ioloom_record_ticks(ev);
     errno = c->err;
     ioloom_leave();
 }

@@ -31,6 +31,7 @@ struct ioloom_raw_event {
     int32_t file_id, err;
     uint16_t op;
     uint8_t layer;
+    uint8_t ticks; /* writer only: t_start/t_end are TSC ticks, converted to ns before encoding */
 };
 
 /* The most bytes ioloom_encode_events() writes for n events (every value a 10-byte varint). */
