@@ -7,6 +7,8 @@
 
 #include <string.h>
 
+#define MAX_ERRORS_SHOWN 10 /* per rank and phase: enough to see the shape of the damage */
+
 #define SALT 0x5a5a0000a5a50000ull
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the pattern is defined little-endian");
 
@@ -47,4 +49,21 @@ long bench_check(const unsigned char *buf, size_t len, uint64_t offset, int writ
         if (buf[i] != bench_expected_byte(offset + i, writer))
             return (long)i;
     return -1;
+}
+
+/* Checks a buffer just read; counts and reports (the first few) bytes that differ from the pattern. */
+uint64_t bench_verify(const unsigned char *buf, size_t len, uint64_t offset, int owner, const char *name,
+                      uint64_t errors_so_far) {
+    uint64_t errors = 0;
+    size_t pos = 0;
+    long k;
+    while (pos < len && (k = bench_check(buf + pos, len - pos, offset + pos, owner)) >= 0) {
+        uint64_t at = offset + pos + (uint64_t)k;
+        if (errors_so_far + errors < MAX_ERRORS_SHOWN)
+            bench_error("verify: %s offset %llu: read 0x%02x, expected 0x%02x (data of rank %d)", name,
+                        (unsigned long long)at, buf[pos + (size_t)k], bench_expected_byte(at, owner), owner);
+        errors++;
+        pos += (size_t)k + 1;
+    }
+    return errors;
 }

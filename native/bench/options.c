@@ -362,7 +362,7 @@ static int apply_option(struct bench_options *o, int c, const char *arg, int *ke
         if (is_root_rank())
             fputs(usage, stdout);
         return -1;
-    default: return refuse("unknown option (see the list above)");
+    default: return refuse("unknown option or missing value (getopt said which, above)");
     }
 }
 

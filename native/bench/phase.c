@@ -9,31 +9,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#define MAX_ERRORS_SHOWN 10
-
 /* Whose data this rank moves: its own when writing, its neighbour's `shift` ranks on when reading with -C, so
  * that it does not read back what its own node still has in cache. */
 static int data_owner(const struct bench_options *o, enum bench_phase_kind kind, int rank, int nranks) {
     if (kind == PHASE_READ && o->reorder)
         return (int)(((long)rank + o->shift) % nranks);
     return rank;
-}
-
-/* Checks a buffer just read; counts and reports (the first few) bytes that differ from the pattern. */
-uint64_t bench_verify(const unsigned char *buf, size_t len, uint64_t offset, int owner, const char *name,
-                      uint64_t errors_so_far) {
-    uint64_t errors = 0;
-    size_t pos = 0;
-    long k;
-    while (pos < len && (k = bench_check(buf + pos, len - pos, offset + pos, owner)) >= 0) {
-        uint64_t at = offset + pos + (uint64_t)k;
-        if (errors_so_far + errors < MAX_ERRORS_SHOWN)
-            bench_error("verify: %s offset %llu: read 0x%02x, expected 0x%02x (data of rank %d)", name,
-                        (unsigned long long)at, buf[pos + (size_t)k], bench_expected_byte(at, owner), owner);
-        errors++;
-        pos += (size_t)k + 1;
-    }
-    return errors;
 }
 
 static void io_failed(MPI_Comm comm) {
