@@ -117,3 +117,24 @@ def test_opening_1024_writers_indexes_takes_under_a_second(tmp_path):
     opened = json.loads(tool("open-time", tmp_path / "c"))
     assert opened["size"] == 1024 * 4 * 4096 and opened["last_byte_ok"]
     assert opened["seconds"] < 1.0, opened
+
+
+READER = r"""
+import os, subprocess, sys
+path = sys.argv[1]
+fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+os.write(fd, b"first;")
+os.fsync(fd)
+before = os.pread(fd, 100, 0)
+subprocess.run([sys.executable, "-c",
+                "import os, sys; fd = os.open(sys.argv[1], os.O_WRONLY); os.pwrite(fd, b'second', 6); os.close(fd)",
+                path], check=True)
+print(before.decode(), os.pread(fd, 100, 0).decode())   # no reopen: a read past the known end reloads
+"""
+
+
+def test_a_read_past_the_end_sees_what_others_published(tmp_path):
+    out = subprocess.run([sys.executable, "-c", READER, f"logfs:{tmp_path / 'c'}"], capture_output=True, text=True,
+                         env={**os.environ, **preload.env()}, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["first;", "first;second"]

@@ -28,6 +28,8 @@ tar xf mnt/sub/src.tar -O > extracted.txt
 echo "ls $(ls -l mnt/cp | awk '{print substr($1,1,1), $5}')"
 echo "lsF $(ls -F mnt | tr '\n' ' ')"
 echo "stat $(stat -c '%s %F' mnt/dd)"
+chmod 600 mnt/dd
+echo "mode $(stat -c %a mnt/dd)"
 cp mnt/dd mnt/gone && rm mnt/gone
 mv mnt/redirect mnt/moved
 truncate -s 1000 mnt/moved
@@ -84,6 +86,7 @@ def test_unix_tools(worked):
     assert facts["ls"] == f"- {len(src)}"                      # a regular file with the logical size
     assert facts["lsF"].split() == ["cp", "dd", "redirect", "sub/"]  # no "/" on containers
     assert facts["stat"] == f"{len(src)} regular file"
+    assert facts["mode"] == "600"                               # chmod reaches the logical file's metadata
     assert facts["truncated"] == "1000" and facts["grown"] == "5000"
     assert facts["py"] == "5005 5005"
     assert facts["fork"] == "parent-child"

@@ -72,8 +72,15 @@ ssize_t lf_append(lf_file *f, const void *buf, size_t n, uint64_t *where) {
     return LOCKED(f, do_append(f, buf, n, where));
 }
 
+/* A read that reaches past the end this handle knows may be racing a writer that has published since: load
+ * the indexes again once (not again until something changes), then answer. */
 static ssize_t do_pread(lf_file *f, void *buf, size_t n, uint64_t offset) {
     if (!readable(f)) return errno = EBADF, -1;
+    if (lf_map_build(f)) return -1;
+    if (offset + n > f->map.size && !f->reloaded_at_end) {
+        f->reloaded_at_end = 1;
+        if (lf_load_others(f)) return -1;
+    }
     return lf_map_read(f, buf, n, offset);
 }
 

@@ -73,6 +73,7 @@ struct lf_file {
     struct lf_map map;
     int map_stale;          /* our own writes changed the view */
     int others_stale;       /* reload the other writers' indexes before the next read */
+    int reloaded_at_end;    /* a read past the known end reloaded them; cleared by any change of the view */
 };
 
 /* lf_meta.c */

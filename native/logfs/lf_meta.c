@@ -70,11 +70,12 @@ static int format_meta(const struct lf_meta *m, char *buf, size_t cap) {
     return n < (int)cap ? n : (errno = ENAMETOOLONG, -1);
 }
 
-static int write_meta(const char *dir, const struct lf_meta *m) {
-    char text[LF_MAX_BACKENDS * (PATH_MAX + 16)], path[PATH_MAX + sizeof LF_META_NAME + 1];
+/* Writes `dir`/`name` (a new file) with the metadata. */
+static int write_meta(const char *dir, const char *name, const struct lf_meta *m) {
+    char text[LF_MAX_BACKENDS * (PATH_MAX + 16)], path[PATH_MAX + 64];
     int n = format_meta(m, text, sizeof text);
     if (n < 0) return -1;
-    snprintf(path, sizeof path, "%s/" LF_META_NAME, dir);
+    snprintf(path, sizeof path, "%s/%s", dir, name);
     int fd = IOLOOM_NEXT(open)(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0) return -1;
     int rc = lf_full_pwrite(fd, text, (size_t)n, 0) == n ? 0 : -1;
@@ -118,7 +119,7 @@ int lf_meta_create(const char *dir, mode_t mode, const struct lf_backends *backe
             rc = (errno = ENAMETOOLONG, -1);
         else rc = lf_mkdirs(m.backend[m.nbackends++], 0755);
     }
-    if (rc == 0) rc = write_meta(tmp, &m);
+    if (rc == 0) rc = write_meta(tmp, LF_META_NAME, &m);
     if (rc == 0) rc = IOLOOM_NEXT(rename)(tmp, dir);
     if (rc == 0) return 0;
     int saved = errno;
@@ -126,6 +127,22 @@ int lf_meta_create(const char *dir, mode_t mode, const struct lf_backends *backe
     if (lf_is_container(dir)) return excl ? (errno = EEXIST, -1) : 0; /* another process created it first */
     errno = saved == ENOTEMPTY ? EEXIST : saved;
     return -1;
+}
+
+int lf_chmod(const char *dir, mode_t mode) {
+    struct lf_meta m;
+    if (lf_meta_read(dir, &m)) return -1;
+    m.mode = mode & 07777;
+    /* Replaced whole (a temporary renamed over it): readers see the old or the new metadata, never half. */
+    char tmp[64], from[PATH_MAX + 64], to[PATH_MAX + sizeof LF_META_NAME + 1];
+    snprintf(tmp, sizeof tmp, ".meta.%d.%llx", (int)getpid(), (unsigned long long)ioloom_now_ns());
+    snprintf(from, sizeof from, "%s/%s", dir, tmp);
+    snprintf(to, sizeof to, "%s/" LF_META_NAME, dir);
+    if (write_meta(dir, tmp, &m)) return -1;
+    int rc = IOLOOM_NEXT(rename)(from, to), saved = errno;
+    if (rc) IOLOOM_NEXT(unlink)(from);
+    errno = saved;
+    return rc;
 }
 
 int lf_is_container(const char *dir) {

@@ -132,6 +132,24 @@ EXPORT int renameat2(int olddir, const char *old, int newdir, const char *new, u
 EXPORT int renameat(int olddir, const char *old, int newdir, const char *new) { return renameat2(olddir, old, newdir, new, 0); }
 EXPORT int rename(const char *old, const char *new) { return renameat2(AT_FDCWD, old, AT_FDCWD, new, 0); }
 
+/* ---- permissions: the logical file's mode lives in the metadata (the directory keeps rwx for the layer) ---- */
+
+EXPORT int fchmodat(int dirfd, const char *path, mode_t mode, int flags) {
+    struct lf_place place;
+    const char *real;
+    if (lf_container_at(dirfd, path, &real, &place)) return INSIDE(lf_chmod(place.dir, mode));
+    return IOLOOM_NEXT(fchmodat)(dirfd, real, mode, flags);
+}
+EXPORT int chmod(const char *path, mode_t mode) { return fchmodat(AT_FDCWD, path, mode, 0); }
+
+EXPORT int fchmod(int fd, mode_t mode) {
+    struct lf_ofd *o = lf_fd(fd);
+    if (!o) return IOLOOM_NEXT(fchmod)(fd, mode);
+    int rc = INSIDE(lf_chmod(lf_dir(o->file), mode));
+    if (rc == 0) o->file->meta.mode = mode & 07777;
+    return rc;
+}
+
 /* ---- directories: a container is listed as a regular file ---- */
 
 static struct dirent *as_file(DIR *d, struct dirent *de) {

@@ -244,6 +244,7 @@ int lf_map_build(lf_file *f) {
     else rc = (errno = ENOMEM, -1);
     free(r);
     if (rc == 0) f->map_stale = 0;
+    f->reloaded_at_end = 0;
     return rc;
 }
 
