@@ -110,6 +110,19 @@ def test_not_a_trace_and_future_versions_are_explained(tmp_path):
     assert any("format version 9.0" in p for p in trace.problems)
 
 
+def test_clock_correction_offset_and_drift():
+    import numpy as np
+
+    from ioloom.trace.reader import clock_correction
+
+    t = np.array([1_000, 6_000, 11_000, 21_000], np.int64)
+    assert clock_correction({}, t).tolist() == [0, 0, 0, 0]
+    assert clock_correction({"clock_init": "1000 -500 30"}, t).tolist() == [-500] * 4
+    # offset -500 at local 1000, -400 at local 11000: drift 0.01 ns per ns, extrapolated past finalize
+    both = {"clock_init": "1000 -500 30", "clock_finalize": "11000 -400 40"}
+    assert clock_correction(both, t).tolist() == [-500, -450, -400, -300]
+
+
 def test_missing_trace_says_what_to_do(tmp_path):
     with pytest.raises(FileNotFoundError, match="ioloom run -o"):
         open_trace(tmp_path)

@@ -150,6 +150,20 @@ def test_threads_have_their_own_tids_and_every_event(tmp_path):
     assert sorted(tuple(v) for v in per_thread) == [tuple(k * 1000 + i * 10 for i in range(100)) for k in range(4)]
 
 
+def test_spent_buffer_budget_drops_are_counted_never_silent(tmp_path):
+    exe = compile_program("trace_scenarios.c")
+    trace = tmp_path / "trace"
+    (tmp_path / "w").mkdir()
+    # 100 KiB: the encode area and the main thread's buffer; the 4 writer threads find the budget spent
+    subprocess.run([str(exe), "threads", str(tmp_path / "w")], check=True, capture_output=True, timeout=60,
+                   env=traced_env(trace, IOLOOM_TRACE_BUFFER="100K"))
+    result = open_trace(trace)
+    assert result.meta["dropped_events"] == 4 * (1 + 100 + 1)  # each thread: open, 100 pwrite, close
+    assert any("408 events were dropped" in p for p in result.problems)
+    ops = result.events(["op"]).column("op").to_pylist()
+    assert "process_start" in ops and "pwrite" not in ops
+
+
 def test_fork_child_gets_its_own_stream(tmp_path):
     exe = compile_program("trace_scenarios.c")
     _, trace_dir = run_both(tmp_path, lambda d: [str(exe), "fork", str(d)])

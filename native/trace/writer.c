@@ -204,8 +204,9 @@ static struct thread_buffer *new_thread_buffer(void) {
     if (!b) {
         size_t bytes = sizeof *b + (size_t)w.capacity * sizeof(struct ioloom_raw_event);
         pthread_mutex_lock(&w.lock);
-        int fits = w.budget_left >= bytes;
-        if (fits) w.budget_left -= bytes;
+        /* the first thread always gets a buffer, however small the budget */
+        int fits = w.budget_left >= bytes || !w.threads;
+        w.budget_left = w.budget_left > bytes ? w.budget_left - bytes : 0;
         pthread_mutex_unlock(&w.lock);
         if (!fits || !(b = calloc(1, bytes))) {
             my_buffer_refused = 1;
