@@ -79,6 +79,7 @@ struct mpiio_file {
     int64_t handle;               /* MPI_File_c2f(fh): a small number, stable while the file is open */
     int64_t coll_base;            /* open number on the communicator, << 32 */
     int64_t coll_count;           /* collectives done on this handle (atomic) */
+    char *path;                   /* absolute, malloc'd: names the file in notes (file ids are per process) */
     int64_t disp, etype_size;     /* the view */
     int contiguous_view;          /* filetype has no holes: byte offset = disp + offset * etype_size */
     struct mpiio_pending split;   /* the split collective in progress (MPI allows one per handle) */

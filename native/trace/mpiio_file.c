@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "mpiio.h"
 
@@ -15,7 +16,17 @@ static const char *strip_romio_prefix(const char *name) {
     return colon + 1;
 }
 
-/* "key=value" lines of the hints the MPI library applied to fh, as an ioloom note per file id. */
+/* The file's absolute path (malloc'd), as the file table names it; NULL if memory is short. */
+static char *absolute_path(const char *name) {
+    char *path = NULL, cwd[4096];
+    if (name[0] == '/')
+        return strdup(name);
+    if (!getcwd(cwd, sizeof cwd) || asprintf(&path, "%s/%s", cwd, name) < 0)
+        return NULL;
+    return path;
+}
+
+/* "key=value" lines of the hints the MPI library applied to the file, as the note "mpiio.hints:<path>". */
 static void note_hints(const struct mpiio_file *file) {
     MPI_Info info;
     int nkeys = 0;
@@ -43,10 +54,10 @@ static void note_hints(const struct mpiio_file *file) {
         text[used] = '\0';
     }
     PMPI_Info_free(&info);
-    char name[64];
-    snprintf(name, sizeof name, "mpiio.hints.%d", (int)file->file_id);
-    if (text)
+    char *name = NULL;
+    if (text && file->path && asprintf(&name, "mpiio.hints:%s", file->path) >= 0)
         ioloom_note(name, text);
+    free(name);
     free(text);
 }
 
@@ -65,6 +76,7 @@ static int traced_MPI_File_open(__typeof__(&PMPI_File_open) next, MPI_Comm comm,
         file->file_id = file_id;
         file->handle = PMPI_File_c2f(*fh);
         file->coll_base = open_number << 32;
+        file->path = absolute_path(strip_romio_prefix(filename));
         call.ev.handle = file->handle;
         call.ev.coll_seq = mpiio_file_next_coll(file);
         note_hints(file);

@@ -25,7 +25,11 @@ struct mpiio_file *mpiio_file_add(MPI_File fh) {
     return &files[slot];
 }
 
-void mpiio_file_remove(struct mpiio_file *file) { mpiio_table_remove(&file_slots, file - files); }
+void mpiio_file_remove(struct mpiio_file *file) {
+    free(file->path);
+    file->path = NULL;
+    mpiio_table_remove(&file_slots, file - files);
+}
 
 void mpiio_file_set_view(struct mpiio_file *file, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype) {
     MPI_Count etype_size = 1, filetype_size = 0, lb = 0, extent = 0;

@@ -3,58 +3,93 @@
  * message exchange, so the reader can align all ranks on one time line and correct drift between the two
  * measurements. These run whatever IOLOOM_LAYERS says: they describe the process, not its I/O. */
 #include <stdio.h>
+#include <string.h>
 
 #include "mpiio.h"
 
-/* Ping-pongs per rank and measurement: the minimum-RTT sample of a few is close to the true one, because
- * delays only ever add to an RTT. */
-#define CLOCK_ROUNDS 10
+/* Clock offsets to rank 0. Processes of one node read one kernel clock (CLOCK_MONOTONIC is system-wide),
+ * so only one process per node, its leader, measures against rank 0 and passes the result to the others:
+ * O(nodes) exchanges, and ranks on rank 0's node get offset 0 exactly. IOLOOM_CLOCK_SYNC=every-rank makes
+ * every rank measure (to check the estimator where the true offset is known to be 0). */
 #define CLOCK_TAG 7177
+#define CLOCK_MIN_ROUNDS 8     /* ping-pongs per measurement, at least ... */
+#define CLOCK_MAX_ROUNDS 64    /* ... and at most, until one round trip is fast: */
+#define CLOCK_GOOD_RTT_NS 50000 /* a sample this tight bounds the error to 25 us */
+#define CLOCK_DONE (-1)
 
-/* Our own communicator, so the exchange can never match one of the program's messages. */
-static MPI_Comm clock_comm = MPI_COMM_NULL;
+struct clock_sync {
+    MPI_Comm leaders; /* one process per node (or every rank), rank 0 first; MPI_COMM_NULL if not a member */
+    MPI_Comm node;    /* the processes sharing this node's clock, leader first */
+};
+static struct clock_sync clock_sync = {MPI_COMM_NULL, MPI_COMM_NULL};
 
-/* Rank 0 answers each other rank in turn with its clock reading. */
-static void serve_clock(int nranks) {
-    for (int peer = 1; peer < nranks; peer++)
-        for (int round = 0; round < CLOCK_ROUNDS; round++) {
-            uint64_t now;
-            PMPI_Recv(&now, 1, MPI_UINT64_T, peer, CLOCK_TAG, clock_comm, MPI_STATUS_IGNORE);
-            now = ioloom_now_ns();
-            PMPI_Send(&now, 1, MPI_UINT64_T, peer, CLOCK_TAG, clock_comm);
+/* A measurement: at local time `at`, rank 0's clock read `at + offset`, within +- error. */
+struct clock_sample {
+    int64_t at, offset, error;
+};
+
+/* Rank 0 answers each leader in turn with its clock reading, until the leader says it is done. */
+static void serve_clock(int nleaders) {
+    for (int peer = 1; peer < nleaders; peer++)
+        for (;;) {
+            int64_t message;
+            PMPI_Recv(&message, 1, MPI_INT64_T, peer, CLOCK_TAG, clock_sync.leaders, MPI_STATUS_IGNORE);
+            if (message == CLOCK_DONE)
+                break;
+            message = (int64_t)ioloom_now_ns();
+            PMPI_Send(&message, 1, MPI_INT64_T, peer, CLOCK_TAG, clock_sync.leaders);
         }
 }
 
-/* Another rank: offset = rank 0's reading minus our midpoint, from the round with the smallest RTT; the
- * error is half that RTT (rank 0 read its clock somewhere inside it). */
-static void ask_clock(int phase) {
-    int64_t best_rtt = INT64_MAX, offset = 0;
-    uint64_t at = 0;
-    for (int round = 0; round < CLOCK_ROUNDS; round++) {
-        uint64_t sent = ioloom_now_ns(), theirs = 0;
-        PMPI_Send(&sent, 1, MPI_UINT64_T, 0, CLOCK_TAG, clock_comm);
-        PMPI_Recv(&theirs, 1, MPI_UINT64_T, 0, CLOCK_TAG, clock_comm, MPI_STATUS_IGNORE);
-        uint64_t received = ioloom_now_ns();
-        int64_t rtt = (int64_t)(received - sent);
-        if (rtt < best_rtt) {
-            best_rtt = rtt;
-            at = sent + (uint64_t)rtt / 2;
-            offset = (int64_t)(theirs - at);
-        }
+/* A leader: offset = rank 0's reading minus our midpoint, from the round trip with the smallest RTT (delays
+ * only ever lengthen one); the error is half that RTT, since rank 0 read its clock somewhere inside it. */
+static struct clock_sample ask_clock(void) {
+    struct clock_sample best = {0, 0, INT64_MAX};
+    for (int round = 0; round < CLOCK_MAX_ROUNDS; round++) {
+        if (round >= CLOCK_MIN_ROUNDS && best.error * 2 <= CLOCK_GOOD_RTT_NS)
+            break;
+        int64_t sent = (int64_t)ioloom_now_ns(), theirs = 0;
+        PMPI_Send(&sent, 1, MPI_INT64_T, 0, CLOCK_TAG, clock_sync.leaders);
+        PMPI_Recv(&theirs, 1, MPI_INT64_T, 0, CLOCK_TAG, clock_sync.leaders, MPI_STATUS_IGNORE);
+        int64_t rtt = (int64_t)ioloom_now_ns() - sent;
+        if (rtt / 2 < best.error)
+            best = (struct clock_sample){sent + rtt / 2, theirs - (sent + rtt / 2), rtt / 2};
     }
-    ioloom_set_clock(phase, at, offset, best_rtt / 2);
+    int64_t done = CLOCK_DONE;
+    PMPI_Send(&done, 1, MPI_INT64_T, 0, CLOCK_TAG, clock_sync.leaders);
+    return best;
+}
+
+static void setup_clock_sync(void) {
+    int rank = 0, node_rank = 0;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (strcmp(ioloom_env_str("IOLOOM_CLOCK_SYNC", "node"), "every-rank") == 0)
+        PMPI_Comm_split(MPI_COMM_WORLD, rank, 0, &clock_sync.node); /* a node of one: every rank leads */
+    else
+        PMPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &clock_sync.node);
+    PMPI_Comm_rank(clock_sync.node, &node_rank);
+    PMPI_Comm_split(MPI_COMM_WORLD, node_rank == 0 ? 0 : MPI_UNDEFINED, rank, &clock_sync.leaders);
 }
 
 static void measure_clock(int phase) {
-    int rank = 0, nranks = 1;
-    PMPI_Comm_rank(clock_comm, &rank);
-    PMPI_Comm_size(clock_comm, &nranks);
-    if (rank == 0) {
-        ioloom_set_clock(phase, ioloom_now_ns(), 0, 0);
-        serve_clock(nranks);
-    } else {
-        ask_clock(phase);
+    struct clock_sample sample = {(int64_t)ioloom_now_ns(), 0, 0};
+    if (clock_sync.leaders != MPI_COMM_NULL) {
+        int leader = 0, nleaders = 1;
+        PMPI_Comm_rank(clock_sync.leaders, &leader);
+        PMPI_Comm_size(clock_sync.leaders, &nleaders);
+        if (leader == 0)
+            serve_clock(nleaders);
+        else
+            sample = ask_clock();
     }
+    PMPI_Bcast(&sample, 3, MPI_INT64_T, 0, clock_sync.node);
+    ioloom_set_clock(phase, (uint64_t)sample.at, sample.offset, sample.error);
+}
+
+static void free_clock_sync(void) {
+    if (clock_sync.leaders != MPI_COMM_NULL)
+        PMPI_Comm_free(&clock_sync.leaders);
+    PMPI_Comm_free(&clock_sync.node);
 }
 
 static void note_library(void) {
@@ -80,8 +115,8 @@ static void after_init(void) {
     PMPI_Comm_size(MPI_COMM_WORLD, &nranks);
     ioloom_set_rank(rank, nranks);
     note_library();
-    if (PMPI_Comm_dup(MPI_COMM_WORLD, &clock_comm) == MPI_SUCCESS)
-        measure_clock(0);
+    setup_clock_sync();
+    measure_clock(0);
 }
 
 static int traced_MPI_Init(__typeof__(&PMPI_Init) next, int *argc, char ***argv) {
@@ -119,9 +154,9 @@ static int traced_MPI_Finalize(__typeof__(&PMPI_Finalize) next) {
     if (mpiio_depth)
         return next();
     mpiio_depth++;
-    if (clock_comm != MPI_COMM_NULL) {
+    if (clock_sync.node != MPI_COMM_NULL) {
         measure_clock(1);
-        PMPI_Comm_free(&clock_comm);
+        free_clock_sync();
     }
     uint64_t t_start = ioloom_now_ns();
     int rc = next();

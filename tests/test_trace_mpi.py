@@ -1,0 +1,336 @@
+"""The tracer's MPI layer on real MPI programs under every MPI here (and Open MPI's two MPI-IO components).
+
+tests/programs/mpiio_matrix.c runs every access variant on its own file, 3 ranks, BLOCK bytes per rank at
+rank * BLOCK. One traced launch per configuration; the assertions below are the oracle: each MPI event on
+every rank with its exact bytes and offsets, collective sequence numbers equal across ranks, completions tied
+to their initiations, and the POSIX calls issued inside each MPI-IO call carrying it as parent, with bytes that
+add up (or, under data sieving, exceed the MPI bytes by a plausible factor).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import MpiRunner
+
+from ioloom import mpi as mpi_impls
+from ioloom.trace import open_trace
+from ioloom.trace.ops import direction
+
+NRANKS = 3
+BLOCK = 4000  # bytes per rank and access in mpiio_matrix.c (1000 ints)
+RUN = BLOCK // 4  # strided view: runs of 1000 bytes, every NRANKS-th run is the rank's
+
+
+@dataclass(frozen=True)
+class Access:
+    """One MPI-IO data call of a variant: op, where it lands, whether collective, and how it completes."""
+    op: str
+    position: str  # "explicit", "individual", "shared" (offset decided by the library) or "strided"
+    collective: bool
+    completion: str | None = None  # op of the event that completes it (MPI_Wait..., or the split _end)
+
+
+def _pair(name: str, position: str, collective: bool, write_completion=None, read_completion=None):
+    return [Access(name.format("write"), position, collective, write_completion),
+            Access(name.format("read"), position, collective, read_completion)]
+
+
+VARIANTS: dict[str, list[Access]] = {
+    "at": _pair("MPI_File_{}_at", "explicit", False),
+    "at_all": _pair("MPI_File_{}_at_all", "explicit", True),
+    "individual": _pair("MPI_File_{}", "individual", False),
+    "individual_all": _pair("MPI_File_{}_all", "individual", True),
+    "shared": _pair("MPI_File_{}_shared", "shared", False),
+    "ordered": _pair("MPI_File_{}_ordered", "shared", True),
+    "iat": _pair("MPI_File_i{}_at", "explicit", False, "MPI_Wait", "MPI_Test"),
+    "iat_all": _pair("MPI_File_i{}_at_all", "explicit", True, "MPI_Waitall", "MPI_Waitany"),
+    "iindividual": _pair("MPI_File_i{}", "individual", False, "MPI_Waitsome", "MPI_Testany"),
+    "iindividual_all": _pair("MPI_File_i{}_all", "individual", True, "MPI_Testall", "MPI_Testsome"),
+    "ishared": _pair("MPI_File_i{}_shared", "shared", False, "MPI_Wait", "MPI_Wait"),
+    "split_at": _pair("MPI_File_{}_at_all_begin", "explicit", True, "MPI_File_write_at_all_end",
+                      "MPI_File_read_at_all_end"),
+    "split_individual": _pair("MPI_File_{}_all_begin", "individual", True, "MPI_File_write_all_end",
+                              "MPI_File_read_all_end"),
+    "split_ordered": _pair("MPI_File_{}_ordered_begin", "shared", True, "MPI_File_write_ordered_end",
+                           "MPI_File_read_ordered_end"),
+    "strided_all": [Access("MPI_File_write_all", "strided", True), Access("MPI_File_read_at_all", "strided", True)],
+    "strided": [Access("MPI_File_write", "strided", False), Access("MPI_File_read_at", "strided", False)],
+}
+LARGE_COUNT = {"large_count": [Access("MPI_File_write_at_all_c", "explicit", True),
+                               Access("MPI_File_read_at_c", "explicit", False)]}
+CONFIGS = [("openmpi", "ompio"), ("openmpi", "romio321"), ("mpich", "romio")]
+# Open MPI 4.1's romio321 component has no MPI-3.1 non-blocking collectives (it crashes on them, untraced too).
+SKIPPED = {"romio321": ("iat_all", "iindividual_all")}
+
+
+def expected_offset(access: Access, rank: int) -> int:
+    """Byte offset of the first byte the rank accesses; -1 where the library places it (shared pointers)."""
+    return {"explicit": rank * BLOCK, "individual": rank * BLOCK, "strided": rank * RUN, "shared": -1}[access.position]
+
+
+def expected_etype_offset(access: Access, rank: int) -> int:
+    """aux of a data event: the offset in etype units (bytes here); the strided view starts each rank at 0."""
+    return {"explicit": rank * BLOCK, "individual": rank * BLOCK, "strided": 0, "shared": -1}[access.position]
+
+
+@dataclass
+class Traced:
+    events: pd.DataFrame
+    files: dict[str, int]  # variant name -> file id
+    trace: object
+    config: tuple[str, str]
+
+    def mpi(self, variant: str) -> pd.DataFrame:
+        e = self.events
+        return e[(e.layer == "mpiio") & (e.file_id == self.files[variant])]
+
+    def children(self, parents: pd.DataFrame, variant: str) -> pd.DataFrame:
+        """POSIX events on the variant's file issued inside the given MPI events (same process)."""
+        e = self.events
+        posix = e[(e.layer == "posix") & (e.file_id == self.files[variant]) & (e.parent >= 0)]
+        return posix.merge(parents[["pid", "call_id"]], left_on=["pid", "parent"], right_on=["pid", "call_id"],
+                           suffixes=("", "_mpi"))
+
+
+_RUNS: dict[tuple[str, str], Traced] = {}
+
+
+def traced_matrix(mpi, io: str, ioloom_cli, tmp_path_factory) -> Traced:
+    """Run mpiio_matrix once per configuration under `ioloom run` and load its trace."""
+    key = (mpi.name, io)
+    if key not in _RUNS:
+        exe = mpi.compile("mpiio_matrix.c")
+        work = tmp_path_factory.mktemp(f"matrix-{mpi.name}-{io}")
+        data = work / "data"
+        data.mkdir()
+        command = mpi.command(NRANKS, [exe, data, ",".join(SKIPPED.get(io, ())) or "none"])
+        if io == "romio321":
+            command[1:1] = ["--mca", "io", "romio321"]
+        out = ioloom_cli("run", "-o", work / "trace", "--", *command, env=mpi.impl.launch_env(), timeout=300)
+        assert "mpiio_matrix: 3 ranks ok" in out.stdout, out.stdout + out.stderr
+        trace = open_trace(work / "trace")
+        events = trace.events().to_pandas().astype({"op": str, "layer": str})
+        paths = trace.files.to_pandas()
+        # The variants' own files (not ROMIO's hidden shared-pointer files, nor Open MPI's lock tests).
+        files = {Path(p).stem: int(i) for p, i in zip(paths.path, paths.file_id)
+                 if Path(p).parent == data and Path(p).suffix == ".dat" and not Path(p).name.startswith(".")}
+        _RUNS[key] = Traced(events, files, trace, key)
+    return _RUNS[key]
+
+
+INSTALLED = {impl.name for impl in mpi_impls.implementations()}
+
+
+@pytest.fixture(params=[c for c in CONFIGS if c[0] in INSTALLED], ids=lambda c: f"{c[0]}-{c[1]}")
+def matrix(request, ioloom_cli, tmp_path_factory) -> Traced:
+    impl, io = request.param
+    return traced_matrix(MpiRunner(mpi_impls.by_name(impl)), io, ioloom_cli, tmp_path_factory)
+
+
+def variants_of(matrix: Traced) -> dict[str, list[Access]]:
+    every = {**VARIANTS, **(LARGE_COUNT if matrix.config[0] == "mpich" else {})}
+    return {name: accesses for name, accesses in every.items() if name not in SKIPPED.get(matrix.config[1], ())}
+
+
+def test_every_variant_on_every_rank_with_exact_bytes_and_offsets(matrix):
+    variants = variants_of(matrix)
+    assert len([a for accesses in variants.values() for a in accesses]) >= (28 if matrix.config[1] == "romio321" else 32)
+    for variant, accesses in variants.items():
+        events = matrix.mpi(variant)
+        for access in accesses:
+            calls = events[events.op == access.op].sort_values("rank")
+            where = f"{variant}: {access.op}"
+            assert calls["rank"].tolist() == list(range(NRANKS)), f"{where}: one event per rank"
+            pending = access.completion is not None
+            assert (calls.req_bytes == BLOCK).all(), where
+            assert (calls.ret_bytes == (-1 if pending else BLOCK)).all(), f"{where}: {calls.ret_bytes.tolist()}"
+            assert (calls.errno == 0).all(), where
+            assert calls.offset.tolist() == [expected_offset(access, r) for r in range(NRANKS)], where
+            assert calls.aux.tolist() == [expected_etype_offset(access, r) for r in range(NRANKS)], where
+            assert (calls.call_id > 0).all() and (calls.parent == -1).all(), where
+            seqs = set(calls.coll_seq)
+            if access.collective:
+                assert len(seqs) == 1 and seqs != {-1}, f"{where}: coll_seq differs across ranks: {seqs}"
+            else:
+                assert seqs == {-1}, where
+            if pending:
+                check_completion(events, calls, access, where)
+
+
+def check_completion(events: pd.DataFrame, initiations: pd.DataFrame, access: Access, where: str) -> None:
+    """The completion event: same rank and file, aux = the initiation's call_id, bytes from the status."""
+    done = events[events.op == access.completion]
+    joined = initiations.merge(done, left_on=["pid", "call_id"], right_on=["pid", "aux"], suffixes=("", "_done"))
+    assert len(joined) == NRANKS, f"{where}: completed by {access.completion} on every rank"
+    assert (joined.ret_bytes_done == BLOCK).all() and (joined.req_bytes_done == -1).all(), where
+    assert (joined.offset_done == joined.offset).all() and (joined.coll_seq_done == joined.coll_seq).all(), where
+    assert (joined.t_start_done >= joined.t_end).all(), f"{where}: completes after it started"
+
+
+def test_collective_sequence_numbers_agree_across_ranks(matrix):
+    """Every collective call on a file (open, close, set_view, data...) has one number, equal on all ranks, in
+    call order; the open number of the communicator tells two opens apart."""
+    e = matrix.events
+    collective = e[(e.layer == "mpiio") & (e.coll_seq >= 0)]
+    for file_id, calls in collective.groupby("file_id"):
+        per_rank = [list(zip(c.sort_values("t_start").op, c.sort_values("t_start").coll_seq))
+                    for _, c in calls.groupby("rank")]
+        assert len(per_rank) == NRANKS and all(seq == per_rank[0] for seq in per_rank), f"file {file_id}"
+        numbers = [seq for _, seq in per_rank[0]]
+        assert numbers == sorted(numbers) and len({n >> 32 for n in numbers}) == 1, numbers
+    opens = collective[collective.op == "MPI_File_open"].groupby("rank").coll_seq.apply(sorted)
+    assert all(len(set(seqs)) == len(seqs) for seqs in opens), "each open on the communicator gets its own number"
+
+
+def written_ranges(children: pd.DataFrame) -> list[tuple[int, int]]:
+    writes = children[children.op.map(direction) == "write"]
+    return sorted(zip(writes.offset, writes.offset + writes.ret_bytes))
+
+
+def covers(ranges: list[tuple[int, int]], start: int, end: int) -> bool:
+    reach = start
+    for lo, hi in ranges:
+        if lo > reach:
+            return False
+        reach = max(reach, hi)
+    return reach >= end
+
+
+def test_posix_children_carry_the_mpi_call_and_add_up(matrix):
+    """Contiguous independent blocking calls: the POSIX calls inside carry the MPI call as parent and move
+    exactly its bytes at its offset. Collectives and shared pointers: the children of all ranks' calls cover
+    the whole region written (two-phase I/O moves the data to aggregators)."""
+    for variant in ("at", "individual"):
+        events = matrix.mpi(variant)
+        for access in VARIANTS[variant]:
+            calls = events[events.op == access.op]
+            kids = matrix.children(calls, variant)
+            moved = kids[kids.op.map(direction) == access.op.split("_")[2]]
+            per_rank = moved.groupby("rank").ret_bytes.sum()
+            assert per_rank.to_dict() == {r: BLOCK for r in range(NRANKS)}, f"{variant} {access.op}: {per_rank}"
+            assert sorted(moved.offset) == [r * BLOCK for r in range(NRANKS)], f"{variant} {access.op}"
+    covered = ["at_all", "individual_all", "shared", "ordered", "strided_all", "split_at", "split_individual",
+               "split_ordered"]
+    if matrix.config[1] == "ompio":
+        # OMPIO runs split collectives through its non-blocking path, which writes with aio_write: the POSIX
+        # layer does not intercept the aio_* family yet, so those bytes have no POSIX events at all.
+        covered = [v for v in covered if not v.startswith("split")]
+    for variant in covered:
+        writes = matrix.mpi(variant)
+        writes = writes[writes.op.str.contains("write")]
+        ranges = written_ranges(matrix.children(writes, variant))
+        assert covers(ranges, 0, NRANKS * BLOCK), f"{variant}: POSIX writes {ranges}"
+        assert sum(hi - lo for lo, hi in ranges) >= NRANKS * BLOCK, variant
+
+
+def test_data_sieving_amplification(matrix):
+    """The strided independent write (4 runs of 1000 bytes per rank, others' runs in between): under ROMIO,
+    data sieving reads and rewrites whole extents under a lock, so the POSIX bytes exceed the MPI bytes, by
+    at most the span the rank's runs cover; OMPIO writes the runs themselves."""
+    events = matrix.mpi("strided")
+    write = events[events.op == "MPI_File_write"]
+    kids = matrix.children(write, "strided")
+    span = (4 - 1) * NRANKS * RUN + RUN  # first to last byte of a rank's runs
+    for rank, mine in kids.groupby("rank"):
+        written = mine[mine.op.map(direction) == "write"].ret_bytes.sum()
+        if matrix.config[1] == "ompio":
+            assert written == BLOCK, f"rank {rank}"
+        else:
+            assert BLOCK < written <= span, f"rank {rank}: {written} bytes written for {BLOCK}"
+            # The read of the extent returns what already exists (maybe nothing: the file is new).
+            reads = (mine.op.map(direction) == "read").sum()
+            locks = mine[mine.op.str.startswith("fcntl")]
+            assert reads >= 1 and len(locks) >= 2, f"rank {rank}: read-modify-write under a lock"
+
+
+def test_file_calls_and_view(matrix):
+    e = matrix.mpi("file_calls")
+    size = {op: calls for op, calls in e.groupby("op")}
+    assert (size["MPI_File_set_size"].offset == NRANKS * BLOCK).all()
+    assert (size["MPI_File_preallocate"].offset == 2 * NRANKS * BLOCK).all()
+    assert (size["MPI_File_get_size"].ret_bytes == 2 * NRANKS * BLOCK).all()
+    assert len(size["MPI_File_sync"]) == NRANKS and len(size["MPI_File_close"]) == NRANKS
+    view = matrix.mpi("strided")
+    view = view[view.op == "MPI_File_set_view"].sort_values("rank")
+    assert view.offset.tolist() == [r * RUN for r in range(NRANKS)]  # disp
+    assert (view.aux == 4).all()  # etype MPI_INT
+    assert (view.req_bytes == 4 * NRANKS * RUN).all()  # filetype extent
+    opens = matrix.events[matrix.events.op == "MPI_File_open"]
+    assert set(matrix.files.values()) <= set(opens.file_id)
+
+
+def test_process_facts(matrix):
+    """Rank, MPI library, clock offsets at init and finalize with their error, hints in effect per file."""
+    streams = {s.rank: s for s in matrix.trace.streams if s.rank >= 0}
+    assert sorted(streams) == list(range(NRANKS))
+    for rank, stream in streams.items():
+        info = stream.info
+        assert info["note.mpi.impl"] == matrix.config[0]
+        assert ("Open MPI" if matrix.config[0] == "openmpi" else "MPICH") in info["note.mpi.library"]
+        for phase in ("clock_init", "clock_finalize"):
+            local, offset, error = map(int, info[phase].split())
+            assert local > 0 and (offset, error) == (0, 0), "one node, one clock: no offset, no error"
+        # ROMIO (MPICH) reports every hint in effect; Open MPI 4.1 returns only the hints the program gave.
+        path = matrix.trace.files.to_pandas().set_index("file_id").path[matrix.files["at"]]
+        hints = info[f"note.mpiio.hints:{path}"]
+        assert "cb_buffer_size=" in hints if matrix.config[0] == "mpich" else hints == "", hints
+    ops = matrix.events[matrix.events.layer == "process"].op
+    assert (ops == "MPI_Init").sum() == NRANKS and (ops == "MPI_Finalize").sum() == NRANKS
+    assert matrix.trace.meta["clock_max_error_ns"] >= 0
+
+
+def run_program(mpi, ioloom_cli, tmp_path, exe: Path, nranks: int, check=True, env=None):
+    """Trace `exe FILE` on nranks ranks; returns ioloom's output and the MPI-IO events on FILE."""
+    target = tmp_path / "file.dat"
+    out = ioloom_cli("run", "-o", tmp_path / "trace", "--", *mpi.command(nranks, [exe, target]),
+                     env={**mpi.impl.launch_env(), **(env or {})}, check=check, timeout=300)
+    trace = open_trace(tmp_path / "trace")
+    events = trace.events().to_pandas().astype({"op": str, "layer": str})
+    files = trace.files.to_pandas()
+    file_id = int(files[files.path == str(target)].file_id.iloc[0])
+    return out, events[(events.layer == "mpiio") & (events.file_id == file_id)]
+
+
+def test_fortran_program_and_measured_clock(mpi, ioloom_cli, tmp_path):
+    """Open MPI's Fortran bindings call PMPI_File_*, MPICH's MPI_File_*: recorded under both. The run also
+    makes every rank measure its clock offset by ping-pong (IOLOOM_CLOCK_SYNC=every-rank): on one host the
+    true offset is 0, so the estimate must lie within its own error bound."""
+    if not mpi.impl.mpifort:
+        pytest.skip(f"no Fortran compiler for {mpi.name}")
+    out, mpiio = run_program(mpi, ioloom_cli, tmp_path, mpi.compile("mpiio_fortran.f90"), 2,
+                             env={"IOLOOM_CLOCK_SYNC": "every-rank"})
+    stream = next(s for s in open_trace(tmp_path / "trace").streams if s.rank == 1)
+    for phase in ("clock_init", "clock_finalize"):
+        _, offset, error = map(int, stream.info[phase].split())
+        assert 0 < error < 10**8 and abs(offset) <= error, f"{phase}: offset {offset} ns, error {error} ns"
+    assert "mpiio_fortran: 2 ranks ok" in out.stdout
+    for op in ("MPI_File_open", "MPI_File_write_at", "MPI_File_read_at_all", "MPI_File_close"):
+        assert sorted(mpiio[mpiio.op == op]["rank"]) == [0, 1], op
+    writes = mpiio[mpiio.op == "MPI_File_write_at"].sort_values("rank")
+    assert writes.offset.tolist() == [0, BLOCK] and (writes.ret_bytes == BLOCK).all()
+
+
+def test_hdf5_program(mpi, ioloom_cli, tmp_path):
+    """Parallel HDF5 (MPICH build) reaches the file through MPI-IO: its collective dataset write is an
+    MPI_File_write_at_all per rank, with the same sequence number, moving each rank's 50x100 ints."""
+    if mpi.name != "mpich":
+        pytest.skip("Debian's parallel HDF5 is built against MPICH")
+    exe = mpi.compile("mpiio_hdf5.c", compiler="h5pcc")
+    out, mpiio = run_program(mpi, ioloom_cli, tmp_path, exe, 2)
+    assert "mpiio_hdf5: 2 ranks ok" in out.stdout
+    data = 50 * 100 * 4
+    writes = mpiio[(mpiio.op == "MPI_File_write_at_all") & (mpiio.req_bytes == data)]
+    assert sorted(writes["rank"]) == [0, 1] and (writes.ret_bytes == data).all()
+    assert writes.coll_seq.nunique() == 1 and writes.offset.diff().dropna().abs().tolist() == [data]
+    assert (mpiio.op == "MPI_File_set_view").any() and (mpiio.op == "MPI_File_close").sum() == 2
+
+
+def test_exit_without_finalize_keeps_mpi_events(mpi, ioloom_cli, tmp_path):
+    exe = mpi.compile("mpiio_no_finalize.c")
+    _, mpiio = run_program(mpi, ioloom_cli, tmp_path, exe, 2, check=False)
+    writes = mpiio[mpiio.op == "MPI_File_write_at_all"].sort_values("rank")
+    assert writes["rank"].tolist() == [0, 1] and (writes.ret_bytes == BLOCK).all()
+    assert writes.coll_seq.nunique() == 1
