@@ -126,9 +126,10 @@ struct bench_times {
     uint64_t errors; /* bytes that failed --verify */
 };
 enum bench_phase_kind { PHASE_WRITE, PHASE_READ };
-/* Runs one phase (every rank). Returns 0, or BENCH_EXIT_IO when an I/O call failed. */
-int bench_run_phase(const struct bench_options *o, enum bench_phase_kind kind, MPI_Comm comm,
-                    struct bench_times *times, MPI_Info *hints_after_open);
+/* Runs one phase (every rank); an I/O call that fails aborts the run (MPI_Abort, exit BENCH_EXIT_IO).
+ * *hints_after_open, when given and still MPI_INFO_NULL, receives the first file's hints (caller frees). */
+void bench_run_phase(const struct bench_options *o, enum bench_phase_kind kind, MPI_Comm comm,
+                     struct bench_times *times, MPI_Info *hints_after_open);
 /* Removes the pattern's files (rank 0 for shared ones, each rank its own). */
 void bench_remove_files(const struct bench_options *o, MPI_Comm comm);
 

@@ -200,10 +200,14 @@ static int check_consistency(struct bench_options *o, int nranks) {
     if (o->verify && !o->read)
         return refuse("--verify checks the bytes read: add -r (e.g. -w -r --verify)");
 #ifndef IOLOOM_BENCH_HDF5
-    if (o->api == API_HDF5 || o->kernel == KERNEL_FLASH)
-        return refuse("%s: HDF5 needs the MPICH build (ioloom-bench-mpich): Debian's parallel HDF5 is built "
-                      "against MPICH; this is ioloom-bench-%s",
-                      o->kernel == KERNEL_FLASH ? "--kernel flash" : "-a hdf5", IOLOOM_MPI_IMPL);
+    if (o->api == API_HDF5 || o->kernel == KERNEL_FLASH) {
+        const char *what = o->kernel == KERNEL_FLASH ? "--kernel flash" : "-a hdf5";
+        if (strcmp(IOLOOM_MPI_IMPL, "mpich") != 0)
+            return refuse("%s: HDF5 needs the MPICH build (ioloom-bench-mpich): Debian's parallel HDF5 is built "
+                          "against MPICH; this is ioloom-bench-%s", what, IOLOOM_MPI_IMPL);
+        return refuse("%s: this ioloom-bench-mpich was built without parallel HDF5; install libhdf5-mpich-dev "
+                      "(pkg-config hdf5-mpich) and rebuild", what);
+    }
 #endif
     o->shift = (int)(((long)o->node_offset * o->ranks_per_node) % nranks);
     if (o->reorder && o->shift == 0 && o->read && is_root_rank())

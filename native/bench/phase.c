@@ -1,7 +1,7 @@
 /* One timed phase (write or read) of the generic patterns. Each rank times its own open, data calls, sync
  * and close after a common barrier; the report turns those into effective (open to close) and raw (data
- * calls only) bandwidth, as fs_test does. Filling and checking buffers happens outside the data-call
- * timers. On an I/O error the run is aborted: a benchmark with a failed call has no figure to give. */
+ * calls only) bandwidth, as fs_test does. Filling and checking buffers is timed apart ("prep") and
+ * deducted. On an I/O error the run is aborted: a benchmark with a failed call has no figure to give. */
 #include "backend.h"
 
 #include <stdio.h>
@@ -76,8 +76,8 @@ static void run_file(const struct bench_options *o, enum bench_phase_kind kind, 
     t->close += bench_now() - c0;
 }
 
-int bench_run_phase(const struct bench_options *o, enum bench_phase_kind kind, MPI_Comm comm,
-                    struct bench_times *t, MPI_Info *hints) {
+void bench_run_phase(const struct bench_options *o, enum bench_phase_kind kind, MPI_Comm comm,
+                     struct bench_times *t, MPI_Info *hints) {
     int rank, nranks;
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &nranks);
@@ -99,7 +99,6 @@ int bench_run_phase(const struct bench_options *o, enum bench_phase_kind kind, M
         run_file(o, kind, comm, owner, g * count, count, buf, t, g == 0 ? hints : NULL);
     t->total = bench_now() - start;
     free(buf);
-    return 0;
 }
 
 void bench_remove_files(const struct bench_options *o, MPI_Comm comm) {
