@@ -23,7 +23,7 @@
 #define STREAM_NAME_MAX 4096
 
 struct thread_buffer {
-    struct ioloom_raw_event *events;
+    struct ioloom_event_columns events;
     uint32_t count;              /* written by the owner, read by exit/signal flushes */
     uint32_t tid;
     uint64_t last_flush_ns;
@@ -141,20 +141,20 @@ static void start_clock(void) {
 }
 
 /* Rewrites tick times of events [0, n) as ns, by the rate measured between the origin and now. */
-static void ticks_to_ns(struct ioloom_raw_event *ev, uint32_t n) {
+static void ticks_to_ns(const struct ioloom_event_columns *ev, uint32_t n) {
     uint64_t ticks, ns;
     clock_pair(&ticks, &ns);
     double ns_per_tick = ticks > tsc_origin ? (double)(ns - ns_origin) / (double)(ticks - tsc_origin) : 0;
     for (uint32_t i = 0; i < n; i++) {
-        if (!ev[i].ticks) continue;
-        ev[i].t_start = ns_origin + (uint64_t)((double)(int64_t)(ev[i].t_start - tsc_origin) * ns_per_tick);
-        ev[i].t_end = ns_origin + (uint64_t)((double)(int64_t)(ev[i].t_end - tsc_origin) * ns_per_tick);
-        ev[i].ticks = 0;
+        if (!ev->ticks[i]) continue;
+        ev->t_start[i] = ns_origin + (uint64_t)((double)(int64_t)(ev->t_start[i] - tsc_origin) * ns_per_tick);
+        ev->t_end[i] = ns_origin + (uint64_t)((double)(int64_t)(ev->t_end[i] - tsc_origin) * ns_per_tick);
+        ev->ticks[i] = 0;
     }
 }
 #else
 static void start_clock(void) { ioloom_tsc = 0; }
-static void ticks_to_ns(struct ioloom_raw_event *ev, uint32_t n) { (void)ev, (void)n; }
+static void ticks_to_ns(const struct ioloom_event_columns *ev, uint32_t n) { (void)ev, (void)n; }
 #endif
 
 /* Encodes and writes events [0, count) of b. In a signal handler, gives up rather than wait for a lock. */
@@ -163,9 +163,9 @@ static void flush_buffer(struct thread_buffer *b) {
     uint32_t n = __atomic_load_n(&b->count, __ATOMIC_ACQUIRE);
     if (n) {
         ioloom_files_flush(); /* file entries first: a reader then knows every id an event names */
-        if (ioloom_tsc) ticks_to_ns(b->events, n);
+        if (ioloom_tsc) ticks_to_ns(&b->events, n);
         if (ioloom_lock(&w.lock) == 0) {
-            size_t len = ioloom_encode_events(w.encoded, w.scratch, b->tid, b->events, n);
+            size_t len = ioloom_encode_events(w.encoded, w.scratch, b->tid, &b->events, n);
             if (write_all_locked(w.encoded, len) == 0) w.events_written += n;
             else count_dropped(n);
             pthread_mutex_unlock(&w.lock);
@@ -202,7 +202,8 @@ static struct thread_buffer *new_thread_buffer(void) {
     if (!my_tid) my_tid = (uint32_t)syscall(SYS_gettid);
     struct thread_buffer *b = claim_free_buffer();
     if (!b) {
-        size_t bytes = sizeof *b + (size_t)w.capacity * sizeof(struct ioloom_raw_event);
+        size_t header = (sizeof *b + 7) & ~(size_t)7;
+        size_t bytes = header + ioloom_event_columns_bytes(w.capacity);
         pthread_mutex_lock(&w.lock);
         /* the first thread always gets a buffer, however small the budget */
         int fits = w.budget_left >= bytes || !w.threads;
@@ -213,7 +214,7 @@ static struct thread_buffer *new_thread_buffer(void) {
             ioloom_write_info("buffer_budget_exhausted_tid", "1");
             return NULL;
         }
-        b->events = (struct ioloom_raw_event *)(b + 1);
+        ioloom_event_columns_init(&b->events, (char *)b + header, w.capacity);
         b->tid = my_tid;
         pthread_mutex_init(&b->flush_lock, NULL);
         b->next = __atomic_load_n(&w.threads, __ATOMIC_ACQUIRE);
@@ -256,24 +257,13 @@ static inline void record_event(const struct ioloom_event *ev, uint8_t ticks) {
         }
     }
     uint32_t n = b->count;
-    struct ioloom_raw_event *r = &b->events[n];
-    r->t_start = ev->t_start;
-    r->t_end = ev->t_end;
-    r->offset = ev->offset;
-    r->req_bytes = ev->req_bytes;
-    r->ret_bytes = ev->ret_bytes;
-    r->handle = ev->handle;
-    r->aux = ev->aux;
-    r->coll_seq = ev->coll_seq;
-    r->file_id = ev->file_id;
-    r->err = ev->err;
-    r->op = ev->op;
-    r->layer = ev->layer;
-    r->ticks = ticks;
     /* An MPI-IO event is recorded inside its own call: it is that call, its parent the enclosing one. */
     int own = ev->layer == IOLOOM_MPIIO;
-    r->call_id = own ? call_at(call_depth) : -1;
-    r->parent = call_at(own ? call_depth - 1 : call_depth);
+    struct ioloom_raw_event r = {ev->t_start, ev->t_end, ev->offset, ev->req_bytes, ev->ret_bytes, ev->handle,
+                                 ev->aux, ev->coll_seq, own ? call_at(call_depth) : -1,
+                                 call_at(own ? call_depth - 1 : call_depth), ev->file_id, ev->err, ev->op, ev->layer,
+                                 ticks};
+    ioloom_event_columns_put(&b->events, n, &r);
     __atomic_store_n(&b->count, n + 1, __ATOMIC_RELEASE);
     /* full, final, or (looked at every 64 events) older than the flush interval */
     if (IOLOOM_UNLIKELY(n + 1 == w.capacity || ioloom_finished ||
@@ -369,7 +359,7 @@ static int create_stream_file(void) {
 static int allocate_writer(void) {
     size_t budget = ioloom_env_size("IOLOOM_TRACE_BUFFER", DEFAULT_BUDGET);
     /* One share for the encode area, the rest for threads: about 8 threads fit before any is refused. */
-    uint64_t per_event = sizeof(struct ioloom_raw_event) * 8 + 20 * IOLOOM_COLUMNS + sizeof(int64_t);
+    uint64_t per_event = IOLOOM_EVENT_BYTES * 8 + 20 * IOLOOM_COLUMNS + sizeof(int64_t);
     uint64_t capacity = budget / per_event;
     w.capacity = capacity < MIN_EVENTS_PER_THREAD ? MIN_EVENTS_PER_THREAD
                  : capacity > MAX_EVENTS_PER_THREAD ? MAX_EVENTS_PER_THREAD : (uint32_t)capacity;
