@@ -69,8 +69,14 @@ def _check_figures(result: dict, name: str) -> None:
 
 @pytest.mark.mpi
 def test_pattern_vectors_match_the_program(mpi, tmp_path):
-    """docs/bench-pattern-vectors.json, checked against the Python oracle and a file the C program wrote."""
-    _run(mpi, tmp_path, "v", ["-F", "-w", "-k"])
+    """docs/bench-pattern-vectors.json, checked against the Python oracle and a file the C program wrote
+    (this run also prints the program's own text table)."""
+    program = paths.native_bin(f"ioloom-bench-{mpi.name}")
+    out = mpi.run(NRANKS, [program, "-b", str(BLOCK), "-t", str(TRANSFER), "-s", str(SEGMENTS), "-F", "-w", "-k",
+                           "-o", tmp_path / "v"])
+    header, columns, write_row = out.stdout.splitlines()[:3]
+    assert f"{NRANKS} ranks" in header and "pattern fpp" in header and columns.split()[:4] == ["op", "rep", "eff", "MiB/s"]
+    assert write_row.split()[:2] == ["write", "0"] and float(write_row.split()[2]) > 0
     for v in VECTORS:
         offsets = np.arange(v["offset"], v["offset"] + 8, dtype=np.uint64)
         assert pattern.expected_bytes(offsets, v["writer"]).tobytes().hex() == v["bytes"]
