@@ -82,6 +82,10 @@ class StreamReader:
 
     def _times(self) -> tuple[np.ndarray, np.ndarray]:
         start, end = self.stream.times()
+        if _clock(self.stream.info) == (None, None):  # no MPI clock measurement: one shift, in place
+            start -= self.epoch
+            end -= self.epoch
+            return start, end
         shift = clock_correction(self.stream.info, start) - self.epoch
         return start + shift, end + shift
 
@@ -101,7 +105,8 @@ class StreamReader:
         elif name == "offset":
             values = s.offsets()
         elif name == "ret_bytes":
-            values = s.stored(RET_MINUS_REQ) + s.stored(REQ)
+            values = s.stored(RET_MINUS_REQ)
+            values += s.stored(REQ)
         elif name == "tid":
             values = s.tids()
         elif name == "rank":

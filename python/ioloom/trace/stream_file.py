@@ -85,29 +85,32 @@ class StreamFile:
         counts = np.array([c.count for c in self.chunks], np.int64)
         return counts, np.concatenate(([0], np.cumsum(counts)[:-1]))
 
+    def _running(self, steps: np.ndarray, starts: np.ndarray) -> np.ndarray:
+        """One running sum over all chunks where each chunk's sum starts from starts[k]: the step at a chunk's
+        first event is adjusted by what the previous chunks added, so a single cumsum does every chunk."""
+        _, firsts = self.chunk_firsts()
+        totals = np.add.reduceat(steps, firsts)
+        ends = starts + totals  # where each chunk's sum ends
+        steps[firsts] += starts - np.concatenate(([0], ends[:-1]))
+        return np.cumsum(steps, out=steps)
+
     def times(self) -> tuple[np.ndarray, np.ndarray]:
-        """(t_start, t_end) in local monotonic ns: gaps and durations alternate in one running sum."""
-        n = self.events
-        if n == 0:
+        """(t_start, t_end) in local monotonic ns: t_start[i] = t_base + gaps up to i + durations before i."""
+        if not self.chunks:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
-        steps = np.empty(2 * n, np.int64)
-        steps[0::2] = self.stored(GAP)
-        steps[1::2] = self.stored(DURATION)
-        running = np.cumsum(steps)
-        counts, firsts = self.chunk_firsts()
-        before = np.where(firsts > 0, running[np.maximum(2 * firsts - 1, 0)], 0)
-        bases = np.array([c.t_base for c in self.chunks], np.int64)
-        running += np.repeat(bases - before, 2 * counts)
-        return running[0::2], running[1::2]
+        duration = self.stored(DURATION)
+        steps = self.stored(GAP)
+        steps[1:] += duration[:-1]
+        _, firsts = self.chunk_firsts()
+        steps[firsts[1:]] -= duration[firsts[1:] - 1]  # a chunk's first gap counts from its own t_base
+        start = self._running(steps, np.array([c.t_base for c in self.chunks], np.int64))
+        return start, start + duration
 
     def offsets(self) -> np.ndarray:
         """Offsets from per-chunk deltas: each chunk's running sum starts from 0."""
         if not self.chunks:
             return np.zeros(0, np.int64)
-        running = np.cumsum(self.stored(OFFSET_DELTA))
-        counts, firsts = self.chunk_firsts()
-        before = np.where(firsts > 0, running[np.maximum(firsts - 1, 0)], 0)
-        return running - np.repeat(before, counts)
+        return self._running(self.stored(OFFSET_DELTA), np.zeros(len(self.chunks), np.int64))
 
     def tids(self) -> np.ndarray:
         counts, _ = self.chunk_firsts()
