@@ -56,6 +56,7 @@ def _check_figures(result: dict, name: str) -> None:
     for phase in result["phases"]:
         assert phase["bytes"] == total and phase["errors"] == 0
         assert [r["bytes"] for r in phase["ranks"]] == [SEGMENTS * BLOCK] * NRANKS
+        assert [r["calls"] for r in phase["ranks"]] == [SEGMENTS * BLOCK // TRANSFER] * NRANKS
         assert 0 < phase["effective_bw"] <= phase["raw_bw"]  # effective counts open..close, raw data calls only
         for stats in phase["time"].values():
             assert stats["min"] <= stats["mean"] <= stats["max"]
@@ -156,7 +157,10 @@ def test_hdf5_backend_and_flash_kernel(mpi, tmp_path):
     for name, data in expected.items():
         assert flash["params"][f"{name}_data_bytes"] == data
         assert data < (tmp_path / f"f.{name}").stat().st_size < data + 64 * 1024, name
-        assert next(p for p in flash["phases"] if p["op"] == name)["bytes"] == data
+        phase = next(p for p in flash["phases"] if p["op"] == name)
+        assert phase["bytes"] == data
+        # one H5Dwrite per variable, plus the three metadata datasets of the checkpoint
+        assert phase["calls"] == NRANKS * (variables + 3 if name == "checkpoint" else 4)
 
 
 @pytest.mark.mpi
@@ -169,6 +173,7 @@ def test_btio_and_riot_kernels(mpi, tmp_path):
     assert values.size == steps * grid ** 3 * 5
     assert np.array_equal(values, np.arange(values.size, dtype=np.float64))
     assert [p["op"] for p in bt["phases"]] == ["write", "read"] and bt["verify"]["errors"] == 0
+    assert all(p["calls"] == 4 * steps for p in bt["phases"])  # one collective call per step and rank
 
     ops = 10
     riot = bench_io.run_bench(mpi.impl, 2, ["--kernel", "riot", "--steps", str(ops), "-t", "256k", "--verify",
@@ -176,7 +181,9 @@ def test_btio_and_riot_kernels(mpi, tmp_path):
     assert [p["op"] for p in riot["phases"]] == ["MPI_File_write", "MPI_File_read", "MPI_File_write_all",
                                                  "MPI_File_read_all", "MPI_File_write_at_all",
                                                  "MPI_File_read_at_all"]
-    assert all(p["bytes"] == 2 * ops * (256 << 10) and p["errors"] == 0 for p in riot["phases"])
+    assert all(p["bytes"] == 2 * ops * (256 << 10) and p["calls"] == 2 * ops and p["errors"] == 0
+               for p in riot["phases"])
+    assert all(0 < bench_io.time_per_call(p) < p["time"]["data"]["max"] for p in riot["phases"])
     assert not (tmp_path / "r.riot").exists()  # removed without -k
 
 

@@ -123,6 +123,7 @@ struct bench_times {
     double prep; /* filling buffers with the pattern and checking them: the benchmark's work, not I/O */
     double total;                         /* open to close, this rank */
     uint64_t bytes;
+    uint64_t calls;  /* data calls: data / calls is the time per call (RIOT's overhead measure) */
     uint64_t errors; /* bytes that failed --verify */
 };
 enum bench_phase_kind { PHASE_WRITE, PHASE_READ };

@@ -88,6 +88,7 @@ static int phase(const struct bench_options *o, MPI_Comm comm, const struct btio
             return bench_mpi_failed(writing ? "MPI_File_write_all" : "MPI_File_read_all", name, err);
         t->data += bench_now() - d0;
         t->bytes += b->points * COMPONENTS * 8;
+        t->calls++;
         if (!writing && o->verify) {
             double v0 = bench_now();
             t->errors += visit(b, s, buf, 1);

@@ -28,12 +28,17 @@ struct block_range {
     hsize_t first, count, total;
 };
 
-/* Writes this rank's blocks [first, first+count) of a dataset [total][row_dims...]. */
+/* Writes this rank's blocks [first, first+count) of a dataset [total][row_dims...]; counts the call in *t. */
 static int write_row(hid_t file, hid_t xfer, const char *name, hid_t type, struct block_range blocks, int ndims,
-                     const hsize_t *row_dims, const void *data) {
+                     const hsize_t *row_dims, const void *data, struct bench_times *t) {
     hsize_t dims[4] = {blocks.total, 1, 1, 1}, start[4] = {blocks.first, 0, 0, 0}, count[4] = {blocks.count, 1, 1, 1};
-    for (int d = 0; d < ndims; d++)
+    uint64_t bytes = blocks.count * H5Tget_size(type);
+    for (int d = 0; d < ndims; d++) {
         dims[d + 1] = count[d + 1] = row_dims[d];
+        bytes *= row_dims[d];
+    }
+    t->bytes += bytes;
+    t->calls++;
     hid_t space = H5Screate_simple(ndims + 1, dims, NULL);
     hid_t dataset = H5Dcreate2(file, name, type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
     hid_t memspace = H5Screate_simple(ndims + 1, count, NULL);
@@ -49,7 +54,7 @@ static int write_row(hid_t file, hid_t xfer, const char *name, hid_t type, struc
 }
 
 /* The block metadata FLASH stores with a checkpoint: where each block is, its size, its refinement level. */
-static int write_metadata(hid_t file, hid_t xfer, struct block_range blocks, uint64_t *bytes) {
+static int write_metadata(hid_t file, hid_t xfer, struct block_range blocks, struct bench_times *t) {
     size_t n = blocks.count;
     double *coordinates = malloc(n * 3 * sizeof(double)), *block_size = malloc(n * 3 * sizeof(double));
     int *refine_level = malloc(n * sizeof(int));
@@ -60,10 +65,9 @@ static int write_metadata(hid_t file, hid_t xfer, struct block_range blocks, uin
         refine_level[b] = 1;
     }
     hsize_t three[1] = {3};
-    int rc = write_row(file, xfer, "coordinates", H5T_NATIVE_DOUBLE, blocks, 1, three, coordinates);
-    rc = rc ? rc : write_row(file, xfer, "block size", H5T_NATIVE_DOUBLE, blocks, 1, three, block_size);
-    rc = rc ? rc : write_row(file, xfer, "refine level", H5T_NATIVE_INT, blocks, 0, NULL, refine_level);
-    *bytes += n * (6 * sizeof(double) + sizeof(int));
+    int rc = write_row(file, xfer, "coordinates", H5T_NATIVE_DOUBLE, blocks, 1, three, coordinates, t);
+    rc = rc ? rc : write_row(file, xfer, "block size", H5T_NATIVE_DOUBLE, blocks, 1, three, block_size, t);
+    rc = rc ? rc : write_row(file, xfer, "refine level", H5T_NATIVE_INT, blocks, 0, NULL, refine_level, t);
     free(coordinates);
     free(block_size);
     free(refine_level);
@@ -97,7 +101,7 @@ static int write_file(const struct bench_options *o, MPI_Comm comm, const struct
     }
     double d0 = bench_now();
     if (!rc && ff->metadata)
-        rc = write_metadata(file, xfer, blocks, &t.bytes);
+        rc = write_metadata(file, xfer, blocks, &t);
     hsize_t row[3] = {(hsize_t)ff->side, (hsize_t)ff->side, (hsize_t)ff->side};
     for (int v = 0; v < ff->variables && !rc; v++) {
         double p0 = bench_now();
@@ -111,8 +115,7 @@ static int write_file(const struct bench_options *o, MPI_Comm comm, const struct
         t.prep += bench_now() - p0;
         char name[16];
         snprintf(name, sizeof name, "var%03d", v);
-        rc = write_row(file, xfer, name, ff->type, blocks, 3, row, values);
-        t.bytes += n * size;
+        rc = write_row(file, xfer, name, ff->type, blocks, 3, row, values, &t);
     }
     t.data = bench_now() - d0 - t.prep;
     if (!rc && o->fsync) {

@@ -54,6 +54,7 @@ static int run_call(const struct bench_options *o, MPI_Comm comm, enum riot_call
             return bench_mpi_failed(call_names[c], name, err);
         t.data += bench_now() - d0;
         t.bytes += len;
+        t.calls++;
         if (!writing && o->verify) {
             double v0 = bench_now();
             t.errors += bench_verify(buf, len, offset, rank, name, t.errors);

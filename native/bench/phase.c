@@ -58,6 +58,7 @@ static void run_file(const struct bench_options *o, enum bench_phase_kind kind, 
                 io_failed(comm);
             t->data += bench_now() - d0;
             t->bytes += o->transfer_size;
+            t->calls++;
             if (!writing && o->verify) {
                 double v0 = bench_now();
                 t->errors += bench_verify(buf, o->transfer_size, offset, owner, name, t->errors);

@@ -10,8 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The doubles gathered per rank: the times, then bytes and errors. */
-enum { F_OPEN, F_DATA, F_SYNC, F_CLOSE, F_WAIT, F_PREP, F_TOTAL, NTIMES, F_BYTES = NTIMES, F_ERRORS, NFIELDS };
+/* The doubles gathered per rank: the times, then bytes, calls and errors. */
+enum { F_OPEN, F_DATA, F_SYNC, F_CLOSE, F_WAIT, F_PREP, F_TOTAL, NTIMES, F_BYTES = NTIMES, F_CALLS, F_ERRORS,
+       NFIELDS };
 static const char *const field_names[NTIMES] = {"open", "data", "sync", "close", "wait", "prep", "total"};
 
 struct phase_record {
@@ -42,7 +43,7 @@ struct bench_report *bench_report_new(const struct bench_options *o, MPI_Comm co
 
 static void times_to_fields(const struct bench_times *t, double *f) {
     double v[NFIELDS] = {t->open, t->data, t->sync, t->close, t->wait, t->prep, t->total, (double)t->bytes,
-                         (double)t->errors};
+                         (double)t->calls, (double)t->errors};
     memcpy(f, v, sizeof v);
 }
 
@@ -85,7 +86,7 @@ static void stats_add(struct stats *s, double v, int n) {
 }
 
 struct phase_figures {
-    double bytes, errors, effective_bw, raw_bw;
+    double bytes, calls, errors, effective_bw, raw_bw;
     struct stats time[NTIMES];
 };
 
@@ -98,6 +99,7 @@ static struct phase_figures figures(const struct bench_report *r, const struct p
         for (int i = 0; i < NTIMES; i++)
             stats_add(&f.time[i], v[i], k);
         f.bytes += v[F_BYTES];
+        f.calls += v[F_CALLS];
         f.errors += v[F_ERRORS];
         double effective = v[F_TOTAL] - v[F_WAIT] - v[F_PREP];
         if (effective > slowest_effective)
@@ -174,8 +176,8 @@ static void json_phase(FILE *out, const struct bench_report *r, const struct pha
     struct phase_figures f = figures(r, p);
     fputs("{\"op\": ", out);
     json_string(out, p->op);
-    fprintf(out, ", \"rep\": %d, \"bytes\": %.0f, \"errors\": %.0f, \"effective_bw\": %.9g, \"raw_bw\": %.9g, "
-                 "\"time\": {", p->rep, f.bytes, f.errors, f.effective_bw, f.raw_bw);
+    fprintf(out, ", \"rep\": %d, \"bytes\": %.0f, \"calls\": %.0f, \"errors\": %.0f, \"effective_bw\": %.9g, "
+                 "\"raw_bw\": %.9g, \"time\": {", p->rep, f.bytes, f.calls, f.errors, f.effective_bw, f.raw_bw);
     for (int i = 0; i < NTIMES; i++) {
         fputs(i ? ", " : "", out);
         json_stats(out, field_names[i], &f.time[i]);
@@ -186,7 +188,7 @@ static void json_phase(FILE *out, const struct bench_report *r, const struct pha
         fprintf(out, "%s{\"rank\": %d", k ? ", " : "", k);
         for (int i = 0; i < NTIMES; i++)
             fprintf(out, ", \"%s\": %.9g", field_names[i], v[i]);
-        fprintf(out, ", \"bytes\": %.0f, \"errors\": %.0f}", v[F_BYTES], v[F_ERRORS]);
+        fprintf(out, ", \"bytes\": %.0f, \"calls\": %.0f, \"errors\": %.0f}", v[F_BYTES], v[F_CALLS], v[F_ERRORS]);
     }
     fputs("]}", out);
 }

@@ -87,6 +87,12 @@ def summary(result: dict, op: str) -> dict:
     raise KeyError(f"no {op!r} phase in this result (have: {[e['op'] for e in result['summary']]})")
 
 
+def time_per_call(phase: dict) -> float:
+    """Mean time of one data call in a phase, seconds: each rank's time in data calls over its calls."""
+    ranks = [r for r in phase["ranks"] if r["calls"] > 0]
+    return sum(r["data"] / r["calls"] for r in ranks) / len(ranks) if ranks else 0.0
+
+
 def _mib(value: float) -> str:
     return f"{value / MIB:,.2f}"
 
@@ -94,11 +100,12 @@ def _mib(value: float) -> str:
 def _phases_table(result: dict) -> Table:
     table = Table(title="phases (times: slowest rank, s)")
     times_shown = ("open", "data", "sync", "close", "total", "wait", "prep")
-    for column in ("op", "rep", "effective MiB/s", "raw MiB/s", *times_shown):
+    for column in ("op", "rep", "effective MiB/s", "raw MiB/s", *times_shown, "µs/call"):
         table.add_column(column, justify="left" if column == "op" else "right")
     for p in result["phases"]:
         times = [f"{p['time'][k]['max']:.4f}" for k in times_shown]
-        table.add_row(p["op"], str(p["rep"]), _mib(p["effective_bw"]), _mib(p["raw_bw"]), *times)
+        table.add_row(p["op"], str(p["rep"]), _mib(p["effective_bw"]), _mib(p["raw_bw"]), *times,
+                      f"{time_per_call(p) * 1e6:,.1f}")
     return table
 
 
