@@ -9,6 +9,7 @@ packages=(
   mpich libmpich-dev                                       # MPICH with headers
   libhdf5-mpich-dev hdf5-tools                             # parallel HDF5 (built against MPICH)
   python3 python3-venv                                     # the Python package and its virtual environment
+  python3-mpi4py                                           # an mpi4py program in the tracer's tests (Open MPI)
   chromium                                                 # renders the HTML report in tests
 )
 

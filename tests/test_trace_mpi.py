@@ -8,6 +8,7 @@ add up (or, under data sieving, exceed the MPI bytes by a plausible factor).
 """
 from __future__ import annotations
 
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -326,6 +327,61 @@ def test_hdf5_program(mpi, ioloom_cli, tmp_path):
     assert sorted(writes["rank"]) == [0, 1] and (writes.ret_bytes == data).all()
     assert writes.coll_seq.nunique() == 1 and writes.offset.diff().dropna().abs().tolist() == [data]
     assert (mpiio.op == "MPI_File_set_view").any() and (mpiio.op == "MPI_File_close").sum() == 2
+
+
+def test_stacks_with_a_pmpi_tool_in_either_order(mpi, ioloom_cli, tmp_path):
+    """A profiler's MPI_File_write_at (calling PMPI_File_write_at) preloaded after ioloom's wrappers (as
+    `ioloom run` orders them) and before them: the tool counts each call once, ioloom records each once."""
+    from ioloom import paths
+    from ioloom.run import LAUNCHERS
+
+    tool = mpi.compile("mpiio_pmpi_tool.c", "-shared", "-fPIC")
+    exe = mpi.compile("mpiio_matrix.c")
+    others = ",".join(name for name in list(VARIANTS) + ["large_count", "file_calls"] if name != "at")
+    ours = [paths.native_lib(f"ioloom-trace-mpi-{mpi.name}"), paths.native_lib("ioloom-trace")]
+    for order in ("ioloom-first", "tool-first"):
+        data, trace_dir = tmp_path / order, tmp_path / f"{order}.trace"
+        data.mkdir()
+        command = mpi.command(2, [exe, data, others])
+        if order == "ioloom-first":
+            out = ioloom_cli("run", "-o", trace_dir, "--", *command,
+                             env={**mpi.impl.launch_env(), "LD_PRELOAD": str(tool)})
+        else:
+            out = mpi.run(2, [exe, data, others], env={"LD_PRELOAD": " ".join(map(str, [tool, *ours])),
+                                                       "IOLOOM_TRACE_DIR": str(trace_dir),
+                                                       "IOLOOM_SKIP_PROGRAMS": ",".join(LAUNCHERS)})
+        assert sorted(line for line in out.stdout.splitlines() if line.startswith("pmpi_tool")) == [
+            f"pmpi_tool: rank {r} counted 1 MPI_File_write_at" for r in range(2)], (order, out.stdout)
+        events = open_trace(trace_dir).events().to_pandas().astype({"op": str})
+        writes = events[events.op == "MPI_File_write_at"]
+        assert sorted(writes["rank"]) == [0, 1] and (writes.ret_bytes == BLOCK).all(), order
+        assert (events.op == "MPI_Finalize").sum() == 2, order
+
+
+MPI4PY_PYTHON = "/usr/bin/python3"  # Debian's python3-mpi4py (scripts/install-deps.sh), built against Open MPI
+
+
+def test_mpi4py_program(mpi, ioloom_cli, tmp_path):
+    """A Python program through mpi4py: its File.Write_at_all / Read_at are MPI_File_* calls like any other."""
+    if mpi.name != "openmpi":
+        pytest.skip("Debian's python3-mpi4py is built against Open MPI")
+    check = subprocess.run([MPI4PY_PYTHON, "-c", "import mpi4py"], capture_output=True)
+    assert check.returncode == 0, "python3-mpi4py is missing: run scripts/install-deps.sh"
+    program = Path(__file__).parent / "programs" / "mpiio_mpi4py.py"
+    target = tmp_path / "file.dat"
+    out = ioloom_cli("run", "-o", tmp_path / "trace", "--",
+                     *mpi.command(2, [MPI4PY_PYTHON, program, target]), env=mpi.impl.launch_env(), timeout=300)
+    assert "mpiio_mpi4py: 2 ranks ok" in out.stdout
+    trace = open_trace(tmp_path / "trace")
+    events = trace.events().to_pandas().astype({"op": str, "layer": str})
+    files = trace.files.to_pandas()
+    ids = set(files[files.path == str(target)].file_id)
+    mpiio = events[(events.layer == "mpiio") & events.file_id.isin(ids)]
+    writes = mpiio[mpiio.op == "MPI_File_write_at_all"].sort_values("rank")
+    assert writes["rank"].tolist() == [0, 1] and writes.offset.tolist() == [0, BLOCK]
+    assert (writes.ret_bytes == BLOCK).all() and writes.coll_seq.nunique() == 1
+    reads = mpiio[mpiio.op == "MPI_File_read_at"]
+    assert sorted(reads["rank"]) == [0, 1] and (reads.ret_bytes == BLOCK).all()
 
 
 def test_exit_without_finalize_keeps_mpi_events(mpi, ioloom_cli, tmp_path):
