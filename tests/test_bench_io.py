@@ -75,6 +75,8 @@ def test_pattern_vectors_match_the_program(mpi, tmp_path):
     program = paths.native_bin(f"ioloom-bench-{mpi.name}")
     out = mpi.run(NRANKS, [program, "-b", str(BLOCK), "-t", str(TRANSFER), "-s", str(SEGMENTS), "-F", "-w", "-k",
                            "-o", tmp_path / "v"])
+    out = mpi.run(NRANKS, [program, "-b", str(BLOCK), "-t", str(TRANSFER), "-s", str(SEGMENTS), "-F", "-w", "-k",
+                           "-o", tmp_path / "v"])  # again: files ioloom-bench wrote may be replaced
     header, columns, write_row = out.stdout.splitlines()[:3]
     assert f"{NRANKS} ranks" in header and "pattern fpp" in header and columns.split()[:4] == ["op", "rep", "eff", "MiB/s"]
     assert write_row.split()[:2] == ["write", "0"] and float(write_row.split()[2]) > 0
@@ -125,13 +127,21 @@ def test_impossible_parameters_are_refused_before_any_io(mpi, tmp_path):
               (["-r", "-o", str(tmp_path / "absent")], "-r without -w reads existing files")]
     (tmp_path / "one.00000000").write_bytes(bytes(1 << 20))  # rank 1's file of -F is missing
     cases.append((["-r", "-F", "-o", str(tmp_path / "one")], f"{tmp_path / 'one'}.00000001 does not exist"))
+    # user data is never replaced: a file at the path ioloom-bench would write that it did not write itself
+    for user_file in ("mine.00000001", "bt.btio"):
+        (tmp_path / user_file).write_bytes(b"precious user data")
+    cases += [(["-w", "-F", "-o", str(tmp_path / "mine")], f"{tmp_path / 'mine'}.00000001 exists and was not written"),
+              (["--kernel", "btio", "-o", str(tmp_path / "bt")], f"{tmp_path / 'bt.btio'} exists and was not written"),
+              (["-o", str(tmp_path)], "is a directory")]
     if mpi.name == "openmpi":  # the checks are MPI-independent; Open MPI takes a second per failed launch
-        cases = cases[:1] + cases[-5:-4] + [(["-a", "hdf5", "-o", str(tmp_path / "x")], "HDF5 needs the MPICH build")]
+        cases = cases[:1] + cases[-8:-7] + cases[-3:-2] + [
+            (["-a", "hdf5", "-o", str(tmp_path / "x")], "HDF5 needs the MPICH build")]
     for argv, words in cases:
         out = mpi.run(2, [program, *argv], check=False)
         assert out.returncode == 2, (argv, out.stderr)
         assert words in out.stderr and "nothing was written" in out.stderr, (argv, out.stderr)
-    assert [p.name for p in tmp_path.iterdir()] == ["one.00000000"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bt.btio", "mine.00000001", "one.00000000"]
+    assert (tmp_path / "mine.00000001").read_bytes() == (tmp_path / "bt.btio").read_bytes() == b"precious user data"
 
 
 @pytest.mark.mpi

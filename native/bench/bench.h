@@ -148,7 +148,15 @@ uint64_t bench_report_finish(struct bench_report *r);
 int bench_kernel_flash(const struct bench_options *o, MPI_Comm comm, struct bench_report *r);
 int bench_kernel_btio(const struct bench_options *o, MPI_Comm comm, struct bench_report *r);
 int bench_kernel_riot(const struct bench_options *o, MPI_Comm comm, struct bench_report *r);
+/* Rank 0, before a run that writes: 0 when every file the run would replace is absent, empty or one that
+ * ioloom-bench wrote; else it says which and returns BENCH_EXIT_USAGE. */
+int bench_check_replaceable(const struct bench_options *o, int nranks);
+
 /* "<path>.<suffix>": the files of the kernels. */
+#define BENCH_BTIO_SUFFIX "btio"
+#define BENCH_RIOT_SUFFIX "riot"
+#define BENCH_FLASH_FILES 3
+extern const char *const bench_flash_suffixes[BENCH_FLASH_FILES]; /* checkpoint, plot_cnt, plot_crn */
 void bench_kernel_file(const struct bench_options *o, const char *suffix, char *out, size_t outlen);
 /* Rank 0 removes a kernel's file when every rank is done with it (collective). */
 void bench_kernel_remove(MPI_Comm comm, const char *name);

@@ -105,7 +105,7 @@ int bench_kernel_btio(const struct bench_options *o, MPI_Comm comm, struct bench
     if (rc)
         return rc;
     char name[sizeof o->path + 16];
-    bench_kernel_file(o, "btio", name, sizeof name);
+    bench_kernel_file(o, BENCH_BTIO_SUFFIX, name, sizeof name);
     double *buf = malloc(b.points * COMPONENTS * sizeof(double));
     bench_report_param(r, "grid", o->cells);
     bench_report_param(r, "steps", o->steps);

@@ -149,9 +149,9 @@ int bench_kernel_flash(const struct bench_options *o, MPI_Comm comm, struct benc
     int nranks, n = o->cells;
     MPI_Comm_size(comm, &nranks);
     const struct flash_file files[] = {
-        {"checkpoint", H5T_NATIVE_DOUBLE, o->variables, n, 1},
-        {"plot_cnt", H5T_NATIVE_FLOAT, PLOT_VARIABLES, n, 0},
-        {"plot_crn", H5T_NATIVE_FLOAT, PLOT_VARIABLES, n + 1, 0},
+        {bench_flash_suffixes[0], H5T_NATIVE_DOUBLE, o->variables, n, 1},
+        {bench_flash_suffixes[1], H5T_NATIVE_FLOAT, PLOT_VARIABLES, n, 0},
+        {bench_flash_suffixes[2], H5T_NATIVE_FLOAT, PLOT_VARIABLES, n + 1, 0},
     };
     /* the data each file must hold, for the tests and the reader: file size = this + HDF5 metadata */
     double cube = (double)n * n * n, corner = (double)(n + 1) * (n + 1) * (n + 1);

@@ -68,7 +68,7 @@ static int run_call(const struct bench_options *o, MPI_Comm comm, enum riot_call
 
 int bench_kernel_riot(const struct bench_options *o, MPI_Comm comm, struct bench_report *r) {
     char name[sizeof o->path + 16];
-    bench_kernel_file(o, "riot", name, sizeof name);
+    bench_kernel_file(o, BENCH_RIOT_SUFFIX, name, sizeof name);
     unsigned char *buf = malloc(o->transfer_size);
     if (!buf) {
         bench_error("cannot allocate %llu bytes", (unsigned long long)o->transfer_size);

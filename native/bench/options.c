@@ -246,6 +246,8 @@ static int check_filesystem(const struct bench_options *o, int nranks) {
                       o->path, d, strerror(errno));
     if (!S_ISDIR(st.st_mode))
         return refuse("-o/--output %s: %s is not a directory", o->path, d);
+    if (stat(o->path, &st) == 0 && S_ISDIR(st.st_mode))
+        return refuse("-o/--output %s is a directory: give a file name in it, e.g. -o %s/testfile", o->path, o->path);
     if (o->read && !o->write && o->kernel == KERNEL_NONE)
         return check_input_files(o, nranks); /* reading needs no write permission */
     char probe[sizeof o->path + 64];
@@ -256,7 +258,7 @@ static int check_filesystem(const struct bench_options *o, int nranks) {
                       o->path, d, strerror(errno));
     close(fd);
     unlink(probe);
-    return 0;
+    return bench_check_replaceable(o, nranks);
 }
 
 enum { OPT_PATTERN = 1000, OPT_RPN, OPT_WAIT, OPT_HINT, OPT_VERIFY, OPT_JSON, OPT_KERNEL, OPT_CELLS,
