@@ -63,6 +63,16 @@ static inline void mpiio_leave(void) { mpiio_depth--; }
     }                                                                                                   \
     MPIIO_BOTH_NAMES(NAME, PARAMS, ARGS)
 
+/* The two shapes of data calls: (fh, offset, buf, count, datatype, LAST) and (fh, buf, count, datatype, LAST),
+ * LAST being `MPI_Status *status` (blocking) or `MPI_Request *request` (non-blocking), named LAST_NAME. */
+#define MPIIO_EXPLICIT_CALL(NAME, BUF, COUNT_T, COLL, LAST, LAST_NAME, RUN)                                \
+    MPIIO_DATA_WRAPPER(NAME, EXPLICIT, COLL,                                                               \
+                       (MPI_File fh, MPI_Offset offset, BUF *buf, COUNT_T count, MPI_Datatype datatype, LAST), \
+                       (fh, offset, buf, count, datatype, LAST_NAME), offset, RUN)
+#define MPIIO_POINTER_CALL(NAME, BUF, COUNT_T, POS, COLL, LAST, LAST_NAME, RUN)                            \
+    MPIIO_DATA_WRAPPER(NAME, POS, COLL, (MPI_File fh, BUF *buf, COUNT_T count, MPI_Datatype datatype, LAST), \
+                       (fh, buf, count, datatype, LAST_NAME), -1, RUN)
+
 /* ---- open files ------------------------------------------------------------------------------------ */
 
 /* An operation started but not finished: a non-blocking request or a split collective. Its completion

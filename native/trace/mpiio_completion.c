@@ -176,34 +176,23 @@ static void record_some(struct completion *c, int outcount, const int indices[],
         completion_record(c, indices[i], &statuses[i]);
 }
 
-static int traced_MPI_Waitsome(__typeof__(&PMPI_Waitsome) next, int incount, MPI_Request requests[],
-                               int *outcount, int indices[], MPI_Status statuses[]) {
-    struct completion c;
-    if (!completion_begin(&c, IOLOOM_OP_MPI_Waitsome, incount, requests))
-        return next(incount, requests, outcount, indices, statuses);
-    statuses = completion_statuses(&c, statuses);
-    int rc = next(incount, requests, outcount, indices, statuses);
-    if (rc == MPI_SUCCESS && *outcount != MPI_UNDEFINED)
-        record_some(&c, *outcount, indices, statuses);
-    completion_end(&c);
-    return rc;
-}
-MPIIO_BOTH_NAMES(MPI_Waitsome,
-                 (int incount, MPI_Request requests[], int *outcount, int indices[], MPI_Status statuses[]),
-                 (incount, requests, outcount, indices, statuses))
+/* MPI_Waitsome and MPI_Testsome have one signature and one meaning of their results. */
+#define MPIIO_SOME(NAME)                                                                                   \
+    static int traced_##NAME(__typeof__(&P##NAME) next, int incount, MPI_Request requests[], int *outcount, \
+                             int indices[], MPI_Status statuses[]) {                                       \
+        struct completion c;                                                                               \
+        if (!completion_begin(&c, IOLOOM_OP_##NAME, incount, requests))                                    \
+            return next(incount, requests, outcount, indices, statuses);                                   \
+        statuses = completion_statuses(&c, statuses);                                                      \
+        int rc = next(incount, requests, outcount, indices, statuses);                                     \
+        if (rc == MPI_SUCCESS && *outcount != MPI_UNDEFINED)                                               \
+            record_some(&c, *outcount, indices, statuses);                                                 \
+        completion_end(&c);                                                                                \
+        return rc;                                                                                         \
+    }                                                                                                      \
+    MPIIO_BOTH_NAMES(NAME,                                                                                 \
+                     (int incount, MPI_Request requests[], int *outcount, int indices[], MPI_Status statuses[]), \
+                     (incount, requests, outcount, indices, statuses))
 
-static int traced_MPI_Testsome(__typeof__(&PMPI_Testsome) next, int incount, MPI_Request requests[],
-                               int *outcount, int indices[], MPI_Status statuses[]) {
-    struct completion c;
-    if (!completion_begin(&c, IOLOOM_OP_MPI_Testsome, incount, requests))
-        return next(incount, requests, outcount, indices, statuses);
-    statuses = completion_statuses(&c, statuses);
-    int rc = next(incount, requests, outcount, indices, statuses);
-    if (rc == MPI_SUCCESS && *outcount != MPI_UNDEFINED)
-        record_some(&c, *outcount, indices, statuses);
-    completion_end(&c);
-    return rc;
-}
-MPIIO_BOTH_NAMES(MPI_Testsome,
-                 (int incount, MPI_Request requests[], int *outcount, int indices[], MPI_Status statuses[]),
-                 (incount, requests, outcount, indices, statuses))
+MPIIO_SOME(MPI_Waitsome)
+MPIIO_SOME(MPI_Testsome)

@@ -12,15 +12,9 @@
     }
 
 #define MPIIO_AT(NAME, BUF, COUNT_T, COLL)                                                                 \
-    MPIIO_DATA_WRAPPER(NAME, EXPLICIT, COLL,                                                               \
-                       (MPI_File fh, MPI_Offset offset, BUF *buf, COUNT_T count, MPI_Datatype datatype,    \
-                        MPI_Status *status),                                                               \
-                       (fh, offset, buf, count, datatype, status), offset, MPIIO_RUN_BLOCKING)
-
+    MPIIO_EXPLICIT_CALL(NAME, BUF, COUNT_T, COLL, MPI_Status *status, status, MPIIO_RUN_BLOCKING)
 #define MPIIO_POINTER(NAME, BUF, COUNT_T, POS, COLL)                                                       \
-    MPIIO_DATA_WRAPPER(NAME, POS, COLL,                                                                    \
-                       (MPI_File fh, BUF *buf, COUNT_T count, MPI_Datatype datatype, MPI_Status *status),  \
-                       (fh, buf, count, datatype, status), -1, MPIIO_RUN_BLOCKING)
+    MPIIO_POINTER_CALL(NAME, BUF, COUNT_T, POS, COLL, MPI_Status *status, status, MPIIO_RUN_BLOCKING)
 
 /* A split collective's begin: recorded at once (ret_bytes -1), remembered on the file for its _end. */
 #define MPIIO_RUN_SPLIT_BEGIN(ARGS)                                                                        \

@@ -13,15 +13,9 @@
     }
 
 #define MPIIO_IAT(NAME, BUF, COUNT_T, COLL)                                                                \
-    MPIIO_DATA_WRAPPER(NAME, EXPLICIT, COLL,                                                               \
-                       (MPI_File fh, MPI_Offset offset, BUF *buf, COUNT_T count, MPI_Datatype datatype,    \
-                        MPI_Request *request),                                                             \
-                       (fh, offset, buf, count, datatype, request), offset, MPIIO_RUN_NONBLOCKING)
-
+    MPIIO_EXPLICIT_CALL(NAME, BUF, COUNT_T, COLL, MPI_Request *request, request, MPIIO_RUN_NONBLOCKING)
 #define MPIIO_IPOINTER(NAME, BUF, COUNT_T, POS, COLL)                                                      \
-    MPIIO_DATA_WRAPPER(NAME, POS, COLL,                                                                    \
-                       (MPI_File fh, BUF *buf, COUNT_T count, MPI_Datatype datatype, MPI_Request *request), \
-                       (fh, buf, count, datatype, request), -1, MPIIO_RUN_NONBLOCKING)
+    MPIIO_POINTER_CALL(NAME, BUF, COUNT_T, POS, COLL, MPI_Request *request, request, MPIIO_RUN_NONBLOCKING)
 
 /* C is "" or "_c" (MPI-4 large count), as in mpiio_data.c. */
 #define MPIIO_NONBLOCKING_CALLS(C, COUNT_T)                                                                \
