@@ -1,7 +1,8 @@
 /* ioloom-bench: an IOR-like MPI benchmark of the documents' access patterns.
  *
  * One program, small files with one job each:
- *   options.c   command line (IOR's letters where the meaning is the same) and validation before any I/O
+ *   options.c   command line (IOR's letters where the meaning is the same)
+ *   validate.c  impossible parameters refused before any I/O; ownership.c: never replacing user data
  *   pattern.c   which file and offset each transfer of each rank goes to
  *   fill.c      the byte pattern written and the check of every byte read
  *   backend_*.c POSIX, MPI-IO (independent or collective) and HDF5 behind one small interface
@@ -67,6 +68,11 @@ struct bench_options {
 /* Parses argv (every rank gets the same argv, so every rank reaches the same verdict) and checks the
  * target directory on rank 0. Returns 0, or BENCH_EXIT_USAGE after rank 0 printed what to change. */
 int bench_parse_options(int argc, char **argv, struct bench_options *o, MPI_Comm comm);
+/* Checks what the options mean together and, on rank 0, the file system (validate.c); 0 or BENCH_EXIT_USAGE. */
+int bench_validate_options(struct bench_options *o, int nranks, MPI_Comm comm);
+/* Rank 0 prints "ioloom-bench: <message>" and that nothing was written; returns BENCH_EXIT_USAGE. */
+int bench_refuse(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+int bench_is_root(void);
 const char *bench_api_name(enum bench_api api);
 const char *bench_pattern_name(enum bench_pattern p);
 const char *bench_kernel_name(enum bench_kernel k);

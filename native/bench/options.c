@@ -1,40 +1,16 @@
 /* Command line of ioloom-bench. IOR's letters where the meaning is the same (-a -b -t -s -F -c -e -C -Q -w -r
  * -i -o -k), long options for the rest. Every rank parses the same argv and so reaches the same verdict;
- * the only checks that look at the file system (directory writable, input files present) run on rank 0 and
- * are broadcast. Nothing here creates a test file: bad parameters are refused before any I/O. */
+ * what the options mean together is checked by validate.c, before any I/O. */
 #include "bench.h"
 
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
-#include <libgen.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-static int is_root_rank(void) {
-    int rank;
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    return rank == 0;
-}
-
-/* Refuses the parameters: rank 0 says which one and what to do. */
-static int refuse(const char *fmt, ...) {
-    if (is_root_rank()) {
-        va_list ap;
-        va_start(ap, fmt);
-        fputs("ioloom-bench: ", stderr);
-        vfprintf(stderr, fmt, ap);
-        fputs("\n(ioloom-bench --help lists the options; nothing was written)\n", stderr);
-        va_end(ap);
-    }
-    return BENCH_EXIT_USAGE;
-}
 
 static const char usage[] =
     "usage: ioloom-bench [options]   (IOR's letters where the meaning is the same)\n"
@@ -103,17 +79,17 @@ static int parse_count(const char *text, long min, long max, long *out) {
 static int parse_hint(struct bench_options *o, const char *text) {
     const char *eq = strchr(text, '=');
     if (!eq || eq == text || !eq[1])
-        return refuse("--hint '%s': expected KEY=VALUE with a non-empty key and value, "
+        return bench_refuse("--hint '%s': expected KEY=VALUE with a non-empty key and value, "
                       "e.g. --hint romio_cb_write=enable", text);
     size_t klen = (size_t)(eq - text);
     if (klen >= sizeof o->hints[0].key || strlen(eq + 1) >= sizeof o->hints[0].value)
-        return refuse("--hint '%s': key and value must each be shorter than %zu characters", text,
+        return bench_refuse("--hint '%s': key and value must each be shorter than %zu characters", text,
                       sizeof o->hints[0].key);
     for (size_t i = 0; i < klen; i++)
         if (isspace((unsigned char)text[i]))
-            return refuse("--hint '%s': the key contains a space; write KEY=VALUE without spaces", text);
+            return bench_refuse("--hint '%s': the key contains a space; write KEY=VALUE without spaces", text);
     if (o->nhints == BENCH_MAX_HINTS)
-        return refuse("--hint: at most %d hints", BENCH_MAX_HINTS);
+        return bench_refuse("--hint: at most %d hints", BENCH_MAX_HINTS);
     struct bench_hint *h = &o->hints[o->nhints++];
     memcpy(h->key, text, klen);
     h->key[klen] = 0;
@@ -129,7 +105,7 @@ static int parse_api(struct bench_options *o, const char *text) {
     else if (!strcasecmp(text, "hdf5"))
         o->api = API_HDF5;
     else
-        return refuse("-a/--api '%s': expected posix, mpiio or hdf5", text);
+        return bench_refuse("-a/--api '%s': expected posix, mpiio or hdf5", text);
     return 0;
 }
 
@@ -141,7 +117,7 @@ static int parse_pattern(struct bench_options *o, const char *text) {
             o->pattern = (enum bench_pattern)i;
             return 0;
         }
-    return refuse("--pattern '%s': expected strided, contiguous, fpp or nfiles", text);
+    return bench_refuse("--pattern '%s': expected strided, contiguous, fpp or nfiles", text);
 }
 
 static const char *const kernel_names[] = {"none", "flash", "btio", "riot"};
@@ -154,7 +130,7 @@ static int parse_kernel(struct bench_options *o, const char *text) {
             o->kernel = (enum bench_kernel)i;
             return 0;
         }
-    return refuse("--kernel '%s': expected flash, btio or riot", text);
+    return bench_refuse("--kernel '%s': expected flash, btio or riot", text);
 }
 
 const char *bench_api_name(enum bench_api api) {
@@ -170,95 +146,6 @@ static int ranks_on_this_node(MPI_Comm comm) {
     MPI_Comm_size(node, &n);
     MPI_Comm_free(&node);
     return n;
-}
-
-/* Options whose meaning depends on others. Pure arithmetic: the same verdict on every rank. */
-static int check_consistency(struct bench_options *o, int nranks) {
-    if (o->kernel == KERNEL_NONE) {
-        if (o->transfer_size == 0 || o->block_size == 0)
-            return refuse("-b/--block-size and -t/--transfer-size must be at least 1 byte");
-        if (o->transfer_size > o->block_size)
-            return refuse("-t/--transfer-size (%llu bytes) is larger than -b/--block-size (%llu bytes): "
-                          "one call cannot move more than a block; make -t at most -b",
-                          (unsigned long long)o->transfer_size, (unsigned long long)o->block_size);
-        if (o->block_size % o->transfer_size)
-            return refuse("-b/--block-size (%llu bytes) is not a multiple of -t/--transfer-size (%llu bytes): "
-                          "choose sizes that divide, e.g. -b %llu",
-                          (unsigned long long)o->block_size, (unsigned long long)o->transfer_size,
-                          (unsigned long long)(o->block_size / o->transfer_size + 1) * o->transfer_size);
-        uint64_t per_rank = o->block_size * o->segment_count;
-        if (per_rank / o->segment_count != o->block_size || per_rank > UINT64_MAX / 8 / (uint64_t)nranks)
-            return refuse("-b/--block-size times -s/--segments times ranks overflows a file offset");
-        if (o->pattern == PATTERN_NFILES && o->segment_count * (uint64_t)nranks > 1000000)
-            return refuse("-s/--segments: --pattern nfiles would create more than a million files");
-    }
-    if (o->transfer_size > INT_MAX)
-        return refuse("-t/--transfer-size (%llu bytes) must be below 2 GiB: MPI counts are int",
-                      (unsigned long long)o->transfer_size);
-    if (o->collective && o->api == API_POSIX && o->kernel == KERNEL_NONE)
-        return refuse("-c/--collective needs -a mpiio or -a hdf5 (POSIX has no collective calls)");
-    if (o->verify && !o->read)
-        return refuse("--verify checks the bytes read: add -r (e.g. -w -r --verify)");
-#ifndef IOLOOM_BENCH_HDF5
-    if (o->api == API_HDF5 || o->kernel == KERNEL_FLASH) {
-        const char *what = o->kernel == KERNEL_FLASH ? "--kernel flash" : "-a hdf5";
-        if (strcmp(IOLOOM_MPI_IMPL, "mpich") != 0)
-            return refuse("%s: HDF5 needs the MPICH build (ioloom-bench-mpich): Debian's parallel HDF5 is built "
-                          "against MPICH; this is ioloom-bench-%s", what, IOLOOM_MPI_IMPL);
-        return refuse("%s: this ioloom-bench-mpich was built without parallel HDF5; install libhdf5-mpich-dev "
-                      "(pkg-config hdf5-mpich) and rebuild", what);
-    }
-#endif
-    o->shift = (int)(((long)o->node_offset * o->ranks_per_node) % nranks);
-    if (o->reorder && o->shift == 0 && o->read && is_root_rank())
-        fprintf(stderr, "ioloom-bench: note: -C shifts by %d node(s) of %d ranks = 0 ranks mod %d: every rank reads "
-                        "its own data; emulate smaller nodes with --ranks-per-node\n",
-                o->node_offset, o->ranks_per_node, nranks);
-    return 0;
-}
-
-/* A read-only run reads files an earlier -w -k run left: every one must be there and long enough. */
-static int check_input_files(const struct bench_options *o, int nranks) {
-    uint64_t need = bench_file_size(o, nranks);
-    for (int i = 0; i < bench_file_count(o, nranks); i++) {
-        char name[sizeof o->path + 64];
-        struct stat st;
-        bench_file_name(o, i, name, sizeof name);
-        if (stat(name, &st) != 0)
-            return refuse("-r without -w reads existing files, but %s does not exist (%s): write it first with "
-                          "the same parameters and -w -k", name, strerror(errno));
-        if ((uint64_t)st.st_size < need && o->api != API_HDF5)
-            return refuse("-r: %s has %lld bytes, the parameters need %llu: write it with the same -b -t -s "
-                          "and ranks", name, (long long)st.st_size, (unsigned long long)need);
-    }
-    return 0;
-}
-
-/* Rank 0 looks at the file system: for a read-only run, are the files there; otherwise is the directory
- * writable (by creating and removing a probe file, since access(2) says yes to root on a read-only one)? */
-static int check_filesystem(const struct bench_options *o, int nranks) {
-    char dir[sizeof o->path];
-    strcpy(dir, o->path);
-    char *d = dirname(dir);
-    struct stat st;
-    if (stat(d, &st) != 0)
-        return refuse("-o/--output %s: directory %s does not exist (%s); create it or choose another -o",
-                      o->path, d, strerror(errno));
-    if (!S_ISDIR(st.st_mode))
-        return refuse("-o/--output %s: %s is not a directory", o->path, d);
-    if (stat(o->path, &st) == 0 && S_ISDIR(st.st_mode))
-        return refuse("-o/--output %s is a directory: give a file name in it, e.g. -o %s/testfile", o->path, o->path);
-    if (o->read && !o->write && o->kernel == KERNEL_NONE)
-        return check_input_files(o, nranks); /* reading needs no write permission */
-    char probe[sizeof o->path + 64];
-    snprintf(probe, sizeof probe, "%s/.ioloom-bench-probe-XXXXXX", d);
-    int fd = mkstemp(probe);
-    if (fd < 0)
-        return refuse("-o/--output %s: directory %s is not writable (%s); choose a directory you can write",
-                      o->path, d, strerror(errno));
-    close(fd);
-    unlink(probe);
-    return bench_check_replaceable(o, nranks);
 }
 
 enum { OPT_PATTERN = 1000, OPT_RPN, OPT_WAIT, OPT_HINT, OPT_VERIFY, OPT_JSON, OPT_KERNEL, OPT_CELLS,
@@ -301,16 +188,16 @@ static int apply_option(struct bench_options *o, int c, const char *arg, int *ke
     case 'a': return parse_api(o, arg);
     case 'b':
         if (parse_size(arg, &o->block_size))
-            return refuse("-b/--block-size '%s': expected a size such as 4m, 64k or 1048576", arg);
+            return bench_refuse("-b/--block-size '%s': expected a size such as 4m, 64k or 1048576", arg);
         return 0;
     case 't':
         if (parse_size(arg, &o->transfer_size))
-            return refuse("-t/--transfer-size '%s': expected a size such as 1m, 64k or 4096", arg);
+            return bench_refuse("-t/--transfer-size '%s': expected a size such as 1m, 64k or 4096", arg);
         *kernel_sizes_given = 1;
         return 0;
     case 's':
         if (parse_count(arg, 1, LONG_MAX, &n))
-            return refuse("-s/--segments '%s': expected a whole number >= 1", arg);
+            return bench_refuse("-s/--segments '%s': expected a whole number >= 1", arg);
         o->segment_count = (uint64_t)n;
         return 0;
     case 'F': o->pattern = PATTERN_FPP; return 0;
@@ -319,7 +206,7 @@ static int apply_option(struct bench_options *o, int c, const char *arg, int *ke
     case 'C': o->reorder = 1; return 0;
     case 'Q':
         if (parse_count(arg, 0, INT_MAX, &n))
-            return refuse("-Q/--node-offset '%s': expected a whole number of nodes >= 0", arg);
+            return bench_refuse("-Q/--node-offset '%s': expected a whole number of nodes >= 0", arg);
         o->node_offset = (int)n;
         o->reorder = 1;
         return 0;
@@ -327,26 +214,26 @@ static int apply_option(struct bench_options *o, int c, const char *arg, int *ke
     case 'r': o->read = 1; return 0;
     case 'i':
         if (parse_count(arg, 1, 1000000, &n))
-            return refuse("-i/--repetitions '%s': expected a whole number >= 1", arg);
+            return bench_refuse("-i/--repetitions '%s': expected a whole number >= 1", arg);
         o->repetitions = (int)n;
         return 0;
     case 'o':
         if (!*arg || strlen(arg) >= sizeof o->path - 32)
-            return refuse("-o/--output: expected a file name shorter than %zu characters", sizeof o->path - 32);
+            return bench_refuse("-o/--output: expected a file name shorter than %zu characters", sizeof o->path - 32);
         strcpy(o->path, arg);
         return 0;
     case 'k': o->keep = 1; return 0;
     case OPT_PATTERN: return parse_pattern(o, arg);
     case OPT_RPN:
         if (parse_count(arg, 1, INT_MAX, &n))
-            return refuse("--ranks-per-node '%s': expected a whole number >= 1", arg);
+            return bench_refuse("--ranks-per-node '%s': expected a whole number >= 1", arg);
         o->ranks_per_node = (int)n;
         return 0;
     case OPT_WAIT: {
         char *end;
         o->wait_ms = strtod(arg, &end);
         if (end == arg || *end || !(o->wait_ms >= 0) || o->wait_ms > 3.6e6)
-            return refuse("--wait '%s': expected milliseconds between 0 and 3600000", arg);
+            return bench_refuse("--wait '%s': expected milliseconds between 0 and 3600000", arg);
         return 0;
     }
     case OPT_HINT: return parse_hint(o, arg);
@@ -360,15 +247,15 @@ static int apply_option(struct bench_options *o, int c, const char *arg, int *ke
         static const char *const names[] = {"cells", "variables", "steps", "blocks"};
         int *fields[] = {&o->cells, &o->variables, &o->steps, &o->blocks};
         if (parse_count(arg, 1, 100000, &n))
-            return refuse("--%s '%s': expected a whole number between 1 and 100000", names[c - OPT_CELLS], arg);
+            return bench_refuse("--%s '%s': expected a whole number between 1 and 100000", names[c - OPT_CELLS], arg);
         *fields[c - OPT_CELLS] = (int)n;
         return 0;
     }
     case 'h':
-        if (is_root_rank())
+        if (bench_is_root())
             fputs(usage, stdout);
         return -1;
-    default: return refuse("unknown option or missing value (getopt said which, above)");
+    default: return bench_refuse("unknown option or missing value (getopt said which, above)");
     }
 }
 
@@ -392,18 +279,14 @@ int bench_parse_options(int argc, char **argv, struct bench_options *o, MPI_Comm
     set_defaults(o, comm);
     int nranks, c, rc, transfer_given = 0;
     MPI_Comm_size(comm, &nranks);
-    opterr = is_root_rank();
+    opterr = bench_is_root();
     while ((c = getopt_long(argc, argv, "a:b:t:s:FceCQ:wri:o:kh", long_options, NULL)) != -1)
         if ((rc = apply_option(o, c, optarg, &transfer_given)))
             return rc < 0 ? -1 : rc;
     if (optind < argc)
-        return refuse("unexpected argument '%s'", argv[optind]);
+        return bench_refuse("unexpected argument '%s'", argv[optind]);
     if (!o->write && !o->read)
         o->write = o->read = 1;
     kernel_defaults(o, transfer_given);
-    if ((rc = check_consistency(o, nranks)))
-        return rc;
-    rc = is_root_rank() ? check_filesystem(o, nranks) : 0;
-    MPI_Bcast(&rc, 1, MPI_INT, 0, comm);
-    return rc;
+    return bench_validate_options(o, nranks, comm);
 }
