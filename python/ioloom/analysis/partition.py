@@ -287,13 +287,15 @@ def _samples(c: dict, moved: np.ndarray, nested: np.ndarray, budget: int) -> pd.
 def _process(stream, c: dict, moved: np.ndarray, duration: np.ndarray, nested: np.ndarray,
              options: Options) -> dict:
     """Facts about the process: its span, when it first opened one of its files and first moved a byte of
-    one, and the time its own calls on its files took before that byte (time lost before the first byte)."""
+    one, and the time its POSIX and stdio calls on its files took before that byte (time lost before the
+    first byte) and in all."""
     def first(mask):
         return int(c["t_start"][mask].min()) if mask.any() else None
     n = len(c["t_start"])
     app_file = (c["file_id"] >= 0) & ~np.isin(c["file_id"], list(options.system_files))
     first_byte = first((moved > 0) & app_file)
-    own_file_calls = app_file & (nested == 0) & (c["layer"] != LAYER_CODE["process"])
+    # time in the file system: POSIX and stdio calls (MPI-IO calls also wait for the other ranks)
+    own_file_calls = app_file & ((c["layer"] == LAYER_CODE["posix"]) | (c["layer"] == LAYER_CODE["stdio"]))
     # calls that started before the first byte (not ended: a call's end and the next call's start may differ by
     # the clock correction's rounding)
     before = own_file_calls & (c["t_start"] < (first_byte if first_byte is not None else np.iinfo(np.int64).max))

@@ -144,8 +144,8 @@ def _sizes(a, result, figs) -> str:
 def _health(a, result) -> str:
     s = result["summary"]
     lines = [f"<li class='problem'>{_esc(p)}</li>" for p in s["problems"]]
-    lines.append(f"<li>{s['dropped_events']:,} events dropped by the tracer; {s['excluded_paths']:,} paths "
-                 "excluded by its filters.</li>")
+    lines.append(f"<li>{s['dropped_events']:,} events dropped by the tracer; {s['excluded_calls']:,} calls on "
+                 "paths its filters exclude (/proc, /sys...) were counted, not traced.</li>")
     lines.append(f"<li>{_esc(figures.samples_note(a))}</li>")
     if s["detail_limited"]:
         lines.append(f"<li>MPI-IO calls kept in detail for the timeline and collectives: {len(a.calls):,}; "

@@ -40,6 +40,11 @@ def _bars(y, t_start, t_end, name, color, hover, showlegend=True) -> go.Bar:
                   showlegend=showlegend, width=0.8)
 
 
+def _app_samples(a) -> pd.DataFrame:
+    """Sampled calls on the application's files (not libraries, /dev/shm segments, pipes)."""
+    return a.samples[~a.samples["file_id"].isin(list(a.options.system_files))]
+
+
 def _limit_note(shown: int, total: int) -> str:
     return "" if shown >= total else f" (first {shown:,} of {total:,} calls)"
 
@@ -92,7 +97,7 @@ def split_bars(a) -> go.Figure | None:
 
 def access_maps(a) -> list[go.Figure]:
     """Offset against time per file, one colour per rank, for the files that moved the most bytes."""
-    samples = a.samples
+    samples = _app_samples(a)
     if samples.empty:
         return []
     busiest = samples.groupby("file_id")["bytes"].sum().sort_values(ascending=False).head(MAX_FILES).index
@@ -124,7 +129,8 @@ def concurrent_writes(a) -> go.Figure | None:
     """POSIX writes of every rank on the busiest shared file as bars in time: a staircase means the file
     system (or a lock) served them one after another (Wright Fig. 5.1)."""
     shared = [p["file_id"] for p in a.patterns if p["processes"] > 1]
-    writes = a.samples[(a.samples["layer"] == 0) & (a.samples["kind"] == WRITE)]
+    samples = _app_samples(a)
+    writes = samples[(samples["layer"] == 0) & (samples["kind"] == WRITE)]
     writes = writes[writes["file_id"].isin(shared)] if shared else writes
     if writes.empty:
         return None
