@@ -202,8 +202,11 @@ def test_cli_prints_the_table_and_json(ioloom_cli, tmp_path):
     out = ioloom_cli("bench", "io", "-n", "2", "-b", "64k", "-t", "16k", "-s", "2", "-o", tmp_path / "t",
                      "--per-rank")
     assert "effective" in out.stdout and "per rank" in out.stdout and "write" in out.stdout
-    out = ioloom_cli("bench", "io", "-n", "2", "--json", "-o", tmp_path / "t", "-b", "64k", "-t", "16k")
-    assert json.loads(out.stdout)["phases"][0]["bytes"] == 2 * (64 << 10)
+    out = ioloom_cli("bench", "io", "-n", "2", "--json", "--dir", tmp_path, "-o", "relative", "-b", "64k", "-t",
+                     "16k", "-k")
+    result = json.loads(out.stdout)
+    assert result["phases"][0]["bytes"] == 2 * (64 << 10) and result["params"]["path"] == f"{tmp_path}/relative"
+    assert (tmp_path / "relative").stat().st_size == 2 * (64 << 10)
     if "mpich" in [i.name for i in mpi_impls.implementations()]:  # HDF5 picks the MPICH build by itself
         out = ioloom_cli("bench", "io", "-n", "2", "--json", "-a", "hdf5", "-o", tmp_path / "h", "-b", "64k",
                          "-t", "16k")

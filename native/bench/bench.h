@@ -55,7 +55,8 @@ struct bench_options {
     int verify;               /* --verify: check every byte read */
     int keep;                 /* -k: keep the files */
     int json;                 /* --json */
-    char path[4096];          /* -o: test file name (directory + base name) */
+    char path[4096];          /* -o: test file name (directory + base name), after --dir is applied */
+    char dir[4096];           /* --dir: the directory a relative -o is taken in */
     struct bench_hint hints[BENCH_MAX_HINTS];
     int nhints;
     /* kernels */

@@ -32,7 +32,8 @@ static const char usage[] =
     "  --wait MS       idle time between two data calls (Boito's TMP); deducted from the effective time\n"
     "  --hint KEY=VAL  an MPI_Info hint for open (repeatable), e.g. romio_cb_write=enable\n"
     "  --verify        check every byte read against the pattern (needs -r)\n"
-    "  -o PATH         test file name; its directory must be writable           [./ioloom-bench.dat]\n"
+    "  -o PATH         test file name; its directory must be writable           [ioloom-bench.dat]\n"
+    "  --dir DIR       target directory: a relative -o is taken inside it        [.]\n"
     "  -k              keep the files after the run\n"
     "  --json          print the results as one JSON document\n"
     "  --kernel K      flash (HDF5 checkpoint and plot files) | btio (3-D subarray, collective write\n"
@@ -149,7 +150,7 @@ static int ranks_on_this_node(MPI_Comm comm) {
 }
 
 enum { OPT_PATTERN = 1000, OPT_RPN, OPT_WAIT, OPT_HINT, OPT_VERIFY, OPT_JSON, OPT_KERNEL, OPT_CELLS,
-       OPT_VARIABLES, OPT_STEPS, OPT_BLOCKS };
+       OPT_VARIABLES, OPT_STEPS, OPT_BLOCKS, OPT_DIR };
 
 static const struct option long_options[] = {
     {"api", required_argument, 0, 'a'},           {"block-size", required_argument, 0, 'b'},
@@ -165,6 +166,7 @@ static const struct option long_options[] = {
     {"json", no_argument, 0, OPT_JSON},           {"kernel", required_argument, 0, OPT_KERNEL},
     {"cells", required_argument, 0, OPT_CELLS},   {"variables", required_argument, 0, OPT_VARIABLES},
     {"steps", required_argument, 0, OPT_STEPS},   {"blocks", required_argument, 0, OPT_BLOCKS},
+    {"dir", required_argument, 0, OPT_DIR},
     {0, 0, 0, 0},
 };
 
@@ -178,7 +180,7 @@ static void set_defaults(struct bench_options *o, MPI_Comm comm) {
     o->repetitions = 1;
     o->node_offset = 1;
     o->ranks_per_node = ranks_on_this_node(comm);
-    strcpy(o->path, "./ioloom-bench.dat");
+    strcpy(o->path, "ioloom-bench.dat");
 }
 
 /* One option; returns 0 or BENCH_EXIT_USAGE. */
@@ -221,6 +223,11 @@ static int apply_option(struct bench_options *o, int c, const char *arg, int *ke
         if (!*arg || strlen(arg) >= sizeof o->path - 32)
             return bench_refuse("-o/--output: expected a file name shorter than %zu characters", sizeof o->path - 32);
         strcpy(o->path, arg);
+        return 0;
+    case OPT_DIR:
+        if (!*arg || strlen(arg) >= sizeof o->dir)
+            return bench_refuse("--dir: expected a directory name shorter than %zu characters", sizeof o->dir);
+        strcpy(o->dir, arg);
         return 0;
     case 'k': o->keep = 1; return 0;
     case OPT_PATTERN: return parse_pattern(o, arg);
@@ -287,6 +294,12 @@ int bench_parse_options(int argc, char **argv, struct bench_options *o, MPI_Comm
         return bench_refuse("unexpected argument '%s'", argv[optind]);
     if (!o->write && !o->read)
         o->write = o->read = 1;
+    if (o->dir[0] && o->path[0] != '/') {
+        char joined[sizeof o->path];
+        if (snprintf(joined, sizeof joined, "%s/%s", o->dir, o->path) >= (int)sizeof o->path - 32)
+            return bench_refuse("--dir %s with -o %s: the path is too long", o->dir, o->path);
+        strcpy(o->path, joined);
+    }
     kernel_defaults(o, transfer_given);
     return bench_validate_options(o, nranks, comm);
 }
