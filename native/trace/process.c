@@ -164,6 +164,9 @@ static int is_fatal(int sig) {
     return 0;
 }
 
+/* Faults raised by the instruction that runs, as opposed to signals sent to the process. */
+static int is_synchronous(int sig) { return sig == SIGSEGV || sig == SIGBUS || sig == SIGFPE || sig == SIGILL; }
+
 static void hook_fatal_signals(void) {
     for (size_t i = 0; i < sizeof fatal_signals / sizeof *fatal_signals; i++) {
         int sig = fatal_signals[i];
@@ -177,8 +180,9 @@ IOLOOM_EXPORT int sigaction(int sig, const struct sigaction *act, struct sigacti
     struct sigaction previous = program_action[sig];
     if (act) {
         program_action[sig] = *act;
-        if (act->sa_handler == SIG_IGN) {
-            /* Ignoring is a real disposition (inherited across exec): set it, nothing to flush. */
+        if (act->sa_handler == SIG_IGN || (act->sa_handler != SIG_DFL && is_synchronous(sig))) {
+            /* Ignoring is a real disposition (inherited across exec): set it, nothing to flush. A program that
+             * handles its own faults (a JVM, a garbage collector) may take thousands on purpose: step aside. */
             hooked[sig] = 0;
             if (IOLOOM_NEXT(sigaction)(sig, act, NULL)) return -1;
         } else {
