@@ -261,6 +261,24 @@ def test_cp_tar_md5sum_dd_exact_bytes(tool_inputs, tmp_path):
         assert archive.getnames() == ["in.bin", "small.txt"]
 
 
+def test_stacks_with_another_preloaded_tool(tmp_path):
+    """The tracer calls the next pwrite, not libc's: a tool preloaded after it sees every call, and the trace
+    still has every call."""
+    shim = COMPILED / "trace_next_shim.so"
+    subprocess.run(["gcc", "-O2", "-shared", "-fPIC", "-o", str(shim), str(PROGRAMS / "trace_next_shim.c"), "-ldl"],
+                   check=True)
+    exe = compile_program("trace_scenarios.c")
+    trace = tmp_path / "trace"
+    env = traced_env(trace)
+    env["LD_PRELOAD"] = f"{env['LD_PRELOAD']} {shim}"
+    (tmp_path / "w").mkdir()
+    out = subprocess.run([str(exe), "threads", str(tmp_path / "w")], env=env, capture_output=True, text=True,
+                         timeout=60, check=True)
+    assert "shim saw 400 pwrite" in out.stderr
+    ops = open_trace(trace).events(["op"]).column("op").to_pylist()
+    assert ops.count("pwrite") == 400
+
+
 def test_python_script_is_traced(tmp_path):
     script = tmp_path / "job.py"
     out = tmp_path / "out.bin"
