@@ -65,6 +65,14 @@ def _print(result: dict) -> None:
         pats.add_row(p["path"], p["sharing"], p["order"], str(p["stride"] or "-"), str(p["requests"]),
                      str(p["small_requests"]), str(p["misaligned_requests"]))
     console.print(pats)
+    if "darshan" in result:
+        modules = Table(title="Darshan log: counters per module")
+        columns = [c for c in result["darshan"]["modules"][0]] if result["darshan"]["modules"] else []
+        for col in columns:
+            modules.add_column(col, justify="right")
+        for row in result["darshan"]["modules"]:
+            modules.add_row(*(f"{row[c]:,.6g}" if isinstance(row[c], (int, float)) else str(row[c]) for c in columns))
+        console.print(modules)
     for f in result["findings"]:
         console.print(f"[bold]{f['severity'].upper()}[/bold] {f['code']}: {f['message']}\n    advice: {f['advice']}")
     if not result["findings"]:

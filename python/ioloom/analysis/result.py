@@ -127,6 +127,8 @@ class Analysis:
             "patterns": [{**p, "path": self.paths.get(p["file_id"], "")} for p in self.patterns],
             "findings": [f.to_json() for f in self.findings],
         }
+        if "darshan" in self.meta:
+            out["darshan"] = self.meta["darshan"]
         return _plain(out)
 
 
