@@ -110,6 +110,27 @@ def test_not_a_trace_and_future_versions_are_explained(tmp_path):
     assert any("format version 9.0" in p for p in trace.problems)
 
 
+def test_native_and_numpy_varint_decoders_agree():
+    import numpy as np
+
+    from ioloom.trace import varint
+
+    assert varint._native_decoder() is not None, "libioloom-trace-decode.so is built with the tracer"
+    rng = np.random.default_rng(3)
+    values = rng.integers(0, 2**63, 50_000, dtype=np.uint64) >> rng.integers(0, 64, 50_000).astype(np.uint64)
+    encoded = bytearray()
+    for v in values.tolist():
+        while v >= 0x80:
+            encoded.append(v & 0x7F | 0x80)
+            v >>= 7
+        encoded.append(v)
+    buf = np.frombuffer(bytes(encoded), np.uint8)
+    assert (varint.decode_varints(buf) == values).all()
+    assert (varint.decode_numpy(buf) == values).all()
+    with pytest.raises(ValueError, match="runs past"):
+        varint.decode_varints(np.concatenate((buf, np.array([0x80], np.uint8))))
+
+
 def test_clock_correction_offset_and_drift():
     import numpy as np
 
