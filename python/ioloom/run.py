@@ -102,34 +102,33 @@ def run_traced(argv: list[str], env: dict[str, str]) -> int:
     return 128 - code if code < 0 else code
 
 
+def bytes_per_layer(table) -> dict[str, tuple[int, int]]:
+    """(read, written) bytes per layer: bytes moved by the calls that move data (ret_bytes, or the bytes asked
+    when the call completes later, as non-blocking MPI-IO does)."""
+    from ioloom.trace.ops import direction
+
+    layers = table["layer"].astype(str).to_numpy()
+    ways = np.array([direction(op, aux) for op, aux in zip(table["op"].astype(str), table["aux"])], dtype=object)
+    moved = np.where(table["ret_bytes"] >= 0, table["ret_bytes"], np.maximum(table["req_bytes"], 0))
+    return {layer: (int(moved[(layers == layer) & (ways == "read")].sum()),
+                    int(moved[(layers == layer) & (ways == "write")].sum())) for layer in LAYERS}
+
+
 def summary(out: Path) -> list[str]:
     """Where the trace went and three lines: events per layer, bytes per layer, dropped events and problems."""
     from ioloom.trace import open_trace
-    from ioloom.trace.ops import direction
 
     trace = open_trace(out)
     table = trace.events(["layer", "op", "ret_bytes", "req_bytes", "aux"]).to_pandas()
-    lines = [f"ioloom: trace of {len(trace.streams)} process(es) in {out}"]
     counts = table["layer"].astype(str).value_counts()
-    lines.append("  events: " + f"{len(table):,}" + (" (" + ", ".join(f"{layer} {n:,}" for layer, n in counts.items())
-                                                     + ")" if len(table) else ""))
-    if len(table):
-        kinds = table["op"].astype(str).map(lambda op: op)  # names, then direction per (op, aux)
-        dirs = np.array([direction(op, aux) for op, aux in zip(kinds, table["aux"])], dtype=object)
-        moved = np.where(table["ret_bytes"] >= 0, table["ret_bytes"], np.maximum(table["req_bytes"], 0))
-        parts = []
-        for layer in ("posix", "stdio", "mpiio"):
-            mine = table["layer"].astype(str).to_numpy() == layer
-            read = int(moved[mine & (dirs == "read")].sum())
-            written = int(moved[mine & (dirs == "write")].sum())
-            if read or written:
-                parts.append(f"{layer} read {read:,} B, written {written:,} B")
-        lines.append("  bytes: " + ("; ".join(parts) or "none moved"))
-    else:
-        lines.append("  bytes: none moved")
-    lines.append(f"  dropped: {trace.meta['dropped_events']:,} events" +
-                 (f"; {len(trace.problems)} problem(s): " + " | ".join(trace.problems[:3]) if trace.problems else ""))
-    return lines
+    per_layer = ", ".join(f"{layer} {n:,}" for layer, n in counts.items())
+    moved = [f"{layer} read {read:,} B, written {written:,} B"
+             for layer, (read, written) in bytes_per_layer(table).items() if read or written]
+    problems = f"; {len(trace.problems)} problem(s): " + " | ".join(trace.problems[:3]) if trace.problems else ""
+    return [f"ioloom: trace of {len(trace.streams)} process(es) in {out}",
+            f"  events: {len(table):,}" + (f" ({per_layer})" if per_layer else ""),
+            "  bytes: " + ("; ".join(moved) or "none moved"),
+            f"  dropped: {trace.meta['dropped_events']:,} events{problems}"]
 
 
 def command(

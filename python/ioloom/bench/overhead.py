@@ -7,6 +7,7 @@ reader's speed (events per second) and the size on disk per event."""
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import subprocess
 import tempfile
@@ -68,7 +69,6 @@ def measure(calls: int, repeats: int, work: Path) -> tuple[list[dict], list[Path
 
 
 def _base_env() -> dict[str, str]:
-    import os
     return {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
 
 
