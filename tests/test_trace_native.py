@@ -265,6 +265,7 @@ def test_stacks_with_another_preloaded_tool(tmp_path):
     """The tracer calls the next pwrite, not libc's: a tool preloaded after it sees every call, and the trace
     still has every call."""
     shim = COMPILED / "trace_next_shim.so"
+    COMPILED.mkdir(parents=True, exist_ok=True)
     subprocess.run(["gcc", "-O2", "-shared", "-fPIC", "-o", str(shim), str(PROGRAMS / "trace_next_shim.c"), "-ldl"],
                    check=True)
     exe = compile_program("trace_scenarios.c")
