@@ -213,3 +213,14 @@ def test_cli_prints_the_table_and_json(ioloom_cli, tmp_path):
         assert json.loads(out.stdout)["mpi"] == "mpich"
     refused = ioloom_cli("bench", "io", "-n", "2", "-b", "64k", "-t", "1m", check=False)
     assert refused.returncode == 2 and "-t/--transfer-size" in refused.stderr
+
+
+@pytest.mark.mpi
+def test_restarted_read_runs_in_its_own_launch(mpi, tmp_path):
+    """--restart-read: the write launch keeps the files, the read launch verifies them and removes them."""
+    result = bench_io.run_restarted(mpi.impl, 2, ["-b", "64k", "-t", "16k", "-s", "2", "-w", "-r", "--verify",
+                                                  "-o", str(tmp_path / "r")])
+    assert [p["op"] for p in result["phases"]] == ["write", "read"] and result["verify"] == {"enabled": True,
+                                                                                             "errors": 0}
+    assert all(p["bytes"] == 2 * 2 * (64 << 10) for p in result["phases"])
+    assert list(tmp_path.iterdir()) == []

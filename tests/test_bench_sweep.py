@@ -9,7 +9,8 @@ from ioloom.bench import sweep
 
 GRID = """
 ranks = 2
-args = ["-a", "mpiio", "-w", "-r", "-e"]
+args = ["-a", "mpiio", "-w", "-r", "-e", "--verify"]
+restart_read = true
 [[test]]
 name = "SFSA-strided-NSEG"
 vary = "segments"
@@ -42,6 +43,7 @@ def test_sweep_runs_the_grid_and_draws_png_and_html(ioloom_cli, tmp_path):
     assert nseg4["args"][nseg4["args"].index("-b") + 1] == str(64 << 10)  # 256k in 4 segments
     assert points[("SFSA-CLIENTS", 3, "read")]["ranks"] == 3
     assert all(0 < r["effective_min"] <= r["effective_mean"] <= r["effective_max"] for r in rows)
+    assert all(r["restarted"] for r in rows)  # the read of every point ran in a launch of its own
     html = (tmp_path / "out" / "sweep.html").read_text()
     assert "SFSA-strided-NSEG" in html and "read: clients (ranks)" in html and "write: segment count" in html and "plotly.js" in html.lower()
     png = (tmp_path / "out" / "sweep.png").read_bytes()
@@ -56,6 +58,7 @@ def test_sweep_runs_the_grid_and_draws_png_and_html(ioloom_cli, tmp_path):
     (('bytes_per_rank = "256k"\n', ""), "needs bytes_per_rank"),
     (('transfer = "64k"', 'transfer = "lots"'), "transfer = 'lots': expected a size"),
     (("ranks = 2", "ranks = 0"), "ranks = 0: expected a whole number >= 1"),
+    (("restart_read = true", "restart_read = 1"), "restart_read = 1: expected true or false"),
 ])
 def test_bad_grids_are_refused_with_the_key_named(ioloom_cli, tmp_path, edit, words):
     config = tmp_path / "grid.toml"

@@ -79,6 +79,44 @@ def run_bench(impl: str | mpi.MpiImpl | None, nranks: int, args: list[str], env:
     return result
 
 
+PHASE_FLAGS = {"-w", "--write", "-r", "--read", "-k", "--keep", "--verify"}
+
+
+def drop_page_cache() -> None:
+    """Writes dirty data back and drops the page cache, so the next read comes from the device. Needs root
+    and acts on the whole machine, so it is only ever done when asked for."""
+    os.sync()
+    try:
+        Path("/proc/sys/vm/drop_caches").write_text("3\n")
+    except OSError as err:
+        raise PermissionError(f"dropping the page cache needs root (writing /proc/sys/vm/drop_caches: "
+                              f"{err.strerror}); run without --drop-caches") from err
+
+
+def run_restarted(impl: str | mpi.MpiImpl | None, nranks: int, args: list[str], drop_caches: bool = False,
+                  env: dict[str, str] | None = None, timeout: float = 600) -> dict:
+    """The write phase and the read phase in two launches, as Boito et al. restart their clients between
+    the two, and with drop_caches the page cache dropped in between: the read then finds neither the writers'
+    processes nor (with drop_caches) their data in memory. -w, -r, -k and --verify in `args` are placed on
+    the right launch (write each flag on its own). Returns one result with the phases of both launches."""
+    base = [a for a in args if a not in PHASE_FLAGS]
+    written = run_bench(impl, nranks, [*base, "-w", "-k"], env=env, timeout=timeout)
+    if drop_caches:
+        drop_page_cache()
+    extra = [flag for flag in ("--verify", "-k") if flag in args]
+    read = run_bench(impl, nranks, [*base, "-r", *extra], env=env, timeout=timeout)
+    return {**written, "phases": written["phases"] + read["phases"], "summary": written["summary"] + read["summary"],
+            "verify": read["verify"], "restarted": {"drop_caches": drop_caches}}
+
+
+def measure(impl: str | mpi.MpiImpl | None, nranks: int, args: list[str], restart: bool = False,
+            drop_caches: bool = False) -> dict:
+    """One measurement: run_bench, or run_restarted when the read must not find the writers' state."""
+    if restart or drop_caches:
+        return run_restarted(impl, nranks, args, drop_caches)
+    return run_bench(impl, nranks, args)
+
+
 def summary(result: dict, op: str) -> dict:
     """The summary entry of one op ("write", "read", "MPI_File_write", "checkpoint", ...)."""
     for entry in result["summary"]:
@@ -144,6 +182,9 @@ def print_result(result: dict, per_rank: bool = False, console: Console | None =
         f"transfer {p['transfer_size']}, segments {p['segment_count']}"
     console.print(f"[bold]ioloom-bench[/] ({result['mpi']}, {result['nranks']} ranks, "
                   f"{result['ranks_per_node']} per node): {what}")
+    if "restarted" in result:
+        console.print("write and read ran in two launches" +
+                      (", the page cache dropped in between" if result["restarted"]["drop_caches"] else ""))
     console.print(_phases_table(result))
     console.print(_summary_table(result))
     if per_rank:
@@ -161,7 +202,13 @@ def io_command(ctx: typer.Context,
                                             "mpich when HDF5 is asked for)."),
                nranks: int = typer.Option(4, "-n", "--ranks", help="MPI ranks."),
                json_out: bool = typer.Option(False, "--json", help="Print the program's JSON document."),
-               per_rank: bool = typer.Option(False, "--per-rank", help="Also show every rank's figures.")) -> None:
+               per_rank: bool = typer.Option(False, "--per-rank", help="Also show every rank's figures."),
+               restart: bool = typer.Option(False, "--restart-read",
+                                            help="Write and read in two launches (the read finds no writer "
+                                                 "process state), as Boito et al. restart their clients."),
+               drop_caches: bool = typer.Option(False, "--drop-caches",
+                                                help="With --restart-read: drop the page cache between the "
+                                                     "launches (root; acts on the whole machine).")) -> None:
     """Run ioloom-bench (IOR-like access patterns; FLASH-IO, BT-IO and RIOT kernels) and show its figures.
 
     Benchmark options follow ours, IOR's letters where they mean the same, e.g.
@@ -174,7 +221,10 @@ def io_command(ctx: typer.Context,
         subprocess.run([str(program), "--help"], env={**os.environ, **_impl(mpi_name).launch_env()})
         return
     try:
-        result = run_bench(mpi_name, nranks, args)
+        result = measure(mpi_name, nranks, args, restart, drop_caches)
+    except PermissionError as err:
+        typer.echo(str(err), err=True)
+        raise typer.Exit(2)
     except (BenchFailed, LookupError, paths.NativeMissing) as err:
         if isinstance(err, BenchFailed) and err.result is not None:
             (print(json.dumps(err.result)) if json_out else print_result(err.result, per_rank))

@@ -6,6 +6,8 @@ segments), TMP (a wait between operations) and CLIENTS (more ranks, the same byt
     ranks = 4                      # ranks for the NSEG and TMP tests
     mpi = "openmpi"                # optional: openmpi or mpich (default: the first found)
     args = ["-a", "posix", "-w", "-r", "-e", "-C"]   # given to every run
+    restart_read = true            # optional: write and read in two launches (Boito restarts the clients)
+    drop_caches = false            # optional: and drop the page cache between them (root, whole machine)
     [[test]]
     name = "SFSA-strided-NSEG"
     vary = "segments"              # segments | wait | ranks
@@ -56,6 +58,8 @@ class Sweep:
     tests: list[Test]
     args: list[str] = field(default_factory=list)
     mpi: str | None = None
+    restart_read: bool = False
+    drop_caches: bool = False
 
 
 def parse_size(text: str | int, key: str) -> int:
@@ -115,8 +119,12 @@ def load(path: str | Path) -> Sweep:
     ranks = raw.get("ranks", 4)
     if not isinstance(ranks, int) or ranks < 1:
         raise ConfigError(f"{path}: ranks = {ranks!r}: expected a whole number >= 1")
+    flags = {key: raw.get(key, False) for key in ("restart_read", "drop_caches")}
+    for key, value in flags.items():
+        if not isinstance(value, bool):
+            raise ConfigError(f"{path}: {key} = {value!r}: expected true or false")
     return Sweep(ranks, [_test(t, i) for i, t in enumerate(tests)], _string_list(raw.get("args", []), "args"),
-                 raw.get("mpi"))
+                 raw.get("mpi"), **flags)
 
 
 def point_args(test: Test, x: float, ranks: int) -> tuple[int, list[str]]:
@@ -142,10 +150,10 @@ def run(sweep: Sweep, workdir: Path, mpi_name: str | None = None, console: Conso
             argv = [*sweep.args, *args, "-o", str(workdir / "sweep.dat")]
             if console:
                 console.print(f"{test.name}: {test.vary} = {x:g} ({ranks} ranks)")
-            result = bench_io.run_bench(mpi_name or sweep.mpi, ranks, argv)
+            result = bench_io.measure(mpi_name or sweep.mpi, ranks, argv, sweep.restart_read, sweep.drop_caches)
             for s in result["summary"]:
                 rows.append({"test": test.name, "vary": test.vary, "x": x, "ranks": ranks, "op": s["op"],
-                             "mpi": result["mpi"], "args": argv,
+                             "mpi": result["mpi"], "args": argv, "restarted": "restarted" in result,
                              **{f"{kind}_{stat}": s[f"{kind}_bw"][stat] for kind in ("effective", "raw")
                                 for stat in ("min", "mean", "max")}})
     return rows
@@ -238,7 +246,7 @@ def sweep_command(config: Path = typer.Argument(..., help="TOML grid (see the mo
         output.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=workdir or output) as scratch:
             rows = run(sweep, Path(scratch), mpi_name, console)
-    except (ConfigError, bench_io.BenchFailed, LookupError, paths.NativeMissing) as err:
+    except (ConfigError, bench_io.BenchFailed, LookupError, PermissionError, paths.NativeMissing) as err:
         typer.echo(f"ioloom bench sweep: {err}", err=True)
         raise typer.Exit(2)
     (output / "sweep.json").write_text(json.dumps(rows, indent=1))
