@@ -1,7 +1,8 @@
 """`ioloom bench io`: run ioloom-bench (native/bench) under an MPI and show its figures.
 
 Other parts call `run_bench(impl, nranks, args, env=...)`, which returns the program's JSON document as a dict
-(schema: docs/bench.md); `bench_command()` gives the argv to wrap (e.g. under `ioloom run` or a preload).
+(schema: docs/bench.md); `run_restarted()` runs the write and the read in two launches; `bench_command()` gives
+the argv to wrap (e.g. under `ioloom run` or a preload); `summary()` and `time_per_call()` read a result.
 """
 from __future__ import annotations
 
@@ -32,9 +33,10 @@ class BenchFailed(RuntimeError):
 
 def needs_hdf5(args: list[str]) -> bool:
     """Whether ioloom-bench arguments ask for HDF5 (-a hdf5, --kernel flash), which only the MPICH build has."""
+    args = [str(a).lower() for a in args]
     pairs = list(zip(args, args[1:]))
-    return any(a in ("-a", "--api") and v.lower() == "hdf5" or a == "--kernel" and v.lower() == "flash"
-               for a, v in pairs) or any(a.lower() in ("-ahdf5", "--api=hdf5", "--kernel=flash") for a in args)
+    return any(a in ("-a", "--api") and v == "hdf5" or a == "--kernel" and v == "flash" for a, v in pairs) \
+        or any(a in ("-ahdf5", "--api=hdf5", "--kernel=flash") for a in args)
 
 
 def _impl(impl: str | mpi.MpiImpl | None, args: list[str] = ()) -> mpi.MpiImpl:
@@ -45,7 +47,7 @@ def _impl(impl: str | mpi.MpiImpl | None, args: list[str] = ()) -> mpi.MpiImpl:
         found = mpi.implementations()
         if not found:
             raise LookupError("no MPI implementation found: run `make build` (it installs Open MPI and MPICH)")
-        return next((i for i in found if i.name == "mpich"), found[0]) if needs_hdf5(list(args)) else found[0]
+        return next((i for i in found if i.name == "mpich"), found[0]) if needs_hdf5(args) else found[0]
     return mpi.by_name(impl)
 
 
@@ -135,41 +137,46 @@ def _mib(value: float) -> str:
     return f"{value / MIB:,.2f}"
 
 
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:,.3f}"
+
+
+def _triple(stats: dict, fmt) -> str:
+    return " / ".join(fmt(stats[k]) for k in ("min", "mean", "max"))
+
+
 def _phases_table(result: dict) -> Table:
-    table = Table(title="phases (times: slowest rank, s)")
+    table = Table(title="phases (times: slowest rank, ms)")
     times_shown = ("open", "data", "sync", "close", "total", "wait", "prep")
     for column in ("op", "rep", "effective MiB/s", "raw MiB/s", *times_shown, "µs/call"):
         table.add_column(column, justify="left" if column == "op" else "right")
     for p in result["phases"]:
-        times = [f"{p['time'][k]['max']:.4f}" for k in times_shown]
+        times = [_ms(p["time"][k]["max"]) for k in times_shown]
         table.add_row(p["op"], str(p["rep"]), _mib(p["effective_bw"]), _mib(p["raw_bw"]), *times,
                       f"{time_per_call(p) * 1e6:,.1f}")
     return table
 
 
 def _summary_table(result: dict) -> Table:
-    table = Table(title="over repetitions: bandwidth MiB/s min / mean / max; time s over repetitions and ranks")
+    table = Table(title="over repetitions: bandwidth MiB/s min / mean / max; time ms over repetitions and ranks")
     for column in ("op", "reps", "effective", "raw", "open", "data", "close"):
         table.add_column(column, justify="left" if column == "op" else "right")
     for s in result["summary"]:
-        def triple(stats: dict, fmt=_mib) -> str:
-            return " / ".join(fmt(stats[k]) for k in ("min", "mean", "max"))
-        seconds = lambda v: f"{v:.4f}"  # noqa: E731
-        table.add_row(s["op"], str(s["reps"]), triple(s["effective_bw"]), triple(s["raw_bw"]),
-                      triple(s["time"]["open"], seconds), triple(s["time"]["data"], seconds),
-                      triple(s["time"]["close"], seconds))
+        table.add_row(s["op"], str(s["reps"]), _triple(s["effective_bw"], _mib), _triple(s["raw_bw"], _mib),
+                      *(_triple(s["time"][k], _ms) for k in ("open", "data", "close")))
     return table
 
 
 def _ranks_table(result: dict) -> Table:
-    table = Table(title="per rank (s, MiB/s inside data calls)")
+    table = Table(title="per rank (ms; MiB/s inside data calls)")
     for column in ("op", "rep", "rank", "open", "data", "sync", "close", "total", "raw MiB/s", "errors"):
         table.add_column(column, justify="left" if column == "op" else "right")
     for p in result["phases"]:
         for r in p["ranks"]:
             raw = r["bytes"] / r["data"] if r["data"] > 0 else 0.0
-            table.add_row(p["op"], str(p["rep"]), str(r["rank"]), *(f"{r[k]:.4f}" for k in
-                          ("open", "data", "sync", "close", "total")), _mib(raw), str(r["errors"]))
+            table.add_row(p["op"], str(p["rep"]), str(r["rank"]),
+                          *(_ms(r[k]) for k in ("open", "data", "sync", "close", "total")), _mib(raw),
+                          str(r["errors"]))
     return table
 
 
