@@ -31,7 +31,7 @@ def _dask(streams, options: Options, share: float, address: str) -> list[Partial
     from distributed import Client  # imported here: Dask is only needed with --scheduler
 
     try:
-        client = Client(address, timeout="20s")
+        client = Client(address, timeout="5s")
     except OSError as err:
         raise ConnectionError(f"cannot reach the Dask scheduler at {address} ({err}); start one with "
                               f"`dask scheduler` and `dask worker {address}`, or drop --scheduler") from err
