@@ -92,6 +92,7 @@ struct mpiio_file {
     char *path;                   /* absolute, malloc'd: names the file in notes (file ids are per process) */
     int64_t disp, etype_size;     /* the view */
     int contiguous_view;          /* filetype has no holes: byte offset = disp + offset * etype_size */
+    int sequential;               /* opened with MPI_MODE_SEQUENTIAL: it has no individual pointer to ask for */
     struct mpiio_pending split;   /* the split collective in progress (MPI allows one per handle) */
 };
 

@@ -196,3 +196,12 @@ static void record_some(struct completion *c, int outcount, const int indices[],
 
 MPIIO_SOME(MPI_Waitsome)
 MPIIO_SOME(MPI_Testsome)
+
+/* A freed MPI-IO request completes unobserved: forget it, so that its handle, once reused, is not taken for it. */
+static int traced_MPI_Request_free(__typeof__(&PMPI_Request_free) next, MPI_Request *request) {
+    struct mpiio_pending forgotten;
+    if (IOLOOM_UNLIKELY(mpiio_requests_pending()) && *request != MPI_REQUEST_NULL)
+        mpiio_request_take(*request, &forgotten);
+    return next(request);
+}
+MPIIO_BOTH_NAMES(MPI_Request_free, (MPI_Request *request), (request))

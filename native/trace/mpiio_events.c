@@ -59,7 +59,8 @@ int mpiio_data_start(struct mpiio_call *call, enum ioloom_op op, MPI_File fh, en
     MPI_Offset etype_offset = -1;
     if (position == MPIIO_EXPLICIT)
         etype_offset = offset;
-    else if (position == MPIIO_INDIVIDUAL && PMPI_File_get_position(fh, &etype_offset) != MPI_SUCCESS)
+    else if (position == MPIIO_INDIVIDUAL && !file->sequential &&
+             PMPI_File_get_position(fh, &etype_offset) != MPI_SUCCESS)
         etype_offset = -1;
     MPI_Count type_size = 0;
     PMPI_Type_size_x(datatype, &type_size);

@@ -76,6 +76,7 @@ static int traced_MPI_File_open(__typeof__(&PMPI_File_open) next, MPI_Comm comm,
         file->file_id = file_id;
         file->handle = PMPI_File_c2f(*fh);
         file->coll_base = open_number << 32;
+        file->sequential = (amode & MPI_MODE_SEQUENTIAL) != 0;
         file->path = absolute_path(strip_romio_prefix(filename));
         call.ev.handle = file->handle;
         call.ev.coll_seq = mpiio_file_next_coll(file);

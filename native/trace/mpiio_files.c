@@ -59,6 +59,8 @@ static int free_open_counter(MPI_Comm comm, int key, void *value, void *extra) {
 int64_t mpiio_comm_next_open(MPI_Comm comm) {
     static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
     int64_t number = 0;
+    if (comm == MPI_COMM_NULL) /* an erroneous open: let the MPI library report it, not our attribute calls */
+        return 0;
     pthread_mutex_lock(&lock);
     if (open_counter_key == MPI_KEYVAL_INVALID)
         PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, free_open_counter, &open_counter_key, NULL);
