@@ -261,6 +261,25 @@ def test_cp_tar_md5sum_dd_exact_bytes(tool_inputs, tmp_path):
         assert archive.getnames() == ["in.bin", "small.txt"]
 
 
+def test_program_that_closes_the_stream_never_gets_trace_bytes(tmp_path):
+    import resource
+
+    exe = compile_program("trace_scenarios.c")
+    work, trace = tmp_path / "w", tmp_path / "trace"
+    work.mkdir()
+
+    def low_limit():  # the stream's descriptor then sits below 1000, where the program's files will land
+        resource.setrlimit(resource.RLIMIT_NOFILE, (1024, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+
+    subprocess.run([str(exe), "reuse", str(work)], check=True, env=traced_env(trace), preexec_fn=low_limit,
+                   timeout=60)
+    sizes = {p.name: p.stat().st_size for p in work.iterdir()}
+    assert len(sizes) == 1000 and sizes.pop("f999") == 20000 and set(sizes.values()) == {0}
+    result = open_trace(trace)
+    assert result.problems == []
+    assert result.events(["op"]).column("op").to_pylist().count("pwrite") == 20000
+
+
 def test_stacks_with_another_preloaded_tool(tmp_path):
     """The tracer calls the next pwrite, not libc's: a tool preloaded after it sees every call, and the trace
     still has every call."""

@@ -67,10 +67,37 @@ static void count_dropped(uint64_t n) { __atomic_add_fetch(&w.dropped, n, __ATOM
 static ssize_t raw_write(int fd, const void *buf, size_t len) { return syscall(SYS_write, fd, buf, len); }
 
 /* Writes all of buf; 0 on success. Called with w.lock held. */
-static int write_all_locked(const uint8_t *buf, size_t len) {
+/* The stream file's identity: its descriptor is checked against it before every chunk. */
+static uint64_t stream_dev, stream_ino;
+
+static int fd_is_stream(int fd) {
+    struct stat st;
+    return fd >= 0 && syscall(SYS_fstat, fd, &st) == 0 && st.st_dev == stream_dev && st.st_ino == stream_ino;
+}
+
+static int move_out_of_the_way(int fd);
+
+/* The stream's descriptor, checked: a program that closed it (close_range, closefrom) and got the number back
+ * for one of its own files must never receive trace bytes. When it is not ours any more, the stream is opened
+ * again by path (that number now belongs to the program and is left alone). */
+static int stream_fd(void) {
+    if (fd_is_stream(w.fd)) return w.fd;
+    w.fd = (int)syscall(SYS_openat, AT_FDCWD, w.path, O_WRONLY | O_APPEND | O_CLOEXEC);
     if (w.fd < 0) return -1;
+    w.fd = move_out_of_the_way(w.fd);
+    struct stat st;
+    if (syscall(SYS_fstat, w.fd, &st) == 0) {
+        stream_dev = st.st_dev;
+        stream_ino = st.st_ino;
+    }
+    return w.fd;
+}
+
+static int write_all_locked(const uint8_t *buf, size_t len) {
+    int fd = stream_fd();
+    if (fd < 0) return -1;
     while (len) {
-        ssize_t n = raw_write(w.fd, buf, len);
+        ssize_t n = raw_write(fd, buf, len);
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) return -1;
         buf += n;
@@ -341,7 +368,11 @@ static int move_out_of_the_way(int fd) {
 
 /* Creates <dir>/<host>-<pid>[-<n>].ioloom; a pid seen again (after exec) gets the next free n. */
 static int create_stream_file(void) {
-    const char *dir = ioloom_env_str("IOLOOM_TRACE_DIR", "ioloom-traces");
+    /* absolute, so that the stream can be opened again after the program changed directory */
+    char dir[STREAM_NAME_MAX / 2], cwd[STREAM_NAME_MAX / 4] = ".";
+    const char *given = ioloom_env_str("IOLOOM_TRACE_DIR", "ioloom-traces");
+    if (given[0] != '/') syscall(SYS_getcwd, cwd, sizeof cwd);
+    snprintf(dir, sizeof dir, "%s%s%s", given[0] == '/' ? "" : cwd, given[0] == '/' ? "" : "/", given);
     char host[256] = "host";
     gethostname(host, sizeof host - 1);
     make_dir(dir);
@@ -350,7 +381,14 @@ static int create_stream_file(void) {
         if (n) snprintf(suffix, sizeof suffix, "-%d", n);
         snprintf(w.path, sizeof w.path, "%s/%s-%d%s.ioloom", dir, host, (int)getpid(), suffix);
         int fd = (int)syscall(SYS_openat, AT_FDCWD, w.path, O_WRONLY | O_CREAT | O_EXCL | O_APPEND | O_CLOEXEC, 0644);
-        if (fd >= 0) return move_out_of_the_way(fd);
+        if (fd >= 0) {
+            struct stat st;
+            if (syscall(SYS_fstat, fd, &st) == 0) {
+                stream_dev = st.st_dev;
+                stream_ino = st.st_ino;
+            }
+            return move_out_of_the_way(fd);
+        }
         if (errno != EEXIST) return -1;
     }
     return -1;
@@ -406,6 +444,6 @@ void ioloom_writer_after_fork(void) {
         my_buffer->last_flush_ns = ioloom_now_ns();
     }
     w.dropped = w.dropped_written = w.events_written = w.bytes_written = 0;
-    if (w.fd >= 0) syscall(SYS_close, w.fd);
+    if (fd_is_stream(w.fd)) syscall(SYS_close, w.fd); /* the parent's stream; a number the program reused stays */
     if (start_stream()) ioloom_tracing = 0;
 }

@@ -2,7 +2,7 @@
  * so a test can check the trace against exact offsets and byte counts, and check that the printed results are
  * the same traced and untraced.
  *
- * usage: trace_scenarios posix|stdio|threads|fork|loop|handler|abort DIR */
+ * usage: trace_scenarios posix|stdio|threads|fork|loop|handler|abort|reuse DIR */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -201,6 +201,19 @@ static void aborts(void) {
     abort();
 }
 
+/* Closes every descriptor above stderr (the tracer's too), then opens 1000 files, so that one of them gets the
+ * number the tracer's stream had, and writes to the last: no trace byte may land in any of them. */
+static void reuse(void) {
+    close_range(3, ~0U, 0);
+    int fd = -1;
+    char name[32];
+    for (int i = 0; i < 1000; i++) {
+        snprintf(name, sizeof name, "f%d", i);
+        fd = open(in_dir(name), O_CREAT | O_RDWR | O_TRUNC, 0644);
+    }
+    for (int i = 0; i < 20000; i++) ignore(pwrite(fd, "x", 1, i));
+}
+
 int main(int argc, char **argv) {
     if (argc != 3) return 2;
     dir = argv[2];
@@ -212,6 +225,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(what, "loop")) loop();
     else if (!strcmp(what, "handler")) handler();
     else if (!strcmp(what, "abort")) aborts();
+    else if (!strcmp(what, "reuse")) reuse();
     else return 2;
     return 0;
 }
