@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <linux/close_range.h>
 #include <sys/mman.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
@@ -124,6 +125,18 @@ IOLOOM_EXPORT int close(int fd) {
     ev.ret_bytes = r;
     ioloom_call_done(&c, &ev);
     return r;
+}
+
+/* Descriptors closed in bulk are forgotten (not recorded: no single file is closed). */
+IOLOOM_EXPORT int close_range(unsigned first, unsigned last, int flags) {
+    if (!(flags & CLOSE_RANGE_CLOEXEC))
+        for (unsigned fd = first; fd <= last && fd < (1u << 20); fd++) ioloom_fd_forget((int)fd);
+    return IOLOOM_NEXT(close_range)(first, last, flags);
+}
+
+IOLOOM_EXPORT void closefrom(int first) {
+    for (int fd = first < 0 ? 0 : first; fd < (1 << 20); fd++) ioloom_fd_forget(fd);
+    IOLOOM_NEXT(closefrom)(first);
 }
 
 /* ---- descriptor duplication: the new fd refers to the same file (ret = new fd, aux = old fd) ---- */
