@@ -18,8 +18,8 @@ import pandas as pd
 from ioloom.analysis import ops
 from ioloom.analysis.ops import LAYER_CODE, LOCK, META, READ, UNLOCK, WRITE
 
-COLUMNS = ["t_start", "t_end", "rank", "pid", "layer", "op", "file_id", "offset", "req_bytes", "ret_bytes",
-           "errno", "aux", "call_id", "parent", "coll_seq"]
+COLUMNS = ["t_start", "t_end", "layer", "op", "file_id", "offset", "req_bytes", "ret_bytes", "aux", "call_id",
+           "parent", "coll_seq"]  # rank and pid are the stream's
 # Darshan's access-size bins: a request of s bytes falls in the first bin whose upper bound is >= s.
 SIZE_BIN_UPPER = np.array([100, 1 << 10, 10 << 10, 100 << 10, 1 << 20, 4 << 20, 10 << 20, 100 << 20, 1 << 30])
 SIZE_BIN_NAMES = ("0_100", "100_1K", "1K_10K", "10K_100K", "100K_1M", "1M_4M", "4M_10M", "10M_100M",
@@ -164,7 +164,8 @@ def _data_groups(c: dict, code: np.ndarray, options: Options):
     per_group = frame.groupby("code", sort=False).agg(
         sequential=("sequential", "sum"), consecutive=("consecutive", "sum"), misaligned=("misaligned", "sum"),
         small=("small", "sum"), off_min=("off_min", "min"), end_max=("end_max", "max"))
-    per_group["unique_bytes"] = _unique_bytes(g[known], off[known], end[known])
+    reads = known & (g // 3 % 8 == READ)  # distinct bytes matter for reads only (repeated reads)
+    per_group["unique_bytes"] = _unique_bytes(g[reads], off[reads], end[reads])
     per_group["unique_bytes"] = per_group["unique_bytes"].fillna(0).astype(np.int64)
     bins = np.searchsorted(SIZE_BIN_UPPER, size, side="left")
     hist = pd.DataFrame({"code": g, "bin": bins}).groupby(["code", "bin"], sort=False).size()
@@ -177,11 +178,19 @@ def _data_groups(c: dict, code: np.ndarray, options: Options):
 
 
 def _groups(c: dict, code: np.ndarray, duration: np.ndarray, moved: np.ndarray) -> pd.DataFrame:
-    frame = pd.DataFrame({"code": code, "time_ns": duration, "bytes": moved, "t_start": c["t_start"],
-                          "t_end": c["t_end"], "errors": c["ret_bytes"] < 0})
-    return frame.groupby("code", sort=False).agg(
-        ops=("time_ns", "size"), bytes=("bytes", "sum"), time_ns=("time_ns", "sum"), errors=("errors", "sum"),
-        t_first=("t_start", "min"), t_last=("t_end", "max"))
+    """ops, bytes, time, errors, first start and last end per group (hash factorisation and bincount: a few
+    passes over the events whatever the number of groups)."""
+    index, codes = pd.factorize(code)
+    n = len(codes)
+    first = np.full(n, np.iinfo(np.int64).max)
+    last = np.full(n, np.iinfo(np.int64).min)
+    np.minimum.at(first, index, c["t_start"])
+    np.maximum.at(last, index, c["t_end"])
+    return pd.DataFrame({"ops": np.bincount(index, minlength=n),
+                         "bytes": np.bincount(index, moved, minlength=n).astype(np.int64),
+                         "time_ns": np.bincount(index, duration, minlength=n).astype(np.int64),
+                         "errors": np.bincount(index, c["ret_bytes"] < 0, minlength=n).astype(np.int64),
+                         "t_first": first, "t_last": last}, index=pd.Index(codes, name="code"))
 
 
 def _timebins(c: dict, moved: np.ndarray) -> pd.DataFrame:
