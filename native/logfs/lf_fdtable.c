@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -37,10 +38,9 @@ static int install(int fd, lf_file *f, int flags) {
     return 0;
 }
 
-int lf_fd_open(const char *dir, int flags, mode_t mode, const struct lf_backends *backends) {
-    lf_file *f = lf_open(dir, flags, mode, backends);
+int lf_fd_open(lf_file *f, int flags) {
     if (!f) return -1;
-    int fd = IOLOOM_NEXT(open)(dir, reserve_flags(flags));
+    int fd = IOLOOM_NEXT(open)(lf_dir(f), reserve_flags(flags));
     if (fd >= 0 && install(fd, f, flags)) {
         int saved = errno;
         IOLOOM_NEXT(close)(fd);
@@ -114,6 +114,9 @@ static void adopt_inherited(void) {
         ssize_t n = IOLOOM_NEXT(readlink)(link, dir, sizeof dir - 1);
         if (n <= 0) continue;
         dir[n] = 0;
+        /* A pack's descriptor says which pack but not which packed file: leave it unadopted, so the program's
+         * I/O on it fails (EBADF/EISDIR) instead of going to the wrong file. */
+        if (n >= (ssize_t)sizeof LF_PACK_NAME && !strcmp(dir + n - (sizeof LF_PACK_NAME - 1), LF_PACK_NAME)) continue;
         int flags = (fl & O_NONBLOCK ? O_RDWR : O_RDONLY) | (fl & O_APPEND);
         lf_file *f = lf_open(dir, flags, 0, NULL);
         if (f && install(fd, f, flags)) lf_close(f);

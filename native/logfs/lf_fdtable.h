@@ -29,8 +29,10 @@ static inline struct lf_ofd *lf_fd(int fd) {
     return (unsigned)fd < LF_MAX_FDS ? __atomic_load_n(&lf_fds[fd], __ATOMIC_ACQUIRE) : NULL;
 }
 
-/* Open container `dir` (creating it with O_CREAT) and reserve a descriptor for it. */
-int lf_fd_open(const char *dir, int flags, mode_t mode, const struct lf_backends *backends);
+/* A descriptor for an open container (or packed file) f, reserved on its directory; closes f on failure. A
+ * packed file's descriptor is its pack's directory, which an exec'ed program does not adopt (a redirection to a
+ * packed file is not carried across exec: the program's writes fail with EBADF). */
+int lf_fd_open(lf_file *f, int flags);
 /* Another descriptor `newfd` (already reserved by dup*) for the same open description. */
 void lf_fd_share(int newfd, struct lf_ofd *o);
 /* Forget fd; closes the container when it was the last descriptor. Returns lf_close's result. */

@@ -21,14 +21,18 @@
 #define LF_PAGE 4096u
 #define LF_ALIGN_MIN (32u << 10)    /* writes this large have their data page-aligned in the log */
 
-enum lf_kind { LF_WRITE = 1, LF_TRUNCATE = 2 };
+/* CREATE and UNLINK exist for packed files (1-N: many small files in one container, told apart by file_id):
+ * CREATE marks a file as existing (an empty file is one), UNLINK removes it (its bytes are gone, as by a truncate
+ * to 0, and it does not exist until written or created again). */
+enum lf_kind { LF_WRITE = 1, LF_TRUNCATE = 2, LF_CREATE = 3, LF_UNLINK = 4 };
+#define LF_PACK_NAME ".ioloom-pack" /* the container that holds a directory's packed files */
 
 /* Precedes every write (and every truncate) in a data log, so a log can be re-indexed after a crash. */
 struct lf_record {
     uint32_t magic;      /* LF_RECORD_MAGIC */
     uint16_t kind;       /* enum lf_kind */
     uint16_t version;    /* LF_VERSION */
-    uint32_t file_id;    /* 1-N packing: which packed file; 0 for an ordinary container */
+    uint32_t file_id;    /* 1-N packing: which packed file (fnv1a of its name, never 0); 0 in an ordinary container */
     uint32_t header_sum; /* low 32 bits of lf_sum64 of this header with header_sum = 0 */
     uint64_t offset;     /* logical offset (truncate: the new size) */
     uint64_t length;     /* data bytes that follow (truncate: 0) */

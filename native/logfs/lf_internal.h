@@ -5,6 +5,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "ioloom_core.h"
@@ -48,6 +49,7 @@ struct lf_map {
     struct lf_extent *ext;
     size_t n;
     uint64_t size;
+    int exists;             /* a packed file: created or written since its last unlink */
 };
 
 struct lf_file {
@@ -55,6 +57,7 @@ struct lf_file {
     struct lf_meta meta;
     char dir[PATH_MAX];
     int flags;
+    uint32_t file_id;       /* a packed file's id (its entries alone are read and written); 0: the whole container */
     /* writer side: created on the first write */
     uint64_t writer, last_stamp;
     char group[96];
@@ -88,7 +91,17 @@ int lf_mkdirs(const char *dir, mode_t mode);
 void lf_writer_init(lf_file *f);
 int lf_writer_append(lf_file *f, uint16_t kind, const void *buf, size_t n, uint64_t offset);
 int lf_writer_publish(lf_file *f);
+/* 1-N packing: record that f->file_id is `name` in the group's names journal. */
+int lf_writer_name(lf_file *f, const char *name);
 void lf_writer_after_fork(lf_file *f);
+
+/* lf_pack.c: 1-N packing (many small files of a directory in its LF_PACK_NAME container) */
+uint32_t lf_pack_id(const char *name);
+lf_file *lf_open_packed(const char *pack, const char *name, int flags, mode_t mode, const struct lf_backends *backends);
+int lf_unlink_packed(const char *pack, const char *name);
+int lf_stat_packed(const char *pack, const char *name, struct stat *st);
+/* Calls fn for each existing packed file of the pack. */
+int lf_pack_list(const char *pack, void (*fn)(const char *name, void *arg), void *arg);
 
 /* lf_read.c */
 int lf_load_others(lf_file *f);

@@ -4,21 +4,30 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "lf_fdtable.h"
 #include "lf_paths.h"
 
 
-int lf_container_at(int dirfd, const char *path, const char **real, struct lf_place *place) {
+enum lf_kind_of_path lf_container_at(int dirfd, const char *path, const char **real, struct lf_place *place) {
     *real = path;
-    if (ioloom_busy || !lf_resolve(dirfd, path, place)) return 0;
+    if (ioloom_busy || !lf_resolve(dirfd, path, place)) return LF_PASS;
     if (!strncmp(path, LF_PREFIX, sizeof LF_PREFIX - 1)) *real = place->dir;
-    int saved = errno, is = lf_is_container(place->dir);
+    int saved = errno;
+    enum lf_kind_of_path kind = lf_is_container(place->dir) ? LF_CONTAINER : LF_PASS;
+    if (kind == LF_PASS && place->pack && IOLOOM_NEXT(access)(place->dir, F_OK) && lf_is_container(place->pack_dir)) {
+        ioloom_busy++;
+        lf_file *f = lf_open_packed(place->pack_dir, place->name, O_RDONLY, 0, NULL);
+        ioloom_busy--;
+        if (f) kind = LF_PACKED, lf_close(f);
+    }
     errno = saved;
-    return is;
+    return kind;
 }
 
 /* Runs `expr` with the guard held, so the library's own calls pass through. */
@@ -33,6 +42,7 @@ static int fstat_open(int fd, struct lf_ofd *o, struct stat *st) {
     st->st_size = size;
     st->st_nlink = 1;
     st->st_blocks = (size + 511) / 512;
+    st->st_ino ^= (ino_t)o->file->file_id << 20; /* as lf_stat_packed: stat and fstat agree (cp checks) */
     return 0;
 }
 
@@ -47,8 +57,11 @@ EXPORT int fstatat(int dirfd, const char *path, struct stat *st, int flags) {
     struct lf_place place;
     const char *real;
     if ((flags & AT_EMPTY_PATH) && !*path && lf_fd(dirfd)) return fstat(dirfd, st);
-    if (lf_container_at(dirfd, path, &real, &place)) return INSIDE(lf_stat(place.dir, st));
-    return IOLOOM_NEXT(fstatat)(dirfd, real, st, flags);
+    switch (lf_container_at(dirfd, path, &real, &place)) {
+    case LF_CONTAINER: return INSIDE(lf_stat(place.dir, st));
+    case LF_PACKED: return INSIDE(lf_stat_packed(place.pack_dir, place.name, st));
+    default: return IOLOOM_NEXT(fstatat)(dirfd, real, st, flags);
+    }
 }
 EXPORT int fstatat64(int dirfd, const char *path, struct stat64 *st, int flags) {
     return fstatat(dirfd, path, (struct stat *)st, flags);
@@ -69,11 +82,16 @@ EXPORT int statx(int dirfd, const char *path, int flags, unsigned mask, struct s
     const char *real;
     struct stat st;
     int rc;
+    enum lf_kind_of_path kind = LF_CONTAINER;
     if ((flags & AT_EMPTY_PATH) && !*path && lf_fd(dirfd)) rc = fstat(dirfd, &st);
-    else if (lf_container_at(dirfd, path, &real, &place)) rc = INSIDE(lf_stat(place.dir, &st));
+    else if ((kind = lf_container_at(dirfd, path, &real, &place)) == LF_CONTAINER) rc = INSIDE(lf_stat(place.dir, &st));
+    else if (kind == LF_PACKED) rc = INSIDE(lf_stat_packed(place.pack_dir, place.name, &st));
     else return IOLOOM_NEXT(statx)(dirfd, real, flags, mask, stx);
-    if (rc || (IOLOOM_NEXT(statx)(dirfd, path, flags, mask, stx) && IOLOOM_NEXT(statx)(AT_FDCWD, place.dir, flags, mask, stx)))
+    /* The other statx fields: from the directory that holds the file (the container, or the pack). */
+    const char *holder = kind == LF_PACKED ? place.pack_dir : place.dir;
+    if (rc || (IOLOOM_NEXT(statx)(dirfd, path, flags, mask, stx) && IOLOOM_NEXT(statx)(AT_FDCWD, holder, flags, mask, stx)))
         return -1;
+    stx->stx_ino = (uint64_t)st.st_ino;
     stx->stx_mode = (uint16_t)st.st_mode;
     stx->stx_size = (uint64_t)st.st_size;
     stx->stx_blocks = (uint64_t)st.st_blocks;
@@ -85,9 +103,9 @@ EXPORT int statx(int dirfd, const char *path, int flags, unsigned mask, struct s
 
 /* ---- truncate, unlink, rename ---- */
 
-static int truncate_container(const char *dir, off_t len) {
+static int truncate_container(const struct lf_place *place, int packed, off_t len) {
     if (len < 0) return errno = EINVAL, -1;
-    lf_file *f = lf_open(dir, O_WRONLY, 0, NULL);
+    lf_file *f = packed ? lf_open_packed(place->pack_dir, place->name, O_WRONLY, 0, NULL) : lf_open(place->dir, O_WRONLY, 0, NULL);
     if (!f) return -1;
     int rc = lf_truncate(f, (uint64_t)len);
     int closed = lf_close(f);
@@ -97,7 +115,8 @@ static int truncate_container(const char *dir, off_t len) {
 EXPORT int truncate(const char *path, off_t len) {
     struct lf_place place;
     const char *real;
-    if (lf_container_at(AT_FDCWD, path, &real, &place)) return INSIDE(truncate_container(place.dir, len));
+    enum lf_kind_of_path kind = lf_container_at(AT_FDCWD, path, &real, &place);
+    if (kind != LF_PASS) return INSIDE(truncate_container(&place, kind == LF_PACKED, len));
     return IOLOOM_NEXT(truncate)(real, len);
 }
 int truncate64(const char *path, off_t len) ALIAS(truncate);
@@ -105,9 +124,10 @@ int truncate64(const char *path, off_t len) ALIAS(truncate);
 EXPORT int unlinkat(int dirfd, const char *path, int flags) {
     struct lf_place place;
     const char *real;
-    if (!lf_container_at(dirfd, path, &real, &place)) return IOLOOM_NEXT(unlinkat)(dirfd, real, flags);
+    enum lf_kind_of_path kind = lf_container_at(dirfd, path, &real, &place);
+    if (kind == LF_PASS) return IOLOOM_NEXT(unlinkat)(dirfd, real, flags);
     if (flags & AT_REMOVEDIR) return errno = ENOTDIR, -1;
-    return INSIDE(lf_unlink(place.dir));
+    return INSIDE(kind == LF_PACKED ? lf_unlink_packed(place.pack_dir, place.name) : lf_unlink(place.dir));
 }
 EXPORT int unlink(const char *path) { return unlinkat(AT_FDCWD, path, 0); }
 EXPORT int rmdir(const char *path) { return unlinkat(AT_FDCWD, path, AT_REMOVEDIR); }
@@ -115,8 +135,10 @@ EXPORT int rmdir(const char *path) { return unlinkat(AT_FDCWD, path, AT_REMOVEDI
 EXPORT int renameat2(int olddir, const char *old, int newdir, const char *new, unsigned flags) {
     struct lf_place from, to;
     const char *old_real, *new_real;
-    int old_is = lf_container_at(olddir, old, &old_real, &from);
-    int new_is = lf_container_at(newdir, new, &new_real, &to);
+    enum lf_kind_of_path old_is = lf_container_at(olddir, old, &old_real, &from);
+    enum lf_kind_of_path new_is = lf_container_at(newdir, new, &new_real, &to);
+    /* Packed files move by copy: EXDEV makes mv copy through us and unlink the source. */
+    if (old_is == LF_PACKED || new_is == LF_PACKED) return errno = EXDEV, -1;
     if (!old_is) {
         /* A plain file replacing a container: the container goes first, as rename(2) replaces its target. */
         if (new_is && !(flags & RENAME_NOREPLACE) && INSIDE(lf_unlink(to.dir))) return -1;
@@ -137,7 +159,11 @@ EXPORT int rename(const char *old, const char *new) { return renameat2(AT_FDCWD,
 EXPORT int fchmodat(int dirfd, const char *path, mode_t mode, int flags) {
     struct lf_place place;
     const char *real;
-    if (lf_container_at(dirfd, path, &real, &place)) return INSIDE(lf_chmod(place.dir, mode));
+    switch (lf_container_at(dirfd, path, &real, &place)) {
+    case LF_CONTAINER: return INSIDE(lf_chmod(place.dir, mode));
+    case LF_PACKED: return lf_unsupported(LF_UNS_OTHER, EOPNOTSUPP); /* packed files share their pack's mode */
+    default: break;
+    }
     return IOLOOM_NEXT(fchmodat)(dirfd, real, mode, flags);
 }
 EXPORT int chmod(const char *path, mode_t mode) { return fchmodat(AT_FDCWD, path, mode, 0); }
@@ -145,15 +171,34 @@ EXPORT int chmod(const char *path, mode_t mode) { return fchmodat(AT_FDCWD, path
 EXPORT int fchmod(int fd, mode_t mode) {
     struct lf_ofd *o = lf_fd(fd);
     if (!o) return IOLOOM_NEXT(fchmod)(fd, mode);
+    if (o->file->file_id) return lf_unsupported(LF_UNS_OTHER, EOPNOTSUPP);
     int rc = INSIDE(lf_chmod(lf_dir(o->file), mode));
     if (rc == 0) o->file->meta.mode = mode & 07777;
     return rc;
 }
 
+/* ---- extended attributes: a packed file has none (ls -l asks for ACLs and labels) ---- */
+
+#define NO_XATTRS_IF_PACKED(fn, path, none, ...)                                        \
+    struct lf_place place;                                                              \
+    const char *real;                                                                   \
+    if (lf_container_at(AT_FDCWD, path, &real, &place) == LF_PACKED) return none;       \
+    return IOLOOM_NEXT(fn)(real, __VA_ARGS__)
+
+EXPORT ssize_t getxattr(const char *path, const char *name, void *value, size_t size) {
+    NO_XATTRS_IF_PACKED(getxattr, path, (errno = ENODATA, -1), name, value, size);
+}
+EXPORT ssize_t lgetxattr(const char *path, const char *name, void *value, size_t size) {
+    NO_XATTRS_IF_PACKED(lgetxattr, path, (errno = ENODATA, -1), name, value, size);
+}
+EXPORT ssize_t listxattr(const char *path, char *list, size_t size) { NO_XATTRS_IF_PACKED(listxattr, path, 0, list, size); }
+EXPORT ssize_t llistxattr(const char *path, char *list, size_t size) { NO_XATTRS_IF_PACKED(llistxattr, path, 0, list, size); }
+
 /* ---- directories: a container is listed as a regular file ---- */
 
 static struct dirent *as_file(DIR *d, struct dirent *de) {
     if (!de || de->d_type != DT_DIR || ioloom_busy || !lf_paths_active()) return de;
+    if (!strcmp(de->d_name, LF_PACK_NAME)) return as_file(d, IOLOOM_NEXT(readdir)(d)); /* its files are listed instead */
     char meta[sizeof de->d_name + sizeof LF_META_NAME + 1];
     snprintf(meta, sizeof meta, "%s/%s", de->d_name, LF_META_NAME);
     int saved = errno;
@@ -162,5 +207,89 @@ static struct dirent *as_file(DIR *d, struct dirent *de) {
     return de;
 }
 
-EXPORT struct dirent *readdir(DIR *d) { return as_file(d, IOLOOM_NEXT(readdir)(d)); }
-EXPORT struct dirent64 *readdir64(DIR *d) { return (struct dirent64 *)as_file(d, (struct dirent *)IOLOOM_NEXT(readdir64)(d)); }
+/* A directory with packed files lists them after its real entries: when the real listing ends, the names of
+ * the pack's existing files follow (read once per open directory stream). */
+struct listing {
+    DIR *d;
+    char **names;
+    size_t n, next;
+    struct dirent64 entry;
+};
+#define MAX_LISTINGS 64
+static struct listing listings[MAX_LISTINGS];
+static pthread_mutex_t listings_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void add_name(const char *name, void *arg) {
+    struct listing *l = arg;
+    char **grown = realloc(l->names, (l->n + 1) * sizeof *grown);
+    if (grown && (grown[l->n] = strdup(name))) l->names = grown, l->n++;
+    else if (grown) l->names = grown;
+}
+
+/* The pack listing of d, made on first use; NULL when d's directory holds no pack. */
+static struct listing *listing_of(DIR *d) {
+    struct listing *free_slot = NULL;
+    for (int i = 0; i < MAX_LISTINGS; i++) {
+        if (listings[i].d == d) return &listings[i];
+        if (!listings[i].d && !free_slot) free_slot = &listings[i];
+    }
+    char link[64], dir[PATH_MAX];
+    snprintf(link, sizeof link, "/proc/self/fd/%d", dirfd(d));
+    ssize_t n = IOLOOM_NEXT(readlink)(link, dir, sizeof dir - sizeof LF_PACK_NAME - 2);
+    struct lf_place place;
+    if (n <= 0 || !free_slot) return NULL;
+    snprintf(dir + n, sizeof dir - (size_t)n, "/" LF_PACK_NAME);
+    if (!lf_resolve(AT_FDCWD, dir, &place) || !place.pack || !lf_is_container(dir)) return NULL;
+    *free_slot = (struct listing){.d = d};
+    lf_pack_list(dir, add_name, free_slot);
+    return free_slot;
+}
+
+static void forget_listing(DIR *d) {
+    pthread_mutex_lock(&listings_lock);
+    for (int i = 0; i < MAX_LISTINGS; i++) {
+        if (listings[i].d != d) continue;
+        for (size_t k = 0; k < listings[i].n; k++) free(listings[i].names[k]);
+        free(listings[i].names);
+        listings[i] = (struct listing){0};
+    }
+    pthread_mutex_unlock(&listings_lock);
+}
+
+static struct dirent64 *packed_entry(DIR *d) {
+    if (ioloom_busy || !lf_paths_active()) return NULL;
+    int saved = errno;
+    ioloom_busy++;
+    pthread_mutex_lock(&listings_lock);
+    struct listing *l = listing_of(d);
+    struct dirent64 *out = NULL;
+    if (l && l->next < l->n) {
+        out = &l->entry;
+        *out = (struct dirent64){.d_ino = lf_pack_id(l->names[l->next]), .d_type = DT_REG,
+                                 .d_reclen = sizeof *out};
+        snprintf(out->d_name, sizeof out->d_name, "%s", l->names[l->next++]);
+    }
+    pthread_mutex_unlock(&listings_lock);
+    ioloom_busy--;
+    errno = saved;
+    return out;
+}
+
+EXPORT struct dirent *readdir(DIR *d) {
+    struct dirent *de = as_file(d, IOLOOM_NEXT(readdir)(d));
+    return de ? de : (struct dirent *)packed_entry(d); /* struct dirent is struct dirent64 on LP64 */
+}
+EXPORT struct dirent64 *readdir64(DIR *d) {
+    struct dirent64 *de = (struct dirent64 *)as_file(d, (struct dirent *)IOLOOM_NEXT(readdir64)(d));
+    return de ? de : packed_entry(d);
+}
+/* Our own directory streams (ioloom_busy) never have a listing, and their closedir must not take the lock that
+ * listing_of holds while it reads the pack. */
+EXPORT void rewinddir(DIR *d) {
+    if (!ioloom_busy) forget_listing(d);
+    IOLOOM_NEXT(rewinddir)(d);
+}
+EXPORT int closedir(DIR *d) {
+    if (!ioloom_busy) forget_listing(d);
+    return IOLOOM_NEXT(closedir)(d);
+}

@@ -22,6 +22,7 @@
 struct mount {
     char path[PATH_MAX];
     size_t len;
+    int pack;
     int nextra;
     char extra[LF_MAX_BACKENDS - 1][PATH_MAX];
 };
@@ -60,7 +61,18 @@ static void add_mount(const char *item, size_t len, void *arg) {
     nmounts++;
 }
 
-static void parse_roots(void) { ioloom_for_each_item(ioloom_env_str("IOLOOM_LOGFS_ROOTS", ""), ':', add_mount, NULL); }
+/* IOLOOM_LOGFS_PACK=MOUNT[:MOUNT...]: those mounts pack a directory's new files into one container (1-N). */
+static void mark_pack(const char *item, size_t len, void *arg) {
+    (void)arg;
+    while (len > 1 && item[len - 1] == '/') len--;
+    for (int i = 0; i < nmounts; i++)
+        if (mounts[i].len == len && !strncmp(mounts[i].path, item, len)) mounts[i].pack = 1;
+}
+
+static void parse_roots(void) {
+    ioloom_for_each_item(ioloom_env_str("IOLOOM_LOGFS_ROOTS", ""), ':', add_mount, NULL);
+    ioloom_for_each_item(ioloom_env_str("IOLOOM_LOGFS_PACK", ""), ':', mark_pack, NULL);
+}
 
 /* Lexical normalisation of an absolute path: no ".", "..", or repeated slashes. */
 static void normalise(char *path) {
@@ -116,6 +128,7 @@ int lf_resolve(int dirfd, const char *path, struct lf_place *place) {
     if (!ok) return 0;
     place->backends.dirs = place->extra_ptr;
     place->backends.count = 0;
+    place->pack = 0;
     for (int i = 0; i < nmounts; i++) {
         const struct mount *m = &mounts[i];
         if (strncmp(place->dir, m->path, m->len) || place->dir[m->len] != '/' || !place->dir[m->len + 1]) continue;
@@ -124,6 +137,11 @@ int lf_resolve(int dirfd, const char *path, struct lf_place *place) {
             place->extra_ptr[e] = place->extra[e];
         }
         place->backends.count = m->nextra;
+        if ((place->pack = m->pack)) {
+            const char *slash = strrchr(place->dir, '/');
+            place->name = slash + 1;
+            snprintf(place->pack_dir, sizeof place->pack_dir, "%.*s/" LF_PACK_NAME, (int)(slash - place->dir), place->dir);
+        }
         return 1;
     }
     return prefixed;

@@ -9,6 +9,9 @@
 /* Where a logfs path lives: the container directory, and the extra backend directories for a new one. */
 struct lf_place {
     char dir[PATH_MAX];
+    int pack;               /* under a packing mount (IOLOOM_LOGFS_PACK): new files go to pack_dir as `name` */
+    char pack_dir[PATH_MAX + sizeof LF_PACK_NAME];
+    const char *name;
     struct lf_backends backends;
     const char *extra_ptr[LF_MAX_BACKENDS - 1];
     char extra[LF_MAX_BACKENDS - 1][PATH_MAX];
@@ -25,8 +28,9 @@ int lf_resolve(int dirfd, const char *path, struct lf_place *place);
  * the path without any logfs: prefix. */
 int lf_open_container(int dirfd, const char *path, int flags, mode_t mode, int *fd, const char **real,
                       struct lf_place *place);
-/* 1 when the path is an existing container (its directory in place->dir); else 0 with *real the path to pass
- * through. */
-int lf_container_at(int dirfd, const char *path, const char **real, struct lf_place *place);
+/* What a path is to the layer: LF_CONTAINER (its directory in place->dir), LF_PACKED (an existing packed file,
+ * place->pack_dir and place->name), or LF_PASS with *real the path to pass through. */
+enum lf_kind_of_path { LF_PASS = 0, LF_CONTAINER = 1, LF_PACKED = 2 };
+enum lf_kind_of_path lf_container_at(int dirfd, const char *path, const char **real, struct lf_place *place);
 
 #endif

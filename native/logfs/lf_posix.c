@@ -29,11 +29,20 @@ int lf_open_container(int dirfd, const char *path, int flags, mode_t mode, int *
     int is_container = lf_is_container(place->dir);
     int exists = is_container || IOLOOM_NEXT(stat)(place->dir, &st) == 0;
     errno = saved;
+    if (!is_container && !exists && place->pack && lf_is_container(place->pack_dir)) {
+        ioloom_busy++; /* a packed file (1-N), existing or new */
+        lf_file *f = lf_open_packed(place->pack_dir, place->name, flags, mode, &place->backends);
+        *fd = f ? lf_fd_open(f, flags) : -1;
+        ioloom_busy--;
+        if (f || errno != ENOENT) return 1;
+        errno = saved;
+    }
     if (!is_container && (exists || !(flags & O_CREAT))) return 0; /* a plain file or directory, or ENOENT */
     ioloom_busy++;
     if (is_container && (flags & O_DIRECTORY)) *fd = (errno = ENOTDIR, -1);
     else if (is_container && (flags & O_CREAT) && (flags & O_EXCL)) *fd = (errno = EEXIST, -1);
-    else *fd = lf_fd_open(place->dir, flags, mode, &place->backends);
+    else if (place->pack) *fd = lf_fd_open(lf_open_packed(place->pack_dir, place->name, flags, mode, &place->backends), flags);
+    else *fd = lf_fd_open(lf_open(place->dir, flags, mode, &place->backends), flags);
     ioloom_busy--;
     return 1;
 }

@@ -39,7 +39,8 @@ ssize_t lf_full_pread(int fd, void *buf, size_t n, uint64_t off) {
 }
 
 uint64_t lf_entry_end(const struct lf_entry *e) {
-    return e->kind == LF_TRUNCATE ? e->offset : e->offset + (e->count - 1) * e->stride + e->length;
+    if (e->kind == LF_WRITE) return e->offset + (e->count - 1) * e->stride + e->length;
+    return e->kind == LF_CREATE ? 0 : e->offset; /* truncate: the new size; unlink: 0 */
 }
 
 int lf_log_id(lf_file *f, const char *path) {
@@ -87,7 +88,7 @@ static int load_journal(lf_file *f, size_t *cap, const char *dir, const char *gr
         for (uint32_t i = 0; rc == 0 && b.writer != f->writer && i < b.count; i++) {
             struct lf_entry e;
             memcpy(&e, buf + at + sizeof b + i * sizeof e, sizeof e);
-            if (e.count) rc = push_src(f, cap, &e, b.writer, log);
+            if (e.count && (!f->file_id || e.file_id == f->file_id)) rc = push_src(f, cap, &e, b.writer, log);
         }
         at += sizeof b + body;
     }
@@ -136,14 +137,17 @@ static int rec_key_less(const struct rec *a, const struct rec *b) {
     return lf_key_less(a->stamp, a->writer, b->stamp, b->writer);
 }
 
-/* The logical size: replay sizes in key order (writes extend, truncates set). */
-static uint64_t replay_size(struct lf_src *all, size_t n) {
+/* The logical size: replay sizes in key order (writes extend, truncates and unlinks set); and whether a packed
+ * file exists (its last entry is not an unlink). */
+static uint64_t replay_size(struct lf_src *all, size_t n, int *exists) {
     qsort(all, n, sizeof *all, src_by_key);
     uint64_t size = 0;
     for (size_t i = 0; i < n; i++) {
         uint64_t end = lf_entry_end(&all[i].e);
-        size = all[i].e.kind == LF_TRUNCATE ? end : (end > size ? end : size);
+        int sets = all[i].e.kind == LF_TRUNCATE || all[i].e.kind == LF_UNLINK;
+        size = sets ? end : (end > size ? end : size);
     }
+    *exists = n && all[n - 1].e.kind != LF_UNLINK;
     return size;
 }
 
@@ -151,7 +155,7 @@ static size_t expand(const struct lf_src *all, size_t n, struct rec *out) {
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
         const struct lf_entry *e = &all[i].e;
-        if (e->kind == LF_TRUNCATE) {
+        if (e->kind == LF_TRUNCATE || e->kind == LF_UNLINK) {
             out[k++] = (struct rec){e->offset, UINT64_MAX, 0, e->stamp, all[i].writer, -1};
             continue;
         }
@@ -226,12 +230,12 @@ int lf_map_build(lf_file *f) {
     if (!all) return errno = ENOMEM, -1;
     memcpy(all, f->others, f->nothers * sizeof *all);
     for (size_t i = 0; i < f->nmine; i++) all[f->nothers + i] = (struct lf_src){f->mine[i], f->writer, f->wlog};
-    for (size_t i = 0; i < n; i++) nrec += all[i].e.kind == LF_TRUNCATE ? 1 : all[i].e.count;
+    for (size_t i = 0; i < n; i++) nrec += all[i].e.kind == LF_WRITE ? all[i].e.count : 1;
     struct rec *r = malloc((nrec ? nrec : 1) * sizeof *r);
     if (!r) { free(all); return errno = ENOMEM, -1; }
     free(f->map.ext);
     f->map = (struct lf_map){0};
-    f->map.size = replay_size(all, n);
+    f->map.size = replay_size(all, n, &f->map.exists);
     nrec = expand(all, n, r);
     free(all);
     qsort(r, nrec, sizeof *r, rec_by_offset);

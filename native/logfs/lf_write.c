@@ -160,7 +160,8 @@ static uint64_t record_start(uint64_t at, size_t n) {
 
 int lf_writer_append(lf_file *f, uint16_t kind, const void *buf, size_t n, uint64_t offset) {
     if (writer_setup(f) || ensure_index_room(f)) return -1;
-    struct lf_record h = {.magic = LF_RECORD_MAGIC, .kind = kind, .version = LF_VERSION, .offset = offset,
+    struct lf_record h = {.magic = LF_RECORD_MAGIC, .kind = kind, .version = LF_VERSION, .file_id = f->file_id,
+                          .offset = offset,
                           .length = n, .stamp = next_stamp(f), .writer = f->writer,
                           .data_sum = lf_sum64(buf, n)};
     h.header_sum = (uint32_t)lf_sum64(&h, sizeof h);
@@ -180,11 +181,26 @@ int lf_writer_append(lf_file *f, uint16_t kind, const void *buf, size_t n, uint6
         return -1;
     }
     f->resv_cur = at + sizeof h + n;
-    struct lf_entry r = {.kind = kind, .offset = offset, .length = n, .count = 1, .physical = at + sizeof h,
+    struct lf_entry r = {.kind = kind, .file_id = f->file_id, .offset = offset, .length = n, .count = 1, .physical = at + sizeof h,
                          .stamp = h.stamp, .stamp_last = h.stamp, .data_sum = h.data_sum};
     if (add_entry(f, &r)) return -1;
     f->map_stale = 1;
     return 0;
+}
+
+int lf_writer_name(lf_file *f, const char *name) {
+    char path[PATH_MAX], line[NAME_MAX + 16];
+    const char *backend = group_backend(f);
+    if (lf_mkdirs(backend, 0755)) return -1;
+    snprintf(path, sizeof path, "%s/names.%s", backend, f->group);
+    int n = snprintf(line, sizeof line, "%08x %s\n", f->file_id, name);
+    int fd = IOLOOM_NEXT(open)(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) return -1;
+    /* One short O_APPEND write: lines of concurrent writers of the group never interleave. */
+    ssize_t done = IOLOOM_NEXT(write)(fd, line, (size_t)n);
+    int saved = errno;
+    IOLOOM_NEXT(close)(fd);
+    return done == n ? 0 : (errno = done < 0 ? saved : ENOSPC, -1);
 }
 
 /* Appends the unpublished entries as one block to the group's index journal; closes the open entry. */

@@ -23,7 +23,7 @@ def _tools():
 
 def _one(path: str) -> Path:
     from ioloom.logfs.format import is_container, strip_prefix
-    if not is_container(path):
+    if not is_container(path) and not _tools().is_packed(path):
         _fail(f"{path} is not a logfs container (a directory with ioloom-logfs.meta); "
               "`ioloom container ls DIR` lists the containers under DIR")
     return strip_prefix(path)
@@ -41,17 +41,21 @@ def _human(n: int) -> str:
 def ls(paths: list[str] = typer.Argument(..., help="Containers, or directories to search for containers."),
        as_json: bool = typer.Option(False, "--json", help="One JSON object per container.")) -> None:
     """List containers with their logical size, writers and files."""
+    from ioloom.logfs.format import PACK_NAME
     tools = _tools()
     found = [c for p in paths for c in tools.find_containers(p)]
     if not found:
         _fail(f"no containers under {', '.join(paths)}")
     for c in found:
         s = tools.summary(c)
+        packed = tools.packed_files(c) if c.name == PACK_NAME else {}
         if as_json:
-            print(json.dumps(s))
-        else:
-            print(f"{s['size']:>14}  {s['writers']:>5} writers  {s['files']:>5} files  "
-                  f"{s['index_bytes']:>9} B index  {c}")
+            print(json.dumps({**s, "packed": packed} if packed else s))
+            continue
+        print(f"{s['size']:>14}  {s['writers']:>5} writers  {s['files']:>5} files  {s['index_bytes']:>9} B index  {c}"
+              + (f"  (a pack of {len(packed)} files)" if c.name == PACK_NAME else ""))
+        for name, size in packed.items():
+            print(f"{size:>14}  packed  {c.parent / name}")
 
 
 @app.command("stat")

@@ -18,7 +18,8 @@ META_NAME = "ioloom-logfs.meta"
 PREFIX = "logfs:"
 RECORD_MAGIC = 0x3152464C
 BLOCK_MAGIC = 0x3142494C
-WRITE, TRUNCATE = 1, 2
+WRITE, TRUNCATE, CREATE, UNLINK = 1, 2, 3, 4
+PACK_NAME = ".ioloom-pack"  # a directory's packed files (1-N) live in this container
 PAGE = 4096  # large writes (>= 32 KiB) have their data page-aligned in the log
 U64 = (1 << 64) - 1
 
@@ -135,7 +136,26 @@ def head_sum_bad(head: np.ndarray) -> bool:
     return header_sum(head) != int(head["header_sum"])
 
 
-def load_journals(meta: Meta) -> list[Journal]:
+def pack_id(name: str) -> int:
+    """A packed file's file_id: fnv1a-32 of its name, never 0."""
+    h = 2166136261
+    for byte in name.encode():
+        h = ((h ^ byte) * 16777619) & 0xFFFFFFFF
+    return h or 1
+
+
+def only_file(journals: list[Journal], file_id: int) -> list[Journal]:
+    """The journals restricted to one packed file's entries."""
+    out = []
+    for j in journals:
+        keep = j.entries["file_id"] == file_id
+        out.append(Journal(j.group, j.index_path, j.log_path, j.entries[keep], j.writers[keep], j.blocks,
+                           j.valid_bytes, j.total_bytes))
+    return out
+
+
+def load_journals(meta: Meta, file_id: int | None = None) -> list[Journal]:
+    """Every group's journal; with file_id, only that packed file's entries."""
     journals = []
     for backend in meta.backends:
         if not backend.is_dir():
@@ -149,7 +169,7 @@ def load_journals(meta: Meta) -> list[Journal]:
                 if blocks else np.zeros(0, np.uint64)
             journals.append(Journal(group, index, backend / f"log.{group}", entries, writers, len(blocks),
                                     valid, len(data)))
-    return journals
+    return journals if file_id is None else only_file(journals, file_id)
 
 
 @dataclass
@@ -162,27 +182,32 @@ class Extents:
     size: int
 
 
+def _sets_size(e: np.ndarray) -> np.ndarray:
+    """Truncates set the size; an unlink (of a packed file) is a truncate to 0."""
+    return (e["kind"] == TRUNCATE) | (e["kind"] == UNLINK)
+
+
 def _entry_end(e: np.ndarray) -> np.ndarray:
     writes = e["offset"] + (e["count"] - 1) * e["stride"] + e["length"]
-    return np.where(e["kind"] == TRUNCATE, e["offset"], writes)
+    return np.where(_sets_size(e), e["offset"], np.where(e["kind"] == CREATE, 0, writes))
 
 
 def logical_size(entries: np.ndarray, writers: np.ndarray) -> int:
     """Replay in key order (stamp, writer): writes extend the size, truncates set it."""
     order = np.lexsort((writers, entries["stamp"]))
     size = 0
-    for kind, end in zip(entries["kind"][order], _entry_end(entries[order])):
-        size = int(end) if kind == TRUNCATE else max(size, int(end))
+    for sets, end in zip(_sets_size(entries[order]), _entry_end(entries[order])):
+        size = int(end) if sets else max(size, int(end))
     return size
 
 
 def expand(entries: np.ndarray, writers: np.ndarray, logs: np.ndarray) -> dict[str, np.ndarray]:
     """One row per record (a truncate to s is a hole record [s, 2^64))."""
-    counts = np.where(entries["kind"] == TRUNCATE, 1, np.where(entries["length"] > 0, entries["count"], 0))
+    counts = np.where(_sets_size(entries), 1, np.where(entries["length"] > 0, entries["count"], 0))
     idx = np.repeat(np.arange(len(entries)), counts.astype(np.int64))
     step = np.arange(len(idx), dtype=np.uint64) - np.repeat(np.cumsum(counts) - counts, counts.astype(np.int64)).astype(np.uint64)
     e = entries[idx]
-    trunc = e["kind"] == TRUNCATE
+    trunc = _sets_size(e)
     off = e["offset"] + step * e["stride"]
     return {"off": off, "end": np.where(trunc, np.uint64(U64), off + e["length"]),
             "phys": e["physical"] + step * e["pstride"], "stamp": e["stamp"], "writer": writers[idx],
@@ -244,7 +269,12 @@ class Container:
 
     @classmethod
     def open(cls, path: str | os.PathLike) -> "Container":
+        """A container, or a packed file (DIR/NAME stored in DIR/.ioloom-pack)."""
         directory = strip_prefix(path)
+        pack = directory.parent / PACK_NAME
+        if not is_container(directory) and is_container(pack):
+            meta = read_meta(pack)
+            return cls(directory, meta, load_journals(meta, pack_id(directory.name)))
         meta = read_meta(directory)
         return cls(directory, meta, load_journals(meta))
 

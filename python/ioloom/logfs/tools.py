@@ -8,9 +8,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ioloom.logfs.format import (BLOCK, BLOCK_MAGIC, ENTRY, PAGE, RECORD, RECORD_MAGIC, TRUNCATE, VERSION, WRITE,
-                                 Container, FormatError, header_sum, is_container, load_journals, read_meta,
-                                 strip_prefix, sum64)
+from ioloom.logfs.format import (BLOCK, BLOCK_MAGIC, ENTRY, PACK_NAME, PAGE, RECORD, RECORD_MAGIC, TRUNCATE, UNLINK,
+                                 VERSION, WRITE, Container, FormatError, header_sum, is_container, load_journals,
+                                 only_file, read_meta, strip_prefix, sum64)
 
 
 def find_containers(root: str | os.PathLike) -> list[Path]:
@@ -26,6 +26,39 @@ def find_containers(root: str | os.PathLike) -> list[Path]:
                 found.append(here / name)
                 dirnames.remove(name)
     return sorted(found)
+
+
+def packed_files(pack: Path) -> dict[str, int]:
+    """The existing files of a pack (DIR/.ioloom-pack) and their sizes."""
+    return {name: c.size for name, c in packed_containers(pack).items()}
+
+
+def packed_containers(pack: Path) -> dict[str, Container]:
+    """The existing files of a pack, each opened for reading (the journals are read once for all): a file
+    exists when its last entry in the order (stamp, writer) is not an unlink; names come from the groups'
+    names.<group> journals."""
+    meta = read_meta(pack)
+    journals = load_journals(meta)
+    names: dict[int, str] = {}
+    for backend in meta.backends:
+        for journal in sorted(backend.glob("names.*")) if backend.is_dir() else []:
+            for line in journal.read_text().splitlines():
+                file_id, _, name = line.partition(" ")
+                names.setdefault(int(file_id, 16), name)
+    if not journals:
+        return {}
+    entries = np.concatenate([j.entries for j in journals])
+    writers = np.concatenate([j.writers for j in journals])
+    order = np.lexsort((writers, entries["stamp"], entries["file_id"]))
+    last = {int(e["file_id"]): int(e["kind"]) for e in entries[order]}
+    return {names[i]: Container(pack.parent / names[i], meta, only_file(journals, i))
+            for i, kind in sorted(last.items()) if kind != UNLINK and i in names}
+
+
+def is_packed(path: str | os.PathLike) -> bool:
+    path = strip_prefix(path)
+    pack = path.parent / PACK_NAME
+    return not is_container(path) and is_container(pack) and path.name in packed_files(pack)
 
 
 def summary(path: Path) -> dict:
