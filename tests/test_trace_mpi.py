@@ -384,6 +384,30 @@ def test_mpi4py_program(mpi, ioloom_cli, tmp_path):
     assert sorted(reads["rank"]) == [0, 1] and (reads.ret_bytes == BLOCK).all()
 
 
+def test_failed_calls_keep_their_result_and_errno(mpi, ioloom_cli, tmp_path):
+    """A failed open and a write on a read-only file: the error class and errno the program sees are the same
+    traced and untraced, and the failed calls are recorded with the error class and ret_bytes -1."""
+    exe = mpi.compile("mpiio_errno.c")
+    seen = {}
+    for mode in ("untraced", "traced"):
+        work = tmp_path / mode
+        work.mkdir()
+        command = mpi.command(1, [exe, work])
+        if mode == "untraced":
+            out = mpi.run(1, [exe, work])
+        else:
+            out = ioloom_cli("run", "-o", tmp_path / "trace", "--", *command, env=mpi.impl.launch_env())
+        seen[mode] = [line for line in out.stdout.splitlines() if ": class " in line]
+    assert len(seen["traced"]) == 3 and seen["traced"] == seen["untraced"], seen
+    events = open_trace(tmp_path / "trace").events().to_pandas().astype({"op": str, "layer": str})
+    failed = events[(events.layer == "mpiio") & (events.errno != 0)]
+    classes = {line.split(":")[0]: int(line.split()[-3]) for line in seen["traced"]}
+    opens = failed[failed.op == "MPI_File_open"]
+    assert opens.errno.tolist() == [classes["open missing"]] and (opens.ret_bytes == -1).all()
+    writes = failed[failed.op == "MPI_File_write_at"]
+    assert writes.errno.tolist() == [classes["write on read-only"]] and (writes.ret_bytes == -1).all()
+
+
 def test_exit_without_finalize_keeps_mpi_events(mpi, ioloom_cli, tmp_path):
     """One rank: with more, the launcher kills the others as soon as one leaves without MPI_Finalize, and a rank
     killed before its exit flush keeps only what it had flushed (the trace format's rule, tested elsewhere)."""

@@ -1,6 +1,7 @@
 /* MPI-IO calls on a file that move no data: open (and the hints in effect after it), close, delete, sync,
  * set_size, preallocate, get_size, seek, seek_shared, set_view, set_info, set_atomicity. Field use per call
  * is in docs/trace-format.md ("MPI-IO events"). */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,6 +71,7 @@ static int traced_MPI_File_open(__typeof__(&PMPI_File_open) next, MPI_Comm comm,
     struct mpiio_call call;
     mpiio_call_start(&call, IOLOOM_OP_MPI_File_open, NULL);
     int rc = next(comm, filename, amode, info, fh);
+    int saved_errno = errno; /* ROMIO leaves open(2)'s errno, and programs print it: keep it across our work */
     int32_t file_id = ioloom_file_id(strip_romio_prefix(filename), -1);
     struct mpiio_file *file = NULL;
     if (file_id >= 0 && rc == MPI_SUCCESS && (file = mpiio_file_add(*fh))) {
@@ -91,6 +93,7 @@ static int traced_MPI_File_open(__typeof__(&PMPI_File_open) next, MPI_Comm comm,
         ioloom_mpi_call_end(call.id); /* an excluded path: nothing recorded */
     }
     mpiio_leave();
+    errno = saved_errno;
     return rc;
 }
 MPIIO_BOTH_NAMES(MPI_File_open, (MPI_Comm comm, const char *filename, int amode, MPI_Info info, MPI_File *fh),
@@ -117,7 +120,7 @@ static int traced_MPI_File_delete(__typeof__(&PMPI_File_delete) next, const char
 MPIIO_BOTH_NAMES(MPI_File_delete, (const char *filename, MPI_Info info), (filename, info))
 
 /* A call on an open file: BEFORE and AFTER are statements that may use `call`, `file` and (AFTER) `rc`;
- * ret_bytes is 0 on success unless AFTER sets it. COLL: the call is collective over the file's group. */
+ * ret_bytes is 0 on success unless AFTER sets it; the errno the call left is kept across AFTER. COLL: the call is collective over the file's group. */
 #define MPIIO_FILE_CALL(NAME, COLL, PARAMS, ARGS, FH, BEFORE, AFTER)                                       \
     static int traced_##NAME(__typeof__(&P##NAME) next, MPIIO_ARGS PARAMS) {                             \
         if (!mpiio_enter())                                                                             \
@@ -131,9 +134,11 @@ MPIIO_BOTH_NAMES(MPI_File_delete, (const char *filename, MPI_Info info), (filena
                 call.ev.coll_seq = mpiio_file_next_coll(file);                                          \
             BEFORE;                                                                                     \
             rc = next(MPIIO_ARGS ARGS);                                                                 \
+            int saved_errno = errno;                                                                    \
             call.ev.ret_bytes = 0;                                                                      \
             AFTER;                                                                                      \
             mpiio_call_finish(&call, rc);                                                               \
+            errno = saved_errno;                                                                        \
         } else {                                                                                        \
             rc = next(MPIIO_ARGS ARGS);                                                                 \
         }                                                                                               \

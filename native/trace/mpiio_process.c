@@ -2,6 +2,7 @@
  * identity; at init and again at finalize, the offset of this process's clock to rank 0's, measured by
  * message exchange, so the reader can align all ranks on one time line and correct drift between the two
  * measurements. These run whatever IOLOOM_LAYERS says: they describe the process, not its I/O. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -125,10 +126,12 @@ static int traced_MPI_Init(__typeof__(&PMPI_Init) next, int *argc, char ***argv)
     mpiio_depth++;
     uint64_t t_start = ioloom_now_ns();
     int rc = next(argc, argv);
+    int saved_errno = errno; /* our exchanges and notes must not change what the program sees */
     if (rc == MPI_SUCCESS)
         after_init();
     record_process_event(IOLOOM_OP_MPI_Init, t_start, rc, -1);
     mpiio_depth--;
+    errno = saved_errno;
     return rc;
 }
 MPIIO_BOTH_NAMES(MPI_Init, (int *argc, char ***argv), (argc, argv))
@@ -141,10 +144,12 @@ static int traced_MPI_Init_thread(__typeof__(&PMPI_Init_thread) next, int *argc,
     mpiio_depth++;
     uint64_t t_start = ioloom_now_ns();
     int rc = next(argc, argv, required, provided);
+    int saved_errno = errno; /* our exchanges and notes must not change what the program sees */
     if (rc == MPI_SUCCESS)
         after_init();
     record_process_event(IOLOOM_OP_MPI_Init_thread, t_start, rc, rc == MPI_SUCCESS ? *provided : -1);
     mpiio_depth--;
+    errno = saved_errno;
     return rc;
 }
 MPIIO_BOTH_NAMES(MPI_Init_thread, (int *argc, char ***argv, int required, int *provided),
