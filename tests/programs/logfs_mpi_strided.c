@@ -1,6 +1,7 @@
 /* N-1 strided MPI-IO, unmodified: `write PATH BLOCK COUNT` has every rank write COUNT blocks of BLOCK bytes at
- * (i * nranks + rank) * BLOCK, half through a strided file view with a collective write, half with independent
- * writes; `read PATH` reads the whole file back split evenly over however many ranks run it and checks every
+ * (i * nranks + rank) * BLOCK: a third through a strided file view with a collective write (two-phase I/O), a
+ * third through the view with one independent write (ROMIO: data sieving, read-modify-write under fcntl locks),
+ * the rest with independent contiguous writes; `read PATH` reads the whole file back split evenly over however many ranks run it and checks every
  * byte. Byte at offset x is (x * 7 + x / 4099) & 0xff, so any misplaced byte shows. Prints "OK <bytes>". */
 #include <mpi.h>
 #include <stdio.h>
@@ -27,18 +28,24 @@ static int check(int rc, const char *what) {
 static void write_file(const char *path, long long block, int count, int rank, int nranks) {
     MPI_File fh;
     check(MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_WRONLY, MPI_INFO_NULL, &fh), "open");
-    int half = count / 2;
+    int third = count / 3;
     MPI_Datatype filetype;
-    MPI_Type_vector(half, (int)block, (int)(block * nranks), MPI_BYTE, &filetype);
+    MPI_Type_vector(third, (int)block, (int)(block * nranks), MPI_BYTE, &filetype);
     MPI_Type_commit(&filetype);
     unsigned char *buf = malloc((size_t)(block * count));
-    /* Collective through the view: the first `half` blocks, packed contiguously in memory. */
-    for (int i = 0; i < half; i++) fill(buf + i * block, ((long long)i * nranks + rank) * block, block);
-    check(MPI_File_set_view(fh, rank * block, MPI_BYTE, filetype, "native", MPI_INFO_NULL), "set_view");
-    check(MPI_File_write_all(fh, buf, (int)(block * half), MPI_BYTE, MPI_STATUS_IGNORE), "write_all");
+    /* Through the view, blocks packed contiguously in memory: the first third collectively, the second
+     * independently (the view moved on by a third's worth of strides). */
+    for (int part = 0; part < 2; part++) {
+        long long first = (long long)part * third;
+        for (int i = 0; i < third; i++) fill(buf + i * block, ((first + i) * nranks + rank) * block, block);
+        check(MPI_File_set_view(fh, (first * nranks + rank) * block, MPI_BYTE, filetype, "native", MPI_INFO_NULL),
+              "set_view");
+        if (part == 0) check(MPI_File_write_all(fh, buf, (int)(block * third), MPI_BYTE, MPI_STATUS_IGNORE), "write_all");
+        else check(MPI_File_write(fh, buf, (int)(block * third), MPI_BYTE, MPI_STATUS_IGNORE), "write");
+    }
     check(MPI_File_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL), "set_view");
-    /* Independent: the rest, one block at a time. */
-    for (int i = half; i < count; i++) {
+    /* Independent contiguous: the rest, one block at a time. */
+    for (int i = 2 * third; i < count; i++) {
         long long off = ((long long)i * nranks + rank) * block;
         fill(buf, off, block);
         check(MPI_File_write_at(fh, off, buf, (int)block, MPI_BYTE, MPI_STATUS_IGNORE), "write_at");
