@@ -307,6 +307,18 @@ def test_fortran_program_and_measured_clock(mpi, ioloom_cli, tmp_path):
     for phase in ("clock_init", "clock_finalize"):
         _, offset, error = map(int, stream.info[phase].split())
         assert 0 < error < 10**8 and abs(offset) <= error, f"{phase}: offset {offset} ns, error {error} ns"
+    check_fortran_events(out, mpiio)
+
+
+def test_fortran_2008_bindings(mpi, ioloom_cli, tmp_path):
+    """The same program through `use mpi_f08`, whose bindings reach the C library by yet other routines."""
+    if not mpi.impl.mpifort:
+        pytest.skip(f"no Fortran compiler for {mpi.name}")
+    check_fortran_events(*run_program(mpi, ioloom_cli, tmp_path, mpi.compile("mpiio_fortran_f08.f90"), 2))
+
+
+def check_fortran_events(out, mpiio: pd.DataFrame) -> None:
+    """mpiio_fortran*: open, write_at at rank * BLOCK, read_at_all and close on both ranks."""
     assert "mpiio_fortran: 2 ranks ok" in out.stdout
     for op in ("MPI_File_open", "MPI_File_write_at", "MPI_File_read_at_all", "MPI_File_close"):
         assert sorted(mpiio[mpiio.op == op]["rank"]) == [0, 1], op
