@@ -420,6 +420,31 @@ def test_failed_calls_keep_their_result_and_errno(mpi, ioloom_cli, tmp_path):
     assert writes.errno.tolist() == [classes["write on read-only"]] and (writes.ret_bytes == -1).all()
 
 
+def test_threads_keep_their_calls_apart(mpi, ioloom_cli, tmp_path):
+    """4 threads per rank write their own files at once (MPI_THREAD_MULTIPLE): every MPI event carries its
+    thread, and every POSIX child ran on the thread of the MPI call it names as parent."""
+    exe = mpi.compile("mpiio_threads.c", "-pthread")
+    data = tmp_path / "data"
+    data.mkdir()
+    out = ioloom_cli("run", "-o", tmp_path / "trace", "--", *mpi.command(2, [exe, data]),
+                     env=mpi.impl.launch_env(), timeout=300)
+    assert "mpiio_threads: ok" in out.stdout
+    trace = open_trace(tmp_path / "trace")
+    events = trace.events().to_pandas().astype({"op": str, "layer": str})
+    writes = events[events.op == "MPI_File_write_at"]
+    per_thread = writes.groupby(["pid", "tid"]).size()
+    assert len(per_thread) == 2 * 4 and (per_thread == 20).all(), per_thread
+    assert (writes.ret_bytes == BLOCK).all()
+    assert writes.groupby(["pid", "tid"]).file_id.nunique().eq(1).all(), "one file per thread"
+    assert events[events.layer == "mpiio"].groupby("pid").call_id.apply(lambda c: c.is_unique).all()
+    mpiio = events[events.layer == "mpiio"][["pid", "call_id", "tid"]]
+    children = events[(events.layer == "posix") & (events.parent >= 0)]
+    joined = children.merge(mpiio, left_on=["pid", "parent"], right_on=["pid", "call_id"], suffixes=("", "_mpi"))
+    assert len(joined) == len(children) and (joined.tid == joined.tid_mpi).all()
+    pwrites = joined[joined.op.str.startswith("pwrite")]
+    assert pwrites.ret_bytes.sum() == 2 * 4 * 20 * BLOCK
+
+
 def test_exit_without_finalize_keeps_mpi_events(mpi, ioloom_cli, tmp_path):
     """One rank: with more, the launcher kills the others as soon as one leaves without MPI_Finalize, and a rank
     killed before its exit flush keeps only what it had flushed (the trace format's rule, tested elsewhere)."""
