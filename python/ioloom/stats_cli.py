@@ -21,14 +21,6 @@ def analyse_or_exit(trace: Path, stripe_size: int, scheduler: str | None):
         raise typer.Exit(2)
 
 
-def _fmt_bytes(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.2f} {unit}"
-        n /= 1024
-    return str(n)
-
-
 def _fmt(value) -> str:
     return "-" if value is None else f"{value:,.2f}"
 
@@ -36,6 +28,8 @@ def _fmt(value) -> str:
 def _print(result: dict) -> None:
     from rich.console import Console
     from rich.table import Table
+
+    from ioloom.analysis.metrics import human_bytes
 
     console = Console()
     s = result["summary"]
@@ -49,14 +43,14 @@ def _print(result: dict) -> None:
     for col in ("direction", "bytes", "perceived MPI MB/s", "effective MPI MB/s", "effective POSIX MB/s"):
         bw.add_column(col, justify="right")
     for direction, b in result["bandwidth"].items():
-        bw.add_row(direction, _fmt_bytes(b["bytes"]), _fmt(b["perceived_mpi_MBps"]), _fmt(b["effective_mpi_MBps"]),
+        bw.add_row(direction, human_bytes(b["bytes"]), _fmt(b["perceived_mpi_MBps"]), _fmt(b["effective_mpi_MBps"]),
                    _fmt(b["effective_posix_MBps"]))
     console.print(bw)
     layers = Table(title="Per layer")
     for col in ("layer", "kind", "ops", "bytes", "seconds"):
         layers.add_column(col, justify="right")
     for row in result["layers"]:
-        layers.add_row(row["layer"], row["kind"], f"{row['ops']:,}", _fmt_bytes(row["bytes"]), f"{row['time_s']:.4f}")
+        layers.add_row(row["layer"], row["kind"], f"{row['ops']:,}", human_bytes(row["bytes"]), f"{row['time_s']:.4f}")
     console.print(layers)
     pats = Table(title="Access patterns")
     for col in ("file", "sharing", "order", "stride", "requests", "small", "misaligned"):

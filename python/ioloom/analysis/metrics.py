@@ -15,6 +15,15 @@ DIRECTIONS = {"read": READ, "write": WRITE}
 MPIIO, POSIX = LAYER_CODE["mpiio"], LAYER_CODE["posix"]
 
 
+def human_bytes(n: float) -> str:
+    """Bytes with binary units: 512 B, 1.50 MiB."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.2f} {unit}"
+        n /= 1024
+    return str(n)
+
+
 def named(frame: pd.DataFrame) -> pd.DataFrame:
     """Layer and kind codes replaced by their names."""
     out = frame.copy()

@@ -13,6 +13,7 @@ import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
 from ioloom import __version__
+from ioloom.analysis.metrics import human_bytes
 from ioloom.report import figures
 
 SECTIONS = (("summary", "Summary"), ("findings", "Findings"), ("crosslayer", "MPI-IO → POSIX"),
@@ -32,14 +33,6 @@ def _mbps(value) -> str:
     return "–" if value is None else f"{value:,.1f}"
 
 
-def _bytes(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.2f} {unit}"
-        n /= 1024
-    return str(n)
-
-
 def _plot(fig, div_id: str) -> str:
     return '<div class="plot">' + pio.to_html(fig, full_html=False, include_plotlyjs=False, div_id=div_id,
                                               config={"displaylogo": False, "responsive": True}) + "</div>"
@@ -54,13 +47,13 @@ def _summary(a, result: dict) -> str:
     cards = "".join([_card(f"{s['ranks'] or s['processes']}", "MPI ranks" if s["ranks"] else "processes"),
                      _card(f"{s['events']:,}", "events"), _card(s["files"], "files"),
                      _card(f"{s['duration_s']:.3f} s", "traced span"),
-                     _card(_bytes(bw["write"]["mpi_bytes"] or bw["write"]["bytes"]), "written"),
-                     _card(_bytes(bw["read"]["mpi_bytes"] or bw["read"]["bytes"]), "read"),
+                     _card(human_bytes(bw["write"]["mpi_bytes"] or bw["write"]["bytes"]), "written"),
+                     _card(human_bytes(bw["read"]["mpi_bytes"] or bw["read"]["bytes"]), "read"),
                      _card(len(result["findings"]), "findings")])
     rows = pd.DataFrame([{"direction": d, "perceived MPI (MB/s)": _mbps(b["perceived_mpi_MBps"]),
                           "effective MPI (MB/s)": _mbps(b["effective_mpi_MBps"]),
                           "effective POSIX (MB/s)": _mbps(b["effective_posix_MBps"]),
-                          "bytes counted": _bytes(b["bytes"]), "counted from": b["bytes_counted"]}
+                          "bytes counted": human_bytes(b["bytes"]), "counted from": b["bytes_counted"]}
                          for d, b in bw.items()])
     lead = ("Wright's RIOT bandwidths (MB = 1024² bytes): perceived MPI = Σ<sub>r</sub> B<sub>r</sub>/T<sub>r</sub>"
             "<sup>MPI</sup>; effective MPI = ΣB / ΣT<sup>MPI</sup>; effective POSIX = ΣB / ΣT<sup>POSIX</sup>, "
@@ -93,7 +86,7 @@ def _crosslayer(a, result, figs) -> str:
                            "sieved": c["sieving_calls"]} for c in result["crosslayer"]])
     colls = pd.DataFrame([{"op": c["op"], "coll_seq": c["coll_seq"], "ranks": c["ranks"],
                            "seconds": c["seconds"], "bytes": c["bytes"],
-                           "aggregators": ", ".join(f"{g['rank']}: {_bytes(g['bytes'])}" for g in c["aggregators"])}
+                           "aggregators": ", ".join(f"{g['rank']}: {human_bytes(g['bytes'])}" for g in c["aggregators"])}
                           for c in result["collectives"][:50]])
     body = _figures_for(("timeline", "split"), figs)
     body += "<h3>MPI-IO operations</h3>" + (figures.frame_html(table) if len(table) else "<p>No MPI-IO calls.</p>")
