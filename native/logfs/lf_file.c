@@ -127,6 +127,7 @@ int lf_close(lf_file *f) {
     free(f->mine);
     free(f->others);
     free(f->map.ext);
+    free(f->map.all);
     pthread_mutex_destroy(&f->lock);
     free(f);
     errno = saved;

@@ -46,11 +46,16 @@ struct lf_extent {
 };
 
 struct lf_map {
-    struct lf_extent *ext;
-    size_t n;
+    struct lf_src *all;     /* every entry (ours and the others'), sorted by key */
+    size_t nall;
     uint64_t size;
     int exists;             /* a packed file: created or written since its last unlink */
+    struct lf_extent *ext;  /* resolved extents of the window [lo, hi) (lf_read.c) */
+    size_t n;
+    uint64_t lo, hi;
 };
+
+#define LF_WINDOW (4u << 20)  /* logical bytes resolved at a time: bounds the reader's memory */
 
 struct lf_file {
     pthread_mutex_t lock;

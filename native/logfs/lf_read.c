@@ -4,7 +4,11 @@
  * Overlap rule (docs/logfs-format.md): the later entry in the total order (stamp, then writer id) wins, byte by
  * byte; a truncate to s hides every byte at or past s that an earlier entry wrote. The common case, no overlap
  * at all, costs one sort; otherwise a sweep over the record boundaries keeps the live records in a heap ordered
- * by that key, O(n log n) either way. */
+ * by that key, O(n log n) either way.
+ *
+ * Memory stays bounded however long the patterns are (PLFS's readers ran out of it): the entries are kept as
+ * they are, and only the records inside the window being read (LF_WINDOW bytes around it, or the read itself
+ * if larger) are expanded and resolved; the next read outside the window resolves another. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -151,17 +155,36 @@ static uint64_t replay_size(struct lf_src *all, size_t n, int *exists) {
     return size;
 }
 
-static size_t expand(const struct lf_src *all, size_t n, struct rec *out) {
+/* The records j in [*lo, *hi] of a write entry that overlap [a, b); 0 if none. */
+static int records_in(const struct lf_entry *e, uint64_t a, uint64_t b, uint64_t *lo, uint64_t *hi) {
+    if (!e->length || e->offset >= b) return 0;
+    uint64_t stride = e->count > 1 ? e->stride : 1; /* >= length > 0 in a pattern */
+    *lo = a < e->offset + e->length ? 0 : (a - e->offset - e->length) / stride + 1;
+    *hi = (b - 1 - e->offset) / stride;
+    if (*hi > e->count - 1) *hi = e->count - 1;
+    return *lo <= *hi;
+}
+
+/* Records of the entries clipped to [a, b) into out (or only counted, when out is NULL). A truncate or unlink to
+ * s is a hole record from s on. */
+static size_t expand_window(const struct lf_src *all, size_t n, uint64_t a, uint64_t b, struct rec *out) {
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
         const struct lf_entry *e = &all[i].e;
+        uint64_t lo, hi;
         if (e->kind == LF_TRUNCATE || e->kind == LF_UNLINK) {
-            out[k++] = (struct rec){e->offset, UINT64_MAX, 0, e->stamp, all[i].writer, -1};
-            continue;
+            if (e->offset >= b) continue;
+            if (out) out[k] = (struct rec){e->offset > a ? e->offset : a, b, 0, e->stamp, all[i].writer, -1};
+            k++;
+        } else if (e->kind == LF_WRITE && records_in(e, a, b, &lo, &hi)) {
+            for (uint64_t j = lo; out && j <= hi; j++) {
+                uint64_t off = e->offset + j * e->stride, end = off + e->length;
+                uint64_t from = off > a ? off : a;
+                out[k + (j - lo)] = (struct rec){from, end < b ? end : b, e->physical + j * e->pstride + (from - off),
+                                                 e->stamp, all[i].writer, all[i].log};
+            }
+            k += hi - lo + 1;
         }
-        for (uint64_t j = 0; j < e->count && e->length; j++)
-            out[k++] = (struct rec){e->offset + j * e->stride, e->offset + j * e->stride + e->length,
-                                    e->physical + j * e->pstride, e->stamp, all[i].writer, all[i].log};
     }
     return k;
 }
@@ -222,33 +245,47 @@ static int sweep(struct lf_map *m, const struct rec *r, size_t n) {
     return 0;
 }
 
+/* The entries (ours and the others'), the logical size and, for a packed file, whether it exists. The extents
+ * are resolved later, a window at a time (map_window). */
 int lf_map_build(lf_file *f) {
     if (f->others_stale && lf_load_others(f)) return -1;
     if (!f->map_stale) return 0;
-    size_t n = f->nothers + f->nmine, nrec = 0;
+    size_t n = f->nothers + f->nmine;
     struct lf_src *all = malloc((n ? n : 1) * sizeof *all);
     if (!all) return errno = ENOMEM, -1;
     memcpy(all, f->others, f->nothers * sizeof *all);
     for (size_t i = 0; i < f->nmine; i++) all[f->nothers + i] = (struct lf_src){f->mine[i], f->writer, f->wlog};
-    for (size_t i = 0; i < n; i++) nrec += all[i].e.kind == LF_WRITE ? all[i].e.count : 1;
-    struct rec *r = malloc((nrec ? nrec : 1) * sizeof *r);
-    if (!r) { free(all); return errno = ENOMEM, -1; }
     free(f->map.ext);
-    f->map = (struct lf_map){0};
+    free(f->map.all);
+    f->map = (struct lf_map){.all = all, .nall = n};
     f->map.size = replay_size(all, n, &f->map.exists);
-    nrec = expand(all, n, r);
-    free(all);
+    f->map_stale = 0;
+    f->reloaded_at_end = 0;
+    return 0;
+}
+
+/* Resolve the extents of [a, b) unless the current window holds them. */
+static int map_window(lf_file *f, uint64_t a, uint64_t b) {
+    struct lf_map *m = &f->map;
+    if (m->hi > m->lo && a >= m->lo && b <= m->hi) return 0;
+    size_t nrec = expand_window(m->all, m->nall, a, b, NULL);
+    struct rec *r = malloc((nrec ? nrec : 1) * sizeof *r);
+    if (!r) return errno = ENOMEM, -1;
+    expand_window(m->all, m->nall, a, b, r);
+    free(m->ext);
+    m->ext = NULL;
+    m->n = 0;
+    m->lo = m->hi = 0;
     qsort(r, nrec, sizeof *r, rec_by_offset);
     int overlap = 0;
     for (size_t i = 0; i + 1 < nrec && !overlap; i++) overlap = r[i].end > r[i + 1].off;
     int rc = 0;
-    if (overlap) rc = sweep(&f->map, r, nrec);
-    else if ((f->map.ext = malloc((nrec ? nrec : 1) * sizeof *f->map.ext)))
-        for (size_t i = 0; i < nrec; i++) emit(&f->map, &r[i], r[i].off, r[i].end);
+    if (overlap) rc = sweep(m, r, nrec);
+    else if ((m->ext = malloc((nrec ? nrec : 1) * sizeof *m->ext)))
+        for (size_t i = 0; i < nrec; i++) emit(m, &r[i], r[i].off, r[i].end);
     else rc = (errno = ENOMEM, -1);
     free(r);
-    if (rc == 0) f->map_stale = 0;
-    f->reloaded_at_end = 0;
+    if (rc == 0) m->lo = a, m->hi = b;
     return rc;
 }
 
@@ -275,6 +312,8 @@ ssize_t lf_map_read(lf_file *f, void *buf, size_t n, uint64_t offset) {
     if (n > f->map.size - offset) n = (size_t)(f->map.size - offset);
     char *out = buf;
     uint64_t pos = offset, stop = offset + n;
+    uint64_t lo = offset / LF_WINDOW * LF_WINDOW, hi = (stop + LF_WINDOW - 1) / LF_WINDOW * LF_WINDOW;
+    if (map_window(f, lo, hi)) return -1;
     for (size_t i = find_extent(&f->map, pos); pos < stop; i++) {
         const struct lf_extent *x = i < f->map.n ? &f->map.ext[i] : NULL;
         uint64_t start = x && x->offset < stop ? (x->offset > pos ? x->offset : pos) : stop;
