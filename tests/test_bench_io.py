@@ -149,11 +149,14 @@ def test_hdf5_backend_and_flash_kernel(mpi, tmp_path):
     if mpi.name != "mpich":
         pytest.skip("parallel HDF5 on Debian is built against MPICH")
     result = _run(mpi, tmp_path, "h", ["-a", "hdf5", "-c", "-w", "-r", "--verify", "-k",
-                                       "--hint", "romio_cb_write=enable"])
+                                       "--hint", "romio_cb_write=enable", "--ranks-per-node", "1"])
     data = NRANKS * SEGMENTS * BLOCK
     size = (tmp_path / "h").stat().st_size
     assert data < size < data + 64 * 1024  # the dataset plus HDF5's metadata
     assert result["verify"]["errors"] == 0 and result["hints"]["romio_cb_write"] == "enable"
+    # one emulated node per rank: ROMIO is asked for, and uses, one collective-buffering aggregator per node
+    assert result["params"]["emulated_nodes"] == NRANKS and result["hints"]["cb_nodes"] == str(NRANKS)
+    assert result["hints"]["romio_aggregator_list"].split() == [str(r) for r in range(NRANKS)]
 
     cells, variables, blocks = 8, 3, 2
     flash = bench_io.run_bench(mpi.impl, NRANKS, ["--kernel", "flash", "--cells", str(cells), "--variables",

@@ -49,6 +49,8 @@ struct bench_options {
     int reorder;              /* -C: read the data of a rank on another (emulated) node */
     int node_offset;          /* -Q: how many nodes away -C reads (IOR's taskPerNodeOffset), default 1 */
     int ranks_per_node;       /* emulated ranks per node, consecutive ranks (default: the real count here) */
+    int ranks_per_node_given; /* --ranks-per-node was given: emulate nodes */
+    int emulated_nodes;       /* derived: with -c, aggregators asked for as on this many nodes (0: none) */
     int shift;                /* derived: -C reads rank (r + shift) % N, shift = node_offset * ranks_per_node */
     int repetitions;          /* -i */
     double wait_ms;           /* --wait: idle time between two data calls (Boito's TMP) */

@@ -235,6 +235,7 @@ static int apply_option(struct bench_options *o, int c, const char *arg, int *ke
         if (parse_count(arg, 1, INT_MAX, &n))
             return bench_refuse("--ranks-per-node '%s': expected a whole number >= 1", arg);
         o->ranks_per_node = (int)n;
+        o->ranks_per_node_given = 1;
         return 0;
     case OPT_WAIT: {
         char *end;

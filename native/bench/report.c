@@ -169,7 +169,7 @@ static void json_params(FILE *out, const struct bench_report *r) {
         fputs(": ", out);
         json_string(out, o->hints[i].value);
     }
-    fprintf(out, "}%s}", r->params);
+    fprintf(out, "}, \"emulated_nodes\": %d%s}", o->emulated_nodes, r->params);
 }
 
 static void json_phase(FILE *out, const struct bench_report *r, const struct phase_record *p) {

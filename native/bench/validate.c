@@ -33,6 +33,29 @@ int bench_refuse(const char *fmt, ...) {
     return BENCH_EXIT_USAGE;
 }
 
+static int has_hint(const struct bench_options *o, const char *key) {
+    for (int i = 0; i < o->nhints; i++)
+        if (strcmp(o->hints[i].key, key) == 0)
+            return 1;
+    return 0;
+}
+
+/* With --ranks-per-node and collective I/O, ROMIO would pick one aggregator for this one real node; a run on
+ * N/R nodes would have N/R of them. Unless the user chose the aggregators, ask for that many (ROMIO's
+ * cb_nodes and cb_config_list; OMPIO ignores them). */
+static void emulate_aggregators(struct bench_options *o, int nranks) {
+    if (!o->ranks_per_node_given || !o->collective || has_hint(o, "cb_nodes") || has_hint(o, "cb_config_list") ||
+        o->nhints + 2 > BENCH_MAX_HINTS)
+        return;
+    o->emulated_nodes = (nranks + o->ranks_per_node - 1) / o->ranks_per_node;
+    struct bench_hint *h = &o->hints[o->nhints];
+    snprintf(h[0].key, sizeof h[0].key, "cb_nodes");
+    snprintf(h[0].value, sizeof h[0].value, "%d", o->emulated_nodes);
+    snprintf(h[1].key, sizeof h[1].key, "cb_config_list");
+    snprintf(h[1].value, sizeof h[1].value, "*:%d", o->emulated_nodes);
+    o->nhints += 2;
+}
+
 /* Options whose meaning depends on others. Pure arithmetic: the same verdict on every rank. */
 static int check_consistency(struct bench_options *o, int nranks) {
     if (o->kernel == KERNEL_NONE) {
@@ -71,6 +94,7 @@ static int check_consistency(struct bench_options *o, int nranks) {
     }
 #endif
     o->shift = (int)(((long)o->node_offset * o->ranks_per_node) % nranks);
+    emulate_aggregators(o, nranks);
     if (o->reorder && o->shift == 0 && o->read && bench_is_root())
         fprintf(stderr, "ioloom-bench: note: -C shifts by %d node(s) of %d ranks = 0 ranks mod %d: every rank reads "
                         "its own data; emulate smaller nodes with --ranks-per-node\n",
