@@ -121,11 +121,22 @@ def _decode(frame: pd.DataFrame, code_column: str = "code") -> pd.DataFrame:
     return frame
 
 
-def _top(frame: pd.DataFrame, by: str, value: str) -> pd.DataFrame:
-    """The TOP_VALUES most frequent values per group (counts in `count`)."""
-    counts = frame.groupby([by, value], sort=False).size().rename("count").reset_index()
-    counts = counts.sort_values([by, "count"], ascending=[True, False])
-    return counts.groupby(by, sort=False).head(TOP_VALUES)
+def _top(code: np.ndarray, values: np.ndarray, name: str) -> pd.DataFrame:
+    """The TOP_VALUES most frequent values per group code, with their counts (hash factorisation, no sort
+    of the events)."""
+    if not len(code):
+        return pd.DataFrame({"code": code.astype(np.int64), name: values, "count": np.zeros(0, np.int64)})
+    value_index, uniques = pd.factorize(values)
+    width = len(uniques)
+    pair_index, pairs = pd.factorize(code.astype(np.int64) * width + value_index)
+    counts = np.bincount(pair_index, minlength=len(pairs))
+    group, value = pairs // width, np.asarray(uniques)[pairs % width]
+    order = np.lexsort((-counts, group))
+    group, value, counts = group[order], value[order], counts[order]
+    starts = np.r_[0, np.flatnonzero(group[1:] != group[:-1]) + 1]
+    rank_in_group = np.arange(len(group)) - np.repeat(starts, np.diff(np.r_[starts, len(group)]))
+    keep = rank_in_group < TOP_VALUES
+    return pd.DataFrame({"code": group[keep], name: value[keep], "count": counts[keep]})
 
 
 def _unique_bytes(code: np.ndarray, start: np.ndarray, end: np.ndarray) -> pd.Series:
@@ -152,29 +163,28 @@ def _data_groups(c: dict, code: np.ndarray, options: Options):
     stripe = options.stripe_size
     stripes_touched = np.where(size > 0, (end - 1) // stripe - off // stripe + 1, 0)
     stripes_needed = -(-size // stripe)
-    frame = pd.DataFrame({
-        "code": g,
-        "sequential": same & (off >= prev_end),
-        "consecutive": same & (off == prev_end),
-        "misaligned": known & (stripes_touched > stripes_needed),
-        "small": size < options.small_request,
-        "off_min": np.where(known, off, np.iinfo(np.int64).max),
-        "end_max": np.where(known, end, -1),
-    })
-    per_group = frame.groupby("code", sort=False).agg(
-        sequential=("sequential", "sum"), consecutive=("consecutive", "sum"), misaligned=("misaligned", "sum"),
-        small=("small", "sum"), off_min=("off_min", "min"), end_max=("end_max", "max"))
+    index, groups = pd.factorize(g)
+    n = len(groups)
+    off_min, end_max = np.full(n, np.iinfo(np.int64).max), np.full(n, -1)
+    np.minimum.at(off_min, index[known], off[known])
+    np.maximum.at(end_max, index[known], end[known])
+    per_group = pd.DataFrame({
+        "sequential": np.bincount(index, same & (off >= prev_end), minlength=n).astype(np.int64),
+        "consecutive": np.bincount(index, same & (off == prev_end), minlength=n).astype(np.int64),
+        "misaligned": np.bincount(index, known & (stripes_touched > stripes_needed), minlength=n).astype(np.int64),
+        "small": np.bincount(index, size < options.small_request, minlength=n).astype(np.int64),
+        "off_min": off_min, "end_max": end_max}, index=pd.Index(groups, name="code"))
     reads = known & (g // 3 % 8 == READ)  # distinct bytes matter for reads only (repeated reads)
     per_group["unique_bytes"] = _unique_bytes(g[reads], off[reads], end[reads])
     per_group["unique_bytes"] = per_group["unique_bytes"].fillna(0).astype(np.int64)
     bins = np.searchsorted(SIZE_BIN_UPPER, size, side="left")
-    hist = pd.DataFrame({"code": g, "bin": bins}).groupby(["code", "bin"], sort=False).size()
-    sizes = _top(pd.DataFrame({"code": g, "size": size}), "code", "size")
-    strides = pd.DataFrame({"code": g[same], "gap": (off - prev_end)[same], "stride": (off - prev_off)[same]})
-    gap_top = _top(strides, "code", "gap").rename(columns={"gap": "value"}).assign(measure="gap")
-    stride_top = _top(strides, "code", "stride").rename(columns={"stride": "value"}).assign(measure="stride")
-    return (per_group, hist.rename("count").reset_index(), sizes,
-            pd.concat([gap_top, stride_top], ignore_index=True))
+    cell_index, cells = pd.factorize(g * len(SIZE_BIN_NAMES) + bins)
+    hist = pd.DataFrame({"code": cells // len(SIZE_BIN_NAMES), "bin": cells % len(SIZE_BIN_NAMES),
+                         "count": np.bincount(cell_index, minlength=len(cells))})
+    sizes = _top(g, size, "size")
+    gap_top = _top(g[same], (off - prev_end)[same], "value").assign(measure="gap")
+    stride_top = _top(g[same], (off - prev_off)[same], "value").assign(measure="stride")
+    return per_group, hist, sizes, pd.concat([gap_top, stride_top], ignore_index=True)
 
 
 def _groups(c: dict, code: np.ndarray, duration: np.ndarray, moved: np.ndarray) -> pd.DataFrame:
@@ -213,51 +223,58 @@ def _child_category(kind: np.ndarray) -> np.ndarray:
     return category
 
 
-def _decompose(c: dict, duration: np.ndarray, moved: np.ndarray, nested: np.ndarray, options: Options,
-               detail_limit: int):
-    """Per MPI-IO call: its POSIX/stdio children's time, count and bytes by category (Fig. 4.8)."""
+def _decompose(c: dict, duration: np.ndarray, moved: np.ndarray, nested: np.ndarray, detail_limit: int):
+    """Per MPI-IO call (numpy columns): its POSIX/stdio children's time, count and bytes by category
+    (Fig. 4.8); plus the first `detail_limit` calls and their children as frames, for the timelines."""
     mpi = np.flatnonzero(c["layer"] == LAYER_CODE["mpiio"])
-    calls = pd.DataFrame({"call_id": c["call_id"][mpi], "op": c["op"][mpi], "file_id": c["file_id"][mpi],
-                          "kind": c["kind"][mpi], "t_start": c["t_start"][mpi], "t_end": c["t_end"][mpi],
-                          "bytes": moved[mpi], "coll_seq": c["coll_seq"][mpi]})
+    calls = {"call_id": c["call_id"][mpi], "op": c["op"][mpi], "file_id": c["file_id"][mpi], "kind": c["kind"][mpi],
+             "t_start": c["t_start"][mpi], "t_end": c["t_end"][mpi], "bytes": moved[mpi],
+             "coll_seq": c["coll_seq"][mpi]}
     child = np.flatnonzero((c["parent"] >= 0) & (c["layer"] != LAYER_CODE["mpiio"]))
-    position = _parent_lookup(calls["call_id"].to_numpy(), np.arange(len(calls)), c["parent"][child], -1)
+    position = _parent_lookup(calls["call_id"], np.arange(len(mpi)), c["parent"][child], -1)
     child, position = child[position >= 0], position[position >= 0]
     category = _child_category(c["kind"][child])
-    n = len(calls)
-    for code, name in enumerate(CHILD_CATEGORIES):
+    n = len(mpi)
+    for code, name in enumerate(CHILD_CATEGORIES[:4]):
         pick = category == code
         calls[f"{name}_ns"] = np.bincount(position[pick], duration[child][pick], minlength=n).astype(np.int64)
         calls[f"{name}_ops"] = np.bincount(position[pick], minlength=n)
+    calls["other_ops"] = np.bincount(position[category == 4], minlength=n)
+    calls["other_ns"] = (calls["t_end"] - calls["t_start"]) - sum(calls[f"{k}_ns"] for k in CHILD_CATEGORIES[:4])
     same_file = nested[child] == 1
     for name, k in (("posix_read_bytes", READ), ("posix_write_bytes", WRITE)):
         pick = same_file & (c["kind"][child] == k)
         calls[name] = np.bincount(position[pick], moved[child][pick], minlength=n).astype(np.int64)
-    calls["other_ns"] = (calls["t_end"] - calls["t_start"]) - calls[[f"{k}_ns" for k in CHILD_CATEGORIES[:4]]].sum(1)
     names = np.array(c["names"] or [""], dtype=object)
-    collective = np.array([ops.is_collective(x) for x in names], bool)
-    calls["collective"] = collective[calls["op"].to_numpy()]
-    calls["op"] = names[calls["op"].to_numpy()]
+    calls["collective"] = np.array([ops.is_collective(x) for x in names], bool)[calls["op"]]
     calls["sieving"] = ((calls["kind"] == WRITE) & ~calls["collective"] & (calls["lock_ops"] > 0)
                         & (calls["read_ops"] > 0) & (calls["write_ops"] > 0))
-    kept = calls.iloc[:detail_limit]
+    kept = pd.DataFrame({name: values[:detail_limit] for name, values in calls.items()})
+    kept["op"] = names[kept["op"].to_numpy()]
     children = pd.DataFrame({"call_id": c["parent"][child], "category": category, "t_start": c["t_start"][child],
                              "t_end": c["t_end"][child], "offset": c["offset"][child], "bytes": moved[child]})
     children = children[children["call_id"].isin(kept["call_id"])]
-    return calls, kept, children
+    return calls, names, kept, children
 
 
-def _splits(calls: pd.DataFrame) -> pd.DataFrame:
-    """Per (op, file, collective): totals of the decomposition columns, for exact figures over all calls."""
-    sums = [col for col in calls.columns if col.endswith(("_ns", "_ops", "_bytes"))] + ["bytes", "sieving"]
-    frame = calls.assign(time_ns=calls["t_end"] - calls["t_start"])
-    grouped = frame.groupby(["op", "file_id", "kind", "collective"], sort=False)
-    out = grouped[sums + ["time_ns"]].sum()
-    out["calls"] = grouped.size()
-    sieve = frame[frame["sieving"]].groupby(["op", "file_id", "kind", "collective"], sort=False)
-    out["sieving_first"] = sieve["t_start"].min()
-    out["sieving_last"] = sieve["t_end"].max()
-    return out.reset_index()
+def _splits(calls: dict, names: np.ndarray) -> pd.DataFrame:
+    """Per (op, file, kind, collective): totals of the decomposition columns over every call (exact)."""
+    key = ((calls["op"].astype(np.int64) << 32 | (calls["file_id"].astype(np.int64) + 1)) << 4
+           | calls["kind"].astype(np.int64) << 1 | calls["collective"])
+    index, keys = pd.factorize(key)
+    n = len(keys)
+    sums = [k for k in calls if k.endswith(("_ns", "_ops", "_bytes"))] + ["bytes", "sieving"]
+    out = {k: np.bincount(index, calls[k], minlength=n).astype(np.int64) for k in sums}
+    out["time_ns"] = np.bincount(index, calls["t_end"] - calls["t_start"], minlength=n).astype(np.int64)
+    out["calls"] = np.bincount(index, minlength=n)
+    sieved = calls["sieving"]
+    first, last = np.full(n, np.nan), np.full(n, np.nan)
+    np.fmin.at(first, index[sieved], calls["t_start"][sieved])
+    np.fmax.at(last, index[sieved], calls["t_end"][sieved])
+    return pd.DataFrame({"op": names[(keys >> 36).astype(np.int64)] if n else [],
+                         "file_id": ((keys >> 4) & 0xFFFFFFFF) - 1, "kind": (keys >> 1) & 7,
+                         "collective": (keys & 1).astype(bool), **out,
+                         "sieving_first": first, "sieving_last": last})
 
 
 def _locks(c: dict, duration: np.ndarray) -> pd.DataFrame:
@@ -326,14 +343,14 @@ def summarise(stream, options: Options, budget_share: float = 1.0) -> Partial:
     groups = _groups(c, code, duration, moved)
     per_data, hist, sizes, strides = _data_groups(c, code, options)
     groups = groups.join(per_data, how="left")
-    calls, kept, children = _decompose(c, duration, moved, nested, options,
-                                       max(1, int(options.detail_limit * budget_share)))
+    calls, names, kept, children = _decompose(c, duration, moved, nested,
+                                              max(1, int(options.detail_limit * budget_share)))
     tag = {"rank": stream.rank, "pid": stream.pid}
     tables = [_decode(groups.reset_index())] + [_decode(t.reset_index(drop=True)) for t in (sizes, hist, strides)]
     return Partial(
         process=_process(stream, c, moved, duration, nested, options),
         groups=tables[0].assign(**tag), sizes=tables[1].assign(**tag), histogram=tables[2].assign(**tag),
         strides=tables[3].assign(**tag), timebins=_timebins(c, moved).assign(**tag),
-        splits=_splits(calls).assign(**tag), calls=kept.assign(**tag), children=children.assign(**tag),
+        splits=_splits(calls, names).assign(**tag), calls=kept.assign(**tag), children=children.assign(**tag),
         locks=_locks(c, duration).assign(**tag),
         samples=_samples(c, moved, nested, max(1, int(options.sample_budget * budget_share))).assign(**tag))
