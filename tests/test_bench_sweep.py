@@ -28,6 +28,11 @@ name = "SFSA-CLIENTS"
 vary = "ranks"
 values = [1, 3]
 args = ["-b", "128k", "-t", "64k"]
+[[test]]
+name = "SFSA-SMP"
+vary = "ranks_per_node"
+values = [1, 2]
+args = ["-b", "128k", "-t", "64k", "-c", "-C"]
 """
 
 
@@ -38,14 +43,17 @@ def test_sweep_runs_the_grid_and_draws_png_and_html(ioloom_cli, tmp_path):
     out = ioloom_cli("bench", "sweep", config, "-o", tmp_path / "out")
     rows = json.loads((tmp_path / "out" / "sweep.json").read_text())
     points = {(r["test"], r["x"], r["op"]): r for r in rows}
-    assert len(rows) == 12 and len(points) == 12
+    assert len(rows) == 16 and len(points) == 16
     nseg4 = points[("SFSA-strided-NSEG", 4, "write")]
     assert nseg4["args"][nseg4["args"].index("-b") + 1] == str(64 << 10)  # 256k in 4 segments
     assert points[("SFSA-CLIENTS", 3, "read")]["ranks"] == 3
     assert all(0 < r["effective_min"] <= r["effective_mean"] <= r["effective_max"] for r in rows)
     assert all(r["restarted"] for r in rows)  # the read of every point ran in a launch of its own
     html = (tmp_path / "out" / "sweep.html").read_text()
-    assert "SFSA-strided-NSEG" in html and "read: clients (ranks)" in html and "write: segment count" in html and "plotly.js" in html.lower()
+    assert "SFSA-strided-NSEG" in html and "read: clients (ranks)" in html and "write: segment count" in html
+    assert "ranks per (emulated) node" in html
+    smp = points[("SFSA-SMP", 2, "write")]["args"]
+    assert smp[smp.index("--ranks-per-node") + 1] == "2" and "plotly.js" in html.lower()
     png = (tmp_path / "out" / "sweep.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
     assert "MFWA-TMP" in out.stdout and "wrote" in out.stdout

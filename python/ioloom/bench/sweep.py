@@ -1,7 +1,8 @@
 """`ioloom bench sweep CONFIG`: run ioloom-bench over a grid and draw bandwidth against the varied parameter.
 
 The grid is Boito et al.'s kind of study at our scale: NSEG (the same bytes per rank in more, smaller
-segments), TMP (a wait between operations) and CLIENTS (more ranks, the same bytes each). CONFIG is TOML:
+segments), TMP (a wait between operations), CLIENTS (more ranks, the same bytes each) and SMP (more ranks per
+emulated node: the -C shift and, with -c, the collective-buffering aggregators). CONFIG is TOML:
 
     ranks = 4                      # ranks for the NSEG and TMP tests
     mpi = "openmpi"                # optional: openmpi or mpich (default: the first found)
@@ -10,7 +11,7 @@ segments), TMP (a wait between operations) and CLIENTS (more ranks, the same byt
     drop_caches = false            # optional: and drop the page cache between them (root, whole machine)
     [[test]]
     name = "SFSA-strided-NSEG"
-    vary = "segments"              # segments | wait | ranks
+    vary = "segments"              # segments | wait | ranks | ranks_per_node
     values = [1, 4, 16]
     bytes_per_rank = "16m"         # segments: block = bytes_per_rank / segments
     transfer = "1m"                # at most the block
@@ -34,7 +35,8 @@ from ioloom import paths
 from ioloom.bench import app
 from ioloom.bench import io as bench_io
 
-VARY = {"segments": "segment count", "wait": "wait between operations (ms)", "ranks": "clients (ranks)"}
+VARY = {"segments": "segment count", "wait": "wait between operations (ms)", "ranks": "clients (ranks)",
+        "ranks_per_node": "ranks per (emulated) node"}
 SIZE = re.compile(r"^(\d+)\s*([kmgt]?)i?b?$", re.IGNORECASE)
 
 
@@ -100,8 +102,8 @@ def _test(raw: dict, index: int) -> Test:
             if int(s) != s or s < 1 or test.bytes_per_rank % int(s):
                 raise ConfigError(f"{where}: values: segment count {s} does not divide bytes_per_rank "
                                   f"({test.bytes_per_rank}); choose counts that divide it")
-    if test.vary == "ranks" and not all(int(v) == v and v >= 1 for v in values):
-        raise ConfigError(f"{where}: values: rank counts must be whole numbers >= 1")
+    if test.vary in ("ranks", "ranks_per_node") and not all(int(v) == v and v >= 1 for v in values):
+        raise ConfigError(f"{where}: values: {test.vary.replace('_', ' ')} must be whole numbers >= 1")
     if "transfer" in raw:
         test.transfer = parse_size(raw["transfer"], f"{where}: transfer")
     return test
@@ -138,6 +140,8 @@ def point_args(test: Test, x: float, ranks: int) -> tuple[int, list[str]]:
         args += ["-t", str(test.transfer)]
     if test.vary == "wait":
         args += ["--wait", f"{x:g}"]
+    if test.vary == "ranks_per_node":
+        args += ["--ranks-per-node", str(int(x))]
     return (int(x) if test.vary == "ranks" else ranks), args
 
 
