@@ -14,19 +14,24 @@
 
 static struct { FILE *fp; int fd; } streams[MAX_STREAMS];
 static pthread_mutex_t streams_lock = PTHREAD_MUTEX_INITIALIZER;
+static int nstreams; /* container streams open: 0 keeps fileno/fclose of every other stream at one load */
 
 static void remember(FILE *fp, int fd) {
     pthread_mutex_lock(&streams_lock);
     for (int i = 0; i < MAX_STREAMS; i++)
-        if (!streams[i].fp) { streams[i].fp = fp; streams[i].fd = fd; break; }
+        if (!streams[i].fp) { streams[i].fp = fp; streams[i].fd = fd; __atomic_add_fetch(&nstreams, 1, __ATOMIC_RELEASE); break; }
     pthread_mutex_unlock(&streams_lock);
 }
 
 static int stream_fd(FILE *fp, int forget) {
     int fd = -1;
+    if (!__atomic_load_n(&nstreams, __ATOMIC_ACQUIRE)) return -1;
     pthread_mutex_lock(&streams_lock);
     for (int i = 0; i < MAX_STREAMS && fd < 0; i++)
-        if (streams[i].fp == fp) { fd = streams[i].fd; if (forget) streams[i].fp = NULL; }
+        if (streams[i].fp == fp) {
+            fd = streams[i].fd;
+            if (forget) streams[i].fp = NULL, __atomic_sub_fetch(&nstreams, 1, __ATOMIC_RELEASE);
+        }
     pthread_mutex_unlock(&streams_lock);
     return fd;
 }
