@@ -45,7 +45,12 @@ static void add_extra(const char *item, size_t len, void *arg) {
 
 static void add_mount(const char *item, size_t len, void *arg) {
     (void)arg;
-    if (nmounts == MAX_MOUNTS || len >= PATH_MAX || *item != '/') return; /* mounts must be absolute */
+    if (nmounts == MAX_MOUNTS || len >= PATH_MAX || *item != '/') {
+        /* Said once per process, on stderr: the program runs on, with that entry passed through. */
+        fprintf(stderr, "ioloom-logfs: IOLOOM_LOGFS_ROOTS entry '%.*s' ignored: %s\n", (int)len, item,
+                *item != '/' ? "a mount must be an absolute path" : "too many mounts or too long");
+        return;
+    }
     struct mount *m = &mounts[nmounts];
     const char *eq = memchr(item, '=', len);
     size_t plen = eq ? (size_t)(eq - item) : len;
