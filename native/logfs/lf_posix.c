@@ -41,7 +41,7 @@ int lf_open_container(int dirfd, const char *path, int flags, mode_t mode, int *
     ioloom_busy++;
     if (is_container && (flags & O_DIRECTORY)) *fd = (errno = ENOTDIR, -1);
     else if (is_container && (flags & O_CREAT) && (flags & O_EXCL)) *fd = (errno = EEXIST, -1);
-    else if (place->pack) *fd = lf_fd_open(lf_open_packed(place->pack_dir, place->name, flags, mode, &place->backends), flags);
+    else if (place->pack && !is_container) *fd = lf_fd_open(lf_open_packed(place->pack_dir, place->name, flags, mode, &place->backends), flags);
     else *fd = lf_fd_open(lf_open(place->dir, flags, mode, &place->backends), flags);
     ioloom_busy--;
     return 1;
