@@ -78,7 +78,8 @@ def test_pattern_vectors_match_the_program(mpi, tmp_path):
     out = mpi.run(NRANKS, [program, "-b", str(BLOCK), "-t", str(TRANSFER), "-s", str(SEGMENTS), "-F", "-w", "-k",
                            "-o", tmp_path / "v"])  # again: files ioloom-bench wrote may be replaced
     header, columns, write_row = out.stdout.splitlines()[:3]
-    assert f"{NRANKS} ranks" in header and "pattern fpp" in header and columns.split()[:4] == ["op", "rep", "eff", "MiB/s"]
+    assert f"{NRANKS} ranks" in header and "pattern fpp" in header
+    assert columns.split()[:4] == ["op", "rep", "eff", "MiB/s"]
     assert write_row.split()[:2] == ["write", "0"] and float(write_row.split()[2]) > 0
     for v in VECTORS:
         offsets = np.arange(v["offset"], v["offset"] + 8, dtype=np.uint64)

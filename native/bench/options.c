@@ -81,11 +81,11 @@ static int parse_hint(struct bench_options *o, const char *text) {
     const char *eq = strchr(text, '=');
     if (!eq || eq == text || !eq[1])
         return bench_refuse("--hint '%s': expected KEY=VALUE with a non-empty key and value, "
-                      "e.g. --hint romio_cb_write=enable", text);
+                            "e.g. --hint romio_cb_write=enable", text);
     size_t klen = (size_t)(eq - text);
     if (klen >= sizeof o->hints[0].key || strlen(eq + 1) >= sizeof o->hints[0].value)
         return bench_refuse("--hint '%s': key and value must each be shorter than %zu characters", text,
-                      sizeof o->hints[0].key);
+                            sizeof o->hints[0].key);
     for (size_t i = 0; i < klen; i++)
         if (isspace((unsigned char)text[i]))
             return bench_refuse("--hint '%s': the key contains a space; write KEY=VALUE without spaces", text);

@@ -63,13 +63,13 @@ static int check_consistency(struct bench_options *o, int nranks) {
             return bench_refuse("-b/--block-size and -t/--transfer-size must be at least 1 byte");
         if (o->transfer_size > o->block_size)
             return bench_refuse("-t/--transfer-size (%llu bytes) is larger than -b/--block-size (%llu bytes): "
-                          "one call cannot move more than a block; make -t at most -b",
-                          (unsigned long long)o->transfer_size, (unsigned long long)o->block_size);
+                                "one call cannot move more than a block; make -t at most -b",
+                                (unsigned long long)o->transfer_size, (unsigned long long)o->block_size);
         if (o->block_size % o->transfer_size)
             return bench_refuse("-b/--block-size (%llu bytes) is not a multiple of -t/--transfer-size (%llu bytes): "
-                          "choose sizes that divide, e.g. -b %llu",
-                          (unsigned long long)o->block_size, (unsigned long long)o->transfer_size,
-                          (unsigned long long)(o->block_size / o->transfer_size + 1) * o->transfer_size);
+                                "choose sizes that divide, e.g. -b %llu",
+                                (unsigned long long)o->block_size, (unsigned long long)o->transfer_size,
+                                (unsigned long long)(o->block_size / o->transfer_size + 1) * o->transfer_size);
         uint64_t per_rank = o->block_size * o->segment_count;
         if (per_rank / o->segment_count != o->block_size || per_rank > UINT64_MAX / 8 / (uint64_t)nranks)
             return bench_refuse("-b/--block-size times -s/--segments times ranks overflows a file offset");
@@ -78,7 +78,7 @@ static int check_consistency(struct bench_options *o, int nranks) {
     }
     if (o->transfer_size > INT_MAX)
         return bench_refuse("-t/--transfer-size (%llu bytes) must be below 2 GiB: MPI counts are int",
-                      (unsigned long long)o->transfer_size);
+                            (unsigned long long)o->transfer_size);
     if (o->collective && o->api == API_POSIX && o->kernel == KERNEL_NONE)
         return bench_refuse("-c/--collective needs -a mpiio or -a hdf5 (POSIX has no collective calls)");
     if (o->verify && !o->read)
@@ -88,9 +88,9 @@ static int check_consistency(struct bench_options *o, int nranks) {
         const char *what = o->kernel == KERNEL_FLASH ? "--kernel flash" : "-a hdf5";
         if (strcmp(IOLOOM_MPI_IMPL, "mpich") != 0)
             return bench_refuse("%s: HDF5 needs the MPICH build (ioloom-bench-mpich): Debian's parallel HDF5 is built "
-                          "against MPICH; this is ioloom-bench-%s", what, IOLOOM_MPI_IMPL);
+                                "against MPICH; this is ioloom-bench-%s", what, IOLOOM_MPI_IMPL);
         return bench_refuse("%s: this ioloom-bench-mpich was built without parallel HDF5; install libhdf5-mpich-dev "
-                      "(pkg-config hdf5-mpich) and rebuild", what);
+                            "(pkg-config hdf5-mpich) and rebuild", what);
     }
 #endif
     o->shift = (int)(((long)o->node_offset * o->ranks_per_node) % nranks);
@@ -111,10 +111,10 @@ static int check_input_files(const struct bench_options *o, int nranks) {
         bench_file_name(o, i, name, sizeof name);
         if (stat(name, &st) != 0)
             return bench_refuse("-r without -w reads existing files, but %s does not exist (%s): write it first with "
-                          "the same parameters and -w -k", name, strerror(errno));
+                                "the same parameters and -w -k", name, strerror(errno));
         if ((uint64_t)st.st_size < need && o->api != API_HDF5)
             return bench_refuse("-r: %s has %lld bytes, the parameters need %llu: write it with the same -b -t -s "
-                          "and ranks", name, (long long)st.st_size, (unsigned long long)need);
+                                "and ranks", name, (long long)st.st_size, (unsigned long long)need);
     }
     return 0;
 }
@@ -128,11 +128,12 @@ static int check_filesystem(const struct bench_options *o, int nranks) {
     struct stat st;
     if (stat(d, &st) != 0)
         return bench_refuse("-o/--output %s: directory %s does not exist (%s); create it or choose another -o",
-                      o->path, d, strerror(errno));
+                            o->path, d, strerror(errno));
     if (!S_ISDIR(st.st_mode))
         return bench_refuse("-o/--output %s: %s is not a directory", o->path, d);
     if (stat(o->path, &st) == 0 && S_ISDIR(st.st_mode))
-        return bench_refuse("-o/--output %s is a directory: give a file name in it, e.g. -o %s/testfile", o->path, o->path);
+        return bench_refuse("-o/--output %s is a directory: give a file name in it, e.g. -o %s/testfile", o->path,
+                            o->path);
     if (o->read && !o->write && o->kernel == KERNEL_NONE)
         return check_input_files(o, nranks); /* reading needs no write permission */
     char probe[sizeof o->path + 64];
@@ -140,7 +141,7 @@ static int check_filesystem(const struct bench_options *o, int nranks) {
     int fd = mkstemp(probe);
     if (fd < 0)
         return bench_refuse("-o/--output %s: directory %s is not writable (%s); choose a directory you can write",
-                      o->path, d, strerror(errno));
+                            o->path, d, strerror(errno));
     close(fd);
     unlink(probe);
     return bench_check_replaceable(o, nranks);

@@ -258,5 +258,6 @@ def sweep_command(config: Path = typer.Argument(..., help="TOML grid (see the mo
     plot_png(rows, output / "sweep.png")
     for row in rows:
         print(f"{row['test']:<24} {row['vary']}={row['x']:<8g} {row['op']:<6} "
-              f"effective {row['effective_mean'] / bench_io.MIB:10.2f} MiB/s  raw {row['raw_mean'] / bench_io.MIB:10.2f}")
+              f"effective {row['effective_mean'] / bench_io.MIB:10.2f} MiB/s  "
+              f"raw {row['raw_mean'] / bench_io.MIB:10.2f}")
     print(f"wrote {output / 'sweep.html'}, {output / 'sweep.png'}, {output / 'sweep.json'}")
