@@ -6,7 +6,7 @@
  * thread-local depth makes a wrapper reached from inside another (a tool's MPI_x calling PMPI_x, ROMIO calling
  * PMPI_File_* internally) pass straight through, so one user call gives one event.
  *
- * Event fields of MPI-IO events (docs/trace-format.md, section "MPI-IO events"):
+ * Event fields of MPI-IO events (docs/trace-format.md, section "mpiio", has the full table):
  *   data calls   offset = byte offset in the file of the first etype accessed (through the view), -1 for
  *                shared and ordered pointers (the MPI library places those at run time); aux = the offset in
  *                etype units (explicit, or the individual pointer before the call), -1 for shared pointers;

@@ -17,6 +17,11 @@ struct mpiio_file *mpiio_file_find(MPI_File fh) {
 }
 
 struct mpiio_file *mpiio_file_add(MPI_File fh) {
+    /* A handle still in the table was closed where we could not see it (the MPI library reuses handles):
+     * that entry is stale, drop it. */
+    struct mpiio_file *stale = mpiio_file_find(fh);
+    if (stale)
+        mpiio_file_remove(stale);
     long slot = mpiio_table_reserve(&file_slots, file_key(fh));
     if (slot < 0)
         return NULL;

@@ -4,7 +4,7 @@ Each rank performs --ops operations of --size bytes (100 x 4 MB in the thesis) w
 write_all, read_all, write_at_all and read_at_all (ioloom-bench's riot kernel, native/bench/kernel_riot.c), under
 three configurations: untraced, POSIX only (libioloom-trace.so, IOLOOM_LAYERS=posix) and everything (as
 `ioloom run` traces: POSIX, stdio and the MPI wrappers). The configurations are interleaved repetition by
-repetition so that drifts of the machine hit all three alike. Reported per function: the mean over repetitions of
+repetition, in a rotating order, so that drifts of the machine hit all three alike. Reported per function: the mean over repetitions of
 the time the ranks spent in the data calls (mean over ranks, as the thesis's "average time"), its 95% confidence
 interval, and the change from untraced to full tracing with a paired bootstrap 95% interval.
 
@@ -111,7 +111,8 @@ def measure(impl: mpi.MpiImpl, nranks: int, ops: int, size: str, repeats: int, w
     samples = {config: {f: [] for f in FUNCTIONS} for config in CONFIGS}
     events = {}
     for rep in range(repeats):
-        for config in CONFIGS:
+        # The order rotates, so that no configuration always runs first (after the previous file's removal).
+        for config in CONFIGS[rep % len(CONFIGS):] + CONFIGS[:rep % len(CONFIGS)]:
             trace_dir = work / f"{impl.name}-{config}-{rep}"
             args = ["--kernel", "riot", "-a", "mpiio", "-t", size, "--steps", str(ops), "-o", str(work / "riot.dat")]
             result = run_bench(impl, nranks, args, env=environment(config, impl, trace_dir))
