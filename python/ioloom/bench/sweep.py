@@ -242,8 +242,8 @@ def sweep_command(config: Path = typer.Argument(..., help="TOML grid (see the mo
                   workdir: Path = typer.Option(None, "--dir",
                                                help="Where the benchmark's files go (default: a temporary "
                                                     "directory under the output directory).")) -> None:
-    """Run ioloom-bench over a grid (Boito's NSEG, TMP, CLIENTS tests) and draw bandwidth against segment count,
-    wait time and clients, as sweep.html and sweep.png, with every point in sweep.json."""
+    """Run ioloom-bench over a grid (Boito's NSEG, TMP, CLIENTS, SMP tests) and draw bandwidth against segment
+    count, wait time, clients and ranks per node, as sweep.html and sweep.png, with every point in sweep.json."""
     console = Console(stderr=True)
     try:
         sweep = load(config)
