@@ -17,10 +17,12 @@ BLOCK = 40000                           # >= 32 KiB: data page-aligned in the lo
 
 WRITER = r"""
 import os, sys
+writers, me = int(sys.argv[2]), int(sys.argv[3])
 fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o644)
 i = 0
 while True:
-    os.pwrite(fd, bytes([i % 251]) * {block}, i * {block})
+    block = i * writers + me             # N-1 strided among the writers
+    os.pwrite(fd, bytes([block % 251 + 1]) * {block}, block * {block})
     i += 1
     if i == 64:
         os.fsync(fd)                     # the first 64 blocks are published; the rest only logged
@@ -28,24 +30,36 @@ while True:
 """.replace("{block}", str(BLOCK))
 
 
-def test_killed_writer_then_recover(tmp_path, ioloom_cli):
+@pytest.mark.parametrize("writers", [1, 3])
+def test_killed_writers_then_recover(tmp_path, ioloom_cli, writers):
+    """With 3 writers in one log (fan-out per node, 1 MiB chunks), their chunks interleave in the log."""
     path = tmp_path / "c"
-    proc = subprocess.Popen([sys.executable, "-c", WRITER, f"logfs:{path}"], stdout=subprocess.PIPE, text=True,
-                            env={**os.environ, **preload.env()})
-    assert proc.stdout.readline().strip() == "synced"
-    time.sleep(0.05)                     # it keeps writing: the kill lands mid-stream
-    proc.send_signal(signal.SIGKILL)
-    proc.wait(timeout=30)
+    env = {**os.environ, **preload.env(fanout="node", chunk="1M")}
+    procs = [subprocess.Popen([sys.executable, "-c", WRITER, f"logfs:{path}", str(writers), str(me)],
+                              stdout=subprocess.PIPE, text=True, env={**env, "PMI_RANK": str(me)})
+             for me in range(writers)]
+    assert all(p.stdout.readline().strip() == "synced" for p in procs)
+    time.sleep(0.05)                     # they keep writing: the kills land mid-stream
+    for proc in procs:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    assert len(list(path.glob("log.*"))) == 1
     published = Container.open(path).size
-    assert published >= 64 * BLOCK
+    assert published >= 64 * writers * BLOCK
     before = ioloom_cli("container", "check", path, check=False)
     assert before.returncode == 1 and "not in any index" in before.stdout
     ioloom_cli("container", "recover", path)
     assert "OK" in ioloom_cli("container", "check", path).stdout
     data = Container.open(path).read()
     assert len(data) > published and len(data) % BLOCK == 0   # every intact record back, no torn one
-    for i in range(len(data) // BLOCK):
-        assert data[i * BLOCK:(i + 1) * BLOCK] == bytes([i % 251]) * BLOCK, f"block {i}"
+    present = {w: [] for w in range(writers)}
+    for b in range(len(data) // BLOCK):
+        got = data[b * BLOCK:(b + 1) * BLOCK]
+        if got != bytes(BLOCK):                                # zeros: a block its writer never reached
+            assert got == bytes([b % 251 + 1]) * BLOCK, f"block {b}"
+            present[b % writers].append(b // writers)
+    for w, blocks in present.items():                          # each writer's blocks: all of a prefix
+        assert len(blocks) >= 64 and blocks == list(range(len(blocks))), f"writer {w}"
 
 
 FILLER = r"""
