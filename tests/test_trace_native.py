@@ -310,6 +310,24 @@ def test_python_script_is_traced(tmp_path):
     assert "job.py" in set(ev["name"])
 
 
+def test_failed_exec_in_a_vfork_child_does_not_end_the_parents_stream(tmp_path):
+    """Python's subprocess uses vfork: the child shares the parent's memory, and when its exec fails it _exits.
+    That must not finish the parent's stream (nor record the child's exit status in it)."""
+    import sys
+
+    script = tmp_path / "spawn.py"
+    script.write_text("import subprocess\n"
+                      "for _ in range(3):\n"
+                      "    try:\n        subprocess.run(['/nonexistent-ioloom'])\n"
+                      "    except FileNotFoundError:\n        pass\n"
+                      f"open({str(tmp_path / 'after.bin')!r}, 'wb').write(b'z' * 1000)\n")
+    trace = tmp_path / "trace"
+    subprocess.run([sys.executable, str(script)], check=True, env=traced_env(trace), timeout=60)
+    ev = frame(trace)
+    assert ev[ev["op"] == "process_exit"]["ret_bytes"].tolist() == [-1]  # the parent's own, once
+    assert moved(ev, "after.bin", "posix", "write") == 1000
+
+
 def test_path_filters_exclude_and_count(tmp_path):
     trace = tmp_path / "trace"
     subprocess.run(["sh", "-c", f"cat /proc/self/status > /dev/null; cat /etc/hostname > {tmp_path}/h"], check=True,

@@ -290,7 +290,8 @@ IOLOOM_EXPORT int execle(const char *path, const char *arg0, ...) {
 }
 
 static void final_flush(int64_t status) {
-    if (!ioloom_tracing || ioloom_finished) return;
+    /* a vfork child whose exec failed exits here too: its parent's stream is not finished */
+    if (!ioloom_tracing || ioloom_finished || getpid() != stream_pid) return;
     int saved = errno;
     ioloom_busy++;
     ioloom_record_process(IOLOOM_OP_PROCESS_EXIT, status, -1);
