@@ -118,7 +118,7 @@ class Analysis:
             "layers": self._layers(["layer", "kind"]),
             "files": self._layers(["file_id", "layer", "kind"]),
             "ranks": self._layers(["rank", "layer", "kind"]),
-            "darshan_counters": metrics.darshan_counters(self.groups, self.sizes, self.histogram, self.strides),
+            "darshan_counters": metrics.darshan_counters(self.app_groups, self.sizes, self.histogram, self.strides),
             "rank_spread": metrics.rank_spread(self.app_groups),
             "locks": self.lock_summary,
             "amplification": self.amplification,

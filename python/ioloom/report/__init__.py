@@ -35,7 +35,7 @@ def _mbps(value) -> str:
 
 def _plot(fig, div_id: str) -> str:
     return '<div class="plot">' + pio.to_html(fig, full_html=False, include_plotlyjs=False, div_id=div_id,
-                                              config={"displaylogo": False, "responsive": True}) + "</div>"
+                                              config={"displaylogo": False}) + "</div>"
 
 
 def _section(anchor: str, title: str, lead: str, content: str) -> str:
@@ -76,7 +76,7 @@ def _findings(result: dict) -> str:
 
 
 def _figures_for(names, figs) -> str:
-    return "".join(_plot(fig, name) for name, fig in figs if any(name.startswith(n) for n in names))
+    return "".join(_plot(fig, f"plot-{name}") for name, fig in figs if any(name.startswith(n) for n in names))
 
 
 def _crosslayer(a, result, figs) -> str:
