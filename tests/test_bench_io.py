@@ -19,9 +19,9 @@ BLOCK, TRANSFER, SEGMENTS = 256 << 10, 64 << 10, 5
 
 # one run per pattern, each through a different backend, so every backend and layout is exercised once
 RUNS = {
-    "strided": ["-a", "mpiio", "-c"],
+    "strided": ["-a", "mpiio", "-c", "-z"],  # shuffled transfers, still matched collective calls
     "contiguous": ["-a", "posix", "--wait", "5"],
-    "fpp": ["-a", "mpiio"],
+    "fpp": ["-a", "mpiio", "-z"],
     "nfiles": ["-a", "posix", "-e"],
 }
 

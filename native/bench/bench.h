@@ -46,6 +46,7 @@ struct bench_options {
     uint64_t segment_count;   /* -s */
     int write, read;          /* -w, -r */
     int fsync;                /* -e: fsync (MPI_File_sync, H5Fflush) before close */
+    int random;               /* -z: each rank visits its transfers in a shuffled order (IOR's random offsets) */
     int reorder;              /* -C: read the data of a rank on another (emulated) node */
     int node_offset;          /* -Q: how many nodes away -C reads (IOR's taskPerNodeOffset), default 1 */
     int ranks_per_node;       /* emulated ranks per node, consecutive ranks (default: the real count here) */

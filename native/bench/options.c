@@ -24,6 +24,7 @@ static const char usage[] =
     "  -F              file per process (= --pattern fpp)\n"
     "  -c              collective data calls (mpiio, hdf5)\n"
     "  -e              fsync before close (MPI_File_sync, H5Fflush)\n"
+    "  -z              random offsets: each rank moves its transfers in a shuffled order\n"
     "  -w / -r         write / read phase (both when neither is given)\n"
     "  -C              read the data of another node: rank r reads what rank r + Q * ranks-per-node wrote\n"
     "  -Q N            for -C: how many nodes away (as IOR's -Q)                 [1]\n"
@@ -156,7 +157,7 @@ static const struct option long_options[] = {
     {"api", required_argument, 0, 'a'},           {"block-size", required_argument, 0, 'b'},
     {"transfer-size", required_argument, 0, 't'}, {"segments", required_argument, 0, 's'},
     {"file-per-proc", no_argument, 0, 'F'},       {"collective", no_argument, 0, 'c'},
-    {"fsync", no_argument, 0, 'e'},               {"reorder", no_argument, 0, 'C'},
+    {"fsync", no_argument, 0, 'e'},               {"random", no_argument, 0, 'z'},               {"reorder", no_argument, 0, 'C'},
     {"node-offset", required_argument, 0, 'Q'},         {"write", no_argument, 0, 'w'},
     {"read", no_argument, 0, 'r'},                {"repetitions", required_argument, 0, 'i'},
     {"output", required_argument, 0, 'o'},        {"keep", no_argument, 0, 'k'},
@@ -205,6 +206,7 @@ static int apply_option(struct bench_options *o, int c, const char *arg, int *ke
     case 'F': o->pattern = PATTERN_FPP; return 0;
     case 'c': o->collective = 1; return 0;
     case 'e': o->fsync = 1; return 0;
+    case 'z': o->random = 1; return 0;
     case 'C': o->reorder = 1; return 0;
     case 'Q':
         if (parse_count(arg, 0, INT_MAX, &n))
@@ -288,7 +290,7 @@ int bench_parse_options(int argc, char **argv, struct bench_options *o, MPI_Comm
     int nranks, c, rc, transfer_given = 0;
     MPI_Comm_size(comm, &nranks);
     opterr = bench_is_root();
-    while ((c = getopt_long(argc, argv, "a:b:t:s:FceCQ:wri:o:kh", long_options, NULL)) != -1)
+    while ((c = getopt_long(argc, argv, "a:b:t:s:FcezCQ:wri:o:kh", long_options, NULL)) != -1)
         if ((rc = apply_option(o, c, optarg, &transfer_given)))
             return rc < 0 ? -1 : rc;
     if (optind < argc)

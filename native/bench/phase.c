@@ -17,12 +17,61 @@ static int data_owner(const struct bench_options *o, enum bench_phase_kind kind,
     return rank;
 }
 
+/* -z: the order in which a rank visits its transfers, a Fisher-Yates shuffle seeded by the data's owner and
+ * file, so the write and the read of one run (and every rank, for the collective calls) agree on it. */
+static uint64_t *random_order(uint64_t n, uint64_t seed) {
+    uint64_t *order = malloc(n * sizeof *order);
+    if (!order) {
+        bench_error("cannot allocate the -z order of %llu transfers", (unsigned long long)n);
+        MPI_Abort(MPI_COMM_WORLD, BENCH_EXIT_IO);
+    }
+    for (uint64_t i = 0; i < n; i++)
+        order[i] = i;
+    uint64_t state = seed | 1;
+    for (uint64_t i = n; i > 1; i--) {
+        state = state * 6364136223846793005ull + 1442695040888963407ull; /* 64-bit LCG (Knuth's MMIX) */
+        uint64_t j = (state >> 33) % i;
+        uint64_t tmp = order[i - 1];
+        order[i - 1] = order[j];
+        order[j] = tmp;
+    }
+    return order;
+}
+
 static void io_failed(MPI_Comm comm) {
     bench_error("an I/O call failed; aborting the run (no figures)");
     MPI_Abort(comm, BENCH_EXIT_IO);
 }
 
-/* Opens, moves the transfers of segments [first, first+count) and closes one file; adds to *t. */
+/* One data call at `offset` of file `name`, with the pattern filled before a write and checked after a read
+ * (timed as prep), and the --wait idle time before every call but the first. */
+static void move_transfer(const struct bench_options *o, const struct bench_backend *be, struct bench_file *f,
+                          unsigned char *buf, uint64_t offset, int owner, int writing, const char *name,
+                          struct bench_times *t, MPI_Comm comm) {
+    double p0 = bench_now();
+    if (writing)
+        bench_fill(buf, o->transfer_size, offset, owner);
+    t->prep += bench_now() - p0;
+    if (o->wait_ms > 0 && t->bytes > 0) {
+        double w0 = bench_now();
+        bench_sleep_ms(o->wait_ms);
+        t->wait += bench_now() - w0;
+    }
+    double d0 = bench_now();
+    if (be->transfer(f, buf, o->transfer_size, offset, writing))
+        io_failed(comm);
+    t->data += bench_now() - d0;
+    t->bytes += o->transfer_size;
+    t->calls++;
+    if (!writing && o->verify) {
+        double v0 = bench_now();
+        t->errors += bench_verify(buf, o->transfer_size, offset, owner, name, t->errors);
+        t->prep += bench_now() - v0;
+    }
+}
+
+/* Opens, moves the transfers of segments [first, first+count) (in a shuffled order with -z) and closes one
+ * file; adds to *t. */
 static void run_file(const struct bench_options *o, enum bench_phase_kind kind, MPI_Comm comm, int owner,
                      uint64_t first, uint64_t count, unsigned char *buf, struct bench_times *t, MPI_Info *hints) {
     const struct bench_backend *be = bench_backend(o->api);
@@ -40,31 +89,14 @@ static void run_file(const struct bench_options *o, enum bench_phase_kind kind, 
     if (hints && *hints == MPI_INFO_NULL)
         *hints = be->info(f);
 
-    uint64_t per_block = o->block_size / o->transfer_size;
-    for (uint64_t s = first; s < first + count; s++)
-        for (uint64_t x = 0; x < per_block; x++) {
-            uint64_t offset = bench_place(o, nranks, owner, s, x).offset;
-            double p0 = bench_now();
-            if (writing)
-                bench_fill(buf, o->transfer_size, offset, owner);
-            t->prep += bench_now() - p0;
-            if (o->wait_ms > 0 && t->bytes > 0) {
-                double w0 = bench_now();
-                bench_sleep_ms(o->wait_ms);
-                t->wait += bench_now() - w0;
-            }
-            double d0 = bench_now();
-            if (be->transfer(f, buf, o->transfer_size, offset, writing))
-                io_failed(comm);
-            t->data += bench_now() - d0;
-            t->bytes += o->transfer_size;
-            t->calls++;
-            if (!writing && o->verify) {
-                double v0 = bench_now();
-                t->errors += bench_verify(buf, o->transfer_size, offset, owner, name, t->errors);
-                t->prep += bench_now() - v0;
-            }
-        }
+    uint64_t per_block = o->block_size / o->transfer_size, transfers = count * per_block;
+    uint64_t *order = o->random ? random_order(transfers, (uint64_t)owner * 0x9e3779b97f4a7c15ull + first) : NULL;
+    for (uint64_t k = 0; k < transfers; k++) {
+        uint64_t i = order ? order[k] : k;
+        uint64_t offset = bench_place(o, nranks, owner, first + i / per_block, i % per_block).offset;
+        move_transfer(o, be, f, buf, offset, owner, writing, name, t, comm);
+    }
+    free(order);
     if (o->fsync && writing) {
         double s0 = bench_now();
         if (be->sync(f))

@@ -150,17 +150,18 @@ static void json_info(FILE *out, MPI_Info info) {
     fputc('}', out);
 }
 
+static const char *json_bool(int value) { return value ? "true" : "false"; }
+
 static void json_params(FILE *out, const struct bench_report *r) {
     const struct bench_options *o = r->o;
     fprintf(out, "\"params\": {\"api\": \"%s\", \"pattern\": \"%s\", \"kernel\": \"%s\", \"collective\": %s, "
                  "\"block_size\": %llu, \"transfer_size\": %llu, \"segment_count\": %llu, \"fsync\": %s, "
-                 "\"reorder\": %s, \"shift\": %d, \"repetitions\": %d, \"wait_ms\": %.9g, \"verify\": %s, "
-                 "\"path\": ",
+                 "\"random\": %s, \"reorder\": %s, \"shift\": %d, \"repetitions\": %d, \"wait_ms\": %.9g, "
+                 "\"verify\": %s, \"path\": ",
             bench_api_name(o->api), bench_pattern_name(o->pattern), bench_kernel_name(o->kernel),
-            o->collective ? "true" : "false", (unsigned long long)o->block_size,
-            (unsigned long long)o->transfer_size, (unsigned long long)o->segment_count,
-            o->fsync ? "true" : "false", o->reorder ? "true" : "false", o->shift, o->repetitions, o->wait_ms,
-            o->verify ? "true" : "false");
+            json_bool(o->collective), (unsigned long long)o->block_size, (unsigned long long)o->transfer_size,
+            (unsigned long long)o->segment_count, json_bool(o->fsync), json_bool(o->random), json_bool(o->reorder),
+            o->shift, o->repetitions, o->wait_ms, json_bool(o->verify));
     json_string(out, o->path);
     fputs(", \"hints_requested\": {", out);
     for (int i = 0; i < o->nhints; i++) {
@@ -251,7 +252,7 @@ static void print_json(FILE *out, const struct bench_report *r, const struct op_
         }
         fputs("}}", out);
     }
-    fprintf(out, "], \"verify\": {\"enabled\": %s, \"errors\": %.0f}}\n", r->o->verify ? "true" : "false", errors);
+    fprintf(out, "], \"verify\": {\"enabled\": %s, \"errors\": %.0f}}\n", json_bool(r->o->verify), errors);
 }
 
 /* ---- text ---- */

@@ -73,6 +73,9 @@ static int check_consistency(struct bench_options *o, int nranks) {
         uint64_t per_rank = o->block_size * o->segment_count;
         if (per_rank / o->segment_count != o->block_size || per_rank > UINT64_MAX / 8 / (uint64_t)nranks)
             return bench_refuse("-b/--block-size times -s/--segments times ranks overflows a file offset");
+        if (o->random && per_rank / o->transfer_size > (1u << 27))
+            return bench_refuse("-z/--random: %llu transfers per rank are too many to shuffle in memory; use a "
+                                "larger -t", (unsigned long long)(per_rank / o->transfer_size));
         if (o->pattern == PATTERN_NFILES && o->segment_count * (uint64_t)nranks > 1000000)
             return bench_refuse("-s/--segments: --pattern nfiles would create more than a million files");
     }
