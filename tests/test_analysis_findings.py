@@ -97,6 +97,9 @@ def test_sieved_write_decomposes_into_lock_read_write_unlock(runs):
     # sieving reads what it then writes back: more POSIX bytes than the MPI-IO calls asked for
     assert write["posix_write_bytes"] > write["bytes"]
     assert a.amplification["write"]["ratio"] > 1
+    calls = [c for c in a.to_json()["mpiio_calls"] if c["op"] == "MPI_File_write"]
+    assert len(calls) == write["calls"] and all(c["sieving"] and c["posix_ops"]["lock"] >= 1 for c in calls)
+    assert {c["rank"] for c in calls} == set(range(RANKS))
 
 
 @pytest.mark.mpi

@@ -69,3 +69,16 @@ def collectives_json(table: pd.DataFrame) -> list[dict]:
                     "aggregators": [{"rank": r, "bytes": b} for r, b in row["aggregators"].items()],
                     "time_split": _split(row)})
     return out
+
+
+def calls_json(calls: pd.DataFrame) -> list[dict]:
+    """Each MPI-IO call kept in detail: rank, call id, op, file, window, bytes, the POSIX calls under it by
+    category and its Fig. 4.8 time split."""
+    out = []
+    for row in calls.sort_values(["t_start", "rank"]).to_dict("records"):
+        out.append({"rank": row["rank"], "call_id": row["call_id"], "op": row["op"], "file_id": row["file_id"],
+                    "coll_seq": row["coll_seq"], "t_start_s": row["t_start"] / NS, "seconds": (row["t_end"] - row["t_start"]) / NS,
+                    "bytes": row["bytes"], "posix_ops": {c: row[f"{c}_ops"] for c in CHILD_CATEGORIES},
+                    "posix_read_bytes": row["posix_read_bytes"], "posix_write_bytes": row["posix_write_bytes"],
+                    "time_split_s": {c: row[f"{c}_ns"] / NS for c in CHILD_CATEGORIES}, "sieving": row["sieving"]})
+    return out

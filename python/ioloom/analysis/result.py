@@ -124,6 +124,7 @@ class Analysis:
             "amplification": self.amplification,
             "crosslayer": crosslayer.by_operation(self.splits),
             "collectives": crosslayer.collectives_json(self.collectives),
+            "mpiio_calls": crosslayer.calls_json(self.calls),
             "patterns": [{**p, "path": self.paths.get(p["file_id"], "")} for p in self.patterns],
             "findings": [f.to_json() for f in self.findings],
         }
