@@ -76,8 +76,8 @@ class Analysis:
         a = cls(options, dict(trace.meta), list(trace.problems), paths, processes, executor, timebins=timebins,
                 bin_width_ns=width, **tables)
         a.app_groups = metrics.application_files(a.groups, options.system_files)
-        a.bandwidth = metrics.bandwidths(a.groups)
-        a.amplification = metrics.amplification(a.groups)
+        a.bandwidth = metrics.bandwidths(a.app_groups)
+        a.amplification = metrics.amplification(a.app_groups)
         a.lock_summary = metrics.lock_summary(a.locks)
         a.patterns = patterns.classify(a.app_groups, a.strides, options.stripe_size)
         a.collectives = crosslayer.collectives(a.calls)
