@@ -228,3 +228,16 @@ def test_restarted_read_runs_in_its_own_launch(mpi, tmp_path):
                                                                                              "errors": 0}
     assert all(p["bytes"] == 2 * 2 * (64 << 10) for p in result["phases"])
     assert list(tmp_path.iterdir()) == []
+
+
+def test_cache_note_warns_when_reads_fit_in_memory():
+    def result(read_bytes: int, drop_caches: bool | None = None) -> dict:
+        doc = {"phases": [{"op": "write", "bytes": read_bytes}, {"op": "read", "bytes": read_bytes}]}
+        return doc if drop_caches is None else {**doc, "restarted": {"drop_caches": drop_caches}}
+    memory = bench_io.available_memory()
+    assert memory > 0
+    assert "--drop-caches" in bench_io.cache_note(result(1 << 20))
+    assert "--drop-caches" in bench_io.cache_note(result(1 << 20, drop_caches=False))
+    assert bench_io.cache_note(result(1 << 20, drop_caches=True)) is None
+    assert bench_io.cache_note(result(2 * memory)) is None
+    assert bench_io.cache_note({"phases": [{"op": "write", "bytes": 1}]}) is None

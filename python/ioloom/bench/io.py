@@ -180,6 +180,30 @@ def _ranks_table(result: dict) -> Table:
     return table
 
 
+def available_memory() -> int:
+    """MemAvailable from /proc/meminfo, bytes (0 when unknown)."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def cache_note(result: dict) -> str | None:
+    """A warning when the read phase may have been served from the page cache rather than the device."""
+    reads = [p for p in result["phases"] if p["op"] == "read"]
+    if not reads or result.get("restarted", {}).get("drop_caches"):
+        return None
+    largest, memory = max(p["bytes"] for p in reads), available_memory()
+    if largest >= memory:
+        return None
+    return (f"the reads ({largest / MIB:,.0f} MiB) fit in free memory ({memory / MIB:,.0f} MiB) and were "
+            "not preceded by dropping the page cache: they may measure memory, not the device "
+            "(--restart-read --drop-caches measures the device)")
+
+
 def print_result(result: dict, per_rank: bool = False, console: Console | None = None) -> None:
     """The readable form of a result: parameters, phases, summary, hints in effect, verify."""
     console = console or Console(width=None if sys.stdout.isatty() else 150)
@@ -198,6 +222,9 @@ def print_result(result: dict, per_rank: bool = False, console: Console | None =
         console.print(_ranks_table(result))
     hints = result["hints"]
     console.print("hints in effect after open: " + (", ".join(f"{k}={v}" for k, v in hints.items()) or "none reported"))
+    note = cache_note(result)
+    if note:
+        console.print(f"[yellow]note:[/] {note}")
     if result["verify"]["enabled"]:
         errors = result["verify"]["errors"]
         console.print(f"verify: {'[green]every byte matches[/]' if errors == 0 else f'[red]{errors} bytes differ[/]'}")
