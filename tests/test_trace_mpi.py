@@ -331,11 +331,12 @@ def check_fortran_events(out, mpiio: pd.DataFrame) -> None:
     assert writes.offset.tolist() == [0, BLOCK] and (writes.ret_bytes == BLOCK).all()
 
 
-def test_hdf5_program(mpi, ioloom_cli, tmp_path):
+def test_hdf5_program(mpi, ioloom_cli, tmp_path, monkeypatch):
     """Parallel HDF5 (MPICH build) reaches the file through MPI-IO: its collective dataset write is an
     MPI_File_write_at_all per rank, with the same sequence number, moving each rank's 50x100 ints."""
     if mpi.name != "mpich":
         pytest.skip("Debian's parallel HDF5 is built against MPICH")
+    monkeypatch.chdir(tmp_path)  # h5pcc leaves its object file in the working directory
     exe = mpi.compile("mpiio_hdf5.c", compiler="h5pcc")
     out, mpiio = run_program(mpi, ioloom_cli, tmp_path, exe, 2)
     assert "mpiio_hdf5: 2 ranks ok" in out.stdout
