@@ -376,6 +376,38 @@ def test_stacks_with_a_pmpi_tool_in_either_order(mpi, ioloom_cli, tmp_path):
         assert (events.op == "MPI_Finalize").sum() == 2, order
 
 
+def test_layer_off_and_excluded_paths_pass_through(mpi, tmp_path):
+    """With the MPI wrappers preloaded but IOLOOM_LAYERS without mpiio, or the files under an excluded path,
+    MPI-IO calls pass through unrecorded (the program still runs and checks its data); the process facts (rank,
+    clock) are still written, and POSIX calls made inside MPI calls then have no parent."""
+    from ioloom import paths
+    from ioloom.run import LAUNCHERS
+
+    exe = mpi.compile("mpiio_matrix.c")
+    others = ",".join(name for name in list(VARIANTS) + ["large_count", "file_calls"] if name not in ("at", "at_all"))
+    preload = " ".join(str(paths.native_lib(name)) for name in (f"ioloom-trace-mpi-{mpi.name}", "ioloom-trace"))
+    for case, extra in (("layer-off", {"IOLOOM_LAYERS": "posix,stdio"}), ("excluded", {"IOLOOM_EXCLUDE": "{data}"})):
+        data, trace_dir = tmp_path / case, tmp_path / f"{case}.trace"
+        data.mkdir()
+        env = {"LD_PRELOAD": preload, "IOLOOM_TRACE_DIR": str(trace_dir), "IOLOOM_SKIP_PROGRAMS": ",".join(LAUNCHERS),
+               **{key: value.format(data=data) for key, value in extra.items()}}
+        out = mpi.run(2, [exe, data, others], env=env)
+        assert "mpiio_matrix: 2 ranks ok, 2 variants" in out.stdout, case
+        trace = open_trace(trace_dir)
+        events = trace.events().to_pandas().astype({"op": str, "layer": str})
+        assert not (events.layer == "mpiio").any(), f"{case}: {events[events.layer == 'mpiio'].op.unique()}"
+        assert sorted(s.rank for s in trace.streams if s.rank >= 0) == [0, 1] and all(
+            "clock_init" in s.info for s in trace.streams if s.rank >= 0), case
+        files = trace.files.to_pandas()
+        ids = set(files.file_id[files.path.str.startswith(str(data))])
+        mine = events[events.file_id.isin(ids)]
+        if case == "layer-off":
+            writes = mine[mine.op.str.startswith("pwrite")]
+            assert writes.ret_bytes.sum() >= 4 * BLOCK and (writes.parent == -1).all(), case
+        else:
+            assert mine.empty, f"{case}: {mine.op.unique()}"
+
+
 MPI4PY_PYTHON = "/usr/bin/python3"  # Debian's python3-mpi4py (scripts/install-deps.sh), built against Open MPI
 
 
