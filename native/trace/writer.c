@@ -58,6 +58,7 @@ static struct {
 static IOLOOM_TLS struct thread_buffer *my_buffer;
 static IOLOOM_TLS int my_buffer_refused;     /* the budget was spent when this thread first recorded */
 static IOLOOM_TLS uint32_t my_tid;
+static IOLOOM_TLS int my_recording; /* between storing an event and publishing it: a signal must not flush */
 static pthread_key_t thread_exit_key;
 
 uint64_t ioloom_dropped(void) { return __atomic_load_n(&w.dropped, __ATOMIC_RELAXED); }
@@ -186,7 +187,7 @@ static void ticks_to_ns(const struct ioloom_event_columns *ev, uint32_t n) { (vo
 
 /* Encodes and writes events [0, count) of b. In a signal handler, gives up rather than wait for a lock. */
 static void flush_buffer(struct thread_buffer *b) {
-    if (ioloom_lock(&b->flush_lock)) return;
+    if ((my_recording && b == my_buffer) || ioloom_lock(&b->flush_lock)) return;
     uint32_t n = __atomic_load_n(&b->count, __ATOMIC_ACQUIRE);
     if (n) {
         ioloom_files_flush(); /* file entries first: a reader then knows every id an event names */
@@ -290,8 +291,10 @@ static inline void record_event(const struct ioloom_event *ev, uint8_t ticks) {
                                  ev->aux, ev->coll_seq, own ? call_at(call_depth) : -1,
                                  call_at(own ? call_depth - 1 : call_depth), ev->file_id, ev->err, ev->op, ev->layer,
                                  ticks};
+    my_recording = 1;
     ioloom_event_columns_put(&b->events, n, &r);
     __atomic_store_n(&b->count, n + 1, __ATOMIC_RELEASE);
+    my_recording = 0;
     /* full, final, or (looked at every 64 events) older than the flush interval */
     if (IOLOOM_UNLIKELY(n + 1 == w.capacity || ioloom_finished ||
                         ((n & 63) == 63 && ioloom_now_ns() - b->last_flush_ns > w.flush_interval_ns))) {
