@@ -201,23 +201,33 @@ def logical_size(entries: np.ndarray, writers: np.ndarray) -> int:
     return size
 
 
-def expand(entries: np.ndarray, writers: np.ndarray, logs: np.ndarray) -> dict[str, np.ndarray]:
-    """One row per record (a truncate to s is a hole record [s, 2^64))."""
-    counts = np.where(_sets_size(entries), 1, np.where(entries["length"] > 0, entries["count"], 0))
-    idx = np.repeat(np.arange(len(entries)), counts.astype(np.int64))
-    step = np.arange(len(idx), dtype=np.uint64) - np.repeat(np.cumsum(counts) - counts, counts.astype(np.int64)).astype(np.uint64)
-    e = entries[idx]
-    trunc = _sets_size(e)
-    off = e["offset"] + step * e["stride"]
-    return {"off": off, "end": np.where(trunc, np.uint64(U64), off + e["length"]),
-            "phys": e["physical"] + step * e["pstride"], "stamp": e["stamp"], "writer": writers[idx],
-            "log": np.where(trunc, -1, logs[idx])}
+WINDOW = 64 << 20  # logical bytes resolved at a time: memory follows the window, not the file
 
 
-def resolve(entries: np.ndarray, writers: np.ndarray, logs: np.ndarray) -> Extents:
-    """The latest write wins (key: stamp, then writer id), byte by byte; truncates hide what came before."""
-    size = logical_size(entries, writers)
-    r = expand(entries, writers, logs)
+def expand(entries: np.ndarray, writers: np.ndarray, logs: np.ndarray, lo: int, hi: int) -> dict[str, np.ndarray]:
+    """One row per record overlapping [lo, hi), clipped to it (a truncate or unlink to s: a hole from s on)."""
+    e = {k: entries[k].astype(np.int64) for k in ("offset", "length", "count", "stride", "physical", "pstride")}
+    holes = _sets_size(entries)
+    writes = (entries["kind"] == WRITE) & (e["length"] > 0) & (e["offset"] < hi)
+    step = np.where(e["count"] > 1, e["stride"], 1)
+    first = np.where(lo < e["offset"] + e["length"], 0, (lo - e["offset"] - e["length"]) // step + 1)
+    last = np.minimum(e["count"] - 1, (hi - 1 - e["offset"]) // step)
+    counts = np.where(writes, np.maximum(last - first + 1, 0), 0) + (holes & (e["offset"] < hi))
+    idx = np.repeat(np.arange(len(entries)), counts)
+    j = first[idx] + np.arange(len(idx)) - np.repeat(np.cumsum(counts) - counts, counts)
+    off = e["offset"][idx] + j * e["stride"][idx]
+    hole = holes[idx]
+    start = np.maximum(np.where(hole, e["offset"][idx], off), lo)
+    end = np.where(hole, hi, np.minimum(off + e["length"][idx], hi))
+    phys = np.where(hole, 0, e["physical"][idx] + j * e["pstride"][idx] + (start - off))
+    return {"off": start.astype(np.uint64), "end": end.astype(np.uint64), "phys": phys.astype(np.uint64),
+            "stamp": entries["stamp"][idx], "writer": writers[idx], "log": np.where(hole, -1, logs[idx])}
+
+
+def resolve(entries: np.ndarray, writers: np.ndarray, logs: np.ndarray, lo: int, hi: int, size: int) -> Extents:
+    """The extents of [lo, hi): the latest write wins (key: stamp, then writer id), byte by byte; truncates and
+    unlinks hide what came before."""
+    r = expand(entries, writers, logs, lo, hi)
     order = np.argsort(r["off"], kind="stable")
     r = {k: v[order] for k, v in r.items()}
     if len(r["off"]) < 2 or np.all(r["end"][:-1] <= r["off"][1:]):
@@ -261,11 +271,12 @@ def _merge(x: Extents) -> Extents:
 
 @dataclass
 class Container:
-    """A container opened for reading: its metadata, journals and resolved extents."""
+    """A container opened for reading: its metadata, journals and logical size; extents are resolved a window
+    at a time as pieces() walks the file."""
     path: Path
     meta: Meta
     journals: list[Journal]
-    extents: Extents = field(init=False)
+    size: int = field(init=False)
 
     @classmethod
     def open(cls, path: str | os.PathLike) -> "Container":
@@ -279,8 +290,8 @@ class Container:
         return cls(directory, meta, load_journals(meta))
 
     def __post_init__(self) -> None:
-        entries, writers, logs = self.all_entries()
-        self.extents = resolve(entries, writers, logs)
+        entries, writers, _ = self.all_entries()
+        self.size = logical_size(entries, writers)
 
     def all_entries(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         if not self.journals:
@@ -290,27 +301,23 @@ class Container:
         logs = np.concatenate([np.full(len(j.entries), i, np.int64) for i, j in enumerate(self.journals)])
         return entries, writers, logs
 
-    @property
-    def size(self) -> int:
-        return self.extents.size
-
     def pieces(self, offset: int = 0, length: int | None = None):
         """(logical offset, length, log path or None for zeros, physical offset) covering [offset, offset+length)."""
         stop = self.size if length is None else min(self.size, offset + length)
-        x = self.extents
+        entries, writers, logs = self.all_entries()
         pos = offset
-        first = int(np.searchsorted(x.offset + x.length, np.uint64(offset), side="right"))
-        for i in range(first, len(x.offset)):
-            start, end = int(x.offset[i]), min(int(x.offset[i] + x.length[i]), stop)
-            if start >= stop:
-                break
-            if start > pos:
-                yield pos, start - pos, None, 0
-                pos = start
-            log = int(x.log[i])
-            yield pos, end - pos, (self.journals[log].log_path if log >= 0 else None), \
-                int(x.physical[i]) + (pos - start)
-            pos = end
+        for lo in range(offset // WINDOW * WINDOW, stop, WINDOW):
+            x = resolve(entries, writers, logs, lo, lo + WINDOW, self.size)
+            for i in range(len(x.offset)):
+                start, end = max(int(x.offset[i]), pos), min(int(x.offset[i] + x.length[i]), stop)
+                if end <= start:
+                    continue
+                if start > pos:
+                    yield pos, start - pos, None, 0
+                log = int(x.log[i])
+                yield start, end - start, (self.journals[log].log_path if log >= 0 else None), \
+                    int(x.physical[i]) + (start - int(x.offset[i]))
+                pos = end
         if pos < stop:
             yield pos, stop - pos, None, 0
 

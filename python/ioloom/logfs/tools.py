@@ -75,7 +75,6 @@ def summary(path: Path) -> dict:
         "index_bytes": sum(j.total_bytes for j in c.journals),
         "log_bytes": sum(p.stat().st_blocks * 512 for p in logs),
         "files": sum(len(list(b.iterdir())) for b in c.meta.backends if b.is_dir()),
-        "extents": int(len(c.extents.offset)),
     }
 
 
