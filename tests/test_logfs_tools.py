@@ -128,6 +128,14 @@ def test_container_commands(worked, ioloom_cli, tmp_path):
     assert bad.returncode == 2 and "not a logfs container" in bad.stderr
 
 
+def test_container_run(tmp_path, ioloom_cli):
+    (tmp_path / "mnt").mkdir()
+    ioloom_cli("container", "run", "-m", tmp_path / "mnt", "--", "sh", "-c", f"seq 1 1000 > {tmp_path}/mnt/x")
+    assert Container.open(tmp_path / "mnt" / "x").read() == "".join(f"{i}\n" for i in range(1, 1001)).encode()
+    bad = ioloom_cli("container", "run", "-m", tmp_path / "nowhere", "--", "true", check=False)
+    assert bad.returncode == 2 and "is not a directory" in bad.stderr
+
+
 def test_check_finds_damage(worked, ioloom_cli):
     work, _, _, _ = worked
     py = work / "mnt" / "py"

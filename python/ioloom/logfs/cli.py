@@ -102,6 +102,33 @@ def recover(path: str) -> None:
     print(f"{path}: {stats['records']} records from {stats['logs']} logs re-indexed into {stats['entries']} entries")
 
 
+@app.command("run", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def run(ctx: typer.Context,
+        mounts: list[Path] = typer.Option(..., "--mount", "-m", help="A directory whose new files become containers "
+                                          "(repeatable)."),
+        backends: list[Path] = typer.Option([], "--backend", "-b", help="An extra backend directory for the logs "
+                                            "of every mount (repeatable)."),
+        fanout: str = typer.Option("rank", help="Writers per log: rank, node, or a number of ranks."),
+        pack: bool = typer.Option(False, help="Pack a directory's new files into one container (1-N).")) -> None:
+    """Run a command (e.g. an mpiexec line) over logfs: `ioloom container run -m /scratch/lfs -- mpiexec -n 4 ./app`."""
+    import os
+    import subprocess
+    from ioloom.logfs import preload
+    from ioloom.paths import NativeMissing
+    if not ctx.args:
+        _fail("give the command to run after --, e.g. ioloom container run -m DIR -- mpiexec -n 4 ./app")
+    for directory in (*mounts, *backends):
+        if not directory.is_dir():
+            _fail(f"{directory} is not a directory: create it first (mounts and backends must exist)")
+    try:
+        env = preload.env({m.resolve(): [b.resolve() for b in backends] for m in mounts}, fanout=fanout)
+    except NativeMissing as err:
+        _fail(str(err))
+    if pack:
+        env["IOLOOM_LOGFS_PACK"] = ":".join(str(m.resolve()) for m in mounts)
+    raise typer.Exit(subprocess.run(ctx.args, env={**os.environ, **env}).returncode)
+
+
 @app.command("rm")
 def rm(paths: list[str]) -> None:
     """Delete containers (from every backend)."""
