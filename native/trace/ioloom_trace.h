@@ -7,6 +7,8 @@
  * Cross-layer link: an MPI-IO wrapper calls ioloom_mpi_call_begin() before it calls PMPI_File_*. That sets a
  * thread-local "current MPI-IO call" number, and every event recorded on the thread until the matching
  * ioloom_mpi_call_end() carries it as its parent. The link is explicit, never inferred from times.
+ * The MPI-IO event itself is recorded between begin and end: an event of layer IOLOOM_MPIIO gets call_id = the
+ * innermost call in progress and parent = the one enclosing it (docs/trace-format.md, "Cross-layer link").
  */
 #ifndef IOLOOM_TRACE_H
 #define IOLOOM_TRACE_H
