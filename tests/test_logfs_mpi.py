@@ -38,3 +38,17 @@ def test_n1_strided_through_container(mpi, tmp_path):
         assert facts["groups"] == 4 and facts["size"] == len(expected)
         # The independent strided writes of each rank stay one pattern entry, however many there are.
         assert facts["pattern_entries"] >= 4 and facts["index_entries"] <= 4 * 4, facts
+
+
+def test_parallel_hdf5_through_container(tmp_path):
+    """Parallel HDF5 (MPICH's: Debian builds it against MPICH only) writes and reads back a shared file through
+    logfs, every byte verified by ioloom-bench."""
+    from ioloom.bench.io import run_bench
+    mount = tmp_path / "mnt"
+    mount.mkdir()
+    result = run_bench("mpich", 4, ["-a", "hdf5", "-b", "256k", "-t", "64k", "-s", "8", "-w", "-r", "--verify", "-k",
+                                    "-o", mount / "shared.h5"], env=preload.env({mount: []}))
+    assert result["verify"]["enabled"] and result["verify"]["errors"] == 0
+    report = check(mount / "shared.h5")
+    assert report.ok, report.problems
+    assert Container.open(mount / "shared.h5").read(0, 8) == b"\x89HDF\r\n\x1a\n"   # the HDF5 signature
