@@ -138,3 +138,27 @@ def test_a_read_past_the_end_sees_what_others_published(tmp_path):
                          env={**os.environ, **preload.env()}, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["first;", "first;second"]
+
+
+THREADS = r"""
+import os, sys, threading
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o644)
+def work(t):
+    other = os.dup(fd) if t % 2 else fd                      # half through a dup: the same open description
+    for i in range(300):
+        off = (i * 8 + t) * 1000
+        os.pwrite(other, bytes([(off // 1000) % 251 + 1]) * 1000, off)
+threads = [threading.Thread(target=work, args=(t,)) for t in range(8)]
+for t in threads: t.start()
+for t in threads: t.join()
+data = os.pread(fd, 8 * 300 * 1000 + 10, 0)
+print(len(data), all(data[b * 1000:(b + 1) * 1000] == bytes([b % 251 + 1]) * 1000 for b in range(8 * 300)))
+"""
+
+
+def test_threads_writing_one_container(tmp_path):
+    out = subprocess.run([sys.executable, "-c", THREADS, f"logfs:{tmp_path / 'c'}"], capture_output=True, text=True,
+                         env={**os.environ, **preload.env()}, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == [str(8 * 300 * 1000), "True"]
+    assert Container.open(tmp_path / "c").read() == b"".join(bytes([b % 251 + 1]) * 1000 for b in range(2400))
