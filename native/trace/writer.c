@@ -185,6 +185,43 @@ static void start_clock(void) { ioloom_tsc = 0; }
 static void ticks_to_ns(const struct ioloom_event_columns *ev, uint32_t n) { (void)ev, (void)n; }
 #endif
 
+/* ---- the operation table: each name is written once per stream, just before the first chunk using it, so a
+ * short process does not carry the names of the hundreds of calls it never made ---- */
+
+static const struct { const char *name; uint8_t layer; } op_table[] = {
+#define OP_PROCESS(suffix, name) {name, IOLOOM_PROCESS},
+#define OP_POSIX(suffix, name) {name, IOLOOM_POSIX},
+#define OP_STDIO(suffix, name) {name, IOLOOM_STDIO},
+#define OP_MPI(suffix, name) {name, IOLOOM_MPIIO},
+    IOLOOM_PROCESS_OPS(OP_PROCESS) IOLOOM_POSIX_OPS(OP_POSIX) IOLOOM_STDIO_OPS(OP_STDIO) IOLOOM_MPI_OPS(OP_MPI)
+#undef OP_PROCESS
+#undef OP_POSIX
+#undef OP_STDIO
+#undef OP_MPI
+};
+static uint8_t op_written[IOLOOM_OP_COUNT];
+static uint8_t op_chunk[IOLOOM_CHUNK_HEADER_BYTES + IOLOOM_OP_COUNT * 80]; /* no allocation: signal-safe */
+
+/* Writes an OPS chunk naming the operations of rows [0, n) not yet named in this stream. w.lock held. */
+static int write_new_ops_locked(const struct ioloom_event_columns *ev, uint32_t n) {
+    uint8_t *p = op_chunk + IOLOOM_CHUNK_HEADER_BYTES;
+    for (uint32_t i = 0; i < n; i++) {
+        uint16_t op = ev->op[i];
+        if (op >= IOLOOM_OP_COUNT || op_written[op]) continue;
+        op_written[op] = 1;
+        p = ioloom_put_varint(p, op);
+        *p++ = op_table[op].layer;
+        size_t len = strnlen(op_table[op].name, 63);
+        memcpy(p, op_table[op].name, len);
+        p += len;
+        *p++ = 0;
+    }
+    size_t payload = (size_t)(p - op_chunk) - IOLOOM_CHUNK_HEADER_BYTES;
+    if (!payload) return 0;
+    ioloom_seal_chunk(op_chunk, IOLOOM_CHUNK_OPS, (uint32_t)payload);
+    return write_all_locked(op_chunk, IOLOOM_CHUNK_HEADER_BYTES + payload);
+}
+
 /* Encodes and writes events [0, count) of b. In a signal handler, gives up rather than wait for a lock. */
 static void flush_buffer(struct thread_buffer *b) {
     if ((my_recording && b == my_buffer) || ioloom_lock(&b->flush_lock)) return;
@@ -194,7 +231,8 @@ static void flush_buffer(struct thread_buffer *b) {
         if (ioloom_tsc) ticks_to_ns(&b->events, n);
         if (ioloom_lock(&w.lock) == 0) {
             size_t len = ioloom_encode_events(w.encoded, w.scratch, b->tid, &b->events, n);
-            if (write_all_locked(w.encoded, len) == 0) w.events_written += n;
+            if (write_new_ops_locked(&b->events, n) == 0 && write_all_locked(w.encoded, len) == 0)
+                w.events_written += n;
             else count_dropped(n);
             pthread_mutex_unlock(&w.lock);
         } else {
@@ -318,33 +356,6 @@ void ioloom_flush_all(void) {
 
 /* ---- the stream file ---- */
 
-static void write_op_table(void) {
-    static const struct { const char *name; uint8_t layer; } ops[] = {
-#define OP_PROCESS(suffix, name) {name, IOLOOM_PROCESS},
-#define OP_POSIX(suffix, name) {name, IOLOOM_POSIX},
-#define OP_STDIO(suffix, name) {name, IOLOOM_STDIO},
-#define OP_MPI(suffix, name) {name, IOLOOM_MPIIO},
-        IOLOOM_PROCESS_OPS(OP_PROCESS) IOLOOM_POSIX_OPS(OP_POSIX) IOLOOM_STDIO_OPS(OP_STDIO) IOLOOM_MPI_OPS(OP_MPI)
-#undef OP_PROCESS
-#undef OP_POSIX
-#undef OP_STDIO
-#undef OP_MPI
-    };
-    size_t size = IOLOOM_CHUNK_HEADER_BYTES;
-    for (size_t i = 0; i < IOLOOM_OP_COUNT; i++) size += 12 + strlen(ops[i].name);
-    uint8_t *chunk = malloc(size);
-    if (!chunk) return;
-    uint8_t *p = chunk + IOLOOM_CHUNK_HEADER_BYTES;
-    for (size_t i = 0; i < IOLOOM_OP_COUNT; i++) {
-        p = ioloom_put_varint(p, i);
-        *p++ = ops[i].layer;
-        p = ioloom_put_cstr(p, ops[i].name);
-    }
-    ioloom_seal_chunk(chunk, IOLOOM_CHUNK_OPS, (uint32_t)(p - chunk - IOLOOM_CHUNK_HEADER_BYTES));
-    ioloom_write_chunk(chunk, (size_t)(p - chunk));
-    free(chunk);
-}
-
 static void make_dir(const char *dir) {
     char path[STREAM_NAME_MAX];
     snprintf(path, sizeof path, "%s", dir);
@@ -420,7 +431,7 @@ static int start_stream(void) {
     uint8_t header[IOLOOM_HEADER_BYTES];
     ioloom_file_header(header);
     ioloom_write_chunk(header, sizeof header);
-    write_op_table();
+    memset(op_written, 0, sizeof op_written); /* a new stream names its operations again */
     return 0;
 }
 
