@@ -10,5 +10,4 @@ from ioloom.bench import sweep  # noqa: E402,F401  (registers `ioloom bench swee
 from ioloom.bench import overhead  # noqa: E402,F401  (registers `ioloom bench overhead`)
 from ioloom.bench import logfs  # noqa: E402,F401  (registers `ioloom bench logfs`)
 from ioloom.bench import riot  # noqa: E402,F401  (registers `ioloom bench riot`)
-from ioloom.bench import overhead_study  # noqa: E402,F401  (registers `ioloom bench overhead-study`)
 from ioloom.bench import analyse  # noqa: E402,F401  (registers `ioloom bench analyse`)
