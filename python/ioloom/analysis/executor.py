@@ -7,7 +7,7 @@ decodes its own stream, and only the small summaries come back.
 from __future__ import annotations
 
 import os
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, as_completed, wait
 
 import cloudpickle
 
@@ -22,9 +22,19 @@ def _run_pickled(payload: bytes) -> Partial:
 def _local(streams, options: Options, share: float, workers: int) -> list[Partial]:
     if workers <= 1 or len(streams) <= 1:
         return [summarise(s, options, share) for s in streams]
+    # At most `workers` streams in flight: Executor.map would pickle every stream up front.
+    results: list[Partial | None] = [None] * len(streams)
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        payloads = (cloudpickle.dumps((s, options, share)) for s in streams)
-        return list(pool.map(_run_pickled, payloads))
+        running = {}
+        for i, stream in enumerate(streams):
+            if len(running) >= workers:
+                finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    results[running.pop(future)] = future.result()
+            running[pool.submit(_run_pickled, cloudpickle.dumps((stream, options, share)))] = i
+        for future in as_completed(running):
+            results[running[future]] = future.result()
+    return results
 
 
 def _dask(streams, options: Options, share: float, address: str) -> list[Partial]:
