@@ -8,6 +8,11 @@ from ioloom.logfs import preload
 from ioloom.trace import open_trace
 
 
+def traced_events(trace_dir):
+    trace = open_trace(trace_dir)
+    return trace.events().to_pandas().merge(trace.files.to_pandas()[["file_id", "path"]], on="file_id")
+
+
 def test_trace_shows_logical_and_physical_io(tmp_path, ioloom_cli):
     mount = tmp_path / "mnt"
     mount.mkdir()
@@ -16,8 +21,7 @@ def test_trace_shows_logical_and_physical_io(tmp_path, ioloom_cli):
     env = {**preload.env({mount: []})}
     ioloom_cli("run", "-o", tmp_path / "trace", "--", "sh", "-c", f"cp {src} {mount}/x && cat {mount}/x > /dev/null",
                env={**os.environ, **env})
-    trace = open_trace(tmp_path / "trace")
-    events = trace.events().to_pandas().merge(trace.files.to_pandas()[["file_id", "path"]], on="file_id")
+    events = traced_events(tmp_path / "trace")
     logical = events[events.path == str(mount / "x")]
     logs = events[events.path.str.startswith(str(mount / "x" / "log."))]
     index = events[events.path.str.startswith(str(mount / "x" / "index."))]
@@ -25,3 +29,19 @@ def test_trace_shows_logical_and_physical_io(tmp_path, ioloom_cli):
     assert logs[logs.op == "pwritev"].ret_bytes.sum() == 256_000 + 56      # the data and its record header
     assert logs[logs.op == "pread"].ret_bytes.sum() == 256_000             # the read-back, from the log
     assert (index.op == "writev").any()                                    # the index published at close
+
+
+def test_run_over_logfs_records_logical_offsets(tmp_path, ioloom_cli):
+    """`ioloom run --logfs DIR`: dd's sequential writes land at their logical offsets in the trace (the tracer
+    asks the layer below it for the position, not the kernel, which only knows the container's directory)."""
+    mount = tmp_path / "mnt"
+    mount.mkdir()
+    ioloom_cli("run", "-o", tmp_path / "trace", "--logfs", mount, "--", "sh", "-c",
+               f"dd if=/dev/zero of={mount}/f bs=64k count=8 2>/dev/null && cat {mount}/f > /dev/null")
+    assert (mount / "f").is_dir(), "without the layer, the file is a container directory"
+    events = traced_events(tmp_path / "trace")
+    logical = events[events.path == str(mount / "f")]
+    writes = logical[logical.op == "write"]
+    assert writes.offset.tolist() == [i * 65536 for i in range(8)]
+    reads = logical[(logical.op == "read") & (logical.ret_bytes > 0)]
+    assert reads.ret_bytes.sum() == 8 * 65536 and (reads.offset >= 0).all()

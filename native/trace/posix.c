@@ -7,7 +7,6 @@
 #include <sys/mman.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -22,9 +21,10 @@ static void record_fd(struct ioloom_call *c, enum ioloom_op op, int fd, int64_t 
 }
 
 /* Where a read or write at the current position took place: the position after it, less what it moved.
- * Asking the kernel (rather than tracking) stays right with dup'ed and inherited descriptors. */
+ * Asking (rather than tracking) stays right with dup'ed and inherited descriptors; asking the next lseek, not
+ * the kernel, keeps it right when a layer below us (logfs) serves the descriptor. */
 static int64_t position_before(int fd, ssize_t moved) {
-    int64_t now = syscall(SYS_lseek, fd, 0, SEEK_CUR);
+    int64_t now = IOLOOM_NEXT(lseek)(fd, 0, SEEK_CUR);
     return now < 0 ? -1 : moved > 0 ? now - moved : now;
 }
 

@@ -22,7 +22,8 @@ LAYERS = ("posix", "stdio", "mpiio")
 LAUNCHERS = ("mpirun", "mpiexec", "orterun", "orted", "prterun", "prted", "mpiexec.openmpi", "mpirun.openmpi",
              "mpiexec.hydra", "mpiexec.mpich", "mpirun.mpich", "hydra_pmi_proxy", "hydra_nameserver")
 PRELOAD_VARS = ("LD_PRELOAD", "IOLOOM_TRACE_DIR", "IOLOOM_LAYERS", "IOLOOM_SKIP_PROGRAMS", "IOLOOM_TRACE_BUFFER",
-                "IOLOOM_EXCLUDE", "IOLOOM_INCLUDE", "IOLOOM_FLUSH_INTERVAL_MS")
+                "IOLOOM_EXCLUDE", "IOLOOM_INCLUDE", "IOLOOM_FLUSH_INTERVAL_MS", "IOLOOM_LOGFS_ROOTS",
+                "IOLOOM_LOGFS_FANOUT", "IOLOOM_LOGFS_CHUNK", "IOLOOM_LOGFS_PACK")
 
 
 def fail(message: str) -> None:
@@ -75,6 +76,23 @@ def traced_environment(libs: list[Path], out: Path, layers: list[str]) -> dict[s
     env["IOLOOM_LAYERS"] = ",".join(layers)
     env.setdefault("IOLOOM_SKIP_PROGRAMS", ",".join(LAUNCHERS))
     return env
+
+
+def over_logfs(libs: list[Path], env: dict[str, str], mounts: list[Path]) -> None:
+    """Re-weave as well as trace: logfs is preloaded after the tracer, so the trace shows the program's logical
+    I/O on each container and logfs's physical log and index I/O beneath it."""
+    from ioloom.logfs import preload
+
+    missing = [str(m) for m in mounts if not m.is_dir()]
+    if missing:
+        fail(f"--logfs needs existing directories: create {', '.join(missing)} first")
+    try:
+        logfs_env = preload.env({m.resolve(): [] for m in mounts})
+    except paths.NativeMissing as err:
+        fail(str(err))
+    existing = env["LD_PRELOAD"].split(" ")[len(libs):]
+    env["LD_PRELOAD"] = " ".join([*map(str, libs), logfs_env.pop("LD_PRELOAD"), *existing])
+    env.update(logfs_env)
 
 
 def launch_command(argv: list[str], impl: mpi.MpiImpl | None, env: dict[str, str]) -> list[str]:
@@ -135,12 +153,16 @@ def command(
     cmd: list[str] = typer.Argument(..., metavar="-- CMD [ARGS]...", help="The command to trace (after --)."),
     output: Path = typer.Option(None, "-o", "--output", help="Trace directory (default: ./ioloom-traces/<time>)."),
     layers: str = typer.Option("posix,stdio,mpiio", "--layers", help="Layers to trace, comma-separated."),
+    logfs: list[Path] = typer.Option([], "--logfs", metavar="DIR", help="Also run over logfs: files the command "
+                                     "creates under DIR become containers of per-writer logs (repeatable)."),
 ) -> None:
     """Run CMD with the tracer preloaded; every process it starts writes a stream into the trace directory."""
     chosen = parse_layers(layers)
     out = output_dir(output)
     libs, impl = libraries(cmd, chosen)
     env = traced_environment(libs, out, chosen)
+    if logfs:
+        over_logfs(libs, env, logfs)
     code = run_traced(launch_command(cmd, impl, env), env)
     try:
         for line in summary(out):
