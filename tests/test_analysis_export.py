@@ -74,3 +74,14 @@ def test_truncated_trace_reports_what_it_could_read(trace, tmp_path):
     page = (tmp_path / "r.html").read_text()
     listed = victim.name in page
     assert listed
+
+
+def test_workers_reread_each_stream_file_on_the_whole_traces_clock_and_file_ids(trace):
+    """What local workers decode from a stream file alone equals that stream as the whole trace reads it."""
+    from ioloom.analysis.executor import StreamFile
+
+    whole = ioloom.open_trace(trace)
+    alone = StreamFile.of(whole)
+    assert alone is not None and len(alone) == len(whole.streams) >= 2  # sh and the two dd
+    for mine, theirs in zip(alone, whole.streams):
+        assert mine.read().equals(theirs.read())

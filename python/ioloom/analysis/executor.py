@@ -7,11 +7,56 @@ decodes its own stream, and only the small summaries come back.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
+from pathlib import Path
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, as_completed, wait
 
 import cloudpickle
+import numpy as np
+import pyarrow as pa
 
 from ioloom.analysis.partition import Options, Partial, summarise
+
+
+@dataclass
+class StreamFile:
+    """A stream of an on-disk trace that the worker reads from its own file, so that only a path travels to
+    it, not the stream's bytes. Its times and file ids are put back on the whole trace's clock (the reader
+    counts times from the earliest stream's start) and file table (same path and device/inode)."""
+    path: str
+    pid: int
+    rank: int
+    info: dict
+    epoch_ns: int
+    file_ids: dict  # (path, dev, ino) of the whole trace's file table -> its file_id
+
+    def read(self, columns=None) -> pa.Table:
+        from ioloom.trace import open_trace
+
+        alone = open_trace(self.path)
+        table = alone.streams[0].read(columns)
+        shift = alone.meta["epoch_ns"] - self.epoch_ns
+        for name in ("t_start", "t_end"):
+            if name in table.column_names:
+                table = table.set_column(table.column_names.index(name), name,
+                                         pa.array(table.column(name).to_numpy() + shift))
+        if "file_id" in table.column_names:
+            rows = zip(*(alone.files.column(c).to_pylist() for c in ("path", "dev", "ino")))
+            lookup = np.array([self.file_ids[row] for row in rows] + [-1], np.int32)
+            local = table.column("file_id").to_numpy()
+            table = table.set_column(table.column_names.index("file_id"), "file_id",
+                                     pa.array(lookup[np.where(local >= 0, local, len(lookup) - 1)]))
+        return table
+
+    @classmethod
+    def of(cls, trace) -> list["StreamFile"] | None:
+        """The trace's streams as StreamFiles, or None when they do not come from stream files."""
+        paths = [s.info.get("path") for s in trace.streams]
+        if trace.meta.get("epoch_ns") is None or not all(p and Path(p).is_file() for p in paths):
+            return None
+        keys = zip(*(trace.files.column(c).to_pylist() for c in ("path", "dev", "ino")))
+        file_ids = {key: i for key, i in zip(keys, trace.files.column("file_id").to_pylist())}
+        return [cls(p, s.pid, s.rank, s.info, trace.meta["epoch_ns"], file_ids) for p, s in zip(paths, trace.streams)]
 
 
 def _run_pickled(payload: bytes) -> Partial:
@@ -55,6 +100,8 @@ def map_streams(trace, options: Options, scheduler: str | None = None,
     """Summaries of every stream, and a description of where they were computed."""
     streams = list(trace.streams)
     share = 1.0 / max(1, len(streams))
+    if len(streams) > 1:
+        streams = StreamFile.of(trace) or streams
     if scheduler:
         return _dask(streams, options, share, scheduler), f"dask cluster at {scheduler}"
     workers = workers if workers is not None else min(len(streams), os.cpu_count() or 1)
