@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from ioloom.analysis.metrics import NS, POSIX, top_level
-from ioloom.analysis.ops import META, READ, WRITE
+from ioloom.analysis.ops import LAYER_CODE, META, READ, WRITE
 
 SMALL_WRITES_MIN = 64          # independent small writes on one interleaved shared file before we speak
 SMALL_WRITES_SHARE = 0.5       # ... and their share of that file's writes
@@ -78,7 +78,7 @@ def small_strided_writes(a) -> list[Finding]:
         part = writes[writes["file_id"] == file_id]
         if not pattern["interleaved"] or part.empty:
             continue
-        through_mpi = (part["layer"] == 2).any()
+        through_mpi = (part["layer"] == LAYER_CODE["mpiio"]).any()
         count = int(independent[independent["file_id"] == file_id]["calls"].sum()) if through_mpi else int(part["ops"].sum())
         small = int(part["small"].sum())
         if count < SMALL_WRITES_MIN or small < SMALL_WRITES_SHARE * part["ops"].sum() or small < SMALL_WRITES_MIN:
@@ -219,7 +219,7 @@ def time_before_first_byte(a) -> list[Finding]:
     procs = procs[procs["t_first_byte"].notna() & (procs["io_ns"] > 0)]
     lost = procs["io_before_first_byte_ns"] / NS
     hit = procs[(lost >= FIRST_BYTE_MIN_S) & (procs["io_before_first_byte_ns"] >= FIRST_BYTE_SHARE * procs["io_ns"])]
-    if hit.empty or lost.median() < FIRST_BYTE_MIN_S and len(hit) <= len(procs) // 2:
+    if hit.empty or (lost.median() < FIRST_BYTE_MIN_S and len(hit) <= len(procs) // 2):
         return []
     lost = hit["io_before_first_byte_ns"] / NS
     return [Finding(
