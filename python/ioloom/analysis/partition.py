@@ -108,16 +108,25 @@ def _parent_lookup(call_ids: np.ndarray, values: np.ndarray, parents: np.ndarray
     return np.where(found, values[order][pos], missing)
 
 
+# A group's code packs (file_id + 1, layer, kind, nested) into one int64, mixed radix, nested fastest.
+NESTINGS, KIND_SLOTS, LAYER_SLOTS = 3, 8, 4
+
+
 def _group_codes(c: dict, nested: np.ndarray) -> np.ndarray:
-    return (((c["file_id"].astype(np.int64) + 1) * 4 + c["layer"]) * 8 + c["kind"]) * 3 + nested
+    return (((c["file_id"].astype(np.int64) + 1) * LAYER_SLOTS + c["layer"]) * KIND_SLOTS + c["kind"]) * NESTINGS + nested
 
 
-def _decode(frame: pd.DataFrame, code_column: str = "code") -> pd.DataFrame:
-    code = frame.pop(code_column).to_numpy()
-    frame.insert(0, "nested", (code % 3).astype(np.int8))
-    frame.insert(0, "kind", (code // 3 % 8).astype(np.int8))
-    frame.insert(0, "layer", (code // 24 % 4).astype(np.int8))
-    frame.insert(0, "file_id", (code // 96 - 1).astype(np.int32))
+def _kind_of(code: np.ndarray) -> np.ndarray:
+    return code // NESTINGS % KIND_SLOTS
+
+
+def _decode(frame: pd.DataFrame) -> pd.DataFrame:
+    """The `code` column unpacked into file_id, layer, kind and nested."""
+    code = frame.pop("code").to_numpy()
+    frame.insert(0, "nested", (code % NESTINGS).astype(np.int8))
+    frame.insert(0, "kind", _kind_of(code).astype(np.int8))
+    frame.insert(0, "layer", (code // (NESTINGS * KIND_SLOTS) % LAYER_SLOTS).astype(np.int8))
+    frame.insert(0, "file_id", (code // (NESTINGS * KIND_SLOTS * LAYER_SLOTS) - 1).astype(np.int32))
     return frame
 
 
@@ -174,7 +183,7 @@ def _data_groups(c: dict, code: np.ndarray, options: Options):
         "misaligned": np.bincount(index, known & (stripes_touched > stripes_needed), minlength=n).astype(np.int64),
         "small": np.bincount(index, size < options.small_request, minlength=n).astype(np.int64),
         "off_min": off_min, "end_max": end_max}, index=pd.Index(groups, name="code"))
-    reads = known & (g // 3 % 8 == READ)  # distinct bytes matter for reads only (repeated reads)
+    reads = known & (_kind_of(g) == READ)  # distinct bytes matter for reads only (repeated reads)
     per_group["unique_bytes"] = _unique_bytes(g[reads], off[reads], end[reads])
     per_group["unique_bytes"] = per_group["unique_bytes"].fillna(0).astype(np.int64)
     bins = np.searchsorted(SIZE_BIN_UPPER, size, side="left")
