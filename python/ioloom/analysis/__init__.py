@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ioloom.analysis.partition import Options
 from ioloom.analysis.result import Analysis
+from ioloom.trace.model import Trace
 
 __all__ = ["analyse", "Analysis", "Options", "load"]
 
@@ -33,12 +34,17 @@ def analyse(trace, options: Options | None = None, scheduler: str | None = None,
             workers: int | None = None) -> Analysis:
     """Analyse a Trace (or a path to one). scheduler: a Dask scheduler address to run the map on;
     workers: local worker processes (default: one per CPU, at most one per stream)."""
-    from ioloom.analysis.executor import map_streams
+    from ioloom.analysis.executor import map_streams, plan
 
     if isinstance(trace, (str, Path)):
         trace = load(trace)
     options = options or Options()
     paths = zip(trace.files.column("file_id").to_pylist(), trace.files.column("path").to_pylist())
     options = replace(options, system_files=frozenset(i for i, p in paths if options.is_system(p or "")))
-    partials, where = map_streams(trace, options, scheduler, workers)
-    return Analysis.reduce(trace, partials, options, where)
+    streams = plan(trace)
+    # What the reduce needs of the trace; when the workers re-read stream files, dropping the caller's
+    # streams here lets an opened trace's bytes go before the workers decode theirs.
+    header = Trace([], trace.files, trace.meta, trace.problems)
+    del trace
+    partials, where = map_streams(streams, options, scheduler, workers)
+    return Analysis.reduce(header, partials, options, where)

@@ -95,13 +95,17 @@ def _dask(streams, options: Options, share: float, address: str) -> list[Partial
         return client.gather(futures)
 
 
-def map_streams(trace, options: Options, scheduler: str | None = None,
-                workers: int | None = None) -> tuple[list[Partial], str]:
-    """Summaries of every stream, and a description of where they were computed."""
+def plan(trace) -> list:
+    """What the workers get: the stream files by path when the trace has them (several streams), else the
+    streams themselves (in-memory traces travel with cloudpickle)."""
     streams = list(trace.streams)
+    return (StreamFile.of(trace) if len(streams) > 1 else None) or streams
+
+
+def map_streams(streams: list, options: Options, scheduler: str | None = None,
+                workers: int | None = None) -> tuple[list[Partial], str]:
+    """Summaries of every stream (see `plan`), and a description of where they were computed."""
     share = 1.0 / max(1, len(streams))
-    if len(streams) > 1:
-        streams = StreamFile.of(trace) or streams
     if scheduler:
         return _dask(streams, options, share, scheduler), f"dask cluster at {scheduler}"
     workers = workers if workers is not None else min(len(streams), os.cpu_count() or 1)
