@@ -13,7 +13,7 @@ import pytest
 from ioloom.logfs import preload
 from ioloom.logfs.format import Container
 
-BLOCK = 40000                           # >= 32 KiB: data page-aligned in the log, as recovery must know
+BLOCK = 40000                           # not a multiple of a page: records end anywhere in the log
 
 WRITER = r"""
 import os, sys

@@ -141,9 +141,9 @@ def test_check_finds_damage(worked, ioloom_cli):
     py = work / "mnt" / "py"
     log = next(p for b in Container.open(py).meta.backends for p in b.glob("log.*"))
     with open(log, "r+b") as f:                                     # flip one data byte of the first record
-        f.seek(56 + 3)
+        f.seek(3)
         byte = f.read(1)
-        f.seek(56 + 3)
+        f.seek(3)
         f.write(bytes([byte[0] ^ 0xFF]))
     out = ioloom_cli("container", "check", py, check=False)
     assert out.returncode == 1 and "data checksum mismatch" in out.stdout

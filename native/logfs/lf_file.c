@@ -35,8 +35,8 @@ lf_file *lf_open(const char *dir, int flags, mode_t mode, const struct lf_backen
     pthread_mutex_init(&f->lock, NULL);
     snprintf(f->dir, sizeof f->dir, "%s", dir);
     f->flags = flags;
-    f->wlog = f->log_fd = f->index_fd = -1;
-    f->index_traced_id = LF_UNTRACED;
+    f->wlog = f->log_fd = f->index_fd = f->records_fd = -1;
+    f->index_traced_id = f->records_traced_id = LF_UNTRACED;
     f->map_stale = f->others_stale = 1;
     lf_writer_init(f);
     /* Other writers' indexes load on the first read or size query, not here: N writers opening a shared
@@ -99,7 +99,8 @@ int64_t lf_size(lf_file *f) { return LOCKED(f, do_size(f)); }
 
 static int do_sync(lf_file *f) {
     if (lf_writer_publish(f)) return -1;
-    if (f->wlog >= 0 && (IOLOOM_NEXT(fsync)(f->log_fd) || IOLOOM_NEXT(fsync)(f->index_fd))) return -1;
+    if (f->wlog >= 0 && (IOLOOM_NEXT(fsync)(f->log_fd) || IOLOOM_NEXT(fsync)(f->records_fd) ||
+                          IOLOOM_NEXT(fsync)(f->index_fd))) return -1;
     return lf_load_others(f);
 }
 
@@ -123,6 +124,7 @@ int lf_close(lf_file *f) {
     }
     if (f->log_fd >= 0) IOLOOM_NEXT(close)(f->log_fd);
     if (f->index_fd >= 0) IOLOOM_NEXT(close)(f->index_fd);
+    if (f->records_fd >= 0) IOLOOM_NEXT(close)(f->records_fd);
     free(f->logs);
     free(f->mine);
     free(f->others);

@@ -67,7 +67,10 @@ struct lf_file {
     uint64_t writer, last_stamp;
     char group[96];
     int wlog;               /* index in logs[] of our log, -1 before the first write */
-    int log_fd, index_fd;
+    int log_fd, index_fd, records_fd;
+    int32_t records_traced_id;
+    struct lf_record batch[LF_RECORD_BATCH]; /* records not yet appended to the record journal */
+    size_t nbatch;
     int32_t index_traced_id;
     uint64_t resv_cur, resv_end; /* the part of our log we reserved and have not filled yet */
     struct lf_entry *mine;  /* our entries, published or not */
@@ -120,7 +123,7 @@ uint64_t lf_entry_end(const struct lf_entry *e);
 int lf_phys_traced(void);
 void lf_phys_event(int op, const char *path, int32_t *file_id, int fd, int64_t offset, int64_t req, int64_t ret,
                    uint64_t t_start);
-extern const int lf_op_pwritev, lf_op_pread, lf_op_writev;
+extern const int lf_op_pwrite, lf_op_pread, lf_op_write, lf_op_writev;
 
 /* Physical I/O: the next definitions (libc), never our own wrappers. */
 ssize_t lf_full_pwrite(int fd, const void *buf, size_t n, uint64_t off);

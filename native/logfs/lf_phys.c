@@ -40,4 +40,5 @@ void lf_phys_event(int op, const char *path, int32_t *file_id, int fd, int64_t o
     errno = saved;
 }
 
-const int lf_op_pwritev = IOLOOM_OP_PWRITEV, lf_op_pread = IOLOOM_OP_PREAD, lf_op_writev = IOLOOM_OP_WRITEV;
+const int lf_op_pwrite = IOLOOM_OP_PWRITE, lf_op_pread = IOLOOM_OP_PREAD, lf_op_write = IOLOOM_OP_WRITE,
+          lf_op_writev = IOLOOM_OP_WRITEV;

@@ -1,5 +1,11 @@
-/* The writer: appends records to its group's data log and keeps its index entries in memory, merging
- * regular runs into pattern entries, until a sync point publishes them to the group's index journal.
+/* The writer: appends the data of each write to its group's data log and keeps its index entries in memory,
+ * merging regular runs into pattern entries, until a sync point publishes them to the group's index journal.
+ *
+ * The data log holds nothing but data, so a write costs one pwrite of exactly its bytes, as it would on the plain
+ * file. What recovery needs to re-index the log after a crash (a struct lf_record per write) is batched in
+ * memory and appended to the group's record journal every LF_RECORD_BATCH writes, before a new chunk is reserved
+ * and at every sync point: one small write per 64 data writes. A crash loses at most the records of the current
+ * batch for `recover` (their data is in the log, not described); everything published stays.
  *
  * Several writers may share one log (fan-out control: IOLOOM_LOGFS_FANOUT=rank|node|K). They never write
  * into the same bytes: each reserves whole chunks of the log (meta chunk size) under an flock of the log,
@@ -72,19 +78,43 @@ static int writer_setup(lf_file *f) {
     if (lf_mkdirs(backend, 0755)) return -1;
     snprintf(path, sizeof path, "%s/index.%s", backend, f->group);
     f->index_fd = IOLOOM_NEXT(open)(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    snprintf(path, sizeof path, "%s/records.%s", backend, f->group);
+    f->records_fd = IOLOOM_NEXT(open)(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
     snprintf(path, sizeof path, "%s/log.%s", backend, f->group);
     f->log_fd = IOLOOM_NEXT(open)(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (f->index_fd < 0 || f->log_fd < 0) return -1;
+    if (f->index_fd < 0 || f->records_fd < 0 || f->log_fd < 0) return -1;
     int id = lf_log_id(f, path);
     if (id < 0) return -1;
     f->wlog = id;
     return 0;
 }
 
-/* Room for `need` bytes at f->resv_cur. */
+/* Appends the batched records to the record journal in one O_APPEND write (whole records: those of concurrent
+ * writers of the group never interleave). A short write keeps the records it did not complete for the next try;
+ * a torn one fails its header_sum and recovery skips it. */
+static int flush_records(lf_file *f) {
+    if (!f->nbatch) return 0;
+    size_t bytes = f->nbatch * sizeof *f->batch;
+    uint64_t t0 = lf_phys_traced() ? ioloom_now_ns() : 0;
+    ssize_t done = IOLOOM_NEXT(write)(f->records_fd, f->batch, bytes);
+    if (t0) {
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/records.%s", group_backend(f), f->group);
+        lf_phys_event(lf_op_write, path, &f->records_traced_id, f->records_fd, -1, (int64_t)bytes, done, t0);
+    }
+    if (done == (ssize_t)bytes) return f->nbatch = 0, 0;
+    if (done < 0) return -1;
+    size_t whole = (size_t)done / sizeof *f->batch;
+    memmove(f->batch, f->batch + whole, (f->nbatch - whole) * sizeof *f->batch);
+    f->nbatch -= whole;
+    return errno = ENOSPC, -1;
+}
+
+/* Room for `need` bytes at f->resv_cur. A new chunk first appends the batched records, so a crash leaves at
+ * most the current chunk's writes undescribed. */
 static int reserve(lf_file *f, uint64_t need) {
-    if (f->resv_cur + need <= f->resv_end && f->resv_end) return 0;
-    if (flock(f->log_fd, LOCK_EX)) return -1;
+    if (!need || (f->resv_cur + need <= f->resv_end && f->resv_end)) return 0;
+    if (flush_records(f) || flock(f->log_fd, LOCK_EX)) return -1;
     struct stat st;
     int rc = IOLOOM_NEXT(fstat)(f->log_fd, &st);
     if (rc == 0) {
@@ -136,54 +166,54 @@ static int add_entry(lf_file *f, const struct lf_entry *r) {
     return 0;
 }
 
-/* Space for publishing what we index: allocated ahead in the index journal (beyond its end, without changing
- * its size) every 32 unpublished entries, so that on a full file system the write that cannot be indexed is
- * the one that fails with ENOSPC, before its data goes anywhere, and publishing never does. File systems
+/* Room allocated ahead, beyond the end of an O_APPEND journal and without changing its size. File systems
  * without FALLOC_FL_KEEP_SIZE get no such guarantee (then `ioloom container recover` indexes the logs). */
-static int ensure_index_room(lf_file *f) {
-    size_t pending = f->nmine - f->npublished;
-    if (pending % 32) return 0;
+static int room_ahead(int fd, off_t bytes) {
     struct stat st;
-    if (IOLOOM_NEXT(fstat)(f->index_fd, &st)) return -1;
-    off_t room = (off_t)((pending + 64) * sizeof(struct lf_entry) + 4 * sizeof(struct lf_block));
-    if (IOLOOM_NEXT(fallocate)(f->index_fd, FALLOC_FL_KEEP_SIZE, st.st_size, room) == 0) return 0;
+    if (IOLOOM_NEXT(fstat)(fd, &st)) return -1;
+    if (IOLOOM_NEXT(fallocate)(fd, FALLOC_FL_KEEP_SIZE, st.st_size, bytes) == 0) return 0;
     return errno == EOPNOTSUPP || errno == ENOSYS ? 0 : -1;
 }
 
-/* Where a record goes at or after `at`: large writes get their data page-aligned in the log (the header ends
- * where a page begins), since copying unaligned data into the page cache costs up to 1.7x more; small ones
- * pack. docs/logfs-format.md gives readers the same rule. */
-static uint64_t record_start(uint64_t at, size_t n) {
-    if (n < LF_ALIGN_MIN) return at;
-    return (at + sizeof(struct lf_record) + LF_PAGE - 1) / LF_PAGE * LF_PAGE - sizeof(struct lf_record);
+/* Space for what a write will add to the journals, allocated before its data goes anywhere: index room every
+ * 32 unpublished entries, record room at the start of each batch. On a full file system the write that could
+ * not be described fails with ENOSPC, and publishing does not. */
+static int ensure_journal_room(lf_file *f) {
+    size_t pending = f->nmine - f->npublished;
+    if (pending % 32 == 0 &&
+        room_ahead(f->index_fd, (off_t)((pending + 64) * sizeof(struct lf_entry) + 4 * sizeof(struct lf_block))))
+        return -1;
+    if (f->nbatch == LF_RECORD_BATCH && flush_records(f)) return -1;
+    return f->nbatch ? 0 : room_ahead(f->records_fd, 2 * LF_RECORD_BATCH * sizeof(struct lf_record));
 }
 
 int lf_writer_append(lf_file *f, uint16_t kind, const void *buf, size_t n, uint64_t offset) {
-    if (writer_setup(f) || ensure_index_room(f)) return -1;
-    struct lf_record h = {.magic = LF_RECORD_MAGIC, .kind = kind, .version = LF_VERSION, .file_id = f->file_id,
-                          .offset = offset,
-                          .length = n, .stamp = next_stamp(f), .writer = f->writer,
-                          .data_sum = lf_sum64(buf, n)};
-    h.header_sum = (uint32_t)lf_sum64(&h, sizeof h);
-    if (reserve(f, (n >= LF_ALIGN_MIN ? LF_PAGE : 0) + sizeof h + n)) return -1;
-    struct iovec iov[2] = {{&h, sizeof h}, {(void *)buf, n}};
-    uint64_t at = record_start(f->resv_cur, n), t0 = lf_phys_traced() ? ioloom_now_ns() : 0;
-    ssize_t done = IOLOOM_NEXT(pwritev)(f->log_fd, iov, 2, (off_t)at);
-    if (t0) {
-        struct lf_log *log = &f->logs[f->wlog];
-        lf_phys_event(lf_op_pwritev, log->path, &log->traced_id, f->log_fd, (int64_t)at, (int64_t)(sizeof h + n), done, t0);
+    if (writer_setup(f) || ensure_journal_room(f) || reserve(f, n)) return -1;
+    uint64_t at = f->resv_cur;
+    struct lf_record r = {.magic = LF_RECORD_MAGIC, .kind = kind, .version = LF_VERSION, .file_id = f->file_id,
+                          .offset = offset, .length = n, .stamp = next_stamp(f), .writer = f->writer,
+                          .data_sum = lf_sum64(buf, n), .physical = at};
+    r.header_sum = (uint32_t)lf_sum64(&r, sizeof r);
+    if (n) {
+        uint64_t t0 = lf_phys_traced() ? ioloom_now_ns() : 0;
+        ssize_t done = lf_full_pwrite(f->log_fd, buf, n, at);
+        if (t0) {
+            struct lf_log *log = &f->logs[f->wlog];
+            lf_phys_event(lf_op_pwrite, log->path, &log->traced_id, f->log_fd, (int64_t)at, (int64_t)n, done, t0);
+        }
+        if (done != (ssize_t)n) {
+            /* Short or failed (ENOSPC, EIO...): the write is neither recorded nor indexed, and its torn bytes
+             * are abandoned with the rest of the reservation. */
+            if (done >= 0) errno = ENOSPC;
+            f->resv_end = 0;
+            return -1;
+        }
     }
-    if (done != (ssize_t)(sizeof h + n)) {
-        /* Short or failed (ENOSPC, EIO...): the record is not indexed, and its torn bytes are abandoned
-         * with the rest of the reservation; recovery skips them (their sums do not match). */
-        if (done >= 0) errno = ENOSPC;
-        f->resv_end = 0;
-        return -1;
-    }
-    f->resv_cur = at + sizeof h + n;
-    struct lf_entry r = {.kind = kind, .file_id = f->file_id, .offset = offset, .length = n, .count = 1, .physical = at + sizeof h,
-                         .stamp = h.stamp, .stamp_last = h.stamp, .data_sum = h.data_sum};
-    if (add_entry(f, &r)) return -1;
+    f->resv_cur = at + n;
+    f->batch[f->nbatch++] = r;
+    struct lf_entry e = {.kind = kind, .file_id = f->file_id, .offset = offset, .length = n, .count = 1,
+                         .physical = at, .stamp = r.stamp, .stamp_last = r.stamp, .data_sum = r.data_sum};
+    if (add_entry(f, &e)) return -1;
     f->map_stale = 1;
     return 0;
 }
@@ -207,7 +237,9 @@ int lf_writer_name(lf_file *f, const char *name) {
 int lf_writer_publish(lf_file *f) {
     f->entry_open = 0;
     size_t count = f->nmine - f->npublished;
-    if (f->wlog < 0 || !count) return 0;
+    if (f->wlog < 0) return 0;
+    if (flush_records(f)) return -1;
+    if (!count) return 0;
     struct lf_block b = {.magic = LF_BLOCK_MAGIC, .version = LF_VERSION, .writer = f->writer,
                          .count = (uint32_t)count,
                          .entries_sum = lf_sum64(f->mine + f->npublished, count * sizeof *f->mine)};
@@ -236,8 +268,10 @@ void lf_writer_after_fork(lf_file *f) {
     if (f->wlog < 0) return;
     IOLOOM_NEXT(close)(f->log_fd);
     IOLOOM_NEXT(close)(f->index_fd);
-    f->log_fd = f->index_fd = f->wlog = -1;
-    f->index_traced_id = LF_UNTRACED;
+    IOLOOM_NEXT(close)(f->records_fd);
+    f->log_fd = f->index_fd = f->records_fd = f->wlog = -1;
+    f->index_traced_id = f->records_traced_id = LF_UNTRACED;
+    f->nbatch = 0;
     writer_group(f->group, sizeof f->group); /* per-process groups name the child's own log */
     f->nmine = f->npublished = 0;
     f->entry_open = 0;

@@ -20,17 +20,10 @@ from rich.table import Table
 
 from ioloom import paths
 from ioloom.bench import app
-from ioloom.bench.io import MIB, run_bench, summary
+from ioloom.bench.io import MIB, available_memory, run_bench, summary
 from ioloom.logfs import preload
 
 CONFIGS = ("logfs_n1", "direct_n1", "direct_nn", "preloaded_n1")
-
-
-def _mem_available() -> int:
-    for line in Path("/proc/meminfo").read_text().splitlines():
-        if line.startswith("MemAvailable:"):
-            return int(line.split()[1]) * 1024
-    return 0
 
 
 def _size(text: str) -> int:
@@ -85,8 +78,8 @@ def measure(impl: str | None, ranks: list[int], api: str, block: str, transfer: 
     return {
         "api": api, "block": block, "transfer": transfer, "segments": segments, "fsync_before_close": fsync,
         "reps": reps, "directory": str(directory),
-        "page_cache": {"largest_file_bytes": largest, "mem_available_bytes": _mem_available(),
-                       "fits": largest < _mem_available()},
+        "page_cache": {"largest_file_bytes": largest, "mem_available_bytes": available_memory(),
+                       "fits": largest < available_memory()},
         "rows": rows, "open_1024_writers": open_many(directory),
         "passthrough_per_call": passthrough_cost(reps, directory),
         "flatten_vs_cp": flatten_vs_cp(impl, max(ranks), write_only, reps, directory),

@@ -97,7 +97,7 @@ def check(path: str) -> None:
 
 @app.command("recover")
 def recover(path: str) -> None:
-    """Rebuild the index from the logs after a crash (the logs are self-describing)."""
+    """Rebuild the index from the record journals after a crash (records whose data in the log is intact)."""
     stats = _tools().recover(_one(path))
     print(f"{path}: {stats['records']} records from {stats['logs']} logs re-indexed into {stats['entries']} entries")
 

@@ -1,7 +1,8 @@
 """The logfs container format (docs/logfs-format.md), read and written from Python.
 
-A container is a directory holding `ioloom-logfs.meta`, data logs `log.<group>` (records: a 56-byte header then
-the data) and index journals `index.<group>` (blocks: a 32-byte header then 80-byte entries). The C side is
+A container is a directory holding `ioloom-logfs.meta`, data logs `log.<group>` (the data alone), record journals
+`records.<group>` (a 64-byte record per write, for check and recover) and index journals `index.<group>`
+(blocks: a 32-byte header then 80-byte entries). The C side is
 native/logfs/lf_format.h; both are tested against the same vectors (tests/vectors/logfs).
 """
 from __future__ import annotations
@@ -13,25 +14,24 @@ from pathlib import Path
 
 import numpy as np
 
-VERSION = 1
+VERSION = 2
 META_NAME = "ioloom-logfs.meta"
 PREFIX = "logfs:"
-RECORD_MAGIC = 0x3152464C
+RECORD_MAGIC = 0x3252464C
 BLOCK_MAGIC = 0x3142494C
 WRITE, TRUNCATE, CREATE, UNLINK = 1, 2, 3, 4
 PACK_NAME = ".ioloom-pack"  # a directory's packed files (1-N) live in this container
-PAGE = 4096  # large writes (>= 32 KiB) have their data page-aligned in the log
 U64 = (1 << 64) - 1
 
 RECORD = np.dtype([("magic", "<u4"), ("kind", "<u2"), ("version", "<u2"), ("file_id", "<u4"),
                    ("header_sum", "<u4"), ("offset", "<u8"), ("length", "<u8"), ("stamp", "<u8"),
-                   ("writer", "<u8"), ("data_sum", "<u8")])
+                   ("writer", "<u8"), ("data_sum", "<u8"), ("physical", "<u8")])
 ENTRY = np.dtype([("kind", "<u4"), ("file_id", "<u4"), ("offset", "<u8"), ("length", "<u8"), ("count", "<u8"),
                   ("stride", "<u8"), ("physical", "<u8"), ("pstride", "<u8"), ("stamp", "<u8"),
                   ("stamp_last", "<u8"), ("data_sum", "<u8")])
 BLOCK = np.dtype([("magic", "<u4"), ("version", "<u4"), ("writer", "<u8"), ("count", "<u4"),
                   ("header_sum", "<u4"), ("entries_sum", "<u8")])
-assert (RECORD.itemsize, ENTRY.itemsize, BLOCK.itemsize) == (56, 80, 32)
+assert (RECORD.itemsize, ENTRY.itemsize, BLOCK.itemsize) == (64, 80, 32)
 
 
 class FormatError(ValueError):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ioloom.logfs.format import (BLOCK, BLOCK_MAGIC, ENTRY, PACK_NAME, PAGE, RECORD, RECORD_MAGIC, TRUNCATE, UNLINK,
+from ioloom.logfs.format import (BLOCK, BLOCK_MAGIC, ENTRY, PACK_NAME, RECORD, RECORD_MAGIC, TRUNCATE, UNLINK,
                                  VERSION, WRITE, Container, FormatError, header_sum, is_container, load_journals,
                                  only_file, read_meta, strip_prefix, sum64)
 
@@ -129,97 +129,99 @@ class CheckReport:
         return not self.problems
 
 
-def _read_header(f, at: int) -> np.ndarray | None:
-    f.seek(at)
-    raw = f.read(RECORD.itemsize)
-    if len(raw) < RECORD.itemsize:
+def _valid_record(data: bytes, at: int) -> np.ndarray | None:
+    if at + RECORD.itemsize > len(data):
         return None
-    head = np.frombuffer(raw, RECORD, 1)[0]
+    head = np.frombuffer(data, RECORD, 1, at)[0]
     if head["magic"] != RECORD_MAGIC or head["version"] != VERSION or header_sum(head) != int(head["header_sum"]):
         return None
     return head
 
 
-def _intact(f, at: int, size: int) -> np.ndarray | None:
-    head = _read_header(f, at)
-    if head is None or at + RECORD.itemsize + int(head["length"]) > size:
-        return None
-    return head if sum64(f.read(int(head["length"]))) == int(head["data_sum"]) else None
+def journal_records(records: Path):
+    """The valid records of a record journal in order, whatever the state of their data. Records are appended
+    whole, 64 bytes each; after a torn append (a sum that does not match) the scan resumes at the next magic."""
+    data = records.read_bytes() if records.exists() else b""
+    magic = int(RECORD_MAGIC).to_bytes(4, "little")
+    at = 0
+    while at + RECORD.itemsize <= len(data):
+        head = _valid_record(data, at)
+        if head is None:
+            at = data.find(magic, at + 1)
+            if at < 0:
+                return
+            continue
+        at += RECORD.itemsize
+        yield head
 
 
-def scan_log(log: Path, chunk: int):
-    """Every intact record of a log in physical order: (header, data offset). A record is intact when its header
-    and data sums match. The next record starts where one ends, or (a large write, data page-aligned) where its
-    header ends on the next page boundary; anything else (a torn write, an abandoned reservation) is skipped to
-    the next chunk boundary, where a reservation starts, and the same two places are tried there."""
-    size = log.stat().st_size
-    with open(log, "rb") as f:
-        at = 0
-        while at + RECORD.itemsize <= size:
-            aligned = -(-(at + RECORD.itemsize) // PAGE) * PAGE - RECORD.itemsize
-            for start in dict.fromkeys((at, aligned)):
-                head = _intact(f, start, size)
-                if head is not None:
-                    yield head, start + RECORD.itemsize
-                    at = start + RECORD.itemsize + int(head["length"])
-                    break
-            else:
-                at = (at // chunk + 1) * chunk
+def scan_records(records: Path, log: Path):
+    """The intact records of a group, in journal order: (record, data offset in the log). Intact: the record's
+    own sum matches and the log holds data with its data sum."""
+    with open(log, "rb") if log.exists() else open(os.devnull, "rb") as f:
+        for head in journal_records(records):
+            f.seek(int(head["physical"]))
+            if sum64(f.read(int(head["length"]))) == int(head["data_sum"]):
+                yield head, int(head["physical"])
+
+
+def _record_key(head: np.ndarray) -> tuple[int, ...]:
+    """What tells a group's records apart (a truncate or create has no data: it may share its physical offset)."""
+    return tuple(int(head[name]) for name in ("writer", "file_id", "kind", "offset", "physical"))
 
 
 def check(path: Path) -> CheckReport:
-    """Verify the index against the logs: every block's sums, every record an entry names (header, offsets, data
-    sum, the entry's combined sum), and that no intact record in a log is missing from the index."""
+    """Verify the index against the logs and record journals: every block's sums; for every record an entry names,
+    the journal's record of it (offset, length, writer) and the data's sum; and that no intact record of a record
+    journal is missing from the index."""
     directory = strip_prefix(path)
     meta = read_meta(directory)
     report = CheckReport()
-    indexed: set[tuple[str, int]] = set()
     for j in load_journals(meta):
         if j.valid_bytes != j.total_bytes:
             report.problems.append(f"{j.index_path}: {j.total_bytes - j.valid_bytes} bytes after block {j.blocks} "
                                    "are torn or corrupt (a crash while publishing?): run `ioloom container recover`")
-        if not len(j.entries):
-            continue
-        if not j.log_path.exists():
+        records = j.index_path.with_name("records." + j.group)
+        described = {_record_key(h): h for h in journal_records(records)}
+        if len(j.entries) and not j.log_path.exists():
             report.problems.append(f"{j.log_path}: missing, but {len(j.entries)} index entries point into it")
             continue
-        with open(j.log_path, "rb") as f:
+        indexed: set[tuple[int, ...]] = set()
+        with open(j.log_path, "rb") if len(j.entries) else open(os.devnull, "rb") as f:
             for e, writer in zip(j.entries, j.writers):
-                _check_entry(f, j.log_path, e, int(writer), report, indexed)
-    for j in load_journals(meta):
-        if j.log_path.exists():
-            for _, data_at in scan_log(j.log_path, meta.chunk):
-                if (str(j.log_path), data_at) not in indexed:
-                    report.unindexed_records += 1
+                _check_entry(f, j.log_path, e, int(writer), described, report, indexed)
+        report.unindexed_records += sum(_record_key(h) not in indexed for h, _ in scan_records(records, j.log_path))
     if report.unindexed_records:
         report.problems.append(f"{report.unindexed_records} intact records in the logs are not in any index "
                                "(a writer that did not close?): run `ioloom container recover`")
     return report
 
 
-def _check_entry(f, log: Path, e: np.ndarray, writer: int, report: CheckReport, indexed: set) -> None:
+def _check_entry(f, log: Path, e: np.ndarray, writer: int, described: dict, report: CheckReport,
+                 indexed: set) -> None:
     total = 0
     count = 1 if e["kind"] == TRUNCATE else int(e["count"])
     for i in range(count):
         data_at = int(e["physical"]) + i * int(e["pstride"])
-        head = _read_header(f, data_at - RECORD.itemsize)
         want_offset = int(e["offset"]) + i * int(e["stride"])
-        where = f"{log} at {data_at - RECORD.itemsize}"
+        key = (writer, int(e["file_id"]), int(e["kind"]), want_offset, data_at)
+        head = described.get(key)
+        where = f"{log} at {data_at}"
         report.records_checked += 1
         if head is None:
-            report.problems.append(f"{where}: no intact record header where the index says one is")
+            report.problems.append(f"{where}: no intact record in the record journal where the index says one is "
+                                   f"(logical offset {want_offset})")
             return
-        if (int(head["offset"]), int(head["writer"]), int(head["kind"])) != (want_offset, writer, int(e["kind"])) or \
-                (e["kind"] == WRITE and int(head["length"]) != int(e["length"])):
-            report.problems.append(f"{where}: record (offset {int(head['offset'])}, length {int(head['length'])}) "
-                                   f"does not match its index entry (offset {want_offset}, length {int(e['length'])})")
+        if e["kind"] == WRITE and int(head["length"]) != int(e["length"]):
+            report.problems.append(f"{where}: record (length {int(head['length'])}) does not match its index entry "
+                                   f"(length {int(e['length'])})")
             return
-        data = f.read(int(head["length"]))
-        if sum64(data) != int(head["data_sum"]):
+        f.seek(data_at)
+        if sum64(f.read(int(head["length"]))) != int(head["data_sum"]):
             report.problems.append(f"{where}: data checksum mismatch (the log was damaged after it was written)")
             return
         total += int(head["data_sum"])
-        indexed.add((str(log), data_at))
+        indexed.add(key)
     if total % (1 << 64) != int(e["data_sum"]):
         report.problems.append(f"{log}: entry at logical {int(e['offset'])}: combined checksum mismatch")
 
@@ -265,12 +267,13 @@ def _overlapping_writers(records: list[tuple[np.ndarray, int]]) -> bool:
 
 
 def recover(path: Path) -> dict:
-    """Rebuild every index journal from the intact records of the logs (they are self-describing). Each new
-    journal replaces the old one atomically (rename); nothing in the logs is changed."""
+    """Rebuild every index journal from the intact records of the record journals (a record whose data in the log
+    does not match its sum is left out). Each new index replaces the old one atomically (rename); nothing in the
+    logs or record journals is changed."""
     directory = strip_prefix(path)
     meta = read_meta(directory)
     logs = [log for b in meta.backends if b.is_dir() for log in sorted(b.glob("log.*"))]
-    scanned = {log: list(scan_log(log, meta.chunk)) for log in logs}
+    scanned = {log: list(scan_records(log.with_name("records." + log.name[len("log."):]), log)) for log in logs}
     patterns = not _overlapping_writers([r for recs in scanned.values() for r in recs])
     stats = {"logs": len(logs), "records": 0, "entries": 0, "patterns": patterns}
     for log, records in scanned.items():
