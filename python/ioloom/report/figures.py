@@ -84,6 +84,8 @@ def split_bars(a) -> go.Figure | None:
     if a.splits.empty:
         return None
     frame = a.splits.groupby("op")[[f"{c}_ns" for c in CHILD_CATEGORIES]].sum()
+    if not frame[[f"{c}_ns" for c in CHILD_CATEGORIES[:4]]].to_numpy().any():
+        return None  # no POSIX call was traced under MPI-IO (a Darshan log, or POSIX not traced)
     total = frame.sum(axis=1).replace(0, 1)
     fig = go.Figure()
     for c in CHILD_CATEGORIES:
@@ -96,7 +98,8 @@ def split_bars(a) -> go.Figure | None:
 
 
 def access_maps(a) -> list[go.Figure]:
-    """Offset against time per file, one colour per rank, for the files that moved the most bytes."""
+    """Offset against time per file, coloured by rank (one scale, so 1000 ranks read as well as 4), for the
+    files that moved the most bytes."""
     samples = _app_samples(a)
     if samples.empty:
         return []
@@ -108,19 +111,19 @@ def access_maps(a) -> list[go.Figure]:
             part = samples[samples["file_id"] == file_id]
         part = part.iloc[np.linspace(0, len(part) - 1, min(len(part), MAX_POINTS)).astype(int)]
         fig = go.Figure()
-        for rank, by_rank in part.groupby("rank"):
-            for kind, symbol in ((READ, "circle-open"), (WRITE, "circle")):
-                pts = by_rank[by_rank["kind"] == kind]
-                if pts.empty:
-                    continue
-                fig.add_trace(go.Scatter(
-                    x=_seconds(pts["t_start"]), y=pts["offset"], mode="markers", name=f"rank {rank} {KINDS[kind]}",
-                    marker=dict(symbol=symbol, size=6),
-                    customdata=np.stack([pts["bytes"], [LAYERS[i] for i in pts["layer"]]], axis=1),
-                    hovertemplate="t=%{x:.6f} s<br>offset %{y:,}<br>%{customdata[0]:,} bytes (%{customdata[1]})"
-                                  "<extra>rank " + str(rank) + "</extra>"))
-        _layout(fig, title=f"Access map: {a.paths.get(int(file_id), file_id)}",
-                          xaxis_title="time (s)", yaxis_title="file offset (bytes)")
+        for kind, symbol in ((READ, "circle-open"), (WRITE, "circle")):
+            pts = part[part["kind"] == kind]
+            if pts.empty:
+                continue
+            fig.add_trace(go.Scatter(
+                x=_seconds(pts["t_start"]), y=pts["offset"], mode="markers", name=KINDS[kind],
+                marker=dict(symbol=symbol, size=6, color=pts["rank"], colorscale="Turbo", showscale=True,
+                            colorbar=dict(title="rank", thickness=12)),
+                customdata=np.stack([pts["rank"], pts["bytes"], [LAYERS[i] for i in pts["layer"]]], axis=1),
+                hovertemplate="rank %{customdata[0]}<br>t=%{x:.6f} s<br>offset %{y:,}<br>"
+                              "%{customdata[1]:,} bytes (%{customdata[2]})<extra>" + KINDS[kind] + "</extra>"))
+        _layout(fig, title=f"Access map: {a.paths.get(int(file_id), file_id)}", xaxis_title="time (s)",
+                yaxis_title="file offset (bytes)")
         figs.append(fig)
     return figs
 
