@@ -1,4 +1,5 @@
-/* The trace reader's one loop that numpy cannot vectorise well: LEB128 varints of mixed lengths. Loaded by
+/* The trace reader's loops that numpy cannot vectorise well: LEB128 varints of mixed lengths, and whole columns
+ * (all chunks of a stream, runs expanded, signs restored) in one call per column. Loaded by
  * python/ioloom/trace/varint.py through ctypes when built (the reader falls back to numpy otherwise). */
 #include <stddef.h>
 #include <stdint.h>
@@ -21,4 +22,72 @@ IOLOOM_EXPORT int64_t ioloom_decode_varints(const uint8_t *buf, size_t len, uint
         out[count++] = value;
     }
     return (int64_t)count;
+}
+
+/* One varint at *p (before end); advances *p. 0 on success, -1 when it runs past end or over 10 bytes. */
+static inline int next_varint(const uint8_t **p, const uint8_t *end, uint64_t *value) {
+    uint64_t v = 0;
+    for (unsigned shift = 0; *p < end && shift < 70; shift += 7) {
+        uint8_t byte = *(*p)++;
+        v |= (uint64_t)(byte & 0x7F) << shift;
+        if (byte < 0x80) {
+            *value = v;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+static inline int64_t unzigzag(uint64_t u) { return (int64_t)(u >> 1) ^ -(int64_t)(u & 1); }
+
+/* Decodes one column body of `count` events stored in `mode` (docs/trace-format.md) into out[0, count):
+ * the values with their signs back and runs expanded. 0 on success, -1 when the body does not hold exactly
+ * `count` events. */
+static int decode_column_body(const uint8_t *p, const uint8_t *end, int64_t mode, int64_t count, int64_t *out) {
+    uint64_t u, runs, length;
+    if (mode == 0) { /* constant: one value for every event */
+        if (next_varint(&p, end, &u)) return -1;
+        int64_t value = unzigzag(u);
+        for (int64_t i = 0; i < count; i++) out[i] = value;
+    } else if (mode == 1) { /* one varint per event */
+        for (int64_t i = 0; i < count; i++) {
+            if (next_varint(&p, end, &u)) return -1;
+            out[i] = unzigzag(u);
+        }
+    } else if (mode == 2) { /* run count, all run values, then all run lengths */
+        if (next_varint(&p, end, &runs) || runs > (uint64_t)count) return -1;
+        const uint8_t *lengths = p;
+        for (uint64_t r = 0; r < runs; r++) /* skip the values to find the lengths */
+            if (next_varint(&lengths, end, &u)) return -1;
+        int64_t filled = 0;
+        for (uint64_t r = 0; r < runs; r++) {
+            next_varint(&p, end, &u);
+            if (next_varint(&lengths, end, &length) || length > (uint64_t)(count - filled)) return -1;
+            int64_t value = unzigzag(u);
+            for (uint64_t i = 0; i < length; i++) out[filled + (int64_t)i] = value;
+            filled += (int64_t)length;
+        }
+        p = lengths;
+        if (filled != count) return -1;
+    } else {
+        return -1;
+    }
+    return p == end ? 0 : -1;
+}
+
+/* Decodes one stored column of a whole stream in one call: for each of the n chunks, directory[4k..4k+3] is
+ * (mode, body start, body end, events) with offsets into data; the values land one chunk after the other in
+ * out (room for `room`). Returns how many values, or -(1 + k) when chunk k's body is malformed. */
+IOLOOM_EXPORT int64_t ioloom_decode_column(const uint8_t *data, size_t len, const int64_t *directory, size_t n,
+                                          int64_t *out, size_t room) {
+    size_t filled = 0;
+    for (size_t k = 0; k < n; k++) {
+        const int64_t *chunk = directory + 4 * k;
+        int64_t start = chunk[1], end = chunk[2], count = chunk[3];
+        if (start < 0 || end < start || (size_t)end > len || count < 0 || (size_t)count > room - filled ||
+            decode_column_body(data + start, data + end, chunk[0], count, out + filled))
+            return -(int64_t)(k + 1);
+        filled += (size_t)count;
+    }
+    return (int64_t)filled;
 }

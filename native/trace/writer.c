@@ -1,12 +1,22 @@
 /* The event writer: per-thread buffers filled without locks, encoded into EVENTS chunks and appended to this
  * process's stream file when a buffer fills, when IOLOOM_FLUSH_INTERVAL has passed, and at exit/exec/signal.
  *
+ * Each thread's buffer has two halves. Recording an event is a plain store of its fields into the active
+ * half; when that half fills (or is older than the flush interval) the thread seals it, switches to the other
+ * half and wakes the encoder thread, which encodes and writes sealed halves off the program's threads (about
+ * 60% of the per-call cost when done inline). If the encoder has not yet written the other half, the program's
+ * thread writes both itself, in order: slower, but nothing is lost and memory stays bounded. The final flushes
+ * (exit, exec, fatal signal, thread exit) write the sealed half and then the active one, inline.
+ * IOLOOM_BACKGROUND_ENCODE=0 encodes inline always (and so does a process whose encoder thread could not start).
+ *
  * Memory is bounded by IOLOOM_TRACE_BUFFER (default 4 MiB): it is split into one encode area and per-thread
  * buffers; a thread that finds the budget spent has its events counted as dropped, as are events whose
  * chunk cannot be written (disk full). The stream is written with raw system calls so that no interposed
  * library (ours, logfs, another tool) sees the tracer's own I/O. */
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,8 +33,10 @@
 #define STREAM_NAME_MAX 4096
 
 struct thread_buffer {
-    struct ioloom_event_columns events;
-    uint32_t count;              /* written by the owner, read by exit/signal flushes */
+    struct ioloom_event_columns events[2];
+    uint32_t count[2];           /* per half; the active one written by the owner, read by final flushes */
+    uint32_t active;             /* the half the owner fills; changed only under flush_lock */
+    uint32_t sealed;             /* 1 + the full half waiting for the encoder thread, 0 when none */
     uint32_t tid;
     uint64_t last_flush_ns;
     pthread_mutex_t flush_lock;  /* taken only to flush, never per event */
@@ -33,9 +45,18 @@ struct thread_buffer {
 
 volatile int ioloom_tracing;
 volatile int ioloom_in_signal;
+static volatile int encoder_working; /* the encoder thread holds (or is about to take) writer locks */
 
 int ioloom_lock(pthread_mutex_t *lock) {
-    return ioloom_in_signal ? pthread_mutex_trylock(lock) : pthread_mutex_lock(lock);
+    if (!ioloom_in_signal) return pthread_mutex_lock(lock);
+    /* A lock held by the interrupted code is never released: give up at once. One held by the encoder thread
+     * is released within a chunk's encoding: wait for it (bounded), or the fatal-signal flush would skip it. */
+    for (int spins = 0; spins < 100000; spins++) {
+        if (pthread_mutex_trylock(lock) == 0) return 0;
+        if (!encoder_working) break;
+        sched_yield();
+    }
+    return EBUSY;
 }
 volatile int ioloom_finished;
 
@@ -222,27 +243,118 @@ static int write_new_ops_locked(const struct ioloom_event_columns *ev, uint32_t 
     return write_all_locked(op_chunk, IOLOOM_CHUNK_HEADER_BYTES + payload);
 }
 
-/* Encodes and writes events [0, count) of b. In a signal handler, gives up rather than wait for a lock. */
+/* Encodes and writes events [0, count) of half h of b, and empties it. b->flush_lock held. */
+static void flush_half(struct thread_buffer *b, uint32_t h) {
+    uint32_t n = __atomic_load_n(&b->count[h], __ATOMIC_ACQUIRE);
+    if (!n) return;
+    const struct ioloom_event_columns *ev = &b->events[h];
+    ioloom_files_flush(); /* file entries first: a reader then knows every id an event names */
+    if (ioloom_tsc) ticks_to_ns(ev, n);
+    if (ioloom_lock(&w.lock) == 0) {
+        size_t len = ioloom_encode_events(w.encoded, w.scratch, b->tid, ev, n);
+        if (write_new_ops_locked(ev, n) == 0 && write_all_locked(w.encoded, len) == 0) w.events_written += n;
+        else count_dropped(n);
+        pthread_mutex_unlock(&w.lock);
+    } else {
+        count_dropped(n);
+    }
+    __atomic_store_n(&b->count[h], 0, __ATOMIC_RELEASE);
+}
+
+/* Writes the sealed half (older events) if any. b->flush_lock held. */
+static void flush_sealed(struct thread_buffer *b) {
+    uint32_t sealed = __atomic_load_n(&b->sealed, __ATOMIC_ACQUIRE);
+    if (!sealed) return;
+    flush_half(b, sealed - 1);
+    __atomic_store_n(&b->sealed, 0, __ATOMIC_RELEASE);
+}
+
+/* Writes everything b holds, oldest first. In a signal handler, gives up rather than wait for a lock the
+ * interrupted code may hold. */
 static void flush_buffer(struct thread_buffer *b) {
     if ((my_recording && b == my_buffer) || ioloom_lock(&b->flush_lock)) return;
-    uint32_t n = __atomic_load_n(&b->count, __ATOMIC_ACQUIRE);
-    if (n) {
-        ioloom_files_flush(); /* file entries first: a reader then knows every id an event names */
-        if (ioloom_tsc) ticks_to_ns(&b->events, n);
-        if (ioloom_lock(&w.lock) == 0) {
-            size_t len = ioloom_encode_events(w.encoded, w.scratch, b->tid, &b->events, n);
-            if (write_new_ops_locked(&b->events, n) == 0 && write_all_locked(w.encoded, len) == 0)
-                w.events_written += n;
-            else count_dropped(n);
-            pthread_mutex_unlock(&w.lock);
-        } else {
-            count_dropped(n);
+    flush_sealed(b);
+    flush_half(b, b->active);
+    b->last_flush_ns = ioloom_now_ns();
+    pthread_mutex_unlock(&b->flush_lock);
+    write_dropped_if_changed();
+}
+
+/* ---- the encoder thread ---- */
+
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t wake;
+    uint64_t requests; /* halves sealed so far; the thread sleeps while it has seen them all */
+    int state;         /* 0 not started, 1 running, -1 not used (disabled or could not start) */
+} enc = {.lock = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER};
+
+static void *encoder_main(void *arg) {
+    (void)arg;
+    ioloom_busy = 1; /* whatever this thread calls is the tracer's own work: never traced */
+    uint64_t seen = 0;
+    for (;;) {
+        pthread_mutex_lock(&enc.lock);
+        while (enc.requests == seen) pthread_cond_wait(&enc.wake, &enc.lock);
+        seen = enc.requests;
+        pthread_mutex_unlock(&enc.lock);
+        for (struct thread_buffer *b = __atomic_load_n(&w.threads, __ATOMIC_ACQUIRE); b; b = b->next) {
+            if (!__atomic_load_n(&b->sealed, __ATOMIC_ACQUIRE)) continue;
+            encoder_working = 1;
+            pthread_mutex_lock(&b->flush_lock);
+            flush_sealed(b);
+            pthread_mutex_unlock(&b->flush_lock);
+            write_dropped_if_changed();
+            encoder_working = 0;
         }
-        __atomic_store_n(&b->count, 0, __ATOMIC_RELEASE);
+    }
+    return NULL;
+}
+
+/* Starts the encoder thread on first use (not at load: a process that never fills a buffer gets no thread).
+ * It blocks every signal, so the program's signals still go to the program's threads. 1 when running. */
+static int encoder_running(void) {
+    if (IOLOOM_LIKELY(enc.state)) return enc.state > 0;
+    pthread_mutex_lock(&enc.lock);
+    if (!enc.state) {
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        pthread_t thread;
+        enc.state = pthread_create(&thread, &attr, encoder_main, NULL) == 0 ? 1 : -1;
+        pthread_attr_destroy(&attr);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
+    }
+    pthread_mutex_unlock(&enc.lock);
+    return enc.state > 0;
+}
+
+/* The owner's half is full or old: hand it to the encoder thread and go on in the other half; if the encoder
+ * has not written the other half yet (or does not run), write both here. */
+static void hand_off(struct thread_buffer *b) {
+    if (ioloom_finished || !encoder_running()) {
+        flush_buffer(b);
+        return;
+    }
+    pthread_mutex_lock(&b->flush_lock);
+    int lagging = b->sealed != 0;
+    if (!lagging) {
+        __atomic_store_n(&b->sealed, b->active + 1, __ATOMIC_RELEASE);
+        b->active ^= 1;
         b->last_flush_ns = ioloom_now_ns();
     }
     pthread_mutex_unlock(&b->flush_lock);
-    write_dropped_if_changed();
+    if (lagging) {
+        flush_buffer(b);
+        return;
+    }
+    pthread_mutex_lock(&enc.lock);
+    enc.requests++;
+    pthread_cond_signal(&enc.wake);
+    pthread_mutex_unlock(&enc.lock);
 }
 
 static void release_thread_buffer(void *arg) {
@@ -269,7 +381,8 @@ static struct thread_buffer *new_thread_buffer(void) {
     struct thread_buffer *b = claim_free_buffer();
     if (!b) {
         size_t header = (sizeof *b + 7) & ~(size_t)7;
-        size_t bytes = header + ioloom_event_columns_bytes(w.capacity);
+        size_t half = ioloom_event_columns_bytes(w.capacity);
+        size_t bytes = header + 2 * half;
         pthread_mutex_lock(&w.lock);
         /* the first thread always gets a buffer, however small the budget */
         int fits = w.budget_left >= bytes || !w.threads;
@@ -280,7 +393,7 @@ static struct thread_buffer *new_thread_buffer(void) {
             ioloom_write_info("buffer_budget_exhausted_tid", "1");
             return NULL;
         }
-        ioloom_event_columns_init(&b->events, (char *)b + header, w.capacity);
+        for (int h = 0; h < 2; h++) ioloom_event_columns_init(&b->events[h], (char *)b + header + h * half, w.capacity);
         b->tid = my_tid;
         pthread_mutex_init(&b->flush_lock, NULL);
         b->next = __atomic_load_n(&w.threads, __ATOMIC_ACQUIRE);
@@ -322,7 +435,7 @@ static inline void record_event(const struct ioloom_event *ev, uint8_t ticks) {
             return;
         }
     }
-    uint32_t n = b->count;
+    uint32_t h = b->active, n = b->count[h];
     /* An MPI-IO event is recorded inside its own call: it is that call, its parent the enclosing one. */
     int own = ev->layer == IOLOOM_MPIIO;
     struct ioloom_raw_event r = {ev->t_start, ev->t_end, ev->offset, ev->req_bytes, ev->ret_bytes, ev->handle,
@@ -330,14 +443,14 @@ static inline void record_event(const struct ioloom_event *ev, uint8_t ticks) {
                                  call_at(own ? call_depth - 1 : call_depth), ev->file_id, ev->err, ev->op, ev->layer,
                                  ticks};
     my_recording = 1;
-    ioloom_event_columns_put(&b->events, n, &r);
-    __atomic_store_n(&b->count, n + 1, __ATOMIC_RELEASE);
+    ioloom_event_columns_put(&b->events[h], n, &r);
+    __atomic_store_n(&b->count[h], n + 1, __ATOMIC_RELEASE);
     my_recording = 0;
     /* full, final, or (looked at every 64 events) older than the flush interval */
     if (IOLOOM_UNLIKELY(n + 1 == w.capacity || ioloom_finished ||
                         ((n & 63) == 63 && ioloom_now_ns() - b->last_flush_ns > w.flush_interval_ns))) {
         ioloom_busy++;
-        flush_buffer(b);
+        hand_off(b);
         ioloom_busy--;
     }
 }
@@ -410,8 +523,9 @@ static int create_stream_file(void) {
 
 static int allocate_writer(void) {
     size_t budget = ioloom_env_size("IOLOOM_TRACE_BUFFER", DEFAULT_BUDGET);
-    /* One share for the encode area, the rest for threads: about 8 threads fit before any is refused. */
-    uint64_t per_event = IOLOOM_EVENT_BYTES * 8 + 20 * IOLOOM_COLUMNS + sizeof(int64_t);
+    /* One share for the encode area, the rest for threads (two halves each): about 8 threads fit before any is
+     * refused. */
+    uint64_t per_event = 2 * IOLOOM_EVENT_BYTES * 8 + 20 * IOLOOM_COLUMNS + sizeof(int64_t);
     uint64_t capacity = budget / per_event;
     w.capacity = capacity < MIN_EVENTS_PER_THREAD ? MIN_EVENTS_PER_THREAD
                  : capacity > MAX_EVENTS_PER_THREAD ? MAX_EVENTS_PER_THREAD : (uint32_t)capacity;
@@ -422,6 +536,7 @@ static int allocate_writer(void) {
     size_t used = encode + w.capacity * sizeof(int64_t);
     w.budget_left = budget > used ? budget - used : 0;
     w.flush_interval_ns = (uint64_t)(ioloom_env_size("IOLOOM_FLUSH_INTERVAL_MS", 1000)) * 1000000u;
+    if (!ioloom_env_bool("IOLOOM_BACKGROUND_ENCODE", 1)) enc.state = -1;
     return 0;
 }
 
@@ -449,9 +564,16 @@ void ioloom_writer_after_fork(void) {
     pthread_mutex_init(&w.lock, NULL);
     for (struct thread_buffer *b = w.threads; b; b = b->next) {
         pthread_mutex_init(&b->flush_lock, NULL);
-        b->count = 0;
+        b->count[0] = b->count[1] = 0;
+        b->sealed = 0;
         b->tid = 0;
     }
+    /* the encoder thread is not copied: a child that fills a buffer starts its own */
+    pthread_mutex_init(&enc.lock, NULL);
+    pthread_cond_init(&enc.wake, NULL);
+    enc.requests = 0;
+    if (enc.state > 0) enc.state = 0;
+    encoder_working = 0;
     my_tid = (uint32_t)syscall(SYS_gettid);
     if (my_buffer) {
         my_buffer->tid = my_tid;

@@ -72,6 +72,26 @@ def _merge_files(streams: list[StreamFile]) -> tuple[pa.Table, list[np.ndarray]]
     return pa.table(columns, schema=FILE_SCHEMA), lookups
 
 
+def nearly_sorted_order(t: np.ndarray) -> np.ndarray | None:
+    """The stable order of t, or None when t is already ascending. A stream is nearly sorted: only events
+    written after others that started later (an MPI-IO call, recorded after its POSIX children) are out of place.
+    Those are taken out (what remains is ascending), sorted among themselves and merged back in by position:
+    linear in the stream rather than a full sort."""
+    if len(t) < 2:
+        return None
+    high = np.maximum.accumulate(t)
+    late = np.flatnonzero(t[1:] < high[:-1]) + 1
+    if not len(late):
+        return None
+    kept = np.ones(len(t), bool)
+    kept[late] = False
+    in_order = np.flatnonzero(kept)
+    late = late[np.argsort(t[late], kind="stable")]
+    # an event kept after a late one started strictly later (it is not below the running maximum), so
+    # side="right" puts a late event after every kept event of equal time: the stable order
+    return np.insert(in_order, np.searchsorted(t[in_order], t[late], side="right"), late)
+
+
 class StreamReader:
     """Decodes one stream's columns on demand, in t_start order, on the trace's clock."""
 
@@ -93,7 +113,7 @@ class StreamReader:
         """Rows in t_start order (an MPI-IO event is written after the POSIX events it contains)."""
         if not self._ordered:
             t_start = self._times()[0] if t_start is None else t_start
-            self._order = None if np.all(t_start[1:] >= t_start[:-1]) else np.argsort(t_start, kind="stable")
+            self._order = nearly_sorted_order(t_start)
             self._ordered = True
         return self._order
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ioloom.trace.varint import CONST, RUNS, count_varints, decode_varints, read_varint, unzigzag
+from ioloom.trace.varint import CONST, RUNS, count_varints, decode_column, decode_varints, read_varint, unzigzag
 
 MAGIC = b"IOLOOMTR"
 MAJOR = 1
@@ -44,6 +44,7 @@ class StreamFile:
     files: dict = field(default_factory=dict)  # local id -> (path, dev, ino)
     chunks: list[EventChunk] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
+    _directory: np.ndarray | None = field(default=None, repr=False)
 
     @property
     def events(self) -> int:
@@ -55,6 +56,17 @@ class StreamFile:
         """Stored column `column` of every chunk, in chunk order, as int64 (zigzag undone)."""
         if not self.chunks:
             return np.zeros(0, np.int64)
+        native = decode_column(self.data, self.directory()[:, column], self.events)
+        return native if native is not None else self._stored_numpy(column)
+
+    def directory(self) -> np.ndarray:
+        """Per chunk and stored column: (mode, body start, body end, events), int64, built once."""
+        if self._directory is None:
+            self._directory = np.array([[(*body, c.count) for body in c.columns] for c in self.chunks], np.int64)
+        return self._directory
+
+    def _stored_numpy(self, column: int) -> np.ndarray:
+        """stored() without the native decoder: a few vectorised passes over all chunks."""
         bodies = [self.data[c.columns[column][1]:c.columns[column][2]] for c in self.chunks]
         buf = np.concatenate(bodies)
         values = decode_varints(buf)

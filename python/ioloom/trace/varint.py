@@ -13,16 +13,41 @@ CONST, VARINT, RUNS = 0, 1, 2
 
 
 @lru_cache(maxsize=1)
-def _native_decoder():
-    """ioloom_decode_varints from libioloom-trace-decode.so when it is built, else None (numpy decodes)."""
+def _native_library():
+    """libioloom-trace-decode.so when it is built, else None (numpy decodes)."""
     try:
         lib = ctypes.CDLL(str(paths.native_lib("ioloom-trace-decode")))
     except (paths.NativeMissing, OSError):
         return None
-    decode = lib.ioloom_decode_varints
-    decode.restype = ctypes.c_int64
-    decode.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_size_t]
-    return decode
+    buffer = [ctypes.c_void_p, ctypes.c_size_t]  # pointer and length
+    lib.ioloom_decode_varints.argtypes = buffer * 2
+    lib.ioloom_decode_column.argtypes = buffer * 3
+    for decode in (lib.ioloom_decode_varints, lib.ioloom_decode_column):
+        decode.restype = ctypes.c_int64
+    return lib
+
+
+def _native_decoder():
+    lib = _native_library()
+    return lib.ioloom_decode_varints if lib is not None else None
+
+
+def decode_column(data: np.ndarray, directory: np.ndarray, total: int) -> np.ndarray | None:
+    """One stored column of a whole stream, decoded natively in one call: `directory` holds per chunk (mode, body
+    start, body end, events) as int64 rows; returns `total` int64 values (signs restored, runs expanded), or
+    None when the native decoder is not built. Raises ValueError naming the first malformed chunk."""
+    lib = _native_library()
+    if lib is None:
+        return None
+    directory = np.ascontiguousarray(directory, np.int64)
+    out = np.empty(total, np.int64)
+    got = lib.ioloom_decode_column(data.ctypes.data, data.size, directory.ctypes.data, len(directory),
+                                   out.ctypes.data, total)
+    if got < 0:
+        raise ValueError(f"column body of events chunk {-got - 1} does not decode to its event count")
+    if got != total:
+        raise ValueError(f"column decodes to {got} values for {total} events")
+    return out
 
 
 def decode_varints(buf: np.ndarray) -> np.ndarray:

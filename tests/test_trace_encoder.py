@@ -1,0 +1,103 @@
+"""The tracer's background encoder and the reader's fast paths: every event of a heavily loaded run arrives,
+once, in order, whether halves are handed to the encoder thread (also in a forked child, which starts its own)
+or written inline; the native column decoder agrees with the numpy one; the nearly-sorted merge of late MPI-IO
+events equals a stable sort."""
+from __future__ import annotations
+
+import subprocess
+
+import numpy as np
+import pytest
+
+from ioloom.trace import open_trace
+from ioloom.trace.reader import nearly_sorted_order
+from ioloom.trace.stream_file import DURATION, STORED_COLUMNS, read_stream_file
+from ioloom.trace.varint import decode_column
+from tests.test_trace_native import compile_program, traced_env
+
+CALLS = 20_000
+
+
+@pytest.fixture(scope="module")
+def handoff_runs(tmp_path_factory):
+    """The handoff program traced with a 1 MiB budget (about 600 events per half: ~200 handoffs), with the
+    encoder thread and inline, in one module-wide pair of runs."""
+    exe = compile_program("trace_handoff.c")
+    runs = {}
+    for mode in ("1", "0"):
+        root = tmp_path_factory.mktemp(f"handoff-{mode}")
+        (root / "w").mkdir()
+        done = subprocess.run([str(exe), str(root / "w"), str(CALLS)], capture_output=True, text=True, timeout=120,
+                              env=traced_env(root / "trace", IOLOOM_TRACE_BUFFER="1M",
+                                             IOLOOM_BACKGROUND_ENCODE=mode))
+        assert done.returncode == 0 and done.stdout == "0 failures, child exit 0\n", done.stderr
+        runs[mode] = root / "trace"
+    return runs
+
+
+def _writes(trace) -> dict[tuple[int, str], np.ndarray]:
+    """Per (process, file name): the offsets of its pwrite events in t_start order."""
+    files = dict(zip(trace.files.column("file_id").to_pylist(), trace.files.column("path").to_pylist()))
+    out = {}
+    for stream in trace.streams:
+        ev = stream.read(["op", "file_id", "offset", "ret_bytes", "t_start"]).to_pandas().astype({"op": str})
+        assert ev["t_start"].is_monotonic_increasing
+        ev = ev[ev["op"] == "pwrite"]
+        assert (ev["ret_bytes"] == 8).all()
+        for file_id, group in ev.groupby("file_id"):
+            out[(stream.pid == min(s.pid for s in trace.streams), files[file_id].rsplit("/", 1)[1])] = \
+                group["offset"].to_numpy()
+    return out
+
+
+@pytest.mark.parametrize("mode", ["1", "0"])
+def test_every_event_arrives_once_in_order(handoff_runs, mode):
+    trace = open_trace(handoff_runs[mode])
+    assert trace.meta["dropped_events"] == 0 and not [p for p in trace.problems if "dropped" in p]
+    assert len(trace.streams) == 2  # the forked child has its own stream
+    writes = _writes(trace)
+    parent_files = sorted(name for is_parent, name in writes if is_parent)
+    child_files = sorted(name for is_parent, name in writes if not is_parent)
+    assert parent_files == [f"t{k}.dat" for k in range(5)] and child_files == ["t10.dat", "t11.dat"]
+    for offsets in writes.values():
+        assert np.array_equal(offsets, np.arange(CALLS) * 8), "an event lost, repeated or out of order"
+
+
+def test_background_and_inline_encoding_write_the_same_events(handoff_runs):
+    columns = ["layer", "op", "offset", "req_bytes", "ret_bytes", "errno", "aux", "handle"]
+    frames = [open_trace(handoff_runs[mode]).events(columns).to_pandas().astype({"op": str, "layer": str})
+              for mode in "10"]
+    rows = [sorted(f[f["layer"] != "process"].itertuples(index=False)) for f in frames]  # pids differ
+    assert len(rows[0]) > 7 * CALLS and rows[0] == rows[1]
+
+
+def _busiest_stream(trace_dir):
+    return max((read_stream_file(p) for p in trace_dir.glob("*.ioloom")), key=lambda s: s.events)
+
+
+def test_native_column_decoder_matches_numpy(handoff_runs):
+    stream = _busiest_stream(handoff_runs["1"])
+    assert len(stream.chunks) > 100
+    for column in range(STORED_COLUMNS):
+        assert np.array_equal(stream.stored(column), stream._stored_numpy(column)), column
+
+
+def test_column_of_the_wrong_length_names_its_chunk(handoff_runs):
+    stream = _busiest_stream(handoff_runs["1"])
+    directory = stream.directory()[:, DURATION].copy()
+    directory[3, 3] += 1  # chunk 3 claims one event more than its body holds
+    with pytest.raises(ValueError, match="events chunk 3 "):
+        decode_column(stream.data, directory, stream.events + 1)
+
+
+def test_nearly_sorted_order_is_the_stable_sort():
+    rng = np.random.default_rng(7)
+    for _ in range(500):
+        t = list(np.sort(rng.integers(0, 20, rng.integers(0, 40))))
+        for _ in range(rng.integers(0, 4)):  # events recorded late: moved after later-starting ones
+            if len(t) > 1:
+                i = int(rng.integers(0, len(t)))
+                t.insert(int(rng.integers(i, len(t))), t.pop(i))
+        t = np.array(t, np.int64)
+        order = nearly_sorted_order(t)
+        assert np.array_equal(np.arange(len(t)) if order is None else order, np.argsort(t, kind="stable"))
