@@ -6,7 +6,7 @@
  *                  read, write back, unlock; Open MPI's OMPIO does not)
  *   small-strided  many small independent MPI_File_write_at calls interleaved across ranks on one file
  *   collective     the strided view written with MPI_File_write_all (collective buffering)
- *   imbalance      rank 0 writes 160 MiB to its own file, the others 1 MiB
+ *   imbalance      rank 0 writes 160 MiB to its own file and syncs it, the others 1 MiB
  *   metadata       every rank opens, fstats and closes its file 600 times, then writes once
  *   reread         every rank reads the same 256 KiB of a shared input 32 times
  *   misaligned     1 MiB writes that start 4 KiB after a stripe boundary, file per rank
@@ -51,11 +51,12 @@ static int posix_open(int flags) {
     return fd;
 }
 
-static void posix_blocks(int blocks, size_t block, off_t start) {
+static void posix_blocks(int blocks, size_t block, off_t start, int sync) {
     int fd = posix_open(O_WRONLY | O_CREAT | O_TRUNC);
     char *b = buffer(block);
     for (int i = 0; i < blocks; i++)
         if (pwrite(fd, b, block, start + (off_t)i * block) != (ssize_t)block) die("pwrite");
+    if (sync && fsync(fd) != 0) die("fsync");
     free(b);
     close(fd);
 }
@@ -95,19 +96,19 @@ static void small_strided(void) {
 
 static void metadata(void) {
     struct stat st;
-    posix_blocks(1, 4 * KiB, 0);
+    posix_blocks(1, 4 * KiB, 0, 0);
     for (int i = 0; i < 600; i++) {
         int fd = posix_open(O_RDONLY);
         if (fstat(fd, &st) != 0) die("fstat");
         close(fd);
     }
-    posix_blocks(1, 4 * KiB, 0);
+    posix_blocks(1, 4 * KiB, 0, 0);
 }
 
 static void reread(const char *dir) {
     const size_t header = 256 * KiB;
     name(dir, "input", 0);
-    if (rank == 0) posix_blocks(4, header, 0);
+    if (rank == 0) posix_blocks(4, header, 0, 0);
     MPI_Barrier(MPI_COMM_WORLD);
     int fd = posix_open(O_RDONLY);
     char *b = buffer(header);
@@ -157,7 +158,7 @@ int main(int argc, char **argv) {
         small_strided();
     } else if (!strcmp(mode, "imbalance")) {
         name(dir, "part", 1);
-        posix_blocks(rank == 0 ? 160 : 1, MiB, 0);
+        posix_blocks(rank == 0 ? 160 : 1, MiB, 0, 1); /* fsync: the data reaches the disk */
     } else if (!strcmp(mode, "metadata")) {
         name(dir, "meta", 1);
         metadata();
@@ -165,12 +166,12 @@ int main(int argc, char **argv) {
         reread(dir);
     } else if (!strcmp(mode, "misaligned")) {
         name(dir, "misaligned", 1);
-        posix_blocks(8, MiB, 4 * KiB);
+        posix_blocks(8, MiB, 4 * KiB, 0);
     } else if (!strcmp(mode, "lockwait")) {
         lockwait(dir);
     } else if (!strcmp(mode, "clean")) {
         name(dir, "clean", 1);
-        posix_blocks(4, MiB, 0);
+        posix_blocks(4, MiB, 0, 0);
     } else {
         if (rank == 0) fprintf(stderr, "unknown mode %s\n", mode);
         MPI_Abort(MPI_COMM_WORLD, 2);
