@@ -11,6 +11,7 @@ from ioloom.analysis import crosslayer, findings, metrics, patterns
 from ioloom.analysis.partition import Options, Partial, summarise
 from ioloom.trace.model import EVENT_SCHEMA, Stream
 
+JSON_VERSION = 1  # of the `stats --json` document, described in docs/analysis.md
 TABLES = ("groups", "sizes", "histogram", "strides", "timebins", "splits", "calls", "children", "locks", "samples")
 
 
@@ -111,6 +112,7 @@ class Analysis:
     def to_json(self) -> dict:
         """The whole result as plain JSON types."""
         out = {
+            "format_version": JSON_VERSION,
             "summary": self.summary(),
             "options": {k: v for k, v in vars(self.options).items() if k != "system_files"},
             "system_files": sorted(self.paths.get(i, str(i)) for i in self.options.system_files),
