@@ -176,8 +176,9 @@ static int room_ahead(int fd, off_t bytes) {
 }
 
 /* Space for what a write will add to the journals, allocated before its data goes anywhere: index room every
- * 32 unpublished entries, record room at the start of each batch. On a full file system the write that could
- * not be described fails with ENOSPC, and publishing does not. */
+ * 32 unpublished entries; record room for two batches at the start of a batch (a batch that a new chunk starts
+ * uses the second). On a full file system the write that could not be described fails with ENOSPC, and
+ * publishing does not. */
 static int ensure_journal_room(lf_file *f) {
     size_t pending = f->nmine - f->npublished;
     if (pending % 32 == 0 &&

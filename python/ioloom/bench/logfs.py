@@ -160,7 +160,8 @@ def logfs_command(
         transfer: str = typer.Option("64k", "-t", help="Bytes per data call."),
         segments: int = typer.Option(64, "-s", help="Segments (strided: one block of every rank each)."),
         fsync: bool = typer.Option(True, "--fsync/--no-fsync", help="fsync before close (-e)."),
-        reps: int = typer.Option(3, help="Runs of each configuration; the best counts."),
+        reps: int = typer.Option(5, help="Runs of each configuration; the best counts (a run is ~0.1 s: a shared "
+                                         "machine's hiccups need several)."),
         directory: Path = typer.Option(Path(tempfile.gettempdir()), "--dir", help="Where the files go."),
         json_out: bool = typer.Option(False, "--json", help="Print the figures as JSON.")) -> None:
     """N-1 strided through logfs vs N-1 strided and N-N direct: E, speed-up, read-back, pass-through cost."""
