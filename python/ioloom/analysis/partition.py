@@ -18,8 +18,8 @@ import pandas as pd
 from ioloom.analysis import ops
 from ioloom.analysis.ops import LAYER_CODE, LOCK, META, READ, UNLOCK, WRITE
 
-COLUMNS = ["t_start", "t_end", "layer", "op", "file_id", "offset", "req_bytes", "ret_bytes", "aux", "call_id",
-           "parent", "coll_seq"]  # rank and pid are the stream's
+COLUMNS = ["t_start", "t_end", "layer", "op", "file_id", "offset", "req_bytes", "ret_bytes", "errno", "aux",
+           "call_id", "parent", "coll_seq"]  # rank and pid are the stream's
 # Darshan's access-size bins: a request of s bytes falls in the first bin whose upper bound is >= s.
 SIZE_BIN_UPPER = np.array([100, 1 << 10, 10 << 10, 100 << 10, 1 << 20, 4 << 20, 10 << 20, 100 << 20, 1 << 30])
 SIZE_BIN_NAMES = ("0_100", "100_1K", "1K_10K", "10K_100K", "100K_1M", "1M_4M", "4M_10M", "10M_100M",
@@ -81,10 +81,25 @@ def _columns(stream) -> dict[str, np.ndarray]:
     cols["kind"] = ops.kind_codes(table.column("op"), cols["aux"])
     cols["layer"] = ops.layer_codes(table.column("layer"))
     cols["op"], names = ops.op_names(table.column("op"))
+    cols["completion"] = _take_initiation_kind(cols, names)
     if order is not None:
         cols = {name: values[order] for name, values in cols.items()}
     cols["names"] = names
     return cols
+
+
+def _take_initiation_kind(c: dict, names: list[str]) -> np.ndarray:
+    """Non-blocking MPI-IO moves its bytes at completion: an MPI_Wait/MPI_Test event that completes a request
+    carries the bytes and, in aux, the call_id of the MPI_File_i* call that started it. Such an event takes that
+    call's kind (read or write), so its bytes count; it is not counted again as an operation. Returns the mask of
+    completion events."""
+    is_completion = np.array([n.startswith(("MPI_Wait", "MPI_Test")) for n in names] or [False], bool)
+    completion = is_completion[c["op"]] & (c["layer"] == LAYER_CODE["mpiio"])
+    if completion.any():
+        mpi = (c["layer"] == LAYER_CODE["mpiio"]) & ~completion
+        c["kind"][completion] = _parent_lookup(c["call_id"][mpi], c["kind"][mpi], c["aux"][completion],
+                                               ops.OTHER)
+    return completion
 
 
 def _nesting(c: dict) -> np.ndarray:
@@ -205,10 +220,10 @@ def _groups(c: dict, code: np.ndarray, duration: np.ndarray, moved: np.ndarray) 
     last = np.full(n, np.iinfo(np.int64).min)
     np.minimum.at(first, index, c["t_start"])
     np.maximum.at(last, index, c["t_end"])
-    return pd.DataFrame({"ops": np.bincount(index, minlength=n),
+    return pd.DataFrame({"ops": np.bincount(index, ~c["completion"], minlength=n).astype(np.int64),
                          "bytes": np.bincount(index, moved, minlength=n).astype(np.int64),
                          "time_ns": np.bincount(index, duration, minlength=n).astype(np.int64),
-                         "errors": np.bincount(index, c["ret_bytes"] < 0, minlength=n).astype(np.int64),
+                         "errors": np.bincount(index, c["errno"] != 0, minlength=n).astype(np.int64),
                          "t_first": first, "t_last": last}, index=pd.Index(codes, name="code"))
 
 
