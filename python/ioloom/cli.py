@@ -6,7 +6,7 @@ from ioloom.advise import app as advise_app
 from ioloom.bench import app as bench_app
 from ioloom.logfs.cli import app as container_app
 
-app = typer.Typer(name="ioloom", no_args_is_help=True, add_completion=False,
+app = typer.Typer(name="ioloom", no_args_is_help=True, add_completion=False, pretty_exceptions_show_locals=False,
                   help="See, understand and fix the I/O of parallel (MPI and POSIX) programs.")
 
 
