@@ -23,7 +23,7 @@ LAUNCHERS = ("mpirun", "mpiexec", "orterun", "orted", "prterun", "prted", "mpiex
              "mpiexec.hydra", "mpiexec.mpich", "mpirun.mpich", "hydra_pmi_proxy", "hydra_nameserver")
 PRELOAD_VARS = ("LD_PRELOAD", "IOLOOM_TRACE_DIR", "IOLOOM_LAYERS", "IOLOOM_SKIP_PROGRAMS", "IOLOOM_TRACE_BUFFER",
                 "IOLOOM_EXCLUDE", "IOLOOM_INCLUDE", "IOLOOM_FLUSH_INTERVAL_MS", "IOLOOM_LOGFS_ROOTS",
-                "IOLOOM_LOGFS_FANOUT", "IOLOOM_LOGFS_CHUNK", "IOLOOM_LOGFS_PACK")
+                "IOLOOM_BACKGROUND_ENCODE", "IOLOOM_LOGFS_FANOUT", "IOLOOM_LOGFS_CHUNK", "IOLOOM_LOGFS_PACK")
 
 
 def fail(message: str) -> None:

@@ -24,6 +24,7 @@ def _native_library():
     lib.ioloom_decode_column.argtypes = buffer * 3
     for decode in (lib.ioloom_decode_varints, lib.ioloom_decode_column):
         decode.restype = ctypes.c_int64
+    lib.ioloom_gather.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p]
     return lib
 
 
@@ -109,3 +110,14 @@ def read_varint(data: bytes | memoryview, pos: int) -> tuple[int, int]:
         shift += 7
         if shift > 63:
             raise ValueError("varint longer than 10 bytes")
+
+
+def reorder(values: np.ndarray, order: np.ndarray) -> np.ndarray:
+    """values[order] for an int32 `order` whose entries are all valid rows of values (natively when built)."""
+    lib = _native_library()
+    if lib is None or order.dtype != np.int32 or values.itemsize not in (1, 2, 4, 8):
+        return values.take(order)
+    values = np.ascontiguousarray(values)
+    out = np.empty(len(order), values.dtype)
+    lib.ioloom_gather(values.ctypes.data, order.ctypes.data, len(order), values.itemsize, out.ctypes.data)
+    return out
