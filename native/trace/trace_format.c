@@ -78,24 +78,9 @@ size_t ioloom_events_bound(size_t n) {
     return IOLOOM_CHUNK_HEADER_BYTES + 30 + IOLOOM_COLUMNS * (1 + 10 + 10 + 20 * n);
 }
 
-void ioloom_event_columns_init(struct ioloom_event_columns *c, void *memory, size_t capacity) {
-    /* widest first, so every array stays aligned */
-    uint64_t *wide = memory;
-    uint64_t **u64[] = {&c->t_start, &c->t_end};
-    int64_t **i64[] = {&c->offset, &c->req_bytes, &c->ret_bytes, &c->handle, &c->aux, &c->coll_seq, &c->call_id,
-                       &c->parent};
-    for (size_t k = 0; k < 2; k++, wide += capacity) *u64[k] = wide;
-    for (size_t k = 0; k < 8; k++, wide += capacity) *i64[k] = (int64_t *)wide;
-    c->file_id = (int32_t *)wide;
-    c->err = c->file_id + capacity;
-    c->op = (uint16_t *)(c->err + capacity);
-    c->layer = (uint8_t *)(c->op + capacity);
-    c->ticks = c->layer + capacity;
-}
-
-/* Fills v[0..n) with the stored (pre-zigzag) values of column `col`, one tight loop per column, and returns
- * how many runs of equal values they form. */
-static size_t column_values(int col, const struct ioloom_event_columns *ev, size_t n, uint64_t t_base, int64_t *v) {
+/* Fills v[0..n) with the stored (pre-zigzag) values of column `col` of rows ev[0..n), one tight loop per
+ * column, and returns how many runs of equal values they form. */
+static size_t column_values(int col, const struct ioloom_raw_event *ev, size_t n, uint64_t t_base, int64_t *v) {
     size_t runs = 1;
 #define FILL(first, expr)                                          \
     v[0] = (int64_t)(first);                                       \
@@ -105,20 +90,20 @@ static size_t column_values(int col, const struct ioloom_event_columns *ev, size
     }                                                              \
     break
     switch (col) {
-    case IOLOOM_COL_GAP: FILL(ev->t_start[0] - t_base, ev->t_start[i] - ev->t_end[i - 1]);
-    case IOLOOM_COL_DURATION: FILL(ev->t_end[0] - ev->t_start[0], ev->t_end[i] - ev->t_start[i]);
-    case IOLOOM_COL_OP: FILL(ev->op[0], ev->op[i]);
-    case IOLOOM_COL_LAYER: FILL(ev->layer[0], ev->layer[i]);
-    case IOLOOM_COL_FILE: FILL(ev->file_id[0], ev->file_id[i]);
-    case IOLOOM_COL_HANDLE: FILL(ev->handle[0], ev->handle[i]);
-    case IOLOOM_COL_OFFSET_DELTA: FILL(ev->offset[0], ev->offset[i] - ev->offset[i - 1]);
-    case IOLOOM_COL_REQ: FILL(ev->req_bytes[0], ev->req_bytes[i]);
-    case IOLOOM_COL_RET_MINUS_REQ: FILL(ev->ret_bytes[0] - ev->req_bytes[0], ev->ret_bytes[i] - ev->req_bytes[i]);
-    case IOLOOM_COL_ERRNO: FILL(ev->err[0], ev->err[i]);
-    case IOLOOM_COL_AUX: FILL(ev->aux[0], ev->aux[i]);
-    case IOLOOM_COL_CALL_ID: FILL(ev->call_id[0], ev->call_id[i]);
-    case IOLOOM_COL_PARENT: FILL(ev->parent[0], ev->parent[i]);
-    default: FILL(ev->coll_seq[0], ev->coll_seq[i]);
+    case IOLOOM_COL_GAP: FILL(ev[0].t_start - t_base, ev[i].t_start - ev[i - 1].t_end);
+    case IOLOOM_COL_DURATION: FILL(ev[0].t_end - ev[0].t_start, ev[i].t_end - ev[i].t_start);
+    case IOLOOM_COL_OP: FILL(ev[0].op, ev[i].op);
+    case IOLOOM_COL_LAYER: FILL(ev[0].layer, ev[i].layer);
+    case IOLOOM_COL_FILE: FILL(ev[0].file_id, ev[i].file_id);
+    case IOLOOM_COL_HANDLE: FILL(ev[0].handle, ev[i].handle);
+    case IOLOOM_COL_OFFSET_DELTA: FILL(ev[0].offset, ev[i].offset - ev[i - 1].offset);
+    case IOLOOM_COL_REQ: FILL(ev[0].req_bytes, ev[i].req_bytes);
+    case IOLOOM_COL_RET_MINUS_REQ: FILL(ev[0].ret_bytes - ev[0].req_bytes, ev[i].ret_bytes - ev[i].req_bytes);
+    case IOLOOM_COL_ERRNO: FILL(ev[0].err, ev[i].err);
+    case IOLOOM_COL_AUX: FILL(ev[0].aux, ev[i].aux);
+    case IOLOOM_COL_CALL_ID: FILL(ev[0].call_id, ev[i].call_id);
+    case IOLOOM_COL_PARENT: FILL(ev[0].parent, ev[i].parent);
+    default: FILL(ev[0].coll_seq, ev[i].coll_seq);
     }
 #undef FILL
     return runs;
@@ -164,9 +149,9 @@ static uint8_t *put_column(uint8_t *p, const int64_t *v, size_t n, size_t runs) 
     return p;
 }
 
-size_t ioloom_encode_events(uint8_t *out, int64_t *scratch, uint32_t tid, const struct ioloom_event_columns *ev,
+size_t ioloom_encode_events(uint8_t *out, int64_t *scratch, uint32_t tid, const struct ioloom_raw_event *ev,
                             size_t n) {
-    uint64_t t_base = ev->t_start[0];
+    uint64_t t_base = ev[0].t_start;
     uint8_t *p = out + IOLOOM_CHUNK_HEADER_BYTES;
     p = put_varint(p, tid);
     p = put_varint(p, n);

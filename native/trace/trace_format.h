@@ -24,7 +24,9 @@ enum ioloom_column {
     IOLOOM_COL_CALL_ID, IOLOOM_COL_PARENT, IOLOOM_COL_COLL_SEQ, IOLOOM_COLUMNS
 };
 
-/* One event as the writer buffers it: the wrapper's fields plus what the writer adds (the cross-layer link). */
+/* One event as the writer buffers it: the wrapper's fields plus what the writer adds (the cross-layer link).
+ * Buffers hold whole rows, so recording an event is one run of stores into one place; the encoder (off the
+ * program's thread) pays for reading them column by column. */
 struct ioloom_raw_event {
     uint64_t t_start, t_end;
     int64_t offset, req_bytes, ret_bytes, handle, aux, coll_seq, call_id, parent;
@@ -34,49 +36,12 @@ struct ioloom_raw_event {
     uint8_t ticks; /* writer only: t_start/t_end are TSC ticks, converted to ns before encoding */
 };
 
-/* A buffer of events stored column by column, as they are encoded: each encoding pass then reads one dense
- * array instead of striding through whole events. */
-struct ioloom_event_columns {
-    uint64_t *t_start, *t_end;
-    int64_t *offset, *req_bytes, *ret_bytes, *handle, *aux, *coll_seq, *call_id, *parent;
-    int32_t *file_id, *err;
-    uint16_t *op;
-    uint8_t *layer, *ticks;
-};
-
-/* Bytes of memory for `capacity` events in columns. */
-#define IOLOOM_EVENT_BYTES (2 * 8 + 8 * 8 + 2 * 4 + 2 + 1 + 1)
-static inline size_t ioloom_event_columns_bytes(size_t capacity) { return capacity * IOLOOM_EVENT_BYTES; }
-
-/* Lays the columns out in `memory` (ioloom_event_columns_bytes(capacity) bytes, 8-byte aligned). */
-void ioloom_event_columns_init(struct ioloom_event_columns *c, void *memory, size_t capacity);
-
-/* Stores event e in row i. */
-static inline void ioloom_event_columns_put(const struct ioloom_event_columns *c, size_t i,
-                                            const struct ioloom_raw_event *e) {
-    c->t_start[i] = e->t_start;
-    c->t_end[i] = e->t_end;
-    c->offset[i] = e->offset;
-    c->req_bytes[i] = e->req_bytes;
-    c->ret_bytes[i] = e->ret_bytes;
-    c->handle[i] = e->handle;
-    c->aux[i] = e->aux;
-    c->coll_seq[i] = e->coll_seq;
-    c->call_id[i] = e->call_id;
-    c->parent[i] = e->parent;
-    c->file_id[i] = e->file_id;
-    c->err[i] = e->err;
-    c->op[i] = e->op;
-    c->layer[i] = e->layer;
-    c->ticks[i] = e->ticks;
-}
-
 /* The most bytes ioloom_encode_events() writes for n events (every value a 10-byte varint). */
 size_t ioloom_events_bound(size_t n);
 
 /* Encodes a complete chunk of rows [0, n) of thread `tid` (header + payload) into `out`, which must hold
  * ioloom_events_bound(n) bytes; `scratch` must hold n int64 values. Returns the chunk's size. */
-size_t ioloom_encode_events(uint8_t *out, int64_t *scratch, uint32_t tid, const struct ioloom_event_columns *ev,
+size_t ioloom_encode_events(uint8_t *out, int64_t *scratch, uint32_t tid, const struct ioloom_raw_event *ev,
                             size_t n);
 
 /* Writes a chunk header for `payload_len` bytes of payload that already follow it in memory. */

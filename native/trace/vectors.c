@@ -19,7 +19,6 @@ struct out {
     FILE *stream, *csv;
     uint8_t *chunk;
     int64_t *scratch;
-    void *columns;
 };
 
 static void put_chunk(struct out *o, uint32_t type, uint8_t *end) {
@@ -55,10 +54,7 @@ static void put_preamble(struct out *o, const char *name) {
 }
 
 static void put_events(struct out *o, uint32_t tid, const struct ioloom_raw_event *ev, size_t n) {
-    struct ioloom_event_columns columns;
-    ioloom_event_columns_init(&columns, o->columns, n);
-    for (size_t i = 0; i < n; i++) ioloom_event_columns_put(&columns, i, &ev[i]);
-    size_t len = ioloom_encode_events(o->chunk, o->scratch, tid, &columns, n);
+    size_t len = ioloom_encode_events(o->chunk, o->scratch, tid, ev, n);
     fwrite(o->chunk, 1, len, o->stream);
     static const char *layers[] = {"posix", "stdio", "mpiio", "process"};
     for (size_t i = 0; i < n; i++) {
@@ -153,8 +149,7 @@ static int write_vector(const char *dir, const char *name, void (*fill)(struct o
     o.csv = fopen(path, "w");
     o.chunk = malloc(ioloom_events_bound(4000));
     o.scratch = malloc(4000 * sizeof(int64_t));
-    o.columns = malloc(ioloom_event_columns_bytes(4000));
-    if (!o.stream || !o.csv || !o.chunk || !o.scratch || !o.columns) {
+    if (!o.stream || !o.csv || !o.chunk || !o.scratch) {
         perror(path);
         return 1;
     }
@@ -164,7 +159,6 @@ static int write_vector(const char *dir, const char *name, void (*fill)(struct o
     fclose(o.csv);
     free(o.chunk);
     free(o.scratch);
-    free(o.columns);
     return 0;
 }
 

@@ -33,7 +33,7 @@
 #define STREAM_NAME_MAX 4096
 
 struct thread_buffer {
-    struct ioloom_event_columns events[2];
+    struct ioloom_raw_event *events[2];
     uint32_t count[2];           /* per half; the active one written by the owner, read by final flushes */
     uint32_t active;             /* the half the owner fills; changed only under flush_lock */
     uint32_t sealed;             /* 1 + the full half waiting for the encoder thread, 0 when none */
@@ -190,20 +190,20 @@ static void start_clock(void) {
 }
 
 /* Rewrites tick times of events [0, n) as ns, by the rate measured between the origin and now. */
-static void ticks_to_ns(const struct ioloom_event_columns *ev, uint32_t n) {
+static void ticks_to_ns(struct ioloom_raw_event *ev, uint32_t n) {
     uint64_t ticks, ns;
     clock_pair(&ticks, &ns);
     double ns_per_tick = ticks > tsc_origin ? (double)(ns - ns_origin) / (double)(ticks - tsc_origin) : 0;
     for (uint32_t i = 0; i < n; i++) {
-        if (!ev->ticks[i]) continue;
-        ev->t_start[i] = ns_origin + (uint64_t)((double)(int64_t)(ev->t_start[i] - tsc_origin) * ns_per_tick);
-        ev->t_end[i] = ns_origin + (uint64_t)((double)(int64_t)(ev->t_end[i] - tsc_origin) * ns_per_tick);
-        ev->ticks[i] = 0;
+        if (!ev[i].ticks) continue;
+        ev[i].t_start = ns_origin + (uint64_t)((double)(int64_t)(ev[i].t_start - tsc_origin) * ns_per_tick);
+        ev[i].t_end = ns_origin + (uint64_t)((double)(int64_t)(ev[i].t_end - tsc_origin) * ns_per_tick);
+        ev[i].ticks = 0;
     }
 }
 #else
 static void start_clock(void) { ioloom_tsc = 0; }
-static void ticks_to_ns(const struct ioloom_event_columns *ev, uint32_t n) { (void)ev, (void)n; }
+static void ticks_to_ns(struct ioloom_raw_event *ev, uint32_t n) { (void)ev, (void)n; }
 #endif
 
 /* ---- the operation table: each name is written once per stream, just before the first chunk using it, so a
@@ -224,10 +224,10 @@ static uint8_t op_written[IOLOOM_OP_COUNT];
 static uint8_t op_chunk[IOLOOM_CHUNK_HEADER_BYTES + IOLOOM_OP_COUNT * 80]; /* no allocation: signal-safe */
 
 /* Writes an OPS chunk naming the operations of rows [0, n) not yet named in this stream. w.lock held. */
-static int write_new_ops_locked(const struct ioloom_event_columns *ev, uint32_t n) {
+static int write_new_ops_locked(const struct ioloom_raw_event *ev, uint32_t n) {
     uint8_t *p = op_chunk + IOLOOM_CHUNK_HEADER_BYTES;
     for (uint32_t i = 0; i < n; i++) {
-        uint16_t op = ev->op[i];
+        uint16_t op = ev[i].op;
         if (op >= IOLOOM_OP_COUNT || op_written[op]) continue;
         op_written[op] = 1;
         p = ioloom_put_varint(p, op);
@@ -247,7 +247,7 @@ static int write_new_ops_locked(const struct ioloom_event_columns *ev, uint32_t 
 static void flush_half(struct thread_buffer *b, uint32_t h) {
     uint32_t n = __atomic_load_n(&b->count[h], __ATOMIC_ACQUIRE);
     if (!n) return;
-    const struct ioloom_event_columns *ev = &b->events[h];
+    struct ioloom_raw_event *ev = b->events[h];
     ioloom_files_flush(); /* file entries first: a reader then knows every id an event names */
     if (ioloom_tsc) ticks_to_ns(ev, n);
     if (ioloom_lock(&w.lock) == 0) {
@@ -381,7 +381,7 @@ static struct thread_buffer *new_thread_buffer(void) {
     struct thread_buffer *b = claim_free_buffer();
     if (!b) {
         size_t header = (sizeof *b + 7) & ~(size_t)7;
-        size_t half = ioloom_event_columns_bytes(w.capacity);
+        size_t half = w.capacity * sizeof(struct ioloom_raw_event);
         size_t bytes = header + 2 * half;
         pthread_mutex_lock(&w.lock);
         /* the first thread always gets a buffer, however small the budget */
@@ -393,7 +393,7 @@ static struct thread_buffer *new_thread_buffer(void) {
             ioloom_write_info("buffer_budget_exhausted_tid", "1");
             return NULL;
         }
-        for (int h = 0; h < 2; h++) ioloom_event_columns_init(&b->events[h], (char *)b + header + h * half, w.capacity);
+        for (int h = 0; h < 2; h++) b->events[h] = (struct ioloom_raw_event *)((char *)b + header + h * half);
         b->tid = my_tid;
         pthread_mutex_init(&b->flush_lock, NULL);
         b->next = __atomic_load_n(&w.threads, __ATOMIC_ACQUIRE);
@@ -438,12 +438,11 @@ static inline void record_event(const struct ioloom_event *ev, uint8_t ticks) {
     uint32_t h = b->active, n = b->count[h];
     /* An MPI-IO event is recorded inside its own call: it is that call, its parent the enclosing one. */
     int own = ev->layer == IOLOOM_MPIIO;
-    struct ioloom_raw_event r = {ev->t_start, ev->t_end, ev->offset, ev->req_bytes, ev->ret_bytes, ev->handle,
-                                 ev->aux, ev->coll_seq, own ? call_at(call_depth) : -1,
-                                 call_at(own ? call_depth - 1 : call_depth), ev->file_id, ev->err, ev->op, ev->layer,
-                                 ticks};
     my_recording = 1;
-    ioloom_event_columns_put(&b->events[h], n, &r);
+    b->events[h][n] = (struct ioloom_raw_event){ev->t_start, ev->t_end, ev->offset, ev->req_bytes, ev->ret_bytes,
+                                                ev->handle, ev->aux, ev->coll_seq, own ? call_at(call_depth) : -1,
+                                                call_at(own ? call_depth - 1 : call_depth), ev->file_id, ev->err,
+                                                ev->op, ev->layer, ticks};
     __atomic_store_n(&b->count[h], n + 1, __ATOMIC_RELEASE);
     my_recording = 0;
     /* full, final, or (looked at every 64 events) older than the flush interval */
@@ -525,7 +524,7 @@ static int allocate_writer(void) {
     size_t budget = ioloom_env_size("IOLOOM_TRACE_BUFFER", DEFAULT_BUDGET);
     /* One share for the encode area, the rest for threads (two halves each): about 8 threads fit before any is
      * refused. */
-    uint64_t per_event = 2 * IOLOOM_EVENT_BYTES * 8 + 20 * IOLOOM_COLUMNS + sizeof(int64_t);
+    uint64_t per_event = 2 * sizeof(struct ioloom_raw_event) * 8 + 20 * IOLOOM_COLUMNS + sizeof(int64_t);
     uint64_t capacity = budget / per_event;
     w.capacity = capacity < MIN_EVENTS_PER_THREAD ? MIN_EVENTS_PER_THREAD
                  : capacity > MAX_EVENTS_PER_THREAD ? MAX_EVENTS_PER_THREAD : (uint32_t)capacity;
