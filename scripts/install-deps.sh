@@ -11,6 +11,7 @@ packages=(
   python3 python3-venv                                     # the Python package and its virtual environment
   python3-mpi4py                                           # an mpi4py program in the tracer's tests (Open MPI)
   chromium                                                 # renders the HTML report in tests
+  valgrind                                                 # ioloom bench overhead --instructions (callgrind)
 )
 
 missing=()

@@ -3,11 +3,16 @@
 Runs the probe (native/trace/overhead_probe.c: N small pwrite, pread, fwrite on a file in the page cache, and
 MPI_File_write_at in the per-MPI builds) untraced and traced, alternately, several times, in one command; the
 added cost per call is the difference of the medians. Then decodes the traces it just wrote and reports the
-reader's speed (events per second) and the size on disk per event."""
+reader's speed (events per second) and the size on disk per event.
+
+Wall-clock figures move with whatever else the machine runs; `--instructions` adds a repeatable one: the
+instructions tracing adds per call on the program's own thread, counted by callgrind (valgrind)."""
 from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import statistics
 import subprocess
 import tempfile
@@ -68,6 +73,42 @@ def measure(calls: int, repeats: int, work: Path) -> tuple[list[dict], list[Path
     return rows, traces
 
 
+def _thread_instructions(argv: list[str], env: dict[str, str], work: Path) -> tuple[int, int]:
+    """(instructions run by the main thread, of which inside the writer's flush_half) for one callgrind run.
+    Under valgrind threads take turns, so the encoder thread lags and the program's thread encodes halves that
+    on real cores the encoder thread takes: those are counted apart."""
+    for old in work.glob("callgrind.out*"):
+        old.unlink()
+    out = work / "callgrind.out"
+    subprocess.run(["valgrind", "--tool=callgrind", "--separate-threads=yes", f"--callgrind-out-file={out}", *argv],
+                   env=env, capture_output=True, check=True, timeout=1800)
+    main = work / "callgrind.out-01"
+    total = int(re.search(r"^summary: (\d+)", main.read_text(), re.M).group(1))
+    listing = subprocess.run(["callgrind_annotate", "--inclusive=yes", str(main)], capture_output=True, text=True,
+                             check=True).stdout
+    encoding = re.search(r"^\s*([\d,]+) .*writer\.c:flush_half \[", listing, re.M)
+    return total, int(encoding.group(1).replace(",", "")) if encoding else 0
+
+
+def instructions_per_call(work: Path, calls: int = 100_000) -> dict:
+    """Instructions per call (mean of pwrite, pread, fwrite) on the program's thread, untraced and traced: the
+    difference of runs of `calls` and 3 x `calls` calls of each kind cancels start-up and exit."""
+    if not shutil.which("valgrind"):
+        raise RuntimeError("--instructions needs valgrind (apt-get install valgrind)")
+    argv = [str(paths.native_bin("ioloom-overhead-probe")), str(work / "cg.dat")]
+    plain = _base_env()
+    traced = traced_environment([paths.native_lib("ioloom-trace")], work / "cg-trace", ["posix", "stdio"])
+    per_call = {}
+    for label, env in (("untraced", plain), ("traced", traced)):
+        small, large = (_thread_instructions([*argv, str(n)], env, work) for n in (calls, 3 * calls))
+        per_call[label] = (large[0] - small[0]) / (6 * calls)
+        per_call[f"{label}_encoding_inline"] = (large[1] - small[1]) / (6 * calls)
+    added = per_call["traced"] - per_call["untraced"]
+    inline = per_call["traced_encoding_inline"]
+    return {"untraced": round(per_call["untraced"], 1), "traced": round(per_call["traced"], 1),
+            "added": round(added, 1), "added_without_inline_encoding": round(added - inline, 1)}
+
+
 def _base_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
 
@@ -114,12 +155,17 @@ def command(
     calls: int = typer.Option(1_000_000, "--calls", min=1000, help="Calls of each kind per run."),
     repeats: int = typer.Option(3, "--repeats", min=1, help="Untraced/traced run pairs; medians are reported."),
     as_json: bool = typer.Option(False, "--json", help="Print the figures as JSON."),
+    instructions: bool = typer.Option(False, "--instructions",
+                                      help="Also count instructions added per call with callgrind (needs valgrind)."),
 ) -> None:
     """Added ns per traced call (pwrite, pread, fwrite, MPI_File_write_at) and the reader's events/s."""
     with tempfile.TemporaryDirectory(prefix="ioloom-overhead-") as tmp:
         rows, traces = measure(calls, repeats, Path(tmp))
         reader = reader_speed(traces)
+        counted = instructions_per_call(Path(tmp)) if instructions else None
     result = {"calls": calls, "repeats": repeats, "goal_added_ns": GOAL_NS, "calls_overhead": rows, "reader": reader}
+    if counted:
+        result["instructions_per_call"] = counted
     if as_json:
         print(json.dumps(result, indent=2))
         return
@@ -135,3 +181,8 @@ def command(
                   f"{reader['events_per_s'] / 1e6:.1f} M events/s (best of 3 reads), "
                   f"{reader['first_read_events_per_s'] / 1e6:.1f} M events/s (first read); merged and time-ordered: "
                   f"{reader['merged_events_per_s'] / 1e6:.1f} M events/s; {reader['bytes_per_event']} bytes/event on disk")
+    if counted:
+        console.print(f"instructions per call on the program's thread (callgrind; mean of pwrite, pread, fwrite): "
+                      f"untraced {counted['untraced']}, traced {counted['traced']}, added {counted['added']}; "
+                      f"added without the encoding that valgrind's one-thread-at-a-time scheduling leaves on the "
+                      f"program's thread: {counted['added_without_inline_encoding']}")
