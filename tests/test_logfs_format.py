@@ -16,7 +16,7 @@ import pytest
 from ioloom import paths
 from ioloom.logfs import preload
 from ioloom.logfs.format import Container, load_journals, read_meta, sum64
-from ioloom.logfs.tools import check
+from ioloom.logfs.tools import check, recover
 
 VECTORS = Path(__file__).parent / "vectors" / "logfs"
 
@@ -54,29 +54,32 @@ def test_fresh_c_writes_read_in_python(tmp_path):
 
 
 def test_million_strided_writes_keep_a_tiny_index(tmp_path):
-    tool("synth", tmp_path / "c", 1, 1_000_000, 8)   # one rank's run (a second rank's is the same, shifted)
-    (index,) = (tmp_path / "c").glob("index.*")
-    assert index.stat().st_size <= 4096
-    (journal,) = load_journals(read_meta(tmp_path / "c"))
-    assert journal.entries["count"].sum() == 1_000_000 and len(journal.entries) == 1
-    assert journal.entries["stride"][0] == 8 and journal.entries["pstride"][0] == 8       # the log: data alone
+    tool("synth", tmp_path / "c", 2, 1_000_000, 8)   # two ranks interleaved: each one's writes are strided
+    for index in (tmp_path / "c").glob("index.*"):
+        assert index.stat().st_size <= 4096
+    for journal in load_journals(read_meta(tmp_path / "c")):
+        assert journal.entries["count"].sum() == 1_000_000 and len(journal.entries) == 1
+        assert journal.entries["stride"][0] == 16 and journal.entries["pstride"][0] == 8  # the log: data alone
     opened = json.loads(tool("open-time", tmp_path / "c"))
-    assert opened["size"] == 8_000_000 and opened["last_byte_ok"]
+    assert opened["size"] == 16_000_000 and opened["last_byte_ok"]
 
 
 WRITER = r"""
 import os, sys
-rank, n, block, count = map(int, sys.argv[2:6])
+rank, n, block, count, transfer = map(int, sys.argv[2:7])
 fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o644)
 for i in range(count):
     off = (i * n + rank) * block
-    os.pwrite(fd, bytes((off + k) * 13 % 251 for k in range(block)), off)
+    data = bytes((off + k) * 13 % 251 for k in range(block))
+    for k in range(0, block, transfer):
+        os.pwrite(fd, data[k:k + transfer], off + k)
 os.close(fd)
 """
 
 
-def concurrent_writers(path, n, block, count, **settings):
-    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(path), str(r), str(n), str(block), str(count)],
+def concurrent_writers(path, n, block, count, transfer=None, **settings):
+    args = [str(n), str(block), str(count), str(transfer or block)]
+    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(path), str(r), *args],
                               env={**os.environ, **preload.env(**settings), "PMI_RANK": str(r)}) for r in range(n)]
     assert all(p.wait(timeout=120) == 0 for p in procs)
 
@@ -95,11 +98,27 @@ def test_fanout_controls_the_number_of_logs(tmp_path, fanout, logs):
     assert report.ok, report.problems
 
 
+def test_blocks_written_in_pieces_stay_one_pattern(tmp_path):
+    """IOR's -t < -b: each 4 KiB block written as 4 writes of 1 KiB, strided between 2 writers. The pieces of a
+    block join into one record and the blocks into one pattern per writer; recover rebuilds the same entries."""
+    path = tmp_path / "c"
+    concurrent_writers(f"logfs:{path}", 2, 4096, 100, transfer=1024)
+    journals = load_journals(read_meta(path))
+    assert [(len(j.entries), int(j.entries["count"][0]), int(j.entries["length"][0])) for j in journals] == \
+        [(1, 100, 4096)] * 2
+    assert Container.open(path).read() == expected_bytes(2 * 4096 * 100)
+    report = check(path)
+    assert report.ok and report.records_checked == 2 * 100 * 4, report.problems
+    before = [j.entries.tobytes() for j in journals]
+    recover(path)
+    assert [j.entries.tobytes() for j in load_journals(read_meta(path))] == before
+
+
 def test_several_backends_one_namespace(tmp_path, ioloom_cli):
     mount, extras = tmp_path / "mnt", [tmp_path / "b1", tmp_path / "b2"]
     for d in (mount, *extras):
         d.mkdir()
-    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(mount / "shared"), str(r), "8", "512", "20"],
+    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(mount / "shared"), str(r), "8", "512", "20", "512"],
                               env={**os.environ, **preload.env({mount: extras}), "PMI_RANK": str(r)})
              for r in range(8)]
     assert all(p.wait(timeout=120) == 0 for p in procs)

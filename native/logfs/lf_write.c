@@ -145,13 +145,41 @@ static int extends(const struct lf_entry *e, const struct lf_entry *r) {
     return r->offset == e->offset + e->count * e->stride && r->physical == e->physical + e->count * e->pstride;
 }
 
+/* Does write r continue the single record e, in the file and in the log? Then they are one longer record. */
+static int continues(const struct lf_entry *e, const struct lf_entry *r) {
+    return e->kind == LF_WRITE && r->kind == LF_WRITE && e->count == 1 && e->file_id == r->file_id &&
+           r->offset == e->offset + e->length && r->physical == e->physical + e->length;
+}
+
+static void extend(struct lf_entry *e, const struct lf_entry *r) {
+    if (e->count == 1) { e->stride = r->offset - e->offset; e->pstride = r->physical - e->physical; }
+    e->count++;
+    e->stamp_last = r->stamp_last;
+    e->data_sum += r->data_sum;
+}
+
+/* Writes smaller than the blocks they fill (IOR's -t < -b: 16 writes of 64 KiB per 1 MiB block, then a jump)
+ * grow the open record until it is as long as the pattern's before it, and then join that pattern: a strided
+ * run of blocks stays one entry whatever the transfer size. Published entries never change. */
+static void fold_into_pattern(lf_file *f) {
+    if (f->nmine < 2 || f->nmine - 2 < f->npublished) return;
+    struct lf_entry *p = &f->mine[f->nmine - 2];
+    if (!extends(p, &f->mine[f->nmine - 1])) return;
+    extend(p, &f->mine[f->nmine - 1]);
+    f->nmine--;
+}
+
 static int add_entry(lf_file *f, const struct lf_entry *r) {
     struct lf_entry *e = f->nmine ? &f->mine[f->nmine - 1] : NULL;
-    if (e && f->entry_open && extends(e, r)) {
-        if (e->count == 1) { e->stride = r->offset - e->offset; e->pstride = r->physical - e->physical; }
-        e->count++;
-        e->stamp_last = r->stamp;
+    if (e && f->entry_open && continues(e, r)) {
+        e->length += r->length;
+        e->stamp_last = r->stamp_last;
         e->data_sum += r->data_sum;
+        fold_into_pattern(f);
+        return 0;
+    }
+    if (e && f->entry_open && extends(e, r)) {
+        extend(e, r);
         return 0;
     }
     if (f->nmine == f->capmine) {

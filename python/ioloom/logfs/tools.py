@@ -199,51 +199,82 @@ def check(path: Path) -> CheckReport:
 
 def _check_entry(f, log: Path, e: np.ndarray, writer: int, described: dict, report: CheckReport,
                  indexed: set) -> None:
+    """Each record of the entry must be covered, from its start, by journal records of its writer that follow
+    each other in the file and in the log (a record may be several contiguous writes), with intact data."""
     total = 0
-    count = 1 if e["kind"] == TRUNCATE else int(e["count"])
+    count = 1 if e["kind"] != WRITE else int(e["count"])
     for i in range(count):
-        data_at = int(e["physical"]) + i * int(e["pstride"])
-        want_offset = int(e["offset"]) + i * int(e["stride"])
-        key = (writer, int(e["file_id"]), int(e["kind"]), want_offset, data_at)
-        head = described.get(key)
-        where = f"{log} at {data_at}"
-        report.records_checked += 1
-        if head is None:
-            report.problems.append(f"{where}: no intact record in the record journal where the index says one is "
-                                   f"(logical offset {want_offset})")
+        start, want_offset = int(e["physical"]) + i * int(e["pstride"]), int(e["offset"]) + i * int(e["stride"])
+        data_at = start
+        while True:
+            key = (writer, int(e["file_id"]), int(e["kind"]), want_offset + data_at - start, data_at)
+            head = described.get(key)
+            where = f"{log} at {data_at}"
+            report.records_checked += 1
+            if head is None:
+                report.problems.append(f"{where}: no intact record in the record journal where the index says one "
+                                       f"is (logical offset {key[3]})")
+                return
+            f.seek(data_at)
+            if sum64(f.read(int(head["length"]))) != int(head["data_sum"]):
+                report.problems.append(f"{where}: data checksum mismatch (the log was damaged after it was written)")
+                return
+            total += int(head["data_sum"])
+            indexed.add(key)
+            data_at += int(head["length"])
+            if e["kind"] != WRITE or data_at >= start + int(e["length"]) or not head["length"]:
+                break
+        if e["kind"] == WRITE and data_at != start + int(e["length"]):
+            report.problems.append(f"{log} at {start}: records of {data_at - start} bytes where the index entry "
+                                   f"says {int(e['length'])}")
             return
-        if e["kind"] == WRITE and int(head["length"]) != int(e["length"]):
-            report.problems.append(f"{where}: record (length {int(head['length'])}) does not match its index entry "
-                                   f"(length {int(e['length'])})")
-            return
-        f.seek(data_at)
-        if sum64(f.read(int(head["length"]))) != int(head["data_sum"]):
-            report.problems.append(f"{where}: data checksum mismatch (the log was damaged after it was written)")
-            return
-        total += int(head["data_sum"])
-        indexed.add(key)
     if total % (1 << 64) != int(e["data_sum"]):
         report.problems.append(f"{log}: entry at logical {int(e['offset'])}: combined checksum mismatch")
 
 
+# Index rows while rebuilding: [kind, file_id, offset, length, count, stride, physical, pstride, stamp,
+# stamp_last, data_sum], merged by the rules of the C writer (lf_write.c: continues, extends, fold_into_pattern).
+KIND, FILE_ID, OFFSET, LENGTH, COUNT, STRIDE, PHYSICAL, PSTRIDE, STAMP_LAST, SUM = 0, 1, 2, 3, 4, 5, 6, 7, 9, 10
+
+
+def _continues(e: list[int], r: list[int]) -> bool:
+    return (e[KIND] == r[KIND] == WRITE and e[COUNT] == 1 and e[FILE_ID] == r[FILE_ID]
+            and r[OFFSET] == e[OFFSET] + e[LENGTH] and r[PHYSICAL] == e[PHYSICAL] + e[LENGTH])
+
+
+def _extends(e: list[int], r: list[int]) -> bool:
+    if not (e[KIND] == r[KIND] == WRITE and e[LENGTH] == r[LENGTH] and e[FILE_ID] == r[FILE_ID]):
+        return False
+    if e[COUNT] == 1:
+        return r[OFFSET] >= e[OFFSET] + e[LENGTH] and r[PHYSICAL] > e[PHYSICAL]
+    return r[OFFSET] == e[OFFSET] + e[COUNT] * e[STRIDE] and r[PHYSICAL] == e[PHYSICAL] + e[COUNT] * e[PSTRIDE]
+
+
+def _extend(e: list[int], r: list[int]) -> None:
+    if e[COUNT] == 1:
+        e[STRIDE], e[PSTRIDE] = r[OFFSET] - e[OFFSET], r[PHYSICAL] - e[PHYSICAL]
+    e[COUNT] += 1
+    e[STAMP_LAST] = r[STAMP_LAST]
+    e[SUM] = (e[SUM] + r[SUM]) % (1 << 64)
+
+
 def _entries_for(records: list[tuple[np.ndarray, int]], patterns: bool) -> np.ndarray:
-    """Index entries for one writer's records in order, merging regular runs as the C writer does."""
+    """Index entries for one writer's records in order, merging runs as the C writer does (when `patterns`)."""
     rows: list[list[int]] = []
     for head, data_at in records:
-        kind, off, n = int(head["kind"]), int(head["offset"]), int(head["length"])
-        last = rows[-1] if rows else None
-        if patterns and last and kind == WRITE and last[0] == WRITE and last[3] == n and last[1] == int(head["file_id"]):
-            first = last[4] == 1 and off >= last[2] + n and data_at > last[6]
-            more = last[4] > 1 and off == last[2] + last[4] * last[5] and data_at == last[6] + last[4] * last[7]
-            if first or more:
-                if first:
-                    last[5], last[7] = off - last[2], data_at - last[6]
-                last[4] += 1
-                last[9] = int(head["stamp"])
-                last[10] = (last[10] + int(head["data_sum"])) % (1 << 64)
-                continue
-        rows.append([kind, int(head["file_id"]), off, n, 1, 0, data_at, 0, int(head["stamp"]), int(head["stamp"]),
-                     int(head["data_sum"])])
+        stamp = int(head["stamp"])
+        r = [int(head["kind"]), int(head["file_id"]), int(head["offset"]), int(head["length"]), 1, 0, data_at, 0,
+             stamp, stamp, int(head["data_sum"])]
+        if patterns and rows and _continues(rows[-1], r):
+            rows[-1][LENGTH] += r[LENGTH]
+            rows[-1][STAMP_LAST] = stamp
+            rows[-1][SUM] = (rows[-1][SUM] + r[SUM]) % (1 << 64)
+            if len(rows) > 1 and _extends(rows[-2], rows[-1]):
+                _extend(rows[-2], rows.pop())
+        elif patterns and rows and _extends(rows[-1], r):
+            _extend(rows[-1], r)
+        else:
+            rows.append(r)
     out = np.zeros(len(rows), ENTRY)
     for i, row in enumerate(rows):
         out[i] = tuple(row)
