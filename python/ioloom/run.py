@@ -120,32 +120,43 @@ def run_traced(argv: list[str], env: dict[str, str]) -> int:
     return 128 - code if code < 0 else code
 
 
-def bytes_per_layer(table) -> dict[str, tuple[int, int]]:
-    """(read, written) bytes per layer: bytes moved by the calls that move data (ret_bytes, or the bytes asked
-    when the call completes later, as non-blocking MPI-IO does)."""
-    from ioloom.trace.ops import direction
+def stream_totals(stream) -> tuple[np.ndarray, np.ndarray]:
+    """(events per layer, [bytes read, bytes written] per layer) of one stream, vectorised: bytes moved by the
+    calls that move data (ret_bytes, or the bytes asked when the call completes later, as non-blocking MPI-IO)."""
+    from ioloom.analysis import ops
 
-    layers = table["layer"].astype(str).to_numpy()
-    ways = np.array([direction(op, aux) for op, aux in zip(table["op"].astype(str), table["aux"])], dtype=object)
-    moved = np.where(table["ret_bytes"] >= 0, table["ret_bytes"], np.maximum(table["req_bytes"], 0))
-    return {layer: (int(moved[(layers == layer) & (ways == "read")].sum()),
-                    int(moved[(layers == layer) & (ways == "write")].sum())) for layer in LAYERS}
+    table = stream.read(["layer", "op", "ret_bytes", "req_bytes", "aux"])
+    layer = ops.layer_codes(table.column("layer"))
+    kind = ops.kind_codes(table.column("op"), table.column("aux").to_numpy())
+    ret, req = table.column("ret_bytes").to_numpy(), table.column("req_bytes").to_numpy()
+    moved = np.where(ret >= 0, ret, np.maximum(req, 0))
+    per_layer = np.zeros((len(ops.LAYERS), 2), np.int64)
+    for column, which in enumerate((ops.READ, ops.WRITE)):
+        mine = kind == which
+        per_layer[:, column] = np.bincount(layer[mine], moved[mine], minlength=len(ops.LAYERS))
+    return np.bincount(layer, minlength=len(ops.LAYERS)), per_layer
 
 
 def summary(out: Path) -> list[str]:
-    """Where the trace went and three lines: events per layer, bytes per layer, dropped events and problems."""
+    """Where the trace went and three lines: events per layer, bytes per layer, dropped events and problems.
+    Read stream by stream, so it costs little memory whatever the size of the trace."""
+    from ioloom.analysis.ops import LAYERS as ALL_LAYERS
     from ioloom.trace import open_trace
 
     trace = open_trace(out)
-    table = trace.events(["layer", "op", "ret_bytes", "req_bytes", "aux"]).to_pandas()
-    counts = table["layer"].astype(str).value_counts()
-    per_layer = ", ".join(f"{layer} {n:,}" for layer, n in counts.items())
-    moved = [f"{layer} read {read:,} B, written {written:,} B"
-             for layer, (read, written) in bytes_per_layer(table).items() if read or written]
+    counts, moved = np.zeros(len(ALL_LAYERS), np.int64), np.zeros((len(ALL_LAYERS), 2), np.int64)
+    for stream in trace.streams:
+        stream_counts, stream_moved = stream_totals(stream)
+        counts += stream_counts
+        moved += stream_moved
+    order = np.argsort(-counts, kind="stable")
+    per_layer = ", ".join(f"{ALL_LAYERS[i]} {counts[i]:,}" for i in order if counts[i])
+    moved_text = [f"{name} read {read:,} B, written {written:,} B"
+                  for name, (read, written) in zip(ALL_LAYERS, moved) if read or written]
     problems = f"; {len(trace.problems)} problem(s): " + " | ".join(trace.problems[:3]) if trace.problems else ""
     return [f"ioloom: trace of {len(trace.streams)} process(es) in {out}",
-            f"  events: {len(table):,}" + (f" ({per_layer})" if per_layer else ""),
-            "  bytes: " + ("; ".join(moved) or "none moved"),
+            f"  events: {counts.sum():,}" + (f" ({per_layer})" if per_layer else ""),
+            "  bytes: " + ("; ".join(moved_text) or "none moved"),
             f"  dropped: {trace.meta['dropped_events']:,} events{problems}"]
 
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from ioloom.trace.ops import COPIES, direction
+
 KINDS = ("read", "write", "meta", "lock", "unlock", "sync", "other")
 READ, WRITE, META, LOCK, UNLOCK, SYNC, OTHER = range(len(KINDS))
 LAYERS = ("posix", "stdio", "mpiio", "process")
@@ -18,9 +20,6 @@ _MPI_META = {"MPI_File_open", "MPI_File_close", "MPI_File_set_view", "MPI_File_s
              "MPI_File_set_atomicity"}
 _META_WORDS = ("open", "close", "stat", "seek", "tell", "rewind", "unlink", "rename", "mkdir", "rmdir", "access",
                "truncate", "dup", "fileno")
-_READ_WORDS = ("read", "gets", "getc", "scanf", "getline", "getdelim")
-_WRITE_WORDS = ("write", "printf", "puts", "putc", "copy_file_range", "sendfile")
-_COPIES = ("copy_file_range", "sendfile", "sendfile64")  # two events per copy: aux 0 source side, aux 1 destination
 _SYNC = {"fsync", "fdatasync", "sync_file_range", "fflush", "fflush_unlocked", "msync", "MPI_File_sync"}
 _FCNTL = {"fcntl", "fcntl64"}
 # fcntl events carry aux = cmd | l_type << 16 | l_whence << 24 for record-lock commands (docs/trace-format.md).
@@ -36,12 +35,12 @@ def _name_kind(name: str) -> int:
         return LOCK
     if name in _MPI_META:
         return META
-    low = name.lower()
-    if any(word in low for word in _READ_WORDS):
-        return READ
-    if any(word in low for word in _WRITE_WORDS):
-        return WRITE
-    if any(word in low for word in _META_WORDS):
+    # Which calls move data is the tracer's knowledge (ioloom.trace.ops). A kernel copy is recorded twice;
+    # it starts as a write (its destination side) and kind_codes() turns its source side into a read.
+    moves = direction(name, aux=1)
+    if moves:
+        return READ if moves == "read" else WRITE
+    if any(word in name.lower() for word in _META_WORDS):
         return META
     return OTHER
 
@@ -60,7 +59,7 @@ def kind_codes(op: pa.ChunkedArray | pa.Array, aux: np.ndarray) -> np.ndarray:
     table = dictionary_kinds(op.dictionary)
     indices = op.indices.to_numpy(zero_copy_only=False)
     kinds = table[indices] if len(table) else np.full(len(indices), OTHER, np.int8)
-    copies = np.array([name in _COPIES for name in op.dictionary.to_pylist()] or [False], bool)
+    copies = np.array([name in COPIES for name in op.dictionary.to_pylist()] or [False], bool)
     kinds[copies[indices] & (aux == 0)] = READ
     fcntl = kinds == LOCK
     sets_lock = np.isin(aux & 0xFFFF, _SET_LOCK_CMDS)
