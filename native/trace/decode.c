@@ -3,6 +3,7 @@
  * python/ioloom/trace/varint.py through ctypes when built (the reader falls back to numpy otherwise). */
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include "ioloom_core.h"
 
@@ -76,20 +77,36 @@ static int decode_column_body(const uint8_t *p, const uint8_t *end, int64_t mode
 }
 
 /* Decodes one stored column of a whole stream in one call: for each of the n chunks, directory[4k..4k+3] is
- * (mode, body start, body end, events) with offsets into data; the values land one chunk after the other in
- * out (room for `room`). Returns how many values, or -(1 + k) when chunk k's body is malformed. */
+ * (mode, body start, body end, events) with offsets into data. Value i (counting from the first chunk) lands
+ * in out[i], or in out[positions[i]] when positions is given (a permutation of [0, room) putting the stream in
+ * time order: decoding and reordering in one pass over memory). Returns how many values, -(1 + k) when chunk
+ * k's body is malformed, or -(1 + n) when memory runs out. */
 IOLOOM_EXPORT int64_t ioloom_decode_column(const uint8_t *data, size_t len, const int64_t *directory, size_t n,
-                                          int64_t *out, size_t room) {
+                                          int64_t *out, size_t room, const int32_t *positions) {
+    int64_t *chunk_values = NULL; /* one chunk's values before they are scattered */
+    if (positions) {
+        int64_t most = 0;
+        for (size_t k = 0; k < n; k++) most = directory[4 * k + 3] > most ? directory[4 * k + 3] : most;
+        if (most > (int64_t)room || !(chunk_values = malloc(((size_t)most + 1) * sizeof *chunk_values)))
+            return -(int64_t)(n + 1);
+    }
     size_t filled = 0;
-    for (size_t k = 0; k < n; k++) {
+    int64_t result = 0;
+    for (size_t k = 0; k < n && !result; k++) {
         const int64_t *chunk = directory + 4 * k;
         int64_t start = chunk[1], end = chunk[2], count = chunk[3];
+        int64_t *values = positions ? chunk_values : out + filled;
         if (start < 0 || end < start || (size_t)end > len || count < 0 || (size_t)count > room - filled ||
-            decode_column_body(data + start, data + end, chunk[0], count, out + filled))
-            return -(int64_t)(k + 1);
+            decode_column_body(data + start, data + end, chunk[0], count, values)) {
+            result = -(int64_t)(k + 1);
+            break;
+        }
+        if (positions)
+            for (int64_t i = 0; i < count; i++) out[positions[filled + (size_t)i]] = values[i];
         filled += (size_t)count;
     }
-    return (int64_t)filled;
+    free(chunk_values);
+    return result ? result : (int64_t)filled;
 }
 
 /* out[i] = values[order[i]] for i < n, for elements of `width` bytes (1, 2, 4 or 8): putting a stream's columns

@@ -39,6 +39,7 @@ struct thread_buffer {
     uint32_t sealed;             /* 1 + the full half waiting for the encoder thread, 0 when none */
     uint32_t tid;
     uint64_t last_flush_ns;
+    uint64_t anchor_ticks, anchor_ns; /* the last converted event's end (0, 0: none yet), see ticks_to_ns */
     pthread_mutex_t flush_lock;  /* taken only to flush, never per event */
     struct thread_buffer *next;
 };
@@ -166,11 +167,19 @@ int ioloom_tsc;
 static uint64_t tsc_origin, ns_origin;
 
 #if defined(__x86_64__)
-/* A (ticks, ns) pair read as close together as possible: the tick count is the middle of two readings. */
+/* A (ticks, ns) pair read as close together as possible: the tick count is the middle of two readings, from
+ * the tightest of a few tries (a thread preempted between the readings would make the pair microseconds off). */
 static void clock_pair(uint64_t *ticks, uint64_t *ns) {
-    uint64_t before = __rdtsc();
-    *ns = ioloom_now_ns();
-    *ticks = before + (__rdtsc() - before) / 2;
+    uint64_t best_span = UINT64_MAX;
+    for (int try = 0; try < 4; try++) {
+        uint64_t before = __rdtsc();
+        uint64_t now = ioloom_now_ns();
+        uint64_t span = __rdtsc() - before;
+        if (span >= best_span) continue;
+        best_span = span;
+        *ns = now;
+        *ticks = before + span / 2;
+    }
 }
 
 /* The kernel keeps time with the TSC only when it is invariant and synchronised across CPUs. */
@@ -189,21 +198,29 @@ static void start_clock(void) {
     if (ioloom_tsc) clock_pair(&tsc_origin, &ns_origin);
 }
 
-/* Rewrites tick times of events [0, n) as ns, by the rate measured between the origin and now. */
-static void ticks_to_ns(struct ioloom_raw_event *ev, uint32_t n) {
+/* Rewrites b's tick times of events [0, n) as ns, by the rate measured between the origin and now. Times
+ * count from the buffer's anchor, the previous chunk's last event, so that a thread's times never step back
+ * between chunks converted at slightly different rates (its events would then swap places when sorted). */
+static void ticks_to_ns(struct thread_buffer *b, struct ioloom_raw_event *ev, uint32_t n) {
     uint64_t ticks, ns;
     clock_pair(&ticks, &ns);
     double ns_per_tick = ticks > tsc_origin ? (double)(ns - ns_origin) / (double)(ticks - tsc_origin) : 0;
+    uint64_t from_ticks = b->anchor_ns ? b->anchor_ticks : tsc_origin;
+    uint64_t from_ns = b->anchor_ns ? b->anchor_ns : ns_origin;
     for (uint32_t i = 0; i < n; i++) {
         if (!ev[i].ticks) continue;
-        ev[i].t_start = ns_origin + (uint64_t)((double)(int64_t)(ev[i].t_start - tsc_origin) * ns_per_tick);
-        ev[i].t_end = ns_origin + (uint64_t)((double)(int64_t)(ev[i].t_end - tsc_origin) * ns_per_tick);
+        ev[i].t_start = from_ns + (uint64_t)((double)(int64_t)(ev[i].t_start - from_ticks) * ns_per_tick);
+        b->anchor_ticks = ev[i].t_end;
+        ev[i].t_end = from_ns + (uint64_t)((double)(int64_t)(ev[i].t_end - from_ticks) * ns_per_tick);
+        b->anchor_ns = ev[i].t_end;
         ev[i].ticks = 0;
     }
 }
 #else
 static void start_clock(void) { ioloom_tsc = 0; }
-static void ticks_to_ns(struct ioloom_raw_event *ev, uint32_t n) { (void)ev, (void)n; }
+static void ticks_to_ns(struct thread_buffer *b, struct ioloom_raw_event *ev, uint32_t n) {
+    (void)b, (void)ev, (void)n;
+}
 #endif
 
 /* ---- the operation table: each name is written once per stream, just before the first chunk using it, so a
@@ -249,7 +266,7 @@ static void flush_half(struct thread_buffer *b, uint32_t h) {
     if (!n) return;
     struct ioloom_raw_event *ev = b->events[h];
     ioloom_files_flush(); /* file entries first: a reader then knows every id an event names */
-    if (ioloom_tsc) ticks_to_ns(ev, n);
+    if (ioloom_tsc) ticks_to_ns(b, ev, n);
     if (ioloom_lock(&w.lock) == 0) {
         size_t len = ioloom_encode_events(w.encoded, w.scratch, b->tid, ev, n);
         if (write_new_ops_locked(ev, n) == 0 && write_all_locked(w.encoded, len) == 0) w.events_written += n;

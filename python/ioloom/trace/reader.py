@@ -99,6 +99,7 @@ class StreamReader:
     def __init__(self, stream: StreamFile, file_lookup: np.ndarray, epoch: int, rank: int, pid: int):
         self.stream, self.file_lookup, self.epoch, self.rank, self.pid = stream, file_lookup, epoch, rank, pid
         self._order: np.ndarray | None = None
+        self._positions: np.ndarray | None = None  # the inverse of _order: where each stored event goes
         self._ordered = False
 
     def _times(self) -> tuple[np.ndarray, np.ndarray]:
@@ -115,38 +116,47 @@ class StreamReader:
         if not self._ordered:
             t_start = self._times()[0] if t_start is None else t_start
             order = nearly_sorted_order(t_start)
-            # 32-bit row numbers when they fit: half the memory each column's reordering reads
-            self._order = order.astype(np.int32) if order is not None and len(order) < 2**31 else order
+            if order is not None and len(order) < 2**31:  # 32-bit row numbers: half the memory to read
+                self._order = order.astype(np.int32)
+                self._positions = np.empty_like(self._order)
+                self._positions[self._order] = np.arange(len(order), dtype=np.int32)
+            else:
+                self._order = order
             self._ordered = True
         return self._order
 
     def column(self, name: str, times=None) -> pa.Array:
         s = self.stream
         n = s.events
+        # Columns computed value by value are decoded straight into time order (positions); those built by
+        # running sums over the stored order (times, offsets) or per chunk (tid) are reordered after.
+        positions = self._positions
+        in_order = True
         if name in ("t_start", "t_end"):
             values = times[0 if name == "t_start" else 1]
+            in_order = False
         elif name == "offset":
-            values = s.offsets()
+            values, in_order = s.offsets(), False
         elif name == "ret_bytes":
-            values = s.stored(RET_MINUS_REQ)
-            values += s.stored(REQ)
+            values = s.stored(RET_MINUS_REQ, positions)
+            values += s.stored(REQ, positions)
         elif name == "tid":
-            values = s.tids()
+            values, in_order = s.tids(), False
         elif name == "rank":
             values = np.full(n, self.rank, np.int32)
         elif name == "pid":
             values = np.full(n, self.pid, np.int32)
         elif name == "file_id":
-            local = s.stored(DIRECT[name])
+            local = s.stored(DIRECT[name], positions)
             unknown = len(self.file_lookup)  # the sentinel slot, -1
             lookup = np.append(self.file_lookup, np.int32(-1))
             values = lookup[np.where((local >= 0) & (local < unknown), local, unknown)]
         else:
-            values = s.stored(DIRECT[name])
+            values = s.stored(DIRECT[name], None if s.constant(DIRECT[name]) else positions)
         field_type = EVENT_SCHEMA.field(name).type
         values = values.astype((field_type.index_type if name in ("op", "layer") else field_type).to_pandas_dtype(),
                                copy=False)  # narrowed before reordering: less memory to move
-        if self._order is not None and name not in ("rank", "pid"):
+        if self._order is not None and (positions is None or not in_order) and name not in ("rank", "pid"):
             values = reorder(values, self._order)
         if name == "op":
             names = [s.ops.get(code, (f"op{code}", 0))[0] for code in range(max(s.ops, default=-1) + 1)]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import struct
 import zlib
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -46,23 +47,41 @@ class StreamFile:
     problems: list[str] = field(default_factory=list)
     _directory: np.ndarray | None = field(default=None, repr=False)
 
-    @property
+    @cached_property
     def events(self) -> int:
+        """Events in all chunks (read once the chunk directory is complete)."""
         return sum(c.count for c in self.chunks)
 
     # ---- decoding ----
 
-    def stored(self, column: int) -> np.ndarray:
-        """Stored column `column` of every chunk, in chunk order, as int64 (zigzag undone)."""
+    def stored(self, column: int, positions: np.ndarray | None = None) -> np.ndarray:
+        """Stored column `column` of every chunk as int64 (zigzag undone): in chunk order, or with stored value i
+        at row positions[i] (int32, a permutation of the events)."""
         if not self.chunks:
             return np.zeros(0, np.int64)
-        native = decode_column(self.data, self.directory()[:, column], self.events)
-        return native if native is not None else self._stored_numpy(column)
+        native = decode_column(self.data, self.directory()[:, column], self.events, positions)
+        if native is not None:
+            return native
+        values = self._stored_numpy(column)
+        if positions is None:
+            return values
+        out = np.empty_like(values)
+        out[positions] = values
+        return out
+
+    def constant(self, column: int) -> bool:
+        """Whether stored column `column` holds one value for every event (each chunk stores it as a constant,
+        with the same bytes): then its order does not matter."""
+        bodies = self.directory()[:, column]
+        if not len(bodies) or (bodies[:, 0] != CONST).any():
+            return False
+        return len({self.data[start:end].tobytes() for _, start, end, _ in bodies.tolist()}) == 1
 
     def directory(self) -> np.ndarray:
         """Per chunk and stored column: (mode, body start, body end, events), int64, built once."""
         if self._directory is None:
-            self._directory = np.array([[(*body, c.count) for body in c.columns] for c in self.chunks], np.int64)
+            rows = [[(*body, c.count) for body in c.columns] for c in self.chunks]
+            self._directory = np.array(rows, np.int64).reshape(len(rows), STORED_COLUMNS, 4)
         return self._directory
 
     def _stored_numpy(self, column: int) -> np.ndarray:

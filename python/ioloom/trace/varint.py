@@ -21,7 +21,7 @@ def _native_library():
         return None
     buffer = [ctypes.c_void_p, ctypes.c_size_t]  # pointer and length
     lib.ioloom_decode_varints.argtypes = buffer * 2
-    lib.ioloom_decode_column.argtypes = buffer * 3
+    lib.ioloom_decode_column.argtypes = buffer * 3 + [ctypes.c_void_p]
     for decode in (lib.ioloom_decode_varints, lib.ioloom_decode_column):
         decode.restype = ctypes.c_int64
     lib.ioloom_gather.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p]
@@ -33,17 +33,23 @@ def _native_decoder():
     return lib.ioloom_decode_varints if lib is not None else None
 
 
-def decode_column(data: np.ndarray, directory: np.ndarray, total: int) -> np.ndarray | None:
+def decode_column(data: np.ndarray, directory: np.ndarray, total: int,
+                  positions: np.ndarray | None = None) -> np.ndarray | None:
     """One stored column of a whole stream, decoded natively in one call: `directory` holds per chunk (mode, body
-    start, body end, events) as int64 rows; returns `total` int64 values (signs restored, runs expanded), or
-    None when the native decoder is not built. Raises ValueError naming the first malformed chunk."""
+    start, body end, events) as int64 rows; returns `total` int64 values (signs restored, runs expanded), stored
+    value i at row positions[i] when `positions` (int32, a permutation) is given; or None when the native
+    decoder is not built. Raises ValueError naming the first malformed chunk."""
     lib = _native_library()
     if lib is None:
         return None
     directory = np.ascontiguousarray(directory, np.int64)
+    if positions is not None and (positions.dtype != np.int32 or len(positions) != total):
+        raise ValueError("positions must be int32, one per event")
     out = np.empty(total, np.int64)
     got = lib.ioloom_decode_column(data.ctypes.data, data.size, directory.ctypes.data, len(directory),
-                                   out.ctypes.data, total)
+                                   out.ctypes.data, total, None if positions is None else positions.ctypes.data)
+    if got == -len(directory) - 1:
+        raise MemoryError("no memory to decode a chunk")
     if got < 0:
         raise ValueError(f"column body of events chunk {-got - 1} does not decode to its event count")
     if got != total:
