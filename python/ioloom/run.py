@@ -78,21 +78,18 @@ def traced_environment(libs: list[Path], out: Path, layers: list[str]) -> dict[s
     return env
 
 
-def over_logfs(libs: list[Path], env: dict[str, str], mounts: list[Path]) -> None:
-    """Re-weave as well as trace: logfs is preloaded after the tracer, so the trace shows the program's logical
-    I/O on each container and logfs's physical log and index I/O beneath it."""
+def logfs_mounts(mounts: list[Path]) -> tuple[Path, dict[str, str]]:
+    """Re-weave as well as trace: the logfs library, to preload after the tracer (so the trace shows the program's
+    logical I/O on each container and logfs's physical log and index I/O beneath it), and its mount settings."""
     from ioloom.logfs import preload
 
     missing = [str(m) for m in mounts if not m.is_dir()]
     if missing:
         fail(f"--logfs needs existing directories: create {', '.join(missing)} first")
     try:
-        logfs_env = preload.env({m.resolve(): [] for m in mounts})
+        return preload.library(), {"IOLOOM_LOGFS_ROOTS": preload.roots_value({m.resolve(): [] for m in mounts})}
     except paths.NativeMissing as err:
         fail(str(err))
-    existing = env["LD_PRELOAD"].split(" ")[len(libs):]
-    env["LD_PRELOAD"] = " ".join([*map(str, libs), logfs_env.pop("LD_PRELOAD"), *existing])
-    env.update(logfs_env)
 
 
 def launch_command(argv: list[str], impl: mpi.MpiImpl | None, env: dict[str, str]) -> list[str]:
@@ -169,11 +166,11 @@ def command(
 ) -> None:
     """Run CMD with the tracer preloaded; every process it starts writes a stream into the trace directory."""
     chosen = parse_layers(layers)
+    logfs_lib, logfs_settings = logfs_mounts(logfs) if logfs else (None, {})
     out = output_dir(output)
     libs, impl = libraries(cmd, chosen)
-    env = traced_environment(libs, out, chosen)
-    if logfs:
-        over_logfs(libs, env, logfs)
+    libs += [logfs_lib] if logfs_lib else []
+    env = {**traced_environment(libs, out, chosen), **logfs_settings}
     code = run_traced(launch_command(cmd, impl, env), env)
     try:
         for line in summary(out):
