@@ -21,32 +21,26 @@ from ioloom.analysis.partition import Options, Partial, summarise
 @dataclass
 class StreamFile:
     """A stream of an on-disk trace that the worker reads from its own file, so that only a path travels to
-    it, not the stream's bytes. Its times and file ids are put back on the whole trace's clock (the reader
-    counts times from the earliest stream's start) and file table (same path and device/inode)."""
+    it, not the stream's bytes. The worker decodes it on the whole trace's clock (its epoch) and file table: a
+    file is the same entry when its path and device/inode match, or by path alone when its inode was never
+    learnt (as `open_trace` merges them)."""
     path: str
     pid: int
     rank: int
     info: dict
     epoch_ns: int
     file_ids: dict  # (path, dev, ino) of the whole trace's file table -> its file_id
+    path_ids: dict  # path -> the file_id an entry with no inode joins
 
     def read(self, columns=None) -> pa.Table:
-        from ioloom.trace import open_trace
+        from ioloom.trace.reader import StreamReader
+        from ioloom.trace.stream_file import read_stream_file
 
-        alone = open_trace(self.path)
-        table = alone.streams[0].read(columns)
-        shift = alone.meta["epoch_ns"] - self.epoch_ns
-        for name in ("t_start", "t_end"):
-            if name in table.column_names:
-                table = table.set_column(table.column_names.index(name), name,
-                                         pa.array(table.column(name).to_numpy() + shift))
-        if "file_id" in table.column_names:
-            rows = zip(*(alone.files.column(c).to_pylist() for c in ("path", "dev", "ino")))
-            lookup = np.array([self.file_ids[row] for row in rows] + [-1], np.int32)
-            local = table.column("file_id").to_numpy()
-            table = table.set_column(table.column_names.index("file_id"), "file_id",
-                                     pa.array(lookup[np.where(local >= 0, local, len(lookup) - 1)]))
-        return table
+        stream = read_stream_file(Path(self.path))
+        lookup = np.full(max(stream.files, default=-1) + 1, -1, np.int32)
+        for local, key in stream.files.items():
+            lookup[local] = self.file_ids.get(key, self.path_ids.get(key[0], -1))
+        return StreamReader(stream, lookup, self.epoch_ns, self.rank, self.pid).read(columns)
 
     @classmethod
     def of(cls, trace) -> list["StreamFile"] | None:
@@ -54,9 +48,14 @@ class StreamFile:
         paths = [s.info.get("path") for s in trace.streams]
         if trace.meta.get("epoch_ns") is None or not all(p and Path(p).is_file() for p in paths):
             return None
-        keys = zip(*(trace.files.column(c).to_pylist() for c in ("path", "dev", "ino")))
-        file_ids = {key: i for key, i in zip(keys, trace.files.column("file_id").to_pylist())}
-        return [cls(p, s.pid, s.rank, s.info, trace.meta["epoch_ns"], file_ids) for p, s in zip(paths, trace.streams)]
+        rows = list(zip(*(trace.files.column(c).to_pylist() for c in ("file_id", "path", "dev", "ino"))))
+        file_ids = {(path, dev, ino): i for i, path, dev, ino in rows}
+        path_ids = {}
+        for i, path, dev, ino in rows:  # the reader's rule: an entry with an inode, else the first of the path
+            if dev or ino or path not in path_ids:
+                path_ids[path] = i
+        return [cls(p, s.pid, s.rank, s.info, trace.meta["epoch_ns"], file_ids, path_ids)
+                for p, s in zip(paths, trace.streams)]
 
 
 def _run_pickled(payload: bytes) -> Partial:
