@@ -12,7 +12,6 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import typer
 
 from ioloom import mpi, paths
@@ -120,6 +119,8 @@ def run_traced(argv: list[str], env: dict[str, str]) -> int:
 def stream_totals(stream) -> tuple[np.ndarray, np.ndarray]:
     """(events per layer, [bytes read, bytes written] per layer) of one stream, vectorised: bytes moved by the
     calls that move data (ret_bytes, or the bytes asked when the call completes later, as non-blocking MPI-IO)."""
+    import numpy as np
+
     from ioloom.analysis import ops
 
     table = stream.read(["layer", "op", "ret_bytes", "req_bytes", "aux"])
@@ -137,6 +138,8 @@ def stream_totals(stream) -> tuple[np.ndarray, np.ndarray]:
 def summary(out: Path) -> list[str]:
     """Where the trace went and three lines: events per layer, bytes per layer, dropped events and problems.
     Read stream by stream, so it costs little memory whatever the size of the trace."""
+    import numpy as np
+
     from ioloom.analysis.ops import LAYERS as ALL_LAYERS
     from ioloom.trace import open_trace
 

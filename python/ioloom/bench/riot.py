@@ -18,7 +18,6 @@ import math
 import tempfile
 from pathlib import Path
 
-import numpy as np
 import typer
 from rich.console import Console
 from rich.table import Table
@@ -88,6 +87,8 @@ def check_trace(config: str, trace_dir: Path, nranks: int, ops: int) -> dict[str
 
 def mean_ci(samples: list[float]) -> tuple[float, float]:
     """Mean and the half-width of its 95% confidence interval (Student t)."""
+    import numpy as np
+
     values = np.asarray(samples, dtype=float)
     if len(values) < 2:
         return float(values.mean()), math.nan
@@ -97,6 +98,8 @@ def mean_ci(samples: list[float]) -> tuple[float, float]:
 
 def change_pct(base: list[float], traced: list[float], resamples: int = 4000) -> tuple[float, float, float]:
     """100 (mean traced - mean base) / mean base, and a paired bootstrap 95% interval over repetitions."""
+    import numpy as np
+
     base_a, traced_a = np.asarray(base, dtype=float), np.asarray(traced, dtype=float)
     point = 100.0 * (traced_a.mean() - base_a.mean()) / base_a.mean()
     picks = np.random.default_rng(0).integers(0, len(base_a), size=(resamples, len(base_a)))
