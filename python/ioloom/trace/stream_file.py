@@ -148,14 +148,14 @@ class StreamFile:
         return np.repeat(np.array([c.tid for c in self.chunks], np.int32), counts)
 
 
-def _cstrings(payload: memoryview, pos: int) -> tuple[str, int]:
-    end = bytes(payload[pos:]).find(b"\0")
+def _cstrings(payload: bytes, pos: int) -> tuple[str, int]:
+    end = payload.find(b"\0", pos)
     if end < 0:
         raise ValueError("string without its terminating NUL")
-    return bytes(payload[pos:pos + end]).decode("utf-8", "replace"), pos + end + 1
+    return payload[pos:end].decode("utf-8", "replace"), end + 1
 
 
-def _parse_info(stream: StreamFile, payload: memoryview) -> None:
+def _parse_info(stream: StreamFile, payload: bytes) -> None:
     pos = 0
     while pos < len(payload):
         key, pos = _cstrings(payload, pos)
@@ -163,7 +163,7 @@ def _parse_info(stream: StreamFile, payload: memoryview) -> None:
         stream.info[key] = value
 
 
-def _parse_ops(stream: StreamFile, payload: memoryview) -> None:
+def _parse_ops(stream: StreamFile, payload: bytes) -> None:
     pos = 0
     while pos < len(payload):
         code, pos = read_varint(payload, pos)
@@ -172,7 +172,7 @@ def _parse_ops(stream: StreamFile, payload: memoryview) -> None:
         stream.ops[code] = (name, layer)
 
 
-def _parse_files(stream: StreamFile, payload: memoryview) -> None:
+def _parse_files(stream: StreamFile, payload: bytes) -> None:
     pos = 0
     while pos < len(payload):
         file_id, pos = read_varint(payload, pos)
@@ -243,7 +243,7 @@ def read_stream_file(path: Path) -> StreamFile:
                 stream.problems.append(f"{name}: events chunk at byte {pos} is malformed ({err}); skipped")
         elif kind in PARSERS:
             try:
-                PARSERS[kind](stream, payload)
+                PARSERS[kind](stream, bytes(payload))  # metadata: one copy, then searches without copying
             except (ValueError, IndexError) as err:
                 stream.problems.append(f"{name}: chunk at byte {pos} (type {kind}) is malformed ({err}); skipped")
         else:
