@@ -279,11 +279,6 @@ def _pairs(name: str, text: str) -> dict[int, float]:
 
 
 def _trace_events(path: Path):
-    try:
-        import ioloom.trace  # noqa: F401  (the reader lands separately; say so plainly if it is absent)
-    except ImportError:
-        raise ValueError("--trace needs the trace reader (ioloom.trace), which this build does not have; "
-                         "give the numbers instead") from None
     from ioloom import open_trace
     return open_trace(path).ops_named()
 

@@ -5,6 +5,7 @@ implementation and ioloom must know which one a program uses.
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import subprocess
@@ -57,7 +58,7 @@ def implementations() -> list[MpiImpl]:
     for impl in KNOWN:
         if shutil.which(impl.mpicc) and shutil.which(impl.mpiexec):
             fort = impl.mpifort if impl.mpifort and shutil.which(impl.mpifort) else None
-            found.append(MpiImpl(impl.name, impl.mpicc, fort, impl.mpiexec, impl.launchers, impl.sonames))
+            found.append(dataclasses.replace(impl, mpifort=fort))
     return found
 
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from ioloom.trace.model import LAYERS
 from ioloom.trace.ops import COPIES, direction
 
 KINDS = ("read", "write", "meta", "lock", "unlock", "sync", "other")
 READ, WRITE, META, LOCK, UNLOCK, SYNC, OTHER = range(len(KINDS))
-LAYERS = ("posix", "stdio", "mpiio", "process")
 LAYER_CODE = {name: code for code, name in enumerate(LAYERS)}
 
 _MPI_META = {"MPI_File_open", "MPI_File_close", "MPI_File_set_view", "MPI_File_set_size", "MPI_File_preallocate",
