@@ -21,14 +21,11 @@ from rich.table import Table
 from ioloom import paths
 from ioloom.bench import app
 from ioloom.bench.io import MIB, available_memory, run_bench, summary
+from ioloom.bench.overhead import run_probe
+from ioloom.bench.sweep import parse_size
 from ioloom.logfs import preload
 
 CONFIGS = ("logfs_n1", "direct_n1", "direct_nn", "preloaded_n1")
-
-
-def _size(text: str) -> int:
-    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
-    return int(text[:-1]) * units[text[-1].lower()] if text[-1].lower() in units else int(text)
 
 
 def _run_config(config: str, impl: str | None, nranks: int, base: list[str], work: Path) -> dict:
@@ -67,19 +64,18 @@ def measure(impl: str | None, ranks: list[int], api: str, block: str, transfer: 
                     got = _run_config(config, impl, n, base, work)
                     for op, bw in got.items():
                         best[config][op] = max(best[config][op], bw)
-        row = {"ranks": n, "bytes": n * segments * _size(block), "bandwidth": best}
+        row = {"ranks": n, "bytes": n * segments * parse_size(block, "--block"), "bandwidth": best}
         for op in ("write", "read"):
             row[f"E_{op}"] = best["logfs_n1"][op] / best["direct_nn"][op]
             row[f"speedup_{op}"] = best["logfs_n1"][op] / best["direct_n1"][op]
             row[f"outside_cost_{op}"] = 1 - best["preloaded_n1"][op] / best["direct_n1"][op]
         rows.append(row)
-    largest = max(r["bytes"] for r in rows)
+    largest, memory = max(r["bytes"] for r in rows), available_memory()
     write_only = [a for a in base if a != "-r"] + ["-k"]
     return {
         "api": api, "block": block, "transfer": transfer, "segments": segments, "fsync_before_close": fsync,
         "reps": reps, "directory": str(directory),
-        "page_cache": {"largest_file_bytes": largest, "mem_available_bytes": available_memory(),
-                       "fits": largest < available_memory()},
+        "page_cache": {"largest_file_bytes": largest, "mem_available_bytes": memory, "fits": largest < memory},
         "rows": rows, "open_1024_writers": open_many(directory),
         "passthrough_per_call": passthrough_cost(reps, directory),
         "flatten_vs_cp": flatten_vs_cp(impl, max(ranks), write_only, reps, directory),
@@ -119,10 +115,8 @@ def passthrough_cost(reps: int, directory: Path, calls: int = 200_000) -> dict:
         envs = {"plain": {}, "preloaded": preload.env({Path(tmp) / "mnt": []})}
         for _ in range(max(reps, 3)):
             for label, env in envs.items():
-                out = subprocess.run([probe, f"{tmp}/probe.dat", str(calls)], capture_output=True, text=True,
-                                     check=True, env={**os.environ, **env}).stdout
-                for call, ns in (line.split() for line in out.splitlines()):
-                    best[label][call] = min(best[label].get(call, float("inf")), float(ns))
+                for call, ns in run_probe([probe], Path(tmp) / "probe.dat", calls, {**os.environ, **env}).items():
+                    best[label][call] = min(best[label].get(call, float("inf")), ns)
     return {call: {"plain_ns": best["plain"][call], "preloaded_ns": best["preloaded"][call],
                    "added": best["preloaded"][call] / best["plain"][call] - 1} for call in best["plain"]}
 
