@@ -321,21 +321,23 @@ class Container:
         if pos < stop:
             yield pos, stop - pos, None, 0
 
-    def read(self, offset: int = 0, length: int | None = None) -> bytes:
-        out = bytearray()
+    def chunks(self, offset: int = 0, length: int | None = None):
+        """The bytes of [offset, offset+length), piece by piece (zeros for holes), each log opened once."""
         handles: dict[Path, object] = {}
         try:
             for _, n, log, phys in self.pieces(offset, length):
                 if log is None:
-                    out += bytes(n)
+                    yield bytes(n)
                     continue
                 f = handles.get(log) or handles.setdefault(log, open(log, "rb"))
                 f.seek(phys)
                 data = f.read(n)
                 if len(data) != n:
                     raise FormatError(f"{log}: the index points past the end of the log (at {phys}, {n} bytes)")
-                out += data
+                yield data
         finally:
             for f in handles.values():
                 f.close()
-        return bytes(out)
+
+    def read(self, offset: int = 0, length: int | None = None) -> bytes:
+        return b"".join(self.chunks(offset, length))

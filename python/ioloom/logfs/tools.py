@@ -80,11 +80,10 @@ def summary(path: Path) -> dict:
 
 def cat(path: Path, out) -> int:
     """Write the logical file to a binary stream; returns bytes written."""
-    c = Container.open(path)
     done = 0
-    for offset, length, _, _ in c.pieces():
-        out.write(c.read(offset, length))
-        done += length
+    for data in Container.open(path).chunks():
+        out.write(data)
+        done += len(data)
     return done
 
 
