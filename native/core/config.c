@@ -1,5 +1,7 @@
 /* Configuration from the environment. Read with getenv, which does no I/O and is safe before main. */
 #include <ctype.h>
+#include <limits.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -21,20 +23,22 @@ int ioloom_env_bool(const char *name, int fallback) {
 
 size_t ioloom_env_size(const char *name, size_t fallback) {
     const char *v = getenv(name);
-    if (!v || !*v) return fallback;
+    if (!v || !*v || *v == '-') return fallback;              /* strtoull would wrap a negative number */
     char *end;
-    unsigned long long n = strtoull(v, &end, 10);
-    if (end == v) return fallback;
+    unsigned long long n = strtoull(v, &end, 10);            /* ULLONG_MAX: out of range (errno left alone) */
+    if (end == v || n == ULLONG_MAX) return fallback;
+    int shift = 0;
     switch (toupper((unsigned char)*end)) {
-    case 'G': n <<= 10; /* fall through */
-    case 'M': n <<= 10; /* fall through */
-    case 'K': n <<= 10; end++; break;
+    case 'G': shift += 10; /* fall through */
+    case 'M': shift += 10; /* fall through */
+    case 'K': shift += 10; end++; break;
     case '\0': break;
     default: return fallback;
     }
     if (toupper((unsigned char)*end) == 'I') end++;          /* accept KiB, MiB, GiB */
     if (toupper((unsigned char)*end) == 'B') end++;
-    return *end ? fallback : (size_t)n;
+    if (*end || n > (unsigned long long)SIZE_MAX >> shift) return fallback;
+    return (size_t)n << shift;
 }
 
 void ioloom_for_each_item(const char *list, char sep, void (*fn)(const char *item, size_t len, void *arg),
