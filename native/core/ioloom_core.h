@@ -5,7 +5,7 @@
  *  - A per-thread reentrancy guard: calls made while ioloom is already working on this thread (its own
  *    I/O, or libc calling back into an intercepted symbol) pass straight through.
  *  - A monotonic nanosecond clock.
- *  - Configuration read from the environment once.
+ *  - Configuration read from the environment once, and path normalisation.
  */
 #ifndef IOLOOM_CORE_H
 #define IOLOOM_CORE_H
@@ -49,6 +49,9 @@ static inline uint64_t ioloom_now_ns(void) {
 const char *ioloom_env_str(const char *name, const char *fallback);
 int ioloom_env_bool(const char *name, int fallback);          /* 1/0, yes/no, true/false, on/off */
 size_t ioloom_env_size(const char *name, size_t fallback);    /* bytes, with optional K/M/G suffix (1024) */
+
+/* Lexically removes "//", "/./" and "dir/.." from an absolute path, in place ("/" if nothing is left). */
+void ioloom_normalise_path(char *path);
 
 /* Calls `fn(item, len, arg)` for each element of a `sep`-separated list, skipping empty ones. */
 void ioloom_for_each_item(const char *list, char sep, void (*fn)(const char *item, size_t len, void *arg),

@@ -79,27 +79,6 @@ static void parse_roots(void) {
     ioloom_for_each_item(ioloom_env_str("IOLOOM_LOGFS_PACK", ""), ':', mark_pack, NULL);
 }
 
-/* Lexical normalisation of an absolute path: no ".", "..", or repeated slashes. */
-static void normalise(char *path) {
-    char *out = path, *in = path;
-    while (*in) {
-        while (*in == '/') in++;
-        char *end = in;
-        while (*end && *end != '/') end++;
-        size_t n = (size_t)(end - in);
-        if (n == 1 && in[0] == '.') { in = end; continue; }
-        if (n == 2 && in[0] == '.' && in[1] == '.') {
-            while (out > path && *--out != '/') {}
-            in = end;
-            continue;
-        }
-        if (n) { *out++ = '/'; memmove(out, in, n); out += n; }
-        in = end;
-    }
-    if (out == path) *out++ = '/';
-    *out = 0;
-}
-
 /* `path` relative to `dirfd` made absolute into out; 0 on success. */
 static int absolute(int dirfd, const char *path, char out[PATH_MAX]) {
     char base[PATH_MAX];
@@ -113,7 +92,7 @@ static int absolute(int dirfd, const char *path, char out[PATH_MAX]) {
         base[n] = 0;
     }
     if (snprintf(out, PATH_MAX, "%s/%s", base, path) >= PATH_MAX) return -1;
-    normalise(out);
+    ioloom_normalise_path(out);
     return 0;
 }
 

@@ -116,27 +116,6 @@ void ioloom_files_init(void) {
 
 /* ---- paths ---- */
 
-/* Lexically removes "//", "/./" and "dir/.." from an absolute path, in place. */
-static void normalise(char *path) {
-    char *out = path;
-    for (const char *in = path; *in;) {
-        while (*in == '/') in++;
-        const char *end = strchrnul(in, '/');
-        size_t len = (size_t)(end - in);
-        if (len == 1 && in[0] == '.') {
-        } else if (len == 2 && in[0] == '.' && in[1] == '.') {
-            while (out > path && *--out != '/') {}
-        } else if (len) {
-            *out++ = '/';
-            memmove(out, in, len);
-            out += len;
-        }
-        in = end;
-    }
-    if (out == path) *out++ = '/';
-    *out = 0;
-}
-
 static ssize_t fd_link(int fd, char *out, size_t size) {
     char link[64];
     snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
@@ -161,7 +140,7 @@ static int absolute(int dirfd, const char *path, char *out, size_t size) {
     size_t len = strlen(path);
     if (base + len + 1 > size) return -1;
     memcpy(out + base, path, len + 1);
-    if (out[0] == '/') normalise(out);
+    if (out[0] == '/') ioloom_normalise_path(out);
     return 0;
 }
 

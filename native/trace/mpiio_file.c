@@ -17,13 +17,15 @@ static const char *strip_romio_prefix(const char *name) {
     return colon + 1;
 }
 
-/* The file's absolute path (malloc'd), as the file table names it; NULL if memory is short. */
+/* The file's absolute, normalised path (malloc'd), as the file table names it; NULL if memory is short. */
 static char *absolute_path(const char *name) {
     char *path = NULL, cwd[4096];
     if (name[0] == '/')
-        return strdup(name);
-    if (!getcwd(cwd, sizeof cwd) || asprintf(&path, "%s/%s", cwd, name) < 0)
+        path = strdup(name);
+    else if (!getcwd(cwd, sizeof cwd) || asprintf(&path, "%s/%s", cwd, name) < 0)
         return NULL;
+    if (path)
+        ioloom_normalise_path(path);
     return path;
 }
 
