@@ -14,19 +14,19 @@
 
 #include "trace_internal.h"
 
-static unsigned enabled_layers = 1u << IOLOOM_PROCESS;
+unsigned ioloom_enabled_layers = 1u << IOLOOM_PROCESS;
 
 /* The process whose stream this is. A vfork child (dash, posix_spawn) shares our memory until it execs: it
  * must not write into its parent's buffers, so exec only flushes when the caller is the stream's process. */
 static pid_t stream_pid;
 
-IOLOOM_EXPORT int ioloom_layer_enabled(enum ioloom_layer layer) { return enabled_layers >> layer & 1; }
+IOLOOM_EXPORT int ioloom_layer_enabled(enum ioloom_layer layer) { return ioloom_enabled_layers >> layer & 1; }
 
 static void enable_layer(const char *item, size_t len, void *arg) {
     (void)arg;
     static const char *names[] = {"posix", "stdio", "mpiio"};
     for (unsigned i = 0; i < 3; i++)
-        if (strlen(names[i]) == len && !strncmp(item, names[i], len)) enabled_layers |= 1u << i;
+        if (strlen(names[i]) == len && !strncmp(item, names[i], len)) ioloom_enabled_layers |= 1u << i;
 }
 
 void ioloom_call_done(const struct ioloom_call *c, struct ioloom_event *ev) {

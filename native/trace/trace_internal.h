@@ -30,6 +30,9 @@ static inline uint64_t ioloom_ticks(void) {
 /* ---- writer.c ---- */
 /* Set once the stream is open; wrappers pass calls through until then (and after the final flush). */
 extern volatile int ioloom_tracing;
+/* Bit per enum ioloom_layer (IOLOOM_LAYERS). Read directly on the hot path: the exported
+ * ioloom_layer_enabled(), for the MPI module, would be a call through the PLT. */
+extern unsigned ioloom_enabled_layers;
 /* Opens this process's stream in the trace directory and writes the header, op table and process info. */
 int ioloom_writer_open(void);
 /* Flushes every thread's buffer (at exit, exec, fatal signal). */
@@ -82,7 +85,7 @@ struct ioloom_call {
 
 /* 1 if this call is traced (then the wrapper must finish with ioloom_call_done), 0 to pass it through. */
 static inline int ioloom_call_start(struct ioloom_call *c, enum ioloom_layer layer) {
-    if (IOLOOM_UNLIKELY(!ioloom_tracing) || !ioloom_layer_enabled(layer)) return 0;
+    if (IOLOOM_UNLIKELY(!ioloom_tracing) || !(ioloom_enabled_layers >> layer & 1)) return 0;
     if (!ioloom_enter()) {
         ioloom_leave();
         return 0;
