@@ -31,11 +31,11 @@ def _plain_columns(table):
 
 
 def _with_paths(table, files):
-    import pyarrow as pa
+    """The events with each one's file path (null where it has no file), looked up column-wise."""
+    import pyarrow.compute as pc
 
-    paths = dict(zip(files.column("file_id").to_pylist(), files.column("path").to_pylist()))
-    return table.append_column("path", pa.array([paths.get(i) for i in table.column("file_id").to_pylist()],
-                                                pa.string()))
+    rows = pc.index_in(table.column("file_id"), value_set=files.column("file_id"))
+    return table.append_column("path", pc.take(files.column("path"), rows))
 
 
 def tables(trace, out: Path, fmt: Format) -> list[Path]:
