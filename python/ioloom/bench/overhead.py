@@ -30,16 +30,19 @@ from ioloom.run import traced_environment
 GOAL_NS = 100
 
 
-def probe_runs(calls: int) -> list[tuple[str, list[str], list[Path]]]:
-    """(label, argv prefix, libraries to preload) for the plain probe and each MPI's probe that is built."""
-    runs = [("posix+stdio", [str(paths.native_bin("ioloom-overhead-probe"))], [paths.native_lib("ioloom-trace")])]
+def probe_runs() -> list[tuple[str, list[str], list[Path], dict[str, str]]]:
+    """(label, argv prefix, libraries to preload, launch environment) for the plain probe and each MPI's probe
+    that is built."""
+    runs = [("posix+stdio", [str(paths.native_bin("ioloom-overhead-probe"))], [paths.native_lib("ioloom-trace")],
+             {})]
     for impl in mpi.implementations():
         try:
             probe = paths.native_bin(f"ioloom-overhead-probe-{impl.name}")
             wrappers = paths.native_lib(f"ioloom-trace-mpi-{impl.name}")
         except paths.NativeMissing:
             continue
-        runs.append((impl.name, impl.launch(1, [str(probe)]), [wrappers, paths.native_lib("ioloom-trace")]))
+        runs.append((impl.name, impl.launch(1, [str(probe)]), [wrappers, paths.native_lib("ioloom-trace")],
+                     impl.launch_env()))
     return runs
 
 
@@ -53,13 +56,13 @@ def run_probe(argv: list[str], target: Path, calls: int, env: dict[str, str] | N
 def measure(calls: int, repeats: int, work: Path) -> tuple[list[dict], list[Path]]:
     """Per call kind: untraced and traced ns per call (medians over repeats) and the difference."""
     rows, traces = [], []
-    for label, argv, libs in probe_runs(calls):
+    for label, argv, libs, launch_env in probe_runs():
         plain: dict[str, list[float]] = {}
         traced: dict[str, list[float]] = {}
         for repeat in range(repeats):
             trace = work / f"{label}-{repeat}"
-            env = {**traced_environment(libs, trace, ["posix", "stdio", "mpiio"]), **_launch_env(label)}
-            for sink, run_env in ((plain, {**_base_env(), **_launch_env(label)}), (traced, env)):
+            env = {**traced_environment(libs, trace, ["posix", "stdio", "mpiio"]), **launch_env}
+            for sink, run_env in ((plain, {**_base_env(), **launch_env}), (traced, env)):
                 for name, ns in run_probe(argv, work / f"{label}.dat", calls, run_env).items():
                     sink.setdefault(name, []).append(ns)
             traces.append(trace)
@@ -111,11 +114,6 @@ def instructions_per_call(work: Path, calls: int = 100_000) -> dict:
 
 def _base_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
-
-
-def _launch_env(label: str) -> dict[str, str]:
-    impl = next((i for i in mpi.implementations() if i.name == label), None)
-    return impl.launch_env() if impl else {}
 
 
 def reader_speed(traces: list[Path], reads: int = 3) -> dict:
