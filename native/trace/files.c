@@ -16,12 +16,10 @@
 
 #include "trace_internal.h"
 
-#define FD_SLOTS (1 << 20)
 #define MAX_RULES 64
 #define HASH_SLOTS_MIN 1024
 
-/* fd_slots[fd]: 0 not yet named; 1 unknown file; id + 2 a file; <= -2 excluded by rule -(state + 2). */
-static int32_t fd_slots[FD_SLOTS];
+int32_t ioloom_fd_slots[IOLOOM_FD_SLOTS];
 
 struct file_entry {
     char *path;
@@ -237,7 +235,7 @@ void ioloom_files_reset_stream(void) {
     for (int i = 0; i < ft.nrules; i++) ft.rules[i].calls = ft.rules[i].bytes = 0;
 }
 
-/* The state (see fd_slots) of a named file, registering it. `st` is its stat when known. */
+/* The state (see ioloom_fd_slots) of a named file, registering it. `st` is its stat when known. */
 static int32_t name_state(const char *name, const struct stat *st) {
     int rule = excluding_rule(name);
     if (rule >= 0) return -(rule + 2);
@@ -278,30 +276,26 @@ static int32_t name_fd(int fd) {
     return state;
 }
 
-static int32_t slot_to_state(int32_t slot) { return slot > 0 ? slot - 2 : slot; }
 static int32_t state_to_slot(int32_t state) { return state >= -1 ? state + 2 : state; }
 
-int32_t ioloom_fd_state(int fd) {
+/* A descriptor not named yet (or beyond the table): named from /proc/self/fd, and remembered. */
+int32_t ioloom_fd_state_slow(int fd) {
     if (fd < 0) return -1;
-    if (fd >= FD_SLOTS) return name_fd(fd);
-    int32_t slot = __atomic_load_n(&fd_slots[fd], __ATOMIC_RELAXED);
-    if (IOLOOM_UNLIKELY(slot == 0)) {
-        slot = state_to_slot(name_fd(fd));
-        __atomic_store_n(&fd_slots[fd], slot, __ATOMIC_RELAXED);
-    }
-    return slot_to_state(slot);
+    int32_t state = name_fd(fd);
+    ioloom_fd_set(fd, state);
+    return state;
 }
 
 void ioloom_fd_set(int fd, int32_t state) {
-    if (fd >= 0 && fd < FD_SLOTS) __atomic_store_n(&fd_slots[fd], state_to_slot(state), __ATOMIC_RELAXED);
+    if (fd >= 0 && fd < IOLOOM_FD_SLOTS) __atomic_store_n(&ioloom_fd_slots[fd], state_to_slot(state), __ATOMIC_RELAXED);
 }
 
 void ioloom_fd_copy(int from, int to) {
-    if (to >= 0 && to < FD_SLOTS) ioloom_fd_set(to, ioloom_fd_state(from));
+    if (to >= 0 && to < IOLOOM_FD_SLOTS) ioloom_fd_set(to, ioloom_fd_state(from));
 }
 
 void ioloom_fd_forget(int fd) {
-    if (fd >= 0 && fd < FD_SLOTS) __atomic_store_n(&fd_slots[fd], 0, __ATOMIC_RELAXED);
+    if (fd >= 0 && fd < IOLOOM_FD_SLOTS) __atomic_store_n(&ioloom_fd_slots[fd], 0, __ATOMIC_RELAXED);
 }
 
 /* ---- exported to the MPI-IO module ---- */

@@ -1,14 +1,14 @@
-/* The tracer's recording interface: what an interception module (posix.c, stdio.c, mpiio.c) calls.
+/* The tracer's recording interface: what an interception module (posix.c, stdio.c, mpiio_*.c, logfs) calls.
  *
  * libioloom-trace.so holds the event writer, the file table and the POSIX and stdio wrappers. The MPI-IO
  * wrappers live in libioloom-trace-mpi-<impl>.so (one per MPI ABI), preloaded beside it; they record
- * through the functions below, which libioloom-trace.so exports.
+ * through the functions and thread-local state below, which libioloom-trace.so exports.
  *
- * Cross-layer link: an MPI-IO wrapper calls ioloom_mpi_call_begin() before it calls PMPI_File_*. That sets a
- * thread-local "current MPI-IO call" number, and every event recorded on the thread until the matching
- * ioloom_mpi_call_end() carries it as its parent. The link is explicit, never inferred from times.
- * The MPI-IO event itself is recorded between begin and end: an event of layer IOLOOM_MPIIO gets call_id = the
- * innermost call in progress and parent = the one enclosing it (docs/trace-format.md, "Cross-layer link").
+ * Cross-layer link: an MPI-IO wrapper opens a window (ioloom_link_open) before it calls PMPI_File_*. That sets
+ * the thread-local "current MPI-IO call" number, and every event recorded on the thread until the window
+ * closes carries it as its parent. The link is explicit, never inferred from times. The MPI-IO event itself
+ * has call_id = its own number and parent = the call that was current when it opened (docs/trace-format.md,
+ * "Cross-layer link").
  */
 #ifndef IOLOOM_TRACE_H
 #define IOLOOM_TRACE_H
@@ -17,6 +17,7 @@
 #include <sys/types.h>
 
 #include "ioloom_core.h"
+#include "trace_format.h"
 
 /* Layers. */
 enum ioloom_layer { IOLOOM_POSIX = 0, IOLOOM_STDIO = 1, IOLOOM_MPIIO = 2, IOLOOM_PROCESS = 3 };
@@ -36,23 +37,59 @@ struct ioloom_event {
     uint8_t layer;             /* enum ioloom_layer */
 };
 
-/* Is tracing on for this layer in this process (IOLOOM_LAYERS)? Cheap: a load and a test. */
+/* Is tracing on for this layer in this process (IOLOOM_LAYERS)? For modules found at run time (logfs); a
+ * module linked against libioloom-trace.so reads ioloom_enabled_layers (a bit per layer) directly. */
 IOLOOM_EXPORT int ioloom_layer_enabled(enum ioloom_layer layer);
+IOLOOM_EXPORT extern unsigned ioloom_enabled_layers;
 
-/* Append an event to this thread's buffer. Never blocks on I/O for long, never fails the caller: when the
- * bounded buffer cannot be flushed, the event is counted as dropped. */
+/* Append an event to this thread's buffer, with parent = the current MPI-IO call. Never blocks on I/O for
+ * long, never fails the caller: when the bounded buffer cannot be flushed, the event is counted as dropped. */
 IOLOOM_EXPORT void ioloom_record(const struct ioloom_event *ev);
+/* Append a complete row (the MPI module fills its rows itself, link fields included): one copy, no
+ * conversion. Its times are ioloom_ticks() readings when row->ticks is set, else ns. */
+IOLOOM_EXPORT void ioloom_append_row(const struct ioloom_raw_event *row);
+
+/* Wrapper timestamps. Reading the TSC costs a third of clock_gettime; the writer converts ticks to
+ * CLOCK_MONOTONIC ns when it encodes a chunk, against a (ticks, ns) pair taken at start and one taken at the
+ * flush (so the error stays within one clock reading). Used only when the kernel itself keeps time with the
+ * TSC (clocksource "tsc": invariant and synchronised across CPUs); otherwise timestamps are clock_gettime. */
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
+IOLOOM_EXPORT extern int ioloom_tsc;
+static inline uint64_t ioloom_ticks(void) {
+#if defined(__x86_64__)
+    if (IOLOOM_LIKELY(ioloom_tsc)) return __rdtsc();
+#endif
+    return ioloom_now_ns();
+}
 
 /* The id of a file in this process's file table, by path (made absolute) and (device, inode) from fstat of fd
- * when fd >= 0. Returns -1 if the path is excluded by the path filters (then do not record the event). */
+ * when fd >= 0. ROMIO's file-system prefix ("ufs:", "lustre:") is not part of the path (ioloom_romio_path).
+ * Returns -1 if the path is excluded by the path filters (then do not record the event). */
 IOLOOM_EXPORT int32_t ioloom_file_id(const char *path, int fd);
 /* The file id a descriptor currently refers to, or -1 (untracked or excluded). */
 IOLOOM_EXPORT int32_t ioloom_fd_file(int fd);
 
-/* Cross-layer link (see above). begin returns the call's number; end restores the previous one, so nested
- * calls (a split collective inside a wait, for instance) keep the innermost. */
-IOLOOM_EXPORT uint64_t ioloom_mpi_call_begin(void);
-IOLOOM_EXPORT void ioloom_mpi_call_end(uint64_t call);
+/* ---- cross-layer link (see above) ---- */
+
+/* This thread's link. Call ids are unique within the process: each thread takes them from a block of its own
+ * (ioloom_link_refill), so opening a window touches no shared memory. */
+struct ioloom_link {
+    int64_t current;       /* the innermost MPI-IO call in progress on this thread, -1 none */
+    int64_t next_id, end_id; /* the thread's block of call ids: [next_id, end_id) */
+};
+IOLOOM_EXPORT extern __thread struct ioloom_link ioloom_link __attribute__((tls_model("initial-exec")));
+IOLOOM_EXPORT void ioloom_link_refill(void);
+
+/* Opens a window: returns the new call's id, which becomes current. The caller keeps the previous current
+ * (the new call's parent) and gives it back to ioloom_link_close, so nested calls (a split collective inside a
+ * wait, for instance) restore the enclosing one. */
+static inline int64_t ioloom_link_open(void) {
+    if (IOLOOM_UNLIKELY(ioloom_link.next_id == ioloom_link.end_id)) ioloom_link_refill();
+    return ioloom_link.current = ioloom_link.next_id++;
+}
+static inline void ioloom_link_close(int64_t parent) { ioloom_link.current = parent; }
 
 /* Process facts known only to the MPI module: rank and size after MPI_Init, and the clock offset to rank 0
  * (ns to add to local times) with its estimated error, measured at init and finalize. */

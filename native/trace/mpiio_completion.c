@@ -65,14 +65,14 @@ static void completion_record(struct completion *c, int index, const MPI_Status 
         return;
     }
     struct mpiio_call more;
-    mpiio_call_start(&more, (enum ioloom_op)c->call.ev.op, NULL);
-    more.ev.t_start = c->call.ev.t_start;
+    mpiio_call_start(&more, (enum ioloom_op)c->call.row.op, NULL);
+    more.row.t_start = c->call.row.t_start;
     mpiio_complete(&more, &pending, status);
 }
 
 static void completion_end(struct completion *c) {
     if (!c->recorded)
-        ioloom_mpi_call_end(c->call.id); /* completed nothing of ours (a test that found nothing ready) */
+        mpiio_call_drop(&c->call); /* completed nothing of ours (a test that found nothing ready) */
     if (c->saved != c->small_saved)
         free(c->saved);
     if (c->statuses != c->small_statuses)

@@ -5,15 +5,17 @@
 __thread int mpiio_depth;
 
 void mpiio_call_start(struct mpiio_call *call, enum ioloom_op op, const struct mpiio_file *file) {
-    call->ev = (struct ioloom_event){.offset = -1, .req_bytes = -1, .ret_bytes = -1, .handle = -1, .aux = -1,
-                                     .coll_seq = -1, .file_id = -1, .op = (uint16_t)op, .layer = IOLOOM_MPIIO};
+    call->row = (struct ioloom_raw_event){.offset = -1, .req_bytes = -1, .ret_bytes = -1, .handle = -1, .aux = -1,
+                                          .coll_seq = -1, .file_id = -1, .op = (uint16_t)op, .layer = IOLOOM_MPIIO,
+                                          .ticks = (uint8_t)ioloom_tsc};
     if (file) {
-        call->ev.file_id = file->file_id;
-        call->ev.handle = file->handle;
+        call->row.file_id = file->file_id;
+        call->row.handle = file->handle;
     }
     /* The window opens before the clock is read, so every POSIX event of this call lies inside it. */
-    call->id = ioloom_mpi_call_begin();
-    call->ev.t_start = ioloom_now_ns();
+    call->row.parent = ioloom_link.current;
+    call->row.call_id = ioloom_link_open();
+    call->row.t_start = ioloom_ticks();
 }
 
 static int32_t error_class(int rc) {
@@ -23,21 +25,13 @@ static int32_t error_class(int rc) {
 }
 
 void mpiio_call_finish(struct mpiio_call *call, int rc) {
-    call->ev.t_end = ioloom_now_ns();
-    if (rc != MPI_SUCCESS) {
-        call->ev.err = error_class(rc);
-        call->ev.ret_bytes = -1;
+    call->row.t_end = ioloom_ticks();
+    if (IOLOOM_UNLIKELY(rc != MPI_SUCCESS)) {
+        call->row.err = error_class(rc);
+        call->row.ret_bytes = -1;
     }
-    /* Recorded before the window closes: the writer gives an MPI-IO event the current call's number. */
-    ioloom_record(&call->ev);
-    ioloom_mpi_call_end(call->id);
-}
-
-int64_t mpiio_status_bytes(const MPI_Status *status) {
-    MPI_Count bytes = MPI_UNDEFINED;
-    if (PMPI_Get_elements_x(status, MPI_BYTE, &bytes) != MPI_SUCCESS || bytes == MPI_UNDEFINED)
-        return -1;
-    return (int64_t)bytes;
+    ioloom_append_row(&call->row);
+    ioloom_link_close(call->row.parent);
 }
 
 /* The byte offset of etype number `offset` through the file's view. For views with holes the MPI library
@@ -65,32 +59,32 @@ int mpiio_data_start(struct mpiio_call *call, enum ioloom_op op, MPI_File fh, en
     MPI_Count type_size = 0;
     PMPI_Type_size_x(datatype, &type_size);
     mpiio_call_start(call, op, file);
-    call->ev.aux = etype_offset;
-    call->ev.offset = etype_offset >= 0 ? byte_offset(file, etype_offset) : -1;
-    call->ev.req_bytes = (int64_t)count * (int64_t)type_size;
+    call->row.aux = etype_offset;
+    call->row.offset = etype_offset >= 0 ? byte_offset(file, etype_offset) : -1;
+    call->row.req_bytes = (int64_t)count * (int64_t)type_size;
     if (collective)
-        call->ev.coll_seq = mpiio_file_next_coll(file);
+        call->row.coll_seq = mpiio_file_next_coll(file);
     return 1;
 }
 
 void mpiio_data_finish(struct mpiio_call *call, int rc, const MPI_Status *status) {
-    call->ev.ret_bytes = rc == MPI_SUCCESS ? mpiio_status_bytes(status) : -1;
+    call->row.ret_bytes = rc == MPI_SUCCESS ? mpiio_status_bytes(status) : -1;
     mpiio_call_finish(call, rc);
 }
 
 void mpiio_data_initiated(struct mpiio_call *call, int rc, struct mpiio_pending *pending) {
-    *pending = (struct mpiio_pending){.call_id = rc == MPI_SUCCESS ? call->id : 0, .file_id = call->ev.file_id,
-                                      .handle = call->ev.handle, .offset = call->ev.offset,
-                                      .coll_seq = call->ev.coll_seq};
+    *pending = (struct mpiio_pending){.call_id = rc == MPI_SUCCESS ? call->row.call_id : 0, .file_id = call->row.file_id,
+                                      .handle = call->row.handle, .offset = call->row.offset,
+                                      .coll_seq = call->row.coll_seq};
     mpiio_call_finish(call, rc);
 }
 
 void mpiio_complete(struct mpiio_call *call, const struct mpiio_pending *pending, const MPI_Status *status) {
-    call->ev.file_id = pending->file_id;
-    call->ev.handle = pending->handle;
-    call->ev.offset = pending->offset;
-    call->ev.coll_seq = pending->coll_seq;
-    call->ev.aux = (int64_t)pending->call_id;
-    call->ev.ret_bytes = mpiio_status_bytes(status);
+    call->row.file_id = pending->file_id;
+    call->row.handle = pending->handle;
+    call->row.offset = pending->offset;
+    call->row.coll_seq = pending->coll_seq;
+    call->row.aux = (int64_t)pending->call_id;
+    call->row.ret_bytes = mpiio_status_bytes(status);
     mpiio_call_finish(call, MPI_SUCCESS);
 }

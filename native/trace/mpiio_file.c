@@ -82,17 +82,17 @@ static int traced_MPI_File_open(__typeof__(&PMPI_File_open) next, MPI_Comm comm,
         file->coll_base = open_number << 32;
         file->sequential = (amode & MPI_MODE_SEQUENTIAL) != 0;
         file->path = absolute_path(strip_romio_prefix(filename));
-        call.ev.handle = file->handle;
-        call.ev.coll_seq = mpiio_file_next_coll(file);
+        call.row.handle = file->handle;
+        call.row.coll_seq = mpiio_file_next_coll(file);
         note_hints(file);
     }
     if (file_id >= 0) {
-        call.ev.file_id = file_id;
-        call.ev.aux = amode;
-        call.ev.ret_bytes = 0;
+        call.row.file_id = file_id;
+        call.row.aux = amode;
+        call.row.ret_bytes = 0;
         mpiio_call_finish(&call, rc);
     } else {
-        ioloom_mpi_call_end(call.id); /* an excluded path: nothing recorded */
+        mpiio_call_drop(&call); /* an excluded path: nothing recorded */
     }
     mpiio_leave();
     errno = saved_errno;
@@ -109,9 +109,9 @@ static int traced_MPI_File_delete(__typeof__(&PMPI_File_delete) next, const char
     if (file_id >= 0) {
         struct mpiio_call call;
         mpiio_call_start(&call, IOLOOM_OP_MPI_File_delete, NULL);
-        call.ev.file_id = file_id;
+        call.row.file_id = file_id;
         rc = next(filename, info);
-        call.ev.ret_bytes = 0;
+        call.row.ret_bytes = 0;
         mpiio_call_finish(&call, rc);
     } else {
         rc = next(filename, info);
@@ -133,11 +133,11 @@ MPIIO_BOTH_NAMES(MPI_File_delete, (const char *filename, MPI_Info info), (filena
             struct mpiio_call call;                                                                     \
             mpiio_call_start(&call, IOLOOM_OP_##NAME, file);                                            \
             if (COLL)                                                                                   \
-                call.ev.coll_seq = mpiio_file_next_coll(file);                                          \
+                call.row.coll_seq = mpiio_file_next_coll(file);                                          \
             BEFORE;                                                                                     \
             rc = next(MPIIO_ARGS ARGS);                                                                 \
             int saved_errno = errno;                                                                    \
-            call.ev.ret_bytes = 0;                                                                      \
+            call.row.ret_bytes = 0;                                                                      \
             AFTER;                                                                                      \
             mpiio_call_finish(&call, rc);                                                               \
             errno = saved_errno;                                                                        \
@@ -153,30 +153,30 @@ MPIIO_BOTH_NAMES(MPI_File_delete, (const char *filename, MPI_Info info), (filena
 MPIIO_FILE_CALL(MPI_File_close, 1, (MPI_File *fh), (fh), *fh, , if (rc == MPI_SUCCESS) mpiio_file_remove(file))
 MPIIO_FILE_CALL(MPI_File_sync, 1, (MPI_File fh), (fh), fh, , )
 /* offset = the new size. */
-MPIIO_FILE_CALL(MPI_File_set_size, 1, (MPI_File fh, MPI_Offset size), (fh, size), fh, call.ev.offset = size, )
+MPIIO_FILE_CALL(MPI_File_set_size, 1, (MPI_File fh, MPI_Offset size), (fh, size), fh, call.row.offset = size, )
 MPIIO_FILE_CALL(MPI_File_preallocate, 1, (MPI_File fh, MPI_Offset size), (fh, size), fh,
-                call.ev.offset = size, )
+                call.row.offset = size, )
 /* ret_bytes = the size found. */
 MPIIO_FILE_CALL(MPI_File_get_size, 0, (MPI_File fh, MPI_Offset *size), (fh, size), fh, ,
-                if (rc == MPI_SUCCESS) call.ev.ret_bytes = *size)
+                if (rc == MPI_SUCCESS) call.row.ret_bytes = *size)
 /* offset = the offset given (etype units, relative to whence); aux = whence. */
 MPIIO_FILE_CALL(MPI_File_seek, 0, (MPI_File fh, MPI_Offset offset, int whence), (fh, offset, whence), fh,
-                (call.ev.offset = offset, call.ev.aux = whence), )
+                (call.row.offset = offset, call.row.aux = whence), )
 MPIIO_FILE_CALL(MPI_File_seek_shared, 1, (MPI_File fh, MPI_Offset offset, int whence), (fh, offset, whence), fh,
-                (call.ev.offset = offset, call.ev.aux = whence), )
+                (call.row.offset = offset, call.row.aux = whence), )
 MPIIO_FILE_CALL(MPI_File_set_info, 1, (MPI_File fh, MPI_Info info), (fh, info), fh, ,
                 if (rc == MPI_SUCCESS) note_hints(file))
 /* aux = the flag. */
-MPIIO_FILE_CALL(MPI_File_set_atomicity, 1, (MPI_File fh, int flag), (fh, flag), fh, call.ev.aux = flag, )
+MPIIO_FILE_CALL(MPI_File_set_atomicity, 1, (MPI_File fh, int flag), (fh, flag), fh, call.row.aux = flag, )
 
 /* offset = disp; aux = etype extent; req_bytes = filetype extent (bytes). */
 static void describe_view(struct mpiio_call *call, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype) {
     MPI_Count lb = 0, etype_extent = -1, filetype_extent = -1;
     PMPI_Type_get_extent_x(etype, &lb, &etype_extent);
     PMPI_Type_get_extent_x(filetype, &lb, &filetype_extent);
-    call->ev.offset = disp;
-    call->ev.aux = etype_extent;
-    call->ev.req_bytes = filetype_extent;
+    call->row.offset = disp;
+    call->row.aux = etype_extent;
+    call->row.req_bytes = filetype_extent;
 }
 
 MPIIO_FILE_CALL(MPI_File_set_view, 1,

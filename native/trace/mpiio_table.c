@@ -3,14 +3,15 @@
 
 enum { SLOT_FREE = 0, SLOT_USED, SLOT_DELETED, SLOT_RESERVED };
 
+/* capacity is a power of two (MPIIO_TABLE checks): a mask, not a division, on every lookup */
 static size_t home(const struct mpiio_table *table, uint64_t key) {
-    return (size_t)((key * 0x9E3779B97F4A7C15ull) >> 32) % table->capacity;
+    return (size_t)((key * 0x9E3779B97F4A7C15ull) >> 32) & (table->capacity - 1);
 }
 
 long mpiio_table_find(struct mpiio_table *table, uint64_t key) {
     size_t start = home(table, key);
     for (size_t probe = 0; probe < table->capacity; probe++) {
-        size_t slot = (start + probe) % table->capacity;
+        size_t slot = (start + probe) & (table->capacity - 1);
         int state = __atomic_load_n(&table->states[slot], __ATOMIC_ACQUIRE);
         if (state == SLOT_FREE)
             return -1;
@@ -25,7 +26,7 @@ long mpiio_table_reserve(struct mpiio_table *table, uint64_t key) {
     pthread_mutex_lock(&table->lock);
     size_t start = home(table, key);
     for (size_t probe = 0; probe < table->capacity && found < 0; probe++) {
-        size_t slot = (start + probe) % table->capacity;
+        size_t slot = (start + probe) & (table->capacity - 1);
         if (table->states[slot] == SLOT_FREE || table->states[slot] == SLOT_DELETED) {
             table->keys[slot] = key;
             table->states[slot] = SLOT_RESERVED;

@@ -19,9 +19,10 @@ struct mpiio_table {
     pthread_mutex_t lock;
 };
 
-#define MPIIO_TABLE(capacity_)                                                                     \
-    {.capacity = (capacity_), .states = (int[capacity_]){0}, .keys = (uint64_t[capacity_]){0},       \
-     .lock = PTHREAD_MUTEX_INITIALIZER}
+/* A table of capacity_ slots, a power of two (a compile-time error otherwise). */
+#define MPIIO_TABLE(capacity_)                                                                          \
+    {.capacity = (capacity_) + 0 * sizeof(char[((capacity_) & ((capacity_) - 1)) == 0 ? 1 : -1]),       \
+     .states = (int[capacity_]){0}, .keys = (uint64_t[capacity_]){0}, .lock = PTHREAD_MUTEX_INITIALIZER}
 
 /* The slot holding key, or -1. */
 long mpiio_table_find(struct mpiio_table *table, uint64_t key);

@@ -43,15 +43,10 @@ static int64_t iov_bytes(const struct iovec *iov, int count) {
 /* Open-family calls: aux = flags, req_bytes = mode (-1 when no mode was given), ret = the new fd. */
 static void record_open(struct ioloom_call *c, enum ioloom_op op, int dirfd, const char *path, int flags, int64_t mode,
                         int fd) {
-    struct ioloom_event ev = ioloom_blank_event(op, P);
-    ev.file_id = ioloom_path_state(dirfd, path, fd);
-    if (fd >= 0) ioloom_fd_set(fd, ev.file_id);
-    ev.handle = fd;
-    ev.ret_bytes = fd;
-    ev.req_bytes = mode;
-    ev.aux = flags;
-    ev.offset = fd >= 0 && (flags & O_APPEND) ? position_before(fd, 0) : fd >= 0 ? 0 : -1;
-    ioloom_call_done(c, &ev);
+    int32_t file = ioloom_path_state(dirfd, path, fd);
+    if (fd >= 0) ioloom_fd_set(fd, file);
+    int64_t offset = fd >= 0 && (flags & O_APPEND) ? position_before(fd, 0) : fd >= 0 ? 0 : -1;
+    ioloom_record_file(c, op, P, file, fd, offset, mode, fd, flags);
 }
 
 static int takes_mode(int flags) { return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE; }
@@ -116,14 +111,11 @@ IOLOOM_EXPORT int close(int fd) {
         ioloom_fd_forget(fd);
         return IOLOOM_NEXT(close)(fd);
     }
-    struct ioloom_event ev = ioloom_blank_event(OP(CLOSE), P);
-    ev.file_id = ioloom_fd_state(fd); /* before the number can be reused */
+    int32_t file = ioloom_fd_state(fd); /* before the number can be reused */
     ioloom_fd_forget(fd);
     int r = IOLOOM_NEXT(close)(fd);
     ioloom_call_returned(&c, r < 0);
-    ev.handle = fd;
-    ev.ret_bytes = r;
-    ioloom_call_done(&c, &ev);
+    ioloom_record_file(&c, OP(CLOSE), P, file, fd, -1, -1, r, -1);
     return r;
 }
 

@@ -14,7 +14,7 @@
 
 #include "trace_internal.h"
 
-unsigned ioloom_enabled_layers = 1u << IOLOOM_PROCESS;
+IOLOOM_EXPORT unsigned ioloom_enabled_layers = 1u << IOLOOM_PROCESS;
 
 /* The process whose stream this is. A vfork child (dash, posix_spawn) shares our memory until it execs: it
  * must not write into its parent's buffers, so exec only flushes when the caller is the stream's process. */
@@ -29,23 +29,12 @@ static void enable_layer(const char *item, size_t len, void *arg) {
         if (strlen(names[i]) == len && !strncmp(item, names[i], len)) ioloom_enabled_layers |= 1u << i;
 }
 
-void ioloom_call_done(const struct ioloom_call *c, struct ioloom_event *ev) {
-    ev->t_start = c->t_start;
-    ev->t_end = c->t_end;
-    ev->err = c->failed ? c->err : 0;
-    if (ev->file_id <= -2) ioloom_count_excluded(ev->file_id, ev->ret_bytes);
-    else ioloom_record_ticks(ev);
-    errno = c->err;
-    ioloom_leave();
-}
-
-void ioloom_record_process(enum ioloom_op op, int64_t ret, int64_t aux) {
-    struct ioloom_event ev = ioloom_blank_event(op, IOLOOM_PROCESS);
-    ev.t_start = ev.t_end = ioloom_now_ns();
-    ev.ret_bytes = ret;
-    ev.aux = aux;
-    ev.handle = getpid();
-    ioloom_record(&ev);
+/* A process-layer event (start, exit, fork, exec, signal) at the current time. */
+static void record_process(enum ioloom_op op, int64_t ret, int64_t aux) {
+    uint64_t now = ioloom_now_ns();
+    ioloom_record(&(struct ioloom_event){.t_start = now, .t_end = now, .offset = -1, .req_bytes = -1, .ret_bytes = ret,
+                                         .handle = getpid(), .aux = aux, .coll_seq = -1, .file_id = -1,
+                                         .op = (uint16_t)op, .layer = IOLOOM_PROCESS});
 }
 
 /* ---- process information ---- */
@@ -127,7 +116,7 @@ static void on_fatal_signal(int sig, siginfo_t *info, void *context) {
     int saved = errno;
     ioloom_busy++;
     ioloom_in_signal++;
-    ioloom_record_process(IOLOOM_OP_SIGNAL, 0, sig);
+    record_process(IOLOOM_OP_SIGNAL, 0, sig);
     ioloom_flush_all();
     ioloom_in_signal--;
     ioloom_busy--;
@@ -208,7 +197,7 @@ static void start_child_stream(void) {
     ioloom_writer_after_fork();
     ioloom_files_reset_stream();
     write_process_info();
-    ioloom_record_process(IOLOOM_OP_PROCESS_START, 0, getppid());
+    record_process(IOLOOM_OP_PROCESS_START, 0, getppid());
     ioloom_busy--;
     errno = saved;
 }
@@ -218,7 +207,7 @@ IOLOOM_EXPORT pid_t fork(void) {
     if (pid > 0 && ioloom_tracing && !ioloom_busy) {
         int saved = errno;
         ioloom_busy++;
-        ioloom_record_process(IOLOOM_OP_FORK, pid, -1);
+        record_process(IOLOOM_OP_FORK, pid, -1);
         ioloom_busy--;
         errno = saved;
     }
@@ -230,7 +219,7 @@ static void before_exec(void) {
     if (!ioloom_tracing || ioloom_busy || getpid() != stream_pid) return;
     int saved = errno;
     ioloom_busy++;
-    ioloom_record_process(IOLOOM_OP_EXEC, 0, -1);
+    record_process(IOLOOM_OP_EXEC, 0, -1);
     ioloom_flush_all();
     ioloom_write_info("ended_by_exec", "1"); /* the new image writes its own stream (same pid) */
     ioloom_busy--;
@@ -294,7 +283,7 @@ static void final_flush(int64_t status) {
     if (!ioloom_tracing || ioloom_finished || getpid() != stream_pid) return;
     int saved = errno;
     ioloom_busy++;
-    ioloom_record_process(IOLOOM_OP_PROCESS_EXIT, status, -1);
+    record_process(IOLOOM_OP_PROCESS_EXIT, status, -1);
     ioloom_finished = 1;
     ioloom_flush_all();
     ioloom_write_info("clean_exit", "1");
@@ -350,7 +339,7 @@ __attribute__((constructor)) static void tracer_start(void) {
         pthread_atfork(NULL, NULL, start_child_stream);
         hook_fatal_signals();
         ioloom_tracing = 1;
-        ioloom_record_process(IOLOOM_OP_PROCESS_START, 0, getppid());
+        record_process(IOLOOM_OP_PROCESS_START, 0, getppid());
     }
     ioloom_busy--;
     errno = saved;

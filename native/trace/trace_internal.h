@@ -12,27 +12,9 @@
 
 #define IOLOOM_TLS __thread __attribute__((tls_model("initial-exec")))
 
-/* Wrapper timestamps. Reading the TSC costs a third of clock_gettime; the writer converts ticks to
- * CLOCK_MONOTONIC ns when it encodes a chunk, against a (ticks, ns) pair taken at start and one taken at the
- * flush (so the error stays within one clock reading). Used only when the kernel itself keeps time with the
- * TSC (clocksource "tsc": invariant and synchronised across CPUs); otherwise timestamps are clock_gettime. */
-#if defined(__x86_64__)
-#include <x86intrin.h>
-#endif
-extern int ioloom_tsc;
-static inline uint64_t ioloom_ticks(void) {
-#if defined(__x86_64__)
-    if (IOLOOM_LIKELY(ioloom_tsc)) return __rdtsc();
-#endif
-    return ioloom_now_ns();
-}
-
 /* ---- writer.c ---- */
 /* Set once the stream is open; wrappers pass calls through until then (and after the final flush). */
 extern volatile int ioloom_tracing;
-/* Bit per enum ioloom_layer (IOLOOM_LAYERS). Read directly on the hot path: the exported
- * ioloom_layer_enabled(), for the MPI module, would be a call through the PLT. */
-extern unsigned ioloom_enabled_layers;
 /* Opens this process's stream in the trace directory and writes the header, op table and process info. */
 int ioloom_writer_open(void);
 /* Flushes every thread's buffer (at exit, exec, fatal signal). */
@@ -48,10 +30,6 @@ int ioloom_write_chunk(const uint8_t *chunk, size_t len);
 #include <pthread.h>
 extern volatile int ioloom_in_signal;
 int ioloom_lock(pthread_mutex_t *lock);
-/* ioloom_record for an event whose times come from ioloom_ticks(). */
-void ioloom_record_ticks(const struct ioloom_event *ev);
-/* Events counted as dropped so far (never silently lost). */
-uint64_t ioloom_dropped(void);
 
 /* ---- files.c ---- */
 void ioloom_files_init(void);
@@ -63,7 +41,16 @@ void ioloom_files_flush(void);
 void ioloom_files_write_excluded(void);
 /* fd bookkeeping for the wrappers. ioloom_fd_state(): >= 0 a file id, -1 unknown (record with file -1),
  * <= -2 excluded (count, do not record). */
-int32_t ioloom_fd_state(int fd);
+#define IOLOOM_FD_SLOTS (1 << 20)
+/* fd -> slot: 0 not yet named; 1 unknown file; id + 2 a file; <= -2 excluded by rule -(state + 2). Read without
+ * a lock on every data call, so the common case (a known descriptor) is inline. */
+extern int32_t ioloom_fd_slots[IOLOOM_FD_SLOTS];
+int32_t ioloom_fd_state_slow(int fd);
+static inline int32_t ioloom_fd_state(int fd) {
+    int32_t slot = fd >= 0 && fd < IOLOOM_FD_SLOTS ? __atomic_load_n(&ioloom_fd_slots[fd], __ATOMIC_RELAXED) : 0;
+    if (IOLOOM_UNLIKELY(slot == 0)) return ioloom_fd_state_slow(fd);
+    return slot > 0 ? slot - 2 : slot;
+}
 void ioloom_fd_set(int fd, int32_t state);
 void ioloom_fd_copy(int from, int to);
 void ioloom_fd_forget(int fd);
@@ -101,19 +88,21 @@ static inline void ioloom_call_returned(struct ioloom_call *c, int failed) {
     c->failed = failed;
 }
 
-/* Records `ev` (times and errno taken from c) unless its file is excluded (then counts it), leaves the guard
- * and sets errno back to what the real call left. */
-void ioloom_call_done(const struct ioloom_call *c, struct ioloom_event *ev);
+/* The row of a traced call: its times (ioloom_ticks readings) and, when it failed, its errno; every other
+ * field unknown (-1) but the operation and the layer. */
+static inline struct ioloom_raw_event ioloom_call_row(const struct ioloom_call *c, enum ioloom_op op,
+                                                      enum ioloom_layer layer) {
+    return (struct ioloom_raw_event){.t_start = c->t_start, .t_end = c->t_end, .offset = -1, .req_bytes = -1,
+                                     .ret_bytes = -1, .handle = -1, .aux = -1, .coll_seq = -1, .call_id = -1,
+                                     .parent = -1, .file_id = -1, .err = c->failed ? c->err : 0,
+                                     .op = (uint16_t)op, .layer = (uint8_t)layer, .ticks = (uint8_t)ioloom_tsc};
+}
+
+/* Records `row` (a state from ioloom_fd_state/ioloom_path_state in file_id; parent filled here) unless its file
+ * is excluded (then counts it), leaves the guard and sets errno back to what the real call left. */
+void ioloom_call_done(const struct ioloom_call *c, struct ioloom_raw_event *row);
 
 /* Set at the final flush (library destructor): from then on every event is written at once. */
 extern volatile int ioloom_finished;
-/* Records a process-layer event (start, exit, fork, exec, signal) at the current time. */
-void ioloom_record_process(enum ioloom_op op, int64_t ret, int64_t aux);
-
-/* An event with every field unknown. */
-static inline struct ioloom_event ioloom_blank_event(enum ioloom_op op, enum ioloom_layer layer) {
-    return (struct ioloom_event){.offset = -1, .req_bytes = -1, .ret_bytes = -1, .handle = -1, .aux = -1,
-                                 .coll_seq = -1, .file_id = -1, .op = (uint16_t)op, .layer = (uint8_t)layer};
-}
 
 #endif

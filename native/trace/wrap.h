@@ -21,14 +21,14 @@
 /* Records a call on a file (a state from ioloom_fd_state/ioloom_path_state) through `handle`, and finishes it. */
 static inline void ioloom_record_file(struct ioloom_call *c, enum ioloom_op op, enum ioloom_layer layer, int32_t file,
                                       int64_t handle, int64_t offset, int64_t req, int64_t ret, int64_t aux) {
-    struct ioloom_event ev = ioloom_blank_event(op, layer);
-    ev.handle = handle;
-    ev.file_id = file;
-    ev.offset = offset;
-    ev.req_bytes = req;
-    ev.ret_bytes = ret;
-    ev.aux = aux;
-    ioloom_call_done(c, &ev);
+    struct ioloom_raw_event row = ioloom_call_row(c, op, layer);
+    row.handle = handle;
+    row.file_id = file;
+    row.offset = offset;
+    row.req_bytes = req;
+    row.ret_bytes = ret;
+    row.aux = aux;
+    ioloom_call_done(c, &row);
 }
 
 /* Records a call on descriptor fd (its file from the fd table) and finishes it. */

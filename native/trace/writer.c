@@ -83,7 +83,7 @@ static IOLOOM_TLS uint32_t my_tid;
 static IOLOOM_TLS int my_recording; /* between storing an event and publishing it: a signal must not flush */
 static pthread_key_t thread_exit_key;
 
-uint64_t ioloom_dropped(void) { return __atomic_load_n(&w.dropped, __ATOMIC_RELAXED); }
+static uint64_t dropped_so_far(void) { return __atomic_load_n(&w.dropped, __ATOMIC_RELAXED); }
 
 static void count_dropped(uint64_t n) { __atomic_add_fetch(&w.dropped, n, __ATOMIC_RELAXED); }
 
@@ -153,7 +153,7 @@ void ioloom_write_info(const char *key, const char *value) {
 
 /* The dropped count, written whenever it changed so that a killed process still reports it. */
 static void write_dropped_if_changed(void) {
-    uint64_t dropped = ioloom_dropped();
+    uint64_t dropped = dropped_so_far();
     if (dropped == w.dropped_written) return;
     w.dropped_written = dropped;
     char text[32];
@@ -163,7 +163,7 @@ static void write_dropped_if_changed(void) {
 
 /* ---- TSC ticks to CLOCK_MONOTONIC ns ---- */
 
-int ioloom_tsc;
+IOLOOM_EXPORT int ioloom_tsc;
 static uint64_t tsc_origin, ns_origin;
 
 #if defined(__x86_64__)
@@ -421,59 +421,70 @@ static struct thread_buffer *new_thread_buffer(void) {
     return b;
 }
 
-/* Per-thread cross-layer link: the stack of MPI-IO calls in progress on this thread. */
-#define CALL_STACK_MAX 16
-static IOLOOM_TLS int64_t call_stack[CALL_STACK_MAX];
-static IOLOOM_TLS int call_depth;
-static uint64_t call_counter;
+/* ---- recording ---- */
 
-uint64_t ioloom_mpi_call_begin(void) {
-    uint64_t call = __atomic_add_fetch(&call_counter, 1, __ATOMIC_RELAXED);
-    if (call_depth < CALL_STACK_MAX) call_stack[call_depth] = (int64_t)call;
-    call_depth++;
-    return call;
+IOLOOM_EXPORT __thread struct ioloom_link ioloom_link __attribute__((tls_model("initial-exec"))) = {.current = -1};
+
+#define CALL_ID_BLOCK 4096
+static int64_t call_ids_taken = 1; /* ids from 1 */
+
+IOLOOM_EXPORT void ioloom_link_refill(void) {
+    ioloom_link.next_id = __atomic_fetch_add(&call_ids_taken, CALL_ID_BLOCK, __ATOMIC_RELAXED);
+    ioloom_link.end_id = ioloom_link.next_id + CALL_ID_BLOCK;
 }
 
-void ioloom_mpi_call_end(uint64_t call) {
-    (void)call;
-    if (call_depth > 0) call_depth--;
-}
-
-static int64_t call_at(int depth) {
-    return depth > 0 && depth <= CALL_STACK_MAX ? call_stack[depth - 1] : -1;
-}
-
-static inline void record_event(const struct ioloom_event *ev, uint8_t ticks) {
-    if (IOLOOM_UNLIKELY(!ioloom_tracing)) return;
-    struct thread_buffer *b = my_buffer;
-    if (IOLOOM_UNLIKELY(!b)) {
-        if (my_buffer_refused || !(b = my_buffer = new_thread_buffer())) {
-            count_dropped(1);
-            return;
-        }
+/* The rare part of appending: the thread's first event, and every 64th (capacity is a multiple of 64): a full
+ * half, or one older than the flush interval, is handed off; after the final flush, everything is written at
+ * once. Kept out of line so that the common path saves no registers. */
+static __attribute__((noinline)) struct thread_buffer *first_buffer(void) {
+    if (IOLOOM_UNLIKELY(!ioloom_tracing) || my_buffer_refused || !(my_buffer = new_thread_buffer())) {
+        count_dropped(1);
+        return NULL;
     }
-    uint32_t h = b->active, n = b->count[h];
-    /* An MPI-IO event is recorded inside its own call: it is that call, its parent the enclosing one. */
-    int own = ev->layer == IOLOOM_MPIIO;
-    my_recording = 1;
-    b->events[h][n] = (struct ioloom_raw_event){ev->t_start, ev->t_end, ev->offset, ev->req_bytes, ev->ret_bytes,
-                                                ev->handle, ev->aux, ev->coll_seq, own ? call_at(call_depth) : -1,
-                                                call_at(own ? call_depth - 1 : call_depth), ev->file_id, ev->err,
-                                                ev->op, ev->layer, ticks};
-    __atomic_store_n(&b->count[h], n + 1, __ATOMIC_RELEASE);
-    my_recording = 0;
-    /* full, final, or (looked at every 64 events) older than the flush interval */
-    if (IOLOOM_UNLIKELY(n + 1 == w.capacity || ioloom_finished ||
-                        ((n & 63) == 63 && ioloom_now_ns() - b->last_flush_ns > w.flush_interval_ns))) {
+    return my_buffer;
+}
+
+static __attribute__((noinline)) void after_batch(struct thread_buffer *b, uint32_t n) {
+    if (n == w.capacity || ioloom_finished || ioloom_now_ns() - b->last_flush_ns > w.flush_interval_ns) {
         ioloom_busy++;
         hand_off(b);
         ioloom_busy--;
     }
 }
 
-void ioloom_record(const struct ioloom_event *ev) { record_event(ev, 0); }
+static inline void append_row(const struct ioloom_raw_event *row) {
+    struct thread_buffer *b = my_buffer;
+    if (IOLOOM_UNLIKELY(!b) && !(b = first_buffer())) return;
+    uint32_t h = b->active, n = b->count[h];
+    my_recording = 1; /* a signal arriving now must not flush this half (it holds a row being written) */
+    b->events[h][n] = *row;
+    __atomic_store_n(&b->count[h], n + 1, __ATOMIC_RELEASE);
+    my_recording = 0;
+    if (IOLOOM_UNLIKELY(((n + 1) & 63) == 0 || ioloom_finished)) after_batch(b, n + 1);
+}
 
-void ioloom_record_ticks(const struct ioloom_event *ev) { record_event(ev, (uint8_t)ioloom_tsc); }
+void ioloom_call_done(const struct ioloom_call *c, struct ioloom_raw_event *row) {
+    if (IOLOOM_UNLIKELY(row->file_id <= -2)) {
+        ioloom_count_excluded(row->file_id, row->ret_bytes);
+    } else {
+        row->parent = ioloom_link.current;
+        append_row(row);
+    }
+    errno = c->err;
+    ioloom_leave();
+}
+
+IOLOOM_EXPORT void ioloom_append_row(const struct ioloom_raw_event *row) {
+    if (IOLOOM_LIKELY(ioloom_tracing)) append_row(row);
+}
+
+IOLOOM_EXPORT void ioloom_record(const struct ioloom_event *ev) {
+    if (IOLOOM_UNLIKELY(!ioloom_tracing)) return;
+    struct ioloom_raw_event row = {ev->t_start, ev->t_end, ev->offset, ev->req_bytes, ev->ret_bytes, ev->handle,
+                                   ev->aux, ev->coll_seq, -1, ioloom_link.current, ev->file_id, ev->err, ev->op,
+                                   ev->layer, 0};
+    append_row(&row);
+}
 
 void ioloom_flush_all(void) {
     for (struct thread_buffer *b = __atomic_load_n(&w.threads, __ATOMIC_ACQUIRE); b; b = b->next)
@@ -543,8 +554,9 @@ static int allocate_writer(void) {
      * refused. */
     uint64_t per_event = 2 * sizeof(struct ioloom_raw_event) * 8 + 20 * IOLOOM_COLUMNS + sizeof(int64_t);
     uint64_t capacity = budget / per_event;
+    /* a multiple of 64: the recording path looks at the buffer's state every 64 events only */
     w.capacity = capacity < MIN_EVENTS_PER_THREAD ? MIN_EVENTS_PER_THREAD
-                 : capacity > MAX_EVENTS_PER_THREAD ? MAX_EVENTS_PER_THREAD : (uint32_t)capacity;
+                 : capacity > MAX_EVENTS_PER_THREAD ? MAX_EVENTS_PER_THREAD : (uint32_t)capacity & ~63u;
     size_t encode = ioloom_events_bound(w.capacity);
     w.encoded = malloc(encode);
     w.scratch = malloc(w.capacity * sizeof(int64_t));
