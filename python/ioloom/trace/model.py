@@ -47,6 +47,8 @@ EVENT_SCHEMA = pa.schema([
     ("call_id", pa.int64()), ("parent", pa.int64()), ("coll_seq", pa.int64()),
 ])
 
+RANGE_ROWS = 1 << 20  # events per table of Stream.ranges: about what a map step holds at once
+
 FILE_SCHEMA = pa.schema([("file_id", pa.int32()), ("path", pa.string()), ("dev", pa.uint64()), ("ino", pa.uint64())])
 
 
@@ -58,9 +60,20 @@ class Stream:
     rank: int
     info: dict
     _read: Callable[[Sequence[str] | None], pa.Table] = field(repr=False)
+    _ranges: Callable[[Sequence[str] | None, int], Iterator[pa.Table]] | None = field(default=None, repr=False)
 
     def read(self, columns: Sequence[str] | None = None) -> pa.Table:
         return self._read(columns)
+
+    def ranges(self, columns: Sequence[str] | None = None, rows: int = RANGE_ROWS) -> Iterator[pa.Table]:
+        """read(columns) as consecutive tables of about `rows` rows (at least one table), ordered by t_start
+        within and across tables: what lets an analysis hold a range of a stream instead of all of it."""
+        if self._ranges is not None:
+            yield from self._ranges(columns, rows)
+            return
+        table = self.read(columns)
+        for start in range(0, max(table.num_rows, 1), rows):
+            yield table.slice(start, rows)
 
 
 @dataclass

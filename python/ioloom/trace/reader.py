@@ -6,12 +6,12 @@ MPI_Init and MPI_Finalize) and counted from the trace's epoch, the earliest proc
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
 
-from ioloom.trace.model import EVENT_SCHEMA, FILE_SCHEMA, LAYERS, Stream, Trace
+from ioloom.trace.model import EVENT_SCHEMA, FILE_SCHEMA, LAYERS, RANGE_ROWS, Stream, Trace
 from ioloom.trace.stream_file import DIRECT, RET_MINUS_REQ, REQ, StreamFile, read_stream_file
 from ioloom.trace.varint import reorder
 
@@ -93,89 +93,155 @@ def nearly_sorted_order(t: np.ndarray) -> np.ndarray | None:
     return np.insert(in_order, np.searchsorted(t[in_order], t[late], side="right"), late)
 
 
+def _parts(chunks: np.ndarray, counts: np.ndarray, rows: int) -> list[np.ndarray]:
+    """`chunks` cut, in their order, into consecutive parts of about `rows` events (counts: events per chunk)."""
+    part = (np.cumsum(counts) - 1) // rows
+    return np.split(chunks, np.flatnonzero(np.diff(part)) + 1)
+
+
 class StreamReader:
-    """Decodes one stream's columns on demand, in t_start order, on the trace's clock."""
+    """Decodes one stream's columns in t_start order on the trace's clock: the whole stream (`read`), or range
+    after range (`ranges`), so that memory follows the range and not the stream.
+
+    A stream's chunks are per thread and each is nearly in time order (an MPI-IO call is written after the
+    POSIX calls it issued), so ranges are made by decoding chunks in the order of their earliest event, a group
+    of about `rows` events at a time, and handing out the events that start before every event of the chunks
+    not decoded yet; the others wait for the next group. The ranges joined are exactly `read()`."""
 
     def __init__(self, stream: StreamFile, file_lookup: np.ndarray, epoch: int, rank: int, pid: int):
-        self.stream, self.file_lookup, self.epoch, self.rank, self.pid = stream, file_lookup, epoch, rank, pid
-        self._order: np.ndarray | None = None
-        self._positions: np.ndarray | None = None  # the inverse of _order: where each stored event goes
-        self._ordered = False
+        self.stream, self.epoch, self.rank, self.pid = stream, epoch, rank, pid
+        self.file_lookup = np.append(file_lookup, np.int32(-1))  # the last slot: ids the table does not know
 
-    def _times(self) -> tuple[np.ndarray, np.ndarray]:
-        start, end = self.stream.times()
-        if _clock(self.stream.info) == (None, None):  # no MPI clock measurement: one shift, in place
+    def _times(self, s: StreamFile) -> tuple[np.ndarray, np.ndarray]:
+        start, end = s.times()
+        if _clock(s.info) == (None, None):  # no MPI clock measurement: one shift, in place
             start -= self.epoch
             end -= self.epoch
             return start, end
-        shift = clock_correction(self.stream.info, start) - self.epoch
+        shift = clock_correction(s.info, start) - self.epoch
         return start + shift, end + shift
 
-    def _order_of(self, t_start: np.ndarray | None = None) -> np.ndarray | None:
-        """Rows in t_start order (an MPI-IO event is written after the POSIX events it contains)."""
-        if not self._ordered:
-            t_start = self._times()[0] if t_start is None else t_start
-            order = nearly_sorted_order(t_start)
-            if order is not None and len(order) < 2**31:  # 32-bit row numbers: half the memory to read
-                self._order = order.astype(np.int32)
-                self._positions = np.empty_like(self._order)
-                self._positions[self._order] = np.arange(len(order), dtype=np.int32)
-            else:
-                self._order = order
-            self._ordered = True
-        return self._order
-
-    def column(self, name: str, times=None) -> pa.Array:
-        s = self.stream
-        n = s.events
-        # Columns computed value by value are decoded straight into time order (positions); those built by
-        # running sums over the stored order (times, offsets) or per chunk (tid) are reordered after.
-        positions = self._positions
-        in_order = True
+    def _values(self, s: StreamFile, name: str, times, positions: np.ndarray | None, rows: int) -> np.ndarray:
+        """Column `name` of the chunks of `s`, narrowed to the schema's type, in `rows` rows: value-by-value
+        columns are decoded straight to rows `positions` when given (the other rows are left for the caller);
+        the rest come in stored order."""
         if name in ("t_start", "t_end"):
-            values = times[0 if name == "t_start" else 1]
-            in_order = False
+            values = times[1 if name == "t_end" else 0]
         elif name == "offset":
-            values, in_order = s.offsets(), False
-        elif name == "ret_bytes":
-            values = s.stored(RET_MINUS_REQ, positions)
-            values += s.stored(REQ, positions)
+            values = s.offsets()
         elif name == "tid":
-            values, in_order = s.tids(), False
-        elif name == "rank":
-            values = np.full(n, self.rank, np.int32)
-        elif name == "pid":
-            values = np.full(n, self.pid, np.int32)
+            values = s.tids()
+        elif name in ("rank", "pid"):
+            values = np.full(rows, self.rank if name == "rank" else self.pid, np.int32)
+        elif name == "ret_bytes":
+            values = s.stored(RET_MINUS_REQ, positions, _room(positions, rows))
+            values += s.stored(REQ, positions, _room(positions, rows))
         elif name == "file_id":
-            local = s.stored(DIRECT[name], positions)
-            unknown = len(self.file_lookup)  # the sentinel slot, -1
-            lookup = np.append(self.file_lookup, np.int32(-1))
-            values = lookup[np.where((local >= 0) & (local < unknown), local, unknown)]
+            local = s.stored(DIRECT[name], positions, _room(positions, rows))
+            unknown = len(self.file_lookup) - 1
+            values = self.file_lookup[np.where((local >= 0) & (local < unknown), local, unknown)]
         else:
-            values = s.stored(DIRECT[name], None if s.constant(DIRECT[name]) else positions)
+            values = s.stored(DIRECT[name], positions, _room(positions, rows))
         field_type = EVENT_SCHEMA.field(name).type
-        values = values.astype((field_type.index_type if name in ("op", "layer") else field_type).to_pandas_dtype(),
-                               copy=False)  # narrowed before reordering: less memory to move
-        if self._order is not None and (positions is None or not in_order) and name not in ("rank", "pid"):
-            values = reorder(values, self._order)
-        if name == "op":
-            names = [s.ops.get(code, (f"op{code}", 0))[0] for code in range(max(s.ops, default=-1) + 1)]
-            top = int(values.max()) if len(values) else -1
-            names += [f"op{code}" for code in range(len(names), top + 1)]
-            return pa.DictionaryArray.from_arrays(pa.array(values), pa.array(names, pa.string()))
-        if name == "layer":
-            return pa.DictionaryArray.from_arrays(pa.array(values), LAYER_DICTIONARY)
-        return pa.array(values)
+        return values.astype((field_type.index_type if name in ("op", "layer") else field_type).to_pandas_dtype(),
+                             copy=False)  # narrowed before reordering: less memory to move
+
+    def _earliest(self, s: StreamFile) -> np.ndarray:
+        """The start of each chunk's earliest event."""
+        return np.minimum.reduceat(self._times(s)[0], s.chunk_firsts()[1])
+
+    def _groups(self, rows: int | None) -> list[tuple[np.ndarray, int | None]]:
+        """Groups of chunks decoded together (in file order within a group), in the order of their chunks'
+        earliest events, each with the earliest start of its chunks (None when one group holds them all)."""
+        s = self.stream
+        everything = np.arange(len(s.chunks))
+        counts, _ = s.chunk_firsts()
+        if rows is None or s.events <= rows:
+            return [(everything, None)]
+        earliest = np.concatenate([self._earliest(s.subset(part)) for part in _parts(everything, counts, rows)])
+        by_start = np.argsort(earliest, kind="stable")
+        groups = _parts(by_start, counts[by_start], rows)
+        return [(np.sort(group), earliest[group[0]]) for group in groups]
+
+    def _table(self, names: list[str], columns: dict[str, np.ndarray]) -> pa.Table:
+        arrays = []
+        for name in names:
+            values = pa.array(columns[name])
+            if name == "op":
+                ops = self.stream.ops
+                top = max(int(columns[name].max()) if len(values) else -1, max(ops, default=-1))
+                dictionary = [ops.get(code, (f"op{code}", 0))[0] for code in range(top + 1)]
+                values = pa.DictionaryArray.from_arrays(values, pa.array(dictionary, pa.string()))
+            elif name == "layer":
+                values = pa.DictionaryArray.from_arrays(values, LAYER_DICTIONARY)
+            arrays.append(values)
+        return pa.table(arrays, schema=pa.schema([EVENT_SCHEMA.field(c) for c in names]))
+
+    def _decode(self, part: StreamFile, names: list[str], waiting: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Columns `names` and _START of the waiting events followed by the events of `part`, in time order."""
+        times = self._times(part)
+        held = len(waiting.get(_START, ()))
+        start = np.concatenate((waiting[_START], times[0])) if held else times[0]
+        order = nearly_sorted_order(start)
+        positions = None
+        if order is not None and len(order) < 2**31:  # 32-bit row numbers: half the memory to move
+            order = order.astype(np.int32)
+            positions = np.empty_like(order)
+            positions[order] = np.arange(len(order), dtype=np.int32)
+        columns = {_START: start if order is None else reorder(start, order)}
+        for name in names:
+            if name == "t_start":
+                values = columns[_START]
+            elif name in BY_VALUE and positions is not None:  # decoded and put in time order in one pass
+                values = self._values(part, name, times, positions[held:], len(start))
+                if held:
+                    values[positions[:held]] = waiting[name]
+            else:
+                values = self._values(part, name, times, None, len(start))
+                if held and name not in SAME_FOR_ALL:
+                    values = np.concatenate((waiting[name], values))
+                if order is not None and name not in SAME_FOR_ALL:
+                    values = reorder(values, order)
+            columns[name] = values
+        return columns
+
+    def ranges(self, columns: Sequence[str] | None = None, rows: int | None = RANGE_ROWS) -> Iterator[pa.Table]:
+        """The stream's events as consecutive tables of about `rows` rows (all of them when rows is None),
+        ordered by t_start within and across tables."""
+        names = _column_names(columns)
+        groups = self._groups(rows)
+        waiting: dict[str, np.ndarray] = {}
+        for i, (chunks, _) in enumerate(groups):
+            part = self.stream.subset(chunks)
+            columns = self._decode(part, names, waiting)
+            part.forget_pages()
+            # what starts before every event of the groups still to decode is in its final place
+            later = groups[i + 1][1] if i + 1 < len(groups) else None
+            ready = len(columns[_START]) if later is None else int(np.searchsorted(columns[_START], later, "left"))
+            waiting = {name: values[ready:].copy() for name, values in columns.items()} if later is not None else {}
+            if ready or later is None:
+                yield self._table(names, {name: values[:ready] for name, values in columns.items()})
 
     def read(self, columns: Sequence[str] | None = None) -> pa.Table:
-        names = list(columns) if columns is not None else EVENT_SCHEMA.names
-        unknown = [c for c in names if c not in EVENT_SCHEMA.names]
-        if unknown:
-            raise KeyError(f"unknown event column(s) {unknown}; the columns are {EVENT_SCHEMA.names}")
-        times = self._times()
-        self._order_of(times[0])
-        schema = pa.schema([EVENT_SCHEMA.field(c) for c in names])
-        return pa.table([self.column(c, times) for c in names], schema=schema)
+        return next(self.ranges(columns, rows=None))
+
+
+_START = "_start"  # the start times, carried whether or not t_start is asked for (not an event column name)
+BY_VALUE = {*DIRECT, "ret_bytes"}  # columns decoded value by value (the others are running sums or per chunk)
+SAME_FOR_ALL = {"rank", "pid"}
+
+
+def _room(positions: np.ndarray | None, rows: int) -> np.ndarray | None:
+    """Where values decoded to `positions` go: rows int64 rows."""
+    return None if positions is None else np.empty(rows, np.int64)
+
+
+def _column_names(columns: Sequence[str] | None) -> list[str]:
+    names = list(columns) if columns is not None else EVENT_SCHEMA.names
+    unknown = [c for c in names if c not in EVENT_SCHEMA.names]
+    if unknown:
+        raise KeyError(f"unknown event column(s) {unknown}; the columns are {EVENT_SCHEMA.names}")
+    return names
 
 
 def _stream_paths(path: Path) -> list[Path]:
@@ -226,7 +292,7 @@ def open_trace(path: str | Path) -> Trace:
         rank = int(stream.info.get("rank", -1))
         info = dict(stream.info, path=str(stream.path), events=stream.events, excluded=excluded(stream.info))
         reader = StreamReader(stream, lookup, epoch, rank, pid)
-        out.append(Stream(pid, rank, info, reader.read))
+        out.append(Stream(pid, rank, info, reader.read, reader.ranges))
     out.sort(key=lambda s: (s.rank, s.pid, s.info["path"]))
     errors = [_clock(s.info)[1][2] for s in streams if _clock(s.info)[1]]
     meta = {"path": str(path), "format_version": "1", "epoch_ns": epoch, "streams": len(out),

@@ -1,8 +1,12 @@
 """One stream file (one traced process) of the on-disk format, docs/trace-format.md: its chunk directory,
 metadata, op table and file table, read eagerly (small); and its events, decoded on demand, column by column,
-with vectorised numpy passes over all chunks at once."""
+with vectorised numpy passes over all the chunks asked for at once.
+
+The file is memory-mapped, not read: its pages belong to the page cache, and a reader hands back the ones it
+has decoded (`forget_pages`), so a process holds the events it is working on, not the whole file."""
 from __future__ import annotations
 
+import mmap
 import struct
 import zlib
 from dataclasses import dataclass, field
@@ -39,7 +43,7 @@ class EventChunk:
 class StreamFile:
     """What one stream file holds, before its events are decoded."""
     path: Path
-    data: np.ndarray  # the file's bytes
+    data: np.ndarray  # the file's bytes (a read-only memory map)
     info: dict = field(default_factory=dict)
     ops: dict = field(default_factory=dict)  # code -> (name, layer code)
     files: dict = field(default_factory=dict)  # local id -> (path, dev, ino)
@@ -54,28 +58,22 @@ class StreamFile:
 
     # ---- decoding ----
 
-    def stored(self, column: int, positions: np.ndarray | None = None) -> np.ndarray:
+    def stored(self, column: int, positions: np.ndarray | None = None, out: np.ndarray | None = None) -> np.ndarray:
         """Stored column `column` of every chunk as int64 (zigzag undone): in chunk order, or with stored value i
-        at row positions[i] (int32, a permutation of the events)."""
+        at row positions[i] of `out` (int32 positions, distinct rows of out; out has a row per event if not
+        given)."""
+        if positions is not None and out is None:
+            out = np.empty(self.events, np.int64)
         if not self.chunks:
-            return np.zeros(0, np.int64)
-        native = decode_column(self.data, self.directory()[:, column], self.events, positions)
+            return np.zeros(0, np.int64) if out is None else out
+        native = decode_column(self.data, self.directory()[:, column], self.events, positions, out)
         if native is not None:
             return native
         values = self._stored_numpy(column)
         if positions is None:
             return values
-        out = np.empty_like(values)
         out[positions] = values
         return out
-
-    def constant(self, column: int) -> bool:
-        """Whether stored column `column` holds one value for every event (each chunk stores it as a constant,
-        with the same bytes): then its order does not matter."""
-        bodies = self.directory()[:, column]
-        if not len(bodies) or (bodies[:, 0] != CONST).any():
-            return False
-        return len({self.data[start:end].tobytes() for _, start, end, _ in bodies.tolist()}) == 1
 
     def directory(self) -> np.ndarray:
         """Per chunk and stored column: (mode, body start, body end, events), int64, built once."""
@@ -111,6 +109,19 @@ class StreamFile:
         if len(out) != self.events:
             raise ValueError(f"column {column} decodes to {len(out)} values for {self.events} events")
         return out
+
+    def subset(self, chunks: np.ndarray) -> "StreamFile":
+        """The same stream restricted to the events chunks `chunks` (indices, in the order given)."""
+        part = StreamFile(self.path, self.data, self.info, self.ops, self.files, [self.chunks[k] for k in chunks],
+                          self.problems)
+        part._directory = self.directory()[chunks]
+        return part
+
+    def forget_pages(self) -> None:
+        """Hand the mapped pages back to the page cache (they are read again from it when touched)."""
+        mapped = getattr(self.data.base, "obj", None)  # np.frombuffer keeps a memoryview of the map
+        if isinstance(mapped, mmap.mmap) and len(mapped):
+            mapped.madvise(mmap.MADV_DONTNEED)
 
     def chunk_firsts(self) -> tuple[np.ndarray, np.ndarray]:
         counts = np.array([c.count for c in self.chunks], np.int64)
@@ -206,9 +217,15 @@ def _parse_events(stream: StreamFile, payload: memoryview, base: int) -> None:
 PARSERS = {INFO: _parse_info, OPS: _parse_ops, FILES: _parse_files}
 
 
+def _map(path: Path) -> mmap.mmap | bytes:
+    with open(path, "rb") as f:
+        size = f.seek(0, 2)
+        return mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ) if size else b""
+
+
 def read_stream_file(path: Path) -> StreamFile:
     """The chunk directory of one stream file; what cannot be read is said in its `problems`."""
-    raw = path.read_bytes()
+    raw = _map(path)
     stream = StreamFile(path, np.frombuffer(raw, np.uint8))
     name = path.name
     if len(raw) < 16 or raw[:8] != MAGIC:
@@ -250,4 +267,5 @@ def read_stream_file(path: Path) -> StreamFile:
             stream.problems.append(f"{name}: unknown chunk type {kind} at byte {pos} skipped (written by a newer "
                                    f"ioloom?)")
         pos = body + length
+    stream.forget_pages()  # checked: the pages go back until events are decoded
     return stream

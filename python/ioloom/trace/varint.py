@@ -33,19 +33,21 @@ def _native_decoder():
     return lib.ioloom_decode_varints if lib is not None else None
 
 
-def decode_column(data: np.ndarray, directory: np.ndarray, total: int,
-                  positions: np.ndarray | None = None) -> np.ndarray | None:
+def decode_column(data: np.ndarray, directory: np.ndarray, total: int, positions: np.ndarray | None = None,
+                  out: np.ndarray | None = None) -> np.ndarray | None:
     """One stored column of a whole stream, decoded natively in one call: `directory` holds per chunk (mode, body
-    start, body end, events) as int64 rows; returns `total` int64 values (signs restored, runs expanded), stored
-    value i at row positions[i] when `positions` (int32, a permutation) is given; or None when the native
-    decoder is not built. Raises ValueError naming the first malformed chunk."""
+    start, body end, events) as int64 rows; returns the `total` int64 values (signs restored, runs expanded),
+    stored value i at row positions[i] of `out` when `positions` (int32, distinct rows of out) is given; or None
+    when the native decoder is not built. Raises ValueError naming the first malformed chunk."""
     lib = _native_library()
     if lib is None:
         return None
     directory = np.ascontiguousarray(directory, np.int64)
     if positions is not None and (positions.dtype != np.int32 or len(positions) != total):
         raise ValueError("positions must be int32, one per event")
-    out = np.empty(total, np.int64)
+    out = np.empty(total, np.int64) if out is None else out
+    if out.dtype != np.int64 or not out.flags.c_contiguous or (positions is None and len(out) < total):
+        raise ValueError("out must be contiguous int64 with room for every value")
     got = lib.ioloom_decode_column(data.ctypes.data, data.size, directory.ctypes.data, len(directory),
                                    out.ctypes.data, total, None if positions is None else positions.ctypes.data)
     if got == -len(directory) - 1:
