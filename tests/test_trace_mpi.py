@@ -186,8 +186,13 @@ def test_collective_sequence_numbers_agree_across_ranks(matrix):
     assert all(len(set(seqs)) == len(seqs) for seqs in opens), "each open on the communicator gets its own number"
 
 
+def directions(events: pd.DataFrame) -> pd.Series:
+    """'read', 'write' or None per event (aio_return and kernel copies tell by their aux)."""
+    return pd.Series([direction(op, aux) for op, aux in zip(events.op, events.aux)], index=events.index, dtype=object)
+
+
 def written_ranges(children: pd.DataFrame) -> list[tuple[int, int]]:
-    writes = children[children.op.map(direction) == "write"]
+    writes = children[directions(children) == "write"]
     return sorted(zip(writes.offset, writes.offset + writes.ret_bytes))
 
 
@@ -203,28 +208,55 @@ def covers(ranges: list[tuple[int, int]], start: int, end: int) -> bool:
 def test_posix_children_carry_the_mpi_call_and_add_up(matrix):
     """Contiguous independent blocking calls: the POSIX calls inside carry the MPI call as parent and move
     exactly its bytes at its offset. Collectives and shared pointers: the children of all ranks' calls cover
-    the whole region written (two-phase I/O moves the data to aggregators)."""
+    the whole region written (two-phase I/O moves the data to aggregators). OMPIO runs split collectives through
+    POSIX aio: their bytes are the aio_return events the _end collects, children of the _begin."""
     for variant in ("at", "individual"):
         events = matrix.mpi(variant)
         for access in VARIANTS[variant]:
             calls = events[events.op == access.op]
             kids = matrix.children(calls, variant)
-            moved = kids[kids.op.map(direction) == access.op.split("_")[2]]
+            moved = kids[directions(kids) == access.op.split("_")[2]]
             per_rank = moved.groupby("rank").ret_bytes.sum()
             assert per_rank.to_dict() == {r: BLOCK for r in range(NRANKS)}, f"{variant} {access.op}: {per_rank}"
             assert sorted(moved.offset) == [r * BLOCK for r in range(NRANKS)], f"{variant} {access.op}"
     covered = ["at_all", "individual_all", "shared", "ordered", "strided_all", "split_at", "split_individual",
                "split_ordered"]
-    if matrix.config[1] == "ompio":
-        # OMPIO runs split collectives through its non-blocking path, which writes with aio_write: the POSIX
-        # layer does not intercept the aio_* family yet, so those bytes have no POSIX events at all.
-        covered = [v for v in covered if not v.startswith("split")]
     for variant in covered:
         writes = matrix.mpi(variant)
         writes = writes[writes.op.str.contains("write")]
         ranges = written_ranges(matrix.children(writes, variant))
         assert covers(ranges, 0, NRANKS * BLOCK), f"{variant}: POSIX writes {ranges}"
         assert sum(hi - lo for lo, hi in ranges) >= NRANKS * BLOCK, variant
+
+
+def test_nonblocking_requests_belong_to_their_i_calls(mpi, ioloom_cli, tmp_path):
+    """Both MPIs' MPI-IO (OMPIO and ROMIO here) run MPI_File_iwrite_at / iread_at through POSIX aio. Each i* call
+    has two POSIX children: the aio_write / aio_read submitting its block, and the aio_return that MPI_Wait /
+    MPI_Test collects after the i* call returned, moving exactly its bytes at its offset in its direction."""
+    blocks, block = 3, 1000
+    exe = mpi.compile("nonblocking_io.c")
+    target = tmp_path / "file.dat"
+    ioloom_cli("run", "-o", tmp_path / "trace", "--", *mpi.command(2, [exe, target, blocks, block]),
+               env=mpi.impl.launch_env(), timeout=300)
+    trace = open_trace(tmp_path / "trace")
+    events = trace.events().to_pandas().astype({"op": str, "layer": str})
+    files = trace.files.to_pandas()
+    mine = events[events.file_id == int(files[files.path == str(target)].file_id.iloc[0])]
+    calls = mine[mine.op.isin(["MPI_File_iwrite_at", "MPI_File_iread_at"])]
+    assert len(calls) == 2 * 2 * blocks
+    kids = mine[mine.layer == "posix"].merge(calls[["pid", "call_id", "op", "offset", "t_end", "tid"]],
+                                             left_on=["pid", "parent"], right_on=["pid", "call_id"],
+                                             suffixes=("", "_mpi"))
+    for (pid, call_id), group in kids.sort_values("t_start").groupby(["pid", "call_id_mpi"]):
+        way = group.op_mpi.iloc[0].split("_")[2][1:]  # iwrite_at -> write
+        offset = group.offset_mpi.iloc[0]
+        assert [tuple(r) for r in group[["op", "offset", "req_bytes", "ret_bytes", "errno"]].itertuples(index=False)] == [
+            (f"aio_{way}", offset, block, -1, 0), ("aio_return", offset, block, block, 0)], (pid, call_id)
+        submitted, collected = group.iloc[0], group.iloc[1]
+        assert direction(collected.op, collected.aux) == way and direction(submitted.op, submitted.aux) is None
+        assert collected.t_start >= collected.t_end_mpi, "collected by the completion, after the i* call returned"
+        assert (group.tid == group.tid_mpi).all()
+    assert kids.groupby(["pid", "call_id_mpi"]).ngroups == len(calls)
 
 
 def test_data_sieving_amplification(matrix):
@@ -236,19 +268,19 @@ def test_data_sieving_amplification(matrix):
     kids = matrix.children(write, "strided")
     span = (4 - 1) * NRANKS * RUN + RUN  # first to last byte of a rank's runs
     for rank, mine in kids.groupby("rank"):
-        written = mine[mine.op.map(direction) == "write"].ret_bytes.sum()
+        written = mine[directions(mine) == "write"].ret_bytes.sum()
         if matrix.config[1] == "ompio":
             assert written == BLOCK, f"rank {rank}"
         else:
             assert BLOCK < written <= span, f"rank {rank}: {written} bytes written for {BLOCK}"
             # The read of the extent returns what already exists (maybe nothing: the file is new).
-            reads = (mine.op.map(direction) == "read").sum()
+            reads = (directions(mine) == "read").sum()
             locks = mine[mine.op.str.startswith("fcntl")]
             assert reads >= 1 and len(locks) >= 2, f"rank {rank}: read-modify-write under a lock"
     # Reading the runs back independently: both ROMIO and OMPIO sieve reads (read the extent, keep the runs).
     read = events[events.op == "MPI_File_read_at"]
     for rank, mine in matrix.children(read, "strided").groupby("rank"):
-        got = mine[mine.op.map(direction) == "read"].ret_bytes.sum()
+        got = mine[directions(mine) == "read"].ret_bytes.sum()
         assert BLOCK < got <= span, f"rank {rank}: read {got} bytes for {BLOCK}"
 
 

@@ -92,7 +92,19 @@
     X(RENAMEAT, "renameat") \
     X(MKDIR, "mkdir") \
     X(MKDIRAT, "mkdirat") \
-    X(RMDIR, "rmdir")
+    X(RMDIR, "rmdir") \
+    X(AIO_READ, "aio_read") \
+    X(AIO_READ64, "aio_read64") \
+    X(AIO_WRITE, "aio_write") \
+    X(AIO_WRITE64, "aio_write64") \
+    X(LIO_LISTIO, "lio_listio") \
+    X(LIO_LISTIO64, "lio_listio64") \
+    X(AIO_ERROR, "aio_error") \
+    X(AIO_ERROR64, "aio_error64") \
+    X(AIO_RETURN, "aio_return") \
+    X(AIO_RETURN64, "aio_return64") \
+    X(AIO_SUSPEND, "aio_suspend") \
+    X(AIO_SUSPEND64, "aio_suspend64")
 
 /* stdio (stdio.c). */
 #define IOLOOM_STDIO_OPS(X) \

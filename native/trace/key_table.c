@@ -1,14 +1,14 @@
-/* Open addressing with linear probing and tombstones (mpiio_table.h says why it is lock-free to read). */
-#include "mpiio_table.h"
+/* Open addressing with linear probing and tombstones (key_table.h says why it is lock-free to read). */
+#include "key_table.h"
 
 enum { SLOT_FREE = 0, SLOT_USED, SLOT_DELETED, SLOT_RESERVED };
 
 /* capacity is a power of two (MPIIO_TABLE checks): a mask, not a division, on every lookup */
-static size_t home(const struct mpiio_table *table, uint64_t key) {
+static size_t home(const struct key_table *table, uint64_t key) {
     return (size_t)((key * 0x9E3779B97F4A7C15ull) >> 32) & (table->capacity - 1);
 }
 
-long mpiio_table_find(struct mpiio_table *table, uint64_t key) {
+long key_table_find(struct key_table *table, uint64_t key) {
     size_t start = home(table, key);
     for (size_t probe = 0; probe < table->capacity; probe++) {
         size_t slot = (start + probe) & (table->capacity - 1);
@@ -21,7 +21,7 @@ long mpiio_table_find(struct mpiio_table *table, uint64_t key) {
     return -1;
 }
 
-long mpiio_table_reserve(struct mpiio_table *table, uint64_t key) {
+long key_table_reserve(struct key_table *table, uint64_t key) {
     long found = -1;
     pthread_mutex_lock(&table->lock);
     size_t start = home(table, key);
@@ -37,12 +37,12 @@ long mpiio_table_reserve(struct mpiio_table *table, uint64_t key) {
     return found;
 }
 
-void mpiio_table_publish(struct mpiio_table *table, long slot) {
+void key_table_publish(struct key_table *table, long slot) {
     __atomic_fetch_add(&table->used, 1, __ATOMIC_RELAXED);
     __atomic_store_n(&table->states[slot], SLOT_USED, __ATOMIC_RELEASE);
 }
 
-void mpiio_table_remove(struct mpiio_table *table, long slot) {
+void key_table_remove(struct key_table *table, long slot) {
     pthread_mutex_lock(&table->lock);
     __atomic_store_n(&table->states[slot], SLOT_DELETED, __ATOMIC_RELEASE);
     /* Tombstones lengthen every probe for a missing key; when the table is empty, clear them all. */

@@ -2,17 +2,17 @@
 #include <stdlib.h>
 
 #include "mpiio.h"
-#include "mpiio_table.h"
+#include "key_table.h"
 
 #define MPIIO_MAX_FILES 1024 /* open at once per process; beyond it, files are passed through untraced */
 
 static struct mpiio_file files[MPIIO_MAX_FILES];
-static struct mpiio_table file_slots = MPIIO_TABLE(MPIIO_MAX_FILES);
+static struct key_table file_slots = KEY_TABLE(MPIIO_MAX_FILES);
 
 static uint64_t file_key(MPI_File fh) { return (uint64_t)(uintptr_t)fh; }
 
 struct mpiio_file *mpiio_file_find(MPI_File fh) {
-    long slot = mpiio_table_find(&file_slots, file_key(fh));
+    long slot = key_table_find(&file_slots, file_key(fh));
     return slot < 0 ? NULL : &files[slot];
 }
 
@@ -22,18 +22,18 @@ struct mpiio_file *mpiio_file_add(MPI_File fh) {
     struct mpiio_file *stale = mpiio_file_find(fh);
     if (stale)
         mpiio_file_remove(stale);
-    long slot = mpiio_table_reserve(&file_slots, file_key(fh));
+    long slot = key_table_reserve(&file_slots, file_key(fh));
     if (slot < 0)
         return NULL;
     files[slot] = (struct mpiio_file){.fh = fh, .file_id = -1, .handle = -1, .etype_size = 1, .contiguous_view = 1};
-    mpiio_table_publish(&file_slots, slot);
+    key_table_publish(&file_slots, slot);
     return &files[slot];
 }
 
 void mpiio_file_remove(struct mpiio_file *file) {
     free(file->path);
     file->path = NULL;
-    mpiio_table_remove(&file_slots, file - files);
+    key_table_remove(&file_slots, file - files);
 }
 
 void mpiio_file_set_view(struct mpiio_file *file, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype) {

@@ -3,12 +3,12 @@
 #include <string.h>
 
 #include "mpiio.h"
-#include "mpiio_table.h"
+#include "key_table.h"
 
 #define MPIIO_MAX_REQUESTS 4096 /* in flight at once per process; beyond it completions are counted lost */
 
 static struct mpiio_pending pendings[MPIIO_MAX_REQUESTS];
-static struct mpiio_table request_slots = MPIIO_TABLE(MPIIO_MAX_REQUESTS);
+static struct key_table request_slots = KEY_TABLE(MPIIO_MAX_REQUESTS);
 static uint64_t requests_lost;
 
 static uint64_t request_key(MPI_Request request) {
@@ -18,7 +18,7 @@ static uint64_t request_key(MPI_Request request) {
 }
 
 void mpiio_request_add(MPI_Request request, const struct mpiio_pending *pending) {
-    long slot = mpiio_table_reserve(&request_slots, request_key(request));
+    long slot = key_table_reserve(&request_slots, request_key(request));
     if (slot < 0) {
         /* Say so in the trace (once per thousand, not once per request) rather than block the program. */
         if (__atomic_add_fetch(&requests_lost, 1, __ATOMIC_RELAXED) % 1000 == 1)
@@ -26,11 +26,11 @@ void mpiio_request_add(MPI_Request request, const struct mpiio_pending *pending)
         return;
     }
     pendings[slot] = *pending;
-    mpiio_table_publish(&request_slots, slot);
+    key_table_publish(&request_slots, slot);
 }
 
 static long pending_slot(MPI_Request request, struct mpiio_pending *pending) {
-    long slot = mpiio_table_find(&request_slots, request_key(request));
+    long slot = key_table_find(&request_slots, request_key(request));
     if (slot >= 0)
         *pending = pendings[slot];
     return slot;
@@ -44,7 +44,7 @@ int mpiio_request_take(MPI_Request request, struct mpiio_pending *pending) {
     long slot = pending_slot(request, pending);
     if (slot < 0)
         return 0;
-    mpiio_table_remove(&request_slots, slot);
+    key_table_remove(&request_slots, slot);
     return 1;
 }
 

@@ -88,18 +88,17 @@ static inline void ioloom_call_returned(struct ioloom_call *c, int failed) {
     c->failed = failed;
 }
 
-/* The row of a traced call: its times (ioloom_ticks readings) and, when it failed, its errno; every other
- * field unknown (-1) but the operation and the layer. */
+/* The row of a traced call: its times (ioloom_ticks readings), its errno when it failed, the MPI-IO call it runs
+ * inside as parent; every other field unknown (-1) but the operation and the layer. */
 static inline struct ioloom_raw_event ioloom_call_row(const struct ioloom_call *c, enum ioloom_op op,
                                                       enum ioloom_layer layer) {
     return (struct ioloom_raw_event){.t_start = c->t_start, .t_end = c->t_end, .offset = -1, .req_bytes = -1,
                                      .ret_bytes = -1, .handle = -1, .aux = -1, .coll_seq = -1, .call_id = -1,
-                                     .parent = -1, .file_id = -1, .err = c->failed ? c->err : 0,
+                                     .parent = ioloom_link.current, .file_id = -1, .err = c->failed ? c->err : 0,
                                      .op = (uint16_t)op, .layer = (uint8_t)layer, .ticks = (uint8_t)ioloom_tsc};
 }
 
-/* Records `row` (a state from ioloom_fd_state/ioloom_path_state in file_id; parent filled here) unless its file
- * is excluded (then counts it), leaves the guard and sets errno back to what the real call left. */
+/* Records `row` (a state from ioloom_fd_state/ioloom_path_state in file_id) unless its file is excluded (then counts it), leaves the guard and sets errno back to what the real call left. */
 void ioloom_call_done(const struct ioloom_call *c, struct ioloom_raw_event *row);
 
 /* Set at the final flush (library destructor): from then on every event is written at once. */

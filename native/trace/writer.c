@@ -467,7 +467,6 @@ void ioloom_call_done(const struct ioloom_call *c, struct ioloom_raw_event *row)
     if (IOLOOM_UNLIKELY(row->file_id <= -2)) {
         ioloom_count_excluded(row->file_id, row->ret_bytes);
     } else {
-        row->parent = ioloom_link.current;
         append_row(row);
     }
     errno = c->err;

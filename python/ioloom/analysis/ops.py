@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow as pa
 
 from ioloom.trace.model import LAYERS
-from ioloom.trace.ops import COPIES, direction
+from ioloom.trace.ops import AIO_RESULTS, COPIES, direction
 
 KINDS = ("read", "write", "meta", "lock", "unlock", "sync", "other")
 READ, WRITE, META, LOCK, UNLOCK, SYNC, OTHER = range(len(KINDS))
@@ -36,7 +36,8 @@ def _name_kind(name: str) -> int:
     if name in _MPI_META:
         return META
     # Which calls move data is the tracer's knowledge (ioloom.trace.ops). A kernel copy is recorded twice;
-    # it starts as a write (its destination side) and kind_codes() turns its source side into a read.
+    # it starts as a write (its destination side) and kind_codes() turns its source side into a read (aux 0), as
+    # it does an aio_return of a read (aux LIO_READ = 0).
     moves = direction(name, aux=1)
     if moves:
         return READ if moves == "read" else WRITE
@@ -59,7 +60,7 @@ def kind_codes(op: pa.ChunkedArray | pa.Array, aux: np.ndarray) -> np.ndarray:
     table = dictionary_kinds(op.dictionary)
     indices = op.indices.to_numpy(zero_copy_only=False)
     kinds = table[indices] if len(table) else np.full(len(indices), OTHER, np.int8)
-    copies = np.array([name in COPIES for name in op.dictionary.to_pylist()] or [False], bool)
+    copies = np.array([name in COPIES or name in AIO_RESULTS for name in op.dictionary.to_pylist()] or [False], bool)
     kinds[copies[indices] & (aux == 0)] = READ
     fcntl = kinds == LOCK
     sets_lock = np.isin(aux & 0xFFFF, _SET_LOCK_CMDS)

@@ -17,6 +17,7 @@ import statistics
 import subprocess
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import typer
@@ -30,24 +31,43 @@ from ioloom.run import traced_environment
 GOAL_NS = 100
 
 
-def probe_runs() -> list[tuple[str, list[str], list[Path], dict[str, str]]]:
-    """(label, argv prefix, libraries to preload, launch environment) for the plain probe and each MPI's probe
-    that is built."""
-    runs = [("posix+stdio", [str(paths.native_bin("ioloom-overhead-probe"))], [paths.native_lib("ioloom-trace")],
-             {})]
+@dataclass(frozen=True)
+class Probe:
+    """One build of the probe: its label, the binary, the libraries tracing preloads, the calls it times and how
+    it is launched (the MPI builds through their mpiexec, on one rank)."""
+    label: str
+    binary: Path
+    libs: list[Path]
+    calls: tuple[str, ...]
+    impl: mpi.MpiImpl | None = None
+
+    def argv(self) -> list[str]:
+        return self.impl.launch(1, [str(self.binary)]) if self.impl else [str(self.binary)]
+
+    def launch_env(self) -> dict[str, str]:
+        return self.impl.launch_env() if self.impl else {}
+
+
+def probes() -> list[Probe]:
+    """The plain probe and each MPI's probe that is built."""
+    found = [Probe("posix+stdio", paths.native_bin("ioloom-overhead-probe"), [paths.native_lib("ioloom-trace")],
+                   ("pwrite", "pread", "fwrite"))]
     for impl in mpi.implementations():
         try:
-            probe = paths.native_bin(f"ioloom-overhead-probe-{impl.name}")
+            binary = paths.native_bin(f"ioloom-overhead-probe-{impl.name}")
             wrappers = paths.native_lib(f"ioloom-trace-mpi-{impl.name}")
         except paths.NativeMissing:
             continue
-        runs.append((impl.name, impl.launch(1, [str(probe)]), [wrappers, paths.native_lib("ioloom-trace")],
-                     impl.launch_env()))
-    return runs
+        found.append(Probe(impl.name, binary, [wrappers, paths.native_lib("ioloom-trace")], ("MPI_File_write_at",),
+                           impl))
+    return found
 
 
-def run_probe(argv: list[str], target: Path, calls: int, env: dict[str, str] | None) -> dict[str, float]:
-    out = subprocess.run([*argv, str(target), str(calls)], capture_output=True, text=True, env=env, timeout=1800)
+def run_probe(argv: list[str], target: Path, calls: int, env: dict[str, str] | None,
+              kinds: tuple[str, ...] = ()) -> dict[str, float]:
+    """ns per call of each kind the probe timed (all kinds, or those given)."""
+    out = subprocess.run([*argv, str(target), str(calls), *([",".join(kinds)] if kinds else [])], capture_output=True,
+                         text=True, env=env, timeout=1800)
     if out.returncode != 0:
         raise RuntimeError(f"{argv[-1]} failed (exit {out.returncode}): {out.stderr.strip()}")
     return {name: float(value) for name, value in (line.split() for line in out.stdout.splitlines() if line.strip())}
@@ -56,21 +76,20 @@ def run_probe(argv: list[str], target: Path, calls: int, env: dict[str, str] | N
 def measure(calls: int, repeats: int, work: Path) -> tuple[list[dict], list[Path]]:
     """Per call kind: untraced and traced ns per call (medians over repeats) and the difference."""
     rows, traces = [], []
-    for label, argv, libs, launch_env in probe_runs():
+    for probe in probes():
         plain: dict[str, list[float]] = {}
         traced: dict[str, list[float]] = {}
         for repeat in range(repeats):
-            trace = work / f"{label}-{repeat}"
-            env = {**traced_environment(libs, trace, ["posix", "stdio", "mpiio"]), **launch_env}
-            for sink, run_env in ((plain, {**_base_env(), **launch_env}), (traced, env)):
-                for name, ns in run_probe(argv, work / f"{label}.dat", calls, run_env).items():
+            trace = work / f"{probe.label}-{repeat}"
+            env = {**traced_environment(probe.libs, trace, ["posix", "stdio", "mpiio"]), **probe.launch_env()}
+            for sink, run_env in ((plain, {**_base_env(), **probe.launch_env()}), (traced, env)):
+                for name, ns in run_probe(probe.argv(), work / f"{probe.label}.dat", calls, run_env,
+                                          probe.calls).items():
                     sink.setdefault(name, []).append(ns)
             traces.append(trace)
-        for name in plain:
-            if label != "posix+stdio" and name != "MPI_File_write_at":
-                continue
+        for name in probe.calls:
             untraced, with_trace = statistics.median(plain[name]), statistics.median(traced[name])
-            rows.append({"call": name, "build": label, "untraced_ns": round(untraced, 1),
+            rows.append({"call": name, "build": probe.label, "untraced_ns": round(untraced, 1),
                          "traced_ns": round(with_trace, 1), "added_ns": round(with_trace - untraced, 1),
                          "spread_ns": round(max(traced[name]) - min(traced[name]), 1)})
     return rows, traces
@@ -93,23 +112,29 @@ def _thread_instructions(argv: list[str], env: dict[str, str], work: Path) -> tu
     return total, int(encoding.group(1).replace(",", "")) if encoding else 0
 
 
-def instructions_per_call(work: Path, calls: int = 100_000) -> dict:
-    """Instructions per call (mean of pwrite, pread, fwrite) on the program's thread, untraced and traced: the
-    difference of runs of `calls` and 3 x `calls` calls of each kind cancels start-up and exit."""
+def instructions_per_call(work: Path, calls: int = 100_000) -> list[dict]:
+    """Instructions per call of each kind on the program's thread, untraced and traced. Each kind runs alone, and
+    the difference of runs of `calls` and 3 x `calls` calls cancels start-up and exit (MPI_Init included). The MPI
+    probes run as singletons (no launcher: valgrind must run the probe itself)."""
     if not shutil.which("valgrind"):
         raise RuntimeError("--instructions needs valgrind (apt-get install valgrind)")
-    argv = [str(paths.native_bin("ioloom-overhead-probe")), str(work / "cg.dat")]
-    plain = _base_env()
-    traced = traced_environment([paths.native_lib("ioloom-trace")], work / "cg-trace", ["posix", "stdio"])
-    per_call = {}
-    for label, env in (("untraced", plain), ("traced", traced)):
-        small, large = (_thread_instructions([*argv, str(n)], env, work) for n in (calls, 3 * calls))
-        per_call[label] = (large[0] - small[0]) / (6 * calls)
-        per_call[f"{label}_encoding_inline"] = (large[1] - small[1]) / (6 * calls)
-    added = per_call["traced"] - per_call["untraced"]
-    inline = per_call["traced_encoding_inline"]
-    return {"untraced": round(per_call["untraced"], 1), "traced": round(per_call["traced"], 1),
-            "added": round(added, 1), "added_without_inline_encoding": round(added - inline, 1)}
+    rows = []
+    for probe in probes():
+        plain = {**_base_env(), **probe.launch_env()}
+        traced = {**traced_environment(probe.libs, work / f"cg-{probe.label}", ["posix", "stdio", "mpiio"]),
+                  **probe.launch_env()}
+        for kind in probe.calls:
+            per_call = {}
+            for label, env in (("untraced", plain), ("traced", traced)):
+                small, large = (_thread_instructions([str(probe.binary), str(work / "cg.dat"), str(n), kind], env, work)
+                                for n in (calls, 3 * calls))
+                per_call[label] = (large[0] - small[0]) / (2 * calls)
+                per_call[f"{label}_encoding_inline"] = (large[1] - small[1]) / (2 * calls)
+            added = per_call["traced"] - per_call["untraced"]
+            rows.append({"call": kind, "build": probe.label, "untraced": round(per_call["untraced"], 1),
+                         "traced": round(per_call["traced"], 1), "added": round(added, 1),
+                         "added_without_inline_encoding": round(added - per_call["traced_encoding_inline"], 1)})
+    return rows
 
 
 def _base_env() -> dict[str, str]:
@@ -180,7 +205,12 @@ def command(
                   f"{reader['first_read_events_per_s'] / 1e6:.1f} M events/s (first read); merged and time-ordered: "
                   f"{reader['merged_events_per_s'] / 1e6:.1f} M events/s; {reader['bytes_per_event']} bytes/event on disk")
     if counted:
-        console.print(f"instructions per call on the program's thread (callgrind; mean of pwrite, pread, fwrite): "
-                      f"untraced {counted['untraced']}, traced {counted['traced']}, added {counted['added']}; "
-                      f"added without the encoding that valgrind's one-thread-at-a-time scheduling leaves on the "
-                      f"program's thread: {counted['added_without_inline_encoding']}")
+        table = Table(title="instructions per call on the program's thread (callgrind)")
+        for column in ("call", "build", "untraced", "traced", "added", "added without inline encoding"):
+            table.add_column(column, justify="left" if column in ("call", "build") else "right")
+        for r in counted:
+            table.add_row(r["call"], r["build"], f"{r['untraced']:.1f}", f"{r['traced']:.1f}", f"{r['added']:.1f}",
+                          f"{r['added_without_inline_encoding']:.1f}")
+        console.print(table)
+        console.print("(valgrind runs one thread at a time, so the encoder thread lags and the program's thread "
+                      "encodes halves that on real cores the encoder thread takes: the last column leaves them out)")

@@ -16,6 +16,8 @@ STDIO_WRITES = {"fwrite", "fwrite_unlocked", "printf", "fprintf", "vprintf", "vf
                 "putc_unlocked", "fputc_unlocked", "putchar", "putchar_unlocked"}
 # copy_file_range and sendfile are recorded twice: aux 0 is the source side (a read), aux 1 the destination.
 COPIES = {"copy_file_range", "sendfile", "sendfile64"}
+# Asynchronous requests move their bytes when aio_return collects them; aux is LIO_READ (0) or LIO_WRITE (1).
+AIO_RESULTS = {"aio_return", "aio_return64"}
 MPI_DATA = re.compile(r"^MPI_File_i?(read|write)")
 
 
@@ -27,5 +29,7 @@ def direction(op: str, aux: int = -1) -> str | None:
         return "write"
     if op in COPIES:
         return "read" if aux == 0 else "write"
+    if op in AIO_RESULTS:
+        return {0: "read", 1: "write"}.get(aux)
     match = MPI_DATA.match(op)
     return match.group(1) if match else None
