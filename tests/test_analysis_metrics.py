@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ioloom.analysis import Options, analyse
-from ioloom.analysis.partition import _unique_bytes
+from ioloom.analysis.range_tables import union
 from ioloom.analysis.synthetic import F_SETLKW, F_UNLCK, F_WRLCK, Builder
 
 MiB = 1 << 20
@@ -183,7 +183,9 @@ def test_unique_bytes_matches_a_brute_force_union(intervals):
     code = np.array([g for g, _, _ in intervals], np.int64)
     start = np.array([s for _, s, _ in intervals], np.int64)
     end = start + np.array([n for _, _, n in intervals], np.int64)
-    got = _unique_bytes(code, start, end)
+    merged_code, merged_start, merged_end = union(code, start, end)
+    assert (merged_start[1:] > merged_end[:-1])[merged_code[1:] == merged_code[:-1]].all()  # disjoint, not touching
+    got = {g: int((merged_end - merged_start)[merged_code == g].sum()) for g in set(merged_code.tolist())}
     for g in set(code.tolist()):
         covered = set()
         for c, s, e in zip(code, start, end):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ioloom.analysis.metrics import NS
-from ioloom.analysis.partition import CHILD_CATEGORIES
+from ioloom.analysis.range_tables import CHILD_CATEGORIES
 
 SPLIT_COLUMNS = [f"{c}_ns" for c in CHILD_CATEGORIES]
 

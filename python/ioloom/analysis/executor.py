@@ -10,12 +10,14 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, as_completed, wait
+from typing import Iterator
 
 import cloudpickle
 import numpy as np
 import pyarrow as pa
 
 from ioloom.analysis.partition import Options, Partial, summarise
+from ioloom.trace.model import RANGE_ROWS
 
 
 @dataclass
@@ -32,7 +34,7 @@ class StreamFile:
     file_ids: dict  # (path, dev, ino) of the whole trace's file table -> its file_id
     path_ids: dict  # path -> the file_id an entry with no inode joins
 
-    def read(self, columns=None) -> pa.Table:
+    def reader(self):
         from ioloom.trace.reader import StreamReader
         from ioloom.trace.stream_file import read_stream_file
 
@@ -40,7 +42,13 @@ class StreamFile:
         lookup = np.full(max(stream.files, default=-1) + 1, -1, np.int32)
         for local, key in stream.files.items():
             lookup[local] = self.file_ids.get(key, self.path_ids.get(key[0], -1))
-        return StreamReader(stream, lookup, self.epoch_ns, self.rank, self.pid).read(columns)
+        return StreamReader(stream, lookup, self.epoch_ns, self.rank, self.pid)
+
+    def read(self, columns=None) -> pa.Table:
+        return self.reader().read(columns)
+
+    def ranges(self, columns=None, rows: int = RANGE_ROWS) -> Iterator[pa.Table]:
+        return self.reader().ranges(columns, rows)
 
     @classmethod
     def of(cls, trace) -> list["StreamFile"] | None:

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from ioloom.analysis.ops import KINDS, LAYER_CODE, LAYERS, READ, WRITE
-from ioloom.analysis.partition import SIZE_BIN_NAMES
+from ioloom.analysis.range_tables import SIZE_BIN_NAMES
 
 MB = 1024 ** 2  # the thesis's MB
 NS = 1e9

@@ -9,6 +9,7 @@ import pandas as pd
 
 from ioloom.analysis import crosslayer, findings, metrics, patterns
 from ioloom.analysis.partition import Options, Partial, summarise
+from ioloom.analysis.range_tables import coarsen
 from ioloom.trace.model import EVENT_SCHEMA, Stream
 
 JSON_VERSION = 1  # of the `stats --json` document, described in docs/analysis.md
@@ -27,12 +28,11 @@ def _concat(partials: list[Partial], name: str) -> pd.DataFrame:
 
 
 def _timebins(frame: pd.DataFrame) -> tuple[pd.DataFrame, int]:
-    """Per-stream power-of-two bins merged at the coarsest width; returns (layer, kind, t_ns, bytes), width."""
+    """Per-stream power-of-two bins merged at one width; returns (layer, kind, t_ns, bytes), width."""
     if frame.empty:
         return pd.DataFrame(columns=["layer", "kind", "t_ns", "bytes"]), 0
-    shift = int(frame["shift"].max())
-    coarse = frame["bin"].to_numpy() >> (shift - frame["shift"].to_numpy())
-    merged = frame.assign(bin=coarse).groupby(["layer", "kind", "bin"])["bytes"].sum().reset_index()
+    merged = coarsen(frame)
+    shift = int(merged.pop("shift").iat[0])
     merged["t_ns"] = merged.pop("bin").to_numpy(np.int64) << shift
     return merged, 1 << shift
 

@@ -11,7 +11,7 @@ import plotly.graph_objects as go
 
 from ioloom.analysis.metrics import MB, NS
 from ioloom.analysis.ops import KINDS, LAYERS, READ, WRITE
-from ioloom.analysis.partition import CHILD_CATEGORIES, SIZE_BIN_NAMES
+from ioloom.analysis.range_tables import CHILD_CATEGORIES, SIZE_BIN_NAMES
 
 COLORS = {"read": "#2a9d8f", "write": "#e76f51", "lock": "#6d597a", "unlock": "#b56576", "other": "#c9ccd1",
           "mpiio": "#264653"}

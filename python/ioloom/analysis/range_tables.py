@@ -1,0 +1,334 @@
+"""The map step's tables for one range of a stream's events, in time order: vectorised numpy over the range's
+columns (a few passes over the events, whatever the number of groups), each with what the next range needs
+to carry on exactly (partition.py joins them).
+
+Groups: (layer, kind, file_id, nested). `nested` tells the POSIX and stdio calls that an MPI-IO call issued
+(the trace's explicit `parent` link) from the ones the application made itself: 0 top level, 1 under an
+MPI-IO call on the same file (the bytes RIOT counts), 2 under an MPI-IO call on another file.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ioloom.analysis import ops
+from ioloom.analysis.ops import LAYER_CODE, LOCK, READ, UNLOCK, WRITE
+
+COLUMNS = ["t_start", "t_end", "layer", "op", "file_id", "offset", "req_bytes", "ret_bytes", "errno", "aux",
+           "call_id", "parent", "coll_seq"]  # rank and pid are the stream's
+# Darshan's access-size bins: a request of s bytes falls in the first bin whose upper bound is >= s.
+SIZE_BIN_UPPER = np.array([100, 1 << 10, 10 << 10, 100 << 10, 1 << 20, 4 << 20, 10 << 20, 100 << 20, 1 << 30])
+SIZE_BIN_NAMES = ("0_100", "100_1K", "1K_10K", "10K_100K", "100K_1M", "1M_4M", "4M_10M", "10M_100M",
+                  "100M_1G", "1G_PLUS")
+TOP_VALUES = 16  # common sizes / strides kept per group and stream (Darshan keeps 4 in the log)
+TOP_CARRIED = 4 * TOP_VALUES  # counted per group from range to range: the top 16 are exact unless a group has
+                              # more than this many distinct values in a range
+TIME_BINS = 2048  # finest bandwidth-over-time resolution, in power-of-two nanosecond widths
+CHILD_CATEGORIES = ("read", "write", "lock", "unlock", "other")  # Fig. 4.8's split of an MPI-IO call
+LOCK_COLUMNS = ["file_id", "offset", "length", "t_request", "t_acquired", "t_release", "wait_ns", "held_ns"]
+NO_TIME = np.iinfo(np.int64).max
+
+# A group's code packs (file_id + 1, layer, kind, nested) into one int64, mixed radix, nested fastest.
+NESTINGS, KIND_SLOTS, LAYER_SLOTS = 3, 8, 4
+
+
+def columns(table, names: list[str]) -> dict[str, np.ndarray]:
+    """A range's columns as numpy arrays plus kind and layer codes; op as an index into `names`, the stream's
+    op names (extended with the range's new ones, so codes mean the same in every range)."""
+    c = {name: table.column(name).to_numpy() for name in COLUMNS if name not in ("layer", "op")}
+    c["kind"] = ops.kind_codes(table.column("op"), c["aux"])
+    c["layer"] = ops.layer_codes(table.column("layer"))
+    codes, range_names = ops.op_names(table.column("op"))
+    known = {name: code for code, name in enumerate(names)}
+    for name in range_names:
+        if name not in known:
+            known[name] = len(names)
+            names.append(name)
+    c["op"] = np.array([known[name] for name in range_names] or [0], np.int32)[codes]
+    return c
+
+
+def is_nonblocking_start(names: list[str]) -> np.ndarray:
+    """Per op name: an MPI_File_i* call, whose bytes move at its MPI_Wait/MPI_Test completion."""
+    return np.array([n.startswith("MPI_File_i") for n in names] or [False], bool)
+
+
+def take_initiation_kind(c: dict, names: list[str], started: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    """Non-blocking MPI-IO moves its bytes at completion: an MPI_Wait/MPI_Test event that completes a request
+    carries the bytes and, in aux, the call_id of the MPI_File_i* call that started it (in this range or in
+    `started`, (call_ids, kinds) of the earlier ranges' starts). Such an event takes that call's kind (read or
+    write), so its bytes count; it is not counted again as an operation. Returns the mask of completion
+    events."""
+    is_completion = np.array([n.startswith(("MPI_Wait", "MPI_Test")) for n in names] or [False], bool)
+    completion = is_completion[c["op"]] & (c["layer"] == LAYER_CODE["mpiio"])
+    if completion.any():
+        mpi = (c["layer"] == LAYER_CODE["mpiio"]) & ~completion
+        ids = np.concatenate((started[0], c["call_id"][mpi]))
+        kinds = np.concatenate((started[1], c["kind"][mpi]))
+        c["kind"][completion] = parent_lookup(ids, kinds, c["aux"][completion], ops.OTHER)
+    return completion
+
+
+def nesting(c: dict) -> np.ndarray:
+    """0 top level, 1 issued by an MPI-IO call on the same file, 2 by one on another file."""
+    mpi = c["layer"] == LAYER_CODE["mpiio"]
+    nested = np.zeros(len(mpi), np.int8)
+    child = (c["parent"] >= 0) & ~mpi
+    if not child.any() or not mpi.any():
+        return nested
+    parent_file = parent_lookup(c["call_id"][mpi], c["file_id"][mpi], c["parent"][child], -2)
+    nested[child] = np.where(parent_file == c["file_id"][child], 1, 2)
+    return nested
+
+
+def parent_lookup(call_ids: np.ndarray, values: np.ndarray, parents: np.ndarray, missing):
+    """values[i] of the call whose call_id equals each parent, `missing` where no such call was traced."""
+    order = np.argsort(call_ids, kind="stable")
+    sorted_ids = call_ids[order]
+    pos = np.clip(np.searchsorted(sorted_ids, parents), 0, max(len(sorted_ids) - 1, 0))
+    found = sorted_ids[pos] == parents if len(sorted_ids) else np.zeros(len(parents), bool)
+    return np.where(found, values[order][pos] if len(sorted_ids) else missing, missing)
+
+
+def group_codes(c: dict, nested: np.ndarray) -> np.ndarray:
+    return (((c["file_id"].astype(np.int64) + 1) * LAYER_SLOTS + c["layer"]) * KIND_SLOTS + c["kind"]) * NESTINGS + nested
+
+
+def kind_of(code: np.ndarray) -> np.ndarray:
+    return code // NESTINGS % KIND_SLOTS
+
+
+def decode(frame: pd.DataFrame) -> pd.DataFrame:
+    """The `code` column unpacked into file_id, layer, kind and nested."""
+    code = frame.pop("code").to_numpy()
+    frame.insert(0, "nested", (code % NESTINGS).astype(np.int8))
+    frame.insert(0, "kind", kind_of(code).astype(np.int8))
+    frame.insert(0, "layer", (code // (NESTINGS * KIND_SLOTS) % LAYER_SLOTS).astype(np.int8))
+    frame.insert(0, "file_id", (code // (NESTINGS * KIND_SLOTS * LAYER_SLOTS) - 1).astype(np.int32))
+    return frame
+
+
+def most_frequent(frame: pd.DataFrame, keep: int) -> pd.DataFrame:
+    """The `keep` rows of highest count per code (ties: the smaller value first)."""
+    frame = frame.sort_values(["code", "count", frame.columns[1]], ascending=[True, False, True], kind="stable")
+    return frame[frame.groupby("code", sort=False).cumcount().to_numpy() < keep].reset_index(drop=True)
+
+
+def top(code: np.ndarray, values: np.ndarray, name: str) -> pd.DataFrame:
+    """The TOP_CARRIED most frequent values per group code, with their counts (hash factorisation, no sort
+    of the events)."""
+    if not len(code):
+        return pd.DataFrame({"code": code.astype(np.int64), name: values, "count": np.zeros(0, np.int64)})
+    value_index, uniques = pd.factorize(values)
+    width = len(uniques)
+    pair_index, pairs = pd.factorize(code.astype(np.int64) * width + value_index)
+    counts = np.bincount(pair_index, minlength=len(pairs))
+    frame = pd.DataFrame({"code": pairs // width, name: np.asarray(uniques)[pairs % width], "count": counts})
+    return most_frequent(frame, TOP_CARRIED)
+
+
+def union(code: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The [start, end) intervals of each code merged where they overlap or touch: (code, start, end), sorted."""
+    order = np.lexsort((start, code))
+    code, start, end = code[order], start[order], end[order]
+    first = np.r_[True, code[1:] != code[:-1]] if len(code) else np.zeros(0, bool)
+    reach = pd.Series(end).groupby(code, sort=False).cummax().to_numpy()
+    fresh = first | (start > np.r_[0, reach[:-1]])
+    runs = np.flatnonzero(fresh)
+    return code[runs], start[runs], np.maximum.reduceat(end, runs) if len(runs) else end[:0]
+
+
+def data_groups(c: dict, code: np.ndarray, options, last: pd.DataFrame):
+    """Per group of reads and writes: sequential/consecutive counts, stripe misalignment, small requests and
+    offset span; the size histogram, common sizes and common strides; the read intervals (for distinct bytes);
+    and each group's last access (offset and end, -1 when unknown), carried to the next range in `last`."""
+    data = ((c["kind"] == READ) | (c["kind"] == WRITE)) & (c["ret_bytes"] >= 0)
+    idx = np.flatnonzero(data)
+    idx = idx[np.argsort(code[idx], kind="stable")]  # time order kept inside each group
+    g, off, size = code[idx], c["offset"][idx], c["ret_bytes"][idx]
+    known = off >= 0
+    end = off + size
+    boundary = np.r_[True, g[1:] != g[:-1]] if len(g) else np.zeros(0, bool)  # a group's first access
+    first = boundary.copy()
+    prev_off, prev_end, prev_known = np.r_[0, off[:-1]], np.r_[0, end[:-1]], np.r_[False, known[:-1]]
+    if len(last) and len(g):  # a group's first access follows its last one of the earlier ranges
+        at = np.flatnonzero(first)
+        carried = last.reindex(g[at])
+        found = carried["offset"].notna().to_numpy()
+        at, carried = at[found], carried[found]
+        prev_off[at], prev_end[at] = carried["offset"].to_numpy(np.int64), carried["end"].to_numpy(np.int64)
+        prev_known[at] = prev_off[at] >= 0
+        first[at] = False
+    same = ~first & known & prev_known
+    stripe = options.stripe_size
+    stripes_touched = np.where(size > 0, (end - 1) // stripe - off // stripe + 1, 0)
+    stripes_needed = -(-size // stripe)
+    index, groups = pd.factorize(g)
+    n = len(groups)
+    off_min, end_max = np.full(n, np.iinfo(np.int64).max), np.full(n, -1)
+    np.minimum.at(off_min, index[known], off[known])
+    np.maximum.at(end_max, index[known], end[known])
+    per_group = pd.DataFrame({
+        "sequential": np.bincount(index, same & (off >= prev_end), minlength=n).astype(np.int64),
+        "consecutive": np.bincount(index, same & (off == prev_end), minlength=n).astype(np.int64),
+        "misaligned": np.bincount(index, known & (stripes_touched > stripes_needed), minlength=n).astype(np.int64),
+        "small": np.bincount(index, size < options.small_request, minlength=n).astype(np.int64),
+        "off_min": off_min, "end_max": end_max}, index=pd.Index(groups, name="code"))
+    reads = known & (kind_of(g) == READ)  # distinct bytes matter for reads only (repeated reads)
+    bins = np.searchsorted(SIZE_BIN_UPPER, size, side="left")
+    cell_index, cells = pd.factorize(g * len(SIZE_BIN_NAMES) + bins)
+    hist = pd.DataFrame({"code": cells // len(SIZE_BIN_NAMES), "bin": cells % len(SIZE_BIN_NAMES),
+                         "count": np.bincount(cell_index, minlength=len(cells))})
+    sizes = top(g, size, "size")
+    gap_top = top(g[same], (off - prev_end)[same], "value").assign(measure="gap")
+    stride_top = top(g[same], (off - prev_off)[same], "value").assign(measure="stride")
+    ends = np.r_[boundary[1:], True] if len(g) else boundary  # each group's last access in this range
+    now_last = pd.DataFrame({"offset": np.where(known, off, -1)[ends], "end": np.where(known, end, -1)[ends]},
+                            index=pd.Index(g[ends], name="code"))
+    last = pd.concat([last[~last.index.isin(now_last.index)], now_last])
+    return (per_group, hist, sizes, pd.concat([gap_top, stride_top], ignore_index=True),
+            (g[reads], off[reads], end[reads]), last)
+
+
+def group_totals(c: dict, code: np.ndarray, duration: np.ndarray, moved: np.ndarray,
+                 completion: np.ndarray) -> pd.DataFrame:
+    """ops, bytes, time, errors, first start and last end per group."""
+    index, codes = pd.factorize(code)
+    n = len(codes)
+    first = np.full(n, np.iinfo(np.int64).max)
+    last = np.full(n, np.iinfo(np.int64).min)
+    np.minimum.at(first, index, c["t_start"])
+    np.maximum.at(last, index, c["t_end"])
+    return pd.DataFrame({"ops": np.bincount(index, ~completion, minlength=n).astype(np.int64),
+                         "bytes": np.bincount(index, moved, minlength=n).astype(np.int64),
+                         "time_ns": np.bincount(index, duration, minlength=n).astype(np.int64),
+                         "errors": np.bincount(index, c["errno"] != 0, minlength=n).astype(np.int64),
+                         "t_first": first, "t_last": last}, index=pd.Index(codes, name="code"))
+
+
+def timebins(c: dict, moved: np.ndarray) -> pd.DataFrame:
+    """Bytes moved per time bin of width 2^shift ns (power-of-two widths merge exactly, see coarsen)."""
+    data = moved > 0
+    if not data.any():
+        return pd.DataFrame(columns=["layer", "kind", "bin", "bytes", "shift"])
+    t = c["t_end"][data]
+    frame = pd.DataFrame({"layer": c["layer"][data], "kind": c["kind"][data], "bin": t, "bytes": moved[data]})
+    return coarsen(frame.assign(shift=0), _shift_for(int(t.min()), int(t.max())))
+
+
+def _shift_for(t0: int, t1: int) -> int:
+    """The power-of-two bin width that cuts [t0, t1] into at most TIME_BINS bins."""
+    return max(0, int(np.ceil(np.log2((t1 - t0 + 1) / TIME_BINS))))
+
+
+def coarsen(frame: pd.DataFrame, shift: int | None = None) -> pd.DataFrame:
+    """Time bins of mixed power-of-two widths (layer, kind, bin, bytes, shift) merged at one width: `shift`,
+    or the coarsest of the frame and the one that keeps its span within TIME_BINS bins."""
+    if frame.empty:
+        return frame
+    bins, shifts = frame["bin"].to_numpy(np.int64), frame["shift"].to_numpy(np.int64)
+    if shift is None:
+        shift = max(int(shifts.max()), _shift_for(int((bins << shifts).min()), int(((bins + 1) << shifts).max()) - 1))
+    merged = frame.assign(bin=bins >> (shift - shifts)).groupby(["layer", "kind", "bin"])["bytes"].sum()
+    return merged.reset_index().assign(shift=shift)
+
+
+def _child_category(kind: np.ndarray) -> np.ndarray:
+    category = np.full(len(kind), 4, np.int8)  # other
+    for code, k in ((0, READ), (1, WRITE), (2, LOCK), (3, UNLOCK)):
+        category[kind == k] = code
+    return category
+
+
+def decompose(c: dict, duration: np.ndarray, moved: np.ndarray, nested: np.ndarray, names: list[str],
+              detail_limit: int):
+    """Per MPI-IO call (numpy columns): its POSIX/stdio children's time, count and bytes by category
+    (Fig. 4.8); plus the first `detail_limit` calls and their children as frames, for the timelines."""
+    mpi = np.flatnonzero(c["layer"] == LAYER_CODE["mpiio"])
+    calls = {"call_id": c["call_id"][mpi], "op": c["op"][mpi], "file_id": c["file_id"][mpi], "kind": c["kind"][mpi],
+             "t_start": c["t_start"][mpi], "t_end": c["t_end"][mpi], "bytes": moved[mpi],
+             "coll_seq": c["coll_seq"][mpi]}
+    child = np.flatnonzero((c["parent"] >= 0) & (c["layer"] != LAYER_CODE["mpiio"]))
+    position = parent_lookup(calls["call_id"], np.arange(len(mpi)), c["parent"][child], -1)
+    child, position = child[position >= 0], position[position >= 0]
+    category = _child_category(c["kind"][child])
+    n = len(mpi)
+    for code, name in enumerate(CHILD_CATEGORIES[:4]):
+        pick = category == code
+        calls[f"{name}_ns"] = np.bincount(position[pick], duration[child][pick], minlength=n).astype(np.int64)
+        calls[f"{name}_ops"] = np.bincount(position[pick], minlength=n)
+    calls["other_ops"] = np.bincount(position[category == 4], minlength=n)
+    calls["other_ns"] = (calls["t_end"] - calls["t_start"]) - sum(calls[f"{k}_ns"] for k in CHILD_CATEGORIES[:4])
+    same_file = nested[child] == 1
+    for name, k in (("posix_read_bytes", READ), ("posix_write_bytes", WRITE)):
+        pick = same_file & (c["kind"][child] == k)
+        calls[name] = np.bincount(position[pick], moved[child][pick], minlength=n).astype(np.int64)
+    op_names = np.array(names or [""], dtype=object)
+    calls["collective"] = np.array([ops.is_collective(x) for x in op_names], bool)[calls["op"]]
+    calls["sieving"] = ((calls["kind"] == WRITE) & ~calls["collective"] & (calls["lock_ops"] > 0)
+                        & (calls["read_ops"] > 0) & (calls["write_ops"] > 0))
+    kept = pd.DataFrame({name: values[:detail_limit] for name, values in calls.items()})
+    kept["op"] = op_names[kept["op"].to_numpy()]
+    children = pd.DataFrame({"call_id": c["parent"][child], "category": category,
+                             "t_start": c["t_start"][child], "t_end": c["t_end"][child],
+                             "offset": c["offset"][child], "bytes": moved[child]})
+    children = children[children["call_id"].isin(kept["call_id"])]
+    return splits(calls, op_names), kept, children
+
+
+def splits(calls: dict, names: np.ndarray) -> pd.DataFrame:
+    """Per (op, file, kind, collective): totals of the decomposition columns over every call (exact)."""
+    key = ((calls["op"].astype(np.int64) << 32 | (calls["file_id"].astype(np.int64) + 1)) << 4
+           | calls["kind"].astype(np.int64) << 1 | calls["collective"])
+    index, keys = pd.factorize(key)
+    n = len(keys)
+    sums = [k for k in calls if k.endswith(("_ns", "_ops", "_bytes"))] + ["bytes", "sieving"]
+    out = {k: np.bincount(index, calls[k], minlength=n).astype(np.int64) for k in sums}
+    out["time_ns"] = np.bincount(index, calls["t_end"] - calls["t_start"], minlength=n).astype(np.int64)
+    out["calls"] = np.bincount(index, minlength=n)
+    sieved = calls["sieving"]
+    first, last = np.full(n, np.nan), np.full(n, np.nan)
+    np.fmin.at(first, index[sieved], calls["t_start"][sieved])
+    np.fmax.at(last, index[sieved], calls["t_end"][sieved])
+    return pd.DataFrame({"op": names[(keys >> 36).astype(np.int64)] if n else [],
+                         "file_id": ((keys >> 4) & 0xFFFFFFFF) - 1, "kind": (keys >> 1) & 7,
+                         "collective": (keys & 1).astype(bool), **out,
+                         "sieving_first": first, "sieving_last": last})
+
+
+def lock_events(c: dict, duration: np.ndarray) -> pd.DataFrame:
+    """The range's record lock and unlock calls."""
+    pick = np.flatnonzero((c["kind"] == LOCK) | (c["kind"] == UNLOCK))
+    return pd.DataFrame({"file_id": c["file_id"][pick], "offset": c["offset"][pick],
+                         "length": c["req_bytes"][pick], "unlock": c["kind"][pick] == UNLOCK,
+                         "t_start": c["t_start"][pick], "t_end": c["t_end"][pick], "wait": duration[pick]})
+
+
+def pair_locks(events: pd.DataFrame, final: bool) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Record locks paired with the unlock of the same range on the same file: wait (the lock call's own
+    duration, F_SETLKW blocks) and hold (from the lock's return to the unlock's start). Returns the locks
+    (LOCK_COLUMNS) and, unless `final`, the locks not released yet, held back for the next range's unlocks."""
+    frame = events.sort_values(["file_id", "offset", "length", "t_start"], kind="stable")
+    after = frame.shift(-1)
+    released = (after["unlock"].eq(True) & (after["file_id"] == frame["file_id"])
+                & (after["offset"] == frame["offset"]) & (after["length"] == frame["length"]))
+    frame["t_release"] = after["t_start"].where(released)
+    locks = frame[~frame["unlock"].astype(bool)]
+    waiting = locks["t_release"].isna() & (not final)
+    held = locks[waiting].drop(columns="t_release")
+    locks = locks[~waiting]
+    out = pd.DataFrame({"file_id": locks["file_id"], "offset": locks["offset"], "length": locks["length"],
+                        "t_request": locks["t_start"], "t_acquired": locks["t_end"],
+                        "t_release": locks["t_release"], "wait_ns": locks["wait"]})
+    out["held_ns"] = (out["t_release"] - out["t_acquired"]).clip(lower=0)
+    return out.reset_index(drop=True), held.reset_index(drop=True)
+
+
+def samples(c: dict, moved: np.ndarray, nested: np.ndarray, budget: int) -> pd.DataFrame:
+    """An even subsample of the data calls (offset known) for the plots."""
+    idx = np.flatnonzero(((c["kind"] == READ) | (c["kind"] == WRITE)) & (c["offset"] >= 0))
+    if len(idx) > budget:
+        idx = idx[np.linspace(0, len(idx) - 1, budget).astype(np.int64)]
+    return pd.DataFrame({"t_start": c["t_start"][idx], "t_end": c["t_end"][idx], "layer": c["layer"][idx],
+                         "kind": c["kind"][idx], "file_id": c["file_id"][idx], "offset": c["offset"][idx],
+                         "bytes": moved[idx], "nested": nested[idx]})
