@@ -124,13 +124,20 @@ def test_stdio_calls_bytes_attributed_to_the_stream_file(tmp_path):
     traced, trace = run_both(tmp_path, lambda d: [str(exe), "stdio", str(d)])
     ev = frame(trace)
     s = ev[(ev["name"] == "s.txt") & (ev["layer"] == "stdio")]
-    assert list(s["op"]) == ["fopen", "fwrite", "__fprintf_chk", "fputs", "fputc", "putc", "fflush", "ftell", "fseek",
-                             "fgets", "__getdelim", "fgetc", "getc", "fgetc", "rewind", "fread", "fileno",
-                             "fclose"]
-    assert list(s["ret_bytes"]) == [s["handle"].iloc[0], 100, 6, 6, 1, 1, 0, 114, 0, 6, 6, 1, 1, 0, 0, 60,
-                                    s["handle"].iloc[0], 0]
+    fd = s["handle"].iloc[0]
+    # (op, offset, ret_bytes): each access at the stream's position before it, followed by the tracer from the
+    # open and the bytes moved; -1 after an ungetc it does not see until the stream is asked (fseek) again, and
+    # in append mode; fseek records the offset asked, ftell the position, rewind 0
+    assert [tuple(r) for r in s[["op", "offset", "ret_bytes"]].itertuples(index=False)] == [
+        ("fopen", -1, fd), ("fwrite", 0, 100), ("__fprintf_chk", 100, 6), ("fputs", 106, 6), ("fputc", 112, 1),
+        ("putc", 113, 1), ("fflush", -1, 0), ("ftell", 114, 114), ("fseek", 100, 0), ("fgets", 100, 6),
+        ("__getdelim", 106, 6), ("fgetc", 112, 1), ("getc", 113, 1), ("fgetc", 114, 0), ("rewind", 0, 0),
+        ("fread", 0, 60), ("fread", -1, 10), ("fseek", 0, 0), ("fread", 69, 10), ("fileno", -1, fd),
+        ("fclose", -1, 0), ("fopen", -1, fd), ("fputs", -1, 5), ("fclose", -1, 0)]
     assert s["aux"].iloc[0] == os.O_RDWR | os.O_CREAT | os.O_TRUNC
-    assert moved(ev, "s.txt", "stdio", "write") == 114 and moved(ev, "s.txt", "stdio", "read") == 74
+    assert moved(ev, "s.txt", "stdio", "write") == 119 and moved(ev, "s.txt", "stdio", "read") == 94
+    assert rows(ev, "fd.txt", {"__fprintf_chk"}) == [("__fprintf_chk", 0, 8, 8, 0)]  # fdopen: the fd's position
+    assert rows(ev, "re.txt", {"fwrite"}) == [("fwrite", 0, 33, 33, 0)]
     assert moved(ev, "fd.txt", "stdio", "write") == 8 and moved(ev, "re.txt", "stdio", "write") == 33
     assert rows(ev, "x", {"fopen"}) == [("fopen", -1, -1, -1, 2)]
     # what the program printed to its stdout (a pipe here) is attributed to that pipe, byte for byte

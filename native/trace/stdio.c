@@ -1,12 +1,13 @@
 /* stdio wrappers. Each event is on the stream's descriptor (handle = fileno) and so on its file: bytes are
  * attributed to the file the stream is open on. stdio's own buffered read()/write() happen inside libc and
- * are not seen as POSIX events: the stdio layer is what the program asked for. offset is -1 (asking a stream
- * its position can cost a system call); req_bytes are the bytes asked, ret_bytes the bytes moved. */
+ * are not seen as POSIX events: the stdio layer is what the program asked for. req_bytes are the bytes asked,
+ * ret_bytes the bytes moved; offset is the stream's position before the call (see "stream positions"). */
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "key_table.h"
 #include "wrap.h"
 
 #define S IOLOOM_STDIO
@@ -18,6 +19,112 @@ static void record_stream(struct ioloom_call *c, enum ioloom_op op, FILE *fp, in
                           int64_t ret, int64_t aux) {
     ioloom_record_fd(c, op, S, stream_fd(fp), offset, req, ret, aux);
 }
+
+/* ---- stream positions ----
+ * Asking the stream (ftell) before every call would cost a lock and, while glibc does not know the file offset
+ * (until the first seek), a system call. So the tracer follows each stream's position itself: it learns it
+ * where it is certain (0 after fopen/freopen, the descriptor's position after fdopen, the result of ftell and of
+ * every seek), and adds the bytes each traced call moved. Calls it does not see also move the position
+ * (glibc's inline getc/putc macros, ungetc, scanf, the wide-character calls): it notices them because the
+ * stream's buffer pointers are no longer where the last traced call left them, and from then on records -1
+ * until the next seek, rewind or ftell. Append-mode streams are -1 (every write goes to the end of file).
+ * Bookkeeping and the call run under the stream's own lock, so threads sharing a stream get exact offsets. */
+
+#define MAX_STREAMS 1024 /* open at once; beyond it a stream's calls have offset -1 */
+#define UNKNOWN (-1)
+#define APPENDING (-2)   /* never known */
+
+struct stream_position {
+    int64_t at;                        /* the stream's position, UNKNOWN or APPENDING */
+    const char *read_ptr, *write_ptr;  /* the buffer pointers the last traced call left */
+};
+static struct stream_position positions[MAX_STREAMS];
+static struct key_table position_slots = KEY_TABLE(MAX_STREAMS);
+
+static uint64_t stream_key(const FILE *fp) { return (uint64_t)(uintptr_t)fp; }
+
+static struct stream_position *position_of(const FILE *fp) {
+    long slot = key_table_find(&position_slots, stream_key(fp));
+    return slot < 0 ? NULL : &positions[slot];
+}
+
+static void left_at(FILE *fp, struct stream_position *p, int64_t at) {
+    p->at = p->at == APPENDING ? APPENDING : at;
+    p->read_ptr = fp->_IO_read_ptr;
+    p->write_ptr = fp->_IO_write_ptr;
+}
+
+/* What the stream's position is, as the stream itself says (ftell), or APPENDING. errno is kept. */
+static int64_t asked_position(FILE *fp) {
+    int saved = errno;
+    int flags = IOLOOM_NEXT(fcntl)(fp->_fileno, F_GETFL);
+    int64_t at = flags >= 0 && (flags & O_APPEND) ? APPENDING : IOLOOM_NEXT(ftello64)(fp);
+    errno = saved;
+    return at < 0 && at != APPENDING ? UNKNOWN : at;
+}
+
+/* Starts following fp (a stale entry for a reused FILE address is dropped) at position `at`. */
+static void follow(FILE *fp, int64_t at) {
+    struct stream_position *stale = position_of(fp);
+    if (stale) key_table_remove(&position_slots, stale - positions);
+    long slot = key_table_reserve(&position_slots, stream_key(fp));
+    if (slot < 0) return;
+    positions[slot].at = UNKNOWN;
+    left_at(fp, &positions[slot], at);
+    key_table_publish(&position_slots, slot);
+}
+
+static void forget(FILE *fp) {
+    struct stream_position *p = position_of(fp);
+    if (p) key_table_remove(&position_slots, p - positions);
+}
+
+/* The position before a data call, UNKNOWN if the tracer cannot be sure. A stream first seen here (stdin,
+ * stdout, one opened before tracing started) is asked once. Called with the stream locked. */
+static int64_t position_before(FILE *fp) {
+    struct stream_position *p = position_of(fp);
+    if (IOLOOM_UNLIKELY(!p)) {
+        follow(fp, asked_position(fp));
+        if (!(p = position_of(fp))) return UNKNOWN;
+    }
+    if (p->read_ptr != fp->_IO_read_ptr || p->write_ptr != fp->_IO_write_ptr) /* moved where we did not see */
+        left_at(fp, p, UNKNOWN);
+    return p->at >= 0 ? p->at : UNKNOWN;
+}
+
+/* After a data call that started at `at` and moved `bytes` (-1: unknown). Called with the stream locked. */
+static void position_after(FILE *fp, int64_t at, int64_t bytes) {
+    struct stream_position *p = position_of(fp);
+    if (p) left_at(fp, p, at >= 0 && bytes >= 0 ? at + bytes : UNKNOWN);
+}
+
+/* After a seek, rewind or ftell: the stream's own answer. */
+static void position_known(FILE *fp, int64_t at) {
+    struct stream_position *p = position_of(fp);
+    if (p) left_at(fp, p, at >= 0 ? at : UNKNOWN);
+    else follow(fp, at >= 0 ? at : UNKNOWN);
+}
+
+/* A call on stream FP, run under the stream's lock with BEFORE and AFTER (which may use r) around it. */
+#define STREAM_CALL(fn, args, FP, failed_if, BEFORE, AFTER, record)  \
+    struct ioloom_call c;                                            \
+    if (!ioloom_call_start(&c, S)) return IOLOOM_NEXT(fn) args;      \
+    flockfile(FP);                                                   \
+    BEFORE;                                                          \
+    __typeof__(IOLOOM_NEXT(fn) args) r = IOLOOM_NEXT(fn) args;       \
+    ioloom_call_returned(&c, failed_if);                             \
+    AFTER;                                                           \
+    funlockfile(FP);                                                 \
+    record;                                                          \
+    return r
+
+/* A data call: RECORD may use `at`, the position before it; MOVED (an expression of r) is the bytes it moved,
+ * -1 if unknown. */
+#define STREAM_DATA(fn, args, FP, failed_if, MOVED, record) \
+    STREAM_CALL(fn, args, FP, failed_if, int64_t at = position_before(FP), position_after(FP, at, MOVED), record)
+
+/* After a seek or rewind: where the stream now stands, as it says itself. */
+static void seeked(FILE *fp, int failed) { position_known(fp, failed ? UNKNOWN : IOLOOM_NEXT(ftello64)(fp)); }
 
 /* Bytes moved by a call that returns a count of items (fread, fwrite): the error state tells failure. */
 static int64_t moved(size_t items, size_t size) { return (int64_t)(items * size); }
@@ -36,10 +143,13 @@ static int mode_flags(const char *mode) {
     }
 }
 
+/* A stream opened by path for reading or writing starts at 0; one in append mode, on a descriptor (fdopen) or
+ * reopened on its own file (freopen with no path) starts where the stream says. */
 static void record_fopen(struct ioloom_call *c, enum ioloom_op op, const char *path, const char *mode, FILE *r) {
     int fd = stream_fd(r);
     int32_t file = path ? ioloom_path_state(AT_FDCWD, path, fd) : ioloom_fd_state(fd);
     if (fd >= 0) ioloom_fd_set(fd, file);
+    if (r) follow(r, path && mode && mode[0] != 'a' ? 0 : asked_position(r));
     ioloom_record_file(c, op, S, file, fd, -1, -1, fd, mode_flags(mode));
 }
 
@@ -63,6 +173,7 @@ IOLOOM_EXPORT FILE *freopen64(const char *path, const char *mode, FILE *fp) {
 IOLOOM_EXPORT int fclose(FILE *fp) {
     struct ioloom_call c;
     int fd = stream_fd(fp);
+    forget(fp);
     if (!ioloom_call_start(&c, S)) {
         ioloom_fd_forget(fd);
         return IOLOOM_NEXT(fclose)(fp);
@@ -79,8 +190,8 @@ IOLOOM_EXPORT int fclose(FILE *fp) {
 
 #define WRAP_ITEMS(fn, opname, buf_type)                                                                   \
     IOLOOM_EXPORT size_t fn(buf_type buf, size_t size, size_t n, FILE *fp) {                               \
-        TRACED(S, fn, (buf, size, n, fp), r < n && ferror(fp),                                             \
-               record_stream(&c, OP(opname), fp, -1, moved(n, size), moved(r, size), -1));                 \
+        STREAM_DATA(fn, (buf, size, n, fp), fp, r < n && ferror(fp), moved(r, size),                       \
+                    record_stream(&c, OP(opname), fp, at, moved(n, size), moved(r, size), -1));            \
     }
 WRAP_ITEMS(fread, FREAD, void *)
 WRAP_ITEMS(fread_unlocked, FREAD_UNLOCKED, void *)
@@ -90,27 +201,27 @@ WRAP_ITEMS(fwrite_unlocked, FWRITE_UNLOCKED, const void *)
 #define WRAP_ITEMS_CHK(fn, opname)                                                                         \
     size_t fn(void *buf, size_t buflen, size_t size, size_t n, FILE *fp);                                  \
     IOLOOM_EXPORT size_t fn(void *buf, size_t buflen, size_t size, size_t n, FILE *fp) {                   \
-        TRACED(S, fn, (buf, buflen, size, n, fp), r < n && ferror(fp),                                     \
-               record_stream(&c, OP(opname), fp, -1, moved(n, size), moved(r, size), -1));                 \
+        STREAM_DATA(fn, (buf, buflen, size, n, fp), fp, r < n && ferror(fp), moved(r, size),               \
+                    record_stream(&c, OP(opname), fp, at, moved(n, size), moved(r, size), -1));            \
     }
 WRAP_ITEMS_CHK(__fread_chk, U_FREAD_CHK)
 WRAP_ITEMS_CHK(__fread_unlocked_chk, U_FREAD_UNLOCKED_CHK)
 
 /* ---- formatted output: every form ends in the v-form with a va_list; ret = bytes written ---- */
 
-static void record_printed(struct ioloom_call *c, enum ioloom_op op, FILE *fp, int r) {
-    record_stream(c, op, fp, -1, r >= 0 ? r : -1, r >= 0 ? r : -1, -1);
+static void record_printed(struct ioloom_call *c, enum ioloom_op op, FILE *fp, int64_t at, int r) {
+    record_stream(c, op, fp, at, r >= 0 ? r : -1, r >= 0 ? r : -1, -1);
 }
 
 IOLOOM_EXPORT int vfprintf(FILE *fp, const char *fmt, va_list ap) {
-    TRACED(S, vfprintf, (fp, fmt, ap), r < 0, record_printed(&c, OP(VFPRINTF), fp, r));
+    STREAM_DATA(vfprintf, (fp, fmt, ap), fp, r < 0, r, record_printed(&c, OP(VFPRINTF), fp, at, r));
 }
 IOLOOM_EXPORT int vprintf(const char *fmt, va_list ap) {
-    TRACED(S, vfprintf, (stdout, fmt, ap), r < 0, record_printed(&c, OP(VPRINTF), stdout, r));
+    STREAM_DATA(vfprintf, (stdout, fmt, ap), stdout, r < 0, r, record_printed(&c, OP(VPRINTF), stdout, at, r));
 }
 
 static int printf_as(enum ioloom_op op, FILE *fp, const char *fmt, va_list ap) {
-    TRACED(S, vfprintf, (fp, fmt, ap), r < 0, record_printed(&c, op, fp, r));
+    STREAM_DATA(vfprintf, (fp, fmt, ap), fp, r < 0, r, record_printed(&c, op, fp, at, r));
 }
 
 IOLOOM_EXPORT int fprintf(FILE *fp, const char *fmt, ...) {
@@ -135,7 +246,7 @@ int __fprintf_chk(FILE *fp, int flag, const char *fmt, ...);
 int __printf_chk(int flag, const char *fmt, ...);
 
 static int printf_chk_as(enum ioloom_op op, FILE *fp, int flag, const char *fmt, va_list ap) {
-    TRACED(S, __vfprintf_chk, (fp, flag, fmt, ap), r < 0, record_printed(&c, op, fp, r));
+    STREAM_DATA(__vfprintf_chk, (fp, flag, fmt, ap), fp, r < 0, r, record_printed(&c, op, fp, at, r));
 }
 IOLOOM_EXPORT int __vfprintf_chk(FILE *fp, int flag, const char *fmt, va_list ap) {
     return printf_chk_as(OP(U_VFPRINTF_CHK), fp, flag, fmt, ap);
@@ -160,23 +271,26 @@ IOLOOM_EXPORT int __printf_chk(int flag, const char *fmt, ...) {
 
 /* ---- strings and characters out ---- */
 
-static void record_put(struct ioloom_call *c, enum ioloom_op op, FILE *fp, int64_t bytes, int failed) {
-    record_stream(c, op, fp, -1, bytes, failed ? -1 : bytes, -1);
+static void record_put(struct ioloom_call *c, enum ioloom_op op, FILE *fp, int64_t at, int64_t bytes, int failed) {
+    record_stream(c, op, fp, at, bytes, failed ? -1 : bytes, -1);
 }
 
 IOLOOM_EXPORT int puts(const char *s) {
-    TRACED(S, puts, (s), r == EOF, record_put(&c, OP(PUTS), stdout, (int64_t)strlen(s) + 1, r == EOF));
+    int64_t len = (int64_t)strlen(s) + 1;
+    STREAM_DATA(puts, (s), stdout, r == EOF, r == EOF ? -1 : len, record_put(&c, OP(PUTS), stdout, at, len, r == EOF));
 }
 #define WRAP_FPUTS(fn, opname)                                                                             \
     IOLOOM_EXPORT int fn(const char *s, FILE *fp) {                                                        \
-        TRACED(S, fn, (s, fp), r == EOF, record_put(&c, OP(opname), fp, (int64_t)strlen(s), r == EOF));    \
+        int64_t len = (int64_t)strlen(s);                                                                  \
+        STREAM_DATA(fn, (s, fp), fp, r == EOF, r == EOF ? -1 : len,                                        \
+                    record_put(&c, OP(opname), fp, at, len, r == EOF));                                    \
     }
 WRAP_FPUTS(fputs, FPUTS)
 WRAP_FPUTS(fputs_unlocked, FPUTS_UNLOCKED)
 
 #define WRAP_PUTC(fn, opname)                                                                              \
     IOLOOM_EXPORT int fn(int ch, FILE *fp) {                                                               \
-        TRACED(S, fn, (ch, fp), r == EOF, record_put(&c, OP(opname), fp, 1, r == EOF));                    \
+        STREAM_DATA(fn, (ch, fp), fp, r == EOF, r == EOF ? -1 : 1, record_put(&c, OP(opname), fp, at, 1, r == EOF)); \
     }
 WRAP_PUTC(putc, PUTC)
 WRAP_PUTC(fputc, FPUTC)
@@ -185,7 +299,8 @@ WRAP_PUTC(fputc_unlocked, FPUTC_UNLOCKED)
 
 #define WRAP_PUTCHAR(fn, opname)                                                                           \
     IOLOOM_EXPORT int fn(int ch) {                                                                         \
-        TRACED(S, fn, (ch), r == EOF, record_put(&c, OP(opname), stdout, 1, r == EOF));                    \
+        STREAM_DATA(fn, (ch), stdout, r == EOF, r == EOF ? -1 : 1,                                         \
+                    record_put(&c, OP(opname), stdout, at, 1, r == EOF));                                  \
     }
 WRAP_PUTCHAR(putchar, PUTCHAR)
 WRAP_PUTCHAR(putchar_unlocked, PUTCHAR_UNLOCKED)
@@ -194,8 +309,8 @@ WRAP_PUTCHAR(putchar_unlocked, PUTCHAR_UNLOCKED)
 
 #define WRAP_GETC(fn, opname)                                                                              \
     IOLOOM_EXPORT int fn(FILE *fp) {                                                                       \
-        TRACED(S, fn, (fp), r == EOF && ferror(fp),                                                        \
-               record_stream(&c, OP(opname), fp, -1, 1, read_result(fp, 1, r == EOF), -1));                \
+        STREAM_DATA(fn, (fp), fp, r == EOF && ferror(fp), read_result(fp, 1, r == EOF),                    \
+                    record_stream(&c, OP(opname), fp, at, 1, read_result(fp, 1, r == EOF), -1));           \
     }
 WRAP_GETC(getc, GETC)
 WRAP_GETC(fgetc, FGETC)
@@ -204,19 +319,21 @@ WRAP_GETC(fgetc_unlocked, FGETC_UNLOCKED)
 
 #define WRAP_GETCHAR(fn, opname)                                                                           \
     IOLOOM_EXPORT int fn(void) {                                                                           \
-        TRACED(S, fn, (), r == EOF && ferror(stdin),                                                       \
-               record_stream(&c, OP(opname), stdin, -1, 1, read_result(stdin, 1, r == EOF), -1));          \
+        STREAM_DATA(fn, (), stdin, r == EOF && ferror(stdin), read_result(stdin, 1, r == EOF),             \
+                    record_stream(&c, OP(opname), stdin, at, 1, read_result(stdin, 1, r == EOF), -1));     \
     }
 WRAP_GETCHAR(getchar, GETCHAR)
 WRAP_GETCHAR(getchar_unlocked, GETCHAR_UNLOCKED)
 
 /* fgets: req_bytes = the room given (n - 1 characters), ret_bytes = the length of the line read. */
-static void record_line(struct ioloom_call *c, enum ioloom_op op, FILE *fp, int n, const char *r) {
-    record_stream(c, op, fp, -1, n > 0 ? n - 1 : 0, read_result(fp, r ? (int64_t)strlen(r) : 0, !r), -1);
+static int64_t line_length(FILE *fp, const char *r) { return read_result(fp, r ? (int64_t)strlen(r) : 0, !r); }
+static void record_line(struct ioloom_call *c, enum ioloom_op op, FILE *fp, int64_t at, int n, const char *r) {
+    record_stream(c, op, fp, at, n > 0 ? n - 1 : 0, line_length(fp, r), -1);
 }
 #define WRAP_FGETS(fn, opname)                                                                             \
     IOLOOM_EXPORT char *fn(char *s, int n, FILE *fp) {                                                     \
-        TRACED(S, fn, (s, n, fp), !r && ferror(fp), record_line(&c, OP(opname), fp, n, r));                 \
+        STREAM_DATA(fn, (s, n, fp), fp, !r && ferror(fp), line_length(fp, r),                             \
+                    record_line(&c, OP(opname), fp, at, n, r));                                            \
     }
 WRAP_FGETS(fgets, FGETS)
 WRAP_FGETS(fgets_unlocked, FGETS_UNLOCKED)
@@ -224,42 +341,46 @@ WRAP_FGETS(fgets_unlocked, FGETS_UNLOCKED)
 #define WRAP_FGETS_CHK(fn, opname)                                                                         \
     char *fn(char *s, size_t size, int n, FILE *fp);                                                       \
     IOLOOM_EXPORT char *fn(char *s, size_t size, int n, FILE *fp) {                                        \
-        TRACED(S, fn, (s, size, n, fp), !r && ferror(fp), record_line(&c, OP(opname), fp, n, r));          \
+        STREAM_DATA(fn, (s, size, n, fp), fp, !r && ferror(fp), line_length(fp, r),                       \
+                    record_line(&c, OP(opname), fp, at, n, r));                                            \
     }
 WRAP_FGETS_CHK(__fgets_chk, U_FGETS_CHK)
 WRAP_FGETS_CHK(__fgets_unlocked_chk, U_FGETS_UNLOCKED_CHK)
 
 /* getline/getdelim: ret_bytes = the length read (0 at end of file), aux = the delimiter. */
-static void record_delim(struct ioloom_call *c, enum ioloom_op op, FILE *fp, int delim, ssize_t r) {
-    record_stream(c, op, fp, -1, -1, read_result(fp, r, r < 0), delim);
+static void record_delim(struct ioloom_call *c, enum ioloom_op op, FILE *fp, int64_t at, int delim, ssize_t r) {
+    record_stream(c, op, fp, at, -1, read_result(fp, r, r < 0), delim);
 }
+#define WRAP_GETDELIM(fn, opname, args, delim)                                                             \
+    STREAM_DATA(fn, args, fp, r < 0 && ferror(fp), read_result(fp, r, r < 0),                              \
+                record_delim(&c, OP(opname), fp, at, delim, r))
 IOLOOM_EXPORT ssize_t getline(char **line, size_t *n, FILE *fp) {
-    TRACED(S, getline, (line, n, fp), r < 0 && ferror(fp), record_delim(&c, OP(GETLINE), fp, '\n', r));
+    WRAP_GETDELIM(getline, GETLINE, (line, n, fp), '\n');
 }
 IOLOOM_EXPORT ssize_t getdelim(char **line, size_t *n, int delim, FILE *fp) {
-    TRACED(S, getdelim, (line, n, delim, fp), r < 0 && ferror(fp), record_delim(&c, OP(GETDELIM), fp, delim, r));
+    WRAP_GETDELIM(getdelim, GETDELIM, (line, n, delim, fp), delim);
 }
 /* What glibc's inline getline() calls at -O2. */
 ssize_t __getdelim(char **line, size_t *n, int delim, FILE *fp);
 IOLOOM_EXPORT ssize_t __getdelim(char **line, size_t *n, int delim, FILE *fp) {
-    TRACED(S, __getdelim, (line, n, delim, fp), r < 0 && ferror(fp), record_delim(&c, OP(U_GETDELIM), fp, delim, r));
+    WRAP_GETDELIM(__getdelim, U_GETDELIM, (line, n, delim, fp), delim);
 }
 
 /* ---- positioning: fseek offset = the offset asked, aux = whence; ftell offset = ret = the position ---- */
 
-IOLOOM_EXPORT int fseek(FILE *fp, long off, int whence) {
-    TRACED(S, fseek, (fp, off, whence), r < 0, record_stream(&c, OP(FSEEK), fp, off, -1, r, whence));
-}
-#define WRAP_FSEEKO(fn, opname, off_type)                                                                  \
+#define WRAP_FSEEK(fn, opname, off_type)                                                                   \
     IOLOOM_EXPORT int fn(FILE *fp, off_type off, int whence) {                                             \
-        TRACED(S, fn, (fp, off, whence), r < 0, record_stream(&c, OP(opname), fp, off, -1, r, whence));     \
+        STREAM_CALL(fn, (fp, off, whence), fp, r < 0, (void)0, seeked(fp, r < 0),                          \
+                    record_stream(&c, OP(opname), fp, off, -1, r, whence));                                \
     }
-WRAP_FSEEKO(fseeko, FSEEKO, off_t)
-WRAP_FSEEKO(fseeko64, FSEEKO64, off64_t)
+WRAP_FSEEK(fseek, FSEEK, long)
+WRAP_FSEEK(fseeko, FSEEKO, off_t)
+WRAP_FSEEK(fseeko64, FSEEKO64, off64_t)
 
 #define WRAP_FTELL(fn, opname)                                                                             \
     IOLOOM_EXPORT __typeof__(fn(NULL)) fn(FILE *fp) {                                                      \
-        TRACED(S, fn, (fp), r < 0, record_stream(&c, OP(opname), fp, r, -1, r, -1));                       \
+        STREAM_CALL(fn, (fp), fp, r < 0, (void)0, position_known(fp, r),                                   \
+                    record_stream(&c, OP(opname), fp, r, -1, r, -1));                                      \
     }
 WRAP_FTELL(ftell, FTELL)
 WRAP_FTELL(ftello, FTELLO)
@@ -268,8 +389,11 @@ WRAP_FTELL(ftello64, FTELLO64)
 IOLOOM_EXPORT void rewind(FILE *fp) {
     struct ioloom_call c;
     if (!ioloom_call_start(&c, S)) return IOLOOM_NEXT(rewind)(fp);
+    flockfile(fp);
     IOLOOM_NEXT(rewind)(fp);
     ioloom_call_returned(&c, 0);
+    seeked(fp, 0);
+    funlockfile(fp);
     record_stream(&c, OP(REWIND), fp, 0, -1, 0, SEEK_SET);
 }
 

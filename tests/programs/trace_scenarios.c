@@ -122,8 +122,15 @@ static void stdio(void) {
     show("fgetc_eof", fgetc(f));
     rewind(f);
     show("fread", (long)fread(buf, 1, 60, f));
+    show("ungetc", ungetc(buf[59], f)); /* moves the position where the tracer does not look: offsets -1 ... */
+    show("fread_after_ungetc", (long)fread(buf, 1, 10, f));
+    show("fseek_cur", fseek(f, 0, SEEK_CUR)); /* ... until the stream says where it is again */
+    show("fread_after_seek", (long)fread(buf, 1, 10, f));
     show("fileno", fileno(f) >= 0);
     show("fclose", fclose(f));
+    FILE *tail = fopen(in_dir("s.txt"), "a"); /* append mode: every write lands at the end, offset -1 */
+    show("append_fputs", fputs("tail\n", tail));
+    show("fclose_append", fclose(tail));
     int fd = open(in_dir("fd.txt"), O_CREAT | O_WRONLY | O_TRUNC, 0644);
     FILE *g = fdopen(fd, "w");
     show("fdopen_fprintf", fprintf(g, "%s", "abcdefgh"));
