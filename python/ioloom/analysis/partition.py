@@ -136,14 +136,16 @@ class _StreamSummary:
         self.started = tuple(np.concatenate((s, c[k][starts])) for s, k in zip(self.started, ("call_id", "kind")))
         duration = c["t_end"] - c["t_start"]
         moved = np.where(((c["kind"] == READ) | (c["kind"] == WRITE)) & (c["ret_bytes"] > 0), c["ret_bytes"], 0)
-        nested = rt.nesting(c)
+        mpi, child, position = rt.family(c)
+        nested = rt.nesting(c, mpi, child, position)
         code = rt.group_codes(c, nested)
         t["groups"].append(rt.group_totals(c, code, duration, moved, completion))
         per_data, histogram, sizes, strides, reads, self.last = rt.data_groups(c, code, self.options, self.last)
         for name, table in (("per_data", per_data), ("histogram", histogram), ("sizes", sizes), ("strides", strides)):
             t[name].append(table)
         self.read_intervals = rt.union(*(np.concatenate(pair) for pair in zip(self.read_intervals, reads)))
-        splits, calls, children = rt.decompose(c, duration, moved, nested, self.names, self.detail_left)
+        splits, calls, children = rt.decompose(c, duration, moved, nested, self.names, self.detail_left, mpi, child,
+                                               position)
         self.detail_left -= len(calls)
         t["splits"].append(splits)
         t["calls"].append(calls)

@@ -69,15 +69,20 @@ def take_initiation_kind(c: dict, names: list[str], started: tuple[np.ndarray, n
     return completion
 
 
-def nesting(c: dict) -> np.ndarray:
-    """0 top level, 1 issued by an MPI-IO call on the same file, 2 by one on another file."""
-    mpi = c["layer"] == LAYER_CODE["mpiio"]
-    nested = np.zeros(len(mpi), np.int8)
-    child = (c["parent"] >= 0) & ~mpi
-    if not child.any() or not mpi.any():
-        return nested
-    parent_file = parent_lookup(c["call_id"][mpi], c["file_id"][mpi], c["parent"][child], -2)
-    nested[child] = np.where(parent_file == c["file_id"][child], 1, 2)
+def family(c: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The range's MPI-IO calls (rows), the POSIX and stdio calls they issued (rows) and, for each of those,
+    its call's position among the MPI-IO calls (children whose call was not traced are left out)."""
+    is_mpi = c["layer"] == LAYER_CODE["mpiio"]
+    mpi = np.flatnonzero(is_mpi)
+    child = np.flatnonzero((c["parent"] >= 0) & ~is_mpi)
+    position = parent_lookup(c["call_id"][mpi], np.arange(len(mpi)), c["parent"][child], -1)
+    return mpi, child[position >= 0], position[position >= 0]
+
+
+def nesting(c: dict, mpi: np.ndarray, child: np.ndarray, position: np.ndarray) -> np.ndarray:
+    """0 top level, 1 issued by an MPI-IO call on the same file, 2 by one on another file (or one not traced)."""
+    nested = np.where((c["parent"] >= 0) & (c["layer"] != LAYER_CODE["mpiio"]), 2, 0).astype(np.int8)
+    nested[child[c["file_id"][mpi][position] == c["file_id"][child]]] = 1
     return nested
 
 
@@ -144,7 +149,10 @@ def data_groups(c: dict, code: np.ndarray, options, last: pd.DataFrame):
     and each group's last access (offset and end, -1 when unknown), carried to the next range in `last`."""
     data = ((c["kind"] == READ) | (c["kind"] == WRITE)) & (c["ret_bytes"] >= 0)
     idx = np.flatnonzero(data)
-    idx = idx[np.argsort(code[idx], kind="stable")]  # time order kept inside each group
+    index, groups = pd.factorize(code[idx])
+    # time order kept inside each group; a stable sort of small integers is a radix sort in numpy
+    order = np.argsort(index.astype(np.int16) if len(groups) < 2**15 else index, kind="stable")
+    idx, index = idx[order], index[order]
     g, off, size = code[idx], c["offset"][idx], c["ret_bytes"][idx]
     known = off >= 0
     end = off + size
@@ -163,7 +171,6 @@ def data_groups(c: dict, code: np.ndarray, options, last: pd.DataFrame):
     stripe = options.stripe_size
     stripes_touched = np.where(size > 0, (end - 1) // stripe - off // stripe + 1, 0)
     stripes_needed = -(-size // stripe)
-    index, groups = pd.factorize(g)
     n = len(groups)
     off_min, end_max = np.full(n, np.iinfo(np.int64).max), np.full(n, -1)
     np.minimum.at(off_min, index[known], off[known])
@@ -212,8 +219,10 @@ def timebins(c: dict, moved: np.ndarray) -> pd.DataFrame:
     if not data.any():
         return pd.DataFrame(columns=["layer", "kind", "bin", "bytes", "shift"])
     t = c["t_end"][data]
-    frame = pd.DataFrame({"layer": c["layer"][data], "kind": c["kind"][data], "bin": t, "bytes": moved[data]})
-    return coarsen(frame.assign(shift=0), _shift_for(int(t.min()), int(t.max())))
+    shift = _shift_for(int(t.min()), int(t.max()))
+    frame = pd.DataFrame({"layer": c["layer"][data], "kind": c["kind"][data], "bin": t >> shift,
+                          "bytes": moved[data]})
+    return frame.groupby(["layer", "kind", "bin"])["bytes"].sum().reset_index().assign(shift=shift)
 
 
 def _shift_for(t0: int, t1: int) -> int:
@@ -241,16 +250,13 @@ def _child_category(kind: np.ndarray) -> np.ndarray:
 
 
 def decompose(c: dict, duration: np.ndarray, moved: np.ndarray, nested: np.ndarray, names: list[str],
-              detail_limit: int):
+              detail_limit: int, mpi: np.ndarray, child: np.ndarray, position: np.ndarray):
     """Per MPI-IO call (numpy columns): its POSIX/stdio children's time, count and bytes by category
-    (Fig. 4.8); plus the first `detail_limit` calls and their children as frames, for the timelines."""
-    mpi = np.flatnonzero(c["layer"] == LAYER_CODE["mpiio"])
+    (Fig. 4.8); plus the first `detail_limit` calls and their children as frames, for the timelines.
+    mpi, child, position: the range's `family`."""
     calls = {"call_id": c["call_id"][mpi], "op": c["op"][mpi], "file_id": c["file_id"][mpi], "kind": c["kind"][mpi],
              "t_start": c["t_start"][mpi], "t_end": c["t_end"][mpi], "bytes": moved[mpi],
              "coll_seq": c["coll_seq"][mpi]}
-    child = np.flatnonzero((c["parent"] >= 0) & (c["layer"] != LAYER_CODE["mpiio"]))
-    position = parent_lookup(calls["call_id"], np.arange(len(mpi)), c["parent"][child], -1)
-    child, position = child[position >= 0], position[position >= 0]
     category = _child_category(c["kind"][child])
     n = len(mpi)
     for code, name in enumerate(CHILD_CATEGORIES[:4]):
