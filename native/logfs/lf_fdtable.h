@@ -49,6 +49,9 @@ extern int lf_exiting;
 enum lf_unsupported { LF_UNS_MMAP, LF_UNS_FALLOCATE, LF_UNS_OTHER, LF_UNS_COUNT };
 int lf_unsupported(enum lf_unsupported what, int err);
 
+/* Runs `expr` with the reentrancy guard held, so the layer's own calls inside it pass through; its value. */
+#define LF_INSIDE(expr) ({ ioloom_busy++; __typeof__(expr) lf_inside_result = (expr); ioloom_busy--; lf_inside_result; })
+
 /* Wrappers are exported; the 64-bit spellings are aliases (off_t is 64-bit on LP64). glibc declares some
  * with attributes (nonnull, leaf) that an alias need not repeat. */
 #define EXPORT IOLOOM_EXPORT

@@ -116,7 +116,6 @@ int lf_load_others(lf_file *f);
 int lf_log_id(lf_file *f, const char *path);
 int lf_map_build(lf_file *f);
 ssize_t lf_map_read(lf_file *f, void *buf, size_t n, uint64_t offset);
-uint64_t lf_entry_end(const struct lf_entry *e);
 
 /* lf_phys.c: physical I/O shown to a tracer preloaded before us. lf_phys_traced() says whether to time the
  * call; then lf_phys_event() records it (file_id caches the tracer's id of the file). */

@@ -13,25 +13,21 @@
 #include "lf_fdtable.h"
 #include "lf_paths.h"
 
+/* What a path is to the layer: LF_CONTAINER (its directory in place->dir), LF_PACKED (an existing packed file,
+ * place->pack_dir and place->name), or LF_PASS with *real the path to pass through. */
+enum lf_kind_of_path { LF_PASS = 0, LF_CONTAINER = 1, LF_PACKED = 2 };
 
-enum lf_kind_of_path lf_container_at(int dirfd, const char *path, const char **real, struct lf_place *place) {
-    *real = path;
-    if (ioloom_busy || !lf_resolve(dirfd, path, place)) return LF_PASS;
-    if (!strncmp(path, LF_PREFIX, sizeof LF_PREFIX - 1)) *real = place->dir;
+static enum lf_kind_of_path lf_container_at(int dirfd, const char *path, const char **real, struct lf_place *place) {
+    if (!lf_resolve_call(dirfd, path, real, place)) return LF_PASS;
     int saved = errno;
     enum lf_kind_of_path kind = lf_is_container(place->dir) ? LF_CONTAINER : LF_PASS;
     if (kind == LF_PASS && place->pack && IOLOOM_NEXT(access)(place->dir, F_OK) && lf_is_container(place->pack_dir)) {
-        ioloom_busy++;
-        lf_file *f = lf_open_packed(place->pack_dir, place->name, O_RDONLY, 0, NULL);
-        ioloom_busy--;
+        lf_file *f = LF_INSIDE(lf_open_packed(place->pack_dir, place->name, O_RDONLY, 0, NULL));
         if (f) kind = LF_PACKED, lf_close(f);
     }
     errno = saved;
     return kind;
 }
-
-/* Runs `expr` with the guard held, so the library's own calls pass through. */
-#define INSIDE(expr) ({ ioloom_busy++; __typeof__(expr) inside_result = expr; ioloom_busy--; inside_result; })
 
 /* ---- stat ---- */
 
@@ -48,7 +44,7 @@ static int fstat_open(int fd, struct lf_ofd *o, struct stat *st) {
 
 EXPORT int fstat(int fd, struct stat *st) {
     struct lf_ofd *o = lf_fd(fd);
-    return o ? INSIDE(fstat_open(fd, o, st)) : IOLOOM_NEXT(fstat)(fd, st);
+    return o ? LF_INSIDE(fstat_open(fd, o, st)) : IOLOOM_NEXT(fstat)(fd, st);
 }
 /* On LP64 glibc struct stat64 is struct stat. */
 EXPORT int fstat64(int fd, struct stat64 *st) { return fstat(fd, (struct stat *)st); }
@@ -58,8 +54,8 @@ EXPORT int fstatat(int dirfd, const char *path, struct stat *st, int flags) {
     const char *real;
     if ((flags & AT_EMPTY_PATH) && !*path && lf_fd(dirfd)) return fstat(dirfd, st);
     switch (lf_container_at(dirfd, path, &real, &place)) {
-    case LF_CONTAINER: return INSIDE(lf_stat(place.dir, st));
-    case LF_PACKED: return INSIDE(lf_stat_packed(place.pack_dir, place.name, st));
+    case LF_CONTAINER: return LF_INSIDE(lf_stat(place.dir, st));
+    case LF_PACKED: return LF_INSIDE(lf_stat_packed(place.pack_dir, place.name, st));
     default: return IOLOOM_NEXT(fstatat)(dirfd, real, st, flags);
     }
 }
@@ -84,8 +80,8 @@ EXPORT int statx(int dirfd, const char *path, int flags, unsigned mask, struct s
     int rc;
     enum lf_kind_of_path kind = LF_CONTAINER;
     if ((flags & AT_EMPTY_PATH) && !*path && lf_fd(dirfd)) rc = fstat(dirfd, &st);
-    else if ((kind = lf_container_at(dirfd, path, &real, &place)) == LF_CONTAINER) rc = INSIDE(lf_stat(place.dir, &st));
-    else if (kind == LF_PACKED) rc = INSIDE(lf_stat_packed(place.pack_dir, place.name, &st));
+    else if ((kind = lf_container_at(dirfd, path, &real, &place)) == LF_CONTAINER) rc = LF_INSIDE(lf_stat(place.dir, &st));
+    else if (kind == LF_PACKED) rc = LF_INSIDE(lf_stat_packed(place.pack_dir, place.name, &st));
     else return IOLOOM_NEXT(statx)(dirfd, real, flags, mask, stx);
     /* The other statx fields: from the directory that holds the file (the container, or the pack). */
     const char *holder = kind == LF_PACKED ? place.pack_dir : place.dir;
@@ -116,7 +112,7 @@ EXPORT int truncate(const char *path, off_t len) {
     struct lf_place place;
     const char *real;
     enum lf_kind_of_path kind = lf_container_at(AT_FDCWD, path, &real, &place);
-    if (kind != LF_PASS) return INSIDE(truncate_container(&place, kind == LF_PACKED, len));
+    if (kind != LF_PASS) return LF_INSIDE(truncate_container(&place, kind == LF_PACKED, len));
     return IOLOOM_NEXT(truncate)(real, len);
 }
 int truncate64(const char *path, off_t len) ALIAS(truncate);
@@ -127,7 +123,7 @@ EXPORT int unlinkat(int dirfd, const char *path, int flags) {
     enum lf_kind_of_path kind = lf_container_at(dirfd, path, &real, &place);
     if (kind == LF_PASS) return IOLOOM_NEXT(unlinkat)(dirfd, real, flags);
     if (flags & AT_REMOVEDIR) return errno = ENOTDIR, -1;
-    return INSIDE(kind == LF_PACKED ? lf_unlink_packed(place.pack_dir, place.name) : lf_unlink(place.dir));
+    return LF_INSIDE(kind == LF_PACKED ? lf_unlink_packed(place.pack_dir, place.name) : lf_unlink(place.dir));
 }
 EXPORT int unlink(const char *path) { return unlinkat(AT_FDCWD, path, 0); }
 EXPORT int rmdir(const char *path) { return unlinkat(AT_FDCWD, path, AT_REMOVEDIR); }
@@ -141,7 +137,7 @@ EXPORT int renameat2(int olddir, const char *old, int newdir, const char *new, u
     if (old_is == LF_PACKED || new_is == LF_PACKED) return errno = EXDEV, -1;
     if (!old_is) {
         /* A plain file replacing a container: the container goes first, as rename(2) replaces its target. */
-        if (new_is && !(flags & RENAME_NOREPLACE) && INSIDE(lf_unlink(to.dir))) return -1;
+        if (new_is && !(flags & RENAME_NOREPLACE) && LF_INSIDE(lf_unlink(to.dir))) return -1;
         return flags ? IOLOOM_NEXT(renameat2)(olddir, old_real, newdir, new_real, flags)
                      : IOLOOM_NEXT(renameat)(olddir, old_real, newdir, new_real);
     }
@@ -149,7 +145,7 @@ EXPORT int renameat2(int olddir, const char *old, int newdir, const char *new, u
     /* A container leaving logfs's paths cannot stay a container: EXDEV makes mv copy it through us. */
     if (!new_is && !lf_resolve(newdir, new, &to)) return errno = EXDEV, -1;
     if ((flags & RENAME_NOREPLACE) && IOLOOM_NEXT(access)(to.dir, F_OK) == 0) return errno = EEXIST, -1;
-    return INSIDE(lf_rename(from.dir, to.dir));
+    return LF_INSIDE(lf_rename(from.dir, to.dir));
 }
 EXPORT int renameat(int olddir, const char *old, int newdir, const char *new) { return renameat2(olddir, old, newdir, new, 0); }
 EXPORT int rename(const char *old, const char *new) { return renameat2(AT_FDCWD, old, AT_FDCWD, new, 0); }
@@ -160,7 +156,7 @@ EXPORT int fchmodat(int dirfd, const char *path, mode_t mode, int flags) {
     struct lf_place place;
     const char *real;
     switch (lf_container_at(dirfd, path, &real, &place)) {
-    case LF_CONTAINER: return INSIDE(lf_chmod(place.dir, mode));
+    case LF_CONTAINER: return LF_INSIDE(lf_chmod(place.dir, mode));
     case LF_PACKED: return lf_unsupported(LF_UNS_OTHER, EOPNOTSUPP); /* packed files share their pack's mode */
     default: break;
     }
@@ -172,7 +168,7 @@ EXPORT int fchmod(int fd, mode_t mode) {
     struct lf_ofd *o = lf_fd(fd);
     if (!o) return IOLOOM_NEXT(fchmod)(fd, mode);
     if (o->file->file_id) return lf_unsupported(LF_UNS_OTHER, EOPNOTSUPP);
-    int rc = INSIDE(lf_chmod(lf_dir(o->file), mode));
+    int rc = LF_INSIDE(lf_chmod(lf_dir(o->file), mode));
     if (rc == 0) o->file->meta.mode = mode & 07777;
     return rc;
 }
@@ -256,10 +252,8 @@ static void forget_listing(DIR *d) {
     pthread_mutex_unlock(&listings_lock);
 }
 
-static struct dirent64 *packed_entry(DIR *d) {
-    if (ioloom_busy || !lf_paths_active()) return NULL;
-    int saved = errno;
-    ioloom_busy++;
+/* The next name of d's pack listing as a directory entry (a regular file), NULL after the last. */
+static struct dirent64 *next_packed(DIR *d) {
     pthread_mutex_lock(&listings_lock);
     struct listing *l = listing_of(d);
     struct dirent64 *out = NULL;
@@ -270,7 +264,13 @@ static struct dirent64 *packed_entry(DIR *d) {
         snprintf(out->d_name, sizeof out->d_name, "%s", l->names[l->next++]);
     }
     pthread_mutex_unlock(&listings_lock);
-    ioloom_busy--;
+    return out;
+}
+
+static struct dirent64 *packed_entry(DIR *d) {
+    if (ioloom_busy || !lf_paths_active()) return NULL;
+    int saved = errno;
+    struct dirent64 *out = LF_INSIDE(next_packed(d));
     errno = saved;
     return out;
 }

@@ -130,3 +130,10 @@ int lf_resolve(int dirfd, const char *path, struct lf_place *place) {
     }
     return prefixed;
 }
+
+int lf_resolve_call(int dirfd, const char *path, const char **real, struct lf_place *place) {
+    *real = path;
+    if (ioloom_busy || !lf_resolve(dirfd, path, place)) return 0;
+    if (!strncmp(path, LF_PREFIX, sizeof LF_PREFIX - 1)) *real = place->dir;
+    return 1;
+}

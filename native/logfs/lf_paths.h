@@ -23,14 +23,14 @@ int lf_paths_active(void);
  * It is then a container if lf_is_container(place->dir), or may become one (O_CREAT). Keeps errno. */
 int lf_resolve(int dirfd, const char *path, struct lf_place *place);
 
+/* lf_resolve for a wrapper: 0 while the layer's own calls run (the guard is held). *real is set either way to
+ * the path to pass through: `path`, or the container directory when `path` has the logfs: prefix. */
+int lf_resolve_call(int dirfd, const char *path, const char **real, struct lf_place *place);
+
 /* open() for the preloaded library (lf_posix.c): 1 and *fd set (a descriptor or -1 with errno) when the path is
  * an existing container or a new one under O_CREAT; 0 when the caller must pass the call through to `*real`,
  * the path without any logfs: prefix. */
 int lf_open_container(int dirfd, const char *path, int flags, mode_t mode, int *fd, const char **real,
                       struct lf_place *place);
-/* What a path is to the layer: LF_CONTAINER (its directory in place->dir), LF_PACKED (an existing packed file,
- * place->pack_dir and place->name), or LF_PASS with *real the path to pass through. */
-enum lf_kind_of_path { LF_PASS = 0, LF_CONTAINER = 1, LF_PACKED = 2 };
-enum lf_kind_of_path lf_container_at(int dirfd, const char *path, const char **real, struct lf_place *place);
 
 #endif

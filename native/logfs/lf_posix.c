@@ -20,30 +20,26 @@
 /* ---- open ---- */
 
 int lf_open_container(int dirfd, const char *path, int flags, mode_t mode, int *fd, const char **real,
-                          struct lf_place *place) {
-    *real = path;
-    if (ioloom_busy || !lf_resolve(dirfd, path, place)) return 0;
-    if (!strncmp(path, LF_PREFIX, sizeof LF_PREFIX - 1)) *real = place->dir;
+                      struct lf_place *place) {
+    if (!lf_resolve_call(dirfd, path, real, place)) return 0;
     int saved = errno;
     struct stat st;
     int is_container = lf_is_container(place->dir);
     int exists = is_container || IOLOOM_NEXT(stat)(place->dir, &st) == 0;
     errno = saved;
     if (!is_container && !exists && place->pack && lf_is_container(place->pack_dir)) {
-        ioloom_busy++; /* a packed file (1-N), existing or new */
-        lf_file *f = lf_open_packed(place->pack_dir, place->name, flags, mode, &place->backends);
-        *fd = f ? lf_fd_open(f, flags) : -1;
-        ioloom_busy--;
+        /* a packed file (1-N), existing or new */
+        lf_file *f = LF_INSIDE(lf_open_packed(place->pack_dir, place->name, flags, mode, &place->backends));
+        *fd = f ? LF_INSIDE(lf_fd_open(f, flags)) : -1;
         if (f || errno != ENOENT) return 1;
         errno = saved;
     }
     if (!is_container && (exists || !(flags & O_CREAT))) return 0; /* a plain file or directory, or ENOENT */
-    ioloom_busy++;
     if (is_container && (flags & O_DIRECTORY)) *fd = (errno = ENOTDIR, -1);
     else if (is_container && (flags & O_CREAT) && (flags & O_EXCL)) *fd = (errno = EEXIST, -1);
-    else if (place->pack && !is_container) *fd = lf_fd_open(lf_open_packed(place->pack_dir, place->name, flags, mode, &place->backends), flags);
-    else *fd = lf_fd_open(lf_open(place->dir, flags, mode, &place->backends), flags);
-    ioloom_busy--;
+    else if (place->pack && !is_container)
+        *fd = LF_INSIDE(lf_fd_open(lf_open_packed(place->pack_dir, place->name, flags, mode, &place->backends), flags));
+    else *fd = LF_INSIDE(lf_fd_open(lf_open(place->dir, flags, mode, &place->backends), flags));
     return 1;
 }
 

@@ -42,7 +42,9 @@ ssize_t lf_full_pread(int fd, void *buf, size_t n, uint64_t off) {
     return (ssize_t)done;
 }
 
-uint64_t lf_entry_end(const struct lf_entry *e) {
+/* Where an entry puts the end of the file: a write extends it to past its last byte, a truncate sets it to the
+ * new size, an unlink to 0; a create leaves it (0 extends nothing). */
+static uint64_t entry_end(const struct lf_entry *e) {
     if (e->kind == LF_WRITE) return e->offset + (e->count - 1) * e->stride + e->length;
     return e->kind == LF_CREATE ? 0 : e->offset; /* truncate: the new size; unlink: 0 */
 }
@@ -147,7 +149,7 @@ static uint64_t replay_size(struct lf_src *all, size_t n, int *exists) {
     qsort(all, n, sizeof *all, src_by_key);
     uint64_t size = 0;
     for (size_t i = 0; i < n; i++) {
-        uint64_t end = lf_entry_end(&all[i].e);
+        uint64_t end = entry_end(&all[i].e);
         int sets = all[i].e.kind == LF_TRUNCATE || all[i].e.kind == LF_UNLINK;
         size = sets ? end : (end > size ? end : size);
     }
