@@ -99,9 +99,6 @@ int bench_shared_file(const struct bench_options *o);
 /* The data pattern: each 8-byte word of a file holds its own offset and the rank that wrote it, so a
  * misplaced, stale or corrupted byte is found and its offset told. docs/bench.md defines it. */
 void bench_fill(unsigned char *buf, size_t len, uint64_t offset, int writer);
-/* Returns the index of the first byte that differs from the pattern, or -1 when all match. */
-long bench_check(const unsigned char *buf, size_t len, uint64_t offset, int writer);
-unsigned char bench_expected_byte(uint64_t offset, int writer);
 /* Counts the bytes of a buffer read from `name` at `offset` that differ from `owner`'s pattern, and reports
  * the first few (offset, byte read, byte expected) on stderr. */
 uint64_t bench_verify(const unsigned char *buf, size_t len, uint64_t offset, int owner, const char *name,

@@ -16,27 +16,28 @@ static inline uint64_t word_at(uint64_t word_index, int writer) {
     return (word_index | ((uint64_t)(writer + 1) << 44)) ^ SALT;
 }
 
-unsigned char bench_expected_byte(uint64_t offset, int writer) {
+static unsigned char expected_byte(uint64_t offset, int writer) {
     return (unsigned char)(word_at(offset >> 3, writer) >> ((offset & 7) * 8));
 }
 
 void bench_fill(unsigned char *buf, size_t len, uint64_t offset, int writer) {
     size_t i = 0;
     for (; i < len && ((offset + i) & 7); i++)
-        buf[i] = bench_expected_byte(offset + i, writer);
+        buf[i] = expected_byte(offset + i, writer);
     uint64_t w = (offset + i) >> 3;
     for (; i + 8 <= len; i += 8, w++) {
         uint64_t v = word_at(w, writer);
         memcpy(buf + i, &v, 8);
     }
     for (; i < len; i++)
-        buf[i] = bench_expected_byte(offset + i, writer);
+        buf[i] = expected_byte(offset + i, writer);
 }
 
-long bench_check(const unsigned char *buf, size_t len, uint64_t offset, int writer) {
+/* The index of the first byte that differs from the pattern, or -1 when all match. */
+static long first_mismatch(const unsigned char *buf, size_t len, uint64_t offset, int writer) {
     size_t i = 0;
     for (; i < len && ((offset + i) & 7); i++)
-        if (buf[i] != bench_expected_byte(offset + i, writer))
+        if (buf[i] != expected_byte(offset + i, writer))
             return (long)i;
     uint64_t w = (offset + i) >> 3;
     for (; i + 8 <= len; i += 8, w++) {
@@ -46,7 +47,7 @@ long bench_check(const unsigned char *buf, size_t len, uint64_t offset, int writ
             break; /* the byte loop below finds which byte */
     }
     for (; i < len; i++)
-        if (buf[i] != bench_expected_byte(offset + i, writer))
+        if (buf[i] != expected_byte(offset + i, writer))
             return (long)i;
     return -1;
 }
@@ -57,11 +58,11 @@ uint64_t bench_verify(const unsigned char *buf, size_t len, uint64_t offset, int
     uint64_t errors = 0;
     size_t pos = 0;
     long k;
-    while (pos < len && (k = bench_check(buf + pos, len - pos, offset + pos, owner)) >= 0) {
+    while (pos < len && (k = first_mismatch(buf + pos, len - pos, offset + pos, owner)) >= 0) {
         uint64_t at = offset + pos + (uint64_t)k;
         if (errors_so_far + errors < MAX_ERRORS_SHOWN)
             bench_error("verify: %s offset %llu: read 0x%02x, expected 0x%02x (data of rank %d)", name,
-                        (unsigned long long)at, buf[pos + (size_t)k], bench_expected_byte(at, owner), owner);
+                        (unsigned long long)at, buf[pos + (size_t)k], expected_byte(at, owner), owner);
         errors++;
         pos += (size_t)k + 1;
     }
