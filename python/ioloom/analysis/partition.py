@@ -30,7 +30,7 @@ class Options:
     """Knobs of the analysis. stripe_size: the file system's stripe (misalignment); small_request: bytes
     under which a request counts as small; sample_budget: events kept for the plots over the whole trace;
     detail_limit: MPI-IO calls kept with their POSIX decomposition over the whole trace; range_rows: events a
-    worker summarises at once (its memory, about 300 bytes an event; the results do not depend on it)."""
+    worker summarises at once (its memory, about 450 bytes an event; the results do not depend on it)."""
     stripe_size: int = 1 << 20
     small_request: int = 64 << 10
     sample_budget: int = 60_000

@@ -47,7 +47,7 @@ EVENT_SCHEMA = pa.schema([
     ("call_id", pa.int64()), ("parent", pa.int64()), ("coll_seq", pa.int64()),
 ])
 
-RANGE_ROWS = 1 << 20  # events per table of Stream.ranges: about what a map step holds at once
+RANGE_ROWS = 1 << 19  # events per table of Stream.ranges: a map step holds about 450 bytes for each
 
 FILE_SCHEMA = pa.schema([("file_id", pa.int32()), ("path", pa.string()), ("dev", pa.uint64()), ("ino", pa.uint64())])
 

@@ -22,6 +22,7 @@ MAJOR = 1
 CHUNK_HEADER = struct.Struct("<III")
 INFO, OPS, FILES, EVENTS = 1, 2, 3, 4
 LAYER_CODES = ("posix", "stdio", "mpiio", "process")
+FORGET_EVERY = 26  # log2 of the bytes of a stream file checked between handing its pages back (64 MiB)
 
 # Stored columns of an EVENTS chunk, in order (trace_format.h, enum ioloom_column).
 GAP, DURATION, OP, LAYER, FILE, HANDLE, OFFSET_DELTA, REQ, RET_MINUS_REQ, ERRNO, AUX, CALL_ID, PARENT, COLL_SEQ = range(14)
@@ -117,11 +118,13 @@ class StreamFile:
         part._directory = self.directory()[chunks]
         return part
 
-    def forget_pages(self) -> None:
-        """Hand the mapped pages back to the page cache (they are read again from it when touched)."""
+    def forget_pages(self, end: int | None = None) -> None:
+        """Hand the mapped pages (those before byte `end`, or all) back to the page cache: they are read again
+        from it when touched."""
         mapped = getattr(self.data.base, "obj", None)  # np.frombuffer keeps a memoryview of the map
-        if isinstance(mapped, mmap.mmap) and len(mapped):
-            mapped.madvise(mmap.MADV_DONTNEED)
+        length = len(mapped) if end is None or not isinstance(mapped, mmap.mmap) else end // mmap.PAGESIZE * mmap.PAGESIZE
+        if isinstance(mapped, mmap.mmap) and length:
+            mapped.madvise(mmap.MADV_DONTNEED, 0, length)
 
     def chunk_firsts(self) -> tuple[np.ndarray, np.ndarray]:
         counts = np.array([c.count for c in self.chunks], np.int64)
@@ -267,5 +270,7 @@ def read_stream_file(path: Path) -> StreamFile:
             stream.problems.append(f"{name}: unknown chunk type {kind} at byte {pos} skipped (written by a newer "
                                    f"ioloom?)")
         pos = body + length
-    stream.forget_pages()  # checked: the pages go back until events are decoded
+        if pos >> FORGET_EVERY != body >> FORGET_EVERY:  # checked pages go back as the scan goes
+            stream.forget_pages(pos)
+    stream.forget_pages()
     return stream
