@@ -21,12 +21,22 @@ int ioloom_env_bool(const char *name, int fallback) {
     return fallback;
 }
 
+/* The unsigned decimal number at the start of v; *end after it. 0 (and *end == v) when there is none, or when
+ * it is negative (strtoull would wrap it) or out of range. */
+static unsigned long long leading_number(const char *v, char **end) {
+    *end = (char *)v;
+    if (*v == '-') return 0;
+    unsigned long long n = strtoull(v, end, 10); /* ULLONG_MAX: out of range (errno left alone) */
+    if (n == ULLONG_MAX) *end = (char *)v;
+    return n;
+}
+
 size_t ioloom_env_size(const char *name, size_t fallback) {
     const char *v = getenv(name);
-    if (!v || !*v || *v == '-') return fallback;              /* strtoull would wrap a negative number */
+    if (!v || !*v) return fallback;
     char *end;
-    unsigned long long n = strtoull(v, &end, 10);            /* ULLONG_MAX: out of range (errno left alone) */
-    if (end == v || n == ULLONG_MAX) return fallback;
+    unsigned long long n = leading_number(v, &end);
+    if (end == v) return fallback;
     int shift = 0;
     switch (toupper((unsigned char)*end)) {
     case 'G': shift += 10; /* fall through */
@@ -39,6 +49,14 @@ size_t ioloom_env_size(const char *name, size_t fallback) {
     if (toupper((unsigned char)*end) == 'B') end++;
     if (*end || n > (unsigned long long)SIZE_MAX >> shift) return fallback;
     return (size_t)n << shift;
+}
+
+uint64_t ioloom_env_uint(const char *name, uint64_t fallback) {
+    const char *v = getenv(name);
+    if (!v || !*v) return fallback;
+    char *end;
+    unsigned long long n = leading_number(v, &end);
+    return end == v || *end ? fallback : (uint64_t)n;
 }
 
 void ioloom_for_each_item(const char *list, char sep, void (*fn)(const char *item, size_t len, void *arg),

@@ -49,9 +49,15 @@ static inline uint64_t ioloom_now_ns(void) {
 const char *ioloom_env_str(const char *name, const char *fallback);
 int ioloom_env_bool(const char *name, int fallback);          /* 1/0, yes/no, true/false, on/off */
 size_t ioloom_env_size(const char *name, size_t fallback);    /* bytes, with optional K/M/G suffix (1024) */
+uint64_t ioloom_env_uint(const char *name, uint64_t fallback); /* a plain decimal number, no suffix */
 
 /* Lexically removes "//", "/./" and "dir/.." from an absolute path, in place ("/" if nothing is left). */
 void ioloom_normalise_path(char *path);
+/* The file an MPI-IO file name names: ROMIO and OMPIO accept a file-system prefix ("ufs:/scratch/f",
+ * "lustre:f"), a word of two or more lowercase letters, digits or '_' before the first ':', followed by the
+ * file's name. Returns what follows the prefix, or name itself when it has none. One rule for every place that
+ * names an MPI-IO file (the file table, the hints note). */
+const char *ioloom_romio_path(const char *name);
 
 /* Calls `fn(item, len, arg)` for each element of a `sep`-separated list, skipping empty ones. */
 void ioloom_for_each_item(const char *list, char sep, void (*fn)(const char *item, size_t len, void *arg),

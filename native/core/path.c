@@ -22,3 +22,8 @@ void ioloom_normalise_path(char *path) {
     if (out == path) *out++ = '/';
     *out = 0;
 }
+
+const char *ioloom_romio_path(const char *name) {
+    size_t word = strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789_");
+    return word >= 2 && name[word] == ':' && name[word + 1] ? name + word + 1 : name;
+}

@@ -298,19 +298,10 @@ void ioloom_fd_forget(int fd) {
     if (fd >= 0 && fd < IOLOOM_FD_SLOTS) __atomic_store_n(&ioloom_fd_slots[fd], 0, __ATOMIC_RELAXED);
 }
 
-/* ---- exported to the MPI-IO module ---- */
+/* ---- exported to the MPI-IO module and logfs ---- */
 
 IOLOOM_EXPORT int32_t ioloom_file_id(const char *path, int fd) {
-    /* ROMIO accepts a file-system prefix ("ufs:", "lustre:"): the file is what follows it. */
-    const char *colon = path ? strchr(path, ':') : NULL;
-    if (colon && colon > path && colon[1] && strspn(path, "abcdefghijklmnopqrstuvwxyz0123456789_") == (size_t)(colon - path))
-        path = colon + 1;
-    int32_t state = ioloom_path_state(AT_FDCWD, path, fd);
+    int32_t state = ioloom_path_state(AT_FDCWD, path ? ioloom_romio_path(path) : NULL, fd);
     if (state <= -2) ioloom_count_excluded(state, 0);
-    return state >= 0 ? state : -1;
-}
-
-IOLOOM_EXPORT int32_t ioloom_fd_file(int fd) {
-    int32_t state = ioloom_fd_state(fd);
     return state >= 0 ? state : -1;
 }

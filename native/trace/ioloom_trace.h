@@ -68,8 +68,6 @@ static inline uint64_t ioloom_ticks(void) {
  * when fd >= 0. ROMIO's file-system prefix ("ufs:", "lustre:") is not part of the path (ioloom_romio_path).
  * Returns -1 if the path is excluded by the path filters (then do not record the event). */
 IOLOOM_EXPORT int32_t ioloom_file_id(const char *path, int fd);
-/* The file id a descriptor currently refers to, or -1 (untracked or excluded). */
-IOLOOM_EXPORT int32_t ioloom_fd_file(int fd);
 
 /* ---- cross-layer link (see above) ---- */
 

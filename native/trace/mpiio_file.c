@@ -9,15 +9,8 @@
 
 #include "mpiio.h"
 
-/* ROMIO accepts a file system prefix ("ufs:/scratch/f", "lustre:f"); the file is what follows it. */
-static const char *strip_romio_prefix(const char *name) {
-    const char *colon = strchr(name, ':');
-    if (!colon || colon - name < 2 || memchr(name, '/', (size_t)(colon - name)))
-        return name;
-    return colon + 1;
-}
-
-/* The file's absolute, normalised path (malloc'd), as the file table names it; NULL if memory is short. */
+/* The file's absolute, normalised path (malloc'd), as the file table names it (name without its file-system
+ * prefix); NULL if memory is short. */
 static char *absolute_path(const char *name) {
     char *path = NULL, cwd[4096];
     if (name[0] == '/')
@@ -74,14 +67,14 @@ static int traced_MPI_File_open(__typeof__(&PMPI_File_open) next, MPI_Comm comm,
     mpiio_call_start(&call, IOLOOM_OP_MPI_File_open, NULL);
     int rc = next(comm, filename, amode, info, fh);
     int saved_errno = errno; /* ROMIO leaves open(2)'s errno, and programs print it: keep it across our work */
-    int32_t file_id = ioloom_file_id(strip_romio_prefix(filename), -1);
+    int32_t file_id = ioloom_file_id(filename, -1);
     struct mpiio_file *file = NULL;
     if (file_id >= 0 && rc == MPI_SUCCESS && (file = mpiio_file_add(*fh))) {
         file->file_id = file_id;
         file->handle = PMPI_File_c2f(*fh);
         file->coll_base = open_number << 32;
         file->sequential = (amode & MPI_MODE_SEQUENTIAL) != 0;
-        file->path = absolute_path(strip_romio_prefix(filename));
+        file->path = absolute_path(ioloom_romio_path(filename));
         call.row.handle = file->handle;
         call.row.coll_seq = mpiio_file_next_coll(file);
         note_hints(file);
@@ -104,7 +97,7 @@ MPIIO_BOTH_NAMES(MPI_File_open, (MPI_Comm comm, const char *filename, int amode,
 static int traced_MPI_File_delete(__typeof__(&PMPI_File_delete) next, const char *filename, MPI_Info info) {
     if (!mpiio_enter())
         return next(filename, info);
-    int32_t file_id = ioloom_file_id(strip_romio_prefix(filename), -1);
+    int32_t file_id = ioloom_file_id(filename, -1);
     int rc;
     if (file_id >= 0) {
         struct mpiio_call call;

@@ -31,7 +31,7 @@ static void put_u32(uint8_t *p, uint32_t v) {
     for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
 }
 
-uint32_t ioloom_crc32(const uint8_t *data, size_t len) {
+static uint32_t crc32_ieee(const uint8_t *data, size_t len) {
     /* CRC-32 (IEEE, as zlib's crc32, which the reader checks with), eight bytes per step ("slicing-by-8"):
      * table[k][b] is the CRC of byte b followed by k zero bytes. Tables built on first use. */
     static uint32_t table[8][256];
@@ -60,7 +60,7 @@ uint32_t ioloom_crc32(const uint8_t *data, size_t len) {
 void ioloom_seal_chunk(uint8_t *chunk, uint32_t type, uint32_t payload_len) {
     put_u32(chunk, type);
     put_u32(chunk + 4, payload_len);
-    put_u32(chunk + 8, ioloom_crc32(chunk + IOLOOM_CHUNK_HEADER_BYTES, payload_len));
+    put_u32(chunk + 8, crc32_ieee(chunk + IOLOOM_CHUNK_HEADER_BYTES, payload_len));
 }
 
 void ioloom_file_header(uint8_t out[IOLOOM_HEADER_BYTES]) {

@@ -54,6 +54,4 @@ void ioloom_file_header(uint8_t out[IOLOOM_HEADER_BYTES]);
 uint8_t *ioloom_put_varint(uint8_t *p, uint64_t v);
 uint8_t *ioloom_put_cstr(uint8_t *p, const char *s); /* the string and its NUL */
 
-uint32_t ioloom_crc32(const uint8_t *data, size_t len);
-
 #endif

@@ -562,7 +562,8 @@ static int allocate_writer(void) {
     if (!w.encoded || !w.scratch) return -1;
     size_t used = encode + w.capacity * sizeof(int64_t);
     w.budget_left = budget > used ? budget - used : 0;
-    w.flush_interval_ns = (uint64_t)(ioloom_env_size("IOLOOM_FLUSH_INTERVAL_MS", 1000)) * 1000000u;
+    uint64_t interval_ms = ioloom_env_uint("IOLOOM_FLUSH_INTERVAL_MS", 1000);
+    w.flush_interval_ns = (interval_ms > UINT64_MAX / 1000000u ? 1000 : interval_ms) * 1000000u;
     if (!ioloom_env_bool("IOLOOM_BACKGROUND_ENCODE", 1)) enc.state = -1;
     return 0;
 }

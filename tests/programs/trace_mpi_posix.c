@@ -1,8 +1,11 @@
 /* An MPI program for `ioloom run` tests: each rank writes 4 blocks of 1000 bytes to FILE with POSIX pwrite at
- * rank-strided offsets, then one MPI_File_write_at of 500 bytes per rank, so the trace has both layers. */
+ * rank-strided offsets, then one MPI_File_write_at of 500 bytes per rank, so the trace has both layers. The MPI
+ * file name carries PREFIX, if given (ROMIO's file-system prefix, e.g. "ufs:").
+ * usage: trace_mpi_posix FILE [PREFIX] */
 #include <fcntl.h>
 #include <mpi.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 int main(int argc, char **argv) {
@@ -17,7 +20,9 @@ int main(int argc, char **argv) {
     close(fd);
     MPI_Barrier(MPI_COMM_WORLD);
     MPI_File fh;
-    MPI_File_open(MPI_COMM_WORLD, argv[1], MPI_MODE_WRONLY, MPI_INFO_NULL, &fh);
+    char name[4096];
+    snprintf(name, sizeof name, "%s%s", argc > 2 ? argv[2] : "", argv[1]);
+    MPI_File_open(MPI_COMM_WORLD, name, MPI_MODE_WRONLY, MPI_INFO_NULL, &fh);
     MPI_File_write_at(fh, 100000 + rank * 500, buf, 500, MPI_BYTE, MPI_STATUS_IGNORE);
     MPI_File_close(&fh);
     MPI_Finalize();
