@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -87,33 +88,45 @@ def cat(path: Path, out) -> int:
     return done
 
 
+@contextmanager
+def _replacing(target: Path, tag: str):
+    """A binary file to write `target` through: a temporary next to it, made durable (fsync) and renamed over
+    target when the block completes, removed when it fails (a full disk, a damaged log). So target is always
+    either what it was or the complete new file, even across a crash."""
+    tmp = target.with_name(f".{tag}.{target.name}.{os.getpid()}")
+    try:
+        with open(tmp, "wb") as out:
+            yield out
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, target)
+    except BaseException as err:
+        tmp.unlink(missing_ok=True)
+        if isinstance(err, OSError) and err.filename in (None, str(tmp)):
+            err.filename = str(target)  # the name the user gave, not our temporary's
+        raise
+
+
 def flatten(path: Path, target: Path) -> int:
     """Write the logical file as a plain file: each extent copied in the kernel (copy_file_range), holes left
-    sparse. Written to a temporary next to the target, renamed into place when complete."""
+    sparse. Written through _replacing(): target is replaced only by the complete file."""
     c = Container.open(path)
-    tmp = target.with_name(f".{target.name}.flatten-{os.getpid()}")
     logs: dict[Path, int] = {}
-    out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
-        for offset, length, log, phys in c.pieces():
-            if log is None:
-                continue
-            src = logs.get(log) or logs.setdefault(log, os.open(log, os.O_RDONLY))
-            while length:
-                n = os.copy_file_range(src, out, length, phys, offset)
-                if n <= 0:
-                    raise FormatError(f"{log}: ends before offset {phys + length}; run `ioloom container check`")
-                offset, phys, length = offset + n, phys + n, length - n
-        os.ftruncate(out, c.size)
-    except BaseException:
-        os.close(out)
-        tmp.unlink(missing_ok=True)
-        raise
+        with _replacing(target, "flatten") as out:
+            for offset, length, log, phys in c.pieces():
+                if log is None:
+                    continue
+                src = logs.get(log) or logs.setdefault(log, os.open(log, os.O_RDONLY))
+                while length:
+                    n = os.copy_file_range(src, out.fileno(), length, phys, offset)
+                    if n <= 0:
+                        raise FormatError(f"{log}: ends before offset {phys + length}; run `ioloom container check`")
+                    offset, phys, length = offset + n, phys + n, length - n
+            os.ftruncate(out.fileno(), c.size)
     finally:
         for fd in logs.values():
             os.close(fd)
-    os.close(out)
-    os.replace(tmp, target)
     return c.size
 
 
@@ -318,9 +331,8 @@ def recover(path: Path) -> dict:
             blob += _block(writer, entries)
             stats["records"] += len(recs)
             stats["entries"] += len(entries)
-        tmp = index.with_name(f".recover.{index.name}")  # not matched by index.* while it is written
-        tmp.write_bytes(blob)
-        os.replace(tmp, index)
+        with _replacing(index, "recover") as out:  # its temporary is not matched by index.* while written
+            out.write(blob)
     return stats
 
 
