@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import resource
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -166,3 +168,37 @@ def test_torn_record_append_is_skipped(worked, tmp_path):
     expected = Container.open(copy).read()
     recover(copy)
     assert Container.open(copy).read() == expected and check(copy).ok
+
+
+def _container_cli(*args, limit_file_size: int | None = None) -> subprocess.CompletedProcess:
+    """`ioloom container ARGS`, optionally under a file-size limit (writes past it fail as on a full disk)."""
+    limit = (lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (limit_file_size,) * 2)) if limit_file_size else None
+    return subprocess.run([sys.executable, "-m", "ioloom", "container", *map(str, args)], preexec_fn=limit,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_full_disk_during_flatten_keeps_the_target(worked, tmp_path):
+    work, src, _, _ = worked
+    target = tmp_path / "flat"
+    target.write_bytes(b"the earlier file")
+    out = _container_cli("flatten", work / "mnt" / "cp", target, limit_file_size=64 << 10)
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+    assert f"{target}: File too large; free space" in out.stderr  # the user's file named, not our temporary
+    assert target.read_bytes() == b"the earlier file" and list(tmp_path.iterdir()) == [target]
+    assert len(src) > 64 << 10 and Container.open(work / "mnt" / "cp").read() == src
+
+
+def test_damaged_metadata_is_named_with_the_fix(worked, tmp_path):
+    work, _, _, _ = worked
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "ioloom-logfs.meta").write_text("ioloom-logfs\nchunk 4194304\n")
+    for command in ("stat", "recover"):
+        out = _container_cli(command, broken)
+        assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+        assert "ioloom-logfs.meta: the first line is not 'ioloom-logfs VERSION'" in out.stderr
+        assert "rewrite it as docs/logfs-format.md describes" in out.stderr
+    assert [p.name for p in broken.iterdir()] == ["ioloom-logfs.meta"]  # recover wrote nothing
+    listed = _container_cli("ls", work / "mnt", broken)  # the sound containers still listed, the broken one named
+    assert listed.returncode == 1 and str(work / "mnt" / "cp") in listed.stdout
+    assert f"skipped {broken}:" in listed.stderr

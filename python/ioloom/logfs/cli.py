@@ -1,6 +1,8 @@
 """`ioloom container ls|stat|cat|flatten|check|recover|rm`: look at and repair logfs containers."""
 from __future__ import annotations
 
+import errno
+import functools
 import json
 import sys
 from pathlib import Path
@@ -14,6 +16,37 @@ app = typer.Typer(help="Inspect, flatten, check and repair logfs containers (a l
 def _fail(message: str) -> None:
     print(f"ioloom container: {message}", file=sys.stderr)
     raise typer.Exit(2)
+
+
+NO_SPACE = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+
+
+def _problem(err: Exception) -> str:
+    """What went wrong, in one line that says what to do."""
+    from ioloom.logfs.format import FormatError
+    if isinstance(err, FormatError):
+        return str(err)
+    where = f"{err.filename}: " if err.filename else ""
+    if err.errno in NO_SPACE:
+        return (f"{where}{err.strerror}; free space (or raise the quota or file-size limit) or write to another "
+                "file system, then run the command again. What it was replacing is intact (each file is renamed "
+                "into place only when complete)")
+    return f"{where}{err.strerror or err}"
+
+
+def _command(name: str, **settings):
+    """app.command(name), with the errors a user can act on (a damaged container, a full disk, a missing or
+    unreadable file) told in one line and exit status 2 instead of a traceback."""
+    def register(fn):
+        @functools.wraps(fn)
+        def run(*args, **kwargs):
+            from ioloom.logfs.format import FormatError
+            try:
+                return fn(*args, **kwargs)
+            except (FormatError, OSError) as err:
+                _fail(_problem(err))
+        return app.command(name, **settings)(run)
+    return register
 
 
 def _tools():
@@ -37,18 +70,24 @@ def _human(n: int) -> str:
     return str(n)
 
 
-@app.command("ls")
+@_command("ls")
 def ls(paths: list[str] = typer.Argument(..., help="Containers, or directories to search for containers."),
        as_json: bool = typer.Option(False, "--json", help="One JSON object per container.")) -> None:
-    """List containers with their logical size, writers and files."""
-    from ioloom.logfs.format import PACK_NAME
+    """List containers with their logical size, writers and files (a damaged one is named and skipped)."""
+    from ioloom.logfs.format import PACK_NAME, FormatError
     tools = _tools()
     found = [c for p in paths for c in tools.find_containers(p)]
     if not found:
         _fail(f"no containers under {', '.join(paths)}")
+    damaged = 0
     for c in found:
-        s = tools.summary(c)
-        packed = tools.packed_files(c) if c.name == PACK_NAME else {}
+        try:
+            s = tools.summary(c)
+            packed = tools.packed_files(c) if c.name == PACK_NAME else {}
+        except (FormatError, OSError) as err:
+            print(f"ioloom container: skipped {c}: {_problem(err)}", file=sys.stderr)
+            damaged += 1
+            continue
         if as_json:
             print(json.dumps({**s, "packed": packed} if packed else s))
             continue
@@ -56,9 +95,11 @@ def ls(paths: list[str] = typer.Argument(..., help="Containers, or directories t
               + (f"  (a pack of {len(packed)} files)" if c.name == PACK_NAME else ""))
         for name, size in packed.items():
             print(f"{size:>14}  packed  {c.parent / name}")
+    if damaged:
+        raise typer.Exit(1)
 
 
-@app.command("stat")
+@_command("stat")
 def stat(path: str, as_json: bool = typer.Option(False, "--json")) -> None:
     """Everything about one container: format, backends, index size, patterns, logical size."""
     s = _tools().summary(_one(path))
@@ -70,20 +111,20 @@ def stat(path: str, as_json: bool = typer.Option(False, "--json")) -> None:
         print(f"{key:>16}: {shown}")
 
 
-@app.command("cat")
+@_command("cat")
 def cat(path: str) -> None:
     """Write the logical file to standard output."""
     _tools().cat(_one(path), sys.stdout.buffer)
 
 
-@app.command("flatten")
+@_command("flatten")
 def flatten(path: str, target: Path = typer.Argument(..., help="The plain file to write.")) -> None:
     """Write the logical file as one plain file (kernel copies of each extent)."""
     size = _tools().flatten(_one(path), target)
     print(f"{target}: {size} bytes")
 
 
-@app.command("check")
+@_command("check")
 def check(path: str) -> None:
     """Verify the index against the logs (checksums, offsets, unindexed records). Exit 1 on a problem."""
     report = _tools().check(_one(path))
@@ -95,14 +136,14 @@ def check(path: str) -> None:
         raise typer.Exit(1)
 
 
-@app.command("recover")
+@_command("recover")
 def recover(path: str) -> None:
     """Rebuild the index from the record journals after a crash (records whose data in the log is intact)."""
     stats = _tools().recover(_one(path))
     print(f"{path}: {stats['records']} records from {stats['logs']} logs re-indexed into {stats['entries']} entries")
 
 
-@app.command("run", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+@_command("run", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def run(ctx: typer.Context,
         mounts: list[Path] = typer.Option(..., "--mount", "-m", help="A directory whose new files become containers "
                                           "(repeatable)."),
@@ -129,7 +170,7 @@ def run(ctx: typer.Context,
     raise typer.Exit(subprocess.run(ctx.args, env={**os.environ, **env}).returncode)
 
 
-@app.command("rm")
+@_command("rm")
 def rm(paths: list[str]) -> None:
     """Delete containers (from every backend)."""
     for path in paths:

@@ -86,20 +86,30 @@ def read_meta(directory: Path) -> Meta:
     except FileNotFoundError:
         raise FormatError(f"{directory} is not a logfs container (no {META_NAME}); "
                           "give the container's directory, e.g. one created under IOLOOM_LOGFS_ROOTS") from None
-    if not lines or not lines[0].startswith("ioloom-logfs "):
-        raise FormatError(f"{directory / META_NAME}: first line is not 'ioloom-logfs VERSION'")
-    version = int(lines[0].split()[1])
+
+    def damaged(what: str) -> FormatError:
+        return FormatError(f"{directory / META_NAME}: {what}, so the file is damaged; rewrite it as "
+                           f"docs/logfs-format.md describes (first line 'ioloom-logfs {VERSION}', then chunk, mode "
+                           "and backend lines)")
+
+    first = lines[0].split() if lines else []
+    if len(first) != 2 or first[0] != "ioloom-logfs" or not first[1].isdigit():
+        raise damaged("the first line is not 'ioloom-logfs VERSION'")
+    version = int(first[1])
     if version != VERSION:
         raise FormatError(f"{directory}: format version {version}, this ioloom reads version {VERSION}; "
                           "use the ioloom release that wrote it")
     meta = Meta(version, 4 << 20, 0o644, [directory])
     for line in lines[1:]:
         key, _, value = line.partition(" ")
-        if key == "chunk":
-            meta.chunk = int(value)
-        elif key == "mode":
-            meta.mode = int(value, 8)
-        elif key == "backend":
+        try:
+            if key == "chunk":
+                meta.chunk = int(value)
+            elif key == "mode":
+                meta.mode = int(value, 8)
+        except ValueError:
+            raise damaged(f"{line!r} is not a number") from None
+        if key == "backend":
             meta.backends.append(Path(value))
     return meta
 
