@@ -5,6 +5,8 @@ nothing on a trace of 10^8 events: `kind_codes(op_column, aux)` maps the diction
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 import pyarrow as pa
 
@@ -27,6 +29,7 @@ _SET_LOCK_CMDS = (6, 7, 37, 38)  # F_SETLK, F_SETLKW, F_OFD_SETLK, F_OFD_SETLKW 
 F_UNLCK = 2
 
 
+@lru_cache(maxsize=None)  # a stream's op names come again with each of its ranges
 def _name_kind(name: str) -> int:
     """Kind of an op name; fcntl starts as LOCK and kind_codes() tells locks, unlocks and others apart."""
     if name in _SYNC:

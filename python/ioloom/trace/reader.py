@@ -148,7 +148,9 @@ class StreamReader:
 
     def _earliest(self, s: StreamFile) -> np.ndarray:
         """The start of each chunk's earliest event."""
-        return np.minimum.reduceat(self._times(s)[0], s.chunk_firsts()[1])
+        earliest = np.minimum.reduceat(self._times(s)[0], s.chunk_firsts()[1])
+        s.forget_pages()
+        return earliest
 
     def _groups(self, rows: int | None) -> list[tuple[np.ndarray, int | None]]:
         """Groups of chunks decoded together (in file order within a group), in the order of their chunks'
