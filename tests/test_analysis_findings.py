@@ -137,7 +137,7 @@ def test_lock_serialised_writes(runs):
 def test_rank_imbalance_names_the_straggler(runs):
     f = _one(runs["imbalance"], "rank-imbalance")
     assert f.evidence["ranks"] == [0]
-    assert f.evidence["counts"]["bytes_by_rank"] == {0: 160 * MiB, 1: MiB, 2: MiB, 3: MiB}
+    assert f.evidence["counts"]["bytes_by_rank"] == {0: 64 * MiB, 1: MiB, 2: MiB, 3: MiB}
     assert f.evidence["counts"]["slowest_seconds"] > 2 * f.evidence["counts"]["median_seconds"]
     patterns = runs["imbalance"].patterns
     assert {p["sharing"] for p in patterns} == {"N-N (MFWA)"} and len(patterns) == RANKS
