@@ -9,6 +9,13 @@ int bench_mpi_failed(const char *call, const char *name, int err) {
     return BENCH_EXIT_IO;
 }
 
+void bench_mpi_check(int err, const char *call, const char *name) {
+    if (err == MPI_SUCCESS)
+        return;
+    bench_mpi_failed(call, name, err);
+    bench_abort_io();
+}
+
 MPI_Info bench_hints_info(const struct bench_options *o) {
     if (o->nhints == 0)
         return MPI_INFO_NULL;

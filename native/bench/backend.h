@@ -13,5 +13,7 @@ struct bench_file {
 
 /* Reports a failed MPI call with its error string; returns BENCH_EXIT_IO. */
 int bench_mpi_failed(const char *call, const char *name, int err);
+/* The kernels' check of an MPI-IO call: when err is not MPI_SUCCESS, reports it and aborts the run. */
+void bench_mpi_check(int err, const char *call, const char *name);
 
 #endif

@@ -168,9 +168,9 @@ void bench_kernel_file(const struct bench_options *o, const char *suffix, char *
 /* Rank 0 removes a kernel's file when every rank is done with it (collective). */
 void bench_kernel_remove(MPI_Comm comm, const char *name);
 /* Barrier, then a timed MPI_File_open with the hints (recorded in the report): zeroes *t and sets t->open.
- * Returns 0 or BENCH_EXIT_IO. bench_kernel_close syncs (-e, when writing), closes and sets the rest of *t. */
-int bench_kernel_open(const struct bench_options *o, MPI_Comm comm, const char *name, int writing,
-                      struct bench_report *r, MPI_File *fh, struct bench_times *t);
+ * bench_kernel_close syncs (-e, when writing), closes and sets the rest of *t. Both abort the run on failure. */
+void bench_kernel_open(const struct bench_options *o, MPI_Comm comm, const char *name, int writing,
+                       struct bench_report *r, MPI_File *fh, struct bench_times *t);
 void bench_kernel_close(const struct bench_options *o, MPI_File *fh, int writing, struct bench_times *t);
 
 /* Timing helpers shared by phases and kernels. */
@@ -178,5 +178,10 @@ double bench_now(void);
 void bench_sleep_ms(double ms);
 /* Prints "ioloom-bench: <message>" on stderr with the rank. */
 void bench_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* After a failed I/O call (already reported): aborts the whole run with BENCH_EXIT_IO. A failed call leaves no
+ * figure to give, and returning instead would leave the other ranks waiting in the next collective call. */
+void bench_abort_io(void) __attribute__((noreturn));
+/* malloc, or abort the run the same way: a rank without its buffer cannot take part in collective calls. */
+void *bench_alloc(size_t bytes);
 
 #endif

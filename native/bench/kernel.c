@@ -19,8 +19,8 @@ void bench_kernel_remove(MPI_Comm comm, const char *name) {
     MPI_Barrier(comm);
 }
 
-int bench_kernel_open(const struct bench_options *o, MPI_Comm comm, const char *name, int writing,
-                      struct bench_report *r, MPI_File *fh, struct bench_times *t) {
+void bench_kernel_open(const struct bench_options *o, MPI_Comm comm, const char *name, int writing,
+                       struct bench_report *r, MPI_File *fh, struct bench_times *t) {
     memset(t, 0, sizeof *t);
     MPI_Info info = bench_hints_info(o);
     MPI_Barrier(comm);
@@ -28,25 +28,23 @@ int bench_kernel_open(const struct bench_options *o, MPI_Comm comm, const char *
     int err = MPI_File_open(comm, name, writing ? MPI_MODE_CREATE | MPI_MODE_WRONLY : MPI_MODE_RDONLY, info, fh);
     if (info != MPI_INFO_NULL)
         MPI_Info_free(&info);
-    if (err != MPI_SUCCESS)
-        return bench_mpi_failed("MPI_File_open", name, err);
+    bench_mpi_check(err, "MPI_File_open", name);
     t->open = bench_now() - start;
     t->total = start; /* until bench_kernel_close turns it into the open-to-close time */
     MPI_Info after;
     MPI_File_get_info(*fh, &after);
     bench_report_hints(r, after);
     MPI_Info_free(&after);
-    return 0;
 }
 
 void bench_kernel_close(const struct bench_options *o, MPI_File *fh, int writing, struct bench_times *t) {
     if (writing && o->fsync) {
         double s0 = bench_now();
-        MPI_File_sync(*fh);
+        bench_mpi_check(MPI_File_sync(*fh), "MPI_File_sync", "");
         t->sync = bench_now() - s0;
     }
     double c0 = bench_now();
-    MPI_File_close(fh);
+    bench_mpi_check(MPI_File_close(fh), "MPI_File_close", "");
     t->close = bench_now() - c0;
     t->total = bench_now() - t->total;
 }

@@ -67,25 +67,23 @@ static uint64_t visit(const struct btio_block *b, int s, double *buf, int check)
     return errors;
 }
 
-static int phase(const struct bench_options *o, MPI_Comm comm, const struct btio_block *b, const char *name,
-                 int writing, double *buf, struct bench_times *t, struct bench_report *r) {
+static void phase(const struct bench_options *o, MPI_Comm comm, const struct btio_block *b, const char *name,
+                  int writing, double *buf, struct bench_times *t, struct bench_report *r) {
     MPI_Offset step_bytes = (MPI_Offset)b->global[0] * b->global[1] * b->global[2] * COMPONENTS * 8;
     MPI_File fh;
-    int err = bench_kernel_open(o, comm, name, writing, r, &fh, t);
-    if (err)
-        return err;
+    bench_kernel_open(o, comm, name, writing, r, &fh, t);
     for (int s = 0; s < o->steps; s++) {
         double p0 = bench_now();
         if (writing)
             visit(b, s, buf, 0);
         t->prep += bench_now() - p0;
         double d0 = bench_now();
-        MPI_File_set_view(fh, s * step_bytes, b->point, b->filetype, "native", MPI_INFO_NULL);
+        bench_mpi_check(MPI_File_set_view(fh, s * step_bytes, b->point, b->filetype, "native", MPI_INFO_NULL),
+                        "MPI_File_set_view", name);
         MPI_Status st;
-        err = writing ? MPI_File_write_all(fh, buf, (int)b->points, b->point, &st)
-                      : MPI_File_read_all(fh, buf, (int)b->points, b->point, &st);
-        if (err != MPI_SUCCESS)
-            return bench_mpi_failed(writing ? "MPI_File_write_all" : "MPI_File_read_all", name, err);
+        int err = writing ? MPI_File_write_all(fh, buf, (int)b->points, b->point, &st)
+                          : MPI_File_read_all(fh, buf, (int)b->points, b->point, &st);
+        bench_mpi_check(err, writing ? "MPI_File_write_all" : "MPI_File_read_all", name);
         t->data += bench_now() - d0;
         t->bytes += b->points * COMPONENTS * 8;
         t->calls++;
@@ -96,7 +94,6 @@ static int phase(const struct bench_options *o, MPI_Comm comm, const struct btio
         }
     }
     bench_kernel_close(o, &fh, writing, t);
-    return 0;
 }
 
 int bench_kernel_btio(const struct bench_options *o, MPI_Comm comm, struct bench_report *r) {
@@ -106,23 +103,27 @@ int bench_kernel_btio(const struct bench_options *o, MPI_Comm comm, struct bench
         return rc;
     char name[sizeof o->path + 16];
     bench_kernel_file(o, BENCH_BTIO_SUFFIX, name, sizeof name);
-    double *buf = malloc(b.points * COMPONENTS * sizeof(double));
+    double *buf = bench_alloc(b.points * COMPONENTS * sizeof(double));
     bench_report_param(r, "grid", o->cells);
     bench_report_param(r, "steps", o->steps);
     bench_report_param(r, "file_bytes", (double)o->steps * o->cells * o->cells * o->cells * COMPONENTS * 8);
     struct bench_times t;
     if (o->write)
         bench_kernel_remove(comm, name); /* a stale, longer file would hide what this run wrote */
-    for (int rep = 0; rep < o->repetitions && !rc; rep++) {
-        if (o->write && !(rc = phase(o, comm, &b, name, 1, buf, &t, r)))
+    for (int rep = 0; rep < o->repetitions; rep++) {
+        if (o->write) {
+            phase(o, comm, &b, name, 1, buf, &t, r);
             bench_report_add(r, "write", rep, &t);
-        if (o->read && !rc && !(rc = phase(o, comm, &b, name, 0, buf, &t, r)))
+        }
+        if (o->read) {
+            phase(o, comm, &b, name, 0, buf, &t, r);
             bench_report_add(r, "read", rep, &t);
+        }
     }
     free(buf);
     MPI_Type_free(&b.filetype);
     MPI_Type_free(&b.point);
     if (!o->keep)
         bench_kernel_remove(comm, name);
-    return rc;
+    return 0;
 }

@@ -28,8 +28,9 @@ struct block_range {
     hsize_t first, count, total;
 };
 
-/* Writes this rank's blocks [first, first+count) of a dataset [total][row_dims...]; counts the call in *t. */
-static int write_row(hid_t file, hid_t xfer, const char *name, hid_t type, struct block_range blocks, int ndims,
+/* Writes this rank's blocks [first, first+count) of a dataset [total][row_dims...]; counts the call in *t.
+ * Aborts the run on failure, as every I/O error does (the other ranks would wait in the next collective). */
+static void write_row(hid_t file, hid_t xfer, const char *name, hid_t type, struct block_range blocks, int ndims,
                      const hsize_t *row_dims, const void *data, struct bench_times *t) {
     hsize_t dims[4] = {blocks.total, 1, 1, 1}, start[4] = {blocks.first, 0, 0, 0}, count[4] = {blocks.count, 1, 1, 1};
     uint64_t bytes = blocks.count * H5Tget_size(type);
@@ -48,16 +49,17 @@ static int write_row(hid_t file, hid_t xfer, const char *name, hid_t type, struc
     if (dataset >= 0)
         H5Dclose(dataset);
     H5Sclose(space);
-    if (rc < 0)
-        bench_error("HDF5 could not write dataset \"%s\"", name);
-    return rc < 0 ? BENCH_EXIT_IO : 0;
+    if (rc < 0) {
+        bench_error("HDF5 could not write dataset \"%s\" (its error stack is above)", name);
+        bench_abort_io();
+    }
 }
 
 /* The block metadata FLASH stores with a checkpoint: where each block is, its size, its refinement level. */
-static int write_metadata(hid_t file, hid_t xfer, struct block_range blocks, struct bench_times *t) {
+static void write_metadata(hid_t file, hid_t xfer, struct block_range blocks, struct bench_times *t) {
     size_t n = blocks.count;
-    double *coordinates = malloc(n * 3 * sizeof(double)), *block_size = malloc(n * 3 * sizeof(double));
-    int *refine_level = malloc(n * sizeof(int));
+    double *coordinates = bench_alloc(n * 3 * sizeof(double)), *block_size = bench_alloc(n * 3 * sizeof(double));
+    int *refine_level = bench_alloc(n * sizeof(int));
     for (size_t b = 0; b < n; b++) {
         double centre[3] = {(double)(blocks.first + b) + 0.5, 0.5, 0.5}, size[3] = {1, 1, 1};
         memcpy(coordinates + 3 * b, centre, sizeof centre);
@@ -65,25 +67,24 @@ static int write_metadata(hid_t file, hid_t xfer, struct block_range blocks, str
         refine_level[b] = 1;
     }
     hsize_t three[1] = {3};
-    int rc = write_row(file, xfer, "coordinates", H5T_NATIVE_DOUBLE, blocks, 1, three, coordinates, t);
-    rc = rc ? rc : write_row(file, xfer, "block size", H5T_NATIVE_DOUBLE, blocks, 1, three, block_size, t);
-    rc = rc ? rc : write_row(file, xfer, "refine level", H5T_NATIVE_INT, blocks, 0, NULL, refine_level, t);
+    write_row(file, xfer, "coordinates", H5T_NATIVE_DOUBLE, blocks, 1, three, coordinates, t);
+    write_row(file, xfer, "block size", H5T_NATIVE_DOUBLE, blocks, 1, three, block_size, t);
+    write_row(file, xfer, "refine level", H5T_NATIVE_INT, blocks, 0, NULL, refine_level, t);
     free(coordinates);
     free(block_size);
     free(refine_level);
-    return rc;
 }
 
-static int write_file(const struct bench_options *o, MPI_Comm comm, const struct flash_file *ff, int rep,
-                      struct bench_report *r) {
-    int rank, nranks, rc = 0;
+static void write_file(const struct bench_options *o, MPI_Comm comm, const struct flash_file *ff, int rep,
+                       struct bench_report *r) {
+    int rank, nranks;
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &nranks);
     char path[sizeof o->path + 16];
     bench_kernel_file(o, ff->suffix, path, sizeof path);
     struct block_range blocks = {(hsize_t)rank * o->blocks, (hsize_t)o->blocks, (hsize_t)nranks * o->blocks};
     size_t n = (size_t)ff->side * ff->side * ff->side * o->blocks, size = H5Tget_size(ff->type);
-    unsigned char *values = malloc(n * size);
+    unsigned char *values = bench_alloc(n * size);
     struct bench_times t;
     memset(&t, 0, sizeof t);
 
@@ -96,14 +97,14 @@ static int write_file(const struct bench_options *o, MPI_Comm comm, const struct
     hid_t file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
     t.open = bench_now() - start;
     if (file < 0) {
-        bench_error("HDF5 could not create %s", path);
-        rc = BENCH_EXIT_IO;
+        bench_error("HDF5 could not create %s (its error stack is above)", path);
+        bench_abort_io();
     }
     double d0 = bench_now();
-    if (!rc && ff->metadata)
-        rc = write_metadata(file, xfer, blocks, &t);
+    if (ff->metadata)
+        write_metadata(file, xfer, blocks, &t);
     hsize_t row[3] = {(hsize_t)ff->side, (hsize_t)ff->side, (hsize_t)ff->side};
-    for (int v = 0; v < ff->variables && !rc; v++) {
+    for (int v = 0; v < ff->variables; v++) {
         double p0 = bench_now();
         for (size_t i = 0; i < n; i++) { /* a distinct value per rank, variable and cell of its blocks */
             double x = (double)rank * 1e6 + v * 1e3 + (double)i / (double)n;
@@ -115,34 +116,36 @@ static int write_file(const struct bench_options *o, MPI_Comm comm, const struct
         t.prep += bench_now() - p0;
         char name[16];
         snprintf(name, sizeof name, "var%03d", v);
-        rc = write_row(file, xfer, name, ff->type, blocks, 3, row, values, &t);
+        write_row(file, xfer, name, ff->type, blocks, 3, row, values, &t);
     }
     t.data = bench_now() - d0 - t.prep;
-    if (!rc && o->fsync) {
+    if (o->fsync) {
         double s0 = bench_now();
-        H5Fflush(file, H5F_SCOPE_GLOBAL);
+        if (H5Fflush(file, H5F_SCOPE_GLOBAL) < 0) {
+            bench_error("H5Fflush %s failed (its error stack is above)", path);
+            bench_abort_io();
+        }
         t.sync = bench_now() - s0;
     }
-    if (file >= 0) {
-        MPI_File *fh = NULL;
-        MPI_Info after = MPI_INFO_NULL;
-        if (H5Fget_vfd_handle(file, fapl, (void **)&fh) >= 0 && fh && MPI_File_get_info(*fh, &after) == MPI_SUCCESS) {
-            bench_report_hints(r, after);
-            MPI_Info_free(&after);
-        }
-        double c0 = bench_now();
-        H5Fclose(file);
-        t.close = bench_now() - c0;
+    MPI_File *fh = NULL;
+    MPI_Info after = MPI_INFO_NULL;
+    if (H5Fget_vfd_handle(file, fapl, (void **)&fh) >= 0 && fh && MPI_File_get_info(*fh, &after) == MPI_SUCCESS) {
+        bench_report_hints(r, after);
+        MPI_Info_free(&after);
     }
+    double c0 = bench_now();
+    if (H5Fclose(file) < 0) { /* it writes what HDF5 still caches: an error here is lost data */
+        bench_error("H5Fclose %s failed (its error stack is above)", path);
+        bench_abort_io();
+    }
+    t.close = bench_now() - c0;
     t.total = bench_now() - start;
     H5Pclose(xfer);
     H5Pclose(fapl);
     if (info != MPI_INFO_NULL)
         MPI_Info_free(&info);
     free(values);
-    if (!rc)
-        bench_report_add(r, ff->suffix, rep, &t);
-    return rc;
+    bench_report_add(r, ff->suffix, rep, &t);
 }
 
 int bench_kernel_flash(const struct bench_options *o, MPI_Comm comm, struct bench_report *r) {
@@ -160,16 +163,15 @@ int bench_kernel_flash(const struct bench_options *o, MPI_Comm comm, struct benc
     bench_report_param(r, "checkpoint_data_bytes", all_blocks * (o->variables * cube * 8 + 6 * 8 + 4));
     bench_report_param(r, "plot_cnt_data_bytes", all_blocks * PLOT_VARIABLES * cube * 4);
     bench_report_param(r, "plot_crn_data_bytes", all_blocks * PLOT_VARIABLES * corner * 4);
-    int rc = 0;
-    for (int rep = 0; rep < o->repetitions && !rc; rep++)
-        for (size_t i = 0; i < sizeof files / sizeof files[0] && !rc; i++)
-            rc = write_file(o, comm, &files[i], rep, r);
+    for (int rep = 0; rep < o->repetitions; rep++)
+        for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
+            write_file(o, comm, &files[i], rep, r);
     for (size_t i = 0; i < sizeof files / sizeof files[0] && !o->keep; i++) {
         char path[sizeof o->path + 16];
         bench_kernel_file(o, files[i].suffix, path, sizeof path);
         bench_kernel_remove(comm, path);
     }
-    return rc;
+    return 0;
 }
 
 #else

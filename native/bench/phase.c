@@ -20,11 +20,7 @@ static int data_owner(const struct bench_options *o, enum bench_phase_kind kind,
 /* -z: the order in which a rank visits its transfers, a Fisher-Yates shuffle seeded by the data's owner and
  * file, so the write and the read of one run (and every rank, for the collective calls) agree on it. */
 static uint64_t *random_order(uint64_t n, uint64_t seed) {
-    uint64_t *order = malloc(n * sizeof *order);
-    if (!order) {
-        bench_error("cannot allocate the -z order of %llu transfers", (unsigned long long)n);
-        MPI_Abort(MPI_COMM_WORLD, BENCH_EXIT_IO);
-    }
+    uint64_t *order = bench_alloc(n * sizeof *order);
     for (uint64_t i = 0; i < n; i++)
         order[i] = i;
     uint64_t state = seed | 1;
@@ -38,16 +34,11 @@ static uint64_t *random_order(uint64_t n, uint64_t seed) {
     return order;
 }
 
-static void io_failed(MPI_Comm comm) {
-    bench_error("an I/O call failed; aborting the run (no figures)");
-    MPI_Abort(comm, BENCH_EXIT_IO);
-}
-
 /* One data call at `offset` of file `name`, with the pattern filled before a write and checked after a read
  * (timed as prep), and the --wait idle time before every call but the first. */
 static void move_transfer(const struct bench_options *o, const struct bench_backend *be, struct bench_file *f,
                           unsigned char *buf, uint64_t offset, int owner, int writing, const char *name,
-                          struct bench_times *t, MPI_Comm comm) {
+                          struct bench_times *t) {
     double p0 = bench_now();
     if (writing)
         bench_fill(buf, o->transfer_size, offset, owner);
@@ -59,7 +50,7 @@ static void move_transfer(const struct bench_options *o, const struct bench_back
     }
     double d0 = bench_now();
     if (be->transfer(f, buf, o->transfer_size, offset, writing))
-        io_failed(comm);
+        bench_abort_io();
     t->data += bench_now() - d0;
     t->bytes += o->transfer_size;
     t->calls++;
@@ -84,7 +75,7 @@ static void run_file(const struct bench_options *o, enum bench_phase_kind kind, 
     double t0 = bench_now();
     struct bench_file *f = be->open(o, name, file_comm, writing, bench_file_size(o, nranks));
     if (!f)
-        io_failed(comm);
+        bench_abort_io();
     t->open += bench_now() - t0;
     if (hints && *hints == MPI_INFO_NULL)
         *hints = be->info(f);
@@ -94,18 +85,18 @@ static void run_file(const struct bench_options *o, enum bench_phase_kind kind, 
     for (uint64_t k = 0; k < transfers; k++) {
         uint64_t i = order ? order[k] : k;
         uint64_t offset = bench_place(o, nranks, owner, first + i / per_block, i % per_block).offset;
-        move_transfer(o, be, f, buf, offset, owner, writing, name, t, comm);
+        move_transfer(o, be, f, buf, offset, owner, writing, name, t);
     }
     free(order);
     if (o->fsync && writing) {
         double s0 = bench_now();
         if (be->sync(f))
-            io_failed(comm);
+            bench_abort_io();
         t->sync += bench_now() - s0;
     }
     double c0 = bench_now();
     if (be->close(f))
-        io_failed(comm);
+        bench_abort_io();
     t->close += bench_now() - c0;
 }
 
