@@ -122,6 +122,8 @@ REFUSED = [
 def test_impossible_parameters_are_refused_before_any_io(mpi, tmp_path):
     program = paths.native_bin(f"ioloom-bench-{mpi.name}")
     cases = [(args + ["-o", str(tmp_path / "x")], words) for args, words in REFUSED]
+    (tmp_path / "held" / "d.00000001").mkdir(parents=True)  # what cannot be read is not known to be ours
+    cases.append((["-w", "-F", "-o", str(tmp_path / "held" / "d")], "d.00000001 exists and cannot be read"))
     cases += [(["-o", "/proc/ioloom-bench-test/x"], "-o/--output /proc/ioloom-bench-test/x: directory"),
               (["-o", "/proc/x"], "is not writable"),
               (["-o", str(tmp_path / "missing" / "x")], "does not exist"),
@@ -141,7 +143,8 @@ def test_impossible_parameters_are_refused_before_any_io(mpi, tmp_path):
         out = mpi.run(2, [program, *argv], check=False)
         assert out.returncode == 2, (argv, out.stderr)
         assert words in out.stderr and "nothing was written" in out.stderr, (argv, out.stderr)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["bt.btio", "mine.00000001", "one.00000000"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bt.btio", "held", "mine.00000001", "one.00000000"]
+    assert [p.name for p in (tmp_path / "held").iterdir()] == ["d.00000001"]
     assert (tmp_path / "mine.00000001").read_bytes() == (tmp_path / "bt.btio").read_bytes() == b"precious user data"
 
 

@@ -19,13 +19,21 @@ static const unsigned char hdf5_signature[8] = {0x89, 'H', 'D', 'F', '\r', '\n',
 /* 0 when `name` may be replaced: absent, empty, or starting with the `len` bytes of `expected` (as many of
  * them as the file holds). Otherwise rank 0 has said why and BENCH_EXIT_USAGE is returned. */
 static int replaceable(const char *name, const unsigned char *expected, size_t len) {
-    int fd = open(name, O_RDONLY);
-    if (fd < 0)
-        return 0; /* absent (or unreadable: creating it will fail with its own message) */
+    int fd = open(name, O_RDONLY | O_NONBLOCK); /* O_NONBLOCK: a FIFO there must not hang the check */
+    if (fd < 0 && errno == ENOENT)
+        return 0;
     unsigned char head[PREFIX];
-    ssize_t n = read(fd, head, len);
-    close(fd);
-    if (n <= 0 || memcmp(head, expected, (size_t)n) == 0)
+    ssize_t n = fd < 0 ? -1 : read(fd, head, len);
+    int err = errno;
+    if (fd >= 0)
+        close(fd);
+    if (n < 0) { /* unreadable, a directory, ...: the run's unlink could still remove it, so do not start */
+        fprintf(stderr, "ioloom-bench: -o/--output: %s exists and cannot be read to tell whether ioloom-bench "
+                        "wrote it (%s); move it away or choose another -o\n(nothing was written)\n", name,
+                strerror(err));
+        return BENCH_EXIT_USAGE;
+    }
+    if (n == 0 || memcmp(head, expected, (size_t)n) == 0)
         return 0;
     fprintf(stderr, "ioloom-bench: -o/--output: %s exists and was not written by ioloom-bench (its first bytes "
                     "differ from what ioloom-bench writes); it replaces only its own files: move the file away "
