@@ -25,8 +25,16 @@ struct key_table {
     {.capacity = (capacity_) + 0 * sizeof(char[((capacity_) & ((capacity_) - 1)) == 0 ? 1 : -1]),       \
      .states = (int[capacity_]){0}, .keys = (uint64_t[capacity_]){0}, .lock = PTHREAD_MUTEX_INITIALIZER}
 
+enum { KEY_SLOT_FREE = 0, KEY_SLOT_USED, KEY_SLOT_DELETED, KEY_SLOT_RESERVED };
+
 /* The slot holding key, or -1. */
 long key_table_find(struct key_table *table, uint64_t key);
+/* Does `slot` (found before) still hold key? A caller that looks the same key up again and again (the same
+ * file on every call) checks its last answer this way before a full lookup. */
+static inline int key_table_holds(struct key_table *table, long slot, uint64_t key) {
+    return slot >= 0 && __atomic_load_n(&table->states[slot], __ATOMIC_ACQUIRE) == KEY_SLOT_USED &&
+           table->keys[slot] == key;
+}
 /* Reserve a slot for key and return it, -1 when full; key_table_publish() makes it visible once the
  * caller has filled its value. */
 long key_table_reserve(struct key_table *table, uint64_t key);

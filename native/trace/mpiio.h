@@ -116,31 +116,40 @@ struct mpiio_call {
     struct ioloom_raw_event row;
 };
 
+/* The wrappers' hot path (a data call on a traced file) is inline below: one call, one row filled in place,
+ * one copy into the writer's buffer (ioloom_append_row). */
+
 /* Open the cross-layer window and stamp t_start; fields not set later stay -1. */
-void mpiio_call_start(struct mpiio_call *call, enum ioloom_op op, const struct mpiio_file *file);
+static inline void mpiio_call_start(struct mpiio_call *call, enum ioloom_op op, const struct mpiio_file *file) {
+    call->row.offset = call->row.req_bytes = call->row.ret_bytes = call->row.aux = call->row.coll_seq = -1;
+    call->row.file_id = file ? file->file_id : -1;
+    call->row.handle = file ? file->handle : -1;
+    call->row.err = 0;
+    call->row.op = (uint16_t)op;
+    call->row.layer = IOLOOM_MPIIO;
+    call->row.ticks = (uint8_t)ioloom_tsc;
+    /* The window opens before the clock is read, so every POSIX event of this call lies inside it. */
+    call->row.parent = ioloom_link.current;
+    call->row.call_id = ioloom_link_open();
+    call->row.t_start = ioloom_ticks();
+}
+
+/* The MPI error class of a return code. */
+int32_t mpiio_error_class(int rc);
+
 /* Stamp t_end, set err from the MPI return code, record the event and close the window. */
-void mpiio_call_finish(struct mpiio_call *call, int rc);
+static inline void mpiio_call_finish(struct mpiio_call *call, int rc) {
+    call->row.t_end = ioloom_ticks();
+    if (IOLOOM_UNLIKELY(rc != MPI_SUCCESS)) {
+        call->row.err = mpiio_error_class(rc);
+        call->row.ret_bytes = -1;
+    }
+    ioloom_append_row(&call->row);
+    ioloom_link_close(call->row.parent);
+}
 /* Close the window without recording anything (the call turned out not to be traced). */
 static inline void mpiio_call_drop(const struct mpiio_call *call) { ioloom_link_close(call->row.parent); }
 
-/* Where a data call's position comes from. */
-enum mpiio_position { MPIIO_EXPLICIT, MPIIO_INDIVIDUAL, MPIIO_SHARED };
-
-/* Start a traced data call (inside mpiio_enter/leave): offsets through the view, requested bytes, coll_seq
- * when collective. Returns 0 if the file is not traced (the caller just calls through), else 1. */
-int mpiio_data_start(struct mpiio_call *call, enum ioloom_op op, MPI_File fh, enum mpiio_position position,
-                     MPI_Offset offset, MPI_Count count, MPI_Datatype datatype, int collective);
-/* Finish a blocking data call: bytes from the status. */
-void mpiio_data_finish(struct mpiio_call *call, int rc, const MPI_Status *status);
-/* Finish the initiation of a pending operation (non-blocking or split begin): ret_bytes stays -1. */
-void mpiio_data_initiated(struct mpiio_call *call, int rc, struct mpiio_pending *pending);
-/* Finish `call` (started with the completing function's op, no file) as the completion of `pending`: its
- * file, offset and coll_seq, the initiating call_id in aux, the status's bytes in ret_bytes. */
-void mpiio_complete(struct mpiio_call *call, const struct mpiio_pending *pending, const MPI_Status *status);
-/* The user's status, or `local` when the user passed MPI_STATUS_IGNORE (we need the byte count). */
-static inline MPI_Status *mpiio_status(MPI_Status *user, MPI_Status *local) {
-    return user == MPI_STATUS_IGNORE ? local : user;
-}
 /* Bytes a status reports: what MPI_Get_elements_x(status, MPI_BYTE) returns. That call reads the status's
  * byte count, a field of the public MPI_Status of both MPIs built here: read inline, it costs 3 instructions
  * instead of a call through libmpi (85). Any other MPI asks the library. */
@@ -156,6 +165,53 @@ static inline int64_t mpiio_status_bytes(const MPI_Status *status) {
         return -1;
     return (int64_t)bytes;
 #endif
+}
+
+/* Where a data call's position comes from. */
+enum mpiio_position { MPIIO_EXPLICIT, MPIIO_INDIVIDUAL, MPIIO_SHARED };
+
+/* The etype offset an individual-pointer call starts at (the file's pointer now), -1 if it cannot be asked. */
+MPI_Offset mpiio_individual_position(const struct mpiio_file *file);
+/* The byte offset of etype number `offset` through a view with holes (the MPI library knows its layout). */
+int64_t mpiio_view_byte_offset(const struct mpiio_file *file, MPI_Offset offset);
+
+/* Start a traced data call (inside mpiio_enter/leave): offsets through the view, requested bytes, coll_seq
+ * when collective. Returns 0 if the file is not traced (the caller just calls through), else 1. */
+static inline int mpiio_data_start(struct mpiio_call *call, enum ioloom_op op, MPI_File fh,
+                                   enum mpiio_position position, MPI_Offset offset, MPI_Count count,
+                                   MPI_Datatype datatype, int collective) {
+    struct mpiio_file *file = mpiio_file_find(fh);
+    if (!file || file->file_id < 0)
+        return 0;
+    MPI_Offset etype_offset = position == MPIIO_EXPLICIT     ? offset
+                              : position == MPIIO_INDIVIDUAL ? mpiio_individual_position(file)
+                                                             : -1;
+    MPI_Count type_size = 0;
+    PMPI_Type_size_x(datatype, &type_size);
+    mpiio_call_start(call, op, file);
+    call->row.aux = etype_offset;
+    call->row.offset = etype_offset < 0        ? -1
+                       : file->contiguous_view ? file->disp + etype_offset * file->etype_size
+                                               : mpiio_view_byte_offset(file, etype_offset);
+    call->row.req_bytes = (int64_t)count * (int64_t)type_size;
+    if (collective)
+        call->row.coll_seq = mpiio_file_next_coll(file);
+    return 1;
+}
+
+/* Finish a blocking data call: bytes from the status. */
+static inline void mpiio_data_finish(struct mpiio_call *call, int rc, const MPI_Status *status) {
+    call->row.ret_bytes = rc == MPI_SUCCESS ? mpiio_status_bytes(status) : -1;
+    mpiio_call_finish(call, rc);
+}
+/* Finish the initiation of a pending operation (non-blocking or split begin): ret_bytes stays -1. */
+void mpiio_data_initiated(struct mpiio_call *call, int rc, struct mpiio_pending *pending);
+/* Finish `call` (started with the completing function's op, no file) as the completion of `pending`: its
+ * file, offset and coll_seq, the initiating call_id in aux, the status's bytes in ret_bytes. */
+void mpiio_complete(struct mpiio_call *call, const struct mpiio_pending *pending, const MPI_Status *status);
+/* The user's status, or `local` when the user passed MPI_STATUS_IGNORE (we need the byte count). */
+static inline MPI_Status *mpiio_status(MPI_Status *user, MPI_Status *local) {
+    return user == MPI_STATUS_IGNORE ? local : user;
 }
 
 /* ---- non-blocking requests ------------------------------------------------------------------------- */

@@ -11,8 +11,16 @@ static struct key_table file_slots = KEY_TABLE(MPIIO_MAX_FILES);
 
 static uint64_t file_key(MPI_File fh) { return (uint64_t)(uintptr_t)fh; }
 
+/* The slot this thread found last: programs call on one file many times in a row. */
+static __thread long last_found = -1;
+
 struct mpiio_file *mpiio_file_find(MPI_File fh) {
-    long slot = key_table_find(&file_slots, file_key(fh));
+    uint64_t key = file_key(fh);
+    if (key_table_holds(&file_slots, last_found, key))
+        return &files[last_found];
+    long slot = key_table_find(&file_slots, key);
+    if (slot >= 0)
+        last_found = slot;
     return slot < 0 ? NULL : &files[slot];
 }
 
