@@ -121,16 +121,18 @@ int lf_refresh(lf_file *f) { return LOCKED(f, do_refresh(f)); }
 int lf_flags(const lf_file *f) { return f->flags; }
 const char *lf_dir(const lf_file *f) { return f->dir; }
 
+/* The close of a file we wrote may be the first to report a write error (NFS defers ENOSPC, EDQUOT and EIO to
+ * close): the program's close of the container must fail then, as it would on a plain file. */
 int lf_close(lf_file *f) {
     int rc = lf_writer_publish(f);
     int saved = errno;
     for (size_t i = 0; i < f->nlogs; i++) {
-        if (f->logs[i].fd >= 0) IOLOOM_NEXT(close)(f->logs[i].fd);
+        if (f->logs[i].fd >= 0) IOLOOM_NEXT(close)(f->logs[i].fd); /* read only: nothing to report */
         free(f->logs[i].path);
     }
-    if (f->log_fd >= 0) IOLOOM_NEXT(close)(f->log_fd);
-    if (f->index_fd >= 0) IOLOOM_NEXT(close)(f->index_fd);
-    if (f->records_fd >= 0) IOLOOM_NEXT(close)(f->records_fd);
+    int written[] = {f->log_fd, f->index_fd, f->records_fd};
+    for (size_t i = 0; i < sizeof written / sizeof *written; i++)
+        if (written[i] >= 0 && IOLOOM_NEXT(close)(written[i]) && rc == 0) rc = -1, saved = errno;
     free(f->logs);
     free(f->mine);
     free(f->others);

@@ -79,7 +79,9 @@ static int write_meta(const char *dir, const char *name, const struct lf_meta *m
     int fd = IOLOOM_NEXT(open)(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0) return -1;
     int rc = lf_full_pwrite(fd, text, (size_t)n, 0) == n ? 0 : -1;
-    IOLOOM_NEXT(close)(fd);
+    int saved = errno;
+    if (IOLOOM_NEXT(close)(fd) && rc == 0) return -1; /* a write error the file system reports at close */
+    errno = saved;
     return rc;
 }
 

@@ -258,7 +258,7 @@ int lf_writer_name(lf_file *f, const char *name) {
     /* One short O_APPEND write: lines of concurrent writers of the group never interleave. */
     ssize_t done = IOLOOM_NEXT(write)(fd, line, (size_t)n);
     int saved = errno;
-    IOLOOM_NEXT(close)(fd);
+    if (IOLOOM_NEXT(close)(fd) && done == n) return -1; /* a write error the file system reports at close */
     return done == n ? 0 : (errno = done < 0 ? saved : ENOSPC, -1);
 }
 
