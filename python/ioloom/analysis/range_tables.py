@@ -113,6 +113,16 @@ def decode(frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
+def factorize(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(index of each key among the distinct keys, the distinct keys), like pd.factorize: by a table when the
+    keys are non-negative and few enough to count directly (group codes, cells), else by hashing."""
+    if len(keys) and keys.min() >= 0 and keys.max() < 4 * len(keys) + 4096:
+        present = np.bincount(keys) > 0
+        uniques = np.flatnonzero(present)
+        return (np.cumsum(present) - 1)[keys], uniques
+    return pd.factorize(keys)
+
+
 def most_frequent(frame: pd.DataFrame, keep: int) -> pd.DataFrame:
     """The `keep` rows of highest count per code (ties: the smaller value first)."""
     frame = frame.sort_values(["code", "count", frame.columns[1]], ascending=[True, False, True], kind="stable")
@@ -126,7 +136,7 @@ def top(code: np.ndarray, values: np.ndarray, name: str) -> pd.DataFrame:
         return pd.DataFrame({"code": code.astype(np.int64), name: values, "count": np.zeros(0, np.int64)})
     value_index, uniques = pd.factorize(values)
     width = len(uniques)
-    pair_index, pairs = pd.factorize(code.astype(np.int64) * width + value_index)
+    pair_index, pairs = factorize(code.astype(np.int64) * width + value_index)
     counts = np.bincount(pair_index, minlength=len(pairs))
     frame = pd.DataFrame({"code": pairs // width, name: np.asarray(uniques)[pairs % width], "count": counts})
     return most_frequent(frame, TOP_CARRIED)
@@ -149,7 +159,7 @@ def data_groups(c: dict, code: np.ndarray, options, last: pd.DataFrame):
     and each group's last access (offset and end, -1 when unknown), carried to the next range in `last`."""
     data = ((c["kind"] == READ) | (c["kind"] == WRITE)) & (c["ret_bytes"] >= 0)
     idx = np.flatnonzero(data)
-    index, groups = pd.factorize(code[idx])
+    index, groups = factorize(code[idx])
     # time order kept inside each group; a stable sort of small integers is a radix sort in numpy
     order = np.argsort(index.astype(np.int16) if len(groups) < 2**15 else index, kind="stable")
     idx, index = idx[order], index[order]
@@ -172,9 +182,9 @@ def data_groups(c: dict, code: np.ndarray, options, last: pd.DataFrame):
     stripes_touched = np.where(size > 0, (end - 1) // stripe - off // stripe + 1, 0)
     stripes_needed = -(-size // stripe)
     n = len(groups)
-    off_min, end_max = np.full(n, np.iinfo(np.int64).max), np.full(n, -1)
-    np.minimum.at(off_min, index[known], off[known])
-    np.maximum.at(end_max, index[known], end[known])
+    starts = np.flatnonzero(boundary)  # group i's accesses start at starts[i] (sorted by index)
+    off_min = np.minimum.reduceat(np.where(known, off, np.iinfo(np.int64).max), starts) if n else off[:0]
+    end_max = np.maximum.reduceat(np.where(known, end, -1), starts) if n else end[:0]
     per_group = pd.DataFrame({
         "sequential": np.bincount(index, same & (off >= prev_end), minlength=n).astype(np.int64),
         "consecutive": np.bincount(index, same & (off == prev_end), minlength=n).astype(np.int64),
@@ -183,7 +193,7 @@ def data_groups(c: dict, code: np.ndarray, options, last: pd.DataFrame):
         "off_min": off_min, "end_max": end_max}, index=pd.Index(groups, name="code"))
     reads = known & (kind_of(g) == READ)  # distinct bytes matter for reads only (repeated reads)
     bins = np.searchsorted(SIZE_BIN_UPPER, size, side="left")
-    cell_index, cells = pd.factorize(g * len(SIZE_BIN_NAMES) + bins)
+    cell_index, cells = factorize(g * len(SIZE_BIN_NAMES) + bins)
     hist = pd.DataFrame({"code": cells // len(SIZE_BIN_NAMES), "bin": cells % len(SIZE_BIN_NAMES),
                          "count": np.bincount(cell_index, minlength=len(cells))})
     sizes = top(g, size, "size")
@@ -200,7 +210,7 @@ def data_groups(c: dict, code: np.ndarray, options, last: pd.DataFrame):
 def group_totals(c: dict, code: np.ndarray, duration: np.ndarray, moved: np.ndarray,
                  completion: np.ndarray) -> pd.DataFrame:
     """ops, bytes, time, errors, first start and last end per group."""
-    index, codes = pd.factorize(code)
+    index, codes = factorize(code)
     n = len(codes)
     first = np.full(n, np.iinfo(np.int64).max)
     last = np.full(n, np.iinfo(np.int64).min)
@@ -220,9 +230,13 @@ def timebins(c: dict, moved: np.ndarray) -> pd.DataFrame:
         return pd.DataFrame(columns=["layer", "kind", "bin", "bytes", "shift"])
     t = c["t_end"][data]
     shift = _shift_for(int(t.min()), int(t.max()))
-    frame = pd.DataFrame({"layer": c["layer"][data], "kind": c["kind"][data], "bin": t >> shift,
-                          "bytes": moved[data]})
-    return frame.groupby(["layer", "kind", "bin"])["bytes"].sum().reset_index().assign(shift=shift)
+    bins = t >> shift
+    low, width = int(bins.min()), int(bins.max() - bins.min()) + 1
+    cell = (c["layer"][data].astype(np.int64) * KIND_SLOTS + c["kind"][data]) * width + (bins - low)
+    sums = np.bincount(cell, moved[data])  # float sums: exact below 2^53 bytes a bin
+    cells = np.flatnonzero(sums)
+    return pd.DataFrame({"layer": cells // width // KIND_SLOTS, "kind": cells // width % KIND_SLOTS,
+                         "bin": cells % width + low, "bytes": sums[cells].astype(np.int64), "shift": shift})
 
 
 def _shift_for(t0: int, t1: int) -> int:
@@ -275,10 +289,10 @@ def decompose(c: dict, duration: np.ndarray, moved: np.ndarray, nested: np.ndarr
                         & (calls["read_ops"] > 0) & (calls["write_ops"] > 0))
     kept = pd.DataFrame({name: values[:detail_limit] for name, values in calls.items()})
     kept["op"] = op_names[kept["op"].to_numpy()]
-    children = pd.DataFrame({"call_id": c["parent"][child], "category": category,
+    child = child[position < len(kept)]  # the kept calls' children
+    children = pd.DataFrame({"call_id": c["parent"][child], "category": category[position < len(kept)],
                              "t_start": c["t_start"][child], "t_end": c["t_end"][child],
                              "offset": c["offset"][child], "bytes": moved[child]})
-    children = children[children["call_id"].isin(kept["call_id"])]
     return splits(calls, op_names), kept, children
 
 
