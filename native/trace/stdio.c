@@ -43,8 +43,14 @@ static struct key_table position_slots = KEY_TABLE(MAX_STREAMS);
 
 static uint64_t stream_key(const FILE *fp) { return (uint64_t)(uintptr_t)fp; }
 
+/* The slot this thread found last: programs call on one stream many times in a row. */
+static __thread long last_found = -1;
+
 static struct stream_position *position_of(const FILE *fp) {
-    long slot = key_table_find(&position_slots, stream_key(fp));
+    uint64_t key = stream_key(fp);
+    if (key_table_holds(&position_slots, last_found, key)) return &positions[last_found];
+    long slot = key_table_find(&position_slots, key);
+    if (slot >= 0) last_found = slot;
     return slot < 0 ? NULL : &positions[slot];
 }
 
@@ -63,15 +69,17 @@ static int64_t asked_position(FILE *fp) {
     return at < 0 && at != APPENDING ? UNKNOWN : at;
 }
 
-/* Starts following fp (a stale entry for a reused FILE address is dropped) at position `at`. */
-static void follow(FILE *fp, int64_t at) {
+/* Starts following fp (a stale entry for a reused FILE address is dropped) at position `at`; NULL when the
+ * table is full. */
+static struct stream_position *follow(FILE *fp, int64_t at) {
     struct stream_position *stale = position_of(fp);
     if (stale) key_table_remove(&position_slots, stale - positions);
     long slot = key_table_reserve(&position_slots, stream_key(fp));
-    if (slot < 0) return;
+    if (slot < 0) return NULL;
     positions[slot].at = UNKNOWN;
     left_at(fp, &positions[slot], at);
     key_table_publish(&position_slots, slot);
+    return &positions[slot];
 }
 
 static void forget(FILE *fp) {
@@ -79,23 +87,23 @@ static void forget(FILE *fp) {
     if (p) key_table_remove(&position_slots, p - positions);
 }
 
-/* The position before a data call, UNKNOWN if the tracer cannot be sure. A stream first seen here (stdin,
- * stdout, one opened before tracing started) is asked once. Called with the stream locked. */
-static int64_t position_before(FILE *fp) {
+/* fp's entry; a stream first seen here (stdin, stdout, one opened before tracing started) is asked once. */
+static struct stream_position *followed(FILE *fp) {
     struct stream_position *p = position_of(fp);
-    if (IOLOOM_UNLIKELY(!p)) {
-        follow(fp, asked_position(fp));
-        if (!(p = position_of(fp))) return UNKNOWN;
-    }
+    return IOLOOM_LIKELY(p != NULL) ? p : follow(fp, asked_position(fp));
+}
+
+/* The position before a data call, UNKNOWN if the tracer cannot be sure. Called with the stream locked. */
+static inline int64_t position_before(struct stream_position *p, FILE *fp) {
+    if (IOLOOM_UNLIKELY(!p)) return UNKNOWN;
     if (p->read_ptr != fp->_IO_read_ptr || p->write_ptr != fp->_IO_write_ptr) /* moved where we did not see */
         left_at(fp, p, UNKNOWN);
     return p->at >= 0 ? p->at : UNKNOWN;
 }
 
 /* After a data call that started at `at` and moved `bytes` (-1: unknown). Called with the stream locked. */
-static void position_after(FILE *fp, int64_t at, int64_t bytes) {
-    struct stream_position *p = position_of(fp);
-    if (p) left_at(fp, p, at >= 0 && bytes >= 0 ? at + bytes : UNKNOWN);
+static inline void position_after(struct stream_position *p, FILE *fp, int64_t at, int64_t bytes) {
+    if (IOLOOM_LIKELY(p != NULL)) left_at(fp, p, at >= 0 && bytes >= 0 ? at + bytes : UNKNOWN);
 }
 
 /* After a seek, rewind or ftell: the stream's own answer. */
@@ -120,8 +128,9 @@ static void position_known(FILE *fp, int64_t at) {
 
 /* A data call: RECORD may use `at`, the position before it; MOVED (an expression of r) is the bytes it moved,
  * -1 if unknown. */
-#define STREAM_DATA(fn, args, FP, failed_if, MOVED, record) \
-    STREAM_CALL(fn, args, FP, failed_if, int64_t at = position_before(FP), position_after(FP, at, MOVED), record)
+#define STREAM_DATA(fn, args, FP, failed_if, MOVED, record)                                                \
+    STREAM_CALL(fn, args, FP, failed_if, struct stream_position *p = followed(FP); int64_t at = position_before(p, FP), \
+                position_after(p, FP, at, MOVED), record)
 
 /* After a seek or rewind: where the stream now stands, as it says itself. */
 static void seeked(FILE *fp, int failed) { position_known(fp, failed ? UNKNOWN : IOLOOM_NEXT(ftello64)(fp)); }
