@@ -70,3 +70,14 @@ def test_dictionary_columns_hold_only_the_values_present():
     assert sorted(pc.unique(table.column("layer")).to_pylist()) == ["posix"]
     assert set(table.column("layer").combine_chunks().dictionary.to_pylist()) == {"posix"}
     assert set(table.column("op").combine_chunks().dictionary.to_pylist()) == {"read", "write"}
+
+
+def test_a_truncated_log_says_so_instead_of_advising_dxt(tmp_path):
+    data = (LOGS / "dxt.darshan").read_bytes()
+    cut = tmp_path / "cut.darshan"
+    cut.write_bytes(data[:len(data) * 9 // 10])  # the DXT region is the log's last
+    trace = darshan_trace(cut)
+    assert any(p.startswith("DXT_POSIX: darshan-util could not read the log") and "truncated or damaged" in p
+               for p in trace.problems), trace.problems
+    assert not any("DXT_ENABLE_IO_TRACE" in p for p in trace.problems)  # the job did record DXT
+    assert trace.meta["darshan"]["modules"]  # the counters before the damage are still reported

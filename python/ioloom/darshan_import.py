@@ -78,8 +78,9 @@ def _counters(report, names: dict) -> dict:
 SEGMENT = np.dtype([("offset", "<i8"), ("length", "<i8"), ("start_time", "<f8"), ("end_time", "<f8")])
 
 
-def _dxt_records(report, module: str):
-    """(file record id, rank, writes, reads) for each DXT record of `module`, the segments as SEGMENT arrays.
+def _dxt_records(report, module: str, problems: list[str]):
+    """(file record id, rank, writes, reads) for each DXT record of `module`, the segments as SEGMENT arrays; a
+    record darshan-util cannot read (a truncated or damaged log) ends them, with a line in `problems`.
 
     PyDarshan's own DXT reader builds a Python dict per segment, which is most of the time a large log takes;
     this reads the same records through its darshan-util binding and copies each record's segments at once."""
@@ -89,7 +90,8 @@ def _dxt_records(report, module: str):
     index = backend.log_get_modules(report.log)[module]["idx"]
     header = ffi.sizeof("struct dxt_file_record")
     buf = ffi.new("void **")  # NULL: darshan-util allocates the record (it would write into a buffer given)
-    while lib.darshan_log_get_record(report.log["handle"], index, buf) > 0:
+    read = 0
+    while (got := lib.darshan_log_get_record(report.log["handle"], index, buf)) > 0:
         try:
             record = ffi.cast("struct dxt_file_record *", buf[0])
             writes, reads = record.write_count, record.read_count
@@ -99,16 +101,20 @@ def _dxt_records(report, module: str):
         finally:
             lib.darshan_free(buf[0])
             buf[0] = ffi.NULL
+        read += 1
         yield record_id, rank, segments[:writes], segments[writes:]
+    if got < 0:
+        problems.append(f"{module}: darshan-util could not read the log past its record {read} (the log is truncated "
+                        "or damaged), so the events of the files after it are missing")
 
 
-def _dxt_events(report, file_ids: dict) -> pa.Table:
+def _dxt_events(report, file_ids: dict, problems: list[str]) -> pa.Table:
     """One event per DXT segment (POSIX, then MPI-IO; per record its writes, then its reads), built column-wise."""
     parts = []  # (segments, rank, file_id, layer, op): one run of events that share all but the segment
     for module, (layer, write_op, read_op) in DXT.items():
         if module not in report.modules:
             continue
-        for record_id, rank, writes, reads in _dxt_records(report, module):
+        for record_id, rank, writes, reads in _dxt_records(report, module, problems):
             if record_id in file_ids:  # a record without a name record is dropped, as PyDarshan does
                 parts += [(segs, rank, file_ids[record_id], layer, op)
                           for op, segs in ((write_op, writes), (read_op, reads)) if len(segs)]
@@ -144,19 +150,19 @@ def darshan_trace(path: str | Path) -> Trace:
         report.read_all_generic_records()  # the counters; the DXT segments are read below, column-wise
         names = dict(report.name_records)
         file_ids = {rid: i for i, rid in enumerate(names)}
-        table = _dxt_events(report, file_ids)
+        problems: list[str] = []
+        table = _dxt_events(report, file_ids, problems)
     except Exception as err:  # PyDarshan raises plain exceptions for unreadable logs
         raise ValueError(f"{path}: not a readable Darshan log ({err}); check it with darshan-parser") from err
     files = pa.Table.from_pylist([{"file_id": i, "path": names[rid], "dev": 0, "ino": 0}
                                   for rid, i in file_ids.items()], schema=FILE_SCHEMA)
-    events = table.num_rows > 0
     job = report.metadata.get("job", {})
     meta = {"source": "darshan", "path": str(path), "exe": report.metadata.get("exe", ""),
             "darshan": {"job": {k: v for k, v in job.items() if k != "metadata"}, "modules_present": list(report.modules),
                         **_counters(report, names)}}
-    problems = [] if events else [
-        f"{Path(path).name}: the log has no DXT trace segments (run with DXT_ENABLE_IO_TRACE=1 to record them), "
-        "so only its counters are reported; timelines, patterns and findings need events"]
+    if table.num_rows == 0 and not problems:
+        problems.append(f"{Path(path).name}: the log has no DXT trace segments (run with DXT_ENABLE_IO_TRACE=1 to "
+                        "record them), so only its counters are reported; timelines, patterns and findings need events")
     problems.append("Darshan logs do not link POSIX calls to the MPI-IO calls that issued them: no cross-layer split")
     trace = Trace.from_tables(table, files, meta)
     trace.problems.extend(problems)
