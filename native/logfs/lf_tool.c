@@ -34,7 +34,12 @@ static lf_file *open_as_rank(const char *dir, int rank, int flags) {
 }
 
 static int synth(const char *dir, int writers, long count, long block) {
+    if (writers < 1 || count < 1 || block < 1) {
+        fprintf(stderr, "ioloom-logfs-tool: synth: WRITERS, COUNT and BLOCK must be whole numbers >= 1\n");
+        return 2;
+    }
     unsigned char *buf = malloc((size_t)block);
+    if (!buf) return fail("malloc", NULL);
     for (int w = 0; w < writers; w++) {
         lf_file *f = open_as_rank(dir, w, O_WRONLY | O_CREAT);
         if (!f) return fail("open", dir);
@@ -95,12 +100,19 @@ static int vectors(const char *dir, const char *plain_path) {
     return close(plain);
 }
 
+/* The sum is over the whole file at once (its weights count from the end), so the file must fit the buffer. */
 static int sum(const char *path) {
     FILE *f = fopen(path, "rb");
     if (!f) return fail("open", path);
     static unsigned char buf[1 << 20];
     size_t n = fread(buf, 1, sizeof buf, f);
+    int unread = n == sizeof buf && fgetc(f) != EOF, failed = ferror(f);
     fclose(f);
+    if (failed) return fail("read", path);
+    if (unread) {
+        fprintf(stderr, "ioloom-logfs-tool: sum: %s is larger than %zu bytes, the most it sums\n", path, sizeof buf);
+        return 2;
+    }
     printf("%016llx\n", (unsigned long long)lf_sum64(buf, n));
     return 0;
 }
