@@ -3,7 +3,8 @@
 perfetto: Chrome trace-event JSON (ui.perfetto.dev, chrome://tracing). One process per rank, one thread per
 traced thread; POSIX calls nest under the MPI-IO call that issued them because they run inside it on the
 same thread. parquet / csv: events.<ext> (every event column, op and layer as text, plus the file path) and
-files.<ext>. Streams are written one at a time, so memory stays that of one stream.
+files.<ext>. Streams are written one range of events at a time (`Stream.ranges`), so memory stays that of
+one range whatever the trace's size.
 """
 from __future__ import annotations
 
@@ -47,8 +48,8 @@ def tables(trace, out: Path, fmt: Format) -> list[Path]:
     events_path, files_path = out / f"events.{fmt.value}", out / f"files.{fmt.value}"
     writer = None
     try:
-        for stream in trace.streams:
-            part = _with_paths(_plain_columns(stream.read()), trace.files)
+        for table in (table for stream in trace.streams for table in stream.ranges()):
+            part = _with_paths(_plain_columns(table), trace.files)
             if writer is None:
                 writer = (pq.ParquetWriter(events_path, part.schema) if fmt is Format.parquet
                           else pacsv.CSVWriter(events_path, part.schema))
@@ -67,9 +68,9 @@ def _perfetto_events(stream, paths: dict):
     label = f"rank {stream.rank}" if stream.rank >= 0 else f"pid {stream.pid}"
     yield {"name": "process_name", "ph": "M", "pid": stream.pid, "args": {"name": label}}
     yield {"name": "process_sort_index", "ph": "M", "pid": stream.pid, "args": {"sort_index": stream.rank}}
-    table = _plain_columns(stream.read(["t_start", "t_end", "tid", "layer", "op", "file_id", "offset",
-                                        "req_bytes", "ret_bytes", "errno", "call_id", "parent", "coll_seq"]))
-    for row in table.to_pylist():
+    columns = ["t_start", "t_end", "tid", "layer", "op", "file_id", "offset", "req_bytes", "ret_bytes", "errno",
+               "call_id", "parent", "coll_seq"]
+    for row in (row for table in stream.ranges(columns) for row in _plain_columns(table).to_pylist()):
         args = {"layer": row["layer"], "file": paths.get(row["file_id"]), "offset": row["offset"],
                 "bytes": row["ret_bytes"], "requested": row["req_bytes"]}
         args.update({k: row[k] for k in ("errno", "call_id", "parent", "coll_seq") if row[k] not in (-1, 0)})

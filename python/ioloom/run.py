@@ -123,21 +123,23 @@ def stream_totals(stream) -> tuple[np.ndarray, np.ndarray]:
 
     from ioloom.analysis import ops
 
-    table = stream.read(["layer", "op", "ret_bytes", "req_bytes", "aux"])
-    layer = ops.layer_codes(table.column("layer"))
-    kind = ops.kind_codes(table.column("op"), table.column("aux").to_numpy())
-    ret, req = table.column("ret_bytes").to_numpy(), table.column("req_bytes").to_numpy()
-    moved = np.where(ret >= 0, ret, np.maximum(req, 0))
+    events = np.zeros(len(ops.LAYERS), np.int64)
     per_layer = np.zeros((len(ops.LAYERS), 2), np.int64)
-    for column, which in enumerate((ops.READ, ops.WRITE)):
-        mine = kind == which
-        per_layer[:, column] = np.bincount(layer[mine], moved[mine], minlength=len(ops.LAYERS))
-    return np.bincount(layer, minlength=len(ops.LAYERS)), per_layer
+    for table in stream.ranges(["layer", "op", "ret_bytes", "req_bytes", "aux"]):
+        layer = ops.layer_codes(table.column("layer"))
+        kind = ops.kind_codes(table.column("op"), table.column("aux").to_numpy())
+        ret, req = table.column("ret_bytes").to_numpy(), table.column("req_bytes").to_numpy()
+        moved = np.where(ret >= 0, ret, np.maximum(req, 0))
+        for column, which in enumerate((ops.READ, ops.WRITE)):
+            mine = kind == which
+            per_layer[:, column] += np.bincount(layer[mine], moved[mine], minlength=len(ops.LAYERS)).astype(np.int64)
+        events += np.bincount(layer, minlength=len(ops.LAYERS))
+    return events, per_layer
 
 
 def summary(out: Path) -> list[str]:
     """Where the trace went and three lines: events per layer, bytes per layer, dropped events and problems.
-    Read stream by stream, so it costs little memory whatever the size of the trace."""
+    Read range by range, so it costs little memory whatever the size of the trace."""
     import numpy as np
 
     from ioloom.analysis.ops import LAYERS as ALL_LAYERS
