@@ -109,8 +109,9 @@ class Analysis:
             frame.insert(1, "path", frame["file_id"].map(lambda i: self.paths.get(int(i), "")))
         return frame.to_dict("records")
 
-    def to_json(self) -> dict:
-        """The whole result as plain JSON types."""
+    def to_json(self, calls: bool = True) -> dict:
+        """The whole result as plain JSON types; `calls=False` leaves out the MPI-IO calls kept in detail (up to
+        Options.detail_limit rows, which the report draws from the tables instead)."""
         out = {
             "format_version": JSON_VERSION,
             "summary": self.summary(),
@@ -126,7 +127,7 @@ class Analysis:
             "amplification": self.amplification,
             "crosslayer": crosslayer.by_operation(self.splits),
             "collectives": crosslayer.collectives_json(self.collectives),
-            "mpiio_calls": crosslayer.calls_json(self.calls),
+            "mpiio_calls": crosslayer.calls_json(self.calls) if calls else [],
             "patterns": [{**p, "path": self.paths.get(p["file_id"], "")} for p in self.patterns],
             "findings": [f.to_json() for f in self.findings],
         }

@@ -154,7 +154,7 @@ def _health(a, result) -> str:
 
 
 def render(a, title: str = "ioloom report", subtitle: str = "") -> str:
-    result = a.to_json()
+    result = a.to_json(calls=False)
     figs = figures.all_figures(a)
     body = "".join([_summary(a, result), _findings(result), _crosslayer(a, result, figs),
                     _concurrency(a, result, figs), _access(a, result, figs), _sizes(a, result, figs),

@@ -114,12 +114,14 @@ class StreamReader:
 
     def _times(self, s: StreamFile) -> tuple[np.ndarray, np.ndarray]:
         start, end = s.times()
-        if _clock(s.info) == (None, None):  # no MPI clock measurement: one shift, in place
+        if _clock(s.info) == (None, None):  # no MPI clock measurement: one shift
             start -= self.epoch
             end -= self.epoch
             return start, end
         shift = clock_correction(s.info, start) - self.epoch
-        return start + shift, end + shift
+        start += shift
+        end += shift
+        return start, end
 
     def _values(self, s: StreamFile, name: str, times, positions: np.ndarray | None, rows: int) -> np.ndarray:
         """Column `name` of the chunks of `s`, narrowed to the schema's type, in `rows` rows: value-by-value
