@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from ioloom.trace import open_trace
-from ioloom.trace.reader import nearly_sorted_order
+from ioloom.trace.reader import time_order
 from ioloom.trace.stream_file import DURATION, STORED_COLUMNS, read_stream_file
 from ioloom.trace.varint import decode_column
 from tests.test_trace_native import compile_program, traced_env
@@ -90,7 +90,7 @@ def test_column_of_the_wrong_length_names_its_chunk(handoff_runs):
         decode_column(stream.data, directory, stream.events + 1)
 
 
-def test_nearly_sorted_order_is_the_stable_sort():
+def test_time_order_is_the_stable_sort():
     rng = np.random.default_rng(7)
     for _ in range(500):
         t = list(np.sort(rng.integers(0, 20, rng.integers(0, 40))))
@@ -99,5 +99,5 @@ def test_nearly_sorted_order_is_the_stable_sort():
                 i = int(rng.integers(0, len(t)))
                 t.insert(int(rng.integers(i, len(t))), t.pop(i))
         t = np.array(t, np.int64)
-        order = nearly_sorted_order(t)
+        order = time_order(t)
         assert np.array_equal(np.arange(len(t)) if order is None else order, np.argsort(t, kind="stable"))
