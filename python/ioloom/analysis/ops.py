@@ -65,6 +65,7 @@ def kind_codes(op: pa.ChunkedArray | pa.Array, aux: np.ndarray) -> np.ndarray:
     kinds = table[indices] if len(table) else np.full(len(indices), OTHER, np.int8)
     copies = np.array([name in COPIES or name in AIO_RESULTS for name in op.dictionary.to_pylist()] or [False], bool)
     kinds[copies[indices] & (aux == 0)] = READ
+    kinds[copies[indices] & (aux < 0)] = OTHER  # an aio request submitted before tracing: direction unknown
     fcntl = kinds == LOCK
     sets_lock = np.isin(aux & 0xFFFF, _SET_LOCK_CMDS)
     kinds[fcntl & ~sets_lock] = OTHER
