@@ -89,6 +89,9 @@ def _dxt_records(report, module: str, problems: list[str]):
     ffi, lib = backend.ffi, backend.libdutil
     index = backend.log_get_modules(report.log)[module]["idx"]
     header = ffi.sizeof("struct dxt_file_record")
+    if ffi.sizeof("struct segment_info") != SEGMENT.itemsize:
+        raise RuntimeError("this PyDarshan lays DXT segments out differently; install the darshan version "
+                           "pyproject.toml pins")
     buf = ffi.new("void **")  # NULL: darshan-util allocates the record (it would write into a buffer given)
     read = 0
     while (got := lib.darshan_log_get_record(report.log["handle"], index, buf)) > 0:
@@ -104,8 +107,8 @@ def _dxt_records(report, module: str, problems: list[str]):
         read += 1
         yield record_id, rank, segments[:writes], segments[writes:]
     if got < 0:
-        problems.append(f"{module}: darshan-util could not read the log past its record {read} (the log is truncated "
-                        "or damaged), so the events of the files after it are missing")
+        problems.append(f"{module}: darshan-util could not read the log after {read} of its records (the log is "
+                        "truncated or damaged), so the events of the files after them are missing")
 
 
 def _dxt_events(report, file_ids: dict, problems: list[str]) -> pa.Table:
