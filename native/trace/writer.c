@@ -437,7 +437,7 @@ IOLOOM_EXPORT void ioloom_link_refill(void) {
  * half, or one older than the flush interval, is handed off; after the final flush, everything is written at
  * once. Kept out of line so that the common path saves no registers. */
 static __attribute__((noinline)) struct thread_buffer *first_buffer(void) {
-    if (IOLOOM_UNLIKELY(!ioloom_tracing) || my_buffer_refused || !(my_buffer = new_thread_buffer())) {
+    if (my_buffer_refused || !(my_buffer = new_thread_buffer())) {
         count_dropped(1);
         return NULL;
     }
