@@ -2,7 +2,7 @@
 
 The stream is read range by range (`Stream.ranges`, in time order) and each range is summarised by
 range_tables.py. What a range leaves open goes on to the next: each group's last access (sequential and
-stride counters), the read intervals (distinct bytes), the non-blocking MPI-IO calls started, the locks not
+stride counters), the read intervals (distinct bytes), the locks not
 released yet, and the events from the first MPI-IO call that may still have POSIX calls in later ranges
 (held back whole, so that every call is summarised with all of its children). So the result does not depend
 on the range size, and a worker's memory follows the range, not the stream.
@@ -23,6 +23,7 @@ from ioloom.trace.model import RANGE_ROWS
 
 GROUP_KEYS = ["layer", "kind", "file_id", "nested"]
 SPLIT_KEYS = ["op", "file_id", "kind", "collective"]
+HOLD_LIMIT = 1 << 21  # events held back at most for an asynchronous MPI-IO call not finished yet
 
 
 @dataclass
@@ -73,21 +74,43 @@ def summarise(stream, options: Options, budget_share: float = 1.0) -> Partial:
     return summary.finish()
 
 
-def ready_rows(c: dict) -> int:
-    """How many of a range's first events can be summarised now: all but those from the start of the earliest
-    MPI-IO call that may still have POSIX calls in the ranges to come (it has not ended by the range's last
-    start), or that overlaps one that may."""
+def ready_rows(c: dict, names: list[str], hold_limit: int) -> int:
+    """How many of a block's first events can be summarised now: all but those from the start of the earliest
+    MPI-IO call that may still have POSIX calls in the ranges to come. Those are the calls that have not ended
+    by the block's last start (or overlap one that has not), and the asynchronous ones not finished in the
+    block: a non-blocking call before its MPI_Wait/MPI_Test completion, a split collective's _begin before its
+    _end, whose aio requests are collected (and recorded) later. The second rule is dropped when it would hold
+    back more than `hold_limit` events (a request never completed)."""
     start, end = c["t_start"], c["t_end"]
     if not len(start):
         return 0
     mpi = np.flatnonzero(c["layer"] == LAYER_CODE["mpiio"])
     cut = start[-1]
-    while True:
+    while True:  # each rule may move the cut earlier, and then the other may apply again
+        ready = int(np.searchsorted(start, cut, "left"))
         still_open = mpi[end[mpi] >= cut]
         earliest = start[still_open].min() if len(still_open) else cut
+        unfinished = _unfinished_starts(c, names, mpi[mpi < ready])
+        if len(unfinished) and len(start) - unfinished[0] <= hold_limit:
+            earliest = min(earliest, start[unfinished[0]])
         if earliest >= cut:
-            return int(np.searchsorted(start, cut, "left"))
+            return ready
         cut = earliest
+
+
+def _unfinished_starts(c: dict, names: list[str], mpi: np.ndarray) -> np.ndarray:
+    """Rows of the asynchronous MPI-IO calls among `mpi` (rows) not finished by them (see ready_rows),
+    ascending."""
+    op = c["op"][mpi]
+    nonblocking = mpi[rt.is_nonblocking_start(names)[op]]
+    completed = c["aux"][mpi[rt.is_completion(names)[op]]]
+    waiting = nonblocking[~np.isin(c["call_id"][nonblocking], completed)]
+    split = np.array([n.startswith("MPI_File_") and n.endswith(("_begin", "_end")) for n in names] or [False])
+    halves = mpi[split[op]]
+    begins = halves[np.array([names[k].endswith("_begin") for k in c["op"][halves]], bool)]
+    last_end = pd.Series(halves).groupby(c["handle"][halves]).max()  # a handle has one split collective at a time
+    begun = begins[last_end.reindex(c["handle"][begins]).to_numpy() == begins]
+    return np.union1d(waiting, begun)
 
 
 def _earliest(a, b):
@@ -104,7 +127,6 @@ class _StreamSummary:
         self.sample_budget = max(1, int(options.sample_budget * budget_share))
         self.total = int(stream.info.get("events") or 0)  # when the stream knows its length
         self.held: dict[str, np.ndarray] | None = None
-        self.started = (np.zeros(0, np.int64), np.zeros(0, np.int8))
         self.last = pd.DataFrame({"offset": [], "end": []}, dtype=np.int64,
                                  index=pd.Index([], dtype=np.int64, name="code"))
         self.read_intervals = (np.zeros(0, np.int64),) * 3
@@ -120,7 +142,7 @@ class _StreamSummary:
     def add(self, c: dict) -> None:
         if self.held is not None:
             c = {name: np.concatenate((self.held[name], values)) for name, values in c.items()}
-        ready = ready_rows(c)
+        ready = ready_rows(c, self.names, HOLD_LIMIT)
         self.held = {name: values[ready:].copy() for name, values in c.items()}
         if ready:
             self._summarise({name: values[:ready] for name, values in c.items()}, final=False)
@@ -131,9 +153,7 @@ class _StreamSummary:
 
     def _summarise(self, c: dict, final: bool) -> None:
         t = self.tables
-        completion = rt.take_initiation_kind(c, self.names, self.started)
-        starts = rt.is_nonblocking_start(self.names)[c["op"]] & (c["layer"] == LAYER_CODE["mpiio"])
-        self.started = tuple(np.concatenate((s, c[k][starts])) for s, k in zip(self.started, ("call_id", "kind")))
+        completion = rt.take_initiation_kind(c, self.names)
         duration = c["t_end"] - c["t_start"]
         moved = np.where(((c["kind"] == READ) | (c["kind"] == WRITE)) & (c["ret_bytes"] > 0), c["ret_bytes"], 0)
         mpi, child, position = rt.family(c)

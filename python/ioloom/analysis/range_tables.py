@@ -14,7 +14,7 @@ import pandas as pd
 from ioloom.analysis import ops
 from ioloom.analysis.ops import LAYER_CODE, LOCK, READ, UNLOCK, WRITE
 
-COLUMNS = ["t_start", "t_end", "layer", "op", "file_id", "offset", "req_bytes", "ret_bytes", "errno", "aux",
+COLUMNS = ["t_start", "t_end", "layer", "op", "file_id", "handle", "offset", "req_bytes", "ret_bytes", "errno", "aux",
            "call_id", "parent", "coll_seq"]  # rank and pid are the stream's
 # Darshan's access-size bins: a request of s bytes falls in the first bin whose upper bound is >= s.
 SIZE_BIN_UPPER = np.array([100, 1 << 10, 10 << 10, 100 << 10, 1 << 20, 4 << 20, 10 << 20, 100 << 20, 1 << 30])
@@ -53,19 +53,21 @@ def is_nonblocking_start(names: list[str]) -> np.ndarray:
     return np.array([n.startswith("MPI_File_i") for n in names] or [False], bool)
 
 
-def take_initiation_kind(c: dict, names: list[str], started: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+def is_completion(names: list[str]) -> np.ndarray:
+    """Per op name: MPI_Wait/MPI_Test, which complete non-blocking calls."""
+    return np.array([n.startswith(("MPI_Wait", "MPI_Test")) for n in names] or [False], bool)
+
+
+def take_initiation_kind(c: dict, names: list[str]) -> np.ndarray:
     """Non-blocking MPI-IO moves its bytes at completion: an MPI_Wait/MPI_Test event that completes a request
-    carries the bytes and, in aux, the call_id of the MPI_File_i* call that started it (in this range or in
-    `started`, (call_ids, kinds) of the earlier ranges' starts). Such an event takes that call's kind (read or
-    write), so its bytes count; it is not counted again as an operation. Returns the mask of completion
+    carries the bytes and, in aux, the call_id of the MPI_File_i* call that started it (in the same block:
+    partition.ready_rows holds a call back until its completion). Such an event takes that call's kind (read
+    or write), so its bytes count; it is not counted again as an operation. Returns the mask of completion
     events."""
-    is_completion = np.array([n.startswith(("MPI_Wait", "MPI_Test")) for n in names] or [False], bool)
-    completion = is_completion[c["op"]] & (c["layer"] == LAYER_CODE["mpiio"])
+    completion = is_completion(names)[c["op"]] & (c["layer"] == LAYER_CODE["mpiio"])
     if completion.any():
         mpi = (c["layer"] == LAYER_CODE["mpiio"]) & ~completion
-        ids = np.concatenate((started[0], c["call_id"][mpi]))
-        kinds = np.concatenate((started[1], c["kind"][mpi]))
-        c["kind"][completion] = parent_lookup(ids, kinds, c["aux"][completion], ops.OTHER)
+        c["kind"][completion] = parent_lookup(c["call_id"][mpi], c["kind"][mpi], c["aux"][completion], ops.OTHER)
     return completion
 
 
