@@ -137,6 +137,11 @@ def test_container_run(tmp_path, ioloom_cli):
     assert Container.open(tmp_path / "mnt" / "x").read() == "".join(f"{i}\n" for i in range(1, 1001)).encode()
     bad = ioloom_cli("container", "run", "-m", tmp_path / "nowhere", "--", "true", check=False)
     assert bad.returncode == 2 and "is not a directory" in bad.stderr
+    # another tool's preload stays, in front of the layer
+    other = "libm.so.6"  # a harmless library stands for it
+    shown = ioloom_cli("container", "run", "-m", tmp_path / "mnt", "--", "sh", "-c", 'printf %s "$LD_PRELOAD"',
+                       env={"LD_PRELOAD": other}).stdout
+    assert shown == f"{other}:{preload.library()}"
 
 
 def test_check_finds_damage(worked, ioloom_cli):

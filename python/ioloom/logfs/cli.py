@@ -162,7 +162,9 @@ def run(ctx: typer.Context,
         if not directory.is_dir():
             _fail(f"{directory} is not a directory: create it first (mounts and backends must exist)")
     try:
-        env = preload.env({m.resolve(): [b.resolve() for b in backends] for m in mounts}, fanout=fanout)
+        # preloads already in the environment (another tool's) stay, in front: they see the logical I/O
+        env = preload.env({m.resolve(): [b.resolve() for b in backends] for m in mounts},
+                          preload_first=os.environ.get("LD_PRELOAD"), fanout=fanout)
     except NativeMissing as err:
         _fail(str(err))
     if pack:
