@@ -183,5 +183,7 @@ void bench_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void bench_abort_io(void) __attribute__((noreturn));
 /* malloc, or abort the run the same way: a rank without its buffer cannot take part in collective calls. */
 void *bench_alloc(size_t bytes);
+/* Removes a file of the run; says so when it exists and cannot be removed (a stale file stays behind). */
+void bench_unlink(const char *name);
 
 #endif

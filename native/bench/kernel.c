@@ -1,10 +1,8 @@
 /* What the kernels share: file names, removing files, and the timed open and close of their MPI-IO files. */
 #include "backend.h"
 
-#include <string.h>
-
 #include <stdio.h>
-#include <unistd.h>
+#include <string.h>
 
 void bench_kernel_file(const struct bench_options *o, const char *suffix, char *out, size_t outlen) {
     snprintf(out, outlen, "%s.%s", o->path, suffix);
@@ -15,7 +13,7 @@ void bench_kernel_remove(MPI_Comm comm, const char *name) {
     MPI_Comm_rank(comm, &rank);
     MPI_Barrier(comm);
     if (rank == 0)
-        unlink(name);
+        bench_unlink(name);
     MPI_Barrier(comm);
 }
 

@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 /* Whose data this rank moves: its own when writing, its neighbour's `shift` ranks on when reading with -C, so
  * that it does not read back what its own node still has in cache. */
@@ -134,13 +133,13 @@ void bench_remove_files(const struct bench_options *o, MPI_Comm comm) {
     if (bench_shared_file(o)) {
         if (rank == 0) {
             bench_file_name(o, 0, name, sizeof name);
-            unlink(name);
+            bench_unlink(name);
         }
     } else {
         uint64_t files = o->pattern == PATTERN_NFILES ? o->segment_count : 1;
         for (uint64_t s = 0; s < files; s++) {
             bench_file_name(o, bench_place(o, nranks, rank, s, 0).file_index, name, sizeof name);
-            unlink(name);
+            bench_unlink(name);
         }
     }
     MPI_Barrier(comm);

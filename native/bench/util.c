@@ -5,6 +5,8 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 #include <time.h>
 
 double bench_now(void) { return MPI_Wtime(); }
@@ -28,6 +30,11 @@ void *bench_alloc(size_t bytes) {
         bench_abort_io();
     }
     return p;
+}
+
+void bench_unlink(const char *name) {
+    if (unlink(name) != 0 && errno != ENOENT)
+        bench_error("cannot remove %s: %s (it stays behind)", name, strerror(errno));
 }
 
 void bench_error(const char *fmt, ...) {
