@@ -207,3 +207,16 @@ def test_damaged_metadata_is_named_with_the_fix(worked, tmp_path):
     listed = _container_cli("ls", work / "mnt", broken)  # the sound containers still listed, the broken one named
     assert listed.returncode == 1 and str(work / "mnt" / "cp") in listed.stdout
     assert f"skipped {broken}:" in listed.stderr
+
+
+def test_a_missing_log_is_named_with_the_check_to_run(tmp_path, ioloom_cli):
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    ioloom_cli("container", "run", "-m", mnt, "--", "sh", "-c", f"seq 1 1000 > {mnt}/x")
+    for log in (mnt / "x").glob("log.*"):
+        log.unlink()
+    for args in (("cat", mnt / "x"), ("flatten", mnt / "x", tmp_path / "out")):
+        out = _container_cli(*args)
+        assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+        assert "missing, but the index points into it; `ioloom container check`" in out.stderr
+    assert [p.name for p in tmp_path.iterdir()] == ["mnt"]  # flatten left neither a target nor a temporary

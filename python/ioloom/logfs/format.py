@@ -63,6 +63,15 @@ def header_sum(row: np.ndarray) -> int:
     return sum64(copy.tobytes()) & 0xFFFFFFFF
 
 
+def open_log(log: Path) -> int:
+    """A descriptor on a data log the index points into, read-only; a missing log is a damaged container."""
+    try:
+        return os.open(log, os.O_RDONLY)
+    except FileNotFoundError:
+        raise FormatError(f"{log}: missing, but the index points into it; `ioloom container check` lists what is "
+                          "lost") from None
+
+
 def strip_prefix(path: str | os.PathLike) -> Path:
     text = os.fspath(path)
     return Path(text[len(PREFIX):] if text.startswith(PREFIX) else text)
@@ -339,7 +348,7 @@ class Container:
                 if log is None:
                     yield bytes(n)
                     continue
-                f = handles.get(log) or handles.setdefault(log, open(log, "rb"))
+                f = handles.get(log) or handles.setdefault(log, open(open_log(log), "rb"))
                 f.seek(phys)
                 data = f.read(n)
                 if len(data) != n:

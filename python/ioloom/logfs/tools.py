@@ -11,7 +11,7 @@ import numpy as np
 
 from ioloom.logfs.format import (BLOCK, BLOCK_MAGIC, ENTRY, PACK_NAME, RECORD, RECORD_MAGIC, TRUNCATE, UNLINK,
                                  VERSION, WRITE, Container, FormatError, header_sum, is_container, load_journals,
-                                 only_file, read_meta, strip_prefix, sum64)
+                                 only_file, open_log, read_meta, strip_prefix, sum64)
 
 
 def find_containers(root: str | os.PathLike) -> list[Path]:
@@ -117,7 +117,7 @@ def flatten(path: Path, target: Path) -> int:
             for offset, length, log, phys in c.pieces():
                 if log is None:
                     continue
-                src = logs.get(log) or logs.setdefault(log, os.open(log, os.O_RDONLY))
+                src = logs.get(log) or logs.setdefault(log, open_log(log))
                 while length:
                     n = os.copy_file_range(src, out.fileno(), length, phys, offset)
                     if n <= 0:
