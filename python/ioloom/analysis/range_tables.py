@@ -131,17 +131,15 @@ def most_frequent(frame: pd.DataFrame, keep: int) -> pd.DataFrame:
     return frame[frame.groupby("code", sort=False).cumcount().to_numpy() < keep].reset_index(drop=True)
 
 
-def top(code: np.ndarray, values: np.ndarray, name: str) -> pd.DataFrame:
-    """The TOP_CARRIED most frequent values per group code, with their counts (hash factorisation, no sort
-    of the events)."""
-    if not len(code):
-        return pd.DataFrame({"code": code.astype(np.int64), name: values, "count": np.zeros(0, np.int64)})
+def top(index: np.ndarray, groups: np.ndarray, values: np.ndarray, name: str) -> pd.DataFrame:
+    """The TOP_CARRIED most frequent values per group (index: each value's group, a position in `groups`, the
+    group codes), with their counts (hash factorisation of the values, no sort of the events)."""
     value_index, uniques = pd.factorize(values)
-    width = len(uniques)
-    pair_index, pairs = factorize(code.astype(np.int64) * width + value_index)
-    counts = np.bincount(pair_index, minlength=len(pairs))
-    frame = pd.DataFrame({"code": pairs // width, name: np.asarray(uniques)[pairs % width], "count": counts})
-    return most_frequent(frame, TOP_CARRIED)
+    pair_index, pairs = factorize(index.astype(np.int64) * len(uniques) + value_index)
+    frame = pd.DataFrame({"code": groups[pairs // max(len(uniques), 1)],
+                          name: np.asarray(uniques, values.dtype)[pairs % max(len(uniques), 1)],
+                          "count": np.bincount(pair_index, minlength=len(pairs))})
+    return frame if len(frame) <= TOP_CARRIED else most_frequent(frame, TOP_CARRIED)
 
 
 def union(code: np.ndarray, start: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -198,9 +196,9 @@ def data_groups(c: dict, code: np.ndarray, options, last: pd.DataFrame):
     cell_index, cells = factorize(g * len(SIZE_BIN_NAMES) + bins)
     hist = pd.DataFrame({"code": cells // len(SIZE_BIN_NAMES), "bin": cells % len(SIZE_BIN_NAMES),
                          "count": np.bincount(cell_index, minlength=len(cells))})
-    sizes = top(g, size, "size")
-    gap_top = top(g[same], (off - prev_end)[same], "value").assign(measure="gap")
-    stride_top = top(g[same], (off - prev_off)[same], "value").assign(measure="stride")
+    sizes = top(index, groups, size, "size")
+    gap_top = top(index[same], groups, (off - prev_end)[same], "value").assign(measure="gap")
+    stride_top = top(index[same], groups, (off - prev_off)[same], "value").assign(measure="stride")
     ends = np.r_[boundary[1:], True] if len(g) else boundary  # each group's last access in this range
     now_last = pd.DataFrame({"offset": np.where(known, off, -1)[ends], "end": np.where(known, end, -1)[ends]},
                             index=pd.Index(g[ends], name="code"))
