@@ -272,17 +272,16 @@ def decompose(c: dict, duration: np.ndarray, moved: np.ndarray, nested: np.ndarr
              "t_start": c["t_start"][mpi], "t_end": c["t_end"][mpi], "bytes": moved[mpi],
              "coll_seq": c["coll_seq"][mpi]}
     category = _child_category(c["kind"][child])
-    n = len(mpi)
-    for code, name in enumerate(CHILD_CATEGORIES[:4]):
-        pick = category == code
-        calls[f"{name}_ns"] = np.bincount(position[pick], duration[child][pick], minlength=n).astype(np.int64)
-        calls[f"{name}_ops"] = np.bincount(position[pick], minlength=n)
-    calls["other_ops"] = np.bincount(position[category == 4], minlength=n)
-    calls["other_ns"] = (calls["t_end"] - calls["t_start"]) - sum(calls[f"{k}_ns"] for k in CHILD_CATEGORIES[:4])
-    same_file = nested[child] == 1
-    for name, k in (("posix_read_bytes", READ), ("posix_write_bytes", WRITE)):
-        pick = same_file & (c["kind"][child] == k)
-        calls[name] = np.bincount(position[pick], moved[child][pick], minlength=n).astype(np.int64)
+    n, slots = len(mpi), len(CHILD_CATEGORIES)
+    cell = position.astype(np.int64) * slots + category  # (call, category): one count for every category
+    child_ns = np.bincount(cell, duration[child], minlength=n * slots).reshape(n, slots).astype(np.int64)
+    child_ops = np.bincount(cell, minlength=n * slots).reshape(n, slots)
+    for code, name in enumerate(CHILD_CATEGORIES):
+        calls[f"{name}_ns"], calls[f"{name}_ops"] = child_ns[:, code].copy(), child_ops[:, code].copy()
+    calls["other_ns"] = (calls["t_end"] - calls["t_start"]) - child_ns[:, :4].sum(axis=1)
+    moves = (nested[child] == 1) & (category < 2)  # reads and writes on the call's own file
+    moved_by = np.bincount(position[moves] * 2 + category[moves], moved[child][moves], minlength=n * 2)
+    calls["posix_read_bytes"], calls["posix_write_bytes"] = moved_by.reshape(n, 2).astype(np.int64).T.copy()
     op_names = np.array(names or [""], dtype=object)
     calls["collective"] = np.array([ops.is_collective(x) for x in op_names], bool)[calls["op"]]
     calls["sieving"] = ((calls["kind"] == WRITE) & ~calls["collective"] & (calls["lock_ops"] > 0)
