@@ -179,17 +179,18 @@ def data_groups(c: dict, code: np.ndarray, options, last: pd.DataFrame):
         first[at] = False
     same = ~first & known & prev_known
     stripe = options.stripe_size
-    stripes_touched = np.where(size > 0, (end - 1) // stripe - off // stripe + 1, 0)
-    stripes_needed = -(-size // stripe)
+    misaligned = known & (_stripes(off, end, stripe) > _stripes(0, size, stripe))
     n = len(groups)
     starts = np.flatnonzero(boundary)  # group i's accesses start at starts[i] (sorted by index)
+
+    def per(mask):  # how many accesses of each group (a run of the sorted accesses) have `mask`
+        return np.add.reduceat(mask, starts, dtype=np.int64) if n else np.zeros(0, np.int64)
+
     off_min = np.minimum.reduceat(np.where(known, off, np.iinfo(np.int64).max), starts) if n else off[:0]
     end_max = np.maximum.reduceat(np.where(known, end, -1), starts) if n else end[:0]
     per_group = pd.DataFrame({
-        "sequential": np.bincount(index, same & (off >= prev_end), minlength=n).astype(np.int64),
-        "consecutive": np.bincount(index, same & (off == prev_end), minlength=n).astype(np.int64),
-        "misaligned": np.bincount(index, known & (stripes_touched > stripes_needed), minlength=n).astype(np.int64),
-        "small": np.bincount(index, size < options.small_request, minlength=n).astype(np.int64),
+        "sequential": per(same & (off >= prev_end)), "consecutive": per(same & (off == prev_end)),
+        "misaligned": per(misaligned), "small": per(size < options.small_request),
         "off_min": off_min, "end_max": end_max}, index=pd.Index(groups, name="code"))
     reads = known & (kind_of(g) == READ)  # distinct bytes matter for reads only (repeated reads)
     bins = np.searchsorted(SIZE_BIN_UPPER, size, side="left")
@@ -205,6 +206,14 @@ def data_groups(c: dict, code: np.ndarray, options, last: pd.DataFrame):
     last = pd.concat([last[~last.index.isin(now_last.index)], now_last])
     return (per_group, hist, sizes, pd.concat([gap_top, stride_top], ignore_index=True),
             (g[reads], off[reads], end[reads]), last)
+
+
+def _stripes(start, end, stripe: int) -> np.ndarray:
+    """Stripes that [start, end) touches (0 when empty); shifts when the stripe is a power of two."""
+    if stripe & (stripe - 1) == 0:
+        shift = stripe.bit_length() - 1
+        return np.where(end > start, ((end - 1) >> shift) - (start >> shift) + 1, 0)
+    return np.where(end > start, (end - 1) // stripe - start // stripe + 1, 0)
 
 
 def group_totals(c: dict, code: np.ndarray, duration: np.ndarray, moved: np.ndarray,
@@ -302,8 +311,10 @@ def splits(calls: dict, names: np.ndarray) -> pd.DataFrame:
     index, keys = pd.factorize(key)
     n = len(keys)
     sums = [k for k in calls if k.endswith(("_ns", "_ops", "_bytes"))] + ["bytes", "sieving"]
-    out = {k: np.bincount(index, calls[k], minlength=n).astype(np.int64) for k in sums}
-    out["time_ns"] = np.bincount(index, calls["t_end"] - calls["t_start"], minlength=n).astype(np.int64)
+    def total(values):  # per key; exact integer sums (bincount sums in floating point)
+        return np.array([values.sum()], np.int64) if n == 1 else np.bincount(index, values, minlength=n).astype(np.int64)
+    out = {k: total(calls[k]) for k in sums}
+    out["time_ns"] = total(calls["t_end"] - calls["t_start"])
     out["calls"] = np.bincount(index, minlength=n)
     sieved = calls["sieving"]
     first, last = np.full(n, np.nan), np.full(n, np.nan)
