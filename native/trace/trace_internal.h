@@ -98,10 +98,52 @@ static inline struct ioloom_raw_event ioloom_call_row(const struct ioloom_call *
                                      .op = (uint16_t)op, .layer = (uint8_t)layer, .ticks = (uint8_t)ioloom_tsc};
 }
 
-/* Records `row` (a state from ioloom_fd_state/ioloom_path_state in file_id) unless its file is excluded (then counts it), leaves the guard and sets errno back to what the real call left. */
-void ioloom_call_done(const struct ioloom_call *c, struct ioloom_raw_event *row);
-
 /* Set at the final flush (library destructor): from then on every event is written at once. */
 extern volatile int ioloom_finished;
+
+/* ---- appending rows (writer.c) ----
+ * Where this thread's next row goes: the rows of its buffer's active half and that half's published count. The
+ * writer keeps it in step with the buffer; rows is NULL until the thread's first row. A wrapper fills the slot in
+ * place (ioloom_row_slot ... ioloom_row_publish), with no copy and no call in between. */
+struct ioloom_cursor {
+    struct ioloom_raw_event *rows;
+    uint32_t *count;
+};
+extern IOLOOM_TLS struct ioloom_cursor ioloom_cursor;
+/* Set between taking a slot and publishing it: a signal arriving then must not flush the half being written. */
+extern IOLOOM_TLS int ioloom_recording;
+/* The thread's first row (it gets a buffer, or the row is counted as dropped). */
+void ioloom_append_first(const struct ioloom_raw_event *row);
+/* Every 64 rows: hands a full or old half to the encoder thread. */
+void ioloom_after_batch(uint32_t n);
+
+/* The slot for the thread's next row (its number in *n), NULL before the thread's first row. */
+static inline struct ioloom_raw_event *ioloom_row_slot(uint32_t *n) {
+    if (IOLOOM_UNLIKELY(!ioloom_cursor.rows)) return NULL;
+    *n = *ioloom_cursor.count;
+    ioloom_recording = 1;
+    return &ioloom_cursor.rows[*n];
+}
+
+/* Makes row n (filled) visible to the flushes, and looks at the buffer every 64 rows. */
+static inline void ioloom_row_publish(uint32_t n) {
+    __atomic_store_n(ioloom_cursor.count, n + 1, __ATOMIC_RELEASE);
+    ioloom_recording = 0;
+    if (IOLOOM_UNLIKELY(((n + 1) & 63) == 0 || ioloom_finished)) ioloom_after_batch(n + 1);
+}
+
+static inline void ioloom_append(const struct ioloom_raw_event *row) {
+    uint32_t n;
+    struct ioloom_raw_event *slot = ioloom_row_slot(&n);
+    if (IOLOOM_UNLIKELY(!slot)) {
+        ioloom_append_first(row);
+        return;
+    }
+    *slot = *row;
+    ioloom_row_publish(n);
+}
+
+/* Records `row` (a state from ioloom_fd_state/ioloom_path_state in file_id) unless its file is excluded (then counts it), leaves the guard and sets errno back to what the real call left. */
+void ioloom_call_done(const struct ioloom_call *c, struct ioloom_raw_event *row);
 
 #endif

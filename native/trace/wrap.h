@@ -18,16 +18,32 @@
     record;                                                          \
     return r
 
-/* Records a call on a file (a state from ioloom_fd_state/ioloom_path_state) through `handle`, and finishes it. */
+/* The row of a call on a file (a state from ioloom_fd_state/ioloom_path_state) through `handle`. */
+static inline void ioloom_fill_row(struct ioloom_raw_event *row, const struct ioloom_call *c, enum ioloom_op op,
+                                   enum ioloom_layer layer, int32_t file, int64_t handle, int64_t offset, int64_t req,
+                                   int64_t ret, int64_t aux) {
+    *row = ioloom_call_row(c, op, layer);
+    row->handle = handle;
+    row->file_id = file;
+    row->offset = offset;
+    row->req_bytes = req;
+    row->ret_bytes = ret;
+    row->aux = aux;
+}
+
+/* Records a call on a file and finishes it. The common case fills the row straight in the thread's buffer. */
 static inline void ioloom_record_file(struct ioloom_call *c, enum ioloom_op op, enum ioloom_layer layer, int32_t file,
                                       int64_t handle, int64_t offset, int64_t req, int64_t ret, int64_t aux) {
-    struct ioloom_raw_event row = ioloom_call_row(c, op, layer);
-    row.handle = handle;
-    row.file_id = file;
-    row.offset = offset;
-    row.req_bytes = req;
-    row.ret_bytes = ret;
-    row.aux = aux;
+    uint32_t n;
+    struct ioloom_raw_event *slot, row;
+    if (IOLOOM_LIKELY(file > -2) && IOLOOM_LIKELY((slot = ioloom_row_slot(&n)) != NULL)) {
+        ioloom_fill_row(slot, c, op, layer, file, handle, offset, req, ret, aux);
+        ioloom_row_publish(n);
+        errno = c->err;
+        ioloom_leave();
+        return;
+    }
+    ioloom_fill_row(&row, c, op, layer, file, handle, offset, req, ret, aux); /* excluded (counted), or the first */
     ioloom_call_done(c, &row);
 }
 

@@ -80,8 +80,14 @@ static struct {
 static IOLOOM_TLS struct thread_buffer *my_buffer;
 static IOLOOM_TLS int my_buffer_refused;     /* the budget was spent when this thread first recorded */
 static IOLOOM_TLS uint32_t my_tid;
-static IOLOOM_TLS int my_recording; /* between storing an event and publishing it: a signal must not flush */
+IOLOOM_TLS struct ioloom_cursor ioloom_cursor;
+IOLOOM_TLS int ioloom_recording;
 static pthread_key_t thread_exit_key;
+
+/* The recording fast path writes at ioloom_cursor: the owner's active half. Moved when the half changes. */
+static void point_cursor(struct thread_buffer *b) {
+    ioloom_cursor = (struct ioloom_cursor){b->events[b->active], &b->count[b->active]};
+}
 
 static uint64_t dropped_so_far(void) { return __atomic_load_n(&w.dropped, __ATOMIC_RELAXED); }
 
@@ -289,7 +295,7 @@ static void flush_sealed(struct thread_buffer *b) {
 /* Writes everything b holds, oldest first. In a signal handler, gives up rather than wait for a lock the
  * interrupted code may hold. */
 static void flush_buffer(struct thread_buffer *b) {
-    if ((my_recording && b == my_buffer) || ioloom_lock(&b->flush_lock)) return;
+    if ((ioloom_recording && b == my_buffer) || ioloom_lock(&b->flush_lock)) return;
     flush_sealed(b);
     flush_half(b, b->active);
     b->last_flush_ns = ioloom_now_ns();
@@ -361,6 +367,7 @@ static void hand_off(struct thread_buffer *b) {
     if (!lagging) {
         __atomic_store_n(&b->sealed, b->active + 1, __ATOMIC_RELEASE);
         b->active ^= 1;
+        point_cursor(b);
         b->last_flush_ns = ioloom_now_ns();
     }
     pthread_mutex_unlock(&b->flush_lock);
@@ -382,6 +389,7 @@ static void release_thread_buffer(void *arg) {
     flush_buffer(b);
     ioloom_busy--;
     my_buffer = NULL; /* a later destructor's I/O claims a buffer again */
+    ioloom_cursor.rows = NULL;
     __atomic_store_n(&b->tid, 0, __ATOMIC_RELEASE);
 }
 
@@ -433,18 +441,21 @@ IOLOOM_EXPORT void ioloom_link_refill(void) {
     ioloom_link.end_id = ioloom_link.next_id + CALL_ID_BLOCK;
 }
 
-/* The rare part of appending: the thread's first event, and every 64th (capacity is a multiple of 64): a full
- * half, or one older than the flush interval, is handed off; after the final flush, everything is written at
- * once. Kept out of line so that the common path saves no registers. */
-static __attribute__((noinline)) struct thread_buffer *first_buffer(void) {
+/* The rare parts of appending, out of line so that the common path saves no registers: the thread's first row
+ * (it gets a buffer, or the row is counted as dropped), and a look every 64 rows (capacity is a multiple of 64):
+ * a full half, or one older than the flush interval, is handed off; after the final flush, everything is written
+ * at once. */
+void ioloom_append_first(const struct ioloom_raw_event *row) {
     if (my_buffer_refused || !(my_buffer = new_thread_buffer())) {
         count_dropped(1);
-        return NULL;
+        return;
     }
-    return my_buffer;
+    point_cursor(my_buffer);
+    ioloom_append(row);
 }
 
-static __attribute__((noinline)) void after_batch(struct thread_buffer *b, uint32_t n) {
+void ioloom_after_batch(uint32_t n) {
+    struct thread_buffer *b = my_buffer;
     if (n == w.capacity || ioloom_finished || ioloom_now_ns() - b->last_flush_ns > w.flush_interval_ns) {
         ioloom_busy++;
         hand_off(b);
@@ -452,29 +463,18 @@ static __attribute__((noinline)) void after_batch(struct thread_buffer *b, uint3
     }
 }
 
-static inline void append_row(const struct ioloom_raw_event *row) {
-    struct thread_buffer *b = my_buffer;
-    if (IOLOOM_UNLIKELY(!b) && !(b = first_buffer())) return;
-    uint32_t h = b->active, n = b->count[h];
-    my_recording = 1; /* a signal arriving now must not flush this half (it holds a row being written) */
-    b->events[h][n] = *row;
-    __atomic_store_n(&b->count[h], n + 1, __ATOMIC_RELEASE);
-    my_recording = 0;
-    if (IOLOOM_UNLIKELY(((n + 1) & 63) == 0 || ioloom_finished)) after_batch(b, n + 1);
-}
-
 void ioloom_call_done(const struct ioloom_call *c, struct ioloom_raw_event *row) {
     if (IOLOOM_UNLIKELY(row->file_id <= -2)) {
         ioloom_count_excluded(row->file_id, row->ret_bytes);
     } else {
-        append_row(row);
+        ioloom_append(row);
     }
     errno = c->err;
     ioloom_leave();
 }
 
 IOLOOM_EXPORT void ioloom_append_row(const struct ioloom_raw_event *row) {
-    if (IOLOOM_LIKELY(ioloom_tracing)) append_row(row);
+    if (IOLOOM_LIKELY(ioloom_tracing)) ioloom_append(row);
 }
 
 IOLOOM_EXPORT void ioloom_record(const struct ioloom_event *ev) {
@@ -482,7 +482,7 @@ IOLOOM_EXPORT void ioloom_record(const struct ioloom_event *ev) {
     struct ioloom_raw_event row = {ev->t_start, ev->t_end, ev->offset, ev->req_bytes, ev->ret_bytes, ev->handle,
                                    ev->aux, ev->coll_seq, -1, ioloom_link.current, ev->file_id, ev->err, ev->op,
                                    ev->layer, 0};
-    append_row(&row);
+    ioloom_append(&row);
 }
 
 void ioloom_flush_all(void) {
