@@ -80,7 +80,8 @@ def ready_rows(c: dict, names: list[str], hold_limit: int) -> int:
     by the block's last start (or overlap one that has not), and the asynchronous ones not finished in the
     block: a non-blocking call before its MPI_Wait/MPI_Test completion, a split collective's _begin before its
     _end, whose aio requests are collected (and recorded) later. The second rule is dropped when it would hold
-    back more than `hold_limit` events (a request never completed)."""
+    back more than `hold_limit` events (a request never completed). The POSIX calls of a call held back are
+    held with it."""
     start, end = c["t_start"], c["t_end"]
     if not len(start):
         return 0
@@ -93,6 +94,10 @@ def ready_rows(c: dict, names: list[str], hold_limit: int) -> int:
         unfinished = _unfinished_starts(c, names, mpi[mpi < ready])
         if len(unfinished) and len(start) - unfinished[0] <= hold_limit:
             earliest = min(earliest, start[unfinished[0]])
+        # a POSIX call whose MPI-IO call is held back goes with it, even if its start was recorded earlier
+        orphans = np.flatnonzero(np.isin(c["parent"][:ready], c["call_id"][mpi[mpi >= ready]]))
+        if len(orphans):
+            earliest = min(earliest, start[orphans[0]])
         if earliest >= cut:
             return ready
         cut = earliest

@@ -72,6 +72,9 @@ class Stream:
             yield from self._ranges(columns, rows)
             return
         table = self.read(columns)
+        starts = (table if "t_start" in table.column_names else self.read(["t_start"])).column("t_start").to_numpy()
+        if not (starts[1:] >= starts[:-1]).all():
+            table = table.take(np.argsort(starts, kind="stable"))
         for start in range(0, max(table.num_rows, 1), rows):
             yield table.slice(start, rows)
 
