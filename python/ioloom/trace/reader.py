@@ -112,10 +112,12 @@ class StreamReader:
         end += shift
         return start, end
 
-    def _values(self, s: StreamFile, name: str, times, positions: np.ndarray | None, rows: int) -> np.ndarray:
+    def _values(self, s: StreamFile, name: str, times, positions: np.ndarray | None, rows: int,
+                scratch: np.ndarray) -> np.ndarray:
         """Column `name` of the chunks of `s`, narrowed to the schema's type, in `rows` rows: value-by-value
         columns are decoded straight to rows `positions` when given (the other rows are left for the caller);
-        the rest come in stored order."""
+        the rest come in stored order. `scratch` (rows int64) takes what is narrowed or summed after decoding:
+        memory already touched, where a fresh array would first be faulted in page by page."""
         if name in ("t_start", "t_end"):
             values = times[1 if name == "t_end" else 0]
         elif name == "offset":
@@ -126,16 +128,15 @@ class StreamReader:
             values = np.full(rows, self.rank if name == "rank" else self.pid, np.int32)
         elif name == "ret_bytes":
             values = s.stored(RET_MINUS_REQ, positions, _room(positions, rows))
-            values += s.stored(REQ, positions, _room(positions, rows))
+            values += s.stored(REQ, positions, scratch)
         elif name == "file_id":
-            local = s.stored(DIRECT[name], positions, _room(positions, rows))
+            local = s.stored(DIRECT[name], positions, scratch)
             unknown = len(self.file_lookup) - 1
             values = self.file_lookup[np.where((local >= 0) & (local < unknown), local, unknown)]
         else:
-            values = s.stored(DIRECT[name], positions, _room(positions, rows))
-        field_type = EVENT_SCHEMA.field(name).type
-        return values.astype((field_type.index_type if name in ("op", "layer") else field_type).to_pandas_dtype(),
-                             copy=False)  # narrowed before reordering: less memory to move
+            dtype = _numpy_type(name)
+            values = s.stored(DIRECT[name], positions, scratch if dtype != np.int64 else _room(positions, rows))
+        return values.astype(_numpy_type(name), copy=False)  # narrowed before reordering: less memory to move
 
     def _earliest(self, s: StreamFile) -> np.ndarray:
         """The start of each chunk's earliest event."""
@@ -182,15 +183,16 @@ class StreamReader:
             positions = np.empty_like(order)
             positions[order] = np.arange(len(order), dtype=np.int32)
         columns = {_START: start if order is None else reorder(start, order)}
+        scratch = np.empty(len(start), np.int64)
         for name in names:
             if name == "t_start":
                 values = columns[_START]
             elif name in BY_VALUE and positions is not None:  # decoded and put in time order in one pass
-                values = self._values(part, name, times, positions[held:], len(start))
+                values = self._values(part, name, times, positions[held:], len(start), scratch)
                 if held:
                     values[positions[:held]] = waiting[name]
             else:
-                values = self._values(part, name, times, None, len(start))
+                values = self._values(part, name, times, None, len(start), scratch)
                 if held and name not in SAME_FOR_ALL:
                     values = np.concatenate((waiting[name], values))
                 if order is not None and name not in SAME_FOR_ALL:
@@ -222,6 +224,12 @@ class StreamReader:
 _START = "_start"  # the start times, carried whether or not t_start is asked for (not an event column name)
 BY_VALUE = {*DIRECT, "ret_bytes"}  # columns decoded value by value (the others are running sums or per chunk)
 SAME_FOR_ALL = {"rank", "pid"}
+
+
+def _numpy_type(name: str) -> np.dtype:
+    """The numpy type of an event column (the index type for dictionary columns)."""
+    field_type = EVENT_SCHEMA.field(name).type
+    return np.dtype((field_type.index_type if name in ("op", "layer") else field_type).to_pandas_dtype())
 
 
 def _room(positions: np.ndarray | None, rows: int) -> np.ndarray | None:

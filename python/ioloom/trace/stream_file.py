@@ -60,9 +60,9 @@ class StreamFile:
     # ---- decoding ----
 
     def stored(self, column: int, positions: np.ndarray | None = None, out: np.ndarray | None = None) -> np.ndarray:
-        """Stored column `column` of every chunk as int64 (zigzag undone): in chunk order, or with stored value i
-        at row positions[i] of `out` (int32 positions, distinct rows of out; out has a row per event if not
-        given)."""
+        """Stored column `column` of every chunk as int64 (zigzag undone): in chunk order (in the first rows of
+        `out` when given), or with stored value i at row positions[i] of `out` (int32 positions, distinct rows of
+        out; out has a row per event if not given)."""
         if positions is not None and out is None:
             out = np.empty(self.events, np.int64)
         if not self.chunks:

@@ -37,8 +37,8 @@ def decode_column(data: np.ndarray, directory: np.ndarray, total: int, positions
                   out: np.ndarray | None = None) -> np.ndarray | None:
     """One stored column of a whole stream, decoded natively in one call: `directory` holds per chunk (mode, body
     start, body end, events) as int64 rows; returns the `total` int64 values (signs restored, runs expanded),
-    stored value i at row positions[i] of `out` when `positions` (int32, distinct rows of out) is given; or None
-    when the native decoder is not built. Raises ValueError naming the first malformed chunk."""
+    stored value i at row positions[i] of `out` when `positions` (int32, distinct rows of out) is given, else in
+    the first `total` rows of `out` when given; or None when the native decoder is not built. Raises ValueError naming the first malformed chunk."""
     lib = _native_library()
     if lib is None:
         return None
@@ -56,7 +56,7 @@ def decode_column(data: np.ndarray, directory: np.ndarray, total: int, positions
         raise ValueError(f"column body of events chunk {-got - 1} does not decode to its event count")
     if got != total:
         raise ValueError(f"column decodes to {got} values for {total} events")
-    return out
+    return out if positions is not None else out[:total]
 
 
 def decode_varints(buf: np.ndarray) -> np.ndarray:
