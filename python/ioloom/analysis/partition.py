@@ -95,7 +95,8 @@ def ready_rows(c: dict, names: list[str], hold_limit: int) -> int:
         if len(unfinished) and len(start) - unfinished[0] <= hold_limit:
             earliest = min(earliest, start[unfinished[0]])
         # a POSIX call whose MPI-IO call is held back goes with it, even if its start was recorded earlier
-        orphans = np.flatnonzero(np.isin(c["parent"][:ready], c["call_id"][mpi[mpi >= ready]]))
+        held_calls = c["call_id"][mpi[mpi >= ready]]
+        orphans = np.flatnonzero(np.isin(c["parent"][:ready], held_calls[held_calls >= 0]))
         if len(orphans):
             earliest = min(earliest, start[orphans[0]])
         if earliest >= cut:
