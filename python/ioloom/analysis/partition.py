@@ -75,43 +75,47 @@ def summarise(stream, options: Options, budget_share: float = 1.0) -> Partial:
 
 
 def ready_rows(c: dict, names: list[str], hold_limit: int) -> int:
-    """How many of a block's first events can be summarised now: all but those from the start of the earliest
-    MPI-IO call that may still have POSIX calls in the ranges to come. Those are the calls that have not ended
-    by the block's last start (or overlap one that has not), and the asynchronous ones not finished in the
-    block: a non-blocking call before its MPI_Wait/MPI_Test completion, a split collective's _begin before its
-    _end, whose aio requests are collected (and recorded) later. The second rule is dropped when it would hold
-    back more than `hold_limit` events (a request never completed). The POSIX calls of a call held back are
-    held with it."""
+    """How many of a block's first events can be summarised now. Held back: the events at the block's last start
+    time, and everything from the start of the first MPI-IO call that may still have POSIX calls to come: one
+    running at the block's last start, or an asynchronous one not finished (a non-blocking call before its
+    MPI_Wait/MPI_Test completion, a split collective's _begin before its _end: their aio requests are
+    collected, and recorded, later), unless that would hold back more than `hold_limit` events (a request never
+    completed). Then a call and its POSIX calls are kept on one side by their links, not by their times, which
+    clocks of different layers may skew."""
     start, end = c["t_start"], c["t_end"]
     if not len(start):
         return 0
     mpi = np.flatnonzero(c["layer"] == LAYER_CODE["mpiio"])
-    cut = start[-1]
-    while True:  # each rule may move the cut earlier, and then the other may apply again
-        ready = int(np.searchsorted(start, cut, "left"))
-        still_open = mpi[end[mpi] >= cut]
-        earliest = start[still_open].min() if len(still_open) else cut
+    ready = int(np.searchsorted(start, start[-1], "left"))
+    running = mpi[end[mpi] >= start[-1]]
+    if len(running):
+        ready = min(ready, int(running[0]))
+    while True:
+        cut = ready
         unfinished = _unfinished_starts(c, names, mpi[mpi < ready])
         if len(unfinished) and len(start) - unfinished[0] <= hold_limit:
-            earliest = min(earliest, start[unfinished[0]])
-        # a POSIX call whose MPI-IO call is held back goes with it, even if its start was recorded earlier
+            ready = min(ready, int(unfinished[0]))
         held_calls = c["call_id"][mpi[mpi >= ready]]
-        orphans = np.flatnonzero(np.isin(c["parent"][:ready], held_calls[held_calls >= 0]))
-        if len(orphans):
-            earliest = min(earliest, start[orphans[0]])
-        if earliest >= cut:
+        children = np.flatnonzero(np.isin(c["parent"][:ready], held_calls[held_calls >= 0]))
+        held_parents = c["parent"][ready:]
+        head_calls = mpi[mpi < ready]
+        parents = head_calls[np.isin(c["call_id"][head_calls], held_parents[held_parents >= 0])]
+        ready = min([ready, *children[:1], *parents[:1]])
+        if ready == cut:
             return ready
-        cut = earliest
 
 
 def _unfinished_starts(c: dict, names: list[str], mpi: np.ndarray) -> np.ndarray:
     """Rows of the asynchronous MPI-IO calls among `mpi` (rows) not finished by them (see ready_rows),
     ascending."""
+    starts = rt.is_nonblocking_start(names)
+    split = np.array([n.startswith("MPI_File_") and n.endswith(("_begin", "_end")) for n in names] or [False])
+    if not starts.any() and not split.any():
+        return mpi[:0]
     op = c["op"][mpi]
-    nonblocking = mpi[rt.is_nonblocking_start(names)[op]]
+    nonblocking = mpi[starts[op]]
     completed = c["aux"][mpi[rt.is_completion(names)[op]]]
     waiting = nonblocking[~np.isin(c["call_id"][nonblocking], completed)]
-    split = np.array([n.startswith("MPI_File_") and n.endswith(("_begin", "_end")) for n in names] or [False])
     halves = mpi[split[op]]
     begins = halves[np.array([names[k].endswith("_begin") for k in c["op"][halves]], bool)]
     last_end = pd.Series(halves).groupby(c["handle"][halves]).max()  # a handle has one split collective at a time
