@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from ioloom.trace import open_trace
-from ioloom.trace.reader import time_order
+from ioloom.trace.model import time_order
 from ioloom.trace.stream_file import DURATION, STORED_COLUMNS, read_stream_file
 from ioloom.trace.varint import decode_column
 from tests.test_trace_native import compile_program, traced_env

@@ -6,6 +6,7 @@ import subprocess
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
 import pytest
 
 from ioloom import paths
@@ -147,3 +148,22 @@ def test_clock_correction_offset_and_drift():
 def test_missing_trace_says_what_to_do(tmp_path):
     with pytest.raises(FileNotFoundError, match="ioloom run -o"):
         open_trace(tmp_path)
+
+
+def test_reading_without_the_native_decoder_gives_the_same_events(monkeypatch):
+    """The numpy decoder (used when libioloom-trace-decode.so is not built) reads every column of the shared
+    vectors, whole and range by range, as the native one does."""
+    from ioloom.trace import varint
+
+    for name in ("mixed", "strided"):
+        path = VECTORS / f"{name}.ioloom"
+        native = open_trace(path).streams[0]
+        whole = native.read()
+        monkeypatch.setattr(varint, "_native_library", lambda: None)
+        plain = open_trace(path).streams[0]
+        assert plain.read().equals(whole), name
+        for rows in (1, 100):
+            joined = pa.concat_tables(plain.ranges(None, rows)).unify_dictionaries().combine_chunks()
+            for column in whole.column_names:
+                assert joined.column(column).to_pylist() == whole.column(column).to_pylist(), (name, rows, column)
+        monkeypatch.undo()

@@ -123,8 +123,9 @@ def _unfinished_starts(c: dict, names: list[str], mpi: np.ndarray) -> np.ndarray
     return np.union1d(waiting, begun)
 
 
-def _earliest(a, b):
-    return b if a is None else a if b is None else min(a, b)
+def _known(pick, a, b):
+    """pick(a, b) of two times either of which may be unknown (None)."""
+    return b if a is None else a if b is None else pick(a, b)
 
 
 class _StreamSummary:
@@ -207,9 +208,9 @@ class _StreamSummary:
         p["io_ns"] += int(duration[own].sum())
         p["events"] += len(duration)
         if len(duration):
-            p["t_first"] = _earliest(p["t_first"], int(c["t_start"].min()))
-            p["t_last"] = int(c["t_end"].max()) if p["t_last"] is None else max(p["t_last"], int(c["t_end"].max()))
-        p["t_first_open"] = _earliest(p["t_first_open"], first((c["kind"] == META) & app_file))
+            p["t_first"] = _known(min, p["t_first"], int(c["t_start"].min()))
+            p["t_last"] = _known(max, p["t_last"], int(c["t_end"].max()))
+        p["t_first_open"] = _known(min, p["t_first_open"], first((c["kind"] == META) & app_file))
 
     def _partial(self) -> Partial:
         t = {name: pd.concat(frames) for name, frames in self.tables.items()}

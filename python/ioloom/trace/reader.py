@@ -11,7 +11,7 @@ from typing import Iterator, Sequence
 import numpy as np
 import pyarrow as pa
 
-from ioloom.trace.model import EVENT_SCHEMA, FILE_SCHEMA, LAYERS, RANGE_ROWS, Stream, Trace
+from ioloom.trace.model import EVENT_SCHEMA, FILE_SCHEMA, LAYERS, RANGE_ROWS, Stream, Trace, time_order
 from ioloom.trace.stream_file import DIRECT, RET_MINUS_REQ, REQ, StreamFile, read_stream_file
 from ioloom.trace.varint import reorder
 
@@ -73,15 +73,6 @@ def _merge_files(streams: list[StreamFile]) -> tuple[pa.Table, list[np.ndarray]]
     return pa.table(columns, schema=FILE_SCHEMA), lookups
 
 
-def time_order(t: np.ndarray) -> np.ndarray | None:
-    """The stable order of t, or None when t is already ascending. A stream is nearly sorted (an MPI-IO call is
-    written after the POSIX calls it issued, which started later): numpy's stable sort finds the sorted runs
-    and merges them, about as fast as one pass."""
-    if len(t) < 2 or (t[1:] >= t[:-1]).all():
-        return None
-    return np.argsort(t, kind="stable")
-
-
 def _parts(chunks: np.ndarray, counts: np.ndarray, rows: int) -> list[np.ndarray]:
     """`chunks` cut, in their order, into consecutive parts of about `rows` events (counts: events per chunk)."""
     part = (np.cumsum(counts) - 1) // rows
@@ -118,6 +109,7 @@ class StreamReader:
         columns are decoded straight to rows `positions` when given (the other rows are left for the caller);
         the rest come in stored order. `scratch` (rows int64) takes what is narrowed or summed after decoding:
         memory already touched, where a fresh array would first be faulted in page by page."""
+        dtype = _numpy_type(name)
         if name in ("t_start", "t_end"):
             values = times[1 if name == "t_end" else 0]
         elif name == "offset":
@@ -134,9 +126,8 @@ class StreamReader:
             unknown = len(self.file_lookup) - 1
             values = self.file_lookup[np.where((local >= 0) & (local < unknown), local, unknown)]
         else:
-            dtype = _numpy_type(name)
             values = s.stored(DIRECT[name], positions, scratch if dtype != np.int64 else _room(positions, rows))
-        return values.astype(_numpy_type(name), copy=False)  # narrowed before reordering: less memory to move
+        return values.astype(dtype, copy=False)  # narrowed before reordering: less memory to move
 
     def _earliest(self, s: StreamFile) -> np.ndarray:
         """The start of each chunk's earliest event."""
@@ -171,18 +162,29 @@ class StreamReader:
             arrays.append(values)
         return pa.table(arrays, schema=pa.schema([EVENT_SCHEMA.field(c) for c in names]))
 
-    def _decode(self, part: StreamFile, names: list[str], waiting: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-        """Columns `names` and _START of the waiting events followed by the events of `part`, in time order."""
+    def _decode(self, part: StreamFile, chunks: np.ndarray | None, names: list[str],
+                waiting: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Columns `names` and _START of the waiting events followed by the events of `part`, in the order of
+        start time, then of row in the stream file: the order of `read()`, whatever the ranges. With `chunks`
+        (the stream's chunks `part` holds, in file order), also _ROW, each event's row, for the next range."""
         times = self._times(part)
         held = len(waiting.get(_START, ()))
         start = np.concatenate((waiting[_START], times[0])) if held else times[0]
-        order = time_order(start)
+        columns = {}
+        if chunks is None:  # the whole stream: its rows ascend already, so a stable sort by start is the order
+            order = time_order(start)
+        else:
+            counts, firsts = self.stream.chunk_firsts()
+            row = np.repeat(firsts[chunks] - part.chunk_firsts()[1], counts[chunks]) + np.arange(part.events)
+            row = np.concatenate((waiting[_ROW], row)) if held else row
+            order = _start_then_row(start, row) if held else time_order(start)
+            columns[_ROW] = row if order is None else row[order]
         positions = None
         if order is not None and len(order) < 2**31:  # 32-bit row numbers: half the memory to move
             order = order.astype(np.int32)
             positions = np.empty_like(order)
             positions[order] = np.arange(len(order), dtype=np.int32)
-        columns = {_START: start if order is None else reorder(start, order)}
+        columns[_START] = start if order is None else reorder(start, order)
         scratch = np.empty(len(start), np.int64)
         for name in names:
             if name == "t_start":
@@ -208,7 +210,7 @@ class StreamReader:
         waiting: dict[str, np.ndarray] = {}
         for i, (chunks, _) in enumerate(groups):
             part = self.stream.subset(chunks)
-            columns = self._decode(part, names, waiting)
+            columns = self._decode(part, chunks if len(groups) > 1 else None, names, waiting)
             part.forget_pages()
             # what starts before every event of the groups still to decode is in its final place
             later = groups[i + 1][1] if i + 1 < len(groups) else None
@@ -222,6 +224,17 @@ class StreamReader:
 
 
 _START = "_start"  # the start times, carried whether or not t_start is asked for (not an event column name)
+_ROW = "_row"  # each event's row in the stream file, which orders events that start at the same time
+
+
+def _start_then_row(start: np.ndarray, row: np.ndarray) -> np.ndarray | None:
+    """The order by start time, then row; None when the events are in that order already."""
+    if len(start) < 2:
+        return None
+    later = start[1:] > start[:-1]
+    if (later | ((start[1:] == start[:-1]) & (row[1:] > row[:-1]))).all():
+        return None
+    return np.lexsort((row, start))
 BY_VALUE = {*DIRECT, "ret_bytes"}  # columns decoded value by value (the others are running sums or per chunk)
 SAME_FOR_ALL = {"rank", "pid"}
 

@@ -71,10 +71,13 @@ class StreamFile:
         if native is not None:
             return native
         values = self._stored_numpy(column)
-        if positions is None:
-            return values
-        out[positions] = values
-        return out
+        if positions is not None:
+            out[positions] = values
+            return out
+        if out is not None:
+            out[:len(values)] = values
+            return out[:len(values)]
+        return values
 
     def directory(self) -> np.ndarray:
         """Per chunk and stored column: (mode, body start, body end, events), int64, built once."""
