@@ -21,7 +21,6 @@ from ioloom.analysis import range_tables as rt
 from ioloom.analysis.ops import LAYER_CODE, META, READ, WRITE
 from ioloom.trace.model import RANGE_ROWS
 
-GROUP_KEYS = ["layer", "kind", "file_id", "nested"]
 SPLIT_KEYS = ["op", "file_id", "kind", "collective"]
 HOLD_LIMIT = 1 << 21  # events held back at most for an asynchronous MPI-IO call not finished yet
 

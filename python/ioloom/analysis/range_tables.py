@@ -25,7 +25,6 @@ TOP_CARRIED = 4 * TOP_VALUES  # counted per group from range to range: the top 1
                               # more than this many distinct values in a range
 TIME_BINS = 2048  # finest bandwidth-over-time resolution, in power-of-two nanosecond widths
 CHILD_CATEGORIES = ("read", "write", "lock", "unlock", "other")  # Fig. 4.8's split of an MPI-IO call
-LOCK_COLUMNS = ["file_id", "offset", "length", "t_request", "t_acquired", "t_release", "wait_ns", "held_ns"]
 NO_TIME = np.iinfo(np.int64).max
 
 # A group's code packs (file_id + 1, layer, kind, nested) into one int64, mixed radix, nested fastest.
@@ -337,7 +336,8 @@ def lock_events(c: dict, duration: np.ndarray) -> pd.DataFrame:
 def pair_locks(events: pd.DataFrame, final: bool) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Record locks paired with the unlock of the same range on the same file: wait (the lock call's own
     duration, F_SETLKW blocks) and hold (from the lock's return to the unlock's start). Returns the locks
-    (LOCK_COLUMNS) and, unless `final`, the locks not released yet, held back for the next range's unlocks."""
+    (file_id, offset, length, t_request, t_acquired, t_release, wait_ns, held_ns) and, unless `final`, the
+    locks not released yet, held back for the next range's unlocks."""
     frame = events.sort_values(["file_id", "offset", "length", "t_start"], kind="stable")
     after = frame.shift(-1)
     released = (after["unlock"].eq(True) & (after["file_id"] == frame["file_id"])
