@@ -1,6 +1,6 @@
 """The tracer's background encoder and the reader's fast paths: every event of a heavily loaded run arrives,
 once, in order, whether halves are handed to the encoder thread (also in a forked child, which starts its own)
-or written inline; the native column decoder agrees with the numpy one; the nearly-sorted merge of late MPI-IO
+or written inline; the native column decoder agrees with the numpy one, on one thread or several; the nearly-sorted merge of late MPI-IO
 events equals a stable sort."""
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import pytest
 
 from ioloom.trace import open_trace
 from ioloom.trace.model import time_order
-from ioloom.trace.stream_file import DURATION, STORED_COLUMNS, read_stream_file
-from ioloom.trace.varint import decode_column
+from ioloom.trace.stream_file import DURATION, OFFSET_DELTA, STORED_COLUMNS, read_stream_file
+from ioloom.trace.varint import THREADS_VARIABLE, ClockLine, decode_column
 from tests.test_trace_native import compile_program, traced_env
 
 CALLS = 20_000
@@ -84,10 +84,10 @@ def test_native_column_decoder_matches_numpy(handoff_runs):
 
 def test_column_of_the_wrong_length_names_its_chunk(handoff_runs):
     stream = _busiest_stream(handoff_runs["1"])
-    directory = stream.directory()[:, DURATION].copy()
-    directory[3, 3] += 1  # chunk 3 claims one event more than its body holds
+    directory = stream.directory().copy()
+    directory[3, :, 3] += 1  # chunk 3 claims one event more than its body holds
     with pytest.raises(ValueError, match="events chunk 3 "):
-        decode_column(stream.data, directory, stream.events + 1)
+        decode_column(stream.data, directory, DURATION, stream.events + 1)
 
 
 def test_time_order_is_the_stable_sort():
@@ -101,3 +101,44 @@ def test_time_order_is_the_stable_sort():
         t = np.array(t, np.int64)
         order = time_order(t)
         assert np.array_equal(np.arange(len(t)) if order is None else order, np.argsort(t, kind="stable"))
+
+
+@pytest.fixture(scope="module")
+def long_stream(tmp_path_factory):
+    """A stream long enough for the native decoder to share its columns among threads (over 2 x 2^18 events)."""
+    exe = compile_program("trace_handoff.c")
+    root = tmp_path_factory.mktemp("long")
+    (root / "w").mkdir()
+    done = subprocess.run([str(exe), str(root / "w"), str(6 * CALLS)], capture_output=True, text=True, timeout=120,
+                          env=traced_env(root / "trace"))
+    assert done.returncode == 0, done.stderr
+    return _busiest_stream(root / "trace").path
+
+
+def _decoded(path, positions: np.ndarray) -> list[np.ndarray]:
+    """Everything the reader decodes natively: times on a drifting clock, offsets (in stored order and scattered
+    to `positions`), each stored column in stored order, and narrowed and scattered."""
+    stream = read_stream_file(path)
+    clock = ClockLine(stream.chunks[0].t_base, -123_456_789, 3.7e-5, 10**9)
+    out = [*stream.times(clock), stream.stored(OFFSET_DELTA, running=True),
+           stream.stored(OFFSET_DELTA, positions, np.zeros(stream.events, np.int64), running=True)]
+    for column in range(STORED_COLUMNS):
+        out.append(stream.stored(column))
+        out.append(stream.stored(column, positions, np.zeros(stream.events, np.int16)))
+    return out
+
+
+def test_threads_and_numpy_decode_the_same(long_stream, monkeypatch):
+    from ioloom.trace import varint
+
+    events = read_stream_file(long_stream).events
+    assert events > 2 * 2**18
+    positions = np.random.default_rng(3).permutation(events).astype(np.int32)
+    monkeypatch.setenv(THREADS_VARIABLE, "1")
+    one = _decoded(long_stream, positions)
+    monkeypatch.setenv(THREADS_VARIABLE, "3")
+    three = _decoded(long_stream, positions)
+    monkeypatch.setattr(varint, "_native_library", lambda: None)
+    plain = _decoded(long_stream, positions)
+    for i, (a, b, c) in enumerate(zip(one, three, plain)):
+        assert a.dtype == b.dtype == c.dtype and np.array_equal(a, b) and np.array_equal(a, c), i

@@ -1,11 +1,23 @@
 /* The trace reader's loops that numpy cannot vectorise well: LEB128 varints of mixed lengths, and whole columns
- * (all chunks of a stream, runs expanded, signs restored) in one call per column. Loaded by
+ * (all chunks of a stream, runs expanded, signs restored, narrowed or scattered to their rows as they are
+ * stored) in one call per column; times and offsets, which numpy would build in a dozen passes, in one. A long
+ * column is shared among threads, each decoding whole chunks into its own rows. Loaded by
  * python/ioloom/trace/varint.py through ctypes when built (the reader falls back to numpy otherwise). */
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 
 #include "ioloom_core.h"
+#include "trace_format.h"
+
+/* The correction from a process's clock to the trace's: local time t becomes
+ * t + int64(offset + (t - origin) * drift) - epoch (an offset alone when drift is 0). */
+struct ioloom_clock_line {
+    int64_t origin, offset;
+    double drift;
+    int64_t epoch;
+};
 
 /* Decodes every varint of buf[0, len) into out (room for `room` values). Returns how many, or -1 if buf ends
  * inside a varint, a varint is longer than 10 bytes, or out is too small. */
@@ -25,14 +37,27 @@ IOLOOM_EXPORT int64_t ioloom_decode_varints(const uint8_t *buf, size_t len, uint
     return (int64_t)count;
 }
 
-/* One varint at *p (before end); advances *p. 0 on success, -1 when it runs past end or over 10 bytes. */
+/* One varint at *p (before end); advances *p. 0 on success, -1 when it runs past end or over 10 bytes. Values of
+ * one and two bytes (most gaps, durations and small numbers) take the short paths. */
 static inline int next_varint(const uint8_t **p, const uint8_t *end, uint64_t *value) {
+    const uint8_t *q = *p;
+    if (q < end && q[0] < 0x80) {
+        *value = q[0];
+        *p = q + 1;
+        return 0;
+    }
+    if (end - q >= 2 && q[1] < 0x80) {
+        *value = (uint64_t)(q[0] & 0x7F) | (uint64_t)q[1] << 7;
+        *p = q + 2;
+        return 0;
+    }
     uint64_t v = 0;
-    for (unsigned shift = 0; *p < end && shift < 70; shift += 7) {
-        uint8_t byte = *(*p)++;
+    for (unsigned shift = 0; q < end && shift < 70; shift += 7) {
+        uint8_t byte = *q++;
         v |= (uint64_t)(byte & 0x7F) << shift;
         if (byte < 0x80) {
             *value = v;
+            *p = q;
             return 0;
         }
     }
@@ -76,37 +101,183 @@ static int decode_column_body(const uint8_t *p, const uint8_t *end, int64_t mode
     return p == end ? 0 : -1;
 }
 
-/* Decodes one stored column of a whole stream in one call: for each of the n chunks, directory[4k..4k+3] is
- * (mode, body start, body end, events) with offsets into data. Value i (counting from the first chunk) lands
- * in out[i], or in out[positions[i]] when positions is given (a permutation of [0, room) putting the stream in
- * time order: decoding and reordering in one pass over memory). Returns how many values, -(1 + k) when chunk
- * k's body is malformed, or -(1 + n) when memory runs out. */
-IOLOOM_EXPORT int64_t ioloom_decode_column(const uint8_t *data, size_t len, const int64_t *directory, size_t n,
-                                          int64_t *out, size_t room, const int32_t *positions) {
-    int64_t *chunk_values = NULL; /* one chunk's values before they are scattered */
-    if (positions) {
-        int64_t most = 0;
-        for (size_t k = 0; k < n; k++) most = directory[4 * k + 3] > most ? directory[4 * k + 3] : most;
-        if (most > (int64_t)room || !(chunk_values = malloc(((size_t)most + 1) * sizeof *chunk_values)))
-            return -(int64_t)(n + 1);
+/* What one call decodes: a column of every chunk (into `out`, or in running sums), or the chunks' times. */
+struct job {
+    const uint8_t *data;
+    size_t len;
+    const int64_t *directory; /* per chunk and stored column: (mode, body start, body end, events) */
+    int column;
+    int running;              /* the column's values summed within each chunk (offsets from their deltas) */
+    void *out;                /* elements of `width` bytes */
+    size_t width;
+    const int32_t *positions;
+    const int64_t *t_base;    /* times: each chunk's base */
+    const struct ioloom_clock_line *clock;
+    int64_t *start, *end;
+};
+
+/* Chunks [first, last) of a job: one thread's share. */
+struct part {
+    const struct job *job;
+    size_t first, last;
+    size_t filled;    /* values before chunk `first` */
+    int64_t *scratch; /* one chunk's values, when they are scattered or narrowed */
+    size_t failed;    /* the first malformed chunk, or SIZE_MAX */
+};
+
+static const int64_t *chunk_column(const struct job *job, size_t k, int column) {
+    return job->directory + 4 * (IOLOOM_COLUMNS * k + (size_t)column);
+}
+
+/* Events in chunk k (every column's entry repeats it; the first one's is the one used). */
+static int64_t chunk_events(const struct job *job, size_t k) { return chunk_column(job, k, 0)[3]; }
+
+/* Decodes column `column` of chunk k into values; 0, or -1 when its body is malformed. */
+static int decode_chunk(const struct job *job, size_t k, int column, int64_t *values) {
+    const int64_t *body = chunk_column(job, k, column);
+    return body[1] < 0 || body[2] < body[1] || (size_t)body[2] > job->len ||
+           decode_column_body(job->data + body[1], job->data + body[2], body[0], chunk_events(job, k), values);
+}
+
+/* Puts one chunk's `count` values, the first being value `filled` of the column, in their rows of out. */
+static void store(const struct job *job, const int64_t *values, size_t filled, int64_t count) {
+    const int32_t *rows = job->positions ? job->positions + filled : NULL;
+#define STORE(type)                                                                              \
+    do {                                                                                         \
+        type *out = job->out;                                                                    \
+        if (rows)                                                                                \
+            for (int64_t i = 0; i < count; i++) out[rows[i]] = (type)values[i];                  \
+        else                                                                                     \
+            for (int64_t i = 0; i < count; i++) out[filled + (size_t)i] = (type)values[i];       \
+    } while (0)
+    switch (job->width) {
+    case 1: STORE(int8_t); break;
+    case 2: STORE(int16_t); break;
+    case 4: STORE(int32_t); break;
+    default: STORE(int64_t); break;
     }
-    size_t filled = 0;
-    int64_t result = 0;
-    for (size_t k = 0; k < n && !result; k++) {
-        const int64_t *chunk = directory + 4 * k;
-        int64_t start = chunk[1], end = chunk[2], count = chunk[3];
-        int64_t *values = positions ? chunk_values : out + filled;
-        if (start < 0 || end < start || (size_t)end > len || count < 0 || (size_t)count > room - filled ||
-            decode_column_body(data + start, data + end, chunk[0], count, values)) {
-            result = -(int64_t)(k + 1);
-            break;
+#undef STORE
+}
+
+static void *decode_column_part(void *arg) {
+    struct part *part = arg;
+    const struct job *job = part->job;
+    size_t filled = part->filled;
+    for (size_t k = part->first; k < part->last; k++) {
+        int64_t count = chunk_events(job, k);
+        int64_t *values = part->scratch ? part->scratch : (int64_t *)job->out + filled; /* in place when it can */
+        if (decode_chunk(job, k, job->column, values)) {
+            part->failed = k;
+            return NULL;
         }
-        if (positions)
-            for (int64_t i = 0; i < count; i++) out[positions[filled + (size_t)i]] = values[i];
+        for (int64_t i = 1; job->running && i < count; i++) values[i] += values[i - 1];
+        if (part->scratch) store(job, values, filled, count);
         filled += (size_t)count;
     }
-    free(chunk_values);
-    return result ? result : (int64_t)filled;
+    return NULL;
+}
+
+/* Nanoseconds to add to local time t to get the trace's clock (ioloom_clock_line). Computed as numpy does
+ * (python/ioloom/trace/reader.py, clock_correction), so that both give the same times to the nanosecond. */
+static inline int64_t clock_shift(const struct ioloom_clock_line *clock, int64_t t) {
+    int64_t offset = clock->drift != 0 ? (int64_t)((double)(t - clock->origin) * clock->drift + (double)clock->offset)
+                                       : clock->offset;
+    return offset - clock->epoch;
+}
+
+/* Each event starts `gap` after the previous one ended (the chunk's first: after t_base) and lasts `duration`. */
+static void *decode_times_part(void *arg) {
+    struct part *part = arg;
+    const struct job *job = part->job;
+    size_t filled = part->filled;
+    for (size_t k = part->first; k < part->last; k++) {
+        int64_t count = chunk_events(job, k);
+        int64_t *start = job->start + filled, *end = job->end + filled;
+        if (decode_chunk(job, k, IOLOOM_COL_GAP, start) || decode_chunk(job, k, IOLOOM_COL_DURATION, end)) {
+            part->failed = k;
+            return NULL;
+        }
+        int64_t t = job->t_base[k];
+        for (int64_t i = 0; i < count; i++) {
+            int64_t begin = t + start[i], shift = clock_shift(job->clock, begin);
+            t = begin + end[i];
+            start[i] = begin + shift;
+            end[i] = t + shift;
+        }
+        filled += (size_t)count;
+    }
+    return NULL;
+}
+
+enum { MAX_THREADS = 8, VALUES_PER_THREAD = 1 << 18 }; /* fewer values than this are not worth a thread */
+
+/* Runs `decode` over the job's n chunks, shared among up to `threads` threads in parts of about equal events
+ * (each writes its own rows). The chunks' event counts are checked first: the chunks from the first one that
+ * overflows `room` on are not decoded. Returns how many events, -(1 + k) when chunk k is the first malformed
+ * one, or -(1 + n) when memory runs out. */
+static int64_t run_parts(const struct job *job, size_t n, size_t room, int threads, int scratch,
+                         void *(*decode)(void *)) {
+    size_t valid = 0, total = 0, most = 0;
+    for (; valid < n; valid++) {
+        int64_t count = chunk_events(job, valid);
+        if (count < 0 || (size_t)count > room - total) break;
+        total += (size_t)count;
+        most = (size_t)count > most ? (size_t)count : most;
+    }
+    size_t parts = total / VALUES_PER_THREAD;
+    parts = parts < 1 ? 1 : parts > (size_t)threads ? (size_t)threads : parts;
+    parts = parts > MAX_THREADS ? MAX_THREADS : parts;
+    struct part part[MAX_THREADS];
+    pthread_t thread[MAX_THREADS];
+    int started[MAX_THREADS] = {0};
+    int64_t result = 0;
+    size_t k = 0, filled = 0;
+    for (size_t j = 0; j < parts; j++) { /* chunk boundaries nearest to equal shares of the events */
+        part[j] = (struct part){job, k, k, filled, NULL, SIZE_MAX};
+        size_t share = total / parts * (j + 1);
+        while (k < valid && (j == parts - 1 || filled < share)) filled += (size_t)chunk_events(job, k++);
+        part[j].last = k;
+        if (scratch && !(part[j].scratch = malloc((most + 1) * sizeof *part[j].scratch))) result = -(int64_t)(n + 1);
+    }
+    for (size_t j = 1; j < parts && !result; j++) started[j] = pthread_create(&thread[j], NULL, decode, &part[j]) == 0;
+    if (!result) decode(&part[0]);
+    for (size_t j = 1; j < parts && !result; j++) {
+        if (started[j]) pthread_join(thread[j], NULL);
+        else decode(&part[j]); /* no thread to be had: this one does it */
+    }
+    for (size_t j = 0; j < parts; j++) {
+        if (!result && part[j].failed != SIZE_MAX) result = -(int64_t)(part[j].failed + 1);
+        free(part[j].scratch);
+    }
+    if (!result && valid < n) result = -(int64_t)(valid + 1);
+    return result ? result : (int64_t)total;
+}
+
+/* Decodes stored column `column` of a stream's n chunks in one call. directory holds per chunk and stored column
+ * (mode, body start, body end, events), offsets into data (n x IOLOOM_COLUMNS x 4). Value i (counting from the
+ * first chunk) lands in out[i], or in out[positions[i]] when positions is given (a permutation of [0, room)
+ * putting the stream in time order: decoding and reordering in one pass over memory). out holds signed integers
+ * of `width` bytes (1, 2, 4 or 8): a column stored narrower than int64 is narrowed on the way, not in a pass of
+ * its own. With `running`, each chunk's values are summed from its first (offsets from their deltas). Up to
+ * `threads` threads share the chunks. Returns how many values, -(1 + k) when chunk k is the first malformed one,
+ * or -(1 + n) when memory runs out or the column or width is not supported. */
+IOLOOM_EXPORT int64_t ioloom_decode_column(const uint8_t *data, size_t len, const int64_t *directory, size_t n,
+                                          int column, int running, void *out, size_t width, size_t room,
+                                          const int32_t *positions, int threads) {
+    if ((width != 1 && width != 2 && width != 4 && width != 8) || column < 0 || column >= IOLOOM_COLUMNS)
+        return -(int64_t)(n + 1);
+    struct job job = {data, len, directory, column, running, out, width, positions, NULL, NULL, NULL, NULL};
+    return run_parts(&job, n, room, threads, positions || width != 8, decode_column_part);
+}
+
+/* The start and end times of a stream's n chunks (directory as above, t_base[k] each chunk's base) on the
+ * trace's clock, in stored order, into start and end (room for `room` events each). Returns as
+ * ioloom_decode_column. */
+IOLOOM_EXPORT int64_t ioloom_decode_times(const uint8_t *data, size_t len, const int64_t *directory, size_t n,
+                                         const int64_t *t_base, const struct ioloom_clock_line *clock,
+                                         int64_t *start, int64_t *end, size_t room, int threads) {
+    struct job job = {data, len, directory, IOLOOM_COL_GAP, 0, NULL, 8, NULL, t_base, clock, start, end};
+    return run_parts(&job, n, room, threads, 0, decode_times_part);
 }
 
 /* out[i] = values[order[i]] for i < n, for elements of `width` bytes (1, 2, 4 or 8): putting a stream's columns

@@ -18,6 +18,7 @@ import pyarrow as pa
 
 from ioloom.analysis.partition import Options, Partial, summarise
 from ioloom.trace.model import RANGE_ROWS
+from ioloom.trace.varint import THREADS_VARIABLE
 
 
 @dataclass
@@ -71,12 +72,17 @@ def _run_pickled(payload: bytes) -> Partial:
     return summarise(stream, options, share)
 
 
+def _share_cpus(workers: int) -> None:
+    """In a worker process: the trace decoder's threads are this worker's share of the CPUs, not all of them."""
+    os.environ.setdefault(THREADS_VARIABLE, str(max(1, len(os.sched_getaffinity(0)) // workers)))
+
+
 def _local(streams, options: Options, share: float, workers: int) -> list[Partial]:
     if workers <= 1 or len(streams) <= 1:
         return [summarise(s, options, share) for s in streams]
     # At most `workers` streams in flight: Executor.map would pickle every stream up front.
     results: list[Partial | None] = [None] * len(streams)
-    with ProcessPoolExecutor(max_workers=workers) as pool:
+    with ProcessPoolExecutor(max_workers=workers, initializer=_share_cpus, initargs=(workers,)) as pool:
         running = {}
         for i, stream in enumerate(streams):
             if len(running) >= workers:

@@ -12,8 +12,8 @@ import numpy as np
 import pyarrow as pa
 
 from ioloom.trace.model import EVENT_SCHEMA, FILE_SCHEMA, LAYERS, RANGE_ROWS, Stream, Trace, time_order
-from ioloom.trace.stream_file import DIRECT, RET_MINUS_REQ, REQ, StreamFile, read_stream_file
-from ioloom.trace.varint import reorder
+from ioloom.trace.stream_file import DIRECT, OFFSET_DELTA, RET_MINUS_REQ, REQ, StreamFile, read_stream_file
+from ioloom.trace.varint import ClockLine, reorder
 
 SUFFIX = ".ioloom"
 LAYER_DICTIONARY = pa.array(LAYERS, pa.string())
@@ -30,16 +30,21 @@ def _clock(info: dict) -> tuple[tuple[int, int, int] | None, tuple[int, int, int
     return parse("clock_init"), parse("clock_finalize")
 
 
-def clock_correction(info: dict, t: np.ndarray) -> np.ndarray:
-    """Nanoseconds to add to local times t to get rank 0's clock: the offset measured at init, drifting linearly
-    to the one measured at finalize (constant when only one was measured, zero when none)."""
+def clock_line(info: dict, epoch: int = 0) -> ClockLine:
+    """The correction from a stream's local times to rank 0's clock counted from `epoch`: the offset measured at
+    init, drifting linearly to the one measured at finalize (constant when only one was measured, zero when
+    none)."""
     init, final = _clock(info)
     if init is None and final is None:
-        return np.zeros_like(t)
+        return ClockLine(0, 0, 0.0, epoch)
     if init is None or final is None or final[0] == init[0]:
-        return np.full_like(t, (init or final)[1])
-    drift = (final[1] - init[1]) / (final[0] - init[0])
-    return (init[1] + (t - init[0]) * drift).astype(np.int64)
+        return ClockLine(0, (init or final)[1], 0.0, epoch)
+    return ClockLine(init[0], init[1], (final[1] - init[1]) / (final[0] - init[0]), epoch)
+
+
+def clock_correction(info: dict, t: np.ndarray) -> np.ndarray:
+    """Nanoseconds to add to local times t to get rank 0's clock (see clock_line)."""
+    return clock_line(info).shift(t)
 
 
 def _stream_start(stream: StreamFile) -> int:
@@ -90,18 +95,11 @@ class StreamReader:
 
     def __init__(self, stream: StreamFile, file_lookup: np.ndarray, epoch: int, rank: int, pid: int):
         self.stream, self.epoch, self.rank, self.pid = stream, epoch, rank, pid
-        self.file_lookup = np.append(file_lookup, np.int32(-1))  # the last slot: ids the table does not know
+        # local id + 1 -> merged id; the first and last slots take the ids the table does not know (-1 and beyond)
+        self.file_lookup = np.concatenate(([-1], file_lookup, [-1])).astype(np.int32)
 
     def _times(self, s: StreamFile) -> tuple[np.ndarray, np.ndarray]:
-        start, end = s.times()
-        if _clock(s.info) == (None, None):  # no MPI clock measurement: one shift
-            start -= self.epoch
-            end -= self.epoch
-            return start, end
-        shift = clock_correction(s.info, start) - self.epoch
-        start += shift
-        end += shift
-        return start, end
+        return s.times(clock_line(s.info, self.epoch))
 
     def _values(self, s: StreamFile, name: str, times, positions: np.ndarray | None, rows: int,
                 scratch: np.ndarray) -> np.ndarray:
@@ -113,21 +111,21 @@ class StreamReader:
         if name in ("t_start", "t_end"):
             values = times[1 if name == "t_end" else 0]
         elif name == "offset":
-            values = s.offsets()
+            values = s.stored(OFFSET_DELTA, positions, np.empty(rows, np.int64), running=True)
         elif name == "tid":
             values = s.tids()
         elif name in ("rank", "pid"):
             values = np.full(rows, self.rank if name == "rank" else self.pid, np.int32)
         elif name == "ret_bytes":
-            values = s.stored(RET_MINUS_REQ, positions, _room(positions, rows))
+            values = s.stored(RET_MINUS_REQ, positions, np.empty(rows, np.int64))
             values += s.stored(REQ, positions, scratch)
         elif name == "file_id":
-            local = s.stored(DIRECT[name], positions, scratch)
-            unknown = len(self.file_lookup) - 1
-            values = self.file_lookup[np.where((local >= 0) & (local < unknown), local, unknown)]
-        else:
-            values = s.stored(DIRECT[name], positions, scratch if dtype != np.int64 else _room(positions, rows))
-        return values.astype(dtype, copy=False)  # narrowed before reordering: less memory to move
+            local = s.stored(DIRECT[name], positions, scratch.view(np.int32)[:rows])
+            local += 1
+            values = self.file_lookup.take(local, mode="clip")
+        else:  # narrowed as decoded: less memory to write and to reorder
+            values = s.stored(DIRECT[name], positions, np.empty(rows, dtype))
+        return values.astype(dtype, copy=False)
 
     def _earliest(self, s: StreamFile) -> np.ndarray:
         """The start of each chunk's earliest event."""
@@ -235,7 +233,7 @@ def _start_then_row(start: np.ndarray, row: np.ndarray) -> np.ndarray | None:
     if (later | ((start[1:] == start[:-1]) & (row[1:] > row[:-1]))).all():
         return None
     return np.lexsort((row, start))
-BY_VALUE = {*DIRECT, "ret_bytes"}  # columns decoded value by value (the others are running sums or per chunk)
+BY_VALUE = {*DIRECT, "ret_bytes", "offset"}  # columns decoded value by value (or summed within a chunk)
 SAME_FOR_ALL = {"rank", "pid"}
 
 
@@ -243,11 +241,6 @@ def _numpy_type(name: str) -> np.dtype:
     """The numpy type of an event column (the index type for dictionary columns)."""
     field_type = EVENT_SCHEMA.field(name).type
     return np.dtype((field_type.index_type if name in ("op", "layer") else field_type).to_pandas_dtype())
-
-
-def _room(positions: np.ndarray | None, rows: int) -> np.ndarray | None:
-    """Where values decoded to `positions` go: rows int64 rows."""
-    return None if positions is None else np.empty(rows, np.int64)
 
 
 def _column_names(columns: Sequence[str] | None) -> list[str]:

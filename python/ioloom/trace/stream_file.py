@@ -15,7 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ioloom.trace.varint import CONST, RUNS, count_varints, decode_column, decode_varints, read_varint, unzigzag
+from ioloom.trace.varint import (CONST, RUNS, ClockLine, count_varints, decode_column, decode_times, decode_varints,
+                                 read_varint, unzigzag)
 
 MAGIC = b"IOLOOMTR"
 MAJOR = 1
@@ -59,18 +60,22 @@ class StreamFile:
 
     # ---- decoding ----
 
-    def stored(self, column: int, positions: np.ndarray | None = None, out: np.ndarray | None = None) -> np.ndarray:
-        """Stored column `column` of every chunk as int64 (zigzag undone): in chunk order (in the first rows of
-        `out` when given), or with stored value i at row positions[i] of `out` (int32 positions, distinct rows of
-        out; out has a row per event if not given)."""
+    def stored(self, column: int, positions: np.ndarray | None = None, out: np.ndarray | None = None,
+               running: bool = False) -> np.ndarray:
+        """Stored column `column` of every chunk (zigzag undone; summed within each chunk when `running`), as int64
+        or in the integer type of `out`: in chunk order (in the first rows of `out` when given), or with stored
+        value i at row positions[i] of `out` (int32 positions, distinct rows of out; out has a row per event if
+        not given)."""
         if positions is not None and out is None:
             out = np.empty(self.events, np.int64)
         if not self.chunks:
             return np.zeros(0, np.int64) if out is None else out
-        native = decode_column(self.data, self.directory()[:, column], self.events, positions, out)
+        native = decode_column(self.data, self.directory(), column, self.events, positions, out, running)
         if native is not None:
             return native
         values = self._stored_numpy(column)
+        if running:
+            values = self._running(values, np.zeros(len(self.chunks), np.int64))
         if positions is not None:
             out[positions] = values
             return out
@@ -142,23 +147,26 @@ class StreamFile:
         steps[firsts] += starts - np.concatenate(([0], ends[:-1]))
         return np.cumsum(steps, out=steps)
 
-    def times(self) -> tuple[np.ndarray, np.ndarray]:
-        """(t_start, t_end) in local monotonic ns: t_start[i] = t_base + gaps up to i + durations before i."""
+    def times(self, clock: ClockLine) -> tuple[np.ndarray, np.ndarray]:
+        """(t_start, t_end) on the trace's clock (`clock` corrects local monotonic ns): t_start[i] = t_base + gaps
+        up to i + durations before i."""
         if not self.chunks:
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        t_base = np.array([c.t_base for c in self.chunks], np.int64)
+        native = decode_times(self.data, self.directory(), t_base, clock, self.events)
+        if native is not None:
+            return native
         duration = self.stored(DURATION)
         steps = self.stored(GAP)
         steps[1:] += duration[:-1]
         _, firsts = self.chunk_firsts()
         steps[firsts[1:]] -= duration[firsts[1:] - 1]  # a chunk's first gap counts from its own t_base
-        start = self._running(steps, np.array([c.t_base for c in self.chunks], np.int64))
-        return start, start + duration
-
-    def offsets(self) -> np.ndarray:
-        """Offsets from per-chunk deltas: each chunk's running sum starts from 0."""
-        if not self.chunks:
-            return np.zeros(0, np.int64)
-        return self._running(self.stored(OFFSET_DELTA), np.zeros(len(self.chunks), np.int64))
+        start = self._running(steps, t_base)
+        end = start + duration
+        shift = clock.shift(start)
+        start += shift
+        end += shift
+        return start, end
 
     def tids(self) -> np.ndarray:
         counts, _ = self.chunk_firsts()

@@ -1,8 +1,10 @@
 """Vectorised decoding of the trace format's integers: LEB128 varints, zigzag signs, and the column modes of an
-EVENTS chunk. Every function works on whole numpy arrays, never one value at a time."""
+EVENTS chunk, and the clock correction of times. Every function works on whole numpy arrays, never one value at a
+time; the native decoder (native/trace/decode.c) does the same in one pass per column when it is built."""
 from __future__ import annotations
 
 import ctypes
+import os
 from functools import lru_cache
 
 import numpy as np
@@ -10,6 +12,19 @@ import numpy as np
 from ioloom import paths
 
 CONST, VARINT, RUNS = 0, 1, 2
+
+
+class ClockLine(ctypes.Structure):
+    """The correction from a process's clock to the trace's: local time t becomes
+    t + int64(offset + (t - origin) * drift) - epoch, or t + offset - epoch when drift is 0."""
+    _fields_ = [("origin", ctypes.c_int64), ("offset", ctypes.c_int64), ("drift", ctypes.c_double),
+                ("epoch", ctypes.c_int64)]
+
+    def shift(self, t: np.ndarray) -> np.ndarray:
+        """What to add to local times t (int64), as the native decoder computes it."""
+        if self.drift == 0:
+            return np.full_like(t, self.offset - self.epoch)
+        return (self.offset + (t - self.origin) * self.drift).astype(np.int64) - self.epoch
 
 
 @lru_cache(maxsize=1)
@@ -21,11 +36,28 @@ def _native_library():
         return None
     buffer = [ctypes.c_void_p, ctypes.c_size_t]  # pointer and length
     lib.ioloom_decode_varints.argtypes = buffer * 2
-    lib.ioloom_decode_column.argtypes = buffer * 3 + [ctypes.c_void_p]
-    for decode in (lib.ioloom_decode_varints, lib.ioloom_decode_column):
+    # data, directory, column, running, out and its element width, room, positions, threads
+    lib.ioloom_decode_column.argtypes = buffer * 2 + [ctypes.c_int, ctypes.c_int] + buffer + [
+        ctypes.c_size_t, ctypes.c_void_p, ctypes.c_int]
+    # data, directory, t_base, clock line, start, end, room, threads
+    lib.ioloom_decode_times.argtypes = buffer * 2 + [ctypes.c_void_p, ctypes.POINTER(ClockLine), ctypes.c_void_p,
+                                                     ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    for decode in (lib.ioloom_decode_varints, lib.ioloom_decode_column, lib.ioloom_decode_times):
         decode.restype = ctypes.c_int64
     lib.ioloom_gather.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p]
     return lib
+
+
+THREADS_VARIABLE = "IOLOOM_READER_THREADS"
+
+
+def decode_threads() -> int:
+    """Threads the native decoder may share a long column among: $IOLOOM_READER_THREADS, else the CPUs this
+    process may run on (analysis workers set it to their share of the CPUs)."""
+    try:
+        return max(1, int(os.environ.get(THREADS_VARIABLE, "")))
+    except ValueError:
+        return len(os.sched_getaffinity(0))
 
 
 def _native_decoder():
@@ -33,12 +65,25 @@ def _native_decoder():
     return lib.ioloom_decode_varints if lib is not None else None
 
 
-def decode_column(data: np.ndarray, directory: np.ndarray, total: int, positions: np.ndarray | None = None,
-                  out: np.ndarray | None = None) -> np.ndarray | None:
-    """One stored column of a whole stream, decoded natively in one call: `directory` holds per chunk (mode, body
-    start, body end, events) as int64 rows; returns the `total` int64 values (signs restored, runs expanded),
-    stored value i at row positions[i] of `out` when `positions` (int32, distinct rows of out) is given, else in
-    the first `total` rows of `out` when given; or None when the native decoder is not built. Raises ValueError naming the first malformed chunk."""
+def _check(got: int, chunks: int, total: int) -> None:
+    """Raises for what the native decoder returned when it did not decode `total` values of `chunks` chunks."""
+    if got == -chunks - 1:
+        raise MemoryError("no memory to decode a chunk")
+    if got < 0:
+        raise ValueError(f"column body of events chunk {-got - 1} does not decode to its event count")
+    if got != total:
+        raise ValueError(f"column decodes to {got} values for {total} events")
+
+
+def decode_column(data: np.ndarray, directory: np.ndarray, column: int, total: int,
+                  positions: np.ndarray | None = None, out: np.ndarray | None = None,
+                  running: bool = False) -> np.ndarray | None:
+    """Stored column `column` of a stream, decoded natively in one call: `directory` holds per chunk and stored
+    column (mode, body start, body end, events), int64; returns the `total` values (signs restored, runs
+    expanded, summed within each chunk when `running`), stored value i at row positions[i] of `out` when
+    `positions` (int32, distinct rows of out) is given, else in the first `total` rows of `out` when given (int8
+    to int64: values are narrowed as they are stored), else as int64; or None when the native decoder is not
+    built. Raises ValueError naming the first malformed chunk."""
     lib = _native_library()
     if lib is None:
         return None
@@ -46,17 +91,32 @@ def decode_column(data: np.ndarray, directory: np.ndarray, total: int, positions
     if positions is not None and (positions.dtype != np.int32 or len(positions) != total):
         raise ValueError("positions must be int32, one per event")
     out = np.empty(total, np.int64) if out is None else out
-    if out.dtype != np.int64 or not out.flags.c_contiguous or (positions is None and len(out) < total):
-        raise ValueError("out must be contiguous int64 with room for every value")
-    got = lib.ioloom_decode_column(data.ctypes.data, data.size, directory.ctypes.data, len(directory),
-                                   out.ctypes.data, total, None if positions is None else positions.ctypes.data)
-    if got == -len(directory) - 1:
-        raise MemoryError("no memory to decode a chunk")
-    if got < 0:
-        raise ValueError(f"column body of events chunk {-got - 1} does not decode to its event count")
-    if got != total:
-        raise ValueError(f"column decodes to {got} values for {total} events")
+    if (out.dtype.kind != "i" or not out.flags.c_contiguous or not out.flags.writeable
+            or (positions is None and len(out) < total)):
+        raise ValueError("out must be writeable contiguous signed integers with room for every value")
+    got = lib.ioloom_decode_column(data.ctypes.data, data.size, directory.ctypes.data, len(directory), column,
+                                   running, out.ctypes.data, out.itemsize, total,
+                                   None if positions is None else positions.ctypes.data, decode_threads())
+    _check(got, len(directory), total)
     return out if positions is not None else out[:total]
+
+
+def decode_times(data: np.ndarray, directory: np.ndarray, t_base: np.ndarray, clock: ClockLine,
+                 total: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """The stream's (t_start, t_end) on the trace's clock, in stored order, decoded natively in one call from the
+    gap and duration columns (directory as decode_column's, t_base each chunk's base); None when the native
+    decoder is not built."""
+    lib = _native_library()
+    if lib is None:
+        return None
+    directory = np.ascontiguousarray(directory, np.int64)
+    t_base = np.ascontiguousarray(t_base, np.int64)
+    start, end = np.empty(total, np.int64), np.empty(total, np.int64)
+    got = lib.ioloom_decode_times(data.ctypes.data, data.size, directory.ctypes.data, len(directory),
+                                  t_base.ctypes.data, ctypes.byref(clock), start.ctypes.data, end.ctypes.data,
+                                  total, decode_threads())
+    _check(got, len(directory), total)
+    return start, end
 
 
 def decode_varints(buf: np.ndarray) -> np.ndarray:
