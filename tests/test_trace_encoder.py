@@ -1,7 +1,7 @@
 """The tracer's background encoder and the reader's fast paths: every event of a heavily loaded run arrives,
 once, in order, whether halves are handed to the encoder thread (also in a forked child, which starts its own)
-or written inline; the native column decoder agrees with the numpy one, on one thread or several; the nearly-sorted merge of late MPI-IO
-events equals a stable sort."""
+or written inline; the native column decoder agrees with the numpy one, on one thread or several; the
+nearly-sorted merge of late MPI-IO events equals a stable sort."""
 from __future__ import annotations
 
 import subprocess
@@ -11,7 +11,7 @@ import pytest
 
 from ioloom.trace import open_trace
 from ioloom.trace.model import time_order
-from ioloom.trace.stream_file import DURATION, OFFSET_DELTA, STORED_COLUMNS, read_stream_file
+from ioloom.trace.stream_file import DURATION, OFFSET_DELTA, ROW_T_BASE, STORED_COLUMNS, read_stream_file
 from ioloom.trace.varint import THREADS_VARIABLE, ClockLine, decode_column
 from tests.test_trace_native import compile_program, traced_env
 
@@ -84,7 +84,7 @@ def test_native_column_decoder_matches_numpy(handoff_runs):
 
 def test_column_of_the_wrong_length_names_its_chunk(handoff_runs):
     stream = _busiest_stream(handoff_runs["1"])
-    directory = stream.directory().copy()
+    directory = stream.directory.copy()
     directory[3, :, 3] += 1  # chunk 3 claims one event more than its body holds
     with pytest.raises(ValueError, match="events chunk 3 "):
         decode_column(stream.data, directory, DURATION, stream.events + 1)
@@ -119,7 +119,7 @@ def _decoded(path, positions: np.ndarray) -> list[np.ndarray]:
     """Everything the reader decodes natively: times on a drifting clock, offsets (in stored order and scattered
     to `positions`), each stored column in stored order, and narrowed and scattered."""
     stream = read_stream_file(path)
-    clock = ClockLine(stream.chunks[0].t_base, -123_456_789, 3.7e-5, 10**9)
+    clock = ClockLine(int(stream.chunks[0, ROW_T_BASE]), -123_456_789, 3.7e-5, 10**9)
     out = [*stream.times(clock), stream.stored(OFFSET_DELTA, running=True),
            stream.stored(OFFSET_DELTA, positions, np.zeros(stream.events, np.int64), running=True)]
     for column in range(STORED_COLUMNS):

@@ -2,16 +2,20 @@
 streams (truncated, corrupt, unknown chunks) giving problems instead of crashes."""
 from __future__ import annotations
 
+import struct
 import subprocess
+import zlib
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
 
 from ioloom import paths
 from ioloom.trace import open_trace
-from ioloom.trace.stream_file import CHUNK_HEADER
+from ioloom.trace.stream_file import CHUNK_HEADER, EVENTS, EVENTS_PROBLEMS, read_stream_file
+from ioloom.trace.varint import read_varint
 
 VECTORS = Path(__file__).parent / "vectors" / "trace"
 NAMES = ("strided", "mixed")
@@ -167,3 +171,61 @@ def test_reading_without_the_native_decoder_gives_the_same_events(monkeypatch):
             for column in whole.column_names:
                 assert joined.column(column).to_pylist() == whole.column(column).to_pylist(), (name, rows, column)
         monkeypatch.undo()
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while value >= 0x80:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    return bytes(out + bytes([value]))
+
+
+def _with_payload(data: bytes, start: int, payload: bytes) -> bytes:
+    """The stream with the chunk at `start` given another payload (length and checksum to match)."""
+    kind, length, _ = CHUNK_HEADER.unpack_from(data, start)
+    header = CHUNK_HEADER.pack(kind, len(payload), zlib.crc32(payload))
+    return data[:start] + header + payload + data[start + CHUNK_HEADER.size + length:]
+
+
+def _damaged_copies(data: bytes):
+    """The stream cut everywhere; and its EVENTS chunks with bytes of their column directory changed, with no
+    events, with a varint too long, and with no columns, their checksums made to match (so that the payload
+    itself must be judged)."""
+    yield from (data[:cut] for cut in range(0, len(data), 37))
+    rng = np.random.default_rng(5)
+    for start in _chunk_starts(data):
+        kind, length, _ = CHUNK_HEADER.unpack_from(data, start)
+        body = start + CHUNK_HEADER.size
+        if kind != EVENTS:
+            continue
+        for _ in range(60):
+            damaged = bytearray(data)
+            damaged[body + int(rng.integers(0, min(length, 80)))] = int(rng.integers(0, 256))
+            struct.pack_into("<I", damaged, start + 8, zlib.crc32(damaged[body:body + length]))
+            yield bytes(damaged)
+        payload = memoryview(data)[body:body + length]
+        tid, pos = read_varint(payload, 0)
+        _, pos = read_varint(payload, pos)
+        t_base, columns = read_varint(payload, pos)
+        yield _with_payload(data, start, _varint(tid) + b"\0" + _varint(t_base) + payload[columns:])
+        yield _with_payload(data, start, b"\x80" * 11 + payload[columns:])
+        yield _with_payload(data, start, payload[:columns])
+
+
+def test_native_and_python_chunk_index_agree_on_damaged_streams(tmp_path, monkeypatch):
+    from ioloom.trace import varint
+
+    path = tmp_path / "damaged.ioloom"
+    said = set()
+    for name in NAMES:
+        for damaged in _damaged_copies((VECTORS / f"{name}.ioloom").read_bytes()):
+            path.write_bytes(damaged)
+            native = read_stream_file(path)
+            monkeypatch.setattr(varint, "_native_library", lambda: None)
+            plain = read_stream_file(path)
+            monkeypatch.undo()
+            assert native.problems == plain.problems
+            assert np.array_equal(native.chunks, plain.chunks) and native.info == plain.info
+            said.update(p.split("(")[-1] for p in native.problems if "is malformed" in p)
+    assert len(said) == len(EVENTS_PROBLEMS), said  # every kind of malformed events chunk was met

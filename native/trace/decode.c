@@ -3,13 +3,14 @@
  * stored) in one call per column; times and offsets, which numpy would build in a dozen passes, in one. A long
  * column is shared among threads, each decoding whole chunks into its own rows. Loaded by
  * python/ioloom/trace/varint.py through ctypes when built (the reader falls back to numpy otherwise). */
-#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 
 #include "ioloom_core.h"
+#include "parallel.h"
 #include "trace_format.h"
+#include "varint.h"
 
 /* The correction from a process's clock to the trace's: local time t becomes
  * t + int64(offset + (t - origin) * drift) - epoch (an offset alone when drift is 0). */
@@ -37,34 +38,6 @@ IOLOOM_EXPORT int64_t ioloom_decode_varints(const uint8_t *buf, size_t len, uint
     return (int64_t)count;
 }
 
-/* One varint at *p (before end); advances *p. 0 on success, -1 when it runs past end or over 10 bytes. Values of
- * one and two bytes (most gaps, durations and small numbers) take the short paths. */
-static inline int next_varint(const uint8_t **p, const uint8_t *end, uint64_t *value) {
-    const uint8_t *q = *p;
-    if (q < end && q[0] < 0x80) {
-        *value = q[0];
-        *p = q + 1;
-        return 0;
-    }
-    if (end - q >= 2 && q[1] < 0x80) {
-        *value = (uint64_t)(q[0] & 0x7F) | (uint64_t)q[1] << 7;
-        *p = q + 2;
-        return 0;
-    }
-    uint64_t v = 0;
-    for (unsigned shift = 0; q < end && shift < 70; shift += 7) {
-        uint8_t byte = *q++;
-        v |= (uint64_t)(byte & 0x7F) << shift;
-        if (byte < 0x80) {
-            *value = v;
-            *p = q;
-            return 0;
-        }
-    }
-    return -1;
-}
-
-static inline int64_t unzigzag(uint64_t u) { return (int64_t)(u >> 1) ^ -(int64_t)(u & 1); }
 
 /* Decodes one column body of `count` events stored in `mode` (docs/trace-format.md) into out[0, count):
  * the values with their signs back and runs expanded. 0 on success, -1 when the body does not hold exactly
@@ -209,7 +182,7 @@ static void *decode_times_part(void *arg) {
     return NULL;
 }
 
-enum { MAX_THREADS = 8, VALUES_PER_THREAD = 1 << 18 }; /* fewer values than this are not worth a thread */
+enum { VALUES_PER_PART = 1 << 18 }; /* fewer values than this are not worth a thread */
 
 /* Runs `decode` over the job's n chunks, shared among up to `threads` threads in parts of about equal events
  * (each writes its own rows). The chunks' event counts are checked first: the chunks from the first one that
@@ -224,12 +197,8 @@ static int64_t run_parts(const struct job *job, size_t n, size_t room, int threa
         total += (size_t)count;
         most = (size_t)count > most ? (size_t)count : most;
     }
-    size_t parts = total / VALUES_PER_THREAD;
-    parts = parts < 1 ? 1 : parts > (size_t)threads ? (size_t)threads : parts;
-    parts = parts > MAX_THREADS ? MAX_THREADS : parts;
-    struct part part[MAX_THREADS];
-    pthread_t thread[MAX_THREADS];
-    int started[MAX_THREADS] = {0};
+    size_t parts = ioloom_part_count(total, VALUES_PER_PART, threads);
+    struct part part[IOLOOM_MAX_PARTS];
     int64_t result = 0;
     size_t k = 0, filled = 0;
     for (size_t j = 0; j < parts; j++) { /* chunk boundaries nearest to equal shares of the events */
@@ -239,12 +208,7 @@ static int64_t run_parts(const struct job *job, size_t n, size_t room, int threa
         part[j].last = k;
         if (scratch && !(part[j].scratch = malloc((most + 1) * sizeof *part[j].scratch))) result = -(int64_t)(n + 1);
     }
-    for (size_t j = 1; j < parts && !result; j++) started[j] = pthread_create(&thread[j], NULL, decode, &part[j]) == 0;
-    if (!result) decode(&part[0]);
-    for (size_t j = 1; j < parts && !result; j++) {
-        if (started[j]) pthread_join(thread[j], NULL);
-        else decode(&part[j]); /* no thread to be had: this one does it */
-    }
+    if (!result) ioloom_run_parts(decode, part, sizeof *part, parts);
     for (size_t j = 0; j < parts; j++) {
         if (!result && part[j].failed != SIZE_MAX) result = -(int64_t)(part[j].failed + 1);
         free(part[j].scratch);

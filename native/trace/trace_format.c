@@ -2,6 +2,7 @@
  * regular loops become runs of one value, then stored as a constant, as run-length pairs or as plain
  * varints, whichever is smallest. Column-major storage is what lets the Python reader decode with a few
  * vectorised numpy passes per column instead of a loop per event. */
+#include <pthread.h>
 #include <string.h>
 
 #include "trace_format.h"
@@ -31,21 +32,25 @@ static void put_u32(uint8_t *p, uint32_t v) {
     for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
 }
 
-static uint32_t crc32_ieee(const uint8_t *data, size_t len) {
-    /* CRC-32 (IEEE, as zlib's crc32, which the reader checks with), eight bytes per step ("slicing-by-8"):
-     * table[k][b] is the CRC of byte b followed by k zero bytes. Tables built on first use. */
-    static uint32_t table[8][256];
-    static int ready;
-    if (!ready) {
-        for (uint32_t i = 0; i < 256; i++) {
-            uint32_t c = i;
-            for (int k = 0; k < 8; k++) c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-            table[0][i] = c;
-        }
-        for (uint32_t i = 0; i < 256; i++)
-            for (int k = 1; k < 8; k++) table[k][i] = (table[k - 1][i] >> 8) ^ table[0][table[k - 1][i] & 0xFF];
-        ready = 1;
+/* table[k][b] is the CRC of byte b followed by k zero bytes. */
+static uint32_t crc_table[8][256];
+static pthread_once_t crc_table_once = PTHREAD_ONCE_INIT;
+
+static void build_crc_table(void) {
+    for (uint32_t i = 0; i < 256; i++) {
+        uint32_t c = i;
+        for (int k = 0; k < 8; k++) c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+        crc_table[0][i] = c;
     }
+    for (uint32_t i = 0; i < 256; i++)
+        for (int k = 1; k < 8; k++) crc_table[k][i] = (crc_table[k - 1][i] >> 8) ^ crc_table[0][crc_table[k - 1][i] & 0xFF];
+}
+
+uint32_t ioloom_crc32(const uint8_t *data, size_t len) {
+    /* CRC-32 (IEEE, as zlib's crc32), eight bytes per step ("slicing-by-8"); the tables are built once, by
+     * whichever thread (encoder, program or reader) needs them first. */
+    pthread_once(&crc_table_once, build_crc_table);
+    const uint32_t(*table)[256] = crc_table;
     uint32_t crc = 0xFFFFFFFFu;
     for (; len >= 8; len -= 8, data += 8) {
         uint32_t low = crc ^ ((uint32_t)data[0] | (uint32_t)data[1] << 8 | (uint32_t)data[2] << 16 | (uint32_t)data[3] << 24);
@@ -60,7 +65,7 @@ static uint32_t crc32_ieee(const uint8_t *data, size_t len) {
 void ioloom_seal_chunk(uint8_t *chunk, uint32_t type, uint32_t payload_len) {
     put_u32(chunk, type);
     put_u32(chunk + 4, payload_len);
-    put_u32(chunk + 8, crc32_ieee(chunk + IOLOOM_CHUNK_HEADER_BYTES, payload_len));
+    put_u32(chunk + 8, ioloom_crc32(chunk + IOLOOM_CHUNK_HEADER_BYTES, payload_len));
 }
 
 void ioloom_file_header(uint8_t out[IOLOOM_HEADER_BYTES]) {

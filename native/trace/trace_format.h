@@ -36,6 +36,9 @@ struct ioloom_raw_event {
     uint8_t ticks; /* writer only: t_start/t_end are TSC ticks, converted to ns before encoding */
 };
 
+/* CRC-32 (IEEE, zlib's) of data[0, len): the checksum of every chunk's payload. */
+uint32_t ioloom_crc32(const uint8_t *data, size_t len);
+
 /* The most bytes ioloom_encode_events() writes for n events (every value a 10-byte varint). */
 size_t ioloom_events_bound(size_t n);
 

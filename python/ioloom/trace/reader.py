@@ -12,7 +12,8 @@ import numpy as np
 import pyarrow as pa
 
 from ioloom.trace.model import EVENT_SCHEMA, FILE_SCHEMA, LAYERS, RANGE_ROWS, Stream, Trace, time_order
-from ioloom.trace.stream_file import DIRECT, OFFSET_DELTA, RET_MINUS_REQ, REQ, StreamFile, read_stream_file
+from ioloom.trace.stream_file import (DIRECT, OFFSET_DELTA, RET_MINUS_REQ, REQ, ROW_T_BASE, StreamFile,
+                                      read_stream_file)
 from ioloom.trace.varint import ClockLine, reorder
 
 SUFFIX = ".ioloom"
@@ -48,7 +49,8 @@ def clock_correction(info: dict, t: np.ndarray) -> np.ndarray:
 
 
 def _stream_start(stream: StreamFile) -> int:
-    start = int(stream.info.get("start_monotonic_ns", 0)) or (stream.chunks[0].t_base if stream.chunks else 0)
+    first_chunk = int(stream.chunks[0, ROW_T_BASE]) if len(stream.chunks) else 0
+    start = int(stream.info.get("start_monotonic_ns", 0)) or first_chunk
     return start + int(clock_correction(stream.info, np.array([start], np.int64))[0])
 
 
@@ -289,7 +291,7 @@ def excluded(info: dict) -> dict[str, tuple[int, int]]:
 def open_trace(path: str | Path) -> Trace:
     """Open a trace directory written by `ioloom run` (or a single stream file)."""
     files = [read_stream_file(p) for p in _stream_paths(Path(path))]
-    streams = [s for s in files if s.info or s.chunks]
+    streams = [s for s in files if s.info or len(s.chunks)]
     problems = [p for s in files for p in _stream_problems(s)]
     file_table, lookups = _merge_files(streams)
     epoch = min((_stream_start(s) for s in streams), default=0)

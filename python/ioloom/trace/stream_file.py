@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from ioloom.trace.varint import (CONST, RUNS, ClockLine, count_varints, decode_column, decode_times, decode_varints,
-                                 read_varint, unzigzag)
+                                 index_chunks, read_varint, unzigzag)
 
 MAGIC = b"IOLOOMTR"
 MAJOR = 1
@@ -33,12 +33,20 @@ DIRECT = {"op": OP, "layer": LAYER, "file_id": FILE, "handle": HANDLE, "req_byte
           "call_id": CALL_ID, "parent": PARENT, "coll_seq": COLL_SEQ}
 
 
-@dataclass
-class EventChunk:
-    tid: int
-    count: int
-    t_base: int
-    columns: list[tuple[int, int, int]]  # per stored column: (mode, start, end) of its body in the file
+# A row of the chunk index (native/trace/index.c): the chunk's byte offset, type, payload length and status;
+# for an EVENTS chunk then its tid, event count, t_base and per stored column (mode, body start, body end, events).
+ROW_OFFSET, ROW_TYPE, ROW_LENGTH, ROW_STATUS, ROW_TID, ROW_COUNT, ROW_T_BASE, ROW_DIRECTORY = range(8)
+ROW_FIELDS = ROW_DIRECTORY + 4 * STORED_COLUMNS
+# Row statuses (index.c, enum chunk_status) and what the reader says about them.
+OK, CHECKSUM, TRUNCATED_HEADER, TRUNCATED_BODY = range(4)
+EVENTS_PROBLEMS = {4: "fewer columns than the format has", 5: "a column mode this reader does not know",
+                   6: "column body overruns its chunk", 7: "chunk with no events",
+                   8: "a varint runs past its chunk or over 10 bytes"}
+FEW_COLUMNS, UNKNOWN_MODE, BODY_OVERRUN, NO_EVENTS, BAD_VARINT = EVENTS_PROBLEMS
+
+
+def _no_rows() -> np.ndarray:
+    return np.zeros((0, ROW_FIELDS), np.int64)
 
 
 @dataclass
@@ -49,14 +57,18 @@ class StreamFile:
     info: dict = field(default_factory=dict)
     ops: dict = field(default_factory=dict)  # code -> (name, layer code)
     files: dict = field(default_factory=dict)  # local id -> (path, dev, ino)
-    chunks: list[EventChunk] = field(default_factory=list)
+    chunks: np.ndarray = field(default_factory=_no_rows)  # the index rows of its readable EVENTS chunks
     problems: list[str] = field(default_factory=list)
-    _directory: np.ndarray | None = field(default=None, repr=False)
 
     @cached_property
     def events(self) -> int:
         """Events in all chunks (read once the chunk directory is complete)."""
-        return sum(c.count for c in self.chunks)
+        return int(self.chunks[:, ROW_COUNT].sum())
+
+    @property
+    def directory(self) -> np.ndarray:
+        """Per chunk and stored column: (mode, body start, body end, events)."""
+        return self.chunks[:, ROW_DIRECTORY:].reshape(len(self.chunks), STORED_COLUMNS, 4)
 
     # ---- decoding ----
 
@@ -68,9 +80,9 @@ class StreamFile:
         not given)."""
         if positions is not None and out is None:
             out = np.empty(self.events, np.int64)
-        if not self.chunks:
+        if not len(self.chunks):
             return np.zeros(0, np.int64) if out is None else out
-        native = decode_column(self.data, self.directory(), column, self.events, positions, out, running)
+        native = decode_column(self.data, self.directory, column, self.events, positions, out, running)
         if native is not None:
             return native
         values = self._stored_numpy(column)
@@ -84,23 +96,16 @@ class StreamFile:
             return out[:len(values)]
         return values
 
-    def directory(self) -> np.ndarray:
-        """Per chunk and stored column: (mode, body start, body end, events), int64, built once."""
-        if self._directory is None:
-            rows = [[(*body, c.count) for body in c.columns] for c in self.chunks]
-            self._directory = np.array(rows, np.int64).reshape(len(rows), STORED_COLUMNS, 4)
-        return self._directory
-
     def _stored_numpy(self, column: int) -> np.ndarray:
         """stored() without the native decoder: a few vectorised passes over all chunks."""
-        bodies = [self.data[c.columns[column][1]:c.columns[column][2]] for c in self.chunks]
+        modes, begins, ends, _ = self.directory[:, column].T
+        bodies = [self.data[begin:end] for begin, end in zip(begins.tolist(), ends.tolist())]
         buf = np.concatenate(bodies)
         values = decode_varints(buf)
         starts = np.cumsum([0] + [len(b) for b in bodies[:-1]])
         first = np.concatenate(([0], np.cumsum(count_varints(buf, starts))[:-1]))
         # how many times each decoded varint appears in the column: 1 for plain values, n for a constant,
         # the run length for a run value, 0 for run counts and run lengths
-        modes = np.array([c.columns[column][0] for c in self.chunks], np.uint8)
         counts, _ = self.chunk_firsts()
         if (modes == CONST).all():
             signed = unzigzag(values)
@@ -121,10 +126,7 @@ class StreamFile:
 
     def subset(self, chunks: np.ndarray) -> "StreamFile":
         """The same stream restricted to the events chunks `chunks` (indices, in the order given)."""
-        part = StreamFile(self.path, self.data, self.info, self.ops, self.files, [self.chunks[k] for k in chunks],
-                          self.problems)
-        part._directory = self.directory()[chunks]
-        return part
+        return StreamFile(self.path, self.data, self.info, self.ops, self.files, self.chunks[chunks], self.problems)
 
     def forget_pages(self, end: int | None = None) -> None:
         """Hand the mapped pages (those before byte `end`, or all) back to the page cache: they are read again
@@ -135,7 +137,7 @@ class StreamFile:
             mapped.madvise(mmap.MADV_DONTNEED, 0, length)
 
     def chunk_firsts(self) -> tuple[np.ndarray, np.ndarray]:
-        counts = np.array([c.count for c in self.chunks], np.int64)
+        counts = self.chunks[:, ROW_COUNT]
         return counts, np.concatenate(([0], np.cumsum(counts)[:-1]))
 
     def _running(self, steps: np.ndarray, starts: np.ndarray) -> np.ndarray:
@@ -150,10 +152,10 @@ class StreamFile:
     def times(self, clock: ClockLine) -> tuple[np.ndarray, np.ndarray]:
         """(t_start, t_end) on the trace's clock (`clock` corrects local monotonic ns): t_start[i] = t_base + gaps
         up to i + durations before i."""
-        if not self.chunks:
+        if not len(self.chunks):
             return np.zeros(0, np.int64), np.zeros(0, np.int64)
-        t_base = np.array([c.t_base for c in self.chunks], np.int64)
-        native = decode_times(self.data, self.directory(), t_base, clock, self.events)
+        t_base = self.chunks[:, ROW_T_BASE]
+        native = decode_times(self.data, self.directory, t_base, clock, self.events)
         if native is not None:
             return native
         duration = self.stored(DURATION)
@@ -170,7 +172,7 @@ class StreamFile:
 
     def tids(self) -> np.ndarray:
         counts, _ = self.chunk_firsts()
-        return np.repeat(np.array([c.tid for c in self.chunks], np.int32), counts)
+        return np.repeat(self.chunks[:, ROW_TID].astype(np.int32), counts)
 
 
 def _cstrings(payload: bytes, pos: int) -> tuple[str, int]:
@@ -207,27 +209,6 @@ def _parse_files(stream: StreamFile, payload: bytes) -> None:
         stream.files[file_id] = (path, dev, ino)  # a later entry (inode learnt) replaces an earlier one
 
 
-def _parse_events(stream: StreamFile, payload: memoryview, base: int) -> None:
-    tid, pos = read_varint(payload, 0)
-    count, pos = read_varint(payload, pos)
-    t_base, pos = read_varint(payload, pos)
-    columns = []
-    for _ in range(STORED_COLUMNS):
-        if pos >= len(payload):
-            raise ValueError("fewer columns than the format has")
-        mode = payload[pos]
-        if mode > RUNS:
-            raise ValueError(f"unknown column mode {mode}")
-        length, pos = read_varint(payload, pos + 1)
-        if pos + length > len(payload) or length == 0 or payload[pos + length - 1] >= 0x80:
-            raise ValueError("column body overruns its chunk")
-        columns.append((mode, base + pos, base + pos + length))
-        pos += length
-    if count == 0:
-        raise ValueError("chunk with no events")
-    stream.chunks.append(EventChunk(tid, count, t_base, columns))
-
-
 PARSERS = {INFO: _parse_info, OPS: _parse_ops, FILES: _parse_files}
 
 
@@ -235,6 +216,83 @@ def _map(path: Path) -> mmap.mmap | bytes:
     with open(path, "rb") as f:
         size = f.seek(0, 2)
         return mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ) if size else b""
+
+
+def _events_row(raw, row: list[int], body: int) -> int:
+    """Parses the payload of the EVENTS chunk at raw[body:] into its index row; returns the row's status."""
+    end = body + row[ROW_LENGTH]
+    chunk = memoryview(raw)[:end]  # varints must not run on into the next chunk
+    try:
+        tid, pos = read_varint(chunk, body)
+        count, pos = read_varint(chunk, pos)
+        t_base, pos = read_varint(chunk, pos)
+    except ValueError:
+        return BAD_VARINT
+    row[ROW_TID:ROW_DIRECTORY] = tid, count, t_base
+    for column in range(STORED_COLUMNS):
+        if pos >= end:
+            return FEW_COLUMNS
+        mode = chunk[pos]
+        if mode > RUNS:
+            return UNKNOWN_MODE
+        try:
+            length, pos = read_varint(chunk, pos + 1)
+        except ValueError:
+            return BAD_VARINT
+        if length == 0 or pos + length > end or chunk[pos + length - 1] >= 0x80:
+            return BODY_OVERRUN
+        at = ROW_DIRECTORY + 4 * column
+        row[at:at + 4] = mode, pos, pos + length, count
+        pos += length
+    return NO_EVENTS if count == 0 else OK
+
+
+def _index_python(raw, first: int, limit: int, room: int) -> np.ndarray:
+    """index.c's ioloom_index_chunks in Python, for when the native library is not built."""
+    rows = []
+    pos = first
+    while len(rows) < room and pos < len(raw) and pos < limit:
+        row = [pos, -1, -1, OK] + [0] * (ROW_FIELDS - 4)
+        rows.append(row)
+        if len(raw) - pos < CHUNK_HEADER.size:
+            row[ROW_STATUS] = TRUNCATED_HEADER
+            break
+        kind, length, crc = CHUNK_HEADER.unpack_from(raw, pos)
+        body = pos + CHUNK_HEADER.size
+        row[ROW_TYPE:ROW_STATUS] = kind, length
+        if length > len(raw) - body:
+            row[ROW_STATUS] = TRUNCATED_BODY
+            break
+        if zlib.crc32(memoryview(raw)[body:body + length]) != crc:
+            row[ROW_STATUS] = CHECKSUM
+        elif kind == EVENTS:
+            row[ROW_STATUS] = _events_row(raw, row, body)
+        pos = body + length
+    return np.array(rows, np.int64).reshape(len(rows), ROW_FIELDS)
+
+
+def _index(raw, data: np.ndarray, first: int, limit: int, room: int = 4096) -> np.ndarray:
+    """Index rows of up to `room` chunks that start at byte `first` and before byte `limit`."""
+    rows = index_chunks(data, first, limit, room, ROW_FIELDS)
+    return rows if rows is not None else _index_python(raw, first, limit, room)
+
+
+def _problem(name: str, row: np.ndarray, size: int) -> str | None:
+    """What the reader says about an index row that is not a readable EVENTS or metadata chunk (None if fine)."""
+    pos, kind, length, status = (int(v) for v in row[:ROW_TID])
+    if status == TRUNCATED_HEADER:
+        return f"{name}: truncated at byte {pos} ({size - pos} bytes of an incomplete chunk header); events up to " \
+               f"there are read"
+    if status == TRUNCATED_BODY:
+        return f"{name}: truncated at byte {pos} (a chunk of {length} bytes has only " \
+               f"{size - pos - CHUNK_HEADER.size}); events up to there are read"
+    if status == CHECKSUM:
+        return f"{name}: chunk at byte {pos} (type {kind}, {length} bytes) fails its checksum; skipped"
+    if status != OK:
+        return f"{name}: events chunk at byte {pos} is malformed ({EVENTS_PROBLEMS[status]}); skipped"
+    if kind not in PARSERS:
+        return f"{name}: unknown chunk type {kind} at byte {pos} skipped (written by a newer ioloom?)"
+    return None
 
 
 def read_stream_file(path: Path) -> StreamFile:
@@ -250,38 +308,33 @@ def read_stream_file(path: Path) -> StreamFile:
         stream.problems.append(f"{name}: format version {major}.{minor}, this reader reads {MAJOR}.x; skipped "
                                f"(upgrade ioloom to read it)")
         return stream
-    view = memoryview(raw)
+    events = []
     pos = header
     while pos < len(raw):
-        if pos + CHUNK_HEADER.size > len(raw):
-            stream.problems.append(f"{name}: truncated at byte {pos} ({len(raw) - pos} bytes of an incomplete chunk "
-                                   f"header); events up to there are read")
+        limit = (pos >> FORGET_EVERY) + 1 << FORGET_EVERY  # checked pages go back as the scan goes
+        rows = _index(raw, stream.data, pos, limit)
+        readable = (rows[:, ROW_TYPE] == EVENTS) & (rows[:, ROW_STATUS] == OK)
+        events.append(rows[readable])
+        for row in rows[~readable]:  # metadata and problems: a few rows, in file order
+            problem = _problem(name, row, len(raw))
+            if problem:
+                stream.problems.append(problem)
+            else:
+                _parse_metadata(stream, raw, row)
+        last = rows[-1]
+        if last[ROW_STATUS] in (TRUNCATED_HEADER, TRUNCATED_BODY):
             break
-        kind, length, crc = CHUNK_HEADER.unpack_from(raw, pos)
-        body = pos + CHUNK_HEADER.size
-        if body + length > len(raw):
-            stream.problems.append(f"{name}: truncated at byte {pos} (a chunk of {length} bytes has only "
-                                   f"{len(raw) - body}); events up to there are read")
-            break
-        payload = view[body:body + length]
-        if zlib.crc32(payload) != crc:
-            stream.problems.append(f"{name}: chunk at byte {pos} (type {kind}, {length} bytes) fails its checksum; "
-                                   f"skipped")
-        elif kind == EVENTS:
-            try:
-                _parse_events(stream, payload, body)
-            except ValueError as err:
-                stream.problems.append(f"{name}: events chunk at byte {pos} is malformed ({err}); skipped")
-        elif kind in PARSERS:
-            try:
-                PARSERS[kind](stream, bytes(payload))  # metadata: one copy, then searches without copying
-            except (ValueError, IndexError) as err:
-                stream.problems.append(f"{name}: chunk at byte {pos} (type {kind}) is malformed ({err}); skipped")
-        else:
-            stream.problems.append(f"{name}: unknown chunk type {kind} at byte {pos} skipped (written by a newer "
-                                   f"ioloom?)")
-        pos = body + length
-        if pos >> FORGET_EVERY != body >> FORGET_EVERY:  # checked pages go back as the scan goes
-            stream.forget_pages(pos)
+        pos = int(last[ROW_OFFSET] + CHUNK_HEADER.size + last[ROW_LENGTH])
+        stream.forget_pages(pos)
+    stream.chunks = np.concatenate(events) if events else _no_rows()
     stream.forget_pages()
     return stream
+
+
+def _parse_metadata(stream: StreamFile, raw, row: np.ndarray) -> None:
+    pos, kind, length = int(row[ROW_OFFSET]), int(row[ROW_TYPE]), int(row[ROW_LENGTH])
+    body = pos + CHUNK_HEADER.size
+    try:
+        PARSERS[kind](stream, bytes(raw[body:body + length]))  # one copy, then searches without copying
+    except (ValueError, IndexError) as err:
+        stream.problems.append(f"{stream.path.name}: chunk at byte {pos} (type {kind}) is malformed ({err}); skipped")

@@ -42,7 +42,10 @@ def _native_library():
     # data, directory, t_base, clock line, start, end, room, threads
     lib.ioloom_decode_times.argtypes = buffer * 2 + [ctypes.c_void_p, ctypes.POINTER(ClockLine), ctypes.c_void_p,
                                                      ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-    for decode in (lib.ioloom_decode_varints, lib.ioloom_decode_column, lib.ioloom_decode_times):
+    # data, first, limit, rows, room, threads
+    lib.ioloom_index_chunks.argtypes = buffer + [ctypes.c_size_t] * 2 + [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    for decode in (lib.ioloom_decode_varints, lib.ioloom_decode_column, lib.ioloom_decode_times,
+                   lib.ioloom_index_chunks):
         decode.restype = ctypes.c_int64
     lib.ioloom_gather.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p]
     return lib
@@ -63,6 +66,18 @@ def decode_threads() -> int:
 def _native_decoder():
     lib = _native_library()
     return lib.ioloom_decode_varints if lib is not None else None
+
+
+def index_chunks(data: np.ndarray, first: int, limit: int, room: int, fields: int) -> np.ndarray | None:
+    """The chunk index rows (`fields` int64 each, stream_file.ROW_*) of up to `room` chunks of the stream file
+    `data` that start at byte `first` and before byte `limit`, checksums checked; None when the native library
+    is not built."""
+    lib = _native_library()
+    if lib is None:
+        return None
+    rows = np.empty((room, fields), np.int64)
+    n = lib.ioloom_index_chunks(data.ctypes.data, len(data), first, limit, rows.ctypes.data, room, decode_threads())
+    return rows[:n]
 
 
 def _check(got: int, chunks: int, total: int) -> None:
