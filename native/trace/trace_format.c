@@ -2,7 +2,6 @@
  * regular loops become runs of one value, then stored as a constant, as run-length pairs or as plain
  * varints, whichever is smallest. Column-major storage is what lets the Python reader decode with a few
  * vectorised numpy passes per column instead of a loop per event. */
-#include <pthread.h>
 #include <string.h>
 
 #include "trace_format.h"
@@ -34,8 +33,10 @@ static void put_u32(uint8_t *p, uint32_t v) {
 
 /* table[k][b] is the CRC of byte b followed by k zero bytes. */
 static uint32_t crc_table[8][256];
-static pthread_once_t crc_table_once = PTHREAD_ONCE_INIT;
+static int crc_table_ready;
 
+/* Idempotent, so threads (encoder, program, reader) that build it at once write the same values; no lock, so
+ * that a signal handler flushing the trace can never wait on one its own thread holds. */
 static void build_crc_table(void) {
     for (uint32_t i = 0; i < 256; i++) {
         uint32_t c = i;
@@ -44,12 +45,12 @@ static void build_crc_table(void) {
     }
     for (uint32_t i = 0; i < 256; i++)
         for (int k = 1; k < 8; k++) crc_table[k][i] = (crc_table[k - 1][i] >> 8) ^ crc_table[0][crc_table[k - 1][i] & 0xFF];
+    __atomic_store_n(&crc_table_ready, 1, __ATOMIC_RELEASE);
 }
 
 uint32_t ioloom_crc32(const uint8_t *data, size_t len) {
-    /* CRC-32 (IEEE, as zlib's crc32), eight bytes per step ("slicing-by-8"); the tables are built once, by
-     * whichever thread (encoder, program or reader) needs them first. */
-    pthread_once(&crc_table_once, build_crc_table);
+    /* CRC-32 (IEEE, as zlib's crc32), eight bytes per step ("slicing-by-8"). */
+    if (!__atomic_load_n(&crc_table_ready, __ATOMIC_ACQUIRE)) build_crc_table();
     const uint32_t(*table)[256] = crc_table;
     uint32_t crc = 0xFFFFFFFFu;
     for (; len >= 8; len -= 8, data += 8) {
