@@ -87,6 +87,7 @@ struct job {
     const int64_t *t_base;    /* times: each chunk's base */
     const struct ioloom_clock_line *clock;
     int64_t *start, *end;
+    int (*per_chunk)(const struct job *job, int64_t *scratch, size_t k, size_t filled); /* a chunk into its rows */
 };
 
 /* Chunks [first, last) of a job: one thread's share. */
@@ -132,22 +133,14 @@ static void store(const struct job *job, const int64_t *values, size_t filled, i
 #undef STORE
 }
 
-static void *decode_column_part(void *arg) {
-    struct part *part = arg;
-    const struct job *job = part->job;
-    size_t filled = part->filled;
-    for (size_t k = part->first; k < part->last; k++) {
-        int64_t count = chunk_events(job, k);
-        int64_t *values = part->scratch ? part->scratch : (int64_t *)job->out + filled; /* in place when it can */
-        if (decode_chunk(job, k, job->column, values)) {
-            part->failed = k;
-            return NULL;
-        }
-        for (int64_t i = 1; job->running && i < count; i++) values[i] += values[i - 1];
-        if (part->scratch) store(job, values, filled, count);
-        filled += (size_t)count;
-    }
-    return NULL;
+/* Chunk k (its values the column's from `filled` on) into its rows of out; 0, or -1 when it is malformed. */
+static int decode_column_chunk(const struct job *job, int64_t *scratch, size_t k, size_t filled) {
+    int64_t count = chunk_events(job, k);
+    int64_t *values = scratch ? scratch : (int64_t *)job->out + filled; /* in place when it can */
+    if (decode_chunk(job, k, job->column, values)) return -1;
+    for (int64_t i = 1; job->running && i < count; i++) values[i] += values[i - 1];
+    if (scratch) store(job, values, filled, count);
+    return 0;
 }
 
 /* Nanoseconds to add to local time t to get the trace's clock (ioloom_clock_line). Computed as numpy does
@@ -158,38 +151,43 @@ static inline int64_t clock_shift(const struct ioloom_clock_line *clock, int64_t
     return offset - clock->epoch;
 }
 
-/* Each event starts `gap` after the previous one ended (the chunk's first: after t_base) and lasts `duration`. */
-static void *decode_times_part(void *arg) {
+/* Chunk k's times into start and end from row `filled` on: each event starts `gap` after the previous one
+ * ended (the chunk's first: after t_base) and lasts `duration`. 0, or -1 when the chunk is malformed. */
+static int decode_times_chunk(const struct job *job, int64_t *scratch, size_t k, size_t filled) {
+    (void)scratch;
+    int64_t count = chunk_events(job, k);
+    int64_t *start = job->start + filled, *end = job->end + filled;
+    if (decode_chunk(job, k, IOLOOM_COL_GAP, start) || decode_chunk(job, k, IOLOOM_COL_DURATION, end)) return -1;
+    int64_t t = job->t_base[k];
+    for (int64_t i = 0; i < count; i++) {
+        int64_t begin = t + start[i], shift = clock_shift(job->clock, begin);
+        t = begin + end[i];
+        start[i] = begin + shift;
+        end[i] = t + shift;
+    }
+    return 0;
+}
+
+/* One thread's share: its chunks in order, stopping at the first malformed one. */
+static void *decode_part(void *arg) {
     struct part *part = arg;
-    const struct job *job = part->job;
     size_t filled = part->filled;
-    for (size_t k = part->first; k < part->last; k++) {
-        int64_t count = chunk_events(job, k);
-        int64_t *start = job->start + filled, *end = job->end + filled;
-        if (decode_chunk(job, k, IOLOOM_COL_GAP, start) || decode_chunk(job, k, IOLOOM_COL_DURATION, end)) {
+    for (size_t k = part->first; k < part->last; filled += (size_t)chunk_events(part->job, k++)) {
+        if (part->job->per_chunk(part->job, part->scratch, k, filled)) {
             part->failed = k;
-            return NULL;
+            break;
         }
-        int64_t t = job->t_base[k];
-        for (int64_t i = 0; i < count; i++) {
-            int64_t begin = t + start[i], shift = clock_shift(job->clock, begin);
-            t = begin + end[i];
-            start[i] = begin + shift;
-            end[i] = t + shift;
-        }
-        filled += (size_t)count;
     }
     return NULL;
 }
 
 enum { VALUES_PER_PART = 1 << 18 }; /* fewer values than this are not worth a thread */
 
-/* Runs `decode` over the job's n chunks, shared among up to `threads` threads in parts of about equal events
+/* Decodes the job's n chunks, shared among up to `threads` threads in parts of about equal events
  * (each writes its own rows). The chunks' event counts are checked first: the chunks from the first one that
  * overflows `room` on are not decoded. Returns how many events, -(1 + k) when chunk k is the first malformed
  * one, or -(1 + n) when memory runs out. */
-static int64_t run_parts(const struct job *job, size_t n, size_t room, int threads, int scratch,
-                         void *(*decode)(void *)) {
+static int64_t run_parts(const struct job *job, size_t n, size_t room, int threads, int scratch) {
     size_t valid = 0, total = 0, most = 0;
     for (; valid < n; valid++) {
         int64_t count = chunk_events(job, valid);
@@ -208,7 +206,7 @@ static int64_t run_parts(const struct job *job, size_t n, size_t room, int threa
         part[j].last = k;
         if (scratch && !(part[j].scratch = malloc((most + 1) * sizeof *part[j].scratch))) result = -(int64_t)(n + 1);
     }
-    if (!result) ioloom_run_parts(decode, part, sizeof *part, parts);
+    if (!result) ioloom_run_parts(decode_part, part, sizeof *part, parts);
     for (size_t j = 0; j < parts; j++) {
         if (!result && part[j].failed != SIZE_MAX) result = -(int64_t)(part[j].failed + 1);
         free(part[j].scratch);
@@ -230,8 +228,9 @@ IOLOOM_EXPORT int64_t ioloom_decode_column(const uint8_t *data, size_t len, cons
                                           const int32_t *positions, int threads) {
     if ((width != 1 && width != 2 && width != 4 && width != 8) || column < 0 || column >= IOLOOM_COLUMNS)
         return -(int64_t)(n + 1);
-    struct job job = {data, len, directory, column, running, out, width, positions, NULL, NULL, NULL, NULL};
-    return run_parts(&job, n, room, threads, positions || width != 8, decode_column_part);
+    struct job job = {data, len, directory, column, running, out, width, positions, NULL, NULL, NULL, NULL,
+                      decode_column_chunk};
+    return run_parts(&job, n, room, threads, positions || width != 8);
 }
 
 /* The start and end times of a stream's n chunks (directory as above, t_base[k] each chunk's base) on the
@@ -240,8 +239,9 @@ IOLOOM_EXPORT int64_t ioloom_decode_column(const uint8_t *data, size_t len, cons
 IOLOOM_EXPORT int64_t ioloom_decode_times(const uint8_t *data, size_t len, const int64_t *directory, size_t n,
                                          const int64_t *t_base, const struct ioloom_clock_line *clock,
                                          int64_t *start, int64_t *end, size_t room, int threads) {
-    struct job job = {data, len, directory, IOLOOM_COL_GAP, 0, NULL, 8, NULL, t_base, clock, start, end};
-    return run_parts(&job, n, room, threads, 0, decode_times_part);
+    struct job job = {data, len, directory, IOLOOM_COL_GAP, 0, NULL, 8, NULL, t_base, clock, start, end,
+                      decode_times_chunk};
+    return run_parts(&job, n, room, threads, 0);
 }
 
 /* out[i] = values[order[i]] for i < n, for elements of `width` bytes (1, 2, 4 or 8): putting a stream's columns
