@@ -71,3 +71,4 @@ def test_bench_overhead_reports_every_call_kind(ioloom_cli):
     # MPI_File_write_at calls with the pwrite under each
     assert result["reader"]["events"] >= 3 * 2000 + 2 * 2000 * len(mpis.implementations())
     assert 0 < result["reader"]["bytes_per_event"] <= 16
+    assert result["reader"]["open_events_per_s"] > 0 and result["reader"]["events_per_s"] > 0
