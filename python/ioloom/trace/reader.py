@@ -185,7 +185,7 @@ class StreamReader:
             positions = np.empty_like(order)
             positions[order] = np.arange(len(order), dtype=np.int32)
         columns[_START] = start if order is None else reorder(start, order)
-        scratch = np.empty(len(start), np.int64)
+        scratch = np.empty(len(start), np.int64) if order is None else start  # the starts in stored order are spent
         for name in names:
             if name == "t_start":
                 values = columns[_START]
