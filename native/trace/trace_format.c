@@ -85,12 +85,16 @@ size_t ioloom_events_bound(size_t n) {
 }
 
 /* Fills v[0..n) with the stored (pre-zigzag) values of column `col` of rows ev[0..n), one tight loop per
- * column, and returns how many runs of equal values they form. */
+ * column, and returns how many runs of equal values they form. Most columns of a loop are constant: the first
+ * loop only compares, and a constant column fills v[0] alone (all put_column reads of it). */
 static size_t column_values(int col, const struct ioloom_raw_event *ev, size_t n, uint64_t t_base, int64_t *v) {
-    size_t runs = 1;
+    size_t runs = 1, i = 1;
 #define FILL(first, expr)                                          \
     v[0] = (int64_t)(first);                                       \
-    for (size_t i = 1; i < n; i++) {                               \
+    while (i < n && (int64_t)(expr) == v[0]) i++;                  \
+    if (i == n) return 1;                                          \
+    for (size_t same = 1; same < i; same++) v[same] = v[0];        \
+    for (; i < n; i++) {                                           \
         v[i] = (int64_t)(expr);                                    \
         runs += v[i] != v[i - 1];                                  \
     }                                                              \
@@ -115,25 +119,34 @@ static size_t column_values(int col, const struct ioloom_raw_event *ev, size_t n
     return runs;
 }
 
-/* Appends one column of `runs` runs (mode byte, byte length, body) in the smallest of the three modes. Most
- * columns of a loop are constant and cost only the pass that found it. */
+/* The bytes the run lengths of v[0..n) take. */
+static size_t run_lengths_size(const int64_t *v, size_t n) {
+    size_t bytes = 0, run_start = 0;
+    for (size_t i = 1; i < n; i++)
+        if (v[i] != v[i - 1]) {
+            bytes += varint_size(i - run_start);
+            run_start = i;
+        }
+    return bytes + varint_size(n - run_start);
+}
+
+/* Appends one column of `runs` runs (mode byte, byte length, body) in the smallest of the three modes. */
 static uint8_t *put_column(uint8_t *p, const int64_t *v, size_t n, size_t runs) {
     if (runs == 1) {
         *p++ = IOLOOM_COL_CONST;
         p = put_varint(p, varint_size(zigzag(v[0])));
         return put_varint(p, zigzag(v[0]));
     }
-    size_t plain = 0, run_bytes = varint_size(runs), run_start = 0;
+    size_t plain = 0, run_values = 0;
     for (size_t i = 0; i < n; i++) {
         size_t size = varint_size(zigzag(v[i]));
         plain += size;
-        if (i && v[i] != v[i - 1]) {
-            run_bytes += varint_size(i - run_start);
-            run_start = i;
-        }
-        if (i == run_start) run_bytes += size;
+        if (i == 0 || v[i] != v[i - 1]) run_values += size;
     }
-    run_bytes += varint_size(n - run_start);
+    /* a run length takes a byte at least: columns that vary from row to row (times) lose to plain without
+     * sizing their lengths */
+    size_t run_bytes = varint_size(runs) + run_values + runs;
+    if (run_bytes < plain) run_bytes += run_lengths_size(v, n) - runs;
     if (run_bytes < plain) {
         *p++ = IOLOOM_COL_RUNS;
         p = put_varint(p, run_bytes);
@@ -141,7 +154,7 @@ static uint8_t *put_column(uint8_t *p, const int64_t *v, size_t n, size_t runs) 
         /* all run values first, then all lengths: each half decodes as one varint array */
         for (size_t i = 0; i < n; i++)
             if (i == 0 || v[i] != v[i - 1]) p = put_varint(p, zigzag(v[i]));
-        run_start = 0;
+        size_t run_start = 0;
         for (size_t i = 1; i <= n; i++)
             if (i == n || v[i] != v[i - 1]) {
                 p = put_varint(p, i - run_start);
