@@ -213,13 +213,18 @@ static void ticks_to_ns(struct thread_buffer *b, struct ioloom_raw_event *ev, ui
     double ns_per_tick = ticks > tsc_origin ? (double)(ns - ns_origin) / (double)(ticks - tsc_origin) : 0;
     uint64_t from_ticks = b->anchor_ns ? b->anchor_ticks : tsc_origin;
     uint64_t from_ns = b->anchor_ns ? b->anchor_ns : ns_origin;
+    uint64_t end_ticks = 0, end_ns = 0;
     for (uint32_t i = 0; i < n; i++) {
         if (!ev[i].ticks) continue;
-        ev[i].t_start = from_ns + (uint64_t)((double)(int64_t)(ev[i].t_start - from_ticks) * ns_per_tick);
-        b->anchor_ticks = ev[i].t_end;
-        ev[i].t_end = from_ns + (uint64_t)((double)(int64_t)(ev[i].t_end - from_ticks) * ns_per_tick);
-        b->anchor_ns = ev[i].t_end;
+        /* through int64_t: converting a double to uint64_t costs a comparison and a branch more */
+        ev[i].t_start = from_ns + (uint64_t)(int64_t)((double)(int64_t)(ev[i].t_start - from_ticks) * ns_per_tick);
+        end_ticks = ev[i].t_end;
+        end_ns = ev[i].t_end = from_ns + (uint64_t)(int64_t)((double)(int64_t)(end_ticks - from_ticks) * ns_per_tick);
         ev[i].ticks = 0;
+    }
+    if (end_ns) {
+        b->anchor_ticks = end_ticks;
+        b->anchor_ns = end_ns;
     }
 }
 #else
