@@ -285,6 +285,7 @@ static void final_flush(int64_t status) {
     ioloom_busy++;
     record_process(IOLOOM_OP_PROCESS_EXIT, status, -1);
     ioloom_finished = 1;
+    ioloom_look_mask = 0;
     ioloom_flush_all();
     ioloom_write_info("clean_exit", "1");
     ioloom_busy--;

@@ -100,6 +100,9 @@ static inline struct ioloom_raw_event ioloom_call_row(const struct ioloom_call *
 
 /* Set at the final flush (library destructor): from then on every event is written at once. */
 extern volatile int ioloom_finished;
+/* The rows between two looks at the buffer, less one: 63, and 0 from the final flush on (a look at every row), so
+ * that one test on the recording path serves both. */
+extern volatile uint32_t ioloom_look_mask;
 
 /* ---- appending rows (writer.c) ----
  * Where this thread's next row goes: the rows of its buffer's active half and that half's published count. The
@@ -108,10 +111,9 @@ extern volatile int ioloom_finished;
 struct ioloom_cursor {
     struct ioloom_raw_event *rows;
     uint32_t *count;
+    int recording; /* set between taking a slot and publishing it: a signal then must not flush the half */
 };
 extern IOLOOM_TLS struct ioloom_cursor ioloom_cursor;
-/* Set between taking a slot and publishing it: a signal arriving then must not flush the half being written. */
-extern IOLOOM_TLS int ioloom_recording;
 /* The thread's first row (it gets a buffer, or the row is counted as dropped). */
 void ioloom_append_first(const struct ioloom_raw_event *row);
 /* Every 64 rows: hands a full or old half to the encoder thread. */
@@ -121,15 +123,15 @@ void ioloom_after_batch(uint32_t n);
 static inline struct ioloom_raw_event *ioloom_row_slot(uint32_t *n) {
     if (IOLOOM_UNLIKELY(!ioloom_cursor.rows)) return NULL;
     *n = *ioloom_cursor.count;
-    ioloom_recording = 1;
+    ioloom_cursor.recording = 1;
     return &ioloom_cursor.rows[*n];
 }
 
 /* Makes row n (filled) visible to the flushes, and looks at the buffer every 64 rows. */
 static inline void ioloom_row_publish(uint32_t n) {
     __atomic_store_n(ioloom_cursor.count, n + 1, __ATOMIC_RELEASE);
-    ioloom_recording = 0;
-    if (IOLOOM_UNLIKELY(((n + 1) & 63) == 0 || ioloom_finished)) ioloom_after_batch(n + 1);
+    ioloom_cursor.recording = 0;
+    if (IOLOOM_UNLIKELY(((n + 1) & ioloom_look_mask) == 0)) ioloom_after_batch(n + 1);
 }
 
 static inline void ioloom_append(const struct ioloom_raw_event *row) {

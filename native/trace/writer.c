@@ -60,6 +60,7 @@ int ioloom_lock(pthread_mutex_t *lock) {
     return EBUSY;
 }
 volatile int ioloom_finished;
+volatile uint32_t ioloom_look_mask = 63; /* capacity is a multiple of 64 */
 
 static struct {
     int fd;
@@ -81,12 +82,12 @@ static IOLOOM_TLS struct thread_buffer *my_buffer;
 static IOLOOM_TLS int my_buffer_refused;     /* the budget was spent when this thread first recorded */
 static IOLOOM_TLS uint32_t my_tid;
 IOLOOM_TLS struct ioloom_cursor ioloom_cursor;
-IOLOOM_TLS int ioloom_recording;
 static pthread_key_t thread_exit_key;
 
 /* The recording fast path writes at ioloom_cursor: the owner's active half. Moved when the half changes. */
 static void point_cursor(struct thread_buffer *b) {
-    ioloom_cursor = (struct ioloom_cursor){b->events[b->active], &b->count[b->active]};
+    ioloom_cursor.rows = b->events[b->active];
+    ioloom_cursor.count = &b->count[b->active];
 }
 
 static uint64_t dropped_so_far(void) { return __atomic_load_n(&w.dropped, __ATOMIC_RELAXED); }
@@ -300,7 +301,7 @@ static void flush_sealed(struct thread_buffer *b) {
 /* Writes everything b holds, oldest first. In a signal handler, gives up rather than wait for a lock the
  * interrupted code may hold. */
 static void flush_buffer(struct thread_buffer *b) {
-    if ((ioloom_recording && b == my_buffer) || ioloom_lock(&b->flush_lock)) return;
+    if ((ioloom_cursor.recording && b == my_buffer) || ioloom_lock(&b->flush_lock)) return;
     flush_sealed(b);
     flush_half(b, b->active);
     b->last_flush_ns = ioloom_now_ns();
