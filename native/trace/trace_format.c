@@ -153,12 +153,15 @@ static uint8_t *put_column(uint8_t *p, const int64_t *v, size_t n, size_t runs) 
         p = put_varint(p, varint_size(zigzag(v[0])));
         return put_varint(p, zigzag(v[0]));
     }
-    size_t plain = 0, run_values = 0;
+    /* the plain body is written at once, past room for its mode and length, while the run values are sized */
+    uint8_t *body = p + 1 + 10, *end = body;
+    size_t run_values = 0;
     for (size_t i = 0; i < n; i++) {
-        size_t size = varint_size(zigzag(v[i]));
-        plain += size;
-        if (i == 0 || v[i] != v[i - 1]) run_values += size;
+        uint8_t *value = end;
+        end = put_varint(end, zigzag(v[i]));
+        if (i == 0 || v[i] != v[i - 1]) run_values += (size_t)(end - value);
     }
+    size_t plain = (size_t)(end - body);
     /* a run length takes a byte at least: columns that vary from row to row (times) lose to plain without
      * sizing their lengths */
     size_t run_bytes = varint_size(runs) + run_values + runs;
@@ -180,8 +183,8 @@ static uint8_t *put_column(uint8_t *p, const int64_t *v, size_t n, size_t runs) 
     }
     *p++ = IOLOOM_COL_VARINT;
     p = put_varint(p, plain);
-    for (size_t i = 0; i < n; i++) p = put_varint(p, zigzag(v[i]));
-    return p;
+    memmove(p, body, plain);
+    return p + plain;
 }
 
 size_t ioloom_encode_events(uint8_t *out, int64_t *scratch, uint32_t tid, const struct ioloom_raw_event *ev,
