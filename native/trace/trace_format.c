@@ -119,20 +119,35 @@ static uint32_t varying_columns(const struct ioloom_raw_event *ev, size_t n, uin
     return varying;
 }
 
-/* Fills v[0..n) with the stored values of column `col` and returns how many runs of equal values they form. */
-static size_t column_values(int col, const struct ioloom_raw_event *ev, size_t n, uint64_t t_base, int64_t *v) {
-    size_t runs = 1;
-#define FILL(col, first_value, value)                              \
-    case col:                                                      \
-        v[0] = (int64_t)(first_value);                             \
+/* One pass over the rows for column `col`: its values into v[0..n) (the runs mode reads them), written as plain
+ * varints from body on, with the number of runs of equal values and the bytes of their values. Returns the end of
+ * the plain body. */
+static uint8_t *plain_body(int col, const struct ioloom_raw_event *ev, size_t n, uint64_t t_base, int64_t *v,
+                           uint8_t *body, size_t *runs, size_t *run_values) {
+    uint8_t *end = body;
+    size_t count = 1, sizes = 0;
+#define WRITE(column, first_expr, expr)                            \
+    case column: {                                                 \
+        int64_t previous = v[0] = (int64_t)(first_expr);           \
+        end = put_varint(end, zigzag(previous));                   \
+        sizes = (size_t)(end - body);                              \
         for (size_t i = 1; i < n; i++) {                           \
-            v[i] = (int64_t)(value);                               \
-            runs += v[i] != v[i - 1];                              \
+            int64_t x = v[i] = (int64_t)(expr);                    \
+            uint8_t *at = end;                                     \
+            end = put_varint(end, zigzag(x));                      \
+            if (x != previous) {                                   \
+                count++;                                           \
+                sizes += (size_t)(end - at);                       \
+            }                                                      \
+            previous = x;                                          \
         }                                                          \
-        break;
-    switch (col) { EACH_COLUMN(FILL) }
-#undef FILL
-    return runs;
+        break;                                                     \
+    }
+    switch (col) { EACH_COLUMN(WRITE) }
+#undef WRITE
+    *runs = count;
+    *run_values = sizes;
+    return end;
 }
 
 /* The bytes the run lengths of v[0..n) take. */
@@ -146,21 +161,20 @@ static size_t run_lengths_size(const int64_t *v, size_t n) {
     return bytes + varint_size(n - run_start);
 }
 
-/* Appends one column of `runs` runs (mode byte, byte length, body) in the smallest of the three modes. */
-static uint8_t *put_column(uint8_t *p, const int64_t *v, size_t n, size_t runs) {
-    if (runs == 1) {
-        *p++ = IOLOOM_COL_CONST;
-        p = put_varint(p, varint_size(zigzag(v[0])));
-        return put_varint(p, zigzag(v[0]));
-    }
-    /* the plain body is written at once, past room for its mode and length, while the run values are sized */
-    uint8_t *body = p + 1 + 10, *end = body;
-    size_t run_values = 0;
-    for (size_t i = 0; i < n; i++) {
-        uint8_t *value = end;
-        end = put_varint(end, zigzag(v[i]));
-        if (i == 0 || v[i] != v[i - 1]) run_values += (size_t)(end - value);
-    }
+/* Appends a constant column: mode byte, body length, the value. */
+static uint8_t *put_const_column(uint8_t *p, int64_t value) {
+    *p++ = IOLOOM_COL_CONST;
+    p = put_varint(p, varint_size(zigzag(value)));
+    return put_varint(p, zigzag(value));
+}
+
+/* Appends column `col`, which varies, in the smaller of the runs and plain modes (mode byte, body length, body);
+ * v is scratch for n values. */
+static uint8_t *put_varying_column(uint8_t *p, int col, const struct ioloom_raw_event *ev, size_t n, uint64_t t_base,
+                                   int64_t *v) {
+    size_t runs, run_values;
+    /* the plain body goes past room for its mode and length */
+    uint8_t *body = p + 1 + 10, *end = plain_body(col, ev, n, t_base, v, body, &runs, &run_values);
     size_t plain = (size_t)(end - body);
     /* a run length takes a byte at least: columns that vary from row to row (times) lose to plain without
      * sizing their lengths */
@@ -196,14 +210,8 @@ size_t ioloom_encode_events(uint8_t *out, int64_t *scratch, uint32_t tid, const 
     p = put_varint(p, t_base);
     int64_t first[IOLOOM_COLUMNS];
     uint32_t varying = varying_columns(ev, n, t_base, first);
-    for (int col = 0; col < IOLOOM_COLUMNS; col++) {
-        if (!(varying >> col & 1)) {
-            p = put_column(p, &first[col], 1, 1);
-            continue;
-        }
-        size_t runs = column_values(col, ev, n, t_base, scratch);
-        p = put_column(p, scratch, n, runs);
-    }
+    for (int col = 0; col < IOLOOM_COLUMNS; col++)
+        p = varying >> col & 1 ? put_varying_column(p, col, ev, n, t_base, scratch) : put_const_column(p, first[col]);
     uint32_t payload = (uint32_t)(p - out - IOLOOM_CHUNK_HEADER_BYTES);
     ioloom_seal_chunk(out, IOLOOM_CHUNK_EVENTS, payload);
     return (size_t)(p - out);
