@@ -218,6 +218,6 @@ def command(
             table.add_row(r["call"], r["build"], f"{r['untraced']:.1f}", f"{r['traced']:.1f}", f"{r['added']:.1f}",
                           f"{r['added_without_encoding']:.1f}")
         console.print(table)
-        console.print("(the traced runs encode on the program's thread, IOLOOM_BACKGROUND_ENCODE=0, so that the "
-                      "count does not depend on how valgrind schedules threads; the last column leaves that "
-                      "encoding out, as the encoder thread takes it off the program's thread on real cores)")
+        console.print("(the traced runs encode on the program's thread, as by default, so that the count does not "
+                      "depend on how valgrind schedules threads; the last column leaves that encoding out, as "
+                      "IOLOOM_BACKGROUND_ENCODE=1 does where a core is free)")
