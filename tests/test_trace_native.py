@@ -157,6 +157,15 @@ def test_threads_have_their_own_tids_and_every_event(tmp_path):
     assert sorted(tuple(v) for v in per_thread) == [tuple(k * 1000 + i * 10 for i in range(100)) for k in range(4)]
 
 
+def test_threads_sharing_a_stream_each_get_their_own_offsets(tmp_path):
+    exe = compile_program("trace_scenarios.c")
+    _, trace = run_both(tmp_path, lambda d: [str(exe), "shared_stream", str(d)])
+    ev = frame(trace)
+    writes = ev[(ev["name"] == "s.dat") & (ev["op"] == "fwrite")]
+    assert writes["tid"].nunique() == 4 and (writes["ret_bytes"] == 10).all()
+    assert sorted(writes["offset"]) == list(range(0, 8000, 10))
+
+
 def test_spent_buffer_budget_drops_are_counted_never_silent(tmp_path):
     exe = compile_program("trace_scenarios.c")
     trace = tmp_path / "trace"

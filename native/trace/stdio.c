@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/single_threaded.h>
 
 #include "key_table.h"
 #include "wrap.h"
@@ -28,7 +29,8 @@ static void record_stream(struct ioloom_call *c, enum ioloom_op op, FILE *fp, in
  * (glibc's inline getc/putc macros, ungetc, scanf, the wide-character calls): it notices them because the
  * stream's buffer pointers are no longer where the last traced call left them, and from then on records -1
  * until the next seek, rewind or ftell. Append-mode streams are -1 (every write goes to the end of file).
- * Bookkeeping and the call run under the stream's own lock, so threads sharing a stream get exact offsets. */
+ * Bookkeeping and the call run under the stream's own lock once the process has threads, so threads sharing a
+ * stream get exact offsets. */
 
 #define MAX_STREAMS 1024 /* open at once; beyond it a stream's calls have offset -1 */
 #define UNKNOWN (-1)
@@ -113,16 +115,29 @@ static void position_known(FILE *fp, int64_t at) {
     else follow(fp, at >= 0 ? at : UNKNOWN);
 }
 
+/* The stream's lock, taken only when another thread could use the stream meanwhile: a process with one thread
+ * cannot race itself (glibc's stdio skips its own locks then too), and the lock is a third of a traced fwrite.
+ * Returns whether it was taken. */
+static inline int lock_stream(FILE *fp) {
+    if (__libc_single_threaded) return 0;
+    flockfile(fp);
+    return 1;
+}
+
+static inline void unlock_stream(FILE *fp, int locked) {
+    if (locked) funlockfile(fp);
+}
+
 /* A call on stream FP, run under the stream's lock with BEFORE and AFTER (which may use r) around it. */
 #define STREAM_CALL(fn, args, FP, failed_if, BEFORE, AFTER, record)  \
     struct ioloom_call c;                                            \
     if (!ioloom_call_start(&c, S)) return IOLOOM_NEXT(fn) args;      \
-    flockfile(FP);                                                   \
+    int locked = lock_stream(FP);                                    \
     BEFORE;                                                          \
     __typeof__(IOLOOM_NEXT(fn) args) r = IOLOOM_NEXT(fn) args;       \
     ioloom_call_returned(&c, failed_if);                             \
     AFTER;                                                           \
-    funlockfile(FP);                                                 \
+    unlock_stream(FP, locked);                                       \
     record;                                                          \
     return r
 
@@ -398,11 +413,11 @@ WRAP_FTELL(ftello64, FTELLO64)
 IOLOOM_EXPORT void rewind(FILE *fp) {
     struct ioloom_call c;
     if (!ioloom_call_start(&c, S)) return IOLOOM_NEXT(rewind)(fp);
-    flockfile(fp);
+    int locked = lock_stream(fp);
     IOLOOM_NEXT(rewind)(fp);
     ioloom_call_returned(&c, 0);
     seeked(fp, 0);
-    funlockfile(fp);
+    unlock_stream(fp, locked);
     record_stream(&c, OP(REWIND), fp, 0, -1, 0, SEEK_SET);
 }
 

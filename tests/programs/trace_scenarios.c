@@ -2,7 +2,7 @@
  * so a test can check the trace against exact offsets and byte counts, and check that the printed results are
  * the same traced and untraced.
  *
- * usage: trace_scenarios posix|stdio|threads|fork|loop|handler|abort|reuse DIR */
+ * usage: trace_scenarios posix|stdio|threads|shared_stream|fork|loop|handler|abort|reuse DIR */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -159,6 +159,23 @@ static void threads(void) {
     show("threads", 0);
 }
 
+static FILE *shared;
+
+static void *thread_fwrites(void *arg) {
+    (void)arg;
+    for (int i = 0; i < 200; i++) ignore(fwrite(buf, 1, 10, shared) == 10);
+    return NULL;
+}
+
+/* Threads writing through one stream at once: each record's offset must be its own. */
+static void shared_stream(void) {
+    shared = fopen(in_dir("s.dat"), "w");
+    pthread_t t[4];
+    for (long i = 0; i < 4; i++) pthread_create(&t[i], NULL, thread_fwrites, NULL);
+    for (int i = 0; i < 4; i++) pthread_join(t[i], NULL);
+    show("shared_stream", fclose(shared));
+}
+
 static void forks(void) {
     int fd = open(in_dir("f.dat"), O_CREAT | O_RDWR | O_TRUNC, 0644);
     pid_t pid = fork();
@@ -228,6 +245,7 @@ int main(int argc, char **argv) {
     if (!strcmp(what, "posix")) posix();
     else if (!strcmp(what, "stdio")) stdio();
     else if (!strcmp(what, "threads")) threads();
+    else if (!strcmp(what, "shared_stream")) shared_stream();
     else if (!strcmp(what, "fork")) forks();
     else if (!strcmp(what, "loop")) loop();
     else if (!strcmp(what, "handler")) handler();
