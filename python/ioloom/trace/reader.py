@@ -14,7 +14,7 @@ import pyarrow as pa
 from ioloom.trace.model import EVENT_SCHEMA, FILE_SCHEMA, LAYERS, RANGE_ROWS, Stream, Trace, time_order
 from ioloom.trace.stream_file import (DIRECT, OFFSET_DELTA, RET_MINUS_REQ, REQ, ROW_T_BASE, StreamFile,
                                       read_stream_file)
-from ioloom.trace.varint import ClockLine, reorder
+from ioloom.trace.varint import ClockLine, empty, reorder
 
 SUFFIX = ".ioloom"
 LAYER_DICTIONARY = pa.array(LAYERS, pa.string())
@@ -113,20 +113,21 @@ class StreamReader:
         if name in ("t_start", "t_end"):
             values = times[1 if name == "t_end" else 0]
         elif name == "offset":
-            values = s.stored(OFFSET_DELTA, positions, np.empty(rows, np.int64), running=True)
+            values = s.stored(OFFSET_DELTA, positions, empty(rows), running=True)
         elif name == "tid":
             values = s.tids()
         elif name in ("rank", "pid"):
-            values = np.full(rows, self.rank if name == "rank" else self.pid, np.int32)
+            values = empty(rows, np.int32)
+            values.fill(self.rank if name == "rank" else self.pid)
         elif name == "ret_bytes":
-            values = s.stored(RET_MINUS_REQ, positions, np.empty(rows, np.int64))
+            values = s.stored(RET_MINUS_REQ, positions, empty(rows))
             values += s.stored(REQ, positions, scratch)
         elif name == "file_id":
             local = s.stored(DIRECT[name], positions, scratch.view(np.int32)[:rows])
             local += 1
-            values = self.file_lookup.take(local, mode="clip")
+            values = self.file_lookup.take(local, mode="clip", out=empty(len(local), np.int32))
         else:  # narrowed as decoded: less memory to write and to reorder
-            values = s.stored(DIRECT[name], positions, np.empty(rows, dtype))
+            values = s.stored(DIRECT[name], positions, empty(rows, dtype))
         return values.astype(dtype, copy=False)
 
     def _earliest(self, s: StreamFile) -> np.ndarray:
@@ -182,10 +183,10 @@ class StreamReader:
         positions = None
         if order is not None and len(order) < 2**31:  # 32-bit row numbers: half the memory to move
             order = order.astype(np.int32)
-            positions = np.empty_like(order)
+            positions = empty(len(order), np.int32)
             positions[order] = np.arange(len(order), dtype=np.int32)
         columns[_START] = start if order is None else reorder(start, order)
-        scratch = np.empty(len(start), np.int64) if order is None else start  # the starts in stored order are spent
+        scratch = empty(len(start)) if order is None else start  # the starts in stored order are spent
         for name in names:
             if name == "t_start":
                 values = columns[_START]
