@@ -8,8 +8,8 @@
  * half, the program's thread writes both itself, in order: slower, but nothing is lost and memory stays
  * bounded. Inline is the default because the encoder thread only pays where a core is free: on a 2-vCPU
  * machine, or with every core running a rank, it slows the program's thread more than encoding inline does
- * (pwrite +61 ns inline against +88 ns, pread +63 against +104, `ioloom bench overhead`). The final flushes
- * (exit, exec, fatal signal, thread exit) write the sealed half and then the active one, inline.
+ * (10 alternating runs of the overhead probe: pwrite +61 ns inline against +88, pread +63 against +104). The
+ * final flushes (exit, exec, fatal signal, thread exit) write the sealed half and then the active one, inline.
  *
  * Memory is bounded by IOLOOM_TRACE_BUFFER (default 4 MiB): it is split into one encode area and per-thread
  * buffers; a thread that finds the budget spent has its events counted as dropped, as are events whose

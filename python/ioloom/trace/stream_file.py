@@ -65,10 +65,11 @@ class StreamFile:
         """Events in all chunks (read once the chunk directory is complete)."""
         return int(self.chunks[:, ROW_COUNT].sum())
 
-    @property
+    @cached_property
     def directory(self) -> np.ndarray:
-        """Per chunk and stored column: (mode, body start, body end, events)."""
-        return self.chunks[:, ROW_DIRECTORY:].reshape(len(self.chunks), STORED_COLUMNS, 4)
+        """Per chunk and stored column: (mode, body start, body end, events), contiguous as the native decoder
+        takes it (built once: each column decoded would copy it otherwise)."""
+        return np.ascontiguousarray(self.chunks[:, ROW_DIRECTORY:]).reshape(len(self.chunks), STORED_COLUMNS, 4)
 
     # ---- decoding ----
 
