@@ -56,9 +56,9 @@ if pid == 0:
 os.waitpid(pid, 0)
 os.close(fd)
 print("fork", open("mnt/fork", "rb").read().decode())
-fd = os.open("mnt/py", os.O_RDONLY)
+fd = os.open("mnt/py", os.O_RDWR)
 try:
-    mmap.mmap(fd, 100, prot=mmap.PROT_READ)
+    mmap.mmap(fd, 100)  # shared and writable: the one kind of mapping the layer refuses (test_logfs_mmap.py)
     print("mmap served")
 except OSError as e:
     print("mmap errno", e.errno)

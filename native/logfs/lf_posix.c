@@ -1,13 +1,12 @@
 /* POSIX descriptor calls on containers: open (every spelling), close, read/write and their positional and
- * vector forms, lseek, truncate, fsync, dup, fcntl, copy_file_range, sendfile, mmap. A descriptor that is not a
- * container's costs one table load and passes through to the next definition. */
+ * vector forms, lseek, truncate, fsync, dup, fcntl, copy_file_range, sendfile (mmap is in lf_mmap.c). A
+ * descriptor that is not a container's costs one table load and passes through to the next definition. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -247,13 +246,6 @@ EXPORT int posix_fadvise(int fd, off_t off, off_t len, int advice) {
     return IOLOOM_NEXT(posix_fadvise)(fd, off, len, advice);
 }
 int posix_fadvise64(int fd, off_t off, off_t len, int advice) ALIAS(posix_fadvise);
-
-/* A container cannot be mapped: its bytes are scattered over logs. ENODEV is mmap's "not supported". */
-EXPORT void *mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off) {
-    if (!(flags & MAP_ANONYMOUS) && lf_fd(fd)) return lf_unsupported(LF_UNS_MMAP, ENODEV), MAP_FAILED;
-    return IOLOOM_NEXT(mmap)(addr, len, prot, flags, fd, off);
-}
-void *mmap64(void *addr, size_t len, int prot, int flags, int fd, off_t off) ALIAS(mmap);
 
 /* ---- copies between descriptors (cp, cat use copy_file_range; some tools sendfile) ---- */
 

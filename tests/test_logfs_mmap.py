@@ -1,0 +1,99 @@
+"""mmap of containers through the preloaded layer, with the same calls on a plain file as the oracle: read-only
+and private mappings are served (numpy's mmap_mode, git), shared writable ones are refused and counted."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ioloom.logfs import preload
+from ioloom.logfs.format import is_container
+
+# Runs in DIR (a mount of the layer, or a plain directory) and prints what each mapping showed, as JSON.
+MAPPINGS = r"""
+import errno, json, mmap, os, sys
+import numpy as np
+d = sys.argv[1]
+facts = {}
+data = bytes(range(256)) * 4099                       # not a whole number of pages
+with open(f"{d}/blob", "wb") as f:
+    f.write(data)
+fd = os.open(f"{d}/blob", os.O_RDONLY)
+with mmap.mmap(fd, 0, access=mmap.ACCESS_READ) as m:      # MAP_SHARED, PROT_READ: the whole file
+    facts["whole"] = m[:] == data
+with mmap.mmap(fd, 3 * 4096, access=mmap.ACCESS_READ, offset=8192) as m:
+    facts["window"] = m[:] == data[8192:8192 + 3 * 4096]
+with mmap.mmap(fd, 0, access=mmap.ACCESS_COPY) as m:      # MAP_PRIVATE, writable: changes stay private
+    m[:5] = b"XXXXX"
+    facts["private_sees_own"] = m[:5] == b"XXXXX"
+os.close(fd)
+facts["private_left_file"] = open(f"{d}/blob", "rb").read() == data
+try:
+    mmap.mmap(os.open(f"{d}/blob", os.O_RDONLY), 4096, access=mmap.ACCESS_READ, offset=100)
+except OSError as e:
+    facts["unaligned"] = errno.errorcode[e.errno]
+try:
+    mmap.mmap(os.open(f"{d}/blob", os.O_WRONLY), 4096, access=mmap.ACCESS_READ)
+except OSError as e:
+    facts["write_only"] = errno.errorcode[e.errno]
+a = np.arange(300_000, dtype=np.float64).reshape(1000, 300)
+np.save(f"{d}/a.npy", a)
+facts["npy_r"] = bool((np.load(f"{d}/a.npy", mmap_mode="r") == a).all())
+c = np.load(f"{d}/a.npy", mmap_mode="c")
+c[0, 0] = -1.0
+facts["npy_c"] = [float(c[0, 0]), float(np.load(f"{d}/a.npy")[0, 0])]
+try:
+    with mmap.mmap(os.open(f"{d}/blob", os.O_RDWR), 4096) as m:     # MAP_SHARED, writable
+        m[:1] = b"Z"
+    facts["shared_write"] = "served"
+except OSError as e:
+    facts["shared_write"] = errno.errorcode[e.errno]
+print(json.dumps(facts))
+"""
+
+GIT = r"""
+set -e
+cd "$1"
+git init -q repo && cd repo
+git config user.email ci@example.org && git config user.name ci
+/bin/echo one > f && git add f && git commit -qm one
+/bin/echo two >> f && git commit -qam two
+git gc -q && git fsck --no-progress
+git log --format=%s | tr '\n' ' '
+"""
+
+
+def run(script: list[str], where: Path, layer: bool) -> subprocess.CompletedProcess:
+    env = {**os.environ, **(preload.env({where: []}) if layer else {})}
+    out = subprocess.run([*script, str(where)], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return out
+
+
+def test_mappings_match_a_plain_file(tmp_path):
+    (tmp_path / "mnt").mkdir()
+    (tmp_path / "plain").mkdir()
+    served = run([sys.executable, "-c", MAPPINGS], tmp_path / "mnt", layer=True)
+    plain = json.loads(run([sys.executable, "-c", MAPPINGS], tmp_path / "plain", layer=False).stdout)
+    facts = json.loads(served.stdout)
+    assert is_container(tmp_path / "mnt" / "blob") and is_container(tmp_path / "mnt" / "a.npy")
+    assert plain["shared_write"] == "served" and facts.pop("shared_write") == "ENODEV"
+    plain.pop("shared_write")
+    assert facts == plain
+    assert all(facts[k] for k in ("whole", "window", "private_sees_own", "private_left_file", "npy_r"))
+    assert facts["npy_c"] == [-1.0, 0.0]
+    assert "1 mmap call(s) on containers could not be served" in served.stderr
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_git_works_in_a_mount(tmp_path):
+    (tmp_path / "mnt").mkdir()
+    out = run(["bash", "-c", GIT, "git"], tmp_path / "mnt", layer=True)
+    assert out.stdout.split() == ["two", "one"]
+    assert is_container(tmp_path / "mnt" / "repo" / ".git" / "config")
+    assert "could not be served" not in out.stderr
