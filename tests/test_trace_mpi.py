@@ -466,6 +466,42 @@ def test_mpi4py_program(mpi, ioloom_cli, tmp_path):
     assert sorted(reads["rank"]) == [0, 1] and (reads.ret_bytes == BLOCK).all()
 
 
+def _both_mpis():
+    found = {impl.name: impl for impl in mpi_impls.implementations()}
+    if set(found) != {"openmpi", "mpich"}:
+        pytest.skip("needs Open MPI and MPICH")
+    return found
+
+
+def test_mpi4py_under_mpichs_launcher_gets_its_own_mpis_wrappers(ioloom_cli, tmp_path):
+    """mpiexec.mpich running Debian's mpi4py (linked against Open MPI): the wrappers follow the library the
+    program loads, not the launcher, so the run works as it does untraced (every process a one-rank job)
+    and says why; loading MPICH's wrappers crashed it with 0 events."""
+    impls = _both_mpis()
+    program = Path(__file__).parent / "programs" / "mpiio_mpi4py.py"
+    argv = impls["mpich"].launch(2, [MPI4PY_PYTHON, str(program), str(tmp_path / "file.dat")])
+    untraced = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert untraced.returncode == 0 and untraced.stdout.count("mpiio_mpi4py: 1 ranks ok") == 2, untraced
+    out = ioloom_cli("run", "-o", tmp_path / "trace", "--", *argv, timeout=300)
+    assert out.stdout.count("mpiio_mpi4py: 1 ranks ok") == 2
+    assert "launcher is mpich's but" in out.stderr and "mpi4py/MPI." in out.stderr and "links openmpi" in out.stderr
+    events = open_trace(tmp_path / "trace").events().to_pandas().astype({"op": str, "layer": str})
+    writes = events[events.op == "MPI_File_write_at_all"]
+    assert len(writes) == 2 and (writes.ret_bytes == BLOCK).all()
+
+
+def test_mpich_binary_under_open_mpis_launcher_gets_mpichs_wrappers(ioloom_cli, tmp_path):
+    """The other way round: an ELF program linked against MPICH (ldd) started by mpiexec.openmpi."""
+    impls = _both_mpis()
+    exe = MpiRunner(impls["mpich"]).compile("mpi_ranks.c")
+    argv = impls["openmpi"].launch(2, [str(exe)])
+    env = impls["openmpi"].launch_env()
+    out = ioloom_cli("run", "-o", tmp_path / "trace", "--", *argv, env=env, timeout=300)
+    assert out.stdout.count("rank 0 of 1 sum 0") == 2
+    assert f"the launcher is openmpi's but {exe} links mpich" in out.stderr
+    assert mpi_impls.examine(argv).impl.name == "mpich" and mpi_impls.examine(argv).launcher.name == "openmpi"
+
+
 def test_failed_calls_keep_their_result_and_errno(mpi, ioloom_cli, tmp_path):
     """A failed open and a write on a read-only file: the error class and errno the program sees are the same
     traced and untraced, and the failed calls are recorded with the error class and ret_bytes -1."""

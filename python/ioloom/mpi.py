@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -52,6 +53,9 @@ KNOWN = (
 )
 
 
+PYTHON = re.compile(r"python[0-9.]*")  # names of Python interpreters, whose MPI is their mpi4py's
+
+
 def implementations() -> list[MpiImpl]:
     """The MPIs whose compiler and launcher are both installed."""
     found = []
@@ -70,7 +74,7 @@ def by_name(name: str) -> MpiImpl:
     raise LookupError(f"MPI implementation {name!r} is not installed here (found: {known})")
 
 
-def _launcher_impl(program: str) -> MpiImpl | None:
+def launcher_impl(program: str) -> MpiImpl | None:
     path = shutil.which(program)
     if not path:
         return None
@@ -78,25 +82,98 @@ def _launcher_impl(program: str) -> MpiImpl | None:
     return next((impl for impl in KNOWN if real in impl.launchers or Path(program).name in impl.launchers), None)
 
 
-def _linked_impl(program: str) -> MpiImpl | None:
-    path = shutil.which(program) or (program if os.path.isfile(program) else None)
-    if not path:
-        return None
+def _elf(path: str) -> bool:
     try:
         with open(path, "rb") as f:
-            if f.read(4) != b"\x7fELF":
-                return None
-        out = subprocess.run(["ldd", path], capture_output=True, text=True, timeout=30).stdout
+            return f.read(4) == b"\x7fELF"
     except OSError:
+        return False
+
+
+def _ldd_impl(path: str) -> MpiImpl | None:
+    """The MPI whose library an ELF file needs (directly or through its dependencies)."""
+    try:
+        out = subprocess.run(["ldd", path], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
         return None
     return next((impl for impl in KNOWN if any(so in out for so in impl.sonames)), None)
 
 
-def detect(argv: list[str]) -> MpiImpl | None:
-    """Which MPI a command uses: the launcher it starts with, else the first argument linked against an MPI."""
-    if not argv:
+def _resolve(arg: str) -> str | None:
+    path = shutil.which(arg) if "/" not in arg else None
+    return path or (arg if os.path.isfile(arg) else None)
+
+
+def _shebang_python(path: str) -> str | None:
+    """The Python interpreter a script names on its #! line (`#!/usr/bin/env python3` included)."""
+    try:
+        with open(path, "rb") as f:
+            line = f.readline(256).decode(errors="replace")
+    except OSError:
         return None
-    impl = _launcher_impl(argv[0])
-    if impl is None:
-        impl = next((found for found in map(_linked_impl, argv) if found), None)
-    return impl
+    words = line[2:].split() if line.startswith("#!") else []
+    words = words[1:] if words and Path(words[0]).name == "env" else words
+    return _resolve(words[0]) if words and PYTHON.fullmatch(Path(words[0]).name) else None
+
+
+def _mpi4py_extension(python: str) -> str | None:
+    """The compiled MPI module of the mpi4py that `python` would import (found without importing it, which
+    would start MPI), or None."""
+    probe = ("import glob, importlib.util as u, os; s = u.find_spec('mpi4py'); "
+             "print(next(iter(glob.glob(os.path.join(s.submodule_search_locations[0], 'MPI*.so'))), '') if s else '')")
+    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+    try:
+        out = subprocess.run([python, "-c", probe], capture_output=True, text=True, timeout=30, env=env).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.strip() or None
+
+
+def _linked(arg: str) -> tuple[MpiImpl, str] | None:
+    """(MPI, the file that links it) for one argument: an ELF program linked against an MPI, or a Python
+    interpreter (or a script whose #! line names one) whose mpi4py is."""
+    path = _resolve(arg)
+    if not path:
+        return None
+    python = path if _elf(path) and PYTHON.fullmatch(Path(path).name) else _shebang_python(path)
+    if python:
+        extension = _mpi4py_extension(python)
+        impl = _ldd_impl(extension) if extension else None
+        return (impl, extension) if impl else None
+    impl = _ldd_impl(path) if _elf(path) else None
+    return (impl, path) if impl else None
+
+
+@dataclass(frozen=True)
+class Detected:
+    """Which MPI a command uses. `program`: the MPI the program itself links (the first argument that links
+    one), with the file that showed it; `launcher`: the MPI whose launcher starts the command."""
+    launcher: MpiImpl | None
+    program: MpiImpl | None
+    evidence: str | None
+
+    @property
+    def impl(self) -> MpiImpl | None:
+        """The program's own MPI decides (the wrappers must match the library the program loads); the
+        launcher's only when the program's cannot be found."""
+        return self.program or self.launcher
+
+    def disagreement(self) -> str | None:
+        if not (self.launcher and self.program) or self.launcher == self.program:
+            return None
+        return (f"the launcher is {self.launcher.name}'s but {self.evidence} links {self.program.name} "
+                f"({', '.join(self.program.sonames)}): loading ioloom's {self.program.name} wrappers; a program "
+                f"started by another MPI's launcher usually runs every process as its own one-rank job")
+
+
+def examine(argv: list[str]) -> Detected:
+    """The launcher argv starts with (if any) and the MPI of the first argument that links one."""
+    if not argv:
+        return Detected(None, None, None)
+    found = next((hit for hit in map(_linked, argv) if hit), None)
+    return Detected(launcher_impl(argv[0]), found[0] if found else None, found[1] if found else None)
+
+
+def detect(argv: list[str]) -> MpiImpl | None:
+    """Which MPI's wrappers a command needs (see Detected.impl)."""
+    return examine(argv).impl

@@ -49,20 +49,23 @@ def output_dir(requested: Path | None) -> Path:
     return out
 
 
-def libraries(argv: list[str], layers: list[str]) -> tuple[list[Path], mpi.MpiImpl | None]:
+def libraries(argv: list[str], layers: list[str]) -> list[Path]:
     """The libraries to preload: the MPI wrappers for the command's MPI (when mpiio is traced), then the tracer."""
     try:
         libs = [paths.native_lib("ioloom-trace")]
     except paths.NativeMissing as err:
         fail(str(err))
-    impl = mpi.detect(argv)
+    detected = mpi.examine(argv)
+    impl = detected.impl
+    if impl and "mpiio" in layers and detected.disagreement():
+        typer.echo(f"ioloom run: warning: {detected.disagreement()}", err=True)
     if impl and "mpiio" in layers:
         try:
             libs.insert(0, paths.native_lib(f"ioloom-trace-mpi-{impl.name}"))
         except paths.NativeMissing:
             typer.echo(f"ioloom run: libioloom-trace-mpi-{impl.name}.so is not built: MPI-IO calls will not be traced "
                        f"(run `make build`)", err=True)
-    return libs, impl
+    return libs
 
 
 def traced_environment(libs: list[Path], out: Path, layers: list[str]) -> dict[str, str]:
@@ -89,9 +92,10 @@ def logfs_mounts(mounts: list[Path]) -> tuple[Path, dict[str, str]]:
         fail(str(err))
 
 
-def launch_command(argv: list[str], impl: mpi.MpiImpl | None, env: dict[str, str]) -> list[str]:
+def launch_command(argv: list[str], env: dict[str, str]) -> list[str]:
     """Open MPI's launcher forwards only the variables named with -x to ranks on other hosts: name ours."""
-    if impl and impl.name == "openmpi" and mpi._launcher_impl(argv[0]):
+    launcher = mpi.launcher_impl(argv[0])
+    if launcher and launcher.name == "openmpi":
         forwarded = [arg for var in PRELOAD_VARS if var in env for arg in ("-x", var)]
         return [argv[0], *forwarded, *argv[1:]]
     return argv
@@ -171,10 +175,10 @@ def command(
     chosen = parse_layers(layers)
     logfs_lib, logfs_settings = logfs_mounts(logfs) if logfs else (None, {})
     out = output_dir(output)
-    libs, impl = libraries(cmd, chosen)
+    libs = libraries(cmd, chosen)
     libs += [logfs_lib] if logfs_lib else []
     env = {**traced_environment(libs, out, chosen), **logfs_settings}
-    code = run_traced(launch_command(cmd, impl, env), env)
+    code = run_traced(launch_command(cmd, env), env)
     try:
         for line in summary(out):
             typer.echo(line, err=True)
