@@ -18,9 +18,6 @@ LAYERS = ("posix", "stdio", "mpiio")
 # Launchers and daemons of both MPIs: they carry LD_PRELOAD to the ranks but their own I/O is not the program's.
 LAUNCHERS = ("mpirun", "mpiexec", "orterun", "orted", "prterun", "prted", "mpiexec.openmpi", "mpirun.openmpi",
              "mpiexec.hydra", "mpiexec.mpich", "mpirun.mpich", "hydra_pmi_proxy", "hydra_nameserver")
-PRELOAD_VARS = ("LD_PRELOAD", "IOLOOM_TRACE_DIR", "IOLOOM_LAYERS", "IOLOOM_SKIP_PROGRAMS", "IOLOOM_TRACE_BUFFER",
-                "IOLOOM_EXCLUDE", "IOLOOM_INCLUDE", "IOLOOM_FLUSH_INTERVAL_MS", "IOLOOM_LOGFS_ROOTS",
-                "IOLOOM_BACKGROUND_ENCODE", "IOLOOM_LOGFS_FANOUT", "IOLOOM_LOGFS_CHUNK", "IOLOOM_LOGFS_PACK")
 
 
 def fail(message: str) -> None:
@@ -92,13 +89,22 @@ def logfs_mounts(mounts: list[Path]) -> tuple[Path, dict[str, str]]:
         fail(str(err))
 
 
+def forwarded_variables(env: dict[str, str]) -> list[str]:
+    """What ranks on other hosts need: the preload list and every IOLOOM_* setting, the user's and ours."""
+    return sorted(name for name in env if name == "LD_PRELOAD" or name.startswith("IOLOOM_"))
+
+
 def launch_command(argv: list[str], env: dict[str, str]) -> list[str]:
-    """Open MPI's launcher forwards only the variables named with -x to ranks on other hosts: name ours."""
+    """An MPI launcher may start ranks on other hosts without the caller's environment (Open MPI passes only the
+    variables named with -x; MPICH's Hydra passes all unless told -genvnone): name ours to it explicitly."""
     launcher = mpi.launcher_impl(argv[0])
-    if launcher and launcher.name == "openmpi":
-        forwarded = [arg for var in PRELOAD_VARS if var in env for arg in ("-x", var)]
-        return [argv[0], *forwarded, *argv[1:]]
-    return argv
+    if launcher is None:
+        return argv
+    if launcher.name == "openmpi":
+        forwarded = [arg for name in forwarded_variables(env) for arg in ("-x", name)]
+    else:
+        forwarded = [arg for name in forwarded_variables(env) for arg in ("-genv", name, env[name])]
+    return [argv[0], *forwarded, *argv[1:]]
 
 
 def run_traced(argv: list[str], env: dict[str, str]) -> int:
