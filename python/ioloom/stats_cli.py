@@ -25,6 +25,26 @@ def _fmt(value) -> str:
     return "-" if value is None else f"{value:,.2f}"
 
 
+def _layers_table(io: dict):
+    """Darshan's job summary per module: each layer's files, bytes and seconds on the application's files."""
+    from rich.table import Table
+
+    from ioloom.analysis.metrics import human_bytes
+
+    own, system = io["application"], io["system_files"]
+    table = Table(title=f"I/O per layer: the program wrote {human_bytes(own['write_bytes'])} and read "
+                        f"{human_bytes(own['read_bytes'])} of its files",
+                  caption=f"not counted: {system['files']} system and MPI-runtime files "
+                          f"({human_bytes(system['write_bytes'])} written, {human_bytes(system['read_bytes'])} read)")
+    for col in ("layer", "files", "calls", "read", "written", "data s", "other s"):
+        table.add_column(col, justify="right")
+    for r in io["layers"]:
+        layer = r["layer"] if r["issued_by"] == "application" else f"{r['layer']} via MPI-IO"
+        table.add_row(layer, str(r["files"]), f"{r['ops']:,}", human_bytes(r["read_bytes"]),
+                      human_bytes(r["write_bytes"]), f"{r['read_s'] + r['write_s']:.4f}", f"{r['other_s']:.4f}")
+    return table
+
+
 def _print(result: dict) -> None:
     from rich.console import Console
     from rich.table import Table
@@ -39,6 +59,7 @@ def _print(result: dict) -> None:
         console.print(f"[red]trace problem:[/red] {problem}")
     if s["dropped_events"]:
         console.print(f"[yellow]{s['dropped_events']} events were dropped by the tracer[/yellow]")
+    console.print(_layers_table(result["io"]))
     bw = Table(title="Bandwidth (MB = 1024^2 bytes; Wright, RIOT)")
     for col in ("direction", "bytes", "perceived MPI MB/s", "effective MPI MB/s", "effective POSIX MB/s"):
         bw.add_column(col, justify="right")
@@ -46,12 +67,6 @@ def _print(result: dict) -> None:
         bw.add_row(direction, human_bytes(b["bytes"]), _fmt(b["perceived_mpi_MBps"]), _fmt(b["effective_mpi_MBps"]),
                    _fmt(b["effective_posix_MBps"]))
     console.print(bw)
-    layers = Table(title="Per layer")
-    for col in ("layer", "kind", "ops", "bytes", "seconds"):
-        layers.add_column(col, justify="right")
-    for row in result["layers"]:
-        layers.add_row(row["layer"], row["kind"], f"{row['ops']:,}", human_bytes(row["bytes"]), f"{row['time_s']:.4f}")
-    console.print(layers)
     pats = Table(title="Access patterns")
     for col in ("file", "sharing", "order", "stride", "requests", "small", "misaligned"):
         pats.add_column(col)

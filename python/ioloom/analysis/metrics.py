@@ -42,6 +42,58 @@ def totals(groups: pd.DataFrame, by: list[str]) -> pd.DataFrame:
     return out
 
 
+ISSUERS = ("application", "MPI-IO")  # who issued a layer's calls: the program itself (nesting 0), or an MPI-IO call
+
+
+def io_by_layer(groups: pd.DataFrame) -> list[dict]:
+    """Per layer and issuer, as Darshan's job summary per module: files touched, bytes read and written, and
+    the summed seconds of read, write and other calls (metadata, sync, locks). The application's own rows
+    (MPI-IO, stdio, POSIX) never count a byte twice; POSIX calls an MPI-IO call issued are a row of their own."""
+    frame = groups[groups["layer"] != LAYER_CODE["process"]]
+    frame = frame.assign(issuer=np.where(frame["nested"] > 0, ISSUERS[1], ISSUERS[0]),
+                         layer=np.array(LAYERS)[frame["layer"].to_numpy(dtype=int)])
+    out = []
+    for (issuer, layer), part in frame.groupby(["issuer", "layer"], sort=False):
+        by_kind = part.groupby("kind")[["bytes", "time_ns", "ops"]].sum()
+        def of(kind, column):
+            return int(by_kind[column].get(kind, 0))
+        other_ns = int(by_kind["time_ns"].sum()) - of(READ, "time_ns") - of(WRITE, "time_ns")
+        out.append({"layer": layer, "issued_by": issuer, "files": int(part["file_id"].nunique()),
+                    "ops": int(by_kind["ops"].sum()), "read_bytes": of(READ, "bytes"),
+                    "write_bytes": of(WRITE, "bytes"), "read_s": of(READ, "time_ns") / NS,
+                    "write_s": of(WRITE, "time_ns") / NS, "other_s": other_ns / NS})
+    order = {name: i for i, name in enumerate(("mpiio", "stdio", "posix"))}
+    return sorted(out, key=lambda r: (r["issued_by"] != ISSUERS[0], order.get(r["layer"], len(order))))
+
+
+def application_bytes(layers: list[dict]) -> dict:
+    """Bytes the program itself read and wrote: its own calls at every layer (io_by_layer's application rows)."""
+    own = [r for r in layers if r["issued_by"] == ISSUERS[0]]
+    return {"read_bytes": sum(r["read_bytes"] for r in own), "write_bytes": sum(r["write_bytes"] for r in own),
+            "layers": [r["layer"] for r in own if r["read_bytes"] or r["write_bytes"]]}
+
+
+def io_by_file(groups: pd.DataFrame) -> list[dict]:
+    """Per file, the program's own calls: the layers it used there, bytes read and written, seconds; and
+    the bytes POSIX calls issued by MPI-IO moved there (read plus written). Busiest first."""
+    frame = groups[(groups["layer"] != LAYER_CODE["process"]) & (groups["file_id"] >= 0)]
+    if frame.empty:
+        return []
+    own, issued = frame[frame["nested"] == 0], frame[frame["nested"] > 0]
+    def moved(part, kind):
+        return part[part["kind"] == kind].groupby("file_id")["bytes"].sum()
+    table = pd.DataFrame({"read_bytes": moved(own, READ), "write_bytes": moved(own, WRITE),
+                          "seconds": own.groupby("file_id")["time_ns"].sum() / NS,
+                          "under_mpiio_bytes": issued[issued["kind"].isin([READ, WRITE])]
+                          .groupby("file_id")["bytes"].sum()}).fillna(0)
+    layers = own.groupby("file_id")["layer"].agg(lambda codes: ", ".join(LAYERS[c] for c in sorted(set(codes))))
+    table["layers"] = layers.reindex(table.index).fillna("")
+    table = table.sort_values(["write_bytes", "read_bytes"], ascending=False, kind="stable")
+    return [{"file_id": int(i), "layers": row.layers, "read_bytes": int(row.read_bytes),
+             "write_bytes": int(row.write_bytes), "seconds": float(row.seconds),
+             "under_mpiio_bytes": int(row.under_mpiio_bytes)} for i, row in table.iterrows()]
+
+
 def _per_rank(groups: pd.DataFrame, layer: int, kind: int, nested: tuple[int, ...]) -> pd.DataFrame:
     pick = groups[(groups["layer"] == layer) & (groups["kind"] == kind) & groups["nested"].isin(nested)]
     return pick.groupby("rank")[["bytes", "time_ns"]].sum()

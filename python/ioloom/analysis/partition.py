@@ -41,7 +41,7 @@ class Options:
     system_prefixes: tuple[str, ...] = ("/usr/", "/lib", "/etc/", "/proc/", "/sys/", "/dev/", "/run/",
                                         "/var/run/", "/opt/", "/tmp/ompi.", "/tmp/hydra", "pipe:", "socket:",
                                         "anon_inode:")
-    system_markers: tuple[str, ...] = ("/.openmpi/",)  # anywhere in the path
+    system_markers: tuple[str, ...] = ("/.openmpi/", "/.pmix/")  # anywhere in the path
     system_files: frozenset = frozenset()  # file ids of such paths in this trace; filled in by analyse()
 
     def is_system(self, path: str) -> bool:

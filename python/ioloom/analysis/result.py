@@ -109,6 +109,18 @@ class Analysis:
             frame.insert(1, "path", frame["file_id"].map(lambda i: self.paths.get(int(i), "")))
         return frame.to_dict("records")
 
+    def io(self) -> dict:
+        """Bytes and seconds per layer on the application's files (`layers`), what the program itself moved
+        over all its layers (`application`), per application file (`files`), and the system and MPI-runtime files left out of both."""
+        layers = metrics.io_by_layer(self.app_groups) if len(self.app_groups) else []
+        system = self.groups[self.groups["file_id"].isin(list(self.options.system_files))]
+        moved = system.groupby("kind")["bytes"].sum()
+        files = [{**f, "path": self.paths.get(f["file_id"], "")} for f in metrics.io_by_file(self.app_groups)]
+        return {"layers": layers, "application": metrics.application_bytes(layers), "files": files,
+                "system_files": {"files": int(system["file_id"].nunique()),
+                                 "read_bytes": int(moved.get(metrics.READ, 0)),
+                                 "write_bytes": int(moved.get(metrics.WRITE, 0))}}
+
     def to_json(self, calls: bool = True) -> dict:
         """The whole result as plain JSON types; `calls=False` leaves out the MPI-IO calls kept in detail (up to
         Options.detail_limit rows, which the report draws from the tables instead)."""
@@ -117,6 +129,7 @@ class Analysis:
             "summary": self.summary(),
             "options": {k: v for k, v in vars(self.options).items() if k != "system_files"},
             "system_files": sorted(self.paths.get(i, str(i)) for i in self.options.system_files),
+            "io": self.io(),
             "bandwidth": self.bandwidth,
             "layers": self._layers(["layer", "kind"]),
             "files": self._layers(["file_id", "layer", "kind"]),

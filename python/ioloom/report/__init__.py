@@ -29,6 +29,13 @@ def _card(value, label) -> str:
     return f'<div class="card"><div class="v">{_esc(value)}</div><div class="k">{_esc(label)}</div></div>'
 
 
+def _secs(value: float) -> str:
+    """Seconds at a readable scale: 0, 85 µs, 12.3 ms, 4.21 s."""
+    if not value:
+        return "0"
+    return f"{value * 1e6:,.0f} µs" if value < 1e-3 else f"{value * 1e3:,.1f} ms" if value < 1 else f"{value:,.2f} s"
+
+
 def _mbps(value) -> str:
     return "–" if value is None else f"{value:,.1f}"
 
@@ -42,24 +49,56 @@ def _section(anchor: str, title: str, lead: str, content: str) -> str:
     return f'<section id="{anchor}"><h2>{_esc(title)}</h2><p class="lead">{lead}</p>{content}</section>'
 
 
+LAYER_NAMES = {"mpiio": "MPI-IO", "stdio": "stdio", "posix": "POSIX"}
+
+
+def _layers_table(io: dict) -> str:
+    """Darshan's job summary per module: each layer's files, bytes and seconds on the application's files."""
+    rows = pd.DataFrame([{"layer": LAYER_NAMES.get(r["layer"], r["layer"]),
+                          "issued by": "the program" if r["issued_by"] == "application" else "MPI-IO calls",
+                          "files": r["files"], "calls": f"{r['ops']:,}", "read": human_bytes(r["read_bytes"]),
+                          "written": human_bytes(r["write_bytes"]), "read time": _secs(r["read_s"]),
+                          "write time": _secs(r["write_s"]), "other time": _secs(r["other_s"])} for r in io["layers"]])
+    system = io["system_files"]
+    note = (f'<p class="note">Not counted above: {system["files"]} system and MPI-runtime files (libraries, '
+            f'shared-memory segments, pipes: {human_bytes(system["write_bytes"])} written, '
+            f'{human_bytes(system["read_bytes"])} read). Seconds are summed over ranks; the program\'s rows never '
+            "count a byte twice; the MPI-IO calls' POSIX row is the same data at the layer below. Other time: "
+            "metadata, sync, locks and, for MPI-IO, waiting for other ranks.</p>")
+    return (figures.frame_html(rows) if len(rows) else "<p>No file was read or written.</p>") + note
+
+
+def _files_table(io: dict, limit: int = 40) -> str:
+    files = io["files"]
+    rows = pd.DataFrame([{"file": f["path"] or f["file_id"], "layers": f["layers"],
+                          "read": human_bytes(f["read_bytes"]), "written": human_bytes(f["write_bytes"]),
+                          "time": _secs(f["seconds"]), "POSIX under MPI-IO": human_bytes(f["under_mpiio_bytes"])}
+                         for f in files[:limit]])
+    shown = "" if len(files) <= limit else f" (the {limit} busiest of {len(files):,})"
+    return (f"<h3>Per file{shown}</h3>" + figures.frame_html(rows)) if len(rows) else ""
+
+
 def _summary(a, result: dict) -> str:
-    s, bw = result["summary"], result["bandwidth"]
+    s, bw, io = result["summary"], result["bandwidth"], result["io"]
+    own = io["application"]
+    through = " + ".join(LAYER_NAMES.get(layer, layer) for layer in own["layers"]) or "no layer"
     cards = "".join([_card(f"{s['ranks'] or s['processes']}", "MPI ranks" if s["ranks"] else "processes"),
                      _card(f"{s['events']:,}", "events"), _card(s["files"], "files"),
                      _card(f"{s['duration_s']:.3f} s", "traced span"),
-                     _card(human_bytes(bw["write"]["mpi_bytes"] or bw["write"]["bytes"]), "written"),
-                     _card(human_bytes(bw["read"]["mpi_bytes"] or bw["read"]["bytes"]), "read"),
+                     _card(human_bytes(own["write_bytes"]), f"written by the program ({through})"),
+                     _card(human_bytes(own["read_bytes"]), f"read by the program ({through})"),
                      _card(len(result["findings"]), "findings")])
     rows = pd.DataFrame([{"direction": d, "perceived MPI (MB/s)": _mbps(b["perceived_mpi_MBps"]),
                           "effective MPI (MB/s)": _mbps(b["effective_mpi_MBps"]),
                           "effective POSIX (MB/s)": _mbps(b["effective_posix_MBps"]),
                           "bytes counted": human_bytes(b["bytes"]), "counted from": b["bytes_counted"]}
                          for d, b in bw.items()])
-    lead = ("Wright's RIOT bandwidths (MB = 1024² bytes): perceived MPI = Σ<sub>r</sub> B<sub>r</sub>/T<sub>r</sub>"
+    lead = ("Bytes and time per layer as Darshan's job summary shows them per module, per file, then Wright's RIOT "
+            "bandwidths (MB = 1024² bytes): perceived MPI = Σ<sub>r</sub> B<sub>r</sub>/T<sub>r</sub>"
             "<sup>MPI</sup>; effective MPI = ΣB / ΣT<sup>MPI</sup>; effective POSIX = ΣB / ΣT<sup>POSIX</sup>, "
             "with B the bytes the POSIX calls under MPI-IO moved.")
-    return _section("summary", "Summary", lead, f'<div class="cards">{cards}</div><h3>Bandwidth</h3>'
-                    + figures.frame_html(rows))
+    return _section("summary", "Summary", lead, f'<div class="cards">{cards}</div><h3>I/O per layer</h3>'
+                    + _layers_table(io) + _files_table(io) + "<h3>Bandwidth</h3>" + figures.frame_html(rows))
 
 
 def _findings(result: dict) -> str:
