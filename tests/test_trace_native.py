@@ -296,17 +296,21 @@ def test_program_that_closes_the_stream_never_gets_trace_bytes(tmp_path):
     assert result.events(["op"]).column("op").to_pylist().count("pwrite") == 20000
 
 
+def shimmed_env(trace: Path) -> dict[str, str]:
+    """The tracer's environment with tests/programs/trace_next_shim.c (it counts the pwrite and lseek calls that
+    reach it) preloaded after the tracer."""
+    shim = compile_program("trace_next_shim.c", "-shared", "-fPIC", "-ldl")
+    env = traced_env(trace)
+    env["LD_PRELOAD"] = f"{env['LD_PRELOAD']} {shim}"
+    return env
+
+
 def test_stacks_with_another_preloaded_tool(tmp_path):
     """The tracer calls the next pwrite, not libc's: a tool preloaded after it sees every call, and the trace
     still has every call."""
-    shim = COMPILED / "trace_next_shim.so"
-    COMPILED.mkdir(parents=True, exist_ok=True)
-    subprocess.run(["gcc", "-O2", "-shared", "-fPIC", "-o", str(shim), str(PROGRAMS / "trace_next_shim.c"), "-ldl"],
-                   check=True)
     exe = compile_program("trace_scenarios.c")
     trace = tmp_path / "trace"
-    env = traced_env(trace)
-    env["LD_PRELOAD"] = f"{env['LD_PRELOAD']} {shim}"
+    env = shimmed_env(trace)
     (tmp_path / "w").mkdir()
     out = subprocess.run([str(exe), "threads", str(tmp_path / "w")], env=env, capture_output=True, text=True,
                          timeout=60, check=True)

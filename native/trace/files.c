@@ -14,6 +14,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "positions.h"
 #include "trace_internal.h"
 
 #define MAX_RULES 64
@@ -245,14 +246,30 @@ static int32_t name_state(const char *name, const struct stat *st) {
 
 static int fd_stat(int fd, struct stat *st) { return (int)syscall(SYS_fstat, fd, st); }
 
-int32_t ioloom_path_state(int dirfd, const char *path, int fd) {
+/* As ioloom_path_state; *mode is the file's type and mode (0 when fstat failed). */
+static int32_t path_state_mode(int dirfd, const char *path, int fd, unsigned *mode) {
     int saved = errno;
     char abs[PATH_MAX];
     struct stat st;
-    int32_t state = -1;
-    if (path && absolute(dirfd, path, abs, sizeof abs) == 0)
-        state = name_state(abs, fd >= 0 && fd_stat(fd, &st) == 0 ? &st : NULL);
+    int known = fd >= 0 && fd_stat(fd, &st) == 0;
+    int32_t state = path && absolute(dirfd, path, abs, sizeof abs) == 0 ? name_state(abs, known ? &st : NULL) : -1;
+    *mode = known ? st.st_mode : 0;
     errno = saved;
+    return state;
+}
+
+int32_t ioloom_path_state(int dirfd, const char *path, int fd) {
+    unsigned mode;
+    return path_state_mode(dirfd, path, fd, &mode);
+}
+
+int32_t ioloom_open_state(int dirfd, const char *path, int fd, int flags) {
+    unsigned mode;
+    int32_t state = path_state_mode(dirfd, path, fd, &mode);
+    if (fd >= 0) {
+        ioloom_fd_set(fd, state);
+        ioloom_fd_opened(fd, flags, mode);
+    }
     return state;
 }
 
@@ -271,7 +288,9 @@ static int32_t name_fd(int fd) {
     char name[PATH_MAX];
     struct stat st;
     int32_t state = -1;
-    if (fd_link(fd, name, sizeof name) > 0) state = name_state(name, fd_stat(fd, &st) == 0 ? &st : NULL);
+    int known = fd_stat(fd, &st) == 0;
+    if (known) ioloom_fd_named(fd, st.st_mode);
+    if (fd_link(fd, name, sizeof name) > 0) state = name_state(name, known ? &st : NULL);
     errno = saved;
     return state;
 }
@@ -292,10 +311,12 @@ void ioloom_fd_set(int fd, int32_t state) {
 
 void ioloom_fd_copy(int from, int to) {
     if (to >= 0 && to < IOLOOM_FD_SLOTS) ioloom_fd_set(to, ioloom_fd_state(from));
+    ioloom_fd_share(from, to);
 }
 
 void ioloom_fd_forget(int fd) {
     if (fd >= 0 && fd < IOLOOM_FD_SLOTS) __atomic_store_n(&ioloom_fd_slots[fd], 0, __ATOMIC_RELAXED);
+    ioloom_fd_release(fd);
 }
 
 /* ---- exported to the MPI-IO module and logfs ---- */

@@ -10,6 +10,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "positions.h"
 #include "wrap.h"
 
 #define P IOLOOM_POSIX
@@ -20,16 +21,28 @@ static void record_fd(struct ioloom_call *c, enum ioloom_op op, int fd, int64_t 
     ioloom_record_fd(c, op, P, fd, offset, req, ret, aux);
 }
 
-/* Where a read or write at the current position took place: the position after it, less what it moved.
- * Asking (rather than tracking) stays right with dup'ed and inherited descriptors; asking the next lseek, not
- * the kernel, keeps it right when a layer below us (logfs) serves the descriptor. */
-static int64_t position_before(int fd, ssize_t moved) {
-    int64_t now = IOLOOM_NEXT(lseek)(fd, 0, SEEK_CUR);
-    return now < 0 ? -1 : moved > 0 ? now - moved : now;
+/* A call on fd at its current position: the position is followed around the call (positions.h). `m` is the move
+ * in progress that RECORD finishes with ioloom_move_by/ioloom_move_to. A call passed through untraced may still
+ * have moved the position: the next traced call asks. */
+#define TRACED_AT(fn, args, fd, failed_if, record)                                 \
+    struct ioloom_call c;                                                         \
+    struct ioloom_move m;                                                         \
+    if (!ioloom_call_start(&c, P)) return passed_through(fd, IOLOOM_NEXT(fn) args); \
+    ioloom_move_start(&m, fd);                                                    \
+    __typeof__(IOLOOM_NEXT(fn) args) r = IOLOOM_NEXT(fn) args;                    \
+    ioloom_call_returned(&c, failed_if);                                          \
+    record;                                                                       \
+    return r
+
+static ssize_t passed_through(int fd, ssize_t r) {
+    ioloom_fd_moved_unseen(fd);
+    return r;
 }
 
-static void record_sequential(struct ioloom_call *c, enum ioloom_op op, int fd, int64_t req, ssize_t ret) {
-    record_fd(c, op, fd, position_before(fd, ret), req, ret, -1);
+/* A read or write at the current position: offset = where it took place. */
+static void record_sequential(struct ioloom_call *c, struct ioloom_move *m, enum ioloom_op op, int fd, int64_t req,
+                              ssize_t ret, int how) {
+    record_fd(c, op, fd, ioloom_move_by(m, ret, how), req, ret, -1);
 }
 
 static int64_t iov_bytes(const struct iovec *iov, int count) {
@@ -43,9 +56,8 @@ static int64_t iov_bytes(const struct iovec *iov, int count) {
 /* Open-family calls: aux = flags, req_bytes = mode (-1 when no mode was given), ret = the new fd. */
 static void record_open(struct ioloom_call *c, enum ioloom_op op, int dirfd, const char *path, int flags, int64_t mode,
                         int fd) {
-    int32_t file = ioloom_path_state(dirfd, path, fd);
-    if (fd >= 0) ioloom_fd_set(fd, file);
-    int64_t offset = fd >= 0 && (flags & O_APPEND) ? position_before(fd, 0) : fd >= 0 ? 0 : -1;
+    int32_t file = ioloom_open_state(dirfd, path, fd, flags);
+    int64_t offset = fd >= 0 && (flags & O_APPEND) ? ioloom_position_asked(fd, 0) : fd >= 0 ? 0 : -1;
     ioloom_record_file(c, op, P, file, fd, offset, mode, fd, flags);
 }
 
@@ -159,6 +171,7 @@ static int fcntl_traced(enum ioloom_op op, int (*next)(int, int, ...), int fd, i
     if (is_lock_cmd(cmd) && arg) asked = *(struct flock *)arg;
     int r = next(fd, cmd, arg);
     ioloom_call_returned(&c, r < 0);
+    if (cmd == F_SETFL && r >= 0) ioloom_fd_set_append(fd, (arg & O_APPEND) != 0);
     if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) {
         if (r >= 0) ioloom_fd_copy(fd, r);
         record_fd(&c, op, fd, -1, -1, r, cmd);
@@ -186,14 +199,15 @@ WRAP_FCNTL(fcntl64, FCNTL64)
 /* ---- data: offset = where the access took place, req = bytes asked, ret = bytes moved ---- */
 
 IOLOOM_EXPORT ssize_t read(int fd, void *buf, size_t n) {
-    TRACED(P, read, (fd, buf, n), r < 0, record_sequential(&c, OP(READ), fd, (int64_t)n, r));
+    TRACED_AT(read, (fd, buf, n), fd, r < 0, record_sequential(&c, &m, OP(READ), fd, (int64_t)n, r, IOLOOM_READS));
 }
 IOLOOM_EXPORT ssize_t write(int fd, const void *buf, size_t n) {
-    TRACED(P, write, (fd, buf, n), r < 0, record_sequential(&c, OP(WRITE), fd, (int64_t)n, r));
+    TRACED_AT(write, (fd, buf, n), fd, r < 0, record_sequential(&c, &m, OP(WRITE), fd, (int64_t)n, r, IOLOOM_WRITES));
 }
 ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen);
 IOLOOM_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen) {
-    TRACED(P, __read_chk, (fd, buf, n, buflen), r < 0, record_sequential(&c, OP(U_READ_CHK), fd, (int64_t)n, r));
+    TRACED_AT(__read_chk, (fd, buf, n, buflen), fd, r < 0,
+              record_sequential(&c, &m, OP(U_READ_CHK), fd, (int64_t)n, r, IOLOOM_READS));
 }
 
 #define WRAP_POSITIONED(fn, opname, buf_type)                                                    \
@@ -215,23 +229,26 @@ WRAP_PREAD_CHK(__pread_chk, U_PREAD_CHK)
 WRAP_PREAD_CHK(__pread64_chk, U_PREAD64_CHK)
 
 IOLOOM_EXPORT ssize_t readv(int fd, const struct iovec *iov, int count) {
-    TRACED(P, readv, (fd, iov, count), r < 0, record_sequential(&c, OP(READV), fd, iov_bytes(iov, count), r));
+    TRACED_AT(readv, (fd, iov, count), fd, r < 0, record_sequential(&c, &m, OP(READV), fd, iov_bytes(iov, count), r, IOLOOM_READS));
 }
 IOLOOM_EXPORT ssize_t writev(int fd, const struct iovec *iov, int count) {
-    TRACED(P, writev, (fd, iov, count), r < 0, record_sequential(&c, OP(WRITEV), fd, iov_bytes(iov, count), r));
+    TRACED_AT(writev, (fd, iov, count), fd, r < 0,
+              record_sequential(&c, &m, OP(WRITEV), fd, iov_bytes(iov, count), r, IOLOOM_WRITES));
 }
 
 /* preadv/pwritev: aux = the number of iovecs. The ...2 forms take flags (aux = count | flags << 32) and an
- * offset of -1 meaning the current position. */
-static void record_vector(struct ioloom_call *c, enum ioloom_op op, int fd, const struct iovec *iov, int count,
-                          off_t off, int64_t flags, ssize_t r) {
-    int64_t where = off == -1 ? position_before(fd, r) : off;
+ * offset of -1 meaning the current position (which RWF_APPEND puts at the end of file for a write). */
+static void record_vector(struct ioloom_call *c, struct ioloom_move *m, enum ioloom_op op, int fd,
+                          const struct iovec *iov, int count, off_t off, int64_t flags, ssize_t r) {
+    int writes = op == OP(PWRITEV2) || op == OP(PWRITEV64V2);
+    int64_t where = off == -1 ? ioloom_move_by(m, r, !writes ? IOLOOM_READS : flags & RWF_APPEND ? IOLOOM_APPENDS : IOLOOM_WRITES) : off;
     record_fd(c, op, fd, where, iov_bytes(iov, count), r, count | flags << 32);
 }
 
 #define WRAP_VECTOR(fn, opname)                                                                    \
     IOLOOM_EXPORT ssize_t fn(int fd, const struct iovec *iov, int count, off_t off) {             \
-        TRACED(P, fn, (fd, iov, count, off), r < 0, record_vector(&c, OP(opname), fd, iov, count, off, 0, r)); \
+        TRACED(P, fn, (fd, iov, count, off), r < 0,                                               \
+               record_fd(&c, OP(opname), fd, off, iov_bytes(iov, count), r, count));              \
     }
 WRAP_VECTOR(preadv, PREADV)
 WRAP_VECTOR(preadv64, PREADV64)
@@ -240,8 +257,8 @@ WRAP_VECTOR(pwritev64, PWRITEV64)
 
 #define WRAP_VECTOR2(fn, opname)                                                                   \
     IOLOOM_EXPORT ssize_t fn(int fd, const struct iovec *iov, int count, off_t off, int flags) {  \
-        TRACED(P, fn, (fd, iov, count, off, flags), r < 0,                                        \
-               record_vector(&c, OP(opname), fd, iov, count, off, flags, r));                     \
+        TRACED_AT(fn, (fd, iov, count, off, flags), off == -1 ? fd : -1, r < 0,                  \
+                  record_vector(&c, &m, OP(opname), fd, iov, count, off, flags, r));              \
     }
 WRAP_VECTOR2(preadv2, PREADV2)
 WRAP_VECTOR2(preadv64v2, PREADV64V2)
@@ -249,9 +266,15 @@ WRAP_VECTOR2(pwritev2, PWRITEV2)
 WRAP_VECTOR2(pwritev64v2, PWRITEV64V2)
 
 /* lseek: offset = the resulting position, req_bytes = the offset asked, aux = whence. */
+static void record_lseek(struct ioloom_call *c, struct ioloom_move *m, enum ioloom_op op, int fd, off_t off,
+                         int whence, off_t r) {
+    ioloom_move_to(m, r);
+    record_fd(c, op, fd, r, off, r, whence);
+}
+
 #define WRAP_LSEEK(fn, opname)                                                                     \
     IOLOOM_EXPORT off_t fn(int fd, off_t off, int whence) {                                       \
-        TRACED(P, fn, (fd, off, whence), r < 0, record_fd(&c, OP(opname), fd, r, off, r, whence)); \
+        TRACED_AT(fn, (fd, off, whence), fd, r < 0, record_lseek(&c, &m, OP(opname), fd, off, whence, r)); \
     }
 WRAP_LSEEK(lseek, LSEEK)
 WRAP_LSEEK(lseek64, LSEEK64)
@@ -272,25 +295,44 @@ WRAP_FTRUNCATE(ftruncate64, FTRUNCATE64)
 /* ---- copies inside the kernel: two events, the source side (aux 0) and the destination side (aux 1), each
  * with the bytes copied, so that per-file read and written bytes add up ---- */
 
-static void record_copy(struct ioloom_call *c, enum ioloom_op op, int in, int64_t in_off, int out, int64_t out_off,
-                        int64_t req, ssize_t r) {
+static void record_copy(struct ioloom_call *c, enum ioloom_op op, struct ioloom_move *in, int64_t in_off,
+                        struct ioloom_move *out, int64_t out_off, int64_t req, ssize_t r) {
     struct ioloom_call source = *c;
+    if (in->d && in->d == out->d) ioloom_fd_moved_unseen(in->fd); /* one position, moved twice: both ask */
+    int64_t in_at = in_off >= 0 ? in_off : ioloom_move_by(in, r, IOLOOM_READS);
+    int64_t out_at = out_off >= 0 ? out_off : ioloom_move_by(out, r, IOLOOM_WRITES);
     ioloom_busy++; /* the first record leaves the guard once; the second leaves it for the call */
-    record_fd(&source, op, in, in_off >= 0 ? in_off : position_before(in, r), req, r, 0);
-    record_fd(c, op, out, out_off >= 0 ? out_off : position_before(out, r), req, r, 1);
+    record_fd(&source, op, in->fd, in_at, req, r, 0);
+    record_fd(c, op, out->fd, out_at, req, r, 1);
 }
+
+/* A copy between two descriptors, each at its current position unless its offset pointer is given. */
+#define TRACED_COPY(fn, op, args, in, in_at, out, out_at, n)                                    \
+    struct ioloom_call c;                                                                 \
+    struct ioloom_move from, to;                                                          \
+    if (!ioloom_call_start(&c, P)) {                                                      \
+        ssize_t r = IOLOOM_NEXT(fn) args;                                                 \
+        ioloom_fd_moved_unseen(in);                                                       \
+        return passed_through(out, r);                                                    \
+    }                                                                                     \
+    ioloom_move_start(&from, in_at < 0 ? in : -1);                                        \
+    ioloom_move_start(&to, out_at < 0 ? out : -1);                                        \
+    from.fd = in;                                                                         \
+    to.fd = out;                                                                          \
+    ssize_t r = IOLOOM_NEXT(fn) args;                                                     \
+    ioloom_call_returned(&c, r < 0);                                                      \
+    record_copy(&c, op, &from, in_at, &to, out_at, (int64_t)(n), r);              \
+    return r
 
 IOLOOM_EXPORT ssize_t copy_file_range(int in, off64_t *in_off, int out, off64_t *out_off, size_t n, unsigned flags) {
     int64_t in_at = in_off ? *in_off : -1, out_at = out_off ? *out_off : -1;
-    TRACED(P, copy_file_range, (in, in_off, out, out_off, n, flags), r < 0,
-           record_copy(&c, OP(COPY_FILE_RANGE), in, in_at, out, out_at, (int64_t)n, r));
+    TRACED_COPY(copy_file_range, OP(COPY_FILE_RANGE), (in, in_off, out, out_off, n, flags), in, in_at, out, out_at, n);
 }
 
 #define WRAP_SENDFILE(fn, opname, off_type)                                                        \
     IOLOOM_EXPORT ssize_t fn(int out, int in, off_type *off, size_t n) {                           \
         int64_t in_at = off ? *off : -1;                                                           \
-        TRACED(P, fn, (out, in, off, n), r < 0,                                                    \
-               record_copy(&c, OP(opname), in, in_at, out, -1, (int64_t)n, r));                     \
+        TRACED_COPY(fn, OP(opname), (out, in, off, n), in, in_at, out, -1, n);                     \
     }
 WRAP_SENDFILE(sendfile, SENDFILE, off_t)
 WRAP_SENDFILE(sendfile64, SENDFILE64, off64_t)

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "positions.h"
 #include "trace_internal.h"
 
 IOLOOM_EXPORT unsigned ioloom_enabled_layers = 1u << IOLOOM_PROCESS;
@@ -195,6 +197,7 @@ static void start_child_stream(void) {
     ioloom_busy++;
     stream_pid = getpid();
     ioloom_writer_after_fork();
+    ioloom_positions_after_fork();
     ioloom_files_reset_stream();
     write_process_info();
     record_process(IOLOOM_OP_PROCESS_START, 0, getppid());
@@ -214,8 +217,10 @@ IOLOOM_EXPORT pid_t fork(void) {
     return pid;
 }
 
-/* Before the image is replaced: an exec event and everything buffered on disk. */
+/* Before the image is replaced: an exec event and everything buffered on disk. The new image (or, from a vfork
+ * child, this one's parent meanwhile) may use the descriptions this process follows. */
 static void before_exec(void) {
+    ioloom_positions_shared();
     if (!ioloom_tracing || ioloom_busy || getpid() != stream_pid) return;
     int saved = errno;
     ioloom_busy++;
@@ -244,6 +249,30 @@ IOLOOM_EXPORT int execvp(const char *file, char *const argv[]) {
 IOLOOM_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[]) {
     before_exec();
     return IOLOOM_NEXT(execvpe)(file, argv, envp);
+}
+
+/* Programs started by posix_spawn, system and popen inherit our descriptions (glibc forks them inside libc,
+ * where pthread_atfork handlers do not run). */
+IOLOOM_EXPORT int posix_spawn(pid_t *pid, const char *path, const posix_spawn_file_actions_t *actions,
+                              const posix_spawnattr_t *attr, char *const argv[], char *const envp[]) {
+    ioloom_positions_shared();
+    return IOLOOM_NEXT(posix_spawn)(pid, path, actions, attr, argv, envp);
+}
+
+IOLOOM_EXPORT int posix_spawnp(pid_t *pid, const char *file, const posix_spawn_file_actions_t *actions,
+                               const posix_spawnattr_t *attr, char *const argv[], char *const envp[]) {
+    ioloom_positions_shared();
+    return IOLOOM_NEXT(posix_spawnp)(pid, file, actions, attr, argv, envp);
+}
+
+IOLOOM_EXPORT int system(const char *command) {
+    ioloom_positions_shared();
+    return IOLOOM_NEXT(system)(command);
+}
+
+IOLOOM_EXPORT FILE *popen(const char *command, const char *mode) {
+    ioloom_positions_shared();
+    return IOLOOM_NEXT(popen)(command, mode);
 }
 
 /* execl, execlp, execle: collect the variadic arguments into an argv and use the v-form. */
@@ -337,7 +366,7 @@ __attribute__((constructor)) static void tracer_start(void) {
     stream_pid = getpid();
     if (!skipped_program() && ioloom_writer_open() == 0) {
         write_process_info();
-        pthread_atfork(NULL, NULL, start_child_stream);
+        pthread_atfork(ioloom_positions_shared, NULL, start_child_stream);
         hook_fatal_signals();
         ioloom_tracing = 1;
         record_process(IOLOOM_OP_PROCESS_START, 0, getppid());

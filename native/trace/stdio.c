@@ -9,6 +9,7 @@
 #include <sys/single_threaded.h>
 
 #include "key_table.h"
+#include "positions.h"
 #include "wrap.h"
 
 #define S IOLOOM_STDIO
@@ -173,6 +174,7 @@ static void record_fopen(struct ioloom_call *c, enum ioloom_op op, const char *p
     int fd = stream_fd(r);
     int32_t file = path ? ioloom_path_state(AT_FDCWD, path, fd) : ioloom_fd_state(fd);
     if (fd >= 0) ioloom_fd_set(fd, file);
+    ioloom_fd_release(fd); /* stdio moves its position now, unseen: raw calls on it ask (positions.h) */
     if (r) follow(r, path && mode && mode[0] != 'a' ? 0 : asked_position(r));
     ioloom_record_file(c, op, S, file, fd, -1, -1, fd, mode_flags(mode));
 }

@@ -52,10 +52,13 @@ static inline int32_t ioloom_fd_state(int fd) {
     return slot > 0 ? slot - 2 : slot;
 }
 void ioloom_fd_set(int fd, int32_t state);
-void ioloom_fd_copy(int from, int to);
-void ioloom_fd_forget(int fd);
+void ioloom_fd_copy(int from, int to);   /* a dup: same file, same open file description */
+void ioloom_fd_forget(int fd);            /* closed */
 /* Registers `path` (relative to dirfd, AT_FDCWD for the cwd) opened as fd (or -1); returns the state. */
 int32_t ioloom_path_state(int dirfd, const char *path, int fd);
+/* As ioloom_path_state for a descriptor a traced open just made with `flags`: it is mapped to the file and to a
+ * new open file description whose position the tracer follows (positions.h). */
+int32_t ioloom_open_state(int dirfd, const char *path, int fd, int flags);
 struct stat;
 /* As ioloom_path_state, for a path whose stat (st) is known; st may be NULL. */
 int32_t ioloom_stat_state(int dirfd, const char *path, const struct stat *st);

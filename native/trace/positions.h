@@ -1,0 +1,138 @@
+/* Where reads and writes at "the current position" take place, known without asking the kernel on every call.
+ *
+ * The kernel keeps one position per open file description, shared by every descriptor dup'ed from it. The
+ * tracer keeps its own copy per description (positions.c): a traced open creates one at 0, dup/dup2/dup3 and
+ * fcntl(F_DUPFD) share it, close releases it; each read or write adds the bytes it moved and lseek sets it. It
+ * asks the kernel (the next lseek, so that a layer below us, logfs, answers for its descriptors) only when its
+ * copy cannot be trusted:
+ *  - the descriptor was not opened through a traced call (inherited, made by libc's fopen, received): its
+ *    description may be shared with code or processes we do not see; it is asked on every call, as are
+ *    descriptions that existed when the process forked or spawned a program (both processes may move them);
+ *  - the descriptor has O_APPEND (writes land at the end of file, which others may move): writes ask;
+ *  - a call on the description ran at the same time as another (threads without a lock of their own): the
+ *    kernel ordered them, the tracer cannot tell how, so both ask and the next call asks once more;
+ *  - a call moved the position without being traced (reentrant, or before tracing started): asked once.
+ * Pipes and sockets have no position: their calls record -1 without asking, as lseek (ESPIPE) would.
+ *
+ * A call on a tracked description runs between ioloom_move_start() and one of ioloom_move_by()/ioloom_move_to().
+ * In a process with one thread both are plain loads and stores; with threads, each call takes a ticket and
+ * counts itself in flight on the description (one 64-bit word), and trusts the position only if it was alone
+ * from its start to its end. */
+#ifndef IOLOOM_POSITIONS_H
+#define IOLOOM_POSITIONS_H
+
+#include <stdint.h>
+#include <sys/single_threaded.h>
+#include <unistd.h>
+
+#include "trace_internal.h"
+
+#define IOLOOM_POSITION_UNKNOWN (-1)
+#define IOLOOM_CALL_TICKET (1ull << 32) /* high half of `calls`: calls started; low half: calls in flight */
+#define IOLOOM_CALLS_IN_FLIGHT 0xffffffffull
+
+struct ioloom_description {
+    int64_t position;   /* the tracked position, or IOLOOM_POSITION_UNKNOWN: ask */
+    uint64_t calls;     /* tickets << 32 | calls in flight (with threads only) */
+    uint32_t refs;      /* descriptors sharing it (under the table's lock) */
+    uint32_t epoch;     /* ioloom_spawn_epoch when it was created: an older one is shared with another process */
+    int append;         /* O_APPEND: writes land at the end of file */
+} __attribute__((aligned(64))); /* one cache line each: threads on different files do not share lines */
+
+#define IOLOOM_DESCRIPTIONS 16384
+extern struct ioloom_description ioloom_descriptions[IOLOOM_DESCRIPTIONS];
+/* fd -> its description: > 0 an index into ioloom_descriptions, 0 untracked (ask), -1 no position (pipe, socket). */
+#define IOLOOM_FD_UNTRACKED 0
+#define IOLOOM_FD_UNSEEKABLE (-1)
+extern int32_t ioloom_fd_descriptions[IOLOOM_FD_SLOTS];
+/* Incremented whenever another process may come to share this one's descriptions (fork, spawn, exec). */
+extern volatile uint32_t ioloom_spawn_epoch;
+
+/* ---- table upkeep (positions.c) ---- */
+/* fd was just opened by a traced call with `flags`; st_mode tells whether it has a position at all. */
+void ioloom_fd_opened(int fd, int flags, unsigned st_mode);
+/* fd (untracked) was named from /proc/self/fd: remember when it is a pipe or socket. */
+void ioloom_fd_named(int fd, unsigned st_mode);
+void ioloom_fd_share(int from, int to); /* dup: `to` now refers to from's description */
+void ioloom_fd_release(int fd);         /* closed */
+void ioloom_fd_set_append(int fd, int append); /* fcntl(F_SETFL) */
+/* A call moved fd's position without being traced: the next traced call asks. */
+void ioloom_fd_moved_unseen(int fd);
+/* Before fork, posix_spawn, system, popen, exec: every description now may be shared with another process. */
+void ioloom_positions_shared(void);
+/* In the child after fork: the table's lock may have been held by a thread that does not exist here. */
+void ioloom_positions_after_fork(void);
+
+/* ---- one call at the current position ---- */
+struct ioloom_move {
+    struct ioloom_description *d; /* NULL: untracked or unseekable */
+    uint64_t seen;                /* the description's `calls` word at the start */
+    int fd, unseekable, threads;
+};
+
+static inline void ioloom_move_start(struct ioloom_move *m, int fd) {
+    int32_t index = fd >= 0 && fd < IOLOOM_FD_SLOTS ? __atomic_load_n(&ioloom_fd_descriptions[fd], __ATOMIC_RELAXED)
+                                                    : IOLOOM_FD_UNTRACKED;
+    m->fd = fd;
+    m->unseekable = index == IOLOOM_FD_UNSEEKABLE;
+    m->d = index > 0 ? &ioloom_descriptions[index] : NULL;
+    if (!m->d) return;
+    m->threads = !__libc_single_threaded;
+    m->seen = m->threads ? __atomic_fetch_add(&m->d->calls, IOLOOM_CALL_TICKET | 1, __ATOMIC_ACQ_REL)
+                         : __atomic_load_n(&m->d->calls, __ATOMIC_RELAXED);
+}
+
+/* The kernel's (or the layer below's) answer: where a call that moved `moved` bytes started. */
+static inline int64_t ioloom_position_asked(int fd, int64_t moved) {
+    int64_t now = IOLOOM_NEXT(lseek)(fd, 0, SEEK_CUR);
+    return now < 0 ? IOLOOM_POSITION_UNKNOWN : moved > 0 ? now - moved : now;
+}
+
+/* Was the call alone on its description from start to now (no other call started, none in flight)? */
+static inline int ioloom_move_alone(const struct ioloom_move *m) {
+    uint64_t now = __atomic_load_n(&m->d->calls, __ATOMIC_ACQUIRE);
+    return m->threads ? (m->seen & IOLOOM_CALLS_IN_FLIGHT) == 0 && now == m->seen + IOLOOM_CALL_TICKET + 1
+                      : now == m->seen;
+}
+
+/* Ends the call, leaving the position at `after` if the call was alone (else unknown: the next call asks). */
+static inline void ioloom_move_end(struct ioloom_move *m, int alone, int64_t after) {
+    struct ioloom_description *d = m->d;
+    __atomic_store_n(&d->position, alone ? after : IOLOOM_POSITION_UNKNOWN, __ATOMIC_RELAXED);
+    if (!m->threads) return;
+    uint64_t expected = m->seen + IOLOOM_CALL_TICKET + 1;
+    /* Invariant: a known position was stored by a call that nobody overlapped up to its end; a call that
+     * started after our check makes the exchange fail, and its own end stores unknown too. */
+    if (alone && __atomic_compare_exchange_n(&d->calls, &expected, expected - 1, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+        return;
+    __atomic_store_n(&d->position, IOLOOM_POSITION_UNKNOWN, __ATOMIC_RELAXED);
+    __atomic_fetch_sub(&d->calls, 1, __ATOMIC_RELEASE);
+}
+
+/* How a call moves the position: reading, writing (at the end of file with O_APPEND), or writing at the end of
+ * file whatever the descriptor's flags (pwritev2's RWF_APPEND). */
+enum { IOLOOM_READS, IOLOOM_WRITES, IOLOOM_APPENDS };
+
+/* After a call that started at the current position and moved `moved` bytes (< 0: failed, no move) the way
+ * `how` says. Returns where it took place. */
+static inline int64_t ioloom_move_by(struct ioloom_move *m, int64_t moved, int how) {
+    if (IOLOOM_UNLIKELY(!m->d)) return m->unseekable ? IOLOOM_POSITION_UNKNOWN : ioloom_position_asked(m->fd, moved);
+    struct ioloom_description *d = m->d;
+    int alone = ioloom_move_alone(m);
+    int64_t before = __atomic_load_n(&d->position, __ATOMIC_RELAXED);
+    int at_end = how == IOLOOM_APPENDS || (how == IOLOOM_WRITES && d->append);
+    int trusted = alone && d->epoch == ioloom_spawn_epoch && !at_end;
+    if (IOLOOM_UNLIKELY(!trusted || before < 0)) before = ioloom_position_asked(m->fd, moved);
+    ioloom_move_end(m, alone && before >= 0, before >= 0 && moved > 0 ? before + moved : before);
+    return before;
+}
+
+/* After lseek: the position is its result `at` (< 0: it failed and moved nothing). */
+static inline void ioloom_move_to(struct ioloom_move *m, int64_t at) {
+    if (!m->d) return;
+    int alone = ioloom_move_alone(m);
+    int64_t kept = at >= 0 ? at : __atomic_load_n(&m->d->position, __ATOMIC_RELAXED);
+    ioloom_move_end(m, alone, kept);
+}
+
+#endif

@@ -1,0 +1,97 @@
+"""Offsets of calls at the current position (read, write, their vector forms, sendfile, copy_file_range, lseek),
+which the tracer follows per open file description instead of asking the kernel on every call: compared with
+the kernel's own answers over seeded random call sequences with dup'ed descriptors, fresh and O_APPEND opens, a
+fork (both processes keep using the descriptions they share) and threads; and with logfs underneath, whose
+lseek answers for its containers."""
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from ioloom import paths
+from ioloom.logfs import preload
+from ioloom.trace import open_trace
+from test_trace_native import compile_program, shimmed_env, traced_env
+
+AT_POSITION = {"read", "__read_chk", "write", "readv", "writev", "preadv2", "pwritev2", "lseek", "copy_file_range", "sendfile"}
+
+
+def logged(prefix: Path) -> pd.DataFrame:
+    """The program's own record: per process and thread, each call's descriptor and where it took place."""
+    frames = []
+    for log in prefix.parent.glob(prefix.name + ".*"):
+        part = pd.read_csv(log, sep=" ", names=["tid", "op", "fd", "offset"])
+        part["pid"] = int(log.suffix[1:])
+        frames.append(part)
+    return pd.concat(frames, ignore_index=True)
+
+
+def traced(trace_dir: Path, data: Path) -> pd.DataFrame:
+    trace = open_trace(trace_dir)
+    assert trace.problems == [], trace.problems
+    files = trace.files.to_pandas()
+    ids = files[files["path"] == str(data)]["file_id"].tolist()
+    events = trace.events().to_pandas().astype({"op": str})
+    events = events[events["file_id"].isin(ids) & events["op"].isin(AT_POSITION)].sort_values(["pid", "tid", "t_start"],
+                                                                                            kind="stable")
+    events["op"] = events["op"].replace({"sendfile": "copy", "copy_file_range": "copy", "__read_chk": "read"})
+    return events.rename(columns={"handle": "fd"})
+
+
+def compare(trace_dir: Path, data: Path, prefix: Path) -> int:
+    """Asserts the trace's offsets equal the program's, call by call, thread by thread; returns the calls."""
+    expected, got = logged(prefix), traced(trace_dir, data)
+    assert sorted(expected.groupby(["pid", "tid"]).groups) == sorted(got.groupby(["pid", "tid"]).groups)
+    for key, want in expected.groupby(["pid", "tid"], sort=False):
+        have = got[(got["pid"] == key[0]) & (got["tid"] == key[1])]
+        want_rows = list(want[["op", "fd", "offset"]].itertuples(index=False, name=None))
+        have_rows = list(have[["op", "fd", "offset"]].itertuples(index=False, name=None))
+        mismatch = next((i for i, (a, b) in enumerate(zip(want_rows, have_rows)) if a != b), None)
+        assert mismatch is None and len(want_rows) == len(have_rows), (
+            f"pid {key[0]} tid {key[1]}: call {mismatch}: the program saw {want_rows[mismatch:mismatch + 3]}, "
+            f"the trace says {have_rows[mismatch:mismatch + 3]}" if mismatch is not None else "lengths differ")
+    return len(expected)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
+def test_tracked_offsets_equal_the_kernels_answers(tmp_path, seed):
+    exe = compile_program("trace_positions.c", "-ldl")
+    data, prefix = tmp_path / "pos.dat", tmp_path / "log"
+    subprocess.run([str(exe), str(data), str(seed), "900", str(prefix)], check=True, timeout=120,
+                   env=traced_env(tmp_path / "trace"))
+    assert compare(tmp_path / "trace", data, prefix) > 500
+
+
+def test_tracked_offsets_equal_logfs_answers(tmp_path):
+    """With logfs below the tracer, positions are logical offsets in the container, which only logfs's lseek
+    knows (the kernel sees the container's directory)."""
+    mount = tmp_path / "mnt"
+    mount.mkdir()
+    exe = compile_program("trace_positions.c", "-ldl")
+    data, prefix = mount / "pos.dat", tmp_path / "log"
+    env = traced_env(tmp_path / "trace", LSEEK_FROM=str(preload.library()),
+                     **preload.env({mount: []}, preload_first=str(paths.native_lib("ioloom-trace"))))
+    subprocess.run([str(exe), str(data), "5", "600", str(prefix)], check=True, timeout=120, env=env)
+    assert data.is_dir(), "the file is a container: logfs served it"
+    assert compare(tmp_path / "trace", data, prefix) > 300
+
+
+
+def test_sequential_reads_and_writes_ask_the_kernel_nothing(tmp_path):
+    """dd writing then reading a file of its own, 2000 blocks each: the tracer asks lseek (which a tool
+    preloaded after it would see) not once per call but not at all, and the offsets are still exact."""
+    data = tmp_path / "out"
+    counts = tmp_path / "shim"
+    env = {**shimmed_env(tmp_path / "trace"), "SHIM_COUNTS": str(counts)}
+    subprocess.run(["sh", "-c", f"dd if=/dev/zero of={data} bs=64 count=2000 && dd if={data} of=/dev/null bs=64"],
+                   env=env, capture_output=True, timeout=60, check=True)
+    lines = counts.read_text().splitlines()
+    asked = sum(int(line.split()[2]) for line in lines if line.endswith(" lseek"))
+    assert len(lines) >= 4 and asked <= 2, lines  # both dd (and sh when it does not exec the last)
+    events = traced(tmp_path / "trace", data)
+    for op in ("write", "read"):
+        moves = events[(events["op"] == op) & (events["offset"] >= 0)]
+        assert moves["offset"].tolist() == [64 * i for i in range(len(moves))] and len(moves) >= 2000
