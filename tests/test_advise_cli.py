@@ -68,7 +68,7 @@ def test_interference_dedicated_core_energy_json():
 
 @pytest.mark.parametrize("args,message", [
     (["ost-load", "--targets", "100", "--stripes", "160"], "more targets than exist"),
-    (["interference", "--job-counts", "2:1", "--mu", "1.5"], "mean_io_fraction must be a probability"),
+    (["interference", "--job-counts", "2:1", "--mu", "1.5"], "Invalid value for '--mu'"),
     (["striping", "--targets", "480", "--writers", "4", "--bytes-per-writer", "lots", "--request-size", "1M"],
      "--bytes-per-writer"),
     (["striping", "--targets", "480"], "--writers"),

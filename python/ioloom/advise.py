@@ -64,10 +64,10 @@ def _table(title: str, columns: list[str], rows) -> Table:
 
 
 @app.command("ost-load")
-def ost_load(targets: int = typer.Option(..., help="Storage targets (OSTs) in the file system, D_total."),
-             stripes: list[int] = typer.Option(..., help="Stripe count of each job (repeat per job, or give one "
+def ost_load(targets: int = typer.Option(..., min=1, help="Storage targets (OSTs) in the file system, D_total."),
+             stripes: list[int] = typer.Option(..., min=1, help="Stripe count of each job (repeat per job, or give one "
                                                           "with --jobs)."),
-             jobs: Optional[int] = typer.Option(None, help="Number of jobs that all request the one --stripes."),
+             jobs: Optional[int] = typer.Option(None, min=1, help="Number of jobs that all request the one --stripes."),
              as_json: bool = JSON) -> None:
     """Targets in use, requested and their mean load as jobs start (Wright Eqs. 6.1-6.4), how many targets
     exactly k jobs share, and the expected load of the busiest target."""
@@ -95,11 +95,11 @@ def ost_load(targets: int = typer.Option(..., help="Storage targets (OSTs) in th
 
 
 @app.command("plfs")
-def plfs(targets: int = typer.Option(..., help="Storage targets, D_total."),
-         ranks: list[int] = typer.Option(..., help="Rank counts to evaluate (repeatable)."),
-         files_per_rank: int = typer.Option(1, help="Data files each rank creates."),
-         stripes_per_file: int = typer.Option(2, help="Stripes per file (Lustre default in Wright: 2)."),
-         load: float = typer.Option(3.0, help="Load whose crossing (the tipping point) to find."),
+def plfs(targets: int = typer.Option(..., min=1, help="Storage targets, D_total."),
+         ranks: list[int] = typer.Option(..., min=1, help="Rank counts to evaluate (repeatable)."),
+         files_per_rank: int = typer.Option(1, min=1, help="Data files each rank creates."),
+         stripes_per_file: int = typer.Option(2, min=1, help="Stripes per file (Lustre default in Wright: 2)."),
+         load: float = typer.Option(3.0, min=0.0, help="Load whose crossing (the tipping point) to find."),
          as_json: bool = JSON) -> None:
     """Mean target load of PLFS's per-rank files (Wright Eqs. 6.5-6.6) and the rank count past a given load."""
     from ioloom import models
@@ -119,15 +119,15 @@ def plfs(targets: int = typer.Option(..., help="Storage targets, D_total."),
 
 
 @app.command("striping")
-def striping(targets: int = typer.Option(..., help="Storage targets, D_total."),
-             writers: Optional[int] = typer.Option(None, help="Writing processes."),
+def striping(targets: int = typer.Option(..., min=1, help="Storage targets, D_total."),
+             writers: Optional[int] = typer.Option(None, min=1, help="Writing processes."),
              bytes_per_writer: Optional[str] = typer.Option(None, help="Bytes each writer writes, e.g. 256MiB."),
              request_size: Optional[str] = typer.Option(None, help="Size of each write request, e.g. 1MiB."),
              layout: str = typer.Option("shared", help="shared (one file) or per-process (a file per writer)."),
              strided: bool = typer.Option(False, help="Writers interleave blocks in the shared file."),
-             jobs: int = typer.Option(1, help="Jobs like this one writing at the same time."),
-             nodes: Optional[int] = typer.Option(None, help="Compute nodes (for cb_nodes); default: writers."),
-             max_load: float = typer.Option(1.25, help="Highest acceptable mean target load (Eq. 6.4)."),
+             jobs: int = typer.Option(1, min=1, help="Jobs like this one writing at the same time."),
+             nodes: Optional[int] = typer.Option(None, min=1, help="Compute nodes (for cb_nodes); default: writers."),
+             max_load: float = typer.Option(1.25, min=0.0, help="Highest acceptable mean target load (Eq. 6.4)."),
              trace: Optional[Path] = TRACE, as_json: bool = JSON) -> None:
     """Stripe count and size, ROMIO hints, whether a log layer helps, and Wan's chunk plan, each with why."""
     from ioloom import models
@@ -167,13 +167,13 @@ def interference(job_counts: Optional[str] = typer.Option(None, help="Distributi
                                                                      "n:P(X=n) pairs, e.g. '1:0.2,2:0.5,3:0.3'."),
                  swf: Optional[Path] = typer.Option(None, help="Or: a Standard Workload Format job log to take "
                                                                 "P(X = n) from (time-weighted)."),
-                 mu: Optional[float] = typer.Option(None, help="E(mu), mean fraction of time in I/O."),
-                 t_a: Optional[float] = typer.Option(None, help="I/O phase of A alone (s)."),
-                 t_b: Optional[float] = typer.Option(None, help="I/O phase of B alone (s)."),
-                 n_a: int = typer.Option(1, help="Cores of A (bandwidth share and machine time)."),
-                 n_b: int = typer.Option(1, help="Cores of B."),
+                 mu: Optional[float] = typer.Option(None, min=0.0, max=1.0, help="E(mu), mean fraction of time in I/O."),
+                 t_a: Optional[float] = typer.Option(None, min=0.0, help="I/O phase of A alone (s)."),
+                 t_b: Optional[float] = typer.Option(None, min=0.0, help="I/O phase of B alone (s)."),
+                 n_a: int = typer.Option(1, min=1, help="Cores of A (bandwidth share and machine time)."),
+                 n_b: int = typer.Option(1, min=1, help="Cores of B."),
                  dt: Optional[float] = typer.Option(None, help="B starts dt seconds after A (else: a Δ-graph)."),
-                 points: int = typer.Option(11, help="Points of the Δ-graph."),
+                 points: int = typer.Option(11, min=2, help="Points of the Δ-graph."),
                  as_json: bool = JSON) -> None:
     """P(two or more applications in I/O) (Dorier Eq. 6.2), the Δ-graph of two applications under
     proportional sharing, and CALCioM's choice by machine time wasted (Eq. 6.4)."""
@@ -209,11 +209,11 @@ def interference(job_counts: Optional[str] = typer.Option(None, help="Distributi
 
 
 @app.command("dedicated-core")
-def dedicated_core(compute: Optional[float] = typer.Option(None, help="Compute time C_std (s, per iteration "
+def dedicated_core(compute: Optional[float] = typer.Option(None, min=0.0, help="Compute time C_std (s, per iteration "
                                                                       "or whole run)."),
-                   write: Optional[float] = typer.Option(None, help="Write time W_std over the same span (s)."),
-                   cores_per_node: int = typer.Option(..., help="Cores per node, N."),
-                   write_dedicated: Optional[float] = typer.Option(None, help="Write time of the dedicated core "
+                   write: Optional[float] = typer.Option(None, min=0.0, help="Write time W_std over the same span (s)."),
+                   cores_per_node: int = typer.Option(..., min=2, help="Cores per node, N."),
+                   write_dedicated: Optional[float] = typer.Option(None, min=0.0, help="Write time of the dedicated core "
                                                                               "W_ded (default: W_std)."),
                    trace: Optional[Path] = TRACE, as_json: bool = JSON) -> None:
     """Whether one dedicated I/O core per node pays off (Damaris, Dorier Eq. 3.2) and the expected gain."""
@@ -239,17 +239,17 @@ def dedicated_core(compute: Optional[float] = typer.Option(None, help="Compute t
 
 
 @app.command("energy")
-def energy(t_base: float = typer.Option(..., help="Time of one iteration on one core of one node (s)."),
-           iterations: int = typer.Option(..., help="Iterations, n_iter."),
-           cores_per_node: int = typer.Option(..., help="Cores per node."),
-           nodes: int = typer.Option(..., help="Nodes in the allocation."),
-           p_max: float = typer.Option(..., help="Power of a computing node (W)."),
-           p_idle: float = typer.Option(..., help="Power of an idle node (W)."),
-           io_time: float = typer.Option(0.0, help="Total time in I/O phases under time partitioning (s)."),
-           dedicated_cores: int = typer.Option(1, help="Dedicated cores per node."),
-           dedicated_nodes: int = typer.Option(1, help="Dedicated nodes."),
-           s_core: float = typer.Option(1.0, help="Scaling efficiency across cores, s_core in (0, 1]."),
-           s_node: float = typer.Option(1.0, help="Scaling efficiency across nodes, s_node in (0, 1]."),
+def energy(t_base: float = typer.Option(..., min=0.0, help="Time of one iteration on one core of one node (s)."),
+           iterations: int = typer.Option(..., min=1, help="Iterations, n_iter."),
+           cores_per_node: int = typer.Option(..., min=1, help="Cores per node."),
+           nodes: int = typer.Option(..., min=1, help="Nodes in the allocation."),
+           p_max: float = typer.Option(..., min=0.0, help="Power of a computing node (W)."),
+           p_idle: float = typer.Option(..., min=0.0, help="Power of an idle node (W)."),
+           io_time: float = typer.Option(0.0, min=0.0, help="Total time in I/O phases under time partitioning (s)."),
+           dedicated_cores: int = typer.Option(1, min=1, help="Dedicated cores per node."),
+           dedicated_nodes: int = typer.Option(1, min=1, help="Dedicated nodes."),
+           s_core: float = typer.Option(1.0, min=0.0, max=1.0, help="Scaling efficiency across cores, s_core in (0, 1]."),
+           s_node: float = typer.Option(1.0, min=0.0, max=1.0, help="Scaling efficiency across nodes, s_node in (0, 1]."),
            as_json: bool = JSON) -> None:
     """Run time, power and energy (Dorier Eqs. 5.1-5.4) for time partitioning, dedicated cores, dedicated nodes."""
     from ioloom import models
@@ -279,8 +279,8 @@ def _pairs(name: str, text: str) -> dict[int, float]:
 
 
 def _trace_events(path: Path):
-    from ioloom import open_trace
-    return open_trace(path).ops_named()
+    from ioloom.stats_cli import load_or_exit
+    return load_or_exit(path).ops_named()
 
 
 def _trace_pattern(path: Path):

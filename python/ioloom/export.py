@@ -100,13 +100,9 @@ def command(trace: Path = typer.Argument(..., help="Trace directory (ioloom run 
                                         help="Output file (perfetto) or directory (parquet, csv); "
                                              "default: next to the trace.")) -> None:
     """Export a trace: Perfetto/Chrome trace JSON, or Parquet/CSV tables of events and files."""
-    from ioloom.analysis import load
+    from ioloom.stats_cli import load_or_exit
 
-    try:
-        loaded = load(trace)
-    except (FileNotFoundError, ValueError) as err:
-        typer.echo(f"ioloom: {err}", err=True)
-        raise typer.Exit(2)
+    loaded = load_or_exit(trace)
     if fmt is Format.perfetto:
         written = perfetto(loaded, output or trace.with_name(trace.name + ".perfetto.json"))
     else:

@@ -66,12 +66,17 @@ def implementations() -> list[MpiImpl]:
     return found
 
 
+class MpiNotFound(LookupError):
+    """The MPI implementation asked for is not installed."""
+
+
 def by_name(name: str) -> MpiImpl:
     for impl in implementations():
         if impl.name == name:
             return impl
     known = ", ".join(i.name for i in implementations()) or "none"
-    raise LookupError(f"MPI implementation {name!r} is not installed here (found: {known})")
+    raise MpiNotFound(f"MPI implementation {name!r} is not installed here (found: {known}); name one of those, or "
+                      "run `make build` to install both")
 
 
 def launcher_impl(program: str) -> MpiImpl | None:

@@ -6,13 +6,13 @@ from pathlib import Path
 
 import typer
 
-from ioloom.stats_cli import SCHEDULER_HELP, STRIPE_HELP, analyse_or_exit
+from ioloom.stats_cli import SCHEDULER_HELP, STRIPE_OPTION, analyse_or_exit
 
 
 def command(trace: Path = typer.Argument(..., help="Trace directory (ioloom run -o DIR) or a .darshan log."),
             output: Path = typer.Option(Path("report.html"), "-o", "--output", help="HTML file to write."),
             findings_json: Path = typer.Option(None, "--json", help="Also write the findings as JSON here."),
-            stripe_size: int = typer.Option(1 << 20, "--stripe-size", help=STRIPE_HELP),
+            stripe_size: int = STRIPE_OPTION,
             scheduler: str = typer.Option(None, "--scheduler", help=SCHEDULER_HELP)) -> None:
     """Write one HTML file (works offline) with the bandwidths, timelines, access maps and findings."""
     from ioloom import report

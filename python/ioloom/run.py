@@ -42,7 +42,10 @@ def output_dir(requested: Path | None) -> Path:
         fail(f"{out} is a file; give a directory for the trace with -o")
     if out.is_dir() and any(out.glob("*.ioloom")):
         fail(f"{out} already holds a trace; give another directory with -o (or remove the old trace first)")
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        fail(f"cannot create the trace directory {out}: {err.strerror}; give a directory you can write with -o")
     return out
 
 

@@ -6,19 +6,42 @@ from pathlib import Path
 
 import typer
 
-STRIPE_HELP = "Stripe size in bytes that requests are checked against (misalignment)."
+STRIPE_OPTION = typer.Option(1 << 20, "--stripe-size", min=1,
+                             help="Stripe size in bytes that requests are checked against (misalignment).")
 SCHEDULER_HELP = "Run the analysis map on this Dask scheduler (tcp://host:port) instead of local processes."
+
+
+def _fail(message: str) -> None:
+    typer.echo(f"ioloom: {message}", err=True)
+    raise typer.Exit(2)
+
+
+def load_or_exit(trace: Path):
+    """The trace, or a one-line error that says what to do when nothing in it can be read (a missing path, a file
+    that is not a trace, a stream of a format version this ioloom does not read): never an empty result."""
+    from ioloom.analysis import load
+
+    try:
+        loaded = load(trace)
+    except (FileNotFoundError, ValueError) as err:
+        _fail(str(err))
+    if not loaded.streams:
+        why = "; ".join(loaded.problems[:2]) + (f" (and {len(loaded.problems) - 2} more)"
+                                                 if len(loaded.problems) > 2 else "")
+        _fail(f"{trace}: no readable trace stream ({why or 'no events'}); give the directory `ioloom run -o DIR` "
+              "wrote, or trace the program again")
+    return loaded
 
 
 def analyse_or_exit(trace: Path, stripe_size: int, scheduler: str | None):
     """Analyse, turning a missing or unreadable input into a one-line error that says what to do."""
     from ioloom.analysis import Options, analyse
 
+    loaded = load_or_exit(trace)
     try:
-        return analyse(trace, Options(stripe_size=stripe_size), scheduler=scheduler)
-    except (FileNotFoundError, ConnectionError, ValueError) as err:
-        typer.echo(f"ioloom: {err}", err=True)
-        raise typer.Exit(2)
+        return analyse(loaded, Options(stripe_size=stripe_size), scheduler=scheduler)
+    except (ConnectionError, ValueError) as err:
+        _fail(str(err))
 
 
 def _fmt(value) -> str:
@@ -90,7 +113,7 @@ def _print(result: dict) -> None:
 
 def command(trace: Path = typer.Argument(..., help="Trace directory (ioloom run -o DIR) or a .darshan log."),
             as_json: bool = typer.Option(False, "--json", help="Print the full result as JSON."),
-            stripe_size: int = typer.Option(1 << 20, "--stripe-size", help=STRIPE_HELP),
+            stripe_size: int = STRIPE_OPTION,
             scheduler: str = typer.Option(None, "--scheduler", help=SCHEDULER_HELP)) -> None:
     """Metrics of a trace: bytes, operations and time per layer, file and rank; bandwidths; patterns; findings."""
     result = analyse_or_exit(trace, stripe_size, scheduler).to_json()

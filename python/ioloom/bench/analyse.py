@@ -98,8 +98,8 @@ def _line(name: str, seconds: float, peak: int, events: int) -> str:
 
 
 @app.command("analyse")
-def analyse_command(events: int = typer.Option(10_000_000, "--events", help="Events in the generated trace."),
-                    ranks: int = typer.Option(2, "--ranks", help="MPI ranks writing the trace."),
+def analyse_command(events: int = typer.Option(10_000_000, "--events", min=1, help="Events in the generated trace."),
+                    ranks: int = typer.Option(2, "--ranks", min=1, help="MPI ranks writing the trace."),
                     impl: str = typer.Option(None, "--mpi", help="openmpi or mpich (default: MPICH when present)."),
                     trace: Path = typer.Option(None, "--trace", help="Time this existing trace instead."),
                     keep: bool = typer.Option(False, "--keep", help="Keep the generated trace."),

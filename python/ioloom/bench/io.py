@@ -46,7 +46,7 @@ def _impl(impl: str | mpi.MpiImpl | None, args: list[str] = ()) -> mpi.MpiImpl:
     if impl is None:
         found = mpi.implementations()
         if not found:
-            raise LookupError("no MPI implementation found: run `make build` (it installs Open MPI and MPICH)")
+            raise mpi.MpiNotFound("no MPI implementation found: run `make build` (it installs Open MPI and MPICH)")
         return next((i for i in found if i.name == "mpich"), found[0]) if needs_hdf5(args) else found[0]
     return mpi.by_name(impl)
 
@@ -234,7 +234,7 @@ def print_result(result: dict, per_rank: bool = False, console: Console | None =
 def io_command(ctx: typer.Context,
                mpi_name: str = typer.Option(None, "--mpi", help="openmpi or mpich (default: the first found; "
                                             "mpich when HDF5 is asked for)."),
-               nranks: int = typer.Option(4, "-n", "--ranks", help="MPI ranks."),
+               nranks: int = typer.Option(4, "-n", "--ranks", min=1, help="MPI ranks."),
                json_out: bool = typer.Option(False, "--json", help="Print the program's JSON document."),
                per_rank: bool = typer.Option(False, "--per-rank", help="Also show every rank's figures."),
                restart: bool = typer.Option(False, "--restart-read",

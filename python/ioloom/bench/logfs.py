@@ -155,23 +155,35 @@ def _table(result: dict) -> Table:
     return table
 
 
+def _rank_counts(text: str) -> list[int]:
+    """--ranks as a list of counts >= 1, or refused with the option's name."""
+    try:
+        counts = [int(r) for r in text.split(",")]
+    except ValueError:
+        counts = []
+    if not counts or min(counts) < 1:
+        raise typer.BadParameter(f"{text!r}: give rank counts >= 1 separated by commas, e.g. 1,2,4")
+    return counts
+
+
 @app.command("logfs")
 def logfs_command(
         mpi_name: str = typer.Option(None, "--mpi", help="openmpi or mpich (default: the first found)."),
-        ranks: str = typer.Option("1,2,4", help="Rank counts to try, comma-separated."),
+        ranks: str = typer.Option("1,2,4", callback=_rank_counts,
+                                  help="Rank counts to try, comma-separated."),
         api: str = typer.Option("posix", help="posix or mpiio (collective)."),
         block: str = typer.Option("1m", "-b", help="Block per rank per segment."),
         transfer: str = typer.Option("64k", "-t", help="Bytes per data call."),
-        segments: int = typer.Option(64, "-s", help="Segments (strided: one block of every rank each)."),
+        segments: int = typer.Option(64, "-s", min=1, help="Segments (strided: one block of every rank each)."),
         fsync: bool = typer.Option(True, "--fsync/--no-fsync", help="fsync before close (-e)."),
-        reps: int = typer.Option(5, help="Runs of each configuration; the best counts (a run is ~0.1 s: a shared "
+        reps: int = typer.Option(5, min=1, help="Runs of each configuration; the best counts (a run is ~0.1 s: a shared "
                                          "machine's hiccups need several)."),
         directory: Path = typer.Option(Path(tempfile.gettempdir()), "--dir", help="Where the files go."),
         json_out: bool = typer.Option(False, "--json", help="Print the figures as JSON.")) -> None:
     """N-1 strided through logfs vs N-1 strided and N-N direct: E, speed-up, read-back, pass-through cost."""
     if not directory.is_dir():
         raise typer.BadParameter(f"{directory} is not a directory; give --dir an existing, writable one")
-    result = measure(mpi_name, [int(r) for r in ranks.split(",")], api, block, transfer, segments, fsync, reps,
+    result = measure(mpi_name, ranks, api, block, transfer, segments, fsync, reps,
                      directory)
     if json_out:
         print(json.dumps(result, indent=1))

@@ -1,13 +1,14 @@
 """`ioloom container ls|stat|cat|flatten|check|recover|rm`: look at and repair logfs containers."""
 from __future__ import annotations
 
-import errno
 import functools
 import json
 import sys
 from pathlib import Path
 
 import typer
+
+from ioloom.errors import NO_SPACE
 
 app = typer.Typer(help="Inspect, flatten, check and repair logfs containers (a logical file stored as logs + index).",
                   no_args_is_help=True)
@@ -16,9 +17,6 @@ app = typer.Typer(help="Inspect, flatten, check and repair logfs containers (a l
 def _fail(message: str) -> None:
     print(f"ioloom container: {message}", file=sys.stderr)
     raise typer.Exit(2)
-
-
-NO_SPACE = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
 
 def _problem(err: Exception) -> str:
@@ -143,13 +141,20 @@ def recover(path: str) -> None:
     print(f"{path}: {stats['records']} records from {stats['logs']} logs re-indexed into {stats['entries']} entries")
 
 
+def _fanout(text: str) -> str:
+    """--fanout as IOLOOM_LOGFS_FANOUT takes it (docs/logfs-format.md), or refused with the option's name."""
+    if text not in ("rank", "node") and not (text.isdigit() and int(text) >= 1):
+        raise typer.BadParameter(f"{text!r}: give rank, node, or a number of ranks >= 1 per log")
+    return text
+
+
 @_command("run", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def run(ctx: typer.Context,
         mounts: list[Path] = typer.Option(..., "--mount", "-m", help="A directory whose new files become containers "
                                           "(repeatable)."),
         backends: list[Path] = typer.Option([], "--backend", "-b", help="An extra backend directory for the logs "
                                             "of every mount (repeatable)."),
-        fanout: str = typer.Option("rank", help="Writers per log: rank, node, or a number of ranks."),
+        fanout: str = typer.Option("rank", callback=_fanout, help="Writers per log: rank, node, or a number of ranks."),
         pack: bool = typer.Option(False, help="Pack a directory's new files into one container (1-N).")) -> None:
     """Run a command (e.g. an mpiexec line) over logfs: `ioloom container run -m /scratch/lfs -- mpiexec -n 4 ./app`."""
     import os

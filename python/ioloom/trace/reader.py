@@ -269,6 +269,9 @@ def _stream_paths(path: Path) -> list[Path]:
 def _stream_problems(stream: StreamFile) -> list[str]:
     problems = list(stream.problems)
     name = stream.path.name
+    if not stream.info and not len(stream.chunks) and not problems:
+        problems.append(f"{name}: nothing after its header (cut short, or its process was killed before its first "
+                        "flush); skipped")
     if stream.info and stream.info.get("clean_exit") != "1" and stream.info.get("ended_by_exec") != "1":
         problems.append(f"{name}: the process did not finish normally (killed, or still running): its events are "
                         f"read up to its last flush")
