@@ -95,3 +95,28 @@ def test_sequential_reads_and_writes_ask_the_kernel_nothing(tmp_path):
     for op in ("write", "read"):
         moves = events[(events["op"] == op) & (events["offset"] >= 0)]
         assert moves["offset"].tolist() == [64 * i for i in range(len(moves))] and len(moves) >= 2000
+
+
+STDIO_DATA = {"fprintf", "fwrite", "fputs", "fputc", "fread", "fgets", "getc", "fgetc"}
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_stream_offsets_equal_ftell_through_flushes_and_inline_calls(tmp_path, seed):
+    """fprintf, fwrite, fputs, fputc, fread, fgets, getc, fgetc on one stream, with fflush (of the stream and of
+    all streams), glibc's inline putc_unlocked/getc_unlocked (crossing buffer ends), ungetc and fscanf between
+    them: every recorded call's offset is where libc's ftello says the stream stood."""
+    exe = compile_program("trace_stdio_positions.c", "-ldl")
+    data, log = tmp_path / "stream.dat", tmp_path / "log"
+    subprocess.run([str(exe), str(data), str(seed), "3000", str(log)], check=True, timeout=120,
+                   env=traced_env(tmp_path / "trace"))
+    want = [(call, int(offset)) for call, offset in (line.split() for line in log.read_text().splitlines())]
+    trace = open_trace(tmp_path / "trace")
+    files = trace.files.to_pandas()
+    ids = files[files["path"] == str(data)]["file_id"].tolist()
+    events = trace.events().to_pandas().astype({"op": str})
+    events = events[events["file_id"].isin(ids) & (events["layer"] == "stdio")].sort_values("t_start", kind="stable")
+    events["op"] = events["op"].str.removeprefix("__").str.removesuffix("_chk")
+    have = [(op, int(offset)) for op, offset in events[events["op"].isin(STDIO_DATA)][["op", "offset"]].values]
+    assert len(want) > 1000 and len(have) == len(want)
+    mismatch = next((i for i, (a, b) in enumerate(zip(want, have)) if a != b), None)
+    assert mismatch is None, f"call {mismatch}: ftello said {want[mismatch:mismatch + 3]}, the trace {have[mismatch:mismatch + 3]}"

@@ -1,5 +1,6 @@
 /* POSIX wrappers: descriptors, data movement, metadata. One event per call; see docs/trace-format.md for what
  * offset, req_bytes, ret_bytes and aux mean for each operation. */
+#include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -336,6 +337,43 @@ IOLOOM_EXPORT ssize_t copy_file_range(int in, off64_t *in_off, int out, off64_t 
     }
 WRAP_SENDFILE(sendfile, SENDFILE, off_t)
 WRAP_SENDFILE(sendfile64, SENDFILE64, off64_t)
+
+/* ---- libc calls that move a descriptor's position inside libc, unseen: the next traced call asks ---- */
+
+IOLOOM_EXPORT int vdprintf(int fd, const char *fmt, va_list ap) {
+    return (int)passed_through(fd, IOLOOM_NEXT(vdprintf)(fd, fmt, ap));
+}
+int __vdprintf_chk(int fd, int flag, const char *fmt, va_list ap);
+IOLOOM_EXPORT int __vdprintf_chk(int fd, int flag, const char *fmt, va_list ap) {
+    return (int)passed_through(fd, IOLOOM_NEXT(__vdprintf_chk)(fd, flag, fmt, ap));
+}
+IOLOOM_EXPORT int dprintf(int fd, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int r = vdprintf(fd, fmt, ap);
+    va_end(ap);
+    return r;
+}
+int __dprintf_chk(int fd, int flag, const char *fmt, ...);
+IOLOOM_EXPORT int __dprintf_chk(int fd, int flag, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int r = __vdprintf_chk(fd, flag, fmt, ap);
+    va_end(ap);
+    return r;
+}
+
+IOLOOM_EXPORT ssize_t splice(int in, loff_t *in_off, int out, loff_t *out_off, size_t n, unsigned flags) {
+    ssize_t r = IOLOOM_NEXT(splice)(in, in_off, out, out_off, n, flags);
+    ioloom_fd_moved_unseen(in);
+    return passed_through(out, r);
+}
+
+/* A directory stream reads its descriptor from now on. */
+IOLOOM_EXPORT DIR *fdopendir(int fd) {
+    ioloom_fd_release(fd);
+    return IOLOOM_NEXT(fdopendir)(fd);
+}
 
 /* ---- memory maps of files (anonymous maps are memory, not I/O, and pass through) ----
  * mmap: offset = file offset, req_bytes = length, ret_bytes = length or -1, aux = prot | flags << 8.

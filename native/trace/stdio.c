@@ -3,10 +3,13 @@
  * are not seen as POSIX events: the stdio layer is what the program asked for. req_bytes are the bytes asked,
  * ret_bytes the bytes moved; offset is the stream's position before the call (see "stream positions"). */
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdio_ext.h>
 #include <string.h>
 #include <sys/single_threaded.h>
+#include <wchar.h>
 
 #include "key_table.h"
 #include "positions.h"
@@ -26,20 +29,29 @@ static void record_stream(struct ioloom_call *c, enum ioloom_op op, FILE *fp, in
  * Asking the stream (ftell) before every call would cost a lock and, while glibc does not know the file offset
  * (until the first seek), a system call. So the tracer follows each stream's position itself: it learns it
  * where it is certain (0 after fopen/freopen, the descriptor's position after fdopen, the result of ftell and of
- * every seek), and adds the bytes each traced call moved. Calls it does not see also move the position
- * (glibc's inline getc/putc macros, ungetc, scanf, the wide-character calls): it notices them because the
- * stream's buffer pointers are no longer where the last traced call left them, and from then on records -1
- * until the next seek, rewind or ftell. Append-mode streams are -1 (every write goes to the end of file).
- * Bookkeeping and the call run under the stream's own lock once the process has threads, so threads sharing a
- * stream get exact offsets. */
+ * every seek), adds the bytes each traced call moved, and keeps the buffer pointers the last call left. Between
+ * traced calls the program may move the stream unseen:
+ *  - glibc's inline getc_unlocked/putc_unlocked move the buffer's read or write pointer forward inside the same
+ *    buffer: the position moved by as much (and when the buffer runs out they call __uflow/__overflow, which
+ *    are followed here);
+ *  - fflush and fflush(NULL) empty the buffer without moving the position: followed;
+ *  - ungetc, scanf, the wide-character calls, __fpurge, fsetpos move it by what the tracer does not count: they
+ *    mark the position lost.
+ * Whatever else changed the pointers (setvbuf, a call not listed) makes the next traced call ask the stream
+ * (ftello) once and follow on from its answer. After a fork or spawn, both processes may move a stream's file:
+ * the streams that existed then are asked on every call. Append-mode streams, and streams with no position
+ * (pipes, terminals), record -1. Bookkeeping and the call run under the stream's own lock once the process has
+ * threads, so threads sharing a stream get exact offsets. */
 
 #define MAX_STREAMS 1024 /* open at once; beyond it a stream's calls have offset -1 */
-#define UNKNOWN (-1)
-#define APPENDING (-2)   /* never known */
+#define UNKNOWN (-1)     /* ask at the next call */
+#define NO_POSITION (-2) /* append mode (every write goes to the end of file), or the stream cannot tell */
 
 struct stream_position {
-    int64_t at;                        /* the stream's position, UNKNOWN or APPENDING */
-    const char *read_ptr, *write_ptr;  /* the buffer pointers the last traced call left */
+    int64_t at;                       /* the stream's position, UNKNOWN or NO_POSITION */
+    const char *read_ptr, *read_end;  /* the buffer pointers the last followed call left */
+    const char *write_ptr, *write_base;
+    uint32_t epoch;                   /* ioloom_spawn_epoch when followed: an older stream is shared */
 };
 static struct stream_position positions[MAX_STREAMS];
 static struct key_table position_slots = KEY_TABLE(MAX_STREAMS);
@@ -58,18 +70,27 @@ static struct stream_position *position_of(const FILE *fp) {
 }
 
 static void left_at(FILE *fp, struct stream_position *p, int64_t at) {
-    p->at = p->at == APPENDING ? APPENDING : at;
+    p->at = p->at == NO_POSITION ? NO_POSITION : at;
     p->read_ptr = fp->_IO_read_ptr;
+    p->read_end = fp->_IO_read_end;
     p->write_ptr = fp->_IO_write_ptr;
+    p->write_base = fp->_IO_write_base;
 }
 
-/* What the stream's position is, as the stream itself says (ftell), or APPENDING. errno is kept. */
+/* The stream's own answer (ftello), NO_POSITION when it has none. errno is kept. */
+static int64_t stream_says(FILE *fp) {
+    int saved = errno;
+    int64_t at = IOLOOM_NEXT(ftello64)(fp);
+    errno = saved;
+    return at < 0 ? NO_POSITION : at;
+}
+
+/* As stream_says, and NO_POSITION in append mode: for a stream met for the first time. */
 static int64_t asked_position(FILE *fp) {
     int saved = errno;
     int flags = IOLOOM_NEXT(fcntl)(fp->_fileno, F_GETFL);
-    int64_t at = flags >= 0 && (flags & O_APPEND) ? APPENDING : IOLOOM_NEXT(ftello64)(fp);
     errno = saved;
-    return at < 0 && at != APPENDING ? UNKNOWN : at;
+    return flags >= 0 && (flags & O_APPEND) ? NO_POSITION : stream_says(fp);
 }
 
 /* Starts following fp (a stale entry for a reused FILE address is dropped) at position `at`; NULL when the
@@ -80,6 +101,7 @@ static struct stream_position *follow(FILE *fp, int64_t at) {
     long slot = key_table_reserve(&position_slots, stream_key(fp));
     if (slot < 0) return NULL;
     positions[slot].at = UNKNOWN;
+    positions[slot].epoch = ioloom_spawn_epoch;
     left_at(fp, &positions[slot], at);
     key_table_publish(&position_slots, slot);
     return &positions[slot];
@@ -96,12 +118,26 @@ static struct stream_position *followed(FILE *fp) {
     return IOLOOM_LIKELY(p != NULL) ? p : follow(fp, asked_position(fp));
 }
 
-/* The position before a data call, UNKNOWN if the tracer cannot be sure. Called with the stream locked. */
+/* How far inline getc_unlocked/putc_unlocked moved the stream since the last followed call: the same buffer,
+ * its read or write pointer further on; -1 when something else changed the buffer. */
+static int64_t moved_in_buffer(const struct stream_position *p, const FILE *fp) {
+    if (fp->_IO_read_end != p->read_end || fp->_IO_write_base != p->write_base || fp->_IO_read_ptr < p->read_ptr ||
+        fp->_IO_write_ptr < p->write_ptr)
+        return -1;
+    return (fp->_IO_read_ptr - p->read_ptr) + (fp->_IO_write_ptr - p->write_ptr);
+}
+
+/* The position before a data call, UNKNOWN if the stream cannot tell. Called with the stream locked. */
 static inline int64_t position_before(struct stream_position *p, FILE *fp) {
-    if (IOLOOM_UNLIKELY(!p)) return UNKNOWN;
-    if (p->read_ptr != fp->_IO_read_ptr || p->write_ptr != fp->_IO_write_ptr) /* moved where we did not see */
-        left_at(fp, p, UNKNOWN);
-    return p->at >= 0 ? p->at : UNKNOWN;
+    if (IOLOOM_UNLIKELY(!p) || p->at == NO_POSITION) return UNKNOWN;
+    int unmoved = p->read_ptr == fp->_IO_read_ptr && p->write_ptr == fp->_IO_write_ptr &&
+                  p->read_end == fp->_IO_read_end && p->write_base == fp->_IO_write_base;
+    if (IOLOOM_LIKELY(unmoved && p->at >= 0 && p->epoch == ioloom_spawn_epoch)) return p->at;
+    int64_t inline_moves = moved_in_buffer(p, fp);
+    int64_t at = p->at >= 0 && inline_moves >= 0 && p->epoch == ioloom_spawn_epoch ? p->at + inline_moves
+                                                                                     : stream_says(fp);
+    left_at(fp, p, at);
+    return at >= 0 ? at : UNKNOWN;
 }
 
 /* After a data call that started at `at` and moved `bytes` (-1: unknown). Called with the stream locked. */
@@ -156,6 +192,80 @@ static int64_t moved(size_t items, size_t size) { return (int64_t)(items * size)
 
 /* A character or line read returned EOF: 0 bytes at end of file, -1 on error. */
 static int64_t read_result(FILE *fp, int64_t bytes, int at_eof) { return !at_eof ? bytes : ferror(fp) ? -1 : 0; }
+
+/* ---- calls that move a stream without an event of their own ---- */
+
+/* __uflow and __overflow are what glibc's inline getc_unlocked/putc_unlocked call (through the PLT) when the
+ * buffer runs out: one character read or written, none at end of file or when __overflow is only asked to
+ * flush (EOF). Followed like a data call, not recorded: the inline calls around them are not seen either. */
+int __uflow(FILE *fp);
+int __overflow(FILE *fp, int ch);
+IOLOOM_EXPORT int __uflow(FILE *fp) {
+    STREAM_DATA(__uflow, (fp), fp, r == EOF && ferror(fp), read_result(fp, 1, r == EOF), ioloom_leave());
+}
+IOLOOM_EXPORT int __overflow(FILE *fp, int ch) {
+    STREAM_DATA(__overflow, (fp, ch), fp, r == EOF, r == EOF ? -1 : ch == EOF ? 0 : 1, ioloom_leave());
+}
+
+/* ungetc, scanf, the wide-character calls, fsetpos and __fpurge move a stream by what the tracer does not count:
+ * the next traced call asks the stream where it stands. errno is left as the call left it. The scanf family is
+ * followed in its C99 forms (__isoc99_*), which glibc's headers make every C99 or later program call. */
+static void position_lost(FILE *fp) {
+    int locked = lock_stream(fp);
+    struct stream_position *p = position_of(fp);
+    if (p && p->at >= 0) p->at = UNKNOWN;
+    unlock_stream(fp, locked);
+}
+
+#define WRAP_LOSES(ret, fn, params, args, fp)                                                              \
+    IOLOOM_EXPORT ret fn params {                                                                          \
+        ret r = IOLOOM_NEXT(fn) args;                                                                      \
+        position_lost(fp);                                                                                 \
+        return r;                                                                                          \
+    }
+WRAP_LOSES(int, ungetc, (int ch, FILE *fp), (ch, fp), fp)
+WRAP_LOSES(wint_t, ungetwc, (wint_t ch, FILE *fp), (ch, fp), fp)
+WRAP_LOSES(wint_t, fgetwc, (FILE *fp), (fp), fp)
+WRAP_LOSES(wint_t, getwc, (FILE *fp), (fp), fp)
+WRAP_LOSES(wint_t, fgetwc_unlocked, (FILE *fp), (fp), fp)
+WRAP_LOSES(wint_t, getwc_unlocked, (FILE *fp), (fp), fp)
+WRAP_LOSES(wint_t, fputwc, (wchar_t ch, FILE *fp), (ch, fp), fp)
+WRAP_LOSES(wint_t, putwc, (wchar_t ch, FILE *fp), (ch, fp), fp)
+WRAP_LOSES(wint_t, fputwc_unlocked, (wchar_t ch, FILE *fp), (ch, fp), fp)
+WRAP_LOSES(wint_t, putwc_unlocked, (wchar_t ch, FILE *fp), (ch, fp), fp)
+WRAP_LOSES(wchar_t *, fgetws, (wchar_t *s, int n, FILE *fp), (s, n, fp), fp)
+WRAP_LOSES(wchar_t *, fgetws_unlocked, (wchar_t *s, int n, FILE *fp), (s, n, fp), fp)
+WRAP_LOSES(int, fputws, (const wchar_t *s, FILE *fp), (s, fp), fp)
+WRAP_LOSES(int, fputws_unlocked, (const wchar_t *s, FILE *fp), (s, fp), fp)
+WRAP_LOSES(int, vfwprintf, (FILE *fp, const wchar_t *fmt, va_list ap), (fp, fmt, ap), fp)
+WRAP_LOSES(int, fsetpos, (FILE *fp, const fpos_t *pos), (fp, pos), fp)
+WRAP_LOSES(int, fsetpos64, (FILE *fp, const fpos64_t *pos), (fp, pos), fp)
+int __isoc99_vfscanf(FILE *fp, const char *fmt, va_list ap);
+WRAP_LOSES(int, __isoc99_vfscanf, (FILE *fp, const char *fmt, va_list ap), (fp, fmt, ap), fp)
+int __isoc99_vscanf(const char *fmt, va_list ap);
+WRAP_LOSES(int, __isoc99_vscanf, (const char *fmt, va_list ap), (fmt, ap), stdin)
+
+/* The variadic forms, through the next v-form (args: its arguments before the va_list). */
+#define WITH_AP(...) (__VA_ARGS__, ap)
+#define WRAP_LOSES_VARIADIC(fn, v_fn, params, args, fp)                                                    \
+    IOLOOM_EXPORT int fn params {                                                                          \
+        va_list ap;                                                                                        \
+        va_start(ap, fmt);                                                                                 \
+        int r = IOLOOM_NEXT(v_fn) WITH_AP args;                                                            \
+        va_end(ap);                                                                                        \
+        position_lost(fp);                                                                                 \
+        return r;                                                                                          \
+    }
+int __isoc99_fscanf(FILE *fp, const char *fmt, ...);
+int __isoc99_scanf(const char *fmt, ...);
+WRAP_LOSES_VARIADIC(__isoc99_fscanf, __isoc99_vfscanf, (FILE *fp, const char *fmt, ...), (fp, fmt), fp)
+WRAP_LOSES_VARIADIC(__isoc99_scanf, __isoc99_vscanf, (const char *fmt, ...), (fmt), stdin)
+WRAP_LOSES_VARIADIC(fwprintf, vfwprintf, (FILE *fp, const wchar_t *fmt, ...), (fp, fmt), fp)
+
+IOLOOM_EXPORT void __fpurge(FILE *fp) {
+    IOLOOM_NEXT(__fpurge)(fp);
+    position_lost(fp);
+}
 
 /* ---- open and close: aux = the mode as open(2) flags, ret = the descriptor ---- */
 
@@ -353,12 +463,18 @@ WRAP_GETCHAR(getchar_unlocked, GETCHAR_UNLOCKED)
 
 /* fgets: req_bytes = the room given (n - 1 characters), ret_bytes = the length of the line read. */
 static int64_t line_length(FILE *fp, const char *r) { return read_result(fp, r ? (int64_t)strlen(r) : 0, !r); }
+/* What fgets moved: the line's length when it ends in a newline or fills the room; otherwise (end of file, or a
+ * NUL byte read, which strlen cannot see past) unknown, and the next call asks. */
+static int64_t line_moved(FILE *fp, const char *r, int n) {
+    int64_t len = line_length(fp, r);
+    return r && len > 0 && (r[len - 1] == '\n' || len == n - 1) ? len : -1;
+}
 static void record_line(struct ioloom_call *c, enum ioloom_op op, FILE *fp, int64_t at, int n, const char *r) {
     record_stream(c, op, fp, at, n > 0 ? n - 1 : 0, line_length(fp, r), -1);
 }
 #define WRAP_FGETS(fn, opname)                                                                             \
     IOLOOM_EXPORT char *fn(char *s, int n, FILE *fp) {                                                     \
-        STREAM_DATA(fn, (s, n, fp), fp, !r && ferror(fp), line_length(fp, r),                             \
+        STREAM_DATA(fn, (s, n, fp), fp, !r && ferror(fp), line_moved(fp, r, n),                            \
                     record_line(&c, OP(opname), fp, at, n, r));                                            \
     }
 WRAP_FGETS(fgets, FGETS)
@@ -367,7 +483,7 @@ WRAP_FGETS(fgets_unlocked, FGETS_UNLOCKED)
 #define WRAP_FGETS_CHK(fn, opname)                                                                         \
     char *fn(char *s, size_t size, int n, FILE *fp);                                                       \
     IOLOOM_EXPORT char *fn(char *s, size_t size, int n, FILE *fp) {                                        \
-        STREAM_DATA(fn, (s, size, n, fp), fp, !r && ferror(fp), line_length(fp, r),                       \
+        STREAM_DATA(fn, (s, size, n, fp), fp, !r && ferror(fp), line_moved(fp, r, n),                      \
                     record_line(&c, OP(opname), fp, at, n, r));                                            \
     }
 WRAP_FGETS_CHK(__fgets_chk, U_FGETS_CHK)
@@ -423,10 +539,51 @@ IOLOOM_EXPORT void rewind(FILE *fp) {
     record_stream(&c, OP(REWIND), fp, 0, -1, 0, SEEK_SET);
 }
 
-/* fflush(NULL) flushes every stream: handle -1. */
+/* fflush empties the buffer and leaves the position where it was: what the pointers said before is kept with the
+ * pointers after. fflush(NULL) flushes every stream, so every followed stream is brought up to date around it
+ * (each under its own lock, one at a time); its event has handle -1. */
+static void around_flush(FILE *fp, int64_t *at, int after) {
+    int locked = lock_stream(fp);
+    struct stream_position *p = after ? position_of(fp) : followed(fp);
+    if (!after) *at = position_before(p, fp);
+    else position_after(p, fp, *at, 0);
+    unlock_stream(fp, locked);
+}
+
+/* Each followed stream's position before a flush of all (at[slot]), or its pointers after (after = 1). */
+static void around_flush_all(int64_t *at, int after) {
+    for (long slot = 0; slot < MAX_STREAMS; slot++)
+        if (__atomic_load_n(&position_slots.states[slot], __ATOMIC_ACQUIRE) == KEY_SLOT_USED)
+            around_flush((FILE *)(uintptr_t)position_slots.keys[slot], &at[slot], after);
+}
+
+static int flush_one(int (*next)(FILE *), FILE *fp) {
+    int64_t at = UNKNOWN;
+    around_flush(fp, &at, 0);
+    int r = next(fp);
+    around_flush(fp, &at, 1);
+    return r;
+}
+
+static int flush_all(int (*next)(FILE *)) {
+    static int64_t at_all[MAX_STREAMS];
+    static pthread_mutex_t all_lock = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&all_lock);
+    around_flush_all(at_all, 0);
+    int r = next(NULL);
+    around_flush_all(at_all, 1);
+    pthread_mutex_unlock(&all_lock);
+    return r;
+}
+
 #define WRAP_FFLUSH(fn, opname)                                                                            \
     IOLOOM_EXPORT int fn(FILE *fp) {                                                                       \
-        TRACED(S, fn, (fp), r == EOF, record_stream(&c, OP(opname), fp, -1, -1, r, -1));                   \
+        struct ioloom_call c;                                                                              \
+        if (!ioloom_call_start(&c, S)) return IOLOOM_NEXT(fn)(fp);                                         \
+        int r = fp ? flush_one(IOLOOM_NEXT(fn), fp) : flush_all(IOLOOM_NEXT(fn));                          \
+        ioloom_call_returned(&c, r == EOF);                                                                \
+        record_stream(&c, OP(opname), fp, -1, -1, r, -1);                                                  \
+        return r;                                                                                          \
     }
 WRAP_FFLUSH(fflush, FFLUSH)
 WRAP_FFLUSH(fflush_unlocked, FFLUSH_UNLOCKED)

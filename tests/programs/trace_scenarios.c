@@ -122,9 +122,9 @@ static void stdio(void) {
     show("fgetc_eof", fgetc(f));
     rewind(f);
     show("fread", (long)fread(buf, 1, 60, f));
-    show("ungetc", ungetc(buf[59], f)); /* moves the position where the tracer does not look: offsets -1 ... */
+    show("ungetc", ungetc(buf[59], f)); /* moves the position by what the tracer does not count: it asks */
     show("fread_after_ungetc", (long)fread(buf, 1, 10, f));
-    show("fseek_cur", fseek(f, 0, SEEK_CUR)); /* ... until the stream says where it is again */
+    show("fseek_cur", fseek(f, 0, SEEK_CUR));
     show("fread_after_seek", (long)fread(buf, 1, 10, f));
     show("fileno", fileno(f) >= 0);
     show("fclose", fclose(f));
