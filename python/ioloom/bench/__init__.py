@@ -11,3 +11,4 @@ from ioloom.bench import overhead  # noqa: E402,F401  (registers `ioloom bench o
 from ioloom.bench import logfs  # noqa: E402,F401  (registers `ioloom bench logfs`)
 from ioloom.bench import riot  # noqa: E402,F401  (registers `ioloom bench riot`)
 from ioloom.bench import analyse  # noqa: E402,F401  (registers `ioloom bench analyse`)
+from ioloom.bench import fuzz  # noqa: E402,F401  (registers `ioloom bench fuzz`)

@@ -1,0 +1,91 @@
+"""`ioloom bench fuzz` (issue 12): the harness's mutations are what they claim (crafted fields pass the
+checksums, so they reach the validation behind them; the guard stops a tool that would delete outside the
+container), and a bounded sample of cases ends with no crash, hang, uncaught exception or wrong result."""
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import struct
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from ioloom.bench import fuzz
+from ioloom.logfs.format import parse_journal
+from ioloom.trace.stream_file import read_stream_file
+
+SAMPLE = 1000  # cases of each kind in `make test` (the full campaign: docs/bench.md, "Fuzzing")
+# Failure classes of /work/coord/fuzz-findings.md still open when this was merged: the sample of that kind is
+# expected to fail until they are fixed in the reader (trace-trust) and the container tools (logfs-trust).
+OPEN = {"trace": "fuzz-findings T1-T6: crafted INFO values, EVENTS bodies and table varints raise raw exceptions "
+                 "or hang; chunk types outside the CRC, duplicated EVENTS chunks and removed OPS/FILES chunks "
+                 "change events silently",
+        "container": "fuzz-findings L1-L5: rm/recover act on backends outside the container; a flipped metadata "
+                     "byte raises UnicodeDecodeError; check says OK without a backend's data; hostile record and "
+                     "index fields raise MemoryError/OverflowError or hang"}
+
+
+@pytest.fixture(scope="module")
+def scratch():
+    root = Path(tempfile.mkdtemp(prefix="ioloom-test-fuzz-", dir=fuzz._scratch()))
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def seeds(scratch) -> fuzz.Seeds:
+    return fuzz.make_seeds(scratch / "seeds", 3)
+
+
+def test_crafted_chunks_pass_the_crc(seeds, tmp_path):
+    """An INFO value or an EVENTS field changed with the CRC recomputed is read as a valid chunk (no checksum
+    problem): what it reaches is the reader's validation of the field, not the checksum."""
+    data = seeds.files[seeds.streams[0]]
+    _, found = fuzz.chunks(data)
+    info = next(c for c in found if c[1] == fuzz.INFO)
+    crafted, _ = fuzz.mutate_info(random.Random(1), data, info, seeds.crc)
+    path = tmp_path / "s.ioloom"
+    path.write_bytes(crafted)
+    assert not [p for p in read_stream_file(path).problems if "checksum" in p]
+    path.write_bytes(data[:info[0] + 20] + bytes([data[info[0] + 20] ^ 1]) + data[info[0] + 21:])
+    assert any("checksum" in p for p in read_stream_file(path).problems)
+
+
+def test_crafted_index_entries_pass_the_sums(seeds):
+    """Every field of every index entry set to a huge value with the sums recomputed: the block still parses."""
+    name = next(n for n in seeds.files if Path(n).name.startswith("index."))
+    data = seeds.files[name]
+    whole, _ = parse_journal(data)
+    for field, offset, fmt in fuzz.ENTRY_FIELDS:
+        changed = data[:32 + offset] + struct.pack(fmt, (1 << 8 * struct.calcsize(fmt)) - 2) + data[32 + offset +
+                                                                                                  struct.calcsize(fmt):]
+        blocks, _ = parse_journal(fuzz._with_sums(changed))
+        assert len(blocks) == len(whole), field
+        assert len(parse_journal(changed)[0]) < len(whole), field  # without the sums it would stop there
+
+
+def test_guard_stops_changes_outside(tmp_path):
+    inside, outside = tmp_path / "container", tmp_path / "outside"
+    for d in (inside, outside):
+        (d / "sub").mkdir(parents=True)
+        (d / "sub" / "f").write_text("x")
+    with fuzz.Guard([inside]):
+        shutil.rmtree(inside / "sub")
+        for act in (lambda: shutil.rmtree(outside), lambda: os.unlink(outside / "sub" / "f"),
+                    lambda: open(outside / "new", "w"), lambda: os.replace(inside, outside / "moved")):
+            with pytest.raises(fuzz.Escape):
+                act()
+    assert (outside / "sub" / "f").read_text() == "x" and not (inside / "sub").exists()
+
+
+@pytest.mark.parametrize("kind", ["trace", "container"])
+def test_bounded_sample(kind, request, scratch):
+    """SAMPLE cases of one kind, run as `ioloom bench fuzz --only KIND` does."""
+    if kind in OPEN:
+        request.applymarker(pytest.mark.xfail(reason=OPEN[kind], strict=False))
+    counts, failing = fuzz.campaign(seed=12, cases=SAMPLE, workdir=scratch / kind, only=kind, timeout=10)
+    assert counts["cases"] == SAMPLE
+    assert counts["ok"] + counts["clean"] == SAMPLE, [(r["number"], r["outcome"], r["what"], r["details"])
+                                                      for r in failing[:10]]
