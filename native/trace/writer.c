@@ -241,10 +241,10 @@ static void ticks_to_ns(struct thread_buffer *b, struct ioloom_raw_event *ev, ui
  * short process does not carry the names of the hundreds of calls it never made ---- */
 
 static const struct { const char *name; uint8_t layer; } op_table[] = {
-#define OP_PROCESS(suffix, name) {name, IOLOOM_PROCESS},
-#define OP_POSIX(suffix, name) {name, IOLOOM_POSIX},
-#define OP_STDIO(suffix, name) {name, IOLOOM_STDIO},
-#define OP_MPI(suffix, name) {name, IOLOOM_MPIIO},
+#define OP_PROCESS(suffix, name, class) {name, IOLOOM_PROCESS},
+#define OP_POSIX(suffix, name, class) {name, IOLOOM_POSIX},
+#define OP_STDIO(suffix, name, class) {name, IOLOOM_STDIO},
+#define OP_MPI(suffix, name, class) {name, IOLOOM_MPIIO},
     IOLOOM_PROCESS_OPS(OP_PROCESS) IOLOOM_POSIX_OPS(OP_POSIX) IOLOOM_STDIO_OPS(OP_STDIO) IOLOOM_MPI_OPS(OP_MPI)
 #undef OP_PROCESS
 #undef OP_POSIX

@@ -20,7 +20,7 @@ LAYER_CODE = {name: code for code, name in enumerate(LAYERS)}
 _MPI_META = {"MPI_File_open", "MPI_File_close", "MPI_File_set_view", "MPI_File_set_size", "MPI_File_preallocate",
              "MPI_File_get_size", "MPI_File_seek", "MPI_File_seek_shared", "MPI_File_delete", "MPI_File_set_info",
              "MPI_File_set_atomicity"}
-_META_WORDS = ("open", "close", "stat", "seek", "tell", "rewind", "unlink", "rename", "mkdir", "rmdir", "access",
+_META_WORDS = ("open", "creat", "close", "stat", "seek", "tell", "rewind", "unlink", "rename", "mkdir", "rmdir", "access",
                "truncate", "dup", "fileno")
 _SYNC = {"fsync", "fdatasync", "sync_file_range", "fflush", "fflush_unlocked", "msync", "MPI_File_sync"}
 _FCNTL = {"fcntl", "fcntl64"}
