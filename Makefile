@@ -16,7 +16,7 @@ build: deps $(VENV)/.installed native
 deps:
 	@scripts/install-deps.sh
 
-$(VENV)/.installed: pyproject.toml scripts/install-python.sh
+$(VENV)/.installed: pyproject.toml constraints.txt scripts/install-python.sh
 	@scripts/install-python.sh $(VENV)
 
 native: deps

@@ -11,13 +11,23 @@ from importlib import metadata
 from pathlib import Path
 
 import typer
+from packaging.requirements import Requirement
 from rich.console import Console
 from rich.table import Table
 
-from ioloom import mpi, paths
+from ioloom import __version__, mpi, paths
 
-MAKE_BUILD = f"run `make build` in {paths.REPO_ROOT}"
-INSTALL_DEPS = f"run `scripts/install-deps.sh` in {paths.REPO_ROOT} (as root)"
+# What each MPI's compiler, launcher and headers come in (Debian); the MPI-dependent parts are built for it only
+# when they are there at build time.
+MPI_PACKAGES = {"openmpi": "openmpi-bin libopenmpi-dev", "mpich": "mpich libmpich-dev"}
+INSTALL_PYTHON = (f"run `scripts/install-python.sh` in {paths.REPO_ROOT}" if paths.in_source_tree() else
+                  "pip install --force-reinstall ioloom (it installs the versions it needs)")
+
+
+def install_hint(packages: str) -> str:
+    if paths.in_source_tree():
+        return f"run `scripts/install-deps.sh` in {paths.REPO_ROOT} (as root)"
+    return f"as root: apt-get install {packages}"
 
 
 @dataclass
@@ -29,25 +39,36 @@ class Check:
     required: bool = True
 
 
+def add_mpi_hint(name: str) -> str:
+    """How to add an MPI later: its packages, then a rebuild, which builds the MPI-dependent parts for it too (in a
+    source tree, once CMake has looked for MPIs again)."""
+    configure = f"`cmake {paths.build_dir()}` (to find it), " if paths.in_source_tree() else ""
+    return f"{install_hint(MPI_PACKAGES[name])}, then {configure}{paths.rebuild_hint()}"
+
+
 def check_mpis() -> list[Check]:
+    """Every MPI found; one is needed, each missing one is a warning saying how to add it."""
     found = mpi.implementations()
     checks = [Check(f"MPI {impl.name}", True, f"{impl.version()} ({impl.mpicc}, {impl.mpiexec})") for impl in found]
-    for name in {impl.name for impl in mpi.KNOWN} - {impl.name for impl in found}:
-        checks.append(Check(f"MPI {name}", False, "compiler or launcher not found", INSTALL_DEPS))
+    for name in sorted({impl.name for impl in mpi.KNOWN} - {impl.name for impl in found}):
+        checks.append(Check(f"MPI {name}", False, "compiler or launcher not found", add_mpi_hint(name),
+                            required=not found))
     return checks
 
 
 def check_builds() -> list[Check]:
-    """What was built for each MPI: every product whose name ends in -<impl>."""
+    """What was built, for each MPI (every product whose name ends in -<impl>) and for all."""
     build = paths.build_dir()
     products = sorted(p.name for d in ("lib", "bin") if (build / d).is_dir() for p in (build / d).iterdir()
                       if not p.name.endswith(".a"))
     checks = []
     for impl in mpi.implementations():
         mine = [p for p in products if p.removesuffix(".so").endswith(f"-{impl.name}")]
-        checks.append(Check(f"built for {impl.name}", bool(mine), ", ".join(mine) or f"nothing in {build}", MAKE_BUILD))
+        checks.append(Check(f"built for {impl.name}", bool(mine), ", ".join(mine) or f"nothing in {build}",
+                            add_mpi_hint(impl.name)))
     common = [p for p in products if not any(p.removesuffix(".so").endswith(f"-{i.name}") for i in mpi.KNOWN)]
-    checks.append(Check("built, MPI-independent", bool(common), ", ".join(common) or f"nothing in {build}", MAKE_BUILD))
+    checks.append(Check("built, MPI-independent", bool(common), ", ".join(common) or f"nothing in {build}",
+                        paths.rebuild_hint()))
     return checks
 
 
@@ -56,22 +77,29 @@ def check_hdf5() -> Check:
     pkg = subprocess.run(["pkg-config", "--modversion", "hdf5-mpich"], capture_output=True, text=True) \
         if shutil.which("pkg-config") else None
     ok = bool(h5pcc and pkg and pkg.returncode == 0)
-    detail = f"parallel HDF5 {pkg.stdout.strip()} (MPICH), {h5pcc}" if ok else "h5pcc or hdf5-mpich.pc not found"
-    return Check("HDF5", ok, detail, INSTALL_DEPS)
+    detail = f"parallel HDF5 {pkg.stdout.strip()} (MPICH), {h5pcc}" if ok else \
+        "h5pcc or hdf5-mpich.pc not found (needed by `ioloom bench io -a hdf5` and the FLASH-IO kernel)"
+    return Check("HDF5", ok, detail, f"{install_hint('libhdf5-mpich-dev hdf5-tools')}, then {paths.rebuild_hint()}",
+                 required=False)
 
 
 def check_python() -> list[Check]:
+    """Every package ioloom needs to run is installed, in the range it declares."""
+    try:
+        requirements = [Requirement(text) for text in metadata.requires("ioloom") or []]
+    except metadata.PackageNotFoundError:
+        return [Check("python packages", False, "ioloom is not installed in this Python", INSTALL_PYTHON,
+                      required=False)]
     checks = []
-    for requirement in metadata.requires("ioloom") or []:
-        if "extra ==" in requirement:
-            continue
-        name, _, wanted = requirement.partition("==")
+    for req in requirements:
+        if req.marker and not req.marker.evaluate({"extra": ""}):
+            continue  # an extra's (tests): not needed to run
         try:
-            have = metadata.version(name)
-            checks.append(Check(f"python {name}", have == wanted, f"{have} (pinned {wanted})",
-                                f"run `{paths.REPO_ROOT}/.venv/bin/pip install -e {paths.REPO_ROOT}`"))
+            have = metadata.version(req.name)
+            checks.append(Check(f"python {req.name}", req.specifier.contains(have, prereleases=True),
+                                f"{have} (wanted {req.specifier})", INSTALL_PYTHON))
         except metadata.PackageNotFoundError:
-            checks.append(Check(f"python {name}", False, "not installed", MAKE_BUILD))
+            checks.append(Check(f"python {req.name}", False, "not installed", INSTALL_PYTHON))
     return checks
 
 
@@ -80,7 +108,7 @@ def check_preload() -> Check:
     try:
         lib = paths.native_lib("ioloom-trace")
     except paths.NativeMissing as missing:
-        return Check("preloading", False, str(missing), MAKE_BUILD)
+        return Check("preloading", False, str(missing), paths.rebuild_hint())
     env = {**os.environ, "LD_PRELOAD": str(lib), "IOLOOM_TRACE_DIR": tempfile.mkdtemp(prefix="ioloom-doctor-")}
     try:
         out = subprocess.run(["/bin/true"], env=env, capture_output=True, text=True, timeout=30)
@@ -102,7 +130,7 @@ def check_trace_dir() -> Check:
 def check_browser() -> Check:
     browser = shutil.which("chromium")
     return Check("browser", bool(browser), browser or "chromium not found (used to test the HTML report)",
-                 INSTALL_DEPS, required=False)
+                 install_hint("chromium"), required=False)
 
 
 def run_checks() -> list[Check]:
@@ -116,7 +144,7 @@ def command(as_json: bool = typer.Option(False, "--json", help="Print the checks
     if as_json:
         print(json.dumps([asdict(c) for c in checks], indent=2))
     else:
-        table = Table("check", "", "detail", "fix", title=f"ioloom doctor ({paths.REPO_ROOT})")
+        table = Table("check", "", "detail", "fix", title=f"ioloom doctor ({__version__}; native build: {paths.build_dir()})")
         for c in checks:
             mark = "[green]ok[/]" if c.ok else ("[red]FAIL[/]" if c.required else "[yellow]warn[/]")
             table.add_row(c.name, mark, c.detail, "" if c.ok else c.fix)
