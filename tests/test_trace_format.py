@@ -18,7 +18,9 @@ from ioloom.trace.stream_file import CHUNK_HEADER, EVENTS, EVENTS_PROBLEMS, read
 from ioloom.trace.varint import read_varint
 
 VECTORS = Path(__file__).parent / "vectors" / "trace"
-NAMES = ("strided", "mixed")
+NAMES = ("strided", "mixed", "crafted")
+DAMAGE_SAID = {"info": "is malformed (INFO ", "checksum": "fails its checksum", "repeat": "repeats the one at byte",
+               "bad-value": "(a value outside its range)", "bad-column": "(a column does not hold the chunk's events)"}
 
 
 @pytest.fixture(scope="module")
@@ -31,13 +33,14 @@ def fresh_vectors(tmp_path_factory) -> Path:
 
 @pytest.mark.parametrize("name", NAMES)
 def test_c_writer_output_equals_committed_vector(fresh_vectors, name):
-    for suffix in (".ioloom", ".csv"):
+    for suffix in (".ioloom", ".csv") + ((".damage",) if name == "crafted" else ()):
         assert (fresh_vectors / f"{name}{suffix}").read_bytes() == (VECTORS / f"{name}{suffix}").read_bytes(), \
             f"{name}{suffix}: the C encoder no longer writes the committed vector (format change: bump the version)"
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", NAMES + ("v1/strided",))
 def test_python_reader_decodes_committed_vector(name):
+    """Every vector, and a stream of format 1.0 (kept as written then): exactly the CSV's events."""
     trace = open_trace(VECTORS / f"{name}.ioloom")
     expected = pd.read_csv(VECTORS / f"{name}.csv")
     got = trace.events().to_pandas()
@@ -56,8 +59,35 @@ def test_python_reader_decodes_committed_vector(name):
         {"file_id": 1, "path": "pipe:[77]", "dev": 0, "ino": 0}]
 
 
+@pytest.mark.parametrize("native", [True, False], ids=["native index", "python index"])
+def test_crafted_chunks_are_skipped_each_with_its_own_problem(monkeypatch, native):
+    """Each chunk of the crafted vector that breaks a rule (an INFO value that is not a number, an op code or a
+    layer outside its range, 2^30 events in a few bytes, a column short of its events, a flipped chunk type, a
+    repeated EVENTS chunk) is skipped with one problem at its byte offset, and the good chunks around are read."""
+    from ioloom.trace import varint
+
+    if not native:
+        monkeypatch.setattr(varint, "_native_library", lambda: None)
+    trace = open_trace(VECTORS / "crafted.ioloom")
+    expected = [line.split() for line in (VECTORS / "crafted.damage").read_text().splitlines()]
+    said = []
+    for problem in trace.problems:
+        at = int(problem.split("at byte ")[1].split()[0])
+        said.append([str(at), next(kind for kind, text in DAMAGE_SAID.items() if text in problem)])
+    assert sorted(said) == sorted(expected)
+    assert trace.meta["events"] == len(pd.read_csv(VECTORS / "crafted.csv"))
+    assert trace.streams[0].info["pid"] == "4242" and "dropped_events" not in trace.streams[0].info
+
+
+def test_a_varint_over_64_bits_is_malformed():
+    assert read_varint(b"\xff" * 9 + b"\x01", 0) == (2**64 - 1, 10)
+    with pytest.raises(ValueError, match="over 64 bits"):
+        read_varint(b"\xff" * 9 + b"\x02", 0)
+
+
 def test_strided_loop_takes_at_most_4_bytes_per_event():
     trace = open_trace(VECTORS / "strided.ioloom")
+    assert (VECTORS / "strided.ioloom").read_bytes()[8] == 2  # the format version the tracer writes
     size = (VECTORS / "strided.ioloom").stat().st_size
     assert size / trace.meta["events"] <= 4.0, size / trace.meta["events"]
     assert trace.problems == []
@@ -181,10 +211,15 @@ def _varint(value: int) -> bytes:
     return bytes(out + bytes([value]))
 
 
+def _checksum(kind: int, payload: bytes) -> int:
+    """A chunk's checksum (format 2): its type and length, then its payload."""
+    return zlib.crc32(payload, zlib.crc32(struct.pack("<II", kind, len(payload))))
+
+
 def _with_payload(data: bytes, start: int, payload: bytes) -> bytes:
     """The stream with the chunk at `start` given another payload (length and checksum to match)."""
     kind, length, _ = CHUNK_HEADER.unpack_from(data, start)
-    header = CHUNK_HEADER.pack(kind, len(payload), zlib.crc32(payload))
+    header = CHUNK_HEADER.pack(kind, len(payload), _checksum(kind, payload))
     return data[:start] + header + payload + data[start + CHUNK_HEADER.size + length:]
 
 
@@ -202,7 +237,7 @@ def _damaged_copies(data: bytes):
         for _ in range(60):
             damaged = bytearray(data)
             damaged[body + int(rng.integers(0, min(length, 80)))] = int(rng.integers(0, 256))
-            struct.pack_into("<I", damaged, start + 8, zlib.crc32(damaged[body:body + length]))
+            struct.pack_into("<I", damaged, start + 8, _checksum(kind, bytes(damaged[body:body + length])))
             yield bytes(damaged)
         payload = memoryview(data)[body:body + length]
         tid, pos = read_varint(payload, 0)
@@ -218,7 +253,7 @@ def test_native_and_python_chunk_index_agree_on_damaged_streams(tmp_path, monkey
 
     path = tmp_path / "damaged.ioloom"
     said = set()
-    for name in NAMES:
+    for name in ("strided", "mixed"):
         for damaged in _damaged_copies((VECTORS / f"{name}.ioloom").read_bytes()):
             path.write_bytes(damaged)
             native = read_stream_file(path)

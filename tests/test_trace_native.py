@@ -166,18 +166,41 @@ def test_threads_sharing_a_stream_each_get_their_own_offsets(tmp_path):
     assert sorted(writes["offset"]) == list(range(0, 8000, 10))
 
 
-def test_spent_buffer_budget_drops_are_counted_never_silent(tmp_path):
+def test_threads_beyond_the_budget_share_a_buffer_and_lose_nothing(tmp_path):
     exe = compile_program("trace_scenarios.c")
     trace = tmp_path / "trace"
     (tmp_path / "w").mkdir()
-    # 100 KiB: the encode area and the main thread's buffer; the 4 writer threads find the budget spent
+    # 100 KiB: the encode area and the main thread's buffer; the 4 writer threads find the budget spent and
+    # record through the shared buffer, waiting for the writer instead of dropping
     subprocess.run([str(exe), "threads", str(tmp_path / "w")], check=True, capture_output=True, timeout=60,
                    env=traced_env(trace, IOLOOM_TRACE_BUFFER="100K"))
     result = open_trace(trace)
-    assert result.meta["dropped_events"] == 4 * (1 + 100 + 1)  # each thread: open, 100 pwrite, close
-    assert any("408 events were dropped" in p for p in result.problems)
-    ops = result.events(["op"]).column("op").to_pylist()
-    assert "process_start" in ops and "pwrite" not in ops
+    assert result.meta["dropped_events"] == 0 and result.problems == []
+    info = result.streams[0].info
+    assert int(info["shared_buffer_events"]) == 4 * (1 + 100 + 1)  # each thread: open, 100 pwrite, close
+    assert int(info["shared_buffer_wait_ns"]) > 0
+    writes = result.events(["op", "tid", "offset"]).to_pandas()
+    writes = writes[writes["op"] == "pwrite"]
+    assert writes["tid"].nunique() == 4
+    for _, offsets in writes.groupby("tid")["offset"]:
+        assert list(offsets) == sorted(offsets) and len(offsets) == 100  # each thread's events in order
+
+
+@pytest.mark.parametrize("threads", [16, 256])
+def test_threads_all_alive_at_once_record_every_event_by_default(tmp_path, threads):
+    """The worst case for the buffer budget, whatever the CPU contention: every thread holds a buffer at once
+    (a barrier keeps them all alive until all have written). 16 threads once lost the events of 8."""
+    exe = compile_program("trace_scenarios.c")
+    trace = tmp_path / "trace"
+    (tmp_path / "w").mkdir()
+    subprocess.run([str(exe), "crowd", str(tmp_path / "w"), str(threads), "200"], check=True, capture_output=True,
+                   timeout=120, env=traced_env(trace))
+    result = open_trace(trace)
+    assert result.meta["dropped_events"] == 0 and result.problems == []
+    ev = result.events(["op", "tid", "offset"]).to_pandas()
+    writes = ev[ev["op"] == "pwrite"]
+    assert len(writes) == threads * 200 and writes["tid"].nunique() == threads
+    assert sorted(writes["offset"]) == list(range(0, threads * 200 * 8, 8))
 
 
 def test_fork_child_gets_its_own_stream(tmp_path):
@@ -363,3 +386,52 @@ def test_path_filters_exclude_and_count(tmp_path):
     assert excluded["/proc"][0] > 0 and excluded["/etc"][0] > 0
     assert excluded["/etc"][1] >= len(Path("/etc/hostname").read_bytes())
     assert moved(ev, "h", "posix", "write") == len(Path("/etc/hostname").read_bytes())
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 64 KiB file system (tmpfs), for a trace directory that fills up."""
+    mount = tmp_path / "small"
+    mount.mkdir()
+    if os.geteuid() or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount)]).returncode:
+        pytest.skip("mounting a small tmpfs needs root")
+    yield mount
+    subprocess.run(["umount", str(mount)], check=True)
+
+
+def _fill(directory: Path) -> None:
+    fd = os.open(directory / "filler", os.O_WRONLY | os.O_CREAT)
+    try:
+        while os.write(fd, b"\0" * 4096):
+            pass
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+    assert os.statvfs(directory).f_bavail == 0
+
+
+@pytest.mark.parametrize("free", ["64 KiB", "0 B"])
+def test_full_disk_under_the_trace_is_counted_never_silent(tmp_path, small_disk, ioloom_cli, free):
+    """200,000 events into a 64 KiB trace directory: the program runs as untraced, and the trace says how many
+    events were lost and why (from the space reserved at the stream's end, or, with no byte free at all, from the
+    stream file's extended attribute); `ioloom stats` shows it."""
+    exe = compile_program("trace_scenarios.c")
+    argv = lambda d: [str(exe), "burst", str(d), "200000", "0"]  # noqa: E731
+    roomy, _ = run_both(tmp_path, argv)
+    everything = open_trace(tmp_path / "trace").meta["events"]
+    if free == "0 B":
+        _fill(small_disk)
+    work = tmp_path / "w"
+    work.mkdir()
+    full = subprocess.run(argv(work), capture_output=True, text=True, timeout=60,
+                          env=traced_env(small_disk / "trace"))
+    assert (full.returncode, full.stdout) == (roomy.returncode, roomy.stdout)
+    trace = open_trace(small_disk / "trace")
+    lost = trace.meta["dropped_events"]
+    assert lost > 0 and trace.meta["events"] + lost == everything
+    assert any(f"{lost} events were lost" in p and "ENOSPC" in p for p in trace.problems), trace.problems
+    assert not any("did not finish normally" in p for p in trace.problems), trace.problems
+    stats = ioloom_cli("stats", small_disk / "trace", "--json")
+    summary = __import__("json").loads(stats.stdout)["summary"]
+    assert summary["dropped_events"] == lost and any("ENOSPC" in p for p in summary["problems"])

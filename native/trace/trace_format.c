@@ -48,11 +48,13 @@ static void build_crc_table(void) {
     __atomic_store_n(&crc_table_ready, 1, __ATOMIC_RELEASE);
 }
 
-uint32_t ioloom_crc32(const uint8_t *data, size_t len) {
+uint32_t ioloom_crc32(const uint8_t *data, size_t len) { return ioloom_crc32_update(0, data, len); }
+
+uint32_t ioloom_crc32_update(uint32_t crc, const uint8_t *data, size_t len) {
     /* CRC-32 (IEEE, as zlib's crc32), eight bytes per step ("slicing-by-8"). */
     if (!__atomic_load_n(&crc_table_ready, __ATOMIC_ACQUIRE)) build_crc_table();
     const uint32_t(*table)[256] = crc_table;
-    uint32_t crc = 0xFFFFFFFFu;
+    crc = ~crc;
     for (; len >= 8; len -= 8, data += 8) {
         uint32_t low = crc ^ ((uint32_t)data[0] | (uint32_t)data[1] << 8 | (uint32_t)data[2] << 16 | (uint32_t)data[3] << 24);
         uint32_t high = (uint32_t)data[4] | (uint32_t)data[5] << 8 | (uint32_t)data[6] << 16 | (uint32_t)data[7] << 24;
@@ -66,7 +68,8 @@ uint32_t ioloom_crc32(const uint8_t *data, size_t len) {
 void ioloom_seal_chunk(uint8_t *chunk, uint32_t type, uint32_t payload_len) {
     put_u32(chunk, type);
     put_u32(chunk + 4, payload_len);
-    put_u32(chunk + 8, ioloom_crc32(chunk + IOLOOM_CHUNK_HEADER_BYTES, payload_len));
+    /* type and length under the checksum too (format 2): a flipped type is damage, not another chunk */
+    put_u32(chunk + 8, ioloom_crc32_update(ioloom_crc32(chunk, 8), chunk + IOLOOM_CHUNK_HEADER_BYTES, payload_len));
 }
 
 void ioloom_file_header(uint8_t out[IOLOOM_HEADER_BYTES]) {
@@ -79,9 +82,9 @@ void ioloom_file_header(uint8_t out[IOLOOM_HEADER_BYTES]) {
 }
 
 size_t ioloom_events_bound(size_t n) {
-    /* chunk header, 3 varints of chunk header fields, then per column: mode, length varint, and at worst
-     * n values plus n run lengths of 10 bytes each (runs of length 1 are never chosen, but bound them). */
-    return IOLOOM_CHUNK_HEADER_BYTES + 30 + IOLOOM_COLUMNS * (1 + 10 + 10 + 20 * n);
+    /* chunk header, 3 varints of chunk header fields, then per column: mode, length varint, and at worst n
+     * values of 10 bytes each: the column is written plain first, and runs replace it only when smaller. */
+    return IOLOOM_CHUNK_HEADER_BYTES + 30 + IOLOOM_COLUMNS * (1 + 10 + 10 * n);
 }
 
 /* Every column: its stored (pre-zigzag) value for row 0 and for row i > 0 of rows ev[0..n). */

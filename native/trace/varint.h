@@ -4,7 +4,8 @@
 
 #include <stdint.h>
 
-/* One varint at *p (before end); advances *p. 0 on success, -1 when it runs past end or over 10 bytes. Values of
+/* One varint at *p (before end); advances *p. 0 on success, -1 when it runs past end, over 10 bytes or over 64
+ * bits (a tenth byte above 1). Values of
  * one and two bytes (most gaps, durations and small numbers) take the short paths. */
 static inline int next_varint(const uint8_t **p, const uint8_t *end, uint64_t *value) {
     const uint8_t *q = *p;
@@ -21,6 +22,7 @@ static inline int next_varint(const uint8_t **p, const uint8_t *end, uint64_t *v
     uint64_t v = 0;
     for (unsigned shift = 0; q < end && shift < 70; shift += 7) {
         uint8_t byte = *q++;
+        if (shift == 63 && byte > 1) return -1; /* over 64 bits */
         v |= (uint64_t)(byte & 0x7F) << shift;
         if (byte < 0x80) {
             *value = v;

@@ -1,7 +1,9 @@
 /* Writes the shared test vectors of the trace format (tests/vectors/trace/): for each vector, a stream file
- * made with the tracer's own encoder (trace_format.c) and a CSV of the events it holds. The Python tests check
- * that this program's output equals the committed files byte for byte, and that the reader decodes the
- * committed stream into exactly the CSV's events.
+ * made with the tracer's own encoder (trace_format.c) and a CSV of the events it holds; for the crafted vector,
+ * also the list of its damaged chunks (crafted.damage: byte offset and kind), which both readers (the native
+ * index and the Python one) must skip, each with its own problem. The Python tests check that this program's
+ * output equals the committed files byte for byte, and that the reader decodes the committed stream into
+ * exactly the CSV's events.
  *
  * usage: ioloom-trace-vectors OUTDIR */
 #include <stdio.h>
@@ -16,7 +18,7 @@ static const uint8_t op_layers[] = {IOLOOM_PROCESS, IOLOOM_POSIX, IOLOOM_STDIO, 
 #define N_OPS (sizeof op_names / sizeof *op_names)
 
 struct out {
-    FILE *stream, *csv;
+    FILE *stream, *csv, *damage;
     uint8_t *chunk;
     int64_t *scratch;
 };
@@ -26,6 +28,9 @@ static void put_chunk(struct out *o, uint32_t type, uint8_t *end) {
     ioloom_seal_chunk(o->chunk, type, payload);
     fwrite(o->chunk, 1, IOLOOM_CHUNK_HEADER_BYTES + payload, o->stream);
 }
+
+/* Notes that the chunk about to be written is damage of `kind` (info, checksum, bad-value, bad-column, repeat). */
+static void damaged(struct out *o, const char *kind) { fprintf(o->damage, "%ld %s\n", ftell(o->stream), kind); }
 
 static void put_info(struct out *o, const char *key, const char *value) {
     put_chunk(o, IOLOOM_CHUNK_INFO, ioloom_put_cstr(ioloom_put_cstr(o->chunk + IOLOOM_CHUNK_HEADER_BYTES, key), value));
@@ -140,6 +145,79 @@ static void mixed(struct out *o) {
     put_info(o, "clean_exit", "1");
 }
 
+/* An EVENTS chunk of rows [0, n) of thread `tid` encoded into o->chunk, not written; returns its size. */
+static size_t encode_only(struct out *o, uint32_t tid, const struct ioloom_raw_event *ev, size_t n) {
+    return ioloom_encode_events(o->chunk, o->scratch, tid, ev, n);
+}
+
+static uint32_t payload_length(const uint8_t *chunk) {
+    return (uint32_t)chunk[4] | (uint32_t)chunk[5] << 8 | (uint32_t)chunk[6] << 16 | (uint32_t)chunk[7] << 24;
+}
+
+/* A regular pwrite loop of thread `tid` from time t: n rows. */
+static void loop_rows(struct ioloom_raw_event *ev, size_t n, uint64_t t) {
+    for (size_t i = 0; i < n; i++) {
+        ev[i] = blank(1);
+        ev[i].t_start = t + i * 1000;
+        ev[i].t_end = ev[i].t_start + 400 + i % 5;
+        ev[i].file_id = 0;
+        ev[i].handle = 3;
+        ev[i].offset = (int64_t)i * 512;
+        ev[i].req_bytes = ev[i].ret_bytes = 512;
+    }
+}
+
+/* What a crafted or damaged file holds: good chunks around chunks that break each rule the readers check, each
+ * of which must be skipped alone (docs/trace-format.md, "Chunks"). */
+static void crafted(struct out *o) {
+    struct ioloom_raw_event ev[20];
+    loop_rows(ev, 20, 2000000);
+    put_events(o, 11, ev, 20);
+    uint8_t good[1024];
+    size_t good_len = encode_only(o, 11, ev, 20);
+    memcpy(good, o->chunk, good_len);
+    damaged(o, "info");
+    put_info(o, "pid", "12ab");
+    damaged(o, "info");
+    put_info(o, "dropped_events", "x");
+    damaged(o, "info");
+    put_info(o, "exclude:/scratch", "7");
+    damaged(o, "info");
+    put_info(o, "clock_init", "1 2");
+    loop_rows(ev, 20, 3000000);
+    ev[4].op = 40000; /* outside the op dictionary's int16 */
+    damaged(o, "bad-value");
+    fwrite(o->chunk, 1, encode_only(o, 11, ev, 20), o->stream);
+    loop_rows(ev, 20, 4000000);
+    ev[7].layer = 9;
+    damaged(o, "bad-value");
+    fwrite(o->chunk, 1, encode_only(o, 11, ev, 20), o->stream);
+    damaged(o, "repeat");
+    fwrite(good, 1, good_len, o->stream);
+    loop_rows(ev, 20, 5000000);
+    size_t len = encode_only(o, 11, ev, 20);
+    o->chunk[0] = IOLOOM_CHUNK_OPS; /* a flipped type: under the checksum */
+    damaged(o, "checksum");
+    fwrite(o->chunk, 1, len, o->stream);
+    len = encode_only(o, 11, ev, 20);
+    o->chunk[IOLOOM_CHUNK_HEADER_BYTES + 1] = 21; /* one event more than the columns hold */
+    ioloom_seal_chunk(o->chunk, IOLOOM_CHUNK_EVENTS, payload_length(o->chunk));
+    damaged(o, "bad-column");
+    fwrite(o->chunk, 1, len, o->stream);
+    uint8_t *p = ioloom_put_varint(ioloom_put_varint(ioloom_put_varint(o->chunk + IOLOOM_CHUNK_HEADER_BYTES, 11),
+                                                     1u << 30), 6000000);
+    for (int c = 0; c < IOLOOM_COLUMNS; c++) { /* 2^30 events, every column constant: a few bytes */
+        *p++ = 0;
+        *p++ = 1;
+        *p++ = 0;
+    }
+    damaged(o, "bad-value");
+    put_chunk(o, IOLOOM_CHUNK_EVENTS, p);
+    loop_rows(ev, 5, 7000000);
+    put_events(o, 12, ev, 5);
+    put_info(o, "clean_exit", "1");
+}
+
 static int write_vector(const char *dir, const char *name, void (*fill)(struct out *)) {
     char path[4096];
     struct out o = {0};
@@ -147,6 +225,8 @@ static int write_vector(const char *dir, const char *name, void (*fill)(struct o
     o.stream = fopen(path, "wb");
     snprintf(path, sizeof path, "%s/%s.csv", dir, name);
     o.csv = fopen(path, "w");
+    snprintf(path, sizeof path, "%s/%s.damage", dir, name);
+    o.damage = fill == crafted ? fopen(path, "w") : NULL;
     o.chunk = malloc(ioloom_events_bound(4000));
     o.scratch = malloc(4000 * sizeof(int64_t));
     if (!o.stream || !o.csv || !o.chunk || !o.scratch) {
@@ -157,6 +237,7 @@ static int write_vector(const char *dir, const char *name, void (*fill)(struct o
     fill(&o);
     fclose(o.stream);
     fclose(o.csv);
+    if (o.damage) fclose(o.damage);
     free(o.chunk);
     free(o.scratch);
     return 0;
@@ -167,5 +248,6 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: %s OUTDIR\n", argv[0]);
         return 2;
     }
-    return write_vector(argv[1], "strided", strided) || write_vector(argv[1], "mixed", mixed);
+    return write_vector(argv[1], "strided", strided) || write_vector(argv[1], "mixed", mixed) ||
+           write_vector(argv[1], "crafted", crafted);
 }

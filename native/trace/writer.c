@@ -11,11 +11,20 @@
  * (10 alternating runs of the overhead probe: pwrite +61 ns inline against +88, pread +63 against +104). The
  * final flushes (exit, exec, fatal signal, thread exit) write the sealed half and then the active one, inline.
  *
- * Memory is bounded by IOLOOM_TRACE_BUFFER (default 4 MiB): it is split into one encode area and per-thread
- * buffers; a thread that finds the budget spent has its events counted as dropped, as are events whose
- * chunk cannot be written (disk full). The stream is written with raw system calls so that no interposed
- * library (ours, logfs, another tool) sees the tracer's own I/O. */
+ * Memory is bounded by IOLOOM_TRACE_BUFFER (default 8 MiB): one encode area, one shared buffer, and a buffer per
+ * thread, sized as threads arrive so that the budget always keeps a minimal buffer for each of the next threads
+ * up to THREADS_PROVIDED (the first threads get large buffers, later ones smaller). A thread that still finds the
+ * budget spent records into the shared buffer, under its lock: it waits for the writer (the wait is counted in
+ * the INFO) but loses nothing.
+ *
+ * A full disk loses events but never the count of them: before each chunk the stream's space is preallocated
+ * with RESERVE_BYTES more past its end, so that when the disk fills the final accounting (events lost, the
+ * errno, clean exit) still fits; a chunk is written whole or cut off again. When even that cannot be written (the
+ * disk was full from the start), the accounting goes to the stream file's extended attribute ACCOUNTING_XATTR.
+ * The stream is written with raw system calls so that no interposed library (ours, logfs, another tool) sees
+ * the tracer's own I/O. */
 #include <fcntl.h>
+#include <linux/falloc.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -29,13 +38,17 @@
 
 #include "trace_internal.h"
 
-#define DEFAULT_BUDGET (4u << 20)
+#define DEFAULT_BUDGET (8u << 20)
 #define MIN_EVENTS_PER_THREAD 256u
 #define MAX_EVENTS_PER_THREAD 16384u
+#define THREADS_PROVIDED 256u   /* threads the budget keeps a minimal buffer for, whatever came before */
 #define STREAM_NAME_MAX 4096
+#define RESERVE_BYTES 4096      /* allocated past the stream's end: room for the final accounting */
+#define ACCOUNTING_XATTR "user.ioloom.info"
 
 struct thread_buffer {
-    struct ioloom_raw_event *events[2];
+    struct ioloom_raw_event *events[2]; /* the second half only with the encoder thread */
+    uint32_t capacity;           /* events per half, a multiple of 64 */
     uint32_t count[2];           /* per half; the active one written by the owner, read by final flushes */
     uint32_t active;             /* the half the owner fills; changed only under flush_lock */
     uint32_t sealed;             /* 1 + the full half waiting for the encoder thread, 0 when none */
@@ -69,7 +82,9 @@ static struct {
     pthread_mutex_t lock;              /* serialises chunk writes and the shared encode area */
     uint8_t *encoded;                  /* encode area: ioloom_events_bound(capacity) */
     int64_t *scratch;                  /* one column of a chunk */
-    uint32_t capacity;                 /* events per thread buffer */
+    uint32_t capacity;                 /* the most events per thread buffer */
+    uint32_t halves;                   /* halves per thread buffer: 2 with the encoder thread, else 1 */
+    uint32_t buffers;                  /* thread buffers handed out */
     size_t budget_left;                /* bytes of IOLOOM_TRACE_BUFFER not yet given to a thread */
     uint64_t flush_interval_ns;
     struct thread_buffer *threads;     /* every buffer handed out, for the final flush */
@@ -77,11 +92,16 @@ static struct {
     uint64_t dropped_written;
     uint64_t events_written;
     uint64_t bytes_written;
+    int write_error;                   /* errno of the first chunk that could not be written, 0 none */
+    int cannot_preallocate;            /* the file system does not preallocate: no reserve */
+    uint64_t write_failed;             /* events lost because their chunk could not be written */
+    uint64_t reserved_end;             /* the stream's space is allocated up to this byte */
     char path[STREAM_NAME_MAX];
 } w = {.fd = -1, .lock = PTHREAD_MUTEX_INITIALIZER};
 
 static IOLOOM_TLS struct thread_buffer *my_buffer;
-static IOLOOM_TLS int my_buffer_refused;     /* the budget was spent when this thread first recorded */
+static IOLOOM_TLS int my_buffer_refused;     /* the budget was spent when this thread first recorded: it records
+                                              * into the shared buffer */
 static IOLOOM_TLS uint32_t my_tid;
 IOLOOM_TLS struct ioloom_cursor ioloom_cursor;
 static pthread_key_t thread_exit_key;
@@ -98,13 +118,15 @@ static void count_dropped(uint64_t n) { __atomic_add_fetch(&w.dropped, n, __ATOM
 
 static ssize_t raw_write(int fd, const void *buf, size_t len) { return syscall(SYS_write, fd, buf, len); }
 
-/* Writes all of buf; 0 on success. Called with w.lock held. */
 /* The stream file's identity: its descriptor is checked against it before every chunk. */
 static uint64_t stream_dev, stream_ino;
 
-static int fd_is_stream(int fd) {
+/* 1 when fd is the stream file (then *size is its length, if size is given). */
+static int fd_is_stream(int fd, uint64_t *size) {
     struct stat st;
-    return fd >= 0 && syscall(SYS_fstat, fd, &st) == 0 && st.st_dev == stream_dev && st.st_ino == stream_ino;
+    if (fd < 0 || syscall(SYS_fstat, fd, &st) || st.st_dev != stream_dev || st.st_ino != stream_ino) return 0;
+    if (size) *size = (uint64_t)st.st_size;
+    return 1;
 }
 
 static int move_out_of_the_way(int fd);
@@ -112,22 +134,35 @@ static int move_out_of_the_way(int fd);
 /* The stream's descriptor, checked: a program that closed it (close_range, closefrom) and got the number back
  * for one of its own files must never receive trace bytes. When it is not ours any more, the stream is opened
  * again by path (that number now belongs to the program and is left alone). */
-static int stream_fd(void) {
-    if (fd_is_stream(w.fd)) return w.fd;
+static int stream_fd(uint64_t *size) {
+    if (fd_is_stream(w.fd, size)) return w.fd;
     w.fd = (int)syscall(SYS_openat, AT_FDCWD, w.path, O_WRONLY | O_APPEND | O_CLOEXEC);
     if (w.fd < 0) return -1;
     w.fd = move_out_of_the_way(w.fd);
     struct stat st;
-    if (syscall(SYS_fstat, w.fd, &st) == 0) {
-        stream_dev = st.st_dev;
-        stream_ino = st.st_ino;
-    }
+    if (syscall(SYS_fstat, w.fd, &st)) return -1;
+    stream_dev = st.st_dev;
+    stream_ino = st.st_ino;
+    *size = (uint64_t)st.st_size;
     return w.fd;
 }
 
-static int write_all_locked(const uint8_t *buf, size_t len) {
-    int fd = stream_fd();
-    if (fd < 0) return -1;
+/* ---- writing chunks, and a full disk ---- */
+
+/* Space for `len` more bytes at `end` and RESERVE_BYTES past them: 0 when the disk has it (or the file system
+ * cannot preallocate, and the write itself will tell). */
+static int reserve_room(int fd, uint64_t end, size_t len) {
+    if (w.cannot_preallocate) return 0;
+    if (syscall(SYS_fallocate, fd, FALLOC_FL_KEEP_SIZE, (off_t)end, (off_t)(len + RESERVE_BYTES)) == 0) {
+        w.reserved_end = end + len + RESERVE_BYTES;
+        return 0;
+    }
+    if (errno != EOPNOTSUPP && errno != ENOSYS) return -1;
+    w.cannot_preallocate = 1;
+    return 0;
+}
+
+static int write_fully(int fd, const uint8_t *buf, size_t len) {
     while (len) {
         ssize_t n = raw_write(fd, buf, len);
         if (n < 0 && errno == EINTR) continue;
@@ -139,16 +174,79 @@ static int write_all_locked(const uint8_t *buf, size_t len) {
     return 0;
 }
 
+/* Appends one chunk, all of it or nothing (a partial write is cut off, so that what follows is read as it was
+ * written). An accounting chunk may use the reserve when the disk is full. The stream's header goes first when
+ * the file is still empty (the disk was full when the stream was created). 0 on success; else errno says why.
+ * w.lock held. */
+static int append_locked(const uint8_t *chunk, size_t len, int accounting) {
+    uint64_t end = 0;
+    int fd = stream_fd(&end);
+    if (fd < 0) return -1;
+    uint8_t header[IOLOOM_HEADER_BYTES];
+    size_t header_len = end ? 0 : sizeof header;
+    if (reserve_room(fd, end, header_len + len) && !(accounting && end + header_len + len <= w.reserved_end))
+        return -1;
+    if (header_len) ioloom_file_header(header);
+    if ((header_len && write_fully(fd, header, header_len)) || write_fully(fd, chunk, len)) {
+        int err = errno;
+        syscall(SYS_ftruncate, fd, (off_t)end);
+        errno = err;
+        return -1;
+    }
+    return 0;
+}
+
+/* The keys of the final accounting: written even when the disk is full (from the reserve, or into the stream
+ * file's extended attribute), with their latest values. */
+static const char *const accounting_keys[] = {"pid", "dropped_events", "write_error", "write_failed_events",
+                                              "clean_exit", "ended_by_exec"};
+#define ACCOUNTING_KEYS (sizeof accounting_keys / sizeof *accounting_keys)
+static char accounting_values[ACCOUNTING_KEYS][24];
+
+static int accounting_key(const char *key) {
+    for (size_t i = 0; i < ACCOUNTING_KEYS; i++)
+        if (!strcmp(key, accounting_keys[i])) return (int)i;
+    return -1;
+}
+
+/* The accounting as an INFO payload in the stream file's extended attribute: for a stream that could not hold
+ * it (no byte of the disk left). */
+static void write_accounting_xattr(void) {
+    char payload[ACCOUNTING_KEYS * 48], *p = payload;
+    for (size_t i = 0; i < ACCOUNTING_KEYS; i++) {
+        if (!accounting_values[i][0]) continue;
+        p = (char *)ioloom_put_cstr(ioloom_put_cstr((uint8_t *)p, accounting_keys[i]), accounting_values[i]);
+    }
+    uint64_t size;
+    int fd = stream_fd(&size);
+    if (fd >= 0) syscall(SYS_fsetxattr, fd, ACCOUNTING_XATTR, payload, (size_t)(p - payload), 0);
+}
+
+/* A chunk of `events` events (0: metadata) could not be written: the first error is kept, the events counted. */
+static void note_write_failed(uint32_t events) {
+    int first = !w.write_error;
+    if (first) w.write_error = errno ? errno : EIO;
+    w.write_failed += events;
+    if (first) snprintf(accounting_values[accounting_key("write_error")], 24, "%d", w.write_error);
+    snprintf(accounting_values[accounting_key("write_failed_events")], 24, "%llu", (unsigned long long)w.write_failed);
+}
+
+static int write_chunk_locked(const uint8_t *chunk, size_t len, int accounting, uint32_t events) {
+    if (append_locked(chunk, len, accounting) == 0) return 0;
+    note_write_failed(events);
+    return -1;
+}
+
 int ioloom_write_chunk(const uint8_t *chunk, size_t len) {
     int saved = errno;
     if (ioloom_lock(&w.lock)) return -1;
-    int rc = write_all_locked(chunk, len);
+    int rc = write_chunk_locked(chunk, len, 0, 0);
     pthread_mutex_unlock(&w.lock);
     errno = saved;
     return rc;
 }
 
-void ioloom_write_info(const char *key, const char *value) {
+static void write_info_chunk(const char *key, const char *value, int accounting) {
     size_t klen = strlen(key), vlen = strlen(value);
     uint8_t stack[512];
     uint8_t *chunk = IOLOOM_CHUNK_HEADER_BYTES + klen + vlen + 2 <= sizeof stack
@@ -156,16 +254,40 @@ void ioloom_write_info(const char *key, const char *value) {
     if (!chunk) return;
     uint8_t *p = ioloom_put_cstr(ioloom_put_cstr(chunk + IOLOOM_CHUNK_HEADER_BYTES, key), value);
     ioloom_seal_chunk(chunk, IOLOOM_CHUNK_INFO, (uint32_t)(p - chunk - IOLOOM_CHUNK_HEADER_BYTES));
-    ioloom_write_chunk(chunk, (size_t)(p - chunk));
+    int saved = errno, written = -1;
+    if (ioloom_lock(&w.lock) == 0) {
+        written = write_chunk_locked(chunk, (size_t)(p - chunk), accounting, 0);
+        if (written && accounting) write_accounting_xattr();
+        pthread_mutex_unlock(&w.lock);
+    }
+    errno = saved;
     if (chunk != stack) free(chunk);
 }
 
-/* The dropped count, written whenever it changed so that a killed process still reports it. */
+void ioloom_write_info(const char *key, const char *value) {
+    int slot = accounting_key(key);
+    if (slot >= 0 && value != accounting_values[slot])
+        snprintf(accounting_values[slot], sizeof accounting_values[slot], "%s", value);
+    write_info_chunk(key, value, slot >= 0);
+}
+
+/* Whether the dropped count is worth writing now: always while chunks are written; after a write failed, only
+ * at the end (or the first time), so that the reserve keeps room for the final accounting. */
+static int dropped_worth_writing(void) {
+    return !w.write_error || ioloom_finished || !accounting_values[accounting_key("dropped_events")][0];
+}
+
+/* The dropped count (with why, when a write failed), written whenever it changed so that a killed process
+ * still reports it. */
 static void write_dropped_if_changed(void) {
     uint64_t dropped = dropped_so_far();
-    if (dropped == w.dropped_written) return;
+    if (dropped == w.dropped_written || !dropped_worth_writing()) return;
     w.dropped_written = dropped;
     char text[32];
+    if (w.write_error) {
+        ioloom_write_info("write_error", accounting_values[accounting_key("write_error")]);
+        ioloom_write_info("write_failed_events", accounting_values[accounting_key("write_failed_events")]);
+    }
     snprintf(text, sizeof text, "%llu", (unsigned long long)dropped);
     ioloom_write_info("dropped_events", text);
 }
@@ -211,7 +333,7 @@ static void start_clock(void) {
  * count from the buffer's anchor, the previous chunk's last event, so that a thread's times never step back
  * between chunks converted at slightly different rates (its events would then swap places when sorted). */
 static void ticks_to_ns(struct thread_buffer *b, struct ioloom_raw_event *ev, uint32_t n) {
-    uint64_t ticks, ns;
+    uint64_t ticks = 0, ns = 0;
     clock_pair(&ticks, &ns);
     double ns_per_tick = ticks > tsc_origin ? (double)(ns - ns_origin) / (double)(ticks - tsc_origin) : 0;
     uint64_t from_ticks = b->anchor_ns ? b->anchor_ticks : tsc_origin;
@@ -254,13 +376,14 @@ static const struct { const char *name; uint8_t layer; } op_table[] = {
 static uint8_t op_written[IOLOOM_OP_COUNT];
 static uint8_t op_chunk[IOLOOM_CHUNK_HEADER_BYTES + IOLOOM_OP_COUNT * 80]; /* no allocation: signal-safe */
 
-/* Writes an OPS chunk naming the operations of rows [0, n) not yet named in this stream. w.lock held. */
+/* Writes an OPS chunk naming the operations of rows [0, n) not yet named in this stream (an operation is named
+ * once its chunk is written). w.lock held. */
 static int write_new_ops_locked(const struct ioloom_raw_event *ev, uint32_t n) {
     uint8_t *p = op_chunk + IOLOOM_CHUNK_HEADER_BYTES;
     for (uint32_t i = 0; i < n; i++) {
         uint16_t op = ev[i].op;
         if (op >= IOLOOM_OP_COUNT || op_written[op]) continue;
-        op_written[op] = 1;
+        op_written[op] = 2; /* in this chunk */
         p = ioloom_put_varint(p, op);
         *p++ = op_table[op].layer;
         size_t len = strnlen(op_table[op].name, 63);
@@ -271,7 +394,27 @@ static int write_new_ops_locked(const struct ioloom_raw_event *ev, uint32_t n) {
     size_t payload = (size_t)(p - op_chunk) - IOLOOM_CHUNK_HEADER_BYTES;
     if (!payload) return 0;
     ioloom_seal_chunk(op_chunk, IOLOOM_CHUNK_OPS, (uint32_t)payload);
-    return write_all_locked(op_chunk, IOLOOM_CHUNK_HEADER_BYTES + payload);
+    int rc = append_locked(op_chunk, IOLOOM_CHUNK_HEADER_BYTES + payload, 0);
+    for (uint32_t i = 0; i < n; i++)
+        if (ev[i].op < IOLOOM_OP_COUNT && op_written[ev[i].op] == 2) op_written[ev[i].op] = rc == 0;
+    return rc;
+}
+
+/* Encodes rows [0, n) of thread `tid` and writes them (with the names of new operations), or counts them as
+ * dropped. */
+static void write_events(uint32_t tid, const struct ioloom_raw_event *ev, uint32_t n) {
+    if (ioloom_lock(&w.lock)) {
+        count_dropped(n);
+        return;
+    }
+    size_t len = ioloom_encode_events(w.encoded, w.scratch, tid, ev, n);
+    if (write_new_ops_locked(ev, n) == 0 && append_locked(w.encoded, len, 0) == 0) {
+        w.events_written += n;
+    } else {
+        note_write_failed(n);
+        count_dropped(n);
+    }
+    pthread_mutex_unlock(&w.lock);
 }
 
 /* Encodes and writes events [0, count) of half h of b, and empties it. b->flush_lock held. */
@@ -281,14 +424,7 @@ static void flush_half(struct thread_buffer *b, uint32_t h) {
     struct ioloom_raw_event *ev = b->events[h];
     ioloom_files_flush(); /* file entries first: a reader then knows every id an event names */
     if (ioloom_tsc) ticks_to_ns(b, ev, n);
-    if (ioloom_lock(&w.lock) == 0) {
-        size_t len = ioloom_encode_events(w.encoded, w.scratch, b->tid, ev, n);
-        if (write_new_ops_locked(ev, n) == 0 && write_all_locked(w.encoded, len) == 0) w.events_written += n;
-        else count_dropped(n);
-        pthread_mutex_unlock(&w.lock);
-    } else {
-        count_dropped(n);
-    }
+    write_events(b->tid, ev, n);
     __atomic_store_n(&b->count[h], 0, __ATOMIC_RELEASE);
 }
 
@@ -409,32 +545,133 @@ static struct thread_buffer *claim_free_buffer(void) {
     return NULL;
 }
 
+#define BUFFER_HEADER_BYTES ((sizeof(struct thread_buffer) + 7) & ~(size_t)7)
+
+/* A buffer of `halves` halves of `capacity` events, with room for `extra` bytes after them; NULL without memory. */
+static struct thread_buffer *allocate_buffer(uint32_t capacity, uint32_t halves, size_t extra) {
+    size_t half = capacity * sizeof(struct ioloom_raw_event);
+    struct thread_buffer *b = calloc(1, BUFFER_HEADER_BYTES + halves * half + extra);
+    if (!b) return NULL;
+    for (uint32_t h = 0; h < halves; h++) b->events[h] = (struct ioloom_raw_event *)((char *)b + BUFFER_HEADER_BYTES + h * half);
+    b->capacity = capacity;
+    pthread_mutex_init(&b->flush_lock, NULL);
+    return b;
+}
+
+/* Takes from the budget the events per half of the next thread's buffer: as many as it spares once it keeps a
+ * minimal buffer for each thread to come up to THREADS_PROVIDED (so a program's first threads get large buffers
+ * and its 256th still a minimal one); 0 when not even a minimal one is left (the first thread always gets one). */
+static uint32_t take_capacity(void) {
+    size_t per_event = w.halves * sizeof(struct ioloom_raw_event);
+    size_t minimal = BUFFER_HEADER_BYTES + MIN_EVENTS_PER_THREAD * per_event;
+    pthread_mutex_lock(&w.lock);
+    size_t kept = w.buffers + 1 < THREADS_PROVIDED ? (THREADS_PROVIDED - w.buffers - 1) * minimal : 0;
+    size_t spare = w.budget_left > kept + BUFFER_HEADER_BYTES ? w.budget_left - kept - BUFFER_HEADER_BYTES : 0;
+    uint64_t events = spare / per_event;
+    uint32_t capacity = events > w.capacity ? w.capacity : events < MIN_EVENTS_PER_THREAD ? MIN_EVENTS_PER_THREAD
+                                                                                        : (uint32_t)events & ~63u;
+    size_t bytes = BUFFER_HEADER_BYTES + capacity * per_event;
+    if (w.budget_left < bytes && w.buffers) capacity = 0;
+    else w.budget_left = w.budget_left > bytes ? w.budget_left - bytes : 0;
+    w.buffers += capacity != 0;
+    pthread_mutex_unlock(&w.lock);
+    return capacity;
+}
+
 static struct thread_buffer *new_thread_buffer(void) {
     if (!my_tid) my_tid = (uint32_t)syscall(SYS_gettid);
     struct thread_buffer *b = claim_free_buffer();
     if (!b) {
-        size_t header = (sizeof *b + 7) & ~(size_t)7;
-        size_t half = w.capacity * sizeof(struct ioloom_raw_event);
-        size_t bytes = header + 2 * half;
-        pthread_mutex_lock(&w.lock);
-        /* the first thread always gets a buffer, however small the budget */
-        int fits = w.budget_left >= bytes || !w.threads;
-        w.budget_left = w.budget_left > bytes ? w.budget_left - bytes : 0;
-        pthread_mutex_unlock(&w.lock);
-        if (!fits || !(b = calloc(1, bytes))) {
+        uint32_t capacity = take_capacity();
+        if (!capacity || !(b = allocate_buffer(capacity, w.halves, 0))) {
             my_buffer_refused = 1;
-            ioloom_write_info("buffer_budget_exhausted_tid", "1");
             return NULL;
         }
-        for (int h = 0; h < 2; h++) b->events[h] = (struct ioloom_raw_event *)((char *)b + header + h * half);
         b->tid = my_tid;
-        pthread_mutex_init(&b->flush_lock, NULL);
         b->next = __atomic_load_n(&w.threads, __ATOMIC_ACQUIRE);
         while (!__atomic_compare_exchange_n(&w.threads, &b->next, b, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {}
     }
     b->last_flush_ns = ioloom_now_ns();
     pthread_setspecific(thread_exit_key, b);
     return b;
+}
+
+/* ---- the shared buffer: for the threads that found the budget spent. A thread appends under its lock, so it
+ * waits while another writes the buffer out (the wait is counted), but no event is lost. ---- */
+
+static struct {
+    pthread_mutex_t lock;
+    struct thread_buffer *b; /* events[0]: the rows; events[1]: one thread's rows gathered for a chunk */
+    uint32_t *tids;          /* the thread of each row */
+    uint64_t events, wait_ns, events_written;
+} shared = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+#define SHARED_BYTES (BUFFER_HEADER_BYTES + MIN_EVENTS_PER_THREAD * (2 * sizeof(struct ioloom_raw_event) + 4))
+
+static int shared_ready(void) {
+    if (shared.b) return 1;
+    shared.b = allocate_buffer(MIN_EVENTS_PER_THREAD, 2, MIN_EVENTS_PER_THREAD * sizeof *shared.tids);
+    if (!shared.b) return 0;
+    shared.tids = (uint32_t *)(shared.b->events[1] + MIN_EVENTS_PER_THREAD);
+    shared.b->last_flush_ns = ioloom_now_ns();
+    return 1;
+}
+
+/* Writes the shared rows as one chunk per thread, each thread's rows in the order recorded. shared.lock held. */
+static void flush_shared_locked(void) {
+    struct thread_buffer *b = shared.b;
+    uint32_t n = b ? b->count[0] : 0;
+    if (!n) return;
+    ioloom_files_flush();
+    if (ioloom_tsc) ticks_to_ns(b, b->events[0], n);
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t tid = shared.tids[i], k = 0;
+        if (!tid) continue; /* gathered already */
+        for (uint32_t j = i; j < n; j++) {
+            if (shared.tids[j] != tid) continue;
+            b->events[1][k++] = b->events[0][j];
+            shared.tids[j] = 0;
+        }
+        write_events(tid, b->events[1], k);
+    }
+    b->count[0] = 0;
+    b->last_flush_ns = ioloom_now_ns();
+}
+
+static void append_shared(const struct ioloom_raw_event *row) {
+    uint64_t asked = ioloom_now_ns();
+    if (ioloom_lock(&shared.lock)) {
+        count_dropped(1);
+        return;
+    }
+    uint64_t now = ioloom_now_ns();
+    shared.wait_ns += now - asked;
+    if (!shared_ready()) {
+        count_dropped(1);
+    } else {
+        struct thread_buffer *b = shared.b;
+        b->events[0][b->count[0]] = *row;
+        shared.tids[b->count[0]++] = my_tid;
+        shared.events++;
+        if (b->count[0] == b->capacity || ioloom_finished || now - b->last_flush_ns > w.flush_interval_ns)
+            flush_shared_locked();
+    }
+    pthread_mutex_unlock(&shared.lock);
+}
+
+/* Writes the shared rows, and how many events went through the shared buffer and how long threads waited for it. */
+static void flush_shared(void) {
+    if (ioloom_lock(&shared.lock)) return;
+    flush_shared_locked();
+    char events[24], wait[24];
+    if (shared.events != shared.events_written) {
+        shared.events_written = shared.events;
+        snprintf(events, sizeof events, "%llu", (unsigned long long)shared.events);
+        snprintf(wait, sizeof wait, "%llu", (unsigned long long)shared.wait_ns);
+        ioloom_write_info("shared_buffer_events", events);
+        ioloom_write_info("shared_buffer_wait_ns", wait);
+    }
+    pthread_mutex_unlock(&shared.lock);
 }
 
 /* ---- recording ---- */
@@ -450,12 +687,12 @@ IOLOOM_EXPORT void ioloom_link_refill(void) {
 }
 
 /* The rare parts of appending, out of line so that the common path saves no registers: the thread's first row
- * (it gets a buffer, or the row is counted as dropped), and a look every 64 rows (capacity is a multiple of 64):
+ * (it gets a buffer, or the row goes to the shared buffer), and a look every 64 rows (capacity is a multiple of 64):
  * a full half, or one older than the flush interval, is handed off; after the final flush, everything is written
  * at once. */
 void ioloom_append_first(const struct ioloom_raw_event *row) {
     if (my_buffer_refused || !(my_buffer = new_thread_buffer())) {
-        count_dropped(1);
+        append_shared(row);
         return;
     }
     point_cursor(my_buffer);
@@ -464,7 +701,7 @@ void ioloom_append_first(const struct ioloom_raw_event *row) {
 
 void ioloom_after_batch(uint32_t n) {
     struct thread_buffer *b = my_buffer;
-    if (n == w.capacity || ioloom_finished || ioloom_now_ns() - b->last_flush_ns > w.flush_interval_ns) {
+    if (n == b->capacity || ioloom_finished || ioloom_now_ns() - b->last_flush_ns > w.flush_interval_ns) {
         ioloom_busy++;
         hand_off(b);
         ioloom_busy--;
@@ -496,6 +733,7 @@ IOLOOM_EXPORT void ioloom_record(const struct ioloom_event *ev) {
 void ioloom_flush_all(void) {
     for (struct thread_buffer *b = __atomic_load_n(&w.threads, __ATOMIC_ACQUIRE); b; b = b->next)
         flush_buffer(b);
+    flush_shared();
     ioloom_files_flush();
     ioloom_files_write_excluded();
     write_dropped_if_changed();
@@ -557,9 +795,10 @@ static int create_stream_file(void) {
 
 static int allocate_writer(void) {
     size_t budget = ioloom_env_size("IOLOOM_TRACE_BUFFER", DEFAULT_BUDGET);
-    /* One share for the encode area, the rest for threads (two halves each): about 8 threads fit before any is
-     * refused. */
-    uint64_t per_event = 2 * sizeof(struct ioloom_raw_event) * 8 + 20 * IOLOOM_COLUMNS + sizeof(int64_t);
+    if (!ioloom_env_bool("IOLOOM_BACKGROUND_ENCODE", 0)) enc.state = -1;
+    w.halves = enc.state < 0 ? 1 : 2; /* inline, a thread writes the half it fills before filling it again */
+    /* The largest thread buffer (and so the encode area) takes about a sixteenth of the budget. */
+    uint64_t per_event = 2 * sizeof(struct ioloom_raw_event) * 8 + 10 * IOLOOM_COLUMNS + sizeof(int64_t);
     uint64_t capacity = budget / per_event;
     /* a multiple of 64: the recording path looks at the buffer's state every 64 events only */
     w.capacity = capacity < MIN_EVENTS_PER_THREAD ? MIN_EVENTS_PER_THREAD
@@ -568,20 +807,19 @@ static int allocate_writer(void) {
     w.encoded = malloc(encode);
     w.scratch = malloc(w.capacity * sizeof(int64_t));
     if (!w.encoded || !w.scratch) return -1;
-    size_t used = encode + w.capacity * sizeof(int64_t);
+    size_t used = encode + w.capacity * sizeof(int64_t) + SHARED_BYTES;
     w.budget_left = budget > used ? budget - used : 0;
     uint64_t interval_ms = ioloom_env_uint("IOLOOM_FLUSH_INTERVAL_MS", 1000);
     w.flush_interval_ns = (interval_ms > UINT64_MAX / 1000000u ? 1000 : interval_ms) * 1000000u;
-    if (!ioloom_env_bool("IOLOOM_BACKGROUND_ENCODE", 0)) enc.state = -1;
     return 0;
 }
 
 static int start_stream(void) {
     w.fd = create_stream_file();
     if (w.fd < 0) return -1;
-    uint8_t header[IOLOOM_HEADER_BYTES];
-    ioloom_file_header(header);
-    ioloom_write_chunk(header, sizeof header);
+    w.write_error = 0;
+    w.write_failed = w.reserved_end = 0;
+    memset(accounting_values, 0, sizeof accounting_values);
     memset(op_written, 0, sizeof op_written); /* a new stream names its operations again */
     return 0;
 }
@@ -615,7 +853,10 @@ void ioloom_writer_after_fork(void) {
         my_buffer->tid = my_tid;
         my_buffer->last_flush_ns = ioloom_now_ns();
     }
+    pthread_mutex_init(&shared.lock, NULL);
+    if (shared.b) shared.b->count[0] = 0;
+    shared.events = shared.wait_ns = shared.events_written = 0;
     w.dropped = w.dropped_written = w.events_written = w.bytes_written = 0;
-    if (fd_is_stream(w.fd)) syscall(SYS_close, w.fd); /* the parent's stream; a number the program reused stays */
+    if (fd_is_stream(w.fd, NULL)) syscall(SYS_close, w.fd); /* the parent's stream; a number the program reused stays */
     if (start_stream()) ioloom_tracing = 0;
 }

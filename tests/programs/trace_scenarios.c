@@ -2,7 +2,7 @@
  * so a test can check the trace against exact offsets and byte counts, and check that the printed results are
  * the same traced and untraced.
  *
- * usage: trace_scenarios posix|stdio|threads|shared_stream|fork|loop|handler|abort|reuse DIR */
+ * usage: trace_scenarios posix|stdio|threads|shared_stream|fork|loop|handler|abort|reuse|crowd|burst DIR [N M] */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -159,6 +159,39 @@ static void threads(void) {
     show("threads", 0);
 }
 
+/* crowd: N threads, all started before any writes (a barrier), each making M pwrites: every thread holds a
+ * buffer at once, the worst case for the tracer's memory budget. */
+static pthread_barrier_t crowd_start;
+static long crowd_writes;
+
+static void *crowd_thread(void *arg) {
+    long id = (long)arg;
+    int fd = open(in_dir("crowd.dat"), O_WRONLY);
+    pthread_barrier_wait(&crowd_start);
+    for (long i = 0; i < crowd_writes; i++) ignore(pwrite(fd, buf, 8, (id * crowd_writes + i) * 8));
+    pthread_barrier_wait(&crowd_start); /* none exits (and frees its buffer) before all have written */
+    close(fd);
+    return NULL;
+}
+
+static void crowd(long threads, long writes) {
+    close(open(in_dir("crowd.dat"), O_CREAT | O_WRONLY | O_TRUNC, 0644));
+    crowd_writes = writes;
+    pthread_barrier_init(&crowd_start, NULL, (unsigned)threads);
+    pthread_t *t = calloc((size_t)threads, sizeof *t);
+    for (long i = 0; i < threads; i++) pthread_create(&t[i], NULL, crowd_thread, (void *)i);
+    for (long i = 0; i < threads; i++) pthread_join(t[i], NULL);
+    free(t);
+    show("crowd", threads * writes);
+}
+
+/* burst: N pwrites of 1 byte from one thread, M times over the same 4096 bytes. */
+static void burst(long writes) {
+    int fd = open(in_dir("burst.dat"), O_CREAT | O_WRONLY | O_TRUNC, 0644);
+    for (long i = 0; i < writes; i++) ignore(pwrite(fd, buf, 1, i % 4096));
+    show("burst", close(fd));
+}
+
 static FILE *shared;
 
 static void *thread_fwrites(void *arg) {
@@ -239,7 +272,8 @@ static void reuse(void) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 3) return 2;
+    if (argc != 3 && argc != 5) return 2;
+    long n = argc == 5 ? atol(argv[3]) : 0, m = argc == 5 ? atol(argv[4]) : 0;
     dir = argv[2];
     const char *what = argv[1];
     if (!strcmp(what, "posix")) posix();
@@ -251,6 +285,8 @@ int main(int argc, char **argv) {
     else if (!strcmp(what, "handler")) handler();
     else if (!strcmp(what, "abort")) aborts();
     else if (!strcmp(what, "reuse")) reuse();
+    else if (!strcmp(what, "crowd") && n > 0) crowd(n, m);
+    else if (!strcmp(what, "burst") && n > 0) burst(n);
     else return 2;
     return 0;
 }

@@ -88,7 +88,8 @@ class Analysis:
     def summary(self) -> dict:
         procs = self.processes
         infos = list(procs["info"]) if "info" in procs else []
-        dropped = sum(int(info.get("dropped_events", 0)) for info in infos)
+        # the trace's count covers streams with no event left to analyse too (all lost to a full disk)
+        dropped = self.meta.get("dropped_events", sum(int(info.get("dropped_events", 0)) for info in infos))
         excluded = sum(calls for info in infos for calls, _ in info.get("excluded", {}).values())
         t0 = procs["t_first"].min() if len(procs) else 0
         t1 = procs["t_last"].max() if len(procs) else 0

@@ -47,6 +47,11 @@ EVENT_SCHEMA = pa.schema([
     ("call_id", pa.int64()), ("parent", pa.int64()), ("coll_seq", pa.int64()),
 ])
 
+class TraceDamaged(ValueError):
+    """A stream's events cannot be decoded although its chunk index found them well formed (the file changed
+    while it was read). The index itself never raises for damage: it skips the chunk and says so in problems."""
+
+
 RANGE_ROWS = 1 << 19  # events per table of Stream.ranges: a map step holds about 450 bytes for each
 
 FILE_SCHEMA = pa.schema([("file_id", pa.int32()), ("path", pa.string()), ("dev", pa.uint64()), ("ino", pa.uint64())])

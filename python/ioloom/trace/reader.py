@@ -5,6 +5,8 @@ decoded when a stream's `read()` is called. Times are put on rank 0's clock (off
 MPI_Init and MPI_Finalize) and counted from the trace's epoch, the earliest process start."""
 from __future__ import annotations
 
+import errno
+import os
 from pathlib import Path
 from typing import Iterator, Sequence
 
@@ -276,9 +278,15 @@ def _stream_problems(stream: StreamFile) -> list[str]:
         problems.append(f"{name}: the process did not finish normally (killed, or still running): its events are "
                         f"read up to its last flush")
     dropped = int(stream.info.get("dropped_events", 0))
-    if dropped:
-        problems.append(f"{name}: {dropped} events were dropped by the tracer (buffer budget or disk full); "
-                        f"raise IOLOOM_TRACE_BUFFER")
+    failed = min(int(stream.info.get("write_failed_events", 0)), dropped)
+    if failed or "write_error" in stream.info:
+        code = int(stream.info.get("write_error", errno.EIO))
+        problems.append(f"{name}: {failed} events were lost: writing the stream failed with "
+                        f"{errno.errorcode.get(code, code)} ({os.strerror(code)}); free space in the trace "
+                        f"directory or trace to another (ioloom run -o DIR)")
+    if dropped > failed:
+        problems.append(f"{name}: {dropped - failed} events were dropped by the tracer (out of memory, or "
+                        f"a fatal signal came while a buffer was being written)")
     return problems
 
 

@@ -6,7 +6,9 @@ The file is memory-mapped, not read: its pages belong to the page cache, and a r
 has decoded (`forget_pages`), so a process holds the events it is working on, not the whole file."""
 from __future__ import annotations
 
+import ctypes
 import mmap
+import os
 import struct
 import zlib
 from dataclasses import dataclass, field
@@ -15,19 +17,23 @@ from pathlib import Path
 
 import numpy as np
 
-from ioloom.trace.varint import (CONST, RUNS, ClockLine, count_varints, decode_column, decode_times, decode_varints,
-                                 index_chunks, read_varint, unzigzag)
+from ioloom.trace.model import TraceDamaged
+from ioloom.trace.varint import (CONST, RUNS, STORED_COLUMNS, ClockLine, IndexRules, count_varints,
+                                 decode_column, decode_numpy, decode_times, decode_varints, index_chunks, read_varint,
+                                 unzigzag)
 
 MAGIC = b"IOLOOMTR"
-MAJOR = 1
+MAJOR = 2  # the version the tracer writes (trace_format.h)
+MAJORS = (1, 2)  # the versions this reader reads: 1 had the checksum over the payload only
 CHUNK_HEADER = struct.Struct("<III")
+ACCOUNTING_XATTR = "user.ioloom.info"  # the final accounting, when the stream could not hold it (writer.c)
 INFO, OPS, FILES, EVENTS = 1, 2, 3, 4
 LAYER_CODES = ("posix", "stdio", "mpiio", "process")
 FORGET_EVERY = 26  # log2 of the bytes of a stream file checked between handing its pages back (64 MiB)
 
 # Stored columns of an EVENTS chunk, in order (trace_format.h, enum ioloom_column).
-GAP, DURATION, OP, LAYER, FILE, HANDLE, OFFSET_DELTA, REQ, RET_MINUS_REQ, ERRNO, AUX, CALL_ID, PARENT, COLL_SEQ = range(14)
-STORED_COLUMNS = 14
+GAP, DURATION, OP, LAYER, FILE, HANDLE, OFFSET_DELTA, REQ, RET_MINUS_REQ, ERRNO, AUX, CALL_ID, PARENT, COLL_SEQ = range(
+    STORED_COLUMNS)
 # Event columns that are one stored column as is.
 DIRECT = {"op": OP, "layer": LAYER, "file_id": FILE, "handle": HANDLE, "req_bytes": REQ, "errno": ERRNO, "aux": AUX,
           "call_id": CALL_ID, "parent": PARENT, "coll_seq": COLL_SEQ}
@@ -41,8 +47,9 @@ ROW_FIELDS = ROW_DIRECTORY + 4 * STORED_COLUMNS
 OK, CHECKSUM, TRUNCATED_HEADER, TRUNCATED_BODY = range(4)
 EVENTS_PROBLEMS = {4: "fewer columns than the format has", 5: "a column mode this reader does not know",
                    6: "column body overruns its chunk", 7: "chunk with no events",
-                   8: "a varint runs past its chunk or over 10 bytes"}
-FEW_COLUMNS, UNKNOWN_MODE, BODY_OVERRUN, NO_EVENTS, BAD_VARINT = EVENTS_PROBLEMS
+                   8: "a varint runs past its chunk or over 10 bytes", 9: "a column does not hold the chunk's events",
+                   10: "a value outside its range"}
+FEW_COLUMNS, UNKNOWN_MODE, BODY_OVERRUN, NO_EVENTS, BAD_VARINT, BAD_COLUMN, BAD_VALUE = EVENTS_PROBLEMS
 
 
 def _no_rows() -> np.ndarray:
@@ -122,7 +129,7 @@ class StreamFile:
         signed = unzigzag(values)  # before repeating: a constant column is one value per chunk
         out = signed if len(signed) == self.events and (repeat == 1).all() else np.repeat(signed, repeat)
         if len(out) != self.events:
-            raise ValueError(f"column {column} decodes to {len(out)} values for {self.events} events")
+            raise TraceDamaged(f"column {column} decodes to {len(out)} values for {self.events} events")
         return out
 
     def subset(self, chunks: np.ndarray) -> "StreamFile":
@@ -133,8 +140,10 @@ class StreamFile:
         """Hand the mapped pages (those before byte `end`, or all) back to the page cache: they are read again
         from it when touched."""
         mapped = getattr(self.data.base, "obj", None)  # np.frombuffer keeps a memoryview of the map
-        length = len(mapped) if end is None or not isinstance(mapped, mmap.mmap) else end // mmap.PAGESIZE * mmap.PAGESIZE
-        if isinstance(mapped, mmap.mmap) and length:
+        if not isinstance(mapped, mmap.mmap):  # an empty file has no map
+            return
+        length = len(mapped) if end is None else end // mmap.PAGESIZE * mmap.PAGESIZE
+        if length:
             mapped.madvise(mmap.MADV_DONTNEED, 0, length)
 
     def chunk_firsts(self) -> tuple[np.ndarray, np.ndarray]:
@@ -183,34 +192,86 @@ def _cstrings(payload: bytes, pos: int) -> tuple[str, int]:
     return payload[pos:end].decode("utf-8", "replace"), end + 1
 
 
-def _parse_info(stream: StreamFile, payload: bytes) -> None:
-    pos = 0
+INT32_MAX = (1 << 31) - 1
+INT62 = 1 << 62  # times and clock offsets: room to add them without leaving int64
+COUNT_MAX = (1 << 63) - 1
+# The INFO keys whose values the reader uses (docs/trace-format.md, "INFO keys"): how many integers, their range,
+# and what they are. A key ending in ":" stands for every key it begins. Other keys are text.
+INFO_NUMBERS = {
+    "pid": (1, 0, INT32_MAX, "a process id"), "ppid": (1, 0, INT32_MAX, "a process id"),
+    "rank": (1, 0, INT32_MAX, "an MPI rank"), "nranks": (1, 1, INT32_MAX, "a number of MPI ranks"),
+    "start_monotonic_ns": (1, 0, INT62, "a time in ns"), "start_realtime_ns": (1, 0, COUNT_MAX, "a time in ns"),
+    "clock_init": (3, -INT62, INT62, "three integers: local ns, offset ns, error ns"),
+    "clock_finalize": (3, -INT62, INT62, "three integers: local ns, offset ns, error ns"),
+    "exclude:": (2, 0, COUNT_MAX, "two counts: calls and bytes"),
+    "include:": (2, 0, COUNT_MAX, "two counts: calls and bytes"),
+    "dropped_events": (1, 0, COUNT_MAX, "a count"), "write_failed_events": (1, 0, COUNT_MAX, "a count"),
+    "write_error": (1, 1, 4095, "an errno number"),
+    "shared_buffer_events": (1, 0, COUNT_MAX, "a count"), "shared_buffer_wait_ns": (1, 0, COUNT_MAX, "a count"),
+    "clean_exit": (1, 1, 1, "1"), "ended_by_exec": (1, 1, 1, "1"),
+}
+FILE_ID_MAX = (1 << 24) - 1  # the reader keeps a dense table of a stream's file ids
+OP_CODE_MAX = (1 << 15) - 1  # an op code is an index of the int16 op dictionary (model.py EVENT_SCHEMA)
+
+
+def _info_rule(key: str) -> tuple[int, int, int, str] | None:
+    rule = INFO_NUMBERS.get(key)
+    if rule is None and ":" in key:
+        rule = INFO_NUMBERS.get(key[:key.index(":") + 1])
+    return rule
+
+
+def _check_info(key: str, value: str) -> None:
+    """Raises ValueError when the value of a key the reader uses is not what the format says."""
+    rule = _info_rule(key)
+    if rule is None:
+        return
+    count, low, high, what = rule
+    parts = value.split()
+    if len(parts) != count or not all(p.lstrip("-").isdigit() and p.isascii() for p in parts) \
+            or not all(low <= int(p) <= high for p in parts):
+        raise ValueError(f"INFO {key} = {value[:40]!r} is not {what}")
+
+
+def _parse_info(payload: bytes) -> list[tuple[str, str]]:
+    pairs, pos = [], 0
     while pos < len(payload):
         key, pos = _cstrings(payload, pos)
         value, pos = _cstrings(payload, pos)
-        stream.info[key] = value
+        _check_info(key, value)
+        pairs.append((key, value))
+    return pairs
 
 
-def _parse_ops(stream: StreamFile, payload: bytes) -> None:
-    pos = 0
+def _parse_ops(payload: bytes) -> list[tuple[int, tuple[str, int]]]:
+    entries, pos = [], 0
     while pos < len(payload):
         code, pos = read_varint(payload, pos)
+        if pos >= len(payload):
+            raise ValueError("operation entry without its layer")
         layer = payload[pos]
         name, pos = _cstrings(payload, pos + 1)
-        stream.ops[code] = (name, layer)
+        if code > OP_CODE_MAX or layer >= len(LAYER_CODES):
+            raise ValueError(f"operation {name[:40]!r} has code {code} or layer {layer} out of range")
+        entries.append((code, (name, layer)))
+    return entries
 
 
-def _parse_files(stream: StreamFile, payload: bytes) -> None:
-    pos = 0
+def _parse_files(payload: bytes) -> list[tuple[int, tuple[str, int, int]]]:
+    entries, pos = [], 0
     while pos < len(payload):
         file_id, pos = read_varint(payload, pos)
         dev, pos = read_varint(payload, pos)
         ino, pos = read_varint(payload, pos)
         path, pos = _cstrings(payload, pos)
-        stream.files[file_id] = (path, dev, ino)  # a later entry (inode learnt) replaces an earlier one
+        if file_id > FILE_ID_MAX:
+            raise ValueError(f"file id {file_id} of {path[:40]!r} is over {FILE_ID_MAX}")
+        entries.append((file_id, (path, dev, ino)))  # a later entry (inode learnt) replaces an earlier one
+    return entries
 
 
-PARSERS = {INFO: _parse_info, OPS: _parse_ops, FILES: _parse_files}
+# Each metadata chunk type: its parser (entries, or ValueError for the whole chunk) and the table it fills.
+PARSERS = {INFO: (_parse_info, "info"), OPS: (_parse_ops, "ops"), FILES: (_parse_files, "files")}
 
 
 def _map(path: Path) -> mmap.mmap | bytes:
@@ -219,7 +280,54 @@ def _map(path: Path) -> mmap.mmap | bytes:
         return mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ) if size else b""
 
 
-def _events_row(raw, row: list[int], body: int) -> int:
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
+MAX_CHUNK_EVENTS = 1 << 20  # events in one EVENTS chunk, at most (the writer's buffers hold at most 16384)
+
+
+def _column_ranges() -> tuple[list[int], list[int]]:
+    """The values each stored column may hold: those of the reader's columns that are narrower than int64
+    (model.py EVENT_SCHEMA); the others take any int64."""
+    low, high = [INT64_MIN] * STORED_COLUMNS, [INT64_MAX] * STORED_COLUMNS
+    int32 = np.iinfo(np.int32)
+    low[OP], high[OP] = 0, OP_CODE_MAX
+    low[LAYER], high[LAYER] = 0, len(LAYER_CODES) - 1
+    low[FILE], high[FILE] = -1, FILE_ID_MAX
+    low[ERRNO], high[ERRNO] = int(int32.min), int(int32.max)
+    return low, high
+
+
+def index_rules(major: int) -> IndexRules:
+    low, high = _column_ranges()
+    columns = ctypes.c_int64 * STORED_COLUMNS
+    return IndexRules(major, MAX_CHUNK_EVENTS, INT32_MAX, columns(*low), columns(*high))
+
+
+def _column_status(body: np.ndarray, mode: int, count: int, low: int, high: int) -> int:
+    """index.c's check_column: OK when a column body holds exactly `count` values in `mode`, each in [low, high]."""
+    ends = np.flatnonzero(body < 0x80)
+    lengths = np.diff(ends, prepend=-1)
+    if (lengths > 10).any() or ((lengths == 10) & (body[ends] > 1)).any():
+        return BAD_COLUMN
+    varints = decode_numpy(body)
+    if mode == RUNS:
+        runs = int(varints[0])
+        if runs > count or len(varints) != 1 + 2 * runs:
+            return BAD_COLUMN
+        run_lengths = varints[1 + runs:]
+        if (run_lengths > count).any() or int(run_lengths.sum()) != count:
+            return BAD_COLUMN
+        values = varints[1:1 + runs]
+    else:
+        if len(varints) != (1 if mode == CONST else count):
+            return BAD_COLUMN
+        values = varints
+    if low == INT64_MIN and high == INT64_MAX:
+        return OK
+    signed = unzigzag(values)
+    return BAD_VALUE if ((signed < low) | (signed > high)).any() else OK
+
+
+def _events_row(raw, row: list[int], body: int, rules: IndexRules) -> int:
     """Parses the payload of the EVENTS chunk at raw[body:] into its index row; returns the row's status."""
     end = body + row[ROW_LENGTH]
     chunk = memoryview(raw)[:end]  # varints must not run on into the next chunk
@@ -245,10 +353,27 @@ def _events_row(raw, row: list[int], body: int) -> int:
         at = ROW_DIRECTORY + 4 * column
         row[at:at + 4] = mode, pos, pos + length, count
         pos += length
-    return NO_EVENTS if count == 0 else OK
+    if count == 0:
+        return NO_EVENTS
+    if tid > rules.max_tid or count > rules.max_events or t_base > INT64_MAX:
+        return BAD_VALUE
+    data = np.frombuffer(chunk, np.uint8)
+    for column in range(STORED_COLUMNS):
+        mode, begin, end, _ = row[ROW_DIRECTORY + 4 * column:ROW_DIRECTORY + 4 * column + 4]
+        status = _column_status(data[begin:end], mode, count, rules.low[column], rules.high[column])
+        if status != OK:
+            return status
+    return OK
 
 
-def _index_python(raw, first: int, limit: int, room: int) -> np.ndarray:
+def _checksum_holds(raw, pos: int, length: int, crc: int, major: int) -> bool:
+    """index.c's checksum_holds: from format 2 on the checksum covers the chunk's type and length, then its payload."""
+    body = memoryview(raw)[pos + CHUNK_HEADER.size:pos + CHUNK_HEADER.size + length]
+    start = zlib.crc32(memoryview(raw)[pos:pos + 8]) if major >= 2 else 0
+    return zlib.crc32(body, start) == crc
+
+
+def _index_python(raw, first: int, limit: int, room: int, rules: IndexRules) -> np.ndarray:
     """index.c's ioloom_index_chunks in Python, for when the native library is not built."""
     rows = []
     pos = first
@@ -264,18 +389,18 @@ def _index_python(raw, first: int, limit: int, room: int) -> np.ndarray:
         if length > len(raw) - body:
             row[ROW_STATUS] = TRUNCATED_BODY
             break
-        if zlib.crc32(memoryview(raw)[body:body + length]) != crc:
+        if not _checksum_holds(raw, pos, length, crc, rules.major):
             row[ROW_STATUS] = CHECKSUM
         elif kind == EVENTS:
-            row[ROW_STATUS] = _events_row(raw, row, body)
+            row[ROW_STATUS] = _events_row(raw, row, body, rules)
         pos = body + length
     return np.array(rows, np.int64).reshape(len(rows), ROW_FIELDS)
 
 
-def _index(raw, data: np.ndarray, first: int, limit: int, room: int = 4096) -> np.ndarray:
+def _index(raw, data: np.ndarray, first: int, limit: int, rules: IndexRules, room: int = 4096) -> np.ndarray:
     """Index rows of up to `room` chunks that start at byte `first` and before byte `limit`."""
-    rows = index_chunks(data, first, limit, room, ROW_FIELDS)
-    return rows if rows is not None else _index_python(raw, first, limit, room)
+    rows = index_chunks(data, first, limit, room, ROW_FIELDS, rules)
+    return rows if rows is not None else _index_python(raw, first, limit, room, rules)
 
 
 def _problem(name: str, row: np.ndarray, size: int) -> str | None:
@@ -298,22 +423,35 @@ def _problem(name: str, row: np.ndarray, size: int) -> str | None:
 
 def read_stream_file(path: Path) -> StreamFile:
     """The chunk directory of one stream file; what cannot be read is said in its `problems`."""
+    stream = _read_chunks(path)
+    read_accounting(stream)
+    return stream
+
+
+def _read_chunks(path: Path) -> StreamFile:
     raw = _map(path)
     stream = StreamFile(path, np.frombuffer(raw, np.uint8))
     name = path.name
+    if not len(raw):
+        stream.problems.append(f"{name}: empty: the tracer could not write its stream (disk full?); skipped")
+        return stream
     if len(raw) < 16 or raw[:8] != MAGIC:
         stream.problems.append(f"{name}: not an ioloom trace stream (no IOLOOMTR header); skipped")
         return stream
     major, minor, header = struct.unpack_from("<HHI", raw, 8)
-    if major != MAJOR:
-        stream.problems.append(f"{name}: format version {major}.{minor}, this reader reads {MAJOR}.x; skipped "
-                               f"(upgrade ioloom to read it)")
+    if major not in MAJORS:
+        stream.problems.append(f"{name}: format version {major}.{minor}, this reader reads {MAJORS[0]}.x to "
+                               f"{MAJORS[-1]}.x; skipped (upgrade ioloom to read it)")
         return stream
+    if header < 16 or header > len(raw):
+        stream.problems.append(f"{name}: header size {header} is not 16 to the file's size; skipped")
+        return stream
+    rules = index_rules(major)
     events = []
     pos = header
     while pos < len(raw):
         limit = (pos >> FORGET_EVERY) + 1 << FORGET_EVERY  # checked pages go back as the scan goes
-        rows = _index(raw, stream.data, pos, limit)
+        rows = _index(raw, stream.data, pos, limit, rules)
         readable = (rows[:, ROW_TYPE] == EVENTS) & (rows[:, ROW_STATUS] == OK)
         events.append(rows[readable])
         for row in rows[~readable]:  # metadata and problems: a few rows, in file order
@@ -327,15 +465,59 @@ def read_stream_file(path: Path) -> StreamFile:
             break
         pos = int(last[ROW_OFFSET] + CHUNK_HEADER.size + last[ROW_LENGTH])
         stream.forget_pages(pos)
-    stream.chunks = np.concatenate(events) if events else _no_rows()
+    stream.chunks = _without_repeats(stream, np.concatenate(events) if events else _no_rows())
     stream.forget_pages()
     return stream
 
 
+def _without_repeats(stream: StreamFile, chunks: np.ndarray) -> np.ndarray:
+    """The EVENTS chunks less those that repeat an earlier one byte for byte (same thread, start, events, length
+    and checksum: the writer never writes a chunk twice, so a copy is damage and would count its events twice)."""
+    if len(chunks) < 2:
+        return chunks
+    offsets = chunks[:, ROW_OFFSET]
+    crc = stream.data[offsets[:, None] + np.arange(8, 12)].astype(np.int64) @ (1 << np.arange(0, 32, 8))
+    keys = np.column_stack((chunks[:, [ROW_TID, ROW_T_BASE, ROW_COUNT, ROW_LENGTH]], crc))
+    order = np.lexsort(keys.T[::-1])  # stable: the earliest of equal chunks comes first
+    ordered = keys[order]
+    same = np.concatenate(([False], (ordered[1:] == ordered[:-1]).all(axis=1)))
+    if not same.any():
+        return chunks
+    first = order[np.maximum.accumulate(np.where(same, 0, np.arange(len(order))))]  # of each one's group
+    repeats = np.sort(order[same])
+    original = dict(zip(order[same].tolist(), first[same].tolist()))
+    for k in repeats.tolist():
+        stream.problems.append(f"{stream.path.name}: events chunk at byte {int(offsets[k])} repeats the one at byte "
+                               f"{int(offsets[original[k]])}; skipped")
+    return np.delete(chunks, repeats, axis=0)
+
+
+def read_accounting(stream: StreamFile) -> None:
+    """Adds the accounting the tracer put in the stream file's extended attribute when the stream itself could not
+    hold it (the disk was full): counts take the larger of the two, other keys fill what the stream lacks."""
+    try:
+        payload = os.getxattr(stream.path, ACCOUNTING_XATTR)
+    except OSError:  # none (the usual case), or a file system without extended attributes
+        return
+    try:
+        pairs = _parse_info(payload)
+    except ValueError as err:
+        stream.problems.append(f"{stream.path.name}: its {ACCOUNTING_XATTR} attribute is malformed ({err}); ignored")
+        return
+    for key, value in pairs:
+        counted = key in ("dropped_events", "write_failed_events")
+        if key not in stream.info or (counted and int(value) > int(stream.info[key])):
+            stream.info[key] = value
+
+
 def _parse_metadata(stream: StreamFile, raw, row: np.ndarray) -> None:
+    """A metadata chunk into its table: all its entries, or none when one is malformed."""
     pos, kind, length = int(row[ROW_OFFSET]), int(row[ROW_TYPE]), int(row[ROW_LENGTH])
     body = pos + CHUNK_HEADER.size
+    parse, table = PARSERS[kind]
     try:
-        PARSERS[kind](stream, bytes(raw[body:body + length]))  # one copy, then searches without copying
-    except (ValueError, IndexError) as err:
+        entries = parse(bytes(raw[body:body + length]))  # one copy, then searches without copying
+    except ValueError as err:
         stream.problems.append(f"{stream.path.name}: chunk at byte {pos} (type {kind}) is malformed ({err}); skipped")
+        return
+    getattr(stream, table).update(entries)

@@ -11,6 +11,7 @@ import numpy as np
 import pyarrow as pa
 
 from ioloom import paths
+from ioloom.trace.model import TraceDamaged
 
 CONST, VARINT, RUNS = 0, 1, 2
 
@@ -42,6 +43,17 @@ class ClockLine(ctypes.Structure):
         return (self.offset + (t - self.origin) * self.drift).astype(np.int64) - self.epoch
 
 
+STORED_COLUMNS = 14  # columns of an EVENTS chunk (trace_format.h, enum ioloom_column)
+
+
+class IndexRules(ctypes.Structure):
+    """What the chunk index checks (index.c, struct ioloom_index_rules): the stream's format version (from 2 on, a
+    chunk's checksum covers its type and length), the most events and the highest thread id of a chunk, and the
+    range of each stored column's values."""
+    _fields_ = [("major", ctypes.c_int64), ("max_events", ctypes.c_int64), ("max_tid", ctypes.c_int64),
+                ("low", ctypes.c_int64 * STORED_COLUMNS), ("high", ctypes.c_int64 * STORED_COLUMNS)]
+
+
 @lru_cache(maxsize=1)
 def _native_library():
     """libioloom-trace-decode.so when it is built, else None (numpy decodes)."""
@@ -57,8 +69,9 @@ def _native_library():
     # data, directory, t_base, clock line, start, end, room, threads
     lib.ioloom_decode_times.argtypes = buffer * 2 + [ctypes.c_void_p, ctypes.POINTER(ClockLine), ctypes.c_void_p,
                                                      ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-    # data, first, limit, rows, room, threads
-    lib.ioloom_index_chunks.argtypes = buffer + [ctypes.c_size_t] * 2 + [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    # data, first, limit, rows, room, threads, rules
+    lib.ioloom_index_chunks.argtypes = buffer + [ctypes.c_size_t] * 2 + [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int,
+                                                                        ctypes.POINTER(IndexRules)]
     for decode in (lib.ioloom_decode_varints, lib.ioloom_decode_column, lib.ioloom_decode_times,
                    lib.ioloom_index_chunks):
         decode.restype = ctypes.c_int64
@@ -83,15 +96,17 @@ def _native_decoder():
     return lib.ioloom_decode_varints if lib is not None else None
 
 
-def index_chunks(data: np.ndarray, first: int, limit: int, room: int, fields: int) -> np.ndarray | None:
+def index_chunks(data: np.ndarray, first: int, limit: int, room: int, fields: int,
+                 rules: IndexRules) -> np.ndarray | None:
     """The chunk index rows (`fields` int64 each, stream_file.ROW_*) of up to `room` chunks of the stream file
-    `data` that start at byte `first` and before byte `limit`, checksums checked; None when the native library
-    is not built."""
+    `data` that start at byte `first` and before byte `limit`, checksums and EVENTS chunks checked against
+    `rules`; None when the native library is not built."""
     lib = _native_library()
     if lib is None:
         return None
     rows = np.empty((room, fields), np.int64)
-    n = lib.ioloom_index_chunks(data.ctypes.data, len(data), first, limit, rows.ctypes.data, room, decode_threads())
+    n = lib.ioloom_index_chunks(data.ctypes.data, len(data), first, limit, rows.ctypes.data, room, decode_threads(),
+                                ctypes.byref(rules))
     return rows[:n]
 
 
@@ -100,9 +115,9 @@ def _check(got: int, chunks: int, total: int) -> None:
     if got == -chunks - 1:
         raise MemoryError("no memory to decode a chunk")
     if got < 0:
-        raise ValueError(f"column body of events chunk {-got - 1} does not decode to its event count")
+        raise TraceDamaged(f"column body of events chunk {-got - 1} does not decode to its event count")
     if got != total:
-        raise ValueError(f"column decodes to {got} values for {total} events")
+        raise TraceDamaged(f"column decodes to {got} values for {total} events")
 
 
 def decode_column(data: np.ndarray, directory: np.ndarray, column: int, total: int,
@@ -159,7 +174,7 @@ def decode_varints(buf: np.ndarray) -> np.ndarray:
         out = np.empty(buf.size, np.uint64)
         count = native(buf.ctypes.data, buf.size, out.ctypes.data, out.size)
         if count < 0:
-            raise ValueError("a varint runs past the end of its column")
+            raise TraceDamaged("a varint runs past the end of its column")
         return out[:count]
     return decode_numpy(buf)
 
@@ -202,6 +217,8 @@ def read_varint(data: bytes | memoryview, pos: int) -> tuple[int, int]:
             raise ValueError("varint runs past the end of its chunk")
         byte = data[pos]
         pos += 1
+        if shift == 63 and byte > 1:
+            raise ValueError("varint over 64 bits")
         value |= (byte & 0x7F) << shift
         if byte < 0x80:
             return value, pos
