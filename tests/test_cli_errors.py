@@ -213,3 +213,19 @@ def test_every_command_refuses_bad_values(traced, tmp_path):
         if status == 0 or "Traceback" in err or "internal error" in err or not err.strip():
             failures.append(f"ioloom {' '.join([*path, *args])} ({name}): status {status}: {err.strip()[-300:]}")
     assert not failures, "\n".join(failures)
+
+
+def test_unreadable_darshan_log_is_one_line(tmp_path, capfd):
+    """libdarshan-util's own "Error:" lines (written to descriptor 2 by C) do not join ioloom's one line."""
+    log = tmp_path / "bad.darshan"
+    log.write_text("not a darshan log\n")
+    status, _, err = ioloom("stats", log)
+    assert status == 2 and "not a readable Darshan log" in err
+    assert capfd.readouterr().err.strip() == ""
+
+
+def test_advise_refusal_is_one_line(tmp_path):
+    swf = tmp_path / "jobs.swf"
+    swf.write_text("not a job line\n")
+    err = refused("advise", "interference", "--swf", swf, "--mu", "0.5", says="not an SWF job line")
+    assert err.count("\n") == 1

@@ -50,7 +50,7 @@ def _emit(as_json: bool, result: dict, render) -> None:
 
 
 def _refuse(error: ValueError) -> None:
-    Console(stderr=True).print(f"[red]error:[/red] {error}")
+    typer.echo(f"ioloom advise: {error}", err=True)
     raise typer.Exit(2)
 
 

@@ -12,6 +12,9 @@ What a Darshan log holds and what we make of it:
 """
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -144,19 +147,37 @@ def _dxt_events(report, file_ids: dict, problems: list[str]) -> pa.Table:
         "parent": none, "coll_seq": none}, schema=EVENT_SCHEMA)
 
 
+@contextlib.contextmanager
+def _c_stderr_silenced():
+    """Descriptor 2 pointed at /dev/null for the block (C libraries write there directly), then restored."""
+    sys.stderr.flush()
+    saved, null = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(null)
+
+
 def darshan_trace(path: str | Path) -> Trace:
     """A Trace from a Darshan log: events from its DXT segments, counters in meta["darshan"]."""
     import darshan  # PyDarshan, imported only when a Darshan log is given
 
-    try:
-        report = darshan.DarshanReport(str(path), read_all=False)
-        report.read_all_generic_records()  # the counters; the DXT segments are read below, column-wise
-        names = dict(report.name_records)
-        file_ids = {rid: i for i, rid in enumerate(names)}
-        problems: list[str] = []
-        table = _dxt_events(report, file_ids, problems)
-    except Exception as err:  # PyDarshan raises plain exceptions for unreadable logs
-        raise ValueError(f"{path}: not a readable Darshan log ({err}); check it with darshan-parser") from err
+    failure = None
+    with _c_stderr_silenced():  # libdarshan-util prints "Error: ..." lines of its own: ours below says it
+        try:
+            report = darshan.DarshanReport(str(path), read_all=False)
+            report.read_all_generic_records()  # the counters; the DXT segments are read below, column-wise
+            names = dict(report.name_records)
+            file_ids = {rid: i for i, rid in enumerate(names)}
+            problems: list[str] = []
+            table = _dxt_events(report, file_ids, problems)
+        except Exception as err:  # PyDarshan raises plain exceptions for unreadable logs
+            failure = f"{path}: not a readable Darshan log ({err}); check it with darshan-parser"
+    if failure:  # (raised here: a half-opened report is closed, quietly, as the except block ends)
+        raise ValueError(failure)
     files = pa.Table.from_pylist([{"file_id": i, "path": names[rid], "dev": 0, "ino": 0}
                                   for rid, i in file_ids.items()], schema=FILE_SCHEMA)
     job = report.metadata.get("job", {})

@@ -85,7 +85,7 @@ def logfs_mounts(mounts: list[Path]) -> tuple[Path, dict[str, str]]:
 
     missing = [str(m) for m in mounts if not m.is_dir()]
     if missing:
-        fail(f"--logfs needs existing directories: create {', '.join(missing)} first")
+        fail(f"--logfs needs existing directories: {', '.join(missing)} is not one (create it, or name another)")
     try:
         return preload.library(), {"IOLOOM_LOGFS_ROOTS": preload.roots_value({m.resolve(): [] for m in mounts})}
     except paths.NativeMissing as err:

@@ -25,7 +25,7 @@ def load_or_exit(trace: Path):
         loaded = load(trace)
     except (FileNotFoundError, ValueError) as err:
         _fail(str(err))
-    if not loaded.streams:
+    if not loaded.streams and "darshan" not in loaded.meta:  # a Darshan log without DXT still has its counters
         why = "; ".join(loaded.problems[:2]) + (f" (and {len(loaded.problems) - 2} more)"
                                                  if len(loaded.problems) > 2 else "")
         _fail(f"{trace}: no readable trace stream ({why or 'no events'}); give the directory `ioloom run -o DIR` "
