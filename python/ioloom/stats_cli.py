@@ -108,7 +108,12 @@ def _print(result: dict) -> None:
     for f in result["findings"]:
         console.print(f"[bold]{f['severity'].upper()}[/bold] {f['code']}: {f['message']}\n    advice: {f['advice']}")
     if not result["findings"]:
-        console.print("No findings.")
+        checks = Table(title=f"No findings: none of the {len(result['checks'])} checks matched")
+        for col in ("check", "looks for", "fires at or above"):
+            checks.add_column(col, overflow="fold")
+        for c in result["checks"]:
+            checks.add_row(", ".join(c["codes"]), c["looks_for"], "\n".join(c["thresholds_shown"]) or "any")
+        console.print(checks)
 
 
 def command(trace: Path = typer.Argument(..., help="Trace directory (ioloom run -o DIR) or a .darshan log."),

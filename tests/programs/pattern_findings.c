@@ -13,6 +13,15 @@
  *   misaligned     1 MiB writes that start 4 KiB after a stripe boundary, file per rank
  *   lockwait       rank 0 holds a record lock for 0.4 s; the others wait for it before their first write
  *   clean          stripe-aligned 1 MiB writes, one file per rank: nothing to report
+ *   stdio          every rank fprintf()s 32768 lines of text (1.72 MiB) to its own file
+ *   random         every rank writes 8 MiB to its own file, then reads 1200 4 KiB pieces at random offsets
+ *   rewrite        every rank writes the same 1 MiB of its own file 4 times
+ *   bcast-input    rank 0 writes a 2 MiB input; every rank reads all of it (once)
+ *   uneven         POSIX writes to one shared file, rank r writes r + 1 MiB of it (segmented)
+ *   independent    1024 independent 64 KiB MPI_File_write_at calls, segmented over a shared file
+ *   blocking       6 steps of "compute" (sleep; rank 0 twice as long) then a blocking MPI_File_write_at_all
+ *                  of 1 MiB per rank: ranks 1-3 wait in the collective for rank 0
+ *   sync           32 times: a 64 KiB MPI_File_write_at per rank on a shared file, then MPI_File_sync
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -75,8 +84,7 @@ static void strided_view(int collective) {
         die("MPI_File_open");
     MPI_File_set_view(fh, (MPI_Offset)rank * block, MPI_BYTE, filetype, "native", MPI_INFO_NULL);
     char *b = buffer((size_t)block * count);
-    for (int rep = 0; rep < 4; rep++) {
-        MPI_File_seek(fh, 0, MPI_SEEK_SET); /* the same region again: a checkpoint rewritten */
+    for (int rep = 0; rep < 4; rep++) { /* four successive regions: the view's pointer moves on */
         if (collective) MPI_File_write_all(fh, b, block * count, MPI_BYTE, MPI_STATUS_IGNORE);
         else MPI_File_write(fh, b, block * count, MPI_BYTE, MPI_STATUS_IGNORE);
     }
@@ -156,6 +164,101 @@ static void imbalance(const char *dir) {
     if (rank == 0) posix_blocks(64, MiB, 0, 1);
 }
 
+static void stdio_text(const char *dir) {
+    name(dir, "log", 1);
+    FILE *f = fopen(path, "w");
+    if (!f) die(path);
+    for (int i = 0; i < 32768; i++) /* 55-byte lines: 1.72 MiB */
+        fprintf(f, "step %09d rank %04d energy %+.12e ok\n", i, rank, 1.0 / (i + 1));
+    if (fclose(f) != 0) die("fclose");
+}
+
+static void random_reads(const char *dir) {
+    name(dir, "random", 1);
+    posix_blocks(8, MiB, 0, 0);
+    int fd = posix_open(O_RDONLY);
+    char *b = buffer(4 * KiB);
+    srand48(rank + 1);
+    for (int i = 0; i < 1200; i++)
+        if (pread(fd, b, 4 * KiB, (off_t)(lrand48() % (8 * MiB / (4 * KiB))) * 4 * KiB) != 4 * KiB) die("pread");
+    free(b);
+    close(fd);
+}
+
+static void rewrite(const char *dir) {
+    name(dir, "checkpoint", 1);
+    int fd = posix_open(O_WRONLY | O_CREAT | O_TRUNC);
+    char *b = buffer(MiB);
+    for (int i = 0; i < 4; i++)
+        if (pwrite(fd, b, MiB, 0) != MiB) die("pwrite");
+    free(b);
+    close(fd);
+}
+
+static void bcast_input(const char *dir) {
+    name(dir, "input", 0);
+    if (rank == 0) posix_blocks(8, 256 * KiB, 0, 0);
+    MPI_Barrier(MPI_COMM_WORLD);
+    int fd = posix_open(O_RDONLY);
+    char *b = buffer(256 * KiB);
+    for (int i = 0; i < 8; i++)
+        if (pread(fd, b, 256 * KiB, (off_t)i * 256 * KiB) != 256 * KiB) die("pread");
+    free(b);
+    close(fd);
+}
+
+static void uneven(const char *dir) {
+    name(dir, "shared", 0);
+    if (rank == 0) close(posix_open(O_WRONLY | O_CREAT | O_TRUNC));
+    MPI_Barrier(MPI_COMM_WORLD);
+    int fd = posix_open(O_WRONLY);
+    char *b = buffer(MiB);
+    off_t start = (off_t)rank * (rank + 1) / 2 * MiB; /* ranks before r wrote 1 + 2 + ... + r MiB */
+    for (int i = 0; i <= rank; i++)
+        if (pwrite(fd, b, MiB, start + (off_t)i * MiB) != MiB) die("pwrite");
+    free(b);
+    close(fd);
+}
+
+static MPI_File mpi_open(void) {
+    MPI_File fh;
+    if (MPI_File_open(MPI_COMM_WORLD, path, MPI_MODE_CREATE | MPI_MODE_WRONLY, MPI_INFO_NULL, &fh) != MPI_SUCCESS)
+        die("MPI_File_open");
+    return fh;
+}
+
+static void independent(void) {
+    const int block = 64 * KiB, count = 1024 / nranks;
+    MPI_File fh = mpi_open();
+    char *b = buffer(block);
+    for (int i = 0; i < count; i++)
+        MPI_File_write_at(fh, ((MPI_Offset)rank * count + i) * block, b, block, MPI_BYTE, MPI_STATUS_IGNORE);
+    free(b);
+    MPI_File_close(&fh);
+}
+
+static void blocking(void) {
+    MPI_File fh = mpi_open();
+    char *b = buffer(MiB);
+    for (int step = 0; step < 6; step++) {
+        usleep((rank == 0 ? 160 : 80) * 1000);
+        MPI_File_write_at_all(fh, ((MPI_Offset)step * nranks + rank) * MiB, b, MiB, MPI_BYTE, MPI_STATUS_IGNORE);
+    }
+    free(b);
+    MPI_File_close(&fh);
+}
+
+static void sync_often(void) {
+    MPI_File fh = mpi_open();
+    char *b = buffer(64 * KiB);
+    for (int step = 0; step < 32; step++) {
+        MPI_File_write_at(fh, ((MPI_Offset)step * nranks + rank) * 64 * KiB, b, 64 * KiB, MPI_BYTE, MPI_STATUS_IGNORE);
+        MPI_File_sync(fh);
+    }
+    free(b);
+    MPI_File_close(&fh);
+}
+
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -183,6 +286,25 @@ int main(int argc, char **argv) {
         posix_blocks(8, MiB, 4 * KiB, 0);
     } else if (!strcmp(mode, "lockwait")) {
         lockwait(dir);
+    } else if (!strcmp(mode, "stdio")) {
+        stdio_text(dir);
+    } else if (!strcmp(mode, "random")) {
+        random_reads(dir);
+    } else if (!strcmp(mode, "rewrite")) {
+        rewrite(dir);
+    } else if (!strcmp(mode, "bcast-input")) {
+        bcast_input(dir);
+    } else if (!strcmp(mode, "uneven")) {
+        uneven(dir);
+    } else if (!strcmp(mode, "independent")) {
+        name(dir, "shared", 0);
+        independent();
+    } else if (!strcmp(mode, "blocking")) {
+        name(dir, "shared", 0);
+        blocking();
+    } else if (!strcmp(mode, "sync")) {
+        name(dir, "shared", 0);
+        sync_often();
     } else if (!strcmp(mode, "clean")) {
         name(dir, "clean", 1);
         posix_blocks(4, MiB, 0, 0);

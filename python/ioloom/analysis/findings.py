@@ -36,12 +36,13 @@ class Thresholds:
     lock_wait_share: float = _limit(0.10, "lock wait / write-call time on a shared file", "share")
     lock_wait_critical: float = _limit(0.5, "... at which the finding is critical", "share")
     straggler_ratio: float = _limit(2.0, "slowest rank's I/O time / the median rank's", "ratio")
-    straggler_min_s: float = _limit(0.05, "... and at least this much slower (also the floor of time "
-                                    "imbalance on a shared file)", "s")
+    straggler_min_s: float = _limit(0.05, "... and at least this much slower", "s")
     shared_imbalance_share: float = _limit(0.15, "(most - least) bytes or seconds of one rank / the file's total, "
                                            "on a file shared by ranks (Drishti: 15 %)", "share")
     shared_imbalance_min_bytes: int = _limit(1 << 20, "... and the file moved at least this much in that "
                                              "direction", "bytes")
+    shared_imbalance_min_s: float = _limit(0.2, "... and, for a spread of time, at least this many seconds in "
+                                           "the file system", "s")
     metadata_min_ops: int = _limit(500, "POSIX metadata calls in the job", "calls")
     metadata_share: float = _limit(0.2, "... and their share of POSIX call time (or more metadata than data "
                                    "calls)", "share")
@@ -79,6 +80,13 @@ class Thresholds:
     def table(self) -> list[dict]:
         """name, value, unit, meaning of every threshold (the docs' table and the report's list)."""
         return [{"name": f.name, "value": getattr(self, f.name), **f.metadata} for f in fields(self)]
+
+    def shown(self, name: str) -> str:
+        """A threshold as people read it: 10 %, 1.00 MiB, 0.05 s, 1,000 calls, 2x."""
+        value, unit = getattr(self, name), self.__dataclass_fields__[name].metadata["unit"]
+        text = {"share": f"{value:.0%}", "bytes": human_bytes(value), "s": f"{value:g} s", "ratio": f"{value:g}x",
+                "calls": f"{value:,} calls"}[unit]
+        return f"{name} = {text}"
 
 
 T = Thresholds()
@@ -246,30 +254,34 @@ def rank_imbalance(a) -> list[Finding]:
 
 def shared_file_imbalance(a) -> list[Finding]:
     """On each file several ranks read or wrote at the application's layer, per direction: the spread of
-    bytes, and of seconds, between the rank that moved the most and the one that moved the least."""
+    bytes (asked by the application) and of seconds (in the file system: the POSIX calls on the file, which
+    leave out the time a rank waits in a collective MPI-IO call for the others) between the ranks."""
     out = []
+    posix = _data(a.app_groups[a.app_groups["layer"] == POSIX])
     for (file_id, kind), part in _data(top_level(a.app_groups)).groupby(["file_id", "kind"]):
-        per_rank = part.groupby("rank")[["bytes", "time_ns"]].sum()
-        total_bytes, total_s = int(per_rank["bytes"].sum()), per_rank["time_ns"].sum() / NS
+        per_rank = part.groupby("rank")["bytes"].sum()
+        total_bytes = int(per_rank.sum())
         if len(per_rank) < 2 or total_bytes < T.shared_imbalance_min_bytes:
             continue
-        spread_bytes = int(per_rank["bytes"].max() - per_rank["bytes"].min())
-        spread_s = float(per_rank["time_ns"].max() - per_rank["time_ns"].min()) / NS
+        timed = posix[(posix["file_id"] == file_id) & (posix["kind"] == kind)]
+        seconds = (timed if len(timed) else part).groupby("rank")["time_ns"].sum() / NS
+        spread_bytes = int(per_rank.max() - per_rank.min())
+        spread_s = float(seconds.max() - seconds.min()) if len(seconds) > 1 else 0.0
         by_bytes = spread_bytes >= T.shared_imbalance_share * total_bytes
-        by_time = spread_s >= T.shared_imbalance_share * total_s and spread_s >= T.straggler_min_s
+        by_time = spread_s >= T.shared_imbalance_share * seconds.sum() and spread_s >= T.shared_imbalance_min_s
         if not (by_bytes or by_time):
             continue
-        name, path = ("read", "write")[kind == WRITE], _paths(a.paths, [file_id])[0]
+        name, path = "write" if kind == WRITE else "read", _paths(a.paths, [file_id])[0]
         what = (f"{spread_bytes / total_bytes:.0%} of its bytes ({human_bytes(spread_bytes)})" if by_bytes
-                else f"{spread_s / total_s:.0%} of its {name} time ({spread_s:.3g} s)")
+                else f"{spread_s / seconds.sum():.0%} of its {name} time in the file system ({spread_s:.3g} s)")
         out.append(Finding(
             "shared-file-imbalance", "warning",
             f"{len(per_rank)} ranks {name} the shared file {path} unevenly: the busiest rank and the least busy "
             f"differ by {what}",
-            _evidence(a, part, {"direction": name, "bytes_by_rank": {int(r): int(b) for r, b in per_rank["bytes"].items()},
-                                "seconds_by_rank": {int(r): float(t) / NS for r, t in per_rank["time_ns"].items()},
+            _evidence(a, part, {"direction": name, "bytes_by_rank": {int(r): int(b) for r, b in per_rank.items()},
+                                "file_system_seconds_by_rank": {int(r): float(t) for r, t in seconds.items()},
                                 "byte_spread_share": spread_bytes / total_bytes,
-                                "time_spread_share": spread_s / total_s if total_s else 0.0}),
+                                "time_spread_share": spread_s / seconds.sum() if seconds.sum() else 0.0}),
             "Split the file's data evenly over the ranks (or over collective-buffering aggregators with "
             "MPI_File_write_all / read_all); if the bytes are even but the time is not, look at the slow rank's "
             "node and at contention on the storage targets it hits."))
@@ -302,8 +314,19 @@ NON_DATA_ADVICE = {
 }
 
 
+def _non_data_costs(a, own: pd.DataFrame) -> dict:
+    """Seconds per costly call that moved no data: MPI-IO operations by name, POSIX and stdio calls by kind."""
+    costs = {op: float(t / NS) for op, t in
+             a.splits[a.splits["kind"].isin([META, SYNC])].groupby("op")["time_ns"].sum().items()}
+    other = own[own["kind"].isin([META, SYNC]) & (own["layer"] != MPIIO)]
+    for (layer, kind), t in other.groupby(["layer", "kind"])["time_ns"].sum().items():
+        costs[f"{LAYERS[layer]} {'sync' if kind == SYNC else 'metadata'} calls"] = float(t / NS)
+    return dict(sorted(costs.items(), key=lambda kv: -kv[1]))
+
+
 def non_data_time(a) -> list[Finding]:
-    """File calls that move no data (open, close, set_view, stat, sync) taking most of the I/O time."""
+    """File calls that move no data (open, close, set_view, stat, sync) taking most of the I/O time; for
+    MPI-IO, how much of it the file system's own calls took (the rest is communication and waiting)."""
     own = top_level(a.app_groups)
     total = own["time_ns"].sum() / NS
     meta, sync = own[own["kind"] == META], own[own["kind"] == SYNC]
@@ -313,22 +336,25 @@ def non_data_time(a) -> list[Finding]:
     non_data = sum(spent.values())
     if (non_data < T.non_data_min_s or non_data < T.non_data_share * total) and slow_ranks.empty:
         return []
-    mpi_ops = a.splits[a.splits["kind"].isin([META, SYNC])].groupby("op")["time_ns"].sum() / NS
-    other = own[own["kind"].isin([META, SYNC]) & (own["layer"] != MPIIO)]
-    costs = {**{op: float(t) for op, t in mpi_ops.items()},
-             **{f"{LAYERS[layer]} {('metadata', 'sync')[kind == SYNC]}": float(t / NS) for (layer, kind), t in
-                other.groupby(["layer", "kind"])["time_ns"].sum().items()}}
-    costs = dict(sorted(costs.items(), key=lambda kv: -kv[1]))
+    costs = _non_data_costs(a, own)
+    posix = a.app_groups[(a.app_groups["layer"] == POSIX) & a.app_groups["kind"].isin([META, SYNC])]
+    in_fs = posix["time_ns"].sum() / NS
+    mpi_part = own[(own["layer"] == MPIIO) & own["kind"].isin([META, SYNC])]["time_ns"].sum() / NS
+    where = (f"; the file system's own metadata and sync calls took {in_fs:.3g} s, the rest of the MPI-IO "
+             "calls' time was communication and waiting for other ranks" if mpi_part > 0 else "")
     top = ", ".join(f"{name} {seconds:.3g} s" for name, seconds in list(costs.items())[:3])
-    mine = own[own["kind"].isin([META, SYNC])]
     return [Finding(
-        "non-data-time", "warning",
+        "non-data-time", "info",
         f"{non_data / max(total, 1e-12):.0%} of the time in file calls ({non_data:.3g} of {total:.3g} s, summed "
-        f"over ranks) moved no data: {top}",
-        _evidence(a, mine, {"seconds_by_call": costs, "metadata_seconds": float(spent["metadata"]),
-                            "sync_seconds": float(spent["sync"]), "file_call_seconds": float(total),
-                            "ranks_over_metadata_limit": {int(r): float(t) for r, t in slow_ranks.items()}}),
-        " ".join(NON_DATA_ADVICE[k] for k, v in sorted(spent.items(), key=lambda kv: -kv[1]) if v > 0))]
+        f"over ranks) moved no data: {top}{where}",
+        _evidence(a, own[own["kind"].isin([META, SYNC])],
+                  {"seconds_by_call": costs, "metadata_seconds": float(spent["metadata"]),
+                   "sync_seconds": float(spent["sync"]), "file_call_seconds": float(total),
+                   "file_system_seconds": {"metadata": float(posix[posix["kind"] == META]["time_ns"].sum() / NS),
+                                           "sync": float(posix[posix["kind"] == SYNC]["time_ns"].sum() / NS)},
+                   "ranks_over_metadata_limit": {int(r): float(t) for r, t in slow_ranks.items()}}),
+        " ".join(NON_DATA_ADVICE[k] for k, v in sorted(spent.items(), key=lambda kv: -kv[1]) if v > 0)
+        + (" Collective opens, closes and syncs wait for every rank of the communicator." if mpi_part > 0 else ""))]
 
 
 def _known_offsets(part: pd.DataFrame) -> pd.DataFrame:
@@ -336,10 +362,23 @@ def _known_offsets(part: pd.DataFrame) -> pd.DataFrame:
     return part[part["end_max"] > part["off_min"]]
 
 
+def _where_bytes_land(a, kind: int) -> pd.DataFrame:
+    """Per file, the calls whose offsets say which bytes they touched: the application's own, or for a file
+    it used through MPI-IO the POSIX calls under MPI-IO (an MPI-IO call through a file view with holes
+    touches more than [offset, offset + size)); files where ROMIO sieved are left to `data-sieving`."""
+    own = _data(top_level(a.app_groups), kind)
+    through_mpi = own[own["layer"] == MPIIO]["file_id"].unique()
+    sieved = a.splits[a.splits["sieving"] > 0]["file_id"].unique()
+    under = a.app_groups[(a.app_groups["layer"] == POSIX) & (a.app_groups["nested"] == 1)
+                         & a.app_groups["file_id"].isin(through_mpi) & (a.app_groups["kind"] == kind)]
+    groups = pd.concat([own[~own["file_id"].isin(through_mpi)], under])
+    return _known_offsets(groups[~groups["file_id"].isin(sieved)])
+
+
 def redundant_reads(a) -> list[Finding]:
     """Bytes read more than once from one file, by the same rank (exact: bytes - distinct bytes) or by several
-    (at least bytes - the span they read)."""
-    reads = _known_offsets(_data(top_level(a.app_groups), READ))
+    (at least bytes - the span they read), where the bytes land (_where_bytes_land)."""
+    reads = _where_bytes_land(a, READ)
     rows = []
     for file_id, part in reads.groupby("file_id"):
         total, distinct = int(part["bytes"].sum()), int(part["unique_bytes"].sum())
@@ -364,7 +403,7 @@ def redundant_reads(a) -> list[Finding]:
 
 def redundant_writes(a) -> list[Finding]:
     """Bytes written over bytes already written in the same file (at least bytes - the span written)."""
-    writes = _known_offsets(_data(top_level(a.app_groups), WRITE))
+    writes = _where_bytes_land(a, WRITE)
     rows = []
     for file_id, part in writes.groupby("file_id"):
         total, span = int(part["bytes"].sum()), int(part["end_max"].max() - part["off_min"].min())
@@ -497,7 +536,7 @@ def independent_mpiio(a) -> list[Finding]:
         count, all_calls = int(independent["calls"].sum()), int(part["calls"].sum())
         if part["rank"].nunique() < 2 or count < T.independent_min or count < T.independent_share * all_calls:
             continue
-        name = ("read", "write")[kind == WRITE]
+        name = "write" if kind == WRITE else "read"
         ops = independent.groupby("op")["calls"].sum()
         out.append(Finding(
             f"independent-{name}s", "warning",
@@ -575,7 +614,7 @@ CHECKS = (
     Check(("rank-imbalance",), "a rank much slower in I/O than the median rank",
           ("straggler_ratio", "straggler_min_s"), ("P19",), rank_imbalance),
     Check(("shared-file-imbalance",), "uneven bytes or time of the ranks on a shared file",
-          ("shared_imbalance_share", "shared_imbalance_min_bytes", "straggler_min_s"),
+          ("shared_imbalance_share", "shared_imbalance_min_bytes", "shared_imbalance_min_s"),
           ("P18", "P19", "P21", "P22"), shared_file_imbalance),
     Check(("metadata-storm",), "many POSIX metadata calls", ("metadata_min_ops", "metadata_share"), (),
           metadata_storm),
@@ -596,9 +635,9 @@ CHECKS = (
 def checked(found: list[Finding]) -> list[dict]:
     """Every check with its thresholds and the findings it made: what "no findings" means."""
     fired = {f.code for f in found}
-    limits = {row["name"]: row for row in T.table()}
     return [{"codes": list(c.codes), "looks_for": c.looks_for, "drishti": list(c.drishti),
-             "thresholds": {name: limits[name]["value"] for name in c.thresholds},
+             "thresholds": {name: getattr(T, name) for name in c.thresholds},
+             "thresholds_shown": [T.shown(name) for name in c.thresholds],
              "fired": sorted(fired & set(c.codes))} for c in CHECKS]
 
 

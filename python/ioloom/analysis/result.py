@@ -144,6 +144,7 @@ class Analysis:
             "mpiio_calls": crosslayer.calls_json(self.calls) if calls else [],
             "patterns": [{**p, "path": self.paths.get(p["file_id"], "")} for p in self.patterns],
             "findings": [f.to_json() for f in self.findings],
+            "checks": findings.checked(self.findings),
         }
         if "darshan" in self.meta:
             out["darshan"] = self.meta["darshan"]

@@ -109,9 +109,17 @@ def _findings(result: dict) -> str:
                      f'{_esc(f["code"])}</div><div class="msg">{_esc(f["message"])}</div>'
                      f'<div class="advice"><b>Advice:</b> {_esc(f["advice"])}</div>'
                      f'<details><summary>Evidence</summary><pre>{evidence}</pre></details></div>')
-    body = "".join(items) or '<p class="ok">No findings: nothing in this trace matched a known problem.</p>'
+    checks = result["checks"]
+    table = figures.frame_html(pd.DataFrame([{
+        "check": ", ".join(c["codes"]), "looks for": c["looks_for"], "fires at or above": "; ".join(c["thresholds_shown"]) or "whenever seen",
+        "Drishti": ", ".join(c["drishti"]) or "–",
+        "result": ", ".join(c["fired"]) or "nothing found"} for c in checks]))
+    if items:
+        body = "".join(items) + f"<details><summary>The {len(checks)} checks and their thresholds</summary>{table}</details>"
+    else:
+        body = (f'<p class="ok">No findings: none of the {len(checks)} checks below matched this trace.</p>' + table)
     return _section("findings", "Findings", "Problems the trace shows, with evidence and the change that "
-                    "removes each.", body)
+                    "removes each; thresholds are in docs/analysis.md.", body)
 
 
 def _figures_for(names, figs) -> str:
