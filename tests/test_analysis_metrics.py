@@ -166,15 +166,16 @@ def test_collective_groups_ranks_and_finds_aggregators():
     assert coll[0]["aggregators"] == [{"rank": 0, "bytes": 2 * MiB}, {"rank": 2, "bytes": 2 * MiB}]
 
 
-def test_repeated_reads_counts_distinct_bytes():
+def test_redundant_reads_count_distinct_bytes():
     b = Builder()
     f = b.file("/data/input")
     for i in range(40):
         b.call(0, "posix", "pread", i * 10, i * 10 + 5, f, (i % 4) * 65536, 65536)
     a = analyse(b.trace(), workers=1)
-    found = [x for x in a.findings if x.code == "repeated-reads"]
-    assert found and found[0].evidence["counts"]["distinct_bytes"] == 4 * 65536
+    found = [x for x in a.findings if x.code == "redundant-reads"]
+    assert found and found[0].evidence["counts"]["bytes_read"] == 40 * 65536
     assert found[0].evidence["counts"]["bytes_read_again"] == 36 * 65536
+    assert found[0].evidence["counts"]["read_again_by_the_same_rank"] == 36 * 65536
 
 
 @settings(max_examples=60, deadline=None)
