@@ -126,7 +126,10 @@ def test_a_bug_is_one_line_and_debug_shows_the_traceback(monkeypatch):
 # ---- the walk: every command, each of its values replaced by one that no command accepts
 
 def _commands(group: click.Group, path=()):
-    for name, command in group.commands.items():
+    """(path, command) of every leaf command, asked as click asks (the root loads its subcommands lazily)."""
+    ctx = click.Context(group)
+    for name in group.list_commands(ctx):
+        command = group.get_command(ctx, name)
         if isinstance(command, click.Group):
             yield from _commands(command, (*path, name))
         else:
@@ -202,7 +205,7 @@ def _walk_cases(work: Path):
 def test_walk_covers_every_command(traced):
     walked = {path for path, _, _ in _walk_cases(traced)}
     listed = {path for path, _ in _commands(typer.main.get_command(app)) if " ".join(path) not in WALK_SKIPS}
-    assert walked == listed
+    assert walked == listed and {("stats",), ("bench", "fuzz"), ("container", "rm"), ("advise", "energy")} <= listed
 
 
 def test_every_command_refuses_bad_values(traced, tmp_path):
