@@ -29,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 import warnings
 import zlib
 from multiprocessing.connection import wait
@@ -58,6 +59,7 @@ BLOCK_FIELDS = (("magic", 0, "<I"), ("version", 4, "<I"), ("writer", 8, "<Q"), (
 RECORD_FIELDS = (("kind", 4, "<H"), ("version", 6, "<H"), ("file_id", 8, "<I"), ("offset", 16, "<Q"),
                  ("length", 24, "<Q"), ("stamp", 32, "<Q"), ("writer", 40, "<Q"), ("physical", 56, "<Q"))
 BLOCK_SIZE, ENTRY_SIZE, RECORD_SIZE = 32, 80, 64
+MEMBER_KINDS, MEMBER_WEIGHTS = ("index.", "ioloom-logfs.meta", "records.", "log."), (4, 2, 2, 2)  # what a case damages
 FILE_LIMIT = 64 << 20  # the largest file a worker or the preloaded read may write (a hostile size is not followed)
 WRITER = """import os, random, sys
 data = random.Random(7).randbytes(1 << 16)
@@ -202,8 +204,12 @@ def _read_uvarint(data: bytes, pos: int) -> tuple[int, int]:
 
 
 def _huge(rng: random.Random, near: int | None = None) -> int:
+    """A hostile value for an integer field: 0 (a divisor, an empty count), one near the field's own value, one
+    near a power of two where arithmetic overflows, or random bits."""
     pick = rng.random()
-    if near is not None and pick < 0.25:
+    if pick < 0.15:
+        return 0
+    if near is not None and pick < 0.35:
         return max(0, near + rng.choice((-1, 1, 2, -2, near, 1 << 32)))
     if pick < 0.85:
         return rng.choice(HUGE)
@@ -385,6 +391,13 @@ def _set_field(data: bytes, at: int, fields, rng: random.Random) -> tuple[bytes,
         f"{name} {old} -> {value}"
 
 
+def _an_entry(rng: random.Random, data: bytes, blocks: list[tuple[int, int]]) -> int:
+    """The offset of an index entry, a pattern (count > 1) half the time when there is one."""
+    entries = [at for s, e in blocks for at in range(s + BLOCK_SIZE, e, ENTRY_SIZE)]
+    patterns = [at for at in entries if struct.unpack_from("<Q", data, at + 24)[0] > 1]
+    return rng.choice(patterns if patterns and rng.random() < 0.5 else entries)
+
+
 def mutate_index(rng: random.Random, data: bytes) -> tuple[bytes, str, bool]:
     blocks = _blocks(data)
     bounds = sorted({0, len(data)} | {b for s, e in blocks for b in [s, s + BLOCK_SIZE, *range(s + BLOCK_SIZE, e,
@@ -396,8 +409,11 @@ def mutate_index(rng: random.Random, data: bytes) -> tuple[bytes, str, bool]:
         return (*_cut(rng, data, bounds), True)
     start, end = rng.choice(blocks)
     if pick < 0.65 and end > start + BLOCK_SIZE:
-        entry = start + BLOCK_SIZE + ENTRY_SIZE * rng.randrange((end - start - BLOCK_SIZE) // ENTRY_SIZE)
+        entry = _an_entry(rng, data, blocks)
         changed, what = _set_field(data, entry, ENTRY_FIELDS, rng)
+        for _ in range(rng.choice((0, 0, 0, 1, 2))):  # sometimes fields together (a count with a stride)
+            changed, more = _set_field(changed, entry, ENTRY_FIELDS, rng)
+            what += f", {more}"
         return _with_sums(changed), f"index entry at {entry}: {what}, sums made valid", False
     if pick < 0.75:
         changed, what = _set_field(data, start, BLOCK_FIELDS, rng)
@@ -480,7 +496,8 @@ def make_case(seeds: Seeds, seed: int, number: int, case_root: Path, only: str |
     container = rng.choice(sorted(seeds.containers))
     dirs = [container, *seeds.backends[container]]
     members = sorted(n for n in seeds.files if any(n.startswith(d + "/") for d in dirs))
-    name = rng.choice(members)
+    kind = rng.choices(MEMBER_KINDS, MEMBER_WEIGHTS)[0]
+    name = rng.choice([n for n in members if Path(n).name.startswith(kind)] or members)
     base, data = Path(name).name, _moved(seeds, name, case_root)
     pick = rng.random()
     if pick < 0.05:
@@ -685,14 +702,18 @@ def _judge(result: Result, tool: str, got, case: Case, original: bytes, checked_
         result.note(tool, "clean", "bytes differ, and check reported the damage")
 
 
+def _mounts(root: Path, container: str) -> dict[Path, list[Path]]:
+    """The logfs mount of a container copied under root, with the extra backend it was made with (make_seeds)."""
+    mount = (root / container).parent
+    return {mount: [root / "extra"] if mount.name == "mnt2" else []}
+
+
 def preloaded_read(case_root: Path, container: str, limit: int, timeout: float) -> tuple[str, object]:
     """`cat` of the logical file through libioloom-logfs: ("ok", bytes), ("clean", message), ("crash", signal),
     ("hang", ...) or ("ok", TooLong) when it printed more than `limit` bytes."""
     from ioloom.logfs import preload
     out = case_root / "preloaded-read"
-    mount = (case_root / container).parent
-    extras = [case_root / "extra"] if mount.name == "mnt2" else []
-    env = {**os.environ, **preload.env({mount: extras})}
+    env = {**os.environ, **preload.env(_mounts(case_root, container))}
 
     try:  # the worker's limits apply (file size, no core files; SIGXFSZ ignored, so a long write fails EFBIG)
         with open(out, "wb") as sink:
@@ -767,7 +788,11 @@ def _worker(conn, seeds: Seeds, seed: int, root: Path, timeout: float, only: str
         number = conn.recv()
         if number is None:
             return
-        result = run_case(seeds, seed, number, root, lambda tool: conn.send(("tool", tool)), timeout, only)
+        try:
+            result = run_case(seeds, seed, number, root, lambda tool: conn.send(("tool", tool)), timeout, only)
+        except Exception:  # noqa: BLE001 (a fault of the harness itself, not of a tool: the campaign stops)
+            conn.send(("error", traceback.format_exc()))
+            return
         conn.send(("done", dataclasses.asdict(result)))
 
 
@@ -830,6 +855,8 @@ class Campaign:
             code = slot.process.exitcode
             name = signal.Signals(-code).name if code and code < 0 else f"exit {code}"
             return self._lost(slot, "crash", f"the worker died ({name})")
+        if kind == "error":
+            raise RuntimeError(f"ioloom bench fuzz: the harness failed on case {slot.number}:\n{value}")
         if kind == "tool":
             slot.tool, slot.since = value, time.monotonic()
         else:
@@ -883,18 +910,13 @@ def save_failure(seeds: Seeds, seed: int, result: dict, failures: Path, only: st
     if case.target == "trace":
         commands = f"ioloom stats {where / 'trace'}\n"
     else:
-        mount = (where / case.target).parent
-        roots = f"{mount}={where / 'extra'}" if mount.name == "mnt2" else str(mount)
+        from ioloom.logfs import preload
+        env = " ".join(f"{name}={value}" for name, value in preload.env(_mounts(where, case.target)).items())
         commands = "".join(f"ioloom container {tool} {where / case.target}\n" for tool in ("check", "stat", "cat"))
-        commands += f"LD_PRELOAD={_logfs_library()} IOLOOM_LOGFS_ROOTS={roots} cat {where / case.target}\n"
+        commands += f"{env} cat {where / case.target}\n"
     rerun = f"ioloom bench fuzz --seed {seed} --start {result['number']} --cases 1" + (f" --only {only}" * bool(only))
     (where / "repro.sh").write_text(f"# {rerun}\n{commands}")
     return where
-
-
-def _logfs_library() -> Path:
-    from ioloom.logfs import preload
-    return preload.library()
 
 
 def campaign(seed: int, cases: int, workdir: Path, start: int = 0, workers: int | None = None,
@@ -940,7 +962,13 @@ def fuzz_command(seed: int = typer.Option(1, "--seed", help="Chooses every mutat
     on each case: prints cases run, clean errors, crashes, hangs, uncaught exceptions and wrong results."""
     directory = workdir or Path(tempfile.mkdtemp(prefix="ioloom-fuzz-", dir=_scratch()))
     began = time.monotonic()
-    counts, failing = campaign(seed, cases, directory, start, workers, timeout, only and only.value)
+    shown = [0]
+
+    def progress(done: int) -> None:  # a line per 1,000 cases on stderr, for long campaigns
+        if done // 1000 > shown[0]:
+            shown[0] = done // 1000
+            print(f"  {done:,} of {cases:,} cases, {time.monotonic() - began:.0f} s", file=sys.stderr)
+    counts, failing = campaign(seed, cases, directory, start, workers, timeout, only and only.value, progress)
     elapsed = time.monotonic() - began
     if as_json:
         print(json.dumps({"seed": seed, "start": start, "seconds": round(elapsed, 1), **counts,
