@@ -84,7 +84,7 @@ class Seeds:
     streams: list[str]
     containers: dict[str, bytes]  # container path -> its logical bytes
     backends: dict[str, list[str]]  # container path -> its extra backend directories
-    trace_digest: dict[str, str]
+    stream_digests: dict[str, str]  # stream path -> digest of its events, the stream read alone
     crc: str  # how this build's chunks are summed (CRC_FORMS)
 
 
@@ -118,10 +118,13 @@ def load_seeds(root: Path) -> Seeds:
         c = Container.open(root / name)
         containers[name] = c.read()
         backends[name] = [str(Path(b).relative_to(root)) for b in c.meta.backends[1:]]
-    digest = trace_digest(root / "trace")
-    if not isinstance(digest, dict) or digest["problems"]:
-        raise RuntimeError(f"the seed trace in {root / 'trace'} does not read cleanly: {digest}")
-    return Seeds(root, files, streams, containers, backends, digest, _crc_form(files[streams[0]]))
+    digests = {}
+    for name in streams:
+        digest = trace_digest(root / name)
+        if digest["problems"]:
+            raise RuntimeError(f"the seed stream {root / name} does not read cleanly: {digest['problems']}")
+        digests[name] = digest["streams"][Path(name).name]
+    return Seeds(root, files, streams, containers, backends, digests, _crc_form(files[streams[0]]))
 
 
 def trace_digest(path: Path) -> dict:
@@ -524,18 +527,16 @@ def _moved(seeds: Seeds, name: str, root: Path) -> bytes:
     return data.replace(str(seeds.root).encode(), str(root).encode()) if name.endswith("ioloom-logfs.meta") else data
 
 
-def scope(seeds: Seeds, target: str) -> list[str]:
-    """The seed directories a case on `target` reads or changes: the trace, or a container and its backends."""
-    return ["trace"] if target == "trace" else [target, *seeds.backends[target]]
-
-
 def write_case(seeds: Seeds, case: Case, root: Path) -> None:
-    """The case's scope of the seeds under root (paths in the metadata moved there) with its changes applied,
-    beside a file outside the container that no tool may touch."""
-    dirs = scope(seeds, case.target)
+    """What the case reads under root, beside a file outside the container that no tool may touch: the changed
+    stream alone (a trace of one stream), or the container and its backends (paths in the metadata moved there)
+    with the change applied."""
+    dirs = ["trace"] if case.target == "trace" else [case.target, *seeds.backends[case.target]]
     for d in dirs:
         shutil.rmtree(root / d, ignore_errors=True)
-    for name in (n for n in seeds.files if any(n.startswith(d + "/") for d in dirs)):
+    names = case.changes if case.target == "trace" else [n for n in seeds.files if any(n.startswith(d + "/")
+                                                                                        for d in dirs)]
+    for name in names:
         path = root / name
         path.parent.mkdir(parents=True, exist_ok=True)
         change = case.changes.get(name, _moved(seeds, name, root))
@@ -679,10 +680,11 @@ def _call(result: Result, tool: str, report, fn):
 def run_trace_case(seeds: Seeds, case: Case, root: Path, report) -> Result:
     result = Result(case.number, case.target, case.what)
     found = _call(result, "open_trace+read", report, lambda: trace_digest(root / "trace"))
+    original = {Path(name).name: seeds.stream_digests[name] for name in case.changes}
     if isinstance(found, dict):
         if found["problems"]:
             result.note("open_trace+read", "clean", found["problems"][0])
-        elif case.guarded and found["streams"] != seeds.trace_digest["streams"]:
+        elif case.guarded and found["streams"] != original:
             result.note("open_trace+read", "wrong", "events differ from the original and no problem was reported")
     return result
 
