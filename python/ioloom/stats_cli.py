@@ -70,6 +70,7 @@ def _layers_table(io: dict):
 
 def _print(result: dict) -> None:
     from rich.console import Console
+    from rich.markup import escape  # paths and messages may hold [brackets], which rich would take as markup
     from rich.table import Table
 
     from ioloom.analysis.metrics import human_bytes
@@ -79,7 +80,7 @@ def _print(result: dict) -> None:
     console.print(f"[bold]{s['processes']} processes ({s['ranks']} MPI ranks), {s['events']:,} events, "
                   f"{s['files']} files, {s['duration_s']:.3f} s[/bold]  (analysed in {s['executor']})")
     for problem in s["problems"]:
-        console.print(f"[red]trace problem:[/red] {problem}")
+        console.print(f"[red]trace problem:[/red] {escape(problem)}")
     if s["dropped_events"]:
         console.print(f"[yellow]{s['dropped_events']} events were dropped by the tracer[/yellow]")
     console.print(_layers_table(result["io"]))
@@ -90,13 +91,12 @@ def _print(result: dict) -> None:
         bw.add_row(direction, human_bytes(b["bytes"]), _fmt(b["perceived_mpi_MBps"]), _fmt(b["effective_mpi_MBps"]),
                    _fmt(b["effective_posix_MBps"]))
     console.print(bw)
-    pats = Table(title="Access patterns")
-    for col in ("file", "sharing", "order", "stride", "requests", "small", "misaligned"):
-        pats.add_column(col)
+    if result["patterns"]:  # one file a paragraph: a path folds at any width, never cut to nothing
+        console.print("[bold]Access patterns[/bold]")
     for p in result["patterns"]:
-        pats.add_row(p["path"], p["sharing"], p["order"], str(p["stride"] or "-"), str(p["requests"]),
-                     str(p["small_requests"]), str(p["misaligned_requests"]))
-    console.print(pats)
+        stride = "" if p["stride"] is None else f", stride {p['stride']:,} bytes"
+        console.print(f"  {escape(p['path'])}\n      {p['sharing']}, {p['order']}{stride}; {p['requests']:,} calls, "
+                      f"{p['small_requests']:,} small, {p['misaligned_requests']:,} misaligned", overflow="fold")
     if "darshan" in result:
         modules = Table(title="Darshan log: counters per module")
         columns = [c for c in result["darshan"]["modules"][0]] if result["darshan"]["modules"] else []
@@ -106,7 +106,8 @@ def _print(result: dict) -> None:
             modules.add_row(*(f"{row[c]:,.6g}" if isinstance(row[c], (int, float)) else str(row[c]) for c in columns))
         console.print(modules)
     for f in result["findings"]:
-        console.print(f"[bold]{f['severity'].upper()}[/bold] {f['code']}: {f['message']}\n    advice: {f['advice']}")
+        console.print(f"[bold]{f['severity'].upper()}[/bold] {f['code']}: {escape(f['message'])}\n"
+                      f"    advice: {escape(f['advice'])}")
     if not result["findings"]:
         checks = Table(title=f"No findings: none of the {len(result['checks'])} checks matched")
         for col in ("check", "looks for", "fires at or above"):

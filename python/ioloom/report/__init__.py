@@ -131,17 +131,50 @@ def _crosslayer(a, result, figs) -> str:
                            "ranks": c["ranks"], "seconds": c["seconds"], "bytes": c["bytes"],
                            **{f"POSIX {k}": v for k, v in c["posix_ops"].items()},
                            "sieved": c["sieving_calls"]} for c in result["crosslayer"]])
-    colls = pd.DataFrame([{"op": c["op"], "coll_seq": c["coll_seq"], "ranks": c["ranks"],
+    hints = mpiio_hints(a)
+    colls = pd.DataFrame([{"op": c["op"], "file": a.paths.get(c["file_id"], c["file_id"]),
+                           "collective": collective_label(c["coll_seq"]), "ranks": c["ranks"],
                            "seconds": c["seconds"], "bytes": c["bytes"],
-                           "aggregators": ", ".join(f"{g['rank']}: {human_bytes(g['bytes'])}" for g in c["aggregators"])}
+                           "ranks that moved data": ", ".join(f"{g['rank']}: {human_bytes(g['bytes'])}"
+                                                              for g in c["aggregators"]),
+                           "two-phase": two_phase(c, hints.get(a.paths.get(c["file_id"], ""), {}))}
                           for c in result["collectives"][:50]])
     body = _figures_for(("timeline", "split"), figs)
     body += "<h3>MPI-IO operations</h3>" + (figures.frame_html(table) if len(table) else "<p>No MPI-IO calls.</p>")
     if len(colls):
-        body += "<h3>Collectives (first 50): ranks that moved data are the aggregators</h3>" + figures.frame_html(colls)
+        body += ("<h3>Collectives (first 50)</h3><p class='lead'>Collective n of the k-th opening of the file. "
+                 "With two-phase I/O the ranks that moved data are the aggregators (cb_nodes of them); when every "
+                 "rank moved its own part, the library skipped two-phase (ROMIO does when the ranks' requests do "
+                 "not interleave).</p>" + figures.frame_html(colls))
     return _section("crosslayer", "MPI-IO calls decomposed into POSIX calls",
                     "Each MPI-IO call with the POSIX calls it issued (linked by the tracer, not guessed from time), "
                     "as in Wright's Figs. 4.8-4.10.", body)
+
+
+def collective_label(coll_seq: int) -> str:
+    """coll_seq = opening << 32 | collective number on that opening (docs/trace-format.md), as people read it."""
+    return f"#{coll_seq & 0xFFFFFFFF} of opening {coll_seq >> 32}"
+
+
+def mpiio_hints(a) -> dict[str, dict[str, str]]:
+    """The MPI-IO hints the library reported per file (note.mpiio.hints:<path>, first process that has them)."""
+    out: dict[str, dict[str, str]] = {}
+    for info in (a.processes["info"] if "info" in a.processes else []):
+        for key, value in info.items():
+            if key.startswith("note.mpiio.hints:"):
+                pairs = (line.split("=", 1) for line in str(value).splitlines() if "=" in line)
+                out.setdefault(key.split(":", 1)[1], dict(pairs))
+    return out
+
+
+def two_phase(collective: dict, hints: dict[str, str]) -> str:
+    movers = len(collective["aggregators"])
+    nodes = hints.get("cb_nodes")
+    if not movers:
+        return "no data moved"
+    if nodes and nodes.isdigit() and movers > int(nodes):
+        return f"skipped: {movers} ranks wrote their own parts (cb_nodes={nodes})"
+    return f"{movers} aggregator(s)" + (f" (cb_nodes={nodes})" if nodes else "")
 
 
 def _concurrency(a, result, figs) -> str:
@@ -158,6 +191,7 @@ def _access(a, result, figs) -> str:
     if len(pats):
         pats = pats[["path", "sharing", "processes", "order", "stride", "requests", "small_requests",
                      "misaligned_requests", "posix_requests"]]
+        pats["stride"] = [f"{int(v):,} bytes" if pd.notna(v) else "–" for v in pats["stride"]]
     body = (figures.frame_html(pats) if len(pats) else "<p>No data was moved.</p>") + _figures_for(("access",), figs)
     return _section("access", "Access patterns", "Per file: sharing class (Boito: SFSA strided / non-strided, "
                     "MFWA), order, small and stripe-misaligned requests; then where in each file every rank "
@@ -172,6 +206,8 @@ def _sizes(a, result, figs) -> str:
                               "common strides": ", ".join(f"{s['stride']}×{s['count']}" for s in c["strides"])}
                              for c in result["darshan_counters"]])
     spread = pd.DataFrame(result["rank_spread"])
+    if len(spread):
+        spread.insert(0, "file", [a.paths.get(i, f"file {i}") for i in spread.pop("file_id")])
     body = _figures_for(("sizes", "bandwidth"), figs)
     if len(counters):
         body += "<h3>Darshan-style counters</h3>" + figures.frame_html(counters)

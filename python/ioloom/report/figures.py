@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
+from plotly.colors import sample_colorscale
 
 from ioloom.analysis.metrics import MB, NS
 from ioloom.analysis.ops import KINDS, LAYERS, READ, WRITE
@@ -97,10 +98,24 @@ def split_bars(a) -> go.Figure | None:
     return fig
 
 
+def rank_colours(ranks) -> tuple[dict, dict]:
+    """A discrete colour scale over the ranks present (one step per rank, Turbo's colours, so 1000 ranks read
+    as well as 4): the marker's colorscale/cmin/cmax and its colour bar, ticks on ranks (at most ~16 ticks).
+    Markers are coloured by the rank's position in `ranks` (sorted)."""
+    n = len(ranks)
+    colours = sample_colorscale("Turbo", [i / max(n - 1, 1) for i in range(n)])
+    scale = [step for i, c in enumerate(colours) for step in ((i / n, c), ((i + 1) / n, c))]
+    every = max(1, -(-n // 16))
+    ticks = list(range(0, n, every))
+    bar = dict(title="rank", thickness=12, tickvals=ticks, ticktext=[str(int(ranks[i])) for i in ticks])
+    return dict(colorscale=scale, cmin=-0.5, cmax=n - 0.5), bar
+
+
 def access_maps(a) -> list[go.Figure]:
-    """Offset against time per file, coloured by rank (one scale, so 1000 ranks read as well as 4), for the
-    files that moved the most bytes."""
+    """Offset against time per file, coloured by rank on a discrete scale, for the files that moved the most
+    bytes (calls on no file, such as pipes read by fd -1, have no map)."""
     samples = _app_samples(a)
+    samples = samples[samples["file_id"] >= 0]
     if samples.empty:
         return []
     busiest = samples.groupby("file_id")["bytes"].sum().sort_values(ascending=False).head(MAX_FILES).index
@@ -110,6 +125,8 @@ def access_maps(a) -> list[go.Figure]:
         if part.empty:
             part = samples[samples["file_id"] == file_id]
         part = part.iloc[np.linspace(0, len(part) - 1, min(len(part), MAX_POINTS)).astype(int)]
+        ranks = np.sort(part["rank"].unique())
+        scale, bar = rank_colours(ranks)
         fig = go.Figure()
         for kind, symbol in ((READ, "circle-open"), (WRITE, "circle")):
             pts = part[part["kind"] == kind]
@@ -117,12 +134,12 @@ def access_maps(a) -> list[go.Figure]:
                 continue
             fig.add_trace(go.Scatter(
                 x=_seconds(pts["t_start"]), y=pts["offset"], mode="markers", name=KINDS[kind],
-                marker=dict(symbol=symbol, size=6, color=pts["rank"], colorscale="Turbo", showscale=True,
-                            colorbar=dict(title="rank", thickness=12)),
+                marker=dict(symbol=symbol, size=6, color=np.searchsorted(ranks, pts["rank"]),
+                            showscale=not fig.data, colorbar=bar, **scale),  # one colour bar per map
                 customdata=np.stack([pts["rank"], pts["bytes"], [LAYERS[i] for i in pts["layer"]]], axis=1),
                 hovertemplate="rank %{customdata[0]}<br>t=%{x:.6f} s<br>offset %{y:,}<br>"
                               "%{customdata[1]:,} bytes (%{customdata[2]})<extra>" + KINDS[kind] + "</extra>"))
-        _layout(fig, title=f"Access map: {a.paths.get(int(file_id), file_id)}", xaxis_title="time (s)",
+        _layout(fig, title=f"Access map: {a.paths.get(int(file_id), f'file {int(file_id)}')}", xaxis_title="time (s)",
                 yaxis_title="file offset (bytes)")
         figs.append(fig)
     return figs
