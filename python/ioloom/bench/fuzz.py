@@ -823,6 +823,7 @@ class Campaign:
         self.context = multiprocessing.get_context("fork")
         self.slots = [self._start(workdir / f"worker{i}") for i in range(workers)]
         self.results: list[dict] = []
+        self.interrupted = False
 
     def _start(self, root: Path) -> Slot:
         parent, child = self.context.Pipe()
@@ -866,7 +867,15 @@ class Campaign:
             slot.number = None
 
     def run(self, numbers, progress=None) -> list[dict]:
-        numbers = iter(numbers)
+        """The results of the cases `numbers`; on KeyboardInterrupt (Ctrl-C, or SIGTERM in the command), those of
+        the cases finished so far."""
+        try:
+            self._run(iter(numbers), progress)
+        except KeyboardInterrupt:
+            self.interrupted = True
+        return self.results
+
+    def _run(self, numbers, progress) -> None:
         for slot in self.slots:
             self._give(slot, numbers)
         while any(s.number is not None for s in self.slots):
@@ -882,8 +891,7 @@ class Campaign:
                 if slot.number is None:
                     self._give(slot, numbers)
             if progress:
-                progress(len(self.results))
-        return self.results
+                progress(self.results)
 
     def close(self) -> None:
         for slot in self.slots:
@@ -896,11 +904,16 @@ class Campaign:
 
 # ---- campaign
 
-def tally(results: list[dict]) -> dict[str, int]:
+def tally(results: list[dict], interrupted: bool = False) -> dict[str, int]:
     counts = {outcome: 0 for outcome in OUTCOMES}
     for r in results:
         counts[r["outcome"]] += 1
-    return {"cases": len(results), **counts}
+    return {"cases": len(results), **counts, "interrupted": interrupted}
+
+
+def tally_line(counts: dict[str, int]) -> str:
+    return (f"crashes: {counts['crash']}  hangs: {counts['hang']}  uncaught exceptions: {counts['uncaught']}  "
+            f"wrong results: {counts['wrong']}")
 
 
 def save_failure(seeds: Seeds, seed: int, result: dict, failures: Path, only: str | None = None) -> Path:
@@ -935,12 +948,22 @@ def campaign(seed: int, cases: int, workdir: Path, start: int = 0, workers: int 
     failing = sorted((r for r in results if SEVERITY[r["outcome"]] >= SEVERITY["wrong"]), key=lambda r: r["number"])
     for r in failing:
         save_failure(seeds, seed, r, workdir / "failures", only)
-    return tally(results), failing
+    return tally(results, runner.interrupted), failing
 
 
 class Only(str, enum.Enum):
     trace = "trace"
     container = "container"
+
+
+def _print_summary(seed: int, start: int, cases: int, elapsed: float, counts: dict, failing: list[dict]) -> None:
+    stopped = f" (interrupted after {counts['cases']:,} of {cases:,})" if counts["interrupted"] else ""
+    print(f"ioloom bench fuzz: seed {seed}, cases {start}..{start + cases - 1}{stopped}, {elapsed:.1f} s")
+    print(f"  cases run: {counts['cases']:,}  read fine: {counts['ok']:,}  clean errors: {counts['clean']:,}")
+    print(f"  {tally_line(counts)}")
+    for r in failing[:20]:
+        tool, _, message = next(d for d in r["details"] if d[1] == r["outcome"])
+        print(f"  case {r['number']}: {r['outcome']} in {tool}: {r['what']}: {message}")
 
 
 def _scratch() -> str | None:
@@ -964,25 +987,21 @@ def fuzz_command(seed: int = typer.Option(1, "--seed", help="Chooses every mutat
     on each case: prints cases run, clean errors, crashes, hangs, uncaught exceptions and wrong results."""
     directory = workdir or Path(tempfile.mkdtemp(prefix="ioloom-fuzz-", dir=_scratch()))
     began = time.monotonic()
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # `kill` stops it as Ctrl-C does: with the tally
     shown = [0]
 
-    def progress(done: int) -> None:  # a line per 1,000 cases on stderr, for long campaigns
-        if done // 1000 > shown[0]:
-            shown[0] = done // 1000
-            print(f"  {done:,} of {cases:,} cases, {time.monotonic() - began:.0f} s", file=sys.stderr)
+    def progress(results: list[dict]) -> None:  # a line per 1,000 cases on stderr, for long campaigns
+        if len(results) // 1000 > shown[0]:
+            shown[0] = len(results) // 1000
+            seconds = time.monotonic() - began
+            print(f"  {len(results):,} of {cases:,} cases, {seconds:.0f} s; {tally_line(tally(results))}", file=sys.stderr)
     counts, failing = campaign(seed, cases, directory, start, workers, timeout, only and only.value, progress)
     elapsed = time.monotonic() - began
     if as_json:
         print(json.dumps({"seed": seed, "start": start, "seconds": round(elapsed, 1), **counts,
                           "failures": failing}))
     else:
-        print(f"ioloom bench fuzz: seed {seed}, cases {start}..{start + cases - 1}, {elapsed:.1f} s")
-        print(f"  cases run: {counts['cases']:,}  read fine: {counts['ok']:,}  clean errors: {counts['clean']:,}")
-        print(f"  crashes: {counts['crash']}  hangs: {counts['hang']}  uncaught exceptions: {counts['uncaught']}  "
-              f"wrong results: {counts['wrong']}")
-        for r in failing[:20]:
-            tool, _, message = next(d for d in r["details"] if d[1] == r["outcome"])
-            print(f"  case {r['number']}: {r['outcome']} in {tool}: {r['what']}: {message}")
+        _print_summary(seed, start, cases, elapsed, counts, failing)
     if failing:
         print(f"failing cases written to {directory / 'failures'} (each with repro.sh)", file=sys.stderr)
         raise typer.Exit(1)
