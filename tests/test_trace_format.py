@@ -14,7 +14,7 @@ import pytest
 
 from ioloom import paths
 from ioloom.trace import open_trace
-from ioloom.trace.stream_file import CHUNK_HEADER, EVENTS, EVENTS_PROBLEMS, read_stream_file
+from ioloom.trace.stream_file import CHUNK_HEADER, EVENTS, EVENTS_PROBLEMS, read_stream_file, rechain
 from ioloom.trace.varint import read_varint
 
 VECTORS = Path(__file__).parent / "vectors" / "trace"
@@ -77,6 +77,45 @@ def test_crafted_chunks_are_skipped_each_with_its_own_problem(monkeypatch, nativ
     assert sorted(said) == sorted(expected)
     assert trace.meta["events"] == len(pd.read_csv(VECTORS / "crafted.csv"))
     assert trace.streams[0].info["pid"] == "4242" and "dropped_events" not in trace.streams[0].info
+
+
+@pytest.mark.parametrize("name", ("strided", "mixed"))
+def test_the_writers_checksums_are_the_documented_chain(name):
+    """Each chunk's checksum covers its type, length and payload, going on from the previous chunk's: Python's
+    rechain computes what the C writer wrote."""
+    data = (VECTORS / f"{name}.ioloom").read_bytes()
+    assert rechain(data) == data
+    cut = _chunk_starts(data)[3]  # a chunk removed: the one after it is the only one that fails
+    removed = data[:cut] + data[_chunk_starts(data)[4]:]
+    assert rechain(removed) != removed
+
+
+def test_a_stream_cut_after_its_clean_exit_record_says_so(tmp_path):
+    """Events written after the final flush (another library's destructor) are followed by clean_exit again, so
+    a stream that exited cleanly ends with that record: one cut at the chunk boundary before it is not intact."""
+    data = (VECTORS / "strided.ioloom").read_bytes()
+    starts = _chunk_starts(data)
+    second_events, closing = starts[-2:]  # the strided vector ends: events, events, clean_exit
+    late = data[:second_events] + data[closing:] + data[second_events:closing] + data[closing:]
+    path = tmp_path / "late.ioloom"
+    path.write_bytes(rechain(late))
+    assert open_trace(path).problems == [] and open_trace(path).meta["events"] == 1000
+    path.write_bytes(rechain(late[:len(late) - (len(data) - closing)]))
+    trace = open_trace(path)
+    assert trace.meta["events"] == 1000
+    assert any("chunks follow its clean-exit record" in p for p in trace.problems), trace.problems
+
+
+def test_a_repeated_events_chunk_of_a_version_1_stream_is_skipped(tmp_path):
+    """Version 1 had no chain: a repeated EVENTS chunk is found by its bytes."""
+    data = (VECTORS / "v1" / "strided.ioloom").read_bytes()
+    first = next(s for s in _chunk_starts(data) if CHUNK_HEADER.unpack_from(data, s)[0] == EVENTS)
+    end = first + CHUNK_HEADER.size + CHUNK_HEADER.unpack_from(data, first)[1]
+    path = tmp_path / "repeated.ioloom"
+    path.write_bytes(data[:end] + data[first:end] + data[end:])
+    trace = open_trace(path)
+    assert trace.meta["events"] == 1000
+    assert trace.problems == [f"repeated.ioloom: events chunk at byte {end} repeats the one at byte {first}; skipped"]
 
 
 def test_a_varint_over_64_bits_is_malformed():
@@ -211,16 +250,11 @@ def _varint(value: int) -> bytes:
     return bytes(out + bytes([value]))
 
 
-def _checksum(kind: int, payload: bytes) -> int:
-    """A chunk's checksum (format 2): its type and length, then its payload."""
-    return zlib.crc32(payload, zlib.crc32(struct.pack("<II", kind, len(payload))))
-
-
 def _with_payload(data: bytes, start: int, payload: bytes) -> bytes:
-    """The stream with the chunk at `start` given another payload (length and checksum to match)."""
+    """The stream with the chunk at `start` given another payload (length and checksums to match)."""
     kind, length, _ = CHUNK_HEADER.unpack_from(data, start)
-    header = CHUNK_HEADER.pack(kind, len(payload), _checksum(kind, payload))
-    return data[:start] + header + payload + data[start + CHUNK_HEADER.size + length:]
+    header = CHUNK_HEADER.pack(kind, len(payload), 0)
+    return rechain(data[:start] + header + payload + data[start + CHUNK_HEADER.size + length:])
 
 
 def _damaged_copies(data: bytes):
@@ -237,8 +271,7 @@ def _damaged_copies(data: bytes):
         for _ in range(60):
             damaged = bytearray(data)
             damaged[body + int(rng.integers(0, min(length, 80)))] = int(rng.integers(0, 256))
-            struct.pack_into("<I", damaged, start + 8, _checksum(kind, bytes(damaged[body:body + length])))
-            yield bytes(damaged)
+            yield rechain(bytes(damaged))
         payload = memoryview(data)[body:body + length]
         tid, pos = read_varint(payload, 0)
         _, pos = read_varint(payload, pos)

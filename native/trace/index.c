@@ -28,6 +28,7 @@ enum chunk_status {
 /* What a chunk must satisfy, given by the reader (its column types bound the values). */
 struct ioloom_index_rules {
     int64_t major;                  /* the stream's format version: from 2 on, the checksum covers type and length */
+    int64_t previous;               /* the checksum stored by the chunk before `first` (0 for the stream's first) */
     int64_t max_events, max_tid;    /* per chunk */
     int64_t low[IOLOOM_COLUMNS], high[IOLOOM_COLUMNS]; /* each stored column's values */
 };
@@ -142,11 +143,12 @@ struct rows_part {
     const struct ioloom_index_rules *rules;
 };
 
-/* The checksum stored in a chunk's header, data[chunk + 8, chunk + 12), covers its payload, and from format 2 on
- * its type and length first (a flipped type must not make a chunk read as another type). */
-static int checksum_holds(const uint8_t *data, size_t chunk, size_t length, int64_t major) {
+/* The checksum stored in a chunk's header, data[chunk + 8, chunk + 12), covers its payload; from format 2 on its
+ * type and length first, going on from `previous`, the checksum stored by the chunk before it (trace_format.h,
+ * ioloom_chain_chunk). */
+static int checksum_holds(const uint8_t *data, size_t chunk, size_t length, int64_t major, uint32_t previous) {
     const uint8_t *body = data + chunk + IOLOOM_CHUNK_HEADER_BYTES;
-    uint32_t crc = major >= 2 ? ioloom_crc32_update(ioloom_crc32(data + chunk, 8), body, length)
+    uint32_t crc = major >= 2 ? ioloom_crc32_update(ioloom_crc32_update(previous, data + chunk, 8), body, length)
                               : ioloom_crc32(body, length);
     return crc == get_u32(data + chunk + 8);
 }
@@ -157,7 +159,9 @@ static void *check_rows(void *arg) {
         int64_t *row = part->rows + ROW_FIELDS * i;
         if (row[ROW_STATUS] != CHUNK_OK) continue;
         size_t body = (size_t)row[ROW_OFFSET] + IOLOOM_CHUNK_HEADER_BYTES, length = (size_t)row[ROW_LENGTH];
-        if (!checksum_holds(part->data, (size_t)row[ROW_OFFSET], length, part->rules->major))
+        uint32_t previous = i ? get_u32(part->data + part->rows[ROW_FIELDS * (i - 1) + ROW_OFFSET] + 8)
+                              : part->rules->previous;
+        if (!checksum_holds(part->data, (size_t)row[ROW_OFFSET], length, part->rules->major, previous))
             row[ROW_STATUS] = CHUNK_CHECKSUM;
         else if (row[ROW_TYPE] == IOLOOM_CHUNK_EVENTS)
             row[ROW_STATUS] = parse_events(part->data, body, length, row, part->rules);

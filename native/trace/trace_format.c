@@ -68,8 +68,17 @@ uint32_t ioloom_crc32_update(uint32_t crc, const uint8_t *data, size_t len) {
 void ioloom_seal_chunk(uint8_t *chunk, uint32_t type, uint32_t payload_len) {
     put_u32(chunk, type);
     put_u32(chunk + 4, payload_len);
-    /* type and length under the checksum too (format 2): a flipped type is damage, not another chunk */
-    put_u32(chunk + 8, ioloom_crc32_update(ioloom_crc32(chunk, 8), chunk + IOLOOM_CHUNK_HEADER_BYTES, payload_len));
+}
+
+uint32_t ioloom_chain_chunk(uint8_t *chunk, uint32_t previous) {
+    uint32_t payload_len = (uint32_t)chunk[4] | (uint32_t)chunk[5] << 8 | (uint32_t)chunk[6] << 16 |
+                           (uint32_t)chunk[7] << 24;
+    /* type and length under the checksum (a flipped type is damage, not another chunk), and the previous chunk's
+     * checksum under it too (a chunk removed, repeated or moved breaks the chain at the next one) */
+    uint32_t crc = ioloom_crc32_update(ioloom_crc32_update(previous, chunk, 8), chunk + IOLOOM_CHUNK_HEADER_BYTES,
+                                       payload_len);
+    put_u32(chunk + 8, crc);
+    return crc;
 }
 
 void ioloom_file_header(uint8_t out[IOLOOM_HEADER_BYTES]) {

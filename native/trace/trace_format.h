@@ -10,7 +10,7 @@
 #define IOLOOM_FORMAT_MAJOR 2
 #define IOLOOM_FORMAT_MINOR 0
 #define IOLOOM_HEADER_BYTES 16
-#define IOLOOM_CHUNK_HEADER_BYTES 12 /* u32 type, u32 payload length, u32 CRC-32 of type, length and payload */
+#define IOLOOM_CHUNK_HEADER_BYTES 12 /* u32 type, u32 payload length, u32 CRC-32 chained (ioloom_chain_chunk) */
 
 enum ioloom_chunk_type { IOLOOM_CHUNK_INFO = 1, IOLOOM_CHUNK_OPS = 2, IOLOOM_CHUNK_FILES = 3, IOLOOM_CHUNK_EVENTS = 4 };
 
@@ -36,22 +36,24 @@ struct ioloom_raw_event {
     uint8_t ticks; /* writer only: t_start/t_end are TSC ticks, converted to ns before encoding */
 };
 
-/* CRC-32 (IEEE, zlib's) of data[0, len); _update goes on from the CRC of what came before (zlib's crc32(crc, ...)).
- * A chunk's checksum covers its type and length, then its payload. */
+/* CRC-32 (IEEE, zlib's) of data[0, len); _update goes on from the CRC of what came before (zlib's crc32(crc, ...)). */
 uint32_t ioloom_crc32(const uint8_t *data, size_t len);
 uint32_t ioloom_crc32_update(uint32_t crc, const uint8_t *data, size_t len);
 
 /* The most bytes ioloom_encode_events() writes for n events (every value a 10-byte varint). */
 size_t ioloom_events_bound(size_t n);
 
-/* Encodes a complete chunk of rows [0, n) of thread `tid` (header + payload) into `out`, which must hold
- * ioloom_events_bound(n) bytes; `scratch` must hold n int64 values. Returns the chunk's size. */
+/* Encodes a complete chunk of rows [0, n) of thread `tid` (header + payload, sealed: its checksum is chained when
+ * it is written) into `out`, which must hold ioloom_events_bound(n) bytes; `scratch` must hold n int64 values. Returns the chunk's size. */
 size_t ioloom_encode_events(uint8_t *out, int64_t *scratch, uint32_t tid, const struct ioloom_raw_event *ev,
                             size_t n);
 
-/* Writes a chunk header (type, length, checksum) for `payload_len` bytes of payload that already follow it in
- * memory. */
+/* Writes a chunk header's type and length for `payload_len` bytes of payload that already follow it in memory. */
 void ioloom_seal_chunk(uint8_t *chunk, uint32_t type, uint32_t payload_len);
+
+/* Writes a sealed chunk's checksum, chained: the CRC-32 of its type, length and payload, going on from `previous`,
+ * the checksum of the chunk written before it in the stream (0 for the first). Returns it. */
+uint32_t ioloom_chain_chunk(uint8_t *chunk, uint32_t previous);
 
 /* The 16-byte file header. */
 void ioloom_file_header(uint8_t out[IOLOOM_HEADER_BYTES]);

@@ -23,8 +23,9 @@ void ioloom_flush_all(void);
 void ioloom_writer_after_fork(void);
 /* Appends a key/value pair to the stream's metadata (an INFO chunk, written at once). */
 void ioloom_write_info(const char *key, const char *value);
-/* Writes a ready chunk (header + payload) to the stream; 0 on success. Caller must not hold the stream lock. */
-int ioloom_write_chunk(const uint8_t *chunk, size_t len);
+/* Writes a sealed chunk (header + payload) to the stream, its checksum chained; 0 on success. Caller must not hold
+ * the stream lock. */
+int ioloom_write_chunk(uint8_t *chunk, size_t len);
 /* Takes a lock of the writer's flush path; in a signal handler (ioloom_in_signal) only if it is free, since
  * the interrupted code may hold it. 0 when taken. */
 #include <pthread.h>

@@ -21,12 +21,25 @@ struct out {
     FILE *stream, *csv, *damage;
     uint8_t *chunk;
     int64_t *scratch;
+    uint32_t chain; /* the checksum of the last chunk written */
 };
+
+/* Writes a sealed chunk with its checksum chained to the last one written, as the tracer does. */
+static void emit(struct out *o, uint8_t *chunk, size_t len) {
+    o->chain = ioloom_chain_chunk(chunk, o->chain);
+    fwrite(chunk, 1, len, o->stream);
+}
+
+/* Writes a chunk as it is (damage): the next one chains to the checksum it holds. */
+static void emit_as_is(struct out *o, const uint8_t *chunk, size_t len) {
+    o->chain = (uint32_t)chunk[8] | (uint32_t)chunk[9] << 8 | (uint32_t)chunk[10] << 16 | (uint32_t)chunk[11] << 24;
+    fwrite(chunk, 1, len, o->stream);
+}
 
 static void put_chunk(struct out *o, uint32_t type, uint8_t *end) {
     uint32_t payload = (uint32_t)(end - o->chunk - IOLOOM_CHUNK_HEADER_BYTES);
     ioloom_seal_chunk(o->chunk, type, payload);
-    fwrite(o->chunk, 1, IOLOOM_CHUNK_HEADER_BYTES + payload, o->stream);
+    emit(o, o->chunk, IOLOOM_CHUNK_HEADER_BYTES + payload);
 }
 
 /* Notes that the chunk about to be written is damage of `kind` (info, checksum, bad-value, bad-column, repeat). */
@@ -59,8 +72,7 @@ static void put_preamble(struct out *o, const char *name) {
 }
 
 static void put_events(struct out *o, uint32_t tid, const struct ioloom_raw_event *ev, size_t n) {
-    size_t len = ioloom_encode_events(o->chunk, o->scratch, tid, ev, n);
-    fwrite(o->chunk, 1, len, o->stream);
+    emit(o, o->chunk, ioloom_encode_events(o->chunk, o->scratch, tid, ev, n));
     static const char *layers[] = {"posix", "stdio", "mpiio", "process"};
     for (size_t i = 0; i < n; i++) {
         const struct ioloom_raw_event *e = &ev[i];
@@ -150,10 +162,6 @@ static size_t encode_only(struct out *o, uint32_t tid, const struct ioloom_raw_e
     return ioloom_encode_events(o->chunk, o->scratch, tid, ev, n);
 }
 
-static uint32_t payload_length(const uint8_t *chunk) {
-    return (uint32_t)chunk[4] | (uint32_t)chunk[5] << 8 | (uint32_t)chunk[6] << 16 | (uint32_t)chunk[7] << 24;
-}
-
 /* A regular pwrite loop of thread `tid` from time t: n rows. */
 static void loop_rows(struct ioloom_raw_event *ev, size_t n, uint64_t t) {
     for (size_t i = 0; i < n; i++) {
@@ -168,7 +176,8 @@ static void loop_rows(struct ioloom_raw_event *ev, size_t n, uint64_t t) {
 }
 
 /* What a crafted or damaged file holds: good chunks around chunks that break each rule the readers check, each
- * of which must be skipped alone (docs/trace-format.md, "Chunks"). */
+ * of which must be skipped alone (docs/trace-format.md, "Chunks"); a repeated chunk and a removed one break the
+ * checksum chain at the repeat and at the chunk after the removed one. */
 static void crafted(struct out *o) {
     struct ioloom_raw_event ev[20];
     loop_rows(ev, 20, 2000000);
@@ -187,23 +196,27 @@ static void crafted(struct out *o) {
     loop_rows(ev, 20, 3000000);
     ev[4].op = 40000; /* outside the op dictionary's int16 */
     damaged(o, "bad-value");
-    fwrite(o->chunk, 1, encode_only(o, 11, ev, 20), o->stream);
+    emit(o, o->chunk, encode_only(o, 11, ev, 20));
     loop_rows(ev, 20, 4000000);
     ev[7].layer = 9;
     damaged(o, "bad-value");
-    fwrite(o->chunk, 1, encode_only(o, 11, ev, 20), o->stream);
-    damaged(o, "repeat");
-    fwrite(good, 1, good_len, o->stream);
+    emit(o, o->chunk, encode_only(o, 11, ev, 20));
+    damaged(o, "checksum");
+    emit_as_is(o, good, good_len); /* a repeat */
     loop_rows(ev, 20, 5000000);
     size_t len = encode_only(o, 11, ev, 20);
+    ioloom_chain_chunk(o->chunk, o->chain);
     o->chunk[0] = IOLOOM_CHUNK_OPS; /* a flipped type: under the checksum */
     damaged(o, "checksum");
-    fwrite(o->chunk, 1, len, o->stream);
+    emit_as_is(o, o->chunk, len);
     len = encode_only(o, 11, ev, 20);
     o->chunk[IOLOOM_CHUNK_HEADER_BYTES + 1] = 21; /* one event more than the columns hold */
-    ioloom_seal_chunk(o->chunk, IOLOOM_CHUNK_EVENTS, payload_length(o->chunk));
     damaged(o, "bad-column");
-    fwrite(o->chunk, 1, len, o->stream);
+    emit(o, o->chunk, len);
+    loop_rows(ev, 20, 5500000);
+    o->chain = ioloom_chain_chunk(o->chunk, o->chain); /* a chunk removed: the next one is cut from the chain */
+    damaged(o, "checksum");
+    emit(o, o->chunk, encode_only(o, 11, ev, 20));
     uint8_t *p = ioloom_put_varint(ioloom_put_varint(ioloom_put_varint(o->chunk + IOLOOM_CHUNK_HEADER_BYTES, 11),
                                                      1u << 30), 6000000);
     for (int c = 0; c < IOLOOM_COLUMNS; c++) { /* 2^30 events, every column constant: a few bytes */

@@ -96,6 +96,9 @@ static struct {
     int cannot_preallocate;            /* the file system does not preallocate: no reserve */
     uint64_t write_failed;             /* events lost because their chunk could not be written */
     uint64_t reserved_end;             /* the stream's space is allocated up to this byte */
+    uint32_t chain;                    /* the checksum of the stream's last chunk (ioloom_chain_chunk) */
+    uint8_t closing[64];               /* the clean_exit chunk once written: stated again after any later chunk, */
+    size_t closing_len;                /* so that a stream that exited cleanly ends with it (0: not yet) */
     char path[STREAM_NAME_MAX];
 } w = {.fd = -1, .lock = PTHREAD_MUTEX_INITIALIZER};
 
@@ -174,11 +177,11 @@ static int write_fully(int fd, const uint8_t *buf, size_t len) {
     return 0;
 }
 
-/* Appends one chunk, all of it or nothing (a partial write is cut off, so that what follows is read as it was
- * written). An accounting chunk may use the reserve when the disk is full. The stream's header goes first when
- * the file is still empty (the disk was full when the stream was created). 0 on success; else errno says why.
- * w.lock held. */
-static int append_locked(const uint8_t *chunk, size_t len, int accounting) {
+/* Appends one sealed chunk, its checksum chained to the stream's last one, all of it or nothing (a partial write
+ * is cut off, so that what follows is read as it was written). An accounting chunk may use the reserve when the
+ * disk is full. The stream's header goes first when the file is still empty (the disk was full when the stream
+ * was created). 0 on success; else errno says why. w.lock held. */
+static int append_locked(uint8_t *chunk, size_t len, int accounting) {
     uint64_t end = 0;
     int fd = stream_fd(&end);
     if (fd < 0) return -1;
@@ -187,12 +190,15 @@ static int append_locked(const uint8_t *chunk, size_t len, int accounting) {
     if (reserve_room(fd, end, header_len + len) && !(accounting && end + header_len + len <= w.reserved_end))
         return -1;
     if (header_len) ioloom_file_header(header);
+    uint32_t crc = ioloom_chain_chunk(chunk, end ? w.chain : 0);
     if ((header_len && write_fully(fd, header, header_len)) || write_fully(fd, chunk, len)) {
         int err = errno;
         syscall(SYS_ftruncate, fd, (off_t)end);
         errno = err;
         return -1;
     }
+    w.chain = crc;
+    if (w.closing_len && chunk != w.closing) append_locked(w.closing, w.closing_len, 1);
     return 0;
 }
 
@@ -231,13 +237,13 @@ static void note_write_failed(uint32_t events) {
     snprintf(accounting_values[accounting_key("write_failed_events")], 24, "%llu", (unsigned long long)w.write_failed);
 }
 
-static int write_chunk_locked(const uint8_t *chunk, size_t len, int accounting, uint32_t events) {
+static int write_chunk_locked(uint8_t *chunk, size_t len, int accounting, uint32_t events) {
     if (append_locked(chunk, len, accounting) == 0) return 0;
     note_write_failed(events);
     return -1;
 }
 
-int ioloom_write_chunk(const uint8_t *chunk, size_t len) {
+int ioloom_write_chunk(uint8_t *chunk, size_t len) {
     int saved = errno;
     if (ioloom_lock(&w.lock)) return -1;
     int rc = write_chunk_locked(chunk, len, 0, 0);
@@ -255,8 +261,10 @@ static void write_info_chunk(const char *key, const char *value, int accounting)
     uint8_t *p = ioloom_put_cstr(ioloom_put_cstr(chunk + IOLOOM_CHUNK_HEADER_BYTES, key), value);
     ioloom_seal_chunk(chunk, IOLOOM_CHUNK_INFO, (uint32_t)(p - chunk - IOLOOM_CHUNK_HEADER_BYTES));
     int saved = errno, written = -1;
+    size_t len = (size_t)(p - chunk);
     if (ioloom_lock(&w.lock) == 0) {
-        written = write_chunk_locked(chunk, (size_t)(p - chunk), accounting, 0);
+        written = write_chunk_locked(chunk, len, accounting, 0);
+        if (!written && !strcmp(key, "clean_exit") && len <= sizeof w.closing) memcpy(w.closing, chunk, w.closing_len = len);
         if (written && accounting) write_accounting_xattr();
         pthread_mutex_unlock(&w.lock);
     }
@@ -819,6 +827,7 @@ static int start_stream(void) {
     if (w.fd < 0) return -1;
     w.write_error = 0;
     w.write_failed = w.reserved_end = 0;
+    w.closing_len = 0;
     memset(accounting_values, 0, sizeof accounting_values);
     memset(op_written, 0, sizeof op_written); /* a new stream names its operations again */
     return 0;

@@ -39,6 +39,7 @@ import typer
 
 from ioloom.bench import app
 from ioloom.errors import is_user_error
+from ioloom.trace.stream_file import rechain
 
 OUTCOMES = ("ok", "clean", "crash", "hang", "uncaught", "wrong")  # worst last but one: a case counts as its worst
 SEVERITY = {"ok": 0, "clean": 1, "wrong": 2, "uncaught": 3, "hang": 4, "crash": 5}
@@ -169,7 +170,10 @@ def chunks(data: bytes) -> tuple[int, list[tuple[int, int, int]]]:
 
 
 def _crc_form(data: bytes) -> str:
-    """Which CRC_FORMS sum this build's writer uses (the format may put the type under the checksum)."""
+    """Which CRC_FORMS sum this build's writer uses (the format may put the type under the checksum), or "chained"
+    (format 2: each chunk's checksum goes on from the previous one's; a crafted chunk re-chains the stream)."""
+    if rechain(data) == data:
+        return "chained"
     _, found = chunks(data)
     for name, form in CRC_FORMS.items():
         if all(form(k, data[o + 12:o + 12 + n]) == CHUNK.unpack_from(data, o)[2] for o, k, n in found):
@@ -178,12 +182,13 @@ def _crc_form(data: bytes) -> str:
 
 
 def _chunk(kind: int, payload: bytes, crc: str) -> bytes:
-    return CHUNK.pack(kind, len(payload), CRC_FORMS[crc](kind, payload)) + payload
+    return CHUNK.pack(kind, len(payload), CRC_FORMS[crc](kind, payload) if crc in CRC_FORMS else 0) + payload
 
 
 def _replace_chunk(data: bytes, at: tuple[int, int, int], payload: bytes, crc: str, kind: int | None = None) -> bytes:
     offset, old_kind, length = at
-    return data[:offset] + _chunk(old_kind if kind is None else kind, payload, crc) + data[offset + 12 + length:]
+    out = data[:offset] + _chunk(old_kind if kind is None else kind, payload, crc) + data[offset + 12 + length:]
+    return rechain(out) if crc == "chained" else out
 
 
 def uvarint(value: int) -> bytes:

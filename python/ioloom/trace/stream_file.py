@@ -299,7 +299,7 @@ def _column_ranges() -> tuple[list[int], list[int]]:
 def index_rules(major: int) -> IndexRules:
     low, high = _column_ranges()
     columns = ctypes.c_int64 * STORED_COLUMNS
-    return IndexRules(major, MAX_CHUNK_EVENTS, INT32_MAX, columns(*low), columns(*high))
+    return IndexRules(major, 0, MAX_CHUNK_EVENTS, INT32_MAX, columns(*low), columns(*high))
 
 
 def _column_status(body: np.ndarray, mode: int, count: int, low: int, high: int) -> int:
@@ -366,17 +366,34 @@ def _events_row(raw, row: list[int], body: int, rules: IndexRules) -> int:
     return OK
 
 
-def _checksum_holds(raw, pos: int, length: int, crc: int, major: int) -> bool:
-    """index.c's checksum_holds: from format 2 on the checksum covers the chunk's type and length, then its payload."""
+def _checksum_holds(raw, pos: int, length: int, crc: int, major: int, previous: int) -> bool:
+    """index.c's checksum_holds: from format 2 on the checksum covers the chunk's type and length, then its payload,
+    going on from `previous`, the checksum stored by the chunk before it."""
     body = memoryview(raw)[pos + CHUNK_HEADER.size:pos + CHUNK_HEADER.size + length]
-    start = zlib.crc32(memoryview(raw)[pos:pos + 8]) if major >= 2 else 0
+    start = zlib.crc32(memoryview(raw)[pos:pos + 8], previous) if major >= 2 else 0
     return zlib.crc32(body, start) == crc
+
+
+def rechain(data: bytes) -> bytes:
+    """A stream of format 2 with every whole chunk's checksum computed again, each going on from the one before:
+    what a tool that crafts chunks (tests, `ioloom bench fuzz`) writes so that the reader judges their contents."""
+    out = bytearray(data)
+    pos, previous = struct.unpack_from("<I", data, 12)[0], 0
+    while pos + CHUNK_HEADER.size <= len(out):
+        length = CHUNK_HEADER.unpack_from(out, pos)[1]
+        if pos + CHUNK_HEADER.size + length > len(out):
+            break
+        previous = zlib.crc32(memoryview(out)[pos + CHUNK_HEADER.size:pos + CHUNK_HEADER.size + length],
+                              zlib.crc32(memoryview(out)[pos:pos + 8], previous))
+        struct.pack_into("<I", out, pos + 8, previous)
+        pos += CHUNK_HEADER.size + length
+    return bytes(out)
 
 
 def _index_python(raw, first: int, limit: int, room: int, rules: IndexRules) -> np.ndarray:
     """index.c's ioloom_index_chunks in Python, for when the native library is not built."""
     rows = []
-    pos = first
+    pos, previous = first, rules.previous
     while len(rows) < room and pos < len(raw) and pos < limit:
         row = [pos, -1, -1, OK] + [0] * (ROW_FIELDS - 4)
         rows.append(row)
@@ -389,11 +406,11 @@ def _index_python(raw, first: int, limit: int, room: int, rules: IndexRules) -> 
         if length > len(raw) - body:
             row[ROW_STATUS] = TRUNCATED_BODY
             break
-        if not _checksum_holds(raw, pos, length, crc, rules.major):
+        if not _checksum_holds(raw, pos, length, crc, rules.major, previous):
             row[ROW_STATUS] = CHECKSUM
         elif kind == EVENTS:
             row[ROW_STATUS] = _events_row(raw, row, body, rules)
-        pos = body + length
+        pos, previous = body + length, crc
     return np.array(rows, np.int64).reshape(len(rows), ROW_FIELDS)
 
 
@@ -413,7 +430,8 @@ def _problem(name: str, row: np.ndarray, size: int) -> str | None:
         return f"{name}: truncated at byte {pos} (a chunk of {length} bytes has only " \
                f"{size - pos - CHUNK_HEADER.size}); events up to there are read"
     if status == CHECKSUM:
-        return f"{name}: chunk at byte {pos} (type {kind}, {length} bytes) fails its checksum; skipped"
+        return f"{name}: chunk at byte {pos} (type {kind}, {length} bytes) fails its checksum (damaged, or a chunk " \
+               f"before it was removed or this one moved); skipped"
     if status != OK:
         return f"{name}: events chunk at byte {pos} is malformed ({EVENTS_PROBLEMS[status]}); skipped"
     if kind not in PARSERS:
@@ -449,6 +467,7 @@ def _read_chunks(path: Path) -> StreamFile:
     rules = index_rules(major)
     events = []
     pos = header
+    closing = None  # the offset of the last chunk that says clean_exit
     while pos < len(raw):
         limit = (pos >> FORGET_EVERY) + 1 << FORGET_EVERY  # checked pages go back as the scan goes
         rows = _index(raw, stream.data, pos, limit, rules)
@@ -459,12 +478,20 @@ def _read_chunks(path: Path) -> StreamFile:
             if problem:
                 stream.problems.append(problem)
             else:
-                _parse_metadata(stream, raw, row)
+                entries = _parse_metadata(stream, raw, row)
+                if row[ROW_TYPE] == INFO and any(key == "clean_exit" for key, _ in entries):
+                    closing = int(row[ROW_OFFSET])
         last = rows[-1]
         if last[ROW_STATUS] in (TRUNCATED_HEADER, TRUNCATED_BODY):
             break
         pos = int(last[ROW_OFFSET] + CHUNK_HEADER.size + last[ROW_LENGTH])
+        rules.previous = CHUNK_HEADER.unpack_from(raw, int(last[ROW_OFFSET]))[2]
         stream.forget_pages(pos)
+    if major >= 2 and closing is not None and closing != int(last[ROW_OFFSET]) \
+            and last[ROW_STATUS] not in (TRUNCATED_HEADER, TRUNCATED_BODY):
+        # the tracer states clean_exit again after anything it writes later: its stream ends with it
+        stream.problems.append(f"{name}: chunks follow its clean-exit record but not the record written after "
+                               f"them: the stream was cut at byte {len(raw)}; events up to there are read")
     stream.chunks = _without_repeats(stream, np.concatenate(events) if events else _no_rows())
     stream.forget_pages()
     return stream
@@ -510,7 +537,7 @@ def read_accounting(stream: StreamFile) -> None:
             stream.info[key] = value
 
 
-def _parse_metadata(stream: StreamFile, raw, row: np.ndarray) -> None:
+def _parse_metadata(stream: StreamFile, raw, row: np.ndarray) -> list:
     """A metadata chunk into its table: all its entries, or none when one is malformed."""
     pos, kind, length = int(row[ROW_OFFSET]), int(row[ROW_TYPE]), int(row[ROW_LENGTH])
     body = pos + CHUNK_HEADER.size
@@ -519,5 +546,6 @@ def _parse_metadata(stream: StreamFile, raw, row: np.ndarray) -> None:
         entries = parse(bytes(raw[body:body + length]))  # one copy, then searches without copying
     except ValueError as err:
         stream.problems.append(f"{stream.path.name}: chunk at byte {pos} (type {kind}) is malformed ({err}); skipped")
-        return
+        return []
     getattr(stream, table).update(entries)
+    return entries

@@ -48,9 +48,11 @@ STORED_COLUMNS = 14  # columns of an EVENTS chunk (trace_format.h, enum ioloom_c
 
 class IndexRules(ctypes.Structure):
     """What the chunk index checks (index.c, struct ioloom_index_rules): the stream's format version (from 2 on, a
-    chunk's checksum covers its type and length), the most events and the highest thread id of a chunk, and the
-    range of each stored column's values."""
-    _fields_ = [("major", ctypes.c_int64), ("max_events", ctypes.c_int64), ("max_tid", ctypes.c_int64),
+    chunk's checksum covers its type and length and goes on from the previous chunk's), the checksum stored by the
+    chunk before the first one indexed, the most events and the highest thread id of a chunk, and the range of
+    each stored column's values."""
+    _fields_ = [("major", ctypes.c_int64), ("previous", ctypes.c_int64), ("max_events", ctypes.c_int64),
+                ("max_tid", ctypes.c_int64),
                 ("low", ctypes.c_int64 * STORED_COLUMNS), ("high", ctypes.c_int64 * STORED_COLUMNS)]
 
 
