@@ -396,7 +396,7 @@ def small_disk(tmp_path):
     if os.geteuid() or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount)]).returncode:
         pytest.skip("mounting a small tmpfs needs root")
     yield mount
-    subprocess.run(["umount", str(mount)], check=True)
+    subprocess.run(["umount", "--lazy", str(mount)], check=True)  # detached even if a process still holds it
 
 
 def _fill(directory: Path) -> None:
