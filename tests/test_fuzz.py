@@ -18,13 +18,10 @@ from ioloom.trace.stream_file import read_stream_file
 
 SAMPLE = 1000  # cases of each kind in `make test` (the full campaign: docs/bench.md, "Fuzzing")
 # Failure classes of /work/coord/fuzz-findings.md still open when this was merged: the sample of that kind is
-# expected to fail until they are fixed in the reader (trace-trust) and the container tools (logfs-trust).
+# expected to fail until they are fixed in the reader (trace-trust); the container ones are fixed (logfs-trust).
 OPEN = {"trace": "fuzz-findings T1-T6: crafted INFO values, EVENTS bodies and table varints raise raw exceptions "
                  "or hang; chunk types outside the CRC, duplicated EVENTS chunks and removed OPS/FILES chunks "
-                 "change events silently",
-        "container": "fuzz-findings L1-L5: rm/recover act on backends outside the container; a flipped metadata "
-                     "byte raises UnicodeDecodeError; check says OK without a backend's data; hostile record and "
-                     "index fields raise MemoryError/OverflowError or hang"}
+                 "change events silently"}
 
 
 @pytest.fixture(scope="module")

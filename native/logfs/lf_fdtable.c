@@ -101,13 +101,13 @@ static void in_child(void) { for_each_ofd(become_child); }
  * position starts at 0 (it lived in the parent's memory), right for redirections. Costs one directory scan of
  * /proc/self/fd per program start. */
 static void adopt_inherited(void) {
-    DIR *d = opendir("/proc/self/fd");
+    DIR *d = IOLOOM_NEXT(opendir)("/proc/self/fd");
     if (!d) return;
-    for (struct dirent *de; (de = readdir(d));) {
+    for (struct dirent *de; (de = IOLOOM_NEXT(readdir)(d));) {
         int fd = atoi(de->d_name), fl;
         struct stat st;
         if (fd == dirfd(d) || !(de->d_name[0] >= '0' && de->d_name[0] <= '9') || IOLOOM_NEXT(fstat)(fd, &st) ||
-            !S_ISDIR(st.st_mode) || (fl = IOLOOM_NEXT(fcntl)(fd, F_GETFL)) < 0 || faccessat(fd, LF_META_NAME, F_OK, 0))
+            !S_ISDIR(st.st_mode) || (fl = IOLOOM_NEXT(fcntl)(fd, F_GETFL)) < 0 || IOLOOM_NEXT(faccessat)(fd, LF_META_NAME, F_OK, 0))
             continue;
         char link[64], dir[PATH_MAX];
         snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
@@ -122,7 +122,7 @@ static void adopt_inherited(void) {
         if (f && install(fd, f, flags)) lf_close(f);
         else if (f) lf_stdio_adopt(fd, flags);
     }
-    closedir(d);
+    IOLOOM_NEXT(closedir)(d);
 }
 
 __attribute__((constructor)) static void lf_init(void) {
@@ -154,5 +154,6 @@ __attribute__((destructor)) static void lf_fini(void) {
         if (unsupported[i])
             fprintf(stderr, "ioloom-logfs: %lu %s call(s) on containers could not be served (failed with an error)\n",
                     unsupported[i], unsupported_names[i]);
+    lf_damaged_report();
     ioloom_busy--;
 }

@@ -56,6 +56,16 @@ int lf_unsupported(enum lf_unsupported what, int err);
  * with attributes (nonnull, leaf) that an alias need not repeat. */
 #define EXPORT IOLOOM_EXPORT
 #define ALIAS(name) __attribute__((alias(#name), visibility("default")))
+/* The layer's own wrappers for its own code (stdio cookies, copies between descriptors): hidden aliases, bound in
+ * the library, so that a call never goes through the PLT to another preloaded tool's definition (which would
+ * record it a second time) but still serves a container's descriptor. */
+#define SELF(name) __attribute__((alias(#name), visibility("hidden")))
+ssize_t lf_self_read(int fd, void *buf, size_t n);
+ssize_t lf_self_write(int fd, const void *buf, size_t n);
+ssize_t lf_self_pread(int fd, void *buf, size_t n, off_t off);
+ssize_t lf_self_pwrite(int fd, const void *buf, size_t n, off_t off);
+off_t lf_self_lseek(int fd, off_t off, int whence);
+int lf_self_close(int fd);
 #pragma GCC diagnostic ignored "-Wmissing-attributes"
 
 #endif

@@ -24,7 +24,7 @@
 static int writable(const lf_file *f) { return (f->flags & O_ACCMODE) != O_RDONLY; }
 static int readable(const lf_file *f) { return (f->flags & O_ACCMODE) != O_WRONLY; }
 
-lf_file *lf_open(const char *dir, int flags, mode_t mode, const struct lf_backends *backends) {
+lf_file *lf_open_file(const char *dir, uint32_t file_id, int flags, mode_t mode, const struct lf_backends *backends) {
     if (flags & O_CREAT) {
         if (lf_meta_create(dir, mode, backends, flags & O_EXCL)) return NULL;
     } else if (!lf_is_container(dir)) {
@@ -35,13 +35,14 @@ lf_file *lf_open(const char *dir, int flags, mode_t mode, const struct lf_backen
     pthread_mutex_init(&f->lock, NULL);
     snprintf(f->dir, sizeof f->dir, "%s", dir);
     f->flags = flags;
+    f->file_id = file_id;
     f->wlog = f->log_fd = f->index_fd = f->records_fd = -1;
     f->index_traced_id = f->records_traced_id = LF_UNTRACED;
     f->map_stale = f->others_stale = 1;
     lf_writer_init(f);
-    /* Other writers' indexes load on the first read or size query, not here: N writers opening a shared
-     * file would otherwise read N^2 journals. */
-    if (lf_meta_read(dir, &f->meta) ||
+    /* A writer loads the other writers' indexes on its first read or size query, not here: N writers opening a
+     * shared file would otherwise read N^2 journals. A reader loads them now, so a damaged index fails the open. */
+    if (lf_meta_read(dir, &f->meta) || (!writable(f) && lf_load_others(f)) ||
         ((flags & O_TRUNC) && writable(f) && lf_map_build(f) == 0 && f->map.size &&
          lf_writer_append(f, LF_TRUNCATE, NULL, 0, 0))) {
         int saved = errno;
@@ -50,6 +51,10 @@ lf_file *lf_open(const char *dir, int flags, mode_t mode, const struct lf_backen
         return NULL;
     }
     return f;
+}
+
+lf_file *lf_open(const char *dir, int flags, mode_t mode, const struct lf_backends *backends) {
+    return lf_open_file(dir, 0, flags, mode, backends);
 }
 
 static ssize_t do_pwrite(lf_file *f, const void *buf, size_t n, uint64_t offset) {
@@ -146,15 +151,15 @@ int lf_close(lf_file *f) {
 
 /* The newest modification time of the container's files, and the space its logs take. */
 static void scan_dir(const char *dir, struct stat *st) {
-    DIR *d = opendir(dir);
+    DIR *d = IOLOOM_NEXT(opendir)(dir);
     if (!d) return;
-    for (struct dirent *de; (de = readdir(d));) {
+    for (struct dirent *de; (de = IOLOOM_NEXT(readdir)(d));) {
         struct stat fst;
-        if (de->d_name[0] == '.' || fstatat(dirfd(d), de->d_name, &fst, 0)) continue;
+        if (de->d_name[0] == '.' || IOLOOM_NEXT(fstatat)(dirfd(d), de->d_name, &fst, AT_SYMLINK_NOFOLLOW)) continue;
         if (fst.st_mtim.tv_sec > st->st_mtim.tv_sec) st->st_mtim = fst.st_mtim;
         st->st_blocks += fst.st_blocks;
     }
-    closedir(d);
+    IOLOOM_NEXT(closedir)(d);
 }
 
 int lf_stat(const char *dir, struct stat *st) {
@@ -177,23 +182,45 @@ int lf_stat(const char *dir, struct stat *st) {
     return rc;
 }
 
-static int remove_tree(const char *dir) {
-    DIR *d = opendir(dir);
-    if (!d) return errno == ENOENT ? 0 : -1;
+/* The files logfs puts in an extra backend directory. */
+static int backend_file(const char *name) {
+    static const char *const prefixes[] = {"log.", "records.", "index.", "names."};
+    for (size_t i = 0; i < sizeof prefixes / sizeof *prefixes; i++)
+        if (!strncmp(name, prefixes[i], strlen(prefixes[i]))) return 1;
+    return 0;
+}
+
+/* Removes the directory `dir` and the files in it (unless `dry`), never following a link. An extra backend
+ * (`strict`) holding anything but the regular files logfs puts there is refused (EIO). */
+static int remove_dir(const char *dir, int strict, int dry) {
+    int fd = IOLOOM_NEXT(open)(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    DIR *d = fd < 0 ? NULL : IOLOOM_NEXT(fdopendir)(fd);
+    if (!d) {
+        if (fd >= 0) IOLOOM_NEXT(close)(fd);
+        return errno == ENOENT ? 0 : -1;
+    }
     int rc = 0;
-    for (struct dirent *de; (de = readdir(d));)
-        if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..") && unlinkat(dirfd(d), de->d_name, 0)) rc = -1;
-    closedir(d);
-    return IOLOOM_NEXT(rmdir)(dir) || rc ? -1 : 0;
+    for (struct dirent *de; rc == 0 && (de = IOLOOM_NEXT(readdir)(d));) {
+        struct stat st;
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
+        if (strict && (IOLOOM_NEXT(fstatat)(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode) ||
+                       !backend_file(de->d_name)))
+            rc = lf_damaged(dir, "an extra backend holding files logfs did not put there (nothing was deleted)");
+        else if (!dry && IOLOOM_NEXT(unlinkat)(fd, de->d_name, 0)) rc = -1;
+    }
+    IOLOOM_NEXT(closedir)(d);
+    return rc || dry ? rc : IOLOOM_NEXT(rmdir)(dir);
 }
 
 int lf_unlink(const char *dir) {
     struct lf_meta m;
-    if (lf_meta_read(dir, &m)) return -1;
+    if (lf_meta_read_for(dir, &m, 1)) return -1;
+    for (int b = 1; b < m.nbackends; b++)
+        if (remove_dir(m.backend[b], 1, 1)) return -1; /* every extra backend checked before anything goes */
     int rc = 0;
     /* Extra backends first, the primary (with the metadata) last: an interrupted unlink leaves a container
      * that still opens and that unlink can finish. */
-    for (int b = m.nbackends - 1; b >= 0; b--) rc |= remove_tree(m.backend[b]);
+    for (int b = m.nbackends - 1; b >= 0; b--) rc |= remove_dir(m.backend[b], b > 0, 0);
     return rc;
 }
 

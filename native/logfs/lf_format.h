@@ -23,6 +23,7 @@
 #define LF_DEFAULT_CHUNK (4u << 20) /* chunks are multiples of LF_PAGE */
 #define LF_PAGE 4096u
 #define LF_RECORD_BATCH 64          /* records a writer keeps before appending them (one 4 KiB write) */
+#define LF_MAX_SIZE (1ull << 62)    /* no logical or physical byte lies at or past it (writes past it: EFBIG) */
 
 /* CREATE and UNLINK exist for packed files (1-N: many small files in one container, told apart by file_id):
  * CREATE marks a file as existing (an empty file is one), UNLINK removes it (its bytes are gone, as by a truncate
@@ -83,6 +84,12 @@ _Static_assert(sizeof(struct lf_block) == 32, "block header layout");
  * result = n ^ sum_j (a_j * (2j+1) + rotl(b_j, 17+j)). Fast enough to run at memory speed and computable
  * with numpy (python/ioloom/logfs/format.py). */
 uint64_t lf_sum64(const void *data, size_t n);
+
+/* Why an index entry is invalid (docs/logfs-format.md, "Valid entries"), or NULL when it is valid: one word,
+ * the field at fault ("kind", "count", "length", "stride", "pstride", "offset", "physical"). Readers refuse an
+ * index holding an invalid entry, so no entry can divide by zero, overflow, or expand to more records in a window
+ * than the window has bytes. tests/vectors/logfs/entries.json holds the cases, for C and Python. */
+const char *lf_entry_problem(const struct lf_entry *e);
 
 /* Order of two entries (or records) in the total order: by stamp, then by writer id. */
 static inline int lf_key_less(uint64_t stamp_a, uint64_t writer_a, uint64_t stamp_b, uint64_t writer_b) {

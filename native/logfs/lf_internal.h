@@ -14,11 +14,16 @@
 
 #define LF_MAX_BACKENDS 8
 
-/* Parsed ioloom-logfs.meta. */
+#define LF_ID_MAX 40
+
+/* Parsed ioloom-logfs.meta. backend[0] is the container's directory; backend[i > 0] are its extra backend
+ * directories root/origin.lf<id>, each checked by lf_meta_read (docs/logfs-format.md, "Backends"). */
 struct lf_meta {
     int version;
     uint64_t chunk;
     mode_t mode;
+    char id[LF_ID_MAX + 1];
+    char origin[PATH_MAX];
     int nbackends;
     char backend[LF_MAX_BACKENDS][PATH_MAX];
 };
@@ -89,10 +94,20 @@ struct lf_file {
 
 /* lf_meta.c */
 int lf_meta_read(const char *dir, struct lf_meta *m);
+/* lf_meta_read, accepting extra backend directories that are gone when `missing_ok` (unlink finishing a
+ * half-removed container); lf_meta_read refuses them (EIO): their data is lost. */
+int lf_meta_read_for(const char *dir, struct lf_meta *m, int missing_ok);
 int lf_meta_create(const char *dir, mode_t mode, const struct lf_backends *backends, int excl);
-/* Whole file into a malloc'ed buffer (NUL-terminated); NULL with errno on failure. */
+/* Whole file into a malloc'ed buffer (NUL-terminated); NULL with errno on failure. Never follows a symbolic
+ * link (a link planted in a container must not make a reader show another file). */
 char *lf_slurp(const char *path, size_t *len);
+/* A container refused as damaged or crafted: counted, the first one described at exit; -1 with errno EIO. */
+int lf_damaged(const char *path, const char *what);
+void lf_damaged_report(void);
 int lf_mkdirs(const char *dir, mode_t mode);
+
+/* lf_file.c: lf_open of one packed file's entries (file_id), or of the whole container (0). */
+lf_file *lf_open_file(const char *dir, uint32_t file_id, int flags, mode_t mode, const struct lf_backends *backends);
 
 /* lf_write.c */
 /* Which group's log this handle writes: fixed at open from the environment (IOLOOM_LOGFS_FANOUT, the rank). */

@@ -12,7 +12,7 @@
 #include "lf_internal.h"
 
 char *lf_slurp(const char *path, size_t *len) {
-    int fd = IOLOOM_NEXT(open)(path, O_RDONLY | O_CLOEXEC);
+    int fd = IOLOOM_NEXT(open)(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0) return NULL;
     struct stat st;
     char *buf = NULL;
@@ -27,6 +27,22 @@ char *lf_slurp(const char *path, size_t *len) {
     return buf;
 }
 
+static unsigned long damaged;
+static char first_damage[PATH_MAX + 256];
+
+int lf_damaged(const char *path, const char *what) {
+    if (__atomic_fetch_add(&damaged, 1, __ATOMIC_RELAXED) == 0)
+        snprintf(first_damage, sizeof first_damage, "%s: %s", path, what);
+    return errno = EIO, -1;
+}
+
+void lf_damaged_report(void) {
+    unsigned long n = __atomic_load_n(&damaged, __ATOMIC_RELAXED);
+    if (n)
+        fprintf(stderr, "ioloom-logfs: %lu open(s) of damaged or crafted containers refused (EIO), the first: %s; "
+                        "`ioloom container check` says what to repair\n", n, first_damage);
+}
+
 int lf_mkdirs(const char *dir, mode_t mode) {
     char path[PATH_MAX];
     if (snprintf(path, sizeof path, "%s", dir) >= (int)sizeof path) return errno = ENAMETOOLONG, -1;
@@ -39,46 +55,127 @@ int lf_mkdirs(const char *dir, mode_t mode) {
     return IOLOOM_NEXT(mkdir)(path, mode) && errno != EEXIST ? -1 : 0;
 }
 
-int lf_meta_read(const char *dir, struct lf_meta *m) {
+/* An id is what the container's extra backend directories end in (".lf<id>"): hex digits and dashes. */
+static int valid_id(const char *id) { return *id && strspn(id, "0123456789abcdef-") == strlen(id); }
+
+/* The origin is a relative path of plain names: no empty, "." or ".." component can lead out of a root. */
+static int valid_origin(const char *origin) {
+    if (*origin == '/' || !*origin) return 0;
+    for (const char *c = origin; *c;) {
+        size_t len = strcspn(c, "/");
+        if (!len || (len == 1 && c[0] == '.') || (len == 2 && c[0] == '.' && c[1] == '.')) return 0;
+        c += len + (c[len] == '/');
+        if (c[-1] == '/' && !*c) return 0;
+    }
+    return 1;
+}
+
+/* Is `inner` the directory `outer` or inside it (both real paths)? */
+static int within(const char *inner, const char *outer) {
+    size_t n = strlen(outer);
+    return !strncmp(inner, outer, n) && (inner[n] == '/' || !inner[n] || (n == 1 && outer[0] == '/'));
+}
+
+/* Walks the backend directory's components below its root (resolved: `real_root`) without following a link:
+ * what exists must be real directories. NULL if so; a missing directory only when `missing_ok` (an unlink
+ * finishing a half-removed container: nothing there to touch). */
+static const char *walk_below_root(const char *real_root, const char *origin, const char *suffix, char *real_out,
+                                   int missing_ok) {
+    int n = snprintf(real_out, PATH_MAX, "%s/%s%s", strcmp(real_root, "/") ? real_root : "", origin, suffix);
+    if (n >= PATH_MAX) return "the path is too long";
+    for (char *c = real_out + strlen(real_root) + (strcmp(real_root, "/") != 0);; c++) {
+        char *slash = strchr(c, '/');
+        if (slash) *slash = 0;
+        struct stat st;
+        int rc = IOLOOM_NEXT(fstatat)(AT_FDCWD, real_out, &st, AT_SYMLINK_NOFOLLOW);
+        if (slash) *slash = '/';
+        if (rc) return errno == ENOENT ? (missing_ok ? NULL : "its directory is missing (the data of its logs is lost, "
+                                                               "or its file system is not mounted)")
+                                       : "it cannot be examined";
+        if (S_ISLNK(st.st_mode)) return "a symbolic link lies between its root and it";
+        if (!S_ISDIR(st.st_mode)) return "it is not a directory";
+        if (!slash) return NULL;
+        c = slash;
+    }
+}
+
+/* The extra backend directory `root`/origin.lf<id> (root as written: absolute, or relative to the container) into
+ * out, or why it is refused: ids and origins of plain names, an existing root, no link followed below it, and
+ * neither the container nor a directory holding it. */
+static const char *backend_problem(const char *dir, const struct lf_meta *m, const char *root, char *out,
+                                   int missing_ok) {
+    if (!valid_id(m->id)) return "an extra backend, but no valid 'id' line";
+    if (!valid_origin(m->origin)) return "an extra backend, but no valid 'origin' line (a relative path of names)";
+    char path[PATH_MAX], real_root[PATH_MAX], real_dir[PATH_MAX], real_backend[PATH_MAX], suffix[LF_ID_MAX + 8];
+    snprintf(suffix, sizeof suffix, ".lf%s", m->id);
+    if (snprintf(path, sizeof path, "%s%s%s", *root == '/' ? "" : dir, *root == '/' ? "" : "/", root) >= PATH_MAX ||
+        snprintf(out, PATH_MAX, "%s/%s%s", path, m->origin, suffix) >= PATH_MAX)
+        return "a backend path too long";
+    ioloom_normalise_path(out);
+    if (!realpath(path, real_root)) return "a backend root that does not exist (a file system not mounted?)";
+    const char *why = walk_below_root(real_root, m->origin, suffix, real_backend, missing_ok);
+    if (why) return why;
+    if (!realpath(dir, real_dir)) return "a container directory it cannot resolve";
+    if (within(real_dir, real_backend) || within(real_backend, real_dir))
+        return "a backend that is the container, holds it or lies inside it";
+    return NULL;
+}
+
+/* What the metadata lacks that every container's has (a file cut short, or edited), or NULL. */
+static const char *incomplete(const struct lf_meta *m, int seen, int extras, int nroots) {
+    if (seen != 0xf) return "a chunk, mode, id or extras line is missing (cut short?)";
+    if (extras != nroots) return "its extras line does not count its backend lines (cut short?)";
+    return m->chunk < LF_PAGE || m->chunk % LF_PAGE ? "its chunk is not a multiple of 4096" : NULL;
+}
+
+int lf_meta_read_for(const char *dir, struct lf_meta *m, int missing_ok) {
     char path[PATH_MAX + sizeof LF_META_NAME + 1];
     snprintf(path, sizeof path, "%s/" LF_META_NAME, dir);
     char *text = lf_slurp(path, NULL);
     if (!text) return -1;
     memset(m, 0, sizeof *m);
-    m->chunk = LF_DEFAULT_CHUNK;
-    m->mode = 0644;
     snprintf(m->backend[m->nbackends++], PATH_MAX, "%s", dir); /* wherever the container is now */
-    int ok = sscanf(text, "ioloom-logfs %d", &m->version) == 1;
-    for (char *line = strtok(text, "\n"); ok && line; line = strtok(NULL, "\n")) {
+    const char *roots[LF_MAX_BACKENDS], *why = NULL;
+    int version = sscanf(text, "ioloom-logfs %d", &m->version) == 1, seen = 0, extras = -1, nroots = 0;
+    if (!*text || text[strlen(text) - 1] != '\n') why = "it ends inside a line (cut short?)";
+    for (char *line = strtok(text, "\n"); version && line; line = strtok(NULL, "\n")) {
         unsigned long long chunk;
         unsigned mode;
-        if (sscanf(line, "chunk %llu", &chunk) == 1) m->chunk = chunk;
-        else if (sscanf(line, "mode %o", &mode) == 1) m->mode = mode & 07777;
-        else if (!strncmp(line, "backend ", 8) && m->nbackends < LF_MAX_BACKENDS)
-            snprintf(m->backend[m->nbackends++], PATH_MAX, "%s", line + 8);
+        if (sscanf(line, "chunk %llu", &chunk) == 1) m->chunk = chunk, seen |= 1;
+        else if (sscanf(line, "mode %o", &mode) == 1) m->mode = mode & 07777, seen |= 2;
+        else if (!strncmp(line, "id ", 3)) snprintf(m->id, sizeof m->id, "%s", line + 3), seen |= 4;
+        else if (sscanf(line, "extras %d", &extras) == 1) seen |= 8;
+        else if (!strncmp(line, "origin ", 7)) snprintf(m->origin, sizeof m->origin, "%s", line + 7);
+        else if (!strncmp(line, "backend ", 8) && nroots < LF_MAX_BACKENDS - 1) roots[nroots++] = line + 8;
+        else if (!strncmp(line, "backend ", 8)) why = "too many backends";
     }
+    if (!why) why = incomplete(m, seen, extras, nroots);
+    for (int i = 0; i < nroots && !why; i++)
+        why = backend_problem(dir, m, roots[i], m->backend[m->nbackends++], missing_ok);
     free(text);
-    if (!ok || m->version != LF_VERSION || m->chunk < LF_PAGE || m->chunk % LF_PAGE) return errno = EPROTO, -1;
-    return 0;
+    if (!version || m->version != LF_VERSION) return errno = EPROTO, -1;
+    return why ? lf_damaged(path, why) : 0;
 }
 
-static int format_meta(const struct lf_meta *m, char *buf, size_t cap) {
-    int n = snprintf(buf, cap, "ioloom-logfs %d\nchunk %llu\nmode %04o\n", LF_VERSION,
-                     (unsigned long long)m->chunk, (unsigned)m->mode);
-    for (int i = 1; i < m->nbackends && n < (int)cap; i++)
-        n += snprintf(buf + n, cap - (size_t)n, "backend %s\n", m->backend[i]);
+int lf_meta_read(const char *dir, struct lf_meta *m) { return lf_meta_read_for(dir, m, 0); }
+
+/* The metadata of a new container whose extra backends are in `b` (its origin and id already in m). */
+static int format_meta(const struct lf_meta *m, const struct lf_backends *b, char *buf, size_t cap) {
+    int n = snprintf(buf, cap, "ioloom-logfs %d\nchunk %llu\nmode %04o\nid %s\nextras %d\n", LF_VERSION,
+                     (unsigned long long)m->chunk, (unsigned)m->mode, m->id, m->nbackends - 1);
+    if (m->nbackends > 1 && n < (int)cap) n += snprintf(buf + n, cap - (size_t)n, "origin %s\n", m->origin);
+    for (int i = 0; i < m->nbackends - 1 && n < (int)cap; i++)
+        n += snprintf(buf + n, cap - (size_t)n, "backend %s\n", b->roots[i]);
     return n < (int)cap ? n : (errno = ENAMETOOLONG, -1);
 }
 
-/* Writes `dir`/`name` (a new file) with the metadata. */
-static int write_meta(const char *dir, const char *name, const struct lf_meta *m) {
-    char text[LF_MAX_BACKENDS * (PATH_MAX + 16)], path[PATH_MAX + 64];
-    int n = format_meta(m, text, sizeof text);
-    if (n < 0) return -1;
+/* Writes `dir`/`name`, a new file, with n bytes of text. */
+static int write_new(const char *dir, const char *name, const char *text, size_t n) {
+    char path[PATH_MAX + 64];
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    int fd = IOLOOM_NEXT(open)(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    int fd = IOLOOM_NEXT(open)(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (fd < 0) return -1;
-    int rc = lf_full_pwrite(fd, text, (size_t)n, 0) == n ? 0 : -1;
+    int rc = lf_full_pwrite(fd, text, n, 0) == (ssize_t)n ? 0 : -1;
     int saved = errno;
     if (IOLOOM_NEXT(close)(fd) && rc == 0) return -1; /* a write error the file system reports at close */
     errno = saved;
@@ -94,6 +191,19 @@ static void discard(const char *tmp, const struct lf_meta *m) {
     for (int i = 1; i < m->nbackends; i++) IOLOOM_NEXT(rmdir)(m->backend[i]);
 }
 
+/* The extra backend directories root/origin.lf<id>, made; m->nbackends counts those made. */
+static int make_backends(struct lf_meta *m, const struct lf_backends *b) {
+    if (!b || !b->count) return 0;
+    if (b->count > LF_MAX_BACKENDS - 1) return errno = EINVAL, -1;
+    snprintf(m->origin, sizeof m->origin, "%s", b->rel);
+    for (int i = 0; i < b->count; i++) {
+        if (snprintf(m->backend[m->nbackends], PATH_MAX, "%s/%s.lf%s", b->roots[i], b->rel, m->id) >= PATH_MAX)
+            return errno = ENAMETOOLONG, -1;
+        if (lf_mkdirs(m->backend[m->nbackends++], 0755)) return -1;
+    }
+    return 0;
+}
+
 int lf_meta_create(const char *dir, mode_t mode, const struct lf_backends *backends, int excl) {
     if (lf_is_container(dir)) return excl ? (errno = EEXIST, -1) : 0;
     mode_t mask = umask(0); /* open(2) applies the umask to a new file's mode: so do we */
@@ -105,23 +215,19 @@ int lf_meta_create(const char *dir, mode_t mode, const struct lf_backends *backe
     /* The container is built complete under a temporary name and renamed into place, so a directory with the
      * container's name always holds its metadata: racing creators (N ranks opening with O_CREAT) see either
      * nothing or a whole container, and a rename onto a container that another process put there first fails. */
-    char tmp[PATH_MAX];
+    char tmp[PATH_MAX], text[LF_MAX_BACKENDS * (PATH_MAX + 16)];
     if (snprintf(tmp, sizeof tmp, "%s.lfnew.%d.%llx", dir, (int)getpid(), (unsigned long long)ioloom_now_ns()) >=
         (int)sizeof tmp)
         return errno = ENAMETOOLONG, -1;
     struct stat st;
     if (lf_mkdirs(tmp, 0755) || IOLOOM_NEXT(stat)(tmp, &st)) return -1;
     snprintf(m.backend[m.nbackends++], PATH_MAX, "%s", dir);
-    /* Extra backend directories get a suffix unique to this container (inode and time), so a container created
-     * later under the same name, or renamed, never shares them. */
-    int rc = 0;
-    for (int i = 0; rc == 0 && backends && i < backends->count && m.nbackends < LF_MAX_BACKENDS; i++) {
-        if (snprintf(m.backend[m.nbackends], PATH_MAX, "%s.lf%llx-%llx", backends->dirs[i],
-                     (unsigned long long)st.st_ino, (unsigned long long)ioloom_now_ns()) >= PATH_MAX)
-            rc = (errno = ENAMETOOLONG, -1);
-        else rc = lf_mkdirs(m.backend[m.nbackends++], 0755);
-    }
-    if (rc == 0) rc = write_meta(tmp, LF_META_NAME, &m);
+    /* The id (inode and time) is unique to this container, so a container created later under the same name, or
+     * renamed, never shares its extra backend directories. */
+    snprintf(m.id, sizeof m.id, "%llx-%llx", (unsigned long long)st.st_ino, (unsigned long long)ioloom_now_ns());
+    int n = 0, rc = make_backends(&m, backends);
+    if (rc == 0 && (n = format_meta(&m, backends, text, sizeof text)) < 0) rc = -1;
+    if (rc == 0) rc = write_new(tmp, LF_META_NAME, text, (size_t)n);
     if (rc == 0) rc = IOLOOM_NEXT(rename)(tmp, dir);
     if (rc == 0) return 0;
     int saved = errno;
@@ -131,18 +237,33 @@ int lf_meta_create(const char *dir, mode_t mode, const struct lf_backends *backe
     return -1;
 }
 
+/* The metadata text with its mode line replaced (the other lines kept as written) into out, of capacity cap. */
+static int with_mode(const char *text, mode_t mode, char *out, size_t cap) {
+    size_t first = strcspn(text, "\n"); /* the version line stays first */
+    int n = snprintf(out, cap, "%.*s\nmode %04o\n", (int)first, text, (unsigned)mode);
+    for (const char *line = text + first; *line && n < (int)cap;) {
+        line += *line == '\n';
+        size_t len = strcspn(line, "\n");
+        if (len && strncmp(line, "mode ", 5)) n += snprintf(out + n, cap - (size_t)n, "%.*s\n", (int)len, line);
+        line += len;
+    }
+    return n < (int)cap ? n : (errno = ENAMETOOLONG, -1);
+}
+
 int lf_chmod(const char *dir, mode_t mode) {
     struct lf_meta m;
-    if (lf_meta_read(dir, &m)) return -1;
-    m.mode = mode & 07777;
-    /* Replaced whole (a temporary renamed over it): readers see the old or the new metadata, never half. */
     char tmp[64], from[PATH_MAX + 64], to[PATH_MAX + sizeof LF_META_NAME + 1];
+    snprintf(to, sizeof to, "%s/" LF_META_NAME, dir);
+    size_t len;
+    char *text = lf_meta_read(dir, &m) ? NULL : lf_slurp(to, &len), *out = text ? malloc(len + 16) : NULL;
+    int n = out ? with_mode(text, mode & 07777, out, len + 16) : -1;
+    free(text);
+    /* Replaced whole (a temporary renamed over it): readers see the old or the new metadata, never half. */
     snprintf(tmp, sizeof tmp, ".meta.%d.%llx", (int)getpid(), (unsigned long long)ioloom_now_ns());
     snprintf(from, sizeof from, "%s/%s", dir, tmp);
-    snprintf(to, sizeof to, "%s/" LF_META_NAME, dir);
-    if (write_meta(dir, tmp, &m)) return -1;
-    int rc = IOLOOM_NEXT(rename)(from, to), saved = errno;
-    if (rc) IOLOOM_NEXT(unlink)(from);
+    int rc = n < 0 || write_new(dir, tmp, out, (size_t)n) ? -1 : IOLOOM_NEXT(rename)(from, to), saved = errno;
+    if (rc && n >= 0) IOLOOM_NEXT(unlink)(from);
+    free(out);
     errno = saved;
     return rc;
 }

@@ -24,9 +24,8 @@ static int valid_name(const char *name) {
 
 lf_file *lf_open_packed(const char *pack, const char *name, int flags, mode_t mode, const struct lf_backends *backends) {
     if (!valid_name(name)) return errno = EINVAL, NULL;
-    lf_file *f = lf_open(pack, flags & ~(O_EXCL | O_TRUNC), mode, backends);
+    lf_file *f = lf_open_file(pack, lf_pack_id(name), flags & ~(O_EXCL | O_TRUNC), mode, backends);
     if (!f) return NULL;
-    f->file_id = lf_pack_id(name);
     int err = 0;
     if (lf_map_build(f)) err = errno;
     else if (!f->map.exists && !(flags & O_CREAT)) err = ENOENT;
@@ -91,9 +90,9 @@ static long find_id(const uint32_t *ids, size_t n, uint32_t id) {
 /* Calls fn once per existing file, with the first name a names journal gives its id. */
 static void name_existing(const char *dir, const uint32_t *ids, char *named, size_t nids,
                           void (*fn)(const char *, void *), void *arg) {
-    DIR *d = opendir(dir);
+    DIR *d = IOLOOM_NEXT(opendir)(dir);
     if (!d) return;
-    for (struct dirent *de; (de = readdir(d));) {
+    for (struct dirent *de; (de = IOLOOM_NEXT(readdir)(d));) {
         if (strncmp(de->d_name, "names.", 6)) continue;
         char path[PATH_MAX + NAME_MAX + 2];
         snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
@@ -108,7 +107,7 @@ static void name_existing(const char *dir, const uint32_t *ids, char *named, siz
         }
         free(text);
     }
-    closedir(d);
+    IOLOOM_NEXT(closedir)(d);
 }
 
 int lf_pack_list(const char *pack, void (*fn)(const char *name, void *arg), void *arg) {

@@ -4,7 +4,8 @@
  *
  * A MOUNT is a real directory: files created under it become containers in place, directories and plain files
  * already there stay what they are. EXTRAs are more backend directories (other file systems) over which the
- * containers' logs are spread: the container MOUNT/a/b has its extra directories EXTRA/a/b.lf<id>. A path
+ * containers' logs are spread: the container MOUNT/a/b has its extra directories EXTRA/a/b.lf<id> (its metadata
+ * records EXTRA and a/b, so the tools can check them). A path
  * outside every mount costs one compare per mount (and for relative paths a getcwd) before it passes through. */
 #include <errno.h>
 #include <fcntl.h>
@@ -110,21 +111,19 @@ int lf_resolve(int dirfd, const char *path, struct lf_place *place) {
     int ok = absolute(prefixed ? AT_FDCWD : dirfd, rest, place->dir) == 0;
     errno = saved;
     if (!ok) return 0;
-    place->backends.dirs = place->extra_ptr;
-    place->backends.count = 0;
+    place->backends = place->pack_backends = (struct lf_backends){place->roots, 0, NULL};
     place->pack = 0;
     for (int i = 0; i < nmounts; i++) {
         const struct mount *m = &mounts[i];
         if (strncmp(place->dir, m->path, m->len) || place->dir[m->len] != '/' || !place->dir[m->len + 1]) continue;
-        for (int e = 0; e < m->nextra; e++) {
-            snprintf(place->extra[e], PATH_MAX, "%s%s", m->extra[e], place->dir + m->len);
-            place->extra_ptr[e] = place->extra[e];
-        }
-        place->backends.count = m->nextra;
+        for (int e = 0; e < m->nextra; e++) place->roots[e] = m->extra[e];
+        place->backends.count = place->pack_backends.count = m->nextra;
+        place->backends.rel = place->dir + m->len + 1;
         if ((place->pack = m->pack)) {
             const char *slash = strrchr(place->dir, '/');
             place->name = slash + 1;
             snprintf(place->pack_dir, sizeof place->pack_dir, "%.*s/" LF_PACK_NAME, (int)(slash - place->dir), place->dir);
+            place->pack_backends.rel = place->pack_dir + m->len + 1;
         }
         return 1;
     }

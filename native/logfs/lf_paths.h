@@ -12,9 +12,9 @@ struct lf_place {
     int pack;               /* under a packing mount (IOLOOM_LOGFS_PACK): new files go to pack_dir as `name` */
     char pack_dir[PATH_MAX + sizeof LF_PACK_NAME];
     const char *name;
-    struct lf_backends backends;
-    const char *extra_ptr[LF_MAX_BACKENDS - 1];
-    char extra[LF_MAX_BACKENDS - 1][PATH_MAX];
+    struct lf_backends backends;       /* for the container at dir */
+    struct lf_backends pack_backends;  /* for the pack at pack_dir */
+    const char *roots[LF_MAX_BACKENDS - 1];
 };
 
 /* Are any mounts configured (IOLOOM_LOGFS_ROOTS)? */

@@ -28,7 +28,7 @@ int lf_open_container(int dirfd, const char *path, int flags, mode_t mode, int *
     errno = saved;
     if (!is_container && !exists && place->pack && lf_is_container(place->pack_dir)) {
         /* a packed file (1-N), existing or new */
-        lf_file *f = LF_INSIDE(lf_open_packed(place->pack_dir, place->name, flags, mode, &place->backends));
+        lf_file *f = LF_INSIDE(lf_open_packed(place->pack_dir, place->name, flags, mode, &place->pack_backends));
         *fd = f ? LF_INSIDE(lf_fd_open(f, flags)) : -1;
         if (f || errno != ENOENT) return 1;
         errno = saved;
@@ -37,7 +37,7 @@ int lf_open_container(int dirfd, const char *path, int flags, mode_t mode, int *
     if (is_container && (flags & O_DIRECTORY)) *fd = (errno = ENOTDIR, -1);
     else if (is_container && (flags & O_CREAT) && (flags & O_EXCL)) *fd = (errno = EEXIST, -1);
     else if (place->pack && !is_container)
-        *fd = LF_INSIDE(lf_fd_open(lf_open_packed(place->pack_dir, place->name, flags, mode, &place->backends), flags));
+        *fd = LF_INSIDE(lf_fd_open(lf_open_packed(place->pack_dir, place->name, flags, mode, &place->pack_backends), flags));
     else *fd = LF_INSIDE(lf_fd_open(lf_open(place->dir, flags, mode, &place->backends), flags));
     return 1;
 }
@@ -88,6 +88,7 @@ EXPORT int close(int fd) {
     errno = saved;
     return rc;
 }
+int lf_self_close(int fd) SELF(close);
 
 /* ---- data ---- */
 
@@ -150,6 +151,8 @@ EXPORT ssize_t write(int fd, const void *buf, size_t n) {
     return done;
 }
 EXPORT ssize_t read(int fd, void *buf, size_t n) { OFD_OR_NEXT(fd, read, buf, n); return ofd_read(o, buf, n, -1); }
+ssize_t lf_self_write(int fd, const void *buf, size_t n) SELF(write);
+ssize_t lf_self_read(int fd, void *buf, size_t n) SELF(read);
 
 static int bad_offset(off_t off) { return off < 0 ? (errno = EINVAL, 1) : 0; }
 
@@ -158,11 +161,13 @@ EXPORT ssize_t pwrite(int fd, const void *buf, size_t n, off_t off) {
     return bad_offset(off) ? -1 : ofd_write(o, buf, n, off);
 }
 ssize_t pwrite64(int fd, const void *buf, size_t n, off_t off) ALIAS(pwrite);
+ssize_t lf_self_pwrite(int fd, const void *buf, size_t n, off_t off) SELF(pwrite);
 EXPORT ssize_t pread(int fd, void *buf, size_t n, off_t off) {
     OFD_OR_NEXT(fd, pread, buf, n, off);
     return bad_offset(off) ? -1 : ofd_read(o, buf, n, off);
 }
 ssize_t pread64(int fd, void *buf, size_t n, off_t off) ALIAS(pread);
+ssize_t lf_self_pread(int fd, void *buf, size_t n, off_t off) SELF(pread);
 
 EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt) { OFD_OR_NEXT(fd, writev, iov, cnt); return ofd_vector(o, iov, cnt, -1, 1); }
 EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt) { OFD_OR_NEXT(fd, readv, iov, cnt); return ofd_vector(o, iov, cnt, -1, 0); }
@@ -209,6 +214,7 @@ EXPORT off_t lseek(int fd, off_t off, int whence) {
     return to;
 }
 off_t lseek64(int fd, off_t off, int whence) ALIAS(lseek);
+off_t lf_self_lseek(int fd, off_t off, int whence) SELF(lseek);
 
 EXPORT int ftruncate(int fd, off_t len) {
     OFD_OR_NEXT(fd, ftruncate, len);
@@ -257,9 +263,9 @@ static ssize_t copy_through(int in, off_t *in_off, int out, off_t *out_off, size
     size_t done = 0;
     while (done < len) {
         size_t want = len - done < cap ? len - done : cap;
-        ssize_t got = in_off ? pread(in, buf, want, *in_off) : read(in, buf, want);
+        ssize_t got = in_off ? lf_self_pread(in, buf, want, *in_off) : lf_self_read(in, buf, want);
         if (got <= 0) { if (got < 0 && !done) done = (size_t)-1; break; }
-        ssize_t put = out_off ? pwrite(out, buf, (size_t)got, *out_off) : write(out, buf, (size_t)got);
+        ssize_t put = out_off ? lf_self_pwrite(out, buf, (size_t)got, *out_off) : lf_self_write(out, buf, (size_t)got);
         if (put < 0) { if (!done) done = (size_t)-1; break; }
         if (in_off) *in_off += put;
         if (out_off) *out_off += put;

@@ -73,29 +73,42 @@ static int push_src(lf_file *f, size_t *cap, const struct lf_entry *e, uint64_t 
     return 0;
 }
 
+/* The entries of one block of a journal (others' only: a writer has its own in memory), each checked first: an
+ * invalid one (a crafted or damaged index whose sums match) refuses the whole load with EIO. */
+static int load_block(lf_file *f, size_t *cap, const char *path, const struct lf_block *b, const char *body, int log) {
+    for (uint32_t i = 0; b->writer != f->writer && i < b->count; i++) {
+        struct lf_entry e;
+        memcpy(&e, body + i * sizeof e, sizeof e);
+        const char *problem = lf_entry_problem(&e);
+        char why[96];
+        if (problem) {
+            snprintf(why, sizeof why, "index entry %u of a block has an invalid %s", i, problem);
+            return lf_damaged(path, why);
+        }
+        if ((!f->file_id || e.file_id == f->file_id) && push_src(f, cap, &e, b->writer, log)) return -1;
+    }
+    return 0;
+}
+
 /* One index journal: its valid blocks, up to the first torn or corrupt one (a crash mid-append). */
 static int load_journal(lf_file *f, size_t *cap, const char *dir, const char *group) {
-    char path[PATH_MAX];
+    char path[PATH_MAX], log_path[PATH_MAX];
     snprintf(path, sizeof path, "%s/index.%s", dir, group);
     size_t len;
     char *buf = lf_slurp(path, &len);
     if (!buf) return errno == ENOENT ? 0 : -1;
-    snprintf(path, sizeof path, "%s/log.%s", dir, group);
-    int log = lf_log_id(f, path), rc = log < 0 ? -1 : 0;
+    snprintf(log_path, sizeof log_path, "%s/log.%s", dir, group);
+    int log = lf_log_id(f, log_path), rc = log < 0 ? -1 : 0;
     for (size_t at = 0; rc == 0 && at + sizeof(struct lf_block) <= len;) {
         struct lf_block b;
         memcpy(&b, buf + at, sizeof b);
         uint32_t want = b.header_sum;
         b.header_sum = 0;
         size_t body = (size_t)b.count * sizeof(struct lf_entry);
-        if (b.magic != LF_BLOCK_MAGIC || want != (uint32_t)lf_sum64(&b, sizeof b) || at + sizeof b + body > len ||
+        if (b.magic != LF_BLOCK_MAGIC || want != (uint32_t)lf_sum64(&b, sizeof b) || body > len - at - sizeof b ||
             lf_sum64(buf + at + sizeof b, body) != b.entries_sum)
             break;
-        for (uint32_t i = 0; rc == 0 && b.writer != f->writer && i < b.count; i++) {
-            struct lf_entry e;
-            memcpy(&e, buf + at + sizeof b + i * sizeof e, sizeof e);
-            if (e.count && (!f->file_id || e.file_id == f->file_id)) rc = push_src(f, cap, &e, b.writer, log);
-        }
+        rc = load_block(f, cap, path, &b, buf + at + sizeof b, log);
         at += sizeof b + body;
     }
     free(buf);
@@ -106,17 +119,17 @@ int lf_load_others(lf_file *f) {
     size_t cap = f->nothers;
     f->nothers = 0;
     for (int b = 0; b < f->meta.nbackends; b++) {
-        DIR *d = opendir(f->meta.backend[b]);
+        DIR *d = IOLOOM_NEXT(opendir)(f->meta.backend[b]);
         if (!d) {
             if (errno == ENOENT) continue;
             return -1;
         }
-        for (struct dirent *de; (de = readdir(d));)
+        for (struct dirent *de; (de = IOLOOM_NEXT(readdir)(d));)
             if (!strncmp(de->d_name, "index.", 6) && load_journal(f, &cap, f->meta.backend[b], de->d_name + 6)) {
-                closedir(d);
+                IOLOOM_NEXT(closedir)(d);
                 return -1;
             }
-        closedir(d);
+        IOLOOM_NEXT(closedir)(d);
     }
     f->others_stale = 0;
     f->map_stale = 1;
@@ -157,10 +170,11 @@ static uint64_t replay_size(struct lf_src *all, size_t n, int *exists) {
     return size;
 }
 
-/* The records j in [*lo, *hi] of a write entry that overlap [a, b); 0 if none. */
+/* The records j in [*lo, *hi] of a write entry that overlap [a, b); 0 if none. Entries are valid (lf_entry_problem):
+ * no end overflows, and a pattern's stride is at least its length, so at most b - a records overlap. */
 static int records_in(const struct lf_entry *e, uint64_t a, uint64_t b, uint64_t *lo, uint64_t *hi) {
-    if (!e->length || e->offset >= b) return 0;
-    uint64_t stride = e->count > 1 ? e->stride : 1; /* >= length > 0 in a pattern */
+    if (e->offset >= b) return 0;
+    uint64_t stride = e->count > 1 ? e->stride : 1;
     *lo = a < e->offset + e->length ? 0 : (a - e->offset - e->length) / stride + 1;
     *hi = (b - 1 - e->offset) / stride;
     if (*hi > e->count - 1) *hi = e->count - 1;
@@ -293,7 +307,7 @@ static int map_window(lf_file *f, uint64_t a, uint64_t b) {
 
 static int log_fd(lf_file *f, int32_t log) {
     struct lf_log *l = &f->logs[log];
-    if (l->fd < 0) l->fd = IOLOOM_NEXT(open)(l->path, O_RDONLY | O_CLOEXEC);
+    if (l->fd < 0) l->fd = IOLOOM_NEXT(open)(l->path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     return l->fd;
 }
 

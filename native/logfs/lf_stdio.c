@@ -36,18 +36,18 @@ static int stream_fd(FILE *fp, int forget) {
     return fd;
 }
 
-static ssize_t cookie_read(void *c, char *buf, size_t n) { return read((int)(intptr_t)c, buf, n); }
+static ssize_t cookie_read(void *c, char *buf, size_t n) { return lf_self_read((int)(intptr_t)c, buf, n); }
 static ssize_t cookie_write(void *c, const char *buf, size_t n) {
-    ssize_t w = write((int)(intptr_t)c, buf, n);
+    ssize_t w = lf_self_write((int)(intptr_t)c, buf, n);
     return w < 0 ? 0 : w; /* fopencookie: 0 reports the error */
 }
 static int cookie_seek(void *c, off64_t *pos, int whence) {
-    off_t to = lseek((int)(intptr_t)c, *pos, whence);
+    off_t to = lf_self_lseek((int)(intptr_t)c, *pos, whence);
     if (to < 0) return -1;
     *pos = to;
     return 0;
 }
-static int cookie_close(void *c) { return close((int)(intptr_t)c); }
+static int cookie_close(void *c) { return lf_self_close((int)(intptr_t)c); }
 
 static const cookie_io_functions_t cookie_io = {cookie_read, cookie_write, cookie_seek, cookie_close};
 

@@ -6,7 +6,9 @@
  *                                   does; prints JSON
  *   vectors DIR PLAIN               a fixed sequence of overlapping writes and truncates from three writers into
  *                                   the container DIR, and the same applied to the plain file PLAIN
- *   sum FILE                        lf_sum64 of a file's bytes, in hex (the checksum vector) */
+ *   sum FILE                        lf_sum64 of a file's bytes, in hex (the checksum vector)
+ *   entry-problem                   for each line of standard input (an index entry's 11 fields in decimal, in
+ *                                   struct order), the rule it breaks (lf_entry_problem) or "ok" */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -117,11 +119,25 @@ static int sum(const char *path) {
     return 0;
 }
 
+static int entry_problem(void) {
+    struct lf_entry e;
+    unsigned long long v[11];
+    while (scanf("%llu %llu %llu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
+                 &v[6], &v[7], &v[8], &v[9], &v[10]) == 11) {
+        e = (struct lf_entry){(uint32_t)v[0], (uint32_t)v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9], v[10]};
+        const char *problem = lf_entry_problem(&e);
+        printf("%s\n", problem ? problem : "ok");
+    }
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc == 6 && !strcmp(argv[1], "synth")) return synth(argv[2], atoi(argv[3]), atol(argv[4]), atol(argv[5]));
     if (argc == 3 && !strcmp(argv[1], "open-time")) return open_time(argv[2]);
     if (argc == 4 && !strcmp(argv[1], "vectors")) return vectors(argv[2], argv[3]);
     if (argc == 3 && !strcmp(argv[1], "sum")) return sum(argv[2]);
-    fprintf(stderr, "usage: %s synth DIR WRITERS COUNT BLOCK | open-time DIR | vectors DIR PLAIN | sum FILE\n", argv[0]);
+    if (argc == 2 && !strcmp(argv[1], "entry-problem")) return entry_problem();
+    fprintf(stderr, "usage: %s synth DIR WRITERS COUNT BLOCK | open-time DIR | vectors DIR PLAIN | sum FILE | "
+                    "entry-problem\n", argv[0]);
     return 2;
 }

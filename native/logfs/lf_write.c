@@ -74,14 +74,13 @@ static int writer_setup(lf_file *f) {
     if (f->wlog >= 0) return 0;
     f->writer = new_writer_id();
     char path[PATH_MAX];
-    const char *backend = group_backend(f);
-    if (lf_mkdirs(backend, 0755)) return -1;
+    const char *backend = group_backend(f); /* made with the container: a missing one is not made again (ENOENT) */
     snprintf(path, sizeof path, "%s/index.%s", backend, f->group);
-    f->index_fd = IOLOOM_NEXT(open)(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    f->index_fd = IOLOOM_NEXT(open)(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
     snprintf(path, sizeof path, "%s/records.%s", backend, f->group);
-    f->records_fd = IOLOOM_NEXT(open)(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    f->records_fd = IOLOOM_NEXT(open)(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
     snprintf(path, sizeof path, "%s/log.%s", backend, f->group);
-    f->log_fd = IOLOOM_NEXT(open)(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    f->log_fd = IOLOOM_NEXT(open)(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (f->index_fd < 0 || f->records_fd < 0 || f->log_fd < 0) return -1;
     int id = lf_log_id(f, path);
     if (id < 0) return -1;
@@ -217,6 +216,7 @@ static int ensure_journal_room(lf_file *f) {
 }
 
 int lf_writer_append(lf_file *f, uint16_t kind, const void *buf, size_t n, uint64_t offset) {
+    if (offset > LF_MAX_SIZE || n > LF_MAX_SIZE - offset) return errno = EFBIG, -1; /* as past a file system's limit */
     if (writer_setup(f) || ensure_journal_room(f) || reserve(f, n)) return -1;
     uint64_t at = f->resv_cur;
     struct lf_record r = {.magic = LF_RECORD_MAGIC, .kind = kind, .version = LF_VERSION, .file_id = f->file_id,
@@ -249,11 +249,9 @@ int lf_writer_append(lf_file *f, uint16_t kind, const void *buf, size_t n, uint6
 
 int lf_writer_name(lf_file *f, const char *name) {
     char path[PATH_MAX], line[NAME_MAX + 16];
-    const char *backend = group_backend(f);
-    if (lf_mkdirs(backend, 0755)) return -1;
-    snprintf(path, sizeof path, "%s/names.%s", backend, f->group);
+    snprintf(path, sizeof path, "%s/names.%s", group_backend(f), f->group);
     int n = snprintf(line, sizeof line, "%08x %s\n", f->file_id, name);
-    int fd = IOLOOM_NEXT(open)(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    int fd = IOLOOM_NEXT(open)(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (fd < 0) return -1;
     /* One short O_APPEND write: lines of concurrent writers of the group never interleave. */
     ssize_t done = IOLOOM_NEXT(write)(fd, line, (size_t)n);

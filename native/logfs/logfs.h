@@ -12,11 +12,13 @@ typedef struct lf_file lf_file;
 
 #define LF_API __attribute__((visibility("default")))
 
-/* Where new containers put their logs: the container's directory on each backend, the first one holding the
- * metadata. NULL/0 means a single backend, the container directory itself. */
+/* Where a new container puts its logs besides its own directory: on each extra backend root R (a directory as
+ * configured, e.g. on another file system), the directory R/<rel>.lf<id>, where rel is the container's path below
+ * its mount and id is unique to the container. NULL or count 0: a single backend, the container directory itself. */
 struct lf_backends {
-    const char *const *dirs;
+    const char *const *roots;
     int count;
+    const char *rel;
 };
 
 /* Is `dir` a container (a directory holding ioloom-logfs.meta)? */

@@ -138,7 +138,9 @@ def check(path: str) -> None:
 def recover(path: str) -> None:
     """Rebuild the index from the record journals after a crash (records whose data in the log is intact)."""
     stats = _tools().recover(_one(path))
-    print(f"{path}: {stats['records']} records from {stats['logs']} logs re-indexed into {stats['entries']} entries")
+    print(f"{path}: {stats['records']} records from {stats['logs']} logs re-indexed into {stats['entries']} entries"
+          + (f" ({stats['rebuilt']} records of lost record journals rebuilt from the index and the logs)"
+             if stats["rebuilt"] else ""))
 
 
 def _fanout(text: str) -> str:

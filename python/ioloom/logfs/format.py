@@ -7,8 +7,11 @@ native/logfs/lf_format.h; both are tested against the same vectors (tests/vector
 """
 from __future__ import annotations
 
+import errno
 import heapq
 import os
+import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,6 +25,8 @@ BLOCK_MAGIC = 0x3142494C
 WRITE, TRUNCATE, CREATE, UNLINK = 1, 2, 3, 4
 PACK_NAME = ".ioloom-pack"  # a directory's packed files (1-N) live in this container
 U64 = (1 << 64) - 1
+MAX_SIZE = 1 << 62  # LF_MAX_SIZE: no logical or physical byte lies at or past it
+MAX_BACKENDS = 8    # the container's directory and up to 7 extra backends
 
 RECORD = np.dtype([("magic", "<u4"), ("kind", "<u2"), ("version", "<u2"), ("file_id", "<u4"),
                    ("header_sum", "<u4"), ("offset", "<u8"), ("length", "<u8"), ("stamp", "<u8"),
@@ -38,22 +43,29 @@ class FormatError(ValueError):
     """The directory is not a readable container of this version."""
 
 
-def sum64(data: bytes | memoryview) -> int:
-    """lf_sum64: 4-lane Fletcher-style sums over little-endian 64-bit words (see lf_format.h)."""
-    n = len(data)
-    padded = bytes(data) + bytes(-n % 32)
-    words = np.frombuffer(padded, dtype="<u8").reshape(-1, 4)
-    m = len(words)
+def sum64_rows(rows: np.ndarray) -> np.ndarray:
+    """lf_sum64 of each row of a 2-D uint8 array: 4-lane Fletcher-style sums over little-endian 64-bit words
+    (see lf_format.h), all rows at once."""
+    n, length = rows.shape
+    padded = np.ascontiguousarray(rows)
+    if length % 32:
+        padded = np.zeros((n, length + (-length % 32)), np.uint8)
+        padded[:, :length] = rows
+    words = padded.view("<u8").reshape(n, -1, 4)
+    weights = np.arange(words.shape[1], 0, -1, dtype=np.uint64)[None, :, None]
+    mix = np.zeros(n, np.uint64)
     with np.errstate(over="ignore"):
-        a = words.sum(axis=0, dtype=np.uint64)
-        weights = np.arange(m, 0, -1, dtype=np.uint64)[:, None]
-        b = (words * weights).sum(axis=0, dtype=np.uint64)
-    mix = 0
-    for j in range(4):
-        aj, bj = int(a[j]), int(b[j])
-        r = 17 + j
-        mix += aj * (2 * j + 1) + (((bj << r) | (bj >> (64 - r))) & U64)
-    return n ^ (mix & U64)
+        a = words.sum(axis=1, dtype=np.uint64)
+        b = (words * weights).sum(axis=1, dtype=np.uint64)
+        for j in range(4):
+            r = np.uint64(17 + j)
+            mix += a[:, j] * np.uint64(2 * j + 1) + ((b[:, j] << r) | (b[:, j] >> (np.uint64(64) - r)))
+    return mix ^ np.uint64(length)
+
+
+def sum64(data: bytes | memoryview) -> int:
+    """lf_sum64 of one byte string."""
+    return int(sum64_rows(np.frombuffer(data, np.uint8)[None, :])[0])
 
 
 def header_sum(row: np.ndarray) -> int:
@@ -63,10 +75,31 @@ def header_sum(row: np.ndarray) -> int:
     return sum64(copy.tobytes()) & 0xFFFFFFFF
 
 
+def _planted_link(path: Path) -> FormatError:
+    return FormatError(f"{path}: a symbolic link where the container keeps its own file; nothing was read or "
+                       "written through it: remove the link (and run `ioloom container check`)")
+
+
+def open_inside(path: Path, flags: int = os.O_RDONLY) -> int:
+    """A descriptor on a file of a container, never through a symbolic link (a link planted in a container must
+    not make a tool show or change another file)."""
+    try:
+        return os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            raise _planted_link(path) from None
+        raise
+
+
+def read_inside(path: Path) -> bytes:
+    with open(open_inside(path), "rb") as f:
+        return f.read()
+
+
 def open_log(log: Path) -> int:
     """A descriptor on a data log the index points into, read-only; a missing log is a damaged container."""
     try:
-        return os.open(log, os.O_RDONLY)
+        return open_inside(log)
     except FileNotFoundError:
         raise FormatError(f"{log}: missing, but the index points into it; `ioloom container check` lists what is "
                           "lost") from None
@@ -86,20 +119,62 @@ class Meta:
     version: int
     chunk: int
     mode: int
-    backends: list[Path]  # the container's directory first, then its extra backend directories
+    backends: list[Path]  # the container's directory first, then its extra backend directories (checked)
+    id: str = ""          # what its extra backend directories end in: .lf<id>
+    origin: str = ""      # its path below its mount when it was made
 
 
-def read_meta(directory: Path) -> Meta:
+def _within(inner: str, outer: str) -> bool:
+    return inner == outer or inner.startswith(outer.rstrip("/") + "/")
+
+
+def _backend_problem(directory: Path, meta: Meta, root: str, missing_ok: bool) -> tuple[Path, str | None]:
+    """The extra backend directory ROOT/origin.lf<id> (ROOT absolute, or relative to the container), and why it is
+    refused, if it is (docs/logfs-format.md, "Backends"; lf_meta.c applies the same rules)."""
+    if not re.fullmatch(r"[0-9a-f-]+", meta.id):
+        return directory, "an extra backend, but no valid 'id' line"
+    if meta.origin.startswith("/") or any(part in ("", ".", "..") for part in meta.origin.split("/")):
+        return directory, "an extra backend, but no valid 'origin' line (a relative path of names)"
+    base = os.path.normpath(os.path.join(directory, root))
+    tail = f"{meta.origin}.lf{meta.id}"
+    path = Path(base) / tail
     try:
-        lines = (directory / META_NAME).read_text().splitlines()
+        real_root = os.path.realpath(base, strict=True)
+    except OSError:
+        return path, "a backend root that does not exist (a file system not mounted?)"
+    real = real_root
+    for part in tail.split("/"):  # below the root, nothing is followed: what exists must be real directories
+        real = os.path.join(real, part)
+        try:
+            mode = os.lstat(real).st_mode
+        except FileNotFoundError:
+            if missing_ok:
+                break
+            return path, "its directory is missing (the data of its logs is lost, or its file system is not mounted)"
+        if stat.S_ISLNK(mode):
+            return path, "a symbolic link lies between its root and it"
+        if not stat.S_ISDIR(mode):
+            return path, "it is not a directory"
+    real_backend, real_dir = os.path.join(real_root, tail), os.path.realpath(directory)
+    if _within(real_dir, real_backend) or _within(real_backend, real_dir):
+        return path, "a backend that is the container, holds it or lies inside it"
+    return path, None
+
+
+def read_meta(directory: Path, missing_ok: bool = False) -> Meta:
+    """The container's metadata, its backends checked (docs/logfs-format.md, "Backends"); with `missing_ok`, extra
+    backend directories that are gone are accepted (rm finishing a half-removed container)."""
+    try:
+        text = read_inside(directory / META_NAME).decode(errors="replace")
     except FileNotFoundError:
         raise FormatError(f"{directory} is not a logfs container (no {META_NAME}); "
                           "give the container's directory, e.g. one created under IOLOOM_LOGFS_ROOTS") from None
+    lines = text.splitlines()
 
     def damaged(what: str) -> FormatError:
         return FormatError(f"{directory / META_NAME}: {what}, so the file is damaged; rewrite it as "
-                           f"docs/logfs-format.md describes (first line 'ioloom-logfs {VERSION}', then chunk, mode "
-                           "and backend lines)")
+                           f"docs/logfs-format.md describes (first line 'ioloom-logfs {VERSION}', then chunk, mode, "
+                           "id, extras, origin and backend lines)")
 
     first = lines[0].split() if lines else []
     if len(first) != 2 or first[0] != "ioloom-logfs" or not first[1].isdigit():
@@ -108,18 +183,37 @@ def read_meta(directory: Path) -> Meta:
     if version != VERSION:
         raise FormatError(f"{directory}: format version {version}, this ioloom reads version {VERSION}; "
                           "use the ioloom release that wrote it")
-    meta = Meta(version, 4 << 20, 0o644, [directory])
+    if not text.endswith("\n"):
+        raise damaged("it ends inside a line (cut short?)")
+    meta = Meta(version, 0, 0, [directory])
+    fields: dict[str, str] = {}
+    roots = []
     for line in lines[1:]:
         key, _, value = line.partition(" ")
-        try:
-            if key == "chunk":
-                meta.chunk = int(value)
-            elif key == "mode":
-                meta.mode = int(value, 8)
-        except ValueError:
-            raise damaged(f"{line!r} is not a number") from None
         if key == "backend":
-            meta.backends.append(Path(value))
+            roots.append(value)
+        else:
+            fields.setdefault(key, value)
+    if any(key not in fields for key in ("chunk", "mode", "id", "extras")):
+        raise damaged("a chunk, mode, id or extras line is missing (cut short?)")
+    try:
+        meta.chunk, meta.mode, extras = int(fields["chunk"]), int(fields["mode"], 8), int(fields["extras"])
+    except ValueError:
+        raise damaged("a chunk, mode or extras line is not a number") from None
+    meta.id, meta.origin = fields["id"], fields.get("origin", "")
+    if extras != len(roots):
+        raise damaged("its extras line does not count its backend lines (cut short?)")
+    if len(roots) >= MAX_BACKENDS:
+        raise damaged(f"{len(roots)} backend lines (at most {MAX_BACKENDS - 1})")
+    if meta.chunk < 4096 or meta.chunk % 4096:
+        raise damaged("its chunk is not a multiple of 4096")
+    for root in roots:
+        path, why = _backend_problem(directory, meta, root, missing_ok)
+        if why:
+            raise FormatError(f"{directory / META_NAME}: 'backend {root}' is refused: {why}. Nothing was read, "
+                              "changed or deleted; if the file was edited, restore the line written when the "
+                              "container was made (docs/logfs-format.md, Backends)")
+        meta.backends.append(path)
     return meta
 
 
@@ -151,6 +245,49 @@ def parse_journal(data: bytes) -> tuple[list[tuple[np.ndarray, np.ndarray]], int
     return blocks, at
 
 
+# The rules an index entry must meet, in the order they are checked (lf_entry_problem names the first it breaks).
+ENTRY_RULES = ("kind", "count", "length", "stride", "pstride", "offset", "physical")
+
+
+def _ends_in_range(start: np.ndarray, steps: np.ndarray, stride: np.ndarray, length: np.ndarray) -> np.ndarray:
+    """start + steps * stride + length <= MAX_SIZE, computed without overflow (all uint64)."""
+    limit = np.uint64(MAX_SIZE)
+    room = limit - np.minimum(start, limit)
+    ok = (start <= limit) & (length <= room)
+    room = room - np.where(ok, length, np.uint64(0))
+    return ok & ((steps == 0) | (stride == 0) | (steps <= room // np.maximum(stride, np.uint64(1))))
+
+
+def entry_problems(e: np.ndarray) -> np.ndarray:
+    """Per entry, the index in ENTRY_RULES of the first rule it breaks, or -1 (docs/logfs-format.md, "Valid
+    entries"; the C reader's lf_entry_problem is the same, both tested on tests/vectors/logfs/entries.json)."""
+    kind, count, length = e["kind"], e["count"], e["length"]
+    write, pattern = kind == WRITE, count > 1
+    steps = np.where(count > 0, count - np.uint64(1), np.uint64(0))
+    broken = [(kind < WRITE) | (kind > UNLINK), (count == 0) | (~write & (count != 1)), write != (length > 0),
+              pattern & (e["stride"] < length), pattern & (e["pstride"] < length),
+              ~_ends_in_range(e["offset"], steps, e["stride"], length),
+              ~_ends_in_range(e["physical"], steps, e["pstride"], length)]
+    first = np.full(len(e), -1)
+    for rule in reversed(range(len(broken))):
+        first[broken[rule]] = rule
+    return first
+
+
+def _valid_or_refused(index: Path, entries: np.ndarray) -> None:
+    bad = np.flatnonzero(entry_problems(entries) >= 0)
+    if len(bad):
+        rule = ENTRY_RULES[entry_problems(entries[bad[:1]])[0]]
+        raise FormatError(f"{index}: {len(bad)} index entries are invalid (the first, entry {bad[0]}, has an invalid "
+                          f"{rule}): a crafted or damaged index whose checksums match; nothing was read from it. "
+                          "`ioloom container recover` rebuilds the index from the record journals")
+
+
+def physical_ends(e: np.ndarray) -> np.ndarray:
+    """Where each write entry's last record ends in its log (valid entries: no overflow); 0 for the others."""
+    return np.where(e["kind"] == WRITE, e["physical"] + (e["count"] - np.uint64(1)) * e["pstride"] + e["length"], 0)
+
+
 def head_sum_bad(head: np.ndarray) -> bool:
     return header_sum(head) != int(head["header_sum"])
 
@@ -173,22 +310,46 @@ def only_file(journals: list[Journal], file_id: int) -> list[Journal]:
     return out
 
 
-def load_journals(meta: Meta, file_id: int | None = None) -> list[Journal]:
-    """Every group's journal; with file_id, only that packed file's entries."""
+def load_journals(meta: Meta, file_id: int | None = None, strict: bool = True) -> list[Journal]:
+    """Every group's journal; with file_id, only that packed file's entries. `strict` (every reader): an index
+    holding an invalid entry, or entries reaching past the end of their log, is refused with a FormatError."""
     journals = []
     for backend in meta.backends:
         if not backend.is_dir():
             continue
         for index in sorted(backend.glob("index.*")):
             group = index.name[len("index."):]
-            data = index.read_bytes()
+            data = read_inside(index)
             blocks, valid = parse_journal(data)
             entries = np.concatenate([b for _, b in blocks]) if blocks else np.zeros(0, ENTRY)
             writers = np.concatenate([np.full(len(b), h["writer"], np.uint64) for h, b in blocks]) \
                 if blocks else np.zeros(0, np.uint64)
-            journals.append(Journal(group, index, backend / f"log.{group}", entries, writers, len(blocks),
-                                    valid, len(data)))
+            journal = Journal(group, index, backend / f"log.{group}", entries, writers, len(blocks), valid, len(data))
+            if strict:
+                _valid_or_refused(index, entries)
+                _within_log(journal)
+            journals.append(journal)
     return journals if file_id is None else only_file(journals, file_id)
+
+
+def log_size(log: Path) -> int | None:
+    """The size of a data log (never through a link), None when it is missing."""
+    try:
+        st = os.lstat(log)
+    except FileNotFoundError:
+        return None
+    if stat.S_ISLNK(st.st_mode):
+        raise _planted_link(log)
+    return st.st_size
+
+
+def _within_log(j: Journal) -> None:
+    size = log_size(j.log_path)
+    reach = int(physical_ends(j.entries).max()) if len(j.entries) else 0
+    if size is not None and reach > size:
+        raise FormatError(f"{j.log_path}: {size} bytes, but its index entries reach byte {reach} (the log lost its "
+                          "end); `ioloom container check` lists what is lost, `ioloom container recover` indexes "
+                          "what remains")
 
 
 @dataclass
@@ -241,6 +402,16 @@ def expand(entries: np.ndarray, writers: np.ndarray, logs: np.ndarray, lo: int, 
     phys = np.where(hole, 0, e["physical"][idx] + j * e["pstride"][idx] + (start - off))
     return {"off": start.astype(np.uint64), "end": end.astype(np.uint64), "phys": phys.astype(np.uint64),
             "stamp": entries["stamp"][idx], "writer": writers[idx], "log": np.where(hole, -1, logs[idx])}
+
+
+def next_record(entries: np.ndarray, at: int) -> int:
+    """The logical offset of the first record (of a write) ending after `at`, at least `at`; MAX_SIZE if none."""
+    e = entries[entries["kind"] == WRITE]
+    off, length, count = (e[k].astype(np.int64) for k in ("offset", "length", "count"))
+    step = np.where(count > 1, e["stride"].astype(np.int64), 1)
+    first = np.where(at < off + length, 0, (at - off - length) // step + 1)
+    starts = (off + first * step)[first < count]
+    return max(at, int(starts.min())) if len(starts) else MAX_SIZE
 
 
 def resolve(entries: np.ndarray, writers: np.ndarray, logs: np.ndarray, lo: int, hi: int, size: int) -> Extents:
@@ -321,12 +492,16 @@ class Container:
         return entries, writers, logs
 
     def pieces(self, offset: int = 0, length: int | None = None):
-        """(logical offset, length, log path or None for zeros, physical offset) covering [offset, offset+length)."""
+        """(logical offset, length, log path or None for zeros, physical offset) covering [offset, offset+length).
+        Windows holding no data are skipped to the next record: the work follows the entries, not the size."""
         stop = self.size if length is None else min(self.size, offset + length)
         entries, writers, logs = self.all_entries()
-        pos = offset
-        for lo in range(offset // WINDOW * WINDOW, stop, WINDOW):
+        pos, lo = offset, offset // WINDOW * WINDOW
+        while lo < stop:
             x = resolve(entries, writers, logs, lo, lo + WINDOW, self.size)
+            if not np.any(x.log >= 0):
+                lo = max(lo + WINDOW, next_record(entries, lo + WINDOW) // WINDOW * WINDOW)
+                continue
             for i in range(len(x.offset)):
                 start, end = max(int(x.offset[i]), pos), min(int(x.offset[i] + x.length[i]), stop)
                 if end <= start:
@@ -337,6 +512,7 @@ class Container:
                 yield start, end - start, (self.journals[log].log_path if log >= 0 else None), \
                     int(x.physical[i]) + (start - int(x.offset[i]))
                 pos = end
+            lo += WINDOW
         if pos < stop:
             yield pos, stop - pos, None, 0
 
@@ -346,7 +522,8 @@ class Container:
         try:
             for _, n, log, phys in self.pieces(offset, length):
                 if log is None:
-                    yield bytes(n)
+                    for done in range(0, n, WINDOW):  # a long hole in pieces: memory stays bounded
+                        yield bytes(min(WINDOW, n - done))
                     continue
                 f = handles.get(log) or handles.setdefault(log, open(open_log(log), "rb"))
                 f.seek(phys)

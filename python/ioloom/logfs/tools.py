@@ -3,15 +3,18 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from ioloom.logfs.format import (BLOCK, BLOCK_MAGIC, ENTRY, PACK_NAME, RECORD, RECORD_MAGIC, TRUNCATE, UNLINK,
-                                 VERSION, WRITE, Container, FormatError, header_sum, is_container, load_journals,
-                                 only_file, open_log, read_meta, strip_prefix, sum64)
+from ioloom.logfs.format import (BLOCK, BLOCK_MAGIC, ENTRY, ENTRY_RULES, MAX_SIZE, PACK_NAME, RECORD, RECORD_MAGIC, TRUNCATE,
+                                 UNLINK, VERSION, WRITE, Container, FormatError, Journal, Meta, physical_ends,
+                                 entry_problems, header_sum, is_container, load_journals, log_size, only_file,
+                                 open_inside, open_log, parse_journal, read_inside, read_meta, strip_prefix, sum64,
+                                 sum64_rows)
 
 
 def find_containers(root: str | os.PathLike) -> list[Path]:
@@ -43,7 +46,7 @@ def packed_containers(pack: Path) -> dict[str, Container]:
     names: dict[int, str] = {}
     for backend in meta.backends:
         for journal in sorted(backend.glob("names.*")) if backend.is_dir() else []:
-            for line in journal.read_text().splitlines():
+            for line in read_inside(journal).decode(errors="replace").splitlines():
                 file_id, _, name = line.partition(" ")
                 names.setdefault(int(file_id, 16), name)
     if not journals:
@@ -94,8 +97,9 @@ def _replacing(target: Path, tag: str):
     target when the block completes, removed when it fails (a full disk, a damaged log). So target is always
     either what it was or the complete new file, even across a crash."""
     tmp = target.with_name(f".{tag}.{target.name}.{os.getpid()}")
+    tmp.unlink(missing_ok=True)  # a leftover of a crashed run (or anything planted there): never written through
     try:
-        with open(tmp, "wb") as out:
+        with open(open_inside(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL), "wb") as out:
             yield out
             out.flush()
             os.fsync(out.fileno())
@@ -153,7 +157,10 @@ def _valid_record(data: bytes, at: int) -> np.ndarray | None:
 def journal_records(records: Path):
     """The valid records of a record journal in order, whatever the state of their data. Records are appended
     whole, 64 bytes each; after a torn append (a sum that does not match) the scan resumes at the next magic."""
-    data = records.read_bytes() if records.exists() else b""
+    try:
+        data = read_inside(records)
+    except FileNotFoundError:
+        data = b""
     magic = int(RECORD_MAGIC).to_bytes(4, "little")
     at = 0
     while at + RECORD.itemsize <= len(data):
@@ -167,11 +174,22 @@ def journal_records(records: Path):
         yield head
 
 
+def _open_log(log: Path):
+    """A group's log for reading (an empty stream when it is missing), never through a link."""
+    return open(open_inside(log), "rb") if log_size(log) is not None else open(os.devnull, "rb")
+
+
 def scan_records(records: Path, log: Path):
     """The intact records of a group, in journal order: (record, data offset in the log). Intact: the record's
     own sum matches and the log holds data with its data sum."""
-    with open(log, "rb") if log.exists() else open(os.devnull, "rb") as f:
+    size = log_size(log) or 0
+    with _open_log(log) as f:
         for head in journal_records(records):
+            kind, offset, length = int(head["kind"]), int(head["offset"]), int(head["length"])
+            if length > size or int(head["physical"]) > size - length:
+                continue  # its data would lie past the log's end: lost (or a crafted length)
+            if not WRITE <= kind <= UNLINK or (kind == WRITE) != (length > 0) or offset + length > MAX_SIZE:
+                continue  # not a record a writer makes: it would index as an invalid entry
             f.seek(int(head["physical"]))
             if sum64(f.read(int(head["length"]))) == int(head["data_sum"]):
                 yield head, int(head["physical"])
@@ -182,27 +200,79 @@ def _record_key(head: np.ndarray) -> tuple[int, ...]:
     return tuple(int(head[name]) for name in ("writer", "file_id", "kind", "offset", "physical"))
 
 
+def groups(meta: Meta) -> list[Journal]:
+    """Every writer group of every backend, whichever of its log, record journal and index exist (a group missing
+    one of them is damaged), each with the valid blocks of its index (entries not checked: see check)."""
+    found = sorted({(backend, name.partition(".")[2]) for backend in meta.backends if backend.is_dir()
+                    for name in os.listdir(backend) if name.partition(".")[0] in ("log", "records", "index")
+                    and name.partition(".")[2]})
+    out = []
+    for backend, group in found:
+        index = backend / f"index.{group}"
+        try:
+            data = read_inside(index)
+        except FileNotFoundError:
+            data = b""
+        blocks, valid = parse_journal(data)
+        entries = np.concatenate([b for _, b in blocks]) if blocks else np.zeros(0, ENTRY)
+        writers = np.concatenate([np.full(len(b), h["writer"], np.uint64) for h, b in blocks]) \
+            if blocks else np.zeros(0, np.uint64)
+        out.append(Journal(group, index, backend / f"log.{group}", entries, writers, len(blocks), valid, len(data)))
+    return out
+
+
+def _sound_entries(j: Journal, report: CheckReport | None) -> np.ndarray:
+    """Which entries of a group can be checked against its log: valid, and within the log. What is not is
+    reported, with the command that repairs it."""
+    problems = entry_problems(j.entries)
+    size = log_size(j.log_path)
+    valid = problems < 0
+    reach = np.zeros(len(j.entries), np.uint64)
+    reach[valid] = physical_ends(j.entries[valid])
+    within = valid & (reach <= (size or 0))
+    if report is None:
+        return within
+    if np.any(~valid):
+        first = int(np.flatnonzero(~valid)[0])
+        report.problems.append(f"{j.index_path}: {int(np.sum(~valid))} invalid index entries (the first, entry "
+                               f"{first}, has an invalid {ENTRY_RULES[problems[first]]}): run `ioloom container "
+                               "recover` to rebuild the index from the record journal")
+    if np.any(valid & ~within):
+        lost = f"is {size} bytes" if size is not None else "is missing"
+        report.problems.append(f"{j.log_path}: {lost}, but {int(np.sum(valid & ~within))} index entries reach "
+                               f"byte {int(reach.max())}: their data is lost; run `ioloom container recover` to "
+                               "index what remains")
+    return within
+
+
 def check(path: Path) -> CheckReport:
-    """Verify the index against the logs and record journals: every block's sums; for every record an entry names,
-    the journal's record of it (offset, length, writer) and the data's sum; and that no intact record of a record
-    journal is missing from the index."""
+    """Verify the index against the logs and record journals: every block's sums and entries; for every record an
+    entry names, the journal's record of it (offset, length, writer) and the data's sum; and that no intact record of
+    a record journal is missing from the index. OK only when `cat` returns every intact record's bytes."""
     directory = strip_prefix(path)
     meta = read_meta(directory)
     report = CheckReport()
-    for j in load_journals(meta):
+    for j in groups(meta):
         if j.valid_bytes != j.total_bytes:
             report.problems.append(f"{j.index_path}: {j.total_bytes - j.valid_bytes} bytes after block {j.blocks} "
                                    "are torn or corrupt (a crash while publishing?): run `ioloom container recover`")
         records = j.index_path.with_name("records." + j.group)
         described = {_record_key(h): h for h in journal_records(records)}
-        if len(j.entries) and not j.log_path.exists():
-            report.problems.append(f"{j.log_path}: missing, but {len(j.entries)} index entries point into it")
+        sound = _sound_entries(j, report)
+        if len(j.entries) and not described:
+            report.problems.append(f"{records}: missing or empty, but {j.index_path.name} has {len(j.entries)} "
+                                   "entries: run `ioloom container recover` (it rebuilds the journal from the "
+                                   "index and the log)")
             continue
         indexed: set[tuple[int, ...]] = set()
-        with open(j.log_path, "rb") if len(j.entries) else open(os.devnull, "rb") as f:
-            for e, writer in zip(j.entries, j.writers):
+        with _open_log(j.log_path) as f:
+            for e, writer in zip(j.entries[sound], j.writers[sound]):
                 _check_entry(f, j.log_path, e, int(writer), described, report, indexed)
-        report.unindexed_records += sum(_record_key(h) not in indexed for h, _ in scan_records(records, j.log_path))
+        unindexed = sum(_record_key(h) not in indexed for h, _ in scan_records(records, j.log_path))
+        if unindexed and not j.total_bytes:
+            report.problems.append(f"{records}: {unindexed} intact records, but {j.index_path.name} is missing: "
+                                   "run `ioloom container recover`")
+        report.unindexed_records += unindexed
     if report.unindexed_records:
         report.problems.append(f"{report.unindexed_records} intact records in the logs are not in any index "
                                "(a writer that did not close?): run `ioloom container recover`")
@@ -212,9 +282,14 @@ def check(path: Path) -> CheckReport:
 def _check_entry(f, log: Path, e: np.ndarray, writer: int, described: dict, report: CheckReport,
                  indexed: set) -> None:
     """Each record of the entry must be covered, from its start, by journal records of its writer that follow
-    each other in the file and in the log (a record may be several contiguous writes), with intact data."""
+    each other in the file and in the log (a record may be several contiguous writes), with intact data. The
+    work is bounded by the journal: an entry can name no more records than it holds."""
     total = 0
     count = 1 if e["kind"] != WRITE else int(e["count"])
+    if count > len(described):
+        report.problems.append(f"{log}: an entry at logical {int(e['offset'])} names {count} records, more than the "
+                               f"record journal holds ({len(described)}): run `ioloom container recover`")
+        return
     for i in range(count):
         start, want_offset = int(e["physical"]) + i * int(e["pstride"]), int(e["offset"]) + i * int(e["stride"])
         data_at = start
@@ -225,11 +300,16 @@ def _check_entry(f, log: Path, e: np.ndarray, writer: int, described: dict, repo
             report.records_checked += 1
             if head is None:
                 report.problems.append(f"{where}: no intact record in the record journal where the index says one "
-                                       f"is (logical offset {key[3]})")
+                                       f"is (logical offset {key[3]}): run `ioloom container recover`")
+                return
+            if int(head["length"]) > start + int(e["length"]) - data_at:
+                report.problems.append(f"{where}: a record of {int(head['length'])} bytes runs past the index "
+                                       "entry's: run `ioloom container recover`")
                 return
             f.seek(data_at)
             if sum64(f.read(int(head["length"]))) != int(head["data_sum"]):
-                report.problems.append(f"{where}: data checksum mismatch (the log was damaged after it was written)")
+                report.problems.append(f"{where}: data checksum mismatch (the log was damaged after it was "
+                                       "written): run `ioloom container recover` to index what is intact")
                 return
             total += int(head["data_sum"])
             indexed.add(key)
@@ -238,10 +318,11 @@ def _check_entry(f, log: Path, e: np.ndarray, writer: int, described: dict, repo
                 break
         if e["kind"] == WRITE and data_at != start + int(e["length"]):
             report.problems.append(f"{log} at {start}: records of {data_at - start} bytes where the index entry "
-                                   f"says {int(e['length'])}")
+                                   f"says {int(e['length'])}: run `ioloom container recover`")
             return
     if total % (1 << 64) != int(e["data_sum"]):
-        report.problems.append(f"{log}: entry at logical {int(e['offset'])}: combined checksum mismatch")
+        report.problems.append(f"{log}: entry at logical {int(e['offset'])}: combined checksum mismatch: run "
+                               "`ioloom container recover`")
 
 
 # Index rows while rebuilding: [kind, file_id, offset, length, count, stride, physical, pstride, stamp,
@@ -309,18 +390,109 @@ def _overlapping_writers(records: list[tuple[np.ndarray, int]]) -> bool:
     return any(b[0] < a[1] and a[2] != b[2] for a, b in zip(spans, spans[1:]))
 
 
+BATCH_BYTES = 16 << 20  # log bytes read at a time when an entry's records are rebuilt from the log
+
+
+def _entry_records(log, e: np.ndarray, writer: int) -> np.ndarray:
+    """The journal records an index entry stands for, rebuilt from the log `log` (a numpy view of it), one per
+    record of the entry, their data sums taken from the log as it is. Reads in batches: memory stays bounded."""
+    count, length = int(e["count"]), int(e["length"])
+    i = np.arange(count, dtype=np.uint64)
+    out = np.zeros(count, RECORD)
+    out["magic"], out["kind"], out["version"], out["file_id"] = RECORD_MAGIC, e["kind"], VERSION, e["file_id"]
+    out["offset"], out["length"], out["writer"] = e["offset"] + i * e["stride"], length, writer
+    out["physical"] = e["physical"] + i * e["pstride"]
+    out["stamp"] = e["stamp"] + i  # a writer's stamps grow by at least 1 per write: the last record's is exact
+    out["stamp"][-1] = e["stamp_last"]
+    step = max(1, BATCH_BYTES // max(length, 1))
+    for lo in range(0, count, step):
+        starts = out["physical"][lo:lo + step].astype(np.int64)
+        rows = log[starts[:, None] + np.arange(length, dtype=np.int64)[None, :]]
+        out["data_sum"][lo:lo + step] = sum64_rows(rows.reshape(len(starts), length))
+    out["header_sum"] = sum64_rows(out.view(np.uint8).reshape(count, RECORD.itemsize)) & np.uint64(0xFFFFFFFF)
+    return out
+
+
+def _uncovered(e: np.ndarray, writer: int, described: dict) -> list[tuple[int, int, int]]:
+    """(logical offset, physical offset, length) of each part of the entry's records that no journal record
+    describes: a record is covered from its start by journal records that follow each other (as check walks)."""
+    parts = []
+    for i in range(int(e["count"])):
+        start, offset = int(e["physical"]) + i * int(e["pstride"]), int(e["offset"]) + i * int(e["stride"])
+        at, end = start, start + int(e["length"])
+        while (head := described.get((writer, int(e["file_id"]), int(e["kind"]), offset + at - start, at))) is not None:
+            if not head["length"] or at + int(head["length"]) > end:
+                break
+            at += int(head["length"])
+        if at < end or (at == start and head is None):
+            parts.append((offset + at - start, at, end - at))
+    return parts
+
+
+def _part_records(log, e: np.ndarray, writer: int, parts: list[tuple[int, int, int]]) -> np.ndarray:
+    """Journal records for parts of an entry, data sums taken from the log as it is."""
+    out = np.zeros(len(parts), RECORD)
+    out["magic"], out["kind"], out["version"], out["file_id"] = RECORD_MAGIC, e["kind"], VERSION, e["file_id"]
+    out["writer"], out["stamp"] = writer, e["stamp_last"]
+    for k, (offset, physical, length) in enumerate(parts):
+        out[k]["offset"], out[k]["physical"], out[k]["length"] = offset, physical, length
+        out[k]["data_sum"] = sum64(log[physical:physical + length])
+    out["header_sum"] = sum64_rows(out.view(np.uint8).reshape(len(parts), RECORD.itemsize)) & np.uint64(0xFFFFFFFF)
+    return out
+
+
+def _lost_records(j: Journal, heads: list[np.ndarray]) -> np.ndarray:
+    """Records the group's index holds but its record journal lost (the journal deleted, emptied or cut short),
+    rebuilt from the index and the log, so that recover keeps what `cat` serves. Only entries later than the
+    journal's last intact record of their writer: an entry inside the journal's span that does not match it is
+    index damage, which the journal repairs. Entries reaching past the data the log stores are left out, so the
+    work is bounded by the log's stored bytes."""
+    sound = _sound_entries(j, None)
+    size = log_size(j.log_path)
+    if not size or not np.any(sound):
+        return np.zeros(0, RECORD)
+    described = {_record_key(h): h for h in heads}
+    last: dict[int, int] = {}
+    for h in heads:
+        last[int(h["writer"])] = max(last.get(int(h["writer"]), 0), int(h["stamp"]))
+    stored = os.lstat(j.log_path).st_blocks * 512
+    found = []
+    with open(open_inside(j.log_path), "rb") as f:
+        log = np.memmap(f, np.uint8, "r", shape=(size,))
+        for e, writer in zip(j.entries[sound], j.writers[sound]):
+            writer = int(writer)
+            if int(e["count"]) * int(e["length"]) > stored or int(e["stamp_last"]) <= last.get(writer, -1):
+                continue
+            if writer not in last:  # none of the writer's records left: the whole entry, at numpy speed
+                found.append(_entry_records(log, e, writer))
+            elif parts := _uncovered(e, writer, described):
+                found.append(_part_records(log, e, writer, parts))
+        del log
+    return np.concatenate(found) if found else np.zeros(0, RECORD)
+
+
 def recover(path: Path) -> dict:
     """Rebuild every index journal from the intact records of the record journals (a record whose data in the log
-    does not match its sum is left out). Each new index replaces the old one atomically (rename); nothing in the
-    logs or record journals is changed."""
+    does not match its sum is left out). A group whose record journal is lost gets it rebuilt first from its index
+    and log (stats["rebuilt"] counts those records). Each new journal and index replaces the old one atomically
+    (rename); nothing in the logs is changed."""
     directory = strip_prefix(path)
     meta = read_meta(directory)
-    logs = [log for b in meta.backends if b.is_dir() for log in sorted(b.glob("log.*"))]
-    scanned = {log: list(scan_records(log.with_name("records." + log.name[len("log."):]), log)) for log in logs}
-    patterns = not _overlapping_writers([r for recs in scanned.values() for r in recs])
-    stats = {"logs": len(logs), "records": 0, "entries": 0, "patterns": patterns}
-    for log, records in scanned.items():
-        index = log.with_name("index." + log.name[len("log."):])
+    scanned: list[tuple[Journal, list]] = []
+    rebuilt_records = 0
+    for j in groups(meta):
+        records = j.index_path.with_name("records." + j.group)
+        intact = list(scan_records(records, j.log_path))
+        if len(rebuilt := _lost_records(j, [h for h, _ in intact])):
+            old = read_inside(records) if log_size(records) is not None else b""
+            with _replacing(records, "recover") as out:  # what was there stays: the scan skips what is not a record
+                out.write(old + rebuilt.tobytes())
+            intact = list(scan_records(records, j.log_path))
+            rebuilt_records += len(rebuilt)
+        scanned.append((j, intact))
+    patterns = not _overlapping_writers([r for _, recs in scanned for r in recs])
+    stats = {"logs": len(scanned), "records": 0, "entries": 0, "patterns": patterns, "rebuilt": rebuilt_records}
+    for j, records in scanned:
         by_writer: dict[int, list] = {}
         for head, data_at in records:
             by_writer.setdefault(int(head["writer"]), []).append((head, data_at))
@@ -331,15 +503,49 @@ def recover(path: Path) -> dict:
             blob += _block(writer, entries)
             stats["records"] += len(recs)
             stats["entries"] += len(entries)
-        with _replacing(index, "recover") as out:  # its temporary is not matched by index.* while written
+        with _replacing(j.index_path, "recover") as out:  # its temporary is not matched by index.* while written
             out.write(blob)
     return stats
 
 
+BACKEND_FILES = ("log.", "records.", "index.", "names.")  # what logfs puts in an extra backend directory
+
+
+def _backend_files(backend: Path) -> list[str] | None:
+    """The files of an extra backend directory (None: it is gone), refusing (FormatError) one that holds anything
+    else."""
+    try:
+        fd = os.open(backend, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        return None
+    try:
+        names = os.listdir(fd)
+        foreign = [n for n in names if not n.startswith(BACKEND_FILES)
+                   or not stat.S_ISREG(os.lstat(n, dir_fd=fd).st_mode)]
+    finally:
+        os.close(fd)
+    if foreign:
+        raise FormatError(f"{backend}: an extra backend of the container holds {foreign[0]!r}, which logfs did not "
+                          "put there; nothing was deleted. Move what you keep there elsewhere, then run the command "
+                          "again")
+    return names
+
+
 def remove(path: Path) -> None:
-    """Delete a container from every backend, the primary directory (with the metadata) last."""
+    """Delete a container: its extra backend directories (each checked first: only logfs's files, nothing
+    followed through a link), then its own directory, with the metadata, last."""
     directory = strip_prefix(path)
-    meta = read_meta(directory)
-    for backend in reversed(meta.backends):
-        if backend.exists():
-            shutil.rmtree(backend)
+    if directory.is_symlink():
+        raise FormatError(f"{directory} is a symbolic link to a container: remove the link with rm, or give the "
+                          "container's own path")
+    meta = read_meta(directory, missing_ok=True)
+    extras = [(backend, _backend_files(backend)) for backend in meta.backends[1:]]
+    for backend, names in reversed([(b, names) for b, names in extras if names is not None]):
+        fd = os.open(backend, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        try:
+            for name in names:
+                os.unlink(name, dir_fd=fd)
+        finally:
+            os.close(fd)
+        os.rmdir(backend)
+    shutil.rmtree(directory)  # fd-based: removes links inside, never what they point to

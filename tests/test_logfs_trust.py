@@ -1,0 +1,322 @@
+"""Crafted and damaged containers (issue 12): no metadata line, planted link, index entry or missing journal can make
+a container tool or the preloaded layer delete, crash, hang or silently mislead. Each case runs through the Python
+tools (`ioloom container`) and the C layer (a preloaded `rm`, `cat`) alike."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ioloom import paths
+from ioloom.logfs import preload
+from ioloom.logfs.format import (ENTRY, ENTRY_RULES, Container, FormatError, entry_problems, load_journals,
+                                 read_meta)
+from ioloom.logfs.tools import _block, check, recover
+
+VECTORS = Path(__file__).parent / "vectors" / "logfs"
+DATA = "".join(f"{i} the quick brown fox\n" for i in range(20000)).encode()
+
+
+def container_cli(*args, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "ioloom", "container", *map(str, args)], capture_output=True,
+                          timeout=timeout)
+
+
+def preloaded(*argv, timeout: float = 60, mounts=None) -> subprocess.CompletedProcess:
+    """argv under the layer, as rank 0 (so that every writer of these tests writes the same group's log)."""
+    return subprocess.run(list(map(str, argv)), capture_output=True, timeout=timeout,
+                          env={**os.environ, **preload.env(mounts), "PMI_RANK": "0"})
+
+
+def make(tmp_path: Path, name: str = "x", extras: int = 1) -> tuple[Path, list[Path]]:
+    """A container mnt/NAME written through the layer, with `extras` extra backend roots."""
+    mnt = tmp_path / "mnt"
+    roots = [tmp_path / f"extra{i}" for i in range(extras)]
+    for d in (mnt, *roots):
+        d.mkdir(exist_ok=True)
+    (tmp_path / "src").write_bytes(DATA)  # in 8 KiB writes: a record each, one pattern in the index
+    out = preloaded("dd", f"if={tmp_path / 'src'}", f"of={mnt / name}", "bs=8k", "status=none", mounts={mnt: roots})
+    assert out.returncode == 0, out.stderr
+    return mnt / name, roots
+
+
+def victim(tmp_path: Path) -> Path:
+    v = tmp_path / "victim"
+    v.mkdir()
+    (v / "thesis.tex").write_text("years of work")
+    return v
+
+
+def intact(v: Path) -> bool:
+    return (v / "thesis.tex").read_text() == "years of work"
+
+
+# ---- item 1: nothing outside the container and its declared backends ----
+
+def test_the_metadata_records_where_its_backends_came_from(tmp_path):
+    c, roots = make(tmp_path, extras=2)
+    meta = read_meta(c)
+    lines = (c / "ioloom-logfs.meta").read_text().splitlines()
+    assert f"origin {c.name}" in lines and f"backend {roots[0]}" in lines and f"backend {roots[1]}" in lines
+    assert meta.backends[1:] == [r / f"{c.name}.lf{meta.id}" for r in roots]
+    assert all(b.is_dir() for b in meta.backends)
+    assert Container.open(c).read() == DATA
+
+
+@pytest.mark.parametrize("line, keep_id", [("backend {victim}", False), ("backend ../victim", False),
+                                           ("backend ..", False), ("backend ..", True)])
+def test_a_crafted_backend_line_deletes_nothing(tmp_path, line, keep_id):
+    """Today's main deleted the directory a line added to ioloom-logfs.meta named (or the container's parent)."""
+    v = victim(tmp_path)
+    (tmp_path / "mnt").mkdir()
+    (tmp_path / "mnt" / "victim").symlink_to(v)  # so that "../victim" from the container names it too
+    c, _ = make(tmp_path, extras=1 if keep_id else 0)
+    meta = c / "ioloom-logfs.meta"
+    text = re.sub(r"extras (\d+)", lambda m: f"extras {int(m[1]) + 1}", meta.read_text())  # counted, as an
+    meta.write_text(text + line.format(victim=v) + "\n")                                    # attacker would
+    for args in (("cat", c), ("check", c), ("recover", c), ("flatten", c, tmp_path / "flat"), ("rm", c)):
+        out = container_cli(*args)
+        assert b"Traceback" not in out.stderr and intact(v), (args, out.stderr)
+        if not keep_id:  # a line with no id and origin to check it against: refused, in one line
+            assert out.returncode == 2 and b"is refused: an extra backend, but no valid" in out.stderr, out.stderr
+    for argv in (("cat", f"logfs:{c}"), ("rm", f"logfs:{c}")):
+        preloaded(*argv)
+        assert intact(v) and (tmp_path / "mnt").is_dir()
+
+
+@pytest.mark.parametrize("cut", ["the last backend line", "after the version line", "inside a backend line"])
+def test_a_metadata_file_cut_short_is_refused(tmp_path, cut):
+    """Today's main read a container whose metadata lost a backend line as if it had one backend fewer: check said
+    OK and cat returned the file without that backend's data (fuzz finding L3)."""
+    c, _ = make(tmp_path, extras=2)
+    meta = c / "ioloom-logfs.meta"
+    text = meta.read_text()
+    meta.write_text({"the last backend line": text[:text.rstrip("\n").rindex("\n") + 1],
+                     "after the version line": text[:text.index("\n") + 1], "inside a backend line": text[:-3]}[cut])
+    for command in ("cat", "check"):
+        out = container_cli(command, c)
+        assert out.returncode == 2 and b"cut short?" in out.stderr and not out.stdout, out
+    out = preloaded(sys.executable, "-c", READER, f"logfs:{c}")
+    assert out.stdout.split() == [b"errno", b"5"] and b"cut short?" in out.stderr
+
+
+def test_a_missing_backend_directory_is_named_and_rm_finishes(tmp_path):
+    c, _ = make(tmp_path, extras=2)
+    backend = read_meta(c).backends[2]
+    for f in backend.iterdir():
+        f.unlink()
+    backend.rmdir()  # as an interrupted rm leaves it
+    out = container_cli("cat", c)
+    assert out.returncode == 2 and b"its directory is missing" in out.stderr and not out.stdout
+    assert container_cli("rm", c).returncode == 0 and not c.exists()
+    assert not any((tmp_path / "extra0").iterdir())
+
+
+def test_an_extra_backend_holding_foreign_files_is_not_removed(tmp_path):
+    c, _ = make(tmp_path)
+    backend = read_meta(c).backends[1]
+    (backend / "notes.txt").write_text("mine")
+    for remove in (lambda: container_cli("rm", c), lambda: preloaded("rm", f"logfs:{c}")):
+        out = remove()
+        assert out.returncode != 0
+        assert (backend / "notes.txt").read_text() == "mine" and Container.open(c).read() == DATA  # nothing deleted
+    assert b"holds 'notes.txt', which logfs did not put there; nothing was deleted" in container_cli("rm", c).stderr
+    (backend / "notes.txt").unlink()
+    assert container_cli("rm", c).returncode == 0 and not backend.exists() and not c.exists()
+
+
+def test_a_backend_swapped_for_a_link_is_not_followed(tmp_path):
+    v = victim(tmp_path)
+    c, _ = make(tmp_path)
+    backend = read_meta(c).backends[1]
+    for f in backend.iterdir():
+        f.rename(v / f.name)   # the victim now looks like the backend, reached through a link
+    backend.rmdir()
+    backend.symlink_to(v)
+    for run in (lambda: container_cli("rm", c), lambda: preloaded("rm", f"logfs:{c}"),
+                lambda: container_cli("cat", c)):
+        out = run()
+        assert out.returncode != 0 and intact(v)
+    assert b"a symbolic link lies between its root and it" in container_cli("cat", c).stderr
+
+
+def test_a_linked_log_is_never_read_or_written_through(tmp_path):
+    """Today's `cat` printed the file a log.* link pointed to."""
+    secret = tmp_path / "secret"
+    secret.write_bytes(b"private key\n" * 10000)
+    c, _ = make(tmp_path, extras=0)
+    (log,) = c.glob("log.*")
+    log.unlink()
+    log.symlink_to(secret)
+    out = container_cli("cat", c)
+    assert out.returncode == 2 and b"private key" not in out.stdout
+    assert b"a symbolic link where the container keeps its own file" in out.stderr
+    out = preloaded("cat", f"logfs:{c}")
+    assert out.returncode != 0 and b"private key" not in out.stdout
+    appended = preloaded(sys.executable, "-c", f"open('logfs:{c}', 'ab').write(b'more')")  # the same group
+    assert secret.read_bytes() == b"private key\n" * 10000, appended.stderr
+
+
+# ---- item 2: a bad index never crashes or hangs a reader ----
+
+FIELDS = list(ENTRY.names)
+CASES = json.loads((VECTORS / "entries.json").read_text())
+
+
+def test_entry_rules_are_the_same_in_c_and_python():
+    entries = np.array([tuple(c["entry"][f] for f in FIELDS) for c in CASES], ENTRY)
+    python = [ENTRY_RULES[i] if i >= 0 else None for i in entry_problems(entries)]
+    lines = "".join(" ".join(str(c["entry"][f]) for f in FIELDS) + "\n" for c in CASES)
+    c_side = subprocess.run([str(paths.native_bin("ioloom-logfs-tool")), "entry-problem"], input=lines,
+                            capture_output=True, text=True, timeout=30, check=True).stdout.split()
+    expected = [c["problem"] for c in CASES]
+    assert python == expected
+    assert [None if v == "ok" else v for v in c_side] == expected
+    assert set(ENTRY_RULES) <= set(expected)  # every rule has a case that breaks it
+
+
+def craft(c: Path, **fields: int) -> None:
+    """The container's (single) index rewritten with its first entry's fields changed, sums made to match."""
+    (j,) = load_journals(read_meta(c), strict=False)
+    entries = j.entries.copy()
+    for name, value in fields.items():
+        entries[0][name] = value
+    j.index_path.write_bytes(_block(int(j.writers[0]), entries))
+
+
+@pytest.fixture(scope="module")
+def plain_container(tmp_path_factory) -> Path:
+    c, _ = make(tmp_path_factory.mktemp("crafted"), extras=0)
+    return c
+
+
+READER = r"""
+import os, sys
+try:
+    fd = os.open(sys.argv[1], os.O_RDONLY)
+    print(len(os.read(fd, 1 << 20)))
+except OSError as err:
+    print("errno", err.errno)
+"""
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c["problem"]], ids=lambda c: c["name"])
+def test_a_crafted_entry_is_refused_by_every_reader(plain_container, tmp_path, case):
+    """Today's main: SIGFPE in the reading program (stride 0), hangs, OverflowError and MemoryError."""
+    c = tmp_path / "c"
+    subprocess.run(["cp", "-a", plain_container, c], check=True)
+    craft(c, **{k: v for k, v in case["entry"].items() if k not in ("stamp", "stamp_last", "data_sum", "file_id")})
+    with pytest.raises(FormatError, match=f"has an invalid {case['problem']}.*`ioloom container recover`"):
+        Container.open(c)
+    out = preloaded(sys.executable, "-c", READER, f"logfs:{c}", timeout=30)
+    assert out.returncode == 0 and out.stdout.split() == [b"errno", b"5"], out  # EIO, no signal
+    assert b"open(s) of damaged or crafted containers refused (EIO)" in out.stderr
+    assert f"invalid {case['problem']}".encode() in out.stderr
+    out = container_cli("cat", c, timeout=30)
+    assert out.returncode == 2 and b"Traceback" not in out.stderr and not out.stdout, out.stderr
+    recover(c)                         # the record journal still describes the data: rebuilt, as it was
+    assert Container.open(c).read() == DATA and check(c).ok
+
+
+def test_stride_zero_no_longer_kills_the_reader(plain_container, tmp_path):
+    c = tmp_path / "c"
+    subprocess.run(["cp", "-a", plain_container, c], check=True)
+    craft(c, count=5, stride=0)
+    out = preloaded("cat", f"logfs:{c}")
+    assert out.returncode == 1 and out.returncode != -signal.SIGFPE and b"Input/output error" in out.stderr
+
+
+# ---- item 3: check says OK only when cat returns the right bytes ----
+
+def _cut(path: Path, keep: int) -> None:
+    os.truncate(path, keep)
+
+
+DAMAGE = {
+    "index deleted": lambda c: next(c.glob("index.*")).unlink(),
+    "records deleted": lambda c: next(c.glob("records.*")).unlink(),
+    "records emptied": lambda c: _cut(next(c.glob("records.*")), 0),
+    "records cut short": lambda c: _cut(next(c.glob("records.*")), 64 * 3 + 20),
+    "log cut short": lambda c: _cut(next(c.glob("log.*")), len(DATA) // 2),
+    "log deleted": lambda c: next(c.glob("log.*")).unlink(),
+    "index cut short": lambda c: _cut(next(c.glob("index.*")), 40),
+    "a log byte flipped": lambda c: _flip(next(c.glob("log.*")), len(DATA) // 3),
+}
+
+
+def _flip(path: Path, at: int) -> None:
+    data = bytearray(path.read_bytes())
+    data[at] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("damage", DAMAGE)
+def test_check_is_ok_only_when_cat_is_right(plain_container, tmp_path, damage):
+    """Today's main printed OK with index.r1 deleted while cat returned nothing of the file."""
+    c = tmp_path / "c"
+    subprocess.run(["cp", "-a", plain_container, c], check=True)
+    DAMAGE[damage](c)
+    report = check(c)
+    assert not report.ok, damage
+    assert all("ioloom container recover" in p for p in report.problems), report.problems  # the repair, named
+    stats = recover(c)
+    assert check(c).ok, check(c).problems
+    data = Container.open(c).read()
+    if damage in ("index deleted", "records deleted", "records emptied", "records cut short", "index cut short"):
+        assert data == DATA, damage  # nothing was lost: recover brought it all back
+        assert bool(stats["rebuilt"]) == damage.startswith("records")
+    else:
+        assert data == DATA[:len(data)] or damage == "a log byte flipped"  # what remains, as it was written
+
+
+def test_check_names_the_missing_index_and_its_repair(plain_container, tmp_path):
+    c = tmp_path / "c"
+    subprocess.run(["cp", "-a", plain_container, c], check=True)
+    DAMAGE["index deleted"](c)
+    out = container_cli("check", c)
+    assert out.returncode == 1 and b"intact records, but index." in out.stdout and b"is missing" in out.stdout
+    assert b"ioloom container recover" in out.stdout and b"OK" not in out.stdout
+
+
+# ---- issue 14: logfs's own storage calls reach libc, never another preloaded tool ----
+
+SHIM_SCRIPT = r"""
+set -e
+cd "$WORK"
+printf 'one\ntwo\n' | tee logfs:c > /dev/null       # stdio writes (tee's fopen: the layer's cookie)
+sed -n 2p logfs:c > sed.out                          # stdio reads and seeks
+cat logfs:c > cat.out                                # reads: the index journals listed and loaded
+stat -c %s logfs:c > stat.out                        # stat: the container's files scanned
+cp logfs:c logfs:d                                   # copy_file_range served by reads and writes
+rm logfs:c logfs:d                                   # unlink: the container's files listed and removed
+"""
+
+
+def test_logfs_storage_calls_skip_other_preloaded_tools(tmp_path):
+    """Today's main: logfs's readdir, closedir, fstatat, unlinkat, read, write and lseek went through the PLT, so a
+    tool preloaded in front of it (a tracer) saw the layer's own storage I/O as the program's."""
+    shim = tmp_path / "shim.so"
+    subprocess.run(["gcc", "-O2", "-shared", "-fPIC", "-o", shim, Path(__file__).parent / "programs" /
+                    "logfs_next_shim.c", "-ldl"], check=True)
+    counts = tmp_path / "counts"
+    env = {**os.environ, "WORK": str(tmp_path), "LOGFS_SHIM_OUT": str(counts), "PMI_RANK": "0",
+           **preload.env(preload_first=str(shim))}
+    out = subprocess.run(["bash", "-c", SHIM_SCRIPT], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert (tmp_path / "sed.out").read_text() == "two\n" and (tmp_path / "cat.out").read_text() == "one\ntwo\n"
+    assert (tmp_path / "stat.out").read_text() == "8\n" and not (tmp_path / "c").exists()
+    lines = counts.read_text().splitlines()
+    assert len(lines) >= 6                                            # every program reported
+    totals: dict[str, int] = {}
+    for line in lines:
+        for item in line.split("logfs:", 1)[1].split():
+            name, value = item.split("=")
+            totals[name] = totals.get(name, 0) + int(value)
+    assert totals and all(v == 0 for v in totals.values()), totals
