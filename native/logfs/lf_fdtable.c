@@ -120,7 +120,7 @@ static void adopt_inherited(void) {
         int flags = (fl & O_NONBLOCK ? O_RDWR : O_RDONLY) | (fl & O_APPEND);
         lf_file *f = lf_open(dir, flags, 0, NULL);
         if (f && install(fd, f, flags)) lf_close(f);
-        else if (f) lf_stdio_adopt(fd, flags);
+        else if (f) lf_stdio_follow(fd);
     }
     IOLOOM_NEXT(closedir)(d);
 }

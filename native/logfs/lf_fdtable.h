@@ -38,9 +38,11 @@ void lf_fd_share(int newfd, struct lf_ofd *o);
 /* Forget fd; closes the container when it was the last descriptor. Returns lf_close's result. */
 int lf_fd_release(int fd);
 
-/* An inherited standard stream (fd 0, 1, 2) that is a container: make stdin/stdout/stderr a stream the layer
- * serves (glibc's own FILE would write to the reserved directory descriptor). */
-void lf_stdio_adopt(int fd, int flags);
+/* A standard descriptor (0, 1, 2) that became a container's (inherited across exec, or a shell's `builtin >> file`:
+ * open, then dup2 onto 1) gets a stdin/stdout/stderr the layer serves: glibc's own FILE writes with internal
+ * calls the layer never sees (to the reserved directory descriptor: EBADF). When the descriptor stops being a
+ * container's (the shell restores it), glibc's stream comes back. */
+void lf_stdio_follow(int fd);
 /* Set once the library's destructor has run: later writes (other destructors, stdio flushing at exit) are
  * published as they happen. */
 extern int lf_exiting;

@@ -302,17 +302,18 @@ EXPORT int dup(int fd) {
 static int dup_onto(int fd, int newfd, int rc) {
     struct lf_ofd *o = lf_fd(fd);
     if (rc >= 0 && fd != newfd && o) lf_fd_share(newfd, o);
+    if (rc >= 0 && fd != newfd) lf_stdio_follow(newfd);
     return rc;
 }
 
 /* dup2/dup3 close newfd first when it is open: release its container before the real call reuses it. */
 EXPORT int dup2(int fd, int newfd) {
-    if (fd != newfd && lf_fd(newfd) && fcntl(fd, F_GETFD) >= 0) lf_fd_release(newfd);
+    if (fd != newfd && lf_fd(newfd) && IOLOOM_NEXT(fcntl)(fd, F_GETFD) >= 0) lf_fd_release(newfd);
     return dup_onto(fd, newfd, IOLOOM_NEXT(dup2)(fd, newfd));
 }
 
 EXPORT int dup3(int fd, int newfd, int flags) {
-    if (fd != newfd && lf_fd(newfd) && fcntl(fd, F_GETFD) >= 0) lf_fd_release(newfd);
+    if (fd != newfd && lf_fd(newfd) && IOLOOM_NEXT(fcntl)(fd, F_GETFD) >= 0) lf_fd_release(newfd);
     return dup_onto(fd, newfd, IOLOOM_NEXT(dup3)(fd, newfd, flags));
 }
 

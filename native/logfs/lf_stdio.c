@@ -73,11 +73,21 @@ static FILE *wrap_fd(int fd, const char *mode) {
     return fp;
 }
 
-void lf_stdio_adopt(int fd, int flags) {
+void lf_stdio_follow(int fd) {
+    static FILE *own[3], *served[3]; /* glibc's stream of each standard descriptor, and ours */
     FILE **std = fd == 0 ? &stdin : fd == 1 ? &stdout : fd == 2 ? &stderr : NULL;
-    const char *mode = (flags & O_ACCMODE) == O_RDONLY ? "r" : flags & O_APPEND ? "a" : "w";
-    FILE *fp = std ? wrap_fd(fd, mode) : NULL;
-    if (fp) *std = fp;
+    struct lf_ofd *o = std ? lf_fd(fd) : NULL;
+    if (o && *std != served[fd]) {
+        int flags = lf_flags(o->file) | o->status;
+        if (!served[fd]) served[fd] = wrap_fd(fd, (flags & O_ACCMODE) == O_RDONLY ? "r" : flags & O_APPEND ? "a" : "w");
+        if (!served[fd]) return;
+        fflush(*std); /* what the program wrote before the switch goes where it was meant to */
+        own[fd] = *std;
+        *std = served[fd];
+    } else if (std && !o && served[fd] && *std == served[fd]) {
+        fflush(served[fd]);
+        *std = own[fd];
+    }
 }
 
 EXPORT FILE *fopen(const char *path, const char *mode) {
