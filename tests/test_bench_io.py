@@ -3,6 +3,7 @@ catches a corrupted byte, bad parameters are refused before any I/O, the JSON fi
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -99,13 +100,71 @@ def test_verify_reports_the_offset_of_a_corrupted_byte(mpi, tmp_path):
         f.seek(offset)
         f.write(bytes([byte ^ 0x40]))
     with pytest.raises(bench_io.BenchFailed) as failed:
-        # -C with one rank per node: rank 0 reads rank 1's file, so the report comes from rank 0
-        _run(mpi, tmp_path, "c", ["-F", "-r", "-C", "--ranks-per-node", "1", "--verify", "-k"])
+        # -C with one rank per node: rank 0 reads rank 1's file, so the report comes from rank 0; no -k
+        _run(mpi, tmp_path, "c", ["-F", "-r", "-C", "--ranks-per-node", "1", "--verify"])
     assert failed.value.returncode == 3
     assert f"rank 0: verify: {victim} offset {offset}: read 0x{byte ^ 0x40:02x}, expected 0x{byte:02x}" \
         in failed.value.stderr
     assert failed.value.result["verify"]["errors"] == 1
     assert [p["errors"] for p in failed.value.result["phases"]] == [1]
+    # the evidence stays without -k (as IOR's -K), and the report says so
+    assert len(list(tmp_path.glob("c.*"))) == NRANKS
+    assert any("1 bytes that differ" in n and "kept for inspection" in n for n in failed.value.result["notes"])
+
+
+@pytest.mark.mpi
+def test_ior_letters_people_script_with(mpi, tmp_path):
+    """IOR's -K -G -R -W -d -N -v -O summaryFormat=JSON work; -x -D -f and the other -O are refused naming ours."""
+    program = paths.native_bin(f"ioloom-bench-{mpi.name}")
+    out = mpi.run(2, [program, "-b", "64k", "-t", "16k", "-w", "-W", "-K", "-G", "7", "-d", "0.2", "-N", "2", "-v",
+                      "-O", "summaryFormat=JSON", "-o", tmp_path / "ior"])
+    result = bench_io.parse_output(out.stdout)  # JSON without --json
+    assert [p["op"] for p in result["phases"]] == ["write", "read"] and result["verify"] == {"enabled": True,
+                                                                                             "errors": 0}
+    assert result["params"]["delay_s"] == 0.2 and any(n.startswith("-G 7") for n in result["notes"])
+    begins = [p["time"]["open"] for p in result["phases"]]
+    assert all(b["max"] < 0.2 for b in begins)  # the delay comes before the phase's clock starts
+    text = mpi.run(2, [program, "-b", "64k", "-t", "16k", "-v", "-o", tmp_path / "v"]).stdout
+    assert text.count("    rank ") == 4  # -v: every rank of both phases
+    cases = [(["-x"], "-x (IOR's single transfer attempt) is not supported"),
+             (["-D", "30"], "choose -s for the length of run"), (["-f", "script"], "ioloom bench sweep CONFIG.toml"),
+             (["-N", "5"], "launch that many instead"), (["-O", "summaryFile=x"], "-O summaryFile=x: only")]
+    for argv, words in cases[:2] if mpi.name == "openmpi" else cases:  # a failed Open MPI launch takes seconds
+        out = mpi.run(2, [program, *argv, "-o", tmp_path / "x"], check=False)
+        assert out.returncode == 2 and words in out.stderr, (argv, out.stderr)
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+@pytest.mark.mpi
+def test_notes_reach_ioloom_bench_io_and_access_bandwidth_holds_when_ranks_outnumber_cpus(ioloom_cli, tmp_path):
+    """-C on one node reads every rank's own data: `ioloom bench io` shows the program's note. With more ranks
+    than CPUs, raw bandwidth (ranks' data times as if concurrent) is flagged and access bandwidth is measured."""
+    cpus = len(os.sched_getaffinity(0))
+    out = ioloom_cli("bench", "io", "-n", str(cpus + 1), "-C", "-b", "64k", "-t", "16k", "-s", "2", "-i", "3",
+                     "-o", tmp_path / "c")
+    assert "every rank reads its own data" in out.stdout and f"{cpus + 1} ranks shared {cpus} CPUs" in out.stdout
+    out = ioloom_cli("bench", "io", "-n", str(cpus + 1), "--json", "-b", "64k", "-t", "16k", "-o", tmp_path / "c")
+    result = json.loads(out.stdout)
+    assert result["oversubscribed"] and result["node"] == {"ranks": cpus + 1, "cpus": cpus}
+    for phase in result["phases"]:
+        window = max(r["data_end"] for r in phase["ranks"]) - min(r["data_begin"] for r in phase["ranks"])
+        assert phase["access_bw"] == pytest.approx(phase["bytes"] / window, rel=1e-6)
+        assert phase["access_bw"] <= phase["raw_bw"]  # the span holds every rank's data calls
+    for s in result["summary"]:
+        assert s["access_bw"]["min"] <= s["access_bw"]["median"] <= s["access_bw"]["max"]
+    assert not any("shared" in n for n in bench_io.run_bench(None, 1, ["-o", tmp_path / "one"])["notes"])
+
+
+@pytest.mark.mpi
+def test_a_write_nobody_checks_costs_no_pattern_filling(mpi, tmp_path):
+    """Without --verify or -k the bytes are never checked, so no transfer is refilled with its pattern (IOR's
+    default writes one buffer too): under CPU contention that work slowed the phase beyond the deducted prep."""
+    phase = _run(mpi, tmp_path, "q", ["-w"])["phases"][0]
+    assert sum(r["prep"] for r in phase["ranks"]) < 0.02 * sum(r["data"] for r in phase["ranks"])
+    checked = _run(mpi, tmp_path, "q", ["-w", "-k"])["phases"][0]  # kept for a later check: every pattern
+    assert sum(r["prep"] for r in checked["ranks"]) > 0.02 * sum(r["data"] for r in checked["ranks"])
+    head = np.fromfile(tmp_path / "q", dtype=np.uint8, count=16)
+    assert np.array_equal(head, pattern.expected_bytes(np.arange(16, dtype=np.uint64), 0))
 
 
 REFUSED = [

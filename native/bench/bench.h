@@ -50,12 +50,18 @@ struct bench_options {
     int reorder;              /* -C: read the data of a rank on another (emulated) node */
     int node_offset;          /* -Q: how many nodes away -C reads (IOR's taskPerNodeOffset), default 1 */
     int ranks_per_node;       /* emulated ranks per node, consecutive ranks (default: the real count here) */
+    int node_ranks;           /* ranks really on rank 0's node */
+    int node_cpus;            /* CPUs those ranks may run on (the union of their affinity masks) */
+    int oversubscribed;       /* some node has more ranks than CPUs: their data calls cannot all run at once */
     int ranks_per_node_given; /* --ranks-per-node was given: emulate nodes */
     int emulated_nodes;       /* derived: with -c, aggregators asked for as on this many nodes (0: none) */
     int shift;                /* derived: -C reads rank (r + shift) % N, shift = node_offset * ranks_per_node */
     int repetitions;          /* -i */
+    double delay_s;           /* -d: idle seconds before each phase (IOR's interTestDelay) */
+    int verbose;              /* -v: the text report also lists every rank's times */
     double wait_ms;           /* --wait: idle time between two data calls (Boito's TMP) */
     int verify;               /* --verify: check every byte read */
+    int check;                /* IOR's -R or -W: a read phase with --verify */
     int keep;                 /* -k: keep the files */
     int json;                 /* --json */
     char path[4096];          /* -o: test file name (directory + base name), after --dir is applied */
@@ -125,6 +131,8 @@ MPI_Info bench_hints_info(const struct bench_options *o);
 
 /* Per-rank times of one phase, seconds. */
 struct bench_times {
+    double start; /* bench_now() when the phase began, after the common barrier */
+    double data_begin, data_end; /* bench_now() at the start of the first data call and the end of the last */
     double open, data, sync, close;
     double wait; /* idle time asked for with --wait */
     double prep; /* filling buffers with the pattern and checking them: the benchmark's work, not I/O */
@@ -148,6 +156,8 @@ struct bench_report *bench_report_new(const struct bench_options *o, MPI_Comm co
 void bench_report_add(struct bench_report *r, const char *op, int rep, const struct bench_times *t);
 void bench_report_hints(struct bench_report *r, MPI_Info info);
 void bench_report_param(struct bench_report *r, const char *key, double value);
+/* Bytes that failed --verify over the phases added so far, on every rank (collective). */
+uint64_t bench_report_errors(struct bench_report *r);
 /* Prints (rank 0) and frees. Returns the total verify errors over all phases. */
 uint64_t bench_report_finish(struct bench_report *r);
 
@@ -167,7 +177,7 @@ extern const char *const bench_flash_suffixes[BENCH_FLASH_FILES]; /* checkpoint,
 void bench_kernel_file(const struct bench_options *o, const char *suffix, char *out, size_t outlen);
 /* Rank 0 removes a kernel's file when every rank is done with it (collective). */
 void bench_kernel_remove(MPI_Comm comm, const char *name);
-/* Barrier, then a timed MPI_File_open with the hints (recorded in the report): zeroes *t and sets t->open.
+/* bench_phase_begin, then a timed MPI_File_open with the hints (recorded in the report): zeroes *t and sets t->open.
  * bench_kernel_close syncs (-e, when writing), closes and sets the rest of *t. Both abort the run on failure. */
 void bench_kernel_open(const struct bench_options *o, MPI_Comm comm, const char *name, int writing,
                        struct bench_report *r, MPI_File *fh, struct bench_times *t);
@@ -175,6 +185,18 @@ void bench_kernel_close(const struct bench_options *o, MPI_File *fh, int writing
 
 /* Timing helpers shared by phases and kernels. */
 double bench_now(void);
+/* The start of a phase: -d's idle delay, then the common barrier; returns bench_now() after it. */
+double bench_phase_begin(const struct bench_options *o, MPI_Comm comm);
+/* One data call ran from `begin` to `end` (bench_now) and moved `bytes`: counted in *t and its data window. */
+void bench_count_call(struct bench_times *t, double begin, double end, uint64_t bytes);
+/* Whether the files of a run stay after it: -k, or --verify found bytes that differ (kept as evidence, with a
+ * note naming `what`). Collective. */
+int bench_files_stay(const struct bench_options *o, struct bench_report *r, const char *what);
+/* A remark on the run (every rank may call it; rank 0's are printed): in the text report and JSON "notes". */
+void bench_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The notes so far and their count. */
+const char *bench_note_text(int i);
+int bench_note_count(void);
 void bench_sleep_ms(double ms);
 /* Prints "ioloom-bench: <message>" on stderr with the rank. */
 void bench_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -84,9 +84,7 @@ static void phase(const struct bench_options *o, MPI_Comm comm, const struct bti
         int err = writing ? MPI_File_write_all(fh, buf, (int)b->points, b->point, &st)
                           : MPI_File_read_all(fh, buf, (int)b->points, b->point, &st);
         bench_mpi_check(err, writing ? "MPI_File_write_all" : "MPI_File_read_all", name);
-        t->data += bench_now() - d0;
-        t->bytes += b->points * COMPONENTS * 8;
-        t->calls++;
+        bench_count_call(t, d0, bench_now(), b->points * COMPONENTS * 8);
         if (!writing && o->verify) {
             double v0 = bench_now();
             t->errors += visit(b, s, buf, 1);
@@ -123,7 +121,7 @@ int bench_kernel_btio(const struct bench_options *o, MPI_Comm comm, struct bench
     free(buf);
     MPI_Type_free(&b.filetype);
     MPI_Type_free(&b.point);
-    if (!o->keep)
+    if (!bench_files_stay(o, r, name))
         bench_kernel_remove(comm, name);
     return 0;
 }

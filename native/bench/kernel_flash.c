@@ -92,15 +92,14 @@ static void write_file(const struct bench_options *o, MPI_Comm comm, const struc
     hid_t fapl = H5Pcreate(H5P_FILE_ACCESS), xfer = H5Pcreate(H5P_DATASET_XFER);
     H5Pset_fapl_mpio(fapl, comm, info);
     H5Pset_dxpl_mpio(xfer, o->collective ? H5FD_MPIO_COLLECTIVE : H5FD_MPIO_INDEPENDENT);
-    MPI_Barrier(comm);
-    double start = bench_now();
+    double start = t.start = bench_phase_begin(o, comm);
     hid_t file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
     t.open = bench_now() - start;
     if (file < 0) {
         bench_error("HDF5 could not create %s (its error stack is above)", path);
         bench_abort_io();
     }
-    double d0 = bench_now();
+    double d0 = t.data_begin = bench_now();
     if (ff->metadata)
         write_metadata(file, xfer, blocks, &t);
     hsize_t row[3] = {(hsize_t)ff->side, (hsize_t)ff->side, (hsize_t)ff->side};
@@ -118,7 +117,8 @@ static void write_file(const struct bench_options *o, MPI_Comm comm, const struc
         snprintf(name, sizeof name, "var%03d", v);
         write_row(file, xfer, name, ff->type, blocks, 3, row, values, &t);
     }
-    t.data = bench_now() - d0 - t.prep;
+    t.data_end = bench_now();
+    t.data = t.data_end - d0 - t.prep;
     if (o->fsync) {
         double s0 = bench_now();
         if (H5Fflush(file, H5F_SCOPE_GLOBAL) < 0) {

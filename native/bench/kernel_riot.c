@@ -50,9 +50,7 @@ static void run_call(const struct bench_options *o, MPI_Comm comm, enum riot_cal
         t.prep += bench_now() - p0;
         double d0 = bench_now();
         bench_mpi_check(call(c, fh, (MPI_Offset)offset, buf, (int)len), call_names[c], name);
-        t.data += bench_now() - d0;
-        t.bytes += len;
-        t.calls++;
+        bench_count_call(&t, d0, bench_now(), len);
         if (!writing && o->verify) {
             double v0 = bench_now();
             t.errors += bench_verify(buf, len, offset, rank, name, t.errors);
@@ -72,7 +70,7 @@ int bench_kernel_riot(const struct bench_options *o, MPI_Comm comm, struct bench
         for (enum riot_call c = WRITE; c < NCALLS; c++)
             run_call(o, comm, c, rep, name, buf, r);
     free(buf);
-    if (!o->keep)
+    if (!bench_files_stay(o, r, name))
         bench_kernel_remove(comm, name);
     return 0;
 }

@@ -22,7 +22,9 @@ static int run_pattern(const struct bench_options *o, MPI_Comm comm, struct benc
         if (hints != MPI_INFO_NULL)
             MPI_Info_free(&hints);
     }
-    if (!o->keep)
+    char files[sizeof o->path + 8];
+    snprintf(files, sizeof files, bench_shared_file(o) ? "%s" : "%s.*", o->path);
+    if (!bench_files_stay(o, r, files))
         bench_remove_files(o, comm);
     return 0;
 }

@@ -1,12 +1,14 @@
 /* Command line of ioloom-bench. IOR's letters where the meaning is the same (-a -b -t -s -F -c -e -C -Q -w -r
- * -i -o -k), long options for the rest. Every rank parses the same argv and so reaches the same verdict;
- * what the options mean together is checked by validate.c, before any I/O. */
+ * -i -o -k -d -v -K -R -W -N -O summaryFormat=JSON), long options for the rest; IOR's letters that scripts use
+ * and we do not implement are refused with a line naming what to use instead. Every rank parses the same argv
+ * and so reaches the same verdict; what the options mean together is checked by validate.c, before any I/O. */
 #include "bench.h"
 
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,11 +34,15 @@ static const char usage[] =
     "  -i N            repetitions                                               [1]\n"
     "  --wait MS       idle time between two data calls (Boito's TMP); deducted from the effective time\n"
     "  --hint KEY=VAL  an MPI_Info hint for open (repeatable), e.g. romio_cb_write=enable\n"
-    "  --verify        check every byte read against the pattern (needs -r)\n"
+    "  --verify        check every byte read against the pattern (needs -r); files that fail it are kept\n"
+    "  -R / -W         as IOR: check what is read / read back and check what was written (= -r --verify)\n"
     "  -o PATH         test file name; its directory must be writable           [ioloom-bench.dat]\n"
     "  --dir DIR       target directory: a relative -o is taken inside it        [.]\n"
-    "  -k              keep the files after the run\n"
-    "  --json          print the results as one JSON document\n"
+    "  -k              keep the files after the run (-K, IOR's keep-on-error, is always on)\n"
+    "  -d S            idle seconds before each phase (IOR's interTestDelay)                [0]\n"
+    "  -v              the text report also lists every rank's times\n"
+    "  -N N            as IOR: must equal the ranks launched (launch N ranks instead)\n"
+    "  --json          print the results as one JSON document (= IOR's -O summaryFormat=JSON)\n"
     "  --kernel K      flash (HDF5 checkpoint and plot files) | btio (3-D subarray, collective write\n"
     "                  every step) | riot (N operations of -t bytes for six MPI-IO functions)\n"
     "  --cells N       flash: cells per side per process [24]; btio: global grid points per side [64]\n"
@@ -141,13 +147,31 @@ const char *bench_api_name(enum bench_api api) {
 
 const char *bench_pattern_name(enum bench_pattern p) { return pattern_names[p]; }
 
-static int ranks_on_this_node(MPI_Comm comm) {
+/* The CPUs the ranks of a node may run on: the union of their affinity masks (a launcher may bind each rank to
+ * one CPU, or the node may hold fewer CPUs than ranks). */
+static int node_cpu_count(MPI_Comm node) {
+    cpu_set_t mine, all;
+    CPU_ZERO(&mine);
+    if (sched_getaffinity(0, sizeof mine, &mine) != 0)
+        CPU_SET(0, &mine); /* unknown: count one CPU per rank at least once */
+    MPI_Allreduce(&mine, &all, (int)sizeof mine, MPI_BYTE, MPI_BOR, node);
+    return CPU_COUNT(&all);
+}
+
+/* Ranks and CPUs of rank 0's node, and whether any node has more ranks than CPUs. */
+static void node_shape(struct bench_options *o, MPI_Comm comm) {
     MPI_Comm node;
-    int n;
     MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-    MPI_Comm_size(node, &n);
+    int shape[2], over;
+    MPI_Comm_size(node, &shape[0]);
+    shape[1] = node_cpu_count(node);
     MPI_Comm_free(&node);
-    return n;
+    over = shape[0] > shape[1];
+    MPI_Bcast(shape, 2, MPI_INT, 0, comm);
+    MPI_Allreduce(MPI_IN_PLACE, &over, 1, MPI_INT, MPI_LOR, comm);
+    o->node_ranks = o->ranks_per_node = shape[0];
+    o->node_cpus = shape[1];
+    o->oversubscribed = over;
 }
 
 enum { OPT_PATTERN = 1000, OPT_RPN, OPT_WAIT, OPT_HINT, OPT_VERIFY, OPT_JSON, OPT_KERNEL, OPT_CELLS,
@@ -180,8 +204,54 @@ static void set_defaults(struct bench_options *o, MPI_Comm comm) {
     o->segment_count = 1;
     o->repetitions = 1;
     o->node_offset = 1;
-    o->ranks_per_node = ranks_on_this_node(comm);
+    node_shape(o, comm);
     strcpy(o->path, "ioloom-bench.dat");
+}
+
+/* IOR's -O directives: only summaryFormat (JSON or default) has a meaning here. */
+static int apply_directives(struct bench_options *o, const char *arg) {
+    char copy[512], *save = NULL;
+    snprintf(copy, sizeof copy, "%s", arg);
+    for (char *d = strtok_r(copy, ",", &save); d; d = strtok_r(NULL, ",", &save)) {
+        if (!strcasecmp(d, "summaryFormat=JSON"))
+            o->json = 1;
+        else if (strcasecmp(d, "summaryFormat=default"))
+            return bench_refuse("-O %s: only -O summaryFormat=JSON (= --json) is understood; IOR's other "
+                                "directives have options of their own here (ioloom-bench --help)", d);
+    }
+    return 0;
+}
+
+/* IOR's letters that ioloom-bench takes but that change nothing, or that it refuses, saying what to use. */
+static int apply_ior_letter(struct bench_options *o, int c, const char *arg) {
+    long n;
+    int nranks;
+    switch (c) {
+    case 'K': return 0; /* keep files that fail --verify: always done */
+    case 'G':
+        bench_note("-G %s (IOR's data signature) changes nothing: each 8-byte word ioloom-bench writes holds its "
+                   "offset and the writer's rank (docs/bench.md)", arg);
+        return 0;
+    case 'R':
+    case 'W': o->verify = o->check = 1; return 0;
+    case 'N':
+        MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+        if (parse_count(arg, -1, INT_MAX, &n) || (n != -1 && n != nranks))
+            return bench_refuse("-N %s: ioloom-bench runs on every rank launched (%d here); launch that many "
+                                "instead (mpiexec -n N, or ioloom bench io -n N)", arg, nranks);
+        return 0;
+    case 'x':
+        return bench_refuse("-x (IOR's single transfer attempt) is not supported: ioloom-bench completes a short "
+                            "transfer with further calls, as a careful program does; drop -x");
+    case 'D':
+        return bench_refuse("-D %s (IOR's stonewalling deadline) is not supported: every rank moves all its bytes; "
+                            "choose -s for the length of run you want", arg);
+    case 'f':
+        return bench_refuse("-f %s: IOR scripts are not read; `ioloom bench sweep CONFIG.toml` runs a grid of "
+                            "parameters (docs/bench.md)", arg);
+    case 'O': return apply_directives(o, arg);
+    }
+    return bench_refuse("unknown option or missing value (getopt said which, above)");
 }
 
 /* One option; returns 0 or BENCH_EXIT_USAGE. */
@@ -232,6 +302,15 @@ static int apply_option(struct bench_options *o, int c, const char *arg, int *ke
         strcpy(o->dir, arg);
         return 0;
     case 'k': o->keep = 1; return 0;
+    case 'v': o->verbose++; return 0;
+    case 'd': {
+        char *end;
+        o->delay_s = strtod(arg, &end);
+        if (end == arg || *end || !(o->delay_s >= 0) || o->delay_s > 3600)
+            return bench_refuse("-d '%s': expected seconds between 0 and 3600 (the idle delay before each phase)",
+                                arg);
+        return 0;
+    }
     case OPT_PATTERN: return parse_pattern(o, arg);
     case OPT_RPN:
         if (parse_count(arg, 1, INT_MAX, &n))
@@ -265,7 +344,7 @@ static int apply_option(struct bench_options *o, int c, const char *arg, int *ke
         if (bench_is_root())
             fputs(usage, stdout);
         return -1;
-    default: return bench_refuse("unknown option or missing value (getopt said which, above)");
+    default: return apply_ior_letter(o, c, arg);
     }
 }
 
@@ -290,13 +369,14 @@ int bench_parse_options(int argc, char **argv, struct bench_options *o, MPI_Comm
     int nranks, c, rc, transfer_given = 0;
     MPI_Comm_size(comm, &nranks);
     opterr = bench_is_root();
-    while ((c = getopt_long(argc, argv, "a:b:t:s:FcezCQ:wri:o:kh", long_options, NULL)) != -1)
+    while ((c = getopt_long(argc, argv, "a:b:t:s:FcezCQ:wri:o:khKG:RWxd:D:N:vf:O:", long_options, NULL)) != -1)
         if ((rc = apply_option(o, c, optarg, &transfer_given)))
             return rc < 0 ? -1 : rc;
     if (optind < argc)
         return bench_refuse("unexpected argument '%s'", argv[optind]);
     if (!o->write && !o->read)
         o->write = o->read = 1;
+    o->read |= o->check; /* -R, -W: checking means reading */
     if (o->dir[0] && o->path[0] != '/') {
         char joined[sizeof o->path];
         if (snprintf(joined, sizeof joined, "%s/%s", o->dir, o->path) >= (int)sizeof o->path - 32)

@@ -33,13 +33,21 @@ static uint64_t *random_order(uint64_t n, uint64_t seed) {
     return order;
 }
 
-/* One data call at `offset` of file `name`, with the pattern filled before a write and checked after a read
- * (timed as prep), and the --wait idle time before every call but the first. */
+/* Whether each transfer is written with its own pattern: when its bytes can be checked (--verify, or files kept
+ * for a later check). Otherwise the buffer holds the pattern of offset 0 for the whole phase, as IOR writes one
+ * buffer by default: filling every transfer costs CPU time that the deducted prep time does not cover (the
+ * kernel's copy of a freshly written buffer takes longer too), so under CPU contention the phase would slow
+ * down more than IOR's (docs/bench.md, "Under CPU contention"). Offset 0 of every file still holds the pattern,
+ * which is how a later run recognises the file as ours. */
+static int fill_each_transfer(const struct bench_options *o) { return o->verify || o->keep; }
+
+/* One data call at `offset` of file `name`, with the pattern filled before a write (fill_each_transfer) and
+ * checked after a read (timed as prep), and the --wait idle time before every call but the first. */
 static void move_transfer(const struct bench_options *o, const struct bench_backend *be, struct bench_file *f,
                           unsigned char *buf, uint64_t offset, int owner, int writing, const char *name,
                           struct bench_times *t) {
     double p0 = bench_now();
-    if (writing)
+    if (writing && fill_each_transfer(o))
         bench_fill(buf, o->transfer_size, offset, owner);
     t->prep += bench_now() - p0;
     if (o->wait_ms > 0 && t->bytes > 0) {
@@ -50,9 +58,7 @@ static void move_transfer(const struct bench_options *o, const struct bench_back
     double d0 = bench_now();
     if (be->transfer(f, buf, o->transfer_size, offset, writing))
         bench_abort_io();
-    t->data += bench_now() - d0;
-    t->bytes += o->transfer_size;
-    t->calls++;
+    bench_count_call(t, d0, bench_now(), o->transfer_size);
     if (!writing && o->verify) {
         double v0 = bench_now();
         t->errors += bench_verify(buf, o->transfer_size, offset, owner, name, t->errors);
@@ -110,14 +116,13 @@ void bench_run_phase(const struct bench_options *o, enum bench_phase_kind kind, 
         bench_error("cannot allocate a %llu-byte transfer buffer", (unsigned long long)o->transfer_size);
         MPI_Abort(comm, BENCH_EXIT_IO);
     }
-    memset(buf, 0, o->transfer_size);
     int owner = data_owner(o, kind, rank, nranks);
+    bench_fill(buf, o->transfer_size, 0, owner); /* what every transfer writes unless fill_each_transfer */
     /* nfiles opens one file per segment; the other patterns open one file for all segments */
     int per_segment = o->pattern == PATTERN_NFILES;
     uint64_t opens = per_segment ? o->segment_count : 1, count = per_segment ? 1 : o->segment_count;
 
-    MPI_Barrier(comm);
-    double start = bench_now();
+    double start = t->start = bench_phase_begin(o, comm);
     for (uint64_t g = 0; g < opens; g++)
         run_file(o, kind, comm, owner, g * count, count, buf, t, g == 0 ? hints : NULL);
     t->total = bench_now() - start;

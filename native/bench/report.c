@@ -3,7 +3,11 @@
  *   effective bandwidth = bytes of all ranks / slowest rank's open-to-close time less its --wait idle time
  *                         and the time it spent filling and checking buffers (our work, not I/O)
  *   raw bandwidth       = bytes of all ranks / slowest rank's time inside data calls
- * (fs_test's "effective" and "raw"; Boito deducts the idle time of TMP tests the same way). */
+ *   access bandwidth    = bytes of all ranks / (end of the last data call - start of the first, over ranks,
+ *                         each rank's clock read from the phase's common barrier): IOR's access time, which
+ *                         holds when ranks could not all run at once (more ranks than CPUs)
+ * (fs_test's "effective" and "raw"; Boito deducts the idle time of TMP tests the same way). Over repetitions:
+ * min, median, mean and max of each bandwidth. */
 #include "bench.h"
 
 #include <stdio.h>
@@ -11,9 +15,13 @@
 #include <string.h>
 
 /* The doubles gathered per rank: the times, then bytes, calls and errors. */
-enum { F_OPEN, F_DATA, F_SYNC, F_CLOSE, F_WAIT, F_PREP, F_TOTAL, NTIMES, F_BYTES = NTIMES, F_CALLS, F_ERRORS,
-       NFIELDS };
-static const char *const field_names[NTIMES] = {"open", "data", "sync", "close", "wait", "prep", "total"};
+enum { F_OPEN, F_DATA, F_SYNC, F_CLOSE, F_WAIT, F_PREP, F_TOTAL, F_DATA_BEGIN, F_DATA_END, NTIMES,
+       F_BYTES = NTIMES, F_CALLS, F_ERRORS, NFIELDS };
+static const char *const field_names[NTIMES] = {"open", "data", "sync", "close", "wait", "prep", "total",
+                                                "data_begin", "data_end"};
+/* The bandwidths of a phase. */
+enum { BW_EFFECTIVE, BW_RAW, BW_ACCESS, NBW };
+static const char *const bw_names[NBW] = {"effective_bw", "raw_bw", "access_bw"};
 
 struct phase_record {
     char op[40];
@@ -41,9 +49,12 @@ struct bench_report *bench_report_new(const struct bench_options *o, MPI_Comm co
     return r;
 }
 
+/* data_begin and data_end become seconds from the rank's own barrier exit: MPI_Wtime's origin differs between
+ * processes (Open MPI's is each process's first call), the barrier is common. */
 static void times_to_fields(const struct bench_times *t, double *f) {
-    double v[NFIELDS] = {t->open, t->data, t->sync, t->close, t->wait, t->prep, t->total, (double)t->bytes,
-                         (double)t->calls, (double)t->errors};
+    double begin = t->calls ? t->data_begin - t->start : 0, end = t->calls ? t->data_end - t->start : 0;
+    double v[NFIELDS] = {t->open, t->data, t->sync, t->close, t->wait, t->prep, t->total, begin, end,
+                         (double)t->bytes, (double)t->calls, (double)t->errors};
     memcpy(f, v, sizeof v);
 }
 
@@ -59,6 +70,15 @@ void bench_report_add(struct bench_report *r, const char *op, int rep, const str
     snprintf(p->op, sizeof p->op, "%s", op);
     p->rep = rep;
     p->ranks = all;
+}
+
+uint64_t bench_report_errors(struct bench_report *r) {
+    double errors = 0;
+    for (int i = 0; i < r->nphases; i++) /* phases are recorded on rank 0 only */
+        for (int k = 0; k < r->nranks; k++)
+            errors += r->phases[i].ranks[(size_t)k * NFIELDS + F_ERRORS];
+    MPI_Bcast(&errors, 1, MPI_DOUBLE, 0, r->comm);
+    return (uint64_t)errors;
 }
 
 void bench_report_hints(struct bench_report *r, MPI_Info info) {
@@ -86,14 +106,15 @@ static void stats_add(struct stats *s, double v, int n) {
 }
 
 struct phase_figures {
-    double bytes, calls, errors, effective_bw, raw_bw;
+    double bytes, calls, errors, bw[NBW];
     struct stats time[NTIMES];
 };
 
 static struct phase_figures figures(const struct bench_report *r, const struct phase_record *p) {
     struct phase_figures f;
     memset(&f, 0, sizeof f);
-    double slowest_effective = 0, slowest_data = 0;
+    double slowest_effective = 0, slowest_data = 0, first_begin = 0, last_end = 0;
+    int moved = 0; /* ranks with data calls, whose data window counts */
     for (int k = 0; k < r->nranks; k++) {
         const double *v = p->ranks + (size_t)k * NFIELDS;
         for (int i = 0; i < NTIMES; i++)
@@ -106,9 +127,14 @@ static struct phase_figures figures(const struct bench_report *r, const struct p
             slowest_effective = effective;
         if (v[F_DATA] > slowest_data)
             slowest_data = v[F_DATA];
+        if (v[F_CALLS] > 0) {
+            first_begin = moved && first_begin < v[F_DATA_BEGIN] ? first_begin : v[F_DATA_BEGIN];
+            last_end = moved++ && last_end > v[F_DATA_END] ? last_end : v[F_DATA_END];
+        }
     }
-    f.effective_bw = slowest_effective > 0 ? f.bytes / slowest_effective : 0;
-    f.raw_bw = slowest_data > 0 ? f.bytes / slowest_data : 0;
+    f.bw[BW_EFFECTIVE] = slowest_effective > 0 ? f.bytes / slowest_effective : 0;
+    f.bw[BW_RAW] = slowest_data > 0 ? f.bytes / slowest_data : 0;
+    f.bw[BW_ACCESS] = last_end > first_begin ? f.bytes / (last_end - first_begin) : 0;
     return f;
 }
 
@@ -157,11 +183,11 @@ static void json_params(FILE *out, const struct bench_report *r) {
     fprintf(out, "\"params\": {\"api\": \"%s\", \"pattern\": \"%s\", \"kernel\": \"%s\", \"collective\": %s, "
                  "\"block_size\": %llu, \"transfer_size\": %llu, \"segment_count\": %llu, \"fsync\": %s, "
                  "\"random\": %s, \"reorder\": %s, \"shift\": %d, \"repetitions\": %d, \"wait_ms\": %.9g, "
-                 "\"verify\": %s, \"path\": ",
+                 "\"delay_s\": %.9g, \"verify\": %s, \"path\": ",
             bench_api_name(o->api), bench_pattern_name(o->pattern), bench_kernel_name(o->kernel),
             json_bool(o->collective), (unsigned long long)o->block_size, (unsigned long long)o->transfer_size,
             (unsigned long long)o->segment_count, json_bool(o->fsync), json_bool(o->random), json_bool(o->reorder),
-            o->shift, o->repetitions, o->wait_ms, json_bool(o->verify));
+            o->shift, o->repetitions, o->wait_ms, o->delay_s, json_bool(o->verify));
     json_string(out, o->path);
     fputs(", \"hints_requested\": {", out);
     for (int i = 0; i < o->nhints; i++) {
@@ -177,8 +203,11 @@ static void json_phase(FILE *out, const struct bench_report *r, const struct pha
     struct phase_figures f = figures(r, p);
     fputs("{\"op\": ", out);
     json_string(out, p->op);
-    fprintf(out, ", \"rep\": %d, \"bytes\": %.0f, \"calls\": %.0f, \"errors\": %.0f, \"effective_bw\": %.9g, "
-                 "\"raw_bw\": %.9g, \"time\": {", p->rep, f.bytes, f.calls, f.errors, f.effective_bw, f.raw_bw);
+    fprintf(out, ", \"rep\": %d, \"bytes\": %.0f, \"calls\": %.0f, \"errors\": %.0f", p->rep, f.bytes, f.calls,
+            f.errors);
+    for (int b = 0; b < NBW; b++)
+        fprintf(out, ", \"%s\": %.9g", bw_names[b], f.bw[b]);
+    fputs(", \"time\": {", out);
     for (int i = 0; i < NTIMES; i++) {
         fputs(i ? ", " : "", out);
         json_stats(out, field_names[i], &f.time[i]);
@@ -194,29 +223,55 @@ static void json_phase(FILE *out, const struct bench_report *r, const struct pha
     fputs("]}", out);
 }
 
-/* Summary of every op over repetitions: bandwidth min/mean/max over repetitions, times over reps and ranks. */
+/* Summary of every op over repetitions: each bandwidth per repetition, the times over repetitions and ranks. */
 struct op_summary {
     const char *op;
     int reps;
-    struct stats effective_bw, raw_bw, time[NTIMES];
+    double *bw[NBW]; /* one value per repetition */
+    struct stats time[NTIMES];
     int samples;
 };
+
+struct bw_stats {
+    double min, median, mean, max;
+};
+
+static int by_value(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static struct bw_stats bw_stats(const double *values, int n) {
+    double *sorted = bench_alloc(sizeof *sorted * (size_t)n);
+    memcpy(sorted, values, sizeof *sorted * (size_t)n);
+    qsort(sorted, (size_t)n, sizeof *sorted, by_value);
+    struct bw_stats s = {sorted[0], (sorted[(n - 1) / 2] + sorted[n / 2]) / 2, 0, sorted[n - 1]};
+    for (int i = 0; i < n; i++)
+        s.mean += sorted[i] / n;
+    free(sorted);
+    return s;
+}
+
+static struct op_summary *summary_of(struct op_summary *sums, int *nsums, const char *op, int capacity) {
+    for (int j = 0; j < *nsums; j++)
+        if (!strcmp(sums[j].op, op))
+            return &sums[j];
+    struct op_summary *s = &sums[(*nsums)++];
+    memset(s, 0, sizeof *s);
+    s->op = op;
+    for (int b = 0; b < NBW; b++)
+        s->bw[b] = bench_alloc(sizeof(double) * (size_t)capacity);
+    return s;
+}
 
 static int summarise(const struct bench_report *r, struct op_summary *sums) {
     int nsums = 0;
     for (int i = 0; i < r->nphases; i++) {
         const struct phase_record *p = &r->phases[i];
-        int j = 0;
-        while (j < nsums && strcmp(sums[j].op, p->op))
-            j++;
-        if (j == nsums) {
-            memset(&sums[nsums], 0, sizeof sums[nsums]);
-            sums[nsums++].op = p->op;
-        }
-        struct op_summary *s = &sums[j];
+        struct op_summary *s = summary_of(sums, &nsums, p->op, r->nphases);
         struct phase_figures f = figures(r, p);
-        stats_add(&s->effective_bw, f.effective_bw, s->reps);
-        stats_add(&s->raw_bw, f.raw_bw, s->reps);
+        for (int b = 0; b < NBW; b++)
+            s->bw[b][s->reps] = f.bw[b];
         for (int k = 0; k < r->nranks; k++, s->samples++)
             for (int t = 0; t < NTIMES; t++)
                 stats_add(&s->time[t], p->ranks[(size_t)k * NFIELDS + (size_t)t], s->samples);
@@ -225,10 +280,38 @@ static int summarise(const struct bench_report *r, struct op_summary *sums) {
     return nsums;
 }
 
+static void json_notes(FILE *out) {
+    fputs("\"notes\": [", out);
+    for (int i = 0; i < bench_note_count(); i++) {
+        fputs(i ? ", " : "", out);
+        json_string(out, bench_note_text(i));
+    }
+    fputc(']', out);
+}
+
+static void json_summary(FILE *out, const struct op_summary *s) {
+    fputs("{\"op\": ", out);
+    json_string(out, s->op);
+    fprintf(out, ", \"reps\": %d", s->reps);
+    for (int b = 0; b < NBW; b++) {
+        struct bw_stats st = bw_stats(s->bw[b], s->reps);
+        fprintf(out, ", \"%s\": {\"min\": %.9g, \"median\": %.9g, \"mean\": %.9g, \"max\": %.9g}", bw_names[b],
+                st.min, st.median, st.mean, st.max);
+    }
+    fputs(", \"time\": {", out);
+    for (int t = 0; t < NTIMES; t++) {
+        fputs(t ? ", " : "", out);
+        json_stats(out, field_names[t], &s->time[t]);
+    }
+    fputs("}}", out);
+}
+
 static void print_json(FILE *out, const struct bench_report *r, const struct op_summary *sums, int nsums,
                        double errors) {
-    fprintf(out, "{\"ioloom_bench\": 1, \"mpi\": \"%s\", \"nranks\": %d, \"ranks_per_node\": %d, ",
-            IOLOOM_MPI_IMPL, r->nranks, r->o->ranks_per_node);
+    const struct bench_options *o = r->o;
+    fprintf(out, "{\"ioloom_bench\": 2, \"mpi\": \"%s\", \"nranks\": %d, \"ranks_per_node\": %d, "
+                 "\"node\": {\"ranks\": %d, \"cpus\": %d}, \"oversubscribed\": %s, ",
+            IOLOOM_MPI_IMPL, r->nranks, o->ranks_per_node, o->node_ranks, o->node_cpus, json_bool(o->oversubscribed));
     json_params(out, r);
     fputs(", \"hints\": ", out);
     json_info(out, r->hints);
@@ -239,25 +322,32 @@ static void print_json(FILE *out, const struct bench_report *r, const struct op_
     }
     fputs("], \"summary\": [", out);
     for (int i = 0; i < nsums; i++) {
-        fprintf(out, "%s{\"op\": ", i ? ", " : "");
-        json_string(out, sums[i].op);
-        fprintf(out, ", \"reps\": %d, ", sums[i].reps);
-        json_stats(out, "effective_bw", &sums[i].effective_bw);
-        fputs(", ", out);
-        json_stats(out, "raw_bw", &sums[i].raw_bw);
-        fputs(", \"time\": {", out);
-        for (int t = 0; t < NTIMES; t++) {
-            fputs(t ? ", " : "", out);
-            json_stats(out, field_names[t], &sums[i].time[t]);
-        }
-        fputs("}}", out);
+        fputs(i ? ", " : "", out);
+        json_summary(out, &sums[i]);
     }
-    fprintf(out, "], \"verify\": {\"enabled\": %s, \"errors\": %.0f}}\n", json_bool(r->o->verify), errors);
+    fprintf(out, "], \"verify\": {\"enabled\": %s, \"errors\": %.0f}, ", json_bool(o->verify), errors);
+    json_notes(out);
+    fputs("}\n", out);
 }
 
 /* ---- text ---- */
 
 #define MIB (1024.0 * 1024.0)
+
+/* -v: every rank's times of a phase, seconds, and its data window from the barrier. */
+static void print_ranks(FILE *out, const struct bench_report *r, const struct phase_record *p) {
+    for (int k = 0; k < r->nranks; k++) {
+        const double *v = p->ranks + (size_t)k * NFIELDS;
+        fprintf(out, "    rank %-5d open %.4f data %.4f sync %.4f close %.4f total %.4f prep %.4f, data calls "
+                     "%.4f-%.4f s after the barrier\n", k, v[F_OPEN], v[F_DATA], v[F_SYNC], v[F_CLOSE], v[F_TOTAL],
+                v[F_PREP], v[F_DATA_BEGIN], v[F_DATA_END]);
+    }
+}
+
+static void print_bw_range(FILE *out, const char *label, const double *values, int n) {
+    struct bw_stats st = bw_stats(values, n);
+    fprintf(out, " %s %10.2f %10.2f %10.2f", label, st.min / MIB, st.median / MIB, st.max / MIB);
+}
 
 static void print_text(FILE *out, const struct bench_report *r, const struct op_summary *sums, int nsums,
                        double errors) {
@@ -270,35 +360,43 @@ static void print_text(FILE *out, const struct bench_report *r, const struct op_
                 o->collective ? " collective" : "", bench_pattern_name(o->pattern),
                 (unsigned long long)o->block_size, (unsigned long long)o->transfer_size,
                 (unsigned long long)o->segment_count);
-    fprintf(out, "%-22s %4s %12s %12s %10s %10s %10s %10s %10s\n", "op", "rep", "eff MiB/s", "raw MiB/s",
-            "open s", "data s", "sync s", "close s", "total s");
+    fprintf(out, "%-22s %4s %12s %12s %12s %10s %10s %10s %10s %10s\n", "op", "rep", "eff MiB/s", "raw MiB/s",
+            "access MiB/s", "open s", "data s", "sync s", "close s", "total s");
     for (int i = 0; i < r->nphases; i++) {
         struct phase_figures f = figures(r, &r->phases[i]);
-        fprintf(out, "%-22s %4d %12.2f %12.2f %10.4f %10.4f %10.4f %10.4f %10.4f\n", r->phases[i].op,
-                r->phases[i].rep, f.effective_bw / MIB, f.raw_bw / MIB, f.time[F_OPEN].max,
-                f.time[F_DATA].max, f.time[F_SYNC].max, f.time[F_CLOSE].max, f.time[F_TOTAL].max);
+        fprintf(out, "%-22s %4d %12.2f %12.2f %12.2f %10.4f %10.4f %10.4f %10.4f %10.4f\n", r->phases[i].op,
+                r->phases[i].rep, f.bw[BW_EFFECTIVE] / MIB, f.bw[BW_RAW] / MIB, f.bw[BW_ACCESS] / MIB,
+                f.time[F_OPEN].max, f.time[F_DATA].max, f.time[F_SYNC].max, f.time[F_CLOSE].max, f.time[F_TOTAL].max);
+        if (o->verbose)
+            print_ranks(out, r, &r->phases[i]);
     }
-    fprintf(out, "summary over repetitions (effective MiB/s min/mean/max):\n");
-    for (int i = 0; i < nsums; i++)
-        fprintf(out, "  %-22s %10.2f %10.2f %10.2f  (raw %10.2f %10.2f %10.2f)\n", sums[i].op,
-                sums[i].effective_bw.min / MIB, sums[i].effective_bw.mean / MIB, sums[i].effective_bw.max / MIB,
-                sums[i].raw_bw.min / MIB, sums[i].raw_bw.mean / MIB, sums[i].raw_bw.max / MIB);
+    fprintf(out, "summary over repetitions (MiB/s min / median / max):\n");
+    for (int i = 0; i < nsums; i++) {
+        fprintf(out, "  %-22s", sums[i].op);
+        for (int b = 0; b < NBW; b++)
+            print_bw_range(out, b == BW_EFFECTIVE ? "effective" : b == BW_RAW ? " raw" : " access", sums[i].bw[b],
+                           sums[i].reps);
+        fputc('\n', out);
+    }
     if (o->verify)
         fprintf(out, "verify: %.0f bytes differ from the pattern\n", errors);
     fputs("hints after open: ", out);
     json_info(out, r->hints);
     fputc('\n', out);
+    for (int i = 0; i < bench_note_count(); i++)
+        fprintf(out, "note: %s\n", bench_note_text(i));
 }
 
 uint64_t bench_report_finish(struct bench_report *r) {
-    double errors = 0;
+    double errors = (double)bench_report_errors(r);
     if (r->rank == 0) {
         struct op_summary *sums = calloc((size_t)r->nphases + 1, sizeof *sums);
         int nsums = summarise(r, sums);
-        for (int i = 0; i < r->nphases; i++)
-            errors += figures(r, &r->phases[i]).errors;
         (r->o->json ? print_json : print_text)(stdout, r, sums, nsums, errors);
         fflush(stdout);
+        for (int i = 0; i < nsums; i++)
+            for (int b = 0; b < NBW; b++)
+                free(sums[i].bw[b]);
         free(sums);
         for (int i = 0; i < r->nphases; i++)
             free(r->phases[i].ranks);
@@ -306,7 +404,6 @@ uint64_t bench_report_finish(struct bench_report *r) {
         if (r->hints != MPI_INFO_NULL)
             MPI_Info_free(&r->hints);
     }
-    MPI_Bcast(&errors, 1, MPI_DOUBLE, 0, r->comm);
     free(r);
     return (uint64_t)errors;
 }

@@ -1,4 +1,4 @@
-/* Clock, idle wait and error messages shared by the phases and kernels. */
+/* Clock, idle wait, data-call accounting, notes and error messages shared by the phases and kernels. */
 #include "bench.h"
 
 #include <errno.h>
@@ -10,6 +10,47 @@
 #include <time.h>
 
 double bench_now(void) { return MPI_Wtime(); }
+
+double bench_phase_begin(const struct bench_options *o, MPI_Comm comm) {
+    if (o->delay_s > 0)
+        bench_sleep_ms(o->delay_s * 1e3);
+    MPI_Barrier(comm);
+    return bench_now();
+}
+
+void bench_count_call(struct bench_times *t, double begin, double end, uint64_t bytes) {
+    if (t->calls == 0)
+        t->data_begin = begin;
+    t->data_end = end;
+    t->data += end - begin;
+    t->bytes += bytes;
+    t->calls++;
+}
+
+#define MAX_NOTES 16
+static char notes[MAX_NOTES][512];
+static int nnotes;
+
+void bench_note(const char *fmt, ...) {
+    if (nnotes == MAX_NOTES)
+        return; /* the first ones say what matters; a run does not make this many */
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(notes[nnotes++], sizeof notes[0], fmt, ap);
+    va_end(ap);
+}
+
+const char *bench_note_text(int i) { return notes[i]; }
+
+int bench_note_count(void) { return nnotes; }
+
+int bench_files_stay(const struct bench_options *o, struct bench_report *r, const char *what) {
+    uint64_t errors = bench_report_errors(r);
+    if (errors && !o->keep)
+        bench_note("--verify found %llu bytes that differ: %s kept for inspection (remove it when done)",
+                   (unsigned long long)errors, what);
+    return o->keep || errors;
+}
 
 void bench_sleep_ms(double ms) {
     struct timespec ts = {(time_t)(ms / 1000), (long)((ms - (double)(time_t)(ms / 1000) * 1000) * 1e6)};

@@ -98,10 +98,15 @@ static int check_consistency(struct bench_options *o, int nranks) {
 #endif
     o->shift = (int)(((long)o->node_offset * o->ranks_per_node) % nranks);
     emulate_aggregators(o, nranks);
-    if (o->reorder && o->shift == 0 && o->read && bench_is_root())
-        fprintf(stderr, "ioloom-bench: note: -C shifts by %d node(s) of %d ranks = 0 ranks mod %d: every rank reads "
-                        "its own data; emulate smaller nodes with --ranks-per-node\n",
-                o->node_offset, o->ranks_per_node, nranks);
+    if (o->reorder && o->shift == 0 && o->read)
+        bench_note("-C shifts by %d node(s) of %d ranks = 0 ranks mod %d: every rank reads its own data (IOR's -C "
+                   "does the same on one node); emulate nodes with --ranks-per-node, e.g. --ranks-per-node 1",
+                   o->node_offset, o->ranks_per_node, nranks);
+    if (o->oversubscribed)
+        bench_note("%d ranks shared %d CPUs on a node: their data calls could not all run at once, so raw bandwidth "
+                   "(bytes over the slowest rank's time in data calls) overstates what the storage sustained; "
+                   "access bandwidth (bytes over the span in which any rank was in a data call) does not",
+                   o->node_ranks, o->node_cpus);
     return 0;
 }
 

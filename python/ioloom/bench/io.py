@@ -14,6 +14,7 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from ioloom import mpi, paths
@@ -21,6 +22,7 @@ from ioloom.bench import app
 
 MIB = 1024.0 * 1024.0
 JSON_MARK = '{"ioloom_bench"'
+BANDWIDTHS = ("effective", "raw", "access")  # each phase's bandwidths (docs/bench.md, "Timing and figures")
 
 
 class BenchFailed(RuntimeError):
@@ -108,7 +110,8 @@ def run_restarted(impl: str | mpi.MpiImpl | None, nranks: int, args: list[str], 
     extra = [flag for flag in ("--verify", "-k") if flag in args]
     read = run_bench(impl, nranks, [*base, "-r", *extra], env=env, timeout=timeout)
     return {**written, "phases": written["phases"] + read["phases"], "summary": written["summary"] + read["summary"],
-            "verify": read["verify"], "restarted": {"drop_caches": drop_caches}}
+            "verify": read["verify"], "notes": list(dict.fromkeys(written["notes"] + read["notes"])),
+            "restarted": {"drop_caches": drop_caches}}
 
 
 def measure(impl: str | mpi.MpiImpl | None, nranks: int, args: list[str], restart: bool = False,
@@ -141,28 +144,29 @@ def _ms(seconds: float) -> str:
     return f"{seconds * 1e3:,.3f}"
 
 
-def _triple(stats: dict, fmt) -> str:
-    return " / ".join(fmt(stats[k]) for k in ("min", "mean", "max"))
+def _triple(stats: dict, fmt, middle: str = "mean") -> str:
+    return " / ".join(fmt(stats[k]) for k in ("min", middle, "max"))
 
 
 def _phases_table(result: dict) -> Table:
     table = Table(title="phases (times: slowest rank, ms)")
     times_shown = ("open", "data", "sync", "close", "total", "wait", "prep")
-    for column in ("op", "rep", "effective MiB/s", "raw MiB/s", *times_shown, "µs/call"):
+    for column in ("op", "rep", "effective MiB/s", "raw MiB/s", "access MiB/s", *times_shown, "µs/call"):
         table.add_column(column, justify="left" if column == "op" else "right")
     for p in result["phases"]:
         times = [_ms(p["time"][k]["max"]) for k in times_shown]
-        table.add_row(p["op"], str(p["rep"]), _mib(p["effective_bw"]), _mib(p["raw_bw"]), *times,
+        table.add_row(p["op"], str(p["rep"]), *(_mib(p[f"{kind}_bw"]) for kind in BANDWIDTHS), *times,
                       f"{time_per_call(p) * 1e6:,.1f}")
     return table
 
 
 def _summary_table(result: dict) -> Table:
-    table = Table(title="over repetitions: bandwidth MiB/s min / mean / max; time ms over repetitions and ranks")
-    for column in ("op", "reps", "effective", "raw", "open", "data", "close"):
+    table = Table(title="over repetitions: bandwidth MiB/s min / median / max; time ms min / mean / max over "
+                        "repetitions and ranks")
+    for column in ("op", "reps", *BANDWIDTHS, "open", "data", "close"):
         table.add_column(column, justify="left" if column == "op" else "right")
     for s in result["summary"]:
-        table.add_row(s["op"], str(s["reps"]), _triple(s["effective_bw"], _mib), _triple(s["raw_bw"], _mib),
+        table.add_row(s["op"], str(s["reps"]), *(_triple(s[f"{kind}_bw"], _mib, "median") for kind in BANDWIDTHS),
                       *(_triple(s["time"][k], _ms) for k in ("open", "data", "close")))
     return table
 
@@ -222,9 +226,9 @@ def print_result(result: dict, per_rank: bool = False, console: Console | None =
         console.print(_ranks_table(result))
     hints = result["hints"]
     console.print("hints in effect after open: " + (", ".join(f"{k}={v}" for k, v in hints.items()) or "none reported"))
-    note = cache_note(result)
-    if note:
-        console.print(f"[yellow]note:[/] {note}")
+    for note in [*result.get("notes", []), cache_note(result)]:
+        if note:
+            console.print(f"[yellow]note:[/] {escape(note)}")
     if result["verify"]["enabled"]:
         errors = result["verify"]["errors"]
         console.print(f"verify: {'[green]every byte matches[/]' if errors == 0 else f'[red]{errors} bytes differ[/]'}")
