@@ -47,9 +47,13 @@ def test_sweep_runs_the_grid_and_draws_png_and_html(ioloom_cli, tmp_path):
     nseg4 = points[("SFSA-strided-NSEG", 4, "write")]
     assert nseg4["args"][nseg4["args"].index("-b") + 1] == str(64 << 10)  # 256k in 4 segments
     assert points[("SFSA-CLIENTS", 3, "read")]["ranks"] == 3
-    assert all(0 < r["effective_min"] <= r["effective_mean"] <= r["effective_max"] for r in rows)
+    assert all(0 < r["effective_min"] <= r["effective_median"] <= r["effective_max"] for r in rows)
     assert all(r["restarted"] for r in rows)  # the read of every point ran in a launch of its own
+    # the reads were not preceded by dropping the cache and fit in memory: said in the rows, titles and lines
+    assert all(r["page_cache"] == (r["op"] == "read") for r in rows)
+    assert "(page cache)" in out.stdout and "drop_caches = true" in out.stdout
     html = (tmp_path / "out" / "sweep.html").read_text()
+    assert "read: segment count (from the page cache)" in html and "write: segment count (from" not in html
     assert "SFSA-strided-NSEG" in html and "read: clients (ranks)" in html and "write: segment count" in html
     assert "ranks per (emulated) node" in html
     smp = points[("SFSA-SMP", 2, "write")]["args"]

@@ -2,8 +2,10 @@
 
 For each rank count: E = logfs N-1 / direct N-N (the goal is E >= 0.9) and the speed-up of logfs over direct
 N-1, for the write and for the read-back; the cost the preloaded layer adds to files outside its roots (goal
-<= 2%); and the time to open 1,024 writers' indexes. Every configuration runs `--reps` times, interleaved so
-that drifts of a shared machine hit all alike, and the best run of each counts (IOR practice for a noisy node).
+<= 2%); and the time to open 1,024 writers' indexes. Every configuration runs once per round, `--reps` rounds
+(10 unless --quick), the order alternating, so that drifts of a shared machine hit all alike. Each ratio is
+taken within a round (a configuration against the baseline run beside it) and reported as the median with the
+smallest and largest round: a best-of figure swings either way with one lucky run.
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ from ioloom import paths
 from ioloom.bench import app
 from ioloom.bench.io import MIB, available_memory, run_bench, summary
 from ioloom.bench.overhead import run_probe
+from ioloom.bench.stats import PUBLISHED_ROUNDS, per_round, rounds_allowed, spread
 from ioloom.bench.sweep import parse_size
 from ioloom.logfs import preload
 
@@ -39,11 +42,32 @@ def _run_config(config: str, impl: str | None, nranks: int, base: list[str], wor
         pattern = "strided" if config == "direct_n1" else "fpp"
         args, env = ["--pattern", pattern, "-o", work / f"{config}.dat"], {}
     result = run_bench(impl, nranks, [*base, *map(str, args)], env=env)
-    return {op: summary(result, op)["effective_bw"]["max"] for op in ("write", "read") if op in phases(result)}
+    return {op: summary(result, op)["effective_bw"]["median"] for op in ("write", "read") if op in phases(result)}
 
 
 def phases(result: dict) -> set[str]:
     return {entry["op"] for entry in result["summary"]}
+
+
+def compare(impl: str | None, nranks: int, base: list[str], reps: int, directory: Path) -> dict:
+    """One row: every configuration once per round for `reps` rounds, the order alternating; bandwidths and
+    the per-round ratios as spread() (median, min, max, every round)."""
+    runs: dict[str, dict[str, list[float]]] = {c: {"write": [], "read": []} for c in CONFIGS}
+    with tempfile.TemporaryDirectory(dir=directory, prefix="ioloom-bench-logfs-") as tmp:
+        work = Path(tmp)
+        (work / "mnt").mkdir()
+        (work / "elsewhere").mkdir()
+        for rep in range(reps):
+            for config in CONFIGS if rep % 2 == 0 else tuple(reversed(CONFIGS)):
+                for op, bw in _run_config(config, impl, nranks, base, work).items():
+                    runs[config][op].append(bw)
+    row = {"ranks": nranks, "bandwidth": {c: {op: spread(v) for op, v in ops.items()} for c, ops in runs.items()}}
+    for op in ("write", "read"):
+        logfs, direct_n1 = runs["logfs_n1"][op], runs["direct_n1"][op]
+        row[f"E_{op}"] = spread(per_round(logfs, runs["direct_nn"][op]))
+        row[f"speedup_{op}"] = spread(per_round(logfs, direct_n1))
+        row[f"outside_cost_{op}"] = spread([1 - r for r in per_round(runs["preloaded_n1"][op], direct_n1)])
+    return row
 
 
 def measure(impl: str | None, ranks: list[int], api: str, block: str, transfer: str, segments: int, fsync: bool,
@@ -51,25 +75,8 @@ def measure(impl: str | None, ranks: list[int], api: str, block: str, transfer: 
     base = ["-a", api, "-b", block, "-t", transfer, "-s", str(segments), "-w", "-r"] + (["-e"] if fsync else [])
     if api == "mpiio":
         base.append("-c")
-    rows = []
-    for n in ranks:
-        best: dict[str, dict[str, float]] = {c: {"write": 0.0, "read": 0.0} for c in CONFIGS}
-        with tempfile.TemporaryDirectory(dir=directory, prefix="ioloom-bench-logfs-") as tmp:
-            work = Path(tmp)
-            (work / "mnt").mkdir()
-            (work / "elsewhere").mkdir()
-            for rep in range(reps):
-                order = CONFIGS if rep % 2 == 0 else tuple(reversed(CONFIGS))
-                for config in order:
-                    got = _run_config(config, impl, n, base, work)
-                    for op, bw in got.items():
-                        best[config][op] = max(best[config][op], bw)
-        row = {"ranks": n, "bytes": n * segments * parse_size(block, "--block"), "bandwidth": best}
-        for op in ("write", "read"):
-            row[f"E_{op}"] = best["logfs_n1"][op] / best["direct_nn"][op]
-            row[f"speedup_{op}"] = best["logfs_n1"][op] / best["direct_n1"][op]
-            row[f"outside_cost_{op}"] = 1 - best["preloaded_n1"][op] / best["direct_n1"][op]
-        rows.append(row)
+    rows = [{**compare(impl, n, base, reps, directory), "bytes": n * segments * parse_size(block, "--block")}
+            for n in ranks]
     largest, memory = max(r["bytes"] for r in rows), available_memory()
     write_only = [a for a in base if a != "-r"] + ["-k"]
     return {
@@ -85,7 +92,7 @@ def measure(impl: str | None, ranks: list[int], api: str, block: str, transfer: 
 def flatten_vs_cp(impl: str | None, nranks: int, base: list[str], reps: int, directory: Path) -> dict:
     """`ioloom container flatten` of the logfs N-1 file against `cp` of the direct N-1 file (same bytes, both
     just written, so both read from the page cache), the copy fsynced as flatten syncs its file before renaming
-    it into place: best of `reps` each."""
+    it into place: one of each per round, the ratio taken per round."""
     from ioloom.logfs.tools import flatten
     with tempfile.TemporaryDirectory(dir=directory, prefix="ioloom-bench-logfs-flat-") as tmp:
         work = Path(tmp)
@@ -93,18 +100,19 @@ def flatten_vs_cp(impl: str | None, nranks: int, base: list[str], reps: int, dir
         _run_config("logfs_n1", impl, nranks, base, work)
         _run_config("direct_n1", impl, nranks, base, work)
         size = (work / "direct_n1.dat").stat().st_size
-        best = {"cp": 0.0, "flatten": 0.0}
+        bw: dict[str, list[float]] = {"cp": [], "flatten": []}
         for _ in range(reps):
             start = time.perf_counter()
             subprocess.run(["cp", str(work / "direct_n1.dat"), str(work / "copy")], check=True)
             _fsync(work / "copy")
-            best["cp"] = max(best["cp"], size / (time.perf_counter() - start))
+            bw["cp"].append(size / (time.perf_counter() - start))
             start = time.perf_counter()
             flatten(work / "mnt" / "shared.dat", work / "flat")
-            best["flatten"] = max(best["flatten"], size / (time.perf_counter() - start))
+            bw["flatten"].append(size / (time.perf_counter() - start))
             if (work / "flat").read_bytes() != (work / "copy").read_bytes():
                 raise RuntimeError("flatten did not reproduce the direct file: run `ioloom container check`")
-    return {"bytes": size, "cp_bw": best["cp"], "flatten_bw": best["flatten"], "ratio": best["flatten"] / best["cp"]}
+    return {"bytes": size, "cp_bw": spread(bw["cp"]), "flatten_bw": spread(bw["flatten"]),
+            "ratio": spread(per_round(bw["flatten"], bw["cp"]))}
 
 
 def _fsync(path: Path) -> None:
@@ -117,18 +125,21 @@ def _fsync(path: Path) -> None:
 
 def passthrough_cost(reps: int, directory: Path, calls: int = 200_000) -> dict:
     """What the preloaded layer adds to each call on a file outside its roots: the tracer's probe (small pwrite,
-    pread, fwrite on a cached file) run plain and preloaded, alternately, fastest run of each counted."""
+    pread, fwrite on a cached file) run plain and preloaded in each round, the order alternating; the added
+    fraction is taken per round."""
     probe = str(paths.native_bin("ioloom-overhead-probe"))
-    best: dict[str, dict[str, float]] = {"plain": {}, "preloaded": {}}
+    ns: dict[str, dict[str, list[float]]] = {"plain": {}, "preloaded": {}}
     with tempfile.TemporaryDirectory(dir=directory, prefix="ioloom-bench-logfs-probe-") as tmp:
         (Path(tmp) / "mnt").mkdir()
         envs = {"plain": {}, "preloaded": preload.env({Path(tmp) / "mnt": []})}
-        for _ in range(max(reps, 3)):
-            for label, env in envs.items():
-                for call, ns in run_probe([probe], Path(tmp) / "probe.dat", calls, {**os.environ, **env}).items():
-                    best[label][call] = min(best[label].get(call, float("inf")), ns)
-    return {call: {"plain_ns": best["plain"][call], "preloaded_ns": best["preloaded"][call],
-                   "added": best["preloaded"][call] / best["plain"][call] - 1} for call in best["plain"]}
+        for rep in range(reps):
+            for label in ("plain", "preloaded") if rep % 2 == 0 else ("preloaded", "plain"):
+                for call, value in run_probe([probe], Path(tmp) / "probe.dat", calls,
+                                             {**os.environ, **envs[label]}).items():
+                    ns[label].setdefault(call, []).append(value)
+    return {call: {"plain_ns": spread(ns["plain"][call]), "preloaded_ns": spread(ns["preloaded"][call]),
+                   "added": spread([r - 1 for r in per_round(ns["preloaded"][call], ns["plain"][call])])}
+            for call in ns["plain"]}
 
 
 def open_many(directory: Path, writers: int = 1024) -> dict:
@@ -140,18 +151,25 @@ def open_many(directory: Path, writers: int = 1024) -> dict:
     return {"writers": writers, **json.loads(out.stdout)}
 
 
+def _range(figure: dict, fmt) -> str:
+    """"median [min, max]" of a spread()."""
+    return f"{fmt(figure['median'])} [{fmt(figure['min'])}, {fmt(figure['max'])}]"
+
+
 def _table(result: dict) -> Table:
     table = Table(title=f"logfs vs direct ({result['api']}, block {result['block']}, transfer {result['transfer']}, "
-                        f"{result['segments']} segments; best of {result['reps']}; MiB/s)")
+                        f"{result['segments']} segments; median \\[min, max] over {result['reps']} interleaved rounds, "
+                        "ratios taken per round; MiB/s)")
     for column in ("ranks", "op", "logfs N-1", "direct N-1", "direct N-N", "E (goal>=0.9)", "speed-up vs N-1",
                    "outside-roots cost (goal<=2%)"):
         table.add_column(column, justify="right")
     for row in result["rows"]:
         for op in ("write", "read"):
             bw = row["bandwidth"]
-            table.add_row(str(row["ranks"]), op, *(f"{bw[c][op] / MIB:,.0f}" for c in CONFIGS[:3]),
-                          f"{row[f'E_{op}']:.2f}", f"{row[f'speedup_{op}']:.2f}x",
-                          f"{100 * row[f'outside_cost_{op}']:+.1f}%")
+            table.add_row(str(row["ranks"]), op, *(_range(bw[c][op], lambda v: f"{v / MIB:,.0f}") for c in CONFIGS[:3]),
+                          _range(row[f"E_{op}"], lambda v: f"{v:.2f}"),
+                          _range(row[f"speedup_{op}"], lambda v: f"{v:.2f}x"),
+                          _range(row[f"outside_cost_{op}"], lambda v: f"{100 * v:+.1f}%"))
     return table
 
 
@@ -176,11 +194,16 @@ def logfs_command(
         transfer: str = typer.Option("64k", "-t", help="Bytes per data call."),
         segments: int = typer.Option(64, "-s", min=1, help="Segments (strided: one block of every rank each)."),
         fsync: bool = typer.Option(True, "--fsync/--no-fsync", help="fsync before close (-e)."),
-        reps: int = typer.Option(5, min=1, help="Runs of each configuration; the best counts (a run is ~0.1 s: a shared "
-                                         "machine's hiccups need several)."),
+        reps: int = typer.Option(PUBLISHED_ROUNDS, "--reps", min=1,
+                                 help="Interleaved rounds: each configuration runs once per round; medians with "
+                                      "min and max are reported (fewer than 10 only with --quick)."),
+        quick: bool = typer.Option(False, "--quick", help="Allow fewer than 10 rounds, for a quick look."),
         directory: Path = typer.Option(Path(tempfile.gettempdir()), "--dir", help="Where the files go."),
         json_out: bool = typer.Option(False, "--json", help="Print the figures as JSON.")) -> None:
     """N-1 strided through logfs vs N-1 strided and N-N direct: E, speed-up, read-back, pass-through cost."""
+    too_few = rounds_allowed(reps, quick)
+    if too_few:
+        raise typer.BadParameter(too_few)
     if not directory.is_dir():
         raise typer.BadParameter(f"{directory} is not a directory; give --dir an existing, writable one")
     result = measure(mpi_name, ranks, api, block, transfer, segments, fsync, reps,
@@ -188,7 +211,7 @@ def logfs_command(
     if json_out:
         print(json.dumps(result, indent=1))
         return
-    console = Console(width=150)
+    console = Console(width=170)
     console.print(_table(result))
     cache = result["page_cache"]
     console.print(f"largest file {cache['largest_file_bytes'] / MIB:,.0f} MiB, memory available "
@@ -199,9 +222,10 @@ def logfs_command(
     console.print(f"opening {opened['writers']} writers' indexes and resolving them: {opened['seconds']:.3f} s "
                   f"(goal < 1 s)")
     calls = result["passthrough_per_call"]
-    console.print("outside the roots, per call (fastest of the runs): " + ", ".join(
-        f"{call} {c['plain_ns']:.0f} -> {c['preloaded_ns']:.0f} ns ({100 * c['added']:+.1f}%)" for call, c in calls.items())
-        + " (goal <= 2%)")
+    console.print("outside the roots, per call (median \\[min, max] of the rounds): " + ", ".join(
+        f"{call} {c['plain_ns']['median']:.0f} -> {c['preloaded_ns']['median']:.0f} ns "
+        f"({_range(c['added'], lambda v: f'{100 * v:+.1f}%')})" for call, c in calls.items()) + " (goal <= 2%)")
     flat = result["flatten_vs_cp"]
-    console.print(f"flatten {flat['flatten_bw'] / MIB:,.0f} MiB/s vs cp {flat['cp_bw'] / MIB:,.0f} MiB/s of the same "
-                  f"{flat['bytes'] / MIB:,.0f} MiB, both synced to disk: {100 * flat['ratio']:.0f}% (goal >= 80%)")
+    console.print(f"flatten {flat['flatten_bw']['median'] / MIB:,.0f} MiB/s vs cp {flat['cp_bw']['median'] / MIB:,.0f} "
+                  f"MiB/s of the same {flat['bytes'] / MIB:,.0f} MiB, both synced to disk: "
+                  f"{_range(flat['ratio'], lambda v: f'{100 * v:.0f}%')} (goal >= 80%)")

@@ -3,10 +3,13 @@
 Each rank performs --ops operations of --size bytes (100 x 4 MB in the thesis) with each of MPI_File_write, read,
 write_all, read_all, write_at_all and read_at_all (ioloom-bench's riot kernel, native/bench/kernel_riot.c), under
 three configurations: untraced, POSIX only (libioloom-trace.so, IOLOOM_LAYERS=posix) and everything (as
-`ioloom run` traces: POSIX, stdio and the MPI wrappers). The configurations are interleaved repetition by
-repetition, in a rotating order, so that drifts of the machine hit all three alike. Reported per function: the mean over repetitions of
-the time the ranks spent in the data calls (mean over ranks, as the thesis's "average time"), its 95% confidence
-interval, and the change from untraced to full tracing with a paired bootstrap 95% interval.
+`ioloom run` traces: POSIX, stdio and the MPI wrappers). The configurations run once per round, in a rotating
+order, so that drifts of the machine hit all three alike. Reported per function: the median over rounds of the
+time the ranks spent in the data calls (mean over ranks, as the thesis's "average time"), and the change from
+untraced to traced taken within each round (paired), as the median of those changes with a distribution-free
+interval (order statistics, ioloom.bench.stats.median_interval) and the confidence it actually has: a mean with
+a bootstrap interval over a few rounds was overconfident on a shared machine, where one disturbed round moves
+the mean by far more than tracing does. `-o DIR` draws every round's changes with the medians and intervals.
 
 Every traced run's trace is read back and its MPI-IO events counted: a run whose events are missing would
 measure nothing, and is reported as an error rather than as a figure.
@@ -14,7 +17,6 @@ measure nothing, and is reported as an error rather than as a figure.
 from __future__ import annotations
 
 import json
-import math
 import tempfile
 from pathlib import Path
 
@@ -25,6 +27,7 @@ from rich.table import Table
 from ioloom import mpi, paths
 from ioloom.bench import app
 from ioloom.bench.io import run_bench
+from ioloom.bench.stats import PUBLISHED_ROUNDS, median_interval, per_round, rounds_allowed, spread
 from ioloom.run import traced_environment
 
 FUNCTIONS = ("MPI_File_write", "MPI_File_read", "MPI_File_write_all", "MPI_File_read_all", "MPI_File_write_at_all",
@@ -40,8 +43,6 @@ THESIS_CHANGE_PCT = {
     "MPI_File_read_all": (4.50, 1.22, 0.51, 8.43, 8.29, 19.56, 1.91, 0.37, 2.21),
     "MPI_File_read_at_all": (17.58, 1.78, 12.74, 2.21, 37.58, 18.96, 4.44, 4.47, 4.93),
 }
-# Two-sided 95% Student t quantiles by degrees of freedom (1..10); beyond, the normal 1.96 is close enough.
-T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228)
 
 
 class RiotFailed(RuntimeError):
@@ -85,27 +86,12 @@ def check_trace(config: str, trace_dir: Path, nranks: int, ops: int) -> dict[str
     return {**counts, "posix": posix}
 
 
-def mean_ci(samples: list[float]) -> tuple[float, float]:
-    """Mean and the half-width of its 95% confidence interval (Student t)."""
-    import numpy as np
-
-    values = np.asarray(samples, dtype=float)
-    if len(values) < 2:
-        return float(values.mean()), math.nan
-    t = T95[len(values) - 2] if len(values) - 1 <= len(T95) else 1.96
-    return float(values.mean()), float(t * values.std(ddof=1) / math.sqrt(len(values)))
-
-
-def change_pct(base: list[float], traced: list[float], resamples: int = 4000) -> tuple[float, float, float]:
-    """100 (mean traced - mean base) / mean base, and a paired bootstrap 95% interval over repetitions."""
-    import numpy as np
-
-    base_a, traced_a = np.asarray(base, dtype=float), np.asarray(traced, dtype=float)
-    point = 100.0 * (traced_a.mean() - base_a.mean()) / base_a.mean()
-    picks = np.random.default_rng(0).integers(0, len(base_a), size=(resamples, len(base_a)))
-    boot = 100.0 * (traced_a[picks].mean(axis=1) - base_a[picks].mean(axis=1)) / base_a[picks].mean(axis=1)
-    low, high = np.percentile(boot, [2.5, 97.5])
-    return float(point), float(low), float(high)
+def change_pct(base: list[float], traced: list[float]) -> dict:
+    """The change from untraced to traced, in %, taken round by round (each traced run against the untraced run
+    of its own round): the median change, its distribution-free interval and that interval's confidence, and
+    every round's change."""
+    changes = [100.0 * (r - 1) for r in per_round(traced, base)]
+    return {**median_interval(changes), "rounds": changes}
 
 
 def measure(impl: mpi.MpiImpl, nranks: int, ops: int, size: str, repeats: int, work: Path,
@@ -129,13 +115,9 @@ def measure(impl: mpi.MpiImpl, nranks: int, ops: int, size: str, repeats: int, w
 
 
 def summarise(samples: dict, function: str) -> dict:
-    figures = {}
-    for config in CONFIGS:
-        mean, half = mean_ci(samples[config][function])
-        figures[config] = {"mean_s": mean, "ci95_s": half, "samples_s": samples[config][function]}
+    figures = {config: spread(samples[config][function]) for config in CONFIGS}
     for config in ("posix", "all"):
-        point, low, high = change_pct(samples["none"][function], samples[config][function])
-        figures[f"change_pct_{config}"] = {"mean": point, "ci95": [low, high]}
+        figures[f"change_pct_{config}"] = change_pct(samples["none"][function], samples[config][function])
     thesis = sorted(THESIS_CHANGE_PCT[function])
     figures["thesis_change_pct"] = {"min": thesis[0], "median": thesis[len(thesis) // 2], "max": thesis[-1]}
     return figures
@@ -144,17 +126,18 @@ def summarise(samples: dict, function: str) -> dict:
 def print_tables(report: dict, console: Console) -> None:
     for run in report["runs"]:
         table = Table(title=f"{run['mpi']}: time (s) for {report['ops']} operations of {report['size']} per rank, "
-                            f"{report['nranks']} ranks, mean of {report['repeats']} (95% CI)")
+                            f"{report['nranks']} ranks, median \\[min, max] of {report['repeats']} interleaved rounds; "
+                            "change: median of the per-round changes \\[interval] (its confidence)")
         for column in ("function", "none", "POSIX", "all", "change all (%)", "change POSIX (%)",
                        "thesis all (%) min/med/max"):
-            table.add_column(column, justify="left" if column == "function" else "right")
+            table.add_column(column, justify="left" if column == "function" else "right", no_wrap=True)
         for function, f in run["functions"].items():
             def seconds(config):
-                return f"{f[config]['mean_s']:.3f} ± {f[config]['ci95_s']:.3f}"
+                return f"{f[config]['median']:.3f} [{f[config]['min']:.3f}, {f[config]['max']:.3f}]"
 
             def change(config):
                 c = f[f"change_pct_{config}"]
-                return f"{c['mean']:+.1f} [{c['ci95'][0]:+.1f}, {c['ci95'][1]:+.1f}]"
+                return f"{c['median']:+.1f} [{c['low']:+.1f}, {c['high']:+.1f}] ({100 * c['confidence']:.0f}%)"
             t = f["thesis_change_pct"]
             table.add_row(function, seconds("none"), seconds("posix"), seconds("all"), change("all"), change("posix"),
                           f"{t['min']:.2f} / {t['median']:.2f} / {t['max']:.2f}")
@@ -164,18 +147,99 @@ def print_tables(report: dict, console: Console) -> None:
                       f"(full tracing: {events.get('posix', 0):,} POSIX events in the last run)")
 
 
+def _points(run: dict, config: str):
+    """(x position, per-round changes, median, low, high) per function, for one configuration of one MPI."""
+    for x, (function, f) in enumerate(run["functions"].items()):
+        c = f[f"change_pct_{config}"]
+        yield x, c["rounds"], c["median"], c["low"], c["high"]
+
+
+SHOWN = {"posix": ("POSIX traced", -0.15, "#1f77b4"), "all": ("fully traced", 0.15, "#d62728")}
+
+
+def plot_png(report: dict, path: Path) -> None:
+    """Every round's change per function (dots), the median (marker) and its interval (bar), beside the thesis's
+    range of Table A.2 (grey), one panel per MPI (matplotlib, Agg)."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    runs = report["runs"]
+    fig, axes = plt.subplots(len(runs), 1, figsize=(10, 4.2 * len(runs)), squeeze=False)
+    for ax, run in zip(axes[:, 0], runs):
+        for x, function in enumerate(FUNCTIONS):
+            t = run["functions"][function]["thesis_change_pct"]
+            ax.add_patch(matplotlib.patches.Rectangle((x - 0.35, t["min"]), 0.7, t["max"] - t["min"], color="0.88",
+                                                      label="thesis (Table A.2) range" if x == 0 else None))
+        for config, (label, shift, colour) in SHOWN.items():
+            for x, rounds, median, low, high in _points(run, config):
+                ax.scatter([x + shift] * len(rounds), rounds, s=9, color=colour, alpha=0.35)
+                ax.errorbar([x + shift], [median], yerr=[[median - low], [high - median]], fmt="o", color=colour,
+                            capsize=4, label=label if x == 0 else None)
+        ax.axhline(0, color="0.3", linewidth=0.8)
+        ax.set_xticks(range(len(FUNCTIONS)), [f.removeprefix("MPI_File_") for f in FUNCTIONS])
+        ax.set_ylabel("change in data-call time (%)")
+        ax.set_title(f"{run['mpi']}: {report['nranks']} ranks, {report['ops']} x {report['size']}, "
+                     f"{report['repeats']} interleaved rounds (dots: rounds; bars: median and its interval)",
+                     fontsize=9)
+        ax.legend(fontsize=7)
+        ax.grid(alpha=0.3, axis="y")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def plot_html(report: dict, path: Path) -> None:
+    """The same figure as plot_png, self-contained HTML (plotly)."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+    runs = report["runs"]
+    fig = make_subplots(rows=len(runs), cols=1, subplot_titles=[r["mpi"] for r in runs])
+    names = [f.removeprefix("MPI_File_") for f in FUNCTIONS]
+    for row, run in enumerate(runs, start=1):
+        thesis = [run["functions"][f]["thesis_change_pct"] for f in FUNCTIONS]
+        fig.add_trace(go.Bar(x=names, y=[t["max"] - t["min"] for t in thesis], base=[t["min"] for t in thesis],
+                             marker_color="lightgrey", name="thesis (Table A.2) range", showlegend=row == 1),
+                      row=row, col=1)
+        for config, (label, _, colour) in SHOWN.items():
+            points = list(_points(run, config))
+            fig.add_trace(go.Box(x=[names[x] for x, rounds, *_ in points for _ in rounds],
+                                 y=[v for _, rounds, *_ in points for v in rounds], name=f"{label}: rounds",
+                                 boxpoints="all", marker_color=colour, showlegend=row == 1), row=row, col=1)
+            fig.add_trace(go.Scatter(x=[names[x] for x, *_ in points], y=[m for *_, m, _, _ in points], mode="markers",
+                                     marker={"color": colour, "symbol": "diamond", "size": 10},
+                                     error_y={"type": "data", "symmetric": False,
+                                              "array": [h - m for *_, m, _, h in points],
+                                              "arrayminus": [m - lo for *_, m, lo, _ in points]},
+                                     name=f"{label}: median and interval", showlegend=row == 1), row=row, col=1)
+        fig.update_yaxes(title_text="change in data-call time (%)", row=row, col=1)
+    fig.update_layout(title=f"ioloom bench riot: tracing's cost per MPI-IO function, {report['repeats']} interleaved "
+                            "rounds", boxmode="group", height=420 * len(runs) + 100, width=1000)
+    fig.write_html(path, include_plotlyjs=True, full_html=True)
+
+
 @app.command("riot")
 def command(
     nranks: int = typer.Option(4, "-n", "--ranks", min=1, help="MPI ranks."),
     ops: int = typer.Option(100, "--ops", min=1, help="Operations per function and rank (the thesis: 100)."),
     size: str = typer.Option("4m", "--size", help="Bytes per operation, k/m suffixes (the thesis: 4 MB)."),
-    repeats: int = typer.Option(5, "--repeats", min=2, help="Repetitions of each configuration."),
+    repeats: int = typer.Option(PUBLISHED_ROUNDS, "--repeats", min=2,
+                                help="Interleaved rounds (each configuration once per round); fewer than 10 only "
+                                     "with --quick."),
+    quick: bool = typer.Option(False, "--quick", help="Allow fewer than 10 rounds, for a quick look."),
     mpi_name: list[str] = typer.Option(None, "--mpi", help="MPI to use (repeatable); default: every one built."),
     directory: Path = typer.Option(None, "--dir", help="Where the test file and traces go (default: a temporary "
                                                        "directory, removed afterwards)."),
+    output: Path = typer.Option(None, "-o", "--output", help="Also write riot.json, riot.png and riot.html (every "
+                                                             "round's change, medians, intervals) here."),
     as_json: bool = typer.Option(False, "--json", help="Print the figures as JSON."),
 ) -> None:
     """Wright's Table A.2 on ioloom: six MPI-IO functions untraced, POSIX-traced and fully traced."""
+    too_few = rounds_allowed(repeats, quick, "--repeats")
+    if directory and not directory.is_dir():
+        too_few = f"--dir {directory} is not a directory; give an existing, writable one"
+    if too_few:
+        typer.echo(f"ioloom bench riot: {too_few}", err=True)
+        raise typer.Exit(2)
     try:
         impls = [mpi.by_name(name) for name in mpi_name] if mpi_name else mpi.implementations()
     except LookupError as err:
@@ -194,7 +258,14 @@ def command(
         except (RiotFailed, paths.NativeMissing) as err:
             typer.echo(f"ioloom bench riot: {err}", err=True)
             raise typer.Exit(1)
+    if output:
+        output.mkdir(parents=True, exist_ok=True)
+        (output / "riot.json").write_text(json.dumps(report, indent=1))
+        plot_png(report, output / "riot.png")
+        plot_html(report, output / "riot.html")
     if as_json:
         print(json.dumps(report, indent=2))
     else:
-        print_tables(report, Console(width=150))
+        print_tables(report, Console(width=170))
+        if output:
+            print(f"wrote {output / 'riot.png'}, {output / 'riot.html'}, {output / 'riot.json'}")

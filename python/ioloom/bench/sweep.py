@@ -18,6 +18,9 @@ emulated node: the -C shift and, with -c, the collective-buffering aggregators).
     args = ["--pattern", "strided"]
 
 Outputs in the output directory: sweep.json (every point), sweep.html (plotly, self-contained), sweep.png.
+Each point is the median effective bandwidth over its repetitions, with bars from the smallest to the largest.
+A read that may have been served from the page cache (its bytes fit in free memory and the cache was not
+dropped before it) is marked so in sweep.json ("page_cache"), in the panel titles and in the printed lines.
 """
 from __future__ import annotations
 
@@ -155,11 +158,13 @@ def run(sweep: Sweep, workdir: Path, mpi_name: str | None = None, console: Conso
             if console:
                 console.print(f"{test.name}: {test.vary} = {x:g} ({ranks} ranks)")
             result = bench_io.measure(mpi_name or sweep.mpi, ranks, argv, sweep.restart_read, sweep.drop_caches)
+            cached = bench_io.cache_note(result) is not None
             for s in result["summary"]:
                 rows.append({"test": test.name, "vary": test.vary, "x": x, "ranks": ranks, "op": s["op"],
                              "mpi": result["mpi"], "args": argv, "restarted": "restarted" in result,
-                             **{f"{kind}_{stat}": s[f"{kind}_bw"][stat] for kind in ("effective", "raw")
-                                for stat in ("min", "mean", "max")}})
+                             "page_cache": cached and s["op"] == "read",
+                             **{f"{kind}_{stat}": s[f"{kind}_bw"][stat] for kind in bench_io.BANDWIDTHS
+                                for stat in ("min", "median", "mean", "max")}})
     return rows
 
 
@@ -171,11 +176,17 @@ def _panels(rows: list[dict]) -> list[tuple[str, str]]:
 
 
 def _series(rows: list[dict], op: str, vary: str):
-    """(test, xs, mean, min, max) of each test in one panel; effective bandwidth in MiB/s."""
+    """(test, xs, median, min, max) of each test in one panel; effective bandwidth in MiB/s."""
     for test in dict.fromkeys(r["test"] for r in rows if (r["op"], r["vary"]) == (op, vary)):
         points = sorted((r for r in rows if (r["test"], r["op"]) == (test, op)), key=lambda r: r["x"])
         yield (test, [p["x"] for p in points],
-               *([p[f"effective_{s}"] / bench_io.MIB for p in points] for s in ("mean", "min", "max")))
+               *([p[f"effective_{s}"] / bench_io.MIB for p in points] for s in ("median", "min", "max")))
+
+
+def _title(rows: list[dict], op: str, vary: str) -> str:
+    """A panel's title; it says when its points may have been read from the page cache rather than the device."""
+    cached = any(r["page_cache"] for r in rows if (r["op"], r["vary"]) == (op, vary))
+    return f"{op}: {VARY[vary]}" + (" (from the page cache)" if cached else "")
 
 
 def _shape(rows: list[dict]) -> tuple[int, int]:
@@ -185,12 +196,12 @@ def _shape(rows: list[dict]) -> tuple[int, int]:
 
 
 def plot_html(rows: list[dict], path: Path) -> None:
-    """Effective bandwidth (mean, bars from min to max over repetitions) against each varied parameter."""
+    """Effective bandwidth (median, bars from min to max over repetitions) against each varied parameter."""
     from plotly.subplots import make_subplots
     import plotly.graph_objects as go
     nrows, ncols = _shape(rows)
     panels = _panels(rows)
-    fig = make_subplots(rows=nrows, cols=ncols, subplot_titles=[f"{op}: {VARY[vary]}" for op, vary in panels])
+    fig = make_subplots(rows=nrows, cols=ncols, subplot_titles=[_title(rows, op, vary) for op, vary in panels])
     colours = {}
     for i, (op, vary) in enumerate(panels):
         row, col = divmod(i, ncols)
@@ -205,7 +216,7 @@ def plot_html(rows: list[dict], path: Path) -> None:
         fig.update_xaxes(title_text=VARY[vary], type="log" if vary == "segments" else "linear", row=row + 1,
                          col=col + 1)
         fig.update_yaxes(title_text="effective MiB/s", rangemode="tozero", row=row + 1, col=col + 1)
-    fig.update_layout(title="ioloom bench sweep: effective bandwidth (mean; bars: min-max over repetitions)",
+    fig.update_layout(title="ioloom bench sweep: effective bandwidth (median; bars: min-max over repetitions)",
                       height=380 * nrows + 120, width=max(700, 480 * ncols))
     fig.write_html(path, include_plotlyjs=True, full_html=True)
 
@@ -225,7 +236,7 @@ def plot_png(rows: list[dict], path: Path) -> None:
         if vary == "segments":
             ax.set_xscale("log", base=2)
         ax.set_ylim(bottom=0)
-        ax.set_title(f"{op}: {VARY[vary]}", fontsize=10)
+        ax.set_title(_title(rows, op, vary), fontsize=10)
         ax.set_xlabel(VARY[vary])
         ax.set_ylabel("effective MiB/s")
         ax.legend(fontsize=7)
@@ -258,6 +269,10 @@ def sweep_command(config: Path = typer.Argument(..., help="TOML grid (see the mo
     plot_png(rows, output / "sweep.png")
     for row in rows:
         print(f"{row['test']:<24} {row['vary']}={row['x']:<8g} {row['op']:<6} "
-              f"effective {row['effective_mean'] / bench_io.MIB:10.2f} MiB/s  "
-              f"raw {row['raw_mean'] / bench_io.MIB:10.2f}")
+              f"effective {row['effective_median'] / bench_io.MIB:10.2f} MiB/s  "
+              f"raw {row['raw_median'] / bench_io.MIB:10.2f}" + ("  (page cache)" if row["page_cache"] else ""))
+    if any(row["page_cache"] for row in rows):
+        print("(page cache): the read's bytes fit in free memory and the cache was not dropped before it, so it "
+              "may measure memory rather than the device; restart_read = true and drop_caches = true (root) read "
+              "from the device")
     print(f"wrote {output / 'sweep.html'}, {output / 'sweep.png'}, {output / 'sweep.json'}")

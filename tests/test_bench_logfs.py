@@ -1,0 +1,33 @@
+"""`ioloom bench logfs`: every configuration runs once per interleaved round, and the figures are medians with the
+smallest and largest round, each ratio taken within its round (a best-of figure swung either way with one lucky
+run); published figures take 10 rounds unless --quick."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ioloom.bench import logfs, stats
+
+
+@pytest.mark.mpi
+def test_ratios_are_medians_of_per_round_ratios(tmp_path):
+    base = ["-a", "posix", "-b", "64k", "-t", "16k", "-s", "4", "-w", "-r"]
+    row = logfs.compare(None, 2, base, 3, tmp_path)
+    bw = row["bandwidth"]
+    for op in ("write", "read"):
+        logfs_runs, nn_runs = bw["logfs_n1"][op]["rounds"], bw["direct_nn"][op]["rounds"]
+        assert len(logfs_runs) == len(nn_runs) == 3 and all(v > 0 for v in logfs_runs + nn_runs)
+        ratios = [a / b for a, b in zip(logfs_runs, nn_runs)]
+        assert row[f"E_{op}"]["rounds"] == pytest.approx(ratios)
+        assert row[f"E_{op}"]["median"] == pytest.approx(np.median(ratios))
+        assert row[f"E_{op}"]["min"] <= row[f"E_{op}"]["median"] <= row[f"E_{op}"]["max"]
+        cost = row[f"outside_cost_{op}"]
+        assert cost["median"] == pytest.approx(np.median([1 - a / b for a, b in zip(
+            bw["preloaded_n1"][op]["rounds"], bw["direct_n1"][op]["rounds"])]))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_published_figures_need_ten_rounds(ioloom_cli, tmp_path):
+    out = ioloom_cli("bench", "logfs", "--reps", "3", "--dir", tmp_path, check=False)
+    assert out.returncode == 2 and "--reps 3" in out.stderr and "--quick" in out.stderr
+    assert stats.rounds_allowed(3, quick=True) is None and stats.rounds_allowed(stats.PUBLISHED_ROUNDS, False) is None
