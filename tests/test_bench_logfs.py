@@ -27,7 +27,15 @@ def test_ratios_are_medians_of_per_round_ratios(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def test_ior_hard_shape_moves_about_the_bytes_of_the_aligned_one():
+    assert logfs.shape_sizes("aligned", "1m", "64k", 64) == (1 << 20, 64 << 10, 64)
+    block, transfer, segments = logfs.shape_sizes("ior-hard", "1m", "64k", 64)
+    assert block == transfer == 47008 and abs(block * segments - 64 * (1 << 20)) <= 47008 / 2
+
+
 def test_published_figures_need_ten_rounds(ioloom_cli, tmp_path):
     out = ioloom_cli("bench", "logfs", "--reps", "3", "--dir", tmp_path, check=False)
     assert out.returncode == 2 and "--reps 3" in out.stderr and "--quick" in out.stderr
+    out = ioloom_cli("bench", "logfs", "--shape", "easy", "--dir", tmp_path, check=False)
+    assert out.returncode == 2 and "--shape easy: expected aligned or ior-hard" in out.stderr
     assert stats.rounds_allowed(3, quick=True) is None and stats.rounds_allowed(stats.PUBLISHED_ROUNDS, False) is None

@@ -1,6 +1,7 @@
 """`ioloom bench logfs`: N-1 strided through logfs against N-1 strided direct and N-N direct, same bytes, one run.
 
-For each rank count: E = logfs N-1 / direct N-N (the goal is E >= 0.9) and the speed-up of logfs over direct
+For each shape (aligned: -b -t -s as given; ior-hard: IO500's 47,008-byte pieces, about the same bytes per rank)
+and rank count (1, 2, 4, 8 by default): E = logfs N-1 / direct N-N (the goal is E >= 0.9) and the speed-up of logfs over direct
 N-1, for the write and for the read-back; the cost the preloaded layer adds to files outside its roots (goal
 <= 2%); and the time to open 1,024 writers' indexes. Every configuration runs once per round, `--reps` rounds
 (10 unless --quick), the order alternating, so that drifts of a shared machine hit all alike. Each ratio is
@@ -29,6 +30,17 @@ from ioloom.bench.sweep import parse_size
 from ioloom.logfs import preload
 
 CONFIGS = ("logfs_n1", "direct_n1", "direct_nn", "preloaded_n1")
+IOR_HARD = 47008  # IO500's ior-hard: one shared file in 47,008-byte pieces, aligned to nothing
+SHAPES = ("aligned", "ior-hard")
+
+
+def shape_sizes(shape: str, block: str, transfer: str, segments: int) -> tuple[int, int, int]:
+    """(block, transfer, segments) of a shape, each rank moving about the same bytes: the aligned shape as given,
+    ior-hard in blocks and transfers of 47,008 bytes."""
+    block_bytes, transfer_bytes = parse_size(block, "-b"), parse_size(transfer, "-t")
+    if shape == "aligned":
+        return block_bytes, transfer_bytes, segments
+    return IOR_HARD, IOR_HARD, max(1, round(block_bytes * segments / IOR_HARD))
 
 
 def _run_config(config: str, impl: str | None, nranks: int, base: list[str], work: Path) -> dict:
@@ -71,14 +83,17 @@ def compare(impl: str | None, nranks: int, base: list[str], reps: int, directory
 
 
 def measure(impl: str | None, ranks: list[int], api: str, block: str, transfer: str, segments: int, fsync: bool,
-            reps: int, directory: Path) -> dict:
-    base = ["-a", api, "-b", block, "-t", transfer, "-s", str(segments), "-w", "-r"] + (["-e"] if fsync else [])
-    if api == "mpiio":
-        base.append("-c")
-    rows = [{**compare(impl, n, base, reps, directory), "bytes": n * segments * parse_size(block, "--block")}
-            for n in ranks]
+            reps: int, directory: Path, shapes: tuple[str, ...] = SHAPES) -> dict:
+    common = ["-a", api, "-w", "-r"] + (["-e"] if fsync else []) + (["-c"] if api == "mpiio" else [])
+    rows = []
+    for shape in shapes:
+        b, t, s = shape_sizes(shape, block, transfer, segments)
+        base = [*common, "-b", str(b), "-t", str(t), "-s", str(s)]
+        rows += [{"shape": shape, "block": b, "transfer": t, "segments": s, **compare(impl, n, base, reps, directory),
+                  "bytes": n * s * b} for n in ranks]
     largest, memory = max(r["bytes"] for r in rows), available_memory()
-    write_only = [a for a in base if a != "-r"] + ["-k"]
+    b, t, s = shape_sizes("aligned", block, transfer, segments)
+    write_only = [a for a in common if a != "-r"] + ["-k", "-b", str(b), "-t", str(t), "-s", str(s)]
     return {
         "api": api, "block": block, "transfer": transfer, "segments": segments, "fsync_before_close": fsync,
         "reps": reps, "directory": str(directory),
@@ -157,16 +172,16 @@ def _range(figure: dict, fmt) -> str:
 
 
 def _table(result: dict) -> Table:
-    table = Table(title=f"logfs vs direct ({result['api']}, block {result['block']}, transfer {result['transfer']}, "
-                        f"{result['segments']} segments; median \\[min, max] over {result['reps']} interleaved rounds, "
-                        "ratios taken per round; MiB/s)")
-    for column in ("ranks", "op", "logfs N-1", "direct N-1", "direct N-N", "E (goal>=0.9)", "speed-up vs N-1",
-                   "outside-roots cost (goal<=2%)"):
-        table.add_column(column, justify="right")
+    table = Table(title=f"logfs vs direct ({result['api']}; median \\[min, max] over {result['reps']} interleaved "
+                        "rounds, ratios taken per round; MiB/s)")
+    for column in ("shape: block/transfer x segments", "ranks", "op", "logfs N-1", "direct N-1", "direct N-N",
+                   "E (goal>=0.9)", "speed-up vs N-1", "outside-roots cost (goal<=2%)"):
+        table.add_column(column, justify="right", no_wrap=True)
     for row in result["rows"]:
         for op in ("write", "read"):
             bw = row["bandwidth"]
-            table.add_row(str(row["ranks"]), op, *(_range(bw[c][op], lambda v: f"{v / MIB:,.0f}") for c in CONFIGS[:3]),
+            shape = f"{row['shape']}: {row['block']}/{row['transfer']} x {row['segments']}"
+            table.add_row(shape, str(row["ranks"]), op, *(_range(bw[c][op], lambda v: f"{v / MIB:,.0f}") for c in CONFIGS[:3]),
                           _range(row[f"E_{op}"], lambda v: f"{v:.2f}"),
                           _range(row[f"speedup_{op}"], lambda v: f"{v:.2f}x"),
                           _range(row[f"outside_cost_{op}"], lambda v: f"{100 * v:+.1f}%"))
@@ -187,12 +202,15 @@ def _rank_counts(text: str) -> list[int]:
 @app.command("logfs")
 def logfs_command(
         mpi_name: str = typer.Option(None, "--mpi", help="openmpi or mpich (default: the first found)."),
-        ranks: str = typer.Option("1,2,4", callback=_rank_counts,
+        ranks: str = typer.Option("1,2,4,8", callback=_rank_counts,
                                   help="Rank counts to try, comma-separated."),
         api: str = typer.Option("posix", help="posix or mpiio (collective)."),
         block: str = typer.Option("1m", "-b", help="Block per rank per segment."),
         transfer: str = typer.Option("64k", "-t", help="Bytes per data call."),
         segments: int = typer.Option(64, "-s", min=1, help="Segments (strided: one block of every rank each)."),
+        shape: list[str] = typer.Option(list(SHAPES), "--shape",
+                                        help="aligned (-b -t -s as given) and/or ior-hard (47,008-byte blocks and "
+                                             "transfers, about the same bytes per rank); repeatable."),
         fsync: bool = typer.Option(True, "--fsync/--no-fsync", help="fsync before close (-e)."),
         reps: int = typer.Option(PUBLISHED_ROUNDS, "--reps", min=1,
                                  help="Interleaved rounds: each configuration runs once per round; medians with "
@@ -206,12 +224,14 @@ def logfs_command(
         raise typer.BadParameter(too_few)
     if not directory.is_dir():
         raise typer.BadParameter(f"{directory} is not a directory; give --dir an existing, writable one")
-    result = measure(mpi_name, ranks, api, block, transfer, segments, fsync, reps,
-                     directory)
+    unknown = set(shape) - set(SHAPES)
+    if unknown:
+        raise typer.BadParameter(f"--shape {', '.join(sorted(unknown))}: expected aligned or ior-hard")
+    result = measure(mpi_name, ranks, api, block, transfer, segments, fsync, reps, directory, tuple(shape))
     if json_out:
         print(json.dumps(result, indent=1))
         return
-    console = Console(width=170)
+    console = Console(width=200)
     console.print(_table(result))
     cache = result["page_cache"]
     console.print(f"largest file {cache['largest_file_bytes'] / MIB:,.0f} MiB, memory available "

@@ -248,6 +248,8 @@ def command(
     if not impls:
         typer.echo("ioloom bench riot: no MPI implementation found; run `make build`", err=True)
         raise typer.Exit(2)
+    if output:
+        output.mkdir(parents=True, exist_ok=True)  # before the runs: a bad -o must not cost them
     console = Console(stderr=True)
     report = {"nranks": nranks, "ops": ops, "size": size, "repeats": repeats, "runs": []}
     with tempfile.TemporaryDirectory(prefix="ioloom-riot-", dir=directory) as tmp:
@@ -259,7 +261,6 @@ def command(
             typer.echo(f"ioloom bench riot: {err}", err=True)
             raise typer.Exit(1)
     if output:
-        output.mkdir(parents=True, exist_ok=True)
         (output / "riot.json").write_text(json.dumps(report, indent=1))
         plot_png(report, output / "riot.png")
         plot_html(report, output / "riot.html")
