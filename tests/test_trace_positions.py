@@ -16,7 +16,8 @@ from ioloom.logfs import preload
 from ioloom.trace import open_trace
 from test_trace_native import compile_program, shimmed_env, traced_env
 
-AT_POSITION = {"read", "__read_chk", "write", "readv", "writev", "preadv2", "pwritev2", "lseek", "copy_file_range", "sendfile"}
+AT_POSITION = {"read", "__read_chk", "write", "readv", "writev", "preadv2", "pwritev2", "lseek", "copy_file_range",
+               "sendfile"}
 
 
 def logged(prefix: Path) -> pd.DataFrame:
@@ -119,4 +120,5 @@ def test_stream_offsets_equal_ftell_through_flushes_and_inline_calls(tmp_path, s
     have = [(op, int(offset)) for op, offset in events[events["op"].isin(STDIO_DATA)][["op", "offset"]].values]
     assert len(want) > 1000 and len(have) == len(want)
     mismatch = next((i for i, (a, b) in enumerate(zip(want, have)) if a != b), None)
-    assert mismatch is None, f"call {mismatch}: ftello said {want[mismatch:mismatch + 3]}, the trace {have[mismatch:mismatch + 3]}"
+    assert mismatch is None, (f"call {mismatch}: ftello said {want[mismatch:mismatch + 3]}, "
+                              f"the trace {have[mismatch:mismatch + 3]}")

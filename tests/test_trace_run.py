@@ -56,19 +56,44 @@ def test_refusals_say_what_to_do(ioloom_cli, tmp_path):
 
 
 def test_bench_overhead_reports_every_call_kind(ioloom_cli):
+    """Every call of the goal (pwrite, pread, write, read, fwrite, fread, open+close, stat, lseek, and per MPI
+    MPI_File_write_at and MPI_File_read_at), with median, min and max over interleaved rounds and the goal."""
     import json
 
     from ioloom import mpi as mpis
+    from ioloom.bench.overhead import MPI_CALLS, POSIX_CALLS
 
-    out = ioloom_cli("bench", "overhead", "--calls", "2000", "--repeats", "1", "--json")
+    out = ioloom_cli("bench", "overhead", "--calls", "2000", "--rounds", "2", "--json")
     result = json.loads(out.stdout)
     calls = {(row["call"], row["build"]) for row in result["calls_overhead"]}
-    assert {("pwrite", "posix+stdio"), ("pread", "posix+stdio"), ("fwrite", "posix+stdio")} <= calls
-    assert {("MPI_File_write_at", impl.name) for impl in mpis.implementations()} <= calls
+    assert {(call, "posix+stdio") for call in POSIX_CALLS} <= calls
+    assert {(call, impl.name) for impl in mpis.implementations() for call in MPI_CALLS} <= calls
+    assert {"open+close", "stat", "lseek", "write", "read", "fread"} <= {call for call, _ in calls}
     for row in result["calls_overhead"]:
-        assert row["untraced_ns"] > 0 and row["traced_ns"] > 0
-    # every traced call was written and decoded back: 3 kinds of posix/stdio calls, and per MPI its
-    # MPI_File_write_at calls with the pwrite under each
-    assert result["reader"]["events"] >= 3 * 2000 + 2 * 2000 * len(mpis.implementations())
+        for figure in ("untraced_ns", "traced_ns"):
+            assert 0 < row[figure]["min"] <= row[figure]["median"] <= row[figure]["max"]
+        assert row["added_ns"]["min"] <= row["added_ns"]["median"] <= row["added_ns"]["max"]
+        assert row["meets_goal"] == (row["added_ns"]["median"] <= result["goal_added_ns"]) and row["ratio"] > 0
+    # every traced call was written and decoded back: per round, 9 kinds of posix/stdio calls (open+close two
+    # events each), and per MPI its MPI_File_write_at and read_at calls with the pwrite/pread under each
+    assert result["reader"]["events"] >= 2 * (10 * 2000 + 4 * 2000 * len(mpis.implementations()))
     assert 0 < result["reader"]["bytes_per_event"] <= 16
     assert result["reader"]["open_events_per_s"] > 0 and result["reader"]["events_per_s"] > 0
+
+
+def test_bench_overhead_counts_instructions_of_every_call(ioloom_cli):
+    """`--instructions`: callgrind's count of what tracing adds, for every call of the goal (the plain build
+    here; the MPI builds run the same code path per MPI call)."""
+    import json
+
+    from ioloom.bench.overhead import POSIX_CALLS
+
+    out = ioloom_cli("bench", "overhead", "--build", "posix+stdio", "--calls", "1000", "--rounds", "1",
+                     "--instructions", "--instruction-calls", "1000", "--json")
+    counted = {row["call"]: row for row in json.loads(out.stdout)["instructions_per_call"]}
+    assert set(counted) == set(POSIX_CALLS)
+    for row in counted.values():
+        assert 0 < row["untraced"] < row["traced"]
+        assert 0 < row["added_without_encoding"] <= row["added"]
+    missing = ioloom_cli("bench", "overhead", "--build", "no-such-build", check=False)
+    assert missing.returncode == 2 and "the builds here are posix+stdio" in missing.stderr

@@ -246,13 +246,72 @@ static int32_t name_state(const char *name, const struct stat *st) {
 
 static int fd_stat(int fd, struct stat *st) { return (int)syscall(SYS_fstat, fd, st); }
 
+/* ---- paths named again ----
+ * Programs open and stat the same few paths again and again. Each thread remembers the state of the last paths
+ * it named from the cwd, as given (before normalisation), with the (device, inode) the file had: a call on the
+ * same path whose file has the same (device, inode) reuses the state, skipping normalisation, the filters and
+ * the file table's lock. A relative path is remembered with the cwd's generation (chdir and fchdir move it). */
+#define RECENT_PATHS 4
+#define RECENT_PATH_BYTES 112
+struct recent_path {
+    uint64_t hash, dev, ino;
+    uint32_t cwd;
+    int32_t state;
+    char path[RECENT_PATH_BYTES];
+};
+static IOLOOM_TLS struct recent_path recent[RECENT_PATHS];
+static volatile uint32_t cwd_generation = 1;
+
+void ioloom_cwd_changed(void) { __atomic_add_fetch(&cwd_generation, 1, __ATOMIC_RELAXED); }
+
+/* The path's key (0 when it is too long to remember): its length and its first and last 8 bytes mixed, enough
+ * to pick a slot and to reject most others before the full comparison. *cwd is the cwd generation it
+ * depends on. */
+static uint64_t recent_hash(const char *path, uint32_t *cwd) {
+    size_t len = strnlen(path, RECENT_PATH_BYTES);
+    if (len >= RECENT_PATH_BYTES) return 0;
+    uint64_t first = 0, last = 0;
+    memcpy(&first, path, len < 8 ? len : 8);
+    if (len > 8) memcpy(&last, path + len - 8, 8);
+    *cwd = path[0] == '/' ? 0 : cwd_generation;
+    return ((first * 0x9E3779B97F4A7C15ull) ^ (last * 0xC2B2AE3D27D4EB4Full) ^ len) | 1;
+}
+
+static struct recent_path *recent_slot(uint64_t hash) { return &recent[(hash >> 59) % RECENT_PATHS]; }
+
+/* The state remembered for (path from the cwd, st), or -1 (not remembered, or a different file now). */
+static int32_t recalled(const char *path, const struct stat *st, uint64_t hash, uint32_t cwd) {
+    struct recent_path *r = recent_slot(hash);
+    int same = hash && r->hash == hash && r->cwd == cwd && r->dev == (uint64_t)st->st_dev &&
+               r->ino == (uint64_t)st->st_ino && !strcmp(r->path, path);
+    return same ? r->state : -1;
+}
+
+static void remember(const char *path, const struct stat *st, uint64_t hash, uint32_t cwd, int32_t state) {
+    if (!hash || state == -1) return;
+    struct recent_path *r = recent_slot(hash);
+    *r = (struct recent_path){hash, (uint64_t)st->st_dev, (uint64_t)st->st_ino, cwd, state, {0}};
+    strcpy(r->path, path);
+}
+
+/* The state of `path` relative to dirfd, a file whose stat is st (NULL when unknown). */
+static int32_t stat_state(int dirfd, const char *path, const struct stat *st) {
+    char abs[PATH_MAX];
+    uint32_t cwd = 0;
+    uint64_t hash = path && st && dirfd == AT_FDCWD ? recent_hash(path, &cwd) : 0;
+    int32_t state = hash ? recalled(path, st, hash, cwd) : -1;
+    if (state != -1) return state;
+    state = path && absolute(dirfd, path, abs, sizeof abs) == 0 ? name_state(abs, st) : -1;
+    if (hash) remember(path, st, hash, cwd, state);
+    return state;
+}
+
 /* As ioloom_path_state; *mode is the file's type and mode (0 when fstat failed). */
 static int32_t path_state_mode(int dirfd, const char *path, int fd, unsigned *mode) {
     int saved = errno;
-    char abs[PATH_MAX];
     struct stat st;
     int known = fd >= 0 && fd_stat(fd, &st) == 0;
-    int32_t state = path && absolute(dirfd, path, abs, sizeof abs) == 0 ? name_state(abs, known ? &st : NULL) : -1;
+    int32_t state = stat_state(dirfd, path, known ? &st : NULL);
     *mode = known ? st.st_mode : 0;
     errno = saved;
     return state;
@@ -275,8 +334,7 @@ int32_t ioloom_open_state(int dirfd, const char *path, int fd, int flags) {
 
 int32_t ioloom_stat_state(int dirfd, const char *path, const struct stat *st) {
     int saved = errno;
-    char abs[PATH_MAX];
-    int32_t state = path && absolute(dirfd, path, abs, sizeof abs) == 0 ? name_state(abs, st) : -1;
+    int32_t state = stat_state(dirfd, path, st);
     errno = saved;
     return state;
 }

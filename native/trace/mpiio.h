@@ -175,6 +175,9 @@ MPI_Offset mpiio_individual_position(const struct mpiio_file *file);
 /* The byte offset of etype number `offset` through a view with holes (the MPI library knows its layout). */
 int64_t mpiio_view_byte_offset(const struct mpiio_file *file, MPI_Offset offset);
 
+/* The size of datatype (0 if the library cannot tell), remembered per thread until a type is freed. */
+MPI_Count mpiio_type_size(MPI_Datatype datatype);
+
 /* Start a traced data call (inside mpiio_enter/leave): offsets through the view, requested bytes, coll_seq
  * when collective. Returns 0 if the file is not traced (the caller just calls through), else 1. */
 static inline int mpiio_data_start(struct mpiio_call *call, enum ioloom_op op, MPI_File fh,
@@ -186,8 +189,7 @@ static inline int mpiio_data_start(struct mpiio_call *call, enum ioloom_op op, M
     MPI_Offset etype_offset = position == MPIIO_EXPLICIT     ? offset
                               : position == MPIIO_INDIVIDUAL ? mpiio_individual_position(file)
                                                              : -1;
-    MPI_Count type_size = 0;
-    PMPI_Type_size_x(datatype, &type_size);
+    MPI_Count type_size = mpiio_type_size(datatype);
     mpiio_call_start(call, op, file);
     call->row.aux = etype_offset;
     call->row.offset = etype_offset < 0        ? -1

@@ -1,4 +1,5 @@
-/* The open MPI files: MPI_File -> file id, handle number, view, collective counter. */
+/* The open MPI files: MPI_File -> file id, handle number, view, collective counter; and the sizes of the
+ * datatypes data calls name. */
 #include <stdlib.h>
 
 #include "mpiio.h"
@@ -90,3 +91,37 @@ int64_t mpiio_comm_next_open(MPI_Comm comm) {
     pthread_mutex_unlock(&lock);
     return number;
 }
+
+/* ---- datatype sizes ----
+ * Every data call needs its datatype's size (requested bytes), and PMPI_Type_size_x costs about 85
+ * instructions in MPICH. Each thread remembers the last datatype it asked about: a handle names the same type
+ * until MPI_Type_free, which moves types_freed (before and after the free, so that no thread keeps the old
+ * size of a handle the library hands out again). */
+static volatile uint64_t types_freed;
+static __thread struct {
+    MPI_Datatype type;
+    uint64_t freed;
+    MPI_Count size;
+    int known;
+} last_type;
+
+MPI_Count mpiio_type_size(MPI_Datatype datatype) {
+    uint64_t freed = __atomic_load_n(&types_freed, __ATOMIC_ACQUIRE);
+    if (IOLOOM_LIKELY(last_type.known && last_type.type == datatype && last_type.freed == freed))
+        return last_type.size;
+    MPI_Count size = 0;
+    int known = PMPI_Type_size_x(datatype, &size) == MPI_SUCCESS;
+    last_type.type = datatype;
+    last_type.freed = freed;
+    last_type.size = size;
+    last_type.known = known;
+    return size;
+}
+
+static int traced_MPI_Type_free(__typeof__(&PMPI_Type_free) next, MPI_Datatype *type) {
+    __atomic_add_fetch(&types_freed, 1, __ATOMIC_RELEASE);
+    int rc = next(type);
+    __atomic_add_fetch(&types_freed, 1, __ATOMIC_RELEASE);
+    return rc;
+}
+MPIIO_BOTH_NAMES(MPI_Type_free, (MPI_Datatype *type), (type))

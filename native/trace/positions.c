@@ -2,7 +2,6 @@
  * refers to which description, created on traced opens, shared by dups, released on close. Changes take a lock
  * (they come with open, dup and close, which are system calls anyway); reads on the data path take none. */
 #include <fcntl.h>
-#include <pthread.h>
 #include <sys/stat.h>
 
 #include "positions.h"
@@ -11,7 +10,17 @@ struct ioloom_description ioloom_descriptions[IOLOOM_DESCRIPTIONS];
 int32_t ioloom_fd_descriptions[IOLOOM_FD_SLOTS];
 volatile uint32_t ioloom_spawn_epoch;
 
-static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Changes are a few stores long: a spin lock, cheaper than a mutex on every open and close. */
+static int table_lock;
+static void lock_table(void) {
+    while (__atomic_exchange_n(&table_lock, 1, __ATOMIC_ACQUIRE))
+        while (__atomic_load_n(&table_lock, __ATOMIC_RELAXED)) {
+#if defined(__x86_64__) || defined(__i386__)
+            __builtin_ia32_pause();
+#endif
+        }
+}
+static void unlock_table(void) { __atomic_store_n(&table_lock, 0, __ATOMIC_RELEASE); }
 static int32_t free_list[IOLOOM_DESCRIPTIONS]; /* released indices, reused first */
 static int32_t free_count, next_unused = 1;    /* index 0 is IOLOOM_FD_UNTRACKED */
 
@@ -47,32 +56,32 @@ static int has_no_position(unsigned st_mode) { return S_ISFIFO(st_mode) || S_ISS
 
 void ioloom_fd_opened(int fd, int flags, unsigned st_mode) {
     if (!in_table(fd)) return;
-    pthread_mutex_lock(&table_lock);
+    lock_table();
     map_locked(fd, has_no_position(st_mode) ? IOLOOM_FD_UNSEEKABLE : new_description_locked((flags & O_APPEND) != 0));
-    pthread_mutex_unlock(&table_lock);
+    unlock_table();
 }
 
 void ioloom_fd_named(int fd, unsigned st_mode) {
     if (!in_table(fd) || !has_no_position(st_mode)) return;
-    pthread_mutex_lock(&table_lock);
+    lock_table();
     map_locked(fd, IOLOOM_FD_UNSEEKABLE);
-    pthread_mutex_unlock(&table_lock);
+    unlock_table();
 }
 
 void ioloom_fd_share(int from, int to) {
     if (!in_table(to) || from == to) return;
-    pthread_mutex_lock(&table_lock);
+    lock_table();
     int32_t index = in_table(from) ? ioloom_fd_descriptions[from] : IOLOOM_FD_UNTRACKED;
     if (index > 0) ioloom_descriptions[index].refs++;
     map_locked(to, index);
-    pthread_mutex_unlock(&table_lock);
+    unlock_table();
 }
 
 void ioloom_fd_release(int fd) {
     if (!in_table(fd) || !__atomic_load_n(&ioloom_fd_descriptions[fd], __ATOMIC_RELAXED)) return;
-    pthread_mutex_lock(&table_lock);
+    lock_table();
     map_locked(fd, IOLOOM_FD_UNTRACKED);
-    pthread_mutex_unlock(&table_lock);
+    unlock_table();
 }
 
 
@@ -91,4 +100,45 @@ void ioloom_fd_moved_unseen(int fd) {
 
 void ioloom_positions_shared(void) { __atomic_add_fetch(&ioloom_spawn_epoch, 1, __ATOMIC_RELAXED); }
 
-void ioloom_positions_after_fork(void) { pthread_mutex_init(&table_lock, NULL); }
+void ioloom_positions_after_fork(void) { unlock_table(); }
+
+/* ---- calls at the current position: what ioloom_move_by does not do inline ---- */
+
+/* Was the call alone on its description from start to now (no other call started, none in flight)? */
+static int move_alone(const struct ioloom_move *m) {
+    uint64_t now = __atomic_load_n(&m->d->calls, __ATOMIC_ACQUIRE);
+    return m->threads ? (m->seen & IOLOOM_CALLS_IN_FLIGHT) == 0 && now == m->seen + IOLOOM_CALL_TICKET + 1
+                      : now == m->seen;
+}
+
+/* Ends the call, leaving the position at `after` if the call was alone (else unknown: the next call asks). */
+static void move_end(struct ioloom_move *m, int alone, int64_t after) {
+    struct ioloom_description *d = m->d;
+    __atomic_store_n(&d->position, alone ? after : IOLOOM_POSITION_UNKNOWN, __ATOMIC_RELAXED);
+    if (!m->threads) return;
+    uint64_t expected = m->seen + IOLOOM_CALL_TICKET + 1;
+    /* Invariant: a known position was stored by a call that nobody overlapped up to its end; a call that
+     * started after our check makes the exchange fail, and its own end stores unknown too. */
+    if (alone && __atomic_compare_exchange_n(&d->calls, &expected, expected - 1, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+        return;
+    __atomic_store_n(&d->position, IOLOOM_POSITION_UNKNOWN, __ATOMIC_RELAXED);
+    __atomic_fetch_sub(&d->calls, 1, __ATOMIC_RELEASE);
+}
+
+int64_t ioloom_move_by_slowly(struct ioloom_move *m, int64_t moved, int how) {
+    if (!m->d) return m->index == IOLOOM_FD_UNSEEKABLE ? IOLOOM_POSITION_UNKNOWN : ioloom_position_asked(m->fd, moved);
+    struct ioloom_description *d = m->d;
+    int alone = move_alone(m);
+    int64_t before = __atomic_load_n(&d->position, __ATOMIC_RELAXED);
+    int at_end = how == IOLOOM_APPENDS || (how == IOLOOM_WRITES && d->append);
+    int trusted = alone && d->epoch == ioloom_spawn_epoch && !at_end;
+    if (!trusted || before < 0) before = ioloom_position_asked(m->fd, moved);
+    move_end(m, alone && before >= 0, before >= 0 && moved > 0 ? before + moved : before);
+    return before;
+}
+
+void ioloom_move_to(struct ioloom_move *m, int64_t at) {
+    if (!m->d) return;
+    int alone = move_alone(m);
+    move_end(m, alone, at >= 0 ? at : __atomic_load_n(&m->d->position, __ATOMIC_RELAXED));
+}

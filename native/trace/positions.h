@@ -65,21 +65,22 @@ void ioloom_positions_after_fork(void);
 
 /* ---- one call at the current position ---- */
 struct ioloom_move {
-    struct ioloom_description *d; /* NULL: untracked or unseekable */
+    struct ioloom_description *d; /* NULL: untracked or unseekable (index says which) */
     uint64_t seen;                /* the description's `calls` word at the start */
-    int fd, unseekable, threads;
+    int fd, index, threads;
 };
 
 static inline void ioloom_move_start(struct ioloom_move *m, int fd) {
-    int32_t index = fd >= 0 && fd < IOLOOM_FD_SLOTS ? __atomic_load_n(&ioloom_fd_descriptions[fd], __ATOMIC_RELAXED)
-                                                    : IOLOOM_FD_UNTRACKED;
+    int32_t index = (unsigned)fd < IOLOOM_FD_SLOTS ? __atomic_load_n(&ioloom_fd_descriptions[fd], __ATOMIC_RELAXED)
+                                                   : IOLOOM_FD_UNTRACKED;
     m->fd = fd;
-    m->unseekable = index == IOLOOM_FD_UNSEEKABLE;
-    m->d = index > 0 ? &ioloom_descriptions[index] : NULL;
-    if (!m->d) return;
+    m->index = index;
+    m->d = NULL;
+    if (IOLOOM_UNLIKELY(index <= 0)) return;
+    m->d = &ioloom_descriptions[index];
     m->threads = !__libc_single_threaded;
-    m->seen = m->threads ? __atomic_fetch_add(&m->d->calls, IOLOOM_CALL_TICKET | 1, __ATOMIC_ACQ_REL)
-                         : __atomic_load_n(&m->d->calls, __ATOMIC_RELAXED);
+    m->seen = IOLOOM_UNLIKELY(m->threads) ? __atomic_fetch_add(&m->d->calls, IOLOOM_CALL_TICKET | 1, __ATOMIC_ACQ_REL)
+                                          : __atomic_load_n(&m->d->calls, __ATOMIC_RELAXED);
 }
 
 /* The kernel's (or the layer below's) answer: where a call that moved `moved` bytes started. */
@@ -88,51 +89,32 @@ static inline int64_t ioloom_position_asked(int fd, int64_t moved) {
     return now < 0 ? IOLOOM_POSITION_UNKNOWN : moved > 0 ? now - moved : now;
 }
 
-/* Was the call alone on its description from start to now (no other call started, none in flight)? */
-static inline int ioloom_move_alone(const struct ioloom_move *m) {
-    uint64_t now = __atomic_load_n(&m->d->calls, __ATOMIC_ACQUIRE);
-    return m->threads ? (m->seen & IOLOOM_CALLS_IN_FLIGHT) == 0 && now == m->seen + IOLOOM_CALL_TICKET + 1
-                      : now == m->seen;
-}
-
-/* Ends the call, leaving the position at `after` if the call was alone (else unknown: the next call asks). */
-static inline void ioloom_move_end(struct ioloom_move *m, int alone, int64_t after) {
-    struct ioloom_description *d = m->d;
-    __atomic_store_n(&d->position, alone ? after : IOLOOM_POSITION_UNKNOWN, __ATOMIC_RELAXED);
-    if (!m->threads) return;
-    uint64_t expected = m->seen + IOLOOM_CALL_TICKET + 1;
-    /* Invariant: a known position was stored by a call that nobody overlapped up to its end; a call that
-     * started after our check makes the exchange fail, and its own end stores unknown too. */
-    if (alone && __atomic_compare_exchange_n(&d->calls, &expected, expected - 1, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
-        return;
-    __atomic_store_n(&d->position, IOLOOM_POSITION_UNKNOWN, __ATOMIC_RELAXED);
-    __atomic_fetch_sub(&d->calls, 1, __ATOMIC_RELEASE);
-}
-
 /* How a call moves the position: reading, writing (at the end of file with O_APPEND), or writing at the end of
  * file whatever the descriptor's flags (pwritev2's RWF_APPEND). */
 enum { IOLOOM_READS, IOLOOM_WRITES, IOLOOM_APPENDS };
 
+/* Every case but a known position on a description used by one thread (positions.c). */
+int64_t ioloom_move_by_slowly(struct ioloom_move *m, int64_t moved, int how);
+
 /* After a call that started at the current position and moved `moved` bytes (< 0: failed, no move) the way
- * `how` says. Returns where it took place. */
+ * `how` says. Returns where it took place. The common case (one thread, the position known and trusted) is a
+ * load, a few comparisons and a store. */
 static inline int64_t ioloom_move_by(struct ioloom_move *m, int64_t moved, int how) {
-    if (IOLOOM_UNLIKELY(!m->d)) return m->unseekable ? IOLOOM_POSITION_UNKNOWN : ioloom_position_asked(m->fd, moved);
     struct ioloom_description *d = m->d;
-    int alone = ioloom_move_alone(m);
-    int64_t before = __atomic_load_n(&d->position, __ATOMIC_RELAXED);
-    int at_end = how == IOLOOM_APPENDS || (how == IOLOOM_WRITES && d->append);
-    int trusted = alone && d->epoch == ioloom_spawn_epoch && !at_end;
-    if (IOLOOM_UNLIKELY(!trusted || before < 0)) before = ioloom_position_asked(m->fd, moved);
-    ioloom_move_end(m, alone && before >= 0, before >= 0 && moved > 0 ? before + moved : before);
-    return before;
+    if (IOLOOM_LIKELY(d != NULL && !m->threads)) {
+        int64_t before = d->position;
+        /* the calls word moves only when a call passed through untraced meanwhile (ioloom_fd_moved_unseen) */
+        int trusted = before >= 0 && d->calls == m->seen && d->epoch == ioloom_spawn_epoch &&
+                      how != IOLOOM_APPENDS && !(how == IOLOOM_WRITES && d->append);
+        if (IOLOOM_LIKELY(trusted)) {
+            d->position = moved > 0 ? before + moved : before;
+            return before;
+        }
+    }
+    return ioloom_move_by_slowly(m, moved, how);
 }
 
 /* After lseek: the position is its result `at` (< 0: it failed and moved nothing). */
-static inline void ioloom_move_to(struct ioloom_move *m, int64_t at) {
-    if (!m->d) return;
-    int alone = ioloom_move_alone(m);
-    int64_t kept = at >= 0 ? at : __atomic_load_n(&m->d->position, __ATOMIC_RELAXED);
-    ioloom_move_end(m, alone, kept);
-}
+void ioloom_move_to(struct ioloom_move *m, int64_t at);
 
 #endif

@@ -230,7 +230,8 @@ WRAP_PREAD_CHK(__pread_chk, U_PREAD_CHK)
 WRAP_PREAD_CHK(__pread64_chk, U_PREAD64_CHK)
 
 IOLOOM_EXPORT ssize_t readv(int fd, const struct iovec *iov, int count) {
-    TRACED_AT(readv, (fd, iov, count), fd, r < 0, record_sequential(&c, &m, OP(READV), fd, iov_bytes(iov, count), r, IOLOOM_READS));
+    TRACED_AT(readv, (fd, iov, count), fd, r < 0,
+              record_sequential(&c, &m, OP(READV), fd, iov_bytes(iov, count), r, IOLOOM_READS));
 }
 IOLOOM_EXPORT ssize_t writev(int fd, const struct iovec *iov, int count) {
     TRACED_AT(writev, (fd, iov, count), fd, r < 0,
@@ -242,7 +243,8 @@ IOLOOM_EXPORT ssize_t writev(int fd, const struct iovec *iov, int count) {
 static void record_vector(struct ioloom_call *c, struct ioloom_move *m, enum ioloom_op op, int fd,
                           const struct iovec *iov, int count, off_t off, int64_t flags, ssize_t r) {
     int writes = op == OP(PWRITEV2) || op == OP(PWRITEV64V2);
-    int64_t where = off == -1 ? ioloom_move_by(m, r, !writes ? IOLOOM_READS : flags & RWF_APPEND ? IOLOOM_APPENDS : IOLOOM_WRITES) : off;
+    int how = !writes ? IOLOOM_READS : flags & RWF_APPEND ? IOLOOM_APPENDS : IOLOOM_WRITES;
+    int64_t where = off == -1 ? ioloom_move_by(m, r, how) : off;
     record_fd(c, op, fd, where, iov_bytes(iov, count), r, count | flags << 32);
 }
 

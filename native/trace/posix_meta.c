@@ -138,3 +138,15 @@ IOLOOM_EXPORT int truncate(const char *path, off_t len) {
 IOLOOM_EXPORT int truncate64(const char *path, off64_t len) {
     TRACED(P, truncate64, (path, len), r < 0, record_truncate(&c, OP(TRUNCATE64), path, len, r));
 }
+
+/* chdir and fchdir pass through unrecorded; relative paths named after them are other files. */
+IOLOOM_EXPORT int chdir(const char *path) {
+    int r = IOLOOM_NEXT(chdir)(path);
+    if (r == 0) ioloom_cwd_changed();
+    return r;
+}
+IOLOOM_EXPORT int fchdir(int fd) {
+    int r = IOLOOM_NEXT(fchdir)(fd);
+    if (r == 0) ioloom_cwd_changed();
+    return r;
+}

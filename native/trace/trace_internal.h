@@ -63,6 +63,8 @@ int32_t ioloom_open_state(int dirfd, const char *path, int fd, int flags);
 struct stat;
 /* As ioloom_path_state, for a path whose stat (st) is known; st may be NULL. */
 int32_t ioloom_stat_state(int dirfd, const char *path, const struct stat *st);
+/* chdir or fchdir succeeded: relative paths name other files now. */
+void ioloom_cwd_changed(void);
 /* Counts one excluded call moving `bytes` against the state's exclusion rule. */
 void ioloom_count_excluded(int32_t state, int64_t bytes);
 
