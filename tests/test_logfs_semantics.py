@@ -44,3 +44,39 @@ def test_shell_builtin_redirections(tmp_path):
     for name in ("f", "g", "g2", "h", "i"):
         assert is_container(mnt / name), name
         assert Container.open(mnt / name).read() == (plain / name).read_bytes(), name
+
+
+SYMLINKS = r"""
+set -e
+echo data > f
+ln -s f l
+stat -c '%F %s' l
+stat -L -c '%F %s' l
+readlink l
+cat l
+python3 -c "import os; print(os.path.islink('l'), os.path.isfile('l'), os.lstat('l').st_size)"
+tar -cf ../$(basename $PWD).tar f l
+tar -tvf ../$(basename $PWD).tar | awk '{print $1, $6, $7, $8}'
+cp -a l l2
+stat -c %F l2
+mv l2 l3
+stat -c %F l3
+echo other > g
+ln -s g l4
+mv l4 l3
+readlink l3
+cat g
+rm l3 l
+ls
+cat f
+"""
+
+
+def test_symbolic_links_to_containers_stay_links(tmp_path):
+    """Today's main: lstat followed a link to a container and said 'regular file', so tar stored the link as a
+    file and cp -a copied the data; rm of the link went for the container."""
+    plain, mnt, plain_out, layer_out = under_layer_and_plain(tmp_path, SYMLINKS)
+    assert layer_out == plain_out
+    assert "symbolic link 1" in layer_out and "lrwxrwxrwx l -> f" in layer_out
+    assert Container.open(mnt / "f").read() == (plain / "f").read_bytes() == b"data\n"
+    assert not (mnt / "l").exists() and not (mnt / "l").is_symlink()

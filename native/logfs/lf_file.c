@@ -226,9 +226,9 @@ int lf_unlink(const char *dir) {
 
 int lf_rename(const char *from, const char *to) {
     if (!lf_is_container(from)) return errno = ENOENT, -1;
-    struct stat st;
-    if (IOLOOM_NEXT(stat)(to, &st) == 0) {
-        if (lf_is_container(to)) { if (lf_unlink(to)) return -1; }          /* rename replaces the target */
+    struct stat st; /* rename replaces its target; a symbolic link is replaced, never what it names */
+    if (IOLOOM_NEXT(fstatat)(AT_FDCWD, to, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+        if (S_ISDIR(st.st_mode) && lf_is_container(to)) { if (lf_unlink(to)) return -1; }
         else if (S_ISDIR(st.st_mode)) return errno = EISDIR, -1;
         else if (IOLOOM_NEXT(unlink)(to)) return -1;
     }

@@ -17,10 +17,13 @@
  * place->pack_dir and place->name), or LF_PASS with *real the path to pass through. */
 enum lf_kind_of_path { LF_PASS = 0, LF_CONTAINER = 1, LF_PACKED = 2 };
 
-static enum lf_kind_of_path lf_container_at(int dirfd, const char *path, const char **real, struct lf_place *place) {
+/* `follow` 0: the call acts on a symbolic link itself, not on what it names (lstat, unlink, rename): a link to a
+ * container is a link, passed through. */
+static enum lf_kind_of_path lf_container_at(int dirfd, const char *path, const char **real, struct lf_place *place,
+                                            int follow) {
     if (!lf_resolve_call(dirfd, path, real, place)) return LF_PASS;
     int saved = errno;
-    enum lf_kind_of_path kind = lf_is_container(place->dir) ? LF_CONTAINER : LF_PASS;
+    enum lf_kind_of_path kind = lf_is_container(place->dir) && (follow || !lf_is_link(place->dir)) ? LF_CONTAINER : LF_PASS;
     if (kind == LF_PASS && place->pack && IOLOOM_NEXT(access)(place->dir, F_OK) && lf_is_container(place->pack_dir)) {
         lf_file *f = LF_INSIDE(lf_open_packed(place->pack_dir, place->name, O_RDONLY, 0, NULL));
         if (f) kind = LF_PACKED, lf_close(f);
@@ -53,7 +56,7 @@ EXPORT int fstatat(int dirfd, const char *path, struct stat *st, int flags) {
     struct lf_place place;
     const char *real;
     if ((flags & AT_EMPTY_PATH) && !*path && lf_fd(dirfd)) return fstat(dirfd, st);
-    switch (lf_container_at(dirfd, path, &real, &place)) {
+    switch (lf_container_at(dirfd, path, &real, &place, !(flags & AT_SYMLINK_NOFOLLOW))) {
     case LF_CONTAINER: return LF_INSIDE(lf_stat(place.dir, st));
     case LF_PACKED: return LF_INSIDE(lf_stat_packed(place.pack_dir, place.name, st));
     default: return IOLOOM_NEXT(fstatat)(dirfd, real, st, flags);
@@ -80,7 +83,8 @@ EXPORT int statx(int dirfd, const char *path, int flags, unsigned mask, struct s
     int rc;
     enum lf_kind_of_path kind = LF_CONTAINER;
     if ((flags & AT_EMPTY_PATH) && !*path && lf_fd(dirfd)) rc = fstat(dirfd, &st);
-    else if ((kind = lf_container_at(dirfd, path, &real, &place)) == LF_CONTAINER) rc = LF_INSIDE(lf_stat(place.dir, &st));
+    else if ((kind = lf_container_at(dirfd, path, &real, &place, !(flags & AT_SYMLINK_NOFOLLOW))) == LF_CONTAINER)
+        rc = LF_INSIDE(lf_stat(place.dir, &st));
     else if (kind == LF_PACKED) rc = LF_INSIDE(lf_stat_packed(place.pack_dir, place.name, &st));
     else return IOLOOM_NEXT(statx)(dirfd, real, flags, mask, stx);
     /* The other statx fields: from the directory that holds the file (the container, or the pack). */
@@ -111,7 +115,7 @@ static int truncate_container(const struct lf_place *place, int packed, off_t le
 EXPORT int truncate(const char *path, off_t len) {
     struct lf_place place;
     const char *real;
-    enum lf_kind_of_path kind = lf_container_at(AT_FDCWD, path, &real, &place);
+    enum lf_kind_of_path kind = lf_container_at(AT_FDCWD, path, &real, &place, 1);
     if (kind != LF_PASS) return LF_INSIDE(truncate_container(&place, kind == LF_PACKED, len));
     return IOLOOM_NEXT(truncate)(real, len);
 }
@@ -120,7 +124,7 @@ int truncate64(const char *path, off_t len) ALIAS(truncate);
 EXPORT int unlinkat(int dirfd, const char *path, int flags) {
     struct lf_place place;
     const char *real;
-    enum lf_kind_of_path kind = lf_container_at(dirfd, path, &real, &place);
+    enum lf_kind_of_path kind = lf_container_at(dirfd, path, &real, &place, 0);
     if (kind == LF_PASS) return IOLOOM_NEXT(unlinkat)(dirfd, real, flags);
     if (flags & AT_REMOVEDIR) return errno = ENOTDIR, -1;
     return LF_INSIDE(kind == LF_PACKED ? lf_unlink_packed(place.pack_dir, place.name) : lf_unlink(place.dir));
@@ -131,8 +135,8 @@ EXPORT int rmdir(const char *path) { return unlinkat(AT_FDCWD, path, AT_REMOVEDI
 EXPORT int renameat2(int olddir, const char *old, int newdir, const char *new, unsigned flags) {
     struct lf_place from, to;
     const char *old_real, *new_real;
-    enum lf_kind_of_path old_is = lf_container_at(olddir, old, &old_real, &from);
-    enum lf_kind_of_path new_is = lf_container_at(newdir, new, &new_real, &to);
+    enum lf_kind_of_path old_is = lf_container_at(olddir, old, &old_real, &from, 0);
+    enum lf_kind_of_path new_is = lf_container_at(newdir, new, &new_real, &to, 0);
     /* Packed files move by copy: EXDEV makes mv copy through us and unlink the source. */
     if (old_is == LF_PACKED || new_is == LF_PACKED) return errno = EXDEV, -1;
     if (!old_is) {
@@ -155,7 +159,7 @@ EXPORT int rename(const char *old, const char *new) { return renameat2(AT_FDCWD,
 EXPORT int fchmodat(int dirfd, const char *path, mode_t mode, int flags) {
     struct lf_place place;
     const char *real;
-    switch (lf_container_at(dirfd, path, &real, &place)) {
+    switch (lf_container_at(dirfd, path, &real, &place, !(flags & AT_SYMLINK_NOFOLLOW))) {
     case LF_CONTAINER: return LF_INSIDE(lf_chmod(place.dir, mode));
     case LF_PACKED: return lf_unsupported(LF_UNS_OTHER, EOPNOTSUPP); /* packed files share their pack's mode */
     default: break;
@@ -178,7 +182,7 @@ EXPORT int fchmod(int fd, mode_t mode) {
 #define NO_XATTRS_IF_PACKED(fn, path, none, ...)                                        \
     struct lf_place place;                                                              \
     const char *real;                                                                   \
-    if (lf_container_at(AT_FDCWD, path, &real, &place) == LF_PACKED) return none;       \
+    if (lf_container_at(AT_FDCWD, path, &real, &place, 1) == LF_PACKED) return none;    \
     return IOLOOM_NEXT(fn)(real, __VA_ARGS__)
 
 EXPORT ssize_t getxattr(const char *path, const char *name, void *value, size_t size) {
@@ -198,7 +202,7 @@ static struct dirent *as_file(DIR *d, struct dirent *de) {
     char meta[sizeof de->d_name + sizeof LF_META_NAME + 1];
     snprintf(meta, sizeof meta, "%s/%s", de->d_name, LF_META_NAME);
     int saved = errno;
-    if (faccessat(dirfd(d), meta, F_OK, 0) == 0) de->d_type = DT_REG;
+    if (IOLOOM_NEXT(faccessat)(dirfd(d), meta, F_OK, 0) == 0) de->d_type = DT_REG;
     errno = saved;
     return de;
 }

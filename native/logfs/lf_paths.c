@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "lf_internal.h"
@@ -95,6 +96,13 @@ static int absolute(int dirfd, const char *path, char out[PATH_MAX]) {
     if (snprintf(out, PATH_MAX, "%s/%s", base, path) >= PATH_MAX) return -1;
     ioloom_normalise_path(out);
     return 0;
+}
+
+int lf_is_link(const char *dir) {
+    struct stat st;
+    int saved = errno, link = IOLOOM_NEXT(fstatat)(AT_FDCWD, dir, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode);
+    errno = saved;
+    return link;
 }
 
 int lf_paths_active(void) {

@@ -17,6 +17,9 @@ struct lf_place {
     const char *roots[LF_MAX_BACKENDS - 1];
 };
 
+/* Is the last component of the absolute path `dir` a symbolic link? */
+int lf_is_link(const char *dir);
+
 /* Are any mounts configured (IOLOOM_LOGFS_ROOTS)? */
 int lf_paths_active(void);
 /* 1 if `path` (relative to dirfd, as for openat) is logfs's: under a mount or `logfs:`-prefixed; fills place.

@@ -23,7 +23,7 @@ int lf_open_container(int dirfd, const char *path, int flags, mode_t mode, int *
     if (!lf_resolve_call(dirfd, path, real, place)) return 0;
     int saved = errno;
     struct stat st;
-    int is_container = lf_is_container(place->dir);
+    int is_container = lf_is_container(place->dir) && !((flags & O_NOFOLLOW) && lf_is_link(place->dir));
     int exists = is_container || IOLOOM_NEXT(stat)(place->dir, &st) == 0;
     errno = saved;
     if (!is_container && !exists && place->pack && lf_is_container(place->pack_dir)) {
