@@ -2,6 +2,8 @@
 # run again with nothing changed, they only check and take seconds.
 VENV  := .venv
 BUILD := build/native
+# CI (CI=true) builds the native code with warnings as errors.
+WERROR := $(if $(filter true,$(CI)),ON,OFF)
 
 .PHONY: demo test build deps native clean
 
@@ -20,7 +22,7 @@ $(VENV)/.installed: pyproject.toml constraints.txt scripts/install-python.sh
 	@scripts/install-python.sh $(VENV)
 
 native: deps
-	@test -f $(BUILD)/build.ninja || cmake -S native -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	@test -f $(BUILD)/build.ninja || cmake -S native -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DIOLOOM_WERROR=$(WERROR) >/dev/null
 	@cmake --build $(BUILD) -j2
 
 clean:

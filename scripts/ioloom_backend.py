@@ -9,8 +9,13 @@
   which tree's code runs.
 """
 from hatchling.build import build_editable, get_requires_for_build_editable
-from scikit_build_core.build import (build_sdist, build_wheel, get_requires_for_build_sdist,
-                                     get_requires_for_build_wheel, prepare_metadata_for_build_wheel)
+from scikit_build_core.build import (
+    build_sdist,
+    build_wheel,
+    get_requires_for_build_sdist,
+    get_requires_for_build_wheel,
+    prepare_metadata_for_build_wheel,
+)
 
 __all__ = ["build_editable", "build_sdist", "build_wheel", "get_requires_for_build_editable",
            "get_requires_for_build_sdist", "get_requires_for_build_wheel", "prepare_metadata_for_build_wheel"]

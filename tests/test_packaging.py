@@ -68,7 +68,8 @@ def test_sdist_holds_the_sources_and_the_wheel_the_built_code(dist):
     expected = {"ioloom/native/lib/libioloom-trace.so", "ioloom/native/lib/libioloom-logfs.so",
                 "ioloom/native/lib/libioloom-trace-decode.so", "ioloom/report/template.html"}
     for impl in mpi_impls.implementations():
-        expected |= {f"ioloom/native/lib/libioloom-trace-mpi-{impl.name}.so", f"ioloom/native/bin/ioloom-bench-{impl.name}"}
+        expected |= {f"ioloom/native/lib/libioloom-trace-mpi-{impl.name}.so",
+                     f"ioloom/native/bin/ioloom-bench-{impl.name}"}
     assert expected <= built, sorted(expected - built)
     assert not any(name.startswith(("tests/", "build/")) for name in built)
 

@@ -41,6 +41,7 @@ def load(name: str) -> click.Command:
     """The click command of subcommand `name`, its module imported now."""
     module, attribute = SUBCOMMANDS[name].split(":")
     target = getattr(import_module(module), attribute)
+    command: click.Command
     if isinstance(target, typer.Typer):
         command = typer.main.get_group(target)
     else:

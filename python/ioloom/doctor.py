@@ -8,7 +8,6 @@ import subprocess
 import tempfile
 from dataclasses import asdict, dataclass
 from importlib import metadata
-from pathlib import Path
 
 import typer
 from packaging.requirements import Requirement
@@ -76,8 +75,9 @@ def check_hdf5() -> Check:
     h5pcc = shutil.which("h5pcc")
     pkg = subprocess.run(["pkg-config", "--modversion", "hdf5-mpich"], capture_output=True, text=True) \
         if shutil.which("pkg-config") else None
-    ok = bool(h5pcc and pkg and pkg.returncode == 0)
-    detail = f"parallel HDF5 {pkg.stdout.strip()} (MPICH), {h5pcc}" if ok else \
+    version = pkg.stdout.strip() if pkg and pkg.returncode == 0 else ""
+    ok = bool(h5pcc and version)
+    detail = f"parallel HDF5 {version} (MPICH), {h5pcc}" if ok else \
         "h5pcc or hdf5-mpich.pc not found (needed by `ioloom bench io -a hdf5` and the FLASH-IO kernel)"
     return Check("HDF5", ok, detail, f"{install_hint('libhdf5-mpich-dev hdf5-tools')}, then {paths.rebuild_hint()}",
                  required=False)
@@ -144,7 +144,8 @@ def command(as_json: bool = typer.Option(False, "--json", help="Print the checks
     if as_json:
         print(json.dumps([asdict(c) for c in checks], indent=2))
     else:
-        table = Table("check", "", "detail", "fix", title=f"ioloom doctor ({__version__}; native build: {paths.build_dir()})")
+        title = f"ioloom doctor ({__version__}; native build: {paths.build_dir()})"
+        table = Table("check", "", "detail", "fix", title=title)
         for c in checks:
             mark = "[green]ok[/]" if c.ok else ("[red]FAIL[/]" if c.required else "[yellow]warn[/]")
             table.add_row(c.name, mark, c.detail, "" if c.ok else c.fix)

@@ -144,7 +144,7 @@ def _linked(arg: str) -> tuple[MpiImpl, str] | None:
     if python:
         extension = _mpi4py_extension(python)
         impl = _ldd_impl(extension) if extension else None
-        return (impl, extension) if impl else None
+        return (impl, extension) if impl and extension else None
     impl = _ldd_impl(path) if _elf(path) else None
     return (impl, path) if impl else None
 

@@ -9,10 +9,14 @@ import shutil
 import subprocess
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
 
 import typer
 
 from ioloom import mpi, paths
+
+if TYPE_CHECKING:
+    import numpy as np
 
 LAYERS = ("posix", "stdio", "mpiio")
 # Launchers and daemons of both MPIs: they carry LD_PRELOAD to the ranks but their own I/O is not the program's.
@@ -20,7 +24,7 @@ LAUNCHERS = ("mpirun", "mpiexec", "orterun", "orted", "prterun", "prted", "mpiex
              "mpiexec.hydra", "mpiexec.mpich", "mpirun.mpich", "hydra_pmi_proxy", "hydra_nameserver")
 
 
-def fail(message: str) -> None:
+def fail(message: str) -> NoReturn:
     typer.echo(f"ioloom run: {message}", err=True)
     raise typer.Exit(2)
 
