@@ -39,7 +39,6 @@ import typer
 
 from ioloom.bench import app
 from ioloom.errors import is_user_error
-from ioloom.trace.stream_file import rechain
 
 OUTCOMES = ("ok", "clean", "crash", "hang", "uncaught", "wrong")  # worst last but one: a case counts as its worst
 SEVERITY = {"ok": 0, "clean": 1, "wrong": 2, "uncaught": 3, "hang": 4, "crash": 5}
@@ -172,6 +171,8 @@ def chunks(data: bytes) -> tuple[int, list[tuple[int, int, int]]]:
 def _crc_form(data: bytes) -> str:
     """Which CRC_FORMS sum this build's writer uses (the format may put the type under the checksum), or "chained"
     (format 2: each chunk's checksum goes on from the previous one's; a crafted chunk re-chains the stream)."""
+    from ioloom.trace.stream_file import rechain  # the trace reader loads numpy and pandas: not at start-up
+
     if rechain(data) == data:
         return "chained"
     _, found = chunks(data)
@@ -186,6 +187,8 @@ def _chunk(kind: int, payload: bytes, crc: str) -> bytes:
 
 
 def _replace_chunk(data: bytes, at: tuple[int, int, int], payload: bytes, crc: str, kind: int | None = None) -> bytes:
+    from ioloom.trace.stream_file import rechain
+
     offset, old_kind, length = at
     out = data[:offset] + _chunk(old_kind if kind is None else kind, payload, crc) + data[offset + 12 + length:]
     return rechain(out) if crc == "chained" else out
