@@ -63,7 +63,11 @@ def test_bench_overhead_reports_every_call_kind(ioloom_cli):
     from ioloom import mpi as mpis
     from ioloom.bench.overhead import MPI_CALLS, POSIX_CALLS
 
-    out = ioloom_cli("bench", "overhead", "--calls", "2000", "--rounds", "2", "--json")
+    from test_trace_native import compile_program
+
+    other = compile_program("trace_next_shim.c", "-shared", "-fPIC", "-ldl")  # another preloaded tool
+    out = ioloom_cli("bench", "overhead", "--calls", "2000", "--rounds", "2", "--quick", "--compare", f"shim={other}",
+                     "--json")
     result = json.loads(out.stdout)
     calls = {(row["call"], row["build"]) for row in result["calls_overhead"]}
     assert {(call, "posix+stdio") for call in POSIX_CALLS} <= calls
@@ -73,7 +77,10 @@ def test_bench_overhead_reports_every_call_kind(ioloom_cli):
         for figure in ("untraced_ns", "traced_ns"):
             assert 0 < row[figure]["min"] <= row[figure]["median"] <= row[figure]["max"]
         assert row["added_ns"]["min"] <= row["added_ns"]["median"] <= row["added_ns"]["max"]
-        assert row["meets_goal"] == (row["added_ns"]["median"] <= result["goal_added_ns"]) and row["ratio"] > 0
+        assert row["meets_goal"] == (row["added_ns"]["median"] <= result["goal_added_ns"])
+        assert row["ratio"]["median"] > 0
+        theirs = row["others"]["shim"]
+        assert theirs["less_than_theirs"] == (row["added_ns"]["median"] < theirs["added_ns"]["median"])
     # every traced call was written and decoded back: per round, 9 kinds of posix/stdio calls (open+close two
     # events each), and per MPI its MPI_File_write_at and read_at calls with the pwrite/pread under each
     assert result["reader"]["events"] >= 2 * (10 * 2000 + 4 * 2000 * len(mpis.implementations()))
@@ -88,12 +95,16 @@ def test_bench_overhead_counts_instructions_of_every_call(ioloom_cli):
 
     from ioloom.bench.overhead import POSIX_CALLS
 
-    out = ioloom_cli("bench", "overhead", "--build", "posix+stdio", "--calls", "1000", "--rounds", "1",
+    out = ioloom_cli("bench", "overhead", "--build", "posix+stdio", "--calls", "1000", "--rounds", "1", "--quick",
                      "--instructions", "--instruction-calls", "1000", "--json")
     counted = {row["call"]: row for row in json.loads(out.stdout)["instructions_per_call"]}
     assert set(counted) == set(POSIX_CALLS)
     for row in counted.values():
         assert 0 < row["untraced"] < row["traced"]
         assert 0 < row["added_without_encoding"] <= row["added"]
+    bad = ioloom_cli("bench", "overhead", "--compare", "darshan", check=False)
+    assert bad.returncode == 2 and "give NAME=LIBRARY" in bad.stderr
+    few = ioloom_cli("bench", "overhead", "--rounds", "3", check=False)
+    assert few.returncode == 2 and "--quick" in few.stderr
     missing = ioloom_cli("bench", "overhead", "--build", "no-such-build", check=False)
     assert missing.returncode == 2 and "the builds here are posix+stdio" in missing.stderr

@@ -27,7 +27,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ioloom import mpi, paths
-from ioloom.bench import app
+from ioloom.bench import app, stats
 from ioloom.run import traced_environment
 
 GOAL_NS = 100
@@ -76,33 +76,42 @@ def run_probe(argv: list[str], target: Path, calls: int, env: dict[str, str] | N
     return {name: float(value) for name, value in (line.split() for line in out.stdout.splitlines() if line.strip())}
 
 
-def spread(values: list[float]) -> dict[str, float]:
-    """Median, minimum and maximum, rounded to 0.1."""
-    return {"median": round(statistics.median(values), 1), "min": round(min(values), 1),
-            "max": round(max(values), 1)}
+def _round(probe: Probe, calls: int, work: Path, trace: Path, others: dict[str, Path],
+           times: dict[str, dict[str, list[float]]]) -> None:
+    """One round: the probe untraced, traced, and with each other tool preloaded instead, back to back; each
+    run's ns per call appended to times[variant][call]."""
+    base = {**_base_env(), **probe.launch_env()}
+    variants = {"untraced": base,
+                "traced": {**traced_environment(probe.libs, trace, ["posix", "stdio", "mpiio"]), **probe.launch_env()},
+                **{name: {**base, "LD_PRELOAD": str(lib)} for name, lib in others.items()}}
+    for variant, env in variants.items():
+        for name, ns in run_probe(probe.argv(), work / f"{probe.label}.dat", calls, env, probe.calls).items():
+            times.setdefault(variant, {}).setdefault(name, []).append(ns)
 
 
-def measure(calls: int, rounds: int, work: Path, builds: list[Probe]) -> tuple[list[dict], list[Path]]:
+def measure(calls: int, rounds: int, work: Path, builds: list[Probe],
+            others: dict[str, Path] | None = None) -> tuple[list[dict], list[Path]]:
     """Per call kind: untraced and traced ns of CPU time per call, and what tracing added (the paired differences
-    of the rounds, untraced and traced run back to back), each as median, min and max."""
+    of the rounds, untraced and traced run back to back), each as median, min and max; the same for each other
+    preloaded tool given (name -> library), measured in the same rounds."""
     rows, traces = [], []
     for probe in builds:
-        plain: dict[str, list[float]] = {}
-        traced: dict[str, list[float]] = {}
+        times: dict[str, dict[str, list[float]]] = {}
         for round_ in range(rounds):
-            trace = work / f"{probe.label}-{round_}"
-            env = {**traced_environment(probe.libs, trace, ["posix", "stdio", "mpiio"]), **probe.launch_env()}
-            for sink, run_env in ((plain, {**_base_env(), **probe.launch_env()}), (traced, env)):
-                for name, ns in run_probe(probe.argv(), work / f"{probe.label}.dat", calls, run_env,
-                                          probe.calls).items():
-                    sink.setdefault(name, []).append(ns)
-            traces.append(trace)
+            traces.append(work / f"{probe.label}-{round_}")
+            _round(probe, calls, work, traces[-1], others or {}, times)
+        plain = times["untraced"]
         for name in probe.calls:
-            added = [t - u for u, t in zip(plain[name], traced[name])]
-            untraced, with_trace = spread(plain[name]), spread(traced[name])
-            rows.append({"call": name, "build": probe.label, "untraced_ns": untraced, "traced_ns": with_trace,
-                         "added_ns": spread(added), "ratio": round(with_trace["median"] / untraced["median"], 3),
-                         "meets_goal": statistics.median(added) <= GOAL_NS})
+            added = [t - u for u, t in zip(plain[name], times["traced"][name])]
+            row = {"call": name, "build": probe.label, "untraced_ns": stats.spread(plain[name]),
+                   "traced_ns": stats.spread(times["traced"][name]), "added_ns": stats.spread(added),
+                   "ratio": stats.spread(stats.per_round(times["traced"][name], plain[name])),
+                   "meets_goal": statistics.median(added) <= GOAL_NS, "others": {}}
+            for other in others or {}:
+                their = [t - u for u, t in zip(plain[name], times[other][name])]
+                row["others"][other] = {"added_ns": stats.spread(their),
+                                        "less_than_theirs": statistics.median(added) < statistics.median(their)}
+            rows.append(row)
     return rows, traces
 
 
@@ -193,15 +202,20 @@ def _ranged(figures: dict[str, float]) -> str:
     return f"{figures['median']:.1f} [{figures['min']:.1f}, {figures['max']:.1f}]"
 
 
-def _print_calls(console: Console, rows: list[dict], calls: int, rounds: int) -> None:
+def _print_calls(console: Console, rows: list[dict], calls: int, rounds: int, others: list[str]) -> None:
     table = Table(title=f"what tracing adds per call: CPU time, {calls:,} calls of each kind, {rounds} rounds "
                         "untraced and traced in turn; median [min, max]")
-    for column in ("call", "build", "untraced ns", "traced ns", "added ns", "traced/untraced",
-                   f"added <= {GOAL_NS} ns"):
+    columns = ["call", "build", "untraced ns", "traced ns", "added ns", "traced/untraced", f"added <= {GOAL_NS} ns"]
+    for other in others:
+        columns += [f"{other} added ns", f"less than {other}"]
+    for column in columns:
         table.add_column(column, justify="left" if column in ("call", "build") else "right")
     for r in rows:
+        theirs = [cell for other in others for cell in
+                  (_ranged(r["others"][other]["added_ns"]), "yes" if r["others"][other]["less_than_theirs"] else "NO")]
         table.add_row(r["call"], r["build"], _ranged(r["untraced_ns"]), _ranged(r["traced_ns"]),
-                      _ranged(r["added_ns"]), f"{r['ratio']:.2f}", "yes" if r["meets_goal"] else "NO")
+                      _ranged(r["added_ns"]), f"{r['ratio']['median']:.2f}", "yes" if r["meets_goal"] else "NO",
+                      *theirs)
     console.print(table)
 
 
@@ -218,11 +232,25 @@ def _print_instructions(console: Console, counted: list[dict]) -> None:
                   "IOLOOM_BACKGROUND_ENCODE=1 does where a core is free)")
 
 
+def _other_tools(compare: list[str]) -> dict[str, Path]:
+    """NAME=LIBRARY pairs; one line and exit 2 for a malformed pair or a missing library."""
+    others = {}
+    for item in compare:
+        name, _, library = item.partition("=")
+        if not name or not library or not Path(library).is_file() or name in ("untraced", "traced"):
+            Console(stderr=True).print(f"--compare {item}: give NAME=LIBRARY with an existing shared library, e.g. "
+                                       "darshan=/opt/darshan/lib/libdarshan.so", markup=False, highlight=False)
+            raise typer.Exit(2)
+        others[name] = Path(library)
+    return others
+
+
 @app.command("overhead")
 def command(
     calls: int = typer.Option(200_000, "--calls", min=1000, help="Calls of each kind per run."),
-    rounds: int = typer.Option(10, "--rounds", "--repeats", min=1,
+    rounds: int = typer.Option(stats.PUBLISHED_ROUNDS, "--rounds", "--repeats", min=1,
                                help="Rounds of an untraced and a traced run; medians, minima and maxima over them."),
+    quick: bool = typer.Option(False, "--quick", help=f"Allow fewer than {stats.PUBLISHED_ROUNDS} rounds."),
     as_json: bool = typer.Option(False, "--json", help="Print the figures as JSON."),
     instructions: bool = typer.Option(False, "--instructions",
                                       help="Also count instructions added per call with callgrind (needs valgrind)."),
@@ -230,9 +258,18 @@ def command(
                                           help="Calls of each kind in the shorter callgrind run (the longer: 3x)."),
     build: list[str] = typer.Option([], "--build",
                                     help="Only this build of the probe: posix+stdio, or an MPI's name (repeatable)."),
+    compare: list[str] = typer.Option([], "--compare", metavar="NAME=LIBRARY",
+                                      help="Also time the probe with another preloaded tool (e.g. "
+                                           "darshan=/opt/darshan/lib/libdarshan.so) in the same rounds; its "
+                                           "settings come from the environment (repeatable)."),
 ) -> None:
     """Added CPU ns per traced call (pwrite, pread, write, read, fwrite, fread, open+close, stat, lseek,
     MPI_File_write_at, MPI_File_read_at) against the goal, and the reader's events/s."""
+    too_few = stats.rounds_allowed(rounds, quick, "--rounds")
+    if too_few:
+        Console(stderr=True).print(too_few, markup=False, highlight=False)
+        raise typer.Exit(2)
+    others = _other_tools(compare)
     builds = [probe for probe in probes() if not build or probe.label in build]
     if not builds:
         names = ", ".join(probe.label for probe in probes())
@@ -240,7 +277,7 @@ def command(
                                    markup=False, highlight=False)
         raise typer.Exit(2)
     with tempfile.TemporaryDirectory(prefix="ioloom-overhead-") as tmp:
-        rows, traces = measure(calls, rounds, Path(tmp), builds)
+        rows, traces = measure(calls, rounds, Path(tmp), builds, others)
         reader = reader_speed(traces)
         counted = instructions_per_call(Path(tmp), builds, instruction_calls) if instructions else None
     result = {"calls": calls, "rounds": rounds, "goal_added_ns": GOAL_NS, "calls_overhead": rows, "reader": reader}
@@ -250,7 +287,7 @@ def command(
         print(json.dumps(result, indent=2))
         return
     console = Console()
-    _print_calls(console, rows, calls, rounds)
+    _print_calls(console, rows, calls, rounds, list(others))
     console.print(f"reader, {reader['events']:,} events, all columns, per stream: "
                   f"{reader['events_per_s'] / 1e6:.1f} M events/s (best of 3 reads), "
                   f"{reader['first_read_events_per_s'] / 1e6:.1f} M events/s (first read); merged and time-ordered: "
