@@ -176,8 +176,9 @@ def plot_png(report: dict, path: Path) -> None:
                 ax.errorbar([x + shift], [median], yerr=[[median - low], [high - median]], fmt="o", color=colour,
                             capsize=4, label=label if x == 0 else None)
         ax.axhline(0, color="0.3", linewidth=0.8)
+        ax.set_yscale("symlog", linthresh=20)  # linear within ±20%, so that a disturbed round does not flatten the rest
         ax.set_xticks(range(len(FUNCTIONS)), [f.removeprefix("MPI_File_") for f in FUNCTIONS])
-        ax.set_ylabel("change in data-call time (%)")
+        ax.set_ylabel("change in data-call time (%, symlog)")
         ax.set_title(f"{run['mpi']}: {report['nranks']} ranks, {report['ops']} x {report['size']}, "
                      f"{report['repeats']} interleaved rounds (dots: rounds; bars: median and its interval)",
                      fontsize=9)
@@ -267,6 +268,6 @@ def command(
     if as_json:
         print(json.dumps(report, indent=2))
     else:
-        print_tables(report, Console(width=170))
+        print_tables(report, Console(width=200))
         if output:
             print(f"wrote {output / 'riot.png'}, {output / 'riot.html'}, {output / 'riot.json'}")
