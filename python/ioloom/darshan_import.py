@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -25,12 +27,20 @@ from ioloom.trace.model import EVENT_SCHEMA, FILE_SCHEMA, Trace
 
 NS = 1_000_000_000
 DXT = {"DXT_POSIX": ("posix", "write", "read"), "DXT_MPIIO": ("mpiio", "MPI_File_write", "MPI_File_read")}
+COUNTED_BY = {"DXT_POSIX": "POSIX", "DXT_MPIIO": "MPI-IO"}  # the counter module that counts every DXT module's calls
 COUNTERS = ("BYTES_READ", "BYTES_WRITTEN", "READS", "WRITES", "OPENS")
 FCOUNTERS = ("F_READ_TIME", "F_WRITE_TIME", "F_META_TIME")
 
 
 def _prefix(module: str) -> str:
     return module.replace("-", "")  # "MPI-IO" counters are named MPIIO_*
+
+
+def _counter(counters: pd.DataFrame, prefix: str, name: str) -> pd.Series | None:
+    """A counter summed over its per-kind variants: MPIIO_READS is MPIIO_INDEP_READS + _COLL_ + _SPLIT_ + _NB_,
+    MPIIO_OPENS is MPIIO_INDEP_OPENS + MPIIO_COLL_OPENS; POSIX_READS is itself."""
+    found = counters.filter(regex=rf"^{prefix}_((INDEP|COLL|SPLIT|NB)_)?{name}$")
+    return found.clip(lower=0).sum(axis=1) if found.shape[1] else None
 
 
 def _module_frame(report, module: str) -> pd.DataFrame | None:
@@ -45,23 +55,19 @@ def _module_frame(report, module: str) -> pd.DataFrame | None:
     counters, fcounters = frames["counters"], frames.get("fcounters", pd.DataFrame())
     out = counters[["rank", "id"]].copy()
     for name in COUNTERS:
-        if f"{p}_{name}" in counters:
-            out[name.lower()] = counters[f"{p}_{name}"].clip(lower=0)
+        column = _counter(counters, p, name)
+        if column is not None:
+            out[name.lower()] = column
     for name in FCOUNTERS:
         if f"{p}_{name}" in fcounters:
             out[name.lower()[2:] + "_s"] = fcounters[f"{p}_{name}"].clip(lower=0).to_numpy()
-    out["mpiio_reads"] = counters.filter(regex=r"^MPIIO_(INDEP|COLL|SPLIT|NB)_READS$").sum(axis=1) if p == "MPIIO" else 0
-    out["mpiio_writes"] = counters.filter(regex=r"^MPIIO_(INDEP|COLL|SPLIT|NB)_WRITES$").sum(axis=1) if p == "MPIIO" else 0
-    if p == "MPIIO":
-        out["reads"], out["writes"] = out.pop("mpiio_reads"), out.pop("mpiio_writes")
-    else:
-        out = out.drop(columns=["mpiio_reads", "mpiio_writes"])
     out.insert(0, "module", module)
     return out
 
 
-def _counters(report, names: dict) -> dict:
-    """Per module totals and per file rows of the common counters."""
+def _counters(report, names: dict, nprocs: int) -> dict:
+    """Per module totals and per file rows of the common counters. A record of rank -1 is a file every process
+    of the job opened (Darshan reduces those to one shared record): it counts all `nprocs` ranks."""
     frames = [f for f in (_module_frame(report, m) for m in report.modules if not m.startswith("DXT")) if f is not None]
     if not frames:
         return {"modules": [], "files": []}
@@ -71,7 +77,8 @@ def _counters(report, names: dict) -> dict:
     modules = table.groupby("module")[numeric].sum().reset_index()
     modules.insert(1, "records", table.groupby("module").size().to_numpy())
     files = table.groupby(["module", "path"])[numeric].sum().reset_index()
-    files.insert(2, "ranks", table.groupby(["module", "path"])["rank"].nunique().to_numpy())
+    ranks = table.groupby(["module", "path"])["rank"].agg(lambda r: nprocs if (r < 0).any() else r.nunique())
+    files.insert(2, "ranks", ranks.to_numpy())
     files = files.sort_values(["bytes_written", "bytes_read"] if "bytes_read" in files else ["ranks"],
                               ascending=False)
     return {"modules": modules.to_dict("records"), "files": files.to_dict("records")}
@@ -114,13 +121,16 @@ def _dxt_records(report, module: str, problems: list[str]):
                         "truncated or damaged), so the events of the files after them are missing")
 
 
-def _dxt_events(report, file_ids: dict, problems: list[str]) -> pa.Table:
-    """One event per DXT segment (POSIX, then MPI-IO; per record its writes, then its reads), built column-wise."""
+def _dxt_events(report, file_ids: dict, problems: list[str], segments_read: dict) -> pa.Table:
+    """One event per DXT segment (POSIX, then MPI-IO; per record its writes, then its reads), built column-wise.
+    segments_read[(module, "reads" | "writes")] counts every segment read."""
     parts = []  # (segments, rank, file_id, layer, op): one run of events that share all but the segment
     for module, (layer, write_op, read_op) in DXT.items():
         if module not in report.modules:
             continue
         for record_id, rank, writes, reads in _dxt_records(report, module, problems):
+            for key, segs in (("writes", writes), ("reads", reads)):
+                segments_read[module, key] = segments_read.get((module, key), 0) + len(segs)
             if record_id in file_ids:  # a record without a name record is dropped, as PyDarshan does
                 parts += [(segs, rank, file_ids[record_id], layer, op)
                           for op, segs in ((write_op, writes), (read_op, reads)) if len(segs)]
@@ -148,17 +158,54 @@ def _dxt_events(report, file_ids: dict, problems: list[str]) -> pa.Table:
 
 
 @contextlib.contextmanager
-def _c_stderr_silenced():
-    """Descriptor 2 pointed at /dev/null for the block (C libraries write there directly), then restored."""
+def _c_stderr_captured():
+    """Descriptor 2 pointed at a temporary file for the block (C libraries write there directly), then restored;
+    yields a list that holds what was written once the block ends."""
     sys.stderr.flush()
-    saved, null = os.dup(2), os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(null, 2)
-        yield
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-        os.close(null)
+    said: list[str] = []
+    with tempfile.TemporaryFile() as sink:
+        saved = os.dup(2)
+        try:
+            os.dup2(sink.fileno(), 2)
+            yield said
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            sink.seek(0)
+            said.append(sink.read().decode(errors="replace"))
+
+
+# darshan-util's words for a module written by a newer Darshan than it reads (darshan-logutils.c)
+NEWER_FORMAT = re.compile(r"invalid (\S+) module log format version \(expected (\d+), got (\d+)\)")
+
+
+def _newer_formats(said: str) -> list[str]:
+    """One line per module the installed darshan-util refused because a newer Darshan wrote it."""
+    import darshan
+
+    return [f"{module}: the log's records are format {got}, written by a Darshan newer than the installed "
+            f"PyDarshan {darshan.__version__} (which reads format {expected}), so they are not imported; "
+            "read the log with a newer PyDarshan (pip install -U darshan) or that Darshan's darshan-parser"
+            for module, expected, got in dict.fromkeys(NEWER_FORMAT.findall(said))]
+
+
+def _coverage(segments_read: dict, modules: list[dict], present) -> list[dict]:
+    """Per DXT module the log has and direction: its segments against the operations the counters count (DXT
+    stops recording when its per-process buffer is full; the counters count every call)."""
+    counted = {row["module"]: row for row in modules}
+    return [{"module": module, "direction": key, "segments": int(segments_read.get((module, key), 0)),
+             "operations": int(counted[COUNTED_BY[module]].get(key, 0))}
+            for module in DXT if module in present and COUNTED_BY[module] in counted for key in ("writes", "reads")
+            if segments_read.get((module, key)) or counted[COUNTED_BY[module]].get(key)]
+
+
+def _partial(coverage: list[dict]) -> list[str]:
+    return [f"{c['module']}: the log holds {c['segments']:,} {c['direction'][:-1]} segments of the "
+            f"{c['operations']:,} {COUNTED_BY[c['module']]} {c['direction']} its counters count "
+            f"({1 - c['segments'] / c['operations']:.1%} missing): DXT keeps a bounded number of segments per "
+            "process (2 MiB of them, about 65,000, unless Darshan was built with a larger --with-mod-mem), so events, "
+            "timelines, patterns and findings cover only the first part of the run; the counters are complete"
+            for c in coverage if c["segments"] < c["operations"]]
 
 
 def darshan_trace(path: str | Path) -> Trace:
@@ -166,24 +213,31 @@ def darshan_trace(path: str | Path) -> Trace:
     import darshan  # PyDarshan, imported only when a Darshan log is given
 
     failure = None
-    with _c_stderr_silenced():  # libdarshan-util prints "Error: ..." lines of its own: ours below says it
+    with _c_stderr_captured() as said:  # libdarshan-util prints "Error: ..." lines of its own: ours say it
         try:
             report = darshan.DarshanReport(str(path), read_all=False)
             report.read_all_generic_records()  # the counters; the DXT segments are read below, column-wise
             names = dict(report.name_records)
             file_ids = {rid: i for i, rid in enumerate(names)}
             problems: list[str] = []
-            table = _dxt_events(report, file_ids, problems)
+            segments_read: dict = {}
+            table = _dxt_events(report, file_ids, problems, segments_read)
         except Exception as err:  # PyDarshan raises plain exceptions for unreadable logs
             failure = f"{path}: not a readable Darshan log ({err}); check it with darshan-parser"
+    newer = _newer_formats("".join(said))
     if failure:  # (raised here: a half-opened report is closed, quietly, as the except block ends)
-        raise ValueError(failure)
+        raise ValueError(f"{path}: {newer[0]}" if newer else failure)
+    if newer:  # a DXT module of a newer format stops the reading: say why instead of "truncated or damaged"
+        problems[:] = [p for p in problems if p.split(":")[0] not in {line.split(":")[0] for line in newer}] + newer
     files = pa.Table.from_pylist([{"file_id": i, "path": names[rid], "dev": 0, "ino": 0}
                                   for rid, i in file_ids.items()], schema=FILE_SCHEMA)
     job = report.metadata.get("job", {})
+    counters = _counters(report, names, int(job.get("nprocs") or 0))
+    coverage = _coverage(segments_read, counters["modules"], report.modules) if not newer else []
+    problems += _partial(coverage)
     meta = {"source": "darshan", "path": str(path), "exe": report.metadata.get("exe", ""),
             "darshan": {"job": {k: v for k, v in job.items() if k != "metadata"}, "modules_present": list(report.modules),
-                        **_counters(report, names)}}
+                        "dxt_coverage": coverage, **counters}}
     if table.num_rows == 0 and not problems:
         problems.append(f"{Path(path).name}: the log has no DXT trace segments (run with DXT_ENABLE_IO_TRACE=1 to "
                         "record them), so only its counters are reported; timelines, patterns and findings need events")

@@ -77,8 +77,13 @@ def _print(result: dict) -> None:
 
     console = Console()
     s = result["summary"]
-    console.print(f"[bold]{s['processes']} processes ({s['ranks']} MPI ranks), {s['events']:,} events, "
-                  f"{s['files']} files, {s['duration_s']:.3f} s[/bold]  (analysed in {s['executor']})")
+    darshan = s.get("darshan")
+    events = (f"{s['events']:,} events" if not darshan else "counters only (no DXT events)" if darshan["counters_only"]
+              else f"{s['events']:,} events (partial: DXT kept {darshan['dxt_segments']:,} of "
+                   f"{darshan['operations_counted']:,} operations counted)" if darshan["dxt_partial"]
+              else f"{s['events']:,} DXT events")
+    console.print(f"[bold]{'Darshan log: ' if darshan else ''}{s['processes']} processes ({s['ranks']} MPI ranks), "
+                  f"{events}, {s['files']} files, {s['duration_s']:.3f} s[/bold]  (analysed in {s['executor']})")
     for problem in s["problems"]:
         console.print(f"[red]trace problem:[/red] {escape(problem)}")
     if s["dropped_events"]:

@@ -94,11 +94,28 @@ class Analysis:
         t0 = procs["t_first"].min() if len(procs) else 0
         t1 = procs["t_last"].max() if len(procs) else 0
         ranks = procs["rank"][procs["rank"] >= 0].nunique() if len(procs) else 0
-        return {"processes": int(len(procs)), "ranks": int(ranks), "events": int(procs["events"].sum()) if len(procs) else 0,
-                "files": int(self.groups["file_id"][self.groups["file_id"] >= 0].nunique()) if len(self.groups) else 0,
-                "duration_s": float((t1 - t0) / metrics.NS) if len(procs) else 0.0,
-                "dropped_events": dropped, "excluded_calls": excluded, "problems": self.problems,
-                "executor": self.executor, "detail_limited": self._detail_limited()}
+        out = {"processes": int(len(procs)), "ranks": int(ranks), "events": int(procs["events"].sum()) if len(procs) else 0,
+               "files": int(self.groups["file_id"][self.groups["file_id"] >= 0].nunique()) if len(self.groups) else 0,
+               "duration_s": float((t1 - t0) / metrics.NS) if len(procs) else 0.0,
+               "dropped_events": dropped, "excluded_calls": excluded, "problems": self.problems,
+               "executor": self.executor, "detail_limited": self._detail_limited()}
+        if "darshan" in self.meta:
+            out.update(self._darshan_summary(out))
+        return out
+
+    def _darshan_summary(self, events: dict) -> dict:
+        """A Darshan log's job, not only its DXT events: processes and run time from the job record, files from
+        the counters; whether the log has no DXT segments or fewer than its counters count."""
+        darshan = self.meta["darshan"]
+        nprocs = int(darshan["job"].get("nprocs") or 0)
+        counters_only = events["events"] == 0
+        partial = [c for c in darshan.get("dxt_coverage", []) if c["segments"] < c["operations"]]
+        return {"processes": max(events["processes"], nprocs), "ranks": max(events["ranks"], nprocs),
+                "files": max(events["files"], len({f["path"] for f in darshan["files"]})),
+                "duration_s": float(darshan["job"].get("run_time") or 0) if counters_only else events["duration_s"],
+                "darshan": {"nprocs": nprocs, "counters_only": counters_only, "dxt_partial": bool(partial),
+                            "dxt_segments": sum(c["segments"] for c in darshan.get("dxt_coverage", [])),
+                            "operations_counted": sum(c["operations"] for c in darshan.get("dxt_coverage", []))}}
 
     def _detail_limited(self) -> bool:
         total = int(self.splits["calls"].sum()) if len(self.splits) else 0

@@ -83,8 +83,9 @@ def _summary(a, result: dict) -> str:
     own = io["application"]
     through = " + ".join(LAYER_NAMES.get(layer, layer) for layer in own["layers"]) or "no layer"
     cards = "".join([_card(f"{s['ranks'] or s['processes']}", "MPI ranks" if s["ranks"] else "processes"),
-                     _card(f"{s['events']:,}", "events"), _card(s["files"], "files"),
-                     _card(f"{s['duration_s']:.3f} s", "traced span"),
+                     _events_card(s), _card(s["files"], "files"),
+                     _card(f"{s['duration_s']:.3f} s", "run time (Darshan job)" if s.get("darshan", {}).get(
+                         "counters_only") else "traced span"),
                      _card(human_bytes(own["write_bytes"]), f"written by the program ({through})"),
                      _card(human_bytes(own["read_bytes"]), f"read by the program ({through})"),
                      _card(len(result["findings"]), "findings")])
@@ -99,6 +100,17 @@ def _summary(a, result: dict) -> str:
             "with B the bytes the POSIX calls under MPI-IO moved.")
     return _section("summary", "Summary", lead, f'<div class="cards">{cards}</div><h3>I/O per layer</h3>'
                     + _layers_table(io) + _files_table(io) + "<h3>Bandwidth</h3>" + figures.frame_html(rows))
+
+
+def _events_card(s: dict) -> str:
+    """Events, and for a Darshan log whether they are all of the run (DXT stops when its buffer is full)."""
+    darshan = s.get("darshan")
+    if darshan and darshan["counters_only"]:
+        return _card("counters only", "the Darshan log has no DXT events")
+    if darshan and darshan["dxt_partial"]:
+        return _card(f"{s['events']:,}", f"events: partial, DXT kept {darshan['dxt_segments']:,} of "
+                                         f"{darshan['operations_counted']:,} operations counted")
+    return _card(f"{s['events']:,}", "events")
 
 
 def _findings(result: dict) -> str:
