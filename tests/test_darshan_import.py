@@ -6,12 +6,16 @@ independent counters Darshan keeps per file (operations and bytes).
 """
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import darshan
 import pyarrow.compute as pc
 import pytest
 
+from ioloom.analysis import analyse
 from ioloom.darshan_import import darshan_trace
 
 LOGS = Path(darshan.__file__).parent / "examples" / "example_logs"
@@ -81,3 +85,53 @@ def test_a_truncated_log_says_so_instead_of_advising_dxt(tmp_path):
                for p in trace.problems), trace.problems
     assert not any("DXT_ENABLE_IO_TRACE" in p for p in trace.problems)  # the job did record DXT
     assert trace.meta["darshan"]["modules"]  # the counters before the damage are still reported
+
+
+# Logs written by Darshan 3.5.0's runtime here (tests/vectors/darshan/README.md says how).
+VECTORS = Path(__file__).parent / "vectors" / "darshan"
+
+
+def _stats(log: Path) -> str:
+    out = subprocess.run([sys.executable, "-m", "ioloom", "stats", str(log)], capture_output=True, text=True,
+                         env={**os.environ, "COLUMNS": "200"}, timeout=300)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def test_a_partial_dxt_log_says_how_much_is_missing():
+    """dd wrote 100,000 blocks; DXT kept the first 65,532 (its 2 MiB buffer), the counters count them all."""
+    trace = darshan_trace(VECTORS / "dd-partial-dxt.darshan")
+    coverage = {(c["module"], c["direction"]): (c["segments"], c["operations"])
+                for c in trace.meta["darshan"]["dxt_coverage"]}
+    assert coverage[("DXT_POSIX", "writes")] == (65532, 100000)
+    assert any("65,532 write segments of the 100,000 POSIX writes" in p and "34.5% missing" in p
+               for p in trace.problems), trace.problems
+    summary = analyse(trace, workers=1).summary()
+    assert summary["darshan"]["dxt_partial"] and summary["events"] == 65532
+    assert "65,532 events (partial: DXT kept 65,532 of 100,000 operations counted)" in _stats(
+        VECTORS / "dd-partial-dxt.darshan")
+
+
+def test_a_complete_dxt_log_is_not_called_partial():
+    trace = darshan_trace(VECTORS / "mpich-collective-dxt.darshan")
+    assert all(c["segments"] == c["operations"] for c in trace.meta["darshan"]["dxt_coverage"])
+    assert not any("missing" in p for p in trace.problems)
+
+
+@pytest.mark.parametrize("log", ["mpich-collective-dxt.darshan", "mpich-collective-counters.darshan"])
+def test_mpiio_opens_and_shared_records_count_every_rank(log):
+    """4 ranks open one file with MPI_File_open (collective): Darshan keeps one shared record (rank -1) whose
+    MPIIO_COLL_OPENS is 4; there is no MPIIO_OPENS counter."""
+    darshan_meta = darshan_trace(VECTORS / log).meta["darshan"]
+    modules = {m["module"]: m for m in darshan_meta["modules"]}
+    assert modules["MPI-IO"]["opens"] == 4
+    assert {(f["module"], f["ranks"]) for f in darshan_meta["files"]} == {("MPI-IO", 4), ("POSIX", 4)}
+
+
+def test_a_counters_only_log_reports_its_job_not_zero_processes():
+    log = VECTORS / "mpich-collective-counters.darshan"
+    summary = analyse(log, workers=1).summary()
+    assert summary["processes"] == summary["ranks"] == 4 and summary["darshan"]["counters_only"]
+    assert summary["files"] == 1 and summary["duration_s"] > 0
+    headline = _stats(log).splitlines()[0]
+    assert headline.startswith("Darshan log: 4 processes (4 MPI ranks), counters only (no DXT events), 1 files")
