@@ -135,3 +135,15 @@ def test_a_counters_only_log_reports_its_job_not_zero_processes():
     assert summary["files"] == 1 and summary["duration_s"] > 0
     headline = _stats(log).splitlines()[0]
     assert headline.startswith("Darshan log: 4 processes (4 MPI ranks), counters only (no DXT events), 1 files")
+
+
+def test_a_log_of_a_newer_darshan_names_the_format_instead_of_damage():
+    """Darshan after 3.5.0 writes DXT_POSIX records of format 2 (segments carry a thread id); PyDarshan 3.5.0's
+    darshan-util refuses them. The import says which format and what reads it, keeps the counters, and does
+    not call the log truncated or damaged."""
+    trace = darshan_trace(VECTORS / "dd-dxt-newer-format.darshan")
+    assert any(p.startswith("DXT_POSIX: the log's records are format 2, written by a Darshan newer than the "
+                            f"installed PyDarshan {darshan.__version__}") for p in trace.problems), trace.problems
+    assert not any("truncated or damaged" in p or "missing" in p for p in trace.problems), trace.problems
+    posix = next(m for m in trace.meta["darshan"]["modules"] if m["module"] == "POSIX")
+    assert posix["writes"] == 16 and posix["bytes_written"] == 16 * 4096

@@ -175,18 +175,23 @@ def _c_stderr_captured():
             said.append(sink.read().decode(errors="replace"))
 
 
-# darshan-util's words for a module written by a newer Darshan than it reads (darshan-logutils.c)
-NEWER_FORMAT = re.compile(r"invalid (\S+) module log format version \(expected (\d+), got (\d+)\)")
+# darshan-util's words for a module written by a newer Darshan than it reads: darshan-logutils.c for every
+# module, darshan-dxt-logutils.c for the DXT ones (which names the module with a space: "DXT POSIX")
+NEWER_FORMAT = (re.compile(r"invalid (?P<module>\S+) module log format version \(expected (?P<reads>\d+), "
+                           r"got (?P<got>\d+)\)"),
+                re.compile(r"Invalid (?P<module>DXT \S+) module version number \(got (?P<got>\d+)\)"))
 
 
 def _newer_formats(said: str) -> list[str]:
     """One line per module the installed darshan-util refused because a newer Darshan wrote it."""
     import darshan
 
+    found = {m["module"].replace(" ", "_"): (m["got"], m.groupdict().get("reads"))
+             for pattern in NEWER_FORMAT for m in pattern.finditer(said)}
     return [f"{module}: the log's records are format {got}, written by a Darshan newer than the installed "
-            f"PyDarshan {darshan.__version__} (which reads format {expected}), so they are not imported; "
-            "read the log with a newer PyDarshan (pip install -U darshan) or that Darshan's darshan-parser"
-            for module, expected, got in dict.fromkeys(NEWER_FORMAT.findall(said))]
+            f"PyDarshan {darshan.__version__}" + (f" (which reads format {reads})" if reads else "")
+            + ", so they are not imported; read the log with a newer PyDarshan (pip install -U darshan) or that "
+            "Darshan's darshan-parser" for module, (got, reads) in found.items()]
 
 
 def _coverage(segments_read: dict, modules: list[dict], present) -> list[dict]:
