@@ -149,33 +149,33 @@ int lf_close(lf_file *f) {
     return rc;
 }
 
-/* The newest modification time of the container's files, and the space its logs take. */
-static void scan_dir(const char *dir, struct stat *st) {
-    DIR *d = IOLOOM_NEXT(opendir)(dir);
-    if (!d) return;
-    for (struct dirent *de; (de = IOLOOM_NEXT(readdir)(d));) {
+/* The space a directory's data logs take (what a plain file's st_blocks counts: its data, holes excluded). */
+static blkcnt_t log_blocks(const char *dir) {
+    DIR *d = lf_opendir(dir);
+    blkcnt_t blocks = 0;
+    for (struct dirent *de; d && (de = IOLOOM_NEXT(readdir)(d));) {
         struct stat fst;
-        if (de->d_name[0] == '.' || IOLOOM_NEXT(fstatat)(dirfd(d), de->d_name, &fst, AT_SYMLINK_NOFOLLOW)) continue;
-        if (fst.st_mtim.tv_sec > st->st_mtim.tv_sec) st->st_mtim = fst.st_mtim;
-        st->st_blocks += fst.st_blocks;
+        if (!strncmp(de->d_name, "log.", 4) && !IOLOOM_NEXT(fstatat)(dirfd(d), de->d_name, &fst, AT_SYMLINK_NOFOLLOW))
+            blocks += fst.st_blocks;
     }
-    IOLOOM_NEXT(closedir)(d);
+    if (d) IOLOOM_NEXT(closedir)(d);
+    return blocks;
+}
+
+void lf_stat_fill(const lf_file *f, int64_t size, struct stat *st) {
+    st->st_mode = S_IFREG | f->meta.mode;
+    st->st_size = size;
+    st->st_nlink = 1;
+    st->st_blocks = 0;
+    for (int b = 0; b < f->meta.nbackends; b++) st->st_blocks += log_blocks(f->meta.backend[b]);
 }
 
 int lf_stat(const char *dir, struct stat *st) {
     lf_file *f = lf_open(dir, O_RDONLY, 0, NULL);
     if (!f) return -1;
     int64_t size = lf_size(f);
-    int rc = -1;
-    if (size >= 0 && IOLOOM_NEXT(stat)(dir, st) == 0) {
-        st->st_mode = S_IFREG | f->meta.mode;
-        st->st_size = size;
-        st->st_nlink = 1;
-        st->st_blocks = 0;
-        for (int b = 0; b < f->meta.nbackends; b++) scan_dir(f->meta.backend[b], st);
-        st->st_ctim = st->st_mtim;
-        rc = 0;
-    }
+    int rc = size >= 0 ? IOLOOM_NEXT(stat)(dir, st) : -1; /* the times, owner and inode: the directory's */
+    if (rc == 0) lf_stat_fill(f, size, st);
     int saved = errno;
     lf_close(f);
     errno = saved;
@@ -233,6 +233,9 @@ int lf_rename(const char *from, const char *to) {
         else if (IOLOOM_NEXT(unlink)(to)) return -1;
     }
     /* Only the primary directory moves: the metadata names the extra backends' directories, which are
-     * unique to this container (lf_meta.c). */
-    return IOLOOM_NEXT(rename)(from, to);
+     * unique to this container (lf_meta.c). Moved to another directory, its ".." entry changes: not the file. */
+    struct timespec times[2];
+    int kept = lf_times_get(from, times) == 0, rc = IOLOOM_NEXT(rename)(from, to);
+    if (rc == 0 && kept) lf_times_put(to, times);
+    return rc;
 }

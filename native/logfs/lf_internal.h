@@ -2,6 +2,7 @@
 #ifndef LF_INTERNAL_H
 #define LF_INTERNAL_H
 
+#include <dirent.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -105,9 +106,18 @@ char *lf_slurp(const char *path, size_t *len);
 int lf_damaged(const char *path, const char *what);
 void lf_damaged_report(void);
 int lf_mkdirs(const char *dir, mode_t mode);
+/* A container directory's access and modification times (the logical file's), to put back after the layer
+ * changed its entries for something that is not a modification of the file (chmod, a lock file, a rename). */
+int lf_times_get(const char *dir, struct timespec times[2]);
+void lf_times_put(const char *dir, const struct timespec times[2]);
+/* opendir of a container's directory without touching its access time (the logical file's: docs/logfs-format.md). */
+DIR *lf_opendir(const char *dir);
 
 /* lf_file.c: lf_open of one packed file's entries (file_id), or of the whole container (0). */
 lf_file *lf_open_file(const char *dir, uint32_t file_id, int flags, mode_t mode, const struct lf_backends *backends);
+/* A container's stat from its directory's (times, owner, inode: the logical file's, docs/logfs-format.md): the
+ * logical file's type and mode, size, one link, and the blocks its data logs take. */
+void lf_stat_fill(const lf_file *f, int64_t size, struct stat *st);
 
 /* lf_write.c */
 /* Which group's log this handle writes: fixed at open from the environment (IOLOOM_LOGFS_FANOUT, the rank). */

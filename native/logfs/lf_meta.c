@@ -1,6 +1,7 @@
 /* The container's metadata file (ioloom-logfs.meta): small text, written once at creation and on rename.
  * Creation is race-free among many ranks: each writes a private temporary file and link()s it into place, so
  * exactly one wins and the others find the winner's file (O_EXCL semantics without a lock). */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -41,6 +42,31 @@ void lf_damaged_report(void) {
     if (n)
         fprintf(stderr, "ioloom-logfs: %lu open(s) of damaged or crafted containers refused (EIO), the first: %s; "
                         "`ioloom container check` says what to repair\n", n, first_damage);
+}
+
+DIR *lf_opendir(const char *dir) {
+    int fd = IOLOOM_NEXT(open)(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOATIME);
+    if (fd < 0 && errno == EPERM) fd = IOLOOM_NEXT(open)(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC); /* not the owner */
+    DIR *d = fd < 0 ? NULL : IOLOOM_NEXT(fdopendir)(fd);
+    if (!d && fd >= 0) {
+        int saved = errno;
+        IOLOOM_NEXT(close)(fd);
+        errno = saved;
+    }
+    return d;
+}
+
+int lf_times_get(const char *dir, struct timespec times[2]) {
+    struct stat st;
+    if (IOLOOM_NEXT(stat)(dir, &st)) return -1;
+    times[0] = st.st_atim, times[1] = st.st_mtim;
+    return 0;
+}
+
+void lf_times_put(const char *dir, const struct timespec times[2]) {
+    int saved = errno;
+    IOLOOM_NEXT(utimensat)(AT_FDCWD, dir, times, 0);
+    errno = saved;
 }
 
 int lf_mkdirs(const char *dir, mode_t mode) {
@@ -261,8 +287,11 @@ int lf_chmod(const char *dir, mode_t mode) {
     /* Replaced whole (a temporary renamed over it): readers see the old or the new metadata, never half. */
     snprintf(tmp, sizeof tmp, ".meta.%d.%llx", (int)getpid(), (unsigned long long)ioloom_now_ns());
     snprintf(from, sizeof from, "%s/%s", dir, tmp);
+    struct timespec times[2];
+    int kept = lf_times_get(dir, times) == 0; /* a chmod changes the file's ctime, not its mtime */
     int rc = n < 0 || write_new(dir, tmp, out, (size_t)n) ? -1 : IOLOOM_NEXT(rename)(from, to), saved = errno;
     if (rc && n >= 0) IOLOOM_NEXT(unlink)(from);
+    if (kept) lf_times_put(dir, times);
     free(out);
     errno = saved;
     return rc;

@@ -90,7 +90,7 @@ static long find_id(const uint32_t *ids, size_t n, uint32_t id) {
 /* Calls fn once per existing file, with the first name a names journal gives its id. */
 static void name_existing(const char *dir, const uint32_t *ids, char *named, size_t nids,
                           void (*fn)(const char *, void *), void *arg) {
-    DIR *d = IOLOOM_NEXT(opendir)(dir);
+    DIR *d = lf_opendir(dir);
     if (!d) return;
     for (struct dirent *de; (de = IOLOOM_NEXT(readdir)(d));) {
         if (strncmp(de->d_name, "names.", 6)) continue;

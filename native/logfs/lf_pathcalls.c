@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,11 +38,13 @@ static enum lf_kind_of_path lf_container_at(int dirfd, const char *path, const c
 static int fstat_open(int fd, struct lf_ofd *o, struct stat *st) {
     int64_t size = lf_size(o->file);
     if (size < 0 || IOLOOM_NEXT(fstat)(fd, st)) return -1;
-    st->st_mode = S_IFREG | o->file->meta.mode;
-    st->st_size = size;
-    st->st_nlink = 1;
-    st->st_blocks = (size + 511) / 512;
-    st->st_ino ^= (ino_t)o->file->file_id << 20; /* as lf_stat_packed: stat and fstat agree (cp checks) */
+    if (o->file->file_id) { /* as lf_stat_packed: stat and fstat agree (cp checks) */
+        st->st_ino ^= (ino_t)o->file->file_id << 20;
+        st->st_mode = S_IFREG | o->file->meta.mode, st->st_size = size, st->st_nlink = 1;
+        st->st_blocks = (size + 511) / 512;
+    } else {
+        lf_stat_fill(o->file, size, st);
+    }
     return 0;
 }
 
@@ -99,6 +102,23 @@ EXPORT int statx(int dirfd, const char *path, int flags, unsigned mask, struct s
     stx->stx_mtime = stx->stx_ctime = stx_time(st.st_mtim);
     stx->stx_mask |= STATX_TYPE | STATX_MODE | STATX_SIZE | STATX_BLOCKS | STATX_NLINK | STATX_MTIME | STATX_CTIME;
     return 0;
+}
+
+/* ---- times: the logical file's are its directory's; a handle's writes are published first, so that their
+ * modification time (lf_write.c) comes before the times set ---- */
+
+EXPORT int utimensat(int dirfd, const char *path, const struct timespec times[2], int flags) {
+    /* futimens(fd) is utimensat(fd, NULL): glibc declares path nonnull, so the test must not be optimised away */
+    uintptr_t given = (uintptr_t)path;
+    __asm__("" : "+r"(given));
+    struct lf_ofd *o = given ? NULL : lf_fd(dirfd);
+    if (o) lf_publish(o->file);
+    return IOLOOM_NEXT(utimensat)(dirfd, path, times, flags);
+}
+EXPORT int futimens(int fd, const struct timespec times[2]) {
+    struct lf_ofd *o = lf_fd(fd);
+    if (o) lf_publish(o->file);
+    return IOLOOM_NEXT(futimens)(fd, times);
 }
 
 /* ---- truncate, unlink, rename ---- */
@@ -177,7 +197,27 @@ EXPORT int fchmod(int fd, mode_t mode) {
     return rc;
 }
 
-/* ---- extended attributes: a packed file has none (ls -l asks for ACLs and labels) ---- */
+/* ---- extended attributes: a packed file has none (ls -l asks for ACLs and labels); a container keeps no ACL,
+ * as a file system without ACL support: its permissions are the mode bits (cp -a then sets them by chmod) ---- */
+
+static int acl_name(const char *name) { return !strncmp(name, "system.posix_acl_", 17); }
+
+EXPORT int setxattr(const char *path, const char *name, const void *value, size_t size, int flags) {
+    struct lf_place place;
+    const char *real;
+    if (acl_name(name) && lf_container_at(AT_FDCWD, path, &real, &place, 1) != LF_PASS) return errno = EOPNOTSUPP, -1;
+    return IOLOOM_NEXT(setxattr)(real, name, value, size, flags);
+}
+EXPORT int lsetxattr(const char *path, const char *name, const void *value, size_t size, int flags) {
+    struct lf_place place;
+    const char *real;
+    if (acl_name(name) && lf_container_at(AT_FDCWD, path, &real, &place, 0) != LF_PASS) return errno = EOPNOTSUPP, -1;
+    return IOLOOM_NEXT(lsetxattr)(real, name, value, size, flags);
+}
+EXPORT int fsetxattr(int fd, const char *name, const void *value, size_t size, int flags) {
+    if (acl_name(name) && lf_fd(fd)) return errno = EOPNOTSUPP, -1;
+    return IOLOOM_NEXT(fsetxattr)(fd, name, value, size, flags);
+}
 
 #define NO_XATTRS_IF_PACKED(fn, path, none, ...)                                        \
     struct lf_place place;                                                              \

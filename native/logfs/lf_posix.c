@@ -323,7 +323,10 @@ static int record_lock(struct lf_ofd *o, int cmd, struct flock *fl) {
     if (o->lock_fd < 0) {
         char path[PATH_MAX];
         snprintf(path, sizeof path, "%s/lock", lf_dir(o->file));
-        int fd = IOLOOM_NEXT(open)(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        struct timespec times[2];
+        int kept = lf_times_get(lf_dir(o->file), times) == 0; /* taking a lock modifies no data */
+        int fd = IOLOOM_NEXT(open)(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+        if (kept) lf_times_put(lf_dir(o->file), times);
         if (fd < 0) return -1;
         int none = -1;
         if (!__atomic_compare_exchange_n(&o->lock_fd, &none, fd, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))

@@ -119,7 +119,7 @@ int lf_load_others(lf_file *f) {
     size_t cap = f->nothers;
     f->nothers = 0;
     for (int b = 0; b < f->meta.nbackends; b++) {
-        DIR *d = IOLOOM_NEXT(opendir)(f->meta.backend[b]);
+        DIR *d = lf_opendir(f->meta.backend[b]);
         if (!d) {
             if (errno == ENOENT) continue;
             return -1;

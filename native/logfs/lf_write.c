@@ -260,6 +260,20 @@ int lf_writer_name(lf_file *f, const char *name) {
     return done == n ? 0 : (errno = done < 0 ? saved : ENOSPC, -1);
 }
 
+static uint64_t ns(struct timespec t) { return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec; }
+
+/* The logical file's modification time is its directory's (stat reports the directory's times): published
+ * writes move it to their last stamp, unless the times were set (utimensat: the directory's ctime moves) after
+ * them, or a later time is there already. Best effort: the data is published either way. */
+static void mark_modified(const lf_file *f, uint64_t stamp) {
+    struct stat st;
+    if (IOLOOM_NEXT(stat)(f->dir, &st) || stamp <= ns(st.st_ctim) || stamp <= ns(st.st_mtim)) return;
+    struct timespec times[2] = {{.tv_nsec = UTIME_OMIT}, {(time_t)(stamp / 1000000000u), (long)(stamp % 1000000000u)}};
+    int saved = errno;
+    IOLOOM_NEXT(utimensat)(AT_FDCWD, f->dir, times, 0);
+    errno = saved;
+}
+
 /* Appends the unpublished entries as one block to the group's index journal; closes the open entry. */
 int lf_writer_publish(lf_file *f) {
     f->entry_open = 0;
@@ -285,6 +299,7 @@ int lf_writer_publish(lf_file *f) {
     flock(f->index_fd, LOCK_UN);
     if (done != (ssize_t)(iov[0].iov_len + iov[1].iov_len)) return errno = done < 0 ? saved : ENOSPC, -1;
     f->npublished = f->nmine;
+    mark_modified(f, f->mine[f->nmine - 1].stamp_last);
     return 0;
 }
 
