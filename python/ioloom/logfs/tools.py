@@ -284,7 +284,7 @@ def _check_entry(f, log: Path, e: np.ndarray, writer: int, described: dict, repo
     """Each record of the entry must be covered, from its start, by journal records of its writer that follow
     each other in the file and in the log (a record may be several contiguous writes), with intact data. The
     work is bounded by the journal: an entry can name no more records than it holds."""
-    total = 0
+    total, stamps = 0, []
     count = 1 if e["kind"] != WRITE else int(e["count"])
     if count > len(described):
         report.problems.append(f"{log}: an entry at logical {int(e['offset'])} names {count} records, more than the "
@@ -312,6 +312,7 @@ def _check_entry(f, log: Path, e: np.ndarray, writer: int, described: dict, repo
                                        "written): run `ioloom container recover` to index what is intact")
                 return
             total += int(head["data_sum"])
+            stamps.append(int(head["stamp"]))
             indexed.add(key)
             data_at += int(head["length"])
             if e["kind"] != WRITE or data_at >= start + int(e["length"]) or not head["length"]:
@@ -323,6 +324,9 @@ def _check_entry(f, log: Path, e: np.ndarray, writer: int, described: dict, repo
     if total % (1 << 64) != int(e["data_sum"]):
         report.problems.append(f"{log}: entry at logical {int(e['offset'])}: combined checksum mismatch: run "
                                "`ioloom container recover`")
+    elif (stamps[0], stamps[-1]) != (int(e["stamp"]), int(e["stamp_last"])):  # its place in the order of writes
+        report.problems.append(f"{log}: entry at logical {int(e['offset'])}: its stamps are not its records' (the "
+                               "order of overlapping writes would change): run `ioloom container recover`")
 
 
 # Index rows while rebuilding: [kind, file_id, offset, length, count, stride, physical, pstride, stamp,
