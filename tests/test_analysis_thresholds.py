@@ -60,21 +60,21 @@ def random_writes(jumps: int, ops: int) -> Builder:
     return b
 
 
-def reads(spans) -> Builder:
-    """(rank, offset, size) reads of one file."""
+def accesses(op: str, spans) -> Builder:
+    """(rank, offset, size) calls of `op` on one file, one after the other."""
     b = Builder()
-    f = b.file("/data/input")
+    f = b.file("/data/file")
     for i, (rank, offset, size) in enumerate(spans):
-        b.call(rank, "posix", "pread", i * 1000, i * 1000 + 500, f, offset, size)
+        b.call(rank, "posix", op, i * 1000, i * 1000 + 500, f, offset, size)
     return b
+
+
+def reads(spans) -> Builder:
+    return accesses("pread", spans)
 
 
 def writes(spans) -> Builder:
-    b = Builder()
-    f = b.file("/data/out")
-    for i, (rank, offset, size) in enumerate(spans):
-        b.call(rank, "posix", "pwrite", i * 1000, i * 1000 + 500, f, offset, size)
-    return b
+    return accesses("pwrite", spans)
 
 
 def shared_bytes(a: int, b_: int) -> Builder:

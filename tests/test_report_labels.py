@@ -105,3 +105,19 @@ def test_stats_at_80_columns_keeps_whole_paths_and_their_brackets(traced):
     path = str(traced["root"] / "run[uneven]" / "shared")
     assert re.sub(r"\s+", "", path) in joined  # whole, brackets kept (folded, never cut)
     assert re.sub(r"\s+", "", f"shared-file-imbalance: {RANKS} ranks write the shared file {path}") in joined
+
+
+def test_no_findings_lists_every_check_and_its_thresholds(tmp_path):
+    """A run with nothing to report says what was looked for, in the report and in `ioloom stats`."""
+    from ioloom.analysis.findings import CHECKS, T
+
+    b = Builder()
+    b.call(0, "posix", "pwrite", 0, 1000, b.file("/data/out"), 0, 1 << 20)
+    a = analyse(b.trace(), workers=1)
+    assert a.findings == []
+    page = html.unescape(render(a))
+    assert f"No findings: none of the {len(CHECKS)} checks below matched this trace." in page
+    for check in CHECKS:
+        assert check.looks_for in page and all(T.shown(name) in page for name in check.thresholds)
+    assert "stdio_share = 10%" in page and "S01" in page
+
