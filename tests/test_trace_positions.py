@@ -122,3 +122,20 @@ def test_stream_offsets_equal_ftell_through_flushes_and_inline_calls(tmp_path, s
     mismatch = next((i for i, (a, b) in enumerate(zip(want, have)) if a != b), None)
     assert mismatch is None, (f"call {mismatch}: ftello said {want[mismatch:mismatch + 3]}, "
                               f"the trace {have[mismatch:mismatch + 3]}")
+
+
+def test_a_path_removed_or_replaced_is_another_file(tmp_path):
+    """Opening a path again reuses what the thread learnt of it (no fstat) only while the process has removed
+    or renamed nothing: after remove() (which unlinks inside libc) and after a rename over it, the path names a
+    new file, with its own id and (device, inode)."""
+    exe = compile_program("trace_scenarios.c")
+    (tmp_path / "w").mkdir()
+    subprocess.run([str(exe), "renamed", str(tmp_path / "w")], check=True, timeout=60, env=traced_env(tmp_path / "t"))
+    trace = open_trace(tmp_path / "t")
+    files = trace.files.to_pandas()
+    a = files[files["path"] == str(tmp_path / "w" / "a.dat")]
+    events = trace.events().to_pandas().astype({"op": str})
+    opens = events[(events["op"] == "open") & events["file_id"].isin(a["file_id"])]
+    assert len(opens) == 6 and a["ino"].nunique() == 3
+    assert opens["file_id"].tolist()[::2] == opens["file_id"].tolist()[1::2]  # the same file twice in a row
+    assert opens["file_id"].nunique() == 3

@@ -248,21 +248,27 @@ static int fd_stat(int fd, struct stat *st) { return (int)syscall(SYS_fstat, fd,
 
 /* ---- paths named again ----
  * Programs open and stat the same few paths again and again. Each thread remembers the state of the last paths
- * it named from the cwd, as given (before normalisation), with the (device, inode) the file had: a call on the
- * same path whose file has the same (device, inode) reuses the state, skipping normalisation, the filters and
- * the file table's lock. A relative path is remembered with the cwd's generation (chdir and fchdir move it). */
+ * it named from the cwd, as given (before normalisation), with the (device, inode) and type the file had: a stat
+ * of the same path that finds the same (device, inode) reuses the state, skipping normalisation, the filters
+ * and the file table's lock. An open of the same path reuses it without asking the file's (device, inode)
+ * (fstat, the larger part of what tracing adds to an open) as long as this process has removed or renamed
+ * nothing since: a file another process replaced meanwhile keeps its earlier id in this process's stream, as a
+ * path-keyed tool (Darshan) would name it. A relative path is remembered with the cwd's generation (chdir and
+ * fchdir move it). */
 #define RECENT_PATHS 4
 #define RECENT_PATH_BYTES 112
 struct recent_path {
     uint64_t hash, dev, ino;
-    uint32_t cwd;
+    uint32_t cwd, names; /* the cwd and names generations it was named in */
     int32_t state;
+    unsigned mode;
     char path[RECENT_PATH_BYTES];
 };
 static IOLOOM_TLS struct recent_path recent[RECENT_PATHS];
-static volatile uint32_t cwd_generation = 1;
+static volatile uint32_t cwd_generation = 1, names_generation = 1;
 
 void ioloom_cwd_changed(void) { __atomic_add_fetch(&cwd_generation, 1, __ATOMIC_RELAXED); }
+void ioloom_names_changed(void) { __atomic_add_fetch(&names_generation, 1, __ATOMIC_RELAXED); }
 
 /* The path's key (0 when it is too long to remember): its length and its first and last 8 bytes mixed, enough
  * to pick a slot and to reject most others before the full comparison. *cwd is the cwd generation it
@@ -279,18 +285,17 @@ static uint64_t recent_hash(const char *path, uint32_t *cwd) {
 
 static struct recent_path *recent_slot(uint64_t hash) { return &recent[(hash >> 59) % RECENT_PATHS]; }
 
-/* The state remembered for (path from the cwd, st), or -1 (not remembered, or a different file now). */
-static int32_t recalled(const char *path, const struct stat *st, uint64_t hash, uint32_t cwd) {
-    struct recent_path *r = recent_slot(hash);
-    int same = hash && r->hash == hash && r->cwd == cwd && r->dev == (uint64_t)st->st_dev &&
-               r->ino == (uint64_t)st->st_ino && !strcmp(r->path, path);
-    return same ? r->state : -1;
+/* The entry remembered for path (named from the cwd), or NULL. */
+static const struct recent_path *recalled(const char *path, uint64_t hash, uint32_t cwd) {
+    const struct recent_path *r = recent_slot(hash);
+    return hash && r->hash == hash && r->cwd == cwd && !strcmp(r->path, path) ? r : NULL;
 }
 
 static void remember(const char *path, const struct stat *st, uint64_t hash, uint32_t cwd, int32_t state) {
     if (!hash || state == -1) return;
     struct recent_path *r = recent_slot(hash);
-    *r = (struct recent_path){hash, (uint64_t)st->st_dev, (uint64_t)st->st_ino, cwd, state, {0}};
+    *r = (struct recent_path){hash, (uint64_t)st->st_dev, (uint64_t)st->st_ino, cwd, names_generation, state,
+                              st->st_mode, {0}};
     strcpy(r->path, path);
 }
 
@@ -299,15 +304,22 @@ static int32_t stat_state(int dirfd, const char *path, const struct stat *st) {
     char abs[PATH_MAX];
     uint32_t cwd = 0;
     uint64_t hash = path && st && dirfd == AT_FDCWD ? recent_hash(path, &cwd) : 0;
-    int32_t state = hash ? recalled(path, st, hash, cwd) : -1;
-    if (state != -1) return state;
-    state = path && absolute(dirfd, path, abs, sizeof abs) == 0 ? name_state(abs, st) : -1;
+    const struct recent_path *known = recalled(path, hash, cwd);
+    if (known && known->dev == (uint64_t)st->st_dev && known->ino == (uint64_t)st->st_ino) return known->state;
+    int32_t state = path && absolute(dirfd, path, abs, sizeof abs) == 0 ? name_state(abs, st) : -1;
     if (hash) remember(path, st, hash, cwd, state);
     return state;
 }
 
 /* As ioloom_path_state; *mode is the file's type and mode (0 when fstat failed). */
 static int32_t path_state_mode(int dirfd, const char *path, int fd, unsigned *mode) {
+    uint32_t cwd = 0;
+    const struct recent_path *again = path && fd >= 0 && dirfd == AT_FDCWD ? recalled(path, recent_hash(path, &cwd), cwd)
+                                                                           : NULL;
+    if (again && again->names == names_generation) {
+        *mode = again->mode;
+        return again->state;
+    }
     int saved = errno;
     struct stat st;
     int known = fd >= 0 && fd_stat(fd, &st) == 0;

@@ -137,8 +137,7 @@ int64_t ioloom_move_by_slowly(struct ioloom_move *m, int64_t moved, int how) {
     return before;
 }
 
-void ioloom_move_to(struct ioloom_move *m, int64_t at) {
-    if (!m->d) return;
+void ioloom_move_to_slowly(struct ioloom_move *m, int64_t at) {
     int alone = move_alone(m);
     move_end(m, alone, at >= 0 ? at : __atomic_load_n(&m->d->position, __ATOMIC_RELAXED));
 }

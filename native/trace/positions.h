@@ -114,7 +114,16 @@ static inline int64_t ioloom_move_by(struct ioloom_move *m, int64_t moved, int h
     return ioloom_move_by_slowly(m, moved, how);
 }
 
+void ioloom_move_to_slowly(struct ioloom_move *m, int64_t at);
+
 /* After lseek: the position is its result `at` (< 0: it failed and moved nothing). */
-void ioloom_move_to(struct ioloom_move *m, int64_t at);
+static inline void ioloom_move_to(struct ioloom_move *m, int64_t at) {
+    struct ioloom_description *d = m->d;
+    if (IOLOOM_LIKELY(d != NULL && !m->threads && d->calls == m->seen)) {
+        if (at >= 0) d->position = at;
+        return;
+    }
+    if (d) ioloom_move_to_slowly(m, at);
+}
 
 #endif

@@ -1,6 +1,7 @@
 /* POSIX metadata wrappers: the stat family, access, unlink, rename, mkdir, rmdir, truncate. Path calls name
  * their file by path (and by (device, inode) when the call returns a stat); ret_bytes is the return value. */
 #include <fcntl.h>
+#include <stdio.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -97,14 +98,30 @@ IOLOOM_EXPORT int faccessat(int dirfd, const char *path, int mode, int flags) {
            record_path(&c, OP(FACCESSAT), dirfd, path, NULL, -1, r, mode | (int64_t)flags << 16));
 }
 
-IOLOOM_EXPORT int unlink(const char *path) {
+/* Calls that remove or rename names, traced or not: a path opened again afterwards may be another file. */
+static int renamed(int r) {
+    ioloom_names_changed();
+    return r;
+}
+#define WRAP_RENAMING(fn, params, args)                                                                   \
+    IOLOOM_EXPORT int fn params { return renamed(traced_##fn args); }
+
+static int traced_unlink(const char *path) {
     TRACED(P, unlink, (path), r < 0, record_path(&c, OP(UNLINK), AT_FDCWD, path, NULL, -1, r, -1));
 }
-IOLOOM_EXPORT int unlinkat(int dirfd, const char *path, int flags) {
+static int traced_unlinkat(int dirfd, const char *path, int flags) {
     TRACED(P, unlinkat, (dirfd, path, flags), r < 0, record_path(&c, OP(UNLINKAT), dirfd, path, NULL, -1, r, flags));
 }
-IOLOOM_EXPORT int rmdir(const char *path) {
+static int traced_rmdir(const char *path) {
     TRACED(P, rmdir, (path), r < 0, record_path(&c, OP(RMDIR), AT_FDCWD, path, NULL, -1, r, -1));
+}
+WRAP_RENAMING(unlink, (const char *path), (path))
+WRAP_RENAMING(unlinkat, (int dirfd, const char *path, int flags), (dirfd, path, flags))
+WRAP_RENAMING(rmdir, (const char *path), (path))
+/* remove and renameat2 are not recorded (glibc's remove unlinks inside libc). */
+IOLOOM_EXPORT int remove(const char *path) { return renamed(IOLOOM_NEXT(remove)(path)); }
+IOLOOM_EXPORT int renameat2(int olddir, const char *old, int newdir, const char *new, unsigned flags) {
+    return renamed(IOLOOM_NEXT(renameat2)(olddir, old, newdir, new, flags));
 }
 /* mkdir: req_bytes = mode. */
 IOLOOM_EXPORT int mkdir(const char *path, mode_t mode) {
@@ -120,12 +137,14 @@ static void record_rename(struct ioloom_call *c, enum ioloom_op op, int olddir, 
     int32_t target = ioloom_stat_state(newdir, new, NULL);
     record_path(c, op, olddir, old, NULL, -1, r, target >= 0 ? target : -1);
 }
-IOLOOM_EXPORT int rename(const char *old, const char *new) {
+static int traced_rename(const char *old, const char *new) {
     TRACED(P, rename, (old, new), r < 0, record_rename(&c, OP(RENAME), AT_FDCWD, old, AT_FDCWD, new, r));
 }
-IOLOOM_EXPORT int renameat(int olddir, const char *old, int newdir, const char *new) {
+static int traced_renameat(int olddir, const char *old, int newdir, const char *new) {
     TRACED(P, renameat, (olddir, old, newdir, new), r < 0, record_rename(&c, OP(RENAMEAT), olddir, old, newdir, new, r));
 }
+WRAP_RENAMING(rename, (const char *old, const char *new), (old, new))
+WRAP_RENAMING(renameat, (int olddir, const char *old, int newdir, const char *new), (olddir, old, newdir, new))
 
 /* truncate: offset = req_bytes = the new length. */
 static void record_truncate(struct ioloom_call *c, enum ioloom_op op, const char *path, off_t len, int r) {

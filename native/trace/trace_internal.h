@@ -65,6 +65,8 @@ struct stat;
 int32_t ioloom_stat_state(int dirfd, const char *path, const struct stat *st);
 /* chdir or fchdir succeeded: relative paths name other files now. */
 void ioloom_cwd_changed(void);
+/* This process removed or renamed a name: a path opened again may be another file now. */
+void ioloom_names_changed(void);
 /* Counts one excluded call moving `bytes` against the state's exclusion rule. */
 void ioloom_count_excluded(int32_t state, int64_t bytes);
 

@@ -2,7 +2,7 @@
  * so a test can check the trace against exact offsets and byte counts, and check that the printed results are
  * the same traced and untraced.
  *
- * usage: trace_scenarios posix|stdio|threads|shared_stream|fork|loop|handler|abort|reuse|crowd|burst DIR [N M] */
+ * usage: trace_scenarios posix|stdio|threads|shared_stream|fork|loop|handler|abort|reuse|renamed|crowd|burst DIR [N M] */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -260,6 +260,22 @@ static void aborts(void) {
 
 /* Closes every descriptor above stderr (the tracer's too), then opens 1000 files, so that one of them gets the
  * number the tracer's stream had, and writes to the last: no trace byte may land in any of them. */
+/* One path, three files: opened, removed (remove, inside libc) and created again, then replaced by a rename.
+ * A second link keeps each removed file alive, so that the file system cannot hand its inode out again. */
+static void renamed(void) {
+    for (int i = 0; i < 3; i++) {
+        if (i == 1) {
+            ignore(link(in_dir("a.dat"), in_dir("kept.dat")));
+            remove(in_dir("a.dat"));
+        }
+        if (i == 2) {
+            close(open(in_dir("b.dat"), O_CREAT | O_WRONLY, 0644));
+            rename(in_dir("b.dat"), in_dir("a.dat"));
+        }
+        for (int j = 0; j < 2; j++) close(open(in_dir("a.dat"), O_CREAT | O_WRONLY, 0644));
+    }
+}
+
 static void reuse(void) {
     close_range(3, ~0U, 0);
     int fd = -1;
@@ -285,6 +301,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(what, "handler")) handler();
     else if (!strcmp(what, "abort")) aborts();
     else if (!strcmp(what, "reuse")) reuse();
+    else if (!strcmp(what, "renamed")) renamed();
     else if (!strcmp(what, "crowd") && n > 0) crowd(n, m);
     else if (!strcmp(what, "burst") && n > 0) burst(n);
     else return 2;
