@@ -11,8 +11,8 @@ import subprocess
 import sys
 
 import pytest
-from conftest import MpiRunner
 
+from conftest import MpiRunner
 from ioloom import mpi as mpi_impls
 from ioloom.analysis import analyse
 from ioloom.analysis.synthetic import Builder
@@ -77,7 +77,8 @@ def test_spread_across_ranks_names_files_and_the_colour_bar_is_discrete(traced):
     assert maps
     for fig in maps:
         marker = fig.data[0].marker
-        assert marker.colorbar.tickvals == tuple(range(RANKS)) and marker.colorbar.ticktext == tuple(map(str, range(RANKS)))
+        assert marker.colorbar.tickvals == tuple(range(RANKS))
+        assert marker.colorbar.ticktext == tuple(map(str, range(RANKS)))
         stops = [colour for _, colour in marker.colorscale]
         assert len(stops) == 2 * RANKS and all(stops[2 * i] == stops[2 * i + 1] for i in range(RANKS))
         assert len(set(stops)) == RANKS  # one colour per rank, steps not a gradient

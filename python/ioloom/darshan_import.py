@@ -241,8 +241,8 @@ def darshan_trace(path: str | Path) -> Trace:
     coverage = _coverage(segments_read, counters["modules"], report.modules) if not newer else []
     problems += _partial(coverage)
     meta = {"source": "darshan", "path": str(path), "exe": report.metadata.get("exe", ""),
-            "darshan": {"job": {k: v for k, v in job.items() if k != "metadata"}, "modules_present": list(report.modules),
-                        "dxt_coverage": coverage, **counters}}
+            "darshan": {"job": {k: v for k, v in job.items() if k != "metadata"},
+                        "modules_present": list(report.modules), "dxt_coverage": coverage, **counters}}
     if table.num_rows == 0 and not problems:
         problems.append(f"{Path(path).name}: the log has no DXT trace segments (run with DXT_ENABLE_IO_TRACE=1 to "
                         "record them), so only its counters are reported; timelines, patterns and findings need events")

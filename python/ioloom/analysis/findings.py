@@ -159,7 +159,8 @@ def small_strided_writes(a) -> list[Finding]:
         if not pattern["interleaved"] or part.empty:
             continue
         through_mpi = (part["layer"] == MPIIO).any()
-        count = int(independent[independent["file_id"] == file_id]["calls"].sum()) if through_mpi else int(part["ops"].sum())
+        mine = independent[independent["file_id"] == file_id]
+        count = int(mine["calls"].sum()) if through_mpi else int(part["ops"].sum())
         small = int(part["small"].sum())
         if count < T.small_writes_min or small < T.small_writes_share * part["ops"].sum() or small < T.small_writes_min:
             continue
@@ -469,7 +470,8 @@ def time_before_first_byte(a) -> list[Finding]:
     procs = a.processes
     procs = procs[procs["t_first_byte"].notna() & (procs["io_ns"] > 0)]
     lost = procs["io_before_first_byte_ns"] / NS
-    hit = procs[(lost >= T.first_byte_min_s) & (procs["io_before_first_byte_ns"] >= T.first_byte_share * procs["io_ns"])]
+    share = procs["io_before_first_byte_ns"] >= T.first_byte_share * procs["io_ns"]
+    hit = procs[(lost >= T.first_byte_min_s) & share]
     if hit.empty or (lost.median() < T.first_byte_min_s and len(hit) <= len(procs) // 2):
         return []
     lost = hit["io_before_first_byte_ns"] / NS
@@ -499,7 +501,8 @@ def stdio_heavy(a) -> list[Finding]:
         f"through stdio (fwrite, fprintf, fread...), in {calls:,} calls on {len(per_file)} file(s)",
         _evidence(a, part, {"stdio_bytes": stdio, "bytes": total, "stdio_calls": calls,
                             "bytes_by_layer": {LAYERS[int(k)]: int(v) for k, v in by_layer.items()},
-                            "stdio_bytes_by_file": {a.paths.get(int(f), str(f)): int(b) for f, b in per_file.head(10).items()}},
+                            "stdio_bytes_by_file": {a.paths.get(int(f), str(f)): int(b)
+                                                    for f, b in per_file.head(10).items()}},
                   files=per_file.index),
         "stdio copies every byte through a small per-stream buffer (4-8 KiB by default, so the file system sees "
         "4-8 KiB writes) and cannot coordinate ranks: write large data with write/pwrite or MPI-IO (or HDF5, "

@@ -67,7 +67,8 @@ def classify(groups: pd.DataFrame, strides: pd.DataFrame, stripe_size: int) -> l
     out = []
     for file_id, part in data.groupby("file_id"):
         per_rank = part.groupby("rank").agg(off_min=("off_min", "min"), end_max=("end_max", "max"))
-        writers = part[part["kind"] == WRITE].groupby("rank").agg(off_min=("off_min", "min"), end_max=("end_max", "max"))
+        writers = part[part["kind"] == WRITE].groupby("rank").agg(off_min=("off_min", "min"),
+                                                                  end_max=("end_max", "max"))
         layer = int(part["layer"].iloc[0])
         own_strides = stride_table[(stride_table["file_id"] == file_id) & (stride_table["layer"] == layer)
                                    & (stride_table["nested"] == 0)]

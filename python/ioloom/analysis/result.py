@@ -94,7 +94,8 @@ class Analysis:
         t0 = procs["t_first"].min() if len(procs) else 0
         t1 = procs["t_last"].max() if len(procs) else 0
         ranks = procs["rank"][procs["rank"] >= 0].nunique() if len(procs) else 0
-        out = {"processes": int(len(procs)), "ranks": int(ranks), "events": int(procs["events"].sum()) if len(procs) else 0,
+        events = int(procs["events"].sum()) if len(procs) else 0
+        out = {"processes": int(len(procs)), "ranks": int(ranks), "events": events,
                "files": int(self.groups["file_id"][self.groups["file_id"] >= 0].nunique()) if len(self.groups) else 0,
                "duration_s": float((t1 - t0) / metrics.NS) if len(procs) else 0.0,
                "dropped_events": dropped, "excluded_calls": excluded, "problems": self.problems,

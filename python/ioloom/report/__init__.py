@@ -123,11 +123,13 @@ def _findings(result: dict) -> str:
                      f'<details><summary>Evidence</summary><pre>{evidence}</pre></details></div>')
     checks = result["checks"]
     table = figures.frame_html(pd.DataFrame([{
-        "check": ", ".join(c["codes"]), "looks for": c["looks_for"], "fires at or above": "; ".join(c["thresholds_shown"]) or "whenever seen",
+        "check": ", ".join(c["codes"]), "looks for": c["looks_for"],
+        "fires at or above": "; ".join(c["thresholds_shown"]) or "whenever seen",
         "Drishti": ", ".join(c["drishti"]) or "–",
         "result": ", ".join(c["fired"]) or "nothing found"} for c in checks]))
     if items:
-        body = "".join(items) + f"<details><summary>The {len(checks)} checks and their thresholds</summary>{table}</details>"
+        body = "".join(items) + (f"<details><summary>The {len(checks)} checks and their thresholds</summary>"
+                                 f"{table}</details>")
     else:
         body = (f'<p class="ok">No findings: none of the {len(checks)} checks below matched this trace.</p>' + table)
     return _section("findings", "Findings", "Problems the trace shows, with evidence and the change that "
