@@ -122,3 +122,21 @@ def test_times_modes_and_stat_fields(tmp_path):
                  "cp 2 12 644", "mode 600 -rw-------", "big 1048576 2048", "sparse 1073741824 0", "ino same",
                  "fstat True"):
         assert line in layer_out.splitlines(), line  # the plain file's answers, which the layer gave too
+
+
+ACCESS = r"""
+set -e
+for mode in 644 755 600 000 111; do
+    printf x > f$mode && chmod $mode f$mode
+    echo "$mode r$(test -r f$mode && echo 1 || echo 0) w$(test -w f$mode && echo 1 || echo 0) x$(test -x f$mode && echo 1 || echo 0)"
+    python3 -c "import os; print('$mode', os.access('f$mode', os.R_OK), os.access('f$mode', os.X_OK), os.access('f$mode', os.F_OK))"
+done
+"""
+
+
+def test_access_follows_the_logical_mode(tmp_path):
+    """Today's main answered access() from the container directory's bits (rwx for the layer): `test -x` said a
+    0644 file was executable."""
+    _, _, plain_out, layer_out = under_layer_and_plain(tmp_path, ACCESS)
+    assert layer_out == plain_out
+    assert "644 r1 w1 x0" in layer_out and "755 r1 w1 x1" in layer_out

@@ -176,6 +176,43 @@ EXPORT int rename(const char *old, const char *new) { return renameat2(AT_FDCWD,
 
 /* ---- permissions: the logical file's mode lives in the metadata (the directory keeps rwx for the layer) ---- */
 
+/* Is the caller (effective ids with AT_EACCESS, else real ones) in group `gid`? */
+static int in_group(gid_t gid, int effective) {
+    if (gid == (effective ? getegid() : getgid())) return 1;
+    gid_t groups[256];
+    int n = getgroups(256, groups);
+    for (int i = 0; i < n; i++)
+        if (groups[i] == gid) return 1;
+    return 0;
+}
+
+/* access() of a container: its logical mode's bits, owner and group the directory's, checked as the kernel checks
+ * a plain file's (root may read and write anything, and execute what has an x bit). */
+static int container_access(const char *dir, int want, int flags) {
+    struct stat st;
+    struct lf_meta m;
+    if (lf_meta_read(dir, &m) || IOLOOM_NEXT(stat)(dir, &st)) return -1;
+    st.st_mode = m.mode;
+    int effective = flags & AT_EACCESS;
+    uid_t uid = effective ? geteuid() : getuid();
+    if (want == F_OK) return 0;
+    mode_t bits = uid == 0 ? ((st.st_mode & 0111) ? 07 : 06)
+                : uid == st.st_uid ? (st.st_mode >> 6) & 07
+                : in_group(st.st_gid, effective) ? (st.st_mode >> 3) & 07 : st.st_mode & 07;
+    return (want & (R_OK | W_OK | X_OK) & ~bits) ? (errno = EACCES, -1) : 0;
+}
+
+EXPORT int faccessat(int dirfd, const char *path, int mode, int flags) {
+    struct lf_place place;
+    const char *real;
+    if (lf_container_at(dirfd, path, &real, &place, !(flags & AT_SYMLINK_NOFOLLOW)) == LF_CONTAINER)
+        return LF_INSIDE(container_access(place.dir, mode, flags));
+    return IOLOOM_NEXT(faccessat)(dirfd, real, mode, flags);
+}
+EXPORT int access(const char *path, int mode) { return faccessat(AT_FDCWD, path, mode, 0); }
+EXPORT int eaccess(const char *path, int mode) { return faccessat(AT_FDCWD, path, mode, AT_EACCESS); }
+int euidaccess(const char *path, int mode) ALIAS(eaccess);
+
 EXPORT int fchmodat(int dirfd, const char *path, mode_t mode, int flags) {
     struct lf_place place;
     const char *real;
