@@ -245,6 +245,17 @@ def _cut(rng: random.Random, data: bytes, bounds: list[int]) -> tuple[bytes, str
     return data[:at], f"truncated to {at} bytes (of {len(data)})"
 
 
+def _ends_clean(data: bytes) -> bool:
+    """Whether a stream ends exactly after a whole clean_exit INFO chunk: a stream cut there (after a clean_exit
+    that late chunks made the writer restate) is a complete stream to any reader, so the cut cannot be noticed."""
+    _, found = chunks(data)
+    if not found:
+        return False
+    offset, kind, length = found[-1]
+    payload = data[offset + 12:offset + 12 + length]
+    return offset + 12 + length == len(data) and kind == INFO and payload.startswith(b"clean_exit\0")
+
+
 def _info_pairs(payload: bytes) -> list[tuple[bytes, bytes]]:
     parts = payload.split(b"\0")
     return list(zip(parts[0:-1:2], parts[1::2]))
@@ -326,7 +337,8 @@ def mutate_stream(rng: random.Random, data: bytes, crc: str) -> tuple[bytes, str
     if pick < 0.16:
         return (*_flip(rng, data, 8), True)
     if pick < 0.30:
-        return (*_cut(rng, data, bounds), True)
+        cut, what = _cut(rng, data, bounds)
+        return cut, what, not _ends_clean(cut)
     if pick < 0.36 and found:
         c = rng.choice(found)
         copy = data[c[0]:c[0] + 12 + c[2]]
@@ -337,9 +349,10 @@ def mutate_stream(rng: random.Random, data: bytes, crc: str) -> tuple[bytes, str
         first, second = data[a[0]:a[0] + 12 + a[2]], data[b[0]:b[0] + 12 + b[2]]
         return (data[:a[0]] + second + data[a[0] + 12 + a[2]:b[0]] + first + data[b[0] + 12 + b[2]:],
                 f"chunks at {a[0]} and {b[0]} swapped", True)
-    if pick < 0.46 and found:  # a whole EVENTS chunk taken out is not detectable: chunks carry no sequence number
+    if pick < 0.46 and found:  # a whole EVENTS chunk taken out is noticed only where the checksums are chained
         c = rng.choice(found)
-        return data[:c[0]] + data[c[0] + 12 + c[2]:], f"chunk at {c[0]} (type {c[1]}) removed", c[1] != EVENTS
+        return data[:c[0]] + data[c[0] + 12 + c[2]:], f"chunk at {c[0]} (type {c[1]}) removed", \
+            c[1] != EVENTS or crc == "chained"
     if pick < 0.52 and found:
         c, kind = rng.choice(found), rng.choice((0, 1, 2, 3, 4, 5, 255, (1 << 32) - 1))
         return data[:c[0]] + struct.pack("<I", kind) + data[c[0] + 4:], \
