@@ -30,7 +30,7 @@ def traced(tmp_path_factory):
     exe = runner.compile("pattern_findings.c")
     root = tmp_path_factory.mktemp("labels")
     out = {}
-    for mode in ("bcast-input", "blocking", "uneven"):
+    for mode in ("bcast-input", "blocking", "uneven", "script"):
         data = root / f"run[{mode}]"
         data.mkdir()
         out[mode] = root / f"trace-{mode}"
@@ -50,6 +50,14 @@ def test_an_input_every_rank_reads_is_a_shared_read_not_strided(traced):
     assert pattern["order"] == "sequential" and pattern["stride"] is None
     page = render(a)
     assert ">None<" not in page and "N-1 shared read" in page
+
+
+@pytest.mark.mpi
+def test_an_input_script_read_with_fgets_by_every_rank_is_a_sequential_shared_read(traced):
+    a = analyse(traced["script"], workers=1)
+    pattern = next(p for p in a.to_json()["patterns"] if p["path"].endswith("/in.script"))
+    assert pattern["sharing"] == "N-1 shared read (processes read the same bytes)"
+    assert pattern["order"] == "sequential" and pattern["processes"] == RANKS
 
 
 @pytest.mark.mpi

@@ -22,6 +22,7 @@
  *   blocking       6 steps of "compute" (sleep; rank 0 twice as long) then a blocking MPI_File_write_at_all
  *                  of 1 MiB per rank: ranks 1-3 wait in the collective for rank 0
  *   sync           32 times: a 64 KiB MPI_File_write_at per rank on a shared file, then MPI_File_sync
+ *   script         rank 0 writes a 3000-line input script with fprintf; every rank reads it with fgets
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -259,6 +260,22 @@ static void sync_often(void) {
     MPI_File_close(&fh);
 }
 
+static void input_script(const char *dir) {
+    char line[256];
+    name(dir, "in.script", 0);
+    if (rank == 0) {
+        FILE *f = fopen(path, "w");
+        if (!f) die(path);
+        for (int i = 0; i < 3000; i++) fprintf(f, "variable x%d equal %d*2.5 # a line of an input script\n", i, i);
+        if (fclose(f) != 0) die("fclose");
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    FILE *f = fopen(path, "r");
+    if (!f) die(path);
+    while (fgets(line, sizeof line, f)) continue;
+    fclose(f);
+}
+
 int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -305,6 +322,8 @@ int main(int argc, char **argv) {
     } else if (!strcmp(mode, "sync")) {
         name(dir, "shared", 0);
         sync_often();
+    } else if (!strcmp(mode, "script")) {
+        input_script(dir);
     } else if (!strcmp(mode, "clean")) {
         name(dir, "clean", 1);
         posix_blocks(4, MiB, 0, 0);
