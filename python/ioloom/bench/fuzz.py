@@ -131,6 +131,7 @@ def trace_digest(path: Path) -> dict:
     """What the reader makes of a trace: its problems and a digest of every stream's events (rows sorted, so
     chunks read in another order give the same digest)."""
     import pyarrow as pa
+
     from ioloom.trace import open_trace
     trace = open_trace(path)
     streams = {}
@@ -380,8 +381,9 @@ def mutate_stream(rng: random.Random, data: bytes, crc: str) -> tuple[bytes, str
 
 def _with_sums(data: bytes) -> bytes:
     """The index journal with every block's sums recomputed (so a crafted entry passes them)."""
-    from ioloom.logfs.format import BLOCK, header_sum, sum64
     import numpy as np
+
+    from ioloom.logfs.format import BLOCK, header_sum, sum64
     out, at = bytearray(data), 0
     while at + BLOCK_SIZE <= len(out):
         count = struct.unpack_from("<I", out, at + 16)[0]
@@ -451,8 +453,9 @@ def mutate_index(rng: random.Random, data: bytes) -> tuple[bytes, str, bool]:
 
 
 def mutate_records(rng: random.Random, data: bytes) -> tuple[bytes, str]:
-    from ioloom.logfs.format import RECORD, header_sum
     import numpy as np
+
+    from ioloom.logfs.format import RECORD, header_sum
     pick = rng.random()
     if pick < 0.3 or len(data) < RECORD_SIZE:
         return _flip(rng, data)
@@ -972,7 +975,7 @@ def campaign(seed: int, cases: int, workdir: Path, start: int = 0, workers: int 
     return tally(results, runner.interrupted), failing
 
 
-class Only(str, enum.Enum):
+class Only(enum.StrEnum):
     trace = "trace"
     container = "container"
 
@@ -1015,7 +1018,8 @@ def fuzz_command(seed: int = typer.Option(1, "--seed", help="Chooses every mutat
         if len(results) // 1000 > shown[0]:
             shown[0] = len(results) // 1000
             seconds = time.monotonic() - began
-            print(f"  {len(results):,} of {cases:,} cases, {seconds:.0f} s; {tally_line(tally(results))}", file=sys.stderr)
+            print(f"  {len(results):,} of {cases:,} cases, {seconds:.0f} s; {tally_line(tally(results))}",
+                  file=sys.stderr)
     counts, failing = campaign(seed, cases, directory, start, workers, timeout, only and only.value, progress)
     elapsed = time.monotonic() - began
     if as_json:
