@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import MpiRunner
 
@@ -19,10 +20,11 @@ OUTPUTS = ("traj.bin", "dump.0.txt", "dump.1.txt", "dump.2.txt", "dump.3.txt", "
            "checksum")
 
 
-def traced(runner: MpiRunner, argv: list, out: Path, env: dict | None = None):
-    """`ioloom run` argv on RANKS ranks; the analysis of its trace."""
+def traced(runner: MpiRunner, argv: list, out: Path, env: dict | None = None, run_options: tuple = ()):
+    """`ioloom run [run_options]` argv on RANKS ranks; the analysis of its trace."""
     launch = runner.command(RANKS, argv)
-    done = subprocess.run([sys.executable, "-m", "ioloom", "run", "-o", str(out), "--", *launch],
+    done = subprocess.run([sys.executable, "-m", "ioloom", "run", "-o", str(out), *map(str, run_options), "--",
+                           *launch],
                           env=runner.env(env), capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, f"{done.stdout}\n{done.stderr}"
     return analyse(out, workers=1)
@@ -81,3 +83,57 @@ def test_demo_layers_equal_what_it_wrote_and_read(mpi, tmp_path):
     assert (mpiio["write_bytes"], mpiio["read_bytes"]) == (2 * size, size)
     assert io["application"] == {"read_bytes": size, "write_bytes": 2 * size, "layers": ["mpiio"]}
     assert [f["path"] for f in io["files"]] == [str(target)]
+
+
+def test_bandwidth_over_time_is_zero_where_nothing_moved(mpi, tmp_path):
+    """ioloom-bench with --wait: every rank idles 400 ms between its transfers (Boito's TMP). The plot covers
+    the run in bins chosen from its length, is zero in the pauses (no value held over them) and its bins hold
+    every byte written."""
+    from ioloom import open_trace, paths
+    from ioloom.report.figures import bandwidth_over_time
+
+    program = paths.native_bin(f"ioloom-bench-{mpi.name}")
+    target = tmp_path / "tmp.dat"
+    a = traced(mpi, [program, "-a", "posix", "-w", "-b", "1m", "-t", "256k", "--wait", "400", "-o", target],
+               tmp_path / "trace")
+    span = int(a.processes["t_last"].max() - a.processes["t_first"].min())
+    assert 256 <= span / a.bin_width_ns <= 2 * 256 + 1
+    trace = open_trace(tmp_path / "trace")
+    files = trace.files.to_pandas()
+    events = trace.events().to_pandas()
+    writes = events[(events.file_id == files.file_id[files.path == str(target)].iloc[0]) & (events.ret_bytes > 0)
+                    & events.op.str.contains("write")]
+    assert writes.ret_bytes.sum() == RANKS * (1 << 20)
+    assert a.timebins["bytes"].sum() == pytest.approx(RANKS * (1 << 20))
+    ends = np.sort(writes.t_end.to_numpy())
+    starts = np.sort(writes.t_start.to_numpy())
+    pauses = [(ends[i], starts[i + 1]) for i in range(len(ends) - 1) if starts[i + 1] - ends[i] > 0.2e9]
+    assert len(pauses) >= 2, "the ranks' transfers should be 400 ms apart"
+    drawn = next(t for t in bandwidth_over_time(a).data if t.name == "POSIX write")
+    x, y = np.asarray(drawn.x), np.asarray(drawn.y)
+    for t0, t1 in pauses:
+        inside = (x * 1e9 >= t0 + a.bin_width_ns) & (x * 1e9 + a.bin_width_ns <= t1)
+        assert inside.any() and (y[inside] == 0).all(), "a pause is drawn as zero, bin by bin"
+    assert x[0] * 1e9 <= a.processes["t_first"].min() and x[-1] * 1e9 >= a.processes["t_last"].max() - a.bin_width_ns
+
+
+def test_over_logfs_the_split_is_whole_and_logfs_files_are_its_own(mpi, tmp_path):
+    """The demo under `ioloom run --logfs`: the trace holds the program's logical calls and logfs's physical
+    ones on its logs beneath them. The time split of every MPI-IO operation stays within its calls' time,
+    logfs's logs and journals are not the program's files, and OMPIO's lock probe files are the runtime's."""
+    mount = tmp_path / "mnt"
+    mount.mkdir()
+    a = traced(mpi, [mpi.compile(EXAMPLE), mount / "strided.dat", 64, 4096], tmp_path / "trace",
+               run_options=("--logfs", mount))
+    result = a.to_json()
+    for op in result["crosslayer"]:
+        shares = {part: v["share"] for part, v in op["time_split"].items()}
+        assert all(0 <= share <= 1 for share in shares.values()), (op["op"], shares)
+        assert sum(shares.values()) == pytest.approx(1)
+    io = result["io"]
+    assert [f["path"] for f in io["files"]] == [str(mount / "strided.dat")]
+    assert io["logfs_files"]["files"] >= 3 * RANKS  # a log, a record journal and an index per rank
+    assert io["logfs_files"]["write_bytes"] >= 2 * RANKS * 64 * 4096  # every logical byte written, once a log's
+    assert _layer(io, "mpiio")["write_bytes"] == 2 * RANKS * 64 * 4096
+    assert all(lock["unreleased"] == 0 for lock in result["locks"])
+    assert not any(".locktest." in f["path"] for f in result["patterns"] + io["files"])

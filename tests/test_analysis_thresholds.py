@@ -187,6 +187,15 @@ def blocking(write_ns: int, window_ns: int) -> Builder:
     return b
 
 
+def amplified(asked: int, moved: int) -> Builder:
+    """One collective MPI-IO write asking `asked` bytes whose POSIX writes under it move `moved` bytes."""
+    b = Builder()
+    f = b.file("/data/amplified")
+    call = b.call(0, "mpiio", "MPI_File_write_at_all", 0, 10 * MS, f, 0, asked, coll_seq=0)
+    b.call(0, "posix", "pwrite", MS, 9 * MS, f, 0, moved, parent=call)
+    return b
+
+
 def _ns(seconds: float) -> int:
     return round(seconds * S)
 
@@ -230,6 +239,10 @@ CASES = {
     "small-strided-writes": (lambda: interleaved(T.small_writes_min // 2, T.small_writes_min // 2),
                              [lambda: interleaved(T.small_writes_min // 2, T.small_writes_min // 2 - 1)]),
     "no-mpiio": (lambda: no_mpiio(T.no_mpiio_min_bytes), [lambda: no_mpiio(T.no_mpiio_min_bytes - 1)]),
+    # 2 MiB asked: 3 MiB moved is 1.5x and 1 MiB more; a byte less of either ratio or excess stays silent
+    "io-amplification": (lambda: amplified(2 * MiB, 3 * MiB),
+                         [lambda: amplified(2 * MiB, 3 * MiB - 1),
+                          lambda: amplified(2 * MiB - 2, 3 * MiB - 3)]),
     "independent-writes": (lambda: independent(T.independent_min, T.independent_min),
                            [lambda: independent(T.independent_min, T.independent_min + 2),
                             lambda: independent(T.independent_min - 1, 0)]),

@@ -54,11 +54,14 @@ def _layers_table(io: dict):
 
     from ioloom.analysis.metrics import human_bytes
 
-    own, system = io["application"], io["system_files"]
+    own = io["application"]
+    left_out = [f"{io[key]['files']} {what} ({human_bytes(io[key]['write_bytes'])} written, "
+                f"{human_bytes(io[key]['read_bytes'])} read)"
+                for key, what in (("system_files", "system and MPI-runtime files"), ("logfs_files", "logfs files"))
+                if io[key]["files"]]
     table = Table(title=f"I/O per layer: the program wrote {human_bytes(own['write_bytes'])} and read "
                         f"{human_bytes(own['read_bytes'])} of its files",
-                  caption=f"not counted: {system['files']} system and MPI-runtime files "
-                          f"({human_bytes(system['write_bytes'])} written, {human_bytes(system['read_bytes'])} read)")
+                  caption="not counted: " + "; ".join(left_out) if left_out else None)
     for col in ("layer", "files", "calls", "read", "written", "data s", "other s"):
         table.add_column(col, justify="right")
     for r in io["layers"]:

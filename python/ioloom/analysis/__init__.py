@@ -12,6 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ioloom.analysis.partition import Options
+from ioloom.logfs.format import is_member
 from ioloom.analysis.result import Analysis
 from ioloom.trace.model import Trace
 
@@ -39,8 +40,11 @@ def analyse(trace, options: Options | None = None, scheduler: str | None = None,
     if isinstance(trace, (str, Path)):
         trace = load(trace)
     options = options or Options()
-    paths = zip(trace.files.column("file_id").to_pylist(), trace.files.column("path").to_pylist())
-    options = replace(options, system_files=frozenset(i for i, p in paths if options.is_system(p or "")))
+    paths = dict(zip(trace.files.column("file_id").to_pylist(), trace.files.column("path").to_pylist()))
+    system = frozenset(i for i, p in paths.items() if options.is_system(p or ""))
+    logical = set(paths.values())
+    logfs = frozenset(i for i, p in paths.items() if i not in system and p and is_member(p, logical))
+    options = replace(options, system_files=system, logfs_files=logfs)
     streams = plan(trace)
     # What the reduce needs of the trace; when the workers re-read stream files, dropping the caller's
     # streams here lets an opened trace's bytes go before the workers decode theirs.

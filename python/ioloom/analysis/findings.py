@@ -76,6 +76,10 @@ class Thresholds:
                                   "s")
     overlap_share: float = _limit(0.1, "... and its share of the rank's MPI-IO window (first call to last)",
                                   "share")
+    amplification_ratio: float = _limit(1.5, "bytes the POSIX calls under MPI-IO moved on a file / the bytes those "
+                                        "MPI-IO calls asked for", "ratio")
+    amplification_min_bytes: int = _limit(1 << 20, "... and at least this many bytes more than asked", "bytes")
+    amplification_critical: float = _limit(4.0, "... at which the finding is critical", "ratio")
 
     def table(self) -> list[dict]:
         """name, value, unit, meaning of every threshold (the docs' table and the report's list)."""
@@ -146,6 +150,46 @@ def data_sieving(a) -> list[Finding]:
             "Set the MPI-IO hint romio_ds_write=disable (MPI_Info_set(info, \"romio_ds_write\", \"disable\")) or "
             "write collectively (MPI_File_write_all / _at_all) so collective buffering (romio_cb_write=enable) "
             "replaces the read-modify-write cycles."))
+    return out
+
+
+def io_amplification(a) -> list[Finding]:
+    """MPI-IO moving more bytes at the POSIX layer than the program asked for: data sieving, or two-phase
+    collective buffering reading and rewriting the holes between the ranks' pieces (read-modify-write)."""
+    calls = a.splits[a.splits["kind"].isin([READ, WRITE]) & ~a.splits["file_id"].isin(a.options.excluded_files)]
+    out = []
+    for file_id, part in calls.groupby("file_id"):
+        asked = int(part["bytes"].sum())
+        moved = int(part["posix_read_bytes"].sum() + part["posix_write_bytes"].sum())
+        if asked == 0 or moved < T.amplification_ratio * asked or moved - asked < T.amplification_min_bytes:
+            continue
+        writes, reads = part[part["kind"] == WRITE], part[part["kind"] == READ]
+        rmw = int(writes["read_ops"].sum())
+        collective = part[part["collective"]]
+        path = _paths(a.paths, [file_id])[0]
+        kept = a.calls[a.calls["file_id"] == file_id]
+        out.append(Finding(
+            "io-amplification", "critical" if moved >= T.amplification_critical * asked else "warning",
+            f"MPI-IO moved {moved / asked:.1f}x the bytes the program asked for on {path}: {human_bytes(moved)} "
+            f"at the POSIX layer for {human_bytes(asked)}"
+            + (f", with {rmw} read-modify-write reads under its writes" if rmw else ""),
+            {"ranks": _ranks(part), "files": [path],
+             "window_s": _window(kept["t_start"].min(), kept["t_end"].max()) if len(kept) else [],
+             "counts": {"mpi_bytes_written": int(writes["bytes"].sum()),
+                        "posix_bytes_written": int(writes["posix_write_bytes"].sum()),
+                        "mpi_bytes_read": int(reads["bytes"].sum()),
+                        "posix_bytes_read": int(reads["posix_read_bytes"].sum()),
+                        "read_modify_write_reads": rmw,
+                        "read_modify_write_bytes": int(writes["posix_read_bytes"].sum()),
+                        "read_modify_write_seconds": float(writes["read_ns"].sum() / NS),
+                        "collective_posix_bytes": int(collective["posix_read_bytes"].sum()
+                                                      + collective["posix_write_bytes"].sum()),
+                        "sieved_calls": int(part["sieving"].sum())}},
+            "The MPI-IO layer reads and rewrites whole extents where the ranks' pieces leave holes. Make each "
+            "collective call cover a contiguous range (transfers that tile the block, a file view whose pieces "
+            "abut), let ROMIO skip two-phase where accesses do not interleave (romio_cb_write=automatic, "
+            "romio_cb_read=automatic rather than enable), and turn off data sieving for independent access "
+            "(romio_ds_write=disable, romio_ds_read=disable)."))
     return out
 
 
@@ -600,6 +644,8 @@ class Check:
 
 CHECKS = (
     Check(("data-sieving",), "independent MPI-IO writes done by read-modify-write (cross-layer)", (), (), data_sieving),
+    Check(("io-amplification",), "MPI-IO moving more bytes at the POSIX layer than asked for (cross-layer)",
+          ("amplification_ratio", "amplification_min_bytes", "amplification_critical"), (), io_amplification),
     Check(("lock-serialised-writes",), "ranks waiting for record locks on a shared file",
           ("lock_wait_share", "lock_wait_critical"), (), lock_serialised),
     Check(("small-strided-writes",), "small independent writes interleaved on a shared file",

@@ -99,34 +99,48 @@ def _per_rank(groups: pd.DataFrame, layer: int, kind: int, nested: tuple[int, ..
     return pick.groupby("rank")[["bytes", "time_ns"]].sum()
 
 
-def bandwidths(groups: pd.DataFrame) -> dict:
+def _posix_under(splits: pd.DataFrame, kind: int, moved: int | None = None) -> pd.DataFrame:
+    """Per rank: bytes and seconds (ns) of the POSIX calls moving data in direction `moved` (default `kind`)
+    that MPI-IO calls of direction `kind` issued (bytes on the call's own file, as RIOT counts them)."""
+    name = KINDS[kind if moved is None else moved]
+    pick = splits[splits["kind"] == kind]
+    return pick.groupby("rank").agg(bytes=(f"posix_{name}_bytes", "sum"), time_ns=(f"{name}_ns", "sum"),
+                                    ops=(f"{name}_ops", "sum"))
+
+
+def bandwidths(groups: pd.DataFrame, splits: pd.DataFrame) -> dict:
     """RIOT's perceived MPI, effective MPI and effective POSIX bandwidths (MB/s, MB = 1024^2), per direction.
 
-    B_r: bytes moved by the POSIX calls that rank r's MPI-IO calls issued on the same file; T_r^MPI: summed
-    time of rank r's MPI-IO calls of that direction; T_r^POSIX: summed time of those POSIX calls.
-    perceived MPI = sum_r B_r / T_r^MPI; effective MPI = sum B_r / sum T_r^MPI; effective POSIX =
-    sum B_r / sum T_r^POSIX. Without MPI-IO the POSIX figure uses the application's own POSIX calls."""
+    The MPI figures count the bytes the MPI-IO calls moved (what the program asked for): perceived MPI =
+    sum_r B_r / T_r^MPI, effective MPI = sum B / sum T^MPI, with T^MPI the summed time of a rank's MPI-IO calls
+    of that direction. The POSIX figure counts the POSIX calls of that direction those MPI-IO calls issued on
+    their file, bytes and time: effective POSIX = sum B^POSIX / sum T^POSIX. Where MPI-IO reads or rewrites
+    more than asked (sieving, two-phase over holes), B^POSIX > B and `amplification` says by how much.
+    Without MPI-IO calls of a direction the POSIX figure uses the application's own POSIX calls."""
     out = {}
     for name, kind in DIRECTIONS.items():
         mpi = _per_rank(groups, MPIIO, kind, (0,))
-        posix = _per_rank(groups, POSIX, kind, (1,))
-        basis = "POSIX calls issued by MPI-IO calls on the same file (RIOT)"
+        basis = "MPI-IO calls; POSIX figure: the POSIX calls they issued on the same file (RIOT)"
         if mpi.empty:
             posix = _per_rank(groups, POSIX, kind, (0,))
             basis = "the application's own POSIX calls (no MPI-IO call of this direction)"
-        elif posix["bytes"].sum() == 0:
-            posix, basis = mpi.assign(time_ns=np.nan), "MPI-IO bytes (no POSIX call was traced under MPI-IO)"
+        else:
+            posix = _posix_under(splits, kind)
+            if posix["bytes"].sum() == 0:
+                posix, basis = mpi.assign(time_ns=np.nan), "MPI-IO calls (no POSIX call was traced under MPI-IO)"
         ranks = posix.index.union(mpi.index)
-        b = posix["bytes"].reindex(ranks, fill_value=0)
+        b_mpi = mpi["bytes"].reindex(ranks, fill_value=0)
+        b_posix = posix["bytes"].reindex(ranks, fill_value=0)
         t_mpi = mpi["time_ns"].reindex(ranks, fill_value=0) / NS
         t_posix = posix["time_ns"].reindex(ranks, fill_value=0) / NS
         timed = t_mpi > 0
         out[name] = {
-            "bytes": int(b.sum()), "mpi_bytes": int(mpi["bytes"].sum()), "ranks": int(len(ranks)),
+            "bytes": int(b_mpi.sum() if len(mpi) else b_posix.sum()), "mpi_bytes": int(b_mpi.sum()),
+            "posix_bytes": int(b_posix.sum()), "ranks": int(len(ranks)),
             "mpi_time_s": float(t_mpi.sum()), "posix_time_s": _finite(t_posix.sum()),
-            "perceived_mpi_MBps": _finite((b[timed] / t_mpi[timed]).sum() / MB) if timed.any() else None,
-            "effective_mpi_MBps": _ratio(b.sum() / MB, t_mpi.sum()),
-            "effective_posix_MBps": _ratio(b.sum() / MB, t_posix.sum()),
+            "perceived_mpi_MBps": _finite((b_mpi[timed] / t_mpi[timed]).sum() / MB) if timed.any() else None,
+            "effective_mpi_MBps": _ratio(b_mpi.sum() / MB, t_mpi.sum()),
+            "effective_posix_MBps": _ratio(b_posix.sum() / MB, t_posix.sum()),
             "bytes_counted": basis,
         }
     return out
@@ -140,14 +154,22 @@ def _ratio(numerator: float, denominator: float) -> float | None:
     return _finite(numerator / denominator) if denominator and np.isfinite(denominator) else None
 
 
-def amplification(groups: pd.DataFrame) -> dict:
-    """POSIX bytes moved under MPI-IO calls (same file) / bytes the MPI-IO calls asked to move."""
+def amplification(groups: pd.DataFrame, splits: pd.DataFrame) -> dict:
+    """What MPI-IO turned the program's bytes into at the POSIX layer, per direction: bytes the MPI-IO calls
+    asked for, bytes the POSIX calls they issued moved in the same direction (same file), and their ratio;
+    for writes also the read-modify-write traffic: POSIX reads issued by MPI-IO writes (data sieving, or
+    two-phase collective buffering over holes), their count, bytes and seconds, and how many writes did it."""
     out = {}
     for name, kind in DIRECTIONS.items():
-        mpi = _per_rank(groups, MPIIO, kind, (0,))["bytes"].sum()
-        posix = _per_rank(groups, POSIX, kind, (1,))["bytes"].sum()
-        out[name] = {"mpi_bytes": int(mpi), "posix_bytes": int(posix), "ratio": _ratio(posix, mpi)}
-    # data sieving reads to write: POSIX reads issued by MPI-IO writes show up in the cross-layer split
+        mpi = int(_per_rank(groups, MPIIO, kind, (0,))["bytes"].sum())
+        posix = int(_posix_under(splits, kind)["bytes"].sum())
+        out[name] = {"mpi_bytes": mpi, "posix_bytes": posix, "ratio": _ratio(posix, mpi)}
+    reads = _posix_under(splits, WRITE, READ)
+    writes = splits[splits["kind"] == WRITE]
+    out["write"]["read_modify_write"] = {
+        "posix_reads": int(reads["ops"].sum()), "bytes_read": int(reads["bytes"].sum()),
+        "seconds": float(reads["time_ns"].sum() / NS), "ranks": int((reads["ops"] > 0).sum()),
+        "files": sorted(int(f) for f in writes[writes["read_ops"] > 0]["file_id"].unique())}
     return out
 
 
@@ -199,9 +221,10 @@ def rank_spread(groups: pd.DataFrame) -> list[dict]:
     return out
 
 
-def application_files(groups: pd.DataFrame, system_files) -> pd.DataFrame:
-    """Groups on the application's files: not on system or MPI-runtime files (Options.system_paths)."""
-    return groups[(groups["file_id"] >= 0) & ~groups["file_id"].isin(list(system_files))]
+def application_files(groups: pd.DataFrame, excluded: list[int]) -> pd.DataFrame:
+    """Groups on the application's files: not on the `excluded` ones (Options.excluded_files: system and
+    MPI-runtime files, logfs's own files)."""
+    return groups[(groups["file_id"] >= 0) & ~groups["file_id"].isin(excluded)]
 
 
 def top_level(groups: pd.DataFrame) -> pd.DataFrame:

@@ -41,12 +41,21 @@ class Options:
     system_prefixes: tuple[str, ...] = ("/usr/", "/lib", "/etc/", "/proc/", "/sys/", "/dev/", "/run/",
                                         "/var/run/", "/opt/", "/tmp/ompi.", "/tmp/hydra", "pipe:", "socket:",
                                         "anon_inode:")
-    system_markers: tuple[str, ...] = ("/.openmpi/", "/.pmix/")  # anywhere in the path
+    system_markers: tuple[str, ...] = ("/.openmpi/", "/.pmix/", ".locktest.")  # anywhere in the path (OMPIO
+                                                                               # probes locking on FILE.locktest.N)
     system_files: frozenset = frozenset()  # file ids of such paths in this trace; filled in by analyse()
+    # logfs's own files (logs, journals, metadata under a container): the physical side of the program's logical
+    # I/O, shown apart and never counted as the program's; filled in by analyse()
+    logfs_files: frozenset = frozenset()
 
     def is_system(self, path: str) -> bool:
         return (path in ("/", "/tmp") or path.startswith(self.system_prefixes)
                 or any(marker in path for marker in self.system_markers))
+
+    @property
+    def excluded_files(self) -> list[int]:
+        """File ids that are not the application's: system and MPI-runtime files, logfs's own files."""
+        return list(self.system_files | self.logfs_files)
 
 
 @dataclass
@@ -141,7 +150,7 @@ class _StreamSummary:
                                  index=pd.Index([], dtype=np.int64, name="code"))
         self.read_intervals = (np.zeros(0, np.int64),) * 3
         self.held_locks = rt.lock_events({k: np.zeros(0, np.int64) for k in rt.COLUMNS + ["kind"]},
-                                         np.zeros(0, np.int64))
+                                         np.zeros(0, np.int64), np.zeros(0, bool))
         self.tables: dict[str, list[pd.DataFrame]] = {
             name: [] for name in ("groups", "per_data", "histogram", "sizes", "strides", "timebins", "splits",
                                   "calls", "children", "locks", "samples")}
@@ -166,7 +175,7 @@ class _StreamSummary:
         completion = rt.take_initiation_kind(c, self.names)
         duration = c["t_end"] - c["t_start"]
         moved = np.where(((c["kind"] == READ) | (c["kind"] == WRITE)) & (c["ret_bytes"] > 0), c["ret_bytes"], 0)
-        mpi, child, position = rt.family(c)
+        mpi, child, position = rt.family(c, np.isin(c["file_id"], list(self.options.logfs_files)))
         nested = rt.nesting(c, mpi, child, position)
         code = rt.group_codes(c, nested)
         t["groups"].append(rt.group_totals(c, code, duration, moved, completion))
@@ -180,14 +189,17 @@ class _StreamSummary:
         t["splits"].append(splits)
         t["calls"].append(calls)
         t["children"].append(children)
-        t["timebins"].append(rt.timebins(c, moved))
-        locks, self.held_locks = rt.pair_locks(pd.concat([self.held_locks, rt.lock_events(c, duration)]), final)
+        app_file = (c["file_id"] >= 0) & ~np.isin(c["file_id"], self.options.excluded_files)
+        t["timebins"].append(rt.timebins(c, moved, app_file))
+        closes = rt.is_close(self.names)[c["op"]]
+        locks, self.held_locks = rt.pair_locks(pd.concat([self.held_locks, rt.lock_events(c, duration, closes)]),
+                                               final)
         t["locks"].append(locks)
         share = self.sample_budget * len(duration) / self.total if self.total else self.sample_budget
         t["samples"].append(rt.samples(c, moved, nested, max(1, int(np.ceil(share)))))
-        self._process(c, moved, duration)
+        self._process(c, moved, duration, app_file)
 
-    def _process(self, c: dict, moved: np.ndarray, duration: np.ndarray) -> None:
+    def _process(self, c: dict, moved: np.ndarray, duration: np.ndarray, app_file: np.ndarray) -> None:
         """Facts about the process: its span, when it first opened one of its files and first moved a byte of
         one, and the time its POSIX and stdio calls on its files took before that byte (time lost before the
         first byte) and in all. Ranges come in time order: once the first byte is seen, no later call is
@@ -195,7 +207,6 @@ class _StreamSummary:
         def first(mask):
             return int(c["t_start"][mask].min()) if mask.any() else None
         p = self.process
-        app_file = (c["file_id"] >= 0) & ~np.isin(c["file_id"], list(self.options.system_files))
         # time in the file system: POSIX and stdio calls (MPI-IO calls also wait for the other ranks)
         own = app_file & ((c["layer"] == LAYER_CODE["posix"]) | (c["layer"] == LAYER_CODE["stdio"]))
         if p["t_first_byte"] is None:

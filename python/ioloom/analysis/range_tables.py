@@ -70,12 +70,13 @@ def take_initiation_kind(c: dict, names: list[str]) -> np.ndarray:
     return completion
 
 
-def family(c: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def family(c: dict, physical: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The range's MPI-IO calls (rows), the POSIX and stdio calls they issued (rows) and, for each of those,
-    its call's position among the MPI-IO calls (children whose call was not traced are left out)."""
+    its call's position among the MPI-IO calls. Left out: children whose call was not traced, and `physical`
+    ones (logfs's I/O on its logs, which runs inside a logical call that is already a child)."""
     is_mpi = c["layer"] == LAYER_CODE["mpiio"]
     mpi = np.flatnonzero(is_mpi)
-    child = np.flatnonzero((c["parent"] >= 0) & ~is_mpi)
+    child = np.flatnonzero((c["parent"] >= 0) & ~is_mpi & ~physical)
     position = parent_lookup(c["call_id"][mpi], np.arange(len(mpi)), c["parent"][child], -1)
     return mpi, child[position >= 0], position[position >= 0]
 
@@ -231,20 +232,35 @@ def group_totals(c: dict, code: np.ndarray, duration: np.ndarray, moved: np.ndar
                          "t_first": first, "t_last": last}, index=pd.Index(codes, name="code"))
 
 
-def timebins(c: dict, moved: np.ndarray) -> pd.DataFrame:
-    """Bytes moved per time bin of width 2^shift ns (power-of-two widths merge exactly, see coarsen)."""
-    data = moved > 0
+def timebins(c: dict, moved: np.ndarray, counted: np.ndarray) -> pd.DataFrame:
+    """Bytes moved per time bin of width 2^shift ns (power-of-two widths merge exactly, see coarsen), per layer
+    and direction, by the calls in `counted` (the application's files). A call's bytes are spread evenly over
+    its duration, so a call that spans bins gives each bin its share: bandwidth is drawn while it is spent."""
+    data = (moved > 0) & counted
     if not data.any():
-        return pd.DataFrame(columns=["layer", "kind", "bin", "bytes", "shift"])
-    t = c["t_end"][data]
-    shift = _shift_for(int(t.min()), int(t.max()))
-    bins = t >> shift
-    low, width = int(bins.min()), int(bins.max() - bins.min()) + 1
-    cell = (c["layer"][data].astype(np.int64) * KIND_SLOTS + c["kind"][data]) * width + (bins - low)
-    sums = np.bincount(cell, moved[data])  # float sums: exact below 2^53 bytes a bin
-    cells = np.flatnonzero(sums)
-    return pd.DataFrame({"layer": cells // width // KIND_SLOTS, "kind": cells // width % KIND_SLOTS,
-                         "bin": cells % width + low, "bytes": sums[cells].astype(np.int64), "shift": shift})
+        return pd.DataFrame({name: np.zeros(0, np.float64 if name == "bytes" else np.int64)
+                             for name in ("layer", "kind", "bin", "bytes", "shift")})
+    start, bytes_ = c["t_start"][data], moved[data].astype(np.float64)
+    end = np.maximum(c["t_end"][data], start + 1)  # a call of no measured duration takes one nanosecond
+    shift = _shift_for(int(start.min()), int(end.max()))
+    low = int(start.min()) >> shift
+    width = ((int(end.max()) - 1) >> shift) - low + 1
+    first, last = (start >> shift) - low, ((end - 1) >> shift) - low  # the bins [start, end) touches
+    base = (c["layer"][data].astype(np.int64) * KIND_SLOTS + c["kind"][data]) * width
+    rate = bytes_ / (end - start)  # bytes per ns
+    edge = (first + 1 + low) << shift  # where the first bin ends
+    head = np.where(first == last, bytes_, rate * (edge - start))  # the first bin's share
+    tail = np.where(first == last, 0.0, rate * (end - ((last + low) << shift)))  # the last bin's
+    full = rate * float(1 << shift)  # every bin in between
+    cells = int(base.max()) + width
+    sums = np.bincount(base + first, head, minlength=cells) + np.bincount(base + last, tail, minlength=cells)
+    inner = last - first > 1
+    steps = np.bincount(base[inner] + first[inner] + 1, full[inner], minlength=cells + 1) \
+        - np.bincount(base[inner] + last[inner], full[inner], minlength=cells + 1)
+    sums += np.cumsum(steps)[:cells]  # bins of a cell never run into the next cell's: last < width
+    filled = np.flatnonzero(sums > 1e-9 * full.max())  # not the rounding left where steps cancel
+    return pd.DataFrame({"layer": filled // width // KIND_SLOTS, "kind": filled // width % KIND_SLOTS,
+                         "bin": filled % width + low, "bytes": sums[filled], "shift": shift})
 
 
 def _shift_for(t0: int, t1: int) -> int:
@@ -325,25 +341,38 @@ def splits(calls: dict, names: np.ndarray) -> pd.DataFrame:
                          "sieving_first": first, "sieving_last": last})
 
 
-def lock_events(c: dict, duration: np.ndarray) -> pd.DataFrame:
-    """The range's record lock and unlock calls."""
-    pick = np.flatnonzero((c["kind"] == LOCK) | (c["kind"] == UNLOCK))
+def is_close(names: list[str]) -> np.ndarray:
+    """Per op name: a close of a descriptor, which releases the process's record locks on the file (POSIX)."""
+    return np.array([n in ("close", "fclose") for n in names] or [False], bool)
+
+
+def lock_events(c: dict, duration: np.ndarray, closes: np.ndarray) -> pd.DataFrame:
+    """The range's record lock and unlock calls, and its closes of files (mask `closes`)."""
+    pick = np.flatnonzero((c["kind"] == LOCK) | (c["kind"] == UNLOCK) | closes)
     return pd.DataFrame({"file_id": c["file_id"][pick], "offset": c["offset"][pick],
                          "length": c["req_bytes"][pick], "unlock": c["kind"][pick] == UNLOCK,
-                         "t_start": c["t_start"][pick], "t_end": c["t_end"][pick], "wait": duration[pick]})
+                         "close": closes[pick], "t_start": c["t_start"][pick], "t_end": c["t_end"][pick],
+                         "wait": duration[pick]})
 
 
 def pair_locks(events: pd.DataFrame, final: bool) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Record locks paired with the unlock of the same range on the same file: wait (the lock call's own
     duration, F_SETLKW blocks) and hold (from the lock's return to the unlock's start). Returns the locks
     (file_id, offset, length, t_request, t_acquired, t_release, wait_ns, held_ns) and, unless `final`, the
-    locks not released yet, held back for the next range's unlocks."""
-    frame = events.sort_values(["file_id", "offset", "length", "t_start"], kind="stable")
+    locks not released yet, held back for the next range's unlocks. A lock never unlocked is released by the
+    process's next close of the file (closing any descriptor of a file releases the process's locks on it:
+    OMPIO's lock probe, for one, takes a lock and closes the file)."""
+    closes = events[events["close"].astype(bool)]
+    frame = events[~events["close"].astype(bool)].sort_values(["file_id", "offset", "length", "t_start"],
+                                                              kind="stable")
     after = frame.shift(-1)
     released = (after["unlock"].eq(True) & (after["file_id"] == frame["file_id"])
                 & (after["offset"] == frame["offset"]) & (after["length"] == frame["length"]))
     frame["t_release"] = after["t_start"].where(released)
     locks = frame[~frame["unlock"].astype(bool)]
+    unpaired = locks["t_release"].isna()
+    if unpaired.any() and len(closes):
+        locks.loc[unpaired, "t_release"] = _next_close(locks[unpaired], closes)
     waiting = locks["t_release"].isna() & (not final)
     held = locks[waiting].drop(columns="t_release")
     locks = locks[~waiting]
@@ -352,6 +381,15 @@ def pair_locks(events: pd.DataFrame, final: bool) -> tuple[pd.DataFrame, pd.Data
                         "t_release": locks["t_release"], "wait_ns": locks["wait"]})
     out["held_ns"] = (out["t_release"] - out["t_acquired"]).clip(lower=0)
     return out.reset_index(drop=True), held.reset_index(drop=True)
+
+
+def _next_close(locks: pd.DataFrame, closes: pd.DataFrame) -> pd.Series:
+    """For each lock, the start of the first close of its file after the lock was acquired (NaN if none)."""
+    ordered = locks.reset_index().sort_values("t_end", kind="stable")
+    found = pd.merge_asof(ordered, closes[["file_id", "t_start"]].rename(columns={"t_start": "t_close"})
+                          .sort_values("t_close", kind="stable"), left_on="t_end", right_on="t_close",
+                          by="file_id", direction="forward")
+    return pd.Series(found["t_close"].to_numpy(np.float64), index=ordered["index"].to_numpy()).reindex(locks.index)
 
 
 def samples(c: dict, moved: np.ndarray, nested: np.ndarray, budget: int) -> pd.DataFrame:

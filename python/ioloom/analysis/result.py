@@ -27,11 +27,17 @@ def _concat(partials: list[Partial], name: str) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True) if frames else getattr(partials[0], name).iloc[0:0]
 
 
-def _timebins(frame: pd.DataFrame) -> tuple[pd.DataFrame, int]:
-    """Per-stream power-of-two bins merged at one width; returns (layer, kind, t_ns, bytes), width."""
+PLOT_BINS = 256  # bandwidth-over-time bins over the run, at least (a power-of-two width in ns)
+
+
+def _timebins(frame: pd.DataFrame, span_ns: int) -> tuple[pd.DataFrame, int]:
+    """Per-stream power-of-two bins merged at one width, chosen from the run's length (`span_ns`) so the run
+    gets PLOT_BINS to 2 PLOT_BINS bins (coarser only where a stream's own bins are); returns (layer, kind, t_ns,
+    bytes), width."""
     if frame.empty:
         return pd.DataFrame(columns=["layer", "kind", "t_ns", "bytes"]), 0
-    merged = coarsen(frame)
+    finest = int(frame["shift"].max())
+    merged = coarsen(frame, max(finest, int(np.floor(np.log2(max(span_ns, 1) / PLOT_BINS)))))
     shift = int(merged.pop("shift").iat[0])
     merged["t_ns"] = merged.pop("bin").to_numpy(np.int64) << shift
     return merged, 1 << shift
@@ -70,16 +76,18 @@ class Analysis:
     def reduce(cls, trace, partials: list[Partial], options: Options, executor: str) -> "Analysis":
         shapes = partials or [_empty_partial(options)]
         tables = {name: _concat(shapes, name) for name in TABLES}
-        timebins, width = _timebins(tables.pop("timebins"))
         paths = dict(zip(trace.files.column("file_id").to_pylist(), trace.files.column("path").to_pylist()))
         processes = pd.DataFrame([p.process for p in shapes if p.process["events"]],
                                  columns=list(shapes[0].process))
+        span = int(processes["t_last"].max() - processes["t_first"].min()) if len(processes) else 0
+        timebins, width = _timebins(tables.pop("timebins"), span)
         a = cls(options, dict(trace.meta), list(trace.problems), paths, processes, executor, timebins=timebins,
                 bin_width_ns=width, **tables)
-        a.app_groups = metrics.application_files(a.groups, options.system_files)
-        a.bandwidth = metrics.bandwidths(a.app_groups)
-        a.amplification = metrics.amplification(a.app_groups)
-        a.lock_summary = metrics.lock_summary(a.locks)
+        a.app_groups = metrics.application_files(a.groups, options.excluded_files)
+        app_splits = a.splits[~a.splits["file_id"].isin(options.excluded_files)]
+        a.bandwidth = metrics.bandwidths(a.app_groups, app_splits)
+        a.amplification = metrics.amplification(a.app_groups, app_splits)
+        a.lock_summary = metrics.lock_summary(a.locks[~a.locks["file_id"].isin(options.excluded_files)])
         a.patterns = patterns.classify(a.app_groups, a.strides, options.stripe_size)
         a.collectives = crosslayer.collectives(a.calls)
         a.findings = findings.find(a)
@@ -130,15 +138,20 @@ class Analysis:
 
     def io(self) -> dict:
         """Bytes and seconds per layer on the application's files (`layers`), what the program itself moved
-        over all its layers (`application`), per application file (`files`), and the system and MPI-runtime files left out of both."""
+        over all its layers (`application`), per application file (`files`), and the files left out of all three:
+        system and MPI-runtime files, logfs's own files (its logs and journals under the program's containers)."""
         layers = metrics.io_by_layer(self.app_groups) if len(self.app_groups) else []
-        system = self.groups[self.groups["file_id"].isin(list(self.options.system_files))]
-        moved = system.groupby("kind")["bytes"].sum()
         files = [{**f, "path": self.paths.get(f["file_id"], "")} for f in metrics.io_by_file(self.app_groups)]
         return {"layers": layers, "application": metrics.application_bytes(layers), "files": files,
-                "system_files": {"files": int(system["file_id"].nunique()),
-                                 "read_bytes": int(moved.get(metrics.READ, 0)),
-                                 "write_bytes": int(moved.get(metrics.WRITE, 0))}}
+                "system_files": self._moved_on(self.options.system_files),
+                "logfs_files": self._moved_on(self.options.logfs_files)}
+
+    def _moved_on(self, file_ids) -> dict:
+        """How many of these files the trace touched, and the bytes read and written on them."""
+        part = self.groups[self.groups["file_id"].isin(list(file_ids))]
+        moved = part.groupby("kind")["bytes"].sum()
+        return {"files": int(part["file_id"].nunique()), "read_bytes": int(moved.get(metrics.READ, 0)),
+                "write_bytes": int(moved.get(metrics.WRITE, 0))}
 
     def to_json(self, calls: bool = True) -> dict:
         """The whole result as plain JSON types; `calls=False` leaves out the MPI-IO calls kept in detail (up to
@@ -146,7 +159,7 @@ class Analysis:
         out = {
             "format_version": JSON_VERSION,
             "summary": self.summary(),
-            "options": {k: v for k, v in vars(self.options).items() if k != "system_files"},
+            "options": {k: v for k, v in vars(self.options).items() if k not in ("system_files", "logfs_files")},
             "system_files": sorted(self.paths.get(i, str(i)) for i in self.options.system_files),
             "io": self.io(),
             "bandwidth": self.bandwidth,

@@ -19,6 +19,9 @@ import numpy as np
 
 VERSION = 2
 META_NAME = "ioloom-logfs.meta"
+JOURNALS = ("log", "records", "index")  # a writer group's files: <journal>.<group>
+LOCK_NAME = "lock"
+BACKEND_SUFFIX = re.compile(r"\.lf[0-9a-f]+-[0-9a-f]+$")  # an extra backend directory: <dir>/<rel>.lf<id>
 PREFIX = "logfs:"
 RECORD_MAGIC = 0x3252464C
 BLOCK_MAGIC = 0x3142494C
@@ -108,6 +111,14 @@ def open_log(log: Path) -> int:
 def strip_prefix(path: str | os.PathLike) -> Path:
     text = os.fspath(path)
     return Path(text[len(PREFIX):] if text.startswith(PREFIX) else text)
+
+
+def is_member(path: str, logical_paths) -> bool:
+    """Whether `path` is one of logfs's own files: a journal, the metadata or the lock file in a container (a
+    directory among `logical_paths`, the paths a program opened as files) or in an extra backend directory."""
+    parent, _, name = path.rpartition("/")
+    named = name in (META_NAME, LOCK_NAME) or name.partition(".")[0] in JOURNALS and "." in name
+    return named and (parent in logical_paths or BACKEND_SUFFIX.search(parent) is not None)
 
 
 def is_container(path: str | os.PathLike) -> bool:

@@ -49,22 +49,22 @@ def _section(anchor: str, title: str, lead: str, content: str) -> str:
     return f'<section id="{anchor}"><h2>{_esc(title)}</h2><p class="lead">{lead}</p>{content}</section>'
 
 
-LAYER_NAMES = {"mpiio": "MPI-IO", "stdio": "stdio", "posix": "POSIX"}
-
-
 def _layers_table(io: dict) -> str:
     """Darshan's job summary per module: each layer's files, bytes and seconds on the application's files."""
-    rows = pd.DataFrame([{"layer": LAYER_NAMES.get(r["layer"], r["layer"]),
+    rows = pd.DataFrame([{"layer": figures.LAYER_LABELS.get(r["layer"], r["layer"]),
                           "issued by": "the program" if r["issued_by"] == "application" else "MPI-IO calls",
                           "files": r["files"], "calls": f"{r['ops']:,}", "read": human_bytes(r["read_bytes"]),
                           "written": human_bytes(r["write_bytes"]), "read time": _secs(r["read_s"]),
                           "write time": _secs(r["write_s"]), "other time": _secs(r["other_s"])} for r in io["layers"]])
-    system = io["system_files"]
+    system, logfs = io["system_files"], io["logfs_files"]
+    beneath = (f'; {logfs["files"]} files of logfs beneath the program\'s containers (its logs and journals: '
+               f'{human_bytes(logfs["write_bytes"])} written, {human_bytes(logfs["read_bytes"])} read)'
+               if logfs["files"] else "")
     note = (f'<p class="note">Not counted above: {system["files"]} system and MPI-runtime files (libraries, '
             f'shared-memory segments, pipes: {human_bytes(system["write_bytes"])} written, '
-            f'{human_bytes(system["read_bytes"])} read). Seconds are summed over ranks; the program\'s rows never '
-            "count a byte twice; the MPI-IO calls' POSIX row is the same data at the layer below. Other time: "
-            "metadata, sync, locks and, for MPI-IO, waiting for other ranks.</p>")
+            f'{human_bytes(system["read_bytes"])} read){beneath}. Seconds are summed over ranks; the program\'s '
+            "rows never count a byte twice; the MPI-IO calls' POSIX row is the same data at the layer below. Other "
+            "time: metadata, sync, locks and, for MPI-IO, waiting for other ranks.</p>")
     return (figures.frame_html(rows) if len(rows) else "<p>No file was read or written.</p>") + note
 
 
@@ -81,9 +81,10 @@ def _files_table(io: dict, limit: int = 40) -> str:
 def _summary(a, result: dict) -> str:
     s, bw, io = result["summary"], result["bandwidth"], result["io"]
     own = io["application"]
-    through = " + ".join(LAYER_NAMES.get(layer, layer) for layer in own["layers"]) or "no layer"
+    through = " + ".join(figures.LAYER_LABELS.get(layer, layer) for layer in own["layers"]) or "no layer"
     cards = "".join([_card(f"{s['ranks'] or s['processes']}", "MPI ranks" if s["ranks"] else "processes"),
-                     _events_card(s), _card(s["files"], "files"),
+                     _events_card(s),
+                     _card(len(io["files"]), f"files of the program ({s['files']:,} traced in all)"),
                      _card(f"{s['duration_s']:.3f} s", "run time (Darshan job)" if s.get("darshan", {}).get(
                          "counters_only") else "traced span"),
                      _card(human_bytes(own["write_bytes"]), f"written by the program ({through})"),
@@ -228,7 +229,8 @@ def _sizes(a, result, figs) -> str:
     if len(spread):
         body += "<h3>Spread across ranks</h3>" + figures.frame_html(spread)
     return _section("sizes", "Request sizes and bandwidth over time", "Counters as Darshan defines them, computed "
-                    "from the events.", body)
+                    "from the events. Bandwidth over time: every bin of the run, on the application's files, each "
+                    "call's bytes spread over its duration; POSIX includes the calls MPI-IO issued.", body)
 
 
 def _health(a, result) -> str:

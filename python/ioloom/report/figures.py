@@ -18,6 +18,7 @@ COLORS = {"read": "#2a9d8f", "write": "#e76f51", "lock": "#6d597a", "unlock": "#
           "mpiio": "#264653"}
 MAX_BARS = 4000     # bars per timeline figure; beyond this the figure shows the first calls and says so
 MAX_POINTS = 6000   # points per access map
+LAYER_LABELS = {"mpiio": "MPI-IO", "stdio": "stdio", "posix": "POSIX", "process": "process"}
 MAX_FILES = 4       # access maps drawn (the files that moved the most bytes)
 LAYOUT = dict(template="plotly_white", margin=dict(l=70, r=20, t=50, b=45), height=380,
               font=dict(family="Inter, Segoe UI, Helvetica, Arial, sans-serif", size=12),
@@ -43,7 +44,7 @@ def _bars(y, t_start, t_end, name, color, hover, showlegend=True) -> go.Bar:
 
 def _app_samples(a) -> pd.DataFrame:
     """Sampled calls on the application's files (not libraries, /dev/shm segments, pipes)."""
-    return a.samples[~a.samples["file_id"].isin(list(a.options.system_files))]
+    return a.samples[~a.samples["file_id"].isin(a.options.excluded_files)]
 
 
 def _limit_note(shown: int, total: int) -> str:
@@ -183,19 +184,25 @@ def size_histograms(a) -> go.Figure | None:
 
 
 def bandwidth_over_time(a) -> go.Figure | None:
-    """MB/s moved per time bin, per layer and direction (bytes counted when the call returned)."""
+    """MB/s per time bin over the whole run, per layer and direction, on the application's files; a bin where
+    nothing moved is zero, and a call's bytes are spread over its duration."""
     bins = a.timebins
     if bins.empty or not a.bin_width_ns:
         return None
-    width_s = a.bin_width_ns / NS
+    width = a.bin_width_ns
+    first = int(a.processes["t_first"].min()) // width * width
+    last = max(int(a.processes["t_last"].max()), int(bins["t_ns"].max())) // width * width
+    edges = np.arange(first, last + width, width, dtype=np.int64)  # every bin of the run, and where the last ends
     fig = go.Figure()
     for (layer, kind), part in bins.groupby(["layer", "kind"]):
-        part = part.sort_values("t_ns")
-        fig.add_trace(go.Scatter(x=_seconds(part["t_ns"]), y=part["bytes"] / MB / width_s, mode="lines",
-                                 line_shape="hv", name=f"{LAYERS[layer]} {KINDS[kind]}",
-                                 hovertemplate="t=%{x:.4f} s<br>%{y:,.1f} MB/s<extra></extra>"))
-    _layout(fig, title=f"Bandwidth over time (bins of {width_s * 1e3:.3g} ms)",
-                      xaxis_title="time (s)", yaxis_title="MB/s (MB = 1024² bytes)")
+        moved = part.groupby("t_ns")["bytes"].sum().reindex(edges, fill_value=0).to_numpy()
+        rate = moved / MB / (width / NS)
+        rate[-1] = rate[-2] if len(rate) > 1 else rate[-1]  # the closing edge repeats the last bin's value
+        name = f"{LAYER_LABELS[LAYERS[layer]]} {KINDS[kind]}"
+        fig.add_trace(go.Scatter(x=_seconds(edges), y=rate, mode="lines", line_shape="hv", name=name,
+                                 hovertemplate="t=%{x:.4f} s<br>%{y:,.1f} MB/s<extra>" + name + "</extra>"))
+    _layout(fig, title=f"Bandwidth over time ({width / NS * 1e3:.3g} ms bins)", xaxis_title="time (s)",
+            yaxis_title="MB/s (MB = 1024² bytes)")
     return fig
 
 
