@@ -66,3 +66,22 @@ def test_no_amplification_when_collective_pieces_tile_the_file(mpi, tmp_path):
     result, a = traced_bench(mpi, args, tmp_path, romio(mpi))
     assert a.amplification["write"]["ratio"] == pytest.approx(1.0)
     assert "io-amplification" not in {f.code for f in a.findings}
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("api", ["posix", "mpiio"])
+def test_aggregate_bandwidth_is_iors_on_the_same_run(mpi, tmp_path, api):
+    """IOR's figure: bytes of all ranks / (latest close - earliest open). The bench prints it per phase; the
+    trace of the same run gives it too, for a POSIX-only program as well (where RIOT's effective POSIX figure
+    is a serial-equivalent one, about 1/N of it)."""
+    args = ["-a", api, "-b", "1m", "-t", "256k", "-s", "4"]
+    result, a = traced_bench(mpi, args, tmp_path)
+    for op, direction in (("write", "write"), ("read", "read")):
+        phase, bw = phase_of(result, op), a.bandwidth[direction]
+        assert bw["aggregate_bytes"] == phase["bytes"] == RANKS * 4 * MiB
+        ior = phase["bytes"] / phase["span"] / MiB
+        assert bw["aggregate_MBps"] == pytest.approx(ior, rel=0.1), (op, bw, phase["span"])
+        assert bw["aggregate_layers"] == [{"posix": "posix", "mpiio": "mpiio"}[api]]
+        if op == "read":  # no buffer to fill: next to nothing is deducted from the span
+            assert phase["effective_bw"] / MiB == pytest.approx(ior, rel=1e-3)
+        assert bw["data_window_MBps"] >= bw["aggregate_MBps"]

@@ -61,8 +61,12 @@ def _check_figures(result: dict, name: str) -> None:
         assert 0 < phase["effective_bw"] <= phase["raw_bw"]  # effective counts open..close, raw data calls only
         for stats in phase["time"].values():
             assert stats["min"] <= stats["mean"] <= stats["max"]
-        slowest = max(r["total"] - r["wait"] - r["prep"] for r in phase["ranks"])
-        assert phase["effective_bw"] == pytest.approx(total / slowest, rel=1e-6)
+        # IOR's time: the latest close minus the earliest open over ranks, less the idle time every rank had
+        span = max(r["end"] for r in phase["ranks"]) - min(r["end"] - r["total"] for r in phase["ranks"])
+        assert phase["span"] == pytest.approx(span, rel=1e-6)
+        assert span >= max(r["total"] for r in phase["ranks"]) - 1e-6  # two clocks: MPI_Wtime, the wall clock
+        idle = min(r["wait"] + r["prep"] for r in phase["ranks"])
+        assert phase["effective_bw"] == pytest.approx(total / (span - idle), rel=1e-6)
     if "--wait" in RUNS[name]:  # 5 ms before every data call but the first of each rank
         calls = SEGMENTS * BLOCK // TRANSFER
         assert all(r["wait"] >= (calls - 1) * 0.005 for r in result["phases"][0]["ranks"])

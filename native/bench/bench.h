@@ -137,6 +137,7 @@ struct bench_times {
     double wait; /* idle time asked for with --wait */
     double prep; /* filling buffers with the pattern and checking them: the benchmark's work, not I/O */
     double total;                         /* open to close, this rank */
+    double end;                           /* when its close returned (bench_wallclock); start = end - total */
     uint64_t bytes;
     uint64_t calls;  /* data calls: data / calls is the time per call (RIOT's overhead measure) */
     uint64_t errors; /* bytes that failed --verify */
@@ -185,6 +186,12 @@ void bench_kernel_close(const struct bench_options *o, MPI_File *fh, int writing
 
 /* Timing helpers shared by phases and kernels. */
 double bench_now(void);
+/* Wall-clock seconds (CLOCK_REALTIME) from rank 0's second at the start (bench_wallclock_start, collective):
+ * one clock for every process of a node, NTP's across nodes. MPI_Wtime's origin differs between processes, so it
+ * cannot place ranks' phases against each other; the barrier-relative times cannot either when ranks leave the
+ * barrier apart (more ranks than CPUs). */
+double bench_wallclock(void);
+void bench_wallclock_start(MPI_Comm comm);
 /* The start of a phase: -d's idle delay, then the common barrier; returns bench_now() after it. */
 double bench_phase_begin(const struct bench_options *o, MPI_Comm comm);
 /* One data call ran from `begin` to `end` (bench_now) and moved `bytes`: counted in *t and its data window. */

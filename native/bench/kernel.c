@@ -43,4 +43,5 @@ void bench_kernel_close(const struct bench_options *o, MPI_File *fh, int writing
     bench_mpi_check(MPI_File_close(fh), "MPI_File_close", "");
     t->close = bench_now() - c0;
     t->total = bench_now() - t->start;
+    t->end = bench_wallclock();
 }

@@ -140,6 +140,7 @@ static void write_file(const struct bench_options *o, MPI_Comm comm, const struc
     }
     t.close = bench_now() - c0;
     t.total = bench_now() - start;
+    t.end = bench_wallclock();
     H5Pclose(xfer);
     H5Pclose(fapl);
     if (info != MPI_INFO_NULL)

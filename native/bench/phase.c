@@ -126,6 +126,7 @@ void bench_run_phase(const struct bench_options *o, enum bench_phase_kind kind, 
     for (uint64_t g = 0; g < opens; g++)
         run_file(o, kind, comm, owner, g * count, count, buf, t, g == 0 ? hints : NULL);
     t->total = bench_now() - start;
+    t->end = bench_wallclock();
     free(buf);
 }
 

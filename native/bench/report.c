@@ -1,7 +1,8 @@
 /* Reduction and output. Each phase's per-rank times are gathered on rank 0, which prints either one JSON
  * document (--json; the schema is in docs/bench.md) or a readable table.
- *   effective bandwidth = bytes of all ranks / slowest rank's open-to-close time less its --wait idle time
- *                         and the time it spent filling and checking buffers (our work, not I/O)
+ *   span                = latest close minus earliest open over ranks (IOR's total time), on the wall clock
+ *   effective bandwidth = bytes of all ranks / (span less the --wait idle time and buffer filling and checking
+ *                         (our work, not I/O) of the rank that had least of them)
  *   raw bandwidth       = bytes of all ranks / slowest rank's time inside data calls
  *   access bandwidth    = bytes of all ranks / (end of the last data call - start of the first, over ranks,
  *                         each rank's clock read from the phase's common barrier): IOR's access time, which
@@ -16,7 +17,7 @@
 
 /* The doubles gathered per rank: the times, then bytes, calls and errors. */
 enum { F_OPEN, F_DATA, F_SYNC, F_CLOSE, F_WAIT, F_PREP, F_TOTAL, F_DATA_BEGIN, F_DATA_END, NTIMES,
-       F_BYTES = NTIMES, F_CALLS, F_ERRORS, NFIELDS };
+       F_BYTES = NTIMES, F_CALLS, F_ERRORS, F_END, NFIELDS };
 static const char *const field_names[NTIMES] = {"open", "data", "sync", "close", "wait", "prep", "total",
                                                 "data_begin", "data_end"};
 /* The bandwidths of a phase. */
@@ -46,6 +47,7 @@ struct bench_report *bench_report_new(const struct bench_options *o, MPI_Comm co
     r->hints = MPI_INFO_NULL;
     MPI_Comm_rank(comm, &r->rank);
     MPI_Comm_size(comm, &r->nranks);
+    bench_wallclock_start(comm);
     return r;
 }
 
@@ -54,7 +56,7 @@ struct bench_report *bench_report_new(const struct bench_options *o, MPI_Comm co
 static void times_to_fields(const struct bench_times *t, double *f) {
     double begin = t->calls ? t->data_begin - t->start : 0, end = t->calls ? t->data_end - t->start : 0;
     double v[NFIELDS] = {t->open, t->data, t->sync, t->close, t->wait, t->prep, t->total, begin, end,
-                         (double)t->bytes, (double)t->calls, (double)t->errors};
+                         (double)t->bytes, (double)t->calls, (double)t->errors, t->end};
     memcpy(f, v, sizeof v);
 }
 
@@ -106,14 +108,14 @@ static void stats_add(struct stats *s, double v, int n) {
 }
 
 struct phase_figures {
-    double bytes, calls, errors, bw[NBW];
+    double bytes, calls, errors, span, bw[NBW];
     struct stats time[NTIMES];
 };
 
 static struct phase_figures figures(const struct bench_report *r, const struct phase_record *p) {
     struct phase_figures f;
     memset(&f, 0, sizeof f);
-    double slowest_effective = 0, slowest_data = 0, first_begin = 0, last_end = 0;
+    double first_open = 0, last_close = 0, least_idle = 0, slowest_data = 0, first_begin = 0, last_end = 0;
     int moved = 0; /* ranks with data calls, whose data window counts */
     for (int k = 0; k < r->nranks; k++) {
         const double *v = p->ranks + (size_t)k * NFIELDS;
@@ -122,9 +124,13 @@ static struct phase_figures figures(const struct bench_report *r, const struct p
         f.bytes += v[F_BYTES];
         f.calls += v[F_CALLS];
         f.errors += v[F_ERRORS];
-        double effective = v[F_TOTAL] - v[F_WAIT] - v[F_PREP];
-        if (effective > slowest_effective)
-            slowest_effective = effective;
+        double open = v[F_END] - v[F_TOTAL], idle = v[F_WAIT] + v[F_PREP];
+        if (k == 0 || open < first_open)
+            first_open = open;
+        if (k == 0 || v[F_END] > last_close)
+            last_close = v[F_END];
+        if (k == 0 || idle < least_idle)
+            least_idle = idle;
         if (v[F_DATA] > slowest_data)
             slowest_data = v[F_DATA];
         if (v[F_CALLS] > 0) {
@@ -132,7 +138,9 @@ static struct phase_figures figures(const struct bench_report *r, const struct p
             last_end = moved++ && last_end > v[F_DATA_END] ? last_end : v[F_DATA_END];
         }
     }
-    f.bw[BW_EFFECTIVE] = slowest_effective > 0 ? f.bytes / slowest_effective : 0;
+    f.span = last_close - first_open;
+    double effective = f.span - least_idle; /* only idle time every rank had is taken out of the span */
+    f.bw[BW_EFFECTIVE] = effective > 0 ? f.bytes / effective : 0;
     f.bw[BW_RAW] = slowest_data > 0 ? f.bytes / slowest_data : 0;
     f.bw[BW_ACCESS] = last_end > first_begin ? f.bytes / (last_end - first_begin) : 0;
     return f;
@@ -203,8 +211,8 @@ static void json_phase(FILE *out, const struct bench_report *r, const struct pha
     struct phase_figures f = figures(r, p);
     fputs("{\"op\": ", out);
     json_string(out, p->op);
-    fprintf(out, ", \"rep\": %d, \"bytes\": %.0f, \"calls\": %.0f, \"errors\": %.0f", p->rep, f.bytes, f.calls,
-            f.errors);
+    fprintf(out, ", \"rep\": %d, \"bytes\": %.0f, \"calls\": %.0f, \"errors\": %.0f, \"span\": %.9g", p->rep,
+            f.bytes, f.calls, f.errors, f.span);
     for (int b = 0; b < NBW; b++)
         fprintf(out, ", \"%s\": %.9g", bw_names[b], f.bw[b]);
     fputs(", \"time\": {", out);
@@ -218,7 +226,8 @@ static void json_phase(FILE *out, const struct bench_report *r, const struct pha
         fprintf(out, "%s{\"rank\": %d", k ? ", " : "", k);
         for (int i = 0; i < NTIMES; i++)
             fprintf(out, ", \"%s\": %.9g", field_names[i], v[i]);
-        fprintf(out, ", \"bytes\": %.0f, \"calls\": %.0f, \"errors\": %.0f}", v[F_BYTES], v[F_CALLS], v[F_ERRORS]);
+        fprintf(out, ", \"end\": %.9f, \"bytes\": %.0f, \"calls\": %.0f, \"errors\": %.0f}", v[F_END], v[F_BYTES],
+                v[F_CALLS], v[F_ERRORS]);
     }
     fputs("]}", out);
 }

@@ -11,6 +11,20 @@
 
 double bench_now(void) { return MPI_Wtime(); }
 
+static time_t wall_base; /* rank 0's wall-clock second at the start: small doubles keep nanoseconds */
+
+void bench_wallclock_start(MPI_Comm comm) {
+    long long base = (long long)time(NULL);
+    MPI_Bcast(&base, 1, MPI_LONG_LONG, 0, comm);
+    wall_base = (time_t)base;
+}
+
+double bench_wallclock(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)(ts.tv_sec - wall_base) + ts.tv_nsec * 1e-9;
+}
+
 double bench_phase_begin(const struct bench_options *o, MPI_Comm comm) {
     if (o->delay_s > 0)
         bench_sleep_ms(o->delay_s * 1e3);

@@ -92,12 +92,16 @@ def _print(result: dict) -> None:
     if s["dropped_events"]:
         console.print(f"[yellow]{s['dropped_events']} events were dropped by the tracer[/yellow]")
     console.print(_layers_table(result["io"]))
-    bw = Table(title="Bandwidth (MB = 1024^2 bytes; Wright, RIOT)")
-    for col in ("direction", "bytes", "perceived MPI MB/s", "effective MPI MB/s", "effective POSIX MB/s"):
-        bw.add_column(col, justify="right")
-    for direction, b in result["bandwidth"].items():
-        bw.add_row(direction, human_bytes(b["bytes"]), _fmt(b["perceived_mpi_MBps"]), _fmt(b["effective_mpi_MBps"]),
-                   _fmt(b["effective_posix_MBps"]))
+    bw = Table(title="Bandwidth, MB/s (MB = 1024^2 bytes; docs/analysis.md)")
+    bw.add_column("figure")
+    for direction in result["bandwidth"]:
+        bw.add_column(direction, justify="right")
+    figures = result["bandwidth"].values()
+    bw.add_row("bytes moved", *(human_bytes(b["aggregate_bytes"]) for b in figures))
+    for label, key in (("aggregate (IOR)", "aggregate_MBps"), ("data window", "data_window_MBps"),
+                       ("perceived MPI", "perceived_mpi_MBps"), ("effective MPI", "effective_mpi_MBps"),
+                       ("effective POSIX", "effective_posix_MBps")):
+        bw.add_row(label, *(_fmt(b[key]) for b in figures))
     console.print(bw)
     if result["patterns"]:  # one file a paragraph: a path folds at any width, never cut to nothing
         console.print("[bold]Access patterns[/bold]")

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from ioloom.analysis.ops import KINDS, LAYER_CODE, LAYERS, READ, WRITE
-from ioloom.analysis.range_tables import SIZE_BIN_NAMES
+from ioloom.analysis.range_tables import SIZE_BIN_NAMES, union
 
 MB = 1024 ** 2  # the thesis's MB
 NS = 1e9
@@ -144,6 +144,49 @@ def bandwidths(groups: pd.DataFrame, splits: pd.DataFrame) -> dict:
             "bytes_counted": basis,
         }
     return out
+
+
+def aggregate_bandwidths(groups: pd.DataFrame) -> dict:
+    """IOR's bandwidth (fs_test's "effective"), per direction: the bytes the program moved at each file's top
+    layer / the time from the earliest open to the latest close over all ranks, per file, the files' windows
+    joined where they overlap; and the same over the data window alone, from the first data call's start to
+    the last one's end (fs_test's "raw" taken across ranks). A rank's window on a file runs from its latest
+    open before its first data call to its first close after its last (partition's phase bounds); without
+    them, its data calls. A file kept open from writing to reading: the write phase ends where
+    the rank's reads of it begin, and the read phase begins where its writes ended."""
+    own = top_level(groups)
+    out = {}
+    for name, kind in DIRECTIONS.items():
+        data = own[(own["kind"] == kind) & (own["bytes"] > 0)]
+        if data.empty:
+            out[name] = {"aggregate_bytes": 0, "aggregate_MBps": None, "data_window_MBps": None, "phase_s": 0.0,
+                         "data_window_s": 0.0, "aggregate_layers": []}
+            continue
+        keys = ["rank", "pid", "file_id", "layer"]
+        other = own[(own["kind"] == (READ + WRITE - kind)) & (own["bytes"] > 0)].groupby(keys)
+        other = data[keys].join(other.agg(other_first=("t_first", "min"), other_last=("t_last", "max")), on=keys)
+        opened = data["open_before"].fillna(data["t_first"])
+        opened = opened.where(~(other["other_last"] < data["t_first"]), np.maximum(opened, other["other_last"]))
+        closed = data["close_after"].fillna(data["t_last"])
+        closed = closed.where(~(other["other_first"] > data["t_last"]), np.minimum(closed, other["other_first"]))
+        per_file = pd.DataFrame({"file_id": data["file_id"], "opened": opened, "closed": closed,
+                                 "t_first": data["t_first"], "t_last": data["t_last"]}).groupby("file_id")
+        span = per_file.agg(opened=("opened", "min"), closed=("closed", "max"), first=("t_first", "min"),
+                            last=("t_last", "max"))
+        phase_s = _covered(span["opened"].to_numpy(np.int64), span["closed"].to_numpy(np.int64)) / NS
+        window_s = _covered(span["first"].to_numpy(np.int64), span["last"].to_numpy(np.int64)) / NS
+        moved = data["bytes"].sum() / MB
+        out[name] = {"aggregate_bytes": int(data["bytes"].sum()), "aggregate_MBps": _ratio(moved, phase_s),
+                     "data_window_MBps": _ratio(moved, window_s),
+                     "phase_s": phase_s, "data_window_s": window_s,
+                     "aggregate_layers": [LAYERS[c] for c in sorted(data["layer"].unique())]}
+    return out
+
+
+def _covered(start: np.ndarray, end: np.ndarray) -> int:
+    """Nanoseconds covered by the union of the [start, end) intervals."""
+    _, first, last = union(np.zeros(len(start), np.int64), start, np.maximum(start, end))
+    return int((last - first).sum())
 
 
 def _finite(value) -> float | None:

@@ -152,8 +152,9 @@ class _StreamSummary:
         self.held_locks = rt.lock_events({k: np.zeros(0, np.int64) for k in rt.COLUMNS + ["kind"]},
                                          np.zeros(0, np.int64), np.zeros(0, bool))
         self.tables: dict[str, list[pd.DataFrame]] = {
-            name: [] for name in ("groups", "per_data", "histogram", "sizes", "strides", "timebins", "splits",
-                                  "calls", "children", "locks", "samples")}
+            name: [] for name in ("groups", "phases", "per_data", "histogram", "sizes", "strides", "timebins",
+                                  "splits", "calls", "children", "locks", "samples")}
+        self.phase_carry = rt.new_phase_carry()
         self.process = {"rank": stream.rank, "pid": stream.pid, "events": 0, "info": dict(stream.info),
                         "t_first": None, "t_last": None, "t_first_open": None, "t_first_byte": None,
                         "io_before_first_byte_ns": 0, "io_ns": 0}
@@ -178,7 +179,9 @@ class _StreamSummary:
         mpi, child, position = rt.family(c, np.isin(c["file_id"], list(self.options.logfs_files)))
         nested = rt.nesting(c, mpi, child, position)
         code = rt.group_codes(c, nested)
-        t["groups"].append(rt.group_totals(c, code, duration, moved, completion))
+        totals = rt.group_totals(c, code, duration, moved, completion)
+        t["groups"].append(totals)
+        t["phases"].append(rt.phase_bounds(c, totals, self.names, self.phase_carry))
         per_data, histogram, sizes, strides, reads, self.last = rt.data_groups(c, code, self.options, self.last)
         for name, table in (("per_data", per_data), ("histogram", histogram), ("sizes", sizes), ("strides", strides)):
             t[name].append(table)
@@ -232,7 +235,8 @@ class _StreamSummary:
         code, start, end = self.read_intervals
         distinct = pd.Series(end - start).groupby(code).sum()
         per_data["unique_bytes"] = distinct.reindex(per_data.index).fillna(0).astype(np.int64)
-        groups = groups.join(per_data, how="left")
+        groups = groups.join(per_data, how="left").join(
+            t["phases"].groupby(level="code").agg({"open_before": "min", "close_after": "max"}), how="left")
         histogram = t["histogram"].groupby(["code", "bin"], as_index=False)["count"].sum()
         sizes = rt.most_frequent(t["sizes"].groupby(["code", "size"], as_index=False)["count"].sum(), rt.TOP_VALUES)
         strides = pd.concat([rt.most_frequent(part.groupby(["code", "value"], as_index=False)["count"].sum(),

@@ -346,6 +346,50 @@ def is_close(names: list[str]) -> np.ndarray:
     return np.array([n in ("close", "fclose") for n in names] or [False], bool)
 
 
+def is_open_or_close(names: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Per op name: whether it opens a file, whether it closes one, at any layer (a phase's bounds)."""
+    opens = [n.lstrip("_").startswith(("open", "creat", "fopen", "freopen", "fdopen")) or n == "MPI_File_open"
+             for n in names]
+    closes = [n in ("close", "fclose", "MPI_File_close") for n in names]
+    return np.array(opens or [False], bool), np.array(closes or [False], bool)
+
+
+def phase_bounds(c: dict, totals: pd.DataFrame, names: list[str], carry: dict) -> pd.DataFrame:
+    """Per group of data calls (`totals`: group_totals of the range), the bounds of its open-to-close phase as
+    IOR and fs_test time one: the start of the latest open of the file (same layer) at or before the group's
+    first data call (`open_before`), and the end of the first close of it after the group's last data call
+    (`close_after`); NaN where there is none. The minimum and maximum over ranges are exact. `carry` (updated):
+    each file and layer's latest open start so far, and the groups still waiting for their close."""
+    opens, closes = (mask[c["op"]] for mask in is_open_or_close(names))
+    key = (c["file_id"].astype(np.int64) + 1) * LAYER_SLOTS + c["layer"]  # a group code's (file, layer) part
+    groups = totals[np.isin(kind_of(totals.index.to_numpy()), [READ, WRITE])]
+    rows = pd.DataFrame({"code": groups.index.to_numpy(), "key": groups.index.to_numpy() // (NESTINGS * KIND_SLOTS),
+                         "t_first": groups["t_first"].to_numpy(), "t_last": groups["t_last"].to_numpy()})
+    opened = pd.concat([carry["last_open"], pd.DataFrame({"key": key[opens], "t_open": c["t_start"][opens]})])
+    rows = pd.merge_asof(rows.sort_values("t_first"), opened.sort_values("t_open"), left_on="t_first",
+                         right_on="t_open", by="key", direction="backward")
+    closed = pd.DataFrame({"key": key[closes], "t_close": c["t_start"][closes], "close_end": c["t_end"][closes]})
+    rows = pd.merge_asof(rows.sort_values("t_last"), closed.sort_values("t_close"), left_on="t_last",
+                         right_on="t_close", by="key", direction="forward").set_index("code")
+    pending = carry["pending"]  # groups of earlier ranges waiting for a close: this range's first one ends them
+    first_close = closed.groupby("key")["close_end"].min()
+    ended = pending[pending.isin(first_close.index) & ~pending.index.isin(rows.index)]
+    carry["pending"] = pd.concat([pending[~pending.isin(first_close.index) & ~pending.index.isin(rows.index)],
+                                  rows["key"][rows["close_end"].isna()]])
+    carry["last_open"] = opened.groupby("key", as_index=False)["t_open"].max()
+    resolved = pd.DataFrame({"open_before": np.nan, "close_after": first_close.reindex(ended.to_numpy()).to_numpy()},
+                            index=ended.index)
+    bounds = pd.DataFrame({"open_before": rows["t_open"].astype(np.float64),
+                           "close_after": rows["close_end"].astype(np.float64)})
+    return pd.concat([bounds, resolved]).rename_axis("code")
+
+
+def new_phase_carry() -> dict:
+    """phase_bounds' carry before a stream's first range."""
+    return {"last_open": pd.DataFrame({"key": np.zeros(0, np.int64), "t_open": np.zeros(0, np.int64)}),
+            "pending": pd.Series([], dtype=np.int64, index=pd.Index([], dtype=np.int64, name="code"), name="key")}
+
+
 def lock_events(c: dict, duration: np.ndarray, closes: np.ndarray) -> pd.DataFrame:
     """The range's record lock and unlock calls, and its closes of files (mask `closes`)."""
     pick = np.flatnonzero((c["kind"] == LOCK) | (c["kind"] == UNLOCK) | closes)

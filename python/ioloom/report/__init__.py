@@ -90,15 +90,21 @@ def _summary(a, result: dict) -> str:
                      _card(human_bytes(own["write_bytes"]), f"written by the program ({through})"),
                      _card(human_bytes(own["read_bytes"]), f"read by the program ({through})"),
                      _card(len(result["findings"]), "findings")])
-    rows = pd.DataFrame([{"direction": d, "perceived MPI (MB/s)": _mbps(b["perceived_mpi_MBps"]),
+    rows = pd.DataFrame([{"direction": d, "moved": human_bytes(b["aggregate_bytes"]),
+                          "aggregate (MB/s)": _mbps(b["aggregate_MBps"]), "data window (MB/s)": _mbps(b["data_window_MBps"]),
+                          "perceived MPI (MB/s)": _mbps(b["perceived_mpi_MBps"]),
                           "effective MPI (MB/s)": _mbps(b["effective_mpi_MBps"]),
                           "effective POSIX (MB/s)": _mbps(b["effective_posix_MBps"]),
-                          "bytes counted": human_bytes(b["bytes"]), "counted from": b["bytes_counted"]}
+                          "POSIX bytes": human_bytes(b["posix_bytes"]), "RIOT figures from": b["bytes_counted"]}
                          for d, b in bw.items()])
-    lead = ("Bytes and time per layer as Darshan's job summary shows them per module, per file, then Wright's RIOT "
-            "bandwidths (MB = 1024² bytes): perceived MPI = Σ<sub>r</sub> B<sub>r</sub>/T<sub>r</sub>"
-            "<sup>MPI</sup>; effective MPI = ΣB / ΣT<sup>MPI</sup>; effective POSIX = ΣB / ΣT<sup>POSIX</sup>, "
-            "with B the bytes the POSIX calls under MPI-IO moved.")
+    lead = ("Bytes and time per layer as Darshan's job summary shows them per module, and per file. Bandwidths "
+            "(MB = 1024² bytes; docs/analysis.md names each): <b>aggregate</b> = bytes the program moved / earliest "
+            "open to latest close of the phase over all ranks (IOR's bandwidth, fs_test's effective); <b>data "
+            "window</b> = the same over first data call to last (fs_test's raw); then Wright's RIOT figures: "
+            "perceived MPI = Σ<sub>r</sub> B<sub>r</sub>/T<sub>r</sub><sup>MPI</sup>, effective MPI = ΣB / "
+            "ΣT<sup>MPI</sup>, with B the bytes the MPI-IO calls moved and T their summed time; effective POSIX = "
+            "ΣB<sup>POSIX</sup> / ΣT<sup>POSIX</sup> over the POSIX calls under them, a serial-equivalent figure "
+            "(about 1/N of the aggregate on N ranks).")
     return _section("summary", "Summary", lead, f'<div class="cards">{cards}</div><h3>I/O per layer</h3>'
                     + _layers_table(io) + _files_table(io) + "<h3>Bandwidth</h3>" + figures.frame_html(rows))
 
