@@ -86,7 +86,8 @@ class Analysis:
         a.app_groups = metrics.application_files(a.groups, options.excluded_files)
         app_splits = a.splits[~a.splits["file_id"].isin(options.excluded_files)]
         aggregate = metrics.aggregate_bandwidths(a.app_groups)
-        a.bandwidth = {d: {**figures, **aggregate[d]} for d, figures in metrics.bandwidths(a.app_groups, app_splits).items()}
+        riot = metrics.bandwidths(a.app_groups, app_splits)
+        a.bandwidth = {d: {**figures, **aggregate[d]} for d, figures in riot.items()}
         a.amplification = metrics.amplification(a.app_groups, app_splits)
         a.lock_summary = metrics.lock_summary(a.locks[~a.locks["file_id"].isin(options.excluded_files)])
         a.patterns = patterns.classify(a.app_groups, a.strides, options.stripe_size)

@@ -91,7 +91,8 @@ def _summary(a, result: dict) -> str:
                      _card(human_bytes(own["read_bytes"]), f"read by the program ({through})"),
                      _card(len(result["findings"]), "findings")])
     rows = pd.DataFrame([{"direction": d, "moved": human_bytes(b["aggregate_bytes"]),
-                          "aggregate (MB/s)": _mbps(b["aggregate_MBps"]), "data window (MB/s)": _mbps(b["data_window_MBps"]),
+                          "aggregate (MB/s)": _mbps(b["aggregate_MBps"]),
+                          "data window (MB/s)": _mbps(b["data_window_MBps"]),
                           "perceived MPI (MB/s)": _mbps(b["perceived_mpi_MBps"]),
                           "effective MPI (MB/s)": _mbps(b["effective_mpi_MBps"]),
                           "effective POSIX (MB/s)": _mbps(b["effective_posix_MBps"]),
