@@ -1,0 +1,102 @@
+/* The simulator's model, shared by its sources: the parameters and workload read from the driver's input
+ * (input.cpp), the platform built from them (platform.cpp), the storage mechanisms a request goes through
+ * (storage.cpp: striping, extent locks, the metadata server) and the rank actors that replay the operations
+ * (ranks.cpp). docs/sim.md specifies the input and output formats and the model. */
+#ifndef IOLOOM_SIM_HPP
+#define IOLOOM_SIM_HPP
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <simgrid/s4u.hpp>
+
+namespace sg4 = simgrid::s4u;
+
+namespace ioloom_sim {
+
+/* One operation of one rank, as the driver wrote it (40 bytes, little-endian; docs/sim.md). */
+struct Op {
+    int32_t job, rank, kind, file;
+    int64_t offset, length; /* open: offset 1 creates the file */
+    double gap;             /* seconds of computation before the operation */
+};
+static_assert(sizeof(Op) == 40, "operation record layout");
+
+enum OpKind { OP_WRITE = 1, OP_READ = 2, OP_OPEN = 3, OP_CLOSE = 4, OP_SYNC = 5, OP_BARRIER = 6, OP_STAT = 7 };
+
+/* A file's layout: stripes of stripe_size bytes dealt round robin over its targets (object i on targets[i]). */
+struct Layout {
+    uint64_t stripe_size = 0;
+    std::vector<int> targets;
+};
+
+struct Job {
+    double start = 0;
+    int nranks = 0, ranks_per_node = 1, first_node = 0;
+};
+
+/* Everything the input says: named scalar parameters, layouts, jobs, each target's bandwidth profile, the
+ * operations (grouped by job and rank, each rank's in program order). */
+struct Input {
+    std::map<std::string, double> param;
+    std::map<int, Layout> files;
+    std::vector<Job> jobs;
+    std::map<int, std::string> profiles; /* target -> SimGrid profile text ("time ratio" lines) */
+    double profile_period = -1;
+    std::vector<Op> ops;
+    std::string ops_path, times_path, pieces_path;
+    double get(const std::string& name) const;
+};
+
+Input read_input(const std::string& path);
+
+/* The simulated machine: client nodes, storage targets (each a host whose access link is its disk), and the
+ * metadata server. */
+struct Platform {
+    std::vector<sg4::Host*> nodes, targets;
+    sg4::Host* mds = nullptr;
+};
+
+Platform build_platform(const Input& in);
+
+/* What one stripe-piece transfer did: the per-target throughput over time is binned from these. */
+struct Piece {
+    int32_t target, kind;
+    double start, end, bytes;
+};
+
+/* Shared state of the storage side, used by every rank actor. */
+class Storage {
+  public:
+    Storage(const Input& in, const Platform& p);
+    ~Storage();
+    /* A write or read of [offset, offset + length) of `file` by a rank on `node`: pieces per object, each behind
+     * the object's extent lock, moved in RPCs of at most rpc_size bytes, rpcs_in_flight at once. */
+    void transfer(int node, int kind, int file, uint64_t offset, uint64_t length);
+    /* A metadata request (open, create, stat, close) queued at the metadata server. */
+    void metadata(int kind, bool create);
+    std::vector<Piece> pieces;
+
+  private:
+    struct Lock;
+    Lock& lock_of(int file, int object);
+    void acquire(Lock& l, int node);
+    void release(Lock& l);
+    void move(int node, int kind, const std::vector<std::pair<int, uint64_t>>& to_targets);
+    const Input& in_;
+    const Platform& p_;
+    std::map<std::pair<int, int>, std::unique_ptr<Lock>> locks_;
+    sg4::SemaphorePtr mds_queue_;
+    uint64_t rpc_size_;
+    int rpcs_in_flight_;
+};
+
+/* Starts one actor per rank of every job; each fills its operations' start and end times. */
+void start_ranks(const Input& in, const Platform& p, Storage& s, std::vector<double>& times);
+
+} // namespace ioloom_sim
+
+#endif

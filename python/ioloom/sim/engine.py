@@ -1,0 +1,99 @@
+"""Runs the C++ engine (native/sim, `ioloom-sim`) on a platform and a workload and reads what it measured.
+
+The engine's input is a text file of parameters, layouts, jobs and load profiles plus a binary file of
+operations; its output is each operation's start and end and each RPC's transfer (docs/sim.md, "Engine input and
+output"). A run that exceeds its wall-clock budget is stopped and reported, never left hanging.
+"""
+from __future__ import annotations
+
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ioloom import paths
+from ioloom.sim.platform import Platform
+from ioloom.sim.workload import Workload
+
+PIECE = np.dtype([("target", "<i4"), ("kind", "<i4"), ("start", "<f8"), ("end", "<f8"), ("bytes", "<f8")])
+assert PIECE.itemsize == 32  # native/sim/sim.hpp: struct Piece
+
+
+class SimError(RuntimeError):
+    """The engine could not run or finish the simulation; the message says why and what to do."""
+
+
+@dataclass
+class Outcome:
+    workload: Workload
+    platform: Platform
+    times: np.ndarray      # (operations, 2): start and end in simulated seconds
+    pieces: np.ndarray     # PIECE records
+    simulated_time: float
+    wall_seconds: float
+
+
+def background_profiles(platform: Platform) -> tuple[dict[int, list[tuple[float, float]]], float]:
+    """Each target's capacity over time: a draw from the modes every period, reproducible from the seed."""
+    modes = platform["background.modes"]
+    if not modes:
+        return {}, -1.0
+    rng = np.random.default_rng(platform["run.seed"] + 31337)
+    left = np.array([m[0] for m in modes], dtype=float)
+    weights = np.array([m[1] for m in modes], dtype=float)
+    period, horizon = platform["background.period"], platform["background.horizon"]
+    steps = max(1, int(horizon / period))
+    draws = rng.choice(left.size, size=(platform["targets.count"], steps), p=weights / weights.sum())
+    times = np.arange(steps) * period
+    return {t: list(zip(times.tolist(), left[draws[t]].tolist())) for t in range(draws.shape[0])}, steps * period
+
+
+def _input_text(platform: Platform, w: Workload, work: Path) -> str:
+    lines = ["ioloom-sim-input 1"]
+    lines += [f"param {k} {v!r}" for k, v in platform.engine_params().items()]
+    lines += [f"file {f} {size} " + " ".join(map(str, targets)) for f, (size, targets) in sorted(w.layouts.items())]
+    lines += [f"job {start!r} {n} {rpn} {node}" for start, n, rpn, node in w.jobs]
+    profiles, period = background_profiles(platform)
+    if profiles:
+        lines.append(f"profile_period {period!r}")
+        lines += [f"profile {t} " + " ".join(f"{a!r} {b!r}" for a, b in p) for t, p in profiles.items()]
+    lines += [f"ops {work / 'ops.bin'}", f"times {work / 'times.bin'}", f"pieces {work / 'pieces.bin'}"]
+    return "\n".join(lines) + "\n"
+
+
+def _check_fits(platform: Platform, w: Workload) -> None:
+    nodes = platform["clients.nodes"]
+    for i, (_, n, rpn, first) in enumerate(w.jobs):
+        need = first + -(-n // rpn)
+        if need > nodes:
+            raise SimError(f"job {i} needs {need} nodes ({n} ranks, {rpn} per node, from node {first}) but the "
+                           f"platform has {nodes}: raise clients.nodes or ranks per node")
+
+
+def run(platform: Platform, w: Workload, wall_budget: float = 600.0) -> Outcome:
+    """Simulates workload `w` on `platform`."""
+    engine = paths.native_bin("ioloom-sim")
+    _check_fits(platform, w)
+    with tempfile.TemporaryDirectory(prefix="ioloom-sim-") as tmp:
+        work = Path(tmp)
+        w.ops.tofile(work / "ops.bin")
+        (work / "input.txt").write_text(_input_text(platform, w, work))
+        try:
+            out = subprocess.run([str(engine), str(work / "input.txt"), "--log=root.thres:critical"],
+                                 capture_output=True, text=True, timeout=wall_budget)
+        except subprocess.TimeoutExpired:
+            raise SimError(f"the simulation did not finish within {wall_budget:g} s of wall-clock time: simulate "
+                           "fewer ranks or operations, or raise the budget (--wall-budget)") from None
+        if out.returncode not in (0, 3):
+            raise SimError(out.stderr.strip().splitlines()[-1] if out.stderr.strip() else
+                           f"ioloom-sim exited {out.returncode}")
+        summary = out.stdout.split()
+        fields = dict(zip(summary[2::2], summary[3::2]))
+        if out.returncode == 3:
+            raise SimError(f"the simulated time budget ran out at {float(fields['simulated_time']):g} s with "
+                           "operations still under way: raise run.time_budget in the platform file")
+        times = np.fromfile(work / "times.bin", dtype="<f8").reshape(-1, 2)
+        pieces = np.fromfile(work / "pieces.bin", dtype=PIECE)
+    return Outcome(w, platform, times, pieces, float(fields["simulated_time"]), float(fields["wall_seconds"]))

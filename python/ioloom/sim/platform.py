@@ -1,0 +1,149 @@
+"""The simulated machine, from a TOML platform file over documented defaults (docs/sim.md, "Platform").
+
+`DEFAULTS` is the one statement of every key, its default, its unit and what it means: the engine's parameters,
+the docs' table and the validation all come from it. Units: bytes, bytes per second, seconds.
+"""
+from __future__ import annotations
+
+import difflib
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+# section.key: (default, engine parameter or None, meaning). A key whose engine parameter is None is used by the
+# driver itself.
+DEFAULTS: dict[str, tuple[Any, str | None, str]] = {
+    "clients.nodes": (64, "nodes", "client nodes"),
+    "clients.ranks_per_node": (16, None, "ranks per node (a workload may set its own)"),
+    "clients.nic_bandwidth": (1.25e9, "nic_bandwidth", "bytes/s of a node's network link, each direction"),
+    "clients.nic_latency": (2e-6, "nic_latency", "seconds of a node's network link"),
+    "clients.nodes_per_group": (0, "nodes_per_group", "nodes behind one switch (0: all; a star)"),
+    "clients.uplink_bandwidth": (0.0, "uplink_bandwidth",
+                                 "bytes/s of a switch group's uplink, each direction (0: not a constraint)"),
+    "servers.count": (40, "servers", "object storage servers; targets are numbered contiguously per server"),
+    "servers.bandwidth": (2.5e9, "server_bandwidth", "bytes/s of a server's network link, each direction"),
+    "servers.latency": (1e-5, "server_latency", "seconds of a server's network link"),
+    "targets.count": (480, "targets", "storage targets (D_total)"),
+    "targets.write_bandwidth": (4e8, "write_bandwidth", "bytes/s a target writes"),
+    "targets.read_bandwidth": (5e8, "read_bandwidth", "bytes/s a target reads"),
+    "targets.latency": (5e-4, "target_latency", "seconds per request at a target"),
+    "targets.seek_penalty": (0.0, "seek_penalty",
+                             "a target's capacity with n concurrent streams is capacity / (1 + seek_penalty (n-1))"),
+    "metadata.open": (3e-4, "mds_open", "seconds the metadata server spends on an open"),
+    "metadata.create": (1e-3, "mds_create", "seconds on a create"),
+    "metadata.stat": (2e-4, "mds_stat", "seconds on a stat"),
+    "metadata.close": (1e-4, "mds_close", "seconds on a close"),
+    "metadata.threads": (8, "mds_threads", "requests the metadata server serves at once (the rest queue)"),
+    "locks.enabled": (True, "extent_locks", "writes take per-object extent locks held per node"),
+    "locks.grant": (2e-4, "lock_grant", "seconds to obtain a lock nobody holds"),
+    "locks.revoke": (1e-3, "lock_revoke", "seconds to take a lock another node holds (revocation round trip)"),
+    "rpc.size": (1 << 20, "rpc_size", "bytes per RPC (Lustre: 1 or 4 MiB)"),
+    "rpc.in_flight": (8, "rpcs_in_flight", "RPCs a node keeps under way per target"),
+    "layout.stripe_count": (1, None, "targets per file (-1: all)"),
+    "layout.stripe_size": (1 << 20, None, "bytes per stripe"),
+    "layout.placement": ("random", None, "first target and the rest: random (distinct targets drawn at random) | "
+                                         "round_robin (consecutive targets from a rotating start)"),
+    "background.modes": ([], None, "per-target load: list of [capacity left (0-1], weight]; empty: no load"),
+    "background.period": (1.0, None, "seconds between two draws of a target's load"),
+    "background.horizon": (600.0, None, "seconds of load drawn (then it repeats)"),
+    "run.seed": (1, None, "seed of placement and load"),
+    "run.time_budget": (1e6, "time_budget", "simulated seconds after which the run stops, reported unfinished"),
+}
+
+POSITIVE = {"clients.nodes", "clients.ranks_per_node", "clients.nic_bandwidth", "servers.count",
+            "servers.bandwidth", "targets.count", "targets.write_bandwidth", "targets.read_bandwidth",
+            "metadata.threads", "rpc.size", "rpc.in_flight", "layout.stripe_size", "background.period",
+            "background.horizon", "run.time_budget"}
+
+
+class PlatformError(ValueError):
+    """A platform file or value that cannot describe a machine; the message names the key and the fix."""
+
+
+@dataclass
+class Platform:
+    values: dict[str, Any] = field(default_factory=lambda: {k: v[0] for k, v in DEFAULTS.items()})
+
+    def __getitem__(self, key: str) -> Any:
+        return self.values[key]
+
+    def engine_params(self) -> dict[str, float]:
+        """The engine's named parameters (docs/sim.md, "Engine input")."""
+        params = {engine: float(self.values[key]) for key, (_, engine, _) in DEFAULTS.items() if engine}
+        if not params["nodes_per_group"]:
+            params["nodes_per_group"] = params["nodes"]
+        return params
+
+
+def _flatten(doc: dict, prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in doc.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            out.update(_flatten(value, name + "."))
+        else:
+            out[name] = value
+    return out
+
+
+def _check_value(key: str, value: Any) -> None:
+    default = DEFAULTS[key][0]
+    kind = type(default)
+    ok = isinstance(value, bool) if kind is bool else (
+        isinstance(value, (int, float)) and not isinstance(value, bool) if kind in (int, float) else isinstance(value, kind))
+    if not ok:
+        raise PlatformError(f"`{key}` must be a {kind.__name__} (default {default!r}), not {value!r}")
+    if key in POSITIVE and value <= 0:
+        raise PlatformError(f"`{key}` must be positive, not {value!r} ({DEFAULTS[key][2]})")
+    if kind in (int, float) and key not in POSITIVE and value < 0 and key != "layout.stripe_count":
+        raise PlatformError(f"`{key}` cannot be negative ({value!r})")
+
+
+def _check_whole(p: Platform) -> None:
+    count, targets = p["layout.stripe_count"], p["targets.count"]
+    if count == 0 or count < -1 or count > targets:
+        raise PlatformError(f"`layout.stripe_count` = {count} is impossible with {targets} targets: "
+                            f"use 1..{targets}, or -1 for all")
+    if p["layout.placement"] not in ("random", "round_robin"):
+        raise PlatformError(f"`layout.placement` = {p['layout.placement']!r}: use random or round_robin")
+    for mode in p["background.modes"]:
+        if not (isinstance(mode, list) and len(mode) == 2 and 0 < mode[0] <= 1 and mode[1] > 0):
+            raise PlatformError(f"`background.modes` entry {mode!r}: each is [capacity left in (0, 1], weight > 0]")
+    if p["servers.count"] > p["targets.count"]:
+        raise PlatformError("`servers.count` exceeds `targets.count`: every server holds at least one target")
+
+
+def from_dict(doc: dict) -> Platform:
+    """A platform from parsed TOML (or a dict of the same shape); raises PlatformError naming the bad key."""
+    p = Platform()
+    for key, value in _flatten(doc).items():
+        if key not in DEFAULTS:
+            near = difflib.get_close_matches(key, DEFAULTS, n=1)
+            raise PlatformError(f"unknown key `{key}`" + (f": did you mean `{near[0]}`?" if near else
+                                                          " (docs/sim.md lists the keys)"))
+        _check_value(key, value)
+        p.values[key] = value
+    _check_whole(p)
+    return p
+
+
+def load(path: str | Path | None) -> Platform:
+    """The platform of a TOML file (None: the defaults)."""
+    if path is None:
+        return from_dict({})
+    try:
+        doc = tomllib.loads(Path(path).read_text())
+    except OSError as e:
+        raise PlatformError(f"cannot read platform file {path}: {e.strerror}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise PlatformError(f"platform file {path} is not valid TOML: {e}") from None
+    try:
+        return from_dict(doc)
+    except PlatformError as e:
+        raise PlatformError(f"platform file {path}: {e}") from None

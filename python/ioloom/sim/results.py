@@ -1,0 +1,100 @@
+"""What a simulation measured, as the figures `ioloom bench io` prints (docs/bench.md, same JSON document, so the
+report and sweep code read both) and per-target time series.
+
+Per phase and rank: open, data, sync and close time are the summed durations of those calls (a logfs index
+write counts as close); total is from the phase's first call to its last (barriers excluded at the ends);
+effective bandwidth = bytes of all ranks / max over ranks of (total - wait), raw = bytes / max data time.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ioloom.sim.engine import Outcome
+from ioloom.sim.workload import KINDS, BenchArgs
+
+FIELDS = ("open", "data", "sync", "close", "wait", "total")
+
+
+def _stats(values: np.ndarray) -> dict[str, float]:
+    return {"min": float(values.min()), "mean": float(values.mean()), "max": float(values.max())}
+
+
+def _rank_times(o: Outcome, sel: np.ndarray, nranks: int) -> dict[str, np.ndarray]:
+    ops, times = o.workload.ops[sel], o.times[sel]
+    took = times[:, 1] - times[:, 0]
+    rank = ops["rank"]
+    index = np.isin(ops["file"], list(o.workload.index_files)) & (ops["kind"] == KINDS["write"])
+    data = np.isin(ops["kind"], [KINDS["write"], KINDS["read"]]) & ~index
+    out = {name: np.bincount(rank, weights=took * mask, minlength=nranks) for name, mask in (
+        ("open", ops["kind"] == KINDS["open"]), ("data", data), ("sync", ops["kind"] == KINDS["sync"]),
+        ("close", (ops["kind"] == KINDS["close"]) | index))}
+    out["wait"] = np.bincount(rank, weights=ops["gap"] * data, minlength=nranks)
+    calls = ops["kind"] != KINDS["barrier"]
+    first = np.full(nranks, np.inf)
+    last = np.full(nranks, -np.inf)
+    np.minimum.at(first, rank[calls], times[calls, 0] - ops["gap"][calls])
+    np.maximum.at(last, rank[calls], times[calls, 1])
+    out["total"] = last - first
+    out["bytes"] = np.bincount(rank, weights=ops["length"] * data, minlength=nranks)
+    out["calls"] = np.bincount(rank, weights=data, minlength=nranks)
+    return out
+
+
+def phase_document(o: Outcome, phase: int) -> dict:
+    job, op, rep = o.workload.phases[phase]
+    nranks = o.workload.jobs[job][1]
+    t = _rank_times(o, o.workload.phase == phase, nranks)
+    total_bytes = float(t["bytes"].sum())
+    return {"op": op, "rep": rep, "bytes": total_bytes, "calls": float(t["calls"].sum()), "errors": 0,
+            "effective_bw": total_bytes / float((t["total"] - t["wait"]).max()),
+            "raw_bw": total_bytes / float(t["data"].max()) if t["data"].max() > 0 else 0.0,
+            "time": {name: _stats(t[name]) for name in FIELDS},
+            "ranks": [{"rank": r, **{name: float(t[name][r]) for name in FIELDS}, "bytes": float(t["bytes"][r]),
+                       "calls": float(t["calls"][r]), "errors": 0} for r in range(nranks)]}
+
+
+def _params(a: BenchArgs, nodes: int) -> dict:
+    return {"api": a.api, "pattern": a.pattern, "kernel": "none", "collective": False, "block_size": a.block,
+            "transfer_size": a.transfer, "segment_count": a.segments, "fsync": a.fsync, "random": a.random,
+            "reorder": False, "shift": 0, "repetitions": a.repetitions, "wait_ms": a.wait_ms, "verify": False,
+            "path": "(simulated)", "hints_requested": {}, "emulated_nodes": nodes}
+
+
+def job_document(o: Outcome, job: int) -> dict:
+    """Job `job` as the JSON document ioloom-bench prints, plus a "simulator" member."""
+    start, nranks, rpn, _ = o.workload.jobs[job]
+    phases = [phase_document(o, i) for i, (j, _, _) in enumerate(o.workload.phases) if j == job]
+    summary = []
+    for op in dict.fromkeys(p["op"] for p in phases):
+        mine = [p for p in phases if p["op"] == op]
+        summary.append({"op": op, "reps": len(mine),
+                        "effective_bw": _stats(np.array([p["effective_bw"] for p in mine])),
+                        "raw_bw": _stats(np.array([p["raw_bw"] for p in mine])),
+                        "time": {f: _stats(np.array([p["time"][f]["max"] for p in mine])) for f in FIELDS}})
+    return {"ioloom_bench": 1, "mpi": "simulated", "nranks": nranks, "ranks_per_node": rpn,
+            "params": _params(o.workload.args[job], -(-nranks // rpn)), "hints": {}, "phases": phases,
+            "summary": summary, "verify": {"enabled": False, "errors": 0},
+            "simulator": {"start": start, "simulated_time": o.simulated_time, "wall_seconds": o.wall_seconds,
+                          "operations": int(o.workload.ops.size), "transfers": int(o.pieces.size),
+                          "log_structured": bool(o.workload.index_files)}}
+
+
+def target_series(o: Outcome, bins: int = 100) -> tuple[np.ndarray, np.ndarray]:
+    """Bytes per second each target moved in each of `bins` equal time bins: (bin edges, targets x bins). A
+    transfer's bytes are spread evenly over its duration."""
+    end = max(o.simulated_time, 1e-12)
+    edges = np.linspace(0.0, end, bins + 1)
+    out = np.zeros((o.platform["targets.count"], bins))
+    p = o.pieces
+    width = edges[1] - edges[0]
+    for b in range(bins):
+        overlap = np.clip(np.minimum(p["end"], edges[b + 1]) - np.maximum(p["start"], edges[b]), 0, None)
+        share = np.where(p["end"] > p["start"], overlap / np.maximum(p["end"] - p["start"], 1e-300), 0.0)
+        np.add.at(out[:, b], p["target"], p["bytes"] * share)
+    return edges, out / width
+
+
+def target_correlation(series: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Pearson correlation between the throughput series of the targets that moved data: (targets, matrix)."""
+    busy = np.flatnonzero(series.std(axis=1) > 0)
+    return busy, np.corrcoef(series[busy]) if busy.size > 1 else np.ones((busy.size, busy.size))

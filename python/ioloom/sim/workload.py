@@ -1,0 +1,291 @@
+"""What the simulated ranks do: per-rank operations in program order plus each file's layout.
+
+A workload comes from a bench pattern with `ioloom bench io`'s options (the layouts of docs/bench.md, "Layout of
+the patterns"), from a job mix (several such jobs with start times), and can be re-woven as the log-structured
+layer does (`logfs`: every writer appends to its own log and writes an index at close).
+"""
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ioloom.sim.platform import Platform
+
+OP = np.dtype([("job", "<i4"), ("rank", "<i4"), ("kind", "<i4"), ("file", "<i4"), ("offset", "<i8"),
+               ("length", "<i8"), ("gap", "<f8")])
+assert OP.itemsize == 40  # native/sim/sim.hpp: struct Op
+KINDS = {"write": 1, "read": 2, "open": 3, "close": 4, "sync": 5, "barrier": 6, "stat": 7}
+INDEX_ENTRY_BYTES = 80  # docs/logfs-format.md: an index entry (a pattern of any length is one)
+
+
+class WorkloadError(ValueError):
+    """Options or a job mix that describe no workload the simulator can run; the message says what to change."""
+
+
+@dataclass
+class BenchArgs:
+    """The subset of ioloom-bench's options a simulated job takes (same letters, same defaults)."""
+    pattern: str = "strided"
+    block: int = 1 << 20
+    transfer: int = 256 << 10
+    segments: int = 1
+    write: bool = False
+    read: bool = False
+    fsync: bool = False
+    random: bool = False
+    wait_ms: float = 0.0
+    repetitions: int = 1
+    api: str = "posix"
+
+    def phases(self) -> list[str]:
+        return [p for p, on in (("write", self.write), ("read", self.read)) if on] or ["write", "read"]
+
+
+def parse_size(text: str) -> int:
+    """'4m' -> 4194304, as ioloom-bench reads sizes (k, m, g, t = 1024^n)."""
+    units = {"k": 10, "m": 20, "g": 30, "t": 40}
+    digits, unit = (text[:-1], text[-1].lower()) if text and text[-1].lower() in units else (text, "")
+    if not digits.isdigit():
+        raise WorkloadError(f"size {text!r}: use a number of bytes with an optional k, m, g or t (4m)")
+    return int(digits) << units.get(unit, 0)
+
+
+_FLAGS = {"-F": ("pattern", "fpp"), "-e": ("fsync", True), "-z": ("random", True), "-w": ("write", True),
+          "-r": ("read", True)}
+_VALUES = {"-b": ("block", parse_size), "--block-size": ("block", parse_size), "-t": ("transfer", parse_size),
+           "--transfer-size": ("transfer", parse_size), "-s": ("segments", int), "--segments": ("segments", int),
+           "--pattern": ("pattern", str), "--wait": ("wait_ms", float), "-i": ("repetitions", int),
+           "--repetitions": ("repetitions", int), "-a": ("api", str), "--api": ("api", str)}
+_NOT_SIMULATED = {"-c": "collective I/O (-c) is not simulated yet: simulate the independent pattern",
+                  "-C": "reading another node's data (-C) is not simulated yet",
+                  "--kernel": "kernels (--kernel) are not simulated yet: use a pattern"}
+
+
+def parse_bench_args(text: str | list[str]) -> BenchArgs:
+    """ioloom-bench options (e.g. "-b 4m -t 1m -s 4 -w") as a BenchArgs; options that do not change what the
+    storage sees (-o, --dir, -k, --json, --verify, --hint) are accepted and ignored."""
+    argv = shlex.split(text) if isinstance(text, str) else list(text)
+    args, i = BenchArgs(), 0
+    while i < len(argv):
+        opt = argv[i]
+        if opt in _NOT_SIMULATED:
+            raise WorkloadError(_NOT_SIMULATED[opt])
+        if opt in _FLAGS:
+            setattr(args, *_FLAGS[opt])
+        elif opt in _VALUES or opt in ("-o", "--dir", "--hint", "--ranks-per-node"):
+            if i + 1 == len(argv):
+                raise WorkloadError(f"{opt} needs a value")
+            if opt in _VALUES:
+                name, parse = _VALUES[opt]
+                setattr(args, name, parse(argv[i + 1]))
+            i += 1
+        elif opt not in ("-k", "--keep", "--json", "--verify"):
+            raise WorkloadError(f"unknown bench option {opt!r} (ioloom bench io --help lists them)")
+        i += 1
+    _check(args)
+    return args
+
+
+def _check(a: BenchArgs) -> None:
+    if a.pattern not in ("strided", "contiguous", "fpp", "nfiles"):
+        raise WorkloadError(f"--pattern {a.pattern}: use strided, contiguous, fpp or nfiles")
+    if a.api not in ("posix", "mpiio"):
+        raise WorkloadError(f"-a {a.api}: the simulator replays posix or independent mpiio data calls")
+    if a.transfer <= 0 or a.block <= 0 or a.block % a.transfer:
+        raise WorkloadError(f"-t {a.transfer} must be positive and divide -b {a.block}")
+    if a.segments <= 0 or a.repetitions <= 0 or a.wait_ms < 0:
+        raise WorkloadError("-s and -i must be positive and --wait not negative")
+
+
+@dataclass
+class Workload:
+    ops: np.ndarray                              # OP records grouped by job, then rank, each in program order
+    layouts: dict[int, tuple[int, list[int]]]     # file id -> (stripe size, targets)
+    jobs: list[tuple[float, int, int, int]]      # (start, ranks, ranks per node, first node)
+    phase: np.ndarray                            # per operation: its phase's index in `phases` (-1: none)
+    phases: list[tuple[int, str, int]]           # (job, "write" or "read", repetition)
+    args: list[BenchArgs] = field(default_factory=list)
+    index_files: set[int] = field(default_factory=set)  # logfs index journals: their writes belong to close
+
+
+class Placement:
+    """Lustre-like target allocation for new files: random distinct targets, or round robin from a rotating
+    start; reproducible from the platform's seed."""
+
+    def __init__(self, platform: Platform, seed_offset: int = 0):
+        self.targets = platform["targets.count"]
+        self.rng = np.random.default_rng(platform["run.seed"] + seed_offset)
+        self.policy = platform["layout.placement"]
+        self.next_start = int(self.rng.integers(self.targets))
+
+    def place(self, count: int) -> list[int]:
+        count = self.targets if count == -1 else count
+        if self.policy == "random":
+            return [int(t) for t in self.rng.choice(self.targets, size=count, replace=False)]
+        start, self.next_start = self.next_start, (self.next_start + count) % self.targets
+        return [(start + i) % self.targets for i in range(count)]
+
+
+def _ops(n: int, **columns) -> np.ndarray:
+    out = np.zeros(n, dtype=OP)
+    for name, value in columns.items():
+        out[name] = value
+    return out
+
+
+def _data_offsets(a: BenchArgs, nranks: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """(file index, offset) of every transfer, shape (nranks, segments * block / transfer), each rank's in the order
+    it moves them (docs/bench.md's table; -z shuffles each rank's transfers within each of its files)."""
+    x = np.arange(a.block // a.transfer, dtype=np.int64) * a.transfer
+    s = np.arange(a.segments, dtype=np.int64)[:, None]
+    r = np.arange(nranks, dtype=np.int64)[:, None, None]
+    base = {"strided": (s * nranks + r) * a.block, "contiguous": (r * a.segments + s) * a.block,
+            "fpp": s * a.block + 0 * r, "nfiles": 0 * s + 0 * r}[a.pattern]
+    offsets = np.broadcast_to(base + x, (nranks, a.segments, x.size)).copy()
+    files = {"strided": 0 * r + 0 * s, "contiguous": 0 * r + 0 * s, "fpp": r + 0 * s,
+             "nfiles": r * a.segments + s}[a.pattern]
+    files = np.broadcast_to(files, offsets.shape).copy()
+    if a.random:
+        per_file = offsets.reshape(nranks, -1) if a.pattern != "nfiles" else offsets.reshape(nranks * a.segments, -1)
+        for row in per_file:
+            rng.shuffle(row)
+    return files.reshape(nranks, -1), offsets.reshape(nranks, -1)
+
+
+def _phase(a: BenchArgs, kind: str, nranks: int, rng: np.random.Generator) -> np.ndarray:
+    """One phase of every rank: open, barrier, the transfers, fsync (-e, writes), close, barrier; nfiles opens and
+    closes a file per segment. Rows (nranks, ops per rank)."""
+    files, offsets = _data_offsets(a, nranks, rng)
+    per_seg = a.block // a.transfer
+    gap = a.wait_ms / 1000.0
+    create = int(kind == "write")
+    rank_col = np.arange(nranks)[:, None]
+    data = _ops(files.size, kind=KINDS[kind], file=files.ravel(), offset=offsets.ravel(), length=a.transfer,
+                gap=gap).reshape(nranks, -1)
+    if a.pattern == "nfiles":
+        data = data.reshape(nranks, a.segments, per_seg)
+        opens = _ops(nranks * a.segments, kind=KINDS["open"], offset=create,
+                     file=data["file"][:, :, 0].ravel()).reshape(nranks, a.segments, 1)
+        closes = opens.copy()
+        closes["kind"], closes["offset"] = KINDS["close"], 0
+        body = np.concatenate([opens, data, closes], axis=2).reshape(nranks, -1)
+        head, tail = np.zeros((nranks, 0), OP), np.zeros((nranks, 0), OP)
+    else:
+        head = _ops(nranks, kind=KINDS["open"], file=data["file"][:, 0],
+                    offset=create if a.pattern == "fpp" else (rank_col.ravel() == 0) * create).reshape(nranks, 1)
+        tail = _ops(nranks, kind=KINDS["close"], file=data["file"][:, 0]).reshape(nranks, 1)
+        body = data
+    barrier = _ops(nranks, kind=KINDS["barrier"]).reshape(nranks, 1)
+    sync = _ops(nranks, kind=KINDS["sync"], file=data["file"].reshape(nranks, -1)[:, 0]).reshape(nranks, 1)
+    parts = [head, barrier, body] + ([sync] if a.fsync and kind == "write" else []) + [tail, barrier]
+    return np.concatenate(parts, axis=1)
+
+
+def file_count(a: BenchArgs, nranks: int) -> int:
+    return {"strided": 1, "contiguous": 1, "fpp": nranks, "nfiles": nranks * a.segments}[a.pattern]
+
+
+def bench_job(platform: Platform, a: BenchArgs, nranks: int, ranks_per_node: int, job: int = 0,
+              first_node: int = 0, first_file: int = 0, placement: Placement | None = None,
+              stripe_count: int | None = None, stripe_size: int | None = None) -> Workload:
+    """Job `job`'s operations and files for pattern `a` on nranks ranks (write phase, then read, per repetition)."""
+    placement = placement or Placement(platform)
+    rng = np.random.default_rng(platform["run.seed"] + 7919 * (job + 1))
+    names = [(job, kind, rep) for rep in range(a.repetitions) for kind in a.phases()]
+    parts = [_phase(a, kind, nranks, rng) for _, kind, _ in names]
+    ops = np.concatenate(parts, axis=1)
+    phase = np.concatenate([np.full(p.shape, i) for i, p in enumerate(parts)], axis=1)
+    ops["job"], ops["rank"] = job, np.arange(nranks)[:, None]
+    ops["file"] += first_file
+    count = stripe_count if stripe_count is not None else platform["layout.stripe_count"]
+    size = stripe_size or platform["layout.stripe_size"]
+    layouts = {first_file + f: (size, placement.place(count)) for f in range(file_count(a, nranks))}
+    return Workload(ops.ravel(), layouts, [(0.0, nranks, ranks_per_node, first_node)], phase.ravel(), names, [a])
+
+
+def logfs(w: Workload, platform: Platform, placement: Placement | None = None) -> Workload:
+    """The workload re-woven as logfs (N-1 mode, fan-out per rank) does it: each rank's data calls on a file go to
+    its own log of that file, appended in program order (reads of a rank's own data read its log back); opening
+    creates the rank's log and index (two creates at the metadata server), closing writes the index (one entry
+    per run of writes, 80 bytes each: a regular run is one entry)."""
+    placement = placement or Placement(platform, seed_offset=104729)
+    ops = w.ops.copy()
+    count, size = platform["layout.stripe_count"], platform["layout.stripe_size"]
+    log_of: dict[tuple[int, int, int], int] = {}
+    layouts: dict[int, tuple[int, list[int]]] = {}
+    next_id = max(w.layouts) + 1 if w.layouts else 0
+
+    def log_file(job: int, rank: int, file: int, which: int) -> int:
+        nonlocal next_id
+        key = (job, rank, file * 2 + which)
+        if key not in log_of:
+            log_of[key] = next_id
+            layouts[next_id] = (size, placement.place(count))
+            next_id += 1
+        return log_of[key]
+
+    out: list[np.ndarray] = []
+    tags: list[np.ndarray] = []
+    for (job, rank), rows, phase in _by_rank(ops, w.phase):
+        entries = _index_entries(rows)
+        cursor: dict[int, int] = {}
+        for op, tag in zip(rows, phase):
+            kind, file = int(op["kind"]), int(op["file"])
+            if kind in (KINDS["write"], KINDS["read"]):
+                log = log_file(job, rank, file, 0)
+                op["file"], op["offset"] = log, cursor.get(log, 0)
+                cursor[log] = int(op["offset"]) + int(op["length"])
+                emitted = [op]
+            elif kind == KINDS["open"]:
+                index = op.copy()
+                op["file"] = log_file(job, rank, file, 0)
+                index["file"], index["gap"] = log_file(job, rank, file, 1), 0
+                emitted = [op, index]
+            elif kind == KINDS["close"]:
+                index = _ops(1, job=job, rank=rank, kind=KINDS["write"], file=log_file(job, rank, file, 1),
+                             length=max(entries.get(file, 0), 1) * INDEX_ENTRY_BYTES)[0]
+                emitted = [index, op]
+            else:
+                emitted = [op]
+            out.append(np.array(emitted, dtype=OP))
+            tags.append(np.full(len(emitted), tag))
+    index_files = {f for (_, _, which), f in log_of.items() if which % 2}
+    return Workload(np.concatenate(out), layouts, w.jobs, np.concatenate(tags), w.phases, w.args, index_files)
+
+
+def _index_entries(rows: np.ndarray) -> dict[int, int]:
+    """Index entries of one rank's writes per file: a run of writes with one stride is one entry (logfs's
+    patterns), so a new entry starts wherever the distance to the previous write changes."""
+    out = {}
+    writes = rows[rows["kind"] == KINDS["write"]]
+    for file in np.unique(writes["file"]):
+        offsets = writes["offset"][writes["file"] == file]
+        steps = np.diff(offsets)
+        out[int(file)] = 1 + int(np.count_nonzero(np.diff(steps))) if steps.size > 1 else 1
+    return out
+
+
+def _by_rank(ops: np.ndarray, phase: np.ndarray):
+    keys = ops["job"].astype(np.int64) << 32 | ops["rank"].astype(np.int64)
+    cuts = np.flatnonzero(np.diff(keys)) + 1
+    for rows, tags in zip(np.split(ops, cuts), np.split(phase, cuts)):
+        yield (int(rows["job"][0]), int(rows["rank"][0])), rows, tags
+
+
+def combine(workloads: list[Workload], starts: list[float]) -> Workload:
+    """Several jobs as one simulation: job i is workloads[i]'s job renumbered i, starting at starts[i]."""
+    ops, tags, names, layouts, jobs, args, index_files = [], [], [], {}, [], [], set()
+    for i, (w, start) in enumerate(zip(workloads, starts)):
+        part = w.ops.copy()
+        part["job"] = i
+        ops.append(part)
+        tags.append(np.where(w.phase >= 0, w.phase + len(names), -1))
+        names += [(i, kind, rep) for _, kind, rep in w.phases]
+        layouts.update(w.layouts)
+        _, n, rpn, node = w.jobs[0]
+        jobs.append((start, n, rpn, node))
+        args += w.args
+        index_files |= w.index_files
+    return Workload(np.concatenate(ops), layouts, jobs, np.concatenate(tags), names, args, index_files)
