@@ -12,6 +12,7 @@ packages=(
   python3-mpi4py                                           # an mpi4py program in the tracer's tests (Open MPI)
   chromium                                                 # renders the HTML report in tests
   valgrind                                                 # ioloom bench overhead --instructions (callgrind)
+  libsimgrid-dev                                           # ioloom sim's engine (SimGrid's S4U, C++)
 )
 
 missing=()

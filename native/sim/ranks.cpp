@@ -1,6 +1,7 @@
 /* One actor per rank of every job, on its node (job.first_node + rank / ranks_per_node). It waits for its job's
  * start, then replays its operations in program order: the computation gap as a sleep, the operation through
  * the storage model, its start and end time recorded. */
+#include <algorithm>
 #include <stdexcept>
 
 #include "sim.hpp"
@@ -44,20 +45,26 @@ void rank_actor(RankWork w, double start) {
     }
 }
 
-/* Where each rank's operations start in the array (sorted by job, then rank): ranges[job][rank] = first. */
+/* Where each rank's operations start in the array (sorted by job, then rank): ranks[job][rank] is the first, and
+ * ranks[job][rank + 1] one past its last. A rank without operations starts and ends where the one before ended;
+ * a job's first rank where the previous job ended. */
 std::vector<std::vector<size_t>> rank_ranges(const Input& in) {
-    std::vector<std::vector<size_t>> first(in.jobs.size());
-    for (size_t j = 0; j < in.jobs.size(); j++) first[j].assign(static_cast<size_t>(in.jobs[j].nranks) + 1, 0);
+    std::vector<std::vector<size_t>> ends(in.jobs.size());
+    for (size_t j = 0; j < in.jobs.size(); j++) ends[j].assign(static_cast<size_t>(in.jobs[j].nranks), 0);
     for (size_t i = 0; i < in.ops.size(); i++) {
         const Op& op = in.ops[i];
         if (op.job < 0 || static_cast<size_t>(op.job) >= in.jobs.size() || op.rank < 0 || op.rank >= in.jobs[op.job].nranks)
             throw std::runtime_error("operation " + std::to_string(i) + " names no rank of a job");
         if (i && (in.ops[i - 1].job > op.job || (in.ops[i - 1].job == op.job && in.ops[i - 1].rank > op.rank)))
             throw std::runtime_error("operations are not grouped by job and rank");
-        first[op.job][static_cast<size_t>(op.rank) + 1] = i + 1;
+        ends[static_cast<size_t>(op.job)][static_cast<size_t>(op.rank)] = i + 1;
     }
-    for (auto& f : first) /* a rank without operations starts and ends where the one before ended */
-        for (size_t r = 1; r < f.size(); r++) f[r] = std::max(f[r], f[r - 1]);
+    std::vector<std::vector<size_t>> first(in.jobs.size());
+    size_t at = 0;
+    for (size_t j = 0; j < in.jobs.size(); j++) {
+        first[j].push_back(at);
+        for (size_t end : ends[j]) first[j].push_back(at = std::max(at, end));
+    }
     return first;
 }
 

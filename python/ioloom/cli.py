@@ -31,6 +31,7 @@ SUBCOMMANDS = {
     "bench": "ioloom.bench:app",
     "advise": "ioloom.advise:app",
     "container": "ioloom.logfs.cli:app",
+    "sim": "ioloom.sim.cli:app",
 }
 # `ioloom run [OPTIONS] -- CMD --its-options`: everything after CMD is CMD's.
 CONTEXT_SETTINGS = {"run": {"allow_interspersed_args": False}}

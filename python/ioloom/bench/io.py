@@ -224,6 +224,8 @@ def print_result(result: dict, per_rank: bool = False, console: Console | None =
     console.print(_summary_table(result))
     if per_rank:
         console.print(_ranks_table(result))
+    if "simulator" in result:  # `ioloom sim run`: no MPI hints, no page cache
+        return
     hints = result["hints"]
     console.print("hints in effect after open: " + (", ".join(f"{k}={v}" for k, v in hints.items()) or "none reported"))
     for note in [*result.get("notes", []), cache_note(result)]:

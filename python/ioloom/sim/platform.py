@@ -6,15 +6,10 @@ the docs' table and the validation all come from it. Units: bytes, bytes per sec
 from __future__ import annotations
 
 import difflib
-import sys
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover
-    import tomli as tomllib
 
 # section.key: (default, engine parameter or None, meaning). A key whose engine parameter is None is used by the
 # driver itself.

@@ -12,7 +12,7 @@ import numpy as np
 from ioloom.sim.engine import Outcome
 from ioloom.sim.workload import KINDS, BenchArgs
 
-FIELDS = ("open", "data", "sync", "close", "wait", "total")
+FIELDS = ("open", "data", "sync", "close", "wait", "prep", "total")  # ioloom-bench's; prep (filling buffers) is 0 here
 
 
 def _stats(values: np.ndarray) -> dict[str, float]:
@@ -29,6 +29,7 @@ def _rank_times(o: Outcome, sel: np.ndarray, nranks: int) -> dict[str, np.ndarra
         ("open", ops["kind"] == KINDS["open"]), ("data", data), ("sync", ops["kind"] == KINDS["sync"]),
         ("close", (ops["kind"] == KINDS["close"]) | index))}
     out["wait"] = np.bincount(rank, weights=ops["gap"] * data, minlength=nranks)
+    out["prep"] = np.zeros(nranks)
     calls = ops["kind"] != KINDS["barrier"]
     first = np.full(nranks, np.inf)
     last = np.full(nranks, -np.inf)

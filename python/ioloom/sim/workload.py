@@ -238,7 +238,8 @@ def logfs(w: Workload, platform: Platform, placement: Placement | None = None) -
                 op["file"], op["offset"] = log, cursor.get(log, 0)
                 cursor[log] = int(op["offset"]) + int(op["length"])
                 emitted = [op]
-            elif kind == KINDS["open"]:
+            elif kind == KINDS["open"]:  # a write phase creates every writer's own log and index
+                op["offset"] = int(tag >= 0 and w.phases[tag][1] == "write")
                 index = op.copy()
                 op["file"] = log_file(job, rank, file, 0)
                 index["file"], index["gap"] = log_file(job, rank, file, 1), 0
@@ -256,14 +257,25 @@ def logfs(w: Workload, platform: Platform, placement: Placement | None = None) -
 
 
 def _index_entries(rows: np.ndarray) -> dict[int, int]:
-    """Index entries of one rank's writes per file: a run of writes with one stride is one entry (logfs's
-    patterns), so a new entry starts wherever the distance to the previous write changes."""
+    """Index entries of one rank's writes per file, by logfs's merging rules (docs/logfs-format.md, "Index
+    journals"): writes that follow each other in the file join into one record (the log is appended in order), and
+    records of one length at one stride are one pattern entry."""
     out = {}
     writes = rows[rows["kind"] == KINDS["write"]]
     for file in np.unique(writes["file"]):
-        offsets = writes["offset"][writes["file"] == file]
-        steps = np.diff(offsets)
-        out[int(file)] = 1 + int(np.count_nonzero(np.diff(steps))) if steps.size > 1 else 1
+        mine = writes[writes["file"] == file]
+        starts, ends = mine["offset"], mine["offset"] + mine["length"]
+        joined = np.flatnonzero(np.concatenate([[True], starts[1:] != ends[:-1]]))  # first write of each record
+        offsets = starts[joined]
+        lengths = np.add.reduceat(mine["length"], joined)
+        entries, count, stride = 1, 1, None
+        for i in range(1, offsets.size):
+            step = int(offsets[i] - offsets[i - 1])
+            if lengths[i] == lengths[i - 1] and step >= lengths[i] and (count == 1 or step == stride):
+                stride, count = step, count + 1
+            else:
+                entries, count, stride = entries + 1, 1, None
+        out[int(file)] = entries
     return out
 
 

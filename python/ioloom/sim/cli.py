@@ -1,0 +1,84 @@
+"""`ioloom sim`: run a what-if simulation of a striped parallel file system, or check the simulator against the
+documents. Heavy modules are imported inside the commands, so `ioloom sim --help` stays quick."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+app = typer.Typer(help="Simulate a striped parallel file system on SimGrid (docs/sim.md).", no_args_is_help=True)
+
+
+def _fail(message: str) -> None:
+    typer.echo(f"ioloom sim: {message}", err=True)
+    raise typer.Exit(2)
+
+
+@app.command("run", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def run_command(ctx: typer.Context,
+                platform_file: Path = typer.Option(None, "--platform", "-p", help="Platform file (TOML); "
+                                                   "default: the documented defaults."),
+                ranks: int = typer.Option(4, "-n", "--ranks", min=1, help="Ranks of the job."),
+                ranks_per_node: int = typer.Option(None, "--ranks-per-node", min=1,
+                                                   help="Ranks per node [platform's clients.ranks_per_node]."),
+                logfs: bool = typer.Option(False, "--logfs", help="Re-weave the job as logfs does (per-writer logs "
+                                           "and an index)."),
+                stripe_count: int = typer.Option(None, "--stripe-count", help="Targets per file [layout.stripe_count]."),
+                stripe_size: str = typer.Option(None, "--stripe-size", help="Bytes per stripe, e.g. 1m "
+                                                "[layout.stripe_size]."),
+                json_out: bool = typer.Option(False, "--json", help="Print the JSON document ioloom bench io prints."),
+                wall_budget: float = typer.Option(600.0, "--wall-budget", min=1.0,
+                                                  help="Wall-clock seconds before the simulation is stopped.")) -> None:
+    """Simulate one job running the access pattern of `ioloom bench io`'s options (after --), e.g.
+    `ioloom sim run -n 1024 --stripe-count 4 -- -b 4m -t 1m -s 4 -w`."""
+    from ioloom import paths
+    from ioloom.bench.io import print_result
+    from ioloom.sim import engine, platform, results, workload
+
+    try:
+        p = platform.load(platform_file)
+        args = workload.parse_bench_args(ctx.args)
+        size = workload.parse_size(stripe_size) if stripe_size else None
+        if stripe_count is not None and not (stripe_count == -1 or 1 <= stripe_count <= p["targets.count"]):
+            raise workload.WorkloadError(f"--stripe-count {stripe_count}: use 1..{p['targets.count']} or -1 (all)")
+        w = workload.bench_job(p, args, ranks, ranks_per_node or p["clients.ranks_per_node"],
+                               stripe_count=stripe_count, stripe_size=size)
+        outcome = engine.run(p, workload.logfs(w, p) if logfs else w, wall_budget)
+    except (platform.PlatformError, workload.WorkloadError, engine.SimError) as e:
+        _fail(str(e))
+    except paths.NativeMissing as e:
+        _fail(f"{e} (the simulator needs SimGrid: Debian's libsimgrid-dev)")
+    doc = results.job_document(outcome, 0)
+    if json_out:
+        print(json.dumps(doc))
+    else:
+        print_result(doc, False)
+        s = doc["simulator"]
+        print(f"simulated {s['simulated_time']:.6g} s in {s['wall_seconds']:.3g} s: {s['operations']:,} operations, "
+              f"{s['transfers']:,} transfers")
+
+
+@app.command("validate")
+def validate_command(check: list[str] = typer.Option(None, "--check", help="Run only these checks (repeatable): "
+                                                     "table-6.3, table-6.2, delta-graph, ior-tuning.")) -> None:
+    """Compare the simulator with the documents' tables and equations; exits 1 if a row disagrees."""
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    from ioloom.sim import validate
+
+    unknown = sorted(set(check or []) - set(validate.CHECKS))
+    if unknown:
+        _fail(f"unknown check {', '.join(unknown)}: use {', '.join(validate.CHECKS)}")
+    rows = validate.run(check or None)
+    table = Table("check", "document", "simulated", "tolerance", "", "note")
+    for r in rows:
+        table.add_row(escape(r.check), f"{r.document:.4g}", f"{r.simulated:.4g}", r.tolerance,
+                      "ok" if r.ok else "[red]DIFFERS[/]", escape(r.note))
+    Console(width=160).print(table)
+    bad = sum(not r.ok for r in rows)
+    print(f"{len(rows) - bad} of {len(rows)} rows agree")
+    if bad:
+        raise typer.Exit(1)

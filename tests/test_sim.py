@@ -1,0 +1,171 @@
+"""ioloom sim: the engine on SimGrid against exact fluid answers, the workload against the bench's own layouts and
+option parsing, the documents' validation rows, and bad input through the command line."""
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pytest
+
+from ioloom import paths
+from ioloom.bench import pattern
+from ioloom.sim import engine, platform, results, validate, workload
+
+pytestmark = pytest.mark.skipif(not (paths.build_dir() / "bin" / "ioloom-sim").exists(),
+                                reason="ioloom-sim is not built (Debian: libsimgrid-dev)")
+
+
+def small(**sections) -> platform.Platform:
+    doc = {"clients": {"nodes": 4, "ranks_per_node": 1}, "servers": {"count": 2}, "targets": {"count": 8}}
+    for key, values in sections.items():
+        doc.setdefault(key, {}).update(values)
+    return platform.from_dict(doc)
+
+
+def test_one_stream_takes_bytes_over_bandwidth_plus_latencies():
+    """One rank, one target, RPCs one at a time: each RPC costs its latency (the route's links) plus size over the
+    narrowest link, exactly (CM02 max-min, no TCP factors), and the first write obtains the object's lock."""
+    p = small(targets={"count": 1, "write_bandwidth": 2e8, "latency": 1e-3}, servers={"count": 1},
+              rpc={"in_flight": 1}, metadata={"create": 0.0, "close": 0.0})
+    w = workload.bench_job(p, workload.parse_bench_args("-F -b 8m -t 2m -w"), 1, 1)
+    o = engine.run(p, w)
+    data = results.job_document(o, 0)["phases"][0]["time"]["data"]["max"]
+    latency = p["clients.nic_latency"] + p["servers.latency"] + p["targets.latency"]
+    rpcs = 8
+    assert data == pytest.approx((8 << 20) / 2e8 + rpcs * latency + p["locks.grant"], rel=1e-6)
+
+
+def test_every_byte_reaches_the_target_its_stripe_names():
+    """Bytes per target from the engine's transfers equal a numpy oracle of the striping (object i of a file on
+    its layout's target i, stripes dealt round robin), for uneven writes crossing stripes."""
+    p = small(targets={"count": 8}, layout={"stripe_count": 3, "stripe_size": 65536})
+    w = workload.bench_job(p, workload.parse_bench_args("-b 300k -t 100k -s 3 -w"), 4, 1)
+    o = engine.run(p, w)
+    size, targets = w.layouts[0]
+    writes = w.ops[w.ops["kind"] == workload.KINDS["write"]]
+    offsets = np.concatenate([np.arange(o_, o_ + n) for o_, n in zip(writes["offset"], writes["length"])])
+    oracle = np.bincount(np.array(targets)[(offsets // size) % len(targets)], minlength=8)
+    moved = np.bincount(o.pieces["target"], weights=o.pieces["bytes"], minlength=8)
+    assert moved.tolist() == oracle.tolist()
+
+
+@pytest.mark.parametrize("name", ["strided", "contiguous", "fpp", "nfiles"])
+def test_workload_layouts_are_the_benchmarks(name):
+    """Each pattern's operations write every byte of every file once, by the rank docs/bench.md's table names
+    (bench/pattern.py, the benchmark's own definition); -z only reorders."""
+    n, block, segments = 3, 4096, 2
+    args = workload.parse_bench_args(f"--pattern {name} -b {block} -t 1024 -s {segments} -z -w")
+    w = workload.bench_job(small(), args, n, 1)
+    writes = w.ops[w.ops["kind"] == workload.KINDS["write"]]
+    for f in range(len(pattern.file_names("x", name, n, segments))):
+        mine = writes[writes["file"] == f]
+        writer = np.full(pattern.file_size(name, n, block, segments), -1)
+        for op in mine:
+            assert (writer[op["offset"]:op["offset"] + op["length"]] == -1).all()
+            writer[op["offset"]:op["offset"] + op["length"]] = op["rank"]
+        assert writer.tolist() == pattern.writers(name, n, block, segments, f).tolist()
+
+
+@pytest.mark.mpi
+def test_bench_options_mean_what_ioloom_bench_says(mpi, tmp_path):
+    """The simulator reads ioloom-bench's options as the benchmark itself does: its JSON's params are the oracle."""
+    from ioloom.bench.io import run_bench
+    for argv in (["-b", "64k", "-t", "16k", "-s", "3", "-w"], ["-F", "-b", "1m", "-t", "256k", "-e", "-z"],
+                 ["--pattern", "contiguous", "-b", "128k", "-t", "64k", "-i", "2", "--wait", "1"]):
+        real = run_bench(mpi.impl, 1, [*argv, "-o", str(tmp_path / "b.dat")])["params"]
+        sim = workload.parse_bench_args(argv)
+        assert (sim.pattern, sim.block, sim.transfer, sim.segments, sim.fsync, sim.random, sim.repetitions,
+                sim.wait_ms) == (real["pattern"], real["block_size"], real["transfer_size"], real["segment_count"],
+                                 real["fsync"], real["random"], real["repetitions"], real["wait_ms"])
+
+
+def test_extent_locks_make_n1_strided_pay_and_logfs_does_not():
+    """N-1 strided over one object per target: writers of different nodes take turns (revocation round trips);
+    with locks off, or re-woven by logfs (each writer its own log), they do not."""
+    args = workload.parse_bench_args("-b 1m -t 1m -s 8 -w")
+
+    def write_time(lock: bool, logfs: bool = False) -> float:
+        p = small(locks={"enabled": lock, "revoke": 5e-3}, layout={"stripe_count": 2})
+        w = workload.bench_job(p, args, 4, 1)
+        w = workload.logfs(w, p) if logfs else w
+        return results.job_document(engine.run(p, w), 0)["phases"][0]["time"]["data"]["max"]
+
+    locked, free, logs = write_time(True), write_time(False), write_time(True, logfs=True)
+    assert locked > 1.5 * free
+    assert logs < locked
+
+
+def test_logfs_weaving_conserves_data_and_adds_two_files_per_writer():
+    p = small(layout={"stripe_count": 1})
+    w = workload.bench_job(p, workload.parse_bench_args("-b 64k -t 16k -s 4 -w"), 4, 1)
+    lw = workload.logfs(w, p)
+    data = lambda x: x.ops[(x.ops["kind"] == workload.KINDS["write"]) & ~np.isin(x.ops["file"], list(x.index_files))]
+    assert data(lw)["length"].sum() == data(w)["length"].sum()
+    assert len(lw.layouts) == 2 * 4 and len(lw.index_files) == 4
+    creates = lw.ops[(lw.ops["kind"] == workload.KINDS["open"]) & (lw.ops["offset"] == 1)]
+    assert creates.size == 2 * 4
+    index_writes = lw.ops[np.isin(lw.ops["file"], list(lw.index_files)) & (lw.ops["kind"] == workload.KINDS["write"])]
+    assert (index_writes["length"] == workload.INDEX_ENTRY_BYTES).all()  # a strided run is one entry (-t < -b too)
+    shuffled = workload.logfs(workload.bench_job(p, workload.parse_bench_args("-b 64k -t 64k -s 8 -z -w"), 4, 1), p)
+    index_writes = shuffled.ops[np.isin(shuffled.ops["file"], list(shuffled.index_files)) &
+                                (shuffled.ops["kind"] == workload.KINDS["write"])]
+    assert (index_writes["length"] > workload.INDEX_ENTRY_BYTES).all()  # shuffled blocks break the pattern
+
+
+def test_background_load_is_reproducible_and_slows_targets():
+    args = workload.parse_bench_args("-F -b 8m -t 1m -w")
+
+    def data_time(modes, seed=1):
+        p = small(background={"modes": modes, "period": 0.005}, run={"seed": seed})
+        return results.job_document(engine.run(p, workload.bench_job(p, args, 4, 1)), 0)["phases"][0]["time"]["data"]["max"]
+
+    idle, loaded = data_time([]), data_time([[0.25, 1.0], [0.5, 1.0]])
+    assert loaded > 1.3 * idle
+    assert data_time([[0.25, 1.0], [0.5, 1.0]]) == loaded
+
+
+@pytest.mark.parametrize("check", ["table-6.2", "delta-graph"])
+def test_validation_rows_agree(check):
+    rows = validate.run([check])
+    assert rows and all(r.ok for r in rows), [r for r in rows if not r.ok]
+
+
+def test_placement_matches_table_6_3_binomial():
+    rows = validate.table_6_3(draws=200)
+    assert len(rows) == 20 and all(r.ok for r in rows), [r for r in rows if not r.ok]
+
+
+def test_validate_command_prints_every_row(ioloom_cli):
+    out = ioloom_cli("sim", "validate", "--check", "delta-graph").stdout
+    assert re.search(r"4 of 4 rows agree", out)
+
+
+def test_run_command_prints_the_bench_document(ioloom_cli):
+    doc = json.loads(ioloom_cli("sim", "run", "-n", "4", "--ranks-per-node", "2", "--json", "--",
+                                "-b", "1m", "-t", "256k", "-w").stdout)
+    assert doc["ioloom_bench"] == 1 and doc["nranks"] == 4 and doc["params"]["block_size"] == 1 << 20
+    assert doc["phases"][0]["bytes"] == 4 << 20 and doc["summary"][0]["effective_bw"]["mean"] > 0
+
+
+@pytest.mark.parametrize("toml, args, message", [
+    ("[targets]\nwrite_bandwith = 1e9\n", [], "unknown key `targets.write_bandwith`: did you mean `targets.write_bandwidth`"),
+    ("[targets]\nwrite_bandwidth = 0\n", [], "`targets.write_bandwidth` must be positive"),
+    ("[layout]\nstripe_count = 500\n", [], "`layout.stripe_count` = 500 is impossible with 480 targets"),
+    ("[targets\n", [], "is not valid TOML"),
+    ("", ["-n", "5000"], "needs 313 nodes"),
+    ("", ["--", "-c"], "collective I/O (-c) is not simulated yet"),
+    ("", ["--", "-b", "3m", "-t", "2m"], "must be positive and divide -b"),
+    ("[run]\ntime_budget = 1e-6\n", [], "simulated time budget ran out"),
+])
+def test_bad_input_is_one_line_naming_the_fix(ioloom_cli, tmp_path, toml, args, message):
+    (tmp_path / "p.toml").write_text(toml)
+    out = ioloom_cli("sim", "run", "-p", tmp_path / "p.toml", *args, check=False)
+    assert out.returncode == 2 and message in out.stderr and "Traceback" not in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
+
+
+def test_docs_list_every_platform_key_with_its_default():
+    doc = (paths.REPO_ROOT / "docs" / "sim.md").read_text()
+    for key, (default, _, _) in platform.DEFAULTS.items():
+        assert re.search(rf"\| `{re.escape(key)}` \| `{re.escape(repr(default))}` \|", doc), key
