@@ -117,7 +117,7 @@ def test_background_load_is_reproducible_and_slows_targets():
     args = workload.parse_bench_args("-F -b 8m -t 1m -w")
 
     def data_time(modes, seed=1):
-        p = small(background={"modes": modes, "period": 0.005}, run={"seed": seed})
+        p = small(background={"modes": modes, "period": 0.005, "horizon": 0.5}, run={"seed": seed})
         return results.job_document(engine.run(p, workload.bench_job(p, args, 4, 1)), 0)["phases"][0]["time"]["data"]["max"]
 
     idle, loaded = data_time([]), data_time([[0.25, 1.0], [0.5, 1.0]])

@@ -30,9 +30,12 @@ static void read_layout(std::istringstream& line, Input& in) {
 static void read_profile(std::istringstream& line, Input& in) {
     int target;
     line >> target;
-    std::string text;
-    for (double t, ratio; line >> t >> ratio;) text += std::to_string(t) + " " + std::to_string(ratio) + "\n";
-    in.profiles[target] = text;
+    auto& steps = in.profiles[target];
+    for (double t, ratio; line >> t >> ratio;) {
+        if (ratio <= 0 || ratio > 1 || (!steps.empty() && t <= steps.back().first))
+            throw std::runtime_error("profile of target " + std::to_string(target) + ": times must increase, ratios be in (0, 1]");
+        steps.emplace_back(t, ratio);
+    }
 }
 
 static std::vector<Op> read_ops(const std::string& path) {

@@ -7,6 +7,7 @@
  * would be shared, at one activity per piece. A target's disk links carry its per-request latency, its seek
  * penalty (capacity falls with concurrent streams) and its background-load profile. */
 #include <cmath>
+#include <sstream>
 
 #include <simgrid/kernel/ProfileBuilder.hpp>
 
@@ -35,11 +36,16 @@ static sg4::Link* disk_link(sg4::NetZone* zone, const std::string& name, double 
     return l;
 }
 
+/* A link's bandwidth profile holds bytes per second (SimGrid 3.32 sets the link's bandwidth to each value), so
+ * the input's capacity ratios are scaled by the link's own bandwidth here. */
 static void add_profile(sg4::Link* l, const Input& in, int target, const char* direction) {
     auto it = in.profiles.find(target);
     if (it == in.profiles.end()) return;
+    std::ostringstream text;
+    text.precision(17);
+    for (auto [time, ratio] : it->second) text << time << " " << ratio * l->get_bandwidth() << "\n";
     std::string name = "load-" + std::to_string(target) + direction;
-    l->set_bandwidth_profile(simgrid::kernel::profile::ProfileBuilder::from_string(name, it->second, in.profile_period));
+    l->set_bandwidth_profile(simgrid::kernel::profile::ProfileBuilder::from_string(name, text.str(), in.profile_period));
 }
 
 static void add_nodes(sg4::NetZone* zone, const Input& in, Platform& p) {

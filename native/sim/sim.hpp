@@ -44,7 +44,7 @@ struct Input {
     std::map<std::string, double> param;
     std::map<int, Layout> files;
     std::vector<Job> jobs;
-    std::map<int, std::string> profiles; /* target -> SimGrid profile text ("time ratio" lines) */
+    std::map<int, std::vector<std::pair<double, double>>> profiles; /* target -> (time, capacity ratio) steps */
     double profile_period = -1;
     std::vector<Op> ops;
     std::string ops_path, times_path, pieces_path;
