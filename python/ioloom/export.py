@@ -14,6 +14,9 @@ from pathlib import Path
 
 import typer
 
+from ioloom import progress
+from ioloom.stats_cli import QUIET_OPTION, load_or_exit
+
 
 class Format(str, Enum):
     perfetto = "perfetto"
@@ -39,8 +42,12 @@ def _with_paths(table, files):
     return table.append_column("path", pc.take(files.column("path"), rows))
 
 
-def tables(trace, out: Path, fmt: Format) -> list[Path]:
-    """events.<fmt> and files.<fmt> in directory `out`."""
+def _nothing(done: int) -> None:
+    """The progress callback when nobody watches."""
+
+
+def tables(trace, out: Path, fmt: Format, progress=_nothing) -> list[Path]:
+    """events.<fmt> and files.<fmt> in directory `out`; `progress` is called with each range's events."""
     import pyarrow.csv as pacsv
     import pyarrow.parquet as pq
 
@@ -54,6 +61,7 @@ def tables(trace, out: Path, fmt: Format) -> list[Path]:
                 writer = (pq.ParquetWriter(events_path, part.schema) if fmt is Format.parquet
                           else pacsv.CSVWriter(events_path, part.schema))
             writer.write_table(part)
+            progress(len(part))
     finally:
         if writer is not None:
             writer.close()
@@ -79,8 +87,8 @@ def _perfetto_events(stream, paths: dict):
                "args": args}
 
 
-def perfetto(trace, out: Path) -> list[Path]:
-    """Chrome trace-event JSON, written event by event."""
+def perfetto(trace, out: Path, progress=_nothing) -> list[Path]:
+    """Chrome trace-event JSON, written event by event; `progress` is called with each stream's events."""
     paths = dict(zip(trace.files.column("file_id").to_pylist(), trace.files.column("path").to_pylist()))
     out.parent.mkdir(parents=True, exist_ok=True)
     with open(out, "w") as f:
@@ -90,6 +98,7 @@ def perfetto(trace, out: Path) -> list[Path]:
             for event in _perfetto_events(stream, paths):
                 f.write(("" if first else ",\n") + json.dumps(event, separators=(",", ":")))
                 first = False
+            progress(int(stream.info.get("events") or 0))
         f.write("\n]}\n")
     return [out]
 
@@ -98,15 +107,15 @@ def command(trace: Path = typer.Argument(..., help="Trace directory (ioloom run 
             fmt: Format = typer.Option(..., "--format", "-f", help="perfetto, parquet or csv."),
             output: Path = typer.Option(None, "-o", "--output",
                                         help="Output file (perfetto) or directory (parquet, csv); "
-                                             "default: next to the trace.")) -> None:
+                                             "default: next to the trace."),
+            quiet: bool = QUIET_OPTION) -> None:
     """Export a trace: Perfetto/Chrome trace JSON, or Parquet/CSV tables of events and files."""
-    from ioloom.stats_cli import load_or_exit
-
     loaded = load_or_exit(trace)
-    if fmt is Format.perfetto:
-        written = perfetto(loaded, output or trace.with_name(trace.name + ".perfetto.json"))
-    else:
-        written = tables(loaded, output or trace.with_name(trace.name + f"-{fmt.value}"), fmt)
+    with progress.events(progress.trace_events(loaded), f"exporting {trace.name}", quiet) as advance:
+        if fmt is Format.perfetto:
+            written = perfetto(loaded, output or trace.with_name(trace.name + ".perfetto.json"), advance)
+        else:
+            written = tables(loaded, output or trace.with_name(trace.name + f"-{fmt.value}"), fmt, advance)
     for path in written:
         typer.echo(str(path))
     for problem in loaded.problems:

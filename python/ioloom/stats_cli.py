@@ -6,8 +6,11 @@ from pathlib import Path
 
 import typer
 
+from ioloom.progress import QUIET_HELP
+
 STRIPE_OPTION = typer.Option(1 << 20, "--stripe-size", min=1,
                              help="Stripe size in bytes that requests are checked against (misalignment).")
+QUIET_OPTION = typer.Option(False, "--quiet", "-q", help=QUIET_HELP)
 SCHEDULER_HELP = "Run the analysis map on this Dask scheduler (tcp://host:port) instead of local processes."
 
 
@@ -33,13 +36,16 @@ def load_or_exit(trace: Path):
     return loaded
 
 
-def analyse_or_exit(trace: Path, stripe_size: int, scheduler: str | None):
-    """Analyse, turning a missing or unreadable input into a one-line error that says what to do."""
+def analyse_or_exit(trace: Path, stripe_size: int, scheduler: str | None, quiet: bool = False):
+    """Analyse, turning a missing or unreadable input into a one-line error that says what to do; progress on
+    a terminal unless `quiet`."""
+    from ioloom import progress
     from ioloom.analysis import Options, analyse
 
     loaded = load_or_exit(trace)
     try:
-        return analyse(loaded, Options(stripe_size=stripe_size), scheduler=scheduler)
+        with progress.events(progress.trace_events(loaded), f"analysing {trace.name}", quiet) as advance:
+            return analyse(loaded, Options(stripe_size=stripe_size), scheduler=scheduler, progress=advance)
     except (ConnectionError, ValueError) as err:
         _fail(str(err))
 
@@ -132,9 +138,10 @@ def _print(result: dict) -> None:
 def command(trace: Path = typer.Argument(..., help="Trace directory (ioloom run -o DIR) or a .darshan log."),
             as_json: bool = typer.Option(False, "--json", help="Print the full result as JSON."),
             stripe_size: int = STRIPE_OPTION,
-            scheduler: str = typer.Option(None, "--scheduler", help=SCHEDULER_HELP)) -> None:
+            scheduler: str = typer.Option(None, "--scheduler", help=SCHEDULER_HELP),
+            quiet: bool = QUIET_OPTION) -> None:
     """Metrics of a trace: bytes, operations and time per layer, file and rank; bandwidths; patterns; findings."""
-    result = analyse_or_exit(trace, stripe_size, scheduler).to_json()
+    result = analyse_or_exit(trace, stripe_size, scheduler, quiet).to_json()
     if as_json:
         typer.echo(json.dumps(result, indent=1))
     else:

@@ -32,9 +32,10 @@ def load(path: str | Path):
 
 
 def analyse(trace, options: Options | None = None, scheduler: str | None = None,
-            workers: int | None = None) -> Analysis:
+            workers: int | None = None, progress=None) -> Analysis:
     """Analyse a Trace (or a path to one). scheduler: a Dask scheduler address to run the map on;
-    workers: local worker processes (default: one per CPU, at most one per stream)."""
+    workers: local worker processes (default: one per CPU, at most one per stream); progress: called with
+    each finished stream's number of events (ioloom.progress draws it)."""
     from ioloom.analysis.executor import map_streams, plan
 
     if isinstance(trace, (str, Path)):
@@ -50,5 +51,5 @@ def analyse(trace, options: Options | None = None, scheduler: str | None = None,
     # streams here lets an opened trace's bytes go before the workers decode theirs.
     header = Trace([], trace.files, trace.meta, trace.problems)
     del trace
-    partials, where = map_streams(streams, options, scheduler, workers)
+    partials, where = map_streams(streams, options, scheduler, workers, progress)
     return Analysis.reduce(header, partials, options, where)

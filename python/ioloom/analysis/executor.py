@@ -10,7 +10,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, as_completed, wait
-from typing import Iterator
+from collections.abc import Callable, Iterator
 
 import cloudpickle
 import numpy as np
@@ -77,9 +77,17 @@ def _share_cpus(workers: int) -> None:
     os.environ.setdefault(THREADS_VARIABLE, str(max(1, len(os.sched_getaffinity(0)) // workers)))
 
 
-def _local(streams, options: Options, share: float, workers: int) -> list[Partial]:
+def _events(stream) -> int:
+    return int(stream.info.get("events") or 0)
+
+
+def _local(streams, options: Options, share: float, workers: int, progress: Callable[[int], None]) -> list[Partial]:
     if workers <= 1 or len(streams) <= 1:
-        return [summarise(s, options, share) for s in streams]
+        results = []
+        for stream in streams:
+            results.append(summarise(stream, options, share))
+            progress(_events(stream))
+        return results
     # At most `workers` streams in flight: Executor.map would pickle every stream up front.
     results: list[Partial | None] = [None] * len(streams)
     with ProcessPoolExecutor(max_workers=workers, initializer=_share_cpus, initargs=(workers,)) as pool:
@@ -88,10 +96,13 @@ def _local(streams, options: Options, share: float, workers: int) -> list[Partia
             if len(running) >= workers:
                 finished, _ = wait(running, return_when=FIRST_COMPLETED)
                 for future in finished:
-                    results[running.pop(future)] = future.result()
+                    done = running.pop(future)
+                    results[done] = future.result()
+                    progress(_events(streams[done]))
             running[pool.submit(_run_pickled, cloudpickle.dumps((stream, options, share)))] = i
         for future in as_completed(running):
             results[running[future]] = future.result()
+            progress(_events(streams[running[future]]))
     return results
 
 
@@ -115,12 +126,16 @@ def plan(trace) -> list:
     return (StreamFile.of(trace) if len(streams) > 1 else None) or streams
 
 
-def map_streams(streams: list, options: Options, scheduler: str | None = None,
-                workers: int | None = None) -> tuple[list[Partial], str]:
-    """Summaries of every stream (see `plan`), and a description of where they were computed."""
+def map_streams(streams: list, options: Options, scheduler: str | None = None, workers: int | None = None,
+                progress: Callable[[int], None] | None = None) -> tuple[list[Partial], str]:
+    """Summaries of every stream (see `plan`), and a description of where they were computed. `progress` is
+    called with each finished stream's number of events."""
     share = 1.0 / max(1, len(streams))
+    progress = progress or (lambda done: None)
     if scheduler:
-        return _dask(streams, options, share, scheduler), f"dask cluster at {scheduler}"
+        partials = _dask(streams, options, share, scheduler)
+        progress(sum(_events(s) for s in streams))
+        return partials, f"dask cluster at {scheduler}"
     workers = workers if workers is not None else min(len(streams), os.cpu_count() or 1)
     kind = "local processes" if workers > 1 and len(streams) > 1 else "this process"
-    return _local(streams, options, share, workers), f"{kind} ({max(1, min(workers, len(streams)))} workers)"
+    return _local(streams, options, share, workers, progress), f"{kind} ({max(1, min(workers, len(streams)))} workers)"
