@@ -1,12 +1,12 @@
 """Figures that hold on a noisy, shared machine: medians with their range over interleaved rounds, ratios taken
 round by round (each round's run against the baseline run next to it), and a distribution-free confidence
 interval of a median from order statistics. The bench commands report these rather than best-of figures or
-means, which one disturbed round moves either way."""
+means, which one disturbed round moves either way. Standard library only: the bench commands' help must not
+load numpy."""
 from __future__ import annotations
 
 import math
-
-import numpy as np
+import statistics
 
 # Published figures take at least this many interleaved rounds; fewer only when asked for a quick look.
 PUBLISHED_ROUNDS = 10
@@ -15,7 +15,7 @@ PUBLISHED_ROUNDS = 10
 def spread(values) -> dict:
     """{"median", "min", "max", "rounds"} of per-round values."""
     values = [float(v) for v in values]
-    return {"median": float(np.median(values)), "min": min(values), "max": max(values), "rounds": values}
+    return {"median": statistics.median(values), "min": min(values), "max": max(values), "rounds": values}
 
 
 def per_round(numerators, denominators) -> list[float]:
@@ -28,7 +28,7 @@ def median_interval(values, level: float = 0.95) -> dict:
     k-th largest) with the largest k whose coverage, 1 - 2 P(Binomial(n, 1/2) < k), is at least `level`. With
     too few values for that level, [min, max] and the (smaller) coverage it has, e.g. 87.5% for 4 values:
     {"median", "low", "high", "confidence", "n"}."""
-    x = np.sort(np.asarray(values, dtype=float))
+    x = sorted(float(v) for v in values)
     n = len(x)
     if n == 0:
         raise ValueError("no values: a median needs at least one round")
@@ -38,7 +38,7 @@ def median_interval(values, level: float = 0.95) -> dict:
     k = 1
     while k + 1 <= (n + 1) // 2 and coverage(k + 1) >= level:
         k += 1
-    return {"median": float(np.median(x)), "low": float(x[k - 1]), "high": float(x[n - k]),
+    return {"median": statistics.median(x), "low": x[k - 1], "high": x[n - k],
             "confidence": coverage(k), "n": n}
 
 
