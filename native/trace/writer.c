@@ -23,6 +23,7 @@
  * disk was full from the start), the accounting goes to the stream file's extended attribute ACCOUNTING_XATTR.
  * The stream is written with raw system calls so that no interposed library (ours, logfs, another tool) sees
  * the tracer's own I/O. */
+#include <assert.h>
 #include <fcntl.h>
 #include <linux/falloc.h>
 #include <pthread.h>
@@ -264,7 +265,8 @@ static void write_info_chunk(const char *key, const char *value, int accounting)
     size_t len = (size_t)(p - chunk);
     if (ioloom_lock(&w.lock) == 0) {
         written = write_chunk_locked(chunk, len, accounting, 0);
-        if (!written && !strcmp(key, "clean_exit") && len <= sizeof w.closing) memcpy(w.closing, chunk, w.closing_len = len);
+        if (!written && !strcmp(key, "clean_exit") && len <= sizeof w.closing)
+            memcpy(w.closing, chunk, w.closing_len = len);
         if (written && accounting) write_accounting_xattr();
         pthread_mutex_unlock(&w.lock);
     }
@@ -560,7 +562,8 @@ static struct thread_buffer *allocate_buffer(uint32_t capacity, uint32_t halves,
     size_t half = capacity * sizeof(struct ioloom_raw_event);
     struct thread_buffer *b = calloc(1, BUFFER_HEADER_BYTES + halves * half + extra);
     if (!b) return NULL;
-    for (uint32_t h = 0; h < halves; h++) b->events[h] = (struct ioloom_raw_event *)((char *)b + BUFFER_HEADER_BYTES + h * half);
+    for (uint32_t h = 0; h < halves; h++)
+        b->events[h] = (struct ioloom_raw_event *)((char *)b + BUFFER_HEADER_BYTES + h * half);
     b->capacity = capacity;
     pthread_mutex_init(&b->flush_lock, NULL);
     return b;
@@ -583,6 +586,7 @@ static uint32_t take_capacity(void) {
     else w.budget_left = w.budget_left > bytes ? w.budget_left - bytes : 0;
     w.buffers += capacity != 0;
     pthread_mutex_unlock(&w.lock);
+    assert(capacity % 64 == 0); /* the recording path looks at a buffer only every 64 rows: a full one among them */
     return capacity;
 }
 
