@@ -92,7 +92,11 @@ touch -a -d '2003-01-01 00:00:00' f
 stat -c 'atime %X mtime %Y' f
 printf more >> f
 python3 -c "import os, time; print('written', os.stat('f').st_mtime > time.time() - 60)"
-python3 -c "import os; os.utime('f', ns=(1234567890123456789, 1134567890123456789)); s = os.stat('f'); print('utime', s.st_atime_ns, s.st_mtime_ns)"
+python3 - <<'PY'
+import os
+os.utime("f", ns=(1234567890123456789, 1134567890123456789))
+print("utime", os.stat("f").st_atime_ns, os.stat("f").st_mtime_ns)
+PY
 python3 - <<'PY'
 import os
 fd = os.open("f", os.O_WRONLY | os.O_APPEND)
@@ -108,7 +112,12 @@ chmod 600 f && stat -c 'mode %a %A' f
 dd if=/dev/zero of=big bs=64k count=16 status=none && stat -c 'big %s %b' big
 truncate -s 1G sparse && stat -c 'sparse %s %b' sparse
 before=$(stat -c %i f); mv f g; after=$(stat -c %i g); echo "ino $([ "$before" = "$after" ] && echo same)"
-python3 -c "import os; s = os.stat('g'); f = os.fstat(os.open('g', os.O_RDONLY)); print('fstat', (s.st_ino, s.st_size, s.st_mtime_ns, s.st_blocks, s.st_mode) == (f.st_ino, f.st_size, f.st_mtime_ns, f.st_blocks, f.st_mode))"
+python3 - <<'PY'
+import os
+s, f = os.stat("g"), os.fstat(os.open("g", os.O_RDONLY))
+fields = ("st_ino", "st_size", "st_mtime_ns", "st_blocks", "st_mode")
+print("fstat", all(getattr(s, k) == getattr(f, k) for k in fields))
+PY
 """
 
 
@@ -128,8 +137,9 @@ ACCESS = r"""
 set -e
 for mode in 644 755 600 000 111; do
     printf x > f$mode && chmod $mode f$mode
-    echo "$mode r$(test -r f$mode && echo 1 || echo 0) w$(test -w f$mode && echo 1 || echo 0) x$(test -x f$mode && echo 1 || echo 0)"
-    python3 -c "import os; print('$mode', os.access('f$mode', os.R_OK), os.access('f$mode', os.X_OK), os.access('f$mode', os.F_OK))"
+    echo "$mode r$(test -r f$mode && echo 1 || echo 0) w$(test -w f$mode && echo 1 || echo 0)" \
+         "x$(test -x f$mode && echo 1 || echo 0)"
+    python3 -c "import os; print('$mode', *(os.access('f$mode', m) for m in (os.R_OK, os.X_OK, os.F_OK)))"
 done
 """
 

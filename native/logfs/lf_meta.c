@@ -40,7 +40,7 @@ int lf_damaged(const char *path, const char *what) {
 void lf_damaged_report(void) {
     unsigned long n = __atomic_load_n(&damaged, __ATOMIC_RELAXED);
     if (n)
-        fprintf(stderr, "ioloom-logfs: %lu open(s) of damaged or crafted containers refused (EIO), the first: %s; "
+        fprintf(stderr, "ioloom-logfs: %lu call(s) on damaged or crafted containers refused (EIO), the first: %s; "
                         "`ioloom container check` says what to repair\n", n, first_damage);
 }
 

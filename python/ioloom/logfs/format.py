@@ -321,9 +321,10 @@ def only_file(journals: list[Journal], file_id: int) -> list[Journal]:
     return out
 
 
-def load_journals(meta: Meta, file_id: int | None = None, strict: bool = True) -> list[Journal]:
-    """Every group's journal; with file_id, only that packed file's entries. `strict` (every reader): an index
-    holding an invalid entry, or entries reaching past the end of their log, is refused with a FormatError."""
+def load_journals(meta: Meta, file_id: int | None = None) -> list[Journal]:
+    """Every group's journal; with file_id, only that packed file's entries. An index holding an invalid entry, or
+    entries reaching past the end of their log, is refused with a FormatError (check reads them as they are:
+    tools.groups)."""
     journals = []
     for backend in meta.backends:
         if not backend.is_dir():
@@ -336,9 +337,8 @@ def load_journals(meta: Meta, file_id: int | None = None, strict: bool = True) -
             writers = np.concatenate([np.full(len(b), h["writer"], np.uint64) for h, b in blocks]) \
                 if blocks else np.zeros(0, np.uint64)
             journal = Journal(group, index, backend / f"log.{group}", entries, writers, len(blocks), valid, len(data))
-            if strict:
-                _valid_or_refused(index, entries)
-                _within_log(journal)
+            _valid_or_refused(index, entries)
+            _within_log(journal)
             journals.append(journal)
     return journals if file_id is None else only_file(journals, file_id)
 
