@@ -101,6 +101,17 @@ def test_sequential_reads_and_writes_ask_the_kernel_nothing(tmp_path):
 STDIO_DATA = {"fprintf", "fwrite", "fputs", "fputc", "fread", "fgets", "getc", "fgetc"}
 
 
+def traced_stdio(trace_dir: Path, data: Path) -> pd.DataFrame:
+    """The stdio events on `data` in time order, fortified names (__fprintf_chk) as the plain ones."""
+    trace = open_trace(trace_dir)
+    files = trace.files.to_pandas()
+    ids = files[files["path"] == str(data)]["file_id"].tolist()
+    events = trace.events().to_pandas().astype({"op": str})
+    events = events[events["file_id"].isin(ids) & (events["layer"] == "stdio")].sort_values("t_start", kind="stable")
+    events["op"] = events["op"].str.removeprefix("__").str.removesuffix("_chk")
+    return events[events["op"].isin(STDIO_DATA)]
+
+
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_stream_offsets_equal_ftell_through_flushes_and_inline_calls(tmp_path, seed):
     """fprintf, fwrite, fputs, fputc, fread, fgets, getc, fgetc on one stream, with fflush (of the stream and of
@@ -111,12 +122,7 @@ def test_stream_offsets_equal_ftell_through_flushes_and_inline_calls(tmp_path, s
     subprocess.run([str(exe), str(data), str(seed), "3000", str(log)], check=True, timeout=120,
                    env=traced_env(tmp_path / "trace"))
     want = [(call, int(offset)) for call, offset in (line.split() for line in log.read_text().splitlines())]
-    trace = open_trace(tmp_path / "trace")
-    files = trace.files.to_pandas()
-    ids = files[files["path"] == str(data)]["file_id"].tolist()
-    events = trace.events().to_pandas().astype({"op": str})
-    events = events[events["file_id"].isin(ids) & (events["layer"] == "stdio")].sort_values("t_start", kind="stable")
-    events["op"] = events["op"].str.removeprefix("__").str.removesuffix("_chk")
+    events = traced_stdio(tmp_path / "trace", data)
     have = [(op, int(offset)) for op, offset in events[events["op"].isin(STDIO_DATA)][["op", "offset"]].values]
     assert len(want) > 1000 and len(have) == len(want)
     mismatch = next((i for i, (a, b) in enumerate(zip(want, have)) if a != b), None)
@@ -139,3 +145,20 @@ def test_a_path_removed_or_replaced_is_another_file(tmp_path):
     assert len(opens) == 6 and a["ino"].nunique() == 3
     assert opens["file_id"].tolist()[::2] == opens["file_id"].tolist()[1::2]  # the same file twice in a row
     assert opens["file_id"].nunique() == 3
+
+
+def test_a_trajectory_written_in_order_is_sequential(tmp_path, ioloom_cli):
+    """Issue 13: a dump written strictly in order with fprintf and fflush (and an inline putc_unlocked) had its
+    offsets -1 after the first flush and was classified random; every offset is known now and the file is
+    sequential."""
+    import json
+
+    exe = compile_program("trajectory.c")
+    data = tmp_path / "dump.lammpstrj"
+    subprocess.run([str(exe), str(data), "200"], check=True, timeout=60, env=traced_env(tmp_path / "trace"))
+    events = traced_stdio(tmp_path / "trace", data)
+    assert len(events) == 200 * 51 and (events["offset"] >= 0).all()
+    assert (events["offset"] + events["ret_bytes"]).iloc[-1] + 1 == data.stat().st_size  # the last inline '\n'
+    stats = json.loads(ioloom_cli("stats", tmp_path / "trace", "--json").stdout)
+    pattern = next(p for p in stats["patterns"] if p["path"] == str(data))
+    assert pattern["order"] == "sequential", pattern

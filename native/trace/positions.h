@@ -15,9 +15,9 @@
  * Pipes and sockets have no position: their calls record -1 without asking, as lseek (ESPIPE) would.
  *
  * A call on a tracked description runs between ioloom_move_start() and one of ioloom_move_by()/ioloom_move_to().
- * In a process with one thread both are plain loads and stores; with threads, each call takes a ticket and
- * counts itself in flight on the description (one 64-bit word), and trusts the position only if it was alone
- * from its start to its end. */
+ * In a process with one thread both are inline loads, comparisons and stores; with threads, each call takes a
+ * ticket and counts itself in flight on the description (one 64-bit word), and trusts the position only if it
+ * was alone from its start to its end (positions.c). */
 #ifndef IOLOOM_POSITIONS_H
 #define IOLOOM_POSITIONS_H
 
