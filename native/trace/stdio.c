@@ -34,7 +34,8 @@ static void record_stream(struct ioloom_call *c, enum ioloom_op op, FILE *fp, in
  *  - glibc's inline getc_unlocked/putc_unlocked move the buffer's read or write pointer forward inside the same
  *    buffer: the position moved by as much (and when the buffer runs out they call __uflow/__overflow, which
  *    are followed here);
- *  - fflush and fflush(NULL) empty the buffer without moving the position: followed;
+ *  - fflush empties the buffer without moving the position: followed; after fflush(NULL) the streams whose
+ *    buffer changed ask once;
  *  - ungetc, scanf, the wide-character calls, __fpurge, fsetpos move it by what the tracer does not count: they
  *    mark the position lost.
  * Whatever else changed the pointers (setvbuf, a call not listed) makes the next traced call ask the stream
@@ -52,6 +53,7 @@ struct stream_position {
     const char *read_ptr, *read_end;  /* the buffer pointers the last followed call left */
     const char *write_ptr, *write_base;
     uint32_t epoch;                   /* ioloom_spawn_epoch when followed: an older stream is shared */
+    uint32_t flushes;                 /* flushes_of_all when the pointers were taken */
 };
 static struct stream_position positions[MAX_STREAMS];
 static struct key_table position_slots = KEY_TABLE(MAX_STREAMS);
@@ -69,8 +71,12 @@ static struct stream_position *position_of(const FILE *fp) {
     return slot < 0 ? NULL : &positions[slot];
 }
 
+/* fflush(NULL) calls so far. */
+static volatile uint32_t flushes_of_all;
+
 static void left_at(FILE *fp, struct stream_position *p, int64_t at) {
     p->at = p->at == NO_POSITION ? NO_POSITION : at;
+    p->flushes = flushes_of_all;
     p->read_ptr = fp->_IO_read_ptr;
     p->read_end = fp->_IO_read_end;
     p->write_ptr = fp->_IO_write_ptr;
@@ -132,10 +138,11 @@ static inline int64_t position_before(struct stream_position *p, FILE *fp) {
     if (IOLOOM_UNLIKELY(!p) || p->at == NO_POSITION) return UNKNOWN;
     int unmoved = p->read_ptr == fp->_IO_read_ptr && p->write_ptr == fp->_IO_write_ptr &&
                   p->read_end == fp->_IO_read_end && p->write_base == fp->_IO_write_base;
-    if (IOLOOM_LIKELY(unmoved && p->at >= 0 && p->epoch == ioloom_spawn_epoch)) return p->at;
+    /* a flush of all may have written and emptied the buffer, leaving the pointers where they were */
+    int same_stream = p->at >= 0 && p->epoch == ioloom_spawn_epoch && p->flushes == flushes_of_all;
+    if (IOLOOM_LIKELY(unmoved && same_stream)) return p->at;
     int64_t inline_moves = moved_in_buffer(p, fp);
-    int64_t at = p->at >= 0 && inline_moves >= 0 && p->epoch == ioloom_spawn_epoch ? p->at + inline_moves
-                                                                                     : stream_says(fp);
+    int64_t at = same_stream && inline_moves >= 0 ? p->at + inline_moves : stream_says(fp);
     left_at(fp, p, at);
     return at >= 0 ? at : UNKNOWN;
 }
@@ -540,8 +547,9 @@ IOLOOM_EXPORT void rewind(FILE *fp) {
 }
 
 /* fflush empties the buffer and leaves the position where it was: what the pointers said before is kept with the
- * pointers after. fflush(NULL) flushes every stream, so every followed stream is brought up to date around it
- * (each under its own lock, one at a time); its event has handle -1. */
+ * pointers after. fflush(NULL) flushes every stream; the streams are not visited (one may have been closed
+ * inside libc, unseen): the flush is counted, and a stream whose pointers changed since a flush of all asks
+ * where it stands at its next call. Its event has handle -1. */
 static void around_flush(FILE *fp, int64_t *at, int after) {
     int locked = lock_stream(fp);
     struct stream_position *p = after ? position_of(fp) : followed(fp);
@@ -550,14 +558,11 @@ static void around_flush(FILE *fp, int64_t *at, int after) {
     unlock_stream(fp, locked);
 }
 
-/* Each followed stream's position before a flush of all (at[slot]), or its pointers after (after = 1). */
-static void around_flush_all(int64_t *at, int after) {
-    for (long slot = 0; slot < MAX_STREAMS; slot++)
-        if (__atomic_load_n(&position_slots.states[slot], __ATOMIC_ACQUIRE) == KEY_SLOT_USED)
-            around_flush((FILE *)(uintptr_t)position_slots.keys[slot], &at[slot], after);
-}
-
-static int flush_one(int (*next)(FILE *), FILE *fp) {
+static int flush_followed(int (*next)(FILE *), FILE *fp) {
+    if (!fp) {
+        __atomic_add_fetch(&flushes_of_all, 1, __ATOMIC_RELAXED);
+        return next(fp);
+    }
     int64_t at = UNKNOWN;
     around_flush(fp, &at, 0);
     int r = next(fp);
@@ -565,22 +570,11 @@ static int flush_one(int (*next)(FILE *), FILE *fp) {
     return r;
 }
 
-static int flush_all(int (*next)(FILE *)) {
-    static int64_t at_all[MAX_STREAMS];
-    static pthread_mutex_t all_lock = PTHREAD_MUTEX_INITIALIZER;
-    pthread_mutex_lock(&all_lock);
-    around_flush_all(at_all, 0);
-    int r = next(NULL);
-    around_flush_all(at_all, 1);
-    pthread_mutex_unlock(&all_lock);
-    return r;
-}
-
 #define WRAP_FFLUSH(fn, opname)                                                                            \
     IOLOOM_EXPORT int fn(FILE *fp) {                                                                       \
         struct ioloom_call c;                                                                              \
         if (!ioloom_call_start(&c, S)) return IOLOOM_NEXT(fn)(fp);                                         \
-        int r = fp ? flush_one(IOLOOM_NEXT(fn), fp) : flush_all(IOLOOM_NEXT(fn));                          \
+        int r = flush_followed(IOLOOM_NEXT(fn), fp);                                                       \
         ioloom_call_returned(&c, r == EOF);                                                                \
         record_stream(&c, OP(opname), fp, -1, -1, r, -1);                                                  \
         return r;                                                                                          \
