@@ -18,9 +18,8 @@ from ioloom.trace.stream_file import read_stream_file
 
 SAMPLE = 1000  # cases of each kind in `make test` (the full campaign: docs/bench.md, "Fuzzing")
 # Failure classes of /work/coord/fuzz-findings.md still open: the sample of that kind is expected to fail until
-# they are fixed (the container tools: logfs-trust). The trace sample has none left (seed 12, 1,000 cases: 0 of each).
-OPEN = {"container": "fuzz-findings L9: an index entry's stamp changed (sums valid) reorders overlapping writes: "
-                     "check says OK while cat, flatten and the preloaded read return other bytes"}
+# they are fixed. None are left: trace (seed 12, 1,000 cases: 0 of each) and container (L9 fixed by check).
+OPEN: dict[str, str] = {}
 
 
 @pytest.fixture(scope="module")
