@@ -32,6 +32,7 @@ SUBCOMMANDS = {
     "advise": "ioloom.advise:app",
     "container": "ioloom.logfs.cli:app",
     "sim": "ioloom.sim.cli:app",
+    "predict": "ioloom.predict.cli:command",
 }
 # `ioloom run [OPTIONS] -- CMD --its-options`: everything after CMD is CMD's.
 CONTEXT_SETTINGS = {"run": {"allow_interspersed_args": False}}

@@ -1,0 +1,96 @@
+"""`ioloom predict TRACE`: run the predictor over each process of a trace and print how well it predicted (the
+figures of docs/predict.md, "Metrics"), the grammar's growth and its main loop as an I/O skeleton."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from ioloom.predict.model import Options
+
+
+def analyse(trace_path: Path, options: Options, rank: int | None = None) -> list[dict]:
+    """Per process of the trace (or only `rank`): its figures, skeleton and main loop."""
+    from ioloom.predict.metrics import evaluate
+    from ioloom.predict.skeleton import Skeleton
+    from ioloom.predict.source import CONTEXT, process_operations
+    from ioloom.stats_cli import load_or_exit
+
+    trace = load_or_exit(trace_path)
+    out = []
+    for process in process_operations(trace):
+        if rank is not None and process.label != f"rank {rank}":
+            continue
+        symbols = process.symbols
+        figures, model = evaluate(process.operations, symbols.kinds, symbols.places, options)
+        skeleton = Skeleton(model.grammar, symbols.names, model.sizes)
+        out.append({"process": process.label, "context": CONTEXT, **figures,
+                    "main_loop": skeleton.main_loop(), "skeleton": skeleton.full()})
+    return out
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.1f}%"
+
+
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.6f} s"
+
+
+def _growth(sizes: list[list[int]] | list[tuple[int, int]]) -> str:
+    return " ".join(f"{ops:,}:{size}" for ops, size in sizes)
+
+
+def print_process(p: dict) -> None:
+    echo = typer.echo
+    echo(f"{p['process']}: {p['operations']:,} operations, {p['symbols']} symbols ({p['context']}: the trace "
+         "records no call stacks)")
+    if p["operations"] < 2:
+        echo("  nothing to predict (fewer than two operations)")
+        return
+    converged = p["converged_at_operation"]
+    echo(f"  symbol accuracy (10-op window)  {_pct(p['symbol_accuracy_pct'])} (last window "
+         f"{_pct(p['symbol_accuracy_last_window_pct'])}, " +
+         (f"100% from operation {converged:,})" if converged else "never 100%)"))
+    size = "-" if p["size_error_mean"] is None else f"mean {p['size_error_mean']:.4f}"
+    echo(f"  size error (Eq. 7.2)            {size}, exact {_pct(p['size_exact_pct'])}")
+    echo(f"  offset accuracy                 {_pct(p['offset_accuracy_pct'])} (contiguous baseline "
+         f"{_pct(p['offset_contiguous_pct'])})")
+    echo(f"  hit ratio (Eq. 7.3)             {_pct(p['hit_ratio_pct'])}")
+    echo(f"  time error                      {_seconds(p['time_error_s'])} (immediate reaccess "
+         f"{_seconds(p['time_error_immediate_reaccess_s'])}); transitions: {p['transitions_immediate']} immediate, "
+         f"{p['transitions_distant']} distant")
+    echo(f"  grammar size (ops:symbols)      {_growth(p['grammar_size'])}; {p['grammar_rules']} rules")
+    if p["grammar_past_cap"]:
+        echo(f"  grammar cap reached: the last {p['grammar_past_cap']:,} operations were predicted from the frozen "
+             "grammar (raise --grammar-cap to learn them)")
+    if p["sizes_fallen_back"] or p["offsets_fallen_back"]:
+        echo(f"  local grammars past --distinct-values: {p['sizes_fallen_back']} size (mean kept), "
+             f"{p['offsets_fallen_back']} offset (consecutive assumed)")
+    echo(f"  main loop                       {p['main_loop'] or '(no repeat)'}")
+    echo(f"  skeleton                        {p['skeleton']}")
+
+
+def command(trace: Path = typer.Argument(..., help="A trace directory (`ioloom run -o DIR`)."),
+            rank: int = typer.Option(None, "--rank", help="Only this MPI rank."),
+            grammar_cap: int = typer.Option(Options.grammar_cap, "--grammar-cap", min=16,
+                                            help="Symbols the main grammar may hold; past it, it stops learning."),
+            distinct_values: int = typer.Option(Options.distinct_values, "--distinct-values", min=1,
+                                                help="Distinct sizes (offset changes) a local grammar keeps before "
+                                                     "its fallback (mean size, consecutive offset)."),
+            distant_ms: float = typer.Option(Options.distant_ns / 1e6, "--distant-ms", min=0,
+                                             help="Average inter-arrival time from which a transition is distant."),
+            as_json: bool = typer.Option(False, "--json", help="Print the figures as JSON.")) -> None:
+    """Predict each process's next I/O operation from its past ones (Omnisc'IO) and say how well it did."""
+    options = Options(grammar_cap, distinct_values, int(distant_ms * 1e6))
+    processes = analyse(trace, options, rank)
+    if not processes:
+        typer.echo(f"ioloom: {trace}: no process{'' if rank is None else f' of rank {rank}'} in this trace; "
+                   "check --rank", err=True)
+        raise typer.Exit(2)
+    if as_json:
+        typer.echo(json.dumps({"processes": processes}, indent=1))
+        return
+    for process in processes:
+        print_process(process)

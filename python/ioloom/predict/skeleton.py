@@ -1,0 +1,99 @@
+"""The grammar written out as the program's I/O skeleton (docs/predict.md, "Skeleton"): "repeat 100 x: open
+out_#.h5, 24 x write out_#.h5 1 MiB, close out_#.h5".
+
+Sequitur folds a loop of n iterations into rules that each hold two halves of the one before (R2 -> R1 R1,
+R3 -> R2 R2 ...), so a rule whose body is made of one repeated thing is read as "that thing, so many times", the
+counts added; adjacent repeats of one thing are merged; any other rule is written in place.
+"""
+from __future__ import annotations
+
+from ioloom.predict.grammar import Grammar, Node, Rule
+from ioloom.predict.model import LocalModel
+
+Base = tuple[str, int]  # ("t", symbol) or ("r", rule id)
+Item = tuple[Base, int]  # a base and how many times in a row
+
+
+def human_bytes(n: int) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            value = n / scale
+            return f"{value:.0f} {unit}" if value == int(value) else f"{value:.1f} {unit}"
+    return f"{n} B"
+
+
+class Skeleton:
+    """Writes the items of a grammar's rules with the symbols' names and sizes."""
+
+    def __init__(self, grammar: Grammar, names: list[str], sizes: dict[int, LocalModel]):
+        self.grammar, self.names, self.sizes = grammar, names, sizes
+        self._repeats: dict[int, Item | None] = {}
+
+    def _base(self, node: Node) -> Item:
+        if not node.is_rule:
+            return ("t", node.sym), 1
+        repeat = self._repeat(node.rule)
+        return repeat if repeat is not None else (("r", node.rule.id), 1)
+
+    def _repeat(self, rule: Rule) -> Item | None:
+        """(base, count) when the rule's body is one base repeated, else None."""
+        if rule.id not in self._repeats:
+            runs = _merged(self._base(node) for node in rule.body())
+            self._repeats[rule.id] = runs[0] if len(runs) == 1 else None
+        return self._repeats[rule.id]
+
+    def items(self, rule: Rule) -> list[Item]:
+        """The rule's body as runs of bases; a rule that is not a repeat is written in place."""
+        parts: list[Item] = []
+        for node in rule.body():
+            base, count = self._base(node)
+            parts.extend(self.items(self.grammar.rules[base[1]]) if base[0] == "r" and count == 1 else
+                         [(base, count)])
+        return _merged(parts)
+
+    def length(self, base: Base) -> int:
+        """Operations one instance of a base stands for."""
+        return 1 if base[0] == "t" else len(self.grammar.expansion(self.grammar.rules[base[1]]))
+
+    def write(self, items: list[Item], limit: int = 12) -> str:
+        shown = [self._item(item) for item in items[:limit]]
+        return ", ".join(shown) + (f", ... ({len(items) - limit} more)" if len(items) > limit else "")
+
+    def _item(self, item: Item) -> str:
+        (kind, value), count = item
+        if kind == "t":
+            text = self._symbol(value)
+            return text if count == 1 else f"{count} x {text}"
+        inner = self.write(self.items(self.grammar.rules[value]))
+        return f"repeat {count} x: ({inner})"
+
+    def _symbol(self, symbol: int) -> str:
+        model = self.sizes.get(symbol)
+        if model is None:
+            return self.names[symbol]
+        span = human_bytes(model.low) if model.low == model.high else \
+            f"{human_bytes(model.low)}-{human_bytes(model.high)}"
+        return f"{self.names[symbol]} {span}"
+
+    def main_loop(self) -> str | None:
+        """The repeat of S that covers the most operations, written out; None if S repeats nothing."""
+        loops = [item for item in self.items(self.grammar.start) if item[1] > 1]
+        if not loops:
+            return None
+        best = max(loops, key=lambda item: item[1] * self.length(item[0]))
+        text = self._item(best)
+        return text[:-1].replace(": (", ": ", 1) if text.startswith("repeat") else text
+
+    def full(self) -> str:
+        return self.write(self.items(self.grammar.start))
+
+
+def _merged(items) -> list[Item]:
+    """Adjacent runs of one base joined."""
+    out: list[Item] = []
+    for base, count in items:
+        if out and out[-1][0] == base:
+            out[-1] = (base, out[-1][1] + count)
+        else:
+            out.append((base, count))
+    return out
