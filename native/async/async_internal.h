@@ -1,0 +1,196 @@
+/* libioloom-async internals: the configuration, the shared-memory channel (one per client: a bounded message
+ * queue and a data ring, each with one producer and one consumer), the writer, counters and the global state. */
+#ifndef IOLOOM_ASYNC_INTERNAL_H
+#define IOLOOM_ASYNC_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "ioloom_async.h"
+
+#define ASYNC_NAME_MAX 64
+#define ASYNC_DIMS_MAX 8
+#define ASYNC_MSG_MAX 512
+#define ASYNC_ALIGN 64        /* ring chunks and headers are cache-line aligned */
+#define ASYNC_UNCLEARED_MAX 4 /* committed blocks of one variable a client may still read (double buffers) */
+
+enum async_mode { MODE_SYNC, MODE_THREAD, MODE_DEDICATED };
+enum async_policy { POLICY_BLOCK, POLICY_SPILL, POLICY_SKIP };
+
+struct async_layout {
+    char name[ASYNC_NAME_MAX];
+    char type[16];  /* int8 ... uint64, float32, float64 */
+    size_t element; /* bytes per element */
+    int ndims;
+    long dims[ASYNC_DIMS_MAX];
+    size_t bytes; /* one block */
+};
+
+struct async_variable {
+    char name[ASYNC_NAME_MAX];
+    int layout; /* index into config.layouts */
+};
+
+struct async_config {
+    char name[ASYNC_NAME_MAX];
+    enum async_mode mode;
+    int dedicated_cores; /* per node, dedicated mode */
+    size_t buffer;       /* bytes per node (dedicated) or per process (helper thread) */
+    int queue;           /* messages per client */
+    enum async_policy policy;
+    char directory[1024]; /* the writer's output directory */
+    size_t bandwidth;     /* bytes per second each writer may write, 0: no limit (spreads out a node's writes) */
+    int nlayouts, nvariables, nevents;
+    struct async_layout *layouts;
+    struct async_variable *variables;
+    char (*events)[ASYNC_NAME_MAX];
+};
+
+/* Reads and checks the YAML file; on error fills msg (one line, with the file's line) and returns -1. */
+int async_config_load(const char *path, struct async_config *cfg, char msg[ASYNC_MSG_MAX]);
+void async_config_free(struct async_config *cfg);
+int async_config_variable(const struct async_config *cfg, const char *name);
+int async_config_event(const struct async_config *cfg, const char *name);
+size_t async_config_largest_block(const struct async_config *cfg);
+
+/* A message from a client to its writer. */
+enum async_msg_type { MSG_WRITE, MSG_SIGNAL, MSG_END_ITERATION, MSG_STOP };
+struct async_msg {
+    int32_t type, id; /* id: variable (write) or event (signal); skipped blocks (end of iteration) */
+    int64_t iteration;
+    uint64_t position; /* ring position of the chunk's header (write) */
+};
+
+/* Each ring chunk starts with this header; the client sets CLEARED, the writer WRITTEN; both: free. */
+enum { CHUNK_WRITTEN = 1, CHUNK_CLEARED = 2, CHUNK_FREE = 3 };
+struct async_chunk {
+    uint64_t total;  /* bytes from this header to the next chunk, padding included */
+    uint64_t nbytes; /* payload */
+    _Atomic uint32_t state;
+    char pad[ASYNC_ALIGN - 20];
+};
+
+/* One client's channel, in node-shared memory (dedicated) or process memory (helper thread). Positions grow
+ * forever; the offset in the array is position % capacity. Heads are the client's, tails the writer's. */
+struct async_channel {
+    _Atomic uint64_t queue_head;
+    char pad0[ASYNC_ALIGN - 8];
+    _Atomic uint64_t queue_tail;
+    char pad1[ASYNC_ALIGN - 8];
+    _Atomic uint64_t ring_head;
+    char pad2[ASYNC_ALIGN - 8];
+    _Atomic uint64_t ring_tail;
+    char pad3[ASYNC_ALIGN - 8];
+    uint64_t queue_capacity, ring_capacity;
+    char pad4[ASYNC_ALIGN - 16];
+    /* then queue_capacity messages, then ring_capacity bytes (a multiple of ASYNC_ALIGN) */
+};
+size_t async_channel_size(size_t queue, size_t ring);
+void async_channel_init(struct async_channel *ch, size_t queue, size_t ring);
+struct async_msg *async_channel_queue(struct async_channel *ch);
+char *async_channel_ring(struct async_channel *ch);
+/* Client side. */
+int async_channel_send(struct async_channel *ch, const struct async_msg *m);
+int64_t async_channel_reserve(struct async_channel *ch, size_t nbytes); /* header position, or -1: full */
+struct async_chunk *async_channel_chunk(struct async_channel *ch, uint64_t position);
+/* Writer side. */
+int async_channel_receive(struct async_channel *ch, struct async_msg *m);
+void async_channel_release(struct async_channel *ch);
+
+/* Counters of one rank; gathered at finalize into the global index. All doubles so one MPI type carries it. */
+struct async_stats {
+    double role; /* 0 client, 1 server, 2 client and writer (synchronous, helper thread) */
+    double iterations, blocks, bytes;
+    double visible_seconds; /* time the simulation spent inside write/alloc/commit/clear/signal/end_iteration */
+    double blocked, blocked_seconds, spilled_blocks, spilled_bytes, spill_high_water;
+    double skipped_iterations, skipped_blocks, signals;
+    double written_blocks, written_bytes, lost_blocks;
+    double writer_busy_seconds, writer_wall_seconds;
+};
+#define ASYNC_STATS_FIELDS (sizeof(struct async_stats) / sizeof(double))
+
+/* The writer: one data file and one index file per writer. */
+struct async_index_record {
+    int32_t variable, block;
+    int64_t iteration;
+    uint64_t offset, nbytes;
+};
+struct async_writer {
+    int id, data_fd, index_fd;
+    uint64_t offset, records; /* bytes in the data file, records in the index file */
+};
+int async_writer_open(struct async_writer *w, const struct async_config *cfg, int id, char msg[ASYNC_MSG_MAX]);
+/* Appends one block; on failure reports the lost block on stderr, counts it and leaves earlier ones intact. */
+void async_writer_put(struct async_writer *w, const struct async_config *cfg, struct async_stats *st, int variable,
+                      int block, int64_t iteration, const void *data, size_t nbytes);
+/* Records a signalled event in the index (variable -1 - event, no data). */
+void async_writer_event(struct async_writer *w, int event, int block, int64_t iteration);
+void async_writer_close(struct async_writer *w);
+
+/* Collective at finalize: gathers every rank's counters; rank 0 writes <directory>/<name>.json, the global
+ * index (layouts, variables, events, the writers' files, the counters). */
+int async_index_write(void);
+
+/* The writer side's loop over its clients' channels until each has sent MSG_STOP. */
+struct async_server {
+    struct async_channel **channels;
+    int *blocks; /* the block id (client rank among clients) of each channel */
+    int nchannels;
+    struct async_writer *writer;
+    struct async_stats *stats;
+};
+void async_server_run(struct async_server *s);
+
+/* Waiting without a busy loop on an oversubscribed node: spins briefly, then sleeps longer and longer. */
+void async_backoff(unsigned *round);
+double async_now(void);
+
+/* A spilled message waiting in process memory (policy spill), in order. */
+struct async_spill {
+    struct async_msg msg;
+    void *data;
+    size_t nbytes;
+    int committed, cleared;
+    struct async_spill *next;
+};
+
+/* The library's state in one process. */
+struct async_state {
+    int initialized, started, is_client, rank, size, node_rank, node_size, client_rank;
+    int nchannels; /* a server's clients */
+    struct async_channel **channels;
+    int *blocks;
+    struct async_config cfg;
+    MPI_Comm comm, node, clients;
+    MPI_Win window;
+    struct async_channel *channel; /* this client's (thread and dedicated modes) */
+    struct async_writer writer;    /* synchronous and helper-thread: own; dedicated servers: node's */
+    struct async_stats stats;
+    pthread_t thread;
+    int64_t iteration;
+    int64_t *written_at; /* per variable: iteration of its last block */
+    int64_t *chunk_of;   /* per variable: ring position of its allocated chunk, -1 none,
+                            -2 its process buffer (synchronous mode, or a full ring) */
+    int64_t *uncleared;  /* per variable: ASYNC_UNCLEARED_MAX committed chunks, oldest first */
+    int *nuncleared;
+    void **scratch; /* per variable: process buffer (synchronous alloc, skip, spill) */
+    struct async_spill *spill_head, *spill_tail;
+    size_t spill_bytes;
+    int skipping, skipped_this_iteration;
+};
+extern struct async_state async_g;
+
+/* Client helpers shared by client.c and zerocopy.c. */
+int async_check_variable(const char *name, int *var); /* known, started, not yet written this iteration */
+const struct async_layout *async_layout_of(int var);
+void async_post(const struct async_msg *m); /* after any spilled messages, waiting on a full queue */
+void async_put(int var, const void *data, size_t nbytes);
+int64_t async_reserve(size_t nbytes); /* a ring chunk, policy applied; -1: not in the ring */
+void async_spill_push(const struct async_msg *m, const void *data, size_t nbytes);
+void async_spill_flush(int wait);
+void async_skip_rest_of_iteration(void);
+int async_timed(double start, int rc); /* adds the call's time to what the simulation saw */
+int async_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#endif

@@ -1,0 +1,281 @@
+/* The YAML configuration of libioloom-async (docs/async.md): read with libyaml's document API and checked
+ * completely here, so that every mistake is one line naming the file's line, before any rank starts. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <yaml.h>
+#include "async_internal.h"
+
+struct reader {
+    yaml_document_t doc;
+    const char *path;
+    char *msg;
+};
+
+static int fail(struct reader *r, const yaml_node_t *n, const char *fmt, ...) {
+    char what[ASYNC_MSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    snprintf(r->msg, ASYNC_MSG_MAX, "%.200s:%lu: %.280s", r->path, n ? (unsigned long)n->start_mark.line + 1 : 0UL,
+             what);
+    return -1;
+}
+
+static const char *scalar(const yaml_node_t *n) {
+    return n && n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value : NULL;
+}
+
+static yaml_node_t *node(struct reader *r, int id) { return yaml_document_get_node(&r->doc, id); }
+
+/* The value of key in mapping m, NULL when absent. */
+static yaml_node_t *lookup(struct reader *r, yaml_node_t *m, const char *key) {
+    for (yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
+        const char *k = scalar(node(r, p->key));
+        if (k && strcmp(k, key) == 0) return node(r, p->value);
+    }
+    return NULL;
+}
+
+/* Every key of mapping m must be one of the NULL-terminated allowed ones (a misspelt key is an error). */
+static int known_keys(struct reader *r, yaml_node_t *m, const char *where, const char *const *allowed) {
+    for (yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
+        const char *k = scalar(node(r, p->key));
+        const char *const *a = allowed;
+        while (*a && (!k || strcmp(*a, k) != 0)) a++;
+        if (!*a) return fail(r, node(r, p->key), "unknown key '%s' in %s", k ? k : "?", where);
+    }
+    return 0;
+}
+
+static int is_mapping(struct reader *r, yaml_node_t *n, const char *what) {
+    return n && n->type == YAML_MAPPING_NODE ? 0 : fail(r, n, "%s must be a mapping", what);
+}
+
+static int name_copy(struct reader *r, yaml_node_t *n, char out[ASYNC_NAME_MAX], const char *what) {
+    const char *s = scalar(n);
+    if (!s || !*s || strlen(s) >= ASYNC_NAME_MAX)
+        return fail(r, n, "%s must be a name of 1 to %d characters", what, ASYNC_NAME_MAX - 1);
+    strcpy(out, s);
+    return 0;
+}
+
+static int integer(struct reader *r, yaml_node_t *n, const char *what, long min, long *out) {
+    const char *s = scalar(n);
+    char *end;
+    errno = 0;
+    long v = s ? strtol(s, &end, 10) : 0;
+    if (!s || !*s || *end || errno || v < min)
+        return fail(r, n, "%s must be an integer >= %ld, got '%s'", what, min, s ? s : "(not a scalar)");
+    *out = v;
+    return 0;
+}
+
+/* A byte count with an optional unit: 4096, 64KiB, 16MiB, 1GiB (K, M, G mean the same). */
+static int size_value(struct reader *r, yaml_node_t *n, const char *what, size_t *out) {
+    static const char *const units[] = {"", "k", "kib", "m", "mib", "g", "gib"};
+    static const size_t scale[] = {1, 1UL << 10, 1UL << 10, 1UL << 20, 1UL << 20, 1UL << 30, 1UL << 30};
+    const char *s = scalar(n);
+    char *end;
+    unsigned long long v = s ? strtoull(s, &end, 10) : 0;
+    for (size_t i = 0; s && end != s && i < sizeof units / sizeof *units; i++)
+        if (strcasecmp(end, units[i]) == 0 && v > 0) {
+            *out = (size_t)v * scale[i];
+            return 0;
+        }
+    return fail(r, n, "%s must be a size such as 64MiB, 512KiB or 1048576, got '%s'", what, s ? s : "?");
+}
+
+static int choice(struct reader *r, yaml_node_t *n, const char *what, const char *const *names, int *out) {
+    const char *s = scalar(n);
+    for (int i = 0; s && names[i]; i++)
+        if (strcmp(s, names[i]) == 0) {
+            *out = i;
+            return 0;
+        }
+    return fail(r, n, "%s must be one of %s, %s, %s; got '%s'", what, names[0], names[1], names[2], s ? s : "?");
+}
+
+static size_t type_size(const char *type) {
+    static const char *const names[] = {"int8",   "uint8", "int16",  "uint16",  "int32",
+                                        "uint32", "int64", "uint64", "float32", "float64"};
+    static const size_t sizes[] = {1, 1, 2, 2, 4, 4, 8, 8, 4, 8};
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
+        if (strcmp(type, names[i]) == 0) return sizes[i];
+    return 0;
+}
+
+static int layout(struct reader *r, yaml_node_pair_t *p, struct async_layout *l) {
+    static const char *const keys[] = {"type", "dimensions", NULL};
+    yaml_node_t *v = node(r, p->value), *t, *d;
+    if (name_copy(r, node(r, p->key), l->name, "a layout's name") || is_mapping(r, v, "a layout") ||
+        known_keys(r, v, "a layout", keys))
+        return -1;
+    if (!(t = lookup(r, v, "type")) || !scalar(t) || strlen(scalar(t)) >= sizeof l->type ||
+        !(l->element = type_size(scalar(t))))
+        return fail(r, t ? t : v,
+                    "layout '%s': type must be one of int8, uint8, int16, uint16, int32, uint32, "
+                    "int64, uint64, float32, float64",
+                    l->name);
+    strcpy(l->type, scalar(t));
+    d = lookup(r, v, "dimensions");
+    if (!d || d->type != YAML_SEQUENCE_NODE || d->data.sequence.items.top == d->data.sequence.items.start ||
+        d->data.sequence.items.top - d->data.sequence.items.start > ASYNC_DIMS_MAX)
+        return fail(r, d ? d : v, "layout '%s': dimensions must be a list of 1 to %d sizes, e.g. [64, 16, 2]", l->name,
+                    ASYNC_DIMS_MAX);
+    l->bytes = l->element;
+    for (yaml_node_item_t *i = d->data.sequence.items.start; i < d->data.sequence.items.top; i++) {
+        if (integer(r, node(r, *i), "a dimension", 1, &l->dims[l->ndims])) return -1;
+        l->bytes *= (size_t)l->dims[l->ndims++];
+    }
+    return 0;
+}
+
+static int find_layout(const struct async_config *cfg, const char *name) {
+    for (int i = 0; i < cfg->nlayouts; i++)
+        if (strcmp(cfg->layouts[i].name, name) == 0) return i;
+    return -1;
+}
+
+static int variable(struct reader *r, struct async_config *cfg, yaml_node_pair_t *p, struct async_variable *v) {
+    static const char *const keys[] = {"layout", NULL};
+    yaml_node_t *m = node(r, p->value), *l;
+    if (name_copy(r, node(r, p->key), v->name, "a variable's name") || is_mapping(r, m, "a variable") ||
+        known_keys(r, m, "a variable", keys))
+        return -1;
+    if (!(l = lookup(r, m, "layout")) || !scalar(l)) return fail(r, m, "variable '%s' needs a layout", v->name);
+    if ((v->layout = find_layout(cfg, scalar(l))) < 0)
+        return fail(r, l, "variable '%s': unknown layout '%s' (declare it under layouts)", v->name, scalar(l));
+    return 0;
+}
+
+static int section_count(yaml_node_t *m) {
+    return m ? (int)(m->data.mapping.pairs.top - m->data.mapping.pairs.start) : 0;
+}
+
+static int layouts(struct reader *r, struct async_config *cfg, yaml_node_t *m) {
+    if (!m || is_mapping(r, m, "layouts") || !(cfg->nlayouts = section_count(m)))
+        return fail(r, m, "layouts: declare at least one layout (name: {type: float64, dimensions: [...]})");
+    cfg->layouts = calloc((size_t)cfg->nlayouts, sizeof *cfg->layouts);
+    for (int i = 0; i < cfg->nlayouts; i++)
+        if (layout(r, m->data.mapping.pairs.start + i, &cfg->layouts[i])) return -1;
+    return 0;
+}
+
+static int variables(struct reader *r, struct async_config *cfg, yaml_node_t *m) {
+    if (!m || is_mapping(r, m, "variables") || !(cfg->nvariables = section_count(m)))
+        return fail(r, m, "variables: declare at least one variable (name: {layout: L})");
+    cfg->variables = calloc((size_t)cfg->nvariables, sizeof *cfg->variables);
+    for (int i = 0; i < cfg->nvariables; i++)
+        if (variable(r, cfg, m->data.mapping.pairs.start + i, &cfg->variables[i])) return -1;
+    for (int i = 0; i < cfg->nvariables; i++)
+        if (async_config_variable(cfg, cfg->variables[i].name) != i)
+            return fail(r, m, "variable '%s' is declared twice", cfg->variables[i].name);
+    return 0;
+}
+
+static int events(struct reader *r, struct async_config *cfg, yaml_node_t *s) {
+    if (!s) return 0;
+    if (s->type != YAML_SEQUENCE_NODE) return fail(r, s, "events must be a list of names, e.g. [checkpoint, analyse]");
+    cfg->nevents = (int)(s->data.sequence.items.top - s->data.sequence.items.start);
+    cfg->events = calloc((size_t)cfg->nevents + 1, sizeof *cfg->events);
+    for (int i = 0; i < cfg->nevents; i++)
+        if (name_copy(r, node(r, s->data.sequence.items.start[i]), cfg->events[i], "an event")) return -1;
+    return 0;
+}
+
+static int writer(struct reader *r, struct async_config *cfg, yaml_node_t *m) {
+    static const char *const keys[] = {"directory", "bandwidth", NULL};
+    yaml_node_t *d;
+    if (!m || is_mapping(r, m, "writer") || known_keys(r, m, "writer", keys))
+        return fail(r, m, "writer: give the output directory (writer: {directory: out})");
+    if (!(d = lookup(r, m, "directory")) || !scalar(d) || !*scalar(d) || strlen(scalar(d)) >= sizeof cfg->directory)
+        return fail(r, d ? d : m, "writer: directory must be a path");
+    strcpy(cfg->directory, scalar(d));
+    return (d = lookup(r, m, "bandwidth")) ? size_value(r, d, "writer: bandwidth (bytes per second)", &cfg->bandwidth)
+                                           : 0;
+}
+
+static int architecture(struct reader *r, struct async_config *cfg, yaml_node_t *root) {
+    static const char *const modes[] = {"synchronous", "helper-thread", "dedicated-cores", NULL};
+    static const char *const policies[] = {"block", "spill", "skip", NULL};
+    yaml_node_t *n;
+    long v;
+    int c;
+    if ((n = lookup(r, root, "mode")) && choice(r, n, "mode", modes, &c)) return -1;
+    cfg->mode = n ? (enum async_mode)c : MODE_SYNC;
+    if ((n = lookup(r, root, "policy")) && choice(r, n, "policy", policies, &c)) return -1;
+    cfg->policy = n ? (enum async_policy)c : POLICY_BLOCK;
+    if ((n = lookup(r, root, "dedicated_cores")) && integer(r, n, "dedicated_cores", 1, &v)) return -1;
+    cfg->dedicated_cores = n ? (int)v : 1;
+    if ((n = lookup(r, root, "queue")) && integer(r, n, "queue", 2, &v)) return -1;
+    cfg->queue = n ? (int)v : 256;
+    cfg->buffer = 64UL << 20;
+    return (n = lookup(r, root, "buffer")) ? size_value(r, n, "buffer", &cfg->buffer) : 0;
+}
+
+static int document(struct reader *r, struct async_config *cfg) {
+    static const char *const keys[] = {"name",   "mode",    "dedicated_cores", "buffer", "queue", "policy",
+                                       "writer", "layouts", "variables",       "events", NULL};
+    yaml_node_t *root = yaml_document_get_root_node(&r->doc), *n;
+    if (!root || is_mapping(r, root, "the configuration") || known_keys(r, root, "the configuration", keys)) return -1;
+    if (!(n = lookup(r, root, "name")) || name_copy(r, n, cfg->name, "name"))
+        return n ? -1 : fail(r, root, "name: give the output's name (name: cm1)");
+    return architecture(r, cfg, root) || writer(r, cfg, lookup(r, root, "writer")) ||
+                   layouts(r, cfg, lookup(r, root, "layouts")) || variables(r, cfg, lookup(r, root, "variables")) ||
+                   events(r, cfg, lookup(r, root, "events"))
+               ? -1
+               : 0;
+}
+
+int async_config_load(const char *path, struct async_config *cfg, char msg[ASYNC_MSG_MAX]) {
+    struct reader r = {.path = path, .msg = msg};
+    yaml_parser_t parser;
+    FILE *f = fopen(path, "r");
+    memset(cfg, 0, sizeof *cfg);
+    if (!f) {
+        snprintf(msg, ASYNC_MSG_MAX, "%.400s: cannot read the configuration: %s", path, strerror(errno));
+        return -1;
+    }
+    yaml_parser_initialize(&parser);
+    yaml_parser_set_input_file(&parser, f);
+    int ok = yaml_parser_load(&parser, &r.doc);
+    if (!ok)
+        snprintf(msg, ASYNC_MSG_MAX, "%.300s:%lu: not valid YAML: %.150s", path,
+                 (unsigned long)parser.problem_mark.line + 1, parser.problem ? parser.problem : "syntax error");
+    int rc = ok ? document(&r, cfg) : -1;
+    if (ok) yaml_document_delete(&r.doc);
+    yaml_parser_delete(&parser);
+    fclose(f);
+    return rc;
+}
+
+void async_config_free(struct async_config *cfg) {
+    free(cfg->layouts);
+    free(cfg->variables);
+    free(cfg->events);
+    memset(cfg, 0, sizeof *cfg);
+}
+
+int async_config_variable(const struct async_config *cfg, const char *name) {
+    for (int i = 0; name && i < cfg->nvariables; i++)
+        if (strcmp(cfg->variables[i].name, name) == 0) return i;
+    return -1;
+}
+
+int async_config_event(const struct async_config *cfg, const char *name) {
+    for (int i = 0; name && i < cfg->nevents; i++)
+        if (strcmp(cfg->events[i], name) == 0) return i;
+    return -1;
+}
+
+size_t async_config_largest_block(const struct async_config *cfg) {
+    size_t largest = 0;
+    for (int i = 0; i < cfg->nvariables; i++)
+        if (cfg->layouts[cfg->variables[i].layout].bytes > largest)
+            largest = cfg->layouts[cfg->variables[i].layout].bytes;
+    return largest;
+}

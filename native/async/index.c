@@ -1,0 +1,96 @@
+/* The global index of an output, <directory>/<name>.json, written by rank 0 at finalize: what the Python reader
+ * (ioloom.async_io.open) needs to find every block (the layouts and the writers, whose own .index files list
+ * their blocks) and every rank's counters. Written to a temporary name and renamed, so it is whole or absent. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "async_internal.h"
+
+static const char *const STAT_NAMES[] = {"role",
+                                         "iterations",
+                                         "blocks",
+                                         "bytes",
+                                         "visible_seconds",
+                                         "blocked",
+                                         "blocked_seconds",
+                                         "spilled_blocks",
+                                         "spilled_bytes",
+                                         "spill_high_water",
+                                         "skipped_iterations",
+                                         "skipped_blocks",
+                                         "signals",
+                                         "written_blocks",
+                                         "written_bytes",
+                                         "lost_blocks",
+                                         "writer_busy_seconds",
+                                         "writer_wall_seconds"};
+_Static_assert(sizeof STAT_NAMES / sizeof *STAT_NAMES == ASYNC_STATS_FIELDS, "one name per counter");
+
+static const char *mode_name(enum async_mode m) {
+    return m == MODE_SYNC ? "synchronous" : m == MODE_THREAD ? "helper-thread" : "dedicated-cores";
+}
+
+static const char *policy_name(enum async_policy p) {
+    return p == POLICY_BLOCK ? "block" : p == POLICY_SPILL ? "spill" : "skip";
+}
+
+static void write_layouts(FILE *f, const struct async_config *c) {
+    fprintf(f, "  \"variables\": {");
+    for (int i = 0; i < c->nvariables; i++) {
+        const struct async_layout *l = &c->layouts[c->variables[i].layout];
+        fprintf(f, "%s\n    \"%s\": {\"id\": %d, \"layout\": \"%s\", \"type\": \"%s\", \"dimensions\": [", i ? "," : "",
+                c->variables[i].name, i, l->name, l->type);
+        for (int d = 0; d < l->ndims; d++) fprintf(f, "%s%ld", d ? ", " : "", l->dims[d]);
+        fprintf(f, "]}");
+    }
+    fprintf(f, "\n  },\n  \"events\": [");
+    for (int i = 0; i < c->nevents; i++) fprintf(f, "%s\"%s\"", i ? ", " : "", c->events[i]);
+    fprintf(f, "],\n");
+}
+
+static void write_ranks(FILE *f, const double *all, int size) {
+    fprintf(f, "  \"writers\": [");
+    for (int r = 0, n = 0; r < size; r++)
+        if (all[r * (int)ASYNC_STATS_FIELDS] > 0) fprintf(f, "%s%d", n++ ? ", " : "", r);
+    fprintf(f, "],\n  \"ranks\": [");
+    for (int r = 0; r < size; r++) {
+        fprintf(f, "%s\n    {\"rank\": %d", r ? "," : "", r);
+        for (size_t k = 0; k < ASYNC_STATS_FIELDS; k++)
+            fprintf(f, ", \"%s\": %.9g", STAT_NAMES[k], all[r * (int)ASYNC_STATS_FIELDS + (int)k]);
+        fprintf(f, "}");
+    }
+    fprintf(f, "\n  ]\n}\n");
+}
+
+static int write_json(const double *all, int size, int nclients) {
+    const struct async_config *c = &async_g.cfg;
+    char path[1200], tmp[1210];
+    snprintf(path, sizeof path, "%s/%s.json", c->directory, c->name);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    if (!f) return async_fail(IOLOOM_ASYNC_ESYSTEM, "%s: cannot write the index: %s", tmp, strerror(errno));
+    fprintf(f,
+            "{\n  \"format\": \"ioloom-async\",\n  \"version\": 1,\n  \"name\": \"%s\",\n  \"mode\": \"%s\",\n"
+            "  \"policy\": \"%s\",\n  \"dedicated_cores\": %d,\n  \"buffer\": %zu,\n  \"queue\": %d,\n"
+            "  \"blocks\": %d,\n",
+            c->name, mode_name(c->mode), policy_name(c->policy), c->mode == MODE_DEDICATED ? c->dedicated_cores : 0,
+            c->buffer, c->queue, nclients);
+    write_layouts(f, c);
+    write_ranks(f, all, size);
+    int bad = ferror(f) | fclose(f);
+    if (bad || rename(tmp, path) != 0)
+        return async_fail(IOLOOM_ASYNC_ESYSTEM, "%s: cannot write the index: %s", path, strerror(errno));
+    return IOLOOM_ASYNC_OK;
+}
+
+int async_index_write(void) {
+    int nclients = 0, rc = IOLOOM_ASYNC_OK;
+    double *all = async_g.rank == 0 ? malloc((size_t)async_g.size * sizeof async_g.stats) : NULL;
+    MPI_Gather(&async_g.stats, (int)ASYNC_STATS_FIELDS, MPI_DOUBLE, all, (int)ASYNC_STATS_FIELDS, MPI_DOUBLE, 0,
+               async_g.comm);
+    MPI_Allreduce(&async_g.is_client, &nclients, 1, MPI_INT, MPI_SUM, async_g.comm);
+    if (async_g.rank == 0) rc = write_json(all, async_g.size, nclients);
+    MPI_Bcast(&rc, 1, MPI_INT, 0, async_g.comm);
+    free(all);
+    return rc == IOLOOM_ASYNC_OK ? rc : async_fail(rc, "rank 0 could not write the index");
+}

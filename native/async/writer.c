@@ -1,0 +1,82 @@
+/* The writer of libioloom-async: each writer (a dedicated core, or each process in the synchronous and
+ * helper-thread modes) appends blocks to its own data file, <directory>/<name>.<id>.data, and after each block
+ * one record to <name>.<id>.index. A block is in the output only once its record is: a write that fails (a full
+ * disk) loses that block, is reported with its variable and iteration, and leaves earlier blocks intact. */
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include "async_internal.h"
+
+static int open_file(const struct async_config *cfg, int id, const char *suffix, char msg[ASYNC_MSG_MAX]) {
+    char path[1200];
+    snprintf(path, sizeof path, "%s/%s.%d.%s", cfg->directory, cfg->name, id, suffix);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) snprintf(msg, ASYNC_MSG_MAX, "%.400s: cannot create the output: %s", path, strerror(errno));
+    return fd;
+}
+
+int async_writer_open(struct async_writer *w, const struct async_config *cfg, int id, char msg[ASYNC_MSG_MAX]) {
+    w->id = id;
+    w->offset = w->records = 0;
+    if (mkdir(cfg->directory, 0755) != 0 && errno != EEXIST) {
+        snprintf(msg, ASYNC_MSG_MAX, "%.400s: cannot create the output directory: %s", cfg->directory, strerror(errno));
+        return -1;
+    }
+    w->data_fd = open_file(cfg, id, "data", msg);
+    w->index_fd = w->data_fd < 0 ? -1 : open_file(cfg, id, "index", msg);
+    if (w->index_fd < 0 && w->data_fd >= 0) close(w->data_fd);
+    return w->index_fd < 0 ? -1 : 0;
+}
+
+static int write_all(int fd, const void *data, size_t n, off_t offset) {
+    const char *p = data;
+    while (n > 0) {
+        ssize_t k = pwrite(fd, p, n, offset);
+        if (k < 0 && errno == EINTR) continue;
+        if (k <= 0) return k < 0 ? -1 : (errno = ENOSPC, -1);
+        p += k, n -= (size_t)k, offset += k;
+    }
+    return 0;
+}
+
+/* With a bandwidth limit, the writer takes at least nbytes / bandwidth seconds per block. */
+static void throttle(const struct async_config *cfg, double start, size_t nbytes) {
+    double left = cfg->bandwidth ? start + (double)nbytes / (double)cfg->bandwidth - async_now() : 0;
+    if (left > 0) {
+        struct timespec t = {(time_t)left, (long)((left - (double)(time_t)left) * 1e9)};
+        nanosleep(&t, NULL);
+    }
+}
+
+void async_writer_put(struct async_writer *w, const struct async_config *cfg, struct async_stats *st, int variable,
+                      int block, int64_t iteration, const void *data, size_t nbytes) {
+    struct async_index_record rec = {variable, block, iteration, w->offset, nbytes};
+    double start = async_now();
+    if (write_all(w->data_fd, data, nbytes, (off_t)w->offset) ||
+        write_all(w->index_fd, &rec, sizeof rec, (off_t)(w->records * sizeof rec))) {
+        fprintf(stderr, "ioloom-async: writer %d: variable %s, iteration %lld, block %d lost: %s\n", w->id,
+                cfg->variables[variable].name, (long long)iteration, block, strerror(errno));
+        st->lost_blocks++;
+    } else {
+        w->offset += nbytes;
+        w->records++;
+        st->written_blocks++;
+        st->written_bytes += (double)nbytes;
+    }
+    throttle(cfg, start, nbytes);
+    st->writer_busy_seconds += async_now() - start;
+}
+
+void async_writer_event(struct async_writer *w, int event, int block, int64_t iteration) {
+    struct async_index_record rec = {-1 - event, block, iteration, w->offset, 0};
+    if (write_all(w->index_fd, &rec, sizeof rec, (off_t)(w->records * sizeof rec)) == 0) w->records++;
+}
+
+void async_writer_close(struct async_writer *w) {
+    if (w->data_fd >= 0) close(w->data_fd);
+    if (w->index_fd >= 0) close(w->index_fd);
+    w->data_fd = w->index_fd = -1;
+}
