@@ -33,6 +33,7 @@ SUBCOMMANDS = {
     "container": "ioloom.logfs.cli:app",
     "sim": "ioloom.sim.cli:app",
     "predict": "ioloom.predict.cli:command",
+    "async": "ioloom.async_io.cli:app",
 }
 # `ioloom run [OPTIONS] -- CMD --its-options`: everything after CMD is CMD's.
 CONTEXT_SETTINGS = {"run": {"allow_interspersed_args": False}}

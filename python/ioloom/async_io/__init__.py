@@ -9,153 +9,18 @@ data file (no copy), by variable, iteration and block (the client's rank among t
     for it in out.iterations("theta"): ...
     out["theta"][3]                                       # {block: array} of iteration 3
 
-The command line (`ioloom async ...`) lives in ioloom.async_io.cli."""
+The reader (ioloom.async_io.reader) imports numpy when `open` is called, so that `ioloom async --help` does not;
+the command line lives in ioloom.async_io.cli."""
 from __future__ import annotations
 
-import builtins
-import json
-from dataclasses import dataclass
 from pathlib import Path
-
-import numpy as np
-
-# One record per block (or signalled event, variable = -1 - event) of a writer's .index file (index.c).
-INDEX_RECORD = np.dtype([("variable", "<i4"), ("block", "<i4"), ("iteration", "<i8"), ("offset", "<u8"),
-                         ("nbytes", "<u8")])
-FORMAT = "ioloom-async"
 
 
 class AsyncOutputError(ValueError):
     """An output that is not libioloom-async's, or is damaged."""
 
 
-@dataclass(frozen=True)
-class Variable:
-    name: str
-    id: int
-    dtype: np.dtype
-    shape: tuple[int, ...]
-
-    @property
-    def nbytes(self) -> int:
-        return int(np.prod(self.shape)) * self.dtype.itemsize
-
-
-def _index_path(path: Path) -> Path:
-    """The global index named by path: the .json itself, or the only one in a directory."""
-    if path.is_dir():
-        found = [p for p in sorted(path.glob("*.json")) if _is_index(p)]
-        if len(found) != 1:
-            raise AsyncOutputError(f"{path}: expected one libioloom-async index (<name>.json) in the directory, "
-                                   f"found {len(found)}; name the .json file")
-        return found[0]
-    if not path.exists():
-        raise FileNotFoundError(2, "No such file or directory", str(path))
-    return path
-
-
-def _is_index(path: Path) -> bool:
-    try:
-        return json.loads(path.read_text()).get("format") == FORMAT
-    except (ValueError, AttributeError, OSError):
-        return False
-
-
-class VariableView:
-    """out[name]: indexing by iteration gives {block: array}; by (iteration, block), one array."""
-
-    def __init__(self, output: Output, name: str):
-        self._output, self._name = output, name
-
-    def __getitem__(self, key):
-        if isinstance(key, tuple):
-            return self._output.read(self._name, *key)
-        return {b: self._output.read(self._name, key, b) for b in self._output.blocks_at(self._name, key)}
-
-
-class Output:
-    """One output of libioloom-async: its layouts, blocks, signalled events and every rank's counters."""
-
-    def __init__(self, path: str | Path):
-        self.path = _index_path(Path(path))
-        try:
-            meta = json.loads(self.path.read_text())
-        except ValueError as err:
-            raise AsyncOutputError(f"{self.path}: not a libioloom-async index ({err})") from None
-        if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-            raise AsyncOutputError(f"{self.path}: not a libioloom-async index (no \"format\": \"{FORMAT}\")")
-        self.meta = meta
-        self.name, self.mode, self.events_declared = meta["name"], meta["mode"], list(meta["events"])
-        self.variables = {name: Variable(name, v["id"], np.dtype(v["type"]), tuple(v["dimensions"]))
-                          for name, v in meta["variables"].items()}
-        self.ranks = meta["ranks"]
-        self._by_id = {v.id: v for v in self.variables.values()}
-        self._data: dict[int, np.memmap] = {}
-        self._blocks: dict[tuple[int, int, int], tuple[int, int, int]] = {}
-        self._events: list[tuple[str, int, int]] = []
-        for writer in meta["writers"]:
-            self._load_writer(int(writer))
-
-    def _file(self, writer: int, suffix: str) -> Path:
-        return self.path.parent / f"{self.name}.{writer}.{suffix}"
-
-    def _load_writer(self, writer: int) -> None:
-        raw = self._file(writer, "index").read_bytes()
-        records = np.frombuffer(raw[:len(raw) - len(raw) % INDEX_RECORD.itemsize], INDEX_RECORD)
-        data_size = self._file(writer, "data").stat().st_size
-        for rec in records.tolist():
-            variable, block, iteration, offset, nbytes = rec
-            if variable < 0:
-                self._events.append((self.events_declared[-1 - variable], iteration, block))
-                continue
-            var = self._by_id.get(variable)
-            if var is None or nbytes != var.nbytes or offset + nbytes > data_size:
-                raise AsyncOutputError(f"{self._file(writer, 'index')}: a record (variable {variable}, iteration "
-                                       f"{iteration}, block {block}) does not match the data file or the layouts; "
-                                       "the output is damaged")
-            self._blocks[(variable, iteration, block)] = (writer, offset, nbytes)
-
-    def _variable(self, name: str) -> Variable:
-        if name not in self.variables:
-            raise KeyError(f"no variable {name!r} in {self.path} (it has {', '.join(self.variables)})")
-        return self.variables[name]
-
-    def iterations(self, variable: str | None = None) -> list[int]:
-        """Iterations with at least one block (of `variable`, or of any variable)."""
-        wanted = None if variable is None else self._variable(variable).id
-        return sorted({it for v, it, _ in self._blocks if wanted is None or v == wanted})
-
-    def blocks_at(self, variable: str, iteration: int) -> list[int]:
-        """The blocks of a variable written at an iteration."""
-        vid = self._variable(variable).id
-        return sorted(b for v, it, b in self._blocks if v == vid and it == iteration)
-
-    def read(self, variable: str, iteration: int, block: int) -> np.ndarray:
-        """One block as a read-only array viewing the data file (shape and dtype from its layout)."""
-        var = self._variable(variable)
-        where = self._blocks.get((var.id, int(iteration), int(block)))
-        if where is None:
-            raise KeyError(f"variable {variable!r} has no block {block} at iteration {iteration} in {self.path}")
-        writer, offset, nbytes = where
-        if writer not in self._data:
-            self._data[writer] = np.memmap(self._file(writer, "data"), dtype=np.uint8, mode="r")
-        return self._data[writer][offset:offset + nbytes].view(var.dtype).reshape(var.shape)
-
-    def __getitem__(self, variable: str) -> VariableView:
-        self._variable(variable)
-        return VariableView(self, variable)
-
-    @property
-    def events(self) -> list[tuple[str, int, int]]:
-        """Signalled events as (event, iteration, block), in each writer's order."""
-        return list(self._events)
-
-    def counters(self) -> dict[str, float]:
-        """Every rank's counters summed (role and rank left out)."""
-        keys = [k for k in self.ranks[0] if k not in ("rank", "role")]
-        return {k: builtins.sum(r[k] for r in self.ranks) for k in keys}
-
-
-def open(path: str | Path) -> Output:  # noqa: A001  (the reader's documented name, like io.open)
-    """The output whose global index is `path` (its .json, or the directory holding it)."""
+def open(path: str | Path):  # noqa: A001  (the reader's documented name, like io.open)
+    """The output (ioloom.async_io.reader.Output) whose global index is `path`: its .json, or its directory."""
+    from ioloom.async_io.reader import Output
     return Output(path)

@@ -12,3 +12,4 @@ from ioloom.bench import logfs  # noqa: E402,F401  (registers `ioloom bench logf
 from ioloom.bench import riot  # noqa: E402,F401  (registers `ioloom bench riot`)
 from ioloom.bench import analyse  # noqa: E402,F401  (registers `ioloom bench analyse`)
 from ioloom.bench import fuzz  # noqa: E402,F401  (registers `ioloom bench fuzz`)
+from ioloom.bench import async_kernel  # noqa: E402,F401  (registers `ioloom bench async`)

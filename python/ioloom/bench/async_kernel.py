@@ -1,0 +1,152 @@
+"""`ioloom bench async`: the CM1-like kernel of libioloom-async (native/async/cm1.c) in each mode, as Dorier's
+Ch. 3 measures Damaris: the write time the simulation saw, the iteration-time jitter, the run time and how idle
+the dedicated cores were, with Eq. 3.2's prediction beside the measured outcome.
+
+Storage is modelled by the writers' bandwidth limit (the configuration's writer.bandwidth), so that a local disk's
+page cache does not make every write free: --node-bandwidth is shared by a node's writers (each of the N
+processes in the synchronous and helper-thread modes, the k dedicated cores otherwise). Each client computes for
+--compute seconds per iteration, N/(N-k) times that with k dedicated cores (the same work on fewer cores, Eq.
+3.2's C_ded). Modes run once per round in a rotating order; figures are medians over rounds with min and max,
+and ratios to the synchronous run of the same round."""
+from __future__ import annotations
+
+import json
+import statistics
+import tempfile
+from pathlib import Path
+
+import typer
+
+from ioloom.bench import app
+from ioloom.bench.stats import rounds_allowed, spread
+
+MODE_ORDER = ("synchronous", "helper-thread", "dedicated-cores")
+
+
+def per_run(run: dict, counters_path: Path, mode: str) -> dict:
+    """One run's figures: visible write time per iteration (median and total), jitter, run time, idle."""
+    from ioloom import async_io
+    visible, period = run["visible"], run["iteration_seconds"]
+    out = async_io.open(counters_path)
+    servers = [r for r in out.ranks if r["role"] == 1]
+    idle = (statistics.mean(1 - r["writer_busy_seconds"] / r["writer_wall_seconds"] for r in servers)
+            if servers else None)
+    return {"visible_median": statistics.median(visible), "visible_total": sum(visible),
+            "jitter_std": statistics.pstdev(period), "jitter_max_over_median": max(period) / statistics.median(period),
+            "run_seconds": run["total_seconds"], "idle_fraction": idle,
+            "blocked": out.counters()["blocked"], "mode": mode}
+
+
+def one_round(impl, ranks: int, compute: float, dims, nvars: int, iterations: int, bandwidth: int, work: Path,
+              order) -> dict:
+    from ioloom.async_io.kernel import Setup, run_kernel
+    results = {}
+    for mode in order:
+        writers = 1 if mode == "dedicated-cores" else ranks
+        setup = Setup(work / mode, mode=mode, dims=dims, buffer=256 << 20, bandwidth=bandwidth // writers,
+                      events=(), variables=tuple(f"var{i}" for i in range(nvars)))
+        c = compute * ranks / (ranks - 1) if mode == "dedicated-cores" else compute
+        run = run_kernel(impl, ranks, setup.write(work / f"{mode}.yaml"), setup, iterations, c, timeout=600)
+        if run.returncode != 0:
+            raise RuntimeError(f"{mode} run failed (exit {run.returncode}): {run.stderr.strip()[-300:]}")
+        results[mode] = per_run(run.result, setup.directory, mode)
+    return results
+
+
+def summarise(rounds: list[dict], compute: float, ranks: int) -> dict:
+    from ioloom.async_io.cli import advice
+    summary = {}
+    for mode in MODE_ORDER:
+        rs = [r[mode] for r in rounds]
+        summary[mode] = {k: spread([r[k] for r in rs]) for k in
+                         ("visible_median", "jitter_std", "jitter_max_over_median", "run_seconds")}
+        if mode != "synchronous":
+            summary[mode]["visible_ratio"] = spread([r[mode]["visible_median"] / max(r["synchronous"]
+                                                     ["visible_median"], 1e-9) for r in rounds])
+            summary[mode]["jitter_reduction"] = spread([r["synchronous"]["jitter_std"] / max(r[mode]["jitter_std"],
+                                                        1e-9) for r in rounds])
+            summary[mode]["run_ratio"] = spread([r[mode]["run_seconds"] / r["synchronous"]["run_seconds"]
+                                                 for r in rounds])
+        if mode == "dedicated-cores":
+            summary[mode]["idle_fraction"] = spread([r[mode]["idle_fraction"] for r in rounds])
+    w_std = summary["synchronous"]["visible_median"]["median"]
+    summary["eq_3_2"] = advice(compute, w_std, ranks, None)
+    summary["eq_3_2"]["measured_dedicated_faster"] = summary["dedicated-cores"]["run_ratio"]["median"] < 1
+    return summary
+
+
+def _cell(figure: dict | None, fmt: str) -> str:
+    """median [min-max] of a spread, or - when the mode has no such figure."""
+    if figure is None:
+        return "-"
+    return f"{fmt.format(figure['median'])} [{fmt.format(figure['min'])}-{fmt.format(figure['max'])}]"
+
+
+def render(report: dict) -> None:
+    from rich.console import Console
+    from rich.table import Table
+    s = report["summary"]
+    table = Table(title=f"ioloom bench async: {report['mpi']}, {report['ranks']} ranks on one node, "
+                  f"{report['iterations']} iterations, compute {report['compute']:g} s, {report['variables']} "
+                  f"variables, {report['block_bytes']} bytes per rank and iteration, node bandwidth "
+                  f"{report['node_bandwidth']} B/s, {report['rounds']} rounds; load before/after "
+                  f"{report['load'][0]} / {report['load'][1]}")
+    for column in ("mode", "write seen (s/iteration)", "ratio to sync", "jitter std (s)", "jitter max/median",
+                   "run (s)", "run ratio", "dedicated idle"):
+        table.add_column(column)
+    for mode in MODE_ORDER:
+        m = s[mode]
+        table.add_row(mode, _cell(m["visible_median"], "{:.5f}"), _cell(m.get("visible_ratio"), "{:.3f}"),
+                      _cell(m["jitter_std"], "{:.4f}"), _cell(m["jitter_max_over_median"], "{:.2f}"),
+                      _cell(m["run_seconds"], "{:.2f}"), _cell(m.get("run_ratio"), "{:.3f}"),
+                      _cell(m.get("idle_fraction"), "{:.1%}"))
+    Console(width=200).print(table)
+    e = s["eq_3_2"]
+    print(f"Eq. 3.2 with W_std = {e['write']:.4f} s (synchronous, measured), C_std = {e['compute']:g} s, N = "
+          f"{report['ranks']}: a dedicated core {'pays' if e['eq_3_2']['worthwhile'] else 'does not pay'} "
+          f"(predicted {e['eq_3_2']['standard']:.3f} s -> {e['eq_3_2']['dedicated']:.3f} s per iteration); "
+          f"measured: dedicated {'faster' if e['measured_dedicated_faster'] else 'slower'} than synchronous "
+          f"(run ratio {s['dedicated-cores']['run_ratio']['median']:.3f}); advice: {e['mode']}")
+
+
+@app.command("async")
+def bench_async(ranks: int = typer.Option(2, min=2, help="Ranks on the node (N of Eq. 3.2)."),
+                compute: float = typer.Option(0.1, min=0.0, help="Compute seconds per iteration and rank."),
+                dims: str = typer.Option("32,32,32", help="Dimensions of each 3-D float64 variable per rank."),
+                variables: int = typer.Option(3, min=1, max=16, help="Variables written per iteration."),
+                iterations: int = typer.Option(10, min=2, help="Iterations per run."),
+                node_bandwidth: float = typer.Option(16.0, min=0.01, help="Storage bandwidth of the node, MiB/s."),
+                rounds: int = typer.Option(10, min=1, help="Interleaved rounds."),
+                quick: bool = typer.Option(False, help="Allow fewer rounds than published figures take."),
+                mpi_name: str = typer.Option("openmpi", "--mpi", help="MPI to use."),
+                as_json: bool = typer.Option(False, "--json", help="Print the result as JSON.")) -> None:
+    """Each mode of libioloom-async on the CM1-like kernel: write time seen, jitter, run time, idle fraction."""
+    import os
+
+    from ioloom import mpi
+    problem = rounds_allowed(rounds, quick, "--rounds")
+    if problem:
+        typer.echo(f"ioloom bench async: {problem}", err=True)
+        raise typer.Exit(2)
+    shape = tuple(int(d) for d in dims.split(","))
+    impl = mpi.by_name(mpi_name)
+    bandwidth = int(node_bandwidth * (1 << 20))
+    load = [os.getloadavg()[0]]
+    all_rounds = []
+    with tempfile.TemporaryDirectory(prefix="ioloom-bench-async-") as tmp:
+        for r in range(rounds):
+            order = MODE_ORDER[r % 3:] + MODE_ORDER[:r % 3]
+            all_rounds.append(one_round(impl, ranks, compute, shape, variables, iterations, bandwidth, Path(tmp),
+                                        order))
+    load.append(os.getloadavg()[0])
+    block = 8
+    for d in shape:
+        block *= d
+    report = {"mpi": impl.name, "ranks": ranks, "compute": compute, "iterations": iterations, "rounds": rounds,
+              "variables": variables, "block_bytes": block * variables, "node_bandwidth": bandwidth,
+              "load": [f"{x:.2f}" for x in load], "summary": summarise(all_rounds, compute, ranks),
+              "per_round": all_rounds}
+    if as_json:
+        print(json.dumps(report, indent=2))
+    else:
+        render(report)

@@ -1,0 +1,90 @@
+"""libioloom-async refuses a wrong configuration at initialize on every rank, with one line naming the mistake
+(never a hang), and refuses mistaken calls with a message; the reader and the command refuse what is not an
+output in one line."""
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from ioloom import async_io, paths
+from ioloom.async_io.kernel import Setup
+
+GOOD = Setup(directory=None, mode="dedicated-cores", variables=("u",), dims=(4, 4, 4), buffer=1 << 20)
+
+
+def program(mpi):
+    lib = paths.build_dir() / "lib"
+    return mpi.compile("async_errors.c", f"-I{paths.REPO_ROOT / 'native' / 'async'}", f"-L{lib}",
+                       f"-lioloom-async-{mpi.name}", f"-Wl,-rpath,{lib}")
+
+
+def initialize(mpi, tmp_path, text: str, nranks: int = 3, *args: str) -> list[str]:
+    config = tmp_path / "c.yaml"
+    config.write_text(text)
+    out = mpi.run(nranks, [program(mpi), config, *args], timeout=60)
+    return sorted(line for line in out.stdout.splitlines() if line.startswith("rank"))
+
+
+def good(tmp_path, **changes) -> str:
+    setup = Setup(**{**GOOD.__dict__, "directory": tmp_path / "out", **changes})
+    return setup.yaml()
+
+
+MISTAKES = {
+    "unknown layout": (lambda t: good(t).replace("u: {layout: grid}", "u: {layout: gird}"),
+                       "variable 'u': unknown layout 'gird'"),
+    "unknown type": (lambda t: good(t).replace("float64", "real8"), "type must be one of"),
+    "misspelt key": (lambda t: good(t).replace("policy:", "polcy:"), "unknown key 'polcy'"),
+    "bad mode": (lambda t: good(t).replace("dedicated-cores", "dedicated"), "mode must be one of"),
+    "buffer smaller than a block": (lambda t: good(t, dims=(64, 64, 64)), "less than the largest block"),
+    "not YAML": (lambda t: "name: [x\n", "not valid YAML"),
+}
+
+
+@pytest.mark.parametrize("mistake", MISTAKES)
+def test_configuration_error_on_every_rank(mpi, tmp_path, mistake):
+    text, message = MISTAKES[mistake]
+    lines = initialize(mpi, tmp_path, text(tmp_path))
+    assert len(lines) == 3
+    for rank, line in enumerate(lines):
+        assert line.startswith(f"rank {rank} initialize rc 1: rank 0: ") and message in line, line
+        assert "c.yaml:" in line or "buffer" in line
+
+
+def test_dedicated_cores_need_a_spare_core(mpi, tmp_path):
+    """One rank on the node (or as many dedicated cores as cores): refused on every rank, not a hang."""
+    lines = initialize(mpi, tmp_path, good(tmp_path), 1)
+    assert lines == [f"rank 0 initialize rc 1: rank 0: dedicated_cores: 1 per node leaves no core to compute on a "
+                     f"node with 1 ranks and {os.cpu_count()} cores: run more ranks per node or use mode helper-thread"]
+    lines = initialize(mpi, tmp_path, good(tmp_path, dedicated_cores=os.cpu_count()), os.cpu_count() + 1)
+    assert len(lines) == os.cpu_count() + 1 and all("leaves no core to compute" in line for line in lines)
+
+
+def test_output_directory_that_cannot_be_created(mpi, tmp_path):
+    (tmp_path / "file").write_text("")
+    lines = initialize(mpi, tmp_path, good(tmp_path).replace(str(tmp_path / "out"), str(tmp_path / "file" / "o")))
+    assert len(lines) == 3 and all("cannot create the output directory" in line for line in lines)
+
+
+def test_mistaken_calls_are_refused(mpi, tmp_path):
+    lines = initialize(mpi, tmp_path, good(tmp_path), 3, "calls")
+    for rank in (0, 1):
+        mine = [line.split(": ", 1) for line in lines if line.startswith(f"rank {rank} ")]
+        said = {head.split()[2]: (head.split()[-1], text) for head, text in mine}
+        assert said["initialize"] == ("0", "") and said["finalize"][0] == "0"
+        assert said["write-unknown"] == ("2", "unknown variable 'nope': declare it under variables in the "
+                                              "configuration")
+        assert said["write-size"] == ("2", "variable 'u': the buffer has 32 bytes but its layout 'grid' needs 512")
+        assert said["signal-unknown"][1].startswith("unknown event 'nope'")
+        assert said["commit-without-alloc"] == ("2", "commit of 'u' without ioloom_async_alloc")
+
+
+def test_reader_refuses_what_is_not_an_output(tmp_path, ioloom_cli):
+    (tmp_path / "x.json").write_text('{"format": "other"}')
+    with pytest.raises(async_io.AsyncOutputError, match="not a libioloom-async index"):
+        async_io.open(tmp_path / "x.json")
+    with pytest.raises(async_io.AsyncOutputError, match="expected one libioloom-async index"):
+        async_io.open(tmp_path)
+    out = ioloom_cli("async", "info", tmp_path / "x.json", check=False)
+    assert out.returncode == 2 and out.stderr.count("\n") == 1 and "not a libioloom-async index" in out.stderr
