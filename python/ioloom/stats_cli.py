@@ -6,11 +6,10 @@ from pathlib import Path
 
 import typer
 
-from ioloom.progress import QUIET_HELP
+from ioloom.progress import QUIET_OPTION
 
 STRIPE_OPTION = typer.Option(1 << 20, "--stripe-size", min=1,
                              help="Stripe size in bytes that requests are checked against (misalignment).")
-QUIET_OPTION = typer.Option(False, "--quiet", "-q", help=QUIET_HELP)
 SCHEDULER_HELP = "Run the analysis map on this Dask scheduler (tcp://host:port) instead of local processes."
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import typer
 
 from ioloom.errors import NO_SPACE
+from ioloom.progress import QUIET_OPTION
 
 app = typer.Typer(help="Inspect, flatten, check and repair logfs containers (a logical file stored as logs + index).",
                   no_args_is_help=True)
@@ -58,6 +59,12 @@ def _one(path: str) -> Path:
         _fail(f"{path} is not a logfs container (a directory with ioloom-logfs.meta); "
               "`ioloom container ls DIR` lists the containers under DIR")
     return strip_prefix(path)
+
+
+def _bar(what: str, path: str, quiet: bool):
+    """The progress bar of a tool working through a container's bytes (ioloom.progress: a terminal only)."""
+    from ioloom import progress
+    return lambda total: progress.bar(total, f"{what} {path}", "bytes", quiet)
 
 
 def _human(n: int) -> str:
@@ -110,22 +117,23 @@ def stat(path: str, as_json: bool = typer.Option(False, "--json")) -> None:
 
 
 @_command("cat")
-def cat(path: str) -> None:
-    """Write the logical file to standard output."""
-    _tools().cat(_one(path), sys.stdout.buffer)
+def cat(path: str, quiet: bool = QUIET_OPTION) -> None:
+    """Write the logical file to standard output (progress on the terminal only when the output goes elsewhere)."""
+    _tools().cat(_one(path), sys.stdout.buffer, _bar("cat", path, quiet or sys.stdout.isatty()))
 
 
 @_command("flatten")
-def flatten(path: str, target: Path = typer.Argument(..., help="The plain file to write.")) -> None:
+def flatten(path: str, target: Path = typer.Argument(..., help="The plain file to write."),
+            quiet: bool = QUIET_OPTION) -> None:
     """Write the logical file as one plain file (kernel copies of each extent)."""
-    size = _tools().flatten(_one(path), target)
+    size = _tools().flatten(_one(path), target, _bar("flatten", path, quiet))
     print(f"{target}: {size} bytes")
 
 
 @_command("check")
-def check(path: str) -> None:
+def check(path: str, quiet: bool = QUIET_OPTION) -> None:
     """Verify the index against the logs (checksums, offsets, unindexed records). Exit 1 on a problem."""
-    report = _tools().check(_one(path))
+    report = _tools().check(_one(path), _bar("checking", path, quiet))
     for problem in report.problems:
         print(f"problem: {problem}")
     print(f"{path}: {report.records_checked} records checked, "
@@ -135,9 +143,9 @@ def check(path: str) -> None:
 
 
 @_command("recover")
-def recover(path: str) -> None:
+def recover(path: str, quiet: bool = QUIET_OPTION) -> None:
     """Rebuild the index from the record journals after a crash (records whose data in the log is intact)."""
-    stats = _tools().recover(_one(path))
+    stats = _tools().recover(_one(path), _bar("recovering", path, quiet))
     print(f"{path}: {stats['records']} records from {stats['logs']} logs re-indexed into {stats['entries']} entries"
           + (f" ({stats['rebuilt']} records of lost record journals rebuilt from the index and the logs)"
              if stats["rebuilt"] else ""))

@@ -15,6 +15,7 @@ from ioloom.logfs.format import (BLOCK, BLOCK_MAGIC, ENTRY, ENTRY_RULES, MAX_SIZ
                                  entry_problems, header_sum, is_container, load_journals, log_size, only_file,
                                  open_inside, open_log, parse_journal, physical_ends, read_inside, read_meta,
                                  strip_prefix, sum64, sum64_rows)
+from ioloom.progress import Advance, Bar, silent
 
 
 def find_containers(root: str | os.PathLike) -> list[Path]:
@@ -82,12 +83,15 @@ def summary(path: Path) -> dict:
     }
 
 
-def cat(path: Path, out) -> int:
-    """Write the logical file to a binary stream; returns bytes written."""
+def cat(path: Path, out, progress: Bar = silent) -> int:
+    """Write the logical file to a binary stream; returns bytes written. `progress` draws the bytes written."""
     done = 0
-    for data in Container.open(path).chunks():
-        out.write(data)
-        done += len(data)
+    c = Container.open(path)
+    with progress(c.size) as advance:
+        for data in c.chunks():
+            out.write(data)
+            done += len(data)
+            advance(len(data))
     return done
 
 
@@ -111,14 +115,16 @@ def _replacing(target: Path, tag: str):
         raise
 
 
-def flatten(path: Path, target: Path) -> int:
+def flatten(path: Path, target: Path, progress: Bar = silent) -> int:
     """Write the logical file as a plain file: each extent copied in the kernel (copy_file_range), holes left
-    sparse. Written through _replacing(): target is replaced only by the complete file."""
+    sparse. Written through _replacing(): target is replaced only by the complete file. `progress` draws the
+    logical bytes done."""
     c = Container.open(path)
     logs: dict[Path, int] = {}
     try:
-        with _replacing(target, "flatten") as out:
+        with _replacing(target, "flatten") as out, progress(c.size) as advance:
             for offset, length, log, phys in c.pieces():
+                advance(length)
                 if log is None:
                     continue
                 src = logs.get(log) or logs.setdefault(log, open_log(log))
@@ -179,9 +185,9 @@ def _open_log(log: Path):
     return open(open_inside(log), "rb") if log_size(log) is not None else open(os.devnull, "rb")
 
 
-def scan_records(records: Path, log: Path):
+def scan_records(records: Path, log: Path, advance: Advance = lambda done: None):
     """The intact records of a group, in journal order: (record, data offset in the log). Intact: the record's
-    own sum matches and the log holds data with its data sum."""
+    own sum matches and the log holds data with its data sum. `advance` is told the data bytes read."""
     size = log_size(log) or 0
     with _open_log(log) as f:
         for head in journal_records(records):
@@ -191,7 +197,9 @@ def scan_records(records: Path, log: Path):
             if not WRITE <= kind <= UNLINK or (kind == WRITE) != (length > 0) or offset + length > MAX_SIZE:
                 continue  # not a record a writer makes: it would index as an invalid entry
             f.seek(int(head["physical"]))
-            if sum64(f.read(int(head["length"]))) == int(head["data_sum"]):
+            data = f.read(int(head["length"]))
+            advance(len(data))
+            if sum64(data) == int(head["data_sum"]):
                 yield head, int(head["physical"])
 
 
@@ -245,42 +253,55 @@ def _sound_entries(j: Journal, report: CheckReport | None) -> np.ndarray:
     return within
 
 
-def check(path: Path) -> CheckReport:
+def log_bytes(journals: list[Journal]) -> int:
+    """The data bytes in the groups' logs: what reading every record's data once reads."""
+    return sum(log_size(j.log_path) or 0 for j in journals)
+
+
+def check(path: Path, progress: Bar = silent) -> CheckReport:
     """Verify the index against the logs and record journals: every block's sums and entries; for every record an
     entry names, the journal's record of it (offset, length, writer) and the data's sum; and that no intact record of
-    a record journal is missing from the index. OK only when `cat` returns every intact record's bytes."""
+    a record journal is missing from the index. OK only when `cat` returns every intact record's bytes.
+    `progress` draws the data bytes read (each record's data twice: through the index, then through the journal)."""
     directory = strip_prefix(path)
     meta = read_meta(directory)
     report = CheckReport()
-    for j in groups(meta):
-        if j.valid_bytes != j.total_bytes:
-            report.problems.append(f"{j.index_path}: {j.total_bytes - j.valid_bytes} bytes after block {j.blocks} "
-                                   "are torn or corrupt (a crash while publishing?): run `ioloom container recover`")
-        records = j.index_path.with_name("records." + j.group)
-        described = {_record_key(h): h for h in journal_records(records)}
-        sound = _sound_entries(j, report)
-        if len(j.entries) and not described:
-            report.problems.append(f"{records}: missing or empty, but {j.index_path.name} has {len(j.entries)} "
-                                   "entries: run `ioloom container recover` (it rebuilds the journal from the "
-                                   "index and the log)")
-            continue
-        indexed: set[tuple[int, ...]] = set()
-        with _open_log(j.log_path) as f:
-            for e, writer in zip(j.entries[sound], j.writers[sound]):
-                _check_entry(f, j.log_path, e, int(writer), described, report, indexed)
-        unindexed = sum(_record_key(h) not in indexed for h, _ in scan_records(records, j.log_path))
-        if unindexed and not j.total_bytes:
-            report.problems.append(f"{records}: {unindexed} intact records, but {j.index_path.name} is missing: "
-                                   "run `ioloom container recover`")
-        report.unindexed_records += unindexed
+    journals = groups(meta)
+    with progress(2 * log_bytes(journals)) as advance:
+        for j in journals:
+            _check_group(j, report, advance)
     if report.unindexed_records:
         report.problems.append(f"{report.unindexed_records} intact records in the logs are not in any index "
                                "(a writer that did not close?): run `ioloom container recover`")
     return report
 
 
+def _check_group(j: Journal, report: CheckReport, advance: Advance) -> None:
+    """check() of one writer group: its index's blocks and entries against its record journal and log."""
+    if j.valid_bytes != j.total_bytes:
+        report.problems.append(f"{j.index_path}: {j.total_bytes - j.valid_bytes} bytes after block {j.blocks} "
+                               "are torn or corrupt (a crash while publishing?): run `ioloom container recover`")
+    records = j.index_path.with_name("records." + j.group)
+    described = {_record_key(h): h for h in journal_records(records)}
+    sound = _sound_entries(j, report)
+    if len(j.entries) and not described:
+        report.problems.append(f"{records}: missing or empty, but {j.index_path.name} has {len(j.entries)} "
+                               "entries: run `ioloom container recover` (it rebuilds the journal from the "
+                               "index and the log)")
+        return
+    indexed: set[tuple[int, ...]] = set()
+    with _open_log(j.log_path) as f:
+        for e, writer in zip(j.entries[sound], j.writers[sound]):
+            _check_entry(f, j.log_path, e, int(writer), described, report, indexed, advance)
+    unindexed = sum(_record_key(h) not in indexed for h, _ in scan_records(records, j.log_path, advance))
+    if unindexed and not j.total_bytes:
+        report.problems.append(f"{records}: {unindexed} intact records, but {j.index_path.name} is missing: "
+                               "run `ioloom container recover`")
+    report.unindexed_records += unindexed
+
+
 def _check_entry(f, log: Path, e: np.ndarray, writer: int, described: dict, report: CheckReport,
-                 indexed: set) -> None:
+                 indexed: set, advance: Advance) -> None:
     """Each record of the entry must be covered, from its start, by journal records of its writer that follow
     each other in the file and in the log (a record may be several contiguous writes), with intact data. The
     work is bounded by the journal: an entry can name no more records than it holds."""
@@ -307,7 +328,9 @@ def _check_entry(f, log: Path, e: np.ndarray, writer: int, described: dict, repo
                                        "entry's: run `ioloom container recover`")
                 return
             f.seek(data_at)
-            if sum64(f.read(int(head["length"]))) != int(head["data_sum"]):
+            data = f.read(int(head["length"]))
+            advance(len(data))
+            if sum64(data) != int(head["data_sum"]):
                 report.problems.append(f"{where}: data checksum mismatch (the log was damaged after it was "
                                        "written): run `ioloom container recover` to index what is intact")
                 return
@@ -475,25 +498,27 @@ def _lost_records(j: Journal, heads: list[np.ndarray]) -> np.ndarray:
     return np.concatenate(found) if found else np.zeros(0, RECORD)
 
 
-def recover(path: Path) -> dict:
+def recover(path: Path, progress: Bar = silent) -> dict:
     """Rebuild every index journal from the intact records of the record journals (a record whose data in the log
     does not match its sum is left out). A group whose record journal is lost gets it rebuilt first from its index
     and log (stats["rebuilt"] counts those records). Each new journal and index replaces the old one atomically
-    (rename); nothing in the logs is changed."""
+    (rename); nothing in the logs is changed. `progress` draws the data bytes of the records scanned."""
     directory = strip_prefix(path)
     meta = read_meta(directory)
     scanned: list[tuple[Journal, list]] = []
     rebuilt_records = 0
-    for j in groups(meta):
-        records = j.index_path.with_name("records." + j.group)
-        intact = list(scan_records(records, j.log_path))
-        if len(rebuilt := _lost_records(j, [h for h, _ in intact])):
-            old = read_inside(records) if log_size(records) is not None else b""
-            with _replacing(records, "recover") as out:  # what was there stays: the scan skips what is not a record
-                out.write(old + rebuilt.tobytes())
-            intact = list(scan_records(records, j.log_path))
-            rebuilt_records += len(rebuilt)
-        scanned.append((j, intact))
+    journals = groups(meta)
+    with progress(log_bytes(journals)) as advance:
+        for j in journals:
+            records = j.index_path.with_name("records." + j.group)
+            intact = list(scan_records(records, j.log_path, advance))
+            if len(rebuilt := _lost_records(j, [h for h, _ in intact])):
+                old = read_inside(records) if log_size(records) is not None else b""
+                with _replacing(records, "recover") as out:  # what was there stays: the scan skips non-records
+                    out.write(old + rebuilt.tobytes())
+                intact = list(scan_records(records, j.log_path))
+                rebuilt_records += len(rebuilt)
+            scanned.append((j, intact))
     patterns = not _overlapping_writers([r for _, recs in scanned for r in recs])
     stats = {"logs": len(scanned), "records": 0, "entries": 0, "patterns": patterns, "rebuilt": rebuilt_records}
     for j, records in scanned:
