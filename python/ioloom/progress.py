@@ -21,10 +21,12 @@ def silent(total: int | None = None) -> AbstractContextManager[Advance]:
 
 
 @contextmanager
-def bar(total: int | None, description: str, unit: str = "events", quiet: bool = False) -> Iterator[Advance]:
+def bar(total: int | None, description: str, unit: str = "events", quiet: bool = False,
+        refresh: float = 10) -> Iterator[Advance]:
     """A function to call with each amount of work done, drawn as a bar of `total` `unit`s ("events", counted,
-    or "bytes", in KiB/MiB/GiB with the rate); `total` None when the length is not known (the bar pulses and the
-    elapsed time runs). A no-op when stderr is not a terminal, when `quiet`, or when there is nothing to do."""
+    or "bytes", in KiB/MiB/GiB with the rate) `refresh` times a second; `total` None when the length is not known
+    (the bar pulses and the elapsed time runs). A no-op when stderr is not a terminal, when `quiet`, or when there
+    is nothing to do."""
     from rich.console import Console
 
     console = Console(stderr=True)
@@ -44,7 +46,8 @@ def bar(total: int | None, description: str, unit: str = "events", quiet: bool =
     amounts = (DownloadColumn(binary_units=True), TransferSpeedColumn()) if unit == "bytes" else \
         (MofNCompleteColumn(), TextColumn(unit))
     with Progress(TextColumn("{task.description}"), BarColumn(), *(amounts if total else ()), TimeElapsedColumn(),
-                  console=console, transient=True) as drawn:
+                  console=console, transient=True,
+                  refresh_per_second=refresh) as drawn:
         task = drawn.add_task(description, total=total)
         yield lambda done: drawn.advance(task, done)
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import typer
 
-from ioloom import mpi
+from ioloom import mpi, progress
 from ioloom.bench import app
 from ioloom.bench.io import bench_command
 
@@ -57,39 +57,64 @@ def _tree_rss(root: int) -> int:
     return sum(size for pid, size in rss.items() if under(pid))
 
 
-def measure(argv: list[str]) -> tuple[float, int, subprocess.CompletedProcess]:
-    """(seconds, peak bytes of the process tree, the finished process) for a command."""
+def measure(argv: list[str], bar: progress.Bar = progress.silent) -> tuple[float, int, subprocess.CompletedProcess]:
+    """(seconds, peak bytes of the process tree, the finished process) for a command; `bar` shows it running."""
     peak, done = [0], threading.Event()
-    start = time.perf_counter()
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    with bar(None):
+        start = time.perf_counter()
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
-    def sample():
-        while not done.is_set():
-            peak[0] = max(peak[0], _tree_rss(proc.pid))
-            done.wait(0.02)
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
-    out, err = proc.communicate()
-    seconds = time.perf_counter() - start
-    done.set()
-    sampler.join()
+        def sample():
+            while not done.is_set():
+                peak[0] = max(peak[0], _tree_rss(proc.pid))
+                done.wait(0.02)
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        out, err = proc.communicate()
+        seconds = time.perf_counter() - start
+        done.set()
+        sampler.join()
     return seconds, peak[0], subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
 
-def generate(events: int, ranks: int, impl: mpi.MpiImpl, workdir: Path) -> Path:
-    """A real trace of about `events` events: ioloom-bench under `ioloom run`."""
+def generate(events: int, ranks: int, impl: mpi.MpiImpl, workdir: Path, bar: progress.Bar = progress.silent) -> Path:
+    """A real trace of about `events` events: ioloom-bench under `ioloom run`. `bar` draws the bytes of the
+    benchmark's file written so far (8 per two events), read from its size every 0.2 s."""
     per_rank = max(SEGMENTS, events // (2 * ranks))
     block = max(1, per_rank // SEGMENTS) * TRANSFER
-    trace = workdir / "trace"
-    args = ["-a", "mpiio", "-w", "-b", str(block), "-t", str(TRANSFER), "-s", str(SEGMENTS),
-            "-o", str(workdir / "bench.dat")]
+    trace, data = workdir / "trace", workdir / "bench.dat"
+    args = ["-a", "mpiio", "-w", "-b", str(block), "-t", str(TRANSFER), "-s", str(SEGMENTS), "-o", str(data)]
     command = [sys.executable, "-m", "ioloom", "run", "-o", str(trace), "--",
                *bench_command(impl, ranks, args)]
-    done = subprocess.run(command, capture_output=True, text=True, env={**os.environ, **impl.launch_env()})
-    if done.returncode != 0:
-        raise RuntimeError(f"generating the trace failed:\n{done.stdout}\n{done.stderr}")
-    (workdir / "bench.dat").unlink(missing_ok=True)
+    with bar(ranks * SEGMENTS * block) as advance:
+        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env={**os.environ, **impl.launch_env()})
+        _follow_size(proc, data, advance)
+        out, err = proc.communicate()
+    if proc.returncode != 0:
+        raise RuntimeError(f"generating the trace failed:\n{out}\n{err}")
+    data.unlink(missing_ok=True)
     return trace
+
+
+def _follow_size(proc: subprocess.Popen, path: Path, advance: progress.Advance) -> None:
+    """Tells `advance` how much `path` grew, every 0.2 s until `proc` ends (its output, a few lines, fits in the
+    pipes meanwhile)."""
+    seen = 0
+    while proc.poll() is None:
+        try:
+            size = path.stat().st_size
+        except FileNotFoundError:  # not created yet
+            size = seen
+        advance(max(0, size - seen))
+        seen = max(seen, size)
+        time.sleep(0.2)
+
+
+def _bar(description: str, unit: str, quiet: bool) -> progress.Bar:
+    """A step's progress bar on the terminal (bytes, or with no total the time it has run), redrawn once a
+    second: drawing shares the CPUs with the step being timed."""
+    return lambda total: progress.bar(total, description, unit, quiet, refresh=1)
 
 
 def _line(name: str, seconds: float, peak: int, events: int) -> str:
@@ -104,7 +129,8 @@ def analyse_command(events: int = typer.Option(10_000_000, "--events", min=1, he
                     trace: Path = typer.Option(None, "--trace", help="Time this existing trace instead."),
                     keep: bool = typer.Option(False, "--keep", help="Keep the generated trace."),
                     workdir: Path = typer.Option(None, "--dir", help="Where to write (default: a temporary "
-                                                 "directory under /tmp; needs ~10 bytes per event).")) -> None:
+                                                 "directory under /tmp; needs ~10 bytes per event)."),
+                    quiet: bool = progress.QUIET_OPTION) -> None:
     """Time the full report of a large real trace (goal: 10^8 events in < 60 s and < 2 GiB on 2 cores)."""
     import ioloom
 
@@ -117,19 +143,20 @@ def analyse_command(events: int = typer.Option(10_000_000, "--events", min=1, he
     try:
         if trace is None:
             t0 = time.perf_counter()
-            trace = generate(events, ranks, chosen, root)
+            trace = generate(events, ranks, chosen, root, _bar("generating the trace", "bytes", quiet))
             typer.echo(f"generated {trace} with {chosen.name} in {time.perf_counter() - t0:.0f} s")
         meta = ioloom.open_trace(trace).meta
         size = sum(p.stat().st_size for p in Path(trace).iterdir())
         typer.echo(f"trace: {meta['events']:,} events, {meta['streams']} streams, {size / 2**20:,.0f} MiB on disk, "
                    f"{meta['dropped_events']:,} dropped; {os.cpu_count()} CPUs")
         seconds, peak, done = measure([sys.executable, "-m", "ioloom", "report", str(trace), "-o",
-                                       str(root / "report.html")])
+                                       str(root / "report.html")], _bar("timing ioloom report", "", quiet))
         if done.returncode != 0:
             raise RuntimeError(done.stderr)
         typer.echo(_line("ioloom report (full)", seconds, peak, meta["events"]))
         if meta["events"] <= BASELINE_LIMIT:
-            seconds, peak, done = measure([sys.executable, "-c", BASELINE, str(trace)])
+            seconds, peak, done = measure([sys.executable, "-c", BASELINE, str(trace)],
+                                          _bar("timing the baseline", "", quiet))
             typer.echo(_line("baseline: one pandas frame", seconds, peak, meta["events"]) if done.returncode == 0
                        else f"baseline failed: {done.stderr.strip().splitlines()[-1]}")
         else:
