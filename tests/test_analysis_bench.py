@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import pytest
+
 from test_progress import on_terminal
 
 STEPS = ("generating the trace", "timing ioloom report", "timing the baseline")

@@ -69,8 +69,8 @@ def test_progress_on_a_terminal_only(name, trace, tmp_path):
     assert piped.returncode == 0 and BAR[name] not in piped.stdout + piped.stderr
 
 
-CONTAINER = {"flatten": (["flatten", "{path}", "{tmp}/flat"], b"flatten "), "check": (["check", "{path}"], b"checking "),
-             "recover": (["recover", "{path}"], b"recovering ")}
+CONTAINER = {"flatten": (["flatten", "{path}", "{tmp}/flat"], b"flatten "),
+             "check": (["check", "{path}"], b"checking "), "recover": (["recover", "{path}"], b"recovering ")}
 
 
 @pytest.mark.parametrize("name", sorted(CONTAINER))
