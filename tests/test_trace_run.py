@@ -61,7 +61,7 @@ def test_bench_overhead_reports_every_call_kind(ioloom_cli):
     import json
 
     from ioloom import mpi as mpis
-    from ioloom.bench.overhead import MPI_CALLS, POSIX_CALLS
+    from ioloom.bench.overhead import MPI_CALLS, POSIX_CALLS, _reader_line
 
     from test_trace_native import compile_program
 
@@ -85,7 +85,11 @@ def test_bench_overhead_reports_every_call_kind(ioloom_cli):
     # events each), and per MPI its MPI_File_write_at and read_at calls with the pwrite/pread under each
     assert result["reader"]["events"] >= 2 * (10 * 2000 + 4 * 2000 * len(mpis.implementations()))
     assert 0 < result["reader"]["bytes_per_event"] <= 16
-    assert result["reader"]["open_events_per_s"] > 0 and result["reader"]["events_per_s"] > 0
+    traces = 2 * (1 + len(mpis.implementations()))  # one per round and build
+    for step in ("open", "first_read", "read", "merged"):  # per trace, median [min, max]: no best-of
+        figure = result["reader"][f"{step}_events_per_s"]
+        assert len(figure["rounds"]) == traces and 0 < figure["min"] <= figure["median"] <= figure["max"], step
+    assert f"events in {traces} traces" in _reader_line(result["reader"])  # what the text output prints
 
 
 def test_bench_overhead_counts_instructions_of_every_call(ioloom_cli):

@@ -163,39 +163,51 @@ def _base_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
 
 
-def reader_speed(traces: list[Path], reads: int = 3) -> dict:
-    """Decode every event column of the traces written above, per stream (what an analysis mapping over streams
-    pays): the first read (memory fresh from the OS: page faults included) and the best of `reads` (memory
-    reused, as when an analysis reads stream after stream); then merged into one time-ordered table."""
+READER_STEPS = ("open", "first_read", "read", "merged")
+
+
+def reader_speed(traces: list[Path]) -> dict:
+    """Decode every event column of the traces written above (one per round and build), per stream (what an
+    analysis mapping over streams pays), twice: the first read (memory fresh from the OS: page faults included),
+    then again (memory reused, as when an analysis reads stream after stream); then merged into one time-ordered
+    table; opening is the chunk index and checksums. Each step's events/s is taken per trace and given as median,
+    min and max over the traces (stats.spread): a best-of figure moves with one lucky read."""
     from ioloom.trace import open_trace
 
+    rates: dict[str, list[float]] = {step: [] for step in READER_STEPS}
     events = size = 0
-    opened = first = best = merged = 0.0
     for trace_dir in traces:
+        seconds = dict.fromkeys(READER_STEPS, 0.0)
         start = time.perf_counter()
         trace = open_trace(trace_dir)
-        opened += time.perf_counter() - start
+        seconds["open"] = time.perf_counter() - start
+        rows = 0
         for stream in trace.streams:
-            times = []
-            for _ in range(reads):
+            for step in ("first_read", "read"):
                 start = time.perf_counter()
-                rows = stream.read().num_rows
-                times.append(time.perf_counter() - start)
-            events += rows
-            first += times[0]
-            best += min(times)
+                got = stream.read().num_rows
+                seconds[step] += time.perf_counter() - start
+            rows += got
         start = time.perf_counter()
         trace.events()
-        merged += time.perf_counter() - start
+        seconds["merged"] = time.perf_counter() - start
+        for step, spent in seconds.items():
+            rates[step].append(rows / spent)
+        events += rows
         size += sum(p.stat().st_size for p in trace_dir.glob("*.ioloom"))
-
-    def rate(seconds: float) -> int:
-        return round(events / seconds) if seconds else 0
-
-    return {"events": events, "open_s": round(opened, 3), "first_read_s": round(first, 3),
-            "best_read_s": round(best, 3), "merged_s": round(merged, 3), "open_events_per_s": rate(opened),
-            "first_read_events_per_s": rate(first), "events_per_s": rate(best), "merged_events_per_s": rate(merged),
+    return {"events": events, "traces": len(traces),
+            **{f"{step}_events_per_s": stats.spread(rates[step]) for step in READER_STEPS},
             "bytes_per_event": round(size / events, 2) if events else None}
+
+
+def _reader_line(reader: dict) -> str:
+    def rate(step: str) -> str:
+        figure = reader[f"{step}_events_per_s"]
+        return f"{figure['median'] / 1e6:.1f} [{figure['min'] / 1e6:.1f}, {figure['max'] / 1e6:.1f}]"
+    return (f"reader, {reader['events']:,} events in {reader['traces']} traces, all columns, per stream, M events/s "
+            f"(median \\[min, max] over the traces): {rate('read')} (memory reused), {rate('first_read')} (first "
+            f"read); merged and time-ordered: {rate('merged')}; opening (index and checksums): {rate('open')}; "
+            f"{reader['bytes_per_event']} bytes/event on disk")
 
 
 def _ranged(figures: dict[str, float]) -> str:
@@ -288,10 +300,6 @@ def command(
         return
     console = Console()
     _print_calls(console, rows, calls, rounds, list(others))
-    console.print(f"reader, {reader['events']:,} events, all columns, per stream: "
-                  f"{reader['events_per_s'] / 1e6:.1f} M events/s (best of 3 reads), "
-                  f"{reader['first_read_events_per_s'] / 1e6:.1f} M events/s (first read); merged and time-ordered: "
-                  f"{reader['merged_events_per_s'] / 1e6:.1f} M events/s; opening (index and checksums): "
-                  f"{reader['open_events_per_s'] / 1e6:.1f} M events/s; {reader['bytes_per_event']} bytes/event on disk")
+    console.print(_reader_line(reader))
     if counted:
         _print_instructions(console, counted)
