@@ -13,3 +13,4 @@ from ioloom.bench import riot  # noqa: E402,F401  (registers `ioloom bench riot`
 from ioloom.bench import analyse  # noqa: E402,F401  (registers `ioloom bench analyse`)
 from ioloom.bench import fuzz  # noqa: E402,F401  (registers `ioloom bench fuzz`)
 from ioloom.bench import async_kernel  # noqa: E402,F401  (registers `ioloom bench async`)
+from ioloom.bench import predict  # noqa: E402,F401  (registers `ioloom bench predict`)

@@ -3,6 +3,7 @@ figures of docs/predict.md, "Metrics"), the grammar's growth and its main loop a
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import typer
@@ -23,8 +24,10 @@ def analyse(trace_path: Path, options: Options, rank: int | None = None) -> list
         if rank is not None and process.label != f"rank {rank}":
             continue
         symbols = process.symbols
+        start = time.process_time()
         figures, model = evaluate(process.operations, symbols.kinds, symbols.places, options)
-        skeleton = Skeleton(model.grammar, symbols.names, model.sizes)
+        figures["model_us_per_op"] = 1e6 * (time.process_time() - start) / max(len(process.operations), 1)
+        skeleton = Skeleton(model.grammar, symbols.names, model.sizes.whole, model.sequence.lengths)
         out.append({"process": process.label, "context": CONTEXT, **figures,
                     "main_loop": skeleton.main_loop(), "skeleton": skeleton.full()})
     return out

@@ -113,6 +113,6 @@ def _figures(scores: Scores, model: ProcessModel, operations: int) -> dict:
         "grammar_size": scores.grammar_sizes,
         "grammar_rules": len(model.grammar.rules),
         "grammar_past_cap": model.grammar.past_cap,
-        "sizes_fallen_back": sum(1 for m in model.sizes.values() if m.fallen_back),
-        "offsets_fallen_back": sum(1 for m in model.offsets.values() if m.fallen_back),
+        "sizes_fallen_back": model.sizes.fallen_back(),
+        "offsets_fallen_back": model.offsets.fallen_back(),
     }

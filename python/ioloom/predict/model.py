@@ -42,50 +42,102 @@ class Options:
     grammar_cap: int = 1 << 16   # symbols in the main grammar; past it the grammar is frozen (counted)
     distinct_values: int = 24    # distinct sizes (offset changes) a local grammar keeps before its fallback
     distant_ns: int = 1_000_000  # a transition whose average inter-arrival time reaches this is distant
+    local_cap: int = 4096        # symbols in each local grammar (sizes, offsets, run lengths)
+    run_positions: int = 64      # places in a run told apart by the size and offset models (later ones share)
+
+
+class Sequence:
+    """Predicts the next value of a stream of integers (docs/predict.md, "Runs"). With `runs`, a run of one value
+    is one token of the grammar, and each value has a model of its run lengths: within a run, the value is
+    predicted again until the length predicted when the run began (or, past it, the longest run seen); at that
+    length, what the grammar predicts after the value."""
+
+    def __init__(self, cap: int, limit: int = 24, runs: bool = True, local_cap: int = 4096):
+        self.grammar = Grammar(cap=cap)
+        self.runs, self.limit, self.local_cap = runs, limit, local_cap
+        self.lengths: dict[int, LocalModel] = {}
+        self.value: int | None = None
+        self.count = 0
+        self.expected = 0  # the length predicted for the current run; 0: none known
+
+    def input(self, value: int) -> None:
+        if not self.runs:
+            self.grammar.input(value)
+            return
+        if value == self.value:
+            self.count += 1
+            return
+        self._end_run()
+        self.grammar.input(value)
+        self.value, self.count = value, 1
+        model = self.lengths.get(value)
+        self.expected = model.predict() if model else 0
+
+    def _end_run(self) -> None:
+        if self.value is not None:
+            model = self.lengths.setdefault(self.value, LocalModel(self.limit, "max", runs=False,
+                                                                   cap=self.local_cap))
+            model.observe(self.count)
+
+    def predicted(self) -> set[int]:
+        after = self.grammar.predicted()
+        if not self.runs or self.value is None:
+            return after
+        model = self.lengths.get(self.value)
+        if model is None:  # the value's first run: it may go on
+            return after | {self.value}
+        ends = self.count == self.expected or (self.count > self.expected and self.count == model.high)
+        return (after or {self.value}) if ends else {self.value}
 
 
 @dataclass
 class LocalModel:
-    """The values seen at one symbol (sizes) or one transition (offset changes): one value, then a local grammar
-    over the distinct values, then past `limit` distinct values the mean (sizes) or 0 (offsets: consecutive)."""
+    """The values seen at one symbol (sizes), one transition (offset changes) or one value's runs (lengths): one
+    value, then a local grammar over the distinct values, then past `limit` distinct values the mean (sizes), 0
+    (offsets: consecutive) or the largest (run lengths)."""
     limit: int
-    fallback_value: str  # "mean" or "zero"
+    fallback_value: str  # "mean", "zero" or "max"
+    runs: bool = True
+    cap: int = 4096
     tokens: dict[int, int] = field(default_factory=dict)
     counts: list[int] = field(default_factory=list)
-    grammar: Grammar | None = field(default_factory=Grammar)
+    sequence: Sequence | None = None
     last: int = 0
     total: int = 0
     seen: int = 0
     low: int = 0
     high: int = 0
 
+    def __post_init__(self) -> None:
+        self.sequence = Sequence(self.cap, self.limit, self.runs, self.cap)
+
     def observe(self, value: int) -> None:
         self.low, self.high = (value, value) if not self.seen else (min(self.low, value), max(self.high, value))
         self.last, self.total, self.seen = value, self.total + value, self.seen + 1
-        if self.grammar is None:
+        if self.sequence is None:
             return
         if value not in self.tokens:
             if len(self.tokens) == self.limit:
-                self.grammar = None  # the fallback: the local grammar and its values are freed
+                self.sequence = None  # the fallback: the local grammar and its values are freed
                 self.tokens, self.counts = {}, []
                 return
             self.tokens[value] = len(self.tokens)
             self.counts.append(0)
         token = self.tokens[value]
         self.counts[token] += 1
-        self.grammar.input(token)
+        self.sequence.input(token)
 
     @property
     def fallen_back(self) -> bool:
-        return self.grammar is None
+        return self.sequence is None
 
     def predict(self) -> int:
-        if self.grammar is None:
-            return round(self.total / self.seen) if self.fallback_value == "mean" else 0
+        if self.sequence is None:
+            return {"mean": round(self.total / self.seen), "zero": 0, "max": self.high}[self.fallback_value]
         if len(self.tokens) == 1:
             return self.last
         values = list(self.tokens)
-        expected = self.grammar.predicted()
+        expected = self.sequence.predicted()
         if not expected:
             return self.last
         return values[max(expected, key=lambda token: self.counts[token])]
@@ -93,17 +145,31 @@ class LocalModel:
 
 @dataclass
 class TimeModel:
-    """Inter-arrival times (end of one operation to the start of the next) of one transition: the halving
-    average of Eq. 7.1 (first sample as start), min, max, mean and variance (Welford)."""
-    ewma: float = 0.0
+    """Inter-arrival times (end of one operation to the start of the next) of one transition: min, max, mean and
+    variance (Welford), and the halving average of Eq. 7.1 (first sample as start) kept apart for immediate gaps
+    (under `distant_ns`) and distant ones, with a local model of which kind comes next (docs/predict.md,
+    "Inter-arrival time")."""
+    distant_ns: int
+    ewma: list[float] = field(default_factory=lambda: [0.0, 0.0])  # immediate, distant
+    seen: list[int] = field(default_factory=lambda: [0, 0])
+    kinds: LocalModel = field(default_factory=lambda: LocalModel(2, "zero", runs=True, cap=4096))
     n: int = 0
     low: int = 0
     high: int = 0
     mean: float = 0.0
     m2: float = 0.0
 
+    def predict(self) -> float:
+        """The gap expected next: the average of the kind predicted (of the other kind if this one was never
+        seen)."""
+        kind = self.kinds.predict()
+        return self.ewma[kind] if self.seen[kind] else self.ewma[1 - kind]
+
     def observe(self, gap: int) -> None:
-        self.ewma = gap if self.n == 0 else (self.ewma + gap) / 2
+        kind = int(gap >= self.distant_ns)
+        self.ewma[kind] = gap if not self.seen[kind] else (self.ewma[kind] + gap) / 2
+        self.seen[kind] += 1
+        self.kinds.observe(kind)
         self.low, self.high = (gap, gap) if self.n == 0 else (min(self.low, gap), max(self.high, gap))
         self.n += 1
         delta = gap - self.mean
@@ -116,53 +182,119 @@ class TimeModel:
 
 
 @dataclass
+class PairedModels:
+    """Two kinds of local model per key (a symbol's sizes, a transition's offset changes): one over all the key's
+    values, and one per place in the run (docs/predict.md, "Places in a run"). Each value observed scores both
+    on whether they would have predicted it exactly; the one with more exact predictions is used, the placed one
+    on ties. A place not learnt yet takes the nearest place before it."""
+    fallback: str
+    options: Options
+    whole: dict[tuple, LocalModel] = field(default_factory=dict)
+    placed: dict[tuple, LocalModel] = field(default_factory=dict)
+    tally: dict[tuple, list[int]] = field(default_factory=dict)  # key: [exact by whole, exact by placed]
+
+    def _local(self) -> LocalModel:
+        return LocalModel(self.options.distinct_values, self.fallback, cap=self.options.local_cap)
+
+    def _chosen(self, key: tuple, place: int) -> LocalModel | None:
+        whole = self.whole.get(key)
+        if whole is None:
+            return None
+        placed = _nearest(self.placed, key, place)
+        by_whole, by_placed = self.tally[key]
+        return whole if by_whole > by_placed or placed is None else placed
+
+    def predict(self, key: tuple, place: int) -> int:
+        """The value predicted for `key` at `place`; 0 for a key never seen."""
+        model = self._chosen(key, place)
+        return model.predict() if model else 0
+
+    def observe(self, key: tuple, place: int, value: int) -> None:
+        whole = self.whole.get(key)
+        if whole is None:
+            whole, self.tally[key] = self.whole.setdefault(key, self._local()), [0, 0]
+        else:
+            placed = _nearest(self.placed, key, place) or whole
+            self.tally[key][0] += whole.predict() == value
+            self.tally[key][1] += placed.predict() == value
+        whole.observe(value)
+        self.placed.setdefault((*key, place), self._local()).observe(value)
+
+    def fallen_back(self) -> int:
+        """Local models (of either kind) that fell back to their mean or 0."""
+        return sum(m.fallen_back for m in (*self.whole.values(), *self.placed.values()))
+
+
+@dataclass
 class ProcessModel:
     """What one process has done so far and what it will do next. `kinds[s]` and `places[s]`: the kind and file
     key of symbol s (given by whoever numbers the symbols)."""
     kinds: dict[int, str]
     places: dict[int, str]
     options: Options = field(default_factory=Options)
-    grammar: Grammar = field(init=False)
-    sizes: dict[int, LocalModel] = field(default_factory=dict)
-    offsets: dict[tuple[int, int], LocalModel] = field(default_factory=dict)
+    sequence: Sequence = field(init=False)
+    sizes: PairedModels = field(init=False)  # per symbol
+    offsets: PairedModels = field(init=False)  # per transition
     times: dict[tuple[int, int], TimeModel] = field(default_factory=dict)
     positions: dict[str, int] = field(default_factory=dict)
     current: int | None = None
     last_end: int = 0
 
     def __post_init__(self) -> None:
-        self.grammar = Grammar(cap=self.options.grammar_cap)
+        o = self.options
+        self.sequence = Sequence(o.grammar_cap, o.distinct_values, True, o.local_cap)
+        self.sizes, self.offsets = PairedModels("mean", o), PairedModels("zero", o)
+
+    @property
+    def grammar(self) -> Grammar:
+        """The main grammar (over runs of symbols)."""
+        return self.sequence.grammar
 
     def predict(self) -> list[Candidate]:
-        return [self._candidate(symbol) for symbol in sorted(self.grammar.predicted())]
+        return [self._candidate(symbol) for symbol in sorted(self.sequence.predicted())]
+
+    def _place_in_run(self, symbol: int) -> int:
+        """Where an operation of `symbol` coming next stands in its run (1: it starts one), capped."""
+        place = self.sequence.count + 1 if symbol == self.sequence.value else 1
+        return min(place, self.options.run_positions)
 
     def _candidate(self, symbol: int) -> Candidate:
         transition = (self.current, symbol)
         timing = self.times.get(transition)
-        gap = timing.ewma if timing else 0.0
+        gap = timing.predict() if timing else 0.0
         if self.kinds[symbol] not in DATA_KINDS:
             return Candidate(symbol, 0, -1, gap)
-        size = self.sizes[symbol].predict() if symbol in self.sizes else 0
-        change = self.offsets[transition].predict() if transition in self.offsets else 0
+        place = self._place_in_run(symbol)
+        size = self.sizes.predict((symbol,), place)
+        change = self.offsets.predict(transition, place)
         return Candidate(symbol, size, self.positions.get(self.places[symbol], 0) + change, gap)
 
     def observe(self, op: Operation) -> None:
         transition = (self.current, op.symbol)
         if self.current is not None:
-            self.times.setdefault(transition, TimeModel()).observe(max(op.t_start - self.last_end, 0))
+            timing = self.times.setdefault(transition, TimeModel(self.options.distant_ns))
+            timing.observe(max(op.t_start - self.last_end, 0))
         if op.kind in DATA_KINDS:
-            limit = self.options.distinct_values
-            self.sizes.setdefault(op.symbol, LocalModel(limit, "mean")).observe(op.size)
+            place = self._place_in_run(op.symbol)
+            self.sizes.observe((op.symbol,), place, op.size)
             if op.offset >= 0:
-                change = op.offset - self.positions.get(op.place, 0)
-                self.offsets.setdefault(transition, LocalModel(limit, "zero")).observe(change)
+                self.offsets.observe(transition, place, op.offset - self.positions.get(op.place, 0))
                 self.positions[op.place] = op.offset + op.size
         else:
             self.positions[op.place] = 0  # open and close: the next access is counted from the file's start
-        self.grammar.input(op.symbol)
+        self.sequence.input(op.symbol)
         self.current, self.last_end = op.symbol, op.t_end
 
     def distant(self, transition: tuple[int, int]) -> bool:
         """A transition between I/O phases (its average inter-arrival time reaches the distant threshold)."""
         timing = self.times.get(transition)
         return timing is not None and timing.mean >= self.options.distant_ns
+
+
+def _nearest(models: dict, key: tuple, place: int) -> LocalModel | None:
+    """The model of `key` at `place` in the run, or, not learnt yet, at the nearest place before it."""
+    for at in range(place, 0, -1):
+        model = models.get((*key, at))
+        if model is not None:
+            return model
+    return None

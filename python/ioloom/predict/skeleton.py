@@ -1,5 +1,6 @@
 """The grammar written out as the program's I/O skeleton (docs/predict.md, "Skeleton"): "repeat 100 x: open
-out_#.h5, 24 x write out_#.h5 1 MiB, close out_#.h5".
+out_#.h5, 24 x write out_#.h5 1 MiB, close out_#.h5". A terminal of the main grammar is a run of one symbol, its
+lengths from the run-length model ("24 x", "80-140 x").
 
 Sequitur folds a loop of n iterations into rules that each hold two halves of the one before (R2 -> R1 R1,
 R3 -> R2 R2 ...), so a rule whose body is made of one repeated thing is read as "that thing, so many times", the
@@ -25,8 +26,10 @@ def human_bytes(n: int) -> str:
 class Skeleton:
     """Writes the items of a grammar's rules with the symbols' names and sizes."""
 
-    def __init__(self, grammar: Grammar, names: list[str], sizes: dict[int, LocalModel]):
-        self.grammar, self.names, self.sizes = grammar, names, sizes
+    def __init__(self, grammar: Grammar, names: list[str], sizes: dict[tuple[int], LocalModel],
+                 runs: dict[int, LocalModel] | None = None):
+        self.grammar, self.names, self.runs = grammar, names, runs or {}
+        self.sizes = {key[0]: (model.low, model.high) for key, model in sizes.items()}  # per symbol
         self._repeats: dict[int, Item | None] = {}
 
     def _base(self, node: Node) -> Item:
@@ -68,12 +71,15 @@ class Skeleton:
         return f"repeat {count} x: ({inner})"
 
     def _symbol(self, symbol: int) -> str:
-        model = self.sizes.get(symbol)
-        if model is None:
-            return self.names[symbol]
-        span = human_bytes(model.low) if model.low == model.high else \
-            f"{human_bytes(model.low)}-{human_bytes(model.high)}"
-        return f"{self.names[symbol]} {span}"
+        """A terminal of the main grammar: a run of one symbol, written `[LENGTH x ]NAME[ SIZE]`."""
+        run = self.runs.get(symbol)
+        times = "" if run is None or run.high == 1 else \
+            (f"{run.low} x " if run.low == run.high else f"{run.low}-{run.high} x ")
+        if symbol not in self.sizes:
+            return f"{times}{self.names[symbol]}"
+        low, high = self.sizes[symbol]
+        span = human_bytes(low) if low == high else f"{human_bytes(low)}-{human_bytes(high)}"
+        return f"{times}{self.names[symbol]} {span}"
 
     def main_loop(self) -> str | None:
         """The repeat of S that covers the most operations, written out; None if S repeats nothing."""

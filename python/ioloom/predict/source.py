@@ -4,7 +4,9 @@ Omnisc'IO's context symbol is the call stack of the call. ioloom's traces (forma
 symbol here is the operation and its file: the call's name and the file's path with every run of digits replaced
 by '#' (out_0003.h5 and out_0004.h5 are one file key, so a file per iteration repeats). Only the lowest layer the
 program's calls reach is read, as Omnisc'IO hooks atomic requests: POSIX and stdio opens, closes, reads and writes
-(the POSIX calls an MPI-IO call makes are its atomic requests; the MPI-IO events themselves are left out).
+(the POSIX calls an MPI-IO call makes are its atomic requests; the MPI-IO events themselves are left out), on
+the application's files: those of the system and of the MPI runtime (the analysis's list, docs/analysis.md:
+libraries, configuration, shared-memory segments, session directories) are left out.
 """
 from __future__ import annotations
 
@@ -62,7 +64,11 @@ class ProcessOperations:
 
 def process_operations(trace) -> list[ProcessOperations]:
     """Per traced process (in the trace's order), the operations the predictor learns."""
-    paths = dict(zip(trace.files.column("file_id").to_pylist(), trace.files.column("path").to_pylist()))
+    from ioloom.analysis.partition import Options
+
+    system = Options().is_system
+    paths = {file_id: path for file_id, path in zip(trace.files.column("file_id").to_pylist(),
+                                                     trace.files.column("path").to_pylist()) if not system(path)}
     out = []
     for stream in trace.streams:
         label = f"rank {stream.rank}" if stream.rank >= 0 else f"pid {stream.pid}"

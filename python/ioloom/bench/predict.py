@@ -1,0 +1,122 @@
+"""`ioloom bench predict`: the predictor (docs/predict.md) on CM1-, GTC-, Nek5000- and LAMMPS-like programs traced
+for real, beside Omnisc'IO's figures in Dorier's thesis (Tables 7.6, 7.7, 7.8).
+
+Each kernel of `ioloom-predict-kernels-<mpi>` (native/predict/) runs under `ioloom run` on --ranks ranks, --steps
+output steps apart by --compute-ms of computation; `ioloom predict` then runs over the trace, and rank 0's figures
+are printed (the thesis reports rank 0: where every rank writes, all ranks behave alike). The CM1 kernels need
+HDF5, so the MPICH build (the default). The model's cost is the CPU time the Python model took per operation on
+rank 0 (learning and scoring, the trace's reading left out), with the load average it ran under.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import typer
+
+from ioloom import mpi, paths
+from ioloom.bench import app
+
+# kernel: (thesis row, hit ratio %, offsets contiguous %, offsets Omnisc'IO %, time error s, immediate reaccess s)
+THESIS = {
+    "cm1-posix": ("CM1 (POSIX)", 84.6, 47.4, 92.2, 0.197, 0.735),
+    "cm1-gzip": ("CM1 (Gzip)", 79.5, 53.2, 83.0, 0.199, 0.791),
+    "cm1-mpiio": ("CM1 (MPI-I/O)", 96.0, 72.7, 98.0, 0.060, 0.406),
+    "gtc": ("GTC", 100.0, 99.9, 100.0, 0.001, 0.006),
+    "nek5000": ("Nek5000", 98.6, 99.4, 99.7, 0.012, 0.049),
+    "lammps": ("LAMMPS", 99.4, 99.9, 100.0, 0.000, 0.003),
+}
+
+
+class KernelFailed(RuntimeError):
+    """A kernel's traced run failed: its figures would measure nothing."""
+
+
+def trace_kernel(impl: mpi.MpiImpl, kernel: str, nranks: int, steps: int, compute_ms: int, work: Path) -> Path:
+    """Runs one kernel under `ioloom run`; the trace directory."""
+    binary = paths.native_bin(f"ioloom-predict-kernels-{impl.name}")
+    out, trace = work / f"{kernel}-files", work / f"{kernel}-trace"
+    out.mkdir(parents=True)
+    argv = impl.launch(nranks, [str(binary), kernel, str(out), str(steps), str(compute_ms)])
+    done = subprocess.run([sys.executable, "-m", "ioloom", "run", "-o", str(trace), "--", *argv], capture_output=True,
+                          text=True, timeout=600, env={**os.environ, **impl.launch_env()})
+    if done.returncode != 0:
+        why = next((line for line in done.stderr.splitlines() if "ioloom" in line), done.stderr.strip()[-300:])
+        raise KernelFailed(f"the {kernel} kernel exited {done.returncode} under ioloom run: {why}")
+    return trace
+
+
+def predict_rank0(trace: Path) -> dict:
+    from ioloom.predict.cli import analyse
+    from ioloom.predict.model import Options
+
+    figures = analyse(trace, Options(), rank=0)
+    if not figures or figures[0]["operations"] < 2:
+        raise KernelFailed(f"{trace}: rank 0 recorded no I/O operations to predict")
+    return figures[0]
+
+
+def _row(kernel: str, f: dict) -> list[str]:
+    row, hit, contiguous, offsets, time_error, immediate = THESIS[kernel]
+
+    def pct(value):
+        return "-" if value is None else f"{value:.1f}"
+
+    return [row, f"{f['operations']:,}", str(f["symbols"]), f"{pct(f['symbol_accuracy_pct'])}",
+            f"{pct(f['hit_ratio_pct'])} ({hit:.1f})",
+            f"{pct(f['offset_accuracy_pct'])} ({offsets:.1f})",
+            f"{pct(f['offset_contiguous_pct'])} ({contiguous:.1f})",
+            f"{f['time_error_s']:.4f} ({time_error:.3f})",
+            f"{f['time_error_immediate_reaccess_s']:.4f} ({immediate:.3f})",
+            str(f["grammar_size"][-1][1]), f"{f['model_us_per_op']:.0f}"]
+
+
+def print_table(report: dict) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"ioloom predict on rank 0, {report['ranks']} ranks x {report['steps']} steps, "
+                        f"{report['compute_ms']} ms apart ({report['mpi']}; load average {report['load']}): ours "
+                        "(Omnisc'IO's in the thesis, Tables 7.6-7.8)")
+    for column in ("application", "ops", "symbols", "symbols right %", "hit ratio %", "offsets right %",
+                   "contiguous %", "time error s", "immediate reaccess s", "grammar", "model us/op"):
+        table.add_column(column, justify="left" if column == "application" else "right")
+    for kernel, figures in report["kernels"].items():
+        table.add_row(*_row(kernel, figures))
+    Console(width=180).print(table)
+    typer.echo("Context symbols are operation+file (the traces hold no call stacks; Omnisc'IO used call stacks). "
+               "The thesis ran 512 cores (Nek5000: 32) on Grid'5000; these are synthetic programs on one machine.")
+
+
+@app.command("predict")
+def command(ranks: int = typer.Option(4, "--ranks", "-n", min=1, help="MPI ranks of each kernel."),
+            steps: int = typer.Option(30, "--steps", min=2, help="Output steps of each kernel."),
+            compute_ms: int = typer.Option(20, "--compute-ms", min=0, help="Computation between output steps."),
+            kernels: str = typer.Option(",".join(THESIS), "--kernels",
+                                        help=f"Comma-separated, among {', '.join(THESIS)}."),
+            mpi_name: str = typer.Option("mpich", "--mpi", help="MPI build of the kernels (CM1 needs mpich: HDF5)."),
+            as_json: bool = typer.Option(False, "--json", help="Print the figures as JSON.")) -> None:
+    """Hit ratio, offsets and times of the predictor on synthetic CM1/GTC/Nek5000/LAMMPS, beside the thesis."""
+    chosen = [k.strip() for k in kernels.split(",") if k.strip()]
+    unknown = [k for k in chosen if k not in THESIS]
+    if unknown or not chosen:
+        typer.echo(f"ioloom: unknown kernel {', '.join(unknown) or '(none given)'}; choose among "
+                   f"{', '.join(THESIS)}", err=True)
+        raise typer.Exit(2)
+    impl = mpi.by_name(mpi_name)
+    report = {"mpi": impl.name, "ranks": ranks, "steps": steps, "compute_ms": compute_ms, "kernels": {}}
+    with tempfile.TemporaryDirectory(prefix="ioloom-bench-predict-") as work:
+        for kernel in chosen:
+            trace = trace_kernel(impl, kernel, ranks, steps, compute_ms, Path(work))
+            report["kernels"][kernel] = {**predict_rank0(trace), "thesis": dict(zip(
+                ("row", "hit_ratio_pct", "offset_contiguous_pct", "offset_accuracy_pct", "time_error_s",
+                 "time_error_immediate_reaccess_s"), THESIS[kernel]))}
+    report["load"] = " ".join(f"{x:.1f}" for x in os.getloadavg())
+    if as_json:
+        typer.echo(json.dumps(report, indent=1))
+    else:
+        print_table(report)

@@ -1,0 +1,33 @@
+"""`ioloom bench predict` on a bounded sample: the synthetic kernels run for real under `ioloom run` (MPICH, for
+HDF5), and the predictor's figures on rank 0 are what docs/predict.md and the kernels' shapes say."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from ioloom import mpi
+
+
+@pytest.mark.skipif("mpich" not in [i.name for i in mpi.implementations()], reason="the kernels' HDF5 needs MPICH")
+def test_bench_predict_sample(ioloom_cli):
+    out = ioloom_cli("bench", "predict", "--kernels", "gtc,cm1-posix,lammps", "--steps", "8", "--ranks", "2",
+                     "--compute-ms", "5", "--json")
+    kernels = json.loads(out.stdout)["kernels"]
+    gtc, cm1, lammps = kernels["gtc"], kernels["cm1-posix"], kernels["lammps"]
+    # GTC: a particle loop of varying count per node file; runs make it one grammar token
+    assert gtc["hit_ratio_pct"] >= 90 and gtc["offset_accuracy_pct"] >= 98
+    assert "x write gtc_#_#.dat" in gtc["main_loop"]
+    # CM1 through HDF5: the header and metadata jumps are learnt, the contiguous guess is not
+    assert cm1["offset_accuracy_pct"] > cm1["offset_contiguous_pct"] + 20
+    assert cm1["hit_ratio_pct"] >= 80
+    assert cm1["thesis"]["hit_ratio_pct"] == 84.6
+    # LAMMPS on rank 0: open the dump; per step a header and one block per rank; at step 5 a restart file
+    # (open, header, atoms, close); close the dump
+    assert lammps["operations"] == 1 + 8 * (1 + 2) + 4 + 1
+    assert lammps["offset_accuracy_pct"] >= 80 and lammps["symbol_accuracy_pct"] >= 70  # 8 steps: much learning
+
+
+def test_bench_predict_refuses_an_unknown_kernel(ioloom_cli):
+    out = ioloom_cli("bench", "predict", "--kernels", "cm2", check=False)
+    assert out.returncode == 2 and "choose among" in out.stderr and out.stderr.count("\n") == 1
