@@ -2,8 +2,6 @@
 traced), exit codes, layers, and refusals that say what to do."""
 from __future__ import annotations
 
-from pathlib import Path
-
 from ioloom.trace import open_trace
 
 
@@ -57,33 +55,39 @@ def test_refusals_say_what_to_do(ioloom_cli, tmp_path):
 
 def test_bench_overhead_reports_every_call_kind(ioloom_cli):
     """Every call of the goal (pwrite, pread, write, read, fwrite, fread, open+close, stat, lseek, and per MPI
-    MPI_File_write_at and MPI_File_read_at), with median, min and max over interleaved rounds and the goal."""
+    MPI_File_write_at, MPI_File_write_at_all and MPI_File_read_at), with median, min and max over interleaved
+    rounds, the goal, and another tool's figures (given for one build only: the others show none)."""
     import json
 
     from ioloom import mpi as mpis
     from ioloom.bench.overhead import MPI_CALLS, POSIX_CALLS, _reader_line
-
     from test_trace_native import compile_program
 
     other = compile_program("trace_next_shim.c", "-shared", "-fPIC", "-ldl")  # another preloaded tool
-    out = ioloom_cli("bench", "overhead", "--calls", "2000", "--rounds", "2", "--quick", "--compare", f"shim={other}",
-                     "--json")
+    out = ioloom_cli("bench", "overhead", "--calls", "2000", "--rounds", "2", "--quick", "--compare",
+                     f"shim@posix+stdio={other}", "--json")
     result = json.loads(out.stdout)
     calls = {(row["call"], row["build"]) for row in result["calls_overhead"]}
     assert {(call, "posix+stdio") for call in POSIX_CALLS} <= calls
     assert {(call, impl.name) for impl in mpis.implementations() for call in MPI_CALLS} <= calls
     assert {"open+close", "stat", "lseek", "write", "read", "fread"} <= {call for call, _ in calls}
+    assert result["load"]["before"] and result["load"]["after"]
     for row in result["calls_overhead"]:
         for figure in ("untraced_ns", "traced_ns"):
             assert 0 < row[figure]["min"] <= row[figure]["median"] <= row[figure]["max"]
         assert row["added_ns"]["min"] <= row["added_ns"]["median"] <= row["added_ns"]["max"]
         assert row["meets_goal"] == (row["added_ns"]["median"] <= result["goal_added_ns"])
         assert row["ratio"]["median"] > 0
+        if row["build"] != "posix+stdio":
+            assert row["others"] == {}
+            continue
         theirs = row["others"]["shim"]
         assert theirs["less_than_theirs"] == (row["added_ns"]["median"] < theirs["added_ns"]["median"])
+        assert theirs["ratio"]["median"] > 0
     # every traced call was written and decoded back: per round, 9 kinds of posix/stdio calls (open+close two
-    # events each), and per MPI its MPI_File_write_at and read_at calls with the pwrite/pread under each
-    assert result["reader"]["events"] >= 2 * (10 * 2000 + 4 * 2000 * len(mpis.implementations()))
+    # events each), and per MPI its MPI_File_write_at, write_at_all and read_at calls with the pwrite/pread under
+    # each
+    assert result["reader"]["events"] >= 2 * (10 * 2000 + 6 * 2000 * len(mpis.implementations()))
     assert 0 < result["reader"]["bytes_per_event"] <= 16
     traces = 2 * (1 + len(mpis.implementations()))  # one per round and build
     for step in ("open", "first_read", "read", "merged"):  # per trace, median [min, max]: no best-of
@@ -94,20 +98,27 @@ def test_bench_overhead_reports_every_call_kind(ioloom_cli):
 
 def test_bench_overhead_counts_instructions_of_every_call(ioloom_cli):
     """`--instructions`: callgrind's count of what tracing adds, for every call of the goal (the plain build
-    here; the MPI builds run the same code path per MPI call)."""
+    here; the MPI builds run the same code path per MPI call), and of what another tool adds: the shim counts
+    pwrite and lseek, so it adds instructions to those and none to stat."""
     import json
 
     from ioloom.bench.overhead import POSIX_CALLS
+    from test_trace_native import compile_program
 
+    other = compile_program("trace_next_shim.c", "-shared", "-fPIC", "-ldl")
     out = ioloom_cli("bench", "overhead", "--build", "posix+stdio", "--calls", "1000", "--rounds", "1", "--quick",
-                     "--instructions", "--instruction-calls", "1000", "--json")
+                     "--instructions", "--instruction-calls", "1000", "--compare", f"shim={other}", "--json")
     counted = {row["call"]: row for row in json.loads(out.stdout)["instructions_per_call"]}
     assert set(counted) == set(POSIX_CALLS)
     for row in counted.values():
         assert 0 < row["untraced"] < row["traced"]
         assert 0 < row["added_without_encoding"] <= row["added"]
+    assert counted["pwrite"]["others"]["shim"]["added"] > 0 and counted["lseek"]["others"]["shim"]["added"] > 0
+    assert abs(counted["stat"]["others"]["shim"]["added"]) < 1
     bad = ioloom_cli("bench", "overhead", "--compare", "darshan", check=False)
     assert bad.returncode == 2 and "give NAME=LIBRARY" in bad.stderr
+    elsewhere = ioloom_cli("bench", "overhead", "--compare", f"shim@no-such-build={other}", check=False)
+    assert elsewhere.returncode == 2 and "no probe build named no-such-build" in elsewhere.stderr
     few = ioloom_cli("bench", "overhead", "--rounds", "3", check=False)
     assert few.returncode == 2 and "--quick" in few.stderr
     missing = ioloom_cli("bench", "overhead", "--build", "no-such-build", check=False)

@@ -1,7 +1,7 @@
 /* The probe behind `ioloom bench overhead`: times N small calls of each kind on a file in the page cache and
  * prints "<call> <ns of CPU time per call>" per kind. Run untraced and with the tracer preloaded, alternately,
  * the difference is what tracing adds per call. Built plain (the POSIX and stdio calls) and once per MPI
- * (adding MPI_File_write_at and MPI_File_read_at, on one rank).
+ * (adding MPI_File_write_at, MPI_File_write_at_all and MPI_File_read_at, on one rank).
  *
  * CPU time (the process's, so that a tracer's helper threads count) rather than wall-clock time: a busy machine
  * stretches the wall clock of both runs unevenly, not the work each does.
@@ -96,6 +96,9 @@ static void close_mpi(void) { failures += MPI_File_close(&file) != MPI_SUCCESS; 
 static void call_mpi_write_at(long i) {
     failures += MPI_File_write_at(file, block(i), buf, BLOCK, MPI_BYTE, MPI_STATUS_IGNORE) != MPI_SUCCESS;
 }
+static void call_mpi_write_at_all(long i) {
+    failures += MPI_File_write_at_all(file, block(i), buf, BLOCK, MPI_BYTE, MPI_STATUS_IGNORE) != MPI_SUCCESS;
+}
 static void call_mpi_read_at(long i) {
     failures += MPI_File_read_at(file, block(i), buf, BLOCK, MPI_BYTE, MPI_STATUS_IGNORE) != MPI_SUCCESS;
 }
@@ -117,6 +120,7 @@ static const struct kind {
     {"lseek", call_lseek, open_fd, close_fd},
 #ifdef IOLOOM_MPI_IMPL
     {"MPI_File_write_at", call_mpi_write_at, open_mpi, close_mpi},
+    {"MPI_File_write_at_all", call_mpi_write_at_all, open_mpi, close_mpi},
     {"MPI_File_read_at", call_mpi_read_at, open_mpi, close_mpi},
 #endif
 };

@@ -1,21 +1,21 @@
 """`ioloom bench overhead`: what tracing adds per call, and how fast traces are read back.
 
 Runs the probe (native/trace/overhead_probe.c: N small pwrite, pread, write, read, fwrite, fread, open+close,
-stat and lseek calls on a file in the page cache, and MPI_File_write_at and MPI_File_read_at in the per-MPI
-builds) untraced and traced, alternately, for a number of rounds, in one command, timing CPU time. Each round
-gives one paired difference per call; the added cost is the median of those, shown with their minimum and
-maximum, beside the goal (at most GOAL_NS added). Then decodes the traces it just wrote and reports the reader's
-speed (events per second) and the size on disk per event.
+stat and lseek calls on a file in the page cache, and MPI_File_write_at, MPI_File_write_at_all and
+MPI_File_read_at in the per-MPI builds) untraced, traced and with each other tool compared, in turn, for a number
+of rounds, in one command, timing CPU time. Each round gives one paired difference per call; the added cost is the
+median of those, shown with their minimum and maximum, beside the goal (at most GOAL_NS added). Then decodes the
+traces it just wrote and reports the reader's speed (events per second) and the size on disk per event.
 
 CPU times still move with whatever else the machine runs; `--instructions` adds a repeatable figure: the
-instructions tracing adds per call on the program's own thread, counted by callgrind (valgrind)."""
+instructions tracing (and each other tool) adds per call on the program's own thread, counted by callgrind
+(valgrind)."""
 from __future__ import annotations
 
 import json
 import os
 import re
 import shutil
-import statistics
 import subprocess
 import tempfile
 import time
@@ -32,7 +32,7 @@ from ioloom.run import traced_environment
 
 GOAL_NS = 100
 POSIX_CALLS = ("pwrite", "pread", "write", "read", "fwrite", "fread", "open+close", "stat", "lseek")
-MPI_CALLS = ("MPI_File_write_at", "MPI_File_read_at")
+MPI_CALLS = ("MPI_File_write_at", "MPI_File_write_at_all", "MPI_File_read_at")
 
 
 @dataclass(frozen=True)
@@ -76,41 +76,78 @@ def run_probe(argv: list[str], target: Path, calls: int, env: dict[str, str] | N
     return {name: float(value) for name, value in (line.split() for line in out.stdout.splitlines() if line.strip())}
 
 
-def _round(probe: Probe, calls: int, work: Path, trace: Path, others: dict[str, Path],
+@dataclass(frozen=True)
+class Tool:
+    """Another preloaded tool to time beside ioloom: its name and its library per build of the probe (key None:
+    every build without its own), since a tool built against one MPI cannot be loaded into the other's program."""
+    name: str
+    libraries: dict[str | None, Path]
+
+    def library(self, probe: Probe) -> Path | None:
+        return self.libraries.get(probe.label, self.libraries.get(None))
+
+    def env(self, probe: Probe, work: Path) -> dict[str, str]:
+        """The probe's environment with the tool preloaded. Darshan's settings unless the caller gave them: logs
+        to a directory of this run, and a program without MPI traced only when asked (DARSHAN_ENABLE_NONMPI);
+        an MPI program never in that mode (Darshan would start twice, at load and at MPI_Init)."""
+        logs = work / f"{self.name}-logs"
+        logs.mkdir(exist_ok=True)
+        env = {"DARSHAN_LOGPATH": str(logs), **_base_env(), **probe.launch_env(),
+               "LD_PRELOAD": str(self.library(probe))}
+        if probe.impl:
+            env.pop("DARSHAN_ENABLE_NONMPI", None)
+        else:
+            env.setdefault("DARSHAN_ENABLE_NONMPI", "1")
+        return env
+
+
+def _variants(probe: Probe, trace: Path, work: Path, others: list[Tool], traced_env: dict[str, str] | None = None
+              ) -> dict[str, dict[str, str]]:
+    """The probe's environments: untraced, traced and with each other tool that has a library for this build."""
+    return {"untraced": {**_base_env(), **probe.launch_env()},
+            "traced": {**traced_environment(probe.libs, trace, ["posix", "stdio", "mpiio"]), **probe.launch_env(),
+                       **(traced_env or {})},
+            **{tool.name: tool.env(probe, work) for tool in others if tool.library(probe)}}
+
+
+def _round(probe: Probe, calls: int, work: Path, trace: Path, others: list[Tool], index: int,
            times: dict[str, dict[str, list[float]]]) -> None:
-    """One round: the probe untraced, traced, and with each other tool preloaded instead, back to back; each
-    run's ns per call appended to times[variant][call]."""
-    base = {**_base_env(), **probe.launch_env()}
-    variants = {"untraced": base,
-                "traced": {**traced_environment(probe.libs, trace, ["posix", "stdio", "mpiio"]), **probe.launch_env()},
-                **{name: {**base, "LD_PRELOAD": str(lib)} for name, lib in others.items()}}
-    for variant, env in variants.items():
+    """One round: the probe untraced, traced and with each other tool preloaded instead, back to back, starting
+    from a different variant each round (a drift of the machine's load then favours none); each run's ns per call
+    appended to times[variant][call]."""
+    variants = list(_variants(probe, trace, work, others).items())
+    for variant, env in variants[index % len(variants):] + variants[:index % len(variants)]:
         for name, ns in run_probe(probe.argv(), work / f"{probe.label}.dat", calls, env, probe.calls).items():
             times.setdefault(variant, {}).setdefault(name, []).append(ns)
 
 
+def _added(plain: list[float], tool: list[float]) -> tuple[dict, dict]:
+    """What a tool added per round (paired with the untraced run of the same round), and its ratio to it."""
+    return stats.spread([t - u for u, t in zip(plain, tool, strict=True)]), stats.spread(stats.per_round(tool, plain))
+
+
 def measure(calls: int, rounds: int, work: Path, builds: list[Probe],
-            others: dict[str, Path] | None = None) -> tuple[list[dict], list[Path]]:
+            others: list[Tool] | None = None) -> tuple[list[dict], list[Path]]:
     """Per call kind: untraced and traced ns of CPU time per call, and what tracing added (the paired differences
     of the rounds, untraced and traced run back to back), each as median, min and max; the same for each other
-    preloaded tool given (name -> library), measured in the same rounds."""
+    preloaded tool given, measured in the same rounds."""
     rows, traces = [], []
     for probe in builds:
         times: dict[str, dict[str, list[float]]] = {}
         for round_ in range(rounds):
             traces.append(work / f"{probe.label}-{round_}")
-            _round(probe, calls, work, traces[-1], others or {}, times)
+            _round(probe, calls, work, traces[-1], others or [], round_, times)
         plain = times["untraced"]
         for name in probe.calls:
-            added = [t - u for u, t in zip(plain[name], times["traced"][name])]
+            added, ratio = _added(plain[name], times["traced"][name])
             row = {"call": name, "build": probe.label, "untraced_ns": stats.spread(plain[name]),
-                   "traced_ns": stats.spread(times["traced"][name]), "added_ns": stats.spread(added),
-                   "ratio": stats.spread(stats.per_round(times["traced"][name], plain[name])),
-                   "meets_goal": statistics.median(added) <= GOAL_NS, "others": {}}
-            for other in others or {}:
-                their = [t - u for u, t in zip(plain[name], times[other][name])]
-                row["others"][other] = {"added_ns": stats.spread(their),
-                                        "less_than_theirs": statistics.median(added) < statistics.median(their)}
+                   "traced_ns": stats.spread(times["traced"][name]), "added_ns": added, "ratio": ratio,
+                   "meets_goal": added["median"] <= GOAL_NS, "others": {}}
+            for tool in others or []:
+                if tool.name in times:
+                    their, their_ratio = _added(plain[name], times[tool.name][name])
+                    row["others"][tool.name] = {"added_ns": their, "ratio": their_ratio,
+                                                "less_than_theirs": added["median"] < their["median"]}
             rows.append(row)
     return rows, traces
 
@@ -131,31 +168,33 @@ def _thread_instructions(argv: list[str], env: dict[str, str], work: Path) -> tu
     return total, int(encoding.group(1).replace(",", "")) if encoding else 0
 
 
-def instructions_per_call(work: Path, builds: list[Probe], calls: int = 100_000) -> list[dict]:
-    """Instructions per call of each kind on the program's thread, untraced and traced. Each kind runs alone, and
-    the difference of runs of `calls` and 3 x `calls` calls cancels start-up and exit (MPI_Init included). The MPI
-    probes run as singletons (no launcher: valgrind must run the probe itself). The traced runs encode on the
-    program's thread (IOLOOM_BACKGROUND_ENCODE=0): valgrind runs one thread at a time, so how much the encoder
-    thread would take depends on its scheduling; encoding inline, the count is the same run after run, and the
-    encoding (writer.c:flush_half) is counted apart."""
+def instructions_per_call(work: Path, builds: list[Probe], calls: int = 100_000,
+                          others: list[Tool] | None = None) -> list[dict]:
+    """Instructions per call of each kind on the program's thread, untraced, traced and with each other tool.
+    Each kind runs alone, and the difference of runs of `calls` and 3 x `calls` calls cancels start-up and exit
+    (MPI_Init, a tool's final log included). The MPI probes run as singletons (no launcher: valgrind must run the
+    probe itself). The traced runs encode on the program's thread (IOLOOM_BACKGROUND_ENCODE=0): valgrind runs one
+    thread at a time, so how much the encoder thread would take depends on its scheduling; encoding inline, the
+    count is the same run after run, and the encoding (writer.c:flush_half) is counted apart."""
     if not shutil.which("valgrind"):
         raise RuntimeError("--instructions needs valgrind (apt-get install valgrind)")
     rows = []
     for probe in builds:
-        plain = {**_base_env(), **probe.launch_env()}
-        traced = {**traced_environment(probe.libs, work / f"cg-{probe.label}", ["posix", "stdio", "mpiio"]),
-                  **probe.launch_env(), "IOLOOM_BACKGROUND_ENCODE": "0"}
+        variants = _variants(probe, work / f"cg-{probe.label}", work, others or [],
+                             {"IOLOOM_BACKGROUND_ENCODE": "0"})
         for kind in probe.calls:
-            per_call = {}
-            for label, env in (("untraced", plain), ("traced", traced)):
+            counted = {}
+            for label, env in variants.items():
                 small, large = (_thread_instructions([str(probe.binary), str(work / "cg.dat"), str(n), kind], env, work)
                                 for n in (calls, 3 * calls))
-                per_call[label] = (large[0] - small[0]) / (2 * calls)
-                per_call[f"{label}_encoding_inline"] = (large[1] - small[1]) / (2 * calls)
-            added = per_call["traced"] - per_call["untraced"]
-            rows.append({"call": kind, "build": probe.label, "untraced": round(per_call["untraced"], 1),
-                         "traced": round(per_call["traced"], 1), "added": round(added, 1),
-                         "added_without_encoding": round(added - per_call["traced_encoding_inline"], 1)})
+                counted[label] = ((large[0] - small[0]) / (2 * calls), (large[1] - small[1]) / (2 * calls))
+            untraced = counted.pop("untraced")[0]
+            traced, encoding = counted.pop("traced")
+            rows.append({"call": kind, "build": probe.label, "untraced": round(untraced, 1),
+                         "traced": round(traced, 1), "added": round(traced - untraced, 1),
+                         "added_without_encoding": round(traced - untraced - encoding, 1),
+                         "others": {name: {"added": round(total - untraced, 1)}
+                                    for name, (total, _) in counted.items()}})
     return rows
 
 
@@ -216,45 +255,69 @@ def _ranged(figures: dict[str, float]) -> str:
 
 def _print_calls(console: Console, rows: list[dict], calls: int, rounds: int, others: list[str]) -> None:
     table = Table(title=f"what tracing adds per call: CPU time, {calls:,} calls of each kind, {rounds} rounds "
-                        "untraced and traced in turn; median [min, max]")
+                        "untraced, traced and each tool compared in turn; median [min, max]")
     columns = ["call", "build", "untraced ns", "traced ns", "added ns", "traced/untraced", f"added <= {GOAL_NS} ns"]
     for other in others:
-        columns += [f"{other} added ns", f"less than {other}"]
+        columns += [f"{other} added ns", f"{other}/untraced", f"less than {other}"]
     for column in columns:
         table.add_column(column, justify="left" if column in ("call", "build") else "right")
     for r in rows:
-        theirs = [cell for other in others for cell in
-                  (_ranged(r["others"][other]["added_ns"]), "yes" if r["others"][other]["less_than_theirs"] else "NO")]
+        theirs = [cell for other in others for cell in _their_cells(r["others"].get(other))]
         table.add_row(r["call"], r["build"], _ranged(r["untraced_ns"]), _ranged(r["traced_ns"]),
                       _ranged(r["added_ns"]), f"{r['ratio']['median']:.2f}", "yes" if r["meets_goal"] else "NO",
                       *theirs)
     console.print(table)
 
 
-def _print_instructions(console: Console, counted: list[dict]) -> None:
+def _their_cells(theirs: dict | None) -> tuple[str, str, str]:
+    if theirs is None:  # the tool has no library for this build
+        return "-", "-", "-"
+    return (_ranged(theirs["added_ns"]), f"{theirs['ratio']['median']:.2f}",
+            "yes" if theirs["less_than_theirs"] else "NO")
+
+
+def _print_instructions(console: Console, counted: list[dict], others: list[str]) -> None:
     table = Table(title="instructions per call on the program's thread (callgrind)")
-    for column in ("call", "build", "untraced", "traced", "added", "added without encoding"):
+    columns = ["call", "build", "untraced", "traced", "added", "added without encoding"]
+    for other in others:
+        columns += [f"{other} added", f"less than {other}"]
+    for column in columns:
         table.add_column(column, justify="left" if column in ("call", "build") else "right")
     for r in counted:
+        theirs = [cell for other in others for cell in
+                  ((f"{r['others'][other]['added']:.1f}", "yes" if r["added"] < r["others"][other]["added"] else "NO")
+                   if other in r["others"] else ("-", "-"))]
         table.add_row(r["call"], r["build"], f"{r['untraced']:.1f}", f"{r['traced']:.1f}", f"{r['added']:.1f}",
-                      f"{r['added_without_encoding']:.1f}")
+                      f"{r['added_without_encoding']:.1f}", *theirs)
     console.print(table)
     console.print("(the traced runs encode on the program's thread, as by default, so that the count does not "
                   "depend on how valgrind schedules threads; the last column leaves that encoding out, as "
                   "IOLOOM_BACKGROUND_ENCODE=1 does where a core is free)")
 
 
-def _other_tools(compare: list[str]) -> dict[str, Path]:
-    """NAME=LIBRARY pairs; one line and exit 2 for a malformed pair or a missing library."""
-    others = {}
+def _refuse(message: str) -> None:
+    Console(stderr=True).print(message, markup=False, highlight=False)
+    raise typer.Exit(2)
+
+
+def _other_tools(compare: list[str], builds: list[str]) -> list[Tool]:
+    """NAME=LIBRARY or NAME@BUILD=LIBRARY items, one tool per name; one line and exit 2 for a malformed item, an
+    unknown build or a missing library."""
+    libraries: dict[str, dict[str | None, Path]] = {}
     for item in compare:
-        name, _, library = item.partition("=")
+        key, _, library = item.partition("=")
+        name, at, build = key.partition("@")
         if not name or not library or not Path(library).is_file() or name in ("untraced", "traced"):
-            Console(stderr=True).print(f"--compare {item}: give NAME=LIBRARY with an existing shared library, e.g. "
-                                       "darshan=/opt/darshan/lib/libdarshan.so", markup=False, highlight=False)
-            raise typer.Exit(2)
-        others[name] = Path(library)
-    return others
+            _refuse(f"--compare {item}: give NAME=LIBRARY (or NAME@BUILD=LIBRARY) with an existing shared library, "
+                    "e.g. darshan=/opt/darshan/lib/libdarshan.so")
+        if at and build not in builds:
+            _refuse(f"--compare {item}: no probe build named {build}: the builds here are {', '.join(builds)}")
+        libraries.setdefault(name, {})[build if at else None] = Path(library)
+    return [Tool(name, by_build) for name, by_build in libraries.items()]
+
+
+def _load() -> str:
+    return ", ".join(f"{figure:.2f}" for figure in os.getloadavg())
 
 
 @app.command("overhead")
@@ -270,36 +333,42 @@ def command(
                                           help="Calls of each kind in the shorter callgrind run (the longer: 3x)."),
     build: list[str] = typer.Option([], "--build",
                                     help="Only this build of the probe: posix+stdio, or an MPI's name (repeatable)."),
-    compare: list[str] = typer.Option([], "--compare", metavar="NAME=LIBRARY",
+    compare: list[str] = typer.Option([], "--compare", metavar="NAME[@BUILD]=LIBRARY",
                                       help="Also time the probe with another preloaded tool (e.g. "
-                                           "darshan=/opt/darshan/lib/libdarshan.so) in the same rounds; its "
-                                           "settings come from the environment (repeatable)."),
+                                           "darshan=/opt/darshan/lib/libdarshan.so) in the same rounds, and count "
+                                           "its instructions with --instructions; NAME@BUILD=LIBRARY gives its "
+                                           "library for one build (a tool built for one MPI); its settings come "
+                                           "from the environment (repeatable)."),
 ) -> None:
     """Added CPU ns per traced call (pwrite, pread, write, read, fwrite, fread, open+close, stat, lseek,
-    MPI_File_write_at, MPI_File_read_at) against the goal, and the reader's events/s."""
+    MPI_File_write_at, MPI_File_write_at_all, MPI_File_read_at) against the goal, and the reader's events/s."""
     too_few = stats.rounds_allowed(rounds, quick, "--rounds")
     if too_few:
-        Console(stderr=True).print(too_few, markup=False, highlight=False)
-        raise typer.Exit(2)
-    others = _other_tools(compare)
+        _refuse(too_few)
+    labels = [probe.label for probe in probes()]
+    others = _other_tools(compare, labels)
     builds = [probe for probe in probes() if not build or probe.label in build]
     if not builds:
-        names = ", ".join(probe.label for probe in probes())
-        Console(stderr=True).print(f"no probe build named {', '.join(build)}: the builds here are {names}",
-                                   markup=False, highlight=False)
-        raise typer.Exit(2)
+        _refuse(f"no probe build named {', '.join(build)}: the builds here are {', '.join(labels)}")
+    load_before = _load()
     with tempfile.TemporaryDirectory(prefix="ioloom-overhead-") as tmp:
-        rows, traces = measure(calls, rounds, Path(tmp), builds, others)
-        reader = reader_speed(traces)
-        counted = instructions_per_call(Path(tmp), builds, instruction_calls) if instructions else None
-    result = {"calls": calls, "rounds": rounds, "goal_added_ns": GOAL_NS, "calls_overhead": rows, "reader": reader}
+        try:
+            rows, traces = measure(calls, rounds, Path(tmp), builds, others)
+            reader = reader_speed(traces)
+            counted = instructions_per_call(Path(tmp), builds, instruction_calls, others) if instructions else None
+        except (RuntimeError, subprocess.CalledProcessError) as err:
+            Console(stderr=True).print(f"bench overhead: {err}", markup=False, highlight=False)
+            raise typer.Exit(1) from None
+    result = {"calls": calls, "rounds": rounds, "goal_added_ns": GOAL_NS, "load": {"before": load_before,
+              "after": _load()}, "calls_overhead": rows, "reader": reader}
     if counted:
         result["instructions_per_call"] = counted
     if as_json:
         print(json.dumps(result, indent=2))
         return
     console = Console()
-    _print_calls(console, rows, calls, rounds, list(others))
+    _print_calls(console, rows, calls, rounds, [tool.name for tool in others])
+    console.print(f"load average (1, 5, 15 min): {result['load']['before']} before, {result['load']['after']} after")
     console.print(_reader_line(reader))
     if counted:
-        _print_instructions(console, counted)
+        _print_instructions(console, counted, [tool.name for tool in others])
