@@ -180,6 +180,14 @@ static uint8_t *put_const_column(uint8_t *p, int64_t value) {
     return put_varint(p, zigzag(value));
 }
 
+/* Appends the RUNS mode of a column (mode byte, body length, body) whose body takes run_bytes: the count, every
+ * run's value, then every run's length. */
+static uint8_t *put_runs_header(uint8_t *p, size_t run_bytes, size_t runs) {
+    *p++ = IOLOOM_COL_RUNS;
+    p = put_varint(p, run_bytes);
+    return put_varint(p, runs);
+}
+
 /* Appends column `col`, which varies, in the smaller of the runs and plain modes (mode byte, body length, body);
  * v is scratch for n values. */
 static uint8_t *put_varying_column(uint8_t *p, int col, const struct ioloom_raw_event *ev, size_t n, uint64_t t_base,
@@ -193,9 +201,7 @@ static uint8_t *put_varying_column(uint8_t *p, int col, const struct ioloom_raw_
     size_t run_bytes = varint_size(runs) + run_values + runs;
     if (run_bytes < plain) run_bytes += run_lengths_size(v, n) - runs;
     if (run_bytes < plain) {
-        *p++ = IOLOOM_COL_RUNS;
-        p = put_varint(p, run_bytes);
-        p = put_varint(p, runs);
+        p = put_runs_header(p, run_bytes, runs);
         /* all run values first, then all lengths: each half decodes as one varint array */
         for (size_t i = 0; i < n; i++)
             if (i == 0 || v[i] != v[i - 1]) p = put_varint(p, zigzag(v[i]));
@@ -213,6 +219,49 @@ static uint8_t *put_varying_column(uint8_t *p, int col, const struct ioloom_raw_
     return p + plain;
 }
 
+/* The runs of column `col` in one pass that stops as soon as there are more than n / 8 of them: their count (0
+ * when there were more), run k's value in v[k] and its first row in v[n / 8 + k]. */
+static size_t few_runs(int col, const struct ioloom_raw_event *ev, size_t n, uint64_t t_base, int64_t *v) {
+    size_t few = n / 8, runs = 1;
+    if (!few) return 0;
+#define RUNS(column, first_expr, expr)                   \
+    case column: {                                       \
+        int64_t previous = v[0] = (int64_t)(first_expr); \
+        v[few] = 0;                                      \
+        for (size_t i = 1; i < n; i++) {                 \
+            int64_t x = (int64_t)(expr);                 \
+            if (__builtin_expect(x == previous, 1)) continue; \
+            if (runs == few) return 0;                   \
+            v[runs] = previous = x;                      \
+            v[few + runs++] = (int64_t)i;                \
+        }                                                \
+        break;                                           \
+    }
+    switch (col) { EACH_COLUMN(RUNS) }
+#undef RUNS
+    return runs;
+}
+
+/* The length of run k of the `runs` found by few_runs. */
+static size_t run_length(const int64_t *v, size_t n, size_t k, size_t runs) {
+    size_t few = n / 8;
+    return (k + 1 < runs ? (size_t)v[few + k + 1] : n) - (size_t)v[few + k];
+}
+
+/* Appends column `col`, which varies. When it has few runs that take fewer bytes than it has rows, the runs mode
+ * is the smaller (a plain varint takes a byte at least) and is written from the runs alone, without the plain
+ * body's pass over the rows; otherwise both modes are sized (put_varying_column). Same bytes either way. */
+static uint8_t *put_column(uint8_t *p, int col, const struct ioloom_raw_event *ev, size_t n, uint64_t t_base,
+                           int64_t *v) {
+    size_t runs = few_runs(col, ev, n, t_base, v), run_bytes = varint_size(runs);
+    for (size_t k = 0; k < runs; k++) run_bytes += varint_size(zigzag(v[k])) + varint_size(run_length(v, n, k, runs));
+    if (!runs || run_bytes >= n) return put_varying_column(p, col, ev, n, t_base, v);
+    p = put_runs_header(p, run_bytes, runs);
+    for (size_t k = 0; k < runs; k++) p = put_varint(p, zigzag(v[k]));
+    for (size_t k = 0; k < runs; k++) p = put_varint(p, run_length(v, n, k, runs));
+    return p;
+}
+
 size_t ioloom_encode_events(uint8_t *out, int64_t *scratch, uint32_t tid, const struct ioloom_raw_event *ev,
                             size_t n) {
     uint64_t t_base = ev[0].t_start;
@@ -223,7 +272,7 @@ size_t ioloom_encode_events(uint8_t *out, int64_t *scratch, uint32_t tid, const 
     int64_t first[IOLOOM_COLUMNS];
     uint32_t varying = varying_columns(ev, n, t_base, first);
     for (int col = 0; col < IOLOOM_COLUMNS; col++)
-        p = varying >> col & 1 ? put_varying_column(p, col, ev, n, t_base, scratch) : put_const_column(p, first[col]);
+        p = varying >> col & 1 ? put_column(p, col, ev, n, t_base, scratch) : put_const_column(p, first[col]);
     uint32_t payload = (uint32_t)(p - out - IOLOOM_CHUNK_HEADER_BYTES);
     ioloom_seal_chunk(out, IOLOOM_CHUNK_EVENTS, payload);
     return (size_t)(p - out);

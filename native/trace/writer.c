@@ -392,7 +392,7 @@ static int write_new_ops_locked(const struct ioloom_raw_event *ev, uint32_t n) {
     uint8_t *p = op_chunk + IOLOOM_CHUNK_HEADER_BYTES;
     for (uint32_t i = 0; i < n; i++) {
         uint16_t op = ev[i].op;
-        if (op >= IOLOOM_OP_COUNT || op_written[op]) continue;
+        if ((i && op == ev[i - 1].op) || op >= IOLOOM_OP_COUNT || op_written[op]) continue; /* runs: one look */
         op_written[op] = 2; /* in this chunk */
         p = ioloom_put_varint(p, op);
         *p++ = op_table[op].layer;
