@@ -277,8 +277,12 @@ static uint64_t recent_hash(const char *path, uint32_t *cwd) {
     size_t len = strnlen(path, RECENT_PATH_BYTES);
     if (len >= RECENT_PATH_BYTES) return 0;
     uint64_t first = 0, last = 0;
-    memcpy(&first, path, len < 8 ? len : 8);
-    if (len > 8) memcpy(&last, path + len - 8, 8);
+    /* loads of 8 bytes: the library is built with -fno-builtin, where memcpy is always a call */
+    if (len >= 8)
+        __builtin_memcpy(&first, path, 8);
+    else
+        for (size_t i = 0; i < len; i++) first |= (uint64_t)(uint8_t)path[i] << 8 * i;
+    if (len > 8) __builtin_memcpy(&last, path + len - 8, 8);
     *cwd = path[0] == '/' ? 0 : cwd_generation;
     return ((first * 0x9E3779B97F4A7C15ull) ^ (last * 0xC2B2AE3D27D4EB4Full) ^ len) | 1;
 }
@@ -299,16 +303,23 @@ static void remember(const char *path, const struct stat *st, uint64_t hash, uin
     strcpy(r->path, path);
 }
 
+/* The state of `path` relative to dirfd, a file whose stat is st (NULL when unknown), not remembered (or not
+ * the same file any more): normalised, filtered and registered, then remembered under `hash` (0: not). */
+static __attribute__((noinline)) int32_t named_state(int dirfd, const char *path, const struct stat *st,
+                                                     uint64_t hash, uint32_t cwd) {
+    char abs[PATH_MAX];
+    int32_t state = path && absolute(dirfd, path, abs, sizeof abs) == 0 ? name_state(abs, st) : -1;
+    if (hash) remember(path, st, hash, cwd, state);
+    return state;
+}
+
 /* The state of `path` relative to dirfd, a file whose stat is st (NULL when unknown). */
 static int32_t stat_state(int dirfd, const char *path, const struct stat *st) {
-    char abs[PATH_MAX];
     uint32_t cwd = 0;
     uint64_t hash = path && st && dirfd == AT_FDCWD ? recent_hash(path, &cwd) : 0;
     const struct recent_path *known = recalled(path, hash, cwd);
     if (known && known->dev == (uint64_t)st->st_dev && known->ino == (uint64_t)st->st_ino) return known->state;
-    int32_t state = path && absolute(dirfd, path, abs, sizeof abs) == 0 ? name_state(abs, st) : -1;
-    if (hash) remember(path, st, hash, cwd, state);
-    return state;
+    return named_state(dirfd, path, st, hash, cwd);
 }
 
 /* As ioloom_path_state; *mode is the file's type and mode (0 when fstat failed). */
