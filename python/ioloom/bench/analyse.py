@@ -86,20 +86,19 @@ def generate(events: int, ranks: int, impl: mpi.MpiImpl, workdir: Path, bar: pro
     args = ["-a", "mpiio", "-w", "-b", str(block), "-t", str(TRANSFER), "-s", str(SEGMENTS), "-o", str(data)]
     command = [sys.executable, "-m", "ioloom", "run", "-o", str(trace), "--",
                *bench_command(impl, ranks, args)]
-    with bar(ranks * SEGMENTS * block) as advance:
-        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    with bar(ranks * SEGMENTS * block) as advance, tempfile.TemporaryFile("w+") as output:
+        proc = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT, text=True,
                                 env={**os.environ, **impl.launch_env()})
         _follow_size(proc, data, advance)
-        out, err = proc.communicate()
-    if proc.returncode != 0:
-        raise RuntimeError(f"generating the trace failed:\n{out}\n{err}")
+        output.seek(0)
+        if proc.returncode != 0:
+            raise RuntimeError(f"generating the trace failed:\n{output.read()}")
     data.unlink(missing_ok=True)
     return trace
 
 
 def _follow_size(proc: subprocess.Popen, path: Path, advance: progress.Advance) -> None:
-    """Tells `advance` how much `path` grew, every 0.2 s until `proc` ends (its output, a few lines, fits in the
-    pipes meanwhile)."""
+    """Tells `advance` how much `path` grew, every 0.2 s until `proc` ends."""
     seen = 0
     while proc.poll() is None:
         try:
