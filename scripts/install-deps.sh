@@ -14,6 +14,7 @@ packages=(
   valgrind                                                 # ioloom bench overhead --instructions (callgrind)
   libsimgrid-dev                                           # ioloom sim's engine (SimGrid's S4U, C++)
   libyaml-dev                                              # libioloom-async's configuration (YAML)
+  lammps                                                   # a real application for ioloom bench predict (Open MPI)
 )
 
 missing=()

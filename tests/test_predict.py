@@ -197,6 +197,30 @@ def test_offsets_beat_the_contiguous_baseline_when_a_header_jumps():
     assert figures["size_exact_pct"] > 97
 
 
+def test_offsets_returning_to_earlier_ends_are_learnt():
+    """HDF5 with compressed chunks: the chunks' sizes change every step, and at close the metadata is written where
+    the first and the third chunk ended. Those offsets are no fixed change from anything, but a fixed number of
+    accesses back (docs/predict.md, "Returns")."""
+    rng, ops, t = random.Random(5), [], 0
+    for _ in range(40):
+        ops.append(Operation(0, "open", "f", 1, -1, 0, t, t + 1))
+        ends, at = [], 4096
+        for _ in range(4):
+            size = rng.randint(20000, 30000)
+            ops.append(Operation(1, "write", "f", 1, at, size, t, t + 1))
+            at += size + 512
+            ends.append(at - 512)
+        for end in (ends[0], ends[2]):
+            ops.append(Operation(1, "write", "f", 1, end, 512, t, t + 1))
+        ops.append(Operation(2, "close", "f", 1, -1, 0, t, t + 1))
+        t += 10
+    kinds, places = {0: "open", 1: "write", 2: "close"}, {0: "f", 1: "f", 2: "f"}
+    with_returns, _ = evaluate(ops, kinds, places, Options())
+    without, _ = evaluate(ops, kinds, places, Options(return_depth=0))
+    assert with_returns["offset_accuracy_pct"] > 90
+    assert with_returns["offset_accuracy_pct"] > without["offset_accuracy_pct"] + 20
+
+
 def test_nothing_to_predict():
     ops, kinds, places = file_per_step(1, 0, 1)
     figures, _ = evaluate(ops[:1], kinds, places)

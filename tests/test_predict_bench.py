@@ -3,6 +3,7 @@ HDF5), and the predictor's figures on rank 0 are what docs/predict.md and the ke
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 
@@ -31,3 +32,14 @@ def test_bench_predict_sample(ioloom_cli):
 def test_bench_predict_refuses_an_unknown_kernel(ioloom_cli):
     out = ioloom_cli("bench", "predict", "--kernels", "cm2", check=False)
     assert out.returncode == 2 and "choose among" in out.stderr and out.stderr.count("\n") == 1
+
+
+@pytest.mark.skipif(shutil.which("lmp") is None, reason="Debian's LAMMPS (apt-get install lammps) is not installed")
+def test_bench_predict_debian_lammps(ioloom_cli):
+    """A real application: Debian's LAMMPS melt with dumps every 25 steps and restarts every 125 (20 dumps and
+    4 restart files over 500 steps), all written by rank 0."""
+    out = ioloom_cli("bench", "predict", "--kernels", "lammps-debian", "--ranks", "2", "--json")
+    lammps = json.loads(out.stdout)["kernels"]["lammps-debian"]
+    assert lammps["symbols"] >= 8 and lammps["operations"] > 500
+    assert lammps["hit_ratio_pct"] >= 80 and lammps["symbol_accuracy_pct"] >= 90
+    assert "dump.melt" in lammps["main_loop"]  # the dump loop, not the input script's echo

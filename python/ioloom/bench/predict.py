@@ -1,5 +1,6 @@
 """`ioloom bench predict`: the predictor (docs/predict.md) on CM1-, GTC-, Nek5000- and LAMMPS-like programs traced
-for real, beside Omnisc'IO's figures in Dorier's thesis (Tables 7.6, 7.7, 7.8).
+for real, and on Debian's LAMMPS (`lmp`, Open MPI) running the Lennard-Jones melt with dumps and restarts, beside
+Omnisc'IO's figures in Dorier's thesis (Tables 7.6, 7.7, 7.8).
 
 Each kernel of `ioloom-predict-kernels-<mpi>` (native/predict/) runs under `ioloom run` on --ranks ranks, --steps
 output steps apart by --compute-ms of computation; `ioloom predict` then runs over the trace, and rank 0's figures
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -29,7 +31,28 @@ THESIS = {
     "gtc": ("GTC", 100.0, 99.9, 100.0, 0.001, 0.006),
     "nek5000": ("Nek5000", 98.6, 99.4, 99.7, 0.012, 0.049),
     "lammps": ("LAMMPS", 99.4, 99.9, 100.0, 0.000, 0.003),
+    "lammps-debian": ("LAMMPS (Debian's lmp)", 99.4, 99.9, 100.0, 0.000, 0.003),
 }
+# LAMMPS's Lennard-Jones melt example (examples/melt), smaller, with an atom dump every 25 steps and a restart
+# file every 125.
+MELT = """units lj
+atom_style atomic
+lattice fcc 0.8442
+region box block 0 8 0 8 0 8
+create_box 1 box
+create_atoms 1 box
+mass 1 1.0
+velocity all create 3.0 87287 loop geom
+pair_style lj/cut 2.5
+pair_coeff 1 1 1.0 1.0 2.5
+neighbor 0.3 bin
+neigh_modify every 20 delay 0 check no
+fix 1 all nve
+dump 1 all atom 25 dump.melt
+restart 125 restart.*.bin
+thermo 50
+run 500
+"""
 
 
 class KernelFailed(RuntimeError):
@@ -39,14 +62,32 @@ class KernelFailed(RuntimeError):
 def trace_kernel(impl: mpi.MpiImpl, kernel: str, nranks: int, steps: int, compute_ms: int, work: Path) -> Path:
     """Runs one kernel under `ioloom run`; the trace directory."""
     binary = paths.native_bin(f"ioloom-predict-kernels-{impl.name}")
-    out, trace = work / f"{kernel}-files", work / f"{kernel}-trace"
+    out = work / f"{kernel}-files"
     out.mkdir(parents=True)
-    argv = impl.launch(nranks, [str(binary), kernel, str(out), str(steps), str(compute_ms)])
-    done = subprocess.run([sys.executable, "-m", "ioloom", "run", "-o", str(trace), "--", *argv], capture_output=True,
-                          text=True, timeout=600, env={**os.environ, **impl.launch_env()})
+    return run_traced(impl, kernel, [str(binary), kernel, str(out), str(steps), str(compute_ms)], nranks, work, out)
+
+
+def trace_debian_lammps(nranks: int, work: Path) -> Path | None:
+    """Runs Debian's `lmp` on the melt example under `ioloom run`; None when it is not installed."""
+    lmp = shutil.which("lmp")
+    if lmp is None:
+        return None
+    impl = mpi.detect([lmp]) or mpi.by_name("openmpi")
+    out = work / "lammps-debian-files"
+    out.mkdir(parents=True)
+    (out / "in.melt").write_text(MELT)
+    argv = [lmp, "-in", "in.melt", "-log", "log.lammps", "-screen", "none"]
+    return run_traced(impl, "lammps-debian", argv, nranks, work, out)
+
+
+def run_traced(impl: mpi.MpiImpl, name: str, argv: list[str], nranks: int, work: Path, cwd: Path) -> Path:
+    trace = work / f"{name}-trace"
+    command = [sys.executable, "-m", "ioloom", "run", "-o", str(trace), "--", *impl.launch(nranks, argv)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=900, cwd=cwd,
+                          env={**os.environ, **impl.launch_env()})
     if done.returncode != 0:
         why = next((line for line in done.stderr.splitlines() if "ioloom" in line), done.stderr.strip()[-300:])
-        raise KernelFailed(f"the {kernel} kernel exited {done.returncode} under ioloom run: {why}")
+        raise KernelFailed(f"{name} exited {done.returncode} under ioloom run: {why}")
     return trace
 
 
@@ -79,7 +120,7 @@ def print_table(report: dict) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"ioloom predict on rank 0, {report['ranks']} ranks x {report['steps']} steps, "
+    table = Table(title=f"ioloom predict on rank 0, {report['ranks']} ranks; kernels: {report['steps']} steps, "
                         f"{report['compute_ms']} ms apart ({report['mpi']}; load average {report['load']}): ours "
                         "(Omnisc'IO's in the thesis, Tables 7.6-7.8)")
     for column in ("application", "ops", "symbols", "symbols right %", "hit ratio %", "offsets right %",
@@ -111,7 +152,14 @@ def command(ranks: int = typer.Option(4, "--ranks", "-n", min=1, help="MPI ranks
     report = {"mpi": impl.name, "ranks": ranks, "steps": steps, "compute_ms": compute_ms, "kernels": {}}
     with tempfile.TemporaryDirectory(prefix="ioloom-bench-predict-") as work:
         for kernel in chosen:
-            trace = trace_kernel(impl, kernel, ranks, steps, compute_ms, Path(work))
+            if kernel == "lammps-debian":
+                trace = trace_debian_lammps(ranks, Path(work))
+                if trace is None:
+                    typer.echo("ioloom: lammps-debian skipped: Debian's LAMMPS (lmp) is not installed; "
+                               "apt-get install lammps (scripts/install-deps.sh does)", err=True)
+                    continue
+            else:
+                trace = trace_kernel(impl, kernel, ranks, steps, compute_ms, Path(work))
             report["kernels"][kernel] = {**predict_rank0(trace), "thesis": dict(zip(
                 ("row", "hit_ratio_pct", "offset_contiguous_pct", "offset_accuracy_pct", "time_error_s",
                  "time_error_immediate_reaccess_s"), THESIS[kernel]))}

@@ -4,6 +4,7 @@ what the next operation may be (one candidate per predicted symbol); `observe(op
 """
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -44,6 +45,7 @@ class Options:
     distant_ns: int = 1_000_000  # a transition whose average inter-arrival time reaches this is distant
     local_cap: int = 4096        # symbols in each local grammar (sizes, offsets, run lengths)
     run_positions: int = 64      # places in a run told apart by the size and offset models (later ones share)
+    return_depth: int = 64       # ends of earlier accesses an offset may return to
 
 
 class Sequence:
@@ -226,6 +228,44 @@ class PairedModels:
 
 
 @dataclass
+class Returns:
+    """Offsets that go back to where an earlier access to the file ended (docs/predict.md, "Returns"): per file
+    key, the ends of the last `return_depth` reads and writes since its last open or close; per transition and
+    place in the run, a local model of how many accesses back (0: none of them). It is used at a transition and
+    place once it has predicted the offsets there exactly more often than the offset changes have."""
+    options: Options
+    ends: dict[str, deque] = field(default_factory=dict)
+    models: dict[tuple, LocalModel] = field(default_factory=dict)
+    tally: dict[tuple, list[int]] = field(default_factory=dict)  # (from, to, place): [by change, by return]
+
+    def predict(self, key: str, transition: tuple, place: int) -> int | None:
+        model = _nearest(self.models, transition, place)
+        back = model.predict() if model else 0
+        ends = self.ends.get(key, ())
+        return ends[-back] if 1 <= back <= len(ends) else None
+
+    def preferred(self, transition: tuple, place: int) -> bool:
+        by_change, by_return = self.tally.get((*transition, place), (0, 0))
+        return by_return > by_change
+
+    def observe(self, key: str, transition: tuple, place: int, op: Operation, by_change: int) -> None:
+        """Learn a read or write of known offset; `by_change`: the offset the offset changes predicted for it."""
+        tally = self.tally.setdefault((*transition, place), [0, 0])
+        tally[0] += by_change == op.offset
+        tally[1] += self.predict(key, transition, place) == op.offset
+        ends = self.ends.setdefault(key, deque(maxlen=self.options.return_depth))
+        back = next((j for j in range(1, len(ends) + 1) if ends[-j] == op.offset), 0)
+        model = self.models.setdefault((*transition, place), LocalModel(self.options.distinct_values, "zero",
+                                                                        cap=self.options.local_cap))
+        model.observe(back)
+        ends.append(op.offset + op.size)
+
+    def forget(self, key: str) -> None:
+        """An open or a close: the file's earlier ends are another file's (or may be)."""
+        self.ends.pop(key, None)
+
+
+@dataclass
 class ProcessModel:
     """What one process has done so far and what it will do next. `kinds[s]` and `places[s]`: the kind and file
     key of symbol s (given by whoever numbers the symbols)."""
@@ -235,6 +275,7 @@ class ProcessModel:
     sequence: Sequence = field(init=False)
     sizes: PairedModels = field(init=False)  # per symbol
     offsets: PairedModels = field(init=False)  # per transition
+    returns: Returns = field(init=False)
     times: dict[tuple[int, int], TimeModel] = field(default_factory=dict)
     positions: dict[str, int] = field(default_factory=dict)
     current: int | None = None
@@ -243,7 +284,7 @@ class ProcessModel:
     def __post_init__(self) -> None:
         o = self.options
         self.sequence = Sequence(o.grammar_cap, o.distinct_values, True, o.local_cap)
-        self.sizes, self.offsets = PairedModels("mean", o), PairedModels("zero", o)
+        self.sizes, self.offsets, self.returns = PairedModels("mean", o), PairedModels("zero", o), Returns(o)
 
     @property
     def grammar(self) -> Grammar:
@@ -266,8 +307,12 @@ class ProcessModel:
             return Candidate(symbol, 0, -1, gap)
         place = self._place_in_run(symbol)
         size = self.sizes.predict((symbol,), place)
-        change = self.offsets.predict(transition, place)
-        return Candidate(symbol, size, self.positions.get(self.places[symbol], 0) + change, gap)
+        return Candidate(symbol, size, self._offset(self.places[symbol], transition, place), gap)
+
+    def _offset(self, key: str, transition: tuple, place: int) -> int:
+        by_change = self.positions.get(key, 0) + self.offsets.predict(transition, place)
+        back = self.returns.predict(key, transition, place) if self.returns.preferred(transition, place) else None
+        return by_change if back is None else back
 
     def observe(self, op: Operation) -> None:
         transition = (self.current, op.symbol)
@@ -278,10 +323,13 @@ class ProcessModel:
             place = self._place_in_run(op.symbol)
             self.sizes.observe((op.symbol,), place, op.size)
             if op.offset >= 0:
+                by_change = self.positions.get(op.place, 0) + self.offsets.predict(transition, place)
+                self.returns.observe(op.place, transition, place, op, by_change)
                 self.offsets.observe(transition, place, op.offset - self.positions.get(op.place, 0))
                 self.positions[op.place] = op.offset + op.size
         else:
             self.positions[op.place] = 0  # open and close: the next access is counted from the file's start
+            self.returns.forget(op.place)
         self.sequence.input(op.symbol)
         self.current, self.last_end = op.symbol, op.t_end
 

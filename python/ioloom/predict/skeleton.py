@@ -54,9 +54,14 @@ class Skeleton:
                          [(base, count)])
         return _merged(parts)
 
-    def length(self, base: Base) -> int:
-        """Operations one instance of a base stands for."""
-        return 1 if base[0] == "t" else len(self.grammar.expansion(self.grammar.rules[base[1]]))
+    def length(self, base: Base) -> float:
+        """Operations one instance of a base stands for (each run at its mean length)."""
+        symbols = [base[1]] if base[0] == "t" else self.grammar.expansion(self.grammar.rules[base[1]])
+        return sum(self._mean_run(symbol) for symbol in symbols)
+
+    def _mean_run(self, symbol: int) -> float:
+        run = self.runs.get(symbol)
+        return run.total / run.seen if run is not None and run.seen else 1.0
 
     def write(self, items: list[Item], limit: int = 12) -> str:
         shown = [self._item(item) for item in items[:limit]]
