@@ -77,6 +77,7 @@ def ioloom_cli():
         out = subprocess.run([sys.executable, "-m", "ioloom", *map(str, args)], capture_output=True, text=True,
                              env={**os.environ, **(env or {})}, cwd=cwd, timeout=timeout)
         if check:
-            assert out.returncode == 0, f"ioloom {' '.join(map(str, args))} exit {out.returncode}\n{out.stdout}\n{out.stderr}"
+            assert out.returncode == 0, \
+                f"ioloom {' '.join(map(str, args))} exit {out.returncode}\n{out.stdout}\n{out.stderr}"
         return out
     return run

@@ -9,8 +9,8 @@ import subprocess
 import sys
 
 import pytest
-from conftest import MpiRunner
 
+from conftest import MpiRunner
 from ioloom import paths
 from ioloom.analysis import analyse
 from ioloom.bench.io import parse_output

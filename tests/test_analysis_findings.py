@@ -10,8 +10,8 @@ import subprocess
 import sys
 
 import pytest
-from conftest import MpiRunner
 
+from conftest import MpiRunner
 from ioloom import mpi as mpi_impls
 from ioloom.analysis import analyse
 

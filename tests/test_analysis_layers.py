@@ -10,8 +10,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import MpiRunner
 
+from conftest import MpiRunner
 from ioloom.analysis import analyse
 
 EXAMPLE = Path(__file__).parent.parent / "examples" / "strided_mpiio.c"

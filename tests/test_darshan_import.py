@@ -47,7 +47,8 @@ def test_every_segment_is_the_one_pydarshan_reads(reports, log):
             for kind in ("write", "read"):
                 for seg in record[f"{kind}_segments"].itertuples(index=False):
                     expected.append((layer, kind, int(record["rank"]), reports[log].name_records[record["id"]],
-                                     int(seg.offset), int(seg.length), int(seg.start_time * 1e9), int(seg.end_time * 1e9)))
+                                     int(seg.offset), int(seg.length), int(seg.start_time * 1e9),
+                                     int(seg.end_time * 1e9)))
     got = list(ours[["layer", "kind", "rank", "path", "offset", "req_bytes", "t_start", "t_end"]].itertuples(
         index=False, name=None))
     assert len(expected) > 100 and sorted(got) == sorted(expected)

@@ -3,8 +3,6 @@ then independent writes) writes through logfs on 4 ranks and reads back on 3; th
 program's direct write byte for byte. Open MPI runs it under OMPIO and ROMIO, MPICH under ROMIO."""
 from __future__ import annotations
 
-import pytest
-
 from ioloom.logfs import preload
 from ioloom.logfs.format import Container
 from ioloom.logfs.tools import check, summary

@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 from ioloom.logfs import preload
-from ioloom.logfs.format import Container, PACK_NAME
+from ioloom.logfs.format import PACK_NAME, Container
 from ioloom.logfs.tools import check, packed_containers, packed_files, recover
 
 MAKER = r"""

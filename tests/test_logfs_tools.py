@@ -5,10 +5,8 @@ from __future__ import annotations
 import hashlib
 import os
 import resource
-import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 

@@ -16,8 +16,7 @@ import pytest
 
 from ioloom import paths
 from ioloom.logfs import preload
-from ioloom.logfs.format import (ENTRY, ENTRY_RULES, Container, FormatError, entry_problems, load_journals,
-                                 read_meta)
+from ioloom.logfs.format import ENTRY, ENTRY_RULES, Container, FormatError, entry_problems, read_meta
 from ioloom.logfs.tools import _block, check, groups, recover
 
 VECTORS = Path(__file__).parent / "vectors" / "logfs"

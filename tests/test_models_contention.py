@@ -2,7 +2,8 @@
 k-shared distribution against a Monte Carlo simulation of random stripe placement."""
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ioloom import models
 

@@ -2,7 +2,8 @@
 CALCioM's choice by machine time wasted (Eqs. 6.4-6.5)."""
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ioloom import models
 

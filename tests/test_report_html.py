@@ -9,8 +9,8 @@ import subprocess
 import sys
 
 import pytest
-from conftest import COMPILED, MpiRunner
 
+from conftest import COMPILED, MpiRunner
 from ioloom import mpi as mpi_impls
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

@@ -100,7 +100,9 @@ def test_logfs_weaving_conserves_data_and_adds_two_files_per_writer():
     p = small(layout={"stripe_count": 1})
     w = workload.bench_job(p, workload.parse_bench_args("-b 64k -t 16k -s 4 -w"), 4, 1)
     lw = workload.logfs(w, p)
-    data = lambda x: x.ops[(x.ops["kind"] == workload.KINDS["write"]) & ~np.isin(x.ops["file"], list(x.index_files))]
+
+    def data(x):
+        return x.ops[(x.ops["kind"] == workload.KINDS["write"]) & ~np.isin(x.ops["file"], list(x.index_files))]
     assert data(lw)["length"].sum() == data(w)["length"].sum()
     assert len(lw.layouts) == 2 * 4 and len(lw.index_files) == 4
     creates = lw.ops[(lw.ops["kind"] == workload.KINDS["open"]) & (lw.ops["offset"] == 1)]
@@ -118,7 +120,8 @@ def test_background_load_is_reproducible_and_slows_targets():
 
     def data_time(modes, seed=1):
         p = small(background={"modes": modes, "period": 0.005, "horizon": 0.5}, run={"seed": seed})
-        return results.job_document(engine.run(p, workload.bench_job(p, args, 4, 1)), 0)["phases"][0]["time"]["data"]["max"]
+        phases = results.job_document(engine.run(p, workload.bench_job(p, args, 4, 1)), 0)["phases"]
+        return phases[0]["time"]["data"]["max"]
 
     idle, loaded = data_time([]), data_time([[0.25, 1.0], [0.5, 1.0]])
     assert loaded > 1.3 * idle
@@ -149,7 +152,8 @@ def test_run_command_prints_the_bench_document(ioloom_cli):
 
 
 @pytest.mark.parametrize("toml, args, message", [
-    ("[targets]\nwrite_bandwith = 1e9\n", [], "unknown key `targets.write_bandwith`: did you mean `targets.write_bandwidth`"),
+    ("[targets]\nwrite_bandwith = 1e9\n", [],
+     "unknown key `targets.write_bandwith`: did you mean `targets.write_bandwidth`"),
     ("[targets]\nwrite_bandwidth = 0\n", [], "`targets.write_bandwidth` must be positive"),
     ("[layout]\nstripe_count = 500\n", [], "`layout.stripe_count` = 500 is impossible with 480 targets"),
     ("[targets\n", [], "is not valid TOML"),

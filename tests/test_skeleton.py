@@ -2,7 +2,8 @@
 import json
 import re
 
-from ioloom import __version__, mpi as mpi_impls
+from ioloom import __version__
+from ioloom import mpi as mpi_impls
 
 
 def test_version_and_help(ioloom_cli):

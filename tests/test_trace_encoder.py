@@ -8,12 +8,12 @@ import subprocess
 
 import numpy as np
 import pytest
+from tests.test_trace_native import compile_program, traced_env
 
 from ioloom.trace import open_trace
 from ioloom.trace.model import time_order
 from ioloom.trace.stream_file import DURATION, OFFSET_DELTA, ROW_T_BASE, STORED_COLUMNS, read_stream_file
 from ioloom.trace.varint import THREADS_VARIABLE, ClockLine, decode_column
-from tests.test_trace_native import compile_program, traced_env
 
 CALLS = 20_000
 

@@ -2,9 +2,7 @@
 streams (truncated, corrupt, unknown chunks) giving problems instead of crashes."""
 from __future__ import annotations
 
-import struct
 import subprocess
-import zlib
 from pathlib import Path
 
 import numpy as np

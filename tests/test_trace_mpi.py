@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import MpiRunner
 
+from conftest import MpiRunner
 from ioloom import mpi as mpi_impls
 from ioloom.trace import open_trace
 from ioloom.trace.ops import direction
@@ -138,7 +138,8 @@ def variants_of(matrix: Traced) -> dict[str, list[Access]]:
 
 def test_every_variant_on_every_rank_with_exact_bytes_and_offsets(matrix):
     variants = variants_of(matrix)
-    assert len([a for accesses in variants.values() for a in accesses]) >= (28 if matrix.config[1] == "romio321" else 32)
+    least = 28 if matrix.config[1] == "romio321" else 32
+    assert len([a for accesses in variants.values() for a in accesses]) >= least
     for variant, accesses in variants.items():
         events = matrix.mpi(variant)
         for access in accesses:
@@ -250,7 +251,8 @@ def test_nonblocking_requests_belong_to_their_i_calls(mpi, ioloom_cli, tmp_path)
     for (pid, call_id), group in kids.sort_values("t_start").groupby(["pid", "call_id_mpi"]):
         way = group.op_mpi.iloc[0].split("_")[2][1:]  # iwrite_at -> write
         offset = group.offset_mpi.iloc[0]
-        assert [tuple(r) for r in group[["op", "offset", "req_bytes", "ret_bytes", "errno"]].itertuples(index=False)] == [
+        rows = group[["op", "offset", "req_bytes", "ret_bytes", "errno"]].itertuples(index=False)
+        assert [tuple(r) for r in rows] == [
             (f"aio_{way}", offset, block, -1, 0), ("aio_return", offset, block, block, 0)], (pid, call_id)
         submitted, collected = group.iloc[0], group.iloc[1]
         assert direction(collected.op, collected.aux) == way and direction(submitted.op, submitted.aux) is None
@@ -304,7 +306,7 @@ def test_process_facts(matrix):
     """Rank, MPI library, clock offsets at init and finalize with their error, hints in effect per file."""
     streams = {s.rank: s for s in matrix.trace.streams if s.rank >= 0}
     assert sorted(streams) == list(range(NRANKS))
-    for rank, stream in streams.items():
+    for stream in streams.values():
         info = stream.info
         assert info["note.mpi.impl"] == matrix.config[0]
         assert ("Open MPI" if matrix.config[0] == "openmpi" else "MPICH") in info["note.mpi.library"]

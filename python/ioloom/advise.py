@@ -7,12 +7,10 @@ import dataclasses
 import json
 import re
 from pathlib import Path
-from typing import Optional
 
 import typer
 from rich.console import Console
 from rich.table import Table
-
 
 app = typer.Typer(help="Models of contention, interference, dedicated cores and energy, with advice.",
                   no_args_is_help=True)
@@ -67,7 +65,7 @@ def _table(title: str, columns: list[str], rows) -> Table:
 def ost_load(targets: int = typer.Option(..., min=1, help="Storage targets (OSTs) in the file system, D_total."),
              stripes: list[int] = typer.Option(..., min=1, help="Stripe count of each job (repeat per job, or give one "
                                                           "with --jobs)."),
-             jobs: Optional[int] = typer.Option(None, min=1, help="Number of jobs that all request the one --stripes."),
+             jobs: int | None = typer.Option(None, min=1, help="Number of jobs that all request the one --stripes."),
              as_json: bool = JSON) -> None:
     """Targets in use, requested and their mean load as jobs start (Wright Eqs. 6.1-6.4), how many targets
     exactly k jobs share, and the expected load of the busiest target."""
@@ -120,15 +118,15 @@ def plfs(targets: int = typer.Option(..., min=1, help="Storage targets, D_total.
 
 @app.command("striping")
 def striping(targets: int = typer.Option(..., min=1, help="Storage targets, D_total."),
-             writers: Optional[int] = typer.Option(None, min=1, help="Writing processes."),
-             bytes_per_writer: Optional[str] = typer.Option(None, help="Bytes each writer writes, e.g. 256MiB."),
-             request_size: Optional[str] = typer.Option(None, help="Size of each write request, e.g. 1MiB."),
+             writers: int | None = typer.Option(None, min=1, help="Writing processes."),
+             bytes_per_writer: str | None = typer.Option(None, help="Bytes each writer writes, e.g. 256MiB."),
+             request_size: str | None = typer.Option(None, help="Size of each write request, e.g. 1MiB."),
              layout: str = typer.Option("shared", help="shared (one file) or per-process (a file per writer)."),
              strided: bool = typer.Option(False, help="Writers interleave blocks in the shared file."),
              jobs: int = typer.Option(1, min=1, help="Jobs like this one writing at the same time."),
-             nodes: Optional[int] = typer.Option(None, min=1, help="Compute nodes (for cb_nodes); default: writers."),
+             nodes: int | None = typer.Option(None, min=1, help="Compute nodes (for cb_nodes); default: writers."),
              max_load: float = typer.Option(1.25, min=0.0, help="Highest acceptable mean target load (Eq. 6.4)."),
-             trace: Optional[Path] = TRACE, as_json: bool = JSON) -> None:
+             trace: Path | None = TRACE, as_json: bool = JSON) -> None:
     """Stripe count and size, ROMIO hints, whether a log layer helps, and Wan's chunk plan, each with why."""
     from ioloom import models
     try:
@@ -163,16 +161,16 @@ def striping(targets: int = typer.Option(..., min=1, help="Storage targets, D_to
 
 
 @app.command("interference")
-def interference(job_counts: Optional[str] = typer.Option(None, help="Distribution of running applications, "
+def interference(job_counts: str | None = typer.Option(None, help="Distribution of running applications, "
                                                                      "n:P(X=n) pairs, e.g. '1:0.2,2:0.5,3:0.3'."),
-                 swf: Optional[Path] = typer.Option(None, help="Or: a Standard Workload Format job log to take "
+                 swf: Path | None = typer.Option(None, help="Or: a Standard Workload Format job log to take "
                                                                 "P(X = n) from (time-weighted)."),
-                 mu: Optional[float] = typer.Option(None, min=0.0, max=1.0, help="E(mu), mean fraction of time in I/O."),
-                 t_a: Optional[float] = typer.Option(None, min=0.0, help="I/O phase of A alone (s)."),
-                 t_b: Optional[float] = typer.Option(None, min=0.0, help="I/O phase of B alone (s)."),
+                 mu: float | None = typer.Option(None, min=0.0, max=1.0, help="E(mu), mean fraction of time in I/O."),
+                 t_a: float | None = typer.Option(None, min=0.0, help="I/O phase of A alone (s)."),
+                 t_b: float | None = typer.Option(None, min=0.0, help="I/O phase of B alone (s)."),
                  n_a: int = typer.Option(1, min=1, help="Cores of A (bandwidth share and machine time)."),
                  n_b: int = typer.Option(1, min=1, help="Cores of B."),
-                 dt: Optional[float] = typer.Option(None, help="B starts dt seconds after A (else: a Δ-graph)."),
+                 dt: float | None = typer.Option(None, help="B starts dt seconds after A (else: a Δ-graph)."),
                  points: int = typer.Option(11, min=2, help="Points of the Δ-graph."),
                  as_json: bool = JSON) -> None:
     """P(two or more applications in I/O) (Dorier Eq. 6.2), the Δ-graph of two applications under
@@ -209,13 +207,13 @@ def interference(job_counts: Optional[str] = typer.Option(None, help="Distributi
 
 
 @app.command("dedicated-core")
-def dedicated_core(compute: Optional[float] = typer.Option(None, min=0.0, help="Compute time C_std (s, per iteration "
+def dedicated_core(compute: float | None = typer.Option(None, min=0.0, help="Compute time C_std (s, per iteration "
                                                                       "or whole run)."),
-                   write: Optional[float] = typer.Option(None, min=0.0, help="Write time W_std over the same span (s)."),
+                   write: float | None = typer.Option(None, min=0.0, help="Write time W_std over the same span (s)."),
                    cores_per_node: int = typer.Option(..., min=2, help="Cores per node, N."),
-                   write_dedicated: Optional[float] = typer.Option(None, min=0.0, help="Write time of the dedicated core "
+                   write_dedicated: float | None = typer.Option(None, min=0.0, help="Write time of the dedicated core "
                                                                               "W_ded (default: W_std)."),
-                   trace: Optional[Path] = TRACE, as_json: bool = JSON) -> None:
+                   trace: Path | None = TRACE, as_json: bool = JSON) -> None:
     """Whether one dedicated I/O core per node pays off (Damaris, Dorier Eq. 3.2) and the expected gain."""
     from ioloom import models
     try:
@@ -248,8 +246,10 @@ def energy(t_base: float = typer.Option(..., min=0.0, help="Time of one iteratio
            io_time: float = typer.Option(0.0, min=0.0, help="Total time in I/O phases under time partitioning (s)."),
            dedicated_cores: int = typer.Option(1, min=1, help="Dedicated cores per node."),
            dedicated_nodes: int = typer.Option(1, min=1, help="Dedicated nodes."),
-           s_core: float = typer.Option(1.0, min=0.0, max=1.0, help="Scaling efficiency across cores, s_core in (0, 1]."),
-           s_node: float = typer.Option(1.0, min=0.0, max=1.0, help="Scaling efficiency across nodes, s_node in (0, 1]."),
+           s_core: float = typer.Option(1.0, min=0.0, max=1.0,
+                                        help="Scaling efficiency across cores, s_core in (0, 1]."),
+           s_node: float = typer.Option(1.0, min=0.0, max=1.0,
+                                        help="Scaling efficiency across nodes, s_node in (0, 1]."),
            as_json: bool = JSON) -> None:
     """Run time, power and energy (Dorier Eqs. 5.1-5.4) for time partitioning, dedicated cores, dedicated nodes."""
     from ioloom import models

@@ -9,7 +9,7 @@ one range whatever the trace's size.
 from __future__ import annotations
 
 import json
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 
 import typer
@@ -18,7 +18,7 @@ from ioloom import progress
 from ioloom.stats_cli import QUIET_OPTION, load_or_exit
 
 
-class Format(str, Enum):
+class Format(StrEnum):
     perfetto = "perfetto"
     parquet = "parquet"
     csv = "csv"

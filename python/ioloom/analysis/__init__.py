@@ -12,8 +12,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from ioloom.analysis.partition import Options
-from ioloom.logfs.format import is_member
 from ioloom.analysis.result import Analysis
+from ioloom.logfs.format import is_member
 from ioloom.trace.model import Trace
 
 __all__ = ["analyse", "Analysis", "Options", "load"]

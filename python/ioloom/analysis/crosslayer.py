@@ -77,7 +77,8 @@ def calls_json(calls: pd.DataFrame) -> list[dict]:
     out = []
     for row in calls.sort_values(["t_start", "rank"]).to_dict("records"):
         out.append({"rank": row["rank"], "call_id": row["call_id"], "op": row["op"], "file_id": row["file_id"],
-                    "coll_seq": row["coll_seq"], "t_start_s": row["t_start"] / NS, "seconds": (row["t_end"] - row["t_start"]) / NS,
+                    "coll_seq": row["coll_seq"], "t_start_s": row["t_start"] / NS,
+                    "seconds": (row["t_end"] - row["t_start"]) / NS,
                     "bytes": row["bytes"], "posix_ops": {c: row[f"{c}_ops"] for c in CHILD_CATEGORIES},
                     "posix_read_bytes": row["posix_read_bytes"], "posix_write_bytes": row["posix_write_bytes"],
                     "time_split_s": {c: row[f"{c}_ns"] / NS for c in CHILD_CATEGORIES}, "sieving": row["sieving"]})

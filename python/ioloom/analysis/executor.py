@@ -7,10 +7,10 @@ decodes its own stream, and only the small summaries come back.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterator
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, as_completed, wait
 from dataclasses import dataclass
 from pathlib import Path
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, as_completed, wait
-from collections.abc import Callable, Iterator
 
 import cloudpickle
 import numpy as np
@@ -52,7 +52,7 @@ class StreamFile:
         return self.reader().ranges(columns, rows)
 
     @classmethod
-    def of(cls, trace) -> list["StreamFile"] | None:
+    def of(cls, trace) -> list[StreamFile] | None:
         """The trace's streams as StreamFiles, or None when they do not come from stream files."""
         paths = [s.info.get("path") for s in trace.streams]
         if trace.meta.get("epoch_ns") is None or not all(p and Path(p).is_file() for p in paths):

@@ -3,6 +3,8 @@ Darshan's counters; time in record locks; amplification. Definitions and sources
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pandas as pd
 
@@ -55,8 +57,7 @@ def io_by_layer(groups: pd.DataFrame) -> list[dict]:
     out = []
     for (issuer, layer), part in frame.groupby(["issuer", "layer"], sort=False):
         by_kind = part.groupby("kind")[["bytes", "time_ns", "ops"]].sum()
-        def of(kind, column):
-            return int(by_kind[column].get(kind, 0))
+        of = functools.partial(_sum_of, by_kind)
         other_ns = int(by_kind["time_ns"].sum()) - of(READ, "time_ns") - of(WRITE, "time_ns")
         out.append({"layer": layer, "issued_by": issuer, "files": int(part["file_id"].nunique()),
                     "ops": int(by_kind["ops"].sum()), "read_bytes": of(READ, "bytes"),
@@ -64,6 +65,16 @@ def io_by_layer(groups: pd.DataFrame) -> list[dict]:
                     "write_s": of(WRITE, "time_ns") / NS, "other_s": other_ns / NS})
     order = {name: i for i, name in enumerate(("mpiio", "stdio", "posix"))}
     return sorted(out, key=lambda r: (r["issued_by"] != ISSUERS[0], order.get(r["layer"], len(order))))
+
+
+def _sum_of(by_kind, kind: int, column: str) -> int:
+    """One kind's sum of one column in a table of sums indexed by kind (0 when the kind has no row)."""
+    return int(by_kind[column].get(kind, 0))
+
+
+def _rows_of(select: dict, frame):
+    """The rows of frame whose columns hold the values of select."""
+    return frame[np.logical_and.reduce([frame[k] == v for k, v in select.items()])]
 
 
 def application_bytes(layers: list[dict]) -> dict:
@@ -230,9 +241,7 @@ def darshan_counters(groups, sizes, histogram, strides) -> list[dict]:
     keys = ["layer", "file_id", "kind"]
     out = []
     for key, part in data.groupby(keys):
-        select = {k: v for k, v in zip(keys, key)}
-        def where(frame):
-            return frame[np.logical_and.reduce([frame[k] == v for k, v in select.items()])]
+        where = functools.partial(_rows_of, dict(zip(keys, key)))
         hist = where(histogram).groupby("bin")["count"].sum()
         gaps = where(strides)
         layer, file_id, kind = key

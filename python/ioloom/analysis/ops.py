@@ -5,7 +5,7 @@ nothing on a trace of 10^8 events: `kind_codes(op_column, aux)` maps the diction
 """
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 import pyarrow as pa
@@ -20,8 +20,8 @@ LAYER_CODE = {name: code for code, name in enumerate(LAYERS)}
 _MPI_META = {"MPI_File_open", "MPI_File_close", "MPI_File_set_view", "MPI_File_set_size", "MPI_File_preallocate",
              "MPI_File_get_size", "MPI_File_seek", "MPI_File_seek_shared", "MPI_File_delete", "MPI_File_set_info",
              "MPI_File_set_atomicity"}
-_META_WORDS = ("open", "creat", "close", "stat", "seek", "tell", "rewind", "unlink", "rename", "mkdir", "rmdir", "access",
-               "truncate", "dup", "fileno")
+_META_WORDS = ("open", "creat", "close", "stat", "seek", "tell", "rewind", "unlink", "rename", "mkdir", "rmdir",
+               "access", "truncate", "dup", "fileno")
 _SYNC = {"fsync", "fdatasync", "sync_file_range", "fflush", "fflush_unlocked", "msync", "MPI_File_sync"}
 _FCNTL = {"fcntl", "fcntl64"}
 # fcntl events carry aux = cmd | l_type << 16 | l_whence << 24 for record-lock commands (docs/trace-format.md).
@@ -29,7 +29,7 @@ _SET_LOCK_CMDS = (6, 7, 37, 38)  # F_SETLK, F_SETLKW, F_OFD_SETLK, F_OFD_SETLKW 
 F_UNLCK = 2
 
 
-@lru_cache(maxsize=None)  # a stream's op names come again with each of its ranges
+@cache  # a stream's op names come again with each of its ranges
 def _name_kind(name: str) -> int:
     """Kind of an op name; fcntl starts as LOCK and kind_codes() tells locks, unlocks and others apart."""
     if name in _SYNC:

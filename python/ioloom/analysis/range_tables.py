@@ -98,7 +98,8 @@ def parent_lookup(call_ids: np.ndarray, values: np.ndarray, parents: np.ndarray,
 
 
 def group_codes(c: dict, nested: np.ndarray) -> np.ndarray:
-    return (((c["file_id"].astype(np.int64) + 1) * LAYER_SLOTS + c["layer"]) * KIND_SLOTS + c["kind"]) * NESTINGS + nested
+    layered = (c["file_id"].astype(np.int64) + 1) * LAYER_SLOTS + c["layer"]
+    return (layered * KIND_SLOTS + c["kind"]) * NESTINGS + nested
 
 
 def kind_of(code: np.ndarray) -> np.ndarray:
@@ -327,7 +328,9 @@ def splits(calls: dict, names: np.ndarray) -> pd.DataFrame:
     n = len(keys)
     sums = [k for k in calls if k.endswith(("_ns", "_ops", "_bytes"))] + ["bytes", "sieving"]
     def total(values):  # per key; exact integer sums (bincount sums in floating point)
-        return np.array([values.sum()], np.int64) if n == 1 else np.bincount(index, values, minlength=n).astype(np.int64)
+        if n == 1:
+            return np.array([values.sum()], np.int64)
+        return np.bincount(index, values, minlength=n).astype(np.int64)
     out = {k: total(calls[k]) for k in sums}
     out["time_ns"] = total(calls["t_end"] - calls["t_start"])
     out["calls"] = np.bincount(index, minlength=n)

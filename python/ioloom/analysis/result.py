@@ -73,7 +73,7 @@ class Analysis:
     findings: list = field(default_factory=list)
 
     @classmethod
-    def reduce(cls, trace, partials: list[Partial], options: Options, executor: str) -> "Analysis":
+    def reduce(cls, trace, partials: list[Partial], options: Options, executor: str) -> Analysis:
         shapes = partials or [_empty_partial(options)]
         tables = {name: _concat(shapes, name) for name in TABLES}
         paths = dict(zip(trace.files.column("file_id").to_pylist(), trace.files.column("path").to_pylist()))

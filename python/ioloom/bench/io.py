@@ -264,12 +264,12 @@ def io_command(ctx: typer.Context,
         result = measure(mpi_name, nranks, args, restart, drop_caches)
     except PermissionError as err:
         typer.echo(str(err), err=True)
-        raise typer.Exit(2)
+        raise typer.Exit(2) from None
     except (BenchFailed, LookupError, paths.NativeMissing) as err:
         if isinstance(err, BenchFailed) and err.result is not None:
             (print(json.dumps(err.result)) if json_out else print_result(err.result, per_rank))
         typer.echo(str(err), err=True)
-        raise typer.Exit(getattr(err, "returncode", 1) or 1)
+        raise typer.Exit(getattr(err, "returncode", 1) or 1) from None
     if json_out:
         print(json.dumps(result))
     else:

@@ -1,8 +1,8 @@
 """`ioloom bench logfs`: N-1 strided through logfs against N-1 strided direct and N-N direct, same bytes, one run.
 
 For each shape (aligned: -b -t -s as given; ior-hard: IO500's 47,008-byte pieces, about the same bytes per rank)
-and rank count (1, 2, 4, 8 by default): E = logfs N-1 / direct N-N (the goal is E >= 0.9) and the speed-up of logfs over direct
-N-1, for the write and for the read-back; the cost the preloaded layer adds to files outside its roots (goal
+and rank count (1, 2, 4, 8 by default): E = logfs N-1 / direct N-N (the goal is E >= 0.9) and the speed-up of logfs
+over direct N-1, for the write and for the read-back; the cost the preloaded layer adds to files outside its roots (goal
 <= 2%); and the time to open 1,024 writers' indexes. Every configuration runs once per round, `--reps` rounds
 (10 unless --quick), the order alternating, so that drifts of a shared machine hit all alike. Each ratio is
 taken within a round (a configuration against the baseline run beside it) and reported as the median with the
@@ -32,6 +32,7 @@ from ioloom.logfs import preload
 CONFIGS = ("logfs_n1", "direct_n1", "direct_nn", "preloaded_n1")
 IOR_HARD = 47008  # IO500's ior-hard: one shared file in 47,008-byte pieces, aligned to nothing
 SHAPES = ("aligned", "ior-hard")
+TEMP_DIR = Path(tempfile.gettempdir())  # --dir's default
 
 
 def shape_sizes(shape: str, block: str, transfer: str, segments: int) -> tuple[int, int, int]:
@@ -181,7 +182,8 @@ def _table(result: dict) -> Table:
         for op in ("write", "read"):
             bw = row["bandwidth"]
             shape = f"{row['shape']}: {row['block']}/{row['transfer']} x {row['segments']}"
-            table.add_row(shape, str(row["ranks"]), op, *(_range(bw[c][op], lambda v: f"{v / MIB:,.0f}") for c in CONFIGS[:3]),
+            table.add_row(shape, str(row["ranks"]), op,
+                          *(_range(bw[c][op], lambda v: f"{v / MIB:,.0f}") for c in CONFIGS[:3]),
                           _range(row[f"E_{op}"], lambda v: f"{v:.2f}"),
                           _range(row[f"speedup_{op}"], lambda v: f"{v:.2f}x"),
                           _range(row[f"outside_cost_{op}"], lambda v: f"{100 * v:+.1f}%"))
@@ -216,7 +218,7 @@ def logfs_command(
                                  help="Interleaved rounds: each configuration runs once per round; medians with "
                                       "min and max are reported (fewer than 10 only with --quick)."),
         quick: bool = typer.Option(False, "--quick", help="Allow fewer than 10 rounds, for a quick look."),
-        directory: Path = typer.Option(Path(tempfile.gettempdir()), "--dir", help="Where the files go."),
+        directory: Path = typer.Option(TEMP_DIR, "--dir", help="Where the files go."),
         json_out: bool = typer.Option(False, "--json", help="Print the figures as JSON.")) -> None:
     """N-1 strided through logfs vs N-1 strided and N-N direct: E, speed-up, read-back, pass-through cost."""
     too_few = rounds_allowed(reps, quick)

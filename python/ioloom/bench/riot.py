@@ -132,14 +132,9 @@ def print_tables(report: dict, console: Console) -> None:
                        "thesis all (%) min/med/max"):
             table.add_column(column, justify="left" if column == "function" else "right", no_wrap=True)
         for function, f in run["functions"].items():
-            def seconds(config):
-                return f"{f[config]['median']:.3f} [{f[config]['min']:.3f}, {f[config]['max']:.3f}]"
-
-            def change(config):
-                c = f[f"change_pct_{config}"]
-                return f"{c['median']:+.1f} [{c['low']:+.1f}, {c['high']:+.1f}] ({100 * c['confidence']:.0f}%)"
             t = f["thesis_change_pct"]
-            table.add_row(function, seconds("none"), seconds("posix"), seconds("all"), change("all"), change("posix"),
+            table.add_row(function, *(_seconds(f, c) for c in ("none", "posix", "all")),
+                          *(_change(f, c) for c in ("all", "posix")),
                           f"{t['min']:.2f} / {t['median']:.2f} / {t['max']:.2f}")
         console.print(table)
         events = run["events"].get("all", {})
@@ -147,9 +142,21 @@ def print_tables(report: dict, console: Console) -> None:
                       f"(full tracing: {events.get('posix', 0):,} POSIX events in the last run)")
 
 
+def _seconds(figures: dict, config: str) -> str:
+    """A function's time in one configuration: median [min, max]."""
+    f = figures[config]
+    return f"{f['median']:.3f} [{f['min']:.3f}, {f['max']:.3f}]"
+
+
+def _change(figures: dict, config: str) -> str:
+    """A function's change in one configuration: median [interval] (confidence)."""
+    c = figures[f"change_pct_{config}"]
+    return f"{c['median']:+.1f} [{c['low']:+.1f}, {c['high']:+.1f}] ({100 * c['confidence']:.0f}%)"
+
+
 def _points(run: dict, config: str):
     """(x position, per-round changes, median, low, high) per function, for one configuration of one MPI."""
-    for x, (function, f) in enumerate(run["functions"].items()):
+    for x, f in enumerate(run["functions"].values()):
         c = f[f"change_pct_{config}"]
         yield x, c["rounds"], c["median"], c["low"], c["high"]
 
@@ -245,7 +252,7 @@ def command(
         impls = [mpi.by_name(name) for name in mpi_name] if mpi_name else mpi.implementations()
     except LookupError as err:
         typer.echo(f"ioloom bench riot: {err}", err=True)
-        raise typer.Exit(2)
+        raise typer.Exit(2) from None
     if not impls:
         typer.echo("ioloom bench riot: no MPI implementation found; run `make build`", err=True)
         raise typer.Exit(2)
@@ -260,7 +267,7 @@ def command(
                                               progress=None if as_json else console.log))
         except (RiotFailed, paths.NativeMissing) as err:
             typer.echo(f"ioloom bench riot: {err}", err=True)
-            raise typer.Exit(1)
+            raise typer.Exit(1) from None
     if output:
         (output / "riot.json").write_text(json.dumps(report, indent=1))
         plot_png(report, output / "riot.png")

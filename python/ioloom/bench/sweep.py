@@ -197,8 +197,8 @@ def _shape(rows: list[dict]) -> tuple[int, int]:
 
 def plot_html(rows: list[dict], path: Path) -> None:
     """Effective bandwidth (median, bars from min to max over repetitions) against each varied parameter."""
-    from plotly.subplots import make_subplots
     import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
     nrows, ncols = _shape(rows)
     panels = _panels(rows)
     fig = make_subplots(rows=nrows, cols=ncols, subplot_titles=[_title(rows, op, vary) for op, vary in panels])
@@ -263,7 +263,7 @@ def sweep_command(config: Path = typer.Argument(..., help="TOML grid (see the mo
             rows = run(sweep, Path(scratch), mpi_name, console)
     except (ConfigError, bench_io.BenchFailed, LookupError, PermissionError, paths.NativeMissing) as err:
         typer.echo(f"ioloom bench sweep: {err}", err=True)
-        raise typer.Exit(2)
+        raise typer.Exit(2) from None
     (output / "sweep.json").write_text(json.dumps(rows, indent=1))
     plot_html(rows, output / "sweep.html")
     plot_png(rows, output / "sweep.png")

@@ -169,6 +169,7 @@ def run(ctx: typer.Context,
     """Run a command (e.g. an mpiexec line) over logfs: `ioloom container run -m /scratch/lfs -- mpiexec -n 4 ./app`."""
     import os
     import subprocess
+
     from ioloom.logfs import preload
     from ioloom.paths import NativeMissing
     if not ctx.args:

@@ -480,7 +480,7 @@ class Container:
     size: int = field(init=False)
 
     @classmethod
-    def open(cls, path: str | os.PathLike) -> "Container":
+    def open(cls, path: str | os.PathLike) -> Container:
         """A container, or a packed file (DIR/NAME stored in DIR/.ioloom-pack)."""
         directory = strip_prefix(path)
         pack = directory.parent / PACK_NAME

@@ -10,11 +10,38 @@ from pathlib import Path
 
 import numpy as np
 
-from ioloom.logfs.format import (BLOCK, BLOCK_MAGIC, ENTRY, ENTRY_RULES, MAX_SIZE, PACK_NAME, RECORD, RECORD_MAGIC,
-                                 TRUNCATE, UNLINK, VERSION, WRITE, Container, FormatError, Journal, Meta,
-                                 entry_problems, header_sum, is_container, load_journals, log_size, only_file,
-                                 open_inside, open_log, parse_journal, physical_ends, read_inside, read_meta,
-                                 strip_prefix, sum64, sum64_rows)
+from ioloom.logfs.format import (
+    BLOCK,
+    BLOCK_MAGIC,
+    ENTRY,
+    ENTRY_RULES,
+    MAX_SIZE,
+    PACK_NAME,
+    RECORD,
+    RECORD_MAGIC,
+    UNLINK,
+    VERSION,
+    WRITE,
+    Container,
+    FormatError,
+    Journal,
+    Meta,
+    entry_problems,
+    header_sum,
+    is_container,
+    load_journals,
+    log_size,
+    only_file,
+    open_inside,
+    open_log,
+    parse_journal,
+    physical_ends,
+    read_inside,
+    read_meta,
+    strip_prefix,
+    sum64,
+    sum64_rows,
+)
 from ioloom.progress import Advance, Bar, silent
 
 

@@ -200,7 +200,8 @@ def two_phase(collective: dict, hints: dict[str, str]) -> str:
 
 
 def _concurrency(a, result, figs) -> str:
-    locks = pd.DataFrame([{**l, "file": a.paths.get(l["file_id"], l["file_id"])} for l in result["locks"]])
+    locks = pd.DataFrame([{**lock, "file": a.paths.get(lock["file_id"], lock["file_id"])}
+                          for lock in result["locks"]])
     body = _figures_for(("concurrent", "locks"), figs)
     body += figures.frame_html(locks.drop(columns="file_id")) if len(locks) else "<p>No record locks were taken.</p>"
     return _section("concurrency", "Concurrent writes and locks",

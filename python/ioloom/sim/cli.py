@@ -24,7 +24,8 @@ def run_command(ctx: typer.Context,
                                                    help="Ranks per node [platform's clients.ranks_per_node]."),
                 logfs: bool = typer.Option(False, "--logfs", help="Re-weave the job as logfs does (per-writer logs "
                                            "and an index)."),
-                stripe_count: int = typer.Option(None, "--stripe-count", help="Targets per file [layout.stripe_count]."),
+                stripe_count: int = typer.Option(None, "--stripe-count",
+                                                 help="Targets per file [layout.stripe_count]."),
                 stripe_size: str = typer.Option(None, "--stripe-size", help="Bytes per stripe, e.g. 1m "
                                                 "[layout.stripe_size]."),
                 json_out: bool = typer.Option(False, "--json", help="Print the JSON document ioloom bench io prints."),

@@ -90,8 +90,12 @@ def _flatten(doc: dict, prefix: str = "") -> dict[str, Any]:
 def _check_value(key: str, value: Any) -> None:
     default = DEFAULTS[key][0]
     kind = type(default)
-    ok = isinstance(value, bool) if kind is bool else (
-        isinstance(value, (int, float)) and not isinstance(value, bool) if kind in (int, float) else isinstance(value, kind))
+    if kind is bool:
+        ok = isinstance(value, bool)
+    elif kind in (int, float):
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    else:
+        ok = isinstance(value, kind)
     if not ok:
         raise PlatformError(f"`{key}` must be a {kind.__name__} (default {default!r}), not {value!r}")
     if key in POSITIVE and value <= 0:

@@ -28,8 +28,8 @@ Event columns (one row per intercepted call; -1 where a value does not apply or 
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Iterator, Sequence
 
 import numpy as np
 import pandas as pd
@@ -125,7 +125,7 @@ class Trace:
         return frame.astype({"op": str, "layer": str})
 
     @classmethod
-    def from_tables(cls, events: pa.Table, files: pa.Table, meta: dict | None = None) -> "Trace":
+    def from_tables(cls, events: pa.Table, files: pa.Table, meta: dict | None = None) -> Trace:
         """A trace held in memory, split into one stream per pid (for tests and converters)."""
         events = events.cast(EVENT_SCHEMA) if events.schema != EVENT_SCHEMA else events
         streams = []

@@ -7,15 +7,14 @@ from __future__ import annotations
 
 import errno
 import os
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
 
 from ioloom.trace.model import EVENT_SCHEMA, FILE_SCHEMA, LAYERS, RANGE_ROWS, Stream, Trace, time_order
-from ioloom.trace.stream_file import (DIRECT, OFFSET_DELTA, RET_MINUS_REQ, REQ, ROW_T_BASE, StreamFile,
-                                      read_stream_file)
+from ioloom.trace.stream_file import DIRECT, OFFSET_DELTA, REQ, RET_MINUS_REQ, ROW_T_BASE, StreamFile, read_stream_file
 from ioloom.trace.varint import ClockLine, empty, reorder
 
 SUFFIX = ".ioloom"

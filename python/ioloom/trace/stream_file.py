@@ -18,9 +18,21 @@ from pathlib import Path
 import numpy as np
 
 from ioloom.trace.model import TraceDamaged
-from ioloom.trace.varint import (CONST, RUNS, STORED_COLUMNS, ClockLine, IndexRules, count_varints,
-                                 decode_column, decode_numpy, decode_times, decode_varints, index_chunks, read_varint,
-                                 unzigzag)
+from ioloom.trace.varint import (
+    CONST,
+    RUNS,
+    STORED_COLUMNS,
+    ClockLine,
+    IndexRules,
+    count_varints,
+    decode_column,
+    decode_numpy,
+    decode_times,
+    decode_varints,
+    index_chunks,
+    read_varint,
+    unzigzag,
+)
 
 MAGIC = b"IOLOOMTR"
 MAJOR = 2  # the version the tracer writes (trace_format.h)
@@ -132,7 +144,7 @@ class StreamFile:
             raise TraceDamaged(f"column {column} decodes to {len(out)} values for {self.events} events")
         return out
 
-    def subset(self, chunks: np.ndarray) -> "StreamFile":
+    def subset(self, chunks: np.ndarray) -> StreamFile:
         """The same stream restricted to the events chunks `chunks` (indices, in the order given)."""
         return StreamFile(self.path, self.data, self.info, self.ops, self.files, self.chunks[chunks], self.problems)
 
