@@ -7,6 +7,7 @@ import dataclasses
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.console import Console
@@ -133,7 +134,7 @@ def striping(targets: int = typer.Option(..., min=1, help="Storage targets, D_to
         if trace is not None:
             pattern = _trace_pattern(trace)
         else:
-            if None in (writers, bytes_per_writer, request_size):
+            if writers is None or bytes_per_writer is None or request_size is None:
                 raise ValueError("give --writers, --bytes-per-writer and --request-size, or --trace")
             if layout not in ("shared", "per-process"):
                 raise ValueError(f"--layout must be shared or per-process, got {layout!r}")
@@ -181,7 +182,11 @@ def interference(job_counts: str | None = typer.Option(None, help="Distribution 
         if job_counts is not None or swf is not None or mu is not None:
             if (job_counts is None) == (swf is None) or mu is None:
                 raise ValueError("give --mu with one of --job-counts or --swf")
-            dist = _pairs("--job-counts", job_counts) if swf is None else models.concurrency_from_swf(swf)
+            if swf is not None:
+                dist = models.concurrency_from_swf(swf)
+            else:
+                assert job_counts is not None  # exactly one of the two, checked above
+                dist = _pairs("--job-counts", job_counts)
             result["job_counts"] = dist
             result["p_two_or_more_in_io"] = models.p_concurrent_io(dist, mu)
         if t_a is not None or t_b is not None:
@@ -253,8 +258,8 @@ def energy(t_base: float = typer.Option(..., min=0.0, help="Time of one iteratio
            as_json: bool = JSON) -> None:
     """Run time, power and energy (Dorier Eqs. 5.1-5.4) for time partitioning, dedicated cores, dedicated nodes."""
     from ioloom import models
-    common = dict(t_base=t_base, iterations=iterations, cores_per_node=cores_per_node, nodes=nodes, p_max=p_max,
-                  p_idle=p_idle, io_time=io_time, s_core=s_core, s_node=s_node)
+    common: dict[str, Any] = dict(t_base=t_base, iterations=iterations, cores_per_node=cores_per_node, nodes=nodes,
+                                  p_max=p_max, p_idle=p_idle, io_time=io_time, s_core=s_core, s_node=s_node)
     try:
         rows = [models.energy("time-partitioning", **common),
                 models.energy("dedicated-cores", dedicated=dedicated_cores, **common),

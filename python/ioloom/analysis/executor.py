@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, as_completed, wait
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, as_completed, wait
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -83,15 +83,15 @@ def _events(stream) -> int:
 
 def _local(streams, options: Options, share: float, workers: int, progress: Callable[[int], None]) -> list[Partial]:
     if workers <= 1 or len(streams) <= 1:
-        results = []
+        serial = []
         for stream in streams:
-            results.append(summarise(stream, options, share))
+            serial.append(summarise(stream, options, share))
             progress(_events(stream))
-        return results
+        return serial
     # At most `workers` streams in flight: Executor.map would pickle every stream up front.
-    results: list[Partial | None] = [None] * len(streams)
+    results: dict[int, Partial] = {}  # stream's position -> its partial
     with ProcessPoolExecutor(max_workers=workers, initializer=_share_cpus, initargs=(workers,)) as pool:
-        running = {}
+        running: dict[Future, int] = {}
         for i, stream in enumerate(streams):
             if len(running) >= workers:
                 finished, _ = wait(running, return_when=FIRST_COMPLETED)
@@ -103,7 +103,7 @@ def _local(streams, options: Options, share: float, workers: int, progress: Call
         for future in as_completed(running):
             results[running[future]] = future.result()
             progress(_events(streams[running[future]]))
-    return results
+    return [results[i] for i in range(len(streams))]
 
 
 def _dask(streams, options: Options, share: float, address: str) -> list[Partial]:

@@ -166,7 +166,7 @@ def aggregate_bandwidths(groups: pd.DataFrame) -> dict:
     them, its data calls. A file kept open from writing to reading: the write phase ends where
     the rank's reads of it begin, and the read phase begins where its writes ended."""
     own = top_level(groups)
-    out = {}
+    out: dict[str, dict] = {}
     for name, kind in DIRECTIONS.items():
         data = own[(own["kind"] == kind) & (own["bytes"] > 0)]
         if data.empty:
@@ -213,7 +213,7 @@ def amplification(groups: pd.DataFrame, splits: pd.DataFrame) -> dict:
     asked for, bytes the POSIX calls they issued moved in the same direction (same file), and their ratio;
     for writes also the read-modify-write traffic: POSIX reads issued by MPI-IO writes (data sieving, or
     two-phase collective buffering over holes), their count, bytes and seconds, and how many writes did it."""
-    out = {}
+    out: dict[str, dict] = {}
     for name, kind in DIRECTIONS.items():
         mpi = int(_per_rank(groups, MPIIO, kind, (0,))["bytes"].sum())
         posix = int(_posix_under(splits, kind)["bytes"].sum())

@@ -168,6 +168,7 @@ class _StreamSummary:
             self._summarise({name: values[:ready] for name, values in c.items()}, final=False)
 
     def finish(self) -> Partial:
+        assert self.held is not None  # add() ran: a stream read in ranges gives at least its last (maybe empty) one
         self._summarise(self.held, final=True)
         return self._partial()
 

@@ -32,7 +32,8 @@ import time
 import traceback
 import warnings
 import zlib
-from multiprocessing.connection import wait
+from multiprocessing.connection import Connection, wait
+from multiprocessing.process import BaseProcess
 from pathlib import Path
 
 import typer
@@ -507,7 +508,7 @@ class Case:
     number: int
     target: str
     what: str
-    changes: dict[str, object]
+    changes: dict[str, bytes | str | None]
     guarded: bool = True
     inert: bool = False
 
@@ -657,7 +658,8 @@ class Bounded(io.RawIOBase):
     """A binary sink that keeps what is written, up to a limit."""
 
     def __init__(self, limit: int):
-        self.parts, self.size, self.limit = [], 0, limit
+        self.parts: list[bytes] = []
+        self.size, self.limit = 0, limit
 
     def writable(self) -> bool:
         return True
@@ -728,7 +730,7 @@ def _judge(result: Result, tool: str, got, case: Case, original: bytes, checked_
         result.note(tool, "clean", "bytes differ, and check reported the damage")
 
 
-def _mounts(root: Path, container: str) -> dict[Path, list[Path]]:
+def _mounts(root: Path, container: str) -> dict[str | os.PathLike, list[str | os.PathLike]]:
     """The logfs mount of a container copied under root, with the extra backend it was made with (make_seeds)."""
     mount = (root / container).parent
     return {mount: [root / "extra"] if mount.name == "mnt2" else []}
@@ -831,8 +833,8 @@ def _vm_size() -> int:
 
 @dataclasses.dataclass
 class Slot:
-    process: multiprocessing.Process
-    conn: object
+    process: BaseProcess
+    conn: Connection
     root: Path
     number: int | None = None
     tool: str = ""
@@ -864,6 +866,7 @@ class Campaign:
             slot.conn.send(slot.number)
 
     def _lost(self, slot: Slot, outcome: str, message: str) -> None:
+        assert slot.number is not None  # a worker is lost on a case it was given
         case = make_case(self.seeds, self.seed, slot.number, slot.root / "case", self.only)
         result = Result(slot.number, case.target, case.what)
         result.note(slot.tool, outcome, message)

@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import typer
@@ -33,7 +34,7 @@ class BenchFailed(RuntimeError):
         self.returncode, self.stderr, self.result = returncode, stderr, result
 
 
-def needs_hdf5(args: list[str]) -> bool:
+def needs_hdf5(args: Sequence[str]) -> bool:
     """Whether ioloom-bench arguments ask for HDF5 (-a hdf5, --kernel flash), which only the MPICH build has."""
     args = [str(a).lower() for a in args]
     pairs = list(zip(args, args[1:]))
@@ -41,7 +42,7 @@ def needs_hdf5(args: list[str]) -> bool:
         or any(a in ("-ahdf5", "--api=hdf5", "--kernel=flash") for a in args)
 
 
-def _impl(impl: str | mpi.MpiImpl | None, args: list[str] = ()) -> mpi.MpiImpl:
+def _impl(impl: str | mpi.MpiImpl | None, args: Sequence[str] = ()) -> mpi.MpiImpl:
     """The MPI to run under: the one named, else MPICH when HDF5 is asked for, else the first found."""
     if isinstance(impl, mpi.MpiImpl):
         return impl

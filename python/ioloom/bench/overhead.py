@@ -21,6 +21,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.console import Console
@@ -161,7 +162,10 @@ def _thread_instructions(argv: list[str], env: dict[str, str], work: Path) -> tu
     subprocess.run(["valgrind", "--tool=callgrind", "--separate-threads=yes", f"--callgrind-out-file={out}", *argv],
                    env=env, capture_output=True, check=True, timeout=1800)
     main = work / "callgrind.out-01"
-    total = int(re.search(r"^summary: (\d+)", main.read_text(), re.M).group(1))
+    summary = re.search(r"^summary: (\d+)", main.read_text(), re.M)
+    if summary is None:
+        raise RuntimeError(f"{main}: callgrind wrote no summary line")
+    total = int(summary.group(1))
     listing = subprocess.run(["callgrind_annotate", "--inclusive=yes", str(main)], capture_output=True, text=True,
                              check=True).stdout
     encoding = re.search(r"^\s*([\d,]+) .*writer\.c:flush_half \[", listing, re.M)
@@ -359,8 +363,9 @@ def command(
         except (RuntimeError, subprocess.CalledProcessError) as err:
             Console(stderr=True).print(f"bench overhead: {err}", markup=False, highlight=False)
             raise typer.Exit(1) from None
-    result = {"calls": calls, "rounds": rounds, "goal_added_ns": GOAL_NS, "load": {"before": load_before,
-              "after": _load()}, "calls_overhead": rows, "reader": reader}
+    result: dict[str, Any] = {"calls": calls, "rounds": rounds, "goal_added_ns": GOAL_NS,
+                              "load": {"before": load_before, "after": _load()}, "calls_overhead": rows,
+                              "reader": reader}
     if counted:
         result["instructions_per_call"] = counted
     if as_json:

@@ -97,7 +97,7 @@ def change_pct(base: list[float], traced: list[float]) -> dict:
 def measure(impl: mpi.MpiImpl, nranks: int, ops: int, size: str, repeats: int, work: Path,
             progress=None) -> dict:
     """Runs the kernel repeats x 3 times (configurations interleaved) and returns the figures for one MPI."""
-    samples = {config: {f: [] for f in FUNCTIONS} for config in CONFIGS}
+    samples: dict[str, dict[str, list[float]]] = {config: {f: [] for f in FUNCTIONS} for config in CONFIGS}
     events = {}
     for rep in range(repeats):
         # The order rotates, so that no configuration always runs first (after the previous file's removal).
@@ -259,11 +259,12 @@ def command(
     if output:
         output.mkdir(parents=True, exist_ok=True)  # before the runs: a bad -o must not cost them
     console = Console(stderr=True)
-    report = {"nranks": nranks, "ops": ops, "size": size, "repeats": repeats, "runs": []}
+    runs: list[dict] = []
+    report = {"nranks": nranks, "ops": ops, "size": size, "repeats": repeats, "runs": runs}
     with tempfile.TemporaryDirectory(prefix="ioloom-riot-", dir=directory) as tmp:
         try:
             for impl in impls:
-                report["runs"].append(measure(impl, nranks, ops, size, repeats, Path(tmp),
+                runs.append(measure(impl, nranks, ops, size, repeats, Path(tmp),
                                               progress=None if as_json else console.log))
         except (RiotFailed, paths.NativeMissing) as err:
             typer.echo(f"ioloom bench riot: {err}", err=True)

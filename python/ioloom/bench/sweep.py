@@ -136,6 +136,7 @@ def point_args(test: Test, x: float, ranks: int) -> tuple[int, list[str]]:
     """Ranks and ioloom-bench arguments of one point of a test."""
     args = list(test.args)
     if test.vary == "segments":
+        assert test.bytes_per_rank is not None  # the config is refused without it (_test)
         block = test.bytes_per_rank // int(x)
         transfer = min(test.transfer or block, block)
         args += ["-s", str(int(x)), "-b", str(block), "-t", str(transfer)]
@@ -202,7 +203,7 @@ def plot_html(rows: list[dict], path: Path) -> None:
     nrows, ncols = _shape(rows)
     panels = _panels(rows)
     fig = make_subplots(rows=nrows, cols=ncols, subplot_titles=[_title(rows, op, vary) for op, vary in panels])
-    colours = {}
+    colours: dict[str, str] = {}  # test name -> its colour in every panel
     for i, (op, vary) in enumerate(panels):
         row, col = divmod(i, ncols)
         for test, xs, mean, low, high in _series(rows, op, vary):

@@ -20,10 +20,9 @@ def _fail(message: str) -> None:
     raise typer.Exit(2)
 
 
-def _problem(err: Exception) -> str:
-    """What went wrong, in one line that says what to do."""
-    from ioloom.logfs.format import FormatError
-    if isinstance(err, FormatError):
+def _problem(err: OSError | ValueError) -> str:
+    """What went wrong (a FormatError, which says it all, or an OSError), in one line that says what to do."""
+    if not isinstance(err, OSError):
         return str(err)
     where = f"{err.filename}: " if err.filename else ""
     if err.errno in NO_SPACE:
@@ -67,7 +66,7 @@ def _bar(what: str, path: str, quiet: bool):
     return lambda total: progress.bar(total, f"{what} {path}", "bytes", quiet)
 
 
-def _human(n: int) -> str:
+def _human(n: float) -> str:
     for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
         if n < 1024 or unit == "TiB":
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import heapq
+import io
 import os
 import re
 import stat
@@ -529,7 +530,7 @@ class Container:
 
     def chunks(self, offset: int = 0, length: int | None = None):
         """The bytes of [offset, offset+length), piece by piece (zeros for holes), each log opened once."""
-        handles: dict[Path, object] = {}
+        handles: dict[Path, io.BufferedReader] = {}
         try:
             for _, n, log, phys in self.pieces(offset, length):
                 if log is None:

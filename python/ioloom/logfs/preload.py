@@ -15,7 +15,7 @@ def roots_value(mounts: dict[str | os.PathLike, list[str | os.PathLike]]) -> str
     """IOLOOM_LOGFS_ROOTS for {mount: [extra backend, ...]}."""
     parts = []
     for mount, extras in mounts.items():
-        parts.append(os.fspath(mount) + ("=" + ",".join(map(os.fspath, extras)) if extras else ""))
+        parts.append(os.fspath(mount) + ("=" + ",".join(os.fspath(e) for e in extras) if extras else ""))
     return ":".join(parts)
 
 

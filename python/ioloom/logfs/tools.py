@@ -537,13 +537,13 @@ def recover(path: Path, progress: Bar = silent) -> dict:
     journals = groups(meta)
     with progress(log_bytes(journals)) as advance:
         for j in journals:
-            records = j.index_path.with_name("records." + j.group)
-            intact = list(scan_records(records, j.log_path, advance))
+            journal = j.index_path.with_name("records." + j.group)
+            intact = list(scan_records(journal, j.log_path, advance))
             if len(rebuilt := _lost_records(j, [h for h, _ in intact])):
-                old = read_inside(records) if log_size(records) is not None else b""
-                with _replacing(records, "recover") as out:  # what was there stays: the scan skips non-records
+                old = read_inside(journal) if log_size(journal) is not None else b""
+                with _replacing(journal, "recover") as out:  # what was there stays: the scan skips non-records
                     out.write(old + rebuilt.tobytes())
-                intact = list(scan_records(records, j.log_path))
+                intact = list(scan_records(journal, j.log_path))
                 rebuilt_records += len(rebuilt)
             scanned.append((j, intact))
     patterns = not _overlapping_writers([r for _, recs in scanned for r in recs])

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Generic, TypeVar
 
 from ioloom.models import _check, contention
 
@@ -35,17 +36,20 @@ class Pattern:
                              f"({self.bytes_per_writer})")
 
 
+V = TypeVar("V")
+
+
 @dataclass(frozen=True)
-class Advice:
-    """A recommended value and why."""
-    value: object
+class Advice(Generic[V]):
+    """A recommended value (a count, a size, a hint's text, a plan) and why."""
+    value: V
     reason: str
 
 
 @dataclass
 class StripingAdvice:
-    stripe_count: Advice
-    stripe_size: Advice
+    stripe_count: Advice[int]
+    stripe_size: Advice[int]
     hints: dict[str, Advice]
     log_layer: Advice
     chunks: Advice
@@ -53,7 +57,7 @@ class StripingAdvice:
     plan: list[dict] = field(default_factory=list)
 
 
-def stripe_size(pattern: Pattern) -> Advice:
+def stripe_size(pattern: Pattern) -> Advice[int]:
     """A multiple of the request size (Wright Sec. 6.1), at least 1 MiB, a multiple of 64 KiB, at most 64 MiB."""
     q = pattern.request_size
     size = q * max(1, math.ceil(MiB / q))
@@ -70,7 +74,7 @@ def stripe_size(pattern: Pattern) -> Advice:
     return Advice(size, why)
 
 
-def stripe_count(pattern: Pattern, targets: int, jobs: int, max_load: float, size: int) -> tuple[Advice, float]:
+def stripe_count(pattern: Pattern, targets: int, jobs: int, max_load: float, size: int) -> tuple[Advice[int], float]:
     """The largest count that the data can fill and that keeps the mean target load (Eqs. 6.2-6.4) with
     `jobs` such jobs at or below `max_load`."""
     if not pattern.shared_file:
@@ -97,7 +101,7 @@ def romio_hints(pattern: Pattern, count: int, size: int, nodes: int) -> dict[str
     """cb_nodes, cb_buffer_size, romio_cb_write and romio_ds_write for this pattern."""
     small = pattern.request_size < size
     cb_nodes = max(1, min(nodes, count))
-    hints = {
+    hints: dict[str, Advice] = {
         "cb_nodes": Advice(cb_nodes, f"one aggregator per stripe target (at most one per node, {nodes} node(s)) "
                                      "so each target is written by a single client without lock contention"),
         "cb_buffer_size": Advice(size, "one stripe per collective-buffering round, so each aggregator "

@@ -25,7 +25,7 @@ def _rank_times(o: Outcome, sel: np.ndarray, nranks: int) -> dict[str, np.ndarra
     rank = ops["rank"]
     index = np.isin(ops["file"], list(o.workload.index_files)) & (ops["kind"] == KINDS["write"])
     data = np.isin(ops["kind"], [KINDS["write"], KINDS["read"]]) & ~index
-    out = {name: np.bincount(rank, weights=took * mask, minlength=nranks) for name, mask in (
+    out: dict[str, np.ndarray] = {name: np.bincount(rank, weights=took * mask, minlength=nranks) for name, mask in (
         ("open", ops["kind"] == KINDS["open"]), ("data", data), ("sync", ops["kind"] == KINDS["sync"]),
         ("close", (ops["kind"] == KINDS["close"]) | index))}
     out["wait"] = np.bincount(rank, weights=ops["gap"] * data, minlength=nranks)

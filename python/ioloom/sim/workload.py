@@ -7,6 +7,7 @@ layer does (`logfs`: every writer appends to its own log and writes an index at 
 from __future__ import annotations
 
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -54,10 +55,12 @@ def parse_size(text: str) -> int:
 
 _FLAGS = {"-F": ("pattern", "fpp"), "-e": ("fsync", True), "-z": ("random", True), "-w": ("write", True),
           "-r": ("read", True)}
-_VALUES = {"-b": ("block", parse_size), "--block-size": ("block", parse_size), "-t": ("transfer", parse_size),
-           "--transfer-size": ("transfer", parse_size), "-s": ("segments", int), "--segments": ("segments", int),
-           "--pattern": ("pattern", str), "--wait": ("wait_ms", float), "-i": ("repetitions", int),
-           "--repetitions": ("repetitions", int), "-a": ("api", str), "--api": ("api", str)}
+# bench option -> (the field it sets, the parser of its value)
+_VALUES: dict[str, tuple[str, Callable[[str], object]]] = {
+    "-b": ("block", parse_size), "--block-size": ("block", parse_size), "-t": ("transfer", parse_size),
+    "--transfer-size": ("transfer", parse_size), "-s": ("segments", int), "--segments": ("segments", int),
+    "--pattern": ("pattern", str), "--wait": ("wait_ms", float), "-i": ("repetitions", int),
+    "--repetitions": ("repetitions", int), "-a": ("api", str), "--api": ("api", str)}
 _NOT_SIMULATED = {"-c": "collective I/O (-c) is not simulated yet: simulate the independent pattern",
                   "-C": "reading another node's data (-C) is not simulated yet",
                   "--kernel": "kernels (--kernel) are not simulated yet: use a pattern"}
@@ -162,8 +165,8 @@ def _phase(a: BenchArgs, kind: str, nranks: int, rng: np.random.Generator) -> np
     gap = a.wait_ms / 1000.0
     create = int(kind == "write")
     rank_col = np.arange(nranks)[:, None]
-    data = _ops(files.size, kind=KINDS[kind], file=files.ravel(), offset=offsets.ravel(), length=a.transfer,
-                gap=gap).reshape(nranks, -1)
+    data: np.ndarray = _ops(files.size, kind=KINDS[kind], file=files.ravel(), offset=offsets.ravel(),
+                            length=a.transfer, gap=gap).reshape(nranks, -1)
     if a.pattern == "nfiles":
         data = data.reshape(nranks, a.segments, per_seg)
         opens = _ops(nranks * a.segments, kind=KINDS["open"], offset=create,
@@ -288,7 +291,8 @@ def _by_rank(ops: np.ndarray, phase: np.ndarray):
 
 def combine(workloads: list[Workload], starts: list[float]) -> Workload:
     """Several jobs as one simulation: job i is workloads[i]'s job renumbered i, starting at starts[i]."""
-    ops, tags, names, layouts, jobs, args, index_files = [], [], [], {}, [], [], set()
+    ops, tags, layouts, jobs, args, index_files = [], [], {}, [], [], set()
+    names: list[tuple[int, str, int]] = []
     for i, (w, start) in enumerate(zip(workloads, starts)):
         part = w.ops.copy()
         part["job"] = i

@@ -28,6 +28,7 @@ Event columns (one row per intercepted call; -1 where a value does not apply or 
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
@@ -64,6 +65,11 @@ def time_order(t: np.ndarray) -> np.ndarray | None:
     if len(t) < 2 or (t[1:] >= t[:-1]).all():
         return None
     return np.argsort(t, kind="stable")
+
+
+def _columns_of(table: pa.Table, columns: Sequence[str] | None) -> pa.Table:
+    """Some columns of a table held in memory (all of them when columns is None or empty)."""
+    return table.select(columns) if columns else table
 
 
 @dataclass
@@ -132,5 +138,5 @@ class Trace:
         for pid in sorted(set(events.column("pid").to_pylist())):
             part = events.filter(pc.equal(events.column("pid"), pid))
             rank = part.column("rank")[0].as_py() if part.num_rows else -1
-            streams.append(Stream(pid, rank, {}, lambda columns, part=part: part.select(columns) if columns else part))
+            streams.append(Stream(pid, rank, {}, functools.partial(_columns_of, part)))
         return cls(streams, files, meta or {})

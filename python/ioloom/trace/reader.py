@@ -37,10 +37,9 @@ def clock_line(info: dict, epoch: int = 0) -> ClockLine:
     init, drifting linearly to the one measured at finalize (constant when only one was measured, zero when
     none)."""
     init, final = _clock(info)
-    if init is None and final is None:
-        return ClockLine(0, 0, 0.0, epoch)
     if init is None or final is None or final[0] == init[0]:
-        return ClockLine(0, (init or final)[1], 0.0, epoch)
+        known = init or final
+        return ClockLine(0, known[1] if known else 0, 0.0, epoch)
     return ClockLine(init[0], init[1], (final[1] - init[1]) / (final[0] - init[0]), epoch)
 
 
@@ -61,7 +60,7 @@ def _merge_files(streams: list[StreamFile]) -> tuple[pa.Table, list[np.ndarray]]
     the lookup local id -> merged id."""
     ids: dict[tuple, int] = {}
     by_path: dict[str, int] = {}
-    rows = []
+    rows: list[tuple[int, str, int, int]] = []
     lookups = []
     for stream in streams:
         lookup = np.full(max(stream.files, default=-1) + 1, -1, np.int32)
@@ -77,7 +76,7 @@ def _merge_files(streams: list[StreamFile]) -> tuple[pa.Table, list[np.ndarray]]
                         by_path[path] = ids[key]
             lookup[local] = ids[key]
         lookups.append(lookup)
-    columns = list(zip(*rows)) if rows else [[], [], [], []]
+    columns: list[Sequence] = list(zip(*rows)) if rows else [[], [], [], []]
     return pa.table(columns, schema=FILE_SCHEMA), lookups
 
 
@@ -212,14 +211,14 @@ class StreamReader:
         waiting: dict[str, np.ndarray] = {}
         for i, (chunks, _) in enumerate(groups):
             part = self.stream.subset(chunks)
-            columns = self._decode(part, chunks if len(groups) > 1 else None, names, waiting)
+            decoded = self._decode(part, chunks if len(groups) > 1 else None, names, waiting)
             part.forget_pages()
             # what starts before every event of the groups still to decode is in its final place
             later = groups[i + 1][1] if i + 1 < len(groups) else None
-            ready = len(columns[_START]) if later is None else int(np.searchsorted(columns[_START], later, "left"))
-            waiting = {name: values[ready:].copy() for name, values in columns.items()} if later is not None else {}
+            ready = len(decoded[_START]) if later is None else int(np.searchsorted(decoded[_START], later, "left"))
+            waiting = {name: values[ready:].copy() for name, values in decoded.items()} if later is not None else {}
             if ready or later is None:
-                yield self._table(names, {name: values[:ready] for name, values in columns.items()})
+                yield self._table(names, {name: values[:ready] for name, values in decoded.items()})
 
     def read(self, columns: Sequence[str] | None = None) -> pa.Table:
         return next(self.ranges(columns, rows=None))
@@ -314,7 +313,8 @@ def open_trace(path: str | Path) -> Trace:
         reader = StreamReader(stream, lookup, epoch, rank, pid)
         out.append(Stream(pid, rank, info, reader.read, reader.ranges))
     out.sort(key=lambda s: (s.rank, s.pid, s.info["path"]))
-    errors = [_clock(s.info)[1][2] for s in streams if _clock(s.info)[1]]
+    finals = [_clock(s.info)[1] for s in streams]
+    errors = [final[2] for final in finals if final is not None]
     meta = {"path": str(path), "format_version": "1", "epoch_ns": epoch, "streams": len(out),
             "events": sum(s.events for s in streams), "dropped_events": sum(int(s.info.get("dropped_events", 0))
                                                                             for s in streams),

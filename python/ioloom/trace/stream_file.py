@@ -11,6 +11,7 @@ import mmap
 import os
 import struct
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -109,6 +110,7 @@ class StreamFile:
         if running:
             values = self._running(values, np.zeros(len(self.chunks), np.int64))
         if positions is not None:
+            assert out is not None  # made above when positions are given without it
             out[positions] = values
             return out
         if out is not None:
@@ -283,7 +285,8 @@ def _parse_files(payload: bytes) -> list[tuple[int, tuple[str, int, int]]]:
 
 
 # Each metadata chunk type: its parser (entries, or ValueError for the whole chunk) and the table it fills.
-PARSERS = {INFO: (_parse_info, "info"), OPS: (_parse_ops, "ops"), FILES: (_parse_files, "files")}
+PARSERS: dict[int, tuple[Callable[[bytes], list], str]] = {
+    INFO: (_parse_info, "info"), OPS: (_parse_ops, "ops"), FILES: (_parse_files, "files")}
 
 
 def _map(path: Path) -> mmap.mmap | bytes:
@@ -404,7 +407,7 @@ def rechain(data: bytes) -> bytes:
 
 def _index_python(raw, first: int, limit: int, room: int, rules: IndexRules) -> np.ndarray:
     """index.c's ioloom_index_chunks in Python, for when the native library is not built."""
-    rows = []
+    rows: list[list[int]] = []
     pos, previous = first, rules.previous
     while len(rows) < room and pos < len(raw) and pos < limit:
         row = [pos, -1, -1, OK] + [0] * (ROW_FIELDS - 4)
