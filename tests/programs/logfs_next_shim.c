@@ -51,7 +51,10 @@ int close(int fd) { seen(CLOSE, __builtin_return_address(0)); return NEXT(close)
 __attribute__((destructor)) static void report(void) {
     char line[256];
     int n = snprintf(line, sizeof line, "shim: calls from logfs:");
-    for (int i = 0; i < NCALLS; i++) n += snprintf(line + n, sizeof line - (size_t)n, " %s=%ld", names[i], from_logfs[i]);
+    for (int i = 0; i < NCALLS; i++) {
+        long count = __atomic_load_n(&from_logfs[i], __ATOMIC_RELAXED); /* threads may still be calling */
+        n += snprintf(line + n, sizeof line - (size_t)n, " %s=%ld", names[i], count);
+    }
     snprintf(line + n, sizeof line - (size_t)n, "\n");
     const char *out = getenv("LOGFS_SHIM_OUT");
     int fd = out ? NEXT(open)(out, O_WRONLY | O_CREAT | O_APPEND, 0644) : -1;

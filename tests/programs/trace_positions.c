@@ -71,7 +71,7 @@ static void keep(int slot, int fd) {
 }
 
 static void step(unsigned *seed) {
-    static char buf[4096];
+    static __thread char buf[4096]; /* each thread's own: threads read into it at once */
     int fd = any_fd(seed), other = any_fd(seed);
     size_t n = 1 + rand_r(seed) % 300;
     off_t before = truth(fd), other_before = truth(other);

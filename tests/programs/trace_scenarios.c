@@ -21,9 +21,11 @@
 static const char *dir;
 static char buf[4096];
 
+/* dir/name, in one of 8 buffers of the calling thread's own (threads and crowd call it from many threads at once;
+ * shared buffers and a shared counter would hand two threads one buffer). */
 static const char *in_dir(const char *name) {
-    static char paths[8][4096];
-    static int next;
+    static __thread char paths[8][4096];
+    static __thread int next;
     char *p = paths[next++ % 8];
     snprintf(p, 4096, "%s/%s", dir, name);
     return p;
