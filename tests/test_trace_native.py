@@ -8,6 +8,7 @@ import hashlib
 import os
 import signal
 import subprocess
+import sys
 import tarfile
 from pathlib import Path
 
@@ -201,6 +202,27 @@ def test_threads_all_alive_at_once_record_every_event_by_default(tmp_path, threa
     writes = ev[ev["op"] == "pwrite"]
     assert len(writes) == threads * 200 and writes["tid"].nunique() == threads
     assert sorted(writes["offset"]) == list(range(0, threads * 200 * 8, 8))
+
+
+def test_threads_record_every_event_under_cpu_contention(tmp_path):
+    """Issue 12 item 7 as reported: 16 threads all alive at once x 2,000 pwrites with the default settings while
+    6 busy processes compete for the CPUs (the writer thread gets little time); every event is recorded, none
+    dropped (the tracer before the fix dropped 18,018 of 32,000 even on an idle machine)."""
+    exe = compile_program("trace_scenarios.c")
+    trace = tmp_path / "trace"
+    (tmp_path / "w").mkdir()
+    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(6)]
+    try:
+        subprocess.run([str(exe), "crowd", str(tmp_path / "w"), "16", "2000"], check=True, capture_output=True,
+                       timeout=300, env=traced_env(trace))
+    finally:
+        for process in busy:
+            process.kill()
+            process.wait()
+    result = open_trace(trace)
+    assert result.meta["dropped_events"] == 0 and result.problems == []
+    writes = result.events(["op"]).to_pandas()
+    assert (writes["op"] == "pwrite").sum() == 16 * 2000
 
 
 def test_fork_child_gets_its_own_stream(tmp_path):
