@@ -88,3 +88,34 @@ def test_reader_refuses_what_is_not_an_output(tmp_path, ioloom_cli):
         async_io.open(tmp_path)
     out = ioloom_cli("async", "info", tmp_path / "x.json", check=False)
     assert out.returncode == 2 and out.stderr.count("\n") == 1 and "not a libioloom-async index" in out.stderr
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 256 KiB tmpfs: a real full disk (needs the right to mount, as root in CI has)."""
+    import subprocess
+    disk = tmp_path / "small"
+    disk.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(disk)], capture_output=True).returncode:
+        pytest.skip("cannot mount a small tmpfs here (not root?)")
+    yield disk
+    subprocess.run(["umount", str(disk)], check=True)
+
+
+@pytest.mark.parametrize("mode", ["synchronous", "dedicated-cores"])
+def test_full_disk_loses_blocks_reported_and_keeps_earlier_ones(mpi, tmp_path, small_disk, mode):
+    from ioloom.async_io.kernel import expected_value, run_kernel
+    setup = Setup(small_disk, mode=mode, variables=("u",), dims=(16, 16, 16), buffer=4 << 20, events=())
+    run = run_kernel(mpi.impl, 3, setup.write(tmp_path / "c.yaml"), setup, 12, 0.0)
+    assert run.returncode == 0, run.stderr
+    lost = [line for line in run.stderr.splitlines() if line.startswith("ioloom-async: writer")]
+    assert lost and all("variable u, iteration" in line and line.endswith("lost: No space left on device")
+                        for line in lost)
+    out = async_io.open(small_disk)
+    counters = out.counters()
+    assert counters["lost_blocks"] == len(lost) and counters["written_blocks"] + len(lost) == counters["blocks"]
+    assert counters["written_blocks"] > 0
+    for it in out.iterations():
+        for b in out.blocks_at("u", it):
+            flat = out.read("u", it, b).reshape(-1)
+            assert flat[0] == expected_value(it, b, 0, 0) and flat[-1] == expected_value(it, b, 0, flat.size - 1)

@@ -57,8 +57,12 @@ void async_writer_put(struct async_writer *w, const struct async_config *cfg, st
     double start = async_now();
     if (write_all(w->data_fd, data, nbytes, (off_t)w->offset) ||
         write_all(w->index_fd, &rec, sizeof rec, (off_t)(w->records * sizeof rec))) {
+        int error = errno;
+        /* Give back what a partial write took, so that the index and later (smaller) writes may still fit. */
+        if (ftruncate(w->data_fd, (off_t)w->offset) != 0 || ftruncate(w->index_fd, (off_t)(w->records * sizeof rec)))
+            error = errno;
         fprintf(stderr, "ioloom-async: writer %d: variable %s, iteration %lld, block %d lost: %s\n", w->id,
-                cfg->variables[variable].name, (long long)iteration, block, strerror(errno));
+                cfg->variables[variable].name, (long long)iteration, block, strerror(error));
         st->lost_blocks++;
     } else {
         w->offset += nbytes;
