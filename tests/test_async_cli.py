@@ -55,3 +55,24 @@ def test_bench_async_prints_each_mode(ioloom_cli, tmp_path):
     assert 0 <= s["dedicated-cores"]["idle_fraction"]["median"] <= 1
     refused = ioloom_cli("bench", "async", "--rounds", "2", check=False)
     assert refused.returncode == 2 and "--rounds 2" in refused.stderr
+
+
+def test_crossing_interpolates_where_dedicated_starts_to_pay():
+    from ioloom.bench.async_kernel import crossing
+
+    def point(ratio, run_ratio):
+        return {"measured_ratio": ratio, "run_ratio": {"median": run_ratio}}
+    assert crossing([point(2.0, 0.7), point(0.5, 1.3), point(1.0, 1.1)]) == pytest.approx(1.25)  # between 1.0 (+0.1) and 2.0 (-0.3)
+    assert crossing([point(0.5, 1.3), point(1.0, 1.1)]) is None
+
+
+def test_bench_async_break_even_sweep(ioloom_cli):
+    out = ioloom_cli("bench", "async", "--rounds", "1", "--quick", "--iterations", "4", "--compute", "0.05",
+                     "--dims", "8,8,8", "--variables", "1", "--break-even", "--multiples", "0.5,2", "--json",
+                     timeout=600)
+    sweep = json.loads(out.stdout)["break_even"]
+    assert sweep["predicted"] == pytest.approx(1.0)  # 1/(N-1) with N = 2
+    low, high = sweep["points"]
+    # Writes at half the break-even: giving up a core costs; at twice it: the dedicated core wins.
+    assert low["run_ratio"]["median"] > high["run_ratio"]["median"]
+    assert low["measured_ratio"] < high["measured_ratio"]

@@ -109,6 +109,58 @@ def render(report: dict) -> None:
           f"(run ratio {s['dedicated-cores']['run_ratio']['median']:.3f}); advice: {e['mode']}")
 
 
+def block_bytes(dims, nvars: int) -> int:
+    """Bytes each rank outputs per iteration."""
+    n = 8 * nvars
+    for d in dims:
+        n *= d
+    return n
+
+
+def crossing(points: list[dict]) -> float | None:
+    """The W_std/C_std at which the dedicated core's run-time ratio to synchronous crosses 1 (interpolated
+    between the two measured points around it), None when it does not cross within the sweep."""
+    pts = sorted(points, key=lambda p: p["measured_ratio"])
+    for a, b in zip(pts, pts[1:]):
+        fa, fb = a["run_ratio"]["median"] - 1, b["run_ratio"]["median"] - 1
+        if fa >= 0 > fb:
+            return a["measured_ratio"] + fa / (fa - fb) * (b["measured_ratio"] - a["measured_ratio"])
+    return None
+
+
+def break_even(impl, ranks: int, compute: float, dims, nvars: int, iterations: int, rounds: int,
+               multiples: list[float], work: Path) -> dict:
+    """Sweeps the write-to-compute ratio W/C (through the node bandwidth) around Eq. 3.2's break-even 1/(N-1),
+    running synchronous and dedicated-cores in alternating order each round, and finds the measured crossing."""
+    from ioloom import models
+    predicted = models.dedicated_core(compute, compute, ranks).break_even_ratio
+    points = []
+    for multiple in multiples:
+        bandwidth = int(ranks * block_bytes(dims, nvars) / (multiple * predicted * compute))
+        rs = [one_round(impl, ranks, compute, dims, nvars, iterations, bandwidth, work,
+                        ("synchronous", "dedicated-cores")[::1 if r % 2 == 0 else -1]) for r in range(rounds)]
+        w_std = statistics.median(r["synchronous"]["visible_median"] for r in rs)
+        points.append({"target_ratio": multiple * predicted, "node_bandwidth": bandwidth, "write_std": w_std,
+                       "measured_ratio": w_std / compute,
+                       "run_ratio": spread([r["dedicated-cores"]["run_seconds"] / r["synchronous"]["run_seconds"]
+                                            for r in rs])})
+    measured = crossing(points)
+    return {"predicted": predicted, "measured": measured, "points": points,
+            "difference": None if measured is None else abs(measured - predicted) / predicted}
+
+
+def render_break_even(report: dict) -> None:
+    b = report["break_even"]
+    print(f"break-even sweep ({report['ranks']} ranks, compute {report['compute']:g} s, {report['rounds']} rounds "
+          f"per point): W_std/C_std -> run time dedicated/synchronous, median [min-max]")
+    for p in b["points"]:
+        print(f"  W/C {p['measured_ratio']:.3f} (target {p['target_ratio']:.3f}): "
+              f"{_cell(p['run_ratio'], '{:.3f}')}")
+    verdict = ("no crossing within the sweep" if b["measured"] is None else
+               f"measured {b['measured']:.3f}, {b['difference']:.0%} from Eq. 3.2's 1/(N-1) = {b['predicted']:.3f}")
+    print(f"break-even W/C: {verdict}")
+
+
 @app.command("async")
 def bench_async(ranks: int = typer.Option(2, min=2, help="Ranks on the node (N of Eq. 3.2)."),
                 compute: float = typer.Option(0.1, min=0.0, help="Compute seconds per iteration and rank."),
@@ -119,6 +171,10 @@ def bench_async(ranks: int = typer.Option(2, min=2, help="Ranks on the node (N o
                 rounds: int = typer.Option(10, min=1, help="Interleaved rounds."),
                 quick: bool = typer.Option(False, help="Allow fewer rounds than published figures take."),
                 mpi_name: str = typer.Option("openmpi", "--mpi", help="MPI to use."),
+                sweep: bool = typer.Option(False, "--break-even", help="Also sweep W/C around Eq. 3.2's break-even "
+                                           "and report where dedicated cores start to pay."),
+                multiples: str = typer.Option("0.25,0.5,0.75,1,1.25,1.5,2,3", help="The sweep's W/C values, as "
+                                              "multiples of the break-even 1/(N-1)."),
                 as_json: bool = typer.Option(False, "--json", help="Print the result as JSON.")) -> None:
     """Each mode of libioloom-async on the CM1-like kernel: write time seen, jitter, run time, idle fraction."""
     import os
@@ -138,15 +194,16 @@ def bench_async(ranks: int = typer.Option(2, min=2, help="Ranks on the node (N o
             order = MODE_ORDER[r % 3:] + MODE_ORDER[:r % 3]
             all_rounds.append(one_round(impl, ranks, compute, shape, variables, iterations, bandwidth, Path(tmp),
                                         order))
+        swept = (break_even(impl, ranks, compute, shape, variables, iterations, rounds,
+                            [float(m) for m in multiples.split(",")], Path(tmp)) if sweep else None)
     load.append(os.getloadavg()[0])
-    block = 8
-    for d in shape:
-        block *= d
     report = {"mpi": impl.name, "ranks": ranks, "compute": compute, "iterations": iterations, "rounds": rounds,
-              "variables": variables, "block_bytes": block * variables, "node_bandwidth": bandwidth,
+              "variables": variables, "block_bytes": block_bytes(shape, variables), "node_bandwidth": bandwidth,
               "load": [f"{x:.2f}" for x in load], "summary": summarise(all_rounds, compute, ranks),
-              "per_round": all_rounds}
+              "per_round": all_rounds, "break_even": swept}
     if as_json:
         print(json.dumps(report, indent=2))
-    else:
-        render(report)
+        return
+    render(report)
+    if swept:
+        render_break_even(report)
