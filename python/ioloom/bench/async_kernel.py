@@ -23,6 +23,10 @@ from ioloom.bench.stats import rounds_allowed, spread
 MODE_ORDER = ("synchronous", "helper-thread", "dedicated-cores")
 
 
+class KernelRunFailed(RuntimeError):
+    """A run of the kernel exited with an error: its figures would measure nothing."""
+
+
 def per_run(run: dict, counters_path: Path, mode: str) -> dict:
     """One run's figures: visible write time per iteration (median and total), jitter, run time, idle."""
     from ioloom import async_io
@@ -48,7 +52,7 @@ def one_round(impl, ranks: int, compute: float, dims, nvars: int, iterations: in
         c = compute * ranks / (ranks - 1) if mode == "dedicated-cores" else compute
         run = run_kernel(impl, ranks, setup.write(work / f"{mode}.yaml"), setup, iterations, c, timeout=600)
         if run.returncode != 0:
-            raise RuntimeError(f"{mode} run failed (exit {run.returncode}): {run.stderr.strip()[-300:]}")
+            raise KernelRunFailed(f"{mode} run failed (exit {run.returncode}): {run.stderr.strip()[-300:]}")
         results[mode] = per_run(run.result, setup.directory, mode)
     return results
 

@@ -1,0 +1,40 @@
+"""libioloom-async's Fortran module (native/async/ioloom_async.f90) under each MPI: a Fortran program writes
+through it, the Python reader reads what it wrote, and a wrong-size write returns the library's message."""
+from __future__ import annotations
+
+import subprocess
+
+from ioloom import async_io, paths
+
+MODULE = paths.REPO_ROOT / "native" / "async" / "ioloom_async.f90"
+PROGRAM = paths.REPO_ROOT / "tests" / "programs" / "async_fortran.f90"
+
+
+def build(mpi, where):
+    lib = paths.build_dir() / "lib"
+    exe = where / f"async_fortran-{mpi.name}"
+    subprocess.run([mpi.impl.mpifort, "-O2", "-J", str(where), "-o", str(exe), str(MODULE), str(PROGRAM), f"-L{lib}",
+                    f"-lioloom-async-{mpi.name}", f"-Wl,-rpath,{lib}"], check=True, cwd=where)
+    return exe
+
+
+def test_fortran_program_writes_through_the_module(mpi, tmp_path):
+    config = tmp_path / "f.yaml"
+    config.write_text(f"name: fort\nmode: dedicated-cores\nbuffer: 1MiB\nwriter: {{directory: {tmp_path / 'out'}}}\n"
+                      "layouts:\n  grid: {type: float64, dimensions: [4, 8, 16]}\n"  # theta(16, 8, 4), C order
+                      "variables:\n  theta: {layout: grid}\nevents: [checkpoint]\n")
+    out = mpi.run(3, [build(mpi, tmp_path), config], timeout=120)
+    assert "wrong size: 2 variable 'theta': the buffer has 16 bytes but its layout 'grid' needs 4096" in out.stdout
+    output = async_io.open(tmp_path / "out")
+    assert output.iterations() == list(range(5)) and len(output.events) == 10
+    for it in range(5):
+        for block in (0, 1):
+            theta = output.read("theta", it, block)
+            assert theta.shape == (4, 8, 16) and (theta == it + 0.001 * block).all()
+
+
+def test_fortran_configuration_error(mpi, tmp_path):
+    config = tmp_path / "f.yaml"
+    config.write_text("name: fort\nmode: sideways\n")
+    out = mpi.run(2, [build(mpi, tmp_path), config], timeout=120)
+    assert out.stdout.count("initialize: rank 0: ") == 2 and "mode must be one of" in out.stdout
