@@ -31,6 +31,9 @@ def test_advise_command(ioloom_cli):
     out = json.loads(ioloom_cli("async", "advise", "--compute", "1", "--write", "0.05", "--cores-per-node", "24",
                                 "--json").stdout)
     assert out["mode"] == "dedicated-cores" and out["eq_3_2"]["break_even_ratio"] == pytest.approx(1 / 23)
+    out = json.loads(ioloom_cli("async", "advise", "--compute", "1", "--write", "0.5", "--cores-per-node", "4",
+                                "--p-max", "200", "--p-idle", "100", "--json").stdout)
+    assert out["energy"] == {"synchronous": pytest.approx(1.5 * 200), "dedicated-cores": pytest.approx(4 / 3 * 200)}
     bad = ioloom_cli("async", "advise", "--cores-per-node", "4", check=False)
     assert bad.returncode == 2 and "give --compute and --write" in bad.stderr
 
@@ -62,7 +65,8 @@ def test_crossing_interpolates_where_dedicated_starts_to_pay():
 
     def point(ratio, run_ratio):
         return {"measured_ratio": ratio, "run_ratio": {"median": run_ratio}}
-    assert crossing([point(2.0, 0.7), point(0.5, 1.3), point(1.0, 1.1)]) == pytest.approx(1.25)  # between 1.0 (+0.1) and 2.0 (-0.3)
+    # Between W/C 1.0 (ratio 1.1) and 2.0 (0.7): a quarter of the way.
+    assert crossing([point(2.0, 0.7), point(0.5, 1.3), point(1.0, 1.1)]) == pytest.approx(1.25)
     assert crossing([point(0.5, 1.3), point(1.0, 1.1)]) is None
 
 

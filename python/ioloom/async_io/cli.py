@@ -61,6 +61,16 @@ def advice(compute: float, write: float, cores_per_node: int, write_dedicated: f
                        "break_even_ratio": verdict.break_even_ratio, "worthwhile": verdict.worthwhile}}
 
 
+def energy(compute: float, write: float, cores_per_node: int, p_max: float, p_idle: float) -> dict:
+    """Joules per node and iteration with and without one dedicated core (Dorier Eqs. 5.1-5.4 through
+    ioloom.models.energy: time partitioning takes C + W at P_max, a dedicated core C N/(N-1) at P_max)."""
+    from ioloom import models
+    common = {"t_base": compute * cores_per_node, "iterations": 1, "cores_per_node": cores_per_node, "nodes": 1,
+              "p_max": p_max, "p_idle": p_idle}
+    return {"synchronous": models.energy("time-partitioning", io_time=write, **common).energy,
+            "dedicated-cores": models.energy("dedicated-cores", dedicated=1, **common).energy}
+
+
 @app.command("advise")
 def advise(compute: float | None = typer.Option(None, min=0.0, help="Compute time per iteration C_std (s)."),
            write: float | None = typer.Option(None, min=0.0, help="Write time per iteration W_std (s)."),
@@ -69,6 +79,9 @@ def advise(compute: float | None = typer.Option(None, min=0.0, help="Compute tim
                                                            "W_ded (default: W_std)."),
            trace: Path | None = typer.Option(None, "--trace", help="A trace directory (ioloom run -o DIR) to "
                                                 "measure C and W from."),
+           p_max: float | None = typer.Option(None, min=0.0, help="Power of a busy node (W): adds the energy "
+                                              "per iteration (Eqs. 5.1-5.4)."),
+           p_idle: float = typer.Option(0.0, min=0.0, help="Power of an idle node (W), with --p-max."),
            as_json: bool = JSON) -> None:
     """Which mode to configure (synchronous, helper-thread, dedicated-cores), from Dorier's Eq. 3.2."""
     from ioloom.advise import _trace_split
@@ -79,6 +92,7 @@ def advise(compute: float | None = typer.Option(None, min=0.0, help="Compute tim
         raise typer.BadParameter("give --compute and --write, or --trace")
     try:
         result = advice(compute, write, cores_per_node, write_dedicated)
+        result["energy"] = None if p_max is None else energy(compute, write, cores_per_node, p_max, p_idle)
     except ValueError as err:
         typer.echo(f"ioloom async advise: {err}", err=True)
         raise typer.Exit(2) from None
@@ -89,6 +103,9 @@ def advise(compute: float | None = typer.Option(None, min=0.0, help="Compute tim
     print(f"Eq. 3.2: W + C = {e['standard']:.4g} s per iteration now; with a dedicated core max(C N/(N-1), W_ded) "
           f"= {e['dedicated']:.4g} s (break-even W/C = {e['break_even_ratio']:.1%})")
     print(f"mode: {result['mode']}: {result['reason']}")
+    if result["energy"]:
+        print("energy per node and iteration: " + ", ".join(f"{mode} {joules:.4g} J"
+                                                            for mode, joules in result["energy"].items()))
 
 
 def random_case(rng: random.Random, impl_names: list[str]) -> dict:
