@@ -44,6 +44,15 @@ def test_each_mode_writes_every_block(mpi, tmp_path, mode):
     assert len(writers) == (1 if mode == "dedicated-cores" else 3)
 
 
+@pytest.mark.parametrize("mode", ["synchronous", "dedicated-cores"])
+def test_fsync_each_iteration(mpi, tmp_path, mode):
+    setup = Setup(tmp_path / "out", mode=mode, dims=(8, 8, 4), fsync=True)
+    run = run_kernel(mpi.impl, 3, setup.write(tmp_path / "c.yaml"), setup, 4, 0.0)
+    assert run.returncode == 0, run.stderr
+    check_output(tmp_path / "out", setup, 2 if mode == "dedicated-cores" else 3, 4)
+    assert "fsync: true" in setup.yaml()
+
+
 def test_zero_copy_dedicated(mpi, tmp_path):
     setup = Setup(tmp_path / "out", mode="dedicated-cores", dims=(8, 8, 8), buffer=1 << 20)
     run = run_kernel(mpi.impl, 3, setup.write(tmp_path / "c.yaml"), setup, 20, 0.0, zero_copy=True)

@@ -41,6 +41,7 @@ struct async_config {
     enum async_policy policy;
     char directory[1024]; /* the writer's output directory */
     size_t bandwidth;     /* bytes per second each writer may write, 0: no limit (spreads out a node's writes) */
+    int fsync;            /* make each iteration durable (fdatasync) when its end reaches the writer */
     int nlayouts, nvariables, nevents;
     struct async_layout *layouts;
     struct async_variable *variables;
@@ -119,11 +120,14 @@ struct async_index_record {
 struct async_writer {
     int id, data_fd, index_fd;
     uint64_t offset, records; /* bytes in the data file, records in the index file */
+    uint64_t synced;          /* records made durable */
 };
 int async_writer_open(struct async_writer *w, const struct async_config *cfg, int id, char msg[ASYNC_MSG_MAX]);
 /* Appends one block; on failure reports the lost block on stderr, counts it and leaves earlier ones intact. */
 void async_writer_put(struct async_writer *w, const struct async_config *cfg, struct async_stats *st, int variable,
                       int block, int64_t iteration, const void *data, size_t nbytes);
+/* With writer.fsync, makes what was written so far durable (nothing to do when nothing new was written). */
+void async_writer_sync(struct async_writer *w, const struct async_config *cfg, struct async_stats *st);
 /* Records a signalled event in the index (variable -1 - event, no data). */
 void async_writer_event(struct async_writer *w, int event, int block, int64_t iteration);
 void async_writer_close(struct async_writer *w);

@@ -89,6 +89,15 @@ static int size_value(struct reader *r, yaml_node_t *n, const char *what, size_t
     return fail(r, n, "%s must be a size such as 64MiB, 512KiB or 1048576, got '%s'", what, s ? s : "?");
 }
 
+static int boolean(struct reader *r, yaml_node_t *n, const char *what, int *out) {
+    const char *s = scalar(n);
+    if (s && (!strcmp(s, "true") || !strcmp(s, "yes") || !strcmp(s, "false") || !strcmp(s, "no"))) {
+        *out = s[0] == 't' || s[0] == 'y';
+        return 0;
+    }
+    return fail(r, n, "%s must be true or false, got '%s'", what, s ? s : "?");
+}
+
 static int choice(struct reader *r, yaml_node_t *n, const char *what, const char *const *names, int *out) {
     const char *s = scalar(n);
     for (int i = 0; s && names[i]; i++)
@@ -188,13 +197,14 @@ static int events(struct reader *r, struct async_config *cfg, yaml_node_t *s) {
 }
 
 static int writer(struct reader *r, struct async_config *cfg, yaml_node_t *m) {
-    static const char *const keys[] = {"directory", "bandwidth", NULL};
+    static const char *const keys[] = {"directory", "bandwidth", "fsync", NULL};
     yaml_node_t *d;
     if (!m || is_mapping(r, m, "writer") || known_keys(r, m, "writer", keys))
         return fail(r, m, "writer: give the output directory (writer: {directory: out})");
     if (!(d = lookup(r, m, "directory")) || !scalar(d) || !*scalar(d) || strlen(scalar(d)) >= sizeof cfg->directory)
         return fail(r, d ? d : m, "writer: directory must be a path");
     strcpy(cfg->directory, scalar(d));
+    if ((d = lookup(r, m, "fsync")) && boolean(r, d, "writer: fsync", &cfg->fsync)) return -1;
     return (d = lookup(r, m, "bandwidth")) ? size_value(r, d, "writer: bandwidth (bytes per second)", &cfg->bandwidth)
                                            : 0;
 }

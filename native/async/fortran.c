@@ -1,16 +1,13 @@
 /* The C side of libioloom-async's Fortran bindings (ioloom_async.f90): communicators cross as MPI_Fint. */
 #include "ioloom_async.h"
 
-int ioloom_async_initialize_f(const char *config_path, MPI_Fint comm)
-{
+int ioloom_async_initialize_f(const char *config_path, MPI_Fint comm) {
     return ioloom_async_initialize(config_path, MPI_Comm_f2c(comm));
 }
 
-int ioloom_async_client_comm_f(MPI_Fint *clients)
-{
+int ioloom_async_client_comm_f(MPI_Fint *clients) {
     MPI_Comm c;
     int rc = ioloom_async_client_comm(&c);
-    if (rc == IOLOOM_ASYNC_OK)
-        *clients = MPI_Comm_c2f(c);
+    if (rc == IOLOOM_ASYNC_OK) *clients = MPI_Comm_c2f(c);
     return rc;
 }

@@ -32,6 +32,9 @@ static int handle(struct async_server *s, int i, const struct async_msg *m) {
         case MSG_WRITE:
             write_block(s, i, m);
             break;
+        case MSG_END_ITERATION:
+            async_writer_sync(s->writer, &async_g.cfg, s->stats);
+            break;
         case MSG_SIGNAL:
             async_writer_event(s->writer, m->id, s->blocks[i], m->iteration);
             break;

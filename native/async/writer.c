@@ -20,7 +20,7 @@ static int open_file(const struct async_config *cfg, int id, const char *suffix,
 
 int async_writer_open(struct async_writer *w, const struct async_config *cfg, int id, char msg[ASYNC_MSG_MAX]) {
     w->id = id;
-    w->offset = w->records = 0;
+    w->offset = w->records = w->synced = 0;
     if (mkdir(cfg->directory, 0755) != 0 && errno != EEXIST) {
         snprintf(msg, ASYNC_MSG_MAX, "%.400s: cannot create the output directory: %s", cfg->directory, strerror(errno));
         return -1;
@@ -77,6 +77,15 @@ void async_writer_put(struct async_writer *w, const struct async_config *cfg, st
 void async_writer_event(struct async_writer *w, int event, int block, int64_t iteration) {
     struct async_index_record rec = {-1 - event, block, iteration, w->offset, 0};
     if (write_all(w->index_fd, &rec, sizeof rec, (off_t)(w->records * sizeof rec)) == 0) w->records++;
+}
+
+void async_writer_sync(struct async_writer *w, const struct async_config *cfg, struct async_stats *st) {
+    if (!cfg->fsync || w->synced == w->records) return;
+    double start = async_now();
+    if (fdatasync(w->data_fd) != 0 || fdatasync(w->index_fd) != 0)
+        fprintf(stderr, "ioloom-async: writer %d: cannot make its output durable: %s\n", w->id, strerror(errno));
+    w->synced = w->records;
+    st->writer_busy_seconds += async_now() - start;
 }
 
 void async_writer_close(struct async_writer *w) {

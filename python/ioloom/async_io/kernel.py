@@ -27,6 +27,7 @@ class Setup:
     policy: str = "block"
     dedicated_cores: int = 1
     bandwidth: int = 0
+    fsync: bool = False
     events: tuple[str, ...] = ("checkpoint",)
     name: str = "cm1"
 
@@ -36,6 +37,7 @@ class Setup:
                  f"buffer: {self.buffer}", f"queue: {self.queue}", f"policy: {self.policy}",
                  "writer:", f"  directory: {self.directory}"]
         lines += [f"  bandwidth: {self.bandwidth}"] if self.bandwidth else []
+        lines += ["  fsync: true"] if self.fsync else []
         lines += ["layouts:", f"  grid: {{type: float64, dimensions: [{dims}]}}", "variables:"]
         lines += [f"  {v}: {{layout: grid}}" for v in self.variables]
         lines += [f"events: [{', '.join(self.events)}]"] if self.events else []

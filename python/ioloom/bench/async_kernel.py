@@ -42,13 +42,13 @@ def per_run(run: dict, counters_path: Path, mode: str) -> dict:
 
 
 def one_round(impl, ranks: int, compute: float, dims, nvars: int, iterations: int, bandwidth: int, work: Path,
-              order) -> dict:
+              order, fsync: bool = False) -> dict:
     from ioloom.async_io.kernel import Setup, run_kernel
     results = {}
     for mode in order:
         writers = 1 if mode == "dedicated-cores" else ranks
         setup = Setup(work / mode, mode=mode, dims=dims, buffer=256 << 20, bandwidth=bandwidth // writers,
-                      events=(), variables=tuple(f"var{i}" for i in range(nvars)))
+                      events=(), variables=tuple(f"var{i}" for i in range(nvars)), fsync=fsync)
         c = compute * ranks / (ranks - 1) if mode == "dedicated-cores" else compute
         run = run_kernel(impl, ranks, setup.write(work / f"{mode}.yaml"), setup, iterations, c, timeout=600)
         if run.returncode != 0:
@@ -93,8 +93,8 @@ def render(report: dict) -> None:
     table = Table(title=f"ioloom bench async: {report['mpi']}, {report['ranks']} ranks on one node, "
                   f"{report['iterations']} iterations, compute {report['compute']:g} s, {report['variables']} "
                   f"variables, {report['block_bytes']} bytes per rank and iteration, node bandwidth "
-                  f"{report['node_bandwidth']} B/s, {report['rounds']} rounds; load before/after "
-                  f"{report['load'][0]} / {report['load'][1]}")
+                  f"{report['node_bandwidth'] or 'unlimited'} B/s{', fsync' if report['fsync'] else ''}, "
+                  f"{report['rounds']} rounds; load before/after {report['load'][0]} / {report['load'][1]}")
     for column in ("mode", "write seen (s/iteration)", "ratio to sync", "jitter std (s)", "jitter max/median",
                    "run (s)", "run ratio", "dedicated idle"):
         table.add_column(column)
@@ -171,7 +171,12 @@ def bench_async(ranks: int = typer.Option(2, min=2, help="Ranks on the node (N o
                 dims: str = typer.Option("32,32,32", help="Dimensions of each 3-D float64 variable per rank."),
                 variables: int = typer.Option(3, min=1, max=16, help="Variables written per iteration."),
                 iterations: int = typer.Option(10, min=2, help="Iterations per run."),
-                node_bandwidth: float = typer.Option(16.0, min=0.01, help="Storage bandwidth of the node, MiB/s."),
+                node_bandwidth: float = typer.Option(16.0, min=0.0, help="Storage bandwidth of the node, MiB/s "
+                                                     "(0: no limit, the file system as it is)."),
+                fsync: bool = typer.Option(False, "--fsync", help="Writers make each iteration durable (fdatasync):"
+                                           " the disk's own speed and variability."),
+                directory: Path | None = typer.Option(None, "--dir", help="Where the runs write (default: a "
+                                                      "temporary directory)."),
                 rounds: int = typer.Option(10, min=1, help="Interleaved rounds."),
                 quick: bool = typer.Option(False, help="Allow fewer rounds than published figures take."),
                 mpi_name: str = typer.Option("openmpi", "--mpi", help="MPI to use."),
@@ -184,7 +189,9 @@ def bench_async(ranks: int = typer.Option(2, min=2, help="Ranks on the node (N o
     import os
 
     from ioloom import mpi
-    problem = rounds_allowed(rounds, quick, "--rounds")
+    problem = rounds_allowed(rounds, quick, "--rounds") or (
+        "--break-even sweeps W/C through the node bandwidth: give --node-bandwidth > 0" if sweep and
+        not node_bandwidth else None)
     if problem:
         typer.echo(f"ioloom bench async: {problem}", err=True)
         raise typer.Exit(2)
@@ -193,16 +200,17 @@ def bench_async(ranks: int = typer.Option(2, min=2, help="Ranks on the node (N o
     bandwidth = int(node_bandwidth * (1 << 20))
     load = [os.getloadavg()[0]]
     all_rounds = []
-    with tempfile.TemporaryDirectory(prefix="ioloom-bench-async-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="ioloom-bench-async-", dir=directory) as tmp:
         for r in range(rounds):
             order = MODE_ORDER[r % 3:] + MODE_ORDER[:r % 3]
             all_rounds.append(one_round(impl, ranks, compute, shape, variables, iterations, bandwidth, Path(tmp),
-                                        order))
+                                        order, fsync))
         swept = (break_even(impl, ranks, compute, shape, variables, iterations, rounds,
                             [float(m) for m in multiples.split(",")], Path(tmp)) if sweep else None)
     load.append(os.getloadavg()[0])
     report = {"mpi": impl.name, "ranks": ranks, "compute": compute, "iterations": iterations, "rounds": rounds,
               "variables": variables, "block_bytes": block_bytes(shape, variables), "node_bandwidth": bandwidth,
+              "fsync": fsync,
               "load": [f"{x:.2f}" for x in load], "summary": summarise(all_rounds, compute, ranks),
               "per_round": all_rounds, "break_even": swept}
     if as_json:
