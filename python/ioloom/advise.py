@@ -127,6 +127,9 @@ def striping(targets: int = typer.Option(..., min=1, help="Storage targets, D_to
              jobs: int = typer.Option(1, min=1, help="Jobs like this one writing at the same time."),
              nodes: int | None = typer.Option(None, min=1, help="Compute nodes (for cb_nodes); default: writers."),
              max_load: float = typer.Option(1.25, min=0.0, help="Highest acceptable mean target load (Eq. 6.4)."),
+             probe: Path | None = typer.Option(None, "--probe", help="A probe store (ioloom probe run): place "
+                                               "chunks on its targets, slow ones left out, correlated ones "
+                                               "spread apart."),
              trace: Path | None = TRACE, as_json: bool = JSON) -> None:
     """Stripe count and size, ROMIO hints, whether a log layer helps, and Wan's chunk plan, each with why."""
     from ioloom import models
@@ -140,14 +143,19 @@ def striping(targets: int = typer.Option(..., min=1, help="Storage targets, D_to
                 raise ValueError(f"--layout must be shared or per-process, got {layout!r}")
             pattern = models.striping.Pattern(writers, size("--bytes-per-writer", bytes_per_writer),
                                              size("--request-size", request_size), layout == "shared", not strided)
-        advice = models.striping.advise(pattern, targets, jobs, nodes, max_load)
+        placement = _probe_placement(probe) if probe is not None else None
+        advice = models.striping.advise(pattern, targets, jobs, nodes, max_load,
+                                        placement.value if placement else None)
     except ValueError as e:
         _refuse(e)
     result = {"pattern": pattern, **dataclasses.asdict(advice)}
+    if placement:
+        result["placement"] = dataclasses.asdict(placement)
 
     def render(con, r):
         items = [("stripe count", advice.stripe_count), ("stripe size", advice.stripe_size),
-                 *advice.hints.items(), ("log layer helps", advice.log_layer), ("chunking", advice.chunks)]
+                 *advice.hints.items(), ("log layer helps", advice.log_layer), ("chunking", advice.chunks),
+                 *([("targets", placement)] if placement else [])]
         table = Table(title=f"advice for {pattern.writers} writers x {pattern.bytes_per_writer} B "
                             f"in {pattern.request_size} B requests")
         for c in ("what", "value", "why"):
@@ -159,6 +167,23 @@ def striping(targets: int = typer.Option(..., min=1, help="Storage targets, D_to
             con.print(_table("chunk plan (first writers)", ["writer", "chunk", "offset", "bytes", "target"],
                              [tuple(p.values()) for p in advice.plan]))
     _emit(as_json, result, render)
+
+
+def _probe_placement(store: Path):
+    """The targets of a probe store to place chunks on, by preference, and why (docs/probe.md)."""
+    from ioloom.models.striping import Advice
+    from ioloom.probe import analysis
+    from ioloom.probe import store as probe_store
+
+    s = analysis.summarise(probe_store.load(store))
+    order = analysis.preferred_targets(s)
+    why = [f"best median first ({len(order)} of {len(s.per_target)} targets measured in {store})"]
+    if s.slow:
+        why.append(f"left out as slow (median below half the best): {', '.join(s.slow)}")
+    if s.clusters:
+        why.append("members of a group that moves together (r >= 0.4) spread apart: "
+                   + "; ".join(", ".join(g) for g in s.clusters))
+    return Advice(order, "; ".join(why))
 
 
 @app.command("interference")

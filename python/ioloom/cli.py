@@ -34,6 +34,7 @@ SUBCOMMANDS = {
     "sim": "ioloom.sim.cli:app",
     "predict": "ioloom.predict.cli:command",
     "async": "ioloom.async_io.cli:app",
+    "probe": "ioloom.probe.cli:app",
 }
 # `ioloom run [OPTIONS] -- CMD --its-options`: everything after CMD is CMD's.
 CONTEXT_SETTINGS = {"run": {"allow_interspersed_args": False}}

@@ -141,24 +141,29 @@ def log_layer(pattern: Pattern, targets: int, size: int) -> Advice:
                         f"(Eq. 6.6)")
 
 
-def chunk_plan(pattern: Pattern, targets: int, show: int = 8) -> tuple[Advice, list[dict]]:
+def chunk_plan(pattern: Pattern, targets: int, show: int = 8, order: list[str] | None = None
+               ) -> tuple[Advice, list[dict]]:
     """Wan Sec. VI: split each writer's data into 64 MiB chunks; chunk j of writer i goes to target
-    (i + j) mod D_total, so consecutive chunks of a writer and equal chunks of neighbours never meet."""
+    (i + j) mod D_total, so consecutive chunks of a writer and equal chunks of neighbours never meet. With
+    `order` (targets by preference, e.g. from a probe store), to the ((i + j) mod n)-th of them instead."""
     if pattern.bytes_per_writer <= WAN_CHUNK:
         return Advice(None, f"each writer writes {_mib(pattern.bytes_per_writer)}, not more than the 64 MiB "
                             "Wan found fast; no refactoring needed"), []
     chunks = math.ceil(pattern.bytes_per_writer / WAN_CHUNK)
     plan = [{"writer": i, "chunk": j, "offset": j * WAN_CHUNK,
-             "bytes": min(WAN_CHUNK, pattern.bytes_per_writer - j * WAN_CHUNK), "target": (i + j) % targets}
+             "bytes": min(WAN_CHUNK, pattern.bytes_per_writer - j * WAN_CHUNK),
+             "target": order[(i + j) % len(order)] if order else (i + j) % targets}
             for i in range(min(show, pattern.writers)) for j in range(chunks)]
-    return Advice({"chunk_size": WAN_CHUNK, "chunks_per_writer": chunks, "target": "(writer + chunk) mod targets"},
+    rule = "the ((writer + chunk) mod n)-th preferred target" if order else "(writer + chunk) mod targets"
+    return Advice({"chunk_size": WAN_CHUNK, "chunks_per_writer": chunks, "target": rule},
                   f"each writer writes {_mib(pattern.bytes_per_writer)}, above the 64 MiB per process where Wan "
                   f"saw throughput fall; {chunks} chunks of 64 MiB on rotated targets spread the load"), plan
 
 
-def advise(pattern: Pattern, targets: int, jobs: int = 1, nodes: int | None = None, max_load: float = 1.25
-           ) -> StripingAdvice:
-    """All striping recommendations for `pattern` on `targets` storage targets shared with `jobs` jobs."""
+def advise(pattern: Pattern, targets: int, jobs: int = 1, nodes: int | None = None, max_load: float = 1.25,
+           order: list[str] | None = None) -> StripingAdvice:
+    """All striping recommendations for `pattern` on `targets` storage targets shared with `jobs` jobs; `order`:
+    the targets to place chunks on, by preference (a probe store's)."""
     targets = _check.count("targets", targets)
     jobs = _check.count("jobs", jobs)
     nodes = pattern.writers if nodes is None else _check.count("nodes", nodes)
@@ -167,7 +172,7 @@ def advise(pattern: Pattern, targets: int, jobs: int = 1, nodes: int | None = No
         raise ValueError(f"max_load must be >= 1 (1 means no two jobs share a target), got {max_load}")
     size = stripe_size(pattern)
     count, load = stripe_count(pattern, targets, jobs, max_load, size.value)
-    chunks, plan = chunk_plan(pattern, targets)
+    chunks, plan = chunk_plan(pattern, targets, order=order)
     return StripingAdvice(count, size, romio_hints(pattern, count.value, size.value, nodes),
                           log_layer(pattern, targets, size.value), chunks, load, plan)
 

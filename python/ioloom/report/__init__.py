@@ -266,10 +266,16 @@ def render(a, title: str = "ioloom report", subtitle: str = "") -> str:
     body = "".join([_summary(a, result), _findings(result), _crosslayer(a, result, figs),
                     _concurrency(a, result, figs), _access(a, result, figs), _sizes(a, result, figs),
                     _health(a, result)])
-    nav = "".join(f'<a href="#{anchor}">{label}</a>' for anchor, label in SECTIONS)
-    page = Template(resources.files("ioloom.report").joinpath("template.html").read_text())
-    return page.substitute(title=_esc(title), subtitle=_esc(subtitle), nav=nav, body=body,
-                           plotlyjs=get_plotlyjs(), version=__version__)
+    return page(title, subtitle, SECTIONS, body)
+
+
+def page(title: str, subtitle: str, sections, body: str) -> str:
+    """A self-contained page in the report's style: `sections` are the (anchor, label) pairs of the navigation bar,
+    `body` the sections' HTML (other pages, such as `ioloom probe report`'s, are built with it too)."""
+    nav = "".join(f'<a href="#{anchor}">{label}</a>' for anchor, label in sections)
+    template = Template(resources.files("ioloom.report").joinpath("template.html").read_text())
+    return template.substitute(title=_esc(title), subtitle=_esc(subtitle), nav=nav, body=body,
+                               plotlyjs=get_plotlyjs(), version=__version__)
 
 
 def write(a, path: Path, title: str = "ioloom report", subtitle: str = "") -> Path:

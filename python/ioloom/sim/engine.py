@@ -36,7 +36,8 @@ class Outcome:
 
 
 def background_profiles(platform: Platform) -> tuple[dict[int, list[tuple[float, float]]], float]:
-    """Each target's capacity over time: a draw from the modes every period, reproducible from the seed."""
+    """Each target's capacity over time: a draw from the modes every period, reproducible from the seed; with
+    background.shared, a target takes its server's draw for a period with that chance."""
     modes = platform["background.modes"]
     if not modes:
         return {}, -1.0
@@ -45,7 +46,13 @@ def background_profiles(platform: Platform) -> tuple[dict[int, list[tuple[float,
     weights = np.array([m[1] for m in modes], dtype=float)
     period, horizon = platform["background.period"], platform["background.horizon"]
     steps = max(1, int(horizon / period))
-    draws = rng.choice(left.size, size=(platform["targets.count"], steps), p=weights / weights.sum())
+    targets, servers = platform["targets.count"], platform["servers.count"]
+    draws = rng.choice(left.size, size=(targets, steps), p=weights / weights.sum())
+    if platform["background.shared"] > 0:
+        per_server = -(-targets // servers)  # native/sim/platform.cpp: a server's targets are numbered contiguously
+        server_draws = rng.choice(left.size, size=(servers, steps), p=weights / weights.sum())
+        takes_server = rng.random((targets, steps)) < platform["background.shared"]
+        draws = np.where(takes_server, server_draws[np.arange(targets) // per_server], draws)
     times = np.arange(steps) * period
     return {t: list(zip(times.tolist(), left[draws[t]].tolist())) for t in range(draws.shape[0])}, steps * period
 

@@ -47,6 +47,8 @@ DEFAULTS: dict[str, tuple[Any, str | None, str]] = {
     "background.modes": ([], None, "per-target load: list of [capacity left (0-1], weight]; empty: no load"),
     "background.period": (1.0, None, "seconds between two draws of a target's load"),
     "background.horizon": (600.0, None, "seconds of load drawn (then it repeats)"),
+    "background.shared": (0.0, None, "chance that a target takes its server's draw for a period instead of its "
+                                     "own, so that a server's targets move together (Wan: Pearson r = shared^2)"),
     "run.seed": (1, None, "seed of placement and load"),
     "run.time_budget": (1e6, "time_budget", "simulated seconds after which the run stops, reported unfinished"),
 }
@@ -114,6 +116,8 @@ def _check_whole(p: Platform) -> None:
     for mode in p["background.modes"]:
         if not (isinstance(mode, list) and len(mode) == 2 and 0 < mode[0] <= 1 and mode[1] > 0):
             raise PlatformError(f"`background.modes` entry {mode!r}: each is [capacity left in (0, 1], weight > 0]")
+    if not 0 <= p["background.shared"] <= 1:
+        raise PlatformError(f"`background.shared` = {p['background.shared']!r}: a chance, from 0 to 1")
     if p["servers.count"] > p["targets.count"]:
         raise PlatformError("`servers.count` exceeds `targets.count`: every server holds at least one target")
 
