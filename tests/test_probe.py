@@ -72,6 +72,8 @@ def test_directory_campaign_appends_each_round_and_reports(tmp_path):
     for anchor in ("summary", "time", "correlation", "requests", "advice"):
         assert f'<section id="{anchor}">' in text
     assert "Plotly.newPlot" in text and "<script src=" not in text   # self-contained
+    ids = re.findall(r'<(?:section|div) id="([^"]+)"', text)
+    assert len(ids) == len(set(ids))   # a plot whose id was a section's was drawn into the section
 
 
 def test_an_interrupted_campaign_keeps_every_earlier_round(tmp_path):

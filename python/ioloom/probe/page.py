@@ -14,6 +14,7 @@ from plotly.subplots import make_subplots
 from ioloom.analysis.metrics import human_bytes
 from ioloom.probe.analysis import STRONG, Summary, background_modes, preferred_targets
 from ioloom.report import _card, _plot, _section, page
+from ioloom.report.figures import frame_html
 
 SECTIONS = (("summary", "Targets"), ("time", "Over time"), ("correlation", "Correlation"),
             ("requests", "Request size"), ("advice", "Advice"))
@@ -26,16 +27,13 @@ def _config_text(config: dict) -> str:
 
 
 def _table(s: Summary) -> str:
-    rows = []
-    for target, r in s.per_target.iterrows():
-        flags = (["slow"] if target in s.slow else []) + ([f"{int(r['modes'])} modes"] if r["modes"] > 1 else [])
-        rows.append("<tr>" + "".join(f"<td>{html.escape(str(v))}</td>" for v in (
-            target, int(r["samples"]), f"{r['median'] / MBPS:,.1f}", f"{r['min'] / MBPS:,.1f}",
-            f"{r['max'] / MBPS:,.1f}", f"{r['cv']:.2f}", human_bytes(int(r["best_request"])), ", ".join(flags)))
-            + "</tr>")
-    head = "".join(f"<th>{h}</th>" for h in ("target", "samples", "median MB/s", "min", "max", "CV",
-                                             "best request", "flags"))
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    t = s.per_target
+    flags = [", ".join((["slow"] if name in s.slow else []) + ([f"{int(m)} modes"] if m > 1 else []))
+             for name, m in zip(t.index, t["modes"])]
+    return frame_html(pd.DataFrame({
+        "target": t.index, "samples": t["samples"].astype(int), "median MB/s": t["median"] / MBPS,
+        "min MB/s": t["min"] / MBPS, "max MB/s": t["max"] / MBPS, "CV": t["cv"],
+        "best request": [human_bytes(int(v)) for v in t["best_request"]], "flags": flags}))
 
 
 def _histograms(chosen: pd.DataFrame) -> go.Figure:
@@ -95,7 +93,7 @@ def _advice(frame: pd.DataFrame, s: Summary) -> str:
     preferred = preferred_targets(s)
     modes = background_modes(frame, s.config)
     items = [f"<li><b>Stripe over</b>, in this order: {html.escape(', '.join(preferred))} "
-             "(`ioloom advise striping --probe` places Wan's 64 MiB chunks on them).</li>"]
+             "(<code>ioloom advise striping --probe</code> places Wan's 64 MiB chunks on them).</li>"]
     if s.slow:
         items.append(f"<li><b>Avoid</b> {html.escape(', '.join(s.slow))}: median below half the best target's.</li>")
     for group in s.clusters:
@@ -123,9 +121,9 @@ def render(frame: pd.DataFrame, s: Summary, store_name: str) -> str:
                  _plot(_by_hour(chosen), "by-hour") + _plot(_by_day(chosen), "by-day")),
         _section("correlation", "Correlation", f"Pearson r between targets over the rounds both were measured in; "
                  f"● marks |r| &ge; {STRONG} (Wan's threshold), targets in cluster order.",
-                 _plot(_heatmap(s), "correlation")),
+                 _plot(_heatmap(s), "correlation-matrix")),
         _section("requests", "Request size", "Median throughput per request size; the best per target is in the "
-                 "table above.", _plot(_requests(frame, s.config), "requests")),
+                 "table above.", _plot(_requests(frame, s.config), "request-sizes")),
         _section("advice", "Advice", "What to do with these targets.", _advice(frame, s)),
     ])
     return page("ioloom probe report", store_name, SECTIONS, body)
