@@ -142,7 +142,7 @@ class LocalModel:
         expected = self.sequence.predicted()
         if not expected:
             return self.last
-        return values[max(expected, key=lambda token: self.counts[token])]
+        return values[max(sorted(expected), key=lambda token: self.counts[token])]  # ties: the first seen
 
 
 @dataclass

@@ -1,0 +1,176 @@
+/* Runs and local models (grammar.h): model.py's Sequence and LocalModel in C, the same decisions in the same
+ * order (docs/predict.md, "Runs" and "What each candidate says"). */
+#include "grammar.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+struct pg_local {
+    int32_t limit, cap, ntokens;
+    enum pg_fallback fallback;
+    int runs;
+    int64_t values[PG_LIMIT_MAX], counts[PG_LIMIT_MAX];
+    struct pg_sequence *sequence; /* NULL once fallen back */
+    int64_t last, total, seen, low, high;
+};
+
+struct pg_sequence {
+    struct pg_grammar *grammar;
+    struct pg_local **lengths; /* per value, its run-length model (NULL: none yet) */
+    int32_t max_symbol, limit, local_cap, value, count;
+    int runs;
+    int64_t expected;
+};
+
+/* ---- local models -------------------------------------------------------------------------------------- */
+struct pg_local *pg_local_new(int32_t limit, enum pg_fallback fallback, int runs, int32_t cap) {
+    struct pg_local *m = calloc(1, sizeof *m);
+    if (!m || limit < 1 || limit > PG_LIMIT_MAX) {
+        free(m);
+        return NULL;
+    }
+    *m = (struct pg_local){.limit = limit, .cap = cap, .fallback = fallback, .runs = runs};
+    m->sequence = pg_sequence_new(cap, limit, limit, runs, cap);
+    if (!m->sequence) {
+        free(m);
+        return NULL;
+    }
+    return m;
+}
+
+void pg_local_free(struct pg_local *m) {
+    if (m)
+        pg_sequence_free(m->sequence);
+    free(m);
+}
+
+static int32_t token_of(const struct pg_local *m, int64_t value) {
+    for (int32_t t = 0; t < m->ntokens; t++)
+        if (m->values[t] == value)
+            return t;
+    return -1;
+}
+
+void pg_local_observe(struct pg_local *m, int64_t value) {
+    m->low = m->seen ? (value < m->low ? value : m->low) : value;
+    m->high = m->seen ? (value > m->high ? value : m->high) : value;
+    m->last = value;
+    m->total += value;
+    m->seen++;
+    if (!m->sequence)
+        return;
+    int32_t token = token_of(m, value);
+    if (token < 0) {
+        if (m->ntokens == m->limit) { /* the fallback: the local grammar and its values are freed */
+            pg_sequence_free(m->sequence);
+            m->sequence = NULL;
+            m->ntokens = 0;
+            return;
+        }
+        token = m->ntokens++;
+        m->values[token] = value;
+        m->counts[token] = 0;
+    }
+    m->counts[token]++;
+    pg_sequence_input(m->sequence, token);
+}
+
+static int64_t fallen_back(const struct pg_local *m) {
+    if (m->fallback == PG_MEAN)
+        return (int64_t)nearbyint((double)m->total / (double)m->seen); /* half to even, as Python's round */
+    return m->fallback == PG_MAX ? m->high : 0;
+}
+
+int64_t pg_local_predict(struct pg_local *m) {
+    if (!m->sequence)
+        return fallen_back(m);
+    if (m->ntokens == 1)
+        return m->last;
+    int32_t tokens[PG_LIMIT_MAX], n = pg_sequence_predicted(m->sequence, tokens, PG_LIMIT_MAX), best = -1;
+    for (int32_t k = 0; k < n && k < PG_LIMIT_MAX; k++) /* ascending: ties go to the first seen */
+        if (best < 0 || m->counts[tokens[k]] > m->counts[best])
+            best = tokens[k];
+    return best < 0 ? m->last : m->values[best];
+}
+
+/* ---- sequences ----------------------------------------------------------------------------------------- */
+struct pg_sequence *pg_sequence_new(int32_t cap, int32_t max_symbol, int32_t limit, int runs, int32_t local_cap) {
+    struct pg_sequence *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    *s = (struct pg_sequence){.max_symbol = max_symbol, .limit = limit, .local_cap = local_cap, .value = -1,
+                              .runs = runs};
+    s->grammar = pg_grammar_new(cap, max_symbol);
+    s->lengths = calloc((size_t)max_symbol, sizeof *s->lengths);
+    if (!s->grammar || !s->lengths) {
+        pg_sequence_free(s);
+        return NULL;
+    }
+    return s;
+}
+
+void pg_sequence_free(struct pg_sequence *s) {
+    if (!s)
+        return;
+    for (int32_t v = 0; s->lengths && v < s->max_symbol; v++)
+        pg_local_free(s->lengths[v]);
+    free(s->lengths);
+    pg_grammar_free(s->grammar);
+    free(s);
+}
+
+static void end_run(struct pg_sequence *s) {
+    if (s->value < 0)
+        return;
+    if (!s->lengths[s->value])
+        s->lengths[s->value] = pg_local_new(s->limit, PG_MAX, 0, s->local_cap);
+    if (s->lengths[s->value]) /* out of memory: this value's runs go unlearnt */
+        pg_local_observe(s->lengths[s->value], s->count);
+}
+
+void pg_sequence_input(struct pg_sequence *s, int32_t symbol) {
+    if (!s->runs) {
+        pg_grammar_input(s->grammar, symbol);
+        return;
+    }
+    if (symbol == s->value) {
+        s->count++;
+        return;
+    }
+    end_run(s);
+    pg_grammar_input(s->grammar, symbol);
+    s->value = symbol;
+    s->count = 1;
+    s->expected = s->lengths[symbol] ? pg_local_predict(s->lengths[symbol]) : 0;
+}
+
+/* after, with value added (ascending, no repeat); how many. */
+static int32_t with_value(int32_t *out, int32_t n, int32_t max, int32_t value) {
+    int32_t k = 0;
+    while (k < n && k < max && out[k] < value)
+        k++;
+    if (k < n && k < max && out[k] == value)
+        return n;
+    for (int32_t j = (n < max ? n : max - 1); j > k; j--)
+        out[j] = out[j - 1];
+    if (k < max)
+        out[k] = value;
+    return n + 1;
+}
+
+int32_t pg_sequence_predicted(struct pg_sequence *s, int32_t *out, int32_t max) {
+    int32_t n = pg_grammar_predicted(s->grammar, out, max);
+    if (!s->runs || s->value < 0)
+        return n;
+    struct pg_local *model = s->lengths[s->value];
+    if (!model)
+        return with_value(out, n, max, s->value);
+    int ends = s->count == s->expected || (s->count > s->expected && s->count == model->high);
+    if (ends && n > 0)
+        return n;
+    if (max > 0)
+        out[0] = s->value;
+    return 1;
+}
+
+const struct pg_grammar *pg_sequence_grammar(const struct pg_sequence *s) { return s->grammar; }
