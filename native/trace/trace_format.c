@@ -2,6 +2,7 @@
  * regular loops become runs of one value, then stored as a constant, as run-length pairs or as plain
  * varints, whichever is smallest. Column-major storage is what lets the Python reader decode with a few
  * vectorised numpy passes per column instead of a loop per event. */
+#include <stddef.h>
 #include <string.h>
 
 #include "trace_format.h"
@@ -113,21 +114,66 @@ size_t ioloom_events_bound(size_t n) {
     X(IOLOOM_COL_PARENT, ev[0].parent, ev[i].parent)                                                        \
     X(IOLOOM_COL_COLL_SEQ, ev[0].coll_seq, ev[i].coll_seq)
 
+/* Two adjacent 64-bit fields of a row, in one vector register (the vector extension of GCC and Clang: SSE2 on
+ * x86-64, the machine's vectors or pairs of scalars elsewhere). */
+typedef int64_t pair_t __attribute__((vector_size(16)));
+#define PAIR_AT(row, field) pair_at(&(row).field)
+static inline pair_t pair_at(const void *two) {
+    pair_t v;
+    __builtin_memcpy(&v, two, sizeof v); /* -fno-builtin: memcpy itself would be a call */
+    return v;
+}
+/* the pairs varying_columns loads */
+_Static_assert(offsetof(struct ioloom_raw_event, t_end) == offsetof(struct ioloom_raw_event, t_start) + 8, "pair");
+_Static_assert(offsetof(struct ioloom_raw_event, req_bytes) == offsetof(struct ioloom_raw_event, offset) + 8, "pair");
+_Static_assert(offsetof(struct ioloom_raw_event, handle) == offsetof(struct ioloom_raw_event, ret_bytes) + 8, "pair");
+_Static_assert(offsetof(struct ioloom_raw_event, coll_seq) == offsetof(struct ioloom_raw_event, aux) + 8, "pair");
+_Static_assert(offsetof(struct ioloom_raw_event, parent) == offsetof(struct ioloom_raw_event, call_id) + 8, "pair");
+
+/* The columns of row i (> 0) as pairs, in the order of EACH_COLUMN's values: (gap, duration), (offset delta,
+ * req), (ret - req, handle), (aux, coll_seq), (call_id, parent), and (file, errno), (op, layer) packed. */
+#define ROW_PAIRS(X, ev, i)                                                                                   \
+    X(0, (PAIR_AT(ev[i], t_start) - (pair_t){(int64_t)ev[i - 1].t_end, (int64_t)ev[i].t_start}))             \
+    X(1, (PAIR_AT(ev[i], offset) - (pair_t){ev[i - 1].offset, 0}))                                           \
+    X(2, (PAIR_AT(ev[i], ret_bytes) - (pair_t){ev[i].req_bytes, 0}))                                         \
+    X(3, PAIR_AT(ev[i], aux))                                                                                 \
+    X(4, PAIR_AT(ev[i], call_id))                                                                             \
+    X(5, ((pair_t){(int64_t)((uint64_t)(uint32_t)ev[i].file_id | (uint64_t)(uint32_t)ev[i].err << 32),       \
+                   (int64_t)((uint64_t)ev[i].op | (uint64_t)ev[i].layer << 16)}))
+
 /* Row 0's value of every column into first[], and a bit for each column whose value is not the same in every
  * row. Most columns of a loop are constant: one pass over the rows finds them all, where a pass per column
- * would read every row fourteen times (the encoder thread's memory traffic slows the program's thread). */
+ * would read every row fourteen times (the encoder thread's memory traffic slows the program's thread). The
+ * columns are compared two at a time (ROW_PAIRS), each row against row 0's values. */
 static uint32_t varying_columns(const struct ioloom_raw_event *ev, size_t n, uint64_t t_base, int64_t *first) {
-    uint64_t differs[IOLOOM_COLUMNS] = {0};
 #define FIRST(col, first_value, value) first[col] = (int64_t)(first_value);
-#define DIFFERS(col, first_value, value) differs[col] |= (uint64_t)((int64_t)(value) ^ first[col]);
     EACH_COLUMN(FIRST)
-    for (size_t i = 1; i < n; i++) {
-        EACH_COLUMN(DIFFERS)
-    }
 #undef FIRST
+    const pair_t first_pairs[6] = {
+        {first[IOLOOM_COL_GAP], first[IOLOOM_COL_DURATION]},
+        {first[IOLOOM_COL_OFFSET_DELTA], first[IOLOOM_COL_REQ]},
+        {first[IOLOOM_COL_RET_MINUS_REQ], first[IOLOOM_COL_HANDLE]},
+        {first[IOLOOM_COL_AUX], first[IOLOOM_COL_COLL_SEQ]},
+        {first[IOLOOM_COL_CALL_ID], first[IOLOOM_COL_PARENT]},
+        {(int64_t)((uint64_t)(uint32_t)ev[0].file_id | (uint64_t)(uint32_t)ev[0].err << 32),
+         (int64_t)((uint64_t)ev[0].op | (uint64_t)ev[0].layer << 16)}};
+    pair_t differs[6] = {{0, 0}, {0, 0}, {0, 0}, {0, 0}, {0, 0}, {0, 0}};
+#define DIFFERS(k, pair) differs[k] |= (pair) ^ first_pairs[k];
+    for (size_t i = 1; i < n; i++) {
+        ROW_PAIRS(DIFFERS, ev, i)
+    }
 #undef DIFFERS
+    const struct { int col, pair, half; uint64_t mask; } bits[IOLOOM_COLUMNS] = {
+        {IOLOOM_COL_GAP, 0, 0, ~0ull}, {IOLOOM_COL_DURATION, 0, 1, ~0ull},
+        {IOLOOM_COL_OFFSET_DELTA, 1, 0, ~0ull}, {IOLOOM_COL_REQ, 1, 1, ~0ull},
+        {IOLOOM_COL_RET_MINUS_REQ, 2, 0, ~0ull}, {IOLOOM_COL_HANDLE, 2, 1, ~0ull},
+        {IOLOOM_COL_AUX, 3, 0, ~0ull}, {IOLOOM_COL_COLL_SEQ, 3, 1, ~0ull},
+        {IOLOOM_COL_CALL_ID, 4, 0, ~0ull}, {IOLOOM_COL_PARENT, 4, 1, ~0ull},
+        {IOLOOM_COL_FILE, 5, 0, 0xffffffffull}, {IOLOOM_COL_ERRNO, 5, 0, 0xffffffffull << 32},
+        {IOLOOM_COL_OP, 5, 1, 0xffffull}, {IOLOOM_COL_LAYER, 5, 1, 0xffull << 16}};
     uint32_t varying = 0;
-    for (int col = 0; col < IOLOOM_COLUMNS; col++) varying |= (uint32_t)(differs[col] != 0) << col;
+    for (int k = 0; k < IOLOOM_COLUMNS; k++)
+        varying |= (uint32_t)(((uint64_t)differs[bits[k].pair][bits[k].half] & bits[k].mask) != 0) << bits[k].col;
     return varying;
 }
 
