@@ -42,6 +42,7 @@ def runs(request, tmp_path_factory):
     if runner.name == "openmpi":
         out["romio"] = _trace(runner, exe, "strided-view", root, ("--mca", "io", "romio321"), "-romio")
     out["mpi"] = runner.name
+    out["again"] = lambda mode: _trace(runner, exe, mode, root, tag="-again")
     return out
 
 
@@ -273,8 +274,15 @@ def test_riot_bandwidths_on_a_real_trace(runs):
 
 @pytest.mark.mpi
 def test_sync_time_is_explained(runs):
-    """Most of the file time in MPI_File_sync: the finding names the call and its seconds, with sync advice."""
-    f = _one(runs["sync"], "non-data-time")
+    """Most of the file time in MPI_File_sync: the finding names the call and its seconds, with sync advice.
+    On a machine loaded far past its cores, the 128 writes can be descheduled long enough to take as long as the
+    syncs (seen at load 20 on 2 cores): the run is traced again, at most twice, before the finding must be there."""
+    sync = runs["sync"]
+    for _ in range(2):
+        if "non-data-time" in _codes(sync):
+            break
+        sync = runs["again"]("sync")
+    f = _one(sync, "non-data-time")
     costs = f.evidence["counts"]["seconds_by_call"]
     assert "MPI_File_sync" in f.message and list(costs)[:3].count("MPI_File_sync") == 1
     assert costs["MPI_File_sync"] > 0 and f.evidence["counts"]["sync_seconds"] == pytest.approx(costs["MPI_File_sync"])
