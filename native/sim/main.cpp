@@ -1,11 +1,12 @@
 /* ioloom-sim INPUT [--cfg=...]: runs one simulation described by the driver's input file (docs/sim.md) and
  * writes each operation's start and end times and each RPC's transfer to the files the input names; prints one
  * summary line. Exit 1 with one line on stderr for a bad input, 3 when the simulated time budget ran out. */
-#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <stdexcept>
+
+#include <sys/resource.h>
 
 #include "sim.hpp"
 
@@ -17,15 +18,20 @@ template <class T> static void write_all(const std::string& path, const std::vec
     if (!f) throw std::runtime_error("cannot write " + path);
 }
 
-/* Writes each operation's times and each RPC, and prints the summary line. */
+/* Writes each operation's times and each flow, and prints the summary line: the simulated time is the clock when
+ * the last rank ended and the write-back caches drained; the process's CPU time and peak resident size. */
 static void report(const Input& in, const Storage& storage, const std::vector<double>& times, bool finished,
                    std::chrono::steady_clock::time_point wall) {
-    double last_end = times.empty() ? 0.0 : *std::max_element(times.begin(), times.end());
     write_all(in.times_path, times);
     write_all(in.pieces_path, storage.pieces);
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall).count();
-    std::printf("ioloom-sim 1 finished %d simulated_time %.9g operations %zu transfers %zu wall_seconds %.3f\n",
-                finished, finished ? last_end : sg4::Engine::get_clock(), in.ops.size(), storage.pieces.size(), seconds);
+    struct rusage use;
+    getrusage(RUSAGE_SELF, &use);
+    double cpu = static_cast<double>(use.ru_utime.tv_sec + use.ru_stime.tv_sec) +
+                 static_cast<double>(use.ru_utime.tv_usec + use.ru_stime.tv_usec) / 1e6;
+    std::printf("ioloom-sim 1 finished %d simulated_time %.9g operations %zu transfers %zu wall_seconds %.3f "
+                "cpu_seconds %.3f peak_rss_kib %ld\n",
+                finished, sg4::Engine::get_clock(), in.ops.size(), storage.pieces.size(), seconds, cpu, use.ru_maxrss);
     std::fflush(stdout);
 }
 

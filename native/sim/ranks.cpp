@@ -1,7 +1,8 @@
 /* One actor per rank of every job, on its node (job.first_node + rank / ranks_per_node). It waits for its job's
  * start, then replays its operations in program order: the computation gap as a sleep, the operation through
- * the storage model, its start and end time recorded. */
+ * the storage model, its start and end time recorded. The last rank to finish lets the write-back flushers end. */
 #include <algorithm>
+#include <memory>
 #include <stdexcept>
 
 #include "sim.hpp"
@@ -17,6 +18,7 @@ struct RankWork {
     int node;
     size_t first, last; /* its operations: in->ops[first, last) */
     std::vector<double>* times;
+    std::shared_ptr<size_t> running; /* rank actors not yet done: the last tells the storage */
 };
 
 void run_op(const RankWork& w, const Op& op) {
@@ -28,7 +30,7 @@ void run_op(const RankWork& w, const Op& op) {
     case OP_OPEN: w.storage->metadata(op.kind, op.offset & 1); break;
     case OP_CLOSE:
     case OP_STAT: w.storage->metadata(op.kind, false); break;
-    case OP_SYNC: sg4::this_actor::sleep_for(w.in->get("target_latency")); break; /* writes are write-through */
+    case OP_SYNC: w.storage->sync(w.node, op.file); break;
     case OP_BARRIER: w.barrier->wait(); break;
     default: throw std::runtime_error("unknown operation kind " + std::to_string(op.kind));
     }
@@ -43,6 +45,7 @@ void rank_actor(RankWork w, double start) {
         run_op(w, op);
         (*w.times)[2 * i + 1] = sg4::Engine::get_clock();
     }
+    if (--*w.running == 0) w.storage->ranks_done();
 }
 
 /* Where each rank's operations start in the array (sorted by job, then rank): ranks[job][rank] is the first, and
@@ -72,6 +75,8 @@ std::vector<std::vector<size_t>> rank_ranges(const Input& in) {
 
 void start_ranks(const Input& in, const Platform& p, Storage& s, std::vector<double>& times) {
     auto ranges = rank_ranges(in);
+    auto running = std::make_shared<size_t>(0);
+    for (const Job& job : in.jobs) *running += static_cast<size_t>(job.nranks);
     for (size_t j = 0; j < in.jobs.size(); j++) {
         const Job& job = in.jobs[j];
         auto barrier = sg4::Barrier::create(static_cast<unsigned>(job.nranks));
@@ -79,7 +84,7 @@ void start_ranks(const Input& in, const Platform& p, Storage& s, std::vector<dou
             size_t node = static_cast<size_t>(job.first_node + r / job.ranks_per_node);
             if (node >= p.nodes.size()) throw std::runtime_error("job " + std::to_string(j) + " needs more nodes than the platform has");
             RankWork w{&in, &s, barrier, static_cast<int>(node), ranges[j][static_cast<size_t>(r)],
-                       ranges[j][static_cast<size_t>(r) + 1], &times};
+                       ranges[j][static_cast<size_t>(r) + 1], &times, running};
             sg4::Actor::create("job" + std::to_string(j) + "-rank" + std::to_string(r), p.nodes[node], rank_actor, w, job.start);
         }
     }

@@ -62,7 +62,8 @@ struct Platform {
 
 Platform build_platform(const Input& in);
 
-/* What one stripe-piece transfer did: the per-target throughput over time is binned from these. */
+/* What one flow did (an RPC window of a request, or a write-back flush): per-target throughput over time is
+ * binned from these. */
 struct Piece {
     int32_t target, kind;
     double start, end, bytes;
@@ -74,24 +75,37 @@ class Storage {
     Storage(const Input& in, const Platform& p);
     ~Storage();
     /* A write or read of [offset, offset + length) of `file` by a rank on `node`: pieces per object, each behind
-     * the object's extent lock, moved in RPCs of at most rpc_size bytes, rpcs_in_flight at once. */
+     * the object's extent lock; a write goes into the node's write-back cache when there is one, otherwise (and
+     * a read always) moves to the targets in RPC windows. */
     void transfer(int node, int kind, int file, uint64_t offset, uint64_t length);
+    /* fsync: the node's cached data of `file` reaches its targets, then one commit round trip. */
+    void sync(int node, int file);
     /* A metadata request (open, create, stat, close) queued at the metadata server. */
     void metadata(int kind, bool create);
+    /* The last rank ended: write-back flushers drain their caches and end. */
+    void ranks_done();
     std::vector<Piece> pieces;
 
   private:
     struct Lock;
+    struct Stream;
+    using Objects = std::vector<std::pair<int, uint64_t>>; /* (object, bytes) */
     Lock& lock_of(int file, int object);
     void acquire(Lock& l, int node);
     void release(Lock& l);
     void move(int node, int kind, const std::vector<std::pair<int, uint64_t>>& to_targets);
+    void cache_write(int node, int file, const Objects& objects);
+    Stream& stream_of(int node, int target);
+    void flush_loop(Stream& s);
     const Input& in_;
     const Platform& p_;
     std::map<std::pair<int, int>, std::unique_ptr<Lock>> locks_;
+    std::map<std::pair<int, int>, std::unique_ptr<Stream>> streams_; /* (node, target) -> its write-back cache */
     sg4::SemaphorePtr mds_queue_;
-    uint64_t rpc_size_;
-    int rpcs_in_flight_;
+    uint64_t window_;      /* bytes of one flow: rpc_size x rpcs_in_flight (the RPCs a node keeps under way) */
+    uint64_t dirty_limit_; /* bytes a node may cache per target; 0: write-through */
+    double copy_bandwidth_, lock_grant_, lock_revoke_, commit_latency_;
+    bool locks_on_, ranks_done_ = false;
 };
 
 /* Starts one actor per rank of every job; each fills its operations' start and end times. */

@@ -1,31 +1,55 @@
 /* The storage side of a request: a file's bytes are striped over objects (one per target of its layout); a
- * write takes each object's extent lock, then moves its bytes to the target in RPCs; metadata requests queue
- * at the metadata server.
+ * write takes each object's extent lock, then goes into the node's write-back cache (or, write-through, moves
+ * to the target); reads move from the targets; metadata requests queue at the metadata server.
  *
  * Extent locks are held per client node, as Lustre's are: a node that holds an object's lock writes without
- * asking again; another node must first wait until the holder's transfers on the object end, then pay the
- * revocation round trip (`lock_revoke` seconds) and take the lock. So writers on different nodes that
- * interleave within an object (N-1 strided) serialise and pay a round trip per switch, while a node writing its
- * own objects (N-N, or N-1 segmented with large segments) pays once: the N-1 strided penalty comes from this
- * mechanism, not from a factor. Reads take no lock (a simplification: docs/sim.md). Invariant: while
- * `active` > 0 every active transfer on the object belongs to `owner`. */
+ * asking again; another node must first wait until the holder's requests on the object end and its cached bytes
+ * of the object reached the target (a revoked lock flushes its dirty pages), then pay the revocation round trip
+ * (`lock_revoke` seconds) and take the lock; a holder asked for its lock yields before writing again. So writers
+ * on different nodes that interleave within an object (N-1 strided) serialise and pay a round trip per switch,
+ * while a node writing its own objects (N-N, or N-1 segmented with large segments) pays once: the N-1 strided
+ * penalty comes from this mechanism, not from a factor. Reads take no lock (a simplification: docs/sim.md).
+ * Invariant: while the lock is busy (requests under way or bytes unflushed) they all belong to `owner`.
+ *
+ * The write-back cache is per node and target (a Lustre client's per-target dirty limit, max_dirty_mb): a write
+ * copies its bytes in at `copy_bandwidth` once there is room, and one flusher actor per (node, target) sends the
+ * cached bytes in flows of one RPC window (rpc_size x rpcs_in_flight) at a time. Requests that bypass the cache
+ * also move in RPC windows: the RPCs of a window share the same links at once, as one flow of their summed size
+ * does, and their latencies overlap; a window pays one latency. */
 #include <algorithm>
+#include <deque>
 
 #include "sim.hpp"
 
 namespace ioloom_sim {
 
 struct Storage::Lock {
-    int owner = -1;   /* node holding the lock, -1: none yet */
-    int active = 0;   /* transfers of the owner under way */
-    int pending = 0;  /* other nodes waiting to take it: the owner's new transfers queue behind them */
+    int owner = -1;         /* node holding the lock, -1: none yet */
+    int active = 0;         /* the owner's requests under way on the object */
+    uint64_t unflushed = 0; /* the owner's bytes of the object in its write-back cache, not yet on the target */
+    int waiting = 0;        /* other nodes waiting to take it */
     sg4::MutexPtr mutex = sg4::Mutex::create();
-    sg4::ConditionVariablePtr drained = sg4::ConditionVariable::create();
+    sg4::ConditionVariablePtr drained = sg4::ConditionVariable::create(); /* busy() fell, or the owner changed */
+    bool busy() const { return active > 0 || unflushed > 0; }
+};
+
+/* A node's write-back cache toward one target. `dirty` counts cached bytes until the target acknowledged them
+ * (Lustre counts pages under write-back against the limit); `unsent` lists those not yet in a flow, per object
+ * lock, in write order. */
+struct Storage::Stream {
+    int node = 0, target = 0;
+    uint64_t dirty = 0, unsent_bytes = 0;
+    std::deque<std::pair<Lock*, uint64_t>> unsent;
+    sg4::MutexPtr mutex = sg4::Mutex::create();
+    sg4::ConditionVariablePtr changed = sg4::ConditionVariable::create();
 };
 
 Storage::Storage(const Input& in, const Platform& p)
     : in_(in), p_(p), mds_queue_(sg4::Semaphore::create(static_cast<unsigned>(in.get("mds_threads")))),
-      rpc_size_(static_cast<uint64_t>(in.get("rpc_size"))), rpcs_in_flight_(static_cast<int>(in.get("rpcs_in_flight"))) {}
+      window_(static_cast<uint64_t>(in.get("rpc_size") * in.get("rpcs_in_flight"))),
+      dirty_limit_(static_cast<uint64_t>(in.get("dirty_limit"))), copy_bandwidth_(in.get("copy_bandwidth")),
+      lock_grant_(in.get("lock_grant")), lock_revoke_(in.get("lock_revoke")), commit_latency_(in.get("target_latency")),
+      locks_on_(in.get("extent_locks") != 0) {}
 
 Storage::~Storage() = default;
 
@@ -39,18 +63,20 @@ Storage::Lock& Storage::lock_of(int file, int object) {
 }
 
 void Storage::acquire(Lock& l, int node) {
-    if (l.owner == node && l.pending == 0) {
+    if (l.owner == node && l.waiting == 0) {
         l.active++;
         return;
     }
     std::unique_lock<sg4::Mutex> guard(*l.mutex);
-    l.pending++;
-    while (l.active > 0 && l.owner != node) l.drained->wait(guard);
+    while (l.owner == node && l.waiting > 0) l.drained->wait(guard); /* the holder yields to nodes asking for it */
     if (l.owner != node) {
-        sg4::this_actor::sleep_for(l.owner < 0 ? in_.get("lock_grant") : in_.get("lock_revoke"));
+        l.waiting++;
+        while (l.owner != node && l.busy()) l.drained->wait(guard);
+        sg4::this_actor::sleep_for(l.owner < 0 ? lock_grant_ : lock_revoke_); /* under the mutex: one taker */
         l.owner = node;
+        l.waiting--;
+        l.drained->notify_all();
     }
-    l.pending--;
     l.active++;
 }
 
@@ -58,26 +84,31 @@ void Storage::release(Lock& l) {
     if (--l.active == 0) l.drained->notify_all();
 }
 
-/* Moves each object's bytes between a node and its target, all objects at once, in RPCs of at most rpc_size
- * with at most rpcs_in_flight under way per target (a Lustre client's per-target limit). */
+/* One flow of `bytes` between a node and a target, recorded as a piece (its end filled when it completes). */
+static sg4::CommPtr start_flow(const Platform& p, std::vector<Piece>& pieces, int node, int target, int kind,
+                               uint64_t bytes) {
+    pieces.push_back({target, kind, sg4::Engine::get_clock(), 0, static_cast<double>(bytes)});
+    sg4::Host *node_host = p.nodes[static_cast<size_t>(node)], *target_host = p.targets[static_cast<size_t>(target)];
+    return kind == OP_WRITE ? sg4::Comm::sendto_async(node_host, target_host, bytes)
+                            : sg4::Comm::sendto_async(target_host, node_host, bytes);
+}
+
+/* Moves each target's bytes between a node and the target, all targets at once, one RPC window per target at a
+ * time. */
 void Storage::move(int node, int kind, const std::vector<std::pair<int, uint64_t>>& to_targets) {
     std::vector<uint64_t> left;
     std::vector<sg4::CommPtr> flying;
     std::vector<size_t> flying_target, flying_piece;
     auto issue = [&](size_t i) {
-        int target = to_targets[i].first;
-        uint64_t n = std::min(rpc_size_, left[i]);
+        uint64_t n = std::min(window_, left[i]);
         left[i] -= n;
-        sg4::Host *node_host = p_.nodes[node], *target_host = p_.targets[target];
-        pieces.push_back({target, kind, sg4::Engine::get_clock(), 0, static_cast<double>(n)});
+        flying.push_back(start_flow(p_, pieces, node, to_targets[i].first, kind, n));
         flying_piece.push_back(pieces.size() - 1);
         flying_target.push_back(i);
-        flying.push_back(kind == OP_WRITE ? sg4::Comm::sendto_async(node_host, target_host, n)
-                                          : sg4::Comm::sendto_async(target_host, node_host, n));
     };
     for (size_t i = 0; i < to_targets.size(); i++) {
         left.push_back(to_targets[i].second);
-        for (int k = 0; k < rpcs_in_flight_ && left[i]; k++) issue(i);
+        if (left[i]) issue(i);
     }
     while (!flying.empty()) {
         auto done = static_cast<size_t>(sg4::Comm::wait_any(flying));
@@ -87,6 +118,76 @@ void Storage::move(int node, int kind, const std::vector<std::pair<int, uint64_t
         flying.erase(flying.begin() + static_cast<long>(done));
         if (left[i]) issue(i);
     }
+}
+
+Storage::Stream& Storage::stream_of(int node, int target) {
+    auto found = streams_.find({node, target});
+    if (found != streams_.end()) return *found->second;
+    auto fresh = std::make_unique<Stream>();
+    fresh->node = node;
+    fresh->target = target;
+    auto [slot, created] = streams_.try_emplace({node, target}, std::move(fresh));
+    Stream* s = slot->second.get();
+    if (created)
+        sg4::Actor::create("flush-" + std::to_string(node) + "-" + std::to_string(target), p_.nodes[static_cast<size_t>(node)],
+                           [this, s] { flush_loop(*s); });
+    return *s;
+}
+
+/* A write into the node's cache, object by object: wait for room under the target's dirty limit (a write larger
+ * than the limit waits for an empty cache), copy, and hand the bytes to the flusher. The rank holds no room
+ * while it waits for another target's, so ranks never wait for each other in a cycle. */
+void Storage::cache_write(int node, int file, const Objects& objects) {
+    const Layout& layout = in_.files.at(file);
+    for (auto& [object, bytes] : objects) {
+        Stream& s = stream_of(node, layout.targets[static_cast<size_t>(object)]);
+        {
+            std::unique_lock<sg4::Mutex> guard(*s.mutex);
+            while (s.dirty > 0 && s.dirty + bytes > dirty_limit_) s.changed->wait(guard);
+            s.dirty += bytes;
+        }
+        if (copy_bandwidth_ > 0) sg4::this_actor::sleep_for(static_cast<double>(bytes) / copy_bandwidth_);
+        Lock& l = lock_of(file, object);
+        l.unflushed += bytes;
+        s.unsent.emplace_back(&l, bytes);
+        s.unsent_bytes += bytes;
+        s.changed->notify_all();
+    }
+}
+
+/* One (node, target) flusher: sends the cached bytes one RPC window at a time until the ranks are done and the
+ * cache is empty; each acknowledged window frees room and may let a lock change hands. */
+void Storage::flush_loop(Stream& s) {
+    std::unique_lock<sg4::Mutex> guard(*s.mutex);
+    for (;;) {
+        while (s.unsent_bytes == 0 && !ranks_done_) s.changed->wait(guard);
+        if (s.unsent_bytes == 0) return;
+        uint64_t n = std::min(s.unsent_bytes, window_);
+        std::vector<std::pair<Lock*, uint64_t>> sent;
+        for (uint64_t take = n; take > 0;) {
+            auto& [lock, bytes] = s.unsent.front();
+            uint64_t part = std::min(bytes, take);
+            sent.emplace_back(lock, part);
+            take -= part;
+            if ((bytes -= part) == 0) s.unsent.pop_front();
+        }
+        s.unsent_bytes -= n;
+        guard.unlock();
+        sg4::CommPtr flow = start_flow(p_, pieces, s.node, s.target, OP_WRITE, n);
+        size_t piece = pieces.size() - 1;
+        flow->wait();
+        pieces[piece].end = sg4::Engine::get_clock();
+        guard.lock();
+        s.dirty -= n;
+        for (auto [lock, bytes] : sent)
+            if ((lock->unflushed -= bytes) == 0) lock->drained->notify_all();
+        s.changed->notify_all();
+    }
+}
+
+void Storage::ranks_done() {
+    ranks_done_ = true;
+    for (auto& [key, s] : streams_) s->changed->notify_all();
 }
 
 /* Bytes of [offset, offset + length) per object of the layout, in object order (the locks' order). */
@@ -106,15 +207,31 @@ static std::vector<std::pair<int, uint64_t>> per_object(const Layout& l, uint64_
 void Storage::transfer(int node, int kind, int file, uint64_t offset, uint64_t length) {
     const Layout& layout = in_.files.at(file);
     auto objects = per_object(layout, offset, length);
-    bool locked = kind == OP_WRITE && in_.get("extent_locks") != 0;
+    bool write = kind == OP_WRITE, locked = write && locks_on_;
     /* Locks are taken in object order, so two writers never wait for each other in a cycle. */
     if (locked)
         for (auto& [object, bytes] : objects) acquire(lock_of(file, object), node);
-    std::vector<std::pair<int, uint64_t>> to_targets;
-    for (auto& [object, bytes] : objects) to_targets.emplace_back(layout.targets[static_cast<size_t>(object)], bytes);
-    move(node, kind, to_targets);
+    if (write && dirty_limit_ > 0) {
+        cache_write(node, file, objects);
+    } else {
+        std::vector<std::pair<int, uint64_t>> to_targets;
+        for (auto& [object, bytes] : objects) to_targets.emplace_back(layout.targets[static_cast<size_t>(object)], bytes);
+        move(node, kind, to_targets);
+    }
     if (locked)
         for (auto& [object, bytes] : objects) release(lock_of(file, object));
+}
+
+/* The node's cached bytes of the file reach their targets (only the lock holder caches an object's bytes), then
+ * the targets commit: one round trip. */
+void Storage::sync(int node, int file) {
+    const Layout& layout = in_.files.at(file);
+    for (size_t object = 0; object < layout.targets.size(); object++) {
+        Lock& l = lock_of(file, static_cast<int>(object));
+        std::unique_lock<sg4::Mutex> guard(*l.mutex);
+        while (l.owner == node && l.unflushed > 0) l.drained->wait(guard);
+    }
+    sg4::this_actor::sleep_for(commit_latency_);
 }
 
 void Storage::metadata(int kind, bool create) {

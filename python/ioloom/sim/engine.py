@@ -31,8 +31,10 @@ class Outcome:
     platform: Platform
     times: np.ndarray      # (operations, 2): start and end in simulated seconds
     pieces: np.ndarray     # PIECE records
-    simulated_time: float
-    wall_seconds: float
+    simulated_time: float  # when the last rank ended and the write-back caches drained
+    wall_seconds: float    # the engine's own: its run, without the driver
+    cpu_seconds: float
+    peak_rss: int          # bytes, the engine process's peak resident size
 
 
 def background_profiles(platform: Platform) -> tuple[dict[int, list[tuple[float, float]]], float]:
@@ -103,4 +105,5 @@ def run(platform: Platform, w: Workload, wall_budget: float = 600.0) -> Outcome:
                            "operations still under way: raise run.time_budget in the platform file")
         times = np.fromfile(work / "times.bin", dtype="<f8").reshape(-1, 2)
         pieces = np.fromfile(work / "pieces.bin", dtype=PIECE)
-    return Outcome(w, platform, times, pieces, float(fields["simulated_time"]), float(fields["wall_seconds"]))
+    return Outcome(w, platform, times, pieces, float(fields["simulated_time"]), float(fields["wall_seconds"]),
+                   float(fields["cpu_seconds"]), int(fields["peak_rss_kib"]) * 1024)

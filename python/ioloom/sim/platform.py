@@ -39,7 +39,10 @@ DEFAULTS: dict[str, tuple[Any, str | None, str]] = {
     "locks.grant": (2e-4, "lock_grant", "seconds to obtain a lock nobody holds"),
     "locks.revoke": (1e-3, "lock_revoke", "seconds to take a lock another node holds (revocation round trip)"),
     "rpc.size": (1 << 20, "rpc_size", "bytes per RPC (Lustre: 1 or 4 MiB)"),
-    "rpc.in_flight": (8, "rpcs_in_flight", "RPCs a node keeps under way per target"),
+    "rpc.in_flight": (8, "rpcs_in_flight", "RPCs a node keeps under way per target (one flow: a window of them)"),
+    "cache.dirty_limit": (32 << 20, "dirty_limit", "bytes of written data a node caches per target before writes "
+                                                   "wait (Lustre's max_dirty_mb); 0: write-through"),
+    "cache.copy_bandwidth": (5e9, "copy_bandwidth", "bytes/s a rank copies into the cache (0: instantly)"),
     "layout.stripe_count": (1, None, "targets per file (-1: all)"),
     "layout.stripe_size": (1 << 20, None, "bytes per stripe"),
     "layout.placement": ("random", None, "first target and the rest: random (distinct targets drawn at random) | "

@@ -1,9 +1,11 @@
-"""What a simulation measured, as the figures `ioloom bench io` prints (docs/bench.md, same JSON document, so the
-report and sweep code read both) and per-target time series.
+"""What a simulation measured, as the figures `ioloom bench io` prints (docs/bench.md, "Timing and figures" and
+"JSON output (version 2)": the same document, so the report and sweep code read both) and per-target time series.
 
 Per phase and rank: open, data, sync and close time are the summed durations of those calls (a logfs index
-write counts as close); total is from the phase's first call to its last (barriers excluded at the ends);
-effective bandwidth = bytes of all ranks / max over ranks of (total - wait), raw = bytes / max data time.
+write counts as close); total is from the rank's first call to its last (barriers excluded at the ends);
+data_begin, data_end and end are seconds from the phase's start (its earliest call). span = the latest close
+minus the earliest open; effective bandwidth = bytes / (span - the least wait of any rank), raw = bytes / max
+data time, access = bytes / (end of the last data call - start of the first).
 """
 from __future__ import annotations
 
@@ -12,7 +14,8 @@ import numpy as np
 from ioloom.sim.engine import Outcome
 from ioloom.sim.workload import KINDS, BenchArgs
 
-FIELDS = ("open", "data", "sync", "close", "wait", "prep", "total")  # ioloom-bench's; prep (filling buffers) is 0 here
+FIELDS = ("open", "data", "sync", "close", "wait", "prep", "total", "data_begin", "data_end")  # ioloom-bench's
+BANDWIDTHS = ("effective_bw", "raw_bw", "access_bw")
 
 
 def _stats(values: np.ndarray) -> dict[str, float]:
@@ -31,11 +34,18 @@ def _rank_times(o: Outcome, sel: np.ndarray, nranks: int) -> dict[str, np.ndarra
     out["wait"] = np.bincount(rank, weights=ops["gap"] * data, minlength=nranks)
     out["prep"] = np.zeros(nranks)
     calls = ops["kind"] != KINDS["barrier"]
-    first = np.full(nranks, np.inf)
-    last = np.full(nranks, -np.inf)
-    np.minimum.at(first, rank[calls], times[calls, 0] - ops["gap"][calls])
-    np.maximum.at(last, rank[calls], times[calls, 1])
-    out["total"] = last - first
+    origin = float((times[calls, 0] - ops["gap"][calls]).min())
+
+    def extreme(mask: np.ndarray, column: np.ndarray, reduce, fill: float) -> np.ndarray:
+        out = np.full(nranks, fill)
+        reduce.at(out, rank[mask], column[mask])
+        return out
+
+    first = extreme(calls, times[:, 0] - ops["gap"], np.minimum, np.inf)
+    out["end"] = extreme(calls, times[:, 1], np.maximum, -np.inf) - origin
+    out["total"] = out["end"] + origin - first
+    out["data_begin"] = extreme(data, times[:, 0], np.minimum, np.inf) - origin
+    out["data_end"] = extreme(data, times[:, 1], np.maximum, -np.inf) - origin
     out["bytes"] = np.bincount(rank, weights=ops["length"] * data, minlength=nranks)
     out["calls"] = np.bincount(rank, weights=data, minlength=nranks)
     return out
@@ -46,18 +56,23 @@ def phase_document(o: Outcome, phase: int) -> dict:
     nranks = o.workload.jobs[job][1]
     t = _rank_times(o, o.workload.phase == phase, nranks)
     total_bytes = float(t["bytes"].sum())
-    return {"op": op, "rep": rep, "bytes": total_bytes, "calls": float(t["calls"].sum()), "errors": 0,
-            "effective_bw": total_bytes / float((t["total"] - t["wait"]).max()),
+    span = float(t["end"].max())
+    access = float(t["data_end"].max() - t["data_begin"].min())
+    return {"op": op, "rep": rep, "bytes": total_bytes, "calls": float(t["calls"].sum()), "errors": 0, "span": span,
+            "effective_bw": total_bytes / (span - float((t["wait"] + t["prep"]).min())),
             "raw_bw": total_bytes / float(t["data"].max()) if t["data"].max() > 0 else 0.0,
+            "access_bw": total_bytes / access if access > 0 else 0.0,
             "time": {name: _stats(t[name]) for name in FIELDS},
-            "ranks": [{"rank": r, **{name: float(t[name][r]) for name in FIELDS}, "bytes": float(t["bytes"][r]),
-                       "calls": float(t["calls"][r]), "errors": 0} for r in range(nranks)]}
+            "ranks": [{"rank": r, **{name: float(t[name][r]) for name in (*FIELDS, "end")},
+                       "bytes": float(t["bytes"][r]), "calls": float(t["calls"][r]), "errors": 0}
+                      for r in range(nranks)]}
 
 
 def _params(a: BenchArgs, nodes: int) -> dict:
     return {"api": a.api, "pattern": a.pattern, "kernel": "none", "collective": False, "block_size": a.block,
             "transfer_size": a.transfer, "segment_count": a.segments, "fsync": a.fsync, "random": a.random,
-            "reorder": False, "shift": 0, "repetitions": a.repetitions, "wait_ms": a.wait_ms, "verify": False,
+            "reorder": False, "shift": 0, "repetitions": a.repetitions, "wait_ms": a.wait_ms, "delay_s": 0.0,
+            "verify": False,
             "path": "(simulated)", "hints_requested": {}, "emulated_nodes": nodes}
 
 
@@ -68,14 +83,16 @@ def job_document(o: Outcome, job: int) -> dict:
     summary = []
     for op in dict.fromkeys(p["op"] for p in phases):
         mine = [p for p in phases if p["op"] == op]
+        bandwidths = {kind: np.array([p[kind] for p in mine]) for kind in BANDWIDTHS}
         summary.append({"op": op, "reps": len(mine),
-                        "effective_bw": _stats(np.array([p["effective_bw"] for p in mine])),
-                        "raw_bw": _stats(np.array([p["raw_bw"] for p in mine])),
+                        **{kind: {**_stats(v), "median": float(np.median(v))} for kind, v in bandwidths.items()},
                         "time": {f: _stats(np.array([p["time"][f]["max"] for p in mine])) for f in FIELDS}})
-    return {"ioloom_bench": 1, "mpi": "simulated", "nranks": nranks, "ranks_per_node": rpn,
+    return {"ioloom_bench": 2, "mpi": "simulated", "nranks": nranks, "ranks_per_node": rpn,
+            "node": {"ranks": rpn, "cpus": rpn}, "oversubscribed": False,
             "params": _params(o.workload.args[job], -(-nranks // rpn)), "hints": {}, "phases": phases,
             "summary": summary, "verify": {"enabled": False, "errors": 0},
             "simulator": {"start": start, "simulated_time": o.simulated_time, "wall_seconds": o.wall_seconds,
+                          "cpu_seconds": o.cpu_seconds, "peak_rss": o.peak_rss,
                           "operations": int(o.workload.ops.size), "transfers": int(o.pieces.size),
                           "log_structured": bool(o.workload.index_files)}}
 

@@ -85,11 +85,12 @@ def _small_platform(**sections) -> Platform:
 
 
 def delta_graph(offsets=(0.0, 0.25, 0.5, 0.75)) -> list[Row]:
-    """Two equal jobs (4 ranks each on their own nodes, a file per process) started dt apart on one shared target:
-    the model's premise is that each application alone saturates the storage both share (a job spread over
-    several targets leaves some idle part of the time, and the other job's I/O then costs it less)."""
+    """Two equal jobs (4 ranks each on their own nodes, a file per process, fsync at the end: the phase lasts until
+    its data is on the target) started dt apart on one shared target: the model's premise is that each application
+    alone saturates the storage both share (a job spread over several targets leaves some idle part of the time,
+    and the other job's I/O then costs it less)."""
     p = _small_platform(targets={"count": 1, "write_bandwidth": 1e8}, servers={"count": 1})
-    args = workload.parse_bench_args("-F -b 8m -t 1m -s 2 -w")
+    args = workload.parse_bench_args("-F -b 8m -t 1m -s 2 -e -w")
 
     def job(i: int) -> workload.Workload:
         return workload.bench_job(p, args, 4, 1, job=i, first_node=4 * i, first_file=100 * i)
