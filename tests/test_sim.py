@@ -199,3 +199,19 @@ def test_docs_list_every_platform_key_with_its_default():
     doc = (paths.REPO_ROOT / "docs" / "sim.md").read_text()
     for key, (default, _, _) in platform.DEFAULTS.items():
         assert re.search(rf"\| `{re.escape(key)}` \| `{re.escape(repr(default))}` \|", doc), key
+
+
+def test_bench_sim_prints_events_time_and_memory(ioloom_cli):
+    """`ioloom bench sim` (a quick look at small sizes): write-through, every 1 MiB write is one flow, so its events
+    are exactly the operations (open, barrier, writes, fsync, close, barrier per rank) plus the writes; figures are
+    per round, the rounds interleaved."""
+    out = ioloom_cli("bench", "sim", "--ranks", "64", "--writes", "3", "--base-ranks", "32", "--base-writes", "2",
+                     "--rounds", "2", "--quick", "--json").stdout
+    doc = json.loads(out)
+    through = doc["figures"]["write-through"]
+    assert through["events"]["rounds"] == [32 * (5 + 2) + 32 * 2] * 2
+    scale = doc["figures"]["scale"]
+    assert len(scale["wall"]["rounds"]) == 2 and scale["rss"]["max"] > 1 << 20 and doc["goal"]["met"]
+    assert all(v > 0 for v in scale["events_per_s"]["rounds"])
+    too_few = ioloom_cli("bench", "sim", "--rounds", "3", check=False)
+    assert too_few.returncode == 2 and "at least 10 interleaved rounds" in too_few.stderr
