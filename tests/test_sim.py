@@ -150,10 +150,17 @@ def test_background_load_is_reproducible_and_slows_targets():
     assert data_time([[0.25, 1.0], [0.5, 1.0]]) == loaded
 
 
-@pytest.mark.parametrize("check", ["table-6.2", "delta-graph"])
+@pytest.mark.parametrize("check", ["table-6.2", "delta-graph", "small-beside-big", "wan-chunks"])
 def test_validation_rows_agree(check):
     rows = validate.run([check])
     assert rows and all(r.ok for r in rows), [r for r in rows if not r.ok]
+
+
+def test_four_ior_jobs_share_the_targets():
+    """Wright's four tuned IOR jobs at once, at a quarter of the validation's size: each gets a fraction of its lone
+    bandwidth, together more than one alone."""
+    rows = validate.four_ior_jobs(ranks=64)
+    assert rows and all(r.ok for r in rows), rows
 
 
 def test_placement_matches_table_6_3_binomial():

@@ -12,7 +12,7 @@
  * Invariant: while the lock is busy (requests under way or bytes unflushed) they all belong to `owner`.
  *
  * The write-back cache is per node and target (a Lustre client's per-target dirty limit, max_dirty_mb): a write
- * copies its bytes in at `copy_bandwidth` once there is room, and one flusher actor per (node, target) sends the
+ * copies its bytes in at `copy_bandwidth` as room allows, and one flusher actor per (node, target) sends the
  * cached bytes in flows of one RPC window (rpc_size x rpcs_in_flight) at a time. Requests that bypass the cache
  * also move in RPC windows: the RPCs of a window share the same links at once, as one flow of their summed size
  * does, and their latencies overlap; a window pays one latency. */
@@ -134,24 +134,30 @@ Storage::Stream& Storage::stream_of(int node, int target) {
     return *s;
 }
 
-/* A write into the node's cache, object by object: wait for room under the target's dirty limit (a write larger
- * than the limit waits for an empty cache), copy, and hand the bytes to the flusher. The rank holds no room
- * while it waits for another target's, so ranks never wait for each other in a cycle. */
+/* A write into the node's cache, object by object, as the room under the target's dirty limit allows: each part
+ * waits for room, is copied and handed to the flusher, so a write larger than the limit streams through it and
+ * returns once its last part is cached. A rank holds no room while it waits, so ranks never wait for each other
+ * in a cycle. */
 void Storage::cache_write(int node, int file, const Objects& objects) {
     const Layout& layout = in_.files.at(file);
     for (auto& [object, bytes] : objects) {
         Stream& s = stream_of(node, layout.targets[static_cast<size_t>(object)]);
-        {
-            std::unique_lock<sg4::Mutex> guard(*s.mutex);
-            while (s.dirty > 0 && s.dirty + bytes > dirty_limit_) s.changed->wait(guard);
-            s.dirty += bytes;
-        }
-        if (copy_bandwidth_ > 0) sg4::this_actor::sleep_for(static_cast<double>(bytes) / copy_bandwidth_);
         Lock& l = lock_of(file, object);
-        l.unflushed += bytes;
-        s.unsent.emplace_back(&l, bytes);
-        s.unsent_bytes += bytes;
-        s.changed->notify_all();
+        for (uint64_t left = bytes; left > 0;) {
+            uint64_t part;
+            {
+                std::unique_lock<sg4::Mutex> guard(*s.mutex);
+                while (s.dirty >= dirty_limit_) s.changed->wait(guard);
+                part = std::min(left, dirty_limit_ - s.dirty);
+                s.dirty += part;
+            }
+            if (copy_bandwidth_ > 0) sg4::this_actor::sleep_for(static_cast<double>(part) / copy_bandwidth_);
+            l.unflushed += part;
+            s.unsent.emplace_back(&l, part);
+            s.unsent_bytes += part;
+            s.changed->notify_all();
+            left -= part;
+        }
     }
 }
 

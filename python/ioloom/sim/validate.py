@@ -106,9 +106,15 @@ def delta_graph(offsets=(0.0, 0.25, 0.5, 0.75)) -> list[Row]:
     return rows
 
 
+def _ior_platform(nodes: int) -> Platform:
+    """Wright's lscratchc as the IOR rows see it: targets that write what the thesis's tuned job got per stripe
+    (15,609 MB/s over 160 stripes: about 100 MB/s), 4 MiB RPCs."""
+    return from_dict({"clients": {"nodes": nodes}, "targets": {"write_bandwidth": 1e8}, "rpc": {"size": 4 << 20}})
+
+
 def ior_tuning(ranks: int = 256) -> list[Row]:
     """IOR N-1 strided (-b 128m -t 4m): 2 stripes of 1 MiB against 160 stripes of 128 MiB, one job, 16 per node."""
-    p = from_dict({"clients": {"nodes": ranks // 16}, "rpc": {"size": 4 << 20}})
+    p = _ior_platform(ranks // 16)
     args = workload.parse_bench_args("-b 128m -t 4m -s 1 -w")
 
     def bandwidth(count: int, size: int) -> float:
@@ -121,7 +127,79 @@ def ior_tuning(ranks: int = 256) -> list[Row]:
                 f"simulated {narrow / 2**20:.0f} -> {wide / 2**20:.0f} MiB/s; thesis 313 -> 15,609 MB/s on 1,024")]
 
 
-CHECKS = {"table-6.3": table_6_3, "table-6.2": table_6_2, "delta-graph": delta_graph, "ior-tuning": ior_tuning}
+def small_beside_big(offset: float = 0.0) -> list[Row]:
+    """Dorier Fig. 6.9 in kind: 768 ranks, 24 per node, split 744 (A) and 24 (B), each rank writing 16 MiB in 2 MiB
+    pieces (a file per rank: collective buffering is not simulated) to 16 shared targets, B starting `offset` x
+    T_A(alone) after A; fsync ends each phase. B's own node stream to a target is one of 32, so it is slowed far
+    more than A is by it."""
+    p = from_dict({"clients": {"nodes": 32}, "servers": {"count": 4}, "targets": {"count": 16},
+                   "layout": {"stripe_count": -1}})
+    args = workload.parse_bench_args("-F -b 16m -t 2m -e -w")
+    big = workload.bench_job(p, args, 744, 24)
+    small = workload.bench_job(p, args, 24, 24, first_node=31, first_file=1000)
+
+    def took(o: engine.Outcome, job: int) -> float:
+        return results.job_document(o, job)["phases"][0]["time"]["total"]["max"]
+
+    alone_a, alone_b = took(engine.run(p, big), 0), took(engine.run(p, small), 0)
+    both = engine.run(p, workload.combine([big, small], [0.0, offset * alone_a]))
+    i_a, i_b = took(both, 0) / alone_a, took(both, 1) / alone_b
+    return [Row(f"Dorier: 24-rank job beside a 744-rank one (dt = {offset:g} T_A): interference factor of the small",
+                14.0, i_b, ">= 5", i_b >= 5, "thesis: up to 14 (Grid'5000, 24 against 744 cores)"),
+            Row("Dorier: the same, interference factor of the big job", 1.0, i_a, "<= 1.2", i_a <= 1.2,
+                "the big job barely notices the small one")]
+
+
+def four_ior_jobs(ranks: int = 256) -> list[Row]:
+    """Wright Ch. 6.2: four tuned IOR jobs (160 stripes of 128 MiB each, placed at random) at once on 480 targets,
+    each on its own nodes, against one alone: each gets a fraction of its lone bandwidth, together more."""
+    p = _ior_platform(4 * ranks // 16)
+    args = workload.parse_bench_args("-b 128m -t 4m -s 1 -w")
+    placement = workload.Placement(p)
+    jobs = [workload.bench_job(p, args, ranks, 16, job=j, first_node=j * ranks // 16, first_file=j,
+                               placement=placement, stripe_count=160, stripe_size=128 << 20) for j in range(4)]
+
+    def bandwidth(o: engine.Outcome, job: int) -> float:
+        return results.job_document(o, job)["summary"][0]["effective_bw"]["mean"]
+
+    alone = bandwidth(engine.run(p, jobs[0]), 0)
+    together = engine.run(p, workload.combine(jobs, [0.0] * 4))
+    each = np.array([bandwidth(together, j) for j in range(4)])
+    share = float(each.mean() / alone)
+    return [Row(f"IOR tuning, four jobs at once ({ranks} ranks each): bandwidth of each / alone", 4541 / 15609, share,
+                "< 0.75, sum > 1", share < 0.75 and share * 4 > 1,
+                f"simulated {alone / 2**20:.0f} alone -> {each.mean() / 2**20:.0f} MiB/s each; thesis 15,609 -> "
+                "4,541 MB/s")]
+
+
+def wan_chunks(nodes: int = 96, chunk: int = 64 << 20, chunks: int = 4) -> list[Row]:
+    """Wan Sec. VI: one rank per node writes 256 MiB; stock: its own file on one target, allocated round robin (rank
+    i on target i); refactored: 64 MiB chunks, chunk j of rank i on target (i + j) mod D_total. Both under the same
+    multimodal background load and seed, with a 64 MiB per-target client cache (the per-client buffering Wan
+    credits): a chunk fits the cache of its target, a 256 MiB write does not. Write time: the write call's."""
+    p = from_dict({"clients": {"nodes": nodes, "ranks_per_node": 1}, "servers": {"count": nodes // 4},
+                   "targets": {"count": nodes}, "layout": {"placement": "round_robin"},
+                   "cache": {"dirty_limit": chunk},
+                   "background": {"modes": [[1.0, 0.5], [0.5, 0.3], [0.1, 0.2]], "period": 0.5}})
+    args = workload.parse_bench_args(f"-F -b {chunk * chunks} -t {chunk * chunks} -w")
+    stock = workload.bench_job(p, args, nodes, 1)
+    refactored = workload.bench_job(p, args, nodes, 1)
+    refactored.layouts = {i: (chunk, [(i + j) % nodes for j in range(chunks)]) for i in range(nodes)}
+
+    def write_times(w: workload.Workload) -> np.ndarray:
+        o = engine.run(p, w)
+        writes = w.ops["kind"] == workload.KINDS["write"]
+        return o.times[writes, 1] - o.times[writes, 0]
+
+    before, after = write_times(stock), write_times(refactored)
+    return [Row(f"Wan: {chunk >> 20} MiB chunks on (i + j) mod D over stock placement, {stat} write time", 1.0,
+                float(f(after) / f(before)), "< 1", f(after) < f(before),
+                f"{f(before):.3g} -> {f(after):.3g} s ({nodes} ranks and targets)")
+            for stat, f in (("mean", np.mean), ("maximum", np.max))]
+
+
+CHECKS = {"table-6.3": table_6_3, "table-6.2": table_6_2, "delta-graph": delta_graph, "ior-tuning": ior_tuning,
+          "small-beside-big": small_beside_big, "four-ior-jobs": four_ior_jobs, "wan-chunks": wan_chunks}
 
 
 def run(names: list[str] | None = None) -> list[Row]:
