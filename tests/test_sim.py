@@ -156,6 +156,14 @@ def test_validation_rows_agree(check):
     assert rows and all(r.ok for r in rows), [r for r in rows if not r.ok]
 
 
+def test_log_layer_beats_plain_n1_at_small_rank_counts():
+    """The rising side of Wright's PLFS curve (Table E.6, 48 ranks): FLASH-IO-like N-1 through the log layer beats
+    plain N-1 (locks serialise the shared file's writers; the logs are written in parallel)."""
+    rows = validate.tipping_point(nodes=(4,))
+    assert rows[0].ok and rows[0].simulated > 2, rows[0]
+    assert rows[-1].check.endswith("where the log layer loses") and "no crossing up to 48 ranks" in rows[-1].note
+
+
 def test_four_ior_jobs_share_the_targets():
     """Wright's four tuned IOR jobs at once, at a quarter of the validation's size: each gets a fraction of its lone
     bandwidth, together more than one alone."""

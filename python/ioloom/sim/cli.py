@@ -62,7 +62,8 @@ def run_command(ctx: typer.Context,
 
 @app.command("validate")
 def validate_command(check: list[str] = typer.Option(None, "--check", help="Run only these checks (repeatable): "
-                                                     "table-6.3, table-6.2, delta-graph, ior-tuning.")) -> None:
+                                                     "table-6.3, table-6.2, delta-graph, ior-tuning, "
+                                                     "small-beside-big, four-ior-jobs, wan-chunks, tipping-point.")) -> None:
     """Compare the simulator with the documents' tables and equations; exits 1 if a row disagrees."""
     from rich.console import Console
     from rich.markup import escape

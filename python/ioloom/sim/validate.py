@@ -27,6 +27,12 @@ TABLE_6_2 = {160: (160.000, 266.667, 337.778, 385.185, 416.790, 437.860, 451.907
              64: (64.000, 119.467, 167.538, 209.199, 245.306, 276.599, 303.719, 327.223, 347.593, 365.247)}
 
 
+# Wright Table E.6, FLASH-IO on Sierra (12 cores per node): nodes -> (ad_ufs MB/s, ad_plfs MB/s).
+TABLE_E_6 = {1: (332.150, 282.513), 2: (234.704, 677.992), 4: (323.962, 1073.471), 8: (382.921, 1468.949),
+             16: (406.641, 1642.854), 32: (439.282, 1284.342), 64: (464.171, 709.821), 128: (477.430, 201.701),
+             256: (518.736, 183.701)}
+
+
 @dataclass
 class Row:
     check: str
@@ -198,8 +204,48 @@ def wan_chunks(nodes: int = 96, chunk: int = 64 << 20, chunks: int = 4) -> list[
             for stat, f in (("mean", np.mean), ("maximum", np.max))]
 
 
+def _sierra(nodes: int) -> Platform:
+    """Sierra's lscratchc as FLASH-IO saw it: 480 targets writing what one got alone (IOR on 1 stripe, Appendix F:
+    242 MB/s), files on 2 stripes of 1 MiB (the default), 12 ranks per node, a node moving what PLFS got per node
+    at its peak (1,643 MB/s over 16 nodes: the client's HDF5 and PLFS path, not its link), and disks that lose
+    capacity with concurrent streams (seek penalty 1: n streams share capacity / n)."""
+    return from_dict({"clients": {"nodes": nodes, "nic_bandwidth": 1.1e8},
+                      "targets": {"write_bandwidth": 2.5e8, "seek_penalty": 1.0}, "layout": {"stripe_count": 2}})
+
+
+def tipping_point(nodes=(4, 16, 64, 128, 256)) -> list[Row]:
+    """Wright Ch. 5.4 / Table E.6: FLASH-IO-like N-1 (each rank 4 segments of 4 MiB, fsync) written plainly and
+    through the log layer (a log and an index per rank), 12 ranks per node, on 480 targets: the ratio of the
+    bandwidths on either side of 1 as the thesis measured it, and the first rank count where the log layer loses,
+    beside Eq. 6.6's load (a data file of 2 stripes per rank)."""
+    args = workload.parse_bench_args("-b 4m -t 4m -s 4 -e -w")
+    rows, crossing = [], None
+    for count in nodes:
+        ranks = count * 12
+        p = _sierra(count)
+        plain_w = workload.bench_job(p, args, ranks, 12)
+        bandwidth = [results.job_document(engine.run(p, w), 0)["summary"][0]["effective_bw"]["mean"]
+                     for w in (plain_w, workload.logfs(plain_w, p))]
+        ratio = bandwidth[1] / bandwidth[0]
+        ufs, plfs = TABLE_E_6[count]
+        load = contention.plfs_load(ranks, 480).d_load
+        crossing = crossing or (ranks if ratio < 1 else None)
+        rows.append(Row(f"PLFS tipping point, {ranks} ranks: log layer / plain N-1 bandwidth", plfs / ufs, ratio,
+                        "same side of 1", (ratio > 1) == (plfs > ufs),
+                        f"simulated {bandwidth[0] / 1e6:.0f} -> {bandwidth[1] / 1e6:.0f} MB/s; "
+                        f"Eq. 6.6 load {load:.3g}"))
+    measured = min(12 * n for n, (ufs, plfs) in TABLE_E_6.items() if n > 16 and plfs < ufs)
+    rows.append(Row("PLFS tipping point: first rank count where the log layer loses", measured,
+                    float(crossing or "nan"), "same", crossing == measured,
+                    f"Eq. 6.6 load there: thesis {contention.plfs_load(measured, 480).d_load:.3g}" +
+                    (f", simulated {contention.plfs_load(crossing, 480).d_load:.3g}" if crossing else
+                     f"; no crossing up to {12 * max(nodes):,} ranks")))
+    return rows
+
+
 CHECKS = {"table-6.3": table_6_3, "table-6.2": table_6_2, "delta-graph": delta_graph, "ior-tuning": ior_tuning,
-          "small-beside-big": small_beside_big, "four-ior-jobs": four_ior_jobs, "wan-chunks": wan_chunks}
+          "small-beside-big": small_beside_big, "four-ior-jobs": four_ior_jobs, "wan-chunks": wan_chunks,
+          "tipping-point": tipping_point}
 
 
 def run(names: list[str] | None = None) -> list[Row]:

@@ -247,6 +247,9 @@ def logfs(w: Workload, platform: Platform, placement: Placement | None = None) -
                 op["file"] = log_file(job, rank, file, 0)
                 index["file"], index["gap"] = log_file(job, rank, file, 1), 0
                 emitted = [op, index]
+            elif kind == KINDS["sync"]:  # fsync of the container: the rank's log
+                op["file"] = log_file(job, rank, file, 0)
+                emitted = [op]
             elif kind == KINDS["close"]:
                 index = _ops(1, job=job, rank=rank, kind=KINDS["write"], file=log_file(job, rank, file, 1),
                              length=max(entries.get(file, 0), 1) * INDEX_ENTRY_BYTES)[0]
