@@ -57,6 +57,52 @@ def test_write_back_cache_streams_windows_and_fsync_waits_for_them():
     assert data < 0.6 * (sync_end - first_write)  # the first 4 MiB went into the cache at copy speed
 
 
+@pytest.fixture(scope="module")
+def dd_trace(tmp_path_factory):
+    """A real trace: dd writing 16 blocks of 64 KiB with fsync, a pause, then dd reading them back."""
+    import subprocess
+    import sys
+    work = tmp_path_factory.mktemp("sim-trace")
+    out = subprocess.run([sys.executable, "-m", "ioloom", "run", "-o", "trace", "--", "sh", "-c",
+                          "dd if=/dev/zero of=data bs=64k count=16 conv=fsync status=none; sleep 0.1; "
+                          "dd if=data of=/dev/null bs=64k status=none"], cwd=work, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    return work / "trace"
+
+
+def test_trace_replays_each_process_calls_with_offsets_and_gaps(dd_trace):
+    """Each dd is a rank; its data calls keep their offsets and sizes, the writer's open creates, its fsync waits
+    for the cache; the reader starts after the writer's end plus the pause, as traced."""
+    p = small()
+    w = workload.from_trace(p, dd_trace)
+    assert w.jobs == [(0.0, 2, 2, 0)] and len(w.layouts) == 1
+    for rank, kind in ((0, "write"), (1, "read")):
+        mine = w.ops[(w.ops["rank"] == rank) & (w.ops["kind"] == workload.KINDS[kind])]
+        assert mine["offset"].tolist() == [i << 16 for i in range(16)] and (mine["length"] == 1 << 16).all()
+    opens = w.ops[w.ops["kind"] == workload.KINDS["open"]]
+    assert opens["offset"].tolist() == [1, 0]  # O_CREAT on the writer's open only
+    assert (w.ops["gap"] >= 0).all() and w.ops[w.ops["rank"] == 1]["gap"][0] >= 0.1
+    o = engine.run(p, w)
+    doc = results.replay_document(o)
+    assert doc["calls"]["write"]["bytes"] == 1 << 20 and doc["calls"]["sync"]["calls"] == 1
+    assert o.pieces["bytes"][o.pieces["kind"] == workload.KINDS["write"]].sum() == 1 << 20
+    assert doc["simulated_time"] >= w.ops[w.ops["rank"] == 1]["gap"][0]
+
+
+def test_trace_without_offsets_is_refused():
+    import pyarrow as pa
+
+    from ioloom.trace import EVENT_SCHEMA, FILE_SCHEMA, Trace
+    row = {name: [-1] for name in EVENT_SCHEMA.names}
+    row.update(t_start=[0], t_end=[1000], pid=[7], layer=["posix"], op=["write"], file_id=[0], req_bytes=[10],
+               ret_bytes=[10], errno=[0])
+    events = pa.Table.from_pydict(row).cast(EVENT_SCHEMA)
+    trace = Trace.from_tables(events, FILE_SCHEMA.empty_table())
+    with pytest.raises(workload.WorkloadError, match="1 data calls have no offset"):
+        workload.from_trace(small(), trace)
+
+
 def test_every_byte_reaches_the_target_its_stripe_names():
     """Bytes per target from the engine's transfers equal a numpy oracle of the striping (object i of a file on
     its layout's target i, stripes dealt round robin), for uneven writes crossing stripes."""

@@ -28,28 +28,39 @@ def run_command(ctx: typer.Context,
                                                  help="Targets per file [layout.stripe_count]."),
                 stripe_size: str = typer.Option(None, "--stripe-size", help="Bytes per stripe, e.g. 1m "
                                                 "[layout.stripe_size]."),
-                json_out: bool = typer.Option(False, "--json", help="Print the JSON document ioloom bench io prints."),
+                trace: Path = typer.Option(None, "--trace", help="Replay this ioloom trace (a directory of "
+                                           "`ioloom run`) instead of a bench pattern."),
+                json_out: bool = typer.Option(False, "--json", help="Print the JSON document ioloom bench io prints "
+                                              "(with --trace: the replay's)."),
                 wall_budget: float = typer.Option(600.0, "--wall-budget", min=1.0,
                                                   help="Wall-clock seconds before the simulation is stopped.")) -> None:
     """Simulate one job running the access pattern of `ioloom bench io`'s options (after --), e.g.
-    `ioloom sim run -n 1024 --stripe-count 4 -- -b 4m -t 1m -s 4 -w`."""
+    `ioloom sim run -n 1024 --stripe-count 4 -- -b 4m -t 1m -s 4 -w`, or replaying a trace (--trace DIR)."""
     from ioloom import paths
     from ioloom.bench.io import print_result
     from ioloom.sim import engine, platform, results, workload
 
     try:
         p = platform.load(platform_file)
-        args = workload.parse_bench_args(ctx.args)
         size = workload.parse_size(stripe_size) if stripe_size else None
         if stripe_count is not None and not (stripe_count == -1 or 1 <= stripe_count <= p["targets.count"]):
             raise workload.WorkloadError(f"--stripe-count {stripe_count}: use 1..{p['targets.count']} or -1 (all)")
-        w = workload.bench_job(p, args, ranks, ranks_per_node or p["clients.ranks_per_node"],
-                               stripe_count=stripe_count, stripe_size=size)
+        if trace is not None:
+            if ctx.args:
+                raise workload.WorkloadError("--trace replays the trace's calls: give no bench options after --")
+            w = workload.from_trace(p, trace, ranks_per_node, stripe_count=stripe_count, stripe_size=size)
+        else:
+            args = workload.parse_bench_args(ctx.args)
+            w = workload.bench_job(p, args, ranks, ranks_per_node or p["clients.ranks_per_node"],
+                                   stripe_count=stripe_count, stripe_size=size)
         outcome = engine.run(p, workload.logfs(w, p) if logfs else w, wall_budget)
     except (platform.PlatformError, workload.WorkloadError, engine.SimError) as e:
         _fail(str(e))
     except paths.NativeMissing as e:
         _fail(f"{e} (the simulator needs SimGrid: Debian's libsimgrid-dev)")
+    if trace is not None:
+        _print_replay(results.replay_document(outcome), json_out)
+        return
     doc = results.job_document(outcome, 0)
     if json_out:
         print(json.dumps(doc))
@@ -60,10 +71,22 @@ def run_command(ctx: typer.Context,
               f"{s['transfers']:,} transfers")
 
 
+def _print_replay(doc: dict, json_out: bool) -> None:
+    if json_out:
+        print(json.dumps(doc))
+        return
+    print(f"replayed {doc['operations']:,} calls of {doc['ranks']} rank(s) on {doc['files']} file(s): traced "
+          f"{doc['traced_time']:.6g} s, simulated {doc['simulated_time']:.6g} s")
+    for name, c in doc["calls"].items():
+        print(f"  {name:8} {c['calls']:>9,} calls {c['bytes']:>15,} B  traced {c['traced_s']:.6g} s  simulated "
+              f"{c['simulated_s']:.6g} s")
+
+
 @app.command("validate")
 def validate_command(check: list[str] = typer.Option(None, "--check", help="Run only these checks (repeatable): "
                                                      "table-6.3, table-6.2, delta-graph, ior-tuning, "
-                                                     "small-beside-big, four-ior-jobs, wan-chunks, tipping-point.")) -> None:
+                                                     "small-beside-big, four-ior-jobs, wan-chunks, "
+                                                     "tipping-point.")) -> None:
     """Compare the simulator with the documents' tables and equations; exits 1 if a row disagrees."""
     from rich.console import Console
     from rich.markup import escape

@@ -111,6 +111,7 @@ class Workload:
     phases: list[tuple[int, str, int]]           # (job, "write" or "read", repetition)
     args: list[BenchArgs] = field(default_factory=list)
     index_files: set[int] = field(default_factory=set)  # logfs index journals: their writes belong to close
+    recorded: np.ndarray | None = None  # a replayed trace: each operation's (start, end) as traced, s from its first
 
 
 class Placement:
@@ -308,3 +309,81 @@ def combine(workloads: list[Workload], starts: list[float]) -> Workload:
         args += w.args
         index_files |= w.index_files
     return Workload(np.concatenate(ops), layouts, jobs, np.concatenate(tags), names, args, index_files)
+
+
+# What a replayed trace keeps of each process's calls (docs/trace-format.md names them): the POSIX and stdio data
+# calls (MPI-IO calls are replayed as the POSIX calls they issued), and the opens, closes, syncs and stats of the
+# files those move data in.
+TRACE_OPENS = {"open", "open64", "openat", "openat64", "creat", "creat64", "__open_2", "__open64_2", "__openat_2",
+               "__openat64_2", "fopen", "fopen64", "freopen", "freopen64", "fdopen"}
+TRACE_KINDS = {**{op: KINDS["open"] for op in TRACE_OPENS}, "close": KINDS["close"], "fclose": KINDS["close"],
+               "fsync": KINDS["sync"], "fdatasync": KINDS["sync"],
+               **{op: KINDS["stat"] for op in ("stat", "stat64", "lstat", "lstat64", "__xstat", "__lxstat",
+                                               "__xstat64", "__lxstat64")}}
+O_CREAT = 0o100  # open(2)'s flag in an open's aux (Linux)
+
+
+def _trace_events(path):
+    """The POSIX and stdio calls of a trace (a directory, or a Trace already open), as a pandas frame in time
+    order."""
+    from ioloom.trace import Trace, TraceDamaged, TraceNotFound, open_trace
+
+    try:
+        trace = path if isinstance(path, Trace) else open_trace(path)
+        events = trace.events(["t_start", "t_end", "rank", "pid", "layer", "op", "file_id", "offset", "ret_bytes",
+                               "aux"]).to_pandas()
+    except (TraceNotFound, TraceDamaged) as e:
+        raise WorkloadError(f"trace {path}: {e}") from None
+    events = events.astype({"op": str, "layer": str})
+    return events[events["layer"].isin(["posix", "stdio"])]
+
+
+def _trace_kinds(events) -> np.ndarray:
+    """Each event's operation kind (0: not replayed)."""
+    from ioloom.trace.ops import direction
+
+    moved = [direction(op, aux) for op, aux in zip(events["op"], events["aux"])]
+    kind = np.array([KINDS[d] if d else TRACE_KINDS.get(op, 0) for d, op in zip(moved, events["op"])], dtype=np.int32)
+    data = np.isin(kind, [KINDS["write"], KINDS["read"]])
+    kind[data & (events["ret_bytes"].to_numpy() <= 0)] = 0  # failed or empty calls move nothing
+    return kind
+
+
+def from_trace(platform: Platform, path, ranks_per_node: int | None = None, placement: Placement | None = None,
+               stripe_count: int | None = None, stripe_size: int | None = None) -> Workload:
+    """A traced run as one job: each process a rank (MPI ranks in order, else processes in pid order), its calls in
+    time order with the computation between them (start minus the previous call's end) as gaps, the first gap from
+    the trace's first call; each file data moved in a new file of the platform's layout."""
+    events = _trace_events(path)
+    kind = _trace_kinds(events)
+    data = np.isin(kind, [KINDS["write"], KINDS["read"]])
+    files = np.unique(events["file_id"].to_numpy()[data])
+    keep = (kind > 0) & np.isin(events["file_id"].to_numpy(), files)
+    events, kind, data = events[keep], kind[keep], data[keep]
+    if not data.any():
+        raise WorkloadError(f"trace {path}: no POSIX or stdio call moved data: nothing to replay")
+    unknown = int((events["offset"].to_numpy()[data] < 0).sum())
+    if unknown:
+        raise WorkloadError(f"trace {path}: {unknown} data calls have no offset (the tracer could not follow their "
+                            "file position): trace the program again with ioloom run, or replay a bench pattern")
+    who = np.where(events["rank"].to_numpy() >= 0, events["rank"].to_numpy(), events["pid"].to_numpy())
+    owners, rank = np.unique(who, return_inverse=True)
+    order = np.lexsort((events["t_start"].to_numpy(), rank))
+    t0, t1 = events["t_start"].to_numpy()[order] / 1e9, events["t_end"].to_numpy()[order] / 1e9
+    rank, kind, data = rank[order], kind[order], data[order]
+    previous_end = np.where(np.r_[True, rank[1:] != rank[:-1]], t0.min(), np.r_[0.0, t1[:-1]])
+    aux = events["aux"].to_numpy()[order]
+    ops = _ops(rank.size, rank=rank, kind=kind, file=np.searchsorted(files, events["file_id"].to_numpy()[order]),
+               offset=np.where(data, events["offset"].to_numpy()[order], (kind == KINDS["open"]) & (aux & O_CREAT > 0)),
+               length=np.where(data, events["ret_bytes"].to_numpy()[order], 0),
+               gap=np.maximum(t0 - previous_end, 0.0))
+    placement = placement or Placement(platform)
+    count = stripe_count if stripe_count is not None else platform["layout.stripe_count"]
+    size = stripe_size or platform["layout.stripe_size"]
+    layouts = {f: (size, placement.place(count)) for f in range(files.size)}
+    nranks = owners.size
+    job = (0.0, nranks, ranks_per_node or nranks, 0)
+    recorded = np.stack([t0, t1], axis=1) - t0.min()
+    return Workload(ops, layouts, [job], np.zeros(rank.size, dtype=np.int64), [(0, "replay", 0)], [BenchArgs()],
+                    recorded=recorded)
+
