@@ -103,6 +103,52 @@ def test_trace_without_offsets_is_refused():
         workload.from_trace(small(), trace)
 
 
+MIX = """
+[[job]]
+name = "big"
+ranks = 8
+ranks_per_node = 4
+bench = "-F -b 2m -t 1m -e -w"
+stripe_count = 2
+
+[[job]]
+name = "small"
+ranks = 2
+start = 0.5
+bench = "-b 1m -t 1m -s 2 -e -w"
+logfs = true
+"""
+
+
+def test_job_mix_runs_each_job_on_its_own_nodes_from_its_start(ioloom_cli, tmp_path):
+    (tmp_path / "mix.toml").write_text(MIX)
+    w, names = workload.job_mix(small(clients={"nodes": 4}), tmp_path / "mix.toml")
+    assert names == ["big", "small"] and w.jobs == [(0.0, 8, 4, 0), (0.5, 2, 1, 2)]
+    assert len(w.index_files) == 2 and all(f >= workload.FILES_PER_JOB for f in w.layouts if f in w.index_files)
+    assert all(len(targets) == 2 for f, (_, targets) in w.layouts.items() if f < workload.FILES_PER_JOB)
+    (tmp_path / "p.toml").write_text("[clients]\nnodes = 4\nranks_per_node = 1\n")
+    doc = json.loads(ioloom_cli("sim", "run", "-p", tmp_path / "p.toml", "--jobs", tmp_path / "mix.toml",
+                                "--json").stdout)
+    big, little = doc["jobs"]
+    assert (big["name"], big["nranks"], little["name"], little["simulator"]["start"]) == ("big", 8, "small", 0.5)
+    assert little["simulator"]["log_structured"] and not big["simulator"]["log_structured"]
+    first_small_call = min(r["end"] - r["total"] for r in little["phases"][0]["ranks"])
+    assert first_small_call >= 0 and little["phases"][0]["bytes"] == 2 * (2 << 20)
+
+
+@pytest.mark.parametrize("mix, message", [
+    ("[[job]]\nranks = 4\n", "job 0: `bench` is missing"),
+    ("[[job]]\nranks = 4\nbench = \"-w\"\nstripes = 2\n", "job 0: unknown key `stripes`"),
+    ("[[job]]\nranks = \"4\"\nbench = \"-w\"\n", "job 0: `ranks` must be of type int"),
+    ("[[job]]\nranks = 4\nbench = \"-w\"\nstripe_count = 999\n", "more than the platform's 480 targets"),
+    ("[jobs]\n", "give one [[job]] table per job"),
+])
+def test_bad_job_mix_is_one_line(ioloom_cli, tmp_path, mix, message):
+    (tmp_path / "mix.toml").write_text(mix)
+    out = ioloom_cli("sim", "run", "--jobs", tmp_path / "mix.toml", check=False)
+    assert out.returncode == 2 and message in out.stderr and len(out.stderr.strip().splitlines()) == 1
+
+
 def test_every_byte_reaches_the_target_its_stripe_names():
     """Bytes per target from the engine's transfers equal a numpy oracle of the striping (object i of a file on
     its layout's target i, stripes dealt round robin), for uneven writes crossing stripes."""
@@ -260,6 +306,8 @@ def test_docs_list_every_platform_key_with_its_default():
     doc = (paths.REPO_ROOT / "docs" / "sim.md").read_text()
     for key, (default, _, _) in platform.DEFAULTS.items():
         assert re.search(rf"\| `{re.escape(key)}` \| `{re.escape(repr(default))}` \|", doc), key
+    for key, (required, _, _) in workload.JOB_KEYS.items():
+        assert f"| `{key}` | {'yes' if required else 'no'} |" in doc, key
 
 
 def test_bench_sim_prints_events_time_and_memory(ioloom_cli):

@@ -30,6 +30,8 @@ def run_command(ctx: typer.Context,
                                                 "[layout.stripe_size]."),
                 trace: Path = typer.Option(None, "--trace", help="Replay this ioloom trace (a directory of "
                                            "`ioloom run`) instead of a bench pattern."),
+                jobs: Path = typer.Option(None, "--jobs", help="Run the jobs of this job-mix file (TOML, "
+                                          "docs/sim.md) instead of one bench pattern."),
                 json_out: bool = typer.Option(False, "--json", help="Print the JSON document ioloom bench io prints "
                                               "(with --trace: the replay's)."),
                 wall_budget: float = typer.Option(600.0, "--wall-budget", min=1.0,
@@ -45,14 +47,7 @@ def run_command(ctx: typer.Context,
         size = workload.parse_size(stripe_size) if stripe_size else None
         if stripe_count is not None and not (stripe_count == -1 or 1 <= stripe_count <= p["targets.count"]):
             raise workload.WorkloadError(f"--stripe-count {stripe_count}: use 1..{p['targets.count']} or -1 (all)")
-        if trace is not None:
-            if ctx.args:
-                raise workload.WorkloadError("--trace replays the trace's calls: give no bench options after --")
-            w = workload.from_trace(p, trace, ranks_per_node, stripe_count=stripe_count, stripe_size=size)
-        else:
-            args = workload.parse_bench_args(ctx.args)
-            w = workload.bench_job(p, args, ranks, ranks_per_node or p["clients.ranks_per_node"],
-                                   stripe_count=stripe_count, stripe_size=size)
+        w, names = _workload(p, ctx.args, trace, jobs, logfs, ranks, ranks_per_node, stripe_count, size)
         outcome = engine.run(p, workload.logfs(w, p) if logfs else w, wall_budget)
     except (platform.PlatformError, workload.WorkloadError, engine.SimError) as e:
         _fail(str(e))
@@ -61,14 +56,39 @@ def run_command(ctx: typer.Context,
     if trace is not None:
         _print_replay(results.replay_document(outcome), json_out)
         return
-    doc = results.job_document(outcome, 0)
+    docs = [results.job_document(outcome, j) for j in range(len(names))]
     if json_out:
-        print(json.dumps(doc))
-    else:
+        print(json.dumps(docs[0] if jobs is None else {"jobs": [{"name": n, **d} for n, d in zip(names, docs)]}))
+        return
+    for name, doc in zip(names, docs):
+        if jobs is not None:
+            print(f"{name} (starts at {doc['simulator']['start']:g} s)")
         print_result(doc, False)
-        s = doc["simulator"]
-        print(f"simulated {s['simulated_time']:.6g} s in {s['wall_seconds']:.3g} s: {s['operations']:,} operations, "
-              f"{s['transfers']:,} transfers")
+    s = docs[0]["simulator"]
+    print(f"simulated {s['simulated_time']:.6g} s in {s['wall_seconds']:.3g} s: {s['operations']:,} operations, "
+          f"{s['transfers']:,} transfers")
+
+
+def _workload(p, bench_args: list[str], trace: Path | None, jobs: Path | None, logfs: bool, ranks: int,
+              ranks_per_node: int | None, stripe_count: int | None, stripe_size: int | None):
+    """The workload `run` simulates, and its jobs' names: a job mix, a replayed trace or one bench pattern."""
+    from ioloom.sim import workload
+
+    if trace is not None and jobs is not None:
+        raise workload.WorkloadError("give --trace or --jobs, not both")
+    if (trace is not None or jobs is not None) and bench_args:
+        raise workload.WorkloadError("--trace and --jobs take the calls from their file: give no bench options "
+                                     "after --")
+    if jobs is not None:
+        if logfs:
+            raise workload.WorkloadError("with --jobs, re-weave a job by `logfs = true` in its [[job]] table")
+        return workload.job_mix(p, jobs)
+    if trace is not None:
+        return workload.from_trace(p, trace, ranks_per_node, stripe_count=stripe_count, stripe_size=stripe_size), \
+            ["trace"]
+    w = workload.bench_job(p, workload.parse_bench_args(bench_args), ranks, ranks_per_node or
+                           p["clients.ranks_per_node"], stripe_count=stripe_count, stripe_size=stripe_size)
+    return w, ["job 0"]
 
 
 def _print_replay(doc: dict, json_out: bool) -> None:

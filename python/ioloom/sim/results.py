@@ -94,7 +94,8 @@ def job_document(o: Outcome, job: int) -> dict:
             "simulator": {"start": start, "simulated_time": o.simulated_time, "wall_seconds": o.wall_seconds,
                           "cpu_seconds": o.cpu_seconds, "peak_rss": o.peak_rss,
                           "operations": int(o.workload.ops.size), "transfers": int(o.pieces.size),
-                          "log_structured": bool(o.workload.index_files)}}
+                          "log_structured": bool(np.isin(o.workload.ops["file"][o.workload.ops["job"] == job],
+                                                         list(o.workload.index_files)).any())}}
 
 
 def target_series(o: Outcome, bins: int = 100) -> tuple[np.ndarray, np.ndarray]:

@@ -387,3 +387,71 @@ def from_trace(platform: Platform, path, ranks_per_node: int | None = None, plac
     return Workload(ops, layouts, [job], np.zeros(rank.size, dtype=np.int64), [(0, "replay", 0)], [BenchArgs()],
                     recorded=recorded)
 
+
+
+# A job-mix file's keys per [[job]] table: (required, type, meaning). docs/sim.md, "Job mix".
+JOB_KEYS: dict[str, tuple[bool, type, str]] = {
+    "name": (False, str, "the job's name in the output (default: job N)"),
+    "ranks": (True, int, "ranks of the job"),
+    "ranks_per_node": (False, int, "ranks per node (default: the platform's clients.ranks_per_node)"),
+    "start": (False, float, "seconds after the simulation starts (default 0)"),
+    "bench": (True, str, "ioloom bench io's options, e.g. \"-F -b 16m -t 2m -e -w\""),
+    "stripe_count": (False, int, "targets per file (default: layout.stripe_count)"),
+    "stripe_size": (False, str, "bytes per stripe, e.g. \"4m\" (default: layout.stripe_size)"),
+    "logfs": (False, bool, "re-weave the job as the log layer does (default false)"),
+}
+FILES_PER_JOB = 1 << 20  # file ids of job j start at j x this, so the jobs' files never meet
+
+
+def _job_entry(i: int, entry: dict) -> dict:
+    if not isinstance(entry, dict):
+        raise WorkloadError(f"job {i}: each [[job]] is a table of keys (docs/sim.md lists them)")
+    for key, value in entry.items():
+        if key not in JOB_KEYS:
+            raise WorkloadError(f"job {i}: unknown key `{key}`: use {', '.join(JOB_KEYS)}")
+        kind = JOB_KEYS[key][1]
+        number = kind is float and isinstance(value, int) and not isinstance(value, bool)
+        if not (isinstance(value, kind) and not (kind is int and isinstance(value, bool))) and not number:
+            raise WorkloadError(f"job {i}: `{key}` must be of type {kind.__name__} ({JOB_KEYS[key][2]}), not {value!r}")
+    for key, (required, _, meaning) in JOB_KEYS.items():
+        if required and key not in entry:
+            raise WorkloadError(f"job {i}: `{key}` is missing ({meaning})")
+    if entry["ranks"] < 1 or entry.get("ranks_per_node", 1) < 1 or entry.get("start", 0) < 0:
+        raise WorkloadError(f"job {i}: ranks and ranks_per_node must be positive and start not negative")
+    count = entry.get("stripe_count", 1)
+    if count == 0 or count < -1:
+        raise WorkloadError(f"job {i}: `stripe_count` = {count}: use 1 to the platform's targets, or -1 for all")
+    return entry
+
+
+def job_mix(platform: Platform, path) -> tuple[Workload, list[str]]:
+    """The jobs of a job-mix file (TOML, one [[job]] table each) as one workload, each on nodes of its own in file
+    order, their new files placed from one allocator (as one file system places them); and the jobs' names."""
+    import tomllib
+    from pathlib import Path
+
+    try:
+        doc = tomllib.loads(Path(path).read_text())
+    except OSError as e:
+        raise WorkloadError(f"cannot read job mix {path}: {e.strerror}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise WorkloadError(f"job mix {path} is not valid TOML: {e}") from None
+    if set(doc) != {"job"} or not isinstance(doc["job"], list) or not doc["job"]:
+        raise WorkloadError(f"job mix {path}: give one [[job]] table per job and nothing else")
+    placement, jobs, starts, names, node = Placement(platform), [], [], [], 0
+    targets = platform["targets.count"]
+    for i, raw in enumerate(doc["job"]):
+        entry = _job_entry(i, raw)
+        if entry.get("stripe_count", 1) > targets:
+            raise WorkloadError(f"job {i}: `stripe_count` = {entry['stripe_count']} is more than the platform's "
+                                f"{targets} targets: use 1..{targets} or -1 for all")
+        rpn = entry.get("ranks_per_node", platform["clients.ranks_per_node"])
+        size = parse_size(entry["stripe_size"]) if "stripe_size" in entry else None
+        w = bench_job(platform, parse_bench_args(entry["bench"]), entry["ranks"], rpn, job=i, first_node=node,
+                      first_file=i * FILES_PER_JOB, placement=placement, stripe_count=entry.get("stripe_count"),
+                      stripe_size=size)
+        jobs.append(logfs(w, platform, placement) if entry.get("logfs") else w)
+        starts.append(float(entry.get("start", 0.0)))
+        names.append(entry.get("name", f"job {i}"))
+        node += -(-entry["ranks"] // rpn)
+    return combine(jobs, starts), names
