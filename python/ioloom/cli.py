@@ -35,6 +35,7 @@ SUBCOMMANDS = {
     "predict": "ioloom.predict.cli:command",
     "async": "ioloom.async_io.cli:app",
     "probe": "ioloom.probe.cli:app",
+    "coord": "ioloom.coord.cli:app",
 }
 # `ioloom run [OPTIONS] -- CMD --its-options`: everything after CMD is CMD's.
 CONTEXT_SETTINGS = {"run": {"allow_interspersed_args": False}}

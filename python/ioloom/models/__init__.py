@@ -12,12 +12,15 @@ from ioloom.models.contention import (
 )
 from ioloom.models.dedicated import dedicated_core, dedicated_nodes_power, energy, sim_time
 from ioloom.models.interference import (
+    METRICS,
+    Pending,
     calciom_choice,
     concurrency_from_swf,
     delta_graph,
     p_concurrent_io,
     p_in_io,
     proportional_sharing,
+    serial_cost,
 )
 from ioloom.models.striping import Pattern
 from ioloom.models.striping import advise as advise_striping
@@ -25,4 +28,4 @@ from ioloom.models.striping import advise as advise_striping
 __all__ = ["d_inuse_equal", "expected_max_load", "ost_load", "plfs_load", "plfs_tipping_point",
            "sharing_distribution", "dedicated_core", "dedicated_nodes_power", "energy", "sim_time",
            "calciom_choice", "concurrency_from_swf", "delta_graph", "p_concurrent_io", "p_in_io",
-           "proportional_sharing", "Pattern", "advise_striping"]
+           "proportional_sharing", "METRICS", "Pending", "serial_cost", "Pattern", "advise_striping"]

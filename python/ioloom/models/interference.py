@@ -112,8 +112,40 @@ def delta_graph(t_a: float, t_b: float, w_a: float = 1.0, w_b: float = 1.0, poin
 
 
 @dataclass(frozen=True)
+class Pending:
+    """An I/O phase as a scheduler sees it: `cores` running the application, `t_alone` the whole phase's time
+    alone, `remaining` the alone time it still needs, `elapsed` the time since it was announced."""
+    cores: int
+    t_alone: float
+    remaining: float
+    elapsed: float = 0.0
+
+
+METRICS = ("core-seconds", "factors")
+
+
+def phase_cost(cores: int, t_alone: float, observed: float, metric: str) -> float:
+    """One application's term of f: N_X T_X (core-seconds, Eq. 6.4) or I_X = T_X / T_X(alone) (factors)."""
+    if metric not in METRICS:
+        raise ValueError(f"metric must be one of {', '.join(METRICS)}, got {metric!r}")
+    return cores * observed if metric == "core-seconds" else observed / t_alone
+
+
+def serial_cost(order: list[Pending], metric: str = "core-seconds") -> float:
+    """f when the phases write one after the other in `order`, each at the whole bandwidth: phase k's observed
+    time is its elapsed time plus the remaining times of phases 0..k (Eq. 6.4 is the case of two phases: FCFS is
+    [A, B], interruption [B, A], with A's elapsed and B's waiting time counted)."""
+    clock, total = 0.0, 0.0
+    for p in order:
+        clock += p.remaining
+        total += phase_cost(p.cores, p.t_alone, p.elapsed + clock, metric)
+    return total
+
+
+@dataclass(frozen=True)
 class Choice:
-    """Machine time wasted in I/O, f = sum_X N_X T_X (core-seconds), for each policy, and the least."""
+    """Machine time wasted in I/O for each policy, by `metric`: f = sum_X N_X T_X (core-seconds) or the sum of
+    interference factors sum_X I_X (factors), and the least."""
     dt: float
     interfere: float
     serialise: float
@@ -122,30 +154,30 @@ class Choice:
     reason: str
 
 
-def calciom_choice(n_a: int, t_a: float, n_b: int, t_b: float, dt: float) -> Choice:
+def calciom_choice(n_a: int, t_a: float, n_b: int, t_b: float, dt: float, metric: str = "core-seconds") -> Choice:
     """CALCioM's choice for A (N_A cores, T_A alone) and B arriving dt later (Dorier Eqs. 6.4-6.5).
 
     serialise (first come, first served): f = N_A T_A + N_B (T_A + T_B - dt);
     interrupt (the first is paused until the second is done): f = N_A (T_A + T_B) + N_B T_B;
     interfere: proportional sharing weighted by core counts (see proportional_sharing).
     For dt < 0 the roles swap. With no overlap (dt >= T_A) all three cost N_A T_A + N_B T_B.
+    With metric="factors", f = I_A + I_B: interrupt iff dt < T_A - T_B^2 / T_A.
     """
     n_a, n_b = _check.count("n_a", n_a), _check.count("n_b", n_b)
     t_a, t_b = _check.positive("t_a", t_a), _check.positive("t_b", t_b)
     if dt < 0:
-        c = calciom_choice(n_b, t_b, n_a, t_a, -dt)
+        c = calciom_choice(n_b, t_b, n_a, t_a, -dt, metric)
         return Choice(dt, c.interfere, c.serialise, c.interrupt, c.best, c.reason)
     run = proportional_sharing(t_a, t_b, dt, n_a, n_b)
-    costs = {"interfere": n_a * run.t_a + n_b * run.t_b}
-    if dt >= t_a:
-        costs["serialise"] = costs["interrupt"] = n_a * t_a + n_b * t_b
-    else:
-        costs["serialise"] = n_a * t_a + n_b * (t_a + t_b - dt)
-        costs["interrupt"] = n_a * (t_a + t_b) + n_b * t_b
+    costs = {"interfere": phase_cost(n_a, t_a, run.t_a, metric) + phase_cost(n_b, t_b, run.t_b, metric)}
+    a = Pending(n_a, t_a, max(t_a - dt, 0.0), elapsed=min(dt, t_a))
+    b = Pending(n_b, t_b, t_b)
+    costs["serialise"] = serial_cost([a, b], metric)
+    costs["interrupt"] = costs["serialise"] if dt >= t_a else serial_cost([b, a], metric)
     # prefer the policy needing no coordination on ties, then the one that does not pause a running job
     best = min(("interfere", "serialise", "interrupt"), key=lambda k: costs[k])
     reasons = {
-        "interfere": "the phases do not overlap or sharing wastes no more core-seconds than either alternative",
+        "interfere": "the phases do not overlap or sharing wastes no more than either alternative",
         "serialise": "the first application has little left to write, so making the second wait wastes least",
         "interrupt": "pausing the first application lets the second (smaller or shorter) one finish at "
                      "once, wasting least",

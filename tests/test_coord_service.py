@@ -1,0 +1,181 @@
+"""ioloom coord serve: the line protocol over a real Unix socket, FCFS and interruption between two clients, a
+killed client's phase ended, a silent one's expired, bad requests answered with ERR, the CLI's serve and status."""
+import asyncio
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from ioloom.coord import service
+from ioloom.coord.client import Client, CoordError
+from ioloom.coord.policy import POLICIES, Policy
+from ioloom.coord.state import State
+
+ENV = {**os.environ, "PYTHONPATH": os.path.join(os.path.dirname(__file__), "..", "python")}
+
+
+@pytest.fixture
+def coordinator(tmp_path):
+    """Start a coordinator in a thread: coordinator(policy, lease=10) gives its address; stopped at the end."""
+    started = []
+
+    def start(policy="dynamic", lease=10.0, metric="core-seconds"):
+        address = str(tmp_path / f"c{len(started)}.sock")
+        loop = asyncio.new_event_loop()
+        ready = threading.Event()
+        task = loop.create_task(service.serve(address, Policy(policy, metric), lease, 1e6, ready.set))
+        thread = threading.Thread(target=lambda: loop.run_until_complete(asyncio.gather(task, return_exceptions=True)))
+        thread.start()
+        assert ready.wait(10), "the coordinator did not start"
+        started.append((loop, task, thread))
+        return address
+    yield start
+    for loop, task, thread in started:
+        loop.call_soon_threadsafe(task.cancel)
+        thread.join(10)
+
+
+def test_fcfs_second_waits_until_first_is_done(coordinator):
+    address = coordinator("fcfs")
+    with Client(address, "a") as a, Client(address, "b") as b:
+        assert a.inform(8_000_000, 8.0)
+        assert not b.inform(2_000_000, 2.0)
+        assert not b.wait(0.05)                     # bounded: answered TIMEOUT
+        a.release(8_000_000)
+        a.done()
+        assert b.wait(5.0) and b.check()
+
+
+def test_dynamic_interrupts_a_long_phase_for_a_short_one_then_resumes_it(coordinator):
+    address = coordinator("dynamic")
+    with Client(address, "big", 2048) as a, Client(address, "small", 2048) as b:
+        assert a.inform(8_000_000, 8.0)
+        a.release(1_000_000)                        # 1/8 written: 7 s left > 2 s of B, so B goes first
+        assert b.inform(2_000_000, 2.0)
+        assert not a.check()
+        state = a.status()
+        assert [p["name"] for p in state["order"]] == ["small", "big"]
+        assert state["order"][1]["remaining"] == pytest.approx(7.0)
+        assert state["counts"]["interrupts"] == 1
+        b.done()
+        assert a.check()
+
+
+def test_dynamic_serialises_when_little_is_left(coordinator):
+    address = coordinator("dynamic")
+    with Client(address, "big", 2048) as a, Client(address, "small", 2048) as b:
+        assert a.inform(8_000_000, 8.0)
+        a.release(7_000_000)                        # 1 s left < 2 s of B: B waits
+        assert not b.inform(2_000_000, 2.0)
+        assert a.check()
+
+
+def test_interfere_lets_everyone_write(coordinator):
+    address = coordinator("interfere")
+    with Client(address, "a") as a, Client(address, "b") as b:
+        assert a.inform(1000, 1.0) and b.inform(1000, 1.0) and a.check()
+
+
+def test_killed_client_phase_ends_and_the_waiting_one_goes(coordinator):
+    address = coordinator("fcfs")
+    holder = subprocess.Popen([sys.executable, "-c", f"""
+from ioloom.coord.client import Client
+c = Client({address!r}, "doomed")
+assert c.inform(10**9, 100.0)
+print("holding", flush=True)
+import time; time.sleep(60)
+"""], env=ENV, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline() == "holding\n"
+        with Client(address, "b") as b:
+            assert not b.inform(1000, 1.0)
+            holder.send_signal(signal.SIGKILL)
+            assert b.wait(10.0)
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_silent_client_phase_expires_after_its_lease(coordinator):
+    address = coordinator("fcfs", lease=0.3)
+    with Client(address, "silent") as a, Client(address, "b") as b:
+        assert a.inform(10**9, 100.0)
+        assert not b.inform(1000, 1.0)
+        start = time.monotonic()
+        assert b.wait(10.0)                        # a waiting client is alive: only the silent one expires
+        assert 0.2 < time.monotonic() - start < 5.0
+        assert b.status()["counts"]["expired"] == 1
+        assert a.check()                           # its phase is gone: it may write (and would announce again)
+
+
+def test_bad_requests_get_one_err_line(coordinator):
+    address = coordinator()
+    with Client(address) as c:
+        for request, message in [("INFORM x 1", "bytes must be a number"), ("INFORM 0 0", "bytes or its expected"),
+                                 ("JUMP", "unknown request 'JUMP'"), ("WAIT", "takes 1 argument"),
+                                 ("HELLO 2 x 1", "version 2 not spoken here; this coordinator speaks 1"),
+                                 ("RELEASE -5", ">= 0")]:
+            with pytest.raises(CoordError, match=message):
+                c.ask(request)
+        assert c.check()                           # the connection survives bad requests
+    with pytest.raises(CoordError, match="no coordinator at"):
+        Client(address + ".none")
+
+
+def test_no_hello_no_service(coordinator):
+    import socket
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(coordinator())
+    s.sendall(b"CHECK\n")
+    assert s.makefile().readline().startswith("ERR say HELLO 1")
+    s.close()
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_one_phase_always_may_write(policy):
+    """No deadlock: under any policy, after any sequence of announcements, progress and ends, some announced
+    phase may write (with a serialising policy exactly one: the head of the order)."""
+    rng = random.Random(policy)
+    state = State(Policy(policy), lease=1e9, bandwidth=1.0)
+    for step in range(2000):
+        client = rng.randrange(6)
+        action = rng.random()
+        if action < 0.5:
+            state.inform(client, "x", rng.randint(1, 64), rng.randint(1, 100), rng.uniform(0, 10), now=step)
+        elif action < 0.8:
+            state.release(client, rng.randint(0, 50), now=step)
+        else:
+            state.finish(client)
+        writers = [p for p in state.order if state.may_write(p.client)]
+        assert len({p.client for p in state.order}) == len(state.order)
+        assert len(writers) == (len(state.order) if policy == "interfere" else min(1, len(state.order)))
+
+
+def test_cli_serve_status_and_a_second_serve_refused(tmp_path):
+    address = str(tmp_path / "cli.sock")
+    cmd = [sys.executable, "-m", "ioloom", "coord"]
+    server = subprocess.Popen([*cmd, "serve", "--address", address, "--policy", "fcfs"], env=ENV,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert "policy fcfs (core-seconds), listening on" in server.stdout.readline()
+        with Client(address, "app", 4) as c:
+            c.inform(4096, 0.5)
+            out = subprocess.run([*cmd, "status", "--address", address], env=ENV, capture_output=True, text=True)
+            assert out.returncode == 0 and "writes app (client 1, 4 cores): 0/4096 bytes" in out.stdout
+        again = subprocess.run([*cmd, "serve", "--address", address], env=ENV, capture_output=True, text=True)
+        assert again.returncode == 2 and again.stderr.count("\n") == 1
+        assert "a coordinator already listens on" in again.stderr
+        bad = subprocess.run([*cmd, "serve", "--address", address, "--policy", "lifo"], env=ENV,
+                             capture_output=True, text=True)
+        assert bad.returncode == 2 and "unknown policy 'lifo'" in bad.stderr
+    finally:
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(10) == 0
+    assert not os.path.exists(address)
+    gone = subprocess.run([*cmd, "status", "--address", address], env=ENV, capture_output=True, text=True)
+    assert gone.returncode == 2 and "no coordinator at" in gone.stderr
