@@ -324,3 +324,18 @@ def test_bench_sim_prints_events_time_and_memory(ioloom_cli):
     assert all(v > 0 for v in scale["events_per_s"]["rounds"])
     too_few = ioloom_cli("bench", "sim", "--rounds", "3", check=False)
     assert too_few.returncode == 2 and "at least 10 interleaved rounds" in too_few.stderr
+
+
+def test_advise_striping_simulate_ranks_layouts(ioloom_cli, dd_trace):
+    """--simulate ranks every candidate layout by simulated time (fastest first), the log layer among them; the
+    counts the targets allow only; with --trace the trace itself is replayed (1 MiB written by dd)."""
+    doc = json.loads(ioloom_cli("advise", "striping", "--targets", "8", "--writers", "4", "--bytes-per-writer",
+                                "4MiB", "--request-size", "1MiB", "--simulate", "--json").stdout)
+    ranked = doc["simulated"]
+    seconds = [c["seconds"] for c in ranked]
+    assert seconds == sorted(seconds) and any(c["logfs"] for c in ranked)
+    assert {c["stripe_count"] for c in ranked} <= {1, 4, 8} and 8 in {c["stripe_count"] for c in ranked}
+    assert all(c["bandwidth"] == pytest.approx(4 * (4 << 20) / c["seconds"]) for c in ranked)
+    replayed = json.loads(ioloom_cli("advise", "striping", "--targets", "8", "--trace", dd_trace, "--simulate",
+                                     "--json").stdout)["simulated"]
+    assert all(c["bandwidth"] == pytest.approx((1 << 20) / c["seconds"]) for c in replayed)

@@ -130,6 +130,11 @@ def striping(targets: int = typer.Option(..., min=1, help="Storage targets, D_to
              probe: Path | None = typer.Option(None, "--probe", help="A probe store (ioloom probe run): place "
                                                "chunks on its targets, slow ones left out, correlated ones "
                                                "spread apart."),
+             simulate: bool = typer.Option(False, "--simulate", help="Also rank stripe counts and sizes and the "
+                                           "log layer by simulating the job (ioloom sim; with --trace, replaying "
+                                           "it)."),
+             sim_platform: Path | None = typer.Option(None, "--platform", help="With --simulate: the platform "
+                                                      "file (docs/sim.md); --targets sets its targets."),
              trace: Path | None = TRACE, as_json: bool = JSON) -> None:
     """Stripe count and size, ROMIO hints, whether a log layer helps, and Wan's chunk plan, each with why."""
     from ioloom import models
@@ -151,6 +156,8 @@ def striping(targets: int = typer.Option(..., min=1, help="Storage targets, D_to
     result = {"pattern": pattern, **dataclasses.asdict(advice)}
     if placement:
         result["placement"] = dataclasses.asdict(placement)
+    if simulate:
+        result["simulated"] = _simulated(pattern, advice, targets, nodes, trace, sim_platform)
 
     def render(con, r):
         items = [("stripe count", advice.stripe_count), ("stripe size", advice.stripe_size),
@@ -166,7 +173,29 @@ def striping(targets: int = typer.Option(..., min=1, help="Storage targets, D_to
         if advice.plan:
             con.print(_table("chunk plan (first writers)", ["writer", "chunk", "offset", "bytes", "target"],
                              [tuple(p.values()) for p in advice.plan]))
+        if simulate:
+            con.print(_table("simulated, fastest first (ioloom sim, fsync included)",
+                             ["stripe count", "stripe size", "log layer", "seconds", "MB/s"],
+                             [(c["stripe_count"], c["stripe_size"], c["logfs"], f"{c['seconds']:.4g}",
+                               f"{c['bandwidth'] / 1e6:,.0f}") for c in r["simulated"]]))
     _emit(as_json, result, render)
+
+
+def _simulated(pattern, advice, targets: int, nodes: int | None, trace: Path | None,
+               sim_platform: Path | None) -> list[dict]:
+    """The simulator's ranking of candidate layouts for the pattern (or the trace, replayed)."""
+    from ioloom import paths
+    from ioloom.sim import engine, platform, ranking, workload
+
+    per_node = -(-pattern.writers // nodes) if nodes else 16
+    args = ranking.pattern_args(pattern.writers, pattern.bytes_per_writer, pattern.request_size,
+                                pattern.shared_file, pattern.contiguous)
+    try:
+        found = ranking.rank(targets, (advice.stripe_count.value, advice.stripe_size.value), trace, args,
+                             pattern.writers, per_node, sim_platform)
+    except (platform.PlatformError, workload.WorkloadError, engine.SimError, paths.NativeMissing) as e:
+        _refuse(ValueError(f"--simulate: {e}"))
+    return [dataclasses.asdict(c) for c in found]
 
 
 def _probe_placement(store: Path):
