@@ -46,7 +46,7 @@ def analyse(trace, options: Options | None = None, scheduler: str | None = None,
     logical = set(paths.values())
     logfs = frozenset(i for i, p in paths.items() if i not in system and p and is_member(p, logical))
     options = replace(options, system_files=system, logfs_files=logfs)
-    streams = plan(trace)
+    streams = plan(trace, remote=scheduler is not None)
     # What the reduce needs of the trace; when the workers re-read stream files, dropping the caller's
     # streams here lets an opened trace's bytes go before the workers decode theirs.
     header = Trace([], trace.files, trace.meta, trace.problems)

@@ -2,7 +2,9 @@
 processes (the default), or on a Dask cluster (`scheduler="tcp://host:port"`).
 
 Streams carry a reader closure, so they travel to workers with cloudpickle (which Dask uses too); each worker
-decodes its own stream, and only the small summaries come back.
+decodes its own stream, and only the small summaries come back. On a Dask cluster a stream of more than
+`Options.split_rows` events is also cut into parts (ranges of its chunks, `StreamReader.parts`) summarised by
+different workers and joined in order (`partition.join_parts`), with the result of one worker reading it all.
 """
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ import cloudpickle
 import numpy as np
 import pyarrow as pa
 
-from ioloom.analysis.partition import Options, Partial, summarise
+from ioloom.analysis.partition import Options, Partial, bad_cuts, join_parts, summarise, summarise_part
 from ioloom.trace.model import RANGE_ROWS
 from ioloom.trace.varint import THREADS_VARIABLE
 
@@ -67,6 +69,75 @@ class StreamFile:
                 for p, s in zip(paths, trace.streams)]
 
 
+@dataclass
+class StreamPart:
+    """A part of a stream file (`StreamReader.parts`): its worker decodes only the chunks that hold the part's
+    events. `after`: where the part ends (the earliest start after it; None for the stream's last part)."""
+    stream: StreamFile
+    part: tuple
+
+    @property
+    def rank(self) -> int:
+        return self.stream.rank
+
+    @property
+    def pid(self) -> int:
+        return self.stream.pid
+
+    @property
+    def info(self) -> dict:
+        return self.stream.info
+
+    @property
+    def after(self) -> int | None:
+        return self.part[1]
+
+    def ranges(self, columns=None, rows: int = RANGE_ROWS) -> Iterator[pa.Table]:
+        return self.stream.reader().ranges(columns, rows, self.part)
+
+    def joined(self, later: StreamPart) -> StreamPart:
+        """This part and the one after it as one part."""
+        return StreamPart(self.stream, (self.part[0], *later.part[1:]))
+
+
+def plan_parts(stream: StreamFile, rows: int, part_rows: int) -> list[StreamPart]:
+    """`stream` cut into parts of at least `part_rows` events (of ranges of `rows`)."""
+    return [StreamPart(stream, part) for part in stream.reader().parts(rows, part_rows)]
+
+
+def split_map(streams: list, options: Options, share: float, submit: Callable, gather: Callable) -> list[Partial]:
+    """Summaries of every stream, a stream of more than `options.split_rows` events in parts. submit(function,
+    *arguments) starts a task and gather(tasks) waits for their results (a Dask client's, or plain calls).
+    Parts that cannot be summarised apart (partition.bad_cuts) are joined and summarised again."""
+    big = [i for i, s in enumerate(streams) if isinstance(s, StreamFile) and _events(s) > options.split_rows]
+    planned = gather([submit(plan_parts, streams[i], options.range_rows, options.split_rows) for i in big])
+    parts = dict(zip(big, planned))
+    whole = {i: submit(summarise, s, options, share) for i, s in enumerate(streams) if i not in parts}
+    running = {i: [submit(summarise_part, p, options, share) for p in ps] for i, ps in parts.items()}
+    results = dict(zip(whole, gather(list(whole.values()))))
+    for i, tasks in running.items():
+        results[i] = _joined(parts[i], gather(tasks), options, share, submit, gather)
+    return [results[i] for i in range(len(streams))]
+
+
+def _joined(parts: list[StreamPart], summaries: list, options: Options, share: float, submit: Callable,
+            gather: Callable) -> Partial:
+    """join_parts of a stream's parts, after joining those across a bad cut and summarising them again."""
+    while bad := set(bad_cuts(summaries)):
+        merged: list[tuple[StreamPart, object]] = []
+        for i, (part, summary) in enumerate(zip(parts, summaries)):
+            if i in bad:
+                merged[-1] = (merged[-1][0].joined(part), None)
+            else:
+                merged.append((part, summary))
+        parts = [part for part, _ in merged]
+        again = {i: submit(summarise_part, part, options, share) for i, (part, summary) in enumerate(merged)
+                 if summary is None}
+        done = dict(zip(again, gather(list(again.values()))))
+        summaries = [done.get(i, summary) for i, (_, summary) in enumerate(merged)]
+    return join_parts(summaries)
+
+
 def _run_pickled(payload: bytes) -> Partial:
     stream, options, share = cloudpickle.loads(payload)
     return summarise(stream, options, share)
@@ -115,15 +186,15 @@ def _dask(streams, options: Options, share: float, address: str) -> list[Partial
         raise ConnectionError(f"cannot reach the Dask scheduler at {address} ({err}); start one with "
                               f"`dask scheduler` and `dask worker {address}`, or drop --scheduler") from err
     with client:
-        futures = client.map(summarise, streams, options=options, budget_share=share, pure=False)
-        return client.gather(futures)
+        return split_map(streams, options, share, lambda function, *args: client.submit(function, *args, pure=False),
+                         client.gather)
 
 
-def plan(trace) -> list:
-    """What the workers get: the stream files by path when the trace has them (several streams), else the
-    streams themselves (in-memory traces travel with cloudpickle)."""
+def plan(trace, remote: bool = False) -> list:
+    """What the workers get: the stream files by path when the trace has them (several streams, or workers
+    elsewhere: `remote`), else the streams themselves (in-memory traces travel with cloudpickle)."""
     streams = list(trace.streams)
-    return (StreamFile.of(trace) if len(streams) > 1 else None) or streams
+    return (StreamFile.of(trace) if len(streams) > 1 or remote else None) or streams
 
 
 def map_streams(streams: list, options: Options, scheduler: str | None = None, workers: int | None = None,

@@ -202,11 +202,33 @@ def data_groups(c: dict, code: np.ndarray, options, last: pd.DataFrame):
     gap_top = top(index[same], groups, (off - prev_end)[same], "value").assign(measure="gap")
     stride_top = top(index[same], groups, (off - prev_off)[same], "value").assign(measure="stride")
     ends = np.r_[boundary[1:], True] if len(g) else boundary  # each group's last access in this range
-    now_last = pd.DataFrame({"offset": np.where(known, off, -1)[ends], "end": np.where(known, end, -1)[ends]},
-                            index=pd.Index(g[ends], name="code"))
+
+    def accesses(at):  # offset and end of the accesses `at` (-1 when unknown), by group
+        return pd.DataFrame({"offset": np.where(known, off, -1)[at], "end": np.where(known, end, -1)[at]},
+                            index=pd.Index(g[at], name="code"))
+    now_last = accesses(ends)
     last = pd.concat([last[~last.index.isin(now_last.index)], now_last])
     return (per_group, hist, sizes, pd.concat([gap_top, stride_top], ignore_index=True),
-            (g[reads], off[reads], end[reads]), last)
+            (g[reads], off[reads], end[reads]), last, accesses(boundary))
+
+
+def following(first: pd.DataFrame, last: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """What data_groups counts for each group's first access (`first`, offset and end by code) when it
+    follows the group's last access of earlier events (`last`): its sequential and consecutive counts, and
+    its gap and stride; for a stream summarised in parts, each part's first accesses after the parts
+    before it."""
+    prev = last.reindex(first.index)
+    same = (prev["offset"].notna() & (first["offset"] >= 0) & (prev["offset"] >= 0)).to_numpy()
+    first, prev = first[same], prev[same].astype(np.int64)
+    off, prev_off, prev_end = first["offset"].to_numpy(), prev["offset"].to_numpy(), prev["end"].to_numpy()
+    codes = first.index.to_numpy()
+    counts = pd.DataFrame({"sequential": (off >= prev_end).astype(np.int64),
+                           "consecutive": (off == prev_end).astype(np.int64), "misaligned": 0, "small": 0,
+                           "off_min": np.iinfo(np.int64).max, "end_max": -1}, index=first.index)
+    values = pd.concat([pd.DataFrame({"code": codes, "value": off - prev_end, "count": 1, "measure": "gap"}),
+                        pd.DataFrame({"code": codes, "value": off - prev_off, "count": 1, "measure": "stride"})],
+                       ignore_index=True)
+    return counts, values
 
 
 def _stripes(start, end, stripe: int) -> np.ndarray:
@@ -380,17 +402,23 @@ def phase_bounds(c: dict, totals: pd.DataFrame, names: list[str], carry: dict) -
     carry["pending"] = pd.concat([pending[~pending.isin(first_close.index) & ~pending.index.isin(rows.index)],
                                   rows["key"][rows["close_end"].isna()]])
     carry["last_open"] = opened.groupby("key", as_index=False)["t_open"].max()
-    resolved = pd.DataFrame({"open_before": np.nan, "close_after": first_close.reindex(ended.to_numpy()).to_numpy()},
-                            index=ended.index)
+    firsts = closed.groupby("key").min()  # the first range to close a key: its earliest close and close end
+    carry["first_close"] = pd.concat([carry["first_close"], firsts[~firsts.index.isin(carry["first_close"].index)]])
+    resolved = pd.DataFrame({"open_before": np.nan, "close_after": first_close.reindex(ended.to_numpy()).to_numpy(),
+                             "carried": True}, index=ended.index)
     bounds = pd.DataFrame({"open_before": rows["t_open"].astype(np.float64),
-                           "close_after": rows["close_end"].astype(np.float64)})
+                           "close_after": rows["close_end"].astype(np.float64), "carried": False})
     return pd.concat([bounds, resolved]).rename_axis("code")
 
 
 def new_phase_carry() -> dict:
-    """phase_bounds' carry before a stream's first range."""
+    """phase_bounds' carry before a stream's first range; `first_close` (per key, the earliest close and close
+    end of the first range that closed it) lets a stream summarised in parts end the phases an earlier part
+    left waiting."""
     return {"last_open": pd.DataFrame({"key": np.zeros(0, np.int64), "t_open": np.zeros(0, np.int64)}),
-            "pending": pd.Series([], dtype=np.int64, index=pd.Index([], dtype=np.int64, name="code"), name="key")}
+            "pending": pd.Series([], dtype=np.int64, index=pd.Index([], dtype=np.int64, name="code"), name="key"),
+            "first_close": pd.DataFrame({"t_close": np.zeros(0, np.int64), "close_end": np.zeros(0, np.int64)},
+                                        index=pd.Index([], dtype=np.int64, name="key"))}
 
 
 def lock_events(c: dict, duration: np.ndarray, closes: np.ndarray) -> pd.DataFrame:

@@ -80,6 +80,25 @@ def _merge_files(streams: list[StreamFile]) -> tuple[pa.Table, list[np.ndarray]]
     return pa.table(columns, schema=FILE_SCHEMA), lookups
 
 
+def _grouped(chunks: np.ndarray, earliest: np.ndarray, counts: np.ndarray, rows: int) -> list[tuple[np.ndarray, int]]:
+    """`chunks` in the order of their earliest events (`earliest`, per chunk of the stream), in groups of about
+    `rows` events (counts: events per chunk of the stream), each in file order with its earliest start."""
+    by_start = chunks[np.argsort(earliest[chunks], kind="stable")]
+    return [(np.sort(group), int(earliest[group[0]])) for group in _parts(by_start, counts[by_start], rows)]
+
+
+def _bound(value: int | None, unbounded: int) -> int:
+    return unbounded if value is None else value
+
+
+def _within(columns: dict[str, np.ndarray], lo: int | None, hi: int | None) -> dict[str, np.ndarray]:
+    """The events of `columns` (in start order) that start in [lo, hi)."""
+    start = columns[_START]
+    first = 0 if lo is None else int(np.searchsorted(start, lo, "left"))
+    last = len(start) if hi is None else int(np.searchsorted(start, hi, "left"))
+    return {name: values[first:last] for name, values in columns.items()}
+
+
 def _parts(chunks: np.ndarray, counts: np.ndarray, rows: int) -> list[np.ndarray]:
     """`chunks` cut, in their order, into consecutive parts of about `rows` events (counts: events per chunk)."""
     part = (np.cumsum(counts) - 1) // rows
@@ -130,24 +149,82 @@ class StreamReader:
             values = s.stored(DIRECT[name], positions, empty(rows, dtype))
         return values.astype(dtype, copy=False)
 
-    def _earliest(self, s: StreamFile) -> np.ndarray:
-        """The start of each chunk's earliest event."""
-        earliest = np.minimum.reduceat(self._times(s)[0], s.chunk_firsts()[1])
+    def _bounds(self, s: StreamFile) -> tuple[np.ndarray, np.ndarray]:
+        """The start of each chunk's earliest and latest events."""
+        start = self._times(s)[0]
+        firsts = s.chunk_firsts()[1]
+        bounds = np.minimum.reduceat(start, firsts), np.maximum.reduceat(start, firsts)
         s.forget_pages()
-        return earliest
+        return bounds
 
     def _groups(self, rows: int | None) -> list[tuple[np.ndarray, int | None]]:
         """Groups of chunks decoded together (in file order within a group), in the order of their chunks'
         earliest events, each with the earliest start of its chunks (None when one group holds them all)."""
         s = self.stream
         everything = np.arange(len(s.chunks))
-        counts, _ = s.chunk_firsts()
         if rows is None or s.events <= rows:
             return [(everything, None)]
-        earliest = np.concatenate([self._earliest(s.subset(part)) for part in _parts(everything, counts, rows)])
-        by_start = np.argsort(earliest, kind="stable")
-        groups = _parts(by_start, counts[by_start], rows)
-        return [(np.sort(group), earliest[group[0]]) for group in groups]
+        earliest, _ = self._chunk_bounds(rows)
+        return [(chunks, start) for chunks, start in _grouped(everything, earliest, s.chunk_firsts()[0], rows)]
+
+    def _chunk_bounds(self, rows: int) -> tuple[np.ndarray, np.ndarray]:
+        """The start of each chunk's earliest and latest events (read `rows` events at a time)."""
+        s = self.stream
+        bounds = [self._bounds(s.subset(part)) for part in _parts(np.arange(len(s.chunks)), s.chunk_firsts()[0], rows)]
+        if not bounds:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        return np.concatenate([b[0] for b in bounds]), np.concatenate([b[1] for b in bounds])
+
+    def parts(self, rows: int, part_rows: int) -> list[tuple]:
+        """The stream cut by start time into parts of about `part_rows` events or more, each read apart with
+        `ranges(rows=rows, part=...)`: a part holds the events that start in [lo, hi) (None: unbounded). A
+        chunk whose events straddle a cut (another thread's, or an MPI-IO call written after the POSIX calls
+        it issued) is decoded by every part it reaches, each keeping its own events."""
+        earliest, latest = self._chunk_bounds(rows)
+        counts, _ = self.stream.chunk_firsts()
+        order = np.argsort(earliest, kind="stable")
+        cuts: list[int] = []
+        held = 0
+        for chunk in order:
+            if held >= part_rows and earliest[chunk] > (cuts[-1] if cuts else -1):
+                cuts.append(int(earliest[chunk]))
+                held = 0
+            held += int(counts[chunk])
+        edges = [None, *cuts, None]
+        return [(lo, hi, earliest, latest) for lo, hi in zip(edges[:-1], edges[1:])]
+
+    def _part_groups(self, rows: int | None, part: tuple) -> list[tuple[np.ndarray, int | None]]:
+        """The groups of chunks that hold the events of `part` (see parts), the first starting at its lo."""
+        lo, hi, earliest, latest = part
+        low, high = _bound(lo, -1), _bound(hi, np.iinfo(np.int64).max)
+        reach = np.flatnonzero((earliest < high) & (latest >= low))
+        groups = _grouped(reach, earliest, self.stream.chunk_firsts()[0], rows or self.stream.events + 1)
+        return [(chunks, max(start, low)) for chunks, start in groups] or [(reach, low)]
+
+    def ranges(self, columns: Sequence[str] | None = None, rows: int | None = RANGE_ROWS,
+               part: tuple | None = None) -> Iterator[pa.Table]:
+        """The stream's events as consecutive tables of about `rows` rows (all of them when rows is None),
+        ordered by t_start within and across tables; with `part` (one of `parts(rows, ...)`), the events of
+        that part only."""
+        names = _column_names(columns)
+        groups = self._groups(rows) if part is None else self._part_groups(rows, part)
+        whole = part is None and len(groups) == 1
+        waiting: dict[str, np.ndarray] = {}
+        for i, (chunks, _) in enumerate(groups):
+            subset = self.stream.subset(chunks)
+            decoded = self._decode(subset, None if whole else chunks, names, waiting)
+            subset.forget_pages()
+            if part is not None:
+                decoded = _within(decoded, part[0], part[1])
+            # what starts before every event of the groups still to decode is in its final place
+            later = groups[i + 1][1] if i + 1 < len(groups) else None
+            ready = len(decoded[_START]) if later is None else int(np.searchsorted(decoded[_START], later, "left"))
+            waiting = {name: values[ready:].copy() for name, values in decoded.items()} if later is not None else {}
+            if ready or later is None:
+                yield self._table(names, {name: values[:ready] for name, values in decoded.items()})
+
+    def read(self, columns: Sequence[str] | None = None) -> pa.Table:
+        return next(self.ranges(columns, rows=None))
 
     def _table(self, names: list[str], columns: dict[str, np.ndarray]) -> pa.Table:
         arrays = []
@@ -202,26 +279,6 @@ class StreamReader:
                     values = reorder(values, order)
             columns[name] = values
         return columns
-
-    def ranges(self, columns: Sequence[str] | None = None, rows: int | None = RANGE_ROWS) -> Iterator[pa.Table]:
-        """The stream's events as consecutive tables of about `rows` rows (all of them when rows is None),
-        ordered by t_start within and across tables."""
-        names = _column_names(columns)
-        groups = self._groups(rows)
-        waiting: dict[str, np.ndarray] = {}
-        for i, (chunks, _) in enumerate(groups):
-            part = self.stream.subset(chunks)
-            decoded = self._decode(part, chunks if len(groups) > 1 else None, names, waiting)
-            part.forget_pages()
-            # what starts before every event of the groups still to decode is in its final place
-            later = groups[i + 1][1] if i + 1 < len(groups) else None
-            ready = len(decoded[_START]) if later is None else int(np.searchsorted(decoded[_START], later, "left"))
-            waiting = {name: values[ready:].copy() for name, values in decoded.items()} if later is not None else {}
-            if ready or later is None:
-                yield self._table(names, {name: values[:ready] for name, values in decoded.items()})
-
-    def read(self, columns: Sequence[str] | None = None) -> pa.Table:
-        return next(self.ranges(columns, rows=None))
 
 
 _START = "_start"  # the start times, carried whether or not t_start is asked for (not an event column name)
