@@ -339,3 +339,18 @@ def test_advise_striping_simulate_ranks_layouts(ioloom_cli, dd_trace):
     replayed = json.loads(ioloom_cli("advise", "striping", "--targets", "8", "--trace", dd_trace, "--simulate",
                                      "--json").stdout)["simulated"]
     assert all(c["bandwidth"] == pytest.approx((1 << 20) / c["seconds"]) for c in replayed)
+
+
+def test_html_page_has_every_figure(ioloom_cli, tmp_path):
+    """--html writes one self-contained page: the jobs' table, then each figure under its own id (distinct from
+    the sections', or plotly draws over the headings), the correlation of the targets that moved data."""
+    (tmp_path / "mix.toml").write_text(MIX)
+    (tmp_path / "p.toml").write_text("[clients]\nnodes = 4\n")
+    ioloom_cli("sim", "run", "-p", tmp_path / "p.toml", "--jobs", tmp_path / "mix.toml", "--html", tmp_path / "s.html")
+    text = (tmp_path / "s.html").read_text()
+    ids = re.findall(r'id="([^"]+)"', text)
+    for anchor in ("summary", "latency", "time", "correlation", "latency-histogram", "rank-series", "target-series",
+                   "correlation-matrix"):
+        assert ids.count(anchor) == 1, anchor
+    assert "Plotly.newPlot" in text and "<td>big</td>" in text and "<td>small</td>" in text
+    assert re.search(r"Pearson r between the throughput series of the \d+ targets", text)

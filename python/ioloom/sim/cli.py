@@ -32,6 +32,8 @@ def run_command(ctx: typer.Context,
                                            "`ioloom run`) instead of a bench pattern."),
                 jobs: Path = typer.Option(None, "--jobs", help="Run the jobs of this job-mix file (TOML, "
                                           "docs/sim.md) instead of one bench pattern."),
+                html_out: Path = typer.Option(None, "--html", help="Also write the figures (latency, throughput "
+                                              "per rank and target over time, target correlation) to this page."),
                 json_out: bool = typer.Option(False, "--json", help="Print the JSON document ioloom bench io prints "
                                               "(with --trace: the replay's)."),
                 wall_budget: float = typer.Option(600.0, "--wall-budget", min=1.0,
@@ -53,6 +55,8 @@ def run_command(ctx: typer.Context,
         _fail(str(e))
     except paths.NativeMissing as e:
         _fail(f"{e} (the simulator needs SimGrid: Debian's libsimgrid-dev)")
+    if html_out is not None:
+        _write_page(outcome, names, html_out)
     if trace is not None:
         _print_replay(results.replay_document(outcome), json_out)
         return
@@ -89,6 +93,18 @@ def _workload(p, bench_args: list[str], trace: Path | None, jobs: Path | None, l
     w = workload.bench_job(p, workload.parse_bench_args(bench_args), ranks, ranks_per_node or
                            p["clients.ranks_per_node"], stripe_count=stripe_count, stripe_size=stripe_size)
     return w, ["job 0"]
+
+
+def _write_page(outcome, names: list[str], path: Path) -> None:
+    from ioloom.sim import page
+
+    title = ", ".join(f"{n}: {r} ranks" for n, (_, r, _, _) in zip(names, outcome.workload.jobs))
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(page.render(outcome, names, title))
+    except OSError as e:
+        _fail(f"cannot write {path}: {e.strerror}")
+    typer.echo(f"figures: {path}", err=True)
 
 
 def _print_replay(doc: dict, json_out: bool) -> None:

@@ -98,19 +98,33 @@ def job_document(o: Outcome, job: int) -> dict:
                                                          list(o.workload.index_files)).any())}}
 
 
-def target_series(o: Outcome, bins: int = 100) -> tuple[np.ndarray, np.ndarray]:
-    """Bytes per second each target moved in each of `bins` equal time bins: (bin edges, targets x bins). A
-    transfer's bytes are spread evenly over its duration."""
-    end = max(o.simulated_time, 1e-12)
-    edges = np.linspace(0.0, end, bins + 1)
-    out = np.zeros((o.platform["targets.count"], bins))
-    p = o.pieces
-    width = edges[1] - edges[0]
+def _spread(o: Outcome, start: np.ndarray, end: np.ndarray, moved: np.ndarray, key: np.ndarray, keys: int,
+            bins: int) -> tuple[np.ndarray, np.ndarray]:
+    """Bytes per second of each key in each of `bins` equal time bins over the simulation: (bin edges, keys x
+    bins); each transfer's bytes spread evenly over its duration."""
+    edges = np.linspace(0.0, max(o.simulated_time, 1e-12), bins + 1)
+    out = np.zeros((keys, bins))
+    took = np.maximum(end - start, 1e-300)
     for b in range(bins):
-        overlap = np.clip(np.minimum(p["end"], edges[b + 1]) - np.maximum(p["start"], edges[b]), 0, None)
-        share = np.where(p["end"] > p["start"], overlap / np.maximum(p["end"] - p["start"], 1e-300), 0.0)
-        np.add.at(out[:, b], p["target"], p["bytes"] * share)
-    return edges, out / width
+        overlap = np.clip(np.minimum(end, edges[b + 1]) - np.maximum(start, edges[b]), 0, None)
+        np.add.at(out[:, b], key, moved * np.where(end > start, overlap / took, 0.0))
+    return edges, out / (edges[1] - edges[0])
+
+
+def target_series(o: Outcome, bins: int = 100) -> tuple[np.ndarray, np.ndarray]:
+    """Bytes per second each target moved in each of `bins` equal time bins: (bin edges, targets x bins)."""
+    p = o.pieces
+    return _spread(o, p["start"], p["end"], p["bytes"], p["target"], o.platform["targets.count"], bins)
+
+
+def rank_series(o: Outcome, bins: int = 100) -> tuple[np.ndarray, np.ndarray]:
+    """Bytes per second each rank's data calls moved per time bin: (bin edges, ranks x bins), the ranks of all
+    jobs in job order."""
+    ops = o.workload.ops
+    first = np.cumsum([0] + [n for _, n, _, _ in o.workload.jobs])
+    data = np.isin(ops["kind"], [KINDS["write"], KINDS["read"]])
+    key = first[ops["job"][data]] + ops["rank"][data]
+    return _spread(o, o.times[data, 0], o.times[data, 1], ops["length"][data].astype(float), key, int(first[-1]), bins)
 
 
 def target_correlation(series: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
