@@ -1,43 +1,21 @@
 """ioloom coord serve: the line protocol over a real Unix socket, FCFS and interruption between two clients, a
 killed client's phase ended, a silent one's expired, bad requests answered with ERR, the CLI's serve and status."""
-import asyncio
 import os
 import random
 import signal
 import subprocess
 import sys
-import threading
 import time
 
 import pytest
 
-from ioloom.coord import service
+import coord_support
 from ioloom.coord.client import Client, CoordError
 from ioloom.coord.policy import POLICIES, Policy
 from ioloom.coord.state import State
 
+coordinator = coord_support.coordinator  # the fixture
 ENV = {**os.environ, "PYTHONPATH": os.path.join(os.path.dirname(__file__), "..", "python")}
-
-
-@pytest.fixture
-def coordinator(tmp_path):
-    """Start a coordinator in a thread: coordinator(policy, lease=10) gives its address; stopped at the end."""
-    started = []
-
-    def start(policy="dynamic", lease=10.0, metric="core-seconds"):
-        address = str(tmp_path / f"c{len(started)}.sock")
-        loop = asyncio.new_event_loop()
-        ready = threading.Event()
-        task = loop.create_task(service.serve(address, Policy(policy, metric), lease, 1e6, ready.set))
-        thread = threading.Thread(target=lambda: loop.run_until_complete(asyncio.gather(task, return_exceptions=True)))
-        thread.start()
-        assert ready.wait(10), "the coordinator did not start"
-        started.append((loop, task, thread))
-        return address
-    yield start
-    for loop, task, thread in started:
-        loop.call_soon_threadsafe(task.cancel)
-        thread.join(10)
 
 
 def test_fcfs_second_waits_until_first_is_done(coordinator):

@@ -1,0 +1,270 @@
+/* ioloom coord's C client: the line protocol of docs/coord.md (version 1) over a Unix socket, one request and
+ * one reply line at a time under the handle's mutex. Any failure to talk (connect, send, receive, a reply not
+ * understood) marks the handle lost: the socket is closed and every later call authorises, counted once. */
+#include "ioloom_coord.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#define IOLOOM_COORD_PROTOCOL 1
+#define IOLOOM_COORD_LEVELS 16      /* prepare levels kept; deeper ones count but add no estimate */
+#define IOLOOM_COORD_REPLY_SECONDS 10.0  /* a non-blocking request unanswered this long: the coordinator is lost */
+
+struct ioloom_coord {
+    pthread_mutex_t lock;
+    int fd;                          /* -1: lost (or never reached) */
+    double bound;                    /* seconds one wait may last */
+    int depth;                       /* prepare levels pushed */
+    uint64_t bytes[IOLOOM_COORD_LEVELS];
+    double seconds[IOLOOM_COORD_LEVELS];
+    int announced;                   /* an INFORM was sent since the stack was last empty */
+    struct ioloom_coord_counters counters;
+};
+
+static double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void default_address(char *out, size_t size) {
+    const char *env = getenv("IOLOOM_COORD"), *runtime = getenv("XDG_RUNTIME_DIR");
+    if (env && *env)
+        snprintf(out, size, "%s", env);
+    else if (runtime && *runtime)
+        snprintf(out, size, "%s/ioloom-coord.sock", runtime);
+    else
+        snprintf(out, size, "/tmp/ioloom-coord-%u.sock", (unsigned)getuid());
+}
+
+static void lose(ioloom_coord *c) {
+    if (c->fd >= 0)
+        close(c->fd);
+    c->fd = -1;
+    c->counters.lost = 1;
+}
+
+static int connect_unix(const char *address) {
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    const char *path = strncmp(address, "unix:", 5) == 0 ? address + 5 : address;
+    if (strlen(path) >= sizeof sa.sun_path)
+        return -1;
+    strcpy(sa.sun_path, path);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+        close(fd);
+        fd = -1;
+    }
+    return fd;
+}
+
+static void set_reply_timeout(int fd, double seconds) {
+    struct timeval tv = {.tv_sec = (time_t)seconds, .tv_usec = (suseconds_t)((seconds - (time_t)seconds) * 1e6)};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+}
+
+static int send_all(int fd, const char *text, size_t n) {
+    while (n > 0) {
+        ssize_t sent = send(fd, text, n, MSG_NOSIGNAL);
+        if (sent < 0 && errno == EINTR)
+            continue;
+        if (sent <= 0)
+            return -1;
+        text += sent;
+        n -= (size_t)sent;
+    }
+    return 0;
+}
+
+/* One reply line into `reply` (without its newline); -1 on error, timeout or a line too long. Replies are
+ * read a byte at a time: they are a few bytes, and nothing after the newline may be consumed. */
+static int receive_line(int fd, char *reply, size_t size) {
+    for (size_t n = 0; n + 1 < size;) {
+        ssize_t got = recv(fd, reply + n, 1, 0);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0)
+            return -1;
+        if (reply[n] == '\n') {
+            reply[n] = '\0';
+            return 0;
+        }
+        n++;
+    }
+    return -1;
+}
+
+/* Send `request`, read its reply within `seconds`; -1 (and the handle lost) on any failure or an ERR. */
+static int ask(ioloom_coord *c, const char *request, double seconds, char *reply, size_t size) {
+    if (c->fd < 0)
+        return -1;
+    set_reply_timeout(c->fd, seconds);
+    if (send_all(c->fd, request, strlen(request)) != 0 || receive_line(c->fd, reply, size) != 0 ||
+        strncmp(reply, "ERR", 3) == 0) {
+        lose(c);
+        return -1;
+    }
+    return 0;
+}
+
+/* GO: 1, WAIT: 0; lost: 1 (fail-open). */
+static int ask_go(ioloom_coord *c, const char *request, double seconds) {
+    char reply[64];
+    if (ask(c, request, seconds, reply, sizeof reply) != 0)
+        return 1;
+    return strcmp(reply, "GO") == 0;
+}
+
+static void hello(ioloom_coord *c, const char *name, int cores) {
+    char request[160], reply[64], word[64];
+    snprintf(word, sizeof word, "%s", name && *name ? name : "app");
+    for (char *p = word; *p; p++)  /* a name is one word of the protocol */
+        if (*p == ' ' || *p == '\n' || *p == '\t')
+            *p = '_';
+    snprintf(request, sizeof request, "HELLO %d %s %d\n", IOLOOM_COORD_PROTOCOL, word, cores > 0 ? cores : 1);
+    ask(c, request, IOLOOM_COORD_REPLY_SECONDS, reply, sizeof reply);
+}
+
+ioloom_coord *ioloom_coord_open(const char *address, const char *name, int cores) {
+    ioloom_coord *c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    char where[256];
+    if (address && *address)
+        snprintf(where, sizeof where, "%s", address);
+    else
+        default_address(where, sizeof where);
+    pthread_mutex_init(&c->lock, NULL);
+    const char *bound = getenv("IOLOOM_COORD_WAIT");
+    c->bound = bound && atof(bound) > 0 ? atof(bound) : 60.0;
+    c->fd = connect_unix(where);
+    if (c->fd < 0)
+        c->counters.lost = 1;
+    else
+        hello(c, name, cores);
+    return c;
+}
+
+void ioloom_coord_close(ioloom_coord *c) {
+    if (!c)
+        return;
+    char reply[64];
+    ask(c, "BYE\n", IOLOOM_COORD_REPLY_SECONDS, reply, sizeof reply);  /* ends the phase too */
+    if (c->fd >= 0)
+        close(c->fd);
+    pthread_mutex_destroy(&c->lock);
+    free(c);
+}
+
+void ioloom_coord_set_bound(ioloom_coord *c, double seconds) {
+    if (c && seconds > 0)
+        c->bound = seconds;
+}
+
+void ioloom_coord_prepare(ioloom_coord *c, uint64_t bytes, double seconds) {
+    if (!c)
+        return;
+    pthread_mutex_lock(&c->lock);
+    if (c->depth < IOLOOM_COORD_LEVELS) {
+        c->bytes[c->depth] = bytes;
+        c->seconds[c->depth] = seconds > 0 ? seconds : 0;
+    }
+    c->depth++;
+    pthread_mutex_unlock(&c->lock);
+}
+
+void ioloom_coord_complete(ioloom_coord *c) {
+    if (!c)
+        return;
+    char reply[64];
+    pthread_mutex_lock(&c->lock);
+    if (c->depth > 0 && --c->depth == 0 && c->announced) {
+        c->announced = 0;
+        ask(c, "DONE\n", IOLOOM_COORD_REPLY_SECONDS, reply, sizeof reply);
+    }
+    pthread_mutex_unlock(&c->lock);
+}
+
+/* The outermost level's estimates that are given (0 where no level gives one). */
+static void estimates(const ioloom_coord *c, uint64_t *bytes, double *seconds) {
+    int levels = c->depth < IOLOOM_COORD_LEVELS ? c->depth : IOLOOM_COORD_LEVELS;
+    *bytes = 0;
+    *seconds = 0;
+    for (int i = levels - 1; i >= 0; i--) {
+        *bytes = c->bytes[i] ? c->bytes[i] : *bytes;
+        *seconds = c->seconds[i] > 0 ? c->seconds[i] : *seconds;
+    }
+}
+
+int ioloom_coord_inform(ioloom_coord *c) {
+    if (!c)
+        return 1;
+    uint64_t bytes;
+    double seconds;
+    char request[96];
+    pthread_mutex_lock(&c->lock);
+    estimates(c, &bytes, &seconds);
+    snprintf(request, sizeof request, "INFORM %llu %.6f\n", (unsigned long long)bytes, seconds);
+    c->counters.phases += !c->announced && c->fd >= 0;
+    c->announced = 1;
+    int go = ask_go(c, request, IOLOOM_COORD_REPLY_SECONDS);
+    c->counters.waits += !go;
+    pthread_mutex_unlock(&c->lock);
+    return go;
+}
+
+int ioloom_coord_check(ioloom_coord *c, int *authorized) {
+    int go = 1;
+    if (c) {
+        pthread_mutex_lock(&c->lock);
+        go = ask_go(c, "CHECK\n", IOLOOM_COORD_REPLY_SECONDS);
+        c->counters.waits += !go;
+        pthread_mutex_unlock(&c->lock);
+    }
+    if (authorized)
+        *authorized = go;
+    return 0;
+}
+
+int ioloom_coord_wait(ioloom_coord *c) {
+    if (!c)
+        return 1;
+    char request[64], reply[64];
+    pthread_mutex_lock(&c->lock);
+    double start = now_seconds();
+    snprintf(request, sizeof request, "WAIT %llu\n", (unsigned long long)(c->bound * 1000));
+    int answered = ask(c, request, c->bound + IOLOOM_COORD_REPLY_SECONDS, reply, sizeof reply) == 0;
+    int go = answered && strcmp(reply, "GO") == 0;
+    c->counters.timeouts += answered && !go;
+    c->counters.waited_seconds += now_seconds() - start;
+    pthread_mutex_unlock(&c->lock);
+    return go;
+}
+
+void ioloom_coord_release(ioloom_coord *c, uint64_t bytes) {
+    if (!c)
+        return;
+    char request[64], reply[64];
+    pthread_mutex_lock(&c->lock);
+    snprintf(request, sizeof request, "RELEASE %llu\n", (unsigned long long)bytes);
+    ask(c, request, IOLOOM_COORD_REPLY_SECONDS, reply, sizeof reply);
+    pthread_mutex_unlock(&c->lock);
+}
+
+void ioloom_coord_counters(ioloom_coord *c, struct ioloom_coord_counters *out) {
+    if (!c) {
+        memset(out, 0, sizeof *out);
+        return;
+    }
+    pthread_mutex_lock(&c->lock);
+    *out = c->counters;
+    pthread_mutex_unlock(&c->lock);
+}
