@@ -143,3 +143,59 @@ def validate_command(check: list[str] = typer.Option(None, "--check", help="Run 
     print(f"{len(rows) - bad} of {len(rows)} rows agree")
     if bad:
         raise typer.Exit(1)
+
+
+def _list(option: str, text: str, parse) -> list[int]:
+    from ioloom.sim import workload
+
+    try:
+        values = [parse(v) for v in text.split(",") if v]
+    except ValueError:
+        values = []
+    if not values or min(values) < -1 or 0 in values:
+        raise workload.WorkloadError(f"{option} {text!r}: give positive values separated by commas, e.g. 1,4,16")
+    return values
+
+
+@app.command("sweep", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def sweep_command(ctx: typer.Context,
+                  platform_file: Path = typer.Option(None, "--platform", "-p", help="Platform file (TOML)."),
+                  ranks: str = typer.Option("16,64", "--ranks", help="Rank counts, e.g. 64,256,1024."),
+                  counts: str = typer.Option("1,4,16", "--stripe-count", help="Stripe counts (-1: all targets)."),
+                  sizes: str = typer.Option("1m,4m", "--stripe-size", help="Stripe sizes, e.g. 1m,4m,64m."),
+                  ranks_per_node: int = typer.Option(16, "--ranks-per-node", min=1, help="Ranks per node."),
+                  scheduler: str = typer.Option(None, "--scheduler", help="A Dask scheduler's address (tcp://host:"
+                                                "port); default: a LocalCluster on this machine."),
+                  workers: int = typer.Option(2, "--workers", min=1, help="LocalCluster worker processes."),
+                  serial: bool = typer.Option(False, "--serial", help="Run every point in this process instead."),
+                  json_out: bool = typer.Option(False, "--json", help="Print the rows as JSON.")) -> None:
+    """Sweep ranks x stripe count x stripe size for the bench pattern after --, each point one simulation run on
+    Dask (the rows are the same whichever executor runs them)."""
+    from ioloom.sim import engine, platform, sweep, workload
+
+    try:
+        p = platform.load(platform_file)
+        args = " ".join(ctx.args)
+        workload.parse_bench_args(args)
+        todo = sweep.points(_list("--ranks", ranks, int), _list("--stripe-count", counts, int),
+                            _list("--stripe-size", sizes, workload.parse_size))
+        too_wide = [c for c in {pt.stripe_count for pt in todo} if c > p["targets.count"]]
+        if too_wide:
+            raise workload.WorkloadError(f"--stripe-count {too_wide[0]} exceeds the platform's {p['targets.count']} "
+                                         "targets")
+        rows = sweep.run(p.values, args, ranks_per_node, todo, scheduler, workers, serial)
+    except (platform.PlatformError, workload.WorkloadError, engine.SimError, ConnectionError) as e:
+        _fail(str(e))
+    if json_out:
+        print(json.dumps(rows))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    columns = list(rows[0])
+    table = Table(*columns, title=f"ioloom sim sweep: {args}")
+    for r in rows:
+        table.add_row(*(f"{r[c] / 2**20:,.1f}" if c.endswith("_bw") else f"{r[c]:.6g}" if isinstance(r[c], float)
+                        else str(r[c]) for c in columns))
+    Console(width=160).print(table)
+    print("bandwidths in MiB/s")
