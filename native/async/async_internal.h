@@ -32,6 +32,13 @@ struct async_variable {
     int layout; /* index into config.layouts */
 };
 
+/* A plugin: a function of a shared library, run on the writer side when its event is signalled. */
+struct async_plugin_decl {
+    int event;
+    char library[1024];
+    char function[ASYNC_NAME_MAX];
+};
+
 struct async_config {
     char name[ASYNC_NAME_MAX];
     enum async_mode mode;
@@ -42,10 +49,11 @@ struct async_config {
     char directory[1024]; /* the writer's output directory */
     size_t bandwidth;     /* bytes per second each writer may write, 0: no limit (spreads out a node's writes) */
     int fsync;            /* make each iteration durable (fdatasync) when its end reaches the writer */
-    int nlayouts, nvariables, nevents;
+    int nlayouts, nvariables, nevents, nplugins;
     struct async_layout *layouts;
     struct async_variable *variables;
     char (*events)[ASYNC_NAME_MAX];
+    struct async_plugin_decl *plugins;
 };
 
 /* Reads and checks the YAML file; on error fills msg (one line, with the file's line) and returns -1. */
@@ -54,6 +62,8 @@ void async_config_free(struct async_config *cfg);
 int async_config_variable(const struct async_config *cfg, const char *name);
 int async_config_event(const struct async_config *cfg, const char *name);
 size_t async_config_largest_block(const struct async_config *cfg);
+/* Bytes a client's ring needs at least: the largest block, or with plugins a whole iteration's blocks. */
+size_t async_config_ring_need(const struct async_config *cfg);
 
 /* A message from a client to its writer. */
 enum async_msg_type { MSG_WRITE, MSG_SIGNAL, MSG_END_ITERATION, MSG_STOP };
@@ -136,6 +146,19 @@ void async_writer_close(struct async_writer *w);
  * index (layouts, variables, events, the writers' files, the counters). */
 int async_index_write(void);
 
+/* Plugins (plugin.c): loaded on writer-side ranks at initialize, run when their event is signalled. */
+int async_plugins_load(char msg[ASYNC_MSG_MAX]);
+void async_plugins_unload(void);
+void async_plugins_run(int event, int64_t iteration, int block, const struct ioloom_async_block *blocks, int n);
+struct ioloom_async_block async_block_of(int var, const void *data);
+
+/* With plugins, the writer keeps each block of the current iteration in the ring until the client ends the
+ * iteration, so that a signalled plugin sees it. */
+struct async_retained {
+    uint64_t position;
+    int variable;
+};
+
 /* The writer side's loop over its clients' channels until each has sent MSG_STOP. */
 struct async_server {
     struct async_channel **channels;
@@ -143,6 +166,8 @@ struct async_server {
     int nchannels;
     struct async_writer *writer;
     struct async_stats *stats;
+    struct async_retained *retained; /* nvariables per channel, NULL without plugins */
+    int *nretained;
 };
 void async_server_run(struct async_server *s);
 
@@ -182,6 +207,12 @@ struct async_state {
     struct async_spill *spill_head, *spill_tail;
     size_t spill_bytes;
     int skipping, skipped_this_iteration;
+    ioloom_async_plugin *plugin_fns;
+    void **plugin_handles;
+    struct async_retained *retained; /* the writer side's (helper thread, dedicated server) */
+    int *nretained;
+    void **kept; /* synchronous mode with plugins: a copy of each variable's block of this iteration */
+    int64_t *kept_at;
 };
 extern struct async_state async_g;
 

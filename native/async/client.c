@@ -124,16 +124,36 @@ static void queue_block(int var, const void *data, size_t nbytes) {
         async_spill_push(&m, data, nbytes);
 }
 
+/* Synchronous mode with plugins: a copy of the block for the plugins signalled later in this iteration. */
+static void keep(int var, const void *data, size_t nbytes) {
+    if (!async_g.kept) {
+        async_g.kept = calloc((size_t)async_g.cfg.nvariables, sizeof *async_g.kept);
+        async_g.kept_at = calloc((size_t)async_g.cfg.nvariables, sizeof *async_g.kept_at);
+    }
+    if (!async_g.kept[var]) async_g.kept[var] = malloc(nbytes);
+    memcpy(async_g.kept[var], data, nbytes);
+    async_g.kept_at[var] = async_g.iteration + 1; /* + 1: zero means never */
+}
+
+static void run_plugins_here(int event) {
+    struct ioloom_async_block blocks[async_g.cfg.nvariables];
+    int n = 0;
+    for (int v = 0; async_g.kept && v < async_g.cfg.nvariables; v++)
+        if (async_g.kept_at[v] == async_g.iteration + 1) blocks[n++] = async_block_of(v, async_g.kept[v]);
+    async_plugins_run(event, async_g.iteration, async_g.client_rank, blocks, n);
+}
+
 /* One block of var, by copy, whatever the mode. */
 void async_put(int var, const void *data, size_t nbytes) {
     async_g.written_at[var] = async_g.iteration;
     st()->blocks++;
     st()->bytes += (double)nbytes;
-    if (async_g.cfg.mode == MODE_SYNC)
-        async_writer_put(&async_g.writer, &async_g.cfg, st(), var, async_g.client_rank, async_g.iteration, data,
-                         nbytes);
-    else
+    if (async_g.cfg.mode != MODE_SYNC) {
         queue_block(var, data, nbytes);
+        return;
+    }
+    async_writer_put(&async_g.writer, &async_g.cfg, st(), var, async_g.client_rank, async_g.iteration, data, nbytes);
+    if (async_g.cfg.nplugins) keep(var, data, nbytes);
 }
 
 int async_timed(double start, int rc) {
@@ -173,10 +193,12 @@ int ioloom_async_signal(const char *event) {
     if (rc) return async_timed(start, rc);
     struct async_msg m = {MSG_SIGNAL, id, async_g.iteration, 0};
     st()->signals++;
-    if (async_g.cfg.mode == MODE_SYNC)
-        async_writer_event(&async_g.writer, id, async_g.client_rank, async_g.iteration);
-    else
+    if (async_g.cfg.mode != MODE_SYNC)
         async_post(&m);
+    else {
+        run_plugins_here(id);
+        async_writer_event(&async_g.writer, id, async_g.client_rank, async_g.iteration);
+    }
     return async_timed(start, IOLOOM_ASYNC_OK);
 }
 

@@ -196,6 +196,36 @@ static int events(struct reader *r, struct async_config *cfg, yaml_node_t *s) {
     return 0;
 }
 
+static int path_copy(struct reader *r, yaml_node_t *n, char *out, size_t size, const char *what) {
+    const char *s = scalar(n);
+    if (!s || !*s || strlen(s) >= size) return fail(r, n, "%s must be a path", what);
+    strcpy(out, s);
+    return 0;
+}
+
+static int plugin(struct reader *r, struct async_config *cfg, yaml_node_t *m, struct async_plugin_decl *p) {
+    static const char *const keys[] = {"event", "library", "function", NULL};
+    yaml_node_t *e;
+    if (is_mapping(r, m, "a plugin") || known_keys(r, m, "a plugin", keys)) return -1;
+    if (!(e = lookup(r, m, "event")) || (p->event = async_config_event(cfg, scalar(e))) < 0)
+        return fail(r, e ? e : m, "plugin: event '%s' is not declared under events", e && scalar(e) ? scalar(e) : "");
+    if (!lookup(r, m, "library") || !lookup(r, m, "function"))
+        return fail(r, m, "plugin: give its library (a .so path) and function");
+    return path_copy(r, lookup(r, m, "library"), p->library, sizeof p->library, "plugin: library") ||
+           name_copy(r, lookup(r, m, "function"), p->function, "plugin: function");
+}
+
+static int plugins(struct reader *r, struct async_config *cfg, yaml_node_t *s) {
+    if (!s) return 0;
+    if (s->type != YAML_SEQUENCE_NODE)
+        return fail(r, s, "plugins must be a list of {event: E, library: L.so, function: F}");
+    cfg->nplugins = (int)(s->data.sequence.items.top - s->data.sequence.items.start);
+    cfg->plugins = calloc((size_t)cfg->nplugins + 1, sizeof *cfg->plugins);
+    for (int i = 0; i < cfg->nplugins; i++)
+        if (plugin(r, cfg, node(r, s->data.sequence.items.start[i]), &cfg->plugins[i])) return -1;
+    return 0;
+}
+
 static int writer(struct reader *r, struct async_config *cfg, yaml_node_t *m) {
     static const char *const keys[] = {"directory", "bandwidth", "fsync", NULL};
     yaml_node_t *d;
@@ -228,15 +258,15 @@ static int architecture(struct reader *r, struct async_config *cfg, yaml_node_t 
 }
 
 static int document(struct reader *r, struct async_config *cfg) {
-    static const char *const keys[] = {"name",   "mode",    "dedicated_cores", "buffer", "queue", "policy",
-                                       "writer", "layouts", "variables",       "events", NULL};
+    static const char *const keys[] = {"name",   "mode",    "dedicated_cores", "buffer", "queue",   "policy",
+                                       "writer", "layouts", "variables",       "events", "plugins", NULL};
     yaml_node_t *root = yaml_document_get_root_node(&r->doc), *n;
     if (!root || is_mapping(r, root, "the configuration") || known_keys(r, root, "the configuration", keys)) return -1;
     if (!(n = lookup(r, root, "name")) || name_copy(r, n, cfg->name, "name"))
         return n ? -1 : fail(r, root, "name: give the output's name (name: cm1)");
     return architecture(r, cfg, root) || writer(r, cfg, lookup(r, root, "writer")) ||
                    layouts(r, cfg, lookup(r, root, "layouts")) || variables(r, cfg, lookup(r, root, "variables")) ||
-                   events(r, cfg, lookup(r, root, "events"))
+                   events(r, cfg, lookup(r, root, "events")) || plugins(r, cfg, lookup(r, root, "plugins"))
                ? -1
                : 0;
 }
@@ -267,6 +297,7 @@ void async_config_free(struct async_config *cfg) {
     free(cfg->layouts);
     free(cfg->variables);
     free(cfg->events);
+    free(cfg->plugins);
     memset(cfg, 0, sizeof *cfg);
 }
 
@@ -288,4 +319,11 @@ size_t async_config_largest_block(const struct async_config *cfg) {
         if (cfg->layouts[cfg->variables[i].layout].bytes > largest)
             largest = cfg->layouts[cfg->variables[i].layout].bytes;
     return largest;
+}
+
+size_t async_config_ring_need(const struct async_config *cfg) {
+    size_t header = sizeof(struct async_chunk), need = async_config_largest_block(cfg) + header;
+    for (int i = 0; cfg->nplugins && i < cfg->nvariables; i++) /* a whole iteration, plus the padding at the end */
+        need += (cfg->layouts[cfg->variables[i].layout].bytes + ASYNC_ALIGN - 1) / ASYNC_ALIGN * ASYNC_ALIGN + header;
+    return need;
 }

@@ -33,7 +33,7 @@ static size_t ring_bytes(void) { return async_g.cfg.buffer / (size_t)clients_on_
 static int check_node(char msg[ASYNC_MSG_MAX]) {
     const struct async_config *c = &async_g.cfg;
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    size_t need = async_config_largest_block(c) + sizeof(struct async_chunk);
+    size_t need = async_config_ring_need(c);
     if (c->mode == MODE_DEDICATED && (c->dedicated_cores >= async_g.node_size || c->dedicated_cores >= cores))
         return snprintf(msg, ASYNC_MSG_MAX,
                         "dedicated_cores: %d per node leaves no core to compute on a node with "
@@ -42,10 +42,11 @@ static int check_node(char msg[ASYNC_MSG_MAX]) {
                -1;
     if (c->mode != MODE_SYNC && ring_bytes() < need)
         return snprintf(msg, ASYNC_MSG_MAX,
-                        "buffer: %zu bytes shared by %d client(s) leaves %zu each, less than the "
-                        "largest block (%zu bytes with its header): make buffer at least %zu",
-                        c->buffer, clients_on_node(), ring_bytes(), need,
-                        need * (size_t)clients_on_node() + ASYNC_ALIGN),
+                        "buffer: %zu bytes shared by %d client(s) leaves %zu each, less than %s (%zu bytes with "
+                        "headers): make buffer at least %zu",
+                        c->buffer, clients_on_node(), ring_bytes(),
+                        c->nplugins ? "an iteration's blocks, which plugins keep until its end" : "the largest block",
+                        need, need * (size_t)clients_on_node() + ASYNC_ALIGN),
                -1;
     return 0;
 }
@@ -134,8 +135,9 @@ int ioloom_async_initialize(const char *config_path, MPI_Comm comm) {
     int failed = async_config_load(config_path ? config_path : "(null)", &async_g.cfg, msg);
     split_roles();
     failed = failed || check_node(msg);
-    failed = failed || ((async_g.cfg.mode != MODE_DEDICATED || !async_g.is_client) &&
-                        async_writer_open(&async_g.writer, &async_g.cfg, async_g.rank, msg));
+    int writes = async_g.cfg.mode != MODE_DEDICATED || !async_g.is_client;
+    failed = failed || (writes && async_writer_open(&async_g.writer, &async_g.cfg, async_g.rank, msg));
+    failed = failed || (writes && async_plugins_load(msg));
     if (agree(failed, msg)) {
         release_all();
         return IOLOOM_ASYNC_ECONFIG;
@@ -145,6 +147,10 @@ int ioloom_async_initialize(const char *config_path, MPI_Comm comm) {
         share_channels();
     else if (async_g.cfg.mode == MODE_THREAD)
         own_channel();
+    if (async_g.cfg.nplugins && async_g.nchannels) {
+        async_g.retained = calloc((size_t)(async_g.nchannels * async_g.cfg.nvariables), sizeof *async_g.retained);
+        async_g.nretained = calloc((size_t)async_g.nchannels, sizeof *async_g.nretained);
+    }
     async_g.stats.role = async_g.cfg.mode == MODE_DEDICATED ? !async_g.is_client : 2;
     async_g.initialized = 1;
     last_error[0] = '\0';
@@ -153,7 +159,8 @@ int ioloom_async_initialize(const char *config_path, MPI_Comm comm) {
 
 static void *helper_thread(void *arg) {
     (void)arg;
-    struct async_server s = {async_g.channels, async_g.blocks, 1, &async_g.writer, &async_g.stats};
+    struct async_server s = {async_g.channels, async_g.blocks,   1, &async_g.writer, &async_g.stats,
+                             async_g.retained, async_g.nretained};
     async_server_run(&s);
     return NULL;
 }
@@ -170,7 +177,8 @@ int ioloom_async_start(int *is_client) {
         return async_fail(IOLOOM_ASYNC_ESYSTEM, "cannot start the helper thread; writing synchronously");
     }
     if (!async_g.is_client) {
-        struct async_server s = {async_g.channels, async_g.blocks, async_g.nchannels, &async_g.writer, &async_g.stats};
+        struct async_server s = {async_g.channels, async_g.blocks,   async_g.nchannels, &async_g.writer,
+                                 &async_g.stats,   async_g.retained, async_g.nretained};
         async_server_run(&s);
     }
     return IOLOOM_ASYNC_OK;
@@ -200,6 +208,10 @@ static void release_all(void) {
     for (int i = 0; async_g.scratch && i < async_g.cfg.nvariables; i++) free(async_g.scratch[i]);
     free(async_g.scratch), free(async_g.written_at), free(async_g.chunk_of), free(async_g.uncleared);
     free(async_g.nuncleared), free(async_g.channels), free(async_g.blocks);
+    free(async_g.retained), free(async_g.nretained), free(async_g.kept_at);
+    for (int i = 0; async_g.kept && i < async_g.cfg.nvariables; i++) free(async_g.kept[i]);
+    free(async_g.kept);
+    async_plugins_unload();
     if (async_g.clients != MPI_COMM_NULL) MPI_Comm_free(&async_g.clients);
     MPI_Comm_free(&async_g.node);
     MPI_Comm_free(&async_g.comm);
