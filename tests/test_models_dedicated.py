@@ -17,6 +17,8 @@ def test_eq_3_2_gain_and_slow_dedicated_core():
     assert not r.worthwhile
     r = models.dedicated_core(compute=10.0, write=5.0, cores_per_node=16, write_dedicated=30.0)
     assert r.dedicated == 30.0 and not r.worthwhile and "bottleneck" in r.reason
+    r = models.dedicated_core(compute=1.0, write=2.0, cores_per_node=24)  # W_ded = 2 s > C_ded, yet < W + C = 3 s
+    assert r.worthwhile and r.dedicated == 2.0 and "set the pace" in r.reason
     r = models.dedicated_core(compute=10.0, write=5.0, cores_per_node=16)
     assert r.gain == pytest.approx(15 - 10 * 16 / 15) and r.speedup == pytest.approx(15 / (10 * 16 / 15))
 

@@ -206,7 +206,7 @@ struct async_state {
     void **scratch; /* per variable: process buffer (synchronous alloc, skip, spill) */
     struct async_spill *spill_head, *spill_tail;
     size_t spill_bytes;
-    int skipping, skipped_this_iteration;
+    int skipping; /* this client drops the rest of its iteration (policy skip) */
     ioloom_async_plugin *plugin_fns;
     void **plugin_handles;
     struct async_retained *retained; /* the writer side's (helper thread, dedicated server) */

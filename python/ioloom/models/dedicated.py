@@ -34,7 +34,10 @@ def dedicated_core(compute: float, write: float, cores_per_node: int, write_dedi
     standard, c_ded = w + c, c * n / (n - 1)
     dedicated = max(c_ded, w_ded)
     worthwhile = standard > dedicated
-    if worthwhile:
+    if worthwhile and w_ded > c_ded:
+        reason = (f"the dedicated core's writes ({w_ded:g} s per iteration) set the pace, still shorter than the "
+                  f"{standard:g} s an iteration takes now")
+    elif worthwhile:
         reason = (f"writing takes {w / c:.1%} of compute time, above the break-even 1/(N-1) = {1 / (n - 1):.1%}, "
                   f"and the dedicated core finishes its writes within an iteration")
     elif w_ded >= c_ded and w_ded >= standard:
