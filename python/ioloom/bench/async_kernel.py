@@ -7,7 +7,8 @@ page cache does not make every write free: --node-bandwidth is shared by a node'
 processes in the synchronous and helper-thread modes, the k dedicated cores otherwise). Each client computes for
 --compute seconds per iteration, N/(N-k) times that with k dedicated cores (the same work on fewer cores, Eq.
 3.2's C_ded). Modes run once per round in a rotating order; figures are medians over rounds with min and max,
-and ratios to the synchronous run of the same round."""
+and ratios to the synchronous run of the same round. The run time is the clients' iterations plus finalize (the
+writes drained), not MPI's and the library's start-up."""
 from __future__ import annotations
 
 import json
@@ -37,12 +38,12 @@ def per_run(run: dict, counters_path: Path, mode: str) -> dict:
             if servers else None)
     return {"visible_median": statistics.median(visible), "visible_total": sum(visible),
             "jitter_std": statistics.pstdev(period), "jitter_max_over_median": max(period) / statistics.median(period),
-            "run_seconds": run["total_seconds"], "idle_fraction": idle,
+            "run_seconds": run["run_seconds"] + run["finalize_seconds"], "idle_fraction": idle,
             "blocked": out.counters()["blocked"], "mode": mode}
 
 
 def one_round(impl, ranks: int, compute: float, dims, nvars: int, iterations: int, bandwidth: int, work: Path,
-              order, fsync: bool = False) -> dict:
+              order, fsync: bool = False, sleep: bool = False) -> dict:
     from ioloom.async_io.kernel import Setup, run_kernel
     results = {}
     for mode in order:
@@ -50,7 +51,8 @@ def one_round(impl, ranks: int, compute: float, dims, nvars: int, iterations: in
         setup = Setup(work / mode, mode=mode, dims=dims, buffer=256 << 20, bandwidth=bandwidth // writers,
                       events=(), variables=tuple(f"var{i}" for i in range(nvars)), fsync=fsync)
         c = compute * ranks / (ranks - 1) if mode == "dedicated-cores" else compute
-        run = run_kernel(impl, ranks, setup.write(work / f"{mode}.yaml"), setup, iterations, c, timeout=600)
+        run = run_kernel(impl, ranks, setup.write(work / f"{mode}.yaml"), setup, iterations, c, timeout=600,
+                         sleep=sleep)
         if run.returncode != 0:
             raise KernelRunFailed(f"{mode} run failed (exit {run.returncode}): {run.stderr.strip()[-300:]}")
         results[mode] = per_run(run.result, setup.directory, mode)
@@ -94,7 +96,8 @@ def render(report: dict) -> None:
                   f"{report['iterations']} iterations, compute {report['compute']:g} s, {report['variables']} "
                   f"variables, {report['block_bytes']} bytes per rank and iteration, node bandwidth "
                   f"{report['node_bandwidth'] or 'unlimited'} B/s{', fsync' if report['fsync'] else ''}, "
-                  f"{report['rounds']} rounds; load before/after {report['load'][0]} / {report['load'][1]}")
+                  f"{'sleeping' if report['sleep'] else 'busy'} compute, {report['rounds']} rounds; load before/after "
+                  f"{report['load'][0]} / {report['load'][1]}")
     for column in ("mode", "write seen (s/iteration)", "ratio to sync", "jitter std (s)", "jitter max/median",
                    "run (s)", "run ratio", "dedicated idle"):
         table.add_column(column)
@@ -133,7 +136,7 @@ def crossing(points: list[dict]) -> float | None:
 
 
 def break_even(impl, ranks: int, compute: float, dims, nvars: int, iterations: int, rounds: int,
-               multiples: list[float], work: Path) -> dict:
+               multiples: list[float], work: Path, sleep: bool = False) -> dict:
     """Sweeps the write-to-compute ratio W/C (through the node bandwidth) around Eq. 3.2's break-even 1/(N-1),
     running synchronous and dedicated-cores in alternating order each round, and finds the measured crossing."""
     from ioloom import models
@@ -142,7 +145,8 @@ def break_even(impl, ranks: int, compute: float, dims, nvars: int, iterations: i
     for multiple in multiples:
         bandwidth = int(ranks * block_bytes(dims, nvars) / (multiple * predicted * compute))
         rs = [one_round(impl, ranks, compute, dims, nvars, iterations, bandwidth, work,
-                        ("synchronous", "dedicated-cores")[::1 if r % 2 == 0 else -1]) for r in range(rounds)]
+                        ("synchronous", "dedicated-cores")[::1 if r % 2 == 0 else -1], sleep=sleep)
+              for r in range(rounds)]
         w_std = statistics.median(r["synchronous"]["visible_median"] for r in rs)
         points.append({"target_ratio": multiple * predicted, "node_bandwidth": bandwidth, "write_std": w_std,
                        "measured_ratio": w_std / compute,
@@ -175,6 +179,8 @@ def bench_async(ranks: int = typer.Option(2, min=2, help="Ranks on the node (N o
                                                      "(0: no limit, the file system as it is)."),
                 fsync: bool = typer.Option(False, "--fsync", help="Writers make each iteration durable (fdatasync):"
                                            " the disk's own speed and variability."),
+                sleep: bool = typer.Option(False, "--sleep", help="Compute by sleeping instead of a stencil sweep: "
+                                           "more ranks than cores without CPU contention (a logical N)."),
                 directory: Path | None = typer.Option(None, "--dir", help="Where the runs write (default: a "
                                                       "temporary directory)."),
                 rounds: int = typer.Option(10, min=1, help="Interleaved rounds."),
@@ -204,13 +210,13 @@ def bench_async(ranks: int = typer.Option(2, min=2, help="Ranks on the node (N o
         for r in range(rounds):
             order = MODE_ORDER[r % 3:] + MODE_ORDER[:r % 3]
             all_rounds.append(one_round(impl, ranks, compute, shape, variables, iterations, bandwidth, Path(tmp),
-                                        order, fsync))
+                                        order, fsync, sleep))
         swept = (break_even(impl, ranks, compute, shape, variables, iterations, rounds,
-                            [float(m) for m in multiples.split(",")], Path(tmp)) if sweep else None)
+                            [float(m) for m in multiples.split(",")], Path(tmp), sleep) if sweep else None)
     load.append(os.getloadavg()[0])
     report = {"mpi": impl.name, "ranks": ranks, "compute": compute, "iterations": iterations, "rounds": rounds,
               "variables": variables, "block_bytes": block_bytes(shape, variables), "node_bandwidth": bandwidth,
-              "fsync": fsync,
+              "fsync": fsync, "sleep": sleep,
               "load": [f"{x:.2f}" for x in load], "summary": summarise(all_rounds, compute, ranks),
               "per_round": all_rounds, "break_even": swept}
     if as_json:
