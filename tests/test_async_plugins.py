@@ -27,7 +27,7 @@ def test_plugin_sees_each_iterations_blocks(mpi, tmp_path, mode):
     run = run_kernel(mpi.impl, 3, config, setup, 5, 0.0, event="checkpoint")
     assert run.returncode == 0, run.stderr
     clients = 2 if mode == "dedicated-cores" else 3
-    calls = re.findall(r"plugin checkpoint iteration (\d+) block (\d+):(.*)", run.stdout)
+    calls = re.findall(r"plugin checkpoint iteration (\d+) block (\d+):(.*)", run.stderr)
     assert sorted((int(it), int(b)) for it, b, _ in calls) == [(it, b) for it in range(5) for b in range(clients)]
     for it, b, seen in calls:
         blocks = dict(item.split("=") for item in seen.split())
@@ -48,7 +48,7 @@ def test_plugin_keeps_an_iteration_in_a_small_ring(mpi, tmp_path):
     config.write_text(with_plugin(setup, plugin(mpi)))
     run = run_kernel(mpi.impl, 3, config, setup, 30, 0.0, event="checkpoint")
     assert run.returncode == 0, run.stderr
-    assert run.stdout.count("plugin checkpoint") == 60
+    assert run.stderr.count("plugin checkpoint") == 60
     assert async_io.open(tmp_path / "out").counters()["blocked"] > 0
 
 
