@@ -5,5 +5,17 @@ app = typer.Typer(help="Benchmarks that print figures (ours against a baseline, 
                   no_args_is_help=True)
 
 # Subcommand modules register themselves on `app` when imported (so after it; no name of theirs is used here):
-# `ioloom bench analyse|async|fuzz|io|logfs|overhead|predict|riot|sim|sweep`.
-from ioloom.bench import analyse, async_kernel, fuzz, io, logfs, overhead, predict, riot, sim, sweep  # noqa: E402,F401
+# `ioloom bench analyse|async|coord|fuzz|io|logfs|overhead|predict|riot|sim|sweep`.
+from ioloom.bench import (  # noqa: E402,F401
+    analyse,
+    async_kernel,
+    coord,
+    fuzz,
+    io,
+    logfs,
+    overhead,
+    predict,
+    riot,
+    sim,
+    sweep,
+)

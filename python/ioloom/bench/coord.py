@@ -1,0 +1,212 @@
+"""`ioloom bench coord`: Δ-graphs of two applications sharing an emulated storage (Dorier Ch. 6), uncoordinated
+and under each policy of `ioloom coord`. Two ioloom-coord-writer processes, A starting at 0 and B at dt, write
+onto one reservation clock of fixed bandwidth (native/coord/storage.h: proportional sharing by weight, whatever
+this machine's disk does); B's offsets sweep [-T_B, T_A]. Per run: each one's interference factor I = T / T_alone
+(T_alone measured alone in the same round) and the machine time wasted f = N_A T_A + N_B T_B, as a ratio to the
+uncoordinated run at the same dt in the same round. Pairs: `small` (a big application of --big-weight cores
+beside a small one of 1) and `equal` (two big ones). Rounds interleave everything; figures are medians with
+their min and max (docs/bench.md)."""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import typer
+
+from ioloom import paths
+from ioloom.bench import app
+from ioloom.bench.stats import rounds_allowed, spread
+
+COORDINATED = ("fcfs", "interrupt", "dynamic")
+START_MARGIN = 0.25  # seconds from spawning the writers to A's start: both are sleeping by then
+
+
+def writer_argv(work: Path, name: str, size: int, weight: int, options: dict, start_at: float,
+                address: str | None) -> list[str]:
+    argv = [str(paths.native_bin("ioloom-coord-writer")), "--name", name, "--bytes", str(size), "--chunk",
+            str(options["chunk"]), "--weight", str(weight), "--cores", str(weight), "--storage",
+            str(work / "storage"), "--bandwidth", str(options["bandwidth"]), "--start-at", f"{start_at:.6f}"]
+    return argv + (["--coord", address] if address else [])
+
+
+def run_writers(work: Path, apps: list[tuple[str, int, int, float]], options: dict, address: str | None) -> list:
+    """Run the writers (name, bytes, weight, offset) at once on a fresh emulated storage: each one's seconds."""
+    (work / "storage").unlink(missing_ok=True)
+    t0 = time.monotonic() + START_MARGIN
+    procs = [subprocess.Popen(writer_argv(work, name, size, weight, options, t0 + offset, address),
+                              stdout=subprocess.PIPE, text=True) for name, size, weight, offset in apps]
+    results = []
+    for p in procs:
+        out, _ = p.communicate(timeout=600)
+        if p.returncode != 0:
+            raise RuntimeError(f"ioloom-coord-writer failed (status {p.returncode})")
+        results.append(json.loads(out))
+    if any(r["lost"] or r["timeouts"] for r in results):
+        raise RuntimeError("a writer lost its coordinator or passed its wait bound; the run is not a policy's")
+    # a writer's time counts from its planned start, so a late wake-up is not hidden
+    return [r["end"] - (t0 + offset) for r, (_, _, _, offset) in zip(results, apps)]
+
+
+class Coordinators:
+    """One coordinator per policy, in a thread of this process, for the whole campaign."""
+
+    def __init__(self, work: Path, metric: str) -> None:
+        from ioloom.coord import service
+        from ioloom.coord.policy import Policy
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        self.addresses, self.tasks = {}, []
+        for policy in COORDINATED:
+            ready = threading.Event()
+            address = str(work / f"{policy}.sock")
+            coro = service.serve(address, Policy(policy, metric), 60.0, 1e9, ready.set)
+            self.tasks.append(asyncio.run_coroutine_threadsafe(coro, self.loop))
+            if not ready.wait(30):
+                raise RuntimeError(f"the {policy} coordinator did not start")
+            self.addresses[policy] = address
+
+    def close(self) -> None:
+        for task in self.tasks:
+            task.cancel()
+        time.sleep(0.1)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+
+
+def pairs(options: dict, which: str) -> dict:
+    """name: ((bytes, weight) of A, (bytes, weight) of B)."""
+    big = (options["big_bytes"], options["big_weight"])
+    chosen = {"small": (big, (options["small_bytes"], 1)), "equal": (big, big)}
+    return chosen if which == "both" else {which: chosen[which]}
+
+
+def offsets(options: dict, a, b, points: int) -> list[float]:
+    t_a, t_b = a[0] / options["bandwidth"], b[0] / options["bandwidth"]
+    return [round(-t_b + i * (t_a + t_b) / (points - 1), 6) for i in range(points)]
+
+
+def one_round(work: Path, options: dict, chosen: dict, coords: Coordinators, points: int, flip: bool) -> dict:
+    """One interleaved round: each pair alone, then each offset under each policy (orders alternate by round)."""
+    samples: dict = {}
+    for pair, (a, b) in chosen.items():
+        alone_a = run_writers(work, [("A", *a, 0.0)], options, None)[0]
+        alone_b = run_writers(work, [("B", *b, 0.0)], options, None)[0]
+        dts = offsets(options, a, b, points)
+        policies = ["none", *COORDINATED]
+        for dt in (reversed(dts) if flip else dts):
+            for policy in (reversed(policies) if flip else policies):
+                t_a, t_b = run_writers(work, [("A", *a, max(0.0, -dt)), ("B", *b, max(0.0, dt))], options,
+                                       coords.addresses.get(policy))
+                samples[(pair, dt, policy)] = {"i_a": t_a / alone_a, "i_b": t_b / alone_b,
+                                               "f": a[1] * t_a + b[1] * t_b}
+    return samples
+
+
+def summarise(rounds: list[dict]) -> list[dict]:
+    rows = []
+    for key in rounds[0]:
+        pair, dt, policy = key
+        ratio = [r[key]["f"] / r[(pair, dt, "none")]["f"] for r in rounds]
+        rows.append({"pair": pair, "dt": dt, "policy": policy, "i_a": spread([r[key]["i_a"] for r in rounds]),
+                     "i_b": spread([r[key]["i_b"] for r in rounds]), "f_ratio": spread(ratio)})
+    return sorted(rows, key=lambda r: (r["pair"], r["dt"], ["none", *COORDINATED].index(r["policy"])))
+
+
+def goals(rows: list[dict]) -> dict:
+    """The issue's goals on the small pair: where uncoordinated B's I >= 3, its I <= 1.5 and A's <= 1.1 under
+    the best policy at that dt; f never above uncoordinated (median ratio <= 1.02) under dynamic."""
+    by = {(r["pair"], r["dt"], r["policy"]): r for r in rows}
+    hurt = [dt for (pair, dt, policy), r in by.items() if pair == "small" and policy == "none"
+            and r["i_b"]["median"] >= 3]
+    rescued = {dt: min((by[("small", dt, p)] for p in COORDINATED), key=lambda r: r["i_b"]["median"])
+               for dt in hurt}
+    return {"small_hurt_offsets": hurt,
+            "small_rescued": all(r["i_b"]["median"] <= 1.5 and r["i_a"]["median"] <= 1.1 for r in rescued.values()),
+            "rescued_by": {str(dt): r["policy"] for dt, r in rescued.items()},
+            "dynamic_never_worse": all(r["f_ratio"]["median"] <= 1.02 for r in rows if r["policy"] == "dynamic")}
+
+
+def print_report(report: dict) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    def cell(s):
+        return f"{s['median']:.2f} [{s['min']:.2f}, {s['max']:.2f}]"
+    console = Console()
+    for pair in sorted({r["pair"] for r in report["rows"]}):
+        table = Table(title=f"{pair} pair: I = T / T_alone and f / f(uncoordinated), median [min, max] of "
+                            f"{report['rounds']} rounds (load {report['load']})")
+        for column in ("dt (s)", "policy", "I_A", "I_B", "f / f_none"):
+            table.add_column(column)
+        for r in (r for r in report["rows"] if r["pair"] == pair):
+            table.add_row(f"{r['dt']:+.3f}", r["policy"], cell(r["i_a"]), cell(r["i_b"]), cell(r["f_ratio"]))
+        console.print(table)
+    console.print(f"goals: {report['goals']}")
+
+
+def plot_html(report: dict, path: Path) -> None:
+    """The Δ-graphs: I_A and I_B against dt, one line per policy, one panel per pair (plotly, self-contained)."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+    chosen = sorted({r["pair"] for r in report["rows"]})
+    fig = make_subplots(rows=1, cols=len(chosen), subplot_titles=[f"{p} pair" for p in chosen])
+    for col, pair in enumerate(chosen, start=1):
+        for policy in ["none", *COORDINATED]:
+            rows = [r for r in report["rows"] if r["pair"] == pair and r["policy"] == policy]
+            for who, dash in (("i_a", "solid"), ("i_b", "dot")):
+                fig.add_trace(go.Scatter(x=[r["dt"] for r in rows], y=[r[who]["median"] for r in rows],
+                                         name=f"{policy} {who.upper()}", line={"dash": dash}), row=1, col=col)
+        fig.update_xaxes(title_text="dt (s): B starts after A", row=1, col=col)
+    fig.update_yaxes(title_text="interference factor I = T / T_alone")
+    fig.write_html(path, include_plotlyjs=True, full_html=True)
+
+
+@app.command("coord")
+def command(pair: str = typer.Option("both", help="small (big beside small), equal, or both."),
+            points: int = typer.Option(9, min=2, help="Offsets dt in [-T_B, T_A]."),
+            rounds: int = typer.Option(10, "--rounds", min=1, help="Interleaved rounds."),
+            quick: bool = typer.Option(False, help="Allow fewer than 10 rounds (a quick look, not a figure)."),
+            bandwidth: float = typer.Option(5e8, min=1e6, help="Emulated storage bandwidth (bytes/s)."),
+            big_bytes: int = typer.Option(800_000_000, min=1, help="Bytes the big application writes."),
+            big_weight: int = typer.Option(8, min=1, help="Cores (bandwidth weight) of the big application."),
+            small_bytes: int = typer.Option(50_000_000, min=1, help="Bytes the small application writes."),
+            chunk: int = typer.Option(2_000_000, min=1, help="Bytes per write; a step is weight writes."),
+            metric: str = typer.Option("core-seconds", help="What dynamic minimises: core-seconds or factors."),
+            output: Path = typer.Option(None, "-o", "--output", help="Also write coord.json and coord.html here."),
+            as_json: bool = typer.Option(False, "--json", help="Print the report as JSON.")) -> None:
+    """Δ-graphs of two writers on an emulated storage, uncoordinated and under each coordination policy."""
+    if pair not in ("small", "equal", "both"):
+        raise typer.BadParameter(f"--pair {pair!r}: use small, equal or both")
+    if metric not in ("core-seconds", "factors"):
+        raise typer.BadParameter(f"--metric {metric!r}: use core-seconds or factors")
+    if why := rounds_allowed(rounds, quick, "--rounds"):
+        raise typer.BadParameter(why)
+    options = {"bandwidth": bandwidth, "big_bytes": big_bytes, "big_weight": big_weight, "small_bytes": small_bytes,
+               "chunk": chunk}
+    chosen = pairs(options, pair)
+    load = [os.getloadavg()[0]]
+    with tempfile.TemporaryDirectory(prefix="ioloom-bench-coord-") as tmp:
+        coords = Coordinators(Path(tmp), metric)
+        try:
+            samples = [one_round(Path(tmp), options, chosen, coords, points, flip=r % 2 == 1) for r in range(rounds)]
+        finally:
+            coords.close()
+    load.append(os.getloadavg()[0])
+    rows = summarise(samples)
+    report = {"options": options, "metric": metric, "rounds": rounds, "load": f"{load[0]:.1f}->{load[1]:.1f}",
+              "rows": rows, "goals": goals(rows)}
+    if output:
+        output.mkdir(parents=True, exist_ok=True)
+        (output / "coord.json").write_text(json.dumps(report, indent=1))
+        plot_html(report, output / "coord.html")
+    if as_json:
+        print(json.dumps(report, indent=1))
+    else:
+        print_report(report)
