@@ -116,22 +116,42 @@ def test_no_hello_no_service(coordinator):
 
 @pytest.mark.parametrize("policy", POLICIES)
 def test_one_phase_always_may_write(policy):
-    """No deadlock: under any policy, after any sequence of announcements, progress and ends, some announced
-    phase may write (with a serialising policy exactly one: the head of the order)."""
+    """No deadlock: under any policy, after any sequence of announcements, progress and ends by clients of three
+    applications, some announced phase may write (with a serialising policy exactly one: the head)."""
     rng = random.Random(policy)
     state = State(Policy(policy), lease=1e9, bandwidth=1.0)
     for step in range(2000):
-        client = rng.randrange(6)
+        client = rng.randrange(8)
         action = rng.random()
         if action < 0.5:
-            state.inform(client, "x", rng.randint(1, 64), rng.randint(1, 100), rng.uniform(0, 10), now=step)
+            state.inform(client, f"app{client % 3}", rng.randint(1, 64), rng.randint(1, 100), rng.uniform(0, 10),
+                         now=step)
         elif action < 0.8:
             state.release(client, rng.randint(0, 50), now=step)
         else:
             state.finish(client)
-        writers = [p for p in state.order if state.may_write(p.client)]
-        assert len({p.client for p in state.order}) == len(state.order)
+        members = [c for p in state.order for c in p.members]
+        assert len(members) == len(set(members)) and all(p.members for p in state.order)
+        assert len({p.name for p in state.order}) == len(state.order)
+        writers = [p for p in state.order if all(state.may_write(c) for c in p.members)]
         assert len(writers) == (len(state.order) if policy == "interfere" else min(1, len(state.order)))
+
+
+def test_processes_of_one_application_share_its_phase(coordinator):
+    """Two ranks of one application (same name) join one phase: it is placed once, its bytes are summed, and it
+    ends when both are done; another application waits for it all along (FCFS)."""
+    address = coordinator("fcfs")
+    with Client(address, "mpi-job", 4) as r0, Client(address, "mpi-job", 4) as r1, Client(address, "other") as o:
+        assert r0.inform(1000, 1.0) and r1.inform(3000, 2.0)
+        assert not o.inform(10, 0.1)
+        r0.release(1000)
+        job = o.status()["order"][0]
+        assert (job["name"], job["clients"], job["bytes"], job["written"], job["t_alone"]) == \
+            ("mpi-job", [1, 2], 4000, 1000, 2.0)
+        r0.done()
+        assert not o.check() and r1.check()        # r1 still writes the job's phase
+        r1.done()
+        assert o.check()
 
 
 def test_cli_serve_status_and_a_second_serve_refused(tmp_path):
@@ -144,7 +164,7 @@ def test_cli_serve_status_and_a_second_serve_refused(tmp_path):
         with Client(address, "app", 4) as c:
             c.inform(4096, 0.5)
             out = subprocess.run([*cmd, "status", "--address", address], env=ENV, capture_output=True, text=True)
-            assert out.returncode == 0 and "writes app (client 1, 4 cores): 0/4096 bytes" in out.stdout
+            assert out.returncode == 0 and "writes app (clients [1], 4 cores): 0/4096 bytes" in out.stdout
         again = subprocess.run([*cmd, "serve", "--address", address], env=ENV, capture_output=True, text=True)
         assert again.returncode == 2 and again.stderr.count("\n") == 1
         assert "a coordinator already listens on" in again.stderr

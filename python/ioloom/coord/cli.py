@@ -61,5 +61,5 @@ def status(address: str | None = ADDRESS,
     print(f"policy {state['policy']} ({state['metric']}); " +
           ", ".join(f"{k} {v}" for k, v in state["counts"].items()))
     for p in state["order"]:
-        print(f"  {'writes' if p['may_write'] else 'waits '} {p['name']} (client {p['client']}, {p['cores']} "
+        print(f"  {'writes' if p['may_write'] else 'waits '} {p['name']} (clients {p['clients']}, {p['cores']} "
               f"cores): {p['written']}/{p['bytes']} bytes, {p['remaining']:.3f} s of {p['t_alone']:.3f} s left")

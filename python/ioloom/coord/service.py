@@ -1,7 +1,7 @@
 """`ioloom coord serve`: the coordinator, an asyncio server on a local Unix socket speaking the line protocol of
 docs/coord.md (version PROTOCOL). Each request gets one reply line; WAIT is answered when the client may write or
-its bound has passed. A client's phase ends with DONE, with its connection (a crashed process closes it) or when
-its lease runs out."""
+its bound has passed. A client leaves its application's phase with DONE, with its connection (a crashed process
+closes it) or when its lease runs out; the phase ends with its last member."""
 from __future__ import annotations
 
 import asyncio

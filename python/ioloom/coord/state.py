@@ -1,8 +1,15 @@
 """The coordinator's state, without sockets or clocks (times are passed in): the announced phases in the order in
-which they write, each one's progress, and its lease. The service (service.py) drives it; tests drive it directly.
+which they write, each one's progress, and its members' leases. The service (service.py) drives it; tests drive
+it directly.
 
-Invariants: a client has at most one phase; the order holds each phase once; with a serialising policy exactly
-the head of the order may write, so two phases can never each wait for the other."""
+A phase belongs to an application, named in HELLO: the processes of one application (the ranks of an MPI job,
+each with its own connection) that announce a phase join the same one, as CALCioM's per-application coordinator
+gathers its processes (Sec. 6.2.3). A member's estimates are its own bytes and time alone; the phase's are the
+sum of the bytes and the longest time (its members write in parallel). The phase ends when its last member is
+done, gone or expired.
+
+Invariants: a client is a member of at most one phase; the order holds each phase once; with a serialising
+policy exactly the head of the order may write, so two phases can never each wait for the other."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -12,27 +19,45 @@ from ioloom.models import Pending
 
 
 @dataclass
-class Phase:
-    """One application's announced I/O phase: `size` bytes expected to take `t_alone` seconds alone."""
-    client: int
-    name: str
-    cores: int
+class Member:
+    """One process's share of a phase: `size` bytes expected to take `t_alone` seconds alone."""
     size: int
     t_alone: float
-    announced: float
     seen: float
     written: int = 0
 
+
+@dataclass
+class Phase:
+    """One application's announced I/O phase."""
+    name: str
+    cores: int
+    announced: float
+    members: dict[int, Member] = field(default_factory=dict)
+
+    @property
+    def size(self) -> int:
+        return sum(m.size for m in self.members.values())
+
+    @property
+    def written(self) -> int:
+        return sum(m.written for m in self.members.values())
+
+    @property
+    def t_alone(self) -> float:
+        return max(m.t_alone for m in self.members.values())
+
     def pending(self, now: float) -> Pending:
         """The phase as the policy sees it: the alone time still needed, from the bytes still to write."""
-        left = 1.0 - min(self.written / self.size, 1.0) if self.size else 1.0
+        size = self.size
+        left = 1.0 - min(self.written / size, 1.0) if size else 1.0
         return Pending(self.cores, self.t_alone, self.t_alone * left, now - self.announced)
 
 
 @dataclass
 class State:
-    """The phases of all clients in writing order, decided by `policy`; a phase unheard of for `lease` seconds
-    expires. `bandwidth` (bytes/s) estimates t_alone for a phase announced without one."""
+    """The phases of all applications in writing order, decided by `policy`; a member unheard of for `lease`
+    seconds expires. `bandwidth` (bytes/s) estimates t_alone for a member announced without one."""
     policy: Policy
     lease: float
     bandwidth: float
@@ -41,16 +66,19 @@ class State:
                                                             "expired": 0, "finished": 0})
 
     def find(self, client: int) -> Phase | None:
-        return next((p for p in self.order if p.client == client), None)
+        return next((p for p in self.order if client in p.members), None)
 
     def inform(self, client: int, name: str, cores: int, size: int, t_alone: float, now: float) -> Phase:
-        """Announce a phase (placed by the policy) or update an announced one's estimates."""
-        t_alone = t_alone if t_alone > 0 else size / self.bandwidth
-        phase = self.find(client)
+        """Announce the client's share of its application's phase (placed by the policy when new), or update
+        its estimates."""
+        member = Member(size, t_alone if t_alone > 0 else size / self.bandwidth, seen=now)
+        phase = self.find(client) or next((p for p in self.order if p.name == name), None)
         if phase is not None:
-            phase.size, phase.t_alone, phase.seen = size, t_alone, now
+            written = phase.members[client].written if client in phase.members else 0
+            phase.members[client] = member
+            member.written, phase.cores = written, max(phase.cores, cores)
             return phase
-        phase = Phase(client, name, cores, size, t_alone, announced=now, seen=now)
+        phase = Phase(name, cores, announced=now, members={client: member})
         place = self.policy.place([p.pending(now) for p in self.order], phase.pending(now))
         self._count_place(place)
         self.order.insert(place, phase)
@@ -62,42 +90,45 @@ class State:
             self.counts["interrupts" if place == 0 else "queued"] += 1
 
     def may_write(self, client: int) -> bool:
-        """Whether `client` may write now: it has no phase, the policy shares, or its phase heads the order."""
+        """Whether `client` may write now: it is in no phase, the policy shares, or its phase heads the order."""
         phase = self.find(client)
         return phase is None or self.policy.shares or self.order[0] is phase
 
     def release(self, client: int, written: int, now: float) -> None:
-        """`written` more bytes of the client's phase are on storage."""
+        """`written` more bytes of the client's share are on storage."""
         phase = self.find(client)
         if phase is not None:
-            phase.written += written
-            phase.seen = now
+            phase.members[client].written += written
+            phase.members[client].seen = now
 
     def touch(self, client: int, now: float) -> None:
         phase = self.find(client)
         if phase is not None:
-            phase.seen = now
+            phase.members[client].seen = now
 
     def finish(self, client: int, reason: str = "finished") -> bool:
-        """Drop the client's phase (done, disconnected or expired); whether it had one."""
+        """The client leaves its phase (done, disconnected or expired); the phase ends with its last member.
+        Whether a phase ended."""
         phase = self.find(client)
         if phase is None:
+            return False
+        del phase.members[client]
+        if phase.members:
             return False
         self.order.remove(phase)
         self.counts[reason] = self.counts.get(reason, 0) + 1
         return True
 
-    def expire(self, now: float) -> list[int]:
-        """Drop the phases not heard of for `lease` seconds (a crashed or stopped application): their clients."""
-        gone = [p.client for p in self.order if now - p.seen > self.lease]
-        for client in gone:
-            self.finish(client, "expired")
-        return gone
+    def expire(self, now: float) -> bool:
+        """Drop the members not heard of for `lease` seconds (a crashed or stopped process); whether a phase
+        ended."""
+        gone = [c for p in self.order for c, m in p.members.items() if now - m.seen > self.lease]
+        return any([self.finish(c, "expired") for c in gone])
 
     def snapshot(self, now: float) -> dict:
         """The order and counters, for STATUS."""
         return {"policy": self.policy.name, "metric": self.policy.metric, "counts": dict(self.counts),
-                "order": [{"client": p.client, "name": p.name, "cores": p.cores, "bytes": p.size,
-                           "written": p.written, "t_alone": p.t_alone,
-                           "remaining": p.pending(now).remaining, "may_write": self.may_write(p.client)}
+                "order": [{"name": p.name, "clients": sorted(p.members), "cores": p.cores, "bytes": p.size,
+                           "written": p.written, "t_alone": p.t_alone, "remaining": p.pending(now).remaining,
+                           "may_write": self.order[0] is p or self.policy.shares}
                           for p in self.order]}
