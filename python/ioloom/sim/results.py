@@ -137,14 +137,16 @@ def replay_document(o: Outcome) -> dict:
     """A replayed trace: the time it took as traced and as simulated (first call to last), and per kind of call
     the calls, bytes and summed durations, traced and simulated."""
     w = o.workload
+    recorded = w.recorded
+    assert recorded is not None, "only a replayed trace has traced times"  # workload.from_trace sets them
     names = {v: k for k, v in KINDS.items()}
-    took, traced = o.times[:, 1] - o.times[:, 0], w.recorded[:, 1] - w.recorded[:, 0]
+    took, traced = o.times[:, 1] - o.times[:, 0], recorded[:, 1] - recorded[:, 0]
     calls = {names[int(k)]: {"calls": int((w.ops["kind"] == k).sum()),
                              "bytes": int(w.ops["length"][w.ops["kind"] == k].sum()),
                              "traced_s": float(traced[w.ops["kind"] == k].sum()),
                              "simulated_s": float(took[w.ops["kind"] == k].sum())}
              for k in np.unique(w.ops["kind"])}
     return {"ranks": w.jobs[0][1], "operations": int(w.ops.size), "files": len(w.layouts),
-            "traced_time": float(w.recorded[:, 1].max()), "simulated_time": float(o.times[:, 1].max()),
+            "traced_time": float(recorded[:, 1].max()), "simulated_time": float(o.times[:, 1].max()),
             "calls": calls, "simulator": {"wall_seconds": o.wall_seconds, "cpu_seconds": o.cpu_seconds,
                                           "transfers": int(o.pieces.size)}}
