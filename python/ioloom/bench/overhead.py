@@ -88,12 +88,14 @@ class Tool:
         return self.libraries.get(probe.label, self.libraries.get(None))
 
     def env(self, probe: Probe, work: Path) -> dict[str, str]:
-        """The probe's environment with the tool preloaded. Darshan's settings unless the caller gave them: logs
-        to a directory of this run, and a program without MPI traced only when asked (DARSHAN_ENABLE_NONMPI);
-        an MPI program never in that mode (Darshan would start twice, at load and at MPI_Init)."""
+        """The probe's environment with the tool preloaded. Darshan's settings unless the caller gave them: logs,
+        and the logs it maps while running, to a directory of this run (not /tmp, where a process that execs,
+        such as valgrind's launcher, leaves them), and a program without MPI traced only when asked
+        (DARSHAN_ENABLE_NONMPI); an MPI program never in that mode (Darshan would start twice, at load and at
+        MPI_Init)."""
         logs = work / f"{self.name}-logs"
         logs.mkdir(exist_ok=True)
-        env = {"DARSHAN_LOGPATH": str(logs), **_base_env(), **probe.launch_env(),
+        env = {"DARSHAN_LOGPATH": str(logs), "DARSHAN_MMAP_LOGPATH": str(logs), **_base_env(), **probe.launch_env(),
                "LD_PRELOAD": str(self.library(probe))}
         if probe.impl:
             env.pop("DARSHAN_ENABLE_NONMPI", None)
