@@ -106,6 +106,25 @@ def test_a_metadata_file_cut_short_is_refused(tmp_path, cut):
     assert out.stdout.split() == [b"errno", b"5"] and b"cut short?" in out.stderr
 
 
+@pytest.mark.parametrize("where", ["inside a backend path", "after a line", "after the last line"])
+def test_a_nul_byte_in_the_metadata_is_refused_by_every_reader(tmp_path, where):
+    """A NUL in a backend path made every Python tool raise ValueError ('embedded null byte', fuzz campaign seed
+    1202, case 38515); one after the last line was read by the layer (its text ended there) and refused by the
+    tools. Now both refuse the file, naming the NUL, and delete nothing."""
+    c, roots = make(tmp_path, extras=1)
+    meta = c / "ioloom-logfs.meta"
+    text = meta.read_bytes()
+    at = {"inside a backend path": text.index(b"backend ") + 12, "after a line": text.index(b"\n") + 1,
+          "after the last line": len(text)}[where]
+    meta.write_bytes(text[:at] + b"\0" + text[at:])
+    for args in (("check", c), ("cat", c), ("rm", c)):
+        out = container_cli(*args)
+        assert out.returncode == 2 and b"it holds a NUL byte" in out.stderr and b"Traceback" not in out.stderr, out
+    out = preloaded(sys.executable, "-c", READER, f"logfs:{c}")
+    assert out.stdout.split() == [b"errno", b"5"] and b"it holds a NUL byte" in out.stderr, out
+    assert meta.is_file() and all(r.is_dir() and any(r.iterdir()) for r in roots)
+
+
 def test_a_missing_backend_directory_is_named_and_rm_finishes(tmp_path):
     c, _ = make(tmp_path, extras=2)
     backend = read_meta(c).backends[2]

@@ -157,13 +157,16 @@ static const char *incomplete(const struct lf_meta *m, int seen, int extras, int
 int lf_meta_read_for(const char *dir, struct lf_meta *m, int missing_ok) {
     char path[PATH_MAX + sizeof LF_META_NAME + 1];
     snprintf(path, sizeof path, "%s/" LF_META_NAME, dir);
-    char *text = lf_slurp(path, NULL);
+    size_t len = 0;
+    char *text = lf_slurp(path, &len);
     if (!text) return -1;
     memset(m, 0, sizeof *m);
     snprintf(m->backend[m->nbackends++], PATH_MAX, "%s", dir); /* wherever the container is now */
     const char *roots[LF_MAX_BACKENDS], *why = NULL;
     int version = sscanf(text, "ioloom-logfs %d", &m->version) == 1, seen = 0, extras = -1, nroots = 0;
-    if (!*text || text[strlen(text) - 1] != '\n') why = "it ends inside a line (cut short?)";
+    /* a NUL would end the text here early, and Python's paths refuse one: refused whole, in both */
+    if (memchr(text, 0, len)) why = "it holds a NUL byte";
+    else if (!len || text[len - 1] != '\n') why = "it ends inside a line (cut short?)";
     for (char *line = strtok(text, "\n"); version && line; line = strtok(NULL, "\n")) {
         unsigned long long chunk;
         unsigned mode;

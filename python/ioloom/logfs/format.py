@@ -188,6 +188,9 @@ def read_meta(directory: Path, missing_ok: bool = False) -> Meta:
                            f"docs/logfs-format.md describes (first line 'ioloom-logfs {VERSION}', then chunk, mode, "
                            "id, extras, origin and backend lines)")
 
+    if "\0" in text:  # no path may hold one (os calls raise ValueError), and lf_meta.c would stop reading there
+        raise damaged("it holds a NUL byte")
+
     first = lines[0].split() if lines else []
     if len(first) != 2 or first[0] != "ioloom-logfs" or not first[1].isdigit():
         raise damaged("the first line is not 'ioloom-logfs VERSION'")
