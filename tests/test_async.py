@@ -53,6 +53,16 @@ def test_fsync_each_iteration(mpi, tmp_path, mode):
     assert "fsync: true" in setup.yaml()
 
 
+def test_arrow_table_of_a_variable(mpi, tmp_path):
+    setup = Setup(tmp_path / "out", mode="helper-thread", dims=(4, 4, 2), variables=("u", "v"))
+    assert run_kernel(mpi.impl, 2, setup.write(tmp_path / "c.yaml"), setup, 3, 0.0).returncode == 0
+    out = async_io.open(tmp_path / "out")
+    table = out.table("v")
+    assert table.num_rows == 3 * 2 and table.schema.metadata[b"shape"] == b"[4, 4, 2]"
+    for row in table.to_pylist():
+        assert np.array_equal(np.array(row["values"]).reshape(4, 4, 2), out.read("v", row["iteration"], row["block"]))
+
+
 def test_zero_copy_dedicated(mpi, tmp_path):
     setup = Setup(tmp_path / "out", mode="dedicated-cores", dims=(8, 8, 8), buffer=1 << 20)
     run = run_kernel(mpi.impl, 3, setup.write(tmp_path / "c.yaml"), setup, 20, 0.0, zero_copy=True)

@@ -129,6 +129,21 @@ class Output:
             self._data[writer] = np.memmap(self._file(writer, "data"), dtype=np.uint8, mode="r")
         return self._data[writer][offset:offset + nbytes].view(var.dtype).reshape(var.shape)
 
+    def table(self, variable: str):
+        """Every block of a variable as a pyarrow Table (iteration, block, values): one row per block, its values a
+        fixed-size list viewing the data file (no copy), the layout's shape in the schema's metadata."""
+        import pyarrow as pa
+        var = self._variable(variable)
+        keys = sorted((it, b) for v, it, b in self._blocks if v == var.id)
+        size = int(np.prod(var.shape))
+        chunks = [pa.FixedSizeListArray.from_arrays(pa.array(self.read(variable, it, b).reshape(-1)), size)
+                  for it, b in keys]
+        values = pa.chunked_array(chunks, type=pa.list_(pa.from_numpy_dtype(var.dtype), size))
+        schema = pa.schema([("iteration", pa.int64()), ("block", pa.int32()), ("values", values.type)],
+                           metadata={"variable": variable, "shape": json.dumps(list(var.shape))})
+        return pa.Table.from_arrays([pa.array([k[0] for k in keys], pa.int64()),
+                                     pa.array([k[1] for k in keys], pa.int32()), values], schema=schema)
+
     def __getitem__(self, variable: str) -> VariableView:
         self._variable(variable)
         return VariableView(self, variable)
