@@ -13,7 +13,7 @@ packages=(
   chromium                                                 # renders the HTML report in tests
   valgrind                                                 # ioloom bench overhead --instructions (callgrind)
   libsimgrid-dev                                           # ioloom sim's engine (SimGrid's S4U, C++)
-  libyaml-dev                                              # libioloom-async's configuration (YAML)
+  libyaml-dev libxml2-dev                                  # libioloom-async's configurations (YAML, XML)
   lammps                                                   # a real application for ioloom bench predict (Open MPI)
 )
 

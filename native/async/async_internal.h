@@ -59,6 +59,10 @@ struct async_config {
 /* Reads and checks the YAML file; on error fills msg (one line, with the file's line) and returns -1. */
 int async_config_load(const char *path, struct async_config *cfg, char msg[ASYNC_MSG_MAX]);
 void async_config_free(struct async_config *cfg);
+/* A Damaris-style XML configuration (config_xml.c, chosen by the .xml suffix), into the same structure. */
+int async_config_load_xml(const char *path, struct async_config *cfg, char msg[ASYNC_MSG_MAX]);
+size_t async_type_size(const char *type); /* bytes of int8 ... float64, 0 for another name */
+int async_config_layout(const struct async_config *cfg, const char *name);
 int async_config_variable(const struct async_config *cfg, const char *name);
 int async_config_event(const struct async_config *cfg, const char *name);
 size_t async_config_largest_block(const struct async_config *cfg);

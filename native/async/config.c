@@ -108,7 +108,7 @@ static int choice(struct reader *r, yaml_node_t *n, const char *what, const char
     return fail(r, n, "%s must be one of %s, %s, %s; got '%s'", what, names[0], names[1], names[2], s ? s : "?");
 }
 
-static size_t type_size(const char *type) {
+size_t async_type_size(const char *type) {
     static const char *const names[] = {"int8",   "uint8", "int16",  "uint16",  "int32",
                                         "uint32", "int64", "uint64", "float32", "float64"};
     static const size_t sizes[] = {1, 1, 2, 2, 4, 4, 8, 8, 4, 8};
@@ -124,7 +124,7 @@ static int layout(struct reader *r, yaml_node_pair_t *p, struct async_layout *l)
         known_keys(r, v, "a layout", keys))
         return -1;
     if (!(t = lookup(r, v, "type")) || !scalar(t) || strlen(scalar(t)) >= sizeof l->type ||
-        !(l->element = type_size(scalar(t))))
+        !(l->element = async_type_size(scalar(t))))
         return fail(r, t ? t : v,
                     "layout '%s': type must be one of int8, uint8, int16, uint16, int32, uint32, "
                     "int64, uint64, float32, float64",
@@ -143,7 +143,7 @@ static int layout(struct reader *r, yaml_node_pair_t *p, struct async_layout *l)
     return 0;
 }
 
-static int find_layout(const struct async_config *cfg, const char *name) {
+int async_config_layout(const struct async_config *cfg, const char *name) {
     for (int i = 0; i < cfg->nlayouts; i++)
         if (strcmp(cfg->layouts[i].name, name) == 0) return i;
     return -1;
@@ -156,7 +156,7 @@ static int variable(struct reader *r, struct async_config *cfg, yaml_node_pair_t
         known_keys(r, m, "a variable", keys))
         return -1;
     if (!(l = lookup(r, m, "layout")) || !scalar(l)) return fail(r, m, "variable '%s' needs a layout", v->name);
-    if ((v->layout = find_layout(cfg, scalar(l))) < 0)
+    if ((v->layout = async_config_layout(cfg, scalar(l))) < 0)
         return fail(r, l, "variable '%s': unknown layout '%s' (declare it under layouts)", v->name, scalar(l));
     return 0;
 }
@@ -271,7 +271,13 @@ static int document(struct reader *r, struct async_config *cfg) {
                : 0;
 }
 
+static int ends_with(const char *s, const char *suffix) {
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && strcasecmp(s + n - k, suffix) == 0;
+}
+
 int async_config_load(const char *path, struct async_config *cfg, char msg[ASYNC_MSG_MAX]) {
+    if (ends_with(path, ".xml")) return async_config_load_xml(path, cfg, msg);
     struct reader r = {.path = path, .msg = msg};
     yaml_parser_t parser;
     FILE *f = fopen(path, "r");

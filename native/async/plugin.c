@@ -10,7 +10,8 @@ int async_plugins_load(char msg[ASYNC_MSG_MAX]) {
     async_g.plugin_fns = calloc((size_t)c->nplugins + 1, sizeof *async_g.plugin_fns);
     async_g.plugin_handles = calloc((size_t)c->nplugins + 1, sizeof *async_g.plugin_handles);
     for (int i = 0; i < c->nplugins; i++) {
-        void *h = async_g.plugin_handles[i] = dlopen(c->plugins[i].library, RTLD_NOW | RTLD_LOCAL);
+        const char *library = c->plugins[i].library[0] ? c->plugins[i].library : NULL; /* none: the program */
+        void *h = async_g.plugin_handles[i] = dlopen(library, RTLD_NOW | RTLD_LOCAL);
         if (!h) return snprintf(msg, ASYNC_MSG_MAX, "plugin: cannot load %.400s", dlerror()), -1;
         *(void **)&async_g.plugin_fns[i] = dlsym(h, c->plugins[i].function);
         if (!async_g.plugin_fns[i])

@@ -1,0 +1,239 @@
+/* Damaris-style XML configurations for libioloom-async (seed 002 Listing 3.2, Damaris 1.x's elements), read with
+ * libxml2 into the structure the YAML reader fills:
+ *   <simulation name=N language=c|fortran>        fortran: a layout's dimensions are reversed to C order
+ *     <architecture> <dedicated cores=K/> <buffer size=BYTES/> <queue size=MESSAGES/> </architecture>
+ *     <data> <layout name type dimensions="64,16,2"/> <variable name layout/> <group name=G> variables </group>
+ *     <actions> <event name action=FUNCTION using=LIBRARY.so/> </actions>
+ *     <ioloom mode policy directory bandwidth fsync/>    optional, ours: what Damaris's XML does not say
+ * cores=0 (or no <dedicated>) is the synchronous mode (Damaris's time partitioning); a variable of group G is
+ * named G/name; Damaris's types real, double, integer, ... map to float32, float64, int32, ...; an event with
+ * action and using runs that function (a plugin). Dedicated nodes and dimension expressions are refused. */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <libxml/parser.h>
+#include <libxml/tree.h>
+#include "async_internal.h"
+
+struct xreader {
+    const char *path;
+    char *msg;
+    int fortran;
+};
+
+static int xfail(struct xreader *r, xmlNode *n, const char *fmt, ...) {
+    char what[ASYNC_MSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    snprintf(r->msg, ASYNC_MSG_MAX, "%.200s:%ld: %.280s", r->path, n ? xmlGetLineNo(n) : 0L, what);
+    return -1;
+}
+
+static int is(const xmlNode *n, const char *name) {
+    return n->type == XML_ELEMENT_NODE && strcmp((const char *)n->name, name) == 0;
+}
+
+/* An attribute's text, NULL when absent (points into the document: no copy to free). */
+static const char *attr(const xmlNode *n, const char *name) {
+    for (xmlAttr *a = n->properties; a; a = a->next)
+        if (strcmp((const char *)a->name, name) == 0)
+            return a->children && a->children->content ? (const char *)a->children->content : "";
+    return NULL;
+}
+
+static int number(struct xreader *r, xmlNode *n, const char *name, long min, long *out) {
+    const char *s = attr(n, name);
+    char *end;
+    long v = s ? strtol(s, &end, 10) : 0;
+    if (!s || !*s || *end || v < min)
+        return xfail(r, n, "<%s %s=...> must be an integer >= %ld, got '%s'", n->name, name, min, s ? s : "");
+    *out = v;
+    return 0;
+}
+
+static int copy(struct xreader *r, xmlNode *n, const char *name, char *out, size_t size) {
+    const char *s = attr(n, name);
+    if (!s || !*s || strlen(s) >= size)
+        return xfail(r, n, "<%s> needs a %s of 1 to %zu characters", n->name, name, size - 1);
+    strcpy(out, s);
+    return 0;
+}
+
+static const char *ioloom_type(const char *damaris) {
+    static const char *const map[][2] = {{"real", "float32"},  {"float", "float32"}, {"double", "float64"},
+                                         {"integer", "int32"}, {"int", "int32"},     {"long", "int64"},
+                                         {"short", "int16"},   {"char", "int8"},     {"byte", "uint8"}};
+    for (size_t i = 0; i < sizeof map / sizeof *map; i++)
+        if (strcmp(damaris, map[i][0]) == 0) return map[i][1];
+    return damaris;
+}
+
+static int dimensions(struct xreader *r, xmlNode *n, struct async_layout *l) {
+    const char *s = attr(n, "dimensions");
+    char *end;
+    for (const char *p = s; p && *p && l->ndims < ASYNC_DIMS_MAX; p = *end ? end + 1 : end) {
+        long v = strtol(p, &end, 10);
+        if (end == p || v < 1 || (*end && *end != ','))
+            return xfail(r, n,
+                         "layout '%s': dimensions must be sizes such as \"64,16,2\" (expressions of "
+                         "parameters are not supported), got '%s'",
+                         l->name, s);
+        l->dims[l->ndims++] = v;
+    }
+    if (!l->ndims) return xfail(r, n, "layout '%s' needs dimensions, e.g. \"64,16,2\"", l->name);
+    for (int i = 0; r->fortran && i < l->ndims / 2; i++) {
+        long t = l->dims[i];
+        l->dims[i] = l->dims[l->ndims - 1 - i], l->dims[l->ndims - 1 - i] = t;
+    }
+    return 0;
+}
+
+static int layout(struct xreader *r, struct async_config *c, xmlNode *n) {
+    struct async_layout *l = &c->layouts[c->nlayouts];
+    const char *type = attr(n, "type");
+    if (copy(r, n, "name", l->name, sizeof l->name)) return -1;
+    if (!type || strlen(ioloom_type(type)) >= sizeof l->type || !(l->element = async_type_size(ioloom_type(type))))
+        return xfail(r, n,
+                     "layout '%s': type must be real, double, integer, long, short, char, byte or int8 ... "
+                     "float64",
+                     l->name);
+    strcpy(l->type, ioloom_type(type));
+    if (dimensions(r, n, l)) return -1;
+    l->bytes = l->element;
+    for (int i = 0; i < l->ndims; i++) l->bytes *= (size_t)l->dims[i];
+    c->nlayouts++;
+    return 0;
+}
+
+static int variable(struct xreader *r, struct async_config *c, xmlNode *n, const char *group) {
+    struct async_variable *v = &c->variables[c->nvariables];
+    const char *name = attr(n, "name"), *l = attr(n, "layout");
+    if (!name || !*name || strlen(name) + (group ? strlen(group) + 1 : 0) >= sizeof v->name)
+        return xfail(r, n, "<variable> needs a name (with its group, under %d characters)", ASYNC_NAME_MAX);
+    snprintf(v->name, sizeof v->name, "%s%s%s", group ? group : "", group ? "/" : "", name);
+    if (!l || (v->layout = async_config_layout(c, l)) < 0)
+        return xfail(r, n, "variable '%s': unknown layout '%s' (declare it before, with <layout>)", v->name,
+                     l ? l : "");
+    if (async_config_variable(c, v->name) >= 0) return xfail(r, n, "variable '%s' is declared twice", v->name);
+    c->nvariables++;
+    return 0;
+}
+
+static int data(struct xreader *r, struct async_config *c, xmlNode *d, const char *group) {
+    for (xmlNode *n = d->children; n; n = n->next) {
+        const char *g = attr(n, "name");
+        if (is(n, "layout")      ? layout(r, c, n)
+            : is(n, "variable")  ? variable(r, c, n, group)
+            : is(n, "group")     ? (group ? xfail(r, n, "groups inside groups are not supported") : data(r, c, n, g))
+            : is(n, "parameter") ? 0
+            : n->type == XML_ELEMENT_NODE ? xfail(r, n, "unknown element <%s> in <data>", n->name)
+                                          : 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int event(struct xreader *r, struct async_config *c, xmlNode *n) {
+    const char *action = attr(n, "action"), *using = attr(n, "using");
+    if (copy(r, n, "name", c->events[c->nevents], ASYNC_NAME_MAX)) return -1;
+    if (action) {
+        struct async_plugin_decl *p = &c->plugins[c->nplugins++];
+        p->event = c->nevents;
+        if (copy(r, n, "action", p->function, sizeof p->function) ||
+            (using && copy(r, n, "using", p->library, sizeof p->library)))
+            return -1;
+    }
+    c->nevents++;
+    return 0;
+}
+
+static int architecture(struct xreader *r, struct async_config *c, xmlNode *a) {
+    long v;
+    for (xmlNode *n = a->children; n; n = n->next) {
+        if (is(n, "dedicated")) {
+            if (attr(n, "nodes") && strcmp(attr(n, "nodes"), "0") != 0)
+                return xfail(r, n, "dedicated nodes are not supported yet: use dedicated cores");
+            if (attr(n, "cores") && number(r, n, "cores", 0, &v)) return -1;
+            c->dedicated_cores = attr(n, "cores") && v > 0 ? (int)v : 1;
+            c->mode = attr(n, "cores") && v > 0 ? MODE_DEDICATED : MODE_SYNC;
+        } else if (is(n, "buffer")) {
+            if (number(r, n, "size", 1, &v)) return -1;
+            c->buffer = (size_t)v;
+        } else if (is(n, "queue")) {
+            if (number(r, n, "size", 2, &v)) return -1;
+            c->queue = (int)v;
+        }
+    }
+    return 0;
+}
+
+/* The index of value among names (NULL-terminated), -1 when it is not one of them. */
+static int pick(const char *const *names, const char *value) {
+    for (int i = 0; value && names[i]; i++)
+        if (strcmp(value, names[i]) == 0) return i;
+    return -1;
+}
+
+/* Our own element: the mode, policy and writer, which Damaris's XML does not carry. */
+static int ours(struct xreader *r, struct async_config *c, xmlNode *n) {
+    static const char *const modes[] = {"synchronous", "helper-thread", "dedicated-cores", NULL};
+    static const char *const policies[] = {"block", "spill", "skip", NULL};
+    int mode = pick(modes, attr(n, "mode")), policy = pick(policies, attr(n, "policy"));
+    if ((attr(n, "mode") && mode < 0) || (attr(n, "policy") && policy < 0))
+        return xfail(r, n,
+                     "<ioloom>: mode must be synchronous, helper-thread or dedicated-cores, and policy block, "
+                     "spill or skip");
+    c->mode = mode < 0 ? c->mode : (enum async_mode)mode;
+    c->policy = policy < 0 ? c->policy : (enum async_policy)policy;
+    c->bandwidth = attr(n, "bandwidth") ? strtoul(attr(n, "bandwidth"), NULL, 10) : 0;
+    c->fsync = attr(n, "fsync") && strcmp(attr(n, "fsync"), "true") == 0;
+    return attr(n, "directory") ? copy(r, n, "directory", c->directory, sizeof c->directory) : 0;
+}
+
+static int count(xmlNode *parent, const char *name) {
+    int n = 0;
+    for (xmlNode *c = parent ? parent->children : NULL; c; c = c->next)
+        n += is(c, name) ? 1 : is(c, "group") ? count(c, name) : 0;
+    return n;
+}
+
+static xmlNode *child(xmlNode *parent, const char *name) {
+    for (xmlNode *c = parent->children; c; c = c->next)
+        if (is(c, name)) return c;
+    return NULL;
+}
+
+static int simulation(struct xreader *r, struct async_config *c, xmlNode *root) {
+    xmlNode *d = child(root, "data"), *a = child(root, "actions"), *arch = child(root, "architecture");
+    if (!is(root, "simulation")) return xfail(r, root, "the root element must be <simulation>");
+    if (copy(r, root, "name", c->name, sizeof c->name)) return -1;
+    r->fortran = attr(root, "language") && strcmp(attr(root, "language"), "fortran") == 0;
+    c->mode = MODE_SYNC, c->dedicated_cores = 1, c->queue = 256, c->buffer = 64UL << 20;
+    snprintf(c->directory, sizeof c->directory, ".");
+    c->layouts = calloc((size_t)count(d, "layout") + 1, sizeof *c->layouts);
+    c->variables = calloc((size_t)count(d, "variable") + 1, sizeof *c->variables);
+    c->events = calloc((size_t)count(a, "event") + 1, sizeof *c->events);
+    c->plugins = calloc((size_t)count(a, "event") + 1, sizeof *c->plugins);
+    if (!d || !count(d, "variable")) return xfail(r, root, "<data> must declare at least one <variable>");
+    if ((arch && architecture(r, c, arch)) || data(r, c, d, NULL)) return -1;
+    for (xmlNode *n = a ? a->children : NULL; n; n = n->next)
+        if (is(n, "event") && event(r, c, n)) return -1;
+    return child(root, "ioloom") ? ours(r, c, child(root, "ioloom")) : 0;
+}
+
+int async_config_load_xml(const char *path, struct async_config *cfg, char msg[ASYNC_MSG_MAX]) {
+    struct xreader r = {path, msg, 0};
+    memset(cfg, 0, sizeof *cfg);
+    xmlDoc *doc = xmlReadFile(path, NULL, XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
+    if (!doc) {
+        const xmlError *e = xmlGetLastError();
+        snprintf(msg, ASYNC_MSG_MAX, "%.300s:%d: not valid XML: %.150s", path, e ? e->line : 0,
+                 e && e->message ? e->message : "cannot read it");
+        return -1;
+    }
+    int rc = simulation(&r, cfg, xmlDocGetRootElement(doc));
+    xmlFreeDoc(doc);
+    return rc;
+}
