@@ -1,8 +1,10 @@
 /* Sequitur with predictors (grammar.h), step for step as python/ioloom/predict/grammar.py: the same operations
  * in the same order, so both hold the same grammar and the same marks after every input.
  *
- * Nodes and rules live in two arrays; nodes removed and rules deleted during an input are released only when
- * the input is done (the Python objects they mirror stay readable until then too). A digram index (linear
+ * Nodes and rules live in two arrays that start small and double as the grammar grows, up to what its cap needs
+ * (nodes are named by index, so moving the arrays moves nothing that refers to them); nodes removed and rules
+ * deleted during an input are released only when the input is done (the Python objects they mirror stay
+ * readable until then too). An input is learnt only with SLACK nodes free (else it counts as past the cap). A digram index (linear
  * probing, deletion by backward shift) maps a pair of symbols to its first node. The uses of a rule, and the
  * occurrences of a terminal, are intrusive lists through `link_*`; the marked terminals one through `exp_*`. */
 #include "grammar.h"
@@ -11,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { NONE = -1, GUARD = INT32_MIN, SLACK = 1024 };
+enum { NONE = -1, GUARD = INT32_MIN, SLACK = 64 };
 
 struct node {
     int32_t sym; /* >= 0 a terminal, < 0 the rule -(sym+1), GUARD a rule's guard */
@@ -27,7 +29,7 @@ struct rule {
 struct pg_grammar {
     struct node *n;
     struct rule *r;
-    int32_t nnodes, nrules, free_nodes, free_rules, released_nodes, released_rules, navail;
+    int32_t nnodes, nrules, max_nodes, free_nodes, free_rules, released_nodes, released_rules, navail;
     int32_t cap, max_symbol, size, start, expected;
     int64_t past_cap;
     int32_t *terminals;              /* max_symbol heads of occurrence lists */
@@ -39,9 +41,14 @@ struct pg_grammar {
 };
 
 /* ---- storage ------------------------------------------------------------------------------------------- */
+static uint32_t find_slot(const struct pg_grammar *g, uint64_t key);
+static int grow(struct pg_grammar *g, int32_t nodes);
+
 static int32_t node_alloc(struct pg_grammar *g) {
+    /* input() starts with SLACK nodes free, more than one input's rewrites take; past them, grow on demand */
+    if (g->free_nodes == NONE && !grow(g, 2 * g->nnodes))
+        abort(); /* out of memory in the middle of a rewrite: the grammar cannot be left half-changed */
     int32_t i = g->free_nodes;
-    assert(i != NONE); /* input() keeps SLACK nodes free before it starts */
     g->free_nodes = g->n[i].next;
     g->navail--;
     memset(&g->n[i], 0, sizeof g->n[i]);
@@ -56,8 +63,8 @@ static void node_release(struct pg_grammar *g, int32_t i) {
 }
 
 static int32_t rule_new(struct pg_grammar *g) {
-    int32_t id = g->free_rules, guard = node_alloc(g);
-    assert(id != NONE);
+    int32_t guard = node_alloc(g), id = g->free_rules;
+    assert(id != NONE); /* a rule holds two nodes at least: nodes / 2 + SLACK rules are always enough */
     g->free_rules = g->r[id].uses;
     g->r[id] = (struct rule){guard, NONE, 0, 0, 1, 0};
     g->n[guard].sym = GUARD;
@@ -131,6 +138,71 @@ static void digram_delete(struct pg_grammar *g, uint32_t s) {
             s = j;
         }
     }
+}
+
+static int rehash(struct pg_grammar *g, uint32_t slots) {
+    uint64_t *keys = malloc(sizeof *keys * slots), *old_keys = g->keys;
+    int32_t *values = malloc(sizeof *values * slots), *old_values = g->values;
+    uint32_t old_slots = g->mask + 1;
+    if (!keys || !values) {
+        free(keys);
+        free(values);
+        return 0;
+    }
+    for (uint32_t s = 0; s < slots; s++)
+        values[s] = NONE;
+    g->keys = keys;
+    g->values = values;
+    g->mask = slots - 1;
+    for (uint32_t s = 0; s < old_slots; s++)
+        if (old_values[s] != NONE)
+            digram_set(g, old_keys[s], old_values[s]);
+    free(old_keys);
+    free(old_values);
+    return 1;
+}
+
+/* Room for `nodes` nodes (and nodes / 2 + SLACK rules, 3 x nodes of scratch, a digram index of 4 x nodes
+ * slots); 0 if memory is short (the arrays keep what they had). */
+static int grow(struct pg_grammar *g, int32_t nodes) {
+    int32_t rules = nodes / 2 + SLACK;
+    struct node *n = realloc(g->n, sizeof *n * (size_t)nodes);
+    if (n)
+        g->n = n;
+    struct rule *r = n ? realloc(g->r, sizeof *r * (size_t)rules) : NULL;
+    if (r)
+        g->r = r;
+    int32_t *stack = r ? realloc(g->stack, sizeof(int32_t) * 3 * (size_t)nodes) : NULL;
+    if (!stack)
+        return 0;
+    g->stack = stack;
+    g->done = stack + nodes;
+    g->targets = stack + 2 * (size_t)nodes;
+    for (int32_t i = nodes - 1; i >= g->nnodes; i--) {
+        g->n[i].next = g->free_nodes;
+        g->free_nodes = i;
+    }
+    for (int32_t i = rules - 1; i >= g->nrules; i--) {
+        g->r[i].uses = g->free_rules;
+        g->free_rules = i;
+    }
+    g->navail += nodes - g->nnodes;
+    g->nnodes = nodes;
+    g->nrules = rules;
+    uint32_t slots = g->mask + 1;
+    while (slots < 4u * (uint32_t)nodes)
+        slots <<= 1;
+    if (slots != g->mask + 1)
+        rehash(g, slots); /* failing, the old index still has room: it was sized for half these nodes */
+    return 1;
+}
+
+/* SLACK nodes free for the next input, growing up to the cap's need; 0 if that cannot be. */
+static int reserve(struct pg_grammar *g) {
+    if (g->navail > SLACK)
+        return 1;
+    int32_t want = g->nnodes * 2 < g->max_nodes ? g->nnodes * 2 : g->max_nodes;
+    return want > g->nnodes && grow(g, want) && g->navail > SLACK;
 }
 
 /* ---- intrusive lists ----------------------------------------------------------------------------------- */
@@ -460,7 +532,7 @@ static void append(struct pg_grammar *g, int32_t sym) {
 void pg_grammar_input(struct pg_grammar *g, int32_t sym) {
     assert(sym >= 0 && sym < g->max_symbol);
     update(g, sym);
-    if (g->size < g->cap && g->navail > SLACK) {
+    if (g->size < g->cap && reserve(g)) {
         append(g, sym);
         if (g->expected == NONE) {
             int32_t last = last_of(g, g->start);
@@ -503,36 +575,21 @@ struct pg_grammar *pg_grammar_new(int32_t cap, int32_t max_symbol) {
         return NULL;
     g->cap = cap;
     g->max_symbol = max_symbol;
-    g->nnodes = cap + cap / 2 + 3 * SLACK;
-    g->nrules = cap / 2 + SLACK;
-    uint32_t slots = 16;
-    while (slots < 4u * (uint32_t)g->nnodes)
-        slots <<= 1;
-    g->mask = slots - 1;
-    g->n = malloc(sizeof *g->n * (size_t)g->nnodes);
-    g->r = malloc(sizeof *g->r * (size_t)g->nrules);
+    g->max_nodes = cap + cap / 2 + 4 * SLACK; /* bodies (at most cap + 1 symbols), guards, one input's rewrites */
+    g->free_nodes = g->free_rules = g->released_nodes = g->released_rules = g->expected = NONE;
     g->terminals = malloc(sizeof(int32_t) * (size_t)max_symbol);
-    g->keys = malloc(sizeof(uint64_t) * slots);
-    g->values = malloc(sizeof(int32_t) * slots);
-    g->stack = malloc(sizeof(int32_t) * (size_t)g->nnodes * 3);
     g->flags = calloc((size_t)max_symbol, 1);
-    if (!g->n || !g->r || !g->terminals || !g->keys || !g->values || !g->stack || !g->flags) {
+    g->keys = malloc(sizeof(uint64_t) * 16);
+    g->values = malloc(sizeof(int32_t) * 16);
+    g->mask = 15;
+    for (int32_t s = 0; g->values && s < 16; s++)
+        g->values[s] = NONE;
+    if (!g->terminals || !g->flags || !g->keys || !g->values || !grow(g, 4 * SLACK)) {
         pg_grammar_free(g);
         return NULL;
     }
-    g->done = g->stack + g->nnodes;
-    g->targets = g->done + g->nnodes;
-    for (int32_t i = 0; i < g->nnodes; i++)
-        g->n[i].next = i + 1 < g->nnodes ? i + 1 : NONE;
-    for (int32_t i = 0; i < g->nrules; i++)
-        g->r[i].uses = i + 1 < g->nrules ? i + 1 : NONE;
     for (int32_t s = 0; s < max_symbol; s++)
         g->terminals[s] = NONE;
-    for (uint32_t s = 0; s < slots; s++)
-        g->values[s] = NONE;
-    g->navail = g->nnodes;
-    g->free_nodes = g->free_rules = 0;
-    g->released_nodes = g->released_rules = g->expected = NONE;
     g->start = rule_new(g);
     return g;
 }
