@@ -96,6 +96,37 @@ def logfs_mounts(mounts: list[Path]) -> tuple[Path, dict[str, str]]:
         fail(str(err))
 
 
+def coord_library() -> Path:
+    """The coordination client for unmodified programs, preloaded first (before the tracer, which so records
+    the writes without the waits)."""
+    try:
+        return paths.native_lib("ioloom-coord-preload")
+    except paths.NativeMissing as err:
+        fail(str(err))
+
+
+def coord_settings(address: str, cmd: list[str], out: Path) -> dict[str, str]:
+    """The preloaded client's settings: the coordinator, one name for all the command's processes (so they share
+    a phase), where their counters go. IOLOOM_COORD_NAME, _CORES, _BYTES and _IDLE set by the user stand."""
+    settings = {"IOLOOM_COORD": address, "IOLOOM_COORD_LOG": str(out / "coord.jsonl")}
+    if "IOLOOM_COORD_NAME" not in os.environ:
+        settings["IOLOOM_COORD_NAME"] = f"{Path(cmd[0]).name.replace(' ', '_')}-{os.getpid()}"
+    return settings
+
+
+def coord_summary(out: Path) -> list[str]:
+    """One line: what coordination did to the command's processes (from their counters)."""
+    import json
+    log = out / "coord.jsonl"
+    rows = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+    if not rows:
+        return ["  coord: no process wrote to a regular file"]
+    total = {k: sum(r[k] for r in rows) for k in ("phases", "waits", "waited_seconds", "timeouts", "lost")}
+    return [f"  coord: {len(rows)} processes, {total['phases']} phases, told to wait {total['waits']} times "
+            f"({total['waited_seconds']:.3f} s waiting), {total['timeouts']} waits past their bound, "
+            f"{total['lost']} without the coordinator (wrote anyway)"]
+
+
 def forwarded_variables(env: dict[str, str]) -> list[str]:
     """What ranks on other hosts need: the preload list and every IOLOOM_* setting, the user's and ours."""
     return sorted(name for name in env if name == "LD_PRELOAD" or name.startswith("IOLOOM_"))
@@ -183,6 +214,8 @@ def command(
     layers: str = typer.Option("posix,stdio,mpiio", "--layers", help="Layers to trace, comma-separated."),
     logfs: list[Path] = typer.Option([], "--logfs", metavar="DIR", help="Also run over logfs: files the command "
                                      "creates under DIR become containers of per-writer logs (repeatable)."),
+    coord: str = typer.Option(None, "--coord", metavar="ADDR", help="Coordinate the command's writes with other "
+                              "applications through the coordinator at ADDR (`ioloom coord serve`; docs/coord.md)."),
 ) -> None:
     """Run CMD with the tracer preloaded; every process it starts writes a stream into the trace directory."""
     chosen = parse_layers(layers)
@@ -190,10 +223,14 @@ def command(
     out = output_dir(output)
     libs = libraries(cmd, chosen)
     libs += [logfs_lib] if logfs_lib else []
+    if coord:
+        libs.insert(0, coord_library())
     env = {**traced_environment(libs, out, chosen), **logfs_settings}
+    if coord:
+        env.update(coord_settings(coord, cmd, out))
     code = run_traced(launch_command(cmd, env), env)
     try:
-        for line in summary(out):
+        for line in summary(out) + (coord_summary(out) if coord else []):
             typer.echo(line, err=True)
     except FileNotFoundError:
         typer.echo(f"ioloom: no trace was written to {out} (did the command start any traced process?)", err=True)

@@ -1,0 +1,61 @@
+"""ioloom run --coord: an unmodified program (coreutils dd) announces its writing phase to the coordinator and
+waits its turn between two writes, goes on when the coordinator is absent or its wait passes the bound, and is
+traced as usual."""
+import os
+import subprocess
+import sys
+import time
+
+import coord_support
+from ioloom import paths
+from ioloom.coord.client import Client
+
+coordinator = coord_support.coordinator  # the fixture
+MB = 1 << 20
+
+
+def ioloom_run(tmp_path, address, extra_env=None):
+    env = {**os.environ, "PYTHONPATH": str(paths.REPO_ROOT / "python"), **(extra_env or {})}
+    argv = [sys.executable, "-m", "ioloom", "run", "--coord", address, "-o", str(tmp_path / "trace"), "--",
+            "dd", "if=/dev/zero", f"of={tmp_path / 'out'}", "bs=1M", "count=8", "status=none"]
+    return subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def finished(proc):
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    return err
+
+
+def test_dd_waits_for_the_phase_ahead_then_writes(tmp_path, coordinator):
+    address = coordinator("fcfs")
+    with Client(address, "holder") as holder:
+        assert holder.inform(10**9, 100.0)
+        run = ioloom_run(tmp_path, address)
+        deadline = time.monotonic() + 60
+        while len(order := holder.status()["order"]) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert [p["name"] for p in order][0] == "holder" and order[1]["name"].startswith("dd-")
+        assert not order[1]["may_write"] and order[1]["written"] == 0   # dd waits before its first write
+        time.sleep(0.3)
+        holder.done()
+        err = finished(run)
+        assert holder.status()["order"] == []                           # dd's phase ended with it
+    assert (tmp_path / "out").stat().st_size == 8 * MB
+    assert "1 phases, told to wait 1 times" in err and "0 without the coordinator" in err, err
+    assert "events:" in err                                              # traced as well
+
+
+def test_dd_writes_without_a_coordinator(tmp_path):
+    err = finished(ioloom_run(tmp_path, str(tmp_path / "nobody.sock")))
+    assert (tmp_path / "out").stat().st_size == 8 * MB
+    assert "1 without the coordinator (wrote anyway)" in err, err
+
+
+def test_dd_waits_at_most_its_bound(tmp_path, coordinator):
+    address = coordinator("fcfs")
+    with Client(address, "holder") as holder:
+        holder.inform(10**9, 100.0)
+        err = finished(ioloom_run(tmp_path, address, {"IOLOOM_COORD_WAIT": "0.05"}))
+    assert (tmp_path / "out").stat().st_size == 8 * MB
+    assert "8 waits past their bound" in err, err
