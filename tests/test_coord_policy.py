@@ -77,3 +77,16 @@ def test_unknown_policy_or_metric_is_refused_by_name():
         Policy("lifo")
     with pytest.raises(ValueError, match="unknown metric"):
         Policy("dynamic", "energy")
+
+
+def test_advise_interference_takes_the_metric(ioloom_cli):
+    """N_A = N_B, T_A = 4 T_B, dt = 6.5: core-seconds serialises (dt >= 3/4 T_A), factors interrupts
+    (dt < T_A - T_B^2/T_A = 7.5)."""
+    import json
+    common = ("advise", "interference", "--t-a", "8", "--t-b", "2", "--dt", "6.5", "--json")
+    by_core_seconds = json.loads(ioloom_cli(*common).stdout)["choices"][0]
+    by_factors = json.loads(ioloom_cli(*common, "--metric", "factors").stdout)["choices"][0]
+    assert (by_core_seconds["best"], by_factors["best"]) == ("serialise", "interrupt")
+    assert by_factors["interrupt"] == pytest.approx(1 + 10 / 8)
+    bad = ioloom_cli(*common, "--metric", "energy", check=False)
+    assert bad.returncode == 2 and "metric must be one of core-seconds, factors" in bad.stderr

@@ -227,9 +227,11 @@ def interference(job_counts: str | None = typer.Option(None, help="Distribution 
                  n_b: int = typer.Option(1, min=1, help="Cores of B."),
                  dt: float | None = typer.Option(None, help="B starts dt seconds after A (else: a Δ-graph)."),
                  points: int = typer.Option(11, min=2, help="Points of the Δ-graph."),
+                 metric: str = typer.Option("core-seconds", help="CALCioM's f: core-seconds (sum N_X T_X, Eq. 6.4) "
+                                                                 "or factors (sum of interference factors)."),
                  as_json: bool = JSON) -> None:
     """P(two or more applications in I/O) (Dorier Eq. 6.2), the Δ-graph of two applications under
-    proportional sharing, and CALCioM's choice by machine time wasted (Eq. 6.4)."""
+    proportional sharing, and CALCioM's choice by machine time wasted (Eq. 6.4) or the sum of I_X."""
     from ioloom import models
     result: dict = {}
     try:
@@ -248,7 +250,7 @@ def interference(job_counts: str | None = typer.Option(None, help="Distribution 
                 raise ValueError("--t-a and --t-b go together")
             dts = [dt] if dt is not None else [g.dt for g in models.delta_graph(t_a, t_b, n_a, n_b, points)]
             result["runs"] = [models.proportional_sharing(t_a, t_b, d, n_a, n_b) for d in dts]
-            result["choices"] = [models.calciom_choice(n_a, t_a, n_b, t_b, d) for d in dts]
+            result["choices"] = [models.calciom_choice(n_a, t_a, n_b, t_b, d, metric) for d in dts]
         if not result:
             raise ValueError("give --job-counts with --mu, and/or --t-a with --t-b")
     except ValueError as e:
@@ -258,7 +260,7 @@ def interference(job_counts: str | None = typer.Option(None, help="Distribution 
         if "p_two_or_more_in_io" in r:
             con.print(f"P(two or more applications in I/O) = {r['p_two_or_more_in_io']:.3f}")
         if "runs" in r:
-            con.print(_table("Δ-graph (proportional sharing) and CALCioM's choice (core-seconds wasted)",
+            con.print(_table(f"Δ-graph (proportional sharing) and CALCioM's choice (f: {metric})",
                              ["dt", "T_A", "T_B", "I_A", "I_B", "interfere", "serialise", "interrupt", "choice"],
                              [(g.dt, g.t_a, g.t_b, g.i_a, g.i_b, c.interfere, c.serialise, c.interrupt, c.best)
                               for g, c in zip(r["runs"], r["choices"])]))
