@@ -1,8 +1,7 @@
 /* One actor per rank of every job, on its node (job.first_node + rank / ranks_per_node). It waits for its job's
  * start, then replays its operations in program order: the computation gap as a sleep, the operation through
- * the storage model, its start and end time recorded. The last rank to finish lets the write-back flushers end. */
+ * the storage model, its start and end time recorded. */
 #include <algorithm>
-#include <memory>
 #include <stdexcept>
 
 #include "sim.hpp"
@@ -18,7 +17,6 @@ struct RankWork {
     int node;
     size_t first, last; /* its operations: in->ops[first, last) */
     std::vector<double>* times;
-    std::shared_ptr<size_t> running; /* rank actors not yet done: the last tells the storage */
 };
 
 void run_op(const RankWork& w, const Op& op) {
@@ -45,7 +43,6 @@ void rank_actor(RankWork w, double start) {
         run_op(w, op);
         (*w.times)[2 * i + 1] = sg4::Engine::get_clock();
     }
-    if (--*w.running == 0) w.storage->ranks_done();
 }
 
 /* Where each rank's operations start in the array (sorted by job, then rank): ranks[job][rank] is the first, and
@@ -75,8 +72,6 @@ std::vector<std::vector<size_t>> rank_ranges(const Input& in) {
 
 void start_ranks(const Input& in, const Platform& p, Storage& s, std::vector<double>& times) {
     auto ranges = rank_ranges(in);
-    auto running = std::make_shared<size_t>(0);
-    for (const Job& job : in.jobs) *running += static_cast<size_t>(job.nranks);
     for (size_t j = 0; j < in.jobs.size(); j++) {
         const Job& job = in.jobs[j];
         auto barrier = sg4::Barrier::create(static_cast<unsigned>(job.nranks));
@@ -84,7 +79,7 @@ void start_ranks(const Input& in, const Platform& p, Storage& s, std::vector<dou
             size_t node = static_cast<size_t>(job.first_node + r / job.ranks_per_node);
             if (node >= p.nodes.size()) throw std::runtime_error("job " + std::to_string(j) + " needs more nodes than the platform has");
             RankWork w{&in, &s, barrier, static_cast<int>(node), ranges[j][static_cast<size_t>(r)],
-                       ranges[j][static_cast<size_t>(r) + 1], &times, running};
+                       ranges[j][static_cast<size_t>(r) + 1], &times};
             sg4::Actor::create("job" + std::to_string(j) + "-rank" + std::to_string(r), p.nodes[node], rank_actor, w, job.start);
         }
     }

@@ -82,8 +82,6 @@ class Storage {
     void sync(int node, int file);
     /* A metadata request (open, create, stat, close) queued at the metadata server. */
     void metadata(int kind, bool create);
-    /* The last rank ended: write-back flushers drain their caches and end. */
-    void ranks_done();
     std::vector<Piece> pieces;
 
   private:
@@ -96,6 +94,7 @@ class Storage {
     void move(int node, int kind, const std::vector<std::pair<int, uint64_t>>& to_targets);
     void cache_write(int node, int file, const Objects& objects);
     Stream& stream_of(int node, int target);
+    void hand_over(Stream& s);
     void flush_loop(Stream& s);
     const Input& in_;
     const Platform& p_;
@@ -105,7 +104,7 @@ class Storage {
     uint64_t window_;      /* bytes of one flow: rpc_size x rpcs_in_flight (the RPCs a node keeps under way) */
     uint64_t dirty_limit_; /* bytes a node may cache per target; 0: write-through */
     double copy_bandwidth_, lock_grant_, lock_revoke_, commit_latency_;
-    bool locks_on_, ranks_done_ = false;
+    bool locks_on_;
 };
 
 /* Starts one actor per rank of every job; each fills its operations' start and end times. */

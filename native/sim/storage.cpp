@@ -38,6 +38,7 @@ struct Storage::Lock {
  * lock, in write order. */
 struct Storage::Stream {
     int node = 0, target = 0;
+    bool flushing = false; /* a flusher actor is sending from it */
     uint64_t dirty = 0, unsent_bytes = 0;
     std::deque<std::pair<Lock*, uint64_t>> unsent;
     sg4::MutexPtr mutex = sg4::Mutex::create();
@@ -126,12 +127,18 @@ Storage::Stream& Storage::stream_of(int node, int target) {
     auto fresh = std::make_unique<Stream>();
     fresh->node = node;
     fresh->target = target;
-    auto [slot, created] = streams_.try_emplace({node, target}, std::move(fresh));
-    Stream* s = slot->second.get();
-    if (created)
-        sg4::Actor::create("flush-" + std::to_string(node) + "-" + std::to_string(target), p_.nodes[static_cast<size_t>(node)],
-                           [this, s] { flush_loop(*s); });
-    return *s;
+    return *streams_.try_emplace({node, target}, std::move(fresh)).first->second;
+}
+
+/* Bytes were cached for the stream: a flusher starts unless one is already sending (it ends when the cache it
+ * sends from is empty, so flusher actors are as many as the streams with data under way, not all streams:
+ * 256 nodes x 480 targets would be 122,880 actors, past the kernel's limit on one process's memory maps). */
+void Storage::hand_over(Stream& s) {
+    s.changed->notify_all();
+    if (s.flushing) return;
+    s.flushing = true;
+    sg4::Actor::create("flush-" + std::to_string(s.node) + "-" + std::to_string(s.target),
+                       p_.nodes[static_cast<size_t>(s.node)], [this, &s] { flush_loop(s); });
 }
 
 /* A write into the node's cache, object by object, as the room under the target's dirty limit allows: each part
@@ -155,19 +162,17 @@ void Storage::cache_write(int node, int file, const Objects& objects) {
             l.unflushed += part;
             s.unsent.emplace_back(&l, part);
             s.unsent_bytes += part;
-            s.changed->notify_all();
+            hand_over(s);
             left -= part;
         }
     }
 }
 
-/* One (node, target) flusher: sends the cached bytes one RPC window at a time until the ranks are done and the
- * cache is empty; each acknowledged window frees room and may let a lock change hands. */
+/* A (node, target) flusher: sends the cached bytes one RPC window at a time until none is left unsent (checked
+ * and marked without a simcall between, so no cached byte is left without a flusher); each acknowledged window
+ * frees room and may let a lock change hands. */
 void Storage::flush_loop(Stream& s) {
-    std::unique_lock<sg4::Mutex> guard(*s.mutex);
-    for (;;) {
-        while (s.unsent_bytes == 0 && !ranks_done_) s.changed->wait(guard);
-        if (s.unsent_bytes == 0) return;
+    while (s.unsent_bytes > 0) {
         uint64_t n = std::min(s.unsent_bytes, window_);
         std::vector<std::pair<Lock*, uint64_t>> sent;
         for (uint64_t take = n; take > 0;) {
@@ -178,22 +183,16 @@ void Storage::flush_loop(Stream& s) {
             if ((bytes -= part) == 0) s.unsent.pop_front();
         }
         s.unsent_bytes -= n;
-        guard.unlock();
         sg4::CommPtr flow = start_flow(p_, pieces, s.node, s.target, OP_WRITE, n);
         size_t piece = pieces.size() - 1;
         flow->wait();
         pieces[piece].end = sg4::Engine::get_clock();
-        guard.lock();
         s.dirty -= n;
         for (auto [lock, bytes] : sent)
             if ((lock->unflushed -= bytes) == 0) lock->drained->notify_all();
         s.changed->notify_all();
     }
-}
-
-void Storage::ranks_done() {
-    ranks_done_ = true;
-    for (auto& [key, s] : streams_) s->changed->notify_all();
+    s.flushing = false;
 }
 
 /* Bytes of [offset, offset + length) per object of the layout, in object order (the locks' order). */
