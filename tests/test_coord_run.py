@@ -2,6 +2,7 @@
 waits its turn between two writes, goes on when the coordinator is absent or its wait passes the bound, and is
 traced as usual."""
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -59,3 +60,37 @@ def test_dd_waits_at_most_its_bound(tmp_path, coordinator):
         err = finished(ioloom_run(tmp_path, address, {"IOLOOM_COORD_WAIT": "0.05"}))
     assert (tmp_path / "out").stat().st_size == 8 * MB
     assert "8 waits past their bound" in err, err
+
+
+def test_a_killed_parents_phase_ends_although_its_forked_child_lives(tmp_path, coordinator):
+    """The child drops its copy of the parent's connection at the fork: the killed parent's phase ends at once,
+    not when the child exits (30 s later) nor when the lease (60 s) runs out."""
+    address = coordinator("fcfs", lease=60.0)
+    script = tmp_path / "forks.py"
+    script.write_text(f"""import os, signal, time
+with open({str(tmp_path / 'out')!r}, "wb") as f:
+    f.write(b"x" * 4096)
+    f.flush()
+    if os.fork() == 0:
+        os.setsid()  # out of the command's process group, which ioloom run may end with it
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):  # nor keeping ioloom run's pipes open
+            os.dup2(null, fd)
+        open({str(tmp_path / 'child')!r}, "w").write(str(os.getpid()))
+        time.sleep(30)
+        os._exit(0)
+    time.sleep(0.2)
+    os.kill(os.getpid(), signal.SIGKILL)
+""")
+    env = {**os.environ, "PYTHONPATH": str(paths.REPO_ROOT / "python")}
+    subprocess.run([sys.executable, "-m", "ioloom", "run", "--coord", address, "-o", str(tmp_path / "trace"), "--",
+                    sys.executable, str(script)], env=env, capture_output=True, timeout=120)
+    child = int((tmp_path / "child").read_text())
+    try:
+        with Client(address, "watcher") as watcher:
+            deadline = time.monotonic() + 2.0
+            while watcher.status()["order"] and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert watcher.status()["order"] == []
+    finally:
+        os.kill(child, signal.SIGKILL)

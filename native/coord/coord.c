@@ -164,6 +164,14 @@ void ioloom_coord_close(ioloom_coord *c) {
     free(c);
 }
 
+void ioloom_coord_abandon(ioloom_coord *c) {
+    if (!c)
+        return;
+    if (c->fd >= 0)
+        close(c->fd);
+    free(c);  /* its mutex is not destroyed: the parent's thread may have held it at the fork */
+}
+
 void ioloom_coord_set_bound(ioloom_coord *c, double seconds) {
     if (c && seconds > 0)
         c->bound = seconds;

@@ -31,6 +31,9 @@ struct ioloom_coord_counters {
 ioloom_coord *ioloom_coord_open(const char *address, const char *name, int cores);
 /* End the phase if one is open and disconnect; frees the handle. */
 void ioloom_coord_close(ioloom_coord *c);
+/* In a forked child: drop the parent's connection (inherited) without a word to the coordinator, and free the
+ * handle; the parent's phase stays the parent's. */
+void ioloom_coord_abandon(ioloom_coord *c);
 /* Bound of one wait in seconds (default $IOLOOM_COORD_WAIT, else 60). */
 void ioloom_coord_set_bound(ioloom_coord *c, double seconds);
 

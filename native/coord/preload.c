@@ -59,12 +59,25 @@ static void *watch_idle(void *arg) {
     return NULL;
 }
 
-/* The client of this process, opened on first use and again in a forked child (whose copy of the parent's
- * connection is left alone: the parent still uses it). The caller holds phase_lock. */
+/* In a forked child: drop the copy of the parent's connection at once (the parent's phase ends with the
+ * parent, not with its longest-lived child); the child opens its own at its first write. */
+static void forget_parent(void) {
+    pthread_mutex_init(&phase_lock, NULL);  /* another thread of the parent may have held it at the fork */
+    ioloom_coord_abandon(phase.client);
+    phase.client = NULL;
+    phase.in_phase = 0;
+}
+
+static void register_fork_handler(void) { pthread_atfork(NULL, NULL, forget_parent); }
+
+/* The client of this process, opened on first use (and in a forked child, again). The caller holds
+ * phase_lock. */
 static ioloom_coord *client(void) {
     static double idle;
-    if (phase.client && phase.pid == getpid())
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    if (phase.client)
         return phase.client;
+    pthread_once(&once, register_fork_handler);
     phase.pid = getpid();
     phase.in_phase = 0;
     phase.client = ioloom_coord_open(NULL, ioloom_env_str("IOLOOM_COORD_NAME", "app"),
