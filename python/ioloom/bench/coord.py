@@ -2,7 +2,8 @@
 and under each policy of `ioloom coord`. Two ioloom-coord-writer processes, A starting at 0 and B at dt, write
 onto one reservation clock of fixed bandwidth (native/coord/storage.h: proportional sharing by weight, whatever
 this machine's disk does); B's offsets sweep [-T_B, T_A]. Per run: each one's interference factor I = T / T_alone
-(T_alone measured alone in the same round) and the machine time wasted f = N_A T_A + N_B T_B, as a ratio to the
+(T_alone: the median over the rounds of its runs alone,
+interleaved with the others) and the machine time wasted f = N_A T_A + N_B T_B, as a ratio to the
 uncoordinated run at the same dt in the same round. Pairs: `small` (a big application of --big-weight cores
 beside a small one of 1) and `equal` (two big ones). Rounds interleave everything; figures are medians with
 their min and max (docs/bench.md)."""
@@ -11,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import statistics
 import subprocess
 import tempfile
 import threading
@@ -93,29 +95,38 @@ def offsets(options: dict, a, b, points: int) -> list[float]:
 
 
 def one_round(work: Path, options: dict, chosen: dict, coords: Coordinators, points: int, flip: bool) -> dict:
-    """One interleaved round: each pair alone, then each offset under each policy (orders alternate by round)."""
+    """One interleaved round: each pair's applications alone, then each offset under each policy (orders
+    alternate by round): {(pair, dt, policy): {"t_a", "t_b"}, (pair, "alone"): {"t_a", "t_b"}}."""
     samples: dict = {}
     for pair, (a, b) in chosen.items():
-        alone_a = run_writers(work, [("A", *a, 0.0)], options, None)[0]
-        alone_b = run_writers(work, [("B", *b, 0.0)], options, None)[0]
+        samples[(pair, "alone")] = {"t_a": run_writers(work, [("A", *a, 0.0)], options, None)[0],
+                                    "t_b": run_writers(work, [("B", *b, 0.0)], options, None)[0]}
         dts = offsets(options, a, b, points)
         policies = ["none", *COORDINATED]
         for dt in (reversed(dts) if flip else dts):
             for policy in (reversed(policies) if flip else policies):
                 t_a, t_b = run_writers(work, [("A", *a, max(0.0, -dt)), ("B", *b, max(0.0, dt))], options,
                                        coords.addresses.get(policy))
-                samples[(pair, dt, policy)] = {"i_a": t_a / alone_a, "i_b": t_b / alone_b,
-                                               "f": a[1] * t_a + b[1] * t_b}
+                samples[(pair, dt, policy)] = {"t_a": t_a, "t_b": t_b, "f": a[1] * t_a + b[1] * t_b}
     return samples
 
 
+def alone_times(rounds: list[dict]) -> dict:
+    """{pair: (median T_A alone, median T_B alone)} over the rounds: a single run alone on a loaded machine is
+    too noisy a baseline for one round's ratio."""
+    pairs_seen = {key[0] for key in rounds[0] if key[1] == "alone"}
+    return {p: (statistics.median(r[(p, "alone")]["t_a"] for r in rounds),
+                statistics.median(r[(p, "alone")]["t_b"] for r in rounds)) for p in pairs_seen}
+
+
 def summarise(rounds: list[dict]) -> list[dict]:
-    rows = []
-    for key in rounds[0]:
+    rows, alone = [], alone_times(rounds)
+    for key in (k for k in rounds[0] if k[1] != "alone"):
         pair, dt, policy = key
         ratio = [r[key]["f"] / r[(pair, dt, "none")]["f"] for r in rounds]
-        rows.append({"pair": pair, "dt": dt, "policy": policy, "i_a": spread([r[key]["i_a"] for r in rounds]),
-                     "i_b": spread([r[key]["i_b"] for r in rounds]), "f_ratio": spread(ratio)})
+        rows.append({"pair": pair, "dt": dt, "policy": policy, "t_alone": alone[pair],
+                     "i_a": spread([r[key]["t_a"] / alone[pair][0] for r in rounds]),
+                     "i_b": spread([r[key]["t_b"] / alone[pair][1] for r in rounds]), "f_ratio": spread(ratio)})
     return sorted(rows, key=lambda r: (r["pair"], r["dt"], ["none", *COORDINATED].index(r["policy"])))
 
 

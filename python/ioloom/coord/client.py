@@ -46,8 +46,8 @@ class Client:
     def wait(self, bound: float) -> bool:
         return self.ask(f"WAIT {int(bound * 1000)}") == "GO"
 
-    def release(self, written: int) -> None:
-        self.ask(f"RELEASE {written}")
+    def release(self, written: int) -> bool:
+        return self.ask(f"RELEASE {written}") == "GO"
 
     def done(self) -> None:
         self.ask("DONE")

@@ -140,9 +140,8 @@ class Coordinator:
                 self.changed.notify_all()  # the one writing may have to yield now
             elif verb == "WAIT":
                 return await self.wait(client, _number(args[0], "milliseconds") / 1000)
-            elif verb == "RELEASE":
+            elif verb == "RELEASE":  # answered like CHECK: whether the next step may be written at once
                 self.state.release(client, _number(args[0], "bytes"), now)
-                return "OK"
             elif verb == "DONE":
                 if self.state.finish(client):
                     self.changed.notify_all()
