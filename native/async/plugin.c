@@ -15,8 +15,8 @@ int async_plugins_load(char msg[ASYNC_MSG_MAX]) {
         if (!h) return snprintf(msg, ASYNC_MSG_MAX, "plugin: cannot load %.400s", dlerror()), -1;
         *(void **)&async_g.plugin_fns[i] = dlsym(h, c->plugins[i].function);
         if (!async_g.plugin_fns[i])
-            return snprintf(msg, ASYNC_MSG_MAX, "plugin: %.300s has no function %s", c->plugins[i].library,
-                            c->plugins[i].function),
+            return snprintf(msg, ASYNC_MSG_MAX, "plugin: %.300s has no function %s (exported, not static)",
+                            library ? library : "the program", c->plugins[i].function),
                    -1;
     }
     return 0;
