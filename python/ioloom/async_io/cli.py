@@ -65,8 +65,8 @@ def energy(compute: float, write: float, cores_per_node: int, p_max: float, p_id
     """Joules per node and iteration with and without one dedicated core (Dorier Eqs. 5.1-5.4 through
     ioloom.models.energy: time partitioning takes C + W at P_max, a dedicated core C N/(N-1) at P_max)."""
     from ioloom import models
-    common = {"t_base": compute * cores_per_node, "iterations": 1, "cores_per_node": cores_per_node, "nodes": 1,
-              "p_max": p_max, "p_idle": p_idle}
+    common: dict = {"t_base": compute * cores_per_node, "iterations": 1, "cores_per_node": cores_per_node,
+                    "nodes": 1, "p_max": p_max, "p_idle": p_idle}
     return {"synchronous": models.energy("time-partitioning", io_time=write, **common).energy,
             "dedicated-cores": models.energy("dedicated-cores", dedicated=1, **common).energy}
 
