@@ -122,6 +122,7 @@ struct async_stats {
     double skipped_iterations, skipped_blocks, signals;
     double written_blocks, written_bytes, lost_blocks;
     double writer_busy_seconds, writer_wall_seconds;
+    double syncs; /* fdatasync calls (writer.fsync) */
 };
 #define ASYNC_STATS_FIELDS (sizeof(struct async_stats) / sizeof(double))
 

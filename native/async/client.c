@@ -207,7 +207,10 @@ int ioloom_async_end_iteration(void) {
     int rc = check_client();
     if (rc) return async_timed(start, rc);
     struct async_msg m = {MSG_END_ITERATION, async_g.skipping, async_g.iteration, 0};
-    if (async_g.cfg.mode != MODE_SYNC) async_post(&m);
+    if (async_g.cfg.mode != MODE_SYNC)
+        async_post(&m);
+    else
+        async_writer_sync(&async_g.writer, &async_g.cfg, st());
     async_g.iteration++;
     async_g.skipping = 0;
     st()->iterations++;

@@ -229,8 +229,8 @@ static int plugins(struct reader *r, struct async_config *cfg, yaml_node_t *s) {
 static int writer(struct reader *r, struct async_config *cfg, yaml_node_t *m) {
     static const char *const keys[] = {"directory", "bandwidth", "fsync", NULL};
     yaml_node_t *d;
-    if (!m || is_mapping(r, m, "writer") || known_keys(r, m, "writer", keys))
-        return fail(r, m, "writer: give the output directory (writer: {directory: out})");
+    if (!m) return fail(r, m, "writer: give the output directory (writer: {directory: out})");
+    if (is_mapping(r, m, "writer") || known_keys(r, m, "writer", keys)) return -1;
     if (!(d = lookup(r, m, "directory")) || !scalar(d) || !*scalar(d) || strlen(scalar(d)) >= sizeof cfg->directory)
         return fail(r, d ? d : m, "writer: directory must be a path");
     strcpy(cfg->directory, scalar(d));

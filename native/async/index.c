@@ -23,7 +23,8 @@ static const char *const STAT_NAMES[] = {"role",
                                          "written_bytes",
                                          "lost_blocks",
                                          "writer_busy_seconds",
-                                         "writer_wall_seconds"};
+                                         "writer_wall_seconds",
+                                         "syncs"};
 _Static_assert(sizeof STAT_NAMES / sizeof *STAT_NAMES == ASYNC_STATS_FIELDS, "one name per counter");
 
 static const char *mode_name(enum async_mode m) {

@@ -85,6 +85,7 @@ void async_writer_sync(struct async_writer *w, const struct async_config *cfg, s
     if (fdatasync(w->data_fd) != 0 || fdatasync(w->index_fd) != 0)
         fprintf(stderr, "ioloom-async: writer %d: cannot make its output durable: %s\n", w->id, strerror(errno));
     w->synced = w->records;
+    st->syncs++;
     st->writer_busy_seconds += async_now() - start;
 }
 
