@@ -10,10 +10,12 @@ import struct
 import tempfile
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from ioloom.bench import fuzz
-from ioloom.logfs.format import parse_journal
+from ioloom.logfs.format import RECORD, header_sum, parse_journal
+from ioloom.logfs.tools import journal_records
 from ioloom.trace.stream_file import read_stream_file
 
 SAMPLE = 1000  # cases of each kind in `make test` (the full campaign: docs/bench.md, "Fuzzing")
@@ -46,6 +48,22 @@ def test_crafted_chunks_pass_the_crc(seeds, tmp_path):
     assert not [p for p in read_stream_file(path).problems if "checksum" in p]
     path.write_bytes(data[:info[0] + 20] + bytes([data[info[0] + 20] ^ 1]) + data[info[0] + 21:])
     assert any("checksum" in p for p in read_stream_file(path).problems)
+
+
+def test_crafted_records_pass_the_header_sum(seeds, tmp_path):
+    """Every field of a record journal's record set to a huge value with the header sum recomputed (as
+    mutate_records does): the record still parses, with that field changed (the harness's field offsets are the
+    format's)."""
+    name = next(n for n in seeds.files if Path(n).name.startswith("records."))
+    data = seeds.files[name]
+    assert len(data) % fuzz.RECORD_SIZE == 0 and fuzz.RECORD_SIZE == RECORD.itemsize
+    for field, offset, fmt in fuzz.RECORD_FIELDS:
+        value = (1 << 8 * struct.calcsize(fmt)) - 2 if field != "version" else 3
+        changed = data[:offset] + struct.pack(fmt, value) + data[offset + struct.calcsize(fmt):]
+        head = np.frombuffer(changed[:fuzz.RECORD_SIZE], RECORD)[0]
+        (tmp_path / "records.x").write_bytes(changed[:12] + struct.pack("<I", header_sum(head)) + changed[16:])
+        first = next(journal_records(tmp_path / "records.x"))
+        assert int(first[field]) == value, field
 
 
 def test_crafted_index_entries_pass_the_sums(seeds):

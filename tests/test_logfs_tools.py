@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from ioloom.logfs import preload
-from ioloom.logfs.format import Container, is_container
+from ioloom.logfs.format import RECORD, Container, is_container
 from ioloom.logfs.tools import check, journal_records, recover
 
 SCRIPT = r"""
@@ -161,12 +161,12 @@ def test_torn_record_append_is_skipped(worked, tmp_path):
     work, _, _, _ = worked
     copy = tmp_path / "dd"
     subprocess.run(["dd", f"if={work / 'src.txt'}", f"of=logfs:{copy}", "bs=4096", "status=none"], check=True,
-                   env={**os.environ, **preload.env()})
+                   env={**os.environ, **preload.env(chunk="65536")})
     (records,) = copy.glob("records.*")
     whole = [bytes(r) for r in journal_records(records)]
-    assert len(whole) > 2                                            # dd wrote 4 KiB blocks
-    raw = records.read_bytes()
-    records.write_bytes(raw[:64] + raw[64:64 + 30] + raw[64:])       # 30 bytes of a torn record, then the rest
+    assert len(whole) > 2                                            # a record per 64 KiB chunk of dd's run
+    raw, size = records.read_bytes(), RECORD.itemsize
+    records.write_bytes(raw[:size] + raw[size:size + 30] + raw[size:])  # 30 bytes of a torn record, then the rest
     assert [bytes(r) for r in journal_records(records)] == whole
     expected = Container.open(copy).read()
     recover(copy)

@@ -16,7 +16,8 @@ import pytest
 
 from ioloom import paths
 from ioloom.logfs import preload
-from ioloom.logfs.format import ENTRY, ENTRY_RULES, Container, FormatError, entry_problems, read_meta
+from ioloom.logfs.format import (ENTRY, ENTRY_RULES, RECORD, Container, FormatError, entry_problems, load_journals,
+                                 read_meta)
 from ioloom.logfs.tools import _block, check, groups, recover
 
 VECTORS = Path(__file__).parent / "vectors" / "logfs"
@@ -261,7 +262,7 @@ DAMAGE = {
     "index deleted": lambda c: next(c.glob("index.*")).unlink(),
     "records deleted": lambda c: next(c.glob("records.*")).unlink(),
     "records emptied": lambda c: _cut(next(c.glob("records.*")), 0),
-    "records cut short": lambda c: _cut(next(c.glob("records.*")), 64 * 3 + 20),
+    "records cut short": lambda c: _cut(next(c.glob("records.*")), RECORD.itemsize + 20),  # the last write lost
     "log cut short": lambda c: _cut(next(c.glob("log.*")), len(DATA) // 2),
     "log deleted": lambda c: next(c.glob("log.*")).unlink(),
     "index cut short": lambda c: _cut(next(c.glob("index.*")), 40),

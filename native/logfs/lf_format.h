@@ -5,8 +5,9 @@
  *   log.<group>         data log shared by one writer group (a rank, a node, or K ranks): nothing but the data
  *                       of the writes, back to back in chunks the writer reserved (a 64 KiB write is one
  *                       pwrite of exactly 64 KiB: no header page beside it, see lf_write.c)
- *   records.<group>     record journal of that group: a struct lf_record per write, appended in batches, so
- *                       the index can be rebuilt after a crash (`ioloom container recover`)
+ *   records.<group>     record journal of that group: a struct lf_record per regular run of writes (one write,
+ *                       or equal writes evenly spaced in the file and the log), appended in batches, so the
+ *                       index can be rebuilt after a crash (`ioloom container recover`)
  *   index.<group>       index journal of that group: blocks (struct lf_block + entries) appended at sync points
  * Logs and indexes of a group live in one of the backend directories (spread by hash), so the namespace
  * combines several file systems. All integers are little-endian. */
@@ -16,13 +17,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define LF_VERSION 2
+#define LF_VERSION 3                /* what new containers are; readers also read LF_VERSION_OLDEST */
+#define LF_VERSION_OLDEST 2         /* version 2: a struct lf_record_v2 per write (written into such containers) */
 #define LF_META_NAME "ioloom-logfs.meta"
-#define LF_RECORD_MAGIC 0x3252464cu /* "LFR2" */
+#define LF_RECORD_MAGIC 0x3352464cu /* "LFR3" */
+#define LF_RECORD_MAGIC_V2 0x3252464cu /* "LFR2" */
 #define LF_BLOCK_MAGIC 0x3142494cu  /* "LIB1" */
 #define LF_DEFAULT_CHUNK (4u << 20) /* chunks are multiples of LF_PAGE */
 #define LF_PAGE 4096u
-#define LF_RECORD_BATCH 64          /* records a writer keeps before appending them (one 4 KiB write) */
+#define LF_RECORD_BATCH 42          /* records a writer keeps before appending them (one write of < 4 KiB) */
 #define LF_MAX_SIZE (1ull << 62)    /* no logical or physical byte lies at or past it (writes past it: EFBIG) */
 
 /* CREATE and UNLINK exist for packed files (1-N: many small files in one container, told apart by file_id):
@@ -31,21 +34,38 @@
 enum lf_kind { LF_WRITE = 1, LF_TRUNCATE = 2, LF_CREATE = 3, LF_UNLINK = 4 };
 #define LF_PACK_NAME ".ioloom-pack" /* the container that holds a directory's packed files */
 
-/* Describes one write (or truncate) in the group's record journal, so the index can be rebuilt after a crash.
- * Kept out of the data log: a header beside each record cost a partly written page per write (1.4x the
- * kernel time of a 64 KiB write, measured; docs/logfs-format.md). */
+/* Describes a run of writes (or one truncate, create, unlink) in the group's record journal, so the index can be
+ * rebuilt after a crash: `count` writes of `length` bytes, write i at logical offset + i*stride and at
+ * physical + i*pstride in the group's log, as an index entry's records (count = 1: one write). A writer grows its
+ * last record while its writes continue the run, until the record is appended (a new chunk, a sync point), so
+ * a strided or sequential run costs one record per chunk of data, not one per write. Kept out of the data log: a
+ * header beside each write cost a partly written page per write (1.4x the kernel time of a 64 KiB write,
+ * measured; docs/logfs-format.md). */
 struct lf_record {
     uint32_t magic;      /* LF_RECORD_MAGIC */
     uint16_t kind;       /* enum lf_kind */
     uint16_t version;    /* LF_VERSION */
     uint32_t file_id;    /* 1-N packing: which packed file (fnv1a of its name, never 0); 0 in an ordinary container */
-    uint32_t header_sum; /* low 32 bits of lf_sum64 of this header with header_sum = 0 */
-    uint64_t offset;     /* logical offset (truncate: the new size) */
-    uint64_t length;     /* data bytes that follow (truncate: 0) */
-    uint64_t stamp;      /* order key, see lf_entry */
+    uint32_t header_sum; /* low 32 bits of lf_sum64 of this record with header_sum = 0 */
+    uint64_t offset;     /* logical offset of the first write (truncate: the new size) */
+    uint64_t length;     /* data bytes per write (truncate, create, unlink: 0) */
+    uint64_t count;      /* writes in the run (1 for the other kinds) */
+    uint64_t stride;     /* logical distance between writes (>= length when count > 1) */
+    uint64_t physical;   /* where the first write's data is in the group's log */
+    uint64_t pstride;    /* log distance between writes (>= length when count > 1) */
+    uint64_t stamp;      /* the first write's order key, see lf_entry */
+    uint64_t stamp_last; /* the last write's */
     uint64_t writer;     /* writer id */
-    uint64_t data_sum;   /* lf_sum64 of the data */
-    uint64_t physical;   /* where the data is in the group's log */
+    uint64_t data_sum;   /* sum (mod 2^64) of lf_sum64 of each write's data */
+};
+
+/* Version 2's record: one per write (the fields as in struct lf_record, count 1). Written into version-2
+ * containers, which stay version 2. */
+struct lf_record_v2 {
+    uint32_t magic;      /* LF_RECORD_MAGIC_V2 */
+    uint16_t kind, version;
+    uint32_t file_id, header_sum;
+    uint64_t offset, length, stamp, writer, data_sum, physical;
 };
 
 /* An index entry: `count` records of `length` bytes, record i at logical offset + i*stride and data at
@@ -75,7 +95,8 @@ struct lf_block {
     uint64_t entries_sum;/* lf_sum64 of the entries */
 };
 
-_Static_assert(sizeof(struct lf_record) == 64, "record layout");
+_Static_assert(sizeof(struct lf_record) == 96, "record layout");
+_Static_assert(sizeof(struct lf_record_v2) == 64, "version 2 record layout");
 _Static_assert(sizeof(struct lf_entry) == 80, "index entry layout");
 _Static_assert(sizeof(struct lf_block) == 32, "block header layout");
 

@@ -75,8 +75,9 @@ struct lf_file {
     int wlog;               /* index in logs[] of our log, -1 before the first write */
     int log_fd, index_fd, records_fd;
     int32_t records_traced_id;
-    struct lf_record batch[LF_RECORD_BATCH]; /* records not yet appended to the record journal */
+    struct lf_entry batch[LF_RECORD_BATCH]; /* records not yet appended to the record journal (as runs) */
     size_t nbatch;
+    int run_open;           /* the last of batch[] may still grow by the next write */
     int32_t index_traced_id;
     uint64_t resv_cur, resv_end; /* the part of our log we reserved and have not filled yet */
     struct lf_entry *mine;  /* our entries, published or not */

@@ -182,7 +182,7 @@ int lf_meta_read_for(const char *dir, struct lf_meta *m, int missing_ok) {
     for (int i = 0; i < nroots && !why; i++)
         why = backend_problem(dir, m, roots[i], m->backend[m->nbackends++], missing_ok);
     free(text);
-    if (!version || m->version != LF_VERSION) return errno = EPROTO, -1;
+    if (!version || m->version < LF_VERSION_OLDEST || m->version > LF_VERSION) return errno = EPROTO, -1;
     return why ? lf_damaged(path, why) : 0;
 }
 

@@ -2,15 +2,17 @@
  * merging regular runs into pattern entries, until a sync point publishes them to the group's index journal.
  *
  * The data log holds nothing but data, so a write costs one pwrite of exactly its bytes, as it would on the plain
- * file. What recovery needs to re-index the log after a crash (a struct lf_record per write) is batched in
- * memory and appended to the group's record journal every LF_RECORD_BATCH writes, before a new chunk is reserved
- * and at every sync point: one small write per 64 data writes. A crash loses at most the records of the current
- * batch for `recover` (their data is in the log, not described); everything published stays.
+ * file. What recovery needs to re-index the log after a crash (a struct lf_record per regular run of writes:
+ * equal writes evenly spaced in the file and the log) is batched in memory and appended to the group's record
+ * journal when LF_RECORD_BATCH runs are held, before a new chunk is reserved and at every sync point: a strided
+ * or sequential stream costs one record per chunk of data. A crash loses at most the writes of the current batch
+ * for `recover` (their data is in the log, not described); everything published stays.
  *
  * Several writers may share one log (fan-out control: IOLOOM_LOGFS_FANOUT=rank|node|K). They never write
  * into the same bytes: each reserves whole chunks of the log (meta chunk size) under an flock of the log,
  * by growing the file. A writer whose reservation is still at the end of the log extends it in place, so a
  * lone writer's log is one contiguous run and a strided run stays one pattern entry. */
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -88,14 +90,40 @@ static int writer_setup(lf_file *f) {
     return 0;
 }
 
+static size_t record_size(const lf_file *f) {
+    return f->meta.version == LF_VERSION_OLDEST ? sizeof(struct lf_record_v2) : sizeof(struct lf_record);
+}
+
+/* Run e of the batch as a version-3 record, or (a version-2 container: runs never grow there) a version-2 one. */
+static void encode_record(const lf_file *f, const struct lf_entry *e, unsigned char *out) {
+    if (f->meta.version == LF_VERSION_OLDEST) {
+        assert(e->count == 1); /* add_record grows no run in a version-2 container */
+        struct lf_record_v2 r = {.magic = LF_RECORD_MAGIC_V2, .kind = (uint16_t)e->kind, .version = LF_VERSION_OLDEST,
+                                 .file_id = e->file_id, .offset = e->offset, .length = e->length, .stamp = e->stamp,
+                                 .writer = f->writer, .data_sum = e->data_sum, .physical = e->physical};
+        r.header_sum = (uint32_t)lf_sum64(&r, sizeof r);
+        memcpy(out, &r, sizeof r);
+        return;
+    }
+    struct lf_record r = {.magic = LF_RECORD_MAGIC, .kind = (uint16_t)e->kind, .version = LF_VERSION,
+                          .file_id = e->file_id, .offset = e->offset, .length = e->length, .count = e->count,
+                          .stride = e->stride, .physical = e->physical, .pstride = e->pstride, .stamp = e->stamp,
+                          .stamp_last = e->stamp_last, .writer = f->writer, .data_sum = e->data_sum};
+    r.header_sum = (uint32_t)lf_sum64(&r, sizeof r);
+    memcpy(out, &r, sizeof r);
+}
+
 /* Appends the batched records to the record journal in one O_APPEND write (whole records: those of concurrent
  * writers of the group never interleave). A short write keeps the records it did not complete for the next try;
- * a torn one fails its header_sum and recovery skips it. */
+ * a torn one fails its header_sum and recovery skips it. The last run is closed: the next write starts a record. */
 static int flush_records(lf_file *f) {
+    f->run_open = 0;
     if (!f->nbatch) return 0;
-    size_t bytes = f->nbatch * sizeof *f->batch;
+    unsigned char out[LF_RECORD_BATCH * sizeof(struct lf_record)];
+    size_t size = record_size(f), bytes = f->nbatch * size;
+    for (size_t i = 0; i < f->nbatch; i++) encode_record(f, &f->batch[i], out + i * size);
     uint64_t t0 = lf_phys_traced() ? ioloom_now_ns() : 0;
-    ssize_t done = IOLOOM_NEXT(write)(f->records_fd, f->batch, bytes);
+    ssize_t done = IOLOOM_NEXT(write)(f->records_fd, out, bytes);
     if (t0) {
         char path[PATH_MAX];
         snprintf(path, sizeof path, "%s/records.%s", group_backend(f), f->group);
@@ -103,7 +131,7 @@ static int flush_records(lf_file *f) {
     }
     if (done == (ssize_t)bytes) return f->nbatch = 0, 0;
     if (done < 0) return -1;
-    size_t whole = (size_t)done / sizeof *f->batch;
+    size_t whole = (size_t)done / size;
     memmove(f->batch, f->batch + whole, (f->nbatch - whole) * sizeof *f->batch);
     f->nbatch -= whole;
     return errno = ENOSPC, -1;
@@ -168,6 +196,7 @@ static void fold_into_pattern(lf_file *f) {
     f->nmine--;
 }
 
+/* Adds write r to our entries: 0 when it joined the open entry, 1 when it starts a new one, -1 on failure. */
 static int add_entry(lf_file *f, const struct lf_entry *r) {
     struct lf_entry *e = f->nmine ? &f->mine[f->nmine - 1] : NULL;
     if (e && f->entry_open && continues(e, r)) {
@@ -190,7 +219,21 @@ static int add_entry(lf_file *f, const struct lf_entry *r) {
     }
     f->mine[f->nmine++] = *r;
     f->entry_open = r->kind == LF_WRITE;
-    return 0;
+    return 1;
+}
+
+/* Describes write r in the record batch: it joins the open run when it continues it (equal length, the run's
+ * strides) and starts no index entry, so that every index entry is made of whole runs and its stamps are runs'
+ * stamps (check compares them); a version-2 container has a record per write. */
+static void add_record(lf_file *f, const struct lf_entry *r, int new_entry) {
+    struct lf_entry *run = f->nbatch ? &f->batch[f->nbatch - 1] : NULL;
+    if (run && f->run_open && !new_entry && f->meta.version > LF_VERSION_OLDEST && extends(run, r)) {
+        extend(run, r);
+        return;
+    }
+    assert(f->nbatch < LF_RECORD_BATCH); /* ensure_journal_room appended a full batch before this write */
+    f->batch[f->nbatch++] = *r;
+    f->run_open = r->kind == LF_WRITE;
 }
 
 /* Room allocated ahead, beyond the end of an O_APPEND journal and without changing its size. File systems
@@ -218,11 +261,9 @@ static int ensure_journal_room(lf_file *f) {
 int lf_writer_append(lf_file *f, uint16_t kind, const void *buf, size_t n, uint64_t offset) {
     if (offset > LF_MAX_SIZE || n > LF_MAX_SIZE - offset) return errno = EFBIG, -1; /* as past a file system's limit */
     if (writer_setup(f) || ensure_journal_room(f) || reserve(f, n)) return -1;
-    uint64_t at = f->resv_cur;
-    struct lf_record r = {.magic = LF_RECORD_MAGIC, .kind = kind, .version = LF_VERSION, .file_id = f->file_id,
-                          .offset = offset, .length = n, .stamp = next_stamp(f), .writer = f->writer,
-                          .data_sum = lf_sum64(buf, n), .physical = at};
-    r.header_sum = (uint32_t)lf_sum64(&r, sizeof r);
+    uint64_t at = f->resv_cur, stamp = next_stamp(f);
+    struct lf_entry e = {.kind = kind, .file_id = f->file_id, .offset = offset, .length = n, .count = 1,
+                         .physical = at, .stamp = stamp, .stamp_last = stamp, .data_sum = lf_sum64(buf, n)};
     if (n) {
         uint64_t t0 = lf_phys_traced() ? ioloom_now_ns() : 0;
         ssize_t done = lf_full_pwrite(f->log_fd, buf, n, at);
@@ -239,10 +280,9 @@ int lf_writer_append(lf_file *f, uint16_t kind, const void *buf, size_t n, uint6
         }
     }
     f->resv_cur = at + n;
-    f->batch[f->nbatch++] = r;
-    struct lf_entry e = {.kind = kind, .file_id = f->file_id, .offset = offset, .length = n, .count = 1,
-                         .physical = at, .stamp = r.stamp, .stamp_last = r.stamp, .data_sum = r.data_sum};
-    if (add_entry(f, &e)) return -1;
+    int new_entry = add_entry(f, &e);
+    if (new_entry < 0) return -1;
+    add_record(f, &e, new_entry);
     f->map_stale = 1;
     return 0;
 }
@@ -281,7 +321,7 @@ int lf_writer_publish(lf_file *f) {
     if (f->wlog < 0) return 0;
     if (flush_records(f)) return -1;
     if (!count) return 0;
-    struct lf_block b = {.magic = LF_BLOCK_MAGIC, .version = LF_VERSION, .writer = f->writer,
+    struct lf_block b = {.magic = LF_BLOCK_MAGIC, .version = (uint32_t)f->meta.version, .writer = f->writer,
                          .count = (uint32_t)count,
                          .entries_sum = lf_sum64(f->mine + f->npublished, count * sizeof *f->mine)};
     b.header_sum = (uint32_t)lf_sum64(&b, sizeof b);
@@ -314,6 +354,7 @@ void lf_writer_after_fork(lf_file *f) {
     f->log_fd = f->index_fd = f->records_fd = f->wlog = -1;
     f->index_traced_id = f->records_traced_id = LF_UNTRACED;
     f->nbatch = 0;
+    f->run_open = 0;
     writer_group(f->group, sizeof f->group); /* per-process groups name the child's own log */
     f->nmine = f->npublished = 0;
     f->entry_open = 0;

@@ -58,8 +58,10 @@ ENTRY_FIELDS = (("kind", 0, "<I"), ("file_id", 4, "<I"), ("offset", 8, "<Q"), ("
                 ("stamp", 56, "<Q"), ("stamp_last", 64, "<Q"), ("data_sum", 72, "<Q"))
 BLOCK_FIELDS = (("magic", 0, "<I"), ("version", 4, "<I"), ("writer", 8, "<Q"), ("count", 16, "<I"))
 RECORD_FIELDS = (("kind", 4, "<H"), ("version", 6, "<H"), ("file_id", 8, "<I"), ("offset", 16, "<Q"),
-                 ("length", 24, "<Q"), ("stamp", 32, "<Q"), ("writer", 40, "<Q"), ("physical", 56, "<Q"))
-BLOCK_SIZE, ENTRY_SIZE, RECORD_SIZE = 32, 80, 64
+                 ("length", 24, "<Q"), ("count", 32, "<Q"), ("stride", 40, "<Q"), ("physical", 48, "<Q"),
+                 ("pstride", 56, "<Q"), ("stamp", 64, "<Q"), ("stamp_last", 72, "<Q"), ("writer", 80, "<Q"),
+                 ("data_sum", 88, "<Q"))  # a record of a run of writes (format version 3)
+BLOCK_SIZE, ENTRY_SIZE, RECORD_SIZE = 32, 80, 96
 MEMBER_KINDS, MEMBER_WEIGHTS = ("index.", "ioloom-logfs.meta", "records.", "log."), (4, 2, 2, 2)  # what a case damages
 FILE_LIMIT = 64 << 20  # the largest file a worker or the preloaded read may write (a hostile size is not followed)
 WRITER = """import os, random, sys

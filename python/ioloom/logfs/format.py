@@ -1,7 +1,8 @@
 """The logfs container format (docs/logfs-format.md), read and written from Python.
 
 A container is a directory holding `ioloom-logfs.meta`, data logs `log.<group>` (the data alone), record journals
-`records.<group>` (a 64-byte record per write, for check and recover) and index journals `index.<group>`
+`records.<group>` (a 96-byte record per regular run of writes, for check and recover; version 2: a 64-byte record
+per write) and index journals `index.<group>`
 (blocks: a 32-byte header then 80-byte entries). The C side is
 native/logfs/lf_format.h; both are tested against the same vectors (tests/vectors/logfs).
 """
@@ -18,13 +19,15 @@ from pathlib import Path
 
 import numpy as np
 
-VERSION = 2
+VERSION = 3         # what the C writer makes; version 2 containers are read too (and written as version 2)
+READABLE = (2, 3)
 META_NAME = "ioloom-logfs.meta"
 JOURNALS = ("log", "records", "index")  # a writer group's files: <journal>.<group>
 LOCK_NAME = "lock"
 BACKEND_SUFFIX = re.compile(r"\.lf[0-9a-f]+-[0-9a-f]+$")  # an extra backend directory: <dir>/<rel>.lf<id>
 PREFIX = "logfs:"
-RECORD_MAGIC = 0x3252464C
+RECORD_MAGIC = 0x3352464C     # "LFR3"
+RECORD_MAGIC_V2 = 0x3252464C  # "LFR2"
 BLOCK_MAGIC = 0x3142494C
 WRITE, TRUNCATE, CREATE, UNLINK = 1, 2, 3, 4
 PACK_NAME = ".ioloom-pack"  # a directory's packed files (1-N) live in this container
@@ -33,14 +36,23 @@ MAX_SIZE = 1 << 62  # LF_MAX_SIZE: no logical or physical byte lies at or past i
 MAX_BACKENDS = 8    # the container's directory and up to 7 extra backends
 
 RECORD = np.dtype([("magic", "<u4"), ("kind", "<u2"), ("version", "<u2"), ("file_id", "<u4"),
-                   ("header_sum", "<u4"), ("offset", "<u8"), ("length", "<u8"), ("stamp", "<u8"),
-                   ("writer", "<u8"), ("data_sum", "<u8"), ("physical", "<u8")])
+                   ("header_sum", "<u4"), ("offset", "<u8"), ("length", "<u8"), ("count", "<u8"), ("stride", "<u8"),
+                   ("physical", "<u8"), ("pstride", "<u8"), ("stamp", "<u8"), ("stamp_last", "<u8"),
+                   ("writer", "<u8"), ("data_sum", "<u8")])
+RECORD_V2 = np.dtype([("magic", "<u4"), ("kind", "<u2"), ("version", "<u2"), ("file_id", "<u4"),
+                      ("header_sum", "<u4"), ("offset", "<u8"), ("length", "<u8"), ("stamp", "<u8"),
+                      ("writer", "<u8"), ("data_sum", "<u8"), ("physical", "<u8")])
 ENTRY = np.dtype([("kind", "<u4"), ("file_id", "<u4"), ("offset", "<u8"), ("length", "<u8"), ("count", "<u8"),
                   ("stride", "<u8"), ("physical", "<u8"), ("pstride", "<u8"), ("stamp", "<u8"),
                   ("stamp_last", "<u8"), ("data_sum", "<u8")])
 BLOCK = np.dtype([("magic", "<u4"), ("version", "<u4"), ("writer", "<u8"), ("count", "<u4"),
                   ("header_sum", "<u4"), ("entries_sum", "<u8")])
-assert (RECORD.itemsize, ENTRY.itemsize, BLOCK.itemsize) == (64, 80, 32)
+assert (RECORD.itemsize, RECORD_V2.itemsize, ENTRY.itemsize, BLOCK.itemsize) == (96, 64, 80, 32)
+
+
+def record_layout(version: int) -> tuple[np.dtype, int]:
+    """The record dtype and magic of a container version's record journals."""
+    return (RECORD_V2, RECORD_MAGIC_V2) if version == 2 else (RECORD, RECORD_MAGIC)
 
 
 class FormatError(ValueError):
@@ -195,9 +207,9 @@ def read_meta(directory: Path, missing_ok: bool = False) -> Meta:
     if len(first) != 2 or first[0] != "ioloom-logfs" or not first[1].isdigit():
         raise damaged("the first line is not 'ioloom-logfs VERSION'")
     version = int(first[1])
-    if version != VERSION:
-        raise FormatError(f"{directory}: format version {version}, this ioloom reads version {VERSION}; "
-                          "use the ioloom release that wrote it")
+    if version not in READABLE:
+        raise FormatError(f"{directory}: format version {version}, this ioloom reads versions "
+                          f"{', '.join(map(str, READABLE))}; use the ioloom release that wrote it")
     if not text.endswith("\n"):
         raise damaged("it ends inside a line (cut short?)")
     meta = Meta(version, 0, 0, [directory])

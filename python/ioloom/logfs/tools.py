@@ -10,38 +10,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ioloom.logfs.format import (
-    BLOCK,
-    BLOCK_MAGIC,
-    ENTRY,
-    ENTRY_RULES,
-    MAX_SIZE,
-    PACK_NAME,
-    RECORD,
-    RECORD_MAGIC,
-    UNLINK,
-    VERSION,
-    WRITE,
-    Container,
-    FormatError,
-    Journal,
-    Meta,
-    entry_problems,
-    header_sum,
-    is_container,
-    load_journals,
-    log_size,
-    only_file,
-    open_inside,
-    open_log,
-    parse_journal,
-    physical_ends,
-    read_inside,
-    read_meta,
-    strip_prefix,
-    sum64,
-    sum64_rows,
-)
+from ioloom.logfs.format import (BLOCK, BLOCK_MAGIC, ENTRY, ENTRY_RULES, PACK_NAME, RECORD, UNLINK, VERSION, WRITE,
+                                 Container, FormatError, Journal, Meta, entry_problems, header_sum, is_container,
+                                 load_journals, log_size, only_file, open_inside, open_log, parse_journal,
+                                 physical_ends, read_inside, read_meta, record_layout, strip_prefix, sum64, sum64_rows)
 from ioloom.progress import Advance, Bar, silent
 
 
@@ -105,6 +77,7 @@ def summary(path: Path) -> dict:
         "pattern_entries": int(np.count_nonzero(entries["count"] > 1)),
         "records": int(entries["count"].sum()) if len(entries) else 0,
         "index_bytes": sum(j.total_bytes for j in c.journals),
+        "records_bytes": sum(log_size(j.index_path.with_name("records." + j.group)) or 0 for j in c.journals),
         "log_bytes": sum(p.stat().st_blocks * 512 for p in logs),
         "files": sum(len(list(b.iterdir())) for b in c.meta.backends if b.is_dir()),
     }
@@ -178,33 +151,44 @@ class CheckReport:
         return not self.problems
 
 
-def _valid_record(data: bytes, at: int) -> np.ndarray | None:
-    if at + RECORD.itemsize > len(data):
+def _valid_record(data: bytes, at: int, layout: np.dtype, magic: int, version: int) -> np.ndarray | None:
+    if at + layout.itemsize > len(data):
         return None
-    head = np.frombuffer(data, RECORD, 1, at)[0]
-    if head["magic"] != RECORD_MAGIC or head["version"] != VERSION or header_sum(head) != int(head["header_sum"]):
+    head = np.frombuffer(data, layout, 1, at)[0]
+    if head["magic"] != magic or head["version"] != version or header_sum(head) != int(head["header_sum"]):
         return None
     return head
 
 
-def journal_records(records: Path):
-    """The valid records of a record journal in order, whatever the state of their data. Records are appended
-    whole, 64 bytes each; after a torn append (a sum that does not match) the scan resumes at the next magic."""
+def _as_run(head: np.ndarray) -> np.ndarray:
+    """A version-2 record (one write) as a run of one."""
+    run = np.zeros(1, RECORD)[0]
+    for name in head.dtype.names:
+        run[name] = head[name]
+    run["count"], run["stamp_last"] = 1, head["stamp"]
+    return run
+
+
+def journal_records(records: Path, version: int = VERSION):
+    """The valid records of a record journal in order (RECORD rows: a version-2 record is a run of one), whatever
+    the state of their data. Records are appended whole; after a torn append (a sum that does not match) the
+    scan resumes at the next magic."""
     try:
         data = read_inside(records)
     except FileNotFoundError:
         data = b""
-    magic = int(RECORD_MAGIC).to_bytes(4, "little")
+    layout, magic = record_layout(version)
+    magic_bytes = int(magic).to_bytes(4, "little")
     at = 0
-    while at + RECORD.itemsize <= len(data):
-        head = _valid_record(data, at)
+    while at + layout.itemsize <= len(data):
+        head = _valid_record(data, at, layout, magic, version)
         if head is None:
-            at = data.find(magic, at + 1)
+            at = data.find(magic_bytes, at + 1)
             if at < 0:
                 return
             continue
-        at += RECORD.itemsize
-        yield head
+        at += layout.itemsize
+        yield head if layout is RECORD else _as_run(head)
 
 
 def _open_log(log: Path):
@@ -212,22 +196,76 @@ def _open_log(log: Path):
     return open(open_inside(log), "rb") if log_size(log) is not None else open(os.devnull, "rb")
 
 
-def scan_records(records: Path, log: Path, advance: Advance = lambda done: None):
-    """The intact records of a group, in journal order: (record, data offset in the log). Intact: the record's
-    own sum matches and the log holds data with its data sum. `advance` is told the data bytes read."""
+# One write of a run, as check and recover use it: its stamp is exact for a run's first and last write; a write
+# between them gets stamp + i (a writer's stamps grow by at least 1 per write; the index's entries are made of
+# whole runs, so their stamps are always exact ones); its data_sum is its data's, taken from the log.
+ONE_WRITE = np.dtype([("kind", "<u2"), ("file_id", "<u4"), ("offset", "<u8"), ("length", "<u8"), ("stamp", "<u8"),
+                      ("writer", "<u8"), ("data_sum", "<u8"), ("physical", "<u8")])
+BATCH_BYTES = 16 << 20  # log bytes read at a time when data sums are taken from a log
+
+
+def _run_shape_ok(run: np.ndarray, stored: int) -> bool:
+    """A record a writer makes: a valid entry's shape (docs/logfs-format.md, "Valid entries"), stamps that grow by at
+    least 1 per write, and no more data than the log stores (so a crafted count cannot make the work grow)."""
+    one = run.reshape(1)
+    count = int(run["count"])
+    return (entry_problems(one)[0] < 0 and int(run["stamp"]) + count - 1 <= int(run["stamp_last"])
+            and count * int(run["length"]) <= stored)
+
+
+def _write_sums(f, run: np.ndarray, advance: Advance) -> np.ndarray:
+    """lf_sum64 of each write of a run, read from the log in batches of about BATCH_BYTES (`advance` is told the
+    bytes read)."""
+    count, length, pstride = int(run["count"]), int(run["length"]), int(run["pstride"])
+    sums = np.zeros(count, np.uint64)
+    step = max(1, min(BATCH_BYTES // max(length, 1), (BATCH_BYTES - length) // max(pstride, 1) + 1))
+    for lo in range(0, count, step):
+        k = min(step, count - lo)
+        f.seek(int(run["physical"]) + lo * pstride)
+        span = (k - 1) * pstride + length
+        data = f.read(span)
+        advance(len(data))
+        buf = np.frombuffer(data.ljust(span, b"\0"), np.uint8)
+        rows = np.lib.stride_tricks.as_strided(buf, shape=(k, length), strides=(pstride, 1), writeable=False)
+        sums[lo:lo + k] = sum64_rows(rows)
+    return sums
+
+
+def _writes_of(run: np.ndarray, sums: np.ndarray) -> np.ndarray:
+    count = len(sums)
+    i = np.arange(count, dtype=np.uint64)
+    out = np.zeros(count, ONE_WRITE)
+    for name in ("kind", "file_id", "length", "writer"):
+        out[name] = run[name]
+    out["offset"], out["physical"] = run["offset"] + i * run["stride"], run["physical"] + i * run["pstride"]
+    out["stamp"] = run["stamp"] + i
+    out["stamp"][-1] = run["stamp_last"]
+    out["data_sum"] = sums
+    return out
+
+
+def journal_writes(records: Path, log: Path, version: int = VERSION, advance: Advance = lambda done: None):
+    """Each write of every record of a group that a writer could have made and whose data lies in the log, with
+    whether its record's data sum matches the log: (ONE_WRITE row, intact), in journal order. `advance` is told
+    the data bytes read."""
     size = log_size(log) or 0
+    stored = os.lstat(log).st_blocks * 512 if size else 0
     with _open_log(log) as f:
-        for head in journal_records(records):
-            kind, offset, length = int(head["kind"]), int(head["offset"]), int(head["length"])
-            if length > size or int(head["physical"]) > size - length:
-                continue  # its data would lie past the log's end: lost (or a crafted length)
-            if not WRITE <= kind <= UNLINK or (kind == WRITE) != (length > 0) or offset + length > MAX_SIZE:
-                continue  # not a record a writer makes: it would index as an invalid entry
-            f.seek(int(head["physical"]))
-            data = f.read(int(head["length"]))
-            advance(len(data))
-            if sum64(data) == int(head["data_sum"]):
-                yield head, int(head["physical"])
+        for run in journal_records(records, version):
+            if not _run_shape_ok(run, stored) or int(physical_ends(run.reshape(1))[0]) > size:
+                continue  # not a record a writer makes, or its data would lie past the log's end: lost
+            sums = _write_sums(f, run, advance)
+            intact = int(sums.sum(dtype=np.uint64)) == int(run["data_sum"])
+            for write in _writes_of(run, sums):
+                yield write, intact
+
+
+def scan_records(records: Path, log: Path, version: int = VERSION, advance: Advance = lambda done: None):
+    """The intact writes of a group, in journal order: (ONE_WRITE row, data offset in the log). Intact: its record's
+    own sum matches and the log holds the record's data with its data sum. `advance` is told the data bytes read."""
+    for write, intact in journal_writes(records, log, version, advance):
+        if intact:
+            yield write, int(write["physical"])
 
 
 def _record_key(head: np.ndarray) -> tuple[int, ...]:
@@ -287,29 +325,30 @@ def log_bytes(journals: list[Journal]) -> int:
 
 def check(path: Path, progress: Bar = silent) -> CheckReport:
     """Verify the index against the logs and record journals: every block's sums and entries; for every record an
-    entry names, the journal's record of it (offset, length, writer) and the data's sum; and that no intact record of
-    a record journal is missing from the index. OK only when `cat` returns every intact record's bytes.
-    `progress` draws the data bytes read (each record's data twice: through the index, then through the journal)."""
+    entry names, the journal's writes that cover it (offset, length, writer) and their data's sums; and that no
+    intact write of a record journal is missing from the index. OK only when `cat` returns every intact record's
+    bytes. `progress` draws the data bytes read (each record's data once)."""
     directory = strip_prefix(path)
     meta = read_meta(directory)
     report = CheckReport()
     journals = groups(meta)
-    with progress(2 * log_bytes(journals)) as advance:
+    with progress(log_bytes(journals)) as advance:
         for j in journals:
-            _check_group(j, report, advance)
+            _check_group(j, meta.version, report, advance)
     if report.unindexed_records:
         report.problems.append(f"{report.unindexed_records} intact records in the logs are not in any index "
                                "(a writer that did not close?): run `ioloom container recover`")
     return report
 
 
-def _check_group(j: Journal, report: CheckReport, advance: Advance) -> None:
+def _check_group(j: Journal, version: int, report: CheckReport, advance: Advance) -> None:
     """check() of one writer group: its index's blocks and entries against its record journal and log."""
     if j.valid_bytes != j.total_bytes:
         report.problems.append(f"{j.index_path}: {j.total_bytes - j.valid_bytes} bytes after block {j.blocks} "
                                "are torn or corrupt (a crash while publishing?): run `ioloom container recover`")
     records = j.index_path.with_name("records." + j.group)
-    described = {_record_key(h): h for h in journal_records(records)}
+    writes = list(journal_writes(records, j.log_path, version, advance))
+    described = {_record_key(w): (w, intact) for w, intact in writes}
     sound = _sound_entries(j, report)
     if len(j.entries) and not described:
         report.problems.append(f"{records}: missing or empty, but {j.index_path.name} has {len(j.entries)} "
@@ -317,21 +356,20 @@ def _check_group(j: Journal, report: CheckReport, advance: Advance) -> None:
                                "index and the log)")
         return
     indexed: set[tuple[int, ...]] = set()
-    with _open_log(j.log_path) as f:
-        for e, writer in zip(j.entries[sound], j.writers[sound]):
-            _check_entry(f, j.log_path, e, int(writer), described, report, indexed, advance)
-    unindexed = sum(_record_key(h) not in indexed for h, _ in scan_records(records, j.log_path, advance))
+    for e, writer in zip(j.entries[sound], j.writers[sound]):
+        _check_entry(j.log_path, e, int(writer), described, report, indexed)
+    unindexed = sum(_record_key(w) not in indexed for w, intact in writes if intact)
     if unindexed and not j.total_bytes:
         report.problems.append(f"{records}: {unindexed} intact records, but {j.index_path.name} is missing: "
                                "run `ioloom container recover`")
     report.unindexed_records += unindexed
 
 
-def _check_entry(f, log: Path, e: np.ndarray, writer: int, described: dict, report: CheckReport,
-                 indexed: set, advance: Advance) -> None:
-    """Each record of the entry must be covered, from its start, by journal records of its writer that follow
-    each other in the file and in the log (a record may be several contiguous writes), with intact data. The
-    work is bounded by the journal: an entry can name no more records than it holds."""
+def _check_entry(log: Path, e: np.ndarray, writer: int, described: dict, report: CheckReport,
+                 indexed: set) -> None:
+    """Each record of the entry must be covered, from its start, by writes of its writer in the record journal
+    that follow each other in the file and in the log (a record may be several contiguous writes), with intact
+    data. The work is bounded by the journal: an entry can name no more records than it describes writes."""
     total, stamps = 0, []
     count = 1 if e["kind"] != WRITE else int(e["count"])
     if count > len(described):
@@ -343,7 +381,7 @@ def _check_entry(f, log: Path, e: np.ndarray, writer: int, described: dict, repo
         data_at = start
         while True:
             key = (writer, int(e["file_id"]), int(e["kind"]), want_offset + data_at - start, data_at)
-            head = described.get(key)
+            head, intact = described.get(key, (None, False))
             where = f"{log} at {data_at}"
             report.records_checked += 1
             if head is None:
@@ -354,10 +392,7 @@ def _check_entry(f, log: Path, e: np.ndarray, writer: int, described: dict, repo
                 report.problems.append(f"{where}: a record of {int(head['length'])} bytes runs past the index "
                                        "entry's: run `ioloom container recover`")
                 return
-            f.seek(data_at)
-            data = f.read(int(head["length"]))
-            advance(len(data))
-            if sum64(data) != int(head["data_sum"]):
+            if not intact:
                 report.problems.append(f"{where}: data checksum mismatch (the log was damaged after it was "
                                        "written): run `ioloom container recover` to index what is intact")
                 return
@@ -428,9 +463,9 @@ def _entries_for(records: list[tuple[np.ndarray, int]], patterns: bool) -> np.nd
     return out
 
 
-def _block(writer: int, entries: np.ndarray) -> bytes:
+def _block(writer: int, entries: np.ndarray, version: int = VERSION) -> bytes:
     head = np.zeros(1, BLOCK)[0]
-    head["magic"], head["version"], head["writer"], head["count"] = BLOCK_MAGIC, VERSION, writer, len(entries)
+    head["magic"], head["version"], head["writer"], head["count"] = BLOCK_MAGIC, version, writer, len(entries)
     head["entries_sum"] = sum64(entries.tobytes())
     head["header_sum"] = header_sum(head)
     return head.tobytes() + entries.tobytes()
@@ -444,27 +479,48 @@ def _overlapping_writers(records: list[tuple[np.ndarray, int]]) -> bool:
     return any(b[0] < a[1] and a[2] != b[2] for a, b in zip(spans, spans[1:]))
 
 
-BATCH_BYTES = 16 << 20  # log bytes read at a time when an entry's records are rebuilt from the log
+def _new_records(version: int, n: int, e: np.ndarray, writer: int) -> np.ndarray:
+    """n journal records of the container's version for parts of entry e (a version-3 record: a run of one)."""
+    layout, magic = record_layout(version)
+    out = np.zeros(n, layout)
+    out["magic"], out["version"], out["kind"], out["file_id"], out["writer"] = \
+        magic, version, e["kind"], e["file_id"], writer
+    if layout is RECORD:
+        out["count"] = 1
+    return out
 
 
-def _entry_records(log, e: np.ndarray, writer: int) -> np.ndarray:
-    """The journal records an index entry stands for, rebuilt from the log `log` (a numpy view of it), one per
-    record of the entry, their data sums taken from the log as it is. Reads in batches: memory stays bounded."""
+def _sealed(out: np.ndarray) -> np.ndarray:
+    """The records with their header sums (computed with header_sum 0, as it is in a new record)."""
+    out["header_sum"] = sum64_rows(out.view(np.uint8).reshape(len(out), out.dtype.itemsize)) & np.uint64(0xFFFFFFFF)
+    return out
+
+
+def _entry_records(log, e: np.ndarray, writer: int, version: int) -> np.ndarray:
+    """The journal records an index entry stands for, rebuilt from the log `log` (a numpy view of it), their data
+    sums taken from the log as it is: one run (version 2: one record per record of the entry). Reads in batches:
+    memory stays bounded."""
     count, length = int(e["count"]), int(e["length"])
     i = np.arange(count, dtype=np.uint64)
-    out = np.zeros(count, RECORD)
-    out["magic"], out["kind"], out["version"], out["file_id"] = RECORD_MAGIC, e["kind"], VERSION, e["file_id"]
-    out["offset"], out["length"], out["writer"] = e["offset"] + i * e["stride"], length, writer
-    out["physical"] = e["physical"] + i * e["pstride"]
-    out["stamp"] = e["stamp"] + i  # a writer's stamps grow by at least 1 per write: the last record's is exact
-    out["stamp"][-1] = e["stamp_last"]
+    physical = e["physical"] + i * e["pstride"]
+    sums = np.zeros(count, np.uint64)
     step = max(1, BATCH_BYTES // max(length, 1))
     for lo in range(0, count, step):
-        starts = out["physical"][lo:lo + step].astype(np.int64)
+        starts = physical[lo:lo + step].astype(np.int64)
         rows = log[starts[:, None] + np.arange(length, dtype=np.int64)[None, :]]
-        out["data_sum"][lo:lo + step] = sum64_rows(rows.reshape(len(starts), length))
-    out["header_sum"] = sum64_rows(out.view(np.uint8).reshape(count, RECORD.itemsize)) & np.uint64(0xFFFFFFFF)
-    return out
+        sums[lo:lo + step] = sum64_rows(rows.reshape(len(starts), length))
+    if version > 2:
+        out = _new_records(version, 1, e, writer)
+        for name in ("offset", "length", "count", "stride", "physical", "pstride", "stamp", "stamp_last"):
+            out[name] = e[name]
+        out["data_sum"] = sums.sum(dtype=np.uint64)
+        return _sealed(out)
+    out = _new_records(version, count, e, writer)
+    out["offset"], out["length"], out["physical"] = e["offset"] + i * e["stride"], length, physical
+    out["data_sum"] = sums
+    out["stamp"] = e["stamp"] + i  # a writer's stamps grow by at least 1 per write: the last record's is exact
+    out["stamp"][-1] = e["stamp_last"]
+    return _sealed(out)
 
 
 def _uncovered(e: np.ndarray, writer: int, described: dict) -> list[tuple[int, int, int]]:
@@ -483,19 +539,19 @@ def _uncovered(e: np.ndarray, writer: int, described: dict) -> list[tuple[int, i
     return parts
 
 
-def _part_records(log, e: np.ndarray, writer: int, parts: list[tuple[int, int, int]]) -> np.ndarray:
-    """Journal records for parts of an entry, data sums taken from the log as it is."""
-    out = np.zeros(len(parts), RECORD)
-    out["magic"], out["kind"], out["version"], out["file_id"] = RECORD_MAGIC, e["kind"], VERSION, e["file_id"]
-    out["writer"], out["stamp"] = writer, e["stamp_last"]
+def _part_records(log, e: np.ndarray, writer: int, parts: list[tuple[int, int, int]], version: int) -> np.ndarray:
+    """Journal records for parts of an entry, one write each, data sums taken from the log as it is."""
+    out = _new_records(version, len(parts), e, writer)
+    out["stamp"] = e["stamp_last"]
+    if version > 2:
+        out["stamp_last"] = e["stamp_last"]
     for k, (offset, physical, length) in enumerate(parts):
         out[k]["offset"], out[k]["physical"], out[k]["length"] = offset, physical, length
         out[k]["data_sum"] = sum64(log[physical:physical + length])
-    out["header_sum"] = sum64_rows(out.view(np.uint8).reshape(len(parts), RECORD.itemsize)) & np.uint64(0xFFFFFFFF)
-    return out
+    return _sealed(out)
 
 
-def _lost_records(j: Journal, heads: list[np.ndarray]) -> np.ndarray:
+def _lost_records(j: Journal, heads: list[np.ndarray], version: int) -> np.ndarray:
     """Records the group's index holds but its record journal lost (the journal deleted, emptied or cut short),
     rebuilt from the index and the log, so that recover keeps what `cat` serves. Only entries later than the
     journal's last intact record of their writer: an entry inside the journal's span that does not match it is
@@ -503,8 +559,9 @@ def _lost_records(j: Journal, heads: list[np.ndarray]) -> np.ndarray:
     work is bounded by the log's stored bytes."""
     sound = _sound_entries(j, None)
     size = log_size(j.log_path)
+    none = np.zeros(0, record_layout(version)[0])
     if not size or not np.any(sound):
-        return np.zeros(0, RECORD)
+        return none
     described = {_record_key(h): h for h in heads}
     last: dict[int, int] = {}
     for h in heads:
@@ -518,11 +575,11 @@ def _lost_records(j: Journal, heads: list[np.ndarray]) -> np.ndarray:
             if int(e["count"]) * int(e["length"]) > stored or int(e["stamp_last"]) <= last.get(writer, -1):
                 continue
             if writer not in last:  # none of the writer's records left: the whole entry, at numpy speed
-                found.append(_entry_records(log, e, writer))
+                found.append(_entry_records(log, e, writer, version))
             elif parts := _uncovered(e, writer, described):
-                found.append(_part_records(log, e, writer, parts))
+                found.append(_part_records(log, e, writer, parts, version))
         del log
-    return np.concatenate(found) if found else np.zeros(0, RECORD)
+    return np.concatenate(found) if found else none
 
 
 def recover(path: Path, progress: Bar = silent) -> dict:
@@ -537,13 +594,13 @@ def recover(path: Path, progress: Bar = silent) -> dict:
     journals = groups(meta)
     with progress(log_bytes(journals)) as advance:
         for j in journals:
-            journal = j.index_path.with_name("records." + j.group)
-            intact = list(scan_records(journal, j.log_path, advance))
-            if len(rebuilt := _lost_records(j, [h for h, _ in intact])):
-                old = read_inside(journal) if log_size(journal) is not None else b""
-                with _replacing(journal, "recover") as out:  # what was there stays: the scan skips non-records
+            records = j.index_path.with_name("records." + j.group)
+            intact = list(scan_records(records, j.log_path, meta.version, advance))
+            if len(rebuilt := _lost_records(j, [h for h, _ in intact], meta.version)):
+                old = read_inside(records) if log_size(records) is not None else b""
+                with _replacing(records, "recover") as out:  # what was there stays: the scan skips non-records
                     out.write(old + rebuilt.tobytes())
-                intact = list(scan_records(journal, j.log_path))
+                intact = list(scan_records(records, j.log_path, meta.version))
                 rebuilt_records += len(rebuilt)
             scanned.append((j, intact))
     patterns = not _overlapping_writers([r for _, recs in scanned for r in recs])
@@ -556,7 +613,7 @@ def recover(path: Path, progress: Bar = silent) -> dict:
         for writer, recs in sorted(by_writer.items()):
             recs.sort(key=lambda r: int(r[0]["stamp"]))
             entries = _entries_for(recs, patterns)
-            blob += _block(writer, entries)
+            blob += _block(writer, entries, meta.version)
             stats["records"] += len(recs)
             stats["entries"] += len(entries)
         with _replacing(j.index_path, "recover") as out:  # its temporary is not matched by index.* while written
