@@ -191,7 +191,7 @@ def test_several_backends_one_namespace(tmp_path, ioloom_cli):
     assert len(used) >= 2                                              # the logs are spread
     assert c.read() == expected_bytes(8 * 512 * 20)
     ioloom_cli("container", "rm", mount / "shared")
-    assert not any(list(b.iterdir()) for b in extras) and not (mount / "shared").exists()
+    assert not [p for b in extras for p in b.rglob("*") if not p.is_dir()] and not (mount / "shared").exists()
 
 
 def test_opening_1024_writers_indexes_takes_under_a_second(tmp_path):
@@ -244,3 +244,36 @@ def test_threads_writing_one_container(tmp_path):
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == [str(8 * 300 * 1000), "True"]
     assert Container.open(tmp_path / "c").read() == b"".join(bytes([b % 251 + 1]) * 1000 for b in range(2400))
+
+
+NN_WRITER = r"""
+import os, sys
+where, files = sys.argv[1], int(sys.argv[2])
+for i in range(files):                        # N-N: a file per rank (here one process plays the ranks)
+    fd = os.open(f"{where}/rank{i}.dat", os.O_WRONLY | os.O_CREAT, 0o644)
+    os.write(fd, bytes([i % 251]) * (1000 + i))
+    os.close(fd)
+"""
+
+
+def test_nn_files_spread_over_shared_directories_on_extra_backends(tmp_path):
+    """N-N with two extra backends and a fan-out of 8: each extra backend holds the files' logs in at most 8 shared
+    directories, none of its own per file (today's main: a directory per file on every extra backend); every file
+    reads as the same writes made to a plain directory (the oracle), and removing the files leaves the shared
+    directories empty."""
+    mount, plain, extras = tmp_path / "mnt", tmp_path / "plain", [tmp_path / "b1", tmp_path / "b2"]
+    for d in (mount, plain, *extras):
+        d.mkdir()
+    subprocess.run([sys.executable, "-c", NN_WRITER, plain, "100"], check=True)
+    subprocess.run([sys.executable, "-c", NN_WRITER, mount, "100"], check=True,
+                   env={**os.environ, **preload.env({mount: extras}, spread="8")})
+    for name in os.listdir(plain):
+        assert Container.open(mount / name).read() == (plain / name).read_bytes()
+    for extra in extras:
+        dirs = [p for p in extra.rglob("*") if p.is_dir()]
+        assert len(dirs) <= 1 + 8, dirs                                   # lf-spread and its 8 directories
+        assert len({p.parent for p in extra.rglob("*.log.*")}) > 1        # the logs are spread over them
+    assert sum(len(list(extra.rglob("*.log.*"))) for extra in extras) > 0
+    subprocess.run(["rm", *(str(mount / n) for n in os.listdir(plain))], check=True,
+                   env={**os.environ, **preload.env({mount: extras})})
+    assert not os.listdir(mount) and not [p for extra in extras for p in extra.rglob("*") if p.is_file()]

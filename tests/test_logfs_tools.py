@@ -145,7 +145,7 @@ def test_container_run(tmp_path, ioloom_cli):
 def test_check_finds_damage(worked, ioloom_cli):
     work, _, _, _ = worked
     py = work / "mnt" / "py"
-    log = next(p for b in Container.open(py).meta.backends for p in b.glob("log.*"))
+    log = next(j.log_path for j in Container.open(py).journals)
     with open(log, "r+b") as f:                                     # flip one data byte of the first record
         f.seek(3)
         byte = f.read(1)

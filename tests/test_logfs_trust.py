@@ -16,8 +16,16 @@ import pytest
 
 from ioloom import paths
 from ioloom.logfs import preload
-from ioloom.logfs.format import (ENTRY, ENTRY_RULES, RECORD, Container, FormatError, entry_problems, load_journals,
-                                 read_meta)
+from ioloom.logfs.format import (
+    ENTRY,
+    ENTRY_RULES,
+    RECORD,
+    Container,
+    FormatError,
+    entry_problems,
+    fnv1a,
+    read_meta,
+)
 from ioloom.logfs.tools import _block, check, groups, recover
 
 VECTORS = Path(__file__).parent / "vectors" / "logfs"
@@ -29,20 +37,22 @@ def container_cli(*args, timeout: float = 60) -> subprocess.CompletedProcess:
                           timeout=timeout)
 
 
-def preloaded(*argv, timeout: float = 60, mounts=None) -> subprocess.CompletedProcess:
+def preloaded(*argv, timeout: float = 60, mounts=None, spread: str = "32") -> subprocess.CompletedProcess:
     """argv under the layer, as rank 0 (so that every writer of these tests writes the same group's log)."""
     return subprocess.run(list(map(str, argv)), capture_output=True, timeout=timeout,
-                          env={**os.environ, **preload.env(mounts), "PMI_RANK": "0"})
+                          env={**os.environ, **preload.env(mounts, spread=spread), "PMI_RANK": "0"})
 
 
-def make(tmp_path: Path, name: str = "x", extras: int = 1) -> tuple[Path, list[Path]]:
-    """A container mnt/NAME written through the layer, with `extras` extra backend roots."""
+def make(tmp_path: Path, name: str = "x", extras: int = 1, spread: str = "0") -> tuple[Path, list[Path]]:
+    """A container mnt/NAME written through the layer, with `extras` extra backend roots: directories of its own
+    (spread 0) or shared spread directories."""
     mnt = tmp_path / "mnt"
     roots = [tmp_path / f"extra{i}" for i in range(extras)]
     for d in (mnt, *roots):
         d.mkdir(exist_ok=True)
     (tmp_path / "src").write_bytes(DATA)  # in 8 KiB writes: a record each, one pattern in the index
-    out = preloaded("dd", f"if={tmp_path / 'src'}", f"of={mnt / name}", "bs=8k", "status=none", mounts={mnt: roots})
+    out = preloaded("dd", f"if={tmp_path / 'src'}", f"of={mnt / name}", "bs=8k", "status=none", mounts={mnt: roots},
+                    spread=spread)
     assert out.returncode == 0, out.stderr
     return mnt / name, roots
 
@@ -60,12 +70,14 @@ def intact(v: Path) -> bool:
 
 # ---- item 1: nothing outside the container and its declared backends ----
 
-def test_the_metadata_records_where_its_backends_came_from(tmp_path):
-    c, roots = make(tmp_path, extras=2)
+@pytest.mark.parametrize("spread", ["0", "32"])
+def test_the_metadata_records_where_its_backends_came_from(tmp_path, spread):
+    c, roots = make(tmp_path, extras=2, spread=spread)
     meta = read_meta(c)
     lines = (c / "ioloom-logfs.meta").read_text().splitlines()
     assert f"origin {c.name}" in lines and f"backend {roots[0]}" in lines and f"backend {roots[1]}" in lines
-    assert meta.backends[1:] == [r / f"{c.name}.lf{meta.id}" for r in roots]
+    below = f"lf-spread/{fnv1a(meta.id) % 32:03x}" if spread != "0" else f"{c.name}.lf{meta.id}"
+    assert meta.spread == int(spread) and meta.backends[1:] == [r / below for r in roots]
     assert all(b.is_dir() for b in meta.backends)
     assert Container.open(c).read() == DATA
 
@@ -138,17 +150,26 @@ def test_a_missing_backend_directory_is_named_and_rm_finishes(tmp_path):
     assert not any((tmp_path / "extra0").iterdir())
 
 
-def test_an_extra_backend_holding_foreign_files_is_not_removed(tmp_path):
-    c, _ = make(tmp_path)
-    backend = read_meta(c).backends[1]
-    (backend / "notes.txt").write_text("mine")
+@pytest.mark.parametrize("spread", ["0", "32"])
+def test_an_extra_backend_holding_foreign_files_is_not_removed(tmp_path, spread):
+    """A directory of its own holding a foreign file, or (shared spread directory) a foreign file named with the
+    container's id: nothing is deleted. Another container's files in a shared directory stay, and so does it."""
+    c, _ = make(tmp_path, spread=spread)
+    meta = read_meta(c)
+    backend = meta.backends[1]
+    foreign = backend / f"{meta.prefix(backend)}notes.txt"
+    if spread != "0":
+        (backend / "another.log.r0").write_text("another container's")
+    foreign.write_text("mine")
     for remove in (lambda: container_cli("rm", c), lambda: preloaded("rm", f"logfs:{c}")):
         out = remove()
         assert out.returncode != 0
-        assert (backend / "notes.txt").read_text() == "mine" and Container.open(c).read() == DATA  # nothing deleted
-    assert b"holds 'notes.txt', which logfs did not put there; nothing was deleted" in container_cli("rm", c).stderr
-    (backend / "notes.txt").unlink()
-    assert container_cli("rm", c).returncode == 0 and not backend.exists() and not c.exists()
+        assert foreign.read_text() == "mine" and Container.open(c).read() == DATA  # nothing deleted
+    assert f"holds '{foreign.name}', which logfs did not put there; nothing was deleted".encode() in \
+        container_cli("rm", c).stderr
+    foreign.unlink()
+    assert container_cli("rm", c).returncode == 0 and not c.exists()
+    assert [p.name for p in backend.iterdir()] == ["another.log.r0"] if spread != "0" else not backend.exists()
 
 
 def test_a_backend_swapped_for_a_link_is_not_followed(tmp_path):

@@ -149,13 +149,15 @@ int lf_close(lf_file *f) {
     return rc;
 }
 
-/* The space a directory's data logs take (what a plain file's st_blocks counts: its data, holes excluded). */
-static blkcnt_t log_blocks(const char *dir) {
-    DIR *d = lf_opendir(dir);
+/* The space the container's data logs on backend b take (what a plain file's st_blocks counts: its data, holes
+ * excluded). */
+static blkcnt_t log_blocks(const struct lf_meta *m, int b) {
+    DIR *d = lf_opendir(m->backend[b]);
     blkcnt_t blocks = 0;
     for (struct dirent *de; d && (de = IOLOOM_NEXT(readdir)(d));) {
         struct stat fst;
-        if (!strncmp(de->d_name, "log.", 4) && !IOLOOM_NEXT(fstatat)(dirfd(d), de->d_name, &fst, AT_SYMLINK_NOFOLLOW))
+        if (lf_member_group(m, b, de->d_name, "log") &&
+            !IOLOOM_NEXT(fstatat)(dirfd(d), de->d_name, &fst, AT_SYMLINK_NOFOLLOW))
             blocks += fst.st_blocks;
     }
     if (d) IOLOOM_NEXT(closedir)(d);
@@ -167,7 +169,7 @@ void lf_stat_fill(const lf_file *f, int64_t size, struct stat *st) {
     st->st_size = size;
     st->st_nlink = 1;
     st->st_blocks = 0;
-    for (int b = 0; b < f->meta.nbackends; b++) st->st_blocks += log_blocks(f->meta.backend[b]);
+    for (int b = 0; b < f->meta.nbackends; b++) st->st_blocks += log_blocks(&f->meta, b);
 }
 
 int lf_stat(const char *dir, struct stat *st) {
@@ -182,17 +184,20 @@ int lf_stat(const char *dir, struct stat *st) {
     return rc;
 }
 
-/* The files logfs puts in an extra backend directory. */
-static int backend_file(const char *name) {
-    static const char *const prefixes[] = {"log.", "records.", "index.", "names."};
-    for (size_t i = 0; i < sizeof prefixes / sizeof *prefixes; i++)
-        if (!strncmp(name, prefixes[i], strlen(prefixes[i]))) return 1;
+/* Is `name` a file logfs puts on backend b for this container (a group's log, journals or names)? */
+static int backend_file(const struct lf_meta *m, int b, const char *name) {
+    static const char *const kinds[] = {"log", "records", "index", "names"};
+    for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
+        if (lf_member_group(m, b, name, kinds[i])) return 1;
     return 0;
 }
 
-/* Removes the directory `dir` and the files in it (unless `dry`), never following a link. An extra backend
- * (`strict`) holding anything but the regular files logfs puts there is refused (EIO). */
-static int remove_dir(const char *dir, int strict, int dry) {
+/* Removes backend b's files of this container and its directory (unless `dry`), never following a link. An extra
+ * backend (b > 0) holding anything but the regular files logfs puts there is refused (EIO); a spread directory is
+ * shared: only this container's files (named <id>.*) are looked at and removed, the directory stays. */
+static int remove_dir(const struct lf_meta *m, int b, int dry) {
+    const char *dir = m->backend[b];
+    int strict = b > 0, shared = b > 0 && m->spread;
     int fd = IOLOOM_NEXT(open)(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     DIR *d = fd < 0 ? NULL : IOLOOM_NEXT(fdopendir)(fd);
     if (!d) {
@@ -203,24 +208,25 @@ static int remove_dir(const char *dir, int strict, int dry) {
     for (struct dirent *de; rc == 0 && (de = IOLOOM_NEXT(readdir)(d));) {
         struct stat st;
         if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
+        if (shared && strncmp(de->d_name, m->prefix[b], strlen(m->prefix[b]))) continue; /* another container's */
         if (strict && (IOLOOM_NEXT(fstatat)(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode) ||
-                       !backend_file(de->d_name)))
+                       !backend_file(m, b, de->d_name)))
             rc = lf_damaged(dir, "an extra backend holding files logfs did not put there (nothing was deleted)");
         else if (!dry && IOLOOM_NEXT(unlinkat)(fd, de->d_name, 0)) rc = -1;
     }
     IOLOOM_NEXT(closedir)(d);
-    return rc || dry ? rc : IOLOOM_NEXT(rmdir)(dir);
+    return rc || dry || shared ? rc : IOLOOM_NEXT(rmdir)(dir);
 }
 
 int lf_unlink(const char *dir) {
     struct lf_meta m;
     if (lf_meta_read_for(dir, &m, 1)) return -1;
     for (int b = 1; b < m.nbackends; b++)
-        if (remove_dir(m.backend[b], 1, 1)) return -1; /* every extra backend checked before anything goes */
+        if (remove_dir(&m, b, 1)) return -1; /* every extra backend checked before anything goes */
     int rc = 0;
     /* Extra backends first, the primary (with the metadata) last: an interrupted unlink leaves a container
      * that still opens and that unlink can finish. */
-    for (int b = m.nbackends - 1; b >= 0; b--) rc |= remove_dir(m.backend[b], b > 0, 0);
+    for (int b = m.nbackends - 1; b >= 0; b--) rc |= remove_dir(&m, b, 0);
     return rc;
 }
 

@@ -17,16 +17,30 @@
 
 #define LF_ID_MAX 40
 
+/* FNV-1a, 32 bits: how names are hashed to backends, spread directories and packed file ids. */
+static inline uint32_t lf_fnv1a(const char *s) {
+    uint32_t h = 2166136261u;
+    while (*s) h = (h ^ (unsigned char)*s++) * 16777619u;
+    return h;
+}
+
+#define LF_SPREAD_DEFAULT 32 /* shared directories per extra backend root (IOLOOM_LOGFS_SPREAD), as PLFS's hostdirs */
+#define LF_SPREAD_MAX 4096
+
 /* Parsed ioloom-logfs.meta. backend[0] is the container's directory; backend[i > 0] are its extra backend
- * directories root/origin.lf<id>, each checked by lf_meta_read (docs/logfs-format.md, "Backends"). */
+ * directories, each checked by lf_meta_read (docs/logfs-format.md, "Backends"): root/lf-spread/<bucket> shared by
+ * the containers of that bucket (spread > 0; this container's files there are named prefix[i] = "<id>."), or
+ * root/origin.lf<id> of its own (spread 0, prefix ""). */
 struct lf_meta {
     int version;
     uint64_t chunk;
     mode_t mode;
     char id[LF_ID_MAX + 1];
     char origin[PATH_MAX];
+    int spread;
     int nbackends;
     char backend[LF_MAX_BACKENDS][PATH_MAX];
+    char prefix[LF_MAX_BACKENDS][LF_ID_MAX + 2];
 };
 
 /* A data log a handle reads from (its own or another group's), opened on first use. */
@@ -100,6 +114,10 @@ int lf_meta_read(const char *dir, struct lf_meta *m);
  * half-removed container); lf_meta_read refuses them (EIO): their data is lost. */
 int lf_meta_read_for(const char *dir, struct lf_meta *m, int missing_ok);
 int lf_meta_create(const char *dir, mode_t mode, const struct lf_backends *backends, int excl);
+/* The path of a group's file `kind` ("log", "records", "index", "names") on backend b into out; -1 if too long. */
+int lf_member_path(const struct lf_meta *m, int b, const char *kind, const char *group, char *out, size_t cap);
+/* The group of a directory entry of backend b that is this container's file `kind`, or NULL. */
+const char *lf_member_group(const struct lf_meta *m, int b, const char *name, const char *kind);
 /* Whole file into a malloc'ed buffer (NUL-terminated); NULL with errno on failure. Never follows a symbolic
  * link (a link planted in a container must not make a reader show another file). */
 char *lf_slurp(const char *path, size_t *len);

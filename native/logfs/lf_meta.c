@@ -96,6 +96,25 @@ static int valid_origin(const char *origin) {
     return 1;
 }
 
+/* Where an extra backend's directory lies below its root: the shared lf-spread/<bucket> of the container's id, or
+ * (spread 0) origin.lf<id>, its own. */
+static int below_root(const struct lf_meta *m, char *out, size_t cap) {
+    int n = m->spread ? snprintf(out, cap, "lf-spread/%03x", lf_fnv1a(m->id) % (unsigned)m->spread)
+                      : snprintf(out, cap, "%s.lf%s", m->origin, m->id);
+    return n < (int)cap ? 0 : -1;
+}
+
+int lf_member_path(const struct lf_meta *m, int b, const char *kind, const char *group, char *out, size_t cap) {
+    int n = snprintf(out, cap, "%s/%s%s.%s", m->backend[b], m->prefix[b], kind, group);
+    return n < (int)cap ? 0 : (errno = ENAMETOOLONG, -1);
+}
+
+const char *lf_member_group(const struct lf_meta *m, int b, const char *name, const char *kind) {
+    size_t p = strlen(m->prefix[b]), k = strlen(kind);
+    if (strncmp(name, m->prefix[b], p) || strncmp(name + p, kind, k) || name[p + k] != '.') return NULL;
+    return name + p + k + 1;
+}
+
 /* Is `inner` the directory `outer` or inside it (both real paths)? */
 static int within(const char *inner, const char *outer) {
     size_t n = strlen(outer);
@@ -105,9 +124,8 @@ static int within(const char *inner, const char *outer) {
 /* Walks the backend directory's components below its root (resolved: `real_root`) without following a link:
  * what exists must be real directories. NULL if so; a missing directory only when `missing_ok` (an unlink
  * finishing a half-removed container: nothing there to touch). */
-static const char *walk_below_root(const char *real_root, const char *origin, const char *suffix, char *real_out,
-                                   int missing_ok) {
-    int n = snprintf(real_out, PATH_MAX, "%s/%s%s", strcmp(real_root, "/") ? real_root : "", origin, suffix);
+static const char *walk_below_root(const char *real_root, const char *below, char *real_out, int missing_ok) {
+    int n = snprintf(real_out, PATH_MAX, "%s/%s", strcmp(real_root, "/") ? real_root : "", below);
     if (n >= PATH_MAX) return "the path is too long";
     for (char *c = real_out + strlen(real_root) + (strcmp(real_root, "/") != 0);; c++) {
         char *slash = strchr(c, '/');
@@ -125,21 +143,21 @@ static const char *walk_below_root(const char *real_root, const char *origin, co
     }
 }
 
-/* The extra backend directory `root`/origin.lf<id> (root as written: absolute, or relative to the container) into
- * out, or why it is refused: ids and origins of plain names, an existing root, no link followed below it, and
+/* The extra backend directory below `root` (below_root; root as written: absolute, or relative to the container)
+ * into out, or why it is refused: ids and origins of plain names, an existing root, no link followed below it, and
  * neither the container nor a directory holding it. */
 static const char *backend_problem(const char *dir, const struct lf_meta *m, const char *root, char *out,
                                    int missing_ok) {
     if (!valid_id(m->id)) return "an extra backend, but no valid 'id' line";
     if (!valid_origin(m->origin)) return "an extra backend, but no valid 'origin' line (a relative path of names)";
-    char path[PATH_MAX], real_root[PATH_MAX], real_dir[PATH_MAX], real_backend[PATH_MAX], suffix[LF_ID_MAX + 8];
-    snprintf(suffix, sizeof suffix, ".lf%s", m->id);
-    if (snprintf(path, sizeof path, "%s%s%s", *root == '/' ? "" : dir, *root == '/' ? "" : "/", root) >= PATH_MAX ||
-        snprintf(out, PATH_MAX, "%s/%s%s", path, m->origin, suffix) >= PATH_MAX)
+    char path[PATH_MAX], real_root[PATH_MAX], real_dir[PATH_MAX], real_backend[PATH_MAX], below[PATH_MAX];
+    if (below_root(m, below, sizeof below) ||
+        snprintf(path, sizeof path, "%s%s%s", *root == '/' ? "" : dir, *root == '/' ? "" : "/", root) >= PATH_MAX ||
+        snprintf(out, PATH_MAX, "%s/%s", path, below) >= PATH_MAX)
         return "a backend path too long";
     ioloom_normalise_path(out);
     if (!realpath(path, real_root)) return "a backend root that does not exist (a file system not mounted?)";
-    const char *why = walk_below_root(real_root, m->origin, suffix, real_backend, missing_ok);
+    const char *why = walk_below_root(real_root, below, real_backend, missing_ok);
     if (why) return why;
     if (!realpath(dir, real_dir)) return "a container directory it cannot resolve";
     if (within(real_dir, real_backend) || within(real_backend, real_dir))
@@ -151,6 +169,7 @@ static const char *backend_problem(const char *dir, const struct lf_meta *m, con
 static const char *incomplete(const struct lf_meta *m, int seen, int extras, int nroots) {
     if (seen != 0xf) return "a chunk, mode, id or extras line is missing (cut short?)";
     if (extras != nroots) return "its extras line does not count its backend lines (cut short?)";
+    if (m->spread < 0 || m->spread > LF_SPREAD_MAX) return "its spread line is out of range (0 to 4096)";
     return m->chunk < LF_PAGE || m->chunk % LF_PAGE ? "its chunk is not a multiple of 4096" : NULL;
 }
 
@@ -174,13 +193,16 @@ int lf_meta_read_for(const char *dir, struct lf_meta *m, int missing_ok) {
         else if (sscanf(line, "mode %o", &mode) == 1) m->mode = mode & 07777, seen |= 2;
         else if (!strncmp(line, "id ", 3)) snprintf(m->id, sizeof m->id, "%s", line + 3), seen |= 4;
         else if (sscanf(line, "extras %d", &extras) == 1) seen |= 8;
+        else if (sscanf(line, "spread %d", &m->spread) == 1) continue;
         else if (!strncmp(line, "origin ", 7)) snprintf(m->origin, sizeof m->origin, "%s", line + 7);
         else if (!strncmp(line, "backend ", 8) && nroots < LF_MAX_BACKENDS - 1) roots[nroots++] = line + 8;
         else if (!strncmp(line, "backend ", 8)) why = "too many backends";
     }
     if (!why) why = incomplete(m, seen, extras, nroots);
-    for (int i = 0; i < nroots && !why; i++)
+    for (int i = 0; i < nroots && !why; i++) {
+        if (m->spread) snprintf(m->prefix[m->nbackends], sizeof m->prefix[0], "%s.", m->id);
         why = backend_problem(dir, m, roots[i], m->backend[m->nbackends++], missing_ok);
+    }
     free(text);
     if (!version || m->version < LF_VERSION_OLDEST || m->version > LF_VERSION) return errno = EPROTO, -1;
     return why ? lf_damaged(path, why) : 0;
@@ -193,6 +215,7 @@ static int format_meta(const struct lf_meta *m, const struct lf_backends *b, cha
     int n = snprintf(buf, cap, "ioloom-logfs %d\nchunk %llu\nmode %04o\nid %s\nextras %d\n", LF_VERSION,
                      (unsigned long long)m->chunk, (unsigned)m->mode, m->id, m->nbackends - 1);
     if (m->nbackends > 1 && n < (int)cap) n += snprintf(buf + n, cap - (size_t)n, "origin %s\n", m->origin);
+    if (m->nbackends > 1 && m->spread && n < (int)cap) n += snprintf(buf + n, cap - (size_t)n, "spread %d\n", m->spread);
     for (int i = 0; i < m->nbackends - 1 && n < (int)cap; i++)
         n += snprintf(buf + n, cap - (size_t)n, "backend %s\n", b->roots[i]);
     return n < (int)cap ? n : (errno = ENAMETOOLONG, -1);
@@ -217,7 +240,7 @@ static void discard(const char *tmp, const struct lf_meta *m) {
     snprintf(path, sizeof path, "%s/" LF_META_NAME, tmp);
     IOLOOM_NEXT(unlink)(path);
     IOLOOM_NEXT(rmdir)(tmp);
-    for (int i = 1; i < m->nbackends; i++) IOLOOM_NEXT(rmdir)(m->backend[i]);
+    for (int i = 1; i < m->nbackends && !m->spread; i++) IOLOOM_NEXT(rmdir)(m->backend[i]); /* spread: shared */
 }
 
 /* The extra backend directories root/origin.lf<id>, made; m->nbackends counts those made. */
@@ -225,9 +248,12 @@ static int make_backends(struct lf_meta *m, const struct lf_backends *b) {
     if (!b || !b->count) return 0;
     if (b->count > LF_MAX_BACKENDS - 1) return errno = EINVAL, -1;
     snprintf(m->origin, sizeof m->origin, "%s", b->rel);
+    char below[PATH_MAX];
+    if (below_root(m, below, sizeof below)) return errno = ENAMETOOLONG, -1;
     for (int i = 0; i < b->count; i++) {
-        if (snprintf(m->backend[m->nbackends], PATH_MAX, "%s/%s.lf%s", b->roots[i], b->rel, m->id) >= PATH_MAX)
+        if (snprintf(m->backend[m->nbackends], PATH_MAX, "%s/%s", b->roots[i], below) >= PATH_MAX)
             return errno = ENAMETOOLONG, -1;
+        if (m->spread) snprintf(m->prefix[m->nbackends], sizeof m->prefix[0], "%s.", m->id);
         if (lf_mkdirs(m->backend[m->nbackends++], 0755)) return -1;
     }
     return 0;
@@ -239,6 +265,8 @@ int lf_meta_create(const char *dir, mode_t mode, const struct lf_backends *backe
     umask(mask);
     struct lf_meta m = {.version = LF_VERSION, .chunk = ioloom_env_size("IOLOOM_LOGFS_CHUNK", LF_DEFAULT_CHUNK),
                         .mode = mode & 07777 & ~mask};
+    size_t spread = ioloom_env_size("IOLOOM_LOGFS_SPREAD", LF_SPREAD_DEFAULT);
+    m.spread = spread > LF_SPREAD_MAX ? LF_SPREAD_MAX : (int)spread;
     m.chunk = (m.chunk + LF_PAGE - 1) / LF_PAGE * LF_PAGE;
     if (m.chunk < LF_PAGE) m.chunk = LF_PAGE;
     /* The container is built complete under a temporary name and renamed into place, so a directory with the

@@ -13,8 +13,7 @@
 #include "lf_internal.h"
 
 uint32_t lf_pack_id(const char *name) {
-    uint32_t h = 2166136261u;
-    while (*name) h = (h ^ (unsigned char)*name++) * 16777619u;
+    uint32_t h = lf_fnv1a(name);
     return h ? h : 1; /* 0 means "the whole container" */
 }
 
@@ -88,14 +87,14 @@ static long find_id(const uint32_t *ids, size_t n, uint32_t id) {
 }
 
 /* Calls fn once per existing file, with the first name a names journal gives its id. */
-static void name_existing(const char *dir, const uint32_t *ids, char *named, size_t nids,
+static void name_existing(const struct lf_meta *m, int b, const uint32_t *ids, char *named, size_t nids,
                           void (*fn)(const char *, void *), void *arg) {
-    DIR *d = lf_opendir(dir);
+    DIR *d = lf_opendir(m->backend[b]);
     if (!d) return;
     for (struct dirent *de; (de = IOLOOM_NEXT(readdir)(d));) {
-        if (strncmp(de->d_name, "names.", 6)) continue;
+        if (!lf_member_group(m, b, de->d_name, "names")) continue;
         char path[PATH_MAX + NAME_MAX + 2];
-        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        snprintf(path, sizeof path, "%s/%s", m->backend[b], de->d_name);
         char *text = lf_slurp(path, NULL), *save = NULL;
         for (char *line = text ? strtok_r(text, "\n", &save) : NULL; line; line = strtok_r(NULL, "\n", &save)) {
             unsigned id;
@@ -128,7 +127,7 @@ int lf_pack_list(const char *pack, void (*fn)(const char *name, void *arg), void
         int last = i + 1 == f->nothers || f->others[i + 1].e.file_id != f->others[i].e.file_id;
         if (last && f->others[i].e.kind != LF_UNLINK) ids[nids++] = f->others[i].e.file_id;
     }
-    for (int b = 0; ids && named && b < f->meta.nbackends; b++) name_existing(f->meta.backend[b], ids, named, nids, fn, arg);
+    for (int b = 0; ids && named && b < f->meta.nbackends; b++) name_existing(&f->meta, b, ids, named, nids, fn, arg);
     int rc = ids && named ? 0 : (errno = ENOMEM, -1);
     free(ids);
     free(named);

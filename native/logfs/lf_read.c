@@ -91,13 +91,14 @@ static int load_block(lf_file *f, size_t *cap, const char *path, const struct lf
 }
 
 /* One index journal: its valid blocks, up to the first torn or corrupt one (a crash mid-append). */
-static int load_journal(lf_file *f, size_t *cap, const char *dir, const char *group) {
+static int load_journal(lf_file *f, size_t *cap, int backend, const char *group) {
     char path[PATH_MAX], log_path[PATH_MAX];
-    snprintf(path, sizeof path, "%s/index.%s", dir, group);
+    if (lf_member_path(&f->meta, backend, "index", group, path, sizeof path) ||
+        lf_member_path(&f->meta, backend, "log", group, log_path, sizeof log_path))
+        return -1;
     size_t len;
     char *buf = lf_slurp(path, &len);
     if (!buf) return errno == ENOENT ? 0 : -1;
-    snprintf(log_path, sizeof log_path, "%s/log.%s", dir, group);
     int log = lf_log_id(f, log_path), rc = log < 0 ? -1 : 0;
     for (size_t at = 0; rc == 0 && at + sizeof(struct lf_block) <= len;) {
         struct lf_block b;
@@ -124,11 +125,13 @@ int lf_load_others(lf_file *f) {
             if (errno == ENOENT) continue;
             return -1;
         }
-        for (struct dirent *de; (de = IOLOOM_NEXT(readdir)(d));)
-            if (!strncmp(de->d_name, "index.", 6) && load_journal(f, &cap, f->meta.backend[b], de->d_name + 6)) {
+        for (struct dirent *de; (de = IOLOOM_NEXT(readdir)(d));) {
+            const char *group = lf_member_group(&f->meta, b, de->d_name, "index");
+            if (group && load_journal(f, &cap, b, group)) {
                 IOLOOM_NEXT(closedir)(d);
                 return -1;
             }
+        }
         IOLOOM_NEXT(closedir)(d);
     }
     f->others_stale = 0;

@@ -27,12 +27,6 @@
 
 #include "lf_internal.h"
 
-static uint32_t hash32(const char *s) {
-    uint32_t h = 2166136261u;
-    while (*s) h = (h ^ (unsigned char)*s++) * 16777619u;
-    return h;
-}
-
 static const char *env_rank(void) {
     const char *names[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
@@ -61,13 +55,18 @@ static uint64_t new_writer_id(void) {
     char host[64] = "host";
     gethostname(host, sizeof host - 1);
     unsigned n = __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED);
-    return ((uint64_t)(hash32(host) & 0xffffff) << 40) | ((uint64_t)(getpid() & 0x3fffff) << 18) | (n & 0x3ffff);
+    return ((uint64_t)(lf_fnv1a(host) & 0xffffff) << 40) | ((uint64_t)(getpid() & 0x3fffff) << 18) | (n & 0x3ffff);
 }
 
 /* The backend a group's log goes to: spread by group and container name. */
-static const char *group_backend(const lf_file *f) {
+static int group_backend(const lf_file *f) {
     const char *base = strrchr(f->dir, '/');
-    return f->meta.backend[(hash32(f->group) ^ hash32(base ? base : f->dir)) % (uint32_t)f->meta.nbackends];
+    return (int)((lf_fnv1a(f->group) ^ lf_fnv1a(base ? base : f->dir)) % (uint32_t)f->meta.nbackends);
+}
+
+/* The path of our group's file `kind` on its backend (made with the container: never made again). */
+static void member(const lf_file *f, const char *kind, char path[PATH_MAX]) {
+    if (lf_member_path(&f->meta, group_backend(f), kind, f->group, path, PATH_MAX)) path[0] = 0; /* open: ENOENT */
 }
 
 void lf_writer_init(lf_file *f) { writer_group(f->group, sizeof f->group); }
@@ -76,12 +75,11 @@ static int writer_setup(lf_file *f) {
     if (f->wlog >= 0) return 0;
     f->writer = new_writer_id();
     char path[PATH_MAX];
-    const char *backend = group_backend(f); /* made with the container: a missing one is not made again (ENOENT) */
-    snprintf(path, sizeof path, "%s/index.%s", backend, f->group);
+    member(f, "index", path);
     f->index_fd = IOLOOM_NEXT(open)(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-    snprintf(path, sizeof path, "%s/records.%s", backend, f->group);
+    member(f, "records", path);
     f->records_fd = IOLOOM_NEXT(open)(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-    snprintf(path, sizeof path, "%s/log.%s", backend, f->group);
+    member(f, "log", path);
     f->log_fd = IOLOOM_NEXT(open)(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (f->index_fd < 0 || f->records_fd < 0 || f->log_fd < 0) return -1;
     int id = lf_log_id(f, path);
@@ -126,7 +124,7 @@ static int flush_records(lf_file *f) {
     ssize_t done = IOLOOM_NEXT(write)(f->records_fd, out, bytes);
     if (t0) {
         char path[PATH_MAX];
-        snprintf(path, sizeof path, "%s/records.%s", group_backend(f), f->group);
+        member(f, "records", path);
         lf_phys_event(lf_op_write, path, &f->records_traced_id, f->records_fd, -1, (int64_t)bytes, done, t0);
     }
     if (done == (ssize_t)bytes) return f->nbatch = 0, 0;
@@ -289,7 +287,7 @@ int lf_writer_append(lf_file *f, uint16_t kind, const void *buf, size_t n, uint6
 
 int lf_writer_name(lf_file *f, const char *name) {
     char path[PATH_MAX], line[NAME_MAX + 16];
-    snprintf(path, sizeof path, "%s/names.%s", group_backend(f), f->group);
+    member(f, "names", path);
     int n = snprintf(line, sizeof line, "%08x %s\n", f->file_id, name);
     int fd = IOLOOM_NEXT(open)(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (fd < 0) return -1;
@@ -331,7 +329,7 @@ int lf_writer_publish(lf_file *f) {
     ssize_t done = IOLOOM_NEXT(writev)(f->index_fd, iov, 2);
     if (t0) {
         char path[PATH_MAX];
-        snprintf(path, sizeof path, "%s/index.%s", group_backend(f), f->group);
+        member(f, "index", path);
         lf_phys_event(lf_op_writev, path, &f->index_traced_id, f->index_fd, -1, (int64_t)(iov[0].iov_len + iov[1].iov_len),
                       done, t0);
     }

@@ -13,8 +13,9 @@ typedef struct lf_file lf_file;
 #define LF_API __attribute__((visibility("default")))
 
 /* Where a new container puts its logs besides its own directory: on each extra backend root R (a directory as
- * configured, e.g. on another file system), the directory R/<rel>.lf<id>, where rel is the container's path below
- * its mount and id is unique to the container. NULL or count 0: a single backend, the container directory itself. */
+ * configured, e.g. on another file system), files <id>.log.<group> etc. in one of IOLOOM_LOGFS_SPREAD shared
+ * directories R/lf-spread/<bucket> (0: the directory R/<rel>.lf<id> of its own), where rel is the container's path
+ * below its mount and id is unique to the container. NULL or count 0: a single backend, the container directory. */
 struct lf_backends {
     const char *const *roots;
     int count;

@@ -527,8 +527,8 @@ def make_case(seeds: Seeds, seed: int, number: int, case_root: Path, only: str |
     dirs = [container, *seeds.backends[container]]
     members = sorted(n for n in seeds.files if any(n.startswith(d + "/") for d in dirs))
     kind = rng.choices(MEMBER_KINDS, MEMBER_WEIGHTS)[0]
-    name = rng.choice([n for n in members if Path(n).name.startswith(kind)] or members)
-    base, data = Path(name).name, _moved(seeds, name, case_root)
+    name = rng.choice([n for n in members if _member_kind(n).startswith(kind)] or members)
+    base, data = _member_kind(name), _moved(seeds, name, case_root)
     pick = rng.random()
     if pick < 0.05:
         return Case(number, container, f"{name}: deleted", {name: None})
@@ -546,6 +546,12 @@ def make_case(seeds: Seeds, seed: int, number: int, case_root: Path, only: str |
         return Case(number, container, f"{name}: {what}", {name: changed})
     changed, what, inert = mutate_meta(rng, data, case_root, case_root / container)
     return Case(number, container, f"{name}: {what}", {name: changed}, inert=inert)
+
+
+def _member_kind(name: str) -> str:
+    """A container member's name without the `<id>.` its files take in a shared spread directory: `log.G` etc."""
+    from ioloom.logfs.format import ID_PREFIX
+    return ID_PREFIX.sub("", Path(name).name)
 
 
 def _moved(seeds: Seeds, name: str, root: Path) -> bytes:

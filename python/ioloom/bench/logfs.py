@@ -7,12 +7,19 @@ over direct N-1, for the write and for the read-back; the cost the preloaded lay
 (10 unless --quick), the order alternating, so that drifts of a shared machine hit all alike. Each ratio is
 taken within a round (a configuration against the baseline run beside it) and reported as the median with the
 smallest and largest round: a best-of figure swings either way with one lucky run.
+
+`--creates N` measures N-N file creation instead: N files created (each written with --create-bytes and closed)
+in one directory per run, direct and through the layer (no extra backend; one extra backend with the containers'
+logs spread over shared directories; one extra backend with a directory per container), the order alternating per
+round, as files per second and the ratio to direct in the same round. The load average is reported with every
+figure: the machine may be shared.
 """
 from __future__ import annotations
 
 import json
 import os
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -168,6 +175,65 @@ def open_many(directory: Path, writers: int = 1024) -> dict:
     return {"writers": writers, **json.loads(out.stdout)}
 
 
+CREATE_CONFIGS = ("direct", "logfs", "logfs_extra_spread", "logfs_extra_own_dirs")
+CREATOR = r"""
+import os, sys, time
+where, files, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+data = b"x" * size
+start = time.perf_counter()
+for i in range(files):
+    fd = os.open(f"{where}/f{i}", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    if size:
+        os.write(fd, data)
+    os.close(fd)
+print(files / (time.perf_counter() - start))
+"""
+
+
+def _create_env(config: str, mount: Path, extra: Path, fanout: int) -> dict[str, str]:
+    if config == "direct":
+        return {}
+    extras: list[str | os.PathLike] = [] if config == "logfs" else [extra]
+    return preload.env({mount: extras}, spread=str(fanout if config == "logfs_extra_spread" else 0))
+
+
+def creates(files: int, size: int, fanout: int, reps: int, directory: Path) -> dict:
+    """Files created per second in one directory, direct and through the layer (CREATE_CONFIGS), each config once
+    per round in alternating order, in a fresh directory (removed outside the timing); ratios to direct per round."""
+    rates: dict[str, list[float]] = {c: [] for c in CREATE_CONFIGS}
+    load_before = os.getloadavg()
+    for rep in range(reps):
+        for config in CREATE_CONFIGS if rep % 2 == 0 else tuple(reversed(CREATE_CONFIGS)):
+            with tempfile.TemporaryDirectory(dir=directory, prefix="ioloom-bench-creates-") as tmp:
+                mount, extra = Path(tmp) / "mnt", Path(tmp) / "extra"
+                mount.mkdir()
+                extra.mkdir()
+                out = subprocess.run([sys.executable, "-c", CREATOR, str(mount), str(files), str(size)], check=True,
+                                     capture_output=True, text=True,
+                                     env={**os.environ, **_create_env(config, mount, extra, fanout)})
+                rates[config].append(float(out.stdout))
+    return {"files": files, "bytes_per_file": size, "spread": fanout, "reps": reps, "directory": str(directory),
+            "load_before": load_before, "load_after": os.getloadavg(),
+            "rate": {c: spread(v) for c, v in rates.items()},
+            "ratio_to_direct": {c: spread(per_round(v, rates["direct"])) for c, v in rates.items()}}
+
+
+def _creates_table(result: dict) -> Table:
+    table = Table(title=f"N-N creates: {result['files']:,} files of {result['bytes_per_file']} bytes in one directory "
+                        f"(median \\[min, max] over {result['reps']} interleaved rounds; ratios taken per round)")
+    for column in ("configuration", "files/s", "ratio to direct"):
+        table.add_column(column, justify="right", no_wrap=True)
+    for config in CREATE_CONFIGS:
+        table.add_row(config, _range(result["rate"][config], lambda v: f"{v:,.0f}"),
+                      _range(result["ratio_to_direct"][config], lambda v: f"{v:.2f}"))
+    return table
+
+
+def _load(before, after) -> str:
+    return f"load average (1, 5, 15 min) before {tuple(round(v, 2) for v in before)}, after " \
+           f"{tuple(round(v, 2) for v in after)}"
+
+
 def _range(figure: dict, fmt) -> str:
     """"median [min, max]" of a spread()."""
     return f"{fmt(figure['median'])} [{fmt(figure['min'])}, {fmt(figure['max'])}]"
@@ -220,6 +286,12 @@ def logfs_command(
                                       "min and max are reported (fewer than 10 only with --quick)."),
         quick: bool = typer.Option(False, "--quick", help="Allow fewer than 10 rounds, for a quick look."),
         directory: Path = typer.Option(TEMP_DIR, "--dir", help="Where the files go."),
+        creates_n: int = typer.Option(0, "--creates", min=0,
+                                      help="Measure N-N file creation instead: this many files per run, direct and "
+                                           "through the layer (e.g. 10000)."),
+        create_bytes: int = typer.Option(4096, "--create-bytes", min=0, help="Bytes written to each created file."),
+        spread_dirs: int = typer.Option(32, "--spread", min=1, max=4096,
+                                        help="Shared directories per extra backend (with --creates)."),
         json_out: bool = typer.Option(False, "--json", help="Print the figures as JSON.")) -> None:
     """N-1 strided through logfs vs N-1 strided and N-N direct: E, speed-up, read-back, pass-through cost."""
     too_few = rounds_allowed(reps, quick)
@@ -230,13 +302,23 @@ def logfs_command(
     unknown = set(shape) - set(SHAPES)
     if unknown:
         raise typer.BadParameter(f"--shape {', '.join(sorted(unknown))}: expected aligned or ior-hard")
+    if creates_n:
+        result = creates(creates_n, create_bytes, spread_dirs, reps, directory)
+        if json_out:
+            print(json.dumps(result, indent=1))
+            return
+        Console(width=200).print(_creates_table(result), _load(result["load_before"], result["load_after"]))
+        return
+    load_before = os.getloadavg()
     counts = cast(list[int], ranks)  # _rank_counts, its callback, made the text a list
     result = measure(mpi_name, counts, api, block, transfer, segments, fsync, reps, directory, tuple(shape))
+    result["load_before"], result["load_after"] = load_before, os.getloadavg()
     if json_out:
         print(json.dumps(result, indent=1))
         return
     console = Console(width=200)
     console.print(_table(result))
+    console.print(_load(result["load_before"], result["load_after"]))
     cache = result["page_cache"]
     console.print(f"largest file {cache['largest_file_bytes'] / MIB:,.0f} MiB, memory available "
                   f"{cache['mem_available_bytes'] / MIB:,.0f} MiB: the data "

@@ -164,7 +164,9 @@ def run(ctx: typer.Context,
         backends: list[Path] = typer.Option([], "--backend", "-b", help="An extra backend directory for the logs "
                                             "of every mount (repeatable)."),
         fanout: str = typer.Option("rank", callback=_fanout, help="Writers per log: rank, node, or a number of ranks."),
-        pack: bool = typer.Option(False, help="Pack a directory's new files into one container (1-N).")) -> None:
+        pack: bool = typer.Option(False, help="Pack a directory's new files into one container (1-N)."),
+        spread: int = typer.Option(32, min=0, max=4096, help="Shared directories per extra backend that new "
+                                   "containers' logs are spread over (0: a directory per container).")) -> None:
     """Run a command (e.g. an mpiexec line) over logfs: `ioloom container run -m /scratch/lfs -- mpiexec -n 4 ./app`."""
     import os
     import subprocess
@@ -179,7 +181,7 @@ def run(ctx: typer.Context,
     try:
         # preloads already in the environment (another tool's) stay, in front: they see the logical I/O
         env = preload.env({m.resolve(): [b.resolve() for b in backends] for m in mounts},
-                          preload_first=os.environ.get("LD_PRELOAD"), fanout=fanout)
+                          preload_first=os.environ.get("LD_PRELOAD"), fanout=fanout, spread=str(spread))
     except NativeMissing as err:
         _fail(str(err))
     if pack:

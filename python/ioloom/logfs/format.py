@@ -24,7 +24,12 @@ READABLE = (2, 3)
 META_NAME = "ioloom-logfs.meta"
 JOURNALS = ("log", "records", "index")  # a writer group's files: <journal>.<group>
 LOCK_NAME = "lock"
-BACKEND_SUFFIX = re.compile(r"\.lf[0-9a-f]+-[0-9a-f]+$")  # an extra backend directory: <dir>/<rel>.lf<id>
+SPREAD_DIR = "lf-spread"  # an extra backend root's shared directories: ROOT/lf-spread/<bucket>
+SPREAD_MAX = 4096
+# An extra backend directory: <root>/<rel>.lf<id> (a container's own) or <root>/lf-spread/<bucket> (shared, where a
+# container's files are named <id>.<journal>.<group>).
+BACKEND_DIR = re.compile(r"(\.lf[0-9a-f]+-[0-9a-f]+|/" + SPREAD_DIR + r"/[0-9a-f]+)$")
+ID_PREFIX = re.compile(r"^[0-9a-f]+-[0-9a-f]+\.")
 PREFIX = "logfs:"
 RECORD_MAGIC = 0x3352464C     # "LFR3"
 RECORD_MAGIC_V2 = 0x3252464C  # "LFR2"
@@ -130,12 +135,23 @@ def is_member(path: str, logical_paths) -> bool:
     """Whether `path` is one of logfs's own files: a journal, the metadata or the lock file in a container (a
     directory among `logical_paths`, the paths a program opened as files) or in an extra backend directory."""
     parent, _, name = path.rpartition("/")
+    in_backend = BACKEND_DIR.search(parent) is not None
+    if in_backend:
+        name = ID_PREFIX.sub("", name)
     named = name in (META_NAME, LOCK_NAME) or name.partition(".")[0] in JOURNALS and "." in name
-    return named and (parent in logical_paths or BACKEND_SUFFIX.search(parent) is not None)
+    return named and (parent in logical_paths or in_backend)
 
 
 def is_container(path: str | os.PathLike) -> bool:
     return (strip_prefix(path) / META_NAME).is_file()
+
+
+def fnv1a(text: str) -> int:
+    """FNV-1a, 32 bits (lf_fnv1a): how names are hashed to spread directories and packed file ids."""
+    h = 2166136261
+    for byte in text.encode():
+        h = ((h ^ byte) * 16777619) & 0xFFFFFFFF
+    return h
 
 
 @dataclass
@@ -144,8 +160,32 @@ class Meta:
     chunk: int
     mode: int
     backends: list[Path]  # the container's directory first, then its extra backend directories (checked)
-    id: str = ""          # what its extra backend directories end in: .lf<id>
+    id: str = ""          # what its extra backend directories end in: .lf<id>, or its files there begin with: <id>.
     origin: str = ""      # its path below its mount when it was made
+    spread: int = 0       # > 0: its extra backend directories are shared ones, ROOT/lf-spread/<bucket>
+
+    def below_root(self) -> str:
+        """Where an extra backend's directory lies below its root (lf_meta.c: below_root)."""
+        return f"{SPREAD_DIR}/{fnv1a(self.id) % self.spread:03x}" if self.spread else f"{self.origin}.lf{self.id}"
+
+    def prefix(self, backend: Path) -> str:
+        """What this container's file names begin with on a backend: `<id>.` in a shared spread directory."""
+        return f"{self.id}." if self.spread and backend != self.backends[0] else ""
+
+    def files(self, backend: Path) -> list[str]:
+        """The names of this container's files on a backend (none if it is gone)."""
+        if not backend.is_dir():
+            return []
+        prefix = self.prefix(backend)
+        return sorted(name for name in os.listdir(backend) if name.startswith(prefix))
+
+    def groups(self, backend: Path, kind: str) -> list[str]:
+        """The groups that have a file `kind` (log, records, index, names) on a backend."""
+        head = self.prefix(backend) + kind + "."
+        return [name[len(head):] for name in self.files(backend) if name.startswith(head) and len(name) > len(head)]
+
+    def member(self, backend: Path, kind: str, group: str) -> Path:
+        return backend / f"{self.prefix(backend)}{kind}.{group}"
 
 
 def _within(inner: str, outer: str) -> bool:
@@ -160,7 +200,7 @@ def _backend_problem(directory: Path, meta: Meta, root: str, missing_ok: bool) -
     if meta.origin.startswith("/") or any(part in ("", ".", "..") for part in meta.origin.split("/")):
         return directory, "an extra backend, but no valid 'origin' line (a relative path of names)"
     base = os.path.normpath(os.path.join(directory, root))
-    tail = f"{meta.origin}.lf{meta.id}"
+    tail = meta.below_root()
     path = Path(base) / tail
     try:
         real_root = os.path.realpath(base, strict=True)
@@ -230,6 +270,12 @@ def read_meta(directory: Path, missing_ok: bool = False) -> Meta:
     meta.id, meta.origin = fields["id"], fields.get("origin", "")
     if extras != len(roots):
         raise damaged("its extras line does not count its backend lines (cut short?)")
+    try:
+        meta.spread = int(fields.get("spread", "0"))
+    except ValueError:
+        raise damaged("its spread line is not a number") from None
+    if not 0 <= meta.spread <= SPREAD_MAX:
+        raise damaged(f"its spread line is out of range (0 to {SPREAD_MAX})")
     if len(roots) >= MAX_BACKENDS:
         raise damaged(f"{len(roots)} backend lines (at most {MAX_BACKENDS - 1})")
     if meta.chunk < 4096 or meta.chunk % 4096:
@@ -250,6 +296,7 @@ class Journal:
     group: str
     index_path: Path
     log_path: Path
+    records_path: Path
     entries: np.ndarray  # ENTRY
     writers: np.ndarray  # writer id per entry
     blocks: int
@@ -321,10 +368,7 @@ def head_sum_bad(head: np.ndarray) -> bool:
 
 def pack_id(name: str) -> int:
     """A packed file's file_id: fnv1a-32 of its name, never 0."""
-    h = 2166136261
-    for byte in name.encode():
-        h = ((h ^ byte) * 16777619) & 0xFFFFFFFF
-    return h or 1
+    return fnv1a(name) or 1
 
 
 def only_file(journals: list[Journal], file_id: int) -> list[Journal]:
@@ -332,8 +376,8 @@ def only_file(journals: list[Journal], file_id: int) -> list[Journal]:
     out = []
     for j in journals:
         keep = j.entries["file_id"] == file_id
-        out.append(Journal(j.group, j.index_path, j.log_path, j.entries[keep], j.writers[keep], j.blocks,
-                           j.valid_bytes, j.total_bytes))
+        out.append(Journal(j.group, j.index_path, j.log_path, j.records_path, j.entries[keep], j.writers[keep],
+                           j.blocks, j.valid_bytes, j.total_bytes))
     return out
 
 
@@ -343,16 +387,15 @@ def load_journals(meta: Meta, file_id: int | None = None) -> list[Journal]:
     tools.groups)."""
     journals = []
     for backend in meta.backends:
-        if not backend.is_dir():
-            continue
-        for index in sorted(backend.glob("index.*")):
-            group = index.name[len("index."):]
+        for group in meta.groups(backend, "index"):
+            index = meta.member(backend, "index", group)
             data = read_inside(index)
             blocks, valid = parse_journal(data)
             entries = np.concatenate([b for _, b in blocks]) if blocks else np.zeros(0, ENTRY)
             writers = np.concatenate([np.full(len(b), h["writer"], np.uint64) for h, b in blocks]) \
                 if blocks else np.zeros(0, np.uint64)
-            journal = Journal(group, index, backend / f"log.{group}", entries, writers, len(blocks), valid, len(data))
+            journal = Journal(group, index, meta.member(backend, "log", group), meta.member(backend, "records", group),
+                              entries, writers, len(blocks), valid, len(data))
             _valid_or_refused(index, entries)
             _within_log(journal)
             journals.append(journal)

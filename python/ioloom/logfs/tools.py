@@ -10,10 +10,37 @@ from pathlib import Path
 
 import numpy as np
 
-from ioloom.logfs.format import (BLOCK, BLOCK_MAGIC, ENTRY, ENTRY_RULES, PACK_NAME, RECORD, UNLINK, VERSION, WRITE,
-                                 Container, FormatError, Journal, Meta, entry_problems, header_sum, is_container,
-                                 load_journals, log_size, only_file, open_inside, open_log, parse_journal,
-                                 physical_ends, read_inside, read_meta, record_layout, strip_prefix, sum64, sum64_rows)
+from ioloom.logfs.format import (
+    BLOCK,
+    BLOCK_MAGIC,
+    ENTRY,
+    ENTRY_RULES,
+    PACK_NAME,
+    RECORD,
+    UNLINK,
+    VERSION,
+    WRITE,
+    Container,
+    FormatError,
+    Journal,
+    Meta,
+    entry_problems,
+    header_sum,
+    is_container,
+    load_journals,
+    log_size,
+    only_file,
+    open_inside,
+    open_log,
+    parse_journal,
+    physical_ends,
+    read_inside,
+    read_meta,
+    record_layout,
+    strip_prefix,
+    sum64,
+    sum64_rows,
+)
 from ioloom.progress import Advance, Bar, silent
 
 
@@ -45,8 +72,8 @@ def packed_containers(pack: Path) -> dict[str, Container]:
     journals = load_journals(meta)
     names: dict[int, str] = {}
     for backend in meta.backends:
-        for journal in sorted(backend.glob("names.*")) if backend.is_dir() else []:
-            for line in read_inside(journal).decode(errors="replace").splitlines():
+        for group in meta.groups(backend, "names"):
+            for line in read_inside(meta.member(backend, "names", group)).decode(errors="replace").splitlines():
                 file_id, _, name = line.partition(" ")
                 names.setdefault(int(file_id, 16), name)
     if not journals:
@@ -77,9 +104,9 @@ def summary(path: Path) -> dict:
         "pattern_entries": int(np.count_nonzero(entries["count"] > 1)),
         "records": int(entries["count"].sum()) if len(entries) else 0,
         "index_bytes": sum(j.total_bytes for j in c.journals),
-        "records_bytes": sum(log_size(j.index_path.with_name("records." + j.group)) or 0 for j in c.journals),
+        "records_bytes": sum(log_size(j.records_path) or 0 for j in c.journals),
         "log_bytes": sum(p.stat().st_blocks * 512 for p in logs),
-        "files": sum(len(list(b.iterdir())) for b in c.meta.backends if b.is_dir()),
+        "files": sum(len(c.meta.files(b)) for b in c.meta.backends),
     }
 
 
@@ -276,12 +303,11 @@ def _record_key(head: np.ndarray) -> tuple[int, ...]:
 def groups(meta: Meta) -> list[Journal]:
     """Every writer group of every backend, whichever of its log, record journal and index exist (a group missing
     one of them is damaged), each with the valid blocks of its index (entries not checked: see check)."""
-    found = sorted({(backend, name.partition(".")[2]) for backend in meta.backends if backend.is_dir()
-                    for name in os.listdir(backend) if name.partition(".")[0] in ("log", "records", "index")
-                    and name.partition(".")[2]})
+    found = sorted({(backend, group) for backend in meta.backends for kind in ("log", "records", "index")
+                    for group in meta.groups(backend, kind)})
     out = []
     for backend, group in found:
-        index = backend / f"index.{group}"
+        index = meta.member(backend, "index", group)
         try:
             data = read_inside(index)
         except FileNotFoundError:
@@ -290,7 +316,8 @@ def groups(meta: Meta) -> list[Journal]:
         entries = np.concatenate([b for _, b in blocks]) if blocks else np.zeros(0, ENTRY)
         writers = np.concatenate([np.full(len(b), h["writer"], np.uint64) for h, b in blocks]) \
             if blocks else np.zeros(0, np.uint64)
-        out.append(Journal(group, index, backend / f"log.{group}", entries, writers, len(blocks), valid, len(data)))
+        out.append(Journal(group, index, meta.member(backend, "log", group), meta.member(backend, "records", group),
+                           entries, writers, len(blocks), valid, len(data)))
     return out
 
 
@@ -346,7 +373,7 @@ def _check_group(j: Journal, version: int, report: CheckReport, advance: Advance
     if j.valid_bytes != j.total_bytes:
         report.problems.append(f"{j.index_path}: {j.total_bytes - j.valid_bytes} bytes after block {j.blocks} "
                                "are torn or corrupt (a crash while publishing?): run `ioloom container recover`")
-    records = j.index_path.with_name("records." + j.group)
+    records = j.records_path
     writes = list(journal_writes(records, j.log_path, version, advance))
     described = {_record_key(w): (w, intact) for w, intact in writes}
     sound = _sound_entries(j, report)
@@ -594,13 +621,13 @@ def recover(path: Path, progress: Bar = silent) -> dict:
     journals = groups(meta)
     with progress(log_bytes(journals)) as advance:
         for j in journals:
-            records = j.index_path.with_name("records." + j.group)
-            intact = list(scan_records(records, j.log_path, meta.version, advance))
+            journal = j.records_path
+            intact = list(scan_records(journal, j.log_path, meta.version, advance))
             if len(rebuilt := _lost_records(j, [h for h, _ in intact], meta.version)):
-                old = read_inside(records) if log_size(records) is not None else b""
-                with _replacing(records, "recover") as out:  # what was there stays: the scan skips non-records
+                old = read_inside(journal) if log_size(journal) is not None else b""
+                with _replacing(journal, "recover") as out:  # what was there stays: the scan skips non-records
                     out.write(old + rebuilt.tobytes())
-                intact = list(scan_records(records, j.log_path, meta.version))
+                intact = list(scan_records(journal, j.log_path, meta.version))
                 rebuilt_records += len(rebuilt)
             scanned.append((j, intact))
     patterns = not _overlapping_writers([r for _, recs in scanned for r in recs])
@@ -624,16 +651,17 @@ def recover(path: Path, progress: Bar = silent) -> dict:
 BACKEND_FILES = ("log.", "records.", "index.", "names.")  # what logfs puts in an extra backend directory
 
 
-def _backend_files(backend: Path) -> list[str] | None:
-    """The files of an extra backend directory (None: it is gone), refusing (FormatError) one that holds anything
-    else."""
+def _backend_files(meta: Meta, backend: Path) -> list[str] | None:
+    """The container's files in an extra backend directory (None: it is gone; in a shared spread directory, the
+    names that begin with its id), refusing (FormatError) a directory that holds anything else of it."""
     try:
         fd = os.open(backend, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     except FileNotFoundError:
         return None
+    prefix = meta.prefix(backend)
     try:
-        names = os.listdir(fd)
-        foreign = [n for n in names if not n.startswith(BACKEND_FILES)
+        names = [n for n in os.listdir(fd) if n.startswith(prefix)]
+        foreign = [n for n in names if not n[len(prefix):].startswith(BACKEND_FILES)
                    or not stat.S_ISREG(os.lstat(n, dir_fd=fd).st_mode)]
     finally:
         os.close(fd)
@@ -645,14 +673,15 @@ def _backend_files(backend: Path) -> list[str] | None:
 
 
 def remove(path: Path) -> None:
-    """Delete a container: its extra backend directories (each checked first: only logfs's files, nothing
-    followed through a link), then its own directory, with the metadata, last."""
+    """Delete a container: its files in its extra backend directories (each checked first: only logfs's files,
+    nothing followed through a link; a directory of its own is removed, a shared spread one stays), then its own
+    directory, with the metadata, last."""
     directory = strip_prefix(path)
     if directory.is_symlink():
         raise FormatError(f"{directory} is a symbolic link to a container: remove the link with rm, or give the "
                           "container's own path")
     meta = read_meta(directory, missing_ok=True)
-    extras = [(backend, _backend_files(backend)) for backend in meta.backends[1:]]
+    extras = [(backend, _backend_files(meta, backend)) for backend in meta.backends[1:]]
     for backend, names in reversed([(b, names) for b, names in extras if names is not None]):
         fd = os.open(backend, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
         try:
@@ -660,5 +689,6 @@ def remove(path: Path) -> None:
                 os.unlink(name, dir_fd=fd)
         finally:
             os.close(fd)
-        os.rmdir(backend)
+        if not meta.spread:
+            os.rmdir(backend)
     shutil.rmtree(directory)  # fd-based: removes links inside, never what they point to
