@@ -3,6 +3,8 @@ then independent writes) writes through logfs on 4 ranks and reads back on 3; th
 program's direct write byte for byte. Open MPI runs it under OMPIO and ROMIO, MPICH under ROMIO."""
 from __future__ import annotations
 
+import pytest
+
 from ioloom.logfs import preload
 from ioloom.logfs.format import Container
 from ioloom.logfs.tools import check, summary
@@ -50,3 +52,30 @@ def test_parallel_hdf5_through_container(tmp_path):
     report = check(mount / "shared.h5")
     assert report.ok, report.problems
     assert Container.open(mount / "shared.h5").read(0, 8) == b"\x89HDF\r\n\x1a\n"   # the HDF5 signature
+
+
+@pytest.mark.parametrize("component", ["ompio", "romio"])
+def test_collective_writes_go_to_each_ranks_own_log(mpi, tmp_path, component):
+    """Collective MPI-IO over logfs writes each rank's blocks to that rank's own log, as PLFS's MPI-IO driver did
+    (today's main, under Open MPI's OMPIO: the two-phase exchange had rank 0 aggregate every rank's blocks into its
+    log; ROMIO writes these non-interleaved calls independently either way); the bytes equal the same collective
+    writes to a plain file."""
+    from ioloom.bench.io import run_bench
+    from ioloom.logfs.format import load_journals, read_meta
+    if component == "ompio" and mpi.name != "openmpi":
+        pytest.skip("OMPIO is Open MPI's")
+    select = {"OMPI_MCA_io": "romio321" if component == "romio" else "ompio"} if mpi.name == "openmpi" else {}
+    mount, block, ranks = tmp_path / "mnt", 65536, 4
+    mount.mkdir()
+    args = ["-a", "mpiio", "-c", "-w", "-k", "--pattern", "strided", "-b", str(block), "-t", str(block), "-s", "8"]
+    run_bench(mpi.name, ranks, [*args, "-o", tmp_path / "plain"], env=select)
+    run_bench(mpi.name, ranks, [*args, "-o", mount / "shared"], env={**preload.env({mount: []}), **select})
+    assert Container.open(mount / "shared").read() == (tmp_path / "plain").read_bytes()
+    journals = load_journals(read_meta(mount / "shared"))
+    assert sorted(j.group for j in journals) == [f"r{r}" for r in range(ranks)]
+    for j in journals:
+        rank = int(j.group[1:])
+        for e in j.entries:
+            starts = [int(e["offset"]) + i * int(e["stride"]) for i in range(int(e["count"]))]
+            assert all(s // block % ranks == rank and s % block + int(e["length"]) <= block for s in starts), \
+                (j.group, e)

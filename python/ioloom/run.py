@@ -91,7 +91,8 @@ def logfs_mounts(mounts: list[Path]) -> tuple[Path, dict[str, str]]:
     if missing:
         fail(f"--logfs needs existing directories: {', '.join(missing)} is not one (create it, or name another)")
     try:
-        return preload.library(), {"IOLOOM_LOGFS_ROOTS": preload.roots_value({m.resolve(): [] for m in mounts})}
+        return preload.library(), {"IOLOOM_LOGFS_ROOTS": preload.roots_value({m.resolve(): [] for m in mounts}),
+                                   **preload.own_log_collectives()}
     except paths.NativeMissing as err:
         fail(str(err))
 

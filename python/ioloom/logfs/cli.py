@@ -166,7 +166,9 @@ def run(ctx: typer.Context,
         fanout: str = typer.Option("rank", callback=_fanout, help="Writers per log: rank, node, or a number of ranks."),
         pack: bool = typer.Option(False, help="Pack a directory's new files into one container (1-N)."),
         spread: int = typer.Option(32, min=0, max=4096, help="Shared directories per extra backend that new "
-                                   "containers' logs are spread over (0: a directory per container).")) -> None:
+                                   "containers' logs are spread over (0: a directory per container)."),
+        two_phase: bool = typer.Option(False, "--two-phase", help="Keep MPI-IO's collective buffering (by default "
+                                       "each rank writes its own data to its own log, as PLFS's driver did).")) -> None:
     """Run a command (e.g. an mpiexec line) over logfs: `ioloom container run -m /scratch/lfs -- mpiexec -n 4 ./app`."""
     import os
     import subprocess
@@ -181,7 +183,8 @@ def run(ctx: typer.Context,
     try:
         # preloads already in the environment (another tool's) stay, in front: they see the logical I/O
         env = preload.env({m.resolve(): [b.resolve() for b in backends] for m in mounts},
-                          preload_first=os.environ.get("LD_PRELOAD"), fanout=fanout, spread=str(spread))
+                          preload_first=os.environ.get("LD_PRELOAD"), two_phase=two_phase, fanout=fanout,
+                          spread=str(spread))
     except NativeMissing as err:
         _fail(str(err))
     if pack:

@@ -133,7 +133,11 @@ def strip_prefix(path: str | os.PathLike) -> Path:
 
 def is_member(path: str, logical_paths) -> bool:
     """Whether `path` is one of logfs's own files: a journal, the metadata or the lock file in a container (a
-    directory among `logical_paths`, the paths a program opened as files) or in an extra backend directory."""
+    directory among `logical_paths`, the paths a program opened as files) or in an extra backend directory, or the
+    ROMIO hints file its runs name (preload.own_log_collectives)."""
+    from ioloom.logfs.preload import ROMIO_HINTS
+    if path == os.fspath(ROMIO_HINTS):
+        return True
     parent, _, name = path.rpartition("/")
     in_backend = BACKEND_DIR.search(parent) is not None
     if in_backend:
