@@ -124,7 +124,8 @@ def print_table(report: dict) -> None:
                         f"{report['compute_ms']} ms apart ({report['mpi']}; load average {report['load']}): ours "
                         "(Omnisc'IO's in the thesis, Tables 7.6-7.8)")
     for column in ("application", "ops", "symbols", "symbols right %", "hit ratio %", "offsets right %",
-                   "contiguous %", "time error s", "immediate reaccess s", "grammar", "model us/op"):
+                   "contiguous %", "time error s", "immediate reaccess s", "grammar",
+                   "Python CPU us/op (one run)"):
         table.add_column(column, justify="left" if column == "application" else "right")
     for kernel, figures in report["kernels"].items():
         table.add_row(*_row(kernel, figures))
