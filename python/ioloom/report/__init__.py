@@ -36,8 +36,15 @@ def _secs(value: float) -> str:
     return f"{value * 1e6:,.0f} µs" if value < 1e-3 else f"{value * 1e3:,.1f} ms" if value < 1 else f"{value:,.2f} s"
 
 
+SHORT_CALLS = (f"In the timelines a call is at least 1/{figures.VISIBLE} of the time axis wide, so that calls of "
+               "microseconds show; hover over one for its own duration.")
+
+
 def _mbps(value) -> str:
-    return "–" if value is None else f"{value:,.1f}"
+    """A bandwidth in MB/s: one decimal, or three significant digits under 1 (never 0.0 for bytes moved)."""
+    if value is None:
+        return "–"
+    return f"{value:,.1f}" if value >= 1 or value == 0 else f"{value:.3g}"
 
 
 def _plot(fig, div_id: str) -> str:
@@ -87,8 +94,8 @@ def _summary(a, result: dict) -> str:
                      _card(len(io["files"]), f"files of the program ({s['files']:,} traced in all)"),
                      _card(f"{s['duration_s']:.3f} s", "run time (Darshan job)" if s.get("darshan", {}).get(
                          "counters_only") else "traced span"),
-                     _card(human_bytes(own["write_bytes"]), f"written by the program ({through})"),
-                     _card(human_bytes(own["read_bytes"]), f"read by the program ({through})"),
+                      _moved_card(result, own["write_bytes"], "bytes_written", "written", through),
+                     _moved_card(result, own["read_bytes"], "bytes_read", "read", through),
                      _card(len(result["findings"]), "findings")])
     rows = pd.DataFrame([{"direction": d, "moved": human_bytes(b["aggregate_bytes"]),
                           "aggregate (MB/s)": _mbps(b["aggregate_MBps"]),
@@ -108,6 +115,28 @@ def _summary(a, result: dict) -> str:
             "(about 1/N of the aggregate on N ranks).")
     return _section("summary", "Summary", lead, f'<div class="cards">{cards}</div><h3>I/O per layer</h3>'
                     + _layers_table(io) + _files_table(io) + "<h3>Bandwidth</h3>" + figures.frame_html(rows))
+
+
+def _counter_bytes(result: dict, counter: str) -> tuple[int, str]:
+    """What a Darshan log's counters say the program moved, and the modules counted: the top one (MPI-IO,
+    else POSIX), plus stdio."""
+    modules = {m["module"]: m for m in result.get("darshan", {}).get("modules", [])}
+    top = [name for name in ("MPI-IO", "POSIX") if name in modules][:1] + [name for name in ("STDIO",)
+                                                                          if name in modules]
+    return sum(int(modules[name][counter]) for name in top), " + ".join(top)
+
+
+def _moved_card(result: dict, moved: int, counter: str, verb: str, through: str) -> str:
+    """Bytes written or read by the program; for a Darshan log without events or with partial ones, what its
+    counters say instead or beside them."""
+    darshan = result["summary"].get("darshan", {})
+    counted, modules = _counter_bytes(result, counter)
+    if darshan.get("counters_only"):
+        return _card(human_bytes(counted), f"{verb} by the program (Darshan's counters: {modules})")
+    if darshan.get("dxt_partial"):
+        return _card(human_bytes(moved), f"{verb} by the program ({through}); in the DXT segments kept, of "
+                                         f"{human_bytes(counted)} in Darshan's counters")
+    return _card(human_bytes(moved), f"{verb} by the program ({through})")
 
 
 def _events_card(s: dict) -> str:
@@ -138,6 +167,9 @@ def _findings(result: dict) -> str:
     if items:
         body = "".join(items) + (f"<details><summary>The {len(checks)} checks and their thresholds</summary>"
                                  f"{table}</details>")
+    elif result["summary"].get("darshan", {}).get("counters_only"):
+        body = (f"<p>No check could run: the {len(checks)} checks below look at I/O calls, and this Darshan log "
+                "holds counters only (no DXT events; run with DXT_ENABLE_IO_TRACE=1 to record them).</p>" + table)
     else:
         body = (f'<p class="ok">No findings: none of the {len(checks)} checks below matched this trace.</p>' + table)
     return _section("findings", "Findings", "Problems the trace shows, with evidence and the change that "
@@ -170,7 +202,7 @@ def _crosslayer(a, result, figs) -> str:
                  "not interleave).</p>" + figures.frame_html(colls))
     return _section("crosslayer", "MPI-IO calls decomposed into POSIX calls",
                     "Each MPI-IO call with the POSIX calls it issued (linked by the tracer, not guessed from time), "
-                    "as in Wright's Figs. 4.8-4.10.", body)
+                    f"as in Wright's Figs. 4.8-4.10. {SHORT_CALLS}", body)
 
 
 def collective_label(coll_seq: int) -> str:
@@ -195,7 +227,8 @@ def two_phase(collective: dict, hints: dict[str, str]) -> str:
     if not movers:
         return "no data moved"
     if nodes and nodes.isdigit() and movers > int(nodes):
-        return f"skipped: {movers} ranks wrote their own parts (cb_nodes={nodes})"
+        moved = "read" if "read" in str(collective.get("op", "")) else "wrote"
+        return f"skipped: {movers} ranks {moved} their own parts (cb_nodes={nodes})"
     return f"{movers} aggregator(s)" + (f" (cb_nodes={nodes})" if nodes else "")
 
 
@@ -203,10 +236,12 @@ def _concurrency(a, result, figs) -> str:
     locks = pd.DataFrame([{**lock, "file": a.paths.get(lock["file_id"], lock["file_id"])}
                           for lock in result["locks"]])
     body = _figures_for(("concurrent", "locks"), figs)
+    if not any(name == "concurrent" for name, _ in figs):
+        body = "<p>No file was written by two ranks or more: no concurrent writes to show.</p>" + body
     body += figures.frame_html(locks.drop(columns="file_id")) if len(locks) else "<p>No record locks were taken.</p>"
     return _section("concurrency", "Concurrent writes and locks",
                     "A staircase of writes from different ranks means they were served one after another "
-                    "(Wright Fig. 5.1).", body)
+                    f"(Wright Fig. 5.1). {SHORT_CALLS}", body)
 
 
 def _access(a, result, figs) -> str:

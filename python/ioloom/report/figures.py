@@ -16,6 +16,10 @@ from ioloom.analysis.range_tables import CHILD_CATEGORIES, SIZE_BIN_NAMES
 
 COLORS = {"read": "#2a9d8f", "write": "#e76f51", "lock": "#6d597a", "unlock": "#b56576", "other": "#c9ccd1",
           "mpiio": "#264653"}
+# one colour per layer and direction, the same in every plot that draws them
+SERIES_COLORS = {("mpiio", "read"): "#1d6f66", ("mpiio", "write"): "#a63c1f", ("posix", "read"): "#2a9d8f",
+                 ("posix", "write"): "#e76f51", ("stdio", "read"): "#7cb518", ("stdio", "write"): "#e9a23b"}
+VISIBLE = 600  # a timeline's bars are at least 1/VISIBLE of its time axis wide, so that calls of microseconds show
 MAX_BARS = 4000     # bars per timeline figure; beyond this the figure shows the first calls and says so
 MAX_POINTS = 6000   # points per access map
 LAYER_LABELS = {"mpiio": "MPI-IO", "stdio": "stdio", "posix": "POSIX", "process": "process"}
@@ -35,11 +39,24 @@ def _seconds(ns) -> np.ndarray:
     return np.asarray(ns, dtype=np.float64) / NS
 
 
-def _bars(y, t_start, t_end, name, color, hover, showlegend=True) -> go.Bar:
-    """Horizontal bars from t_start to t_end (ns) on categorical rows y."""
-    return go.Bar(y=y, base=_seconds(t_start), x=_seconds(np.asarray(t_end) - np.asarray(t_start)),
-                  orientation="h", name=name, marker_color=color, hovertext=hover, hoverinfo="text",
-                  showlegend=showlegend, width=0.8)
+def _bars(y, t_start, t_end, name, color, hover, showlegend=True, min_s: float = 0.0) -> go.Bar:
+    """Horizontal bars from t_start to t_end (ns) on categorical rows y, at least `min_s` wide (min_width)."""
+    width = np.maximum(_seconds(np.asarray(t_end) - np.asarray(t_start)), min_s)
+    return go.Bar(y=y, base=_seconds(t_start), x=width, orientation="h", name=name, marker_color=color,
+                  hovertext=hover, hoverinfo="text", showlegend=showlegend, width=0.8)
+
+
+def min_width(*frames: pd.DataFrame) -> float:
+    """The narrowest bar a timeline of these calls (t_start, t_end in ns) draws, in seconds: 1/VISIBLE of its
+    span; shorter calls would be narrower than a pixel and vanish (their hover text gives their own time)."""
+    starts = [int(f["t_start"].min()) for f in frames if len(f)]
+    ends = [int(f["t_end"].max()) for f in frames if len(f)]
+    return (max(ends) - min(starts)) / NS / VISIBLE if starts else 0.0
+
+
+def _series(layer: str, kind: str) -> tuple[str, str]:
+    """A layer and direction's name and colour in the plots."""
+    return f"{LAYER_LABELS.get(layer, layer)} {kind}", SERIES_COLORS.get((layer, kind), COLORS["other"])
 
 
 def _app_samples(a) -> pd.DataFrame:
@@ -58,11 +75,12 @@ def decomposition_timeline(a) -> go.Figure | None:
         return None
     kids = a.children.merge(calls[["rank", "call_id"]], on=["rank", "call_id"]).head(MAX_BARS)
     fig = go.Figure()
+    shortest = min_width(calls, kids)
     hover = [f"rank {r} {op}<br>{b:,} bytes, {d * 1e3:.3f} ms<br>file {a.paths.get(f, f)}" for r, op, b, d, f in
              zip(calls["rank"], calls["op"], calls["bytes"], _seconds(calls["t_end"] - calls["t_start"]),
                  calls["file_id"])]
     fig.add_trace(_bars([f"rank {r} MPI-IO" for r in calls["rank"]], calls["t_start"], calls["t_end"], "MPI-IO call",
-                        COLORS["mpiio"], hover))
+                        COLORS["mpiio"], hover, min_s=shortest))
     for code, name in enumerate(CHILD_CATEGORIES):
         part = kids[kids["category"] == code]
         if part.empty:
@@ -70,7 +88,7 @@ def decomposition_timeline(a) -> go.Figure | None:
         hover = [f"rank {r} POSIX {name}<br>offset {o:,}, {b:,} bytes, {d * 1e6:.1f} µs" for r, o, b, d in
                  zip(part["rank"], part["offset"], part["bytes"], _seconds(part["t_end"] - part["t_start"]))]
         fig.add_trace(_bars([f"rank {r} POSIX" for r in part["rank"]], part["t_start"], part["t_end"], name,
-                            COLORS[name], hover))
+                            COLORS[name], hover, min_s=shortest))
     rows = sorted({f"rank {r} {lane}" for r in calls["rank"] for lane in ("MPI-IO", "POSIX")},
                   key=lambda s: (int(s.split()[1]), s.endswith("POSIX")), reverse=True)
     total = int(a.splits["calls"].sum())
@@ -148,11 +166,12 @@ def access_maps(a) -> list[go.Figure]:
 
 def concurrent_writes(a) -> go.Figure | None:
     """POSIX writes of every rank on the busiest shared file as bars in time: a staircase means the file
-    system (or a lock) served them one after another (Wright Fig. 5.1)."""
+    system (or a lock) served them one after another (Wright Fig. 5.1). None when no file is written by two
+    ranks or more: there is no concurrency to show."""
     shared = [p["file_id"] for p in a.patterns if p["processes"] > 1]
     samples = _app_samples(a)
-    writes = samples[(samples["layer"] == 0) & (samples["kind"] == WRITE)]
-    writes = writes[writes["file_id"].isin(shared)] if shared else writes
+    writes = samples[(samples["layer"] == 0) & (samples["kind"] == WRITE) & samples["file_id"].isin(shared)]
+    writes = writes[writes.groupby("file_id")["rank"].transform("nunique") > 1]
     if writes.empty:
         return None
     file_id = writes.groupby("file_id")["bytes"].sum().idxmax()
@@ -160,7 +179,7 @@ def concurrent_writes(a) -> go.Figure | None:
     hover = [f"rank {r} write<br>offset {o:,}, {b:,} bytes, {d * 1e6:.1f} µs" for r, o, b, d in
              zip(part["rank"], part["offset"], part["bytes"], _seconds(part["t_end"] - part["t_start"]))]
     fig = go.Figure(_bars([f"rank {r}" for r in part["rank"]], part["t_start"], part["t_end"], "POSIX write",
-                          COLORS["write"], hover))
+                          COLORS["write"], hover, min_s=min_width(part)))
     ranks = sorted(part["rank"].unique(), reverse=True)
     _layout(fig, title=f"Concurrent POSIX writes on {a.paths.get(int(file_id), file_id)}",
                       xaxis_title="time (s)", height=max(300, 26 * len(ranks) + 120))
@@ -169,17 +188,19 @@ def concurrent_writes(a) -> go.Figure | None:
 
 
 def size_histograms(a) -> go.Figure | None:
-    """Request sizes in Darshan's bins, per layer and direction."""
-    hist = a.histogram
+    """Request sizes in Darshan's bins, per layer and direction, on the application's files (as the counters
+    table; the MPI runtime's and the system's files are left out)."""
+    hist = a.histogram[~a.histogram["file_id"].isin(a.options.excluded_files)]
     if hist.empty:
         return None
     fig = go.Figure()
     for (layer, kind), part in hist.groupby(["layer", "kind"]):
         counts = part.groupby("bin")["count"].sum().reindex(range(len(SIZE_BIN_NAMES)), fill_value=0)
-        fig.add_trace(go.Bar(x=list(SIZE_BIN_NAMES), y=counts.to_numpy(), name=f"{LAYERS[layer]} {KINDS[kind]}",
-                             hovertemplate="%{x}: %{y:,} requests<extra>" + f"{LAYERS[layer]} {KINDS[kind]}</extra>"))
-    _layout(fig, barmode="group", title="Request sizes (Darshan's bins, bytes)",
-                      yaxis_title="requests", xaxis_title="size bin")
+        name, colour = _series(LAYERS[layer], KINDS[kind])
+        fig.add_trace(go.Bar(x=list(SIZE_BIN_NAMES), y=counts.to_numpy(), name=name, marker_color=colour,
+                             hovertemplate="%{x}: %{y:,} requests<extra>" + name + "</extra>"))
+    _layout(fig, barmode="group", title="Request sizes (Darshan's bins, bytes)", showlegend=True,
+            yaxis_title="requests", xaxis_title="size bin")
     return fig
 
 
@@ -198,17 +219,20 @@ def bandwidth_over_time(a) -> go.Figure | None:
         moved = part.groupby("t_ns")["bytes"].sum().reindex(edges, fill_value=0).to_numpy()
         rate = moved / MB / (width / NS)
         rate[-1] = rate[-2] if len(rate) > 1 else rate[-1]  # the closing edge repeats the last bin's value
-        name = f"{LAYER_LABELS[LAYERS[layer]]} {KINDS[kind]}"
+        name, colour = _series(LAYERS[layer], KINDS[kind])
         fig.add_trace(go.Scatter(x=_seconds(edges), y=rate, mode="lines", line_shape="hv", name=name,
+                                 line_color=colour,
                                  hovertemplate="t=%{x:.4f} s<br>%{y:,.1f} MB/s<extra>" + name + "</extra>"))
     _layout(fig, title=f"Bandwidth over time ({width / NS * 1e3:.3g} ms bins)", xaxis_title="time (s)",
-            yaxis_title="MB/s (MB = 1024² bytes)")
+            yaxis_title="MB/s (MB = 1024² bytes)", showlegend=True)
     return fig
 
 
 def lock_timeline(a) -> go.Figure | None:
-    """Record locks per rank: waiting (request to grant) and holding (grant to release)."""
-    locks = a.locks.dropna(subset=["t_release"]).sort_values("t_request").head(MAX_BARS // 2)
+    """Record locks per rank on the application's files (as the locks table; OMPIO's lock probes on its
+    .locktest files are the MPI runtime's): waiting (request to grant) and holding (grant to release)."""
+    locks = a.locks[~a.locks["file_id"].isin(a.options.excluded_files)]
+    locks = locks.dropna(subset=["t_release"]).sort_values("t_request").head(MAX_BARS // 2)
     if locks.empty:
         return None
     rows = [f"rank {r}" for r in locks["rank"]]
