@@ -5,9 +5,9 @@
 #include "bench.h"
 
 struct bench_file {
-    int fd;         /* POSIX */
-    MPI_File fh;    /* MPI-IO */
-    int collective; /* MPI-IO, HDF5: collective data calls */
+    int fd;                                             /* POSIX */
+    MPI_File fh;                                        /* MPI-IO */
+    int collective;                                     /* MPI-IO, HDF5: collective data calls */
     int64_t h5_file, h5_dataset, h5_filespace, h5_xfer; /* HDF5 (hid_t) */
 };
 

@@ -14,8 +14,7 @@ static struct bench_file *hdf5_open(const struct bench_options *o, const char *n
     H5Pset_fapl_mpio(fapl, comm, info);
     hid_t file = writing ? H5Fcreate(name, H5F_ACC_TRUNC, H5P_DEFAULT, fapl) : H5Fopen(name, H5F_ACC_RDONLY, fapl);
     H5Pclose(fapl);
-    if (info != MPI_INFO_NULL)
-        MPI_Info_free(&info);
+    if (info != MPI_INFO_NULL) MPI_Info_free(&info);
     if (file < 0) {
         bench_error("HDF5 could not %s %s (its error stack is above)", writing ? "create" : "open", name);
         return NULL;
@@ -50,16 +49,14 @@ static int hdf5_transfer(struct bench_file *f, void *buf, size_t len, uint64_t o
     herr_t rc = writing ? H5Dwrite(f->h5_dataset, H5T_NATIVE_UCHAR, memspace, f->h5_filespace, f->h5_xfer, buf)
                         : H5Dread(f->h5_dataset, H5T_NATIVE_UCHAR, memspace, f->h5_filespace, f->h5_xfer, buf);
     H5Sclose(memspace);
-    if (rc >= 0)
-        return 0;
+    if (rc >= 0) return 0;
     bench_error("%s of %zu bytes at dataset offset %llu failed", writing ? "H5Dwrite" : "H5Dread", len,
                 (unsigned long long)offset);
     return BENCH_EXIT_IO;
 }
 
 static int hdf5_sync(struct bench_file *f) {
-    if (H5Fflush(f->h5_file, H5F_SCOPE_GLOBAL) >= 0)
-        return 0;
+    if (H5Fflush(f->h5_file, H5F_SCOPE_GLOBAL) >= 0) return 0;
     bench_error("H5Fflush failed");
     return BENCH_EXIT_IO;
 }
@@ -70,8 +67,7 @@ static int hdf5_close(struct bench_file *f) {
     H5Dclose(f->h5_dataset);
     herr_t rc = H5Fclose(f->h5_file);
     free(f);
-    if (rc >= 0)
-        return 0;
+    if (rc >= 0) return 0;
     bench_error("H5Fclose failed");
     return BENCH_EXIT_IO;
 }
@@ -80,11 +76,9 @@ static int hdf5_close(struct bench_file *f) {
 static MPI_Info hdf5_info(struct bench_file *f) {
     MPI_File *fh = NULL;
     MPI_Info info = MPI_INFO_NULL;
-    if (H5Fget_vfd_handle(f->h5_file, H5P_DEFAULT, (void **)&fh) >= 0 && fh)
-        MPI_File_get_info(*fh, &info);
+    if (H5Fget_vfd_handle(f->h5_file, H5P_DEFAULT, (void **)&fh) >= 0 && fh) MPI_File_get_info(*fh, &info);
     return info;
 }
 
-const struct bench_backend bench_hdf5_backend = {"hdf5", hdf5_open, hdf5_transfer, hdf5_sync, hdf5_close,
-                                                 hdf5_info};
+const struct bench_backend bench_hdf5_backend = {"hdf5", hdf5_open, hdf5_transfer, hdf5_sync, hdf5_close, hdf5_info};
 #endif

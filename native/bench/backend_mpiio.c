@@ -11,8 +11,7 @@ static struct bench_file *mpiio_open(const struct bench_options *o, const char *
     MPI_File fh;
     int amode = writing ? MPI_MODE_WRONLY | MPI_MODE_CREATE : MPI_MODE_RDONLY;
     int err = MPI_File_open(comm, name, amode, info, &fh);
-    if (info != MPI_INFO_NULL)
-        MPI_Info_free(&info);
+    if (info != MPI_INFO_NULL) MPI_Info_free(&info);
     if (err != MPI_SUCCESS) {
         bench_mpi_failed("MPI_File_open", name, err);
         return NULL;
@@ -32,8 +31,7 @@ static int mpiio_transfer(struct bench_file *f, void *buf, size_t len, uint64_t 
     else
         err = f->collective ? MPI_File_read_at_all(f->fh, (MPI_Offset)offset, buf, (int)len, MPI_BYTE, &st)
                             : MPI_File_read_at(f->fh, (MPI_Offset)offset, buf, (int)len, MPI_BYTE, &st);
-    if (err != MPI_SUCCESS)
-        return bench_mpi_failed(writing ? "MPI_File_write_at" : "MPI_File_read_at", "", err);
+    if (err != MPI_SUCCESS) return bench_mpi_failed(writing ? "MPI_File_write_at" : "MPI_File_read_at", "", err);
     int count = 0;
     MPI_Get_count(&st, MPI_BYTE, &count);
     if ((size_t)count != len) {
@@ -61,5 +59,5 @@ static MPI_Info mpiio_info(struct bench_file *f) {
     return info;
 }
 
-const struct bench_backend bench_mpiio_backend = {"mpiio", mpiio_open, mpiio_transfer, mpiio_sync, mpiio_close,
-                                                  mpiio_info};
+const struct bench_backend bench_mpiio_backend = {"mpiio",    mpiio_open,  mpiio_transfer,
+                                                  mpiio_sync, mpiio_close, mpiio_info};

@@ -25,8 +25,7 @@ static int posix_transfer(struct bench_file *f, void *buf, size_t len, uint64_t 
     while (done < len) {
         ssize_t n = writing ? pwrite(f->fd, (char *)buf + done, len - done, (off_t)(offset + done))
                             : pread(f->fd, (char *)buf + done, len - done, (off_t)(offset + done));
-        if (n < 0 && errno == EINTR)
-            continue;
+        if (n < 0 && errno == EINTR) continue;
         if (n <= 0) {
             bench_error("%s of %zu bytes at offset %llu: %s", writing ? "pwrite" : "pread", len - done,
                         (unsigned long long)(offset + done), n < 0 ? strerror(errno) : "end of file");
@@ -38,8 +37,7 @@ static int posix_transfer(struct bench_file *f, void *buf, size_t len, uint64_t 
 }
 
 static int posix_sync(struct bench_file *f) {
-    if (fsync(f->fd) == 0)
-        return 0;
+    if (fsync(f->fd) == 0) return 0;
     bench_error("fsync: %s", strerror(errno));
     return BENCH_EXIT_IO;
 }
@@ -48,8 +46,7 @@ static int posix_close(struct bench_file *f) {
     int rc = close(f->fd);
     int err = errno;
     free(f);
-    if (rc == 0)
-        return 0;
+    if (rc == 0) return 0;
     bench_error("close: %s", strerror(err));
     return BENCH_EXIT_IO;
 }
@@ -59,5 +56,5 @@ static MPI_Info posix_info(struct bench_file *f) {
     return MPI_INFO_NULL;
 }
 
-const struct bench_backend bench_posix_backend = {"posix", posix_open, posix_transfer, posix_sync, posix_close,
-                                                  posix_info};
+const struct bench_backend bench_posix_backend = {"posix",    posix_open,  posix_transfer,
+                                                  posix_sync, posix_close, posix_info};

@@ -131,13 +131,13 @@ MPI_Info bench_hints_info(const struct bench_options *o);
 
 /* Per-rank times of one phase, seconds. */
 struct bench_times {
-    double start; /* bench_now() when the phase began, after the common barrier */
+    double start;                /* bench_now() when the phase began, after the common barrier */
     double data_begin, data_end; /* bench_now() at the start of the first data call and the end of the last */
     double open, data, sync, close;
-    double wait; /* idle time asked for with --wait */
-    double prep; /* filling buffers with the pattern and checking them: the benchmark's work, not I/O */
-    double total;                         /* open to close, this rank */
-    double end;                           /* when its close returned (bench_wallclock); start = end - total */
+    double wait;  /* idle time asked for with --wait */
+    double prep;  /* filling buffers with the pattern and checking them: the benchmark's work, not I/O */
+    double total; /* open to close, this rank */
+    double end;   /* when its close returned (bench_wallclock); start = end - total */
     uint64_t bytes;
     uint64_t calls;  /* data calls: data / calls is the time per call (RIOT's overhead measure) */
     uint64_t errors; /* bytes that failed --verify */

@@ -22,33 +22,28 @@ static unsigned char expected_byte(uint64_t offset, int writer) {
 
 void bench_fill(unsigned char *buf, size_t len, uint64_t offset, int writer) {
     size_t i = 0;
-    for (; i < len && ((offset + i) & 7); i++)
-        buf[i] = expected_byte(offset + i, writer);
+    for (; i < len && ((offset + i) & 7); i++) buf[i] = expected_byte(offset + i, writer);
     uint64_t w = (offset + i) >> 3;
     for (; i + 8 <= len; i += 8, w++) {
         uint64_t v = word_at(w, writer);
         memcpy(buf + i, &v, 8);
     }
-    for (; i < len; i++)
-        buf[i] = expected_byte(offset + i, writer);
+    for (; i < len; i++) buf[i] = expected_byte(offset + i, writer);
 }
 
 /* The index of the first byte that differs from the pattern, or -1 when all match. */
 static long first_mismatch(const unsigned char *buf, size_t len, uint64_t offset, int writer) {
     size_t i = 0;
     for (; i < len && ((offset + i) & 7); i++)
-        if (buf[i] != expected_byte(offset + i, writer))
-            return (long)i;
+        if (buf[i] != expected_byte(offset + i, writer)) return (long)i;
     uint64_t w = (offset + i) >> 3;
     for (; i + 8 <= len; i += 8, w++) {
         uint64_t v = word_at(w, writer), got;
         memcpy(&got, buf + i, 8);
-        if (got != v)
-            break; /* the byte loop below finds which byte */
+        if (got != v) break; /* the byte loop below finds which byte */
     }
     for (; i < len; i++)
-        if (buf[i] != expected_byte(offset + i, writer))
-            return (long)i;
+        if (buf[i] != expected_byte(offset + i, writer)) return (long)i;
     return -1;
 }
 

@@ -12,8 +12,7 @@ void bench_kernel_remove(MPI_Comm comm, const char *name) {
     int rank;
     MPI_Comm_rank(comm, &rank);
     MPI_Barrier(comm);
-    if (rank == 0)
-        bench_unlink(name);
+    if (rank == 0) bench_unlink(name);
     MPI_Barrier(comm);
 }
 
@@ -23,8 +22,7 @@ void bench_kernel_open(const struct bench_options *o, MPI_Comm comm, const char 
     MPI_Info info = bench_hints_info(o);
     double start = t->start = bench_phase_begin(o, comm);
     int err = MPI_File_open(comm, name, writing ? MPI_MODE_CREATE | MPI_MODE_WRONLY : MPI_MODE_RDONLY, info, fh);
-    if (info != MPI_INFO_NULL)
-        MPI_Info_free(&info);
+    if (info != MPI_INFO_NULL) MPI_Info_free(&info);
     bench_mpi_check(err, "MPI_File_open", name);
     t->open = bench_now() - start;
     MPI_Info after;

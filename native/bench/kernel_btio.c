@@ -28,8 +28,8 @@ static int decompose(const struct bench_options *o, MPI_Comm comm, struct btio_b
         int n = o->cells, q = n / dims[d], rem = n % dims[d];
         if (q == 0) {
             if (rank == 0)
-                bench_error("--cells %d: the grid needs at least %d points per side for %d ranks (%dx%dx%d)",
-                            n, dims[d], nranks, dims[0], dims[1], dims[2]);
+                bench_error("--cells %d: the grid needs at least %d points per side for %d ranks (%dx%dx%d)", n,
+                            dims[d], nranks, dims[0], dims[1], dims[2]);
             return BENCH_EXIT_USAGE;
         }
         b->global[d] = n;
@@ -74,8 +74,7 @@ static void phase(const struct bench_options *o, MPI_Comm comm, const struct bti
     bench_kernel_open(o, comm, name, writing, r, &fh, t);
     for (int s = 0; s < o->steps; s++) {
         double p0 = bench_now();
-        if (writing)
-            visit(b, s, buf, 0);
+        if (writing) visit(b, s, buf, 0);
         t->prep += bench_now() - p0;
         double d0 = bench_now();
         bench_mpi_check(MPI_File_set_view(fh, s * step_bytes, b->point, b->filetype, "native", MPI_INFO_NULL),
@@ -97,8 +96,7 @@ static void phase(const struct bench_options *o, MPI_Comm comm, const struct bti
 int bench_kernel_btio(const struct bench_options *o, MPI_Comm comm, struct bench_report *r) {
     struct btio_block b;
     int rc = decompose(o, comm, &b);
-    if (rc)
-        return rc;
+    if (rc) return rc;
     char name[sizeof o->path + 16];
     bench_kernel_file(o, BENCH_BTIO_SUFFIX, name, sizeof name);
     double *buf = bench_alloc(b.points * COMPONENTS * sizeof(double));
@@ -106,8 +104,7 @@ int bench_kernel_btio(const struct bench_options *o, MPI_Comm comm, struct bench
     bench_report_param(r, "steps", o->steps);
     bench_report_param(r, "file_bytes", (double)o->steps * o->cells * o->cells * o->cells * COMPONENTS * 8);
     struct bench_times t;
-    if (o->write)
-        bench_kernel_remove(comm, name); /* a stale, longer file would hide what this run wrote */
+    if (o->write) bench_kernel_remove(comm, name); /* a stale, longer file would hide what this run wrote */
     for (int rep = 0; rep < o->repetitions; rep++) {
         if (o->write) {
             phase(o, comm, &b, name, 1, buf, &t, r);
@@ -121,7 +118,6 @@ int bench_kernel_btio(const struct bench_options *o, MPI_Comm comm, struct bench
     free(buf);
     MPI_Type_free(&b.filetype);
     MPI_Type_free(&b.point);
-    if (!bench_files_stay(o, r, name))
-        bench_kernel_remove(comm, name);
+    if (!bench_files_stay(o, r, name)) bench_kernel_remove(comm, name);
     return 0;
 }

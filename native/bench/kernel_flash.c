@@ -31,7 +31,7 @@ struct block_range {
 /* Writes this rank's blocks [first, first+count) of a dataset [total][row_dims...]; counts the call in *t.
  * Aborts the run on failure, as every I/O error does (the other ranks would wait in the next collective). */
 static void write_row(hid_t file, hid_t xfer, const char *name, hid_t type, struct block_range blocks, int ndims,
-                     const hsize_t *row_dims, const void *data, struct bench_times *t) {
+                      const hsize_t *row_dims, const void *data, struct bench_times *t) {
     hsize_t dims[4] = {blocks.total, 1, 1, 1}, start[4] = {blocks.first, 0, 0, 0}, count[4] = {blocks.count, 1, 1, 1};
     uint64_t bytes = blocks.count * H5Tget_size(type);
     for (int d = 0; d < ndims; d++) {
@@ -46,8 +46,7 @@ static void write_row(hid_t file, hid_t xfer, const char *name, hid_t type, stru
     H5Sselect_hyperslab(space, H5S_SELECT_SET, start, NULL, count, NULL);
     herr_t rc = dataset < 0 ? -1 : H5Dwrite(dataset, type, memspace, space, xfer, data);
     H5Sclose(memspace);
-    if (dataset >= 0)
-        H5Dclose(dataset);
+    if (dataset >= 0) H5Dclose(dataset);
     H5Sclose(space);
     if (rc < 0) {
         bench_error("HDF5 could not write dataset \"%s\" (its error stack is above)", name);
@@ -100,8 +99,7 @@ static void write_file(const struct bench_options *o, MPI_Comm comm, const struc
         bench_abort_io();
     }
     double d0 = t.data_begin = bench_now();
-    if (ff->metadata)
-        write_metadata(file, xfer, blocks, &t);
+    if (ff->metadata) write_metadata(file, xfer, blocks, &t);
     hsize_t row[3] = {(hsize_t)ff->side, (hsize_t)ff->side, (hsize_t)ff->side};
     for (int v = 0; v < ff->variables; v++) {
         double p0 = bench_now();
@@ -143,8 +141,7 @@ static void write_file(const struct bench_options *o, MPI_Comm comm, const struc
     t.end = bench_wallclock();
     H5Pclose(xfer);
     H5Pclose(fapl);
-    if (info != MPI_INFO_NULL)
-        MPI_Info_free(&info);
+    if (info != MPI_INFO_NULL) MPI_Info_free(&info);
     free(values);
     bench_report_add(r, ff->suffix, rep, &t);
 }
@@ -165,8 +162,7 @@ int bench_kernel_flash(const struct bench_options *o, MPI_Comm comm, struct benc
     bench_report_param(r, "plot_cnt_data_bytes", all_blocks * PLOT_VARIABLES * cube * 4);
     bench_report_param(r, "plot_crn_data_bytes", all_blocks * PLOT_VARIABLES * corner * 4);
     for (int rep = 0; rep < o->repetitions; rep++)
-        for (size_t i = 0; i < sizeof files / sizeof files[0]; i++)
-            write_file(o, comm, &files[i], rep, r);
+        for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) write_file(o, comm, &files[i], rep, r);
     for (size_t i = 0; i < sizeof files / sizeof files[0] && !o->keep; i++) {
         char path[sizeof o->path + 16];
         bench_kernel_file(o, files[i].suffix, path, sizeof path);

@@ -55,21 +55,29 @@ static int parse_size(const char *text, uint64_t *out) {
     char *end;
     errno = 0;
     unsigned long long v = strtoull(text, &end, 10);
-    if (errno || end == text || text[0] == '-')
-        return -1;
+    if (errno || end == text || text[0] == '-') return -1;
     int shift = 0;
     switch (tolower((unsigned char)*end)) {
-    case 'k': shift = 10; end++; break;
-    case 'm': shift = 20; end++; break;
-    case 'g': shift = 30; end++; break;
-    case 't': shift = 40; end++; break;
+        case 'k':
+            shift = 10;
+            end++;
+            break;
+        case 'm':
+            shift = 20;
+            end++;
+            break;
+        case 'g':
+            shift = 30;
+            end++;
+            break;
+        case 't':
+            shift = 40;
+            end++;
+            break;
     }
-    if (*end == 'i' || *end == 'I')
-        end++;
-    if (*end == 'b' || *end == 'B')
-        end++;
-    if (*end || (shift && v > (UINT64_MAX >> shift)))
-        return -1;
+    if (*end == 'i' || *end == 'I') end++;
+    if (*end == 'b' || *end == 'B') end++;
+    if (*end || (shift && v > (UINT64_MAX >> shift))) return -1;
     *out = (uint64_t)v << shift;
     return 0;
 }
@@ -78,8 +86,7 @@ static int parse_count(const char *text, long min, long max, long *out) {
     char *end;
     errno = 0;
     long v = strtol(text, &end, 10);
-    if (errno || end == text || *end || v < min || v > max)
-        return -1;
+    if (errno || end == text || *end || v < min || v > max) return -1;
     *out = v;
     return 0;
 }
@@ -88,7 +95,8 @@ static int parse_hint(struct bench_options *o, const char *text) {
     const char *eq = strchr(text, '=');
     if (!eq || eq == text || !eq[1])
         return bench_refuse("--hint '%s': expected KEY=VALUE with a non-empty key and value, "
-                            "e.g. --hint romio_cb_write=enable", text);
+                            "e.g. --hint romio_cb_write=enable",
+                            text);
     size_t klen = (size_t)(eq - text);
     if (klen >= sizeof o->hints[0].key || strlen(eq + 1) >= sizeof o->hints[0].value)
         return bench_refuse("--hint '%s': key and value must each be shorter than %zu characters", text,
@@ -96,8 +104,7 @@ static int parse_hint(struct bench_options *o, const char *text) {
     for (size_t i = 0; i < klen; i++)
         if (isspace((unsigned char)text[i]))
             return bench_refuse("--hint '%s': the key contains a space; write KEY=VALUE without spaces", text);
-    if (o->nhints == BENCH_MAX_HINTS)
-        return bench_refuse("--hint: at most %d hints", BENCH_MAX_HINTS);
+    if (o->nhints == BENCH_MAX_HINTS) return bench_refuse("--hint: at most %d hints", BENCH_MAX_HINTS);
     struct bench_hint *h = &o->hints[o->nhints++];
     memcpy(h->key, text, klen);
     h->key[klen] = 0;
@@ -174,23 +181,49 @@ static void node_shape(struct bench_options *o, MPI_Comm comm) {
     o->oversubscribed = over;
 }
 
-enum { OPT_PATTERN = 1000, OPT_RPN, OPT_WAIT, OPT_HINT, OPT_VERIFY, OPT_JSON, OPT_KERNEL, OPT_CELLS,
-       OPT_VARIABLES, OPT_STEPS, OPT_BLOCKS, OPT_DIR };
+enum {
+    OPT_PATTERN = 1000,
+    OPT_RPN,
+    OPT_WAIT,
+    OPT_HINT,
+    OPT_VERIFY,
+    OPT_JSON,
+    OPT_KERNEL,
+    OPT_CELLS,
+    OPT_VARIABLES,
+    OPT_STEPS,
+    OPT_BLOCKS,
+    OPT_DIR
+};
 
 static const struct option long_options[] = {
-    {"api", required_argument, 0, 'a'},           {"block-size", required_argument, 0, 'b'},
-    {"transfer-size", required_argument, 0, 't'}, {"segments", required_argument, 0, 's'},
-    {"file-per-proc", no_argument, 0, 'F'},       {"collective", no_argument, 0, 'c'},
-    {"fsync", no_argument, 0, 'e'},               {"random", no_argument, 0, 'z'},               {"reorder", no_argument, 0, 'C'},
-    {"node-offset", required_argument, 0, 'Q'},         {"write", no_argument, 0, 'w'},
-    {"read", no_argument, 0, 'r'},                {"repetitions", required_argument, 0, 'i'},
-    {"output", required_argument, 0, 'o'},        {"keep", no_argument, 0, 'k'},
-    {"help", no_argument, 0, 'h'},                {"pattern", required_argument, 0, OPT_PATTERN},
-    {"ranks-per-node", required_argument, 0, OPT_RPN}, {"wait", required_argument, 0, OPT_WAIT},
-    {"hint", required_argument, 0, OPT_HINT},     {"verify", no_argument, 0, OPT_VERIFY},
-    {"json", no_argument, 0, OPT_JSON},           {"kernel", required_argument, 0, OPT_KERNEL},
-    {"cells", required_argument, 0, OPT_CELLS},   {"variables", required_argument, 0, OPT_VARIABLES},
-    {"steps", required_argument, 0, OPT_STEPS},   {"blocks", required_argument, 0, OPT_BLOCKS},
+    {"api", required_argument, 0, 'a'},
+    {"block-size", required_argument, 0, 'b'},
+    {"transfer-size", required_argument, 0, 't'},
+    {"segments", required_argument, 0, 's'},
+    {"file-per-proc", no_argument, 0, 'F'},
+    {"collective", no_argument, 0, 'c'},
+    {"fsync", no_argument, 0, 'e'},
+    {"random", no_argument, 0, 'z'},
+    {"reorder", no_argument, 0, 'C'},
+    {"node-offset", required_argument, 0, 'Q'},
+    {"write", no_argument, 0, 'w'},
+    {"read", no_argument, 0, 'r'},
+    {"repetitions", required_argument, 0, 'i'},
+    {"output", required_argument, 0, 'o'},
+    {"keep", no_argument, 0, 'k'},
+    {"help", no_argument, 0, 'h'},
+    {"pattern", required_argument, 0, OPT_PATTERN},
+    {"ranks-per-node", required_argument, 0, OPT_RPN},
+    {"wait", required_argument, 0, OPT_WAIT},
+    {"hint", required_argument, 0, OPT_HINT},
+    {"verify", no_argument, 0, OPT_VERIFY},
+    {"json", no_argument, 0, OPT_JSON},
+    {"kernel", required_argument, 0, OPT_KERNEL},
+    {"cells", required_argument, 0, OPT_CELLS},
+    {"variables", required_argument, 0, OPT_VARIABLES},
+    {"steps", required_argument, 0, OPT_STEPS},
+    {"blocks", required_argument, 0, OPT_BLOCKS},
     {"dir", required_argument, 0, OPT_DIR},
     {0, 0, 0, 0},
 };
@@ -217,7 +250,8 @@ static int apply_directives(struct bench_options *o, const char *arg) {
             o->json = 1;
         else if (strcasecmp(d, "summaryFormat=default"))
             return bench_refuse("-O %s: only -O summaryFormat=JSON (= --json) is understood; IOR's other "
-                                "directives have options of their own here (ioloom-bench --help)", d);
+                                "directives have options of their own here (ioloom-bench --help)",
+                                d);
     }
     return 0;
 }
@@ -227,29 +261,37 @@ static int apply_ior_letter(struct bench_options *o, int c, const char *arg) {
     long n;
     int nranks;
     switch (c) {
-    case 'K': return 0; /* keep files that fail --verify: always done */
-    case 'G':
-        bench_note("-G %s (IOR's data signature) changes nothing: each 8-byte word ioloom-bench writes holds its "
-                   "offset and the writer's rank (docs/bench.md)", arg);
-        return 0;
-    case 'R':
-    case 'W': o->verify = o->check = 1; return 0;
-    case 'N':
-        MPI_Comm_size(MPI_COMM_WORLD, &nranks);
-        if (parse_count(arg, -1, INT_MAX, &n) || (n != -1 && n != nranks))
-            return bench_refuse("-N %s: ioloom-bench runs on every rank launched (%d here); launch that many "
-                                "instead (mpiexec -n N, or ioloom bench io -n N)", arg, nranks);
-        return 0;
-    case 'x':
-        return bench_refuse("-x (IOR's single transfer attempt) is not supported: ioloom-bench completes a short "
-                            "transfer with further calls, as a careful program does; drop -x");
-    case 'D':
-        return bench_refuse("-D %s (IOR's stonewalling deadline) is not supported: every rank moves all its bytes; "
-                            "choose -s for the length of run you want", arg);
-    case 'f':
-        return bench_refuse("-f %s: IOR scripts are not read; `ioloom bench sweep CONFIG.toml` runs a grid of "
-                            "parameters (docs/bench.md)", arg);
-    case 'O': return apply_directives(o, arg);
+        case 'K':
+            return 0; /* keep files that fail --verify: always done */
+        case 'G':
+            bench_note("-G %s (IOR's data signature) changes nothing: each 8-byte word ioloom-bench writes holds its "
+                       "offset and the writer's rank (docs/bench.md)",
+                       arg);
+            return 0;
+        case 'R':
+        case 'W':
+            o->verify = o->check = 1;
+            return 0;
+        case 'N':
+            MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+            if (parse_count(arg, -1, INT_MAX, &n) || (n != -1 && n != nranks))
+                return bench_refuse("-N %s: ioloom-bench runs on every rank launched (%d here); launch that many "
+                                    "instead (mpiexec -n N, or ioloom bench io -n N)",
+                                    arg, nranks);
+            return 0;
+        case 'x':
+            return bench_refuse("-x (IOR's single transfer attempt) is not supported: ioloom-bench completes a short "
+                                "transfer with further calls, as a careful program does; drop -x");
+        case 'D':
+            return bench_refuse("-D %s (IOR's stonewalling deadline) is not supported: every rank moves all its bytes; "
+                                "choose -s for the length of run you want",
+                                arg);
+        case 'f':
+            return bench_refuse("-f %s: IOR scripts are not read; `ioloom bench sweep CONFIG.toml` runs a grid of "
+                                "parameters (docs/bench.md)",
+                                arg);
+        case 'O':
+            return apply_directives(o, arg);
     }
     return bench_refuse("unknown option or missing value (getopt said which, above)");
 }
@@ -258,93 +300,121 @@ static int apply_ior_letter(struct bench_options *o, int c, const char *arg) {
 static int apply_option(struct bench_options *o, int c, const char *arg, int *kernel_sizes_given) {
     long n;
     switch (c) {
-    case 'a': return parse_api(o, arg);
-    case 'b':
-        if (parse_size(arg, &o->block_size))
-            return bench_refuse("-b/--block-size '%s': expected a size such as 4m, 64k or 1048576", arg);
-        return 0;
-    case 't':
-        if (parse_size(arg, &o->transfer_size))
-            return bench_refuse("-t/--transfer-size '%s': expected a size such as 1m, 64k or 4096", arg);
-        *kernel_sizes_given = 1;
-        return 0;
-    case 's':
-        if (parse_count(arg, 1, LONG_MAX, &n))
-            return bench_refuse("-s/--segments '%s': expected a whole number >= 1", arg);
-        o->segment_count = (uint64_t)n;
-        return 0;
-    case 'F': o->pattern = PATTERN_FPP; return 0;
-    case 'c': o->collective = 1; return 0;
-    case 'e': o->fsync = 1; return 0;
-    case 'z': o->random = 1; return 0;
-    case 'C': o->reorder = 1; return 0;
-    case 'Q':
-        if (parse_count(arg, 0, INT_MAX, &n))
-            return bench_refuse("-Q/--node-offset '%s': expected a whole number of nodes >= 0", arg);
-        o->node_offset = (int)n;
-        o->reorder = 1;
-        return 0;
-    case 'w': o->write = 1; return 0;
-    case 'r': o->read = 1; return 0;
-    case 'i':
-        if (parse_count(arg, 1, 1000000, &n))
-            return bench_refuse("-i/--repetitions '%s': expected a whole number >= 1", arg);
-        o->repetitions = (int)n;
-        return 0;
-    case 'o':
-        if (!*arg || strlen(arg) >= sizeof o->path - 32)
-            return bench_refuse("-o/--output: expected a file name shorter than %zu characters", sizeof o->path - 32);
-        strcpy(o->path, arg);
-        return 0;
-    case OPT_DIR:
-        if (!*arg || strlen(arg) >= sizeof o->dir)
-            return bench_refuse("--dir: expected a directory name shorter than %zu characters", sizeof o->dir);
-        strcpy(o->dir, arg);
-        return 0;
-    case 'k': o->keep = 1; return 0;
-    case 'v': o->verbose++; return 0;
-    case 'd': {
-        char *end;
-        o->delay_s = strtod(arg, &end);
-        if (end == arg || *end || !(o->delay_s >= 0) || o->delay_s > 3600)
-            return bench_refuse("-d '%s': expected seconds between 0 and 3600 (the idle delay before each phase)",
-                                arg);
-        return 0;
-    }
-    case OPT_PATTERN: return parse_pattern(o, arg);
-    case OPT_RPN:
-        if (parse_count(arg, 1, INT_MAX, &n))
-            return bench_refuse("--ranks-per-node '%s': expected a whole number >= 1", arg);
-        o->ranks_per_node = (int)n;
-        o->ranks_per_node_given = 1;
-        return 0;
-    case OPT_WAIT: {
-        char *end;
-        o->wait_ms = strtod(arg, &end);
-        if (end == arg || *end || !(o->wait_ms >= 0) || o->wait_ms > 3.6e6)
-            return bench_refuse("--wait '%s': expected milliseconds between 0 and 3600000", arg);
-        return 0;
-    }
-    case OPT_HINT: return parse_hint(o, arg);
-    case OPT_VERIFY: o->verify = 1; return 0;
-    case OPT_JSON: o->json = 1; return 0;
-    case OPT_KERNEL: return parse_kernel(o, arg);
-    case OPT_CELLS:
-    case OPT_VARIABLES:
-    case OPT_STEPS:
-    case OPT_BLOCKS: {
-        static const char *const names[] = {"cells", "variables", "steps", "blocks"};
-        int *fields[] = {&o->cells, &o->variables, &o->steps, &o->blocks};
-        if (parse_count(arg, 1, 100000, &n))
-            return bench_refuse("--%s '%s': expected a whole number between 1 and 100000", names[c - OPT_CELLS], arg);
-        *fields[c - OPT_CELLS] = (int)n;
-        return 0;
-    }
-    case 'h':
-        if (bench_is_root())
-            fputs(usage, stdout);
-        return -1;
-    default: return apply_ior_letter(o, c, arg);
+        case 'a':
+            return parse_api(o, arg);
+        case 'b':
+            if (parse_size(arg, &o->block_size))
+                return bench_refuse("-b/--block-size '%s': expected a size such as 4m, 64k or 1048576", arg);
+            return 0;
+        case 't':
+            if (parse_size(arg, &o->transfer_size))
+                return bench_refuse("-t/--transfer-size '%s': expected a size such as 1m, 64k or 4096", arg);
+            *kernel_sizes_given = 1;
+            return 0;
+        case 's':
+            if (parse_count(arg, 1, LONG_MAX, &n))
+                return bench_refuse("-s/--segments '%s': expected a whole number >= 1", arg);
+            o->segment_count = (uint64_t)n;
+            return 0;
+        case 'F':
+            o->pattern = PATTERN_FPP;
+            return 0;
+        case 'c':
+            o->collective = 1;
+            return 0;
+        case 'e':
+            o->fsync = 1;
+            return 0;
+        case 'z':
+            o->random = 1;
+            return 0;
+        case 'C':
+            o->reorder = 1;
+            return 0;
+        case 'Q':
+            if (parse_count(arg, 0, INT_MAX, &n))
+                return bench_refuse("-Q/--node-offset '%s': expected a whole number of nodes >= 0", arg);
+            o->node_offset = (int)n;
+            o->reorder = 1;
+            return 0;
+        case 'w':
+            o->write = 1;
+            return 0;
+        case 'r':
+            o->read = 1;
+            return 0;
+        case 'i':
+            if (parse_count(arg, 1, 1000000, &n))
+                return bench_refuse("-i/--repetitions '%s': expected a whole number >= 1", arg);
+            o->repetitions = (int)n;
+            return 0;
+        case 'o':
+            if (!*arg || strlen(arg) >= sizeof o->path - 32)
+                return bench_refuse("-o/--output: expected a file name shorter than %zu characters",
+                                    sizeof o->path - 32);
+            strcpy(o->path, arg);
+            return 0;
+        case OPT_DIR:
+            if (!*arg || strlen(arg) >= sizeof o->dir)
+                return bench_refuse("--dir: expected a directory name shorter than %zu characters", sizeof o->dir);
+            strcpy(o->dir, arg);
+            return 0;
+        case 'k':
+            o->keep = 1;
+            return 0;
+        case 'v':
+            o->verbose++;
+            return 0;
+        case 'd': {
+            char *end;
+            o->delay_s = strtod(arg, &end);
+            if (end == arg || *end || !(o->delay_s >= 0) || o->delay_s > 3600)
+                return bench_refuse("-d '%s': expected seconds between 0 and 3600 (the idle delay before each phase)",
+                                    arg);
+            return 0;
+        }
+        case OPT_PATTERN:
+            return parse_pattern(o, arg);
+        case OPT_RPN:
+            if (parse_count(arg, 1, INT_MAX, &n))
+                return bench_refuse("--ranks-per-node '%s': expected a whole number >= 1", arg);
+            o->ranks_per_node = (int)n;
+            o->ranks_per_node_given = 1;
+            return 0;
+        case OPT_WAIT: {
+            char *end;
+            o->wait_ms = strtod(arg, &end);
+            if (end == arg || *end || !(o->wait_ms >= 0) || o->wait_ms > 3.6e6)
+                return bench_refuse("--wait '%s': expected milliseconds between 0 and 3600000", arg);
+            return 0;
+        }
+        case OPT_HINT:
+            return parse_hint(o, arg);
+        case OPT_VERIFY:
+            o->verify = 1;
+            return 0;
+        case OPT_JSON:
+            o->json = 1;
+            return 0;
+        case OPT_KERNEL:
+            return parse_kernel(o, arg);
+        case OPT_CELLS:
+        case OPT_VARIABLES:
+        case OPT_STEPS:
+        case OPT_BLOCKS: {
+            static const char *const names[] = {"cells", "variables", "steps", "blocks"};
+            int *fields[] = {&o->cells, &o->variables, &o->steps, &o->blocks};
+            if (parse_count(arg, 1, 100000, &n))
+                return bench_refuse("--%s '%s': expected a whole number between 1 and 100000", names[c - OPT_CELLS],
+                                    arg);
+            *fields[c - OPT_CELLS] = (int)n;
+            return 0;
+        }
+        case 'h':
+            if (bench_is_root()) fputs(usage, stdout);
+            return -1;
+        default:
+            return apply_ior_letter(o, c, arg);
     }
 }
 
@@ -359,8 +429,7 @@ static void kernel_defaults(struct bench_options *o, int transfer_given) {
         o->steps = o->steps ? o->steps : 5;
     } else if (o->kernel == KERNEL_RIOT) {
         o->steps = o->steps ? o->steps : 100;
-        if (!transfer_given)
-            o->transfer_size = 4 << 20;
+        if (!transfer_given) o->transfer_size = 4 << 20;
     }
 }
 
@@ -370,12 +439,9 @@ int bench_parse_options(int argc, char **argv, struct bench_options *o, MPI_Comm
     MPI_Comm_size(comm, &nranks);
     opterr = bench_is_root();
     while ((c = getopt_long(argc, argv, "a:b:t:s:FcezCQ:wri:o:khKG:RWxd:D:N:vf:O:", long_options, NULL)) != -1)
-        if ((rc = apply_option(o, c, optarg, &transfer_given)))
-            return rc < 0 ? -1 : rc;
-    if (optind < argc)
-        return bench_refuse("unexpected argument '%s'", argv[optind]);
-    if (!o->write && !o->read)
-        o->write = o->read = 1;
+        if ((rc = apply_option(o, c, optarg, &transfer_given))) return rc < 0 ? -1 : rc;
+    if (optind < argc) return bench_refuse("unexpected argument '%s'", argv[optind]);
+    if (!o->write && !o->read) o->write = o->read = 1;
     o->read |= o->check; /* -R, -W: checking means reading */
     if (o->dir[0] && o->path[0] != '/') {
         char joined[sizeof o->path];

@@ -10,20 +10,20 @@ struct bench_place bench_place(const struct bench_options *o, int nranks, int ow
     uint64_t B = o->block_size, S = o->segment_count, within = transfer * o->transfer_size;
     struct bench_place p = {0, 0};
     switch (o->pattern) {
-    case PATTERN_STRIDED:
-        p.offset = (segment * (uint64_t)nranks + (uint64_t)owner) * B + within;
-        break;
-    case PATTERN_CONTIGUOUS:
-        p.offset = ((uint64_t)owner * S + segment) * B + within;
-        break;
-    case PATTERN_FPP:
-        p.file_index = owner;
-        p.offset = segment * B + within;
-        break;
-    case PATTERN_NFILES:
-        p.file_index = (int)((uint64_t)owner * S + segment);
-        p.offset = within;
-        break;
+        case PATTERN_STRIDED:
+            p.offset = (segment * (uint64_t)nranks + (uint64_t)owner) * B + within;
+            break;
+        case PATTERN_CONTIGUOUS:
+            p.offset = ((uint64_t)owner * S + segment) * B + within;
+            break;
+        case PATTERN_FPP:
+            p.file_index = owner;
+            p.offset = segment * B + within;
+            break;
+        case PATTERN_NFILES:
+            p.file_index = (int)((uint64_t)owner * S + segment);
+            p.offset = within;
+            break;
     }
     return p;
 }
@@ -44,20 +44,26 @@ void bench_file_name(const struct bench_options *o, int file_index, char *out, s
 
 uint64_t bench_file_size(const struct bench_options *o, int nranks) {
     switch (o->pattern) {
-    case PATTERN_STRIDED:
-    case PATTERN_CONTIGUOUS: return o->block_size * o->segment_count * (uint64_t)nranks;
-    case PATTERN_FPP: return o->block_size * o->segment_count;
-    case PATTERN_NFILES: return o->block_size;
+        case PATTERN_STRIDED:
+        case PATTERN_CONTIGUOUS:
+            return o->block_size * o->segment_count * (uint64_t)nranks;
+        case PATTERN_FPP:
+            return o->block_size * o->segment_count;
+        case PATTERN_NFILES:
+            return o->block_size;
     }
     return 0;
 }
 
 int bench_file_count(const struct bench_options *o, int nranks) {
     switch (o->pattern) {
-    case PATTERN_STRIDED:
-    case PATTERN_CONTIGUOUS: return 1;
-    case PATTERN_FPP: return nranks;
-    case PATTERN_NFILES: return (int)(o->segment_count * (uint64_t)nranks);
+        case PATTERN_STRIDED:
+        case PATTERN_CONTIGUOUS:
+            return 1;
+        case PATTERN_FPP:
+            return nranks;
+        case PATTERN_NFILES:
+            return (int)(o->segment_count * (uint64_t)nranks);
     }
     return 0;
 }

@@ -11,8 +11,7 @@
 /* Whose data this rank moves: its own when writing, its neighbour's `shift` ranks on when reading with -C, so
  * that it does not read back what its own node still has in cache. */
 static int data_owner(const struct bench_options *o, enum bench_phase_kind kind, int rank, int nranks) {
-    if (kind == PHASE_READ && o->reorder)
-        return (int)(((long)rank + o->shift) % nranks);
+    if (kind == PHASE_READ && o->reorder) return (int)(((long)rank + o->shift) % nranks);
     return rank;
 }
 
@@ -20,8 +19,7 @@ static int data_owner(const struct bench_options *o, enum bench_phase_kind kind,
  * file, so the write and the read of one run (and every rank, for the collective calls) agree on it. */
 static uint64_t *random_order(uint64_t n, uint64_t seed) {
     uint64_t *order = bench_alloc(n * sizeof *order);
-    for (uint64_t i = 0; i < n; i++)
-        order[i] = i;
+    for (uint64_t i = 0; i < n; i++) order[i] = i;
     uint64_t state = seed | 1;
     for (uint64_t i = n; i > 1; i--) {
         state = state * 6364136223846793005ull + 1442695040888963407ull; /* 64-bit LCG (Knuth's MMIX) */
@@ -47,8 +45,7 @@ static void move_transfer(const struct bench_options *o, const struct bench_back
                           unsigned char *buf, uint64_t offset, int owner, int writing, const char *name,
                           struct bench_times *t) {
     double p0 = bench_now();
-    if (writing && fill_each_transfer(o))
-        bench_fill(buf, o->transfer_size, offset, owner);
+    if (writing && fill_each_transfer(o)) bench_fill(buf, o->transfer_size, offset, owner);
     t->prep += bench_now() - p0;
     if (o->wait_ms > 0 && t->bytes > 0) {
         double w0 = bench_now();
@@ -56,8 +53,7 @@ static void move_transfer(const struct bench_options *o, const struct bench_back
         t->wait += bench_now() - w0;
     }
     double d0 = bench_now();
-    if (be->transfer(f, buf, o->transfer_size, offset, writing))
-        bench_abort_io();
+    if (be->transfer(f, buf, o->transfer_size, offset, writing)) bench_abort_io();
     bench_count_call(t, d0, bench_now(), o->transfer_size);
     if (!writing && o->verify) {
         double v0 = bench_now();
@@ -79,11 +75,9 @@ static void run_file(const struct bench_options *o, enum bench_phase_kind kind, 
 
     double t0 = bench_now();
     struct bench_file *f = be->open(o, name, file_comm, writing, bench_file_size(o, nranks));
-    if (!f)
-        bench_abort_io();
+    if (!f) bench_abort_io();
     t->open += bench_now() - t0;
-    if (hints && *hints == MPI_INFO_NULL)
-        *hints = be->info(f);
+    if (hints && *hints == MPI_INFO_NULL) *hints = be->info(f);
 
     uint64_t per_block = o->block_size / o->transfer_size, transfers = count * per_block;
     uint64_t *order = o->random ? random_order(transfers, (uint64_t)owner * 0x9e3779b97f4a7c15ull + first) : NULL;
@@ -95,18 +89,16 @@ static void run_file(const struct bench_options *o, enum bench_phase_kind kind, 
     free(order);
     if (o->fsync && writing) {
         double s0 = bench_now();
-        if (be->sync(f))
-            bench_abort_io();
+        if (be->sync(f)) bench_abort_io();
         t->sync += bench_now() - s0;
     }
     double c0 = bench_now();
-    if (be->close(f))
-        bench_abort_io();
+    if (be->close(f)) bench_abort_io();
     t->close += bench_now() - c0;
 }
 
-void bench_run_phase(const struct bench_options *o, enum bench_phase_kind kind, MPI_Comm comm,
-                     struct bench_times *t, MPI_Info *hints) {
+void bench_run_phase(const struct bench_options *o, enum bench_phase_kind kind, MPI_Comm comm, struct bench_times *t,
+                     MPI_Info *hints) {
     int rank, nranks;
     MPI_Comm_rank(comm, &rank);
     MPI_Comm_size(comm, &nranks);

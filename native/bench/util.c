@@ -26,15 +26,13 @@ double bench_wallclock(void) {
 }
 
 double bench_phase_begin(const struct bench_options *o, MPI_Comm comm) {
-    if (o->delay_s > 0)
-        bench_sleep_ms(o->delay_s * 1e3);
+    if (o->delay_s > 0) bench_sleep_ms(o->delay_s * 1e3);
     MPI_Barrier(comm);
     return bench_now();
 }
 
 void bench_count_call(struct bench_times *t, double begin, double end, uint64_t bytes) {
-    if (t->calls == 0)
-        t->data_begin = begin;
+    if (t->calls == 0) t->data_begin = begin;
     t->data_end = end;
     t->data += end - begin;
     t->bytes += bytes;
@@ -46,8 +44,7 @@ static char notes[MAX_NOTES][512];
 static int nnotes;
 
 void bench_note(const char *fmt, ...) {
-    if (nnotes == MAX_NOTES)
-        return; /* the first ones say what matters; a run does not make this many */
+    if (nnotes == MAX_NOTES) return; /* the first ones say what matters; a run does not make this many */
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(notes[nnotes++], sizeof notes[0], fmt, ap);
@@ -68,8 +65,7 @@ int bench_files_stay(const struct bench_options *o, struct bench_report *r, cons
 
 void bench_sleep_ms(double ms) {
     struct timespec ts = {(time_t)(ms / 1000), (long)((ms - (double)(time_t)(ms / 1000) * 1000) * 1e6)};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
-        ;
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR);
 }
 
 void bench_abort_io(void) {

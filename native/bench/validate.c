@@ -35,8 +35,7 @@ int bench_refuse(const char *fmt, ...) {
 
 static int has_hint(const struct bench_options *o, const char *key) {
     for (int i = 0; i < o->nhints; i++)
-        if (strcmp(o->hints[i].key, key) == 0)
-            return 1;
+        if (strcmp(o->hints[i].key, key) == 0) return 1;
     return 0;
 }
 
@@ -75,7 +74,8 @@ static int check_consistency(struct bench_options *o, int nranks) {
             return bench_refuse("-b/--block-size times -s/--segments times ranks overflows a file offset");
         if (o->random && per_rank / o->transfer_size > (1u << 27))
             return bench_refuse("-z/--random: %llu transfers per rank are too many to shuffle in memory; use a "
-                                "larger -t", (unsigned long long)(per_rank / o->transfer_size));
+                                "larger -t",
+                                (unsigned long long)(per_rank / o->transfer_size));
         if (o->pattern == PATTERN_NFILES && o->segment_count * (uint64_t)nranks > 1000000)
             return bench_refuse("-s/--segments: --pattern nfiles would create more than a million files");
     }
@@ -84,16 +84,17 @@ static int check_consistency(struct bench_options *o, int nranks) {
                             (unsigned long long)o->transfer_size);
     if (o->collective && o->api == API_POSIX && o->kernel == KERNEL_NONE)
         return bench_refuse("-c/--collective needs -a mpiio or -a hdf5 (POSIX has no collective calls)");
-    if (o->verify && !o->read)
-        return bench_refuse("--verify checks the bytes read: add -r (e.g. -w -r --verify)");
+    if (o->verify && !o->read) return bench_refuse("--verify checks the bytes read: add -r (e.g. -w -r --verify)");
 #ifndef IOLOOM_BENCH_HDF5
     if (o->api == API_HDF5 || o->kernel == KERNEL_FLASH) {
         const char *what = o->kernel == KERNEL_FLASH ? "--kernel flash" : "-a hdf5";
         if (strcmp(IOLOOM_MPI_IMPL, "mpich") != 0)
             return bench_refuse("%s: HDF5 needs the MPICH build (ioloom-bench-mpich): Debian's parallel HDF5 is built "
-                                "against MPICH; this is ioloom-bench-%s", what, IOLOOM_MPI_IMPL);
+                                "against MPICH; this is ioloom-bench-%s",
+                                what, IOLOOM_MPI_IMPL);
         return bench_refuse("%s: this ioloom-bench-mpich was built without parallel HDF5; install libhdf5-mpich-dev "
-                            "(pkg-config hdf5-mpich) and rebuild", what);
+                            "(pkg-config hdf5-mpich) and rebuild",
+                            what);
     }
 #endif
     o->shift = (int)(((long)o->node_offset * o->ranks_per_node) % nranks);
@@ -119,10 +120,12 @@ static int check_input_files(const struct bench_options *o, int nranks) {
         bench_file_name(o, i, name, sizeof name);
         if (stat(name, &st) != 0)
             return bench_refuse("-r without -w reads existing files, but %s does not exist (%s): write it first with "
-                                "the same parameters and -w -k", name, strerror(errno));
+                                "the same parameters and -w -k",
+                                name, strerror(errno));
         if ((uint64_t)st.st_size < need && o->api != API_HDF5)
             return bench_refuse("-r: %s has %lld bytes, the parameters need %llu: write it with the same -b -t -s "
-                                "and ranks", name, (long long)st.st_size, (unsigned long long)need);
+                                "and ranks",
+                                name, (long long)st.st_size, (unsigned long long)need);
     }
     return 0;
 }
@@ -135,10 +138,9 @@ static int check_filesystem(const struct bench_options *o, int nranks) {
     char *d = dirname(dir);
     struct stat st;
     if (stat(d, &st) != 0)
-        return bench_refuse("-o/--output %s: directory %s does not exist (%s); create it or choose another -o",
-                            o->path, d, strerror(errno));
-    if (!S_ISDIR(st.st_mode))
-        return bench_refuse("-o/--output %s: %s is not a directory", o->path, d);
+        return bench_refuse("-o/--output %s: directory %s does not exist (%s); create it or choose another -o", o->path,
+                            d, strerror(errno));
+    if (!S_ISDIR(st.st_mode)) return bench_refuse("-o/--output %s: %s is not a directory", o->path, d);
     if (stat(o->path, &st) == 0 && S_ISDIR(st.st_mode))
         return bench_refuse("-o/--output %s is a directory: give a file name in it, e.g. -o %s/testfile", o->path,
                             o->path);
@@ -157,8 +159,7 @@ static int check_filesystem(const struct bench_options *o, int nranks) {
 
 int bench_validate_options(struct bench_options *o, int nranks, MPI_Comm comm) {
     int rc = check_consistency(o, nranks);
-    if (rc)
-        return rc;
+    if (rc) return rc;
     rc = bench_is_root() ? check_filesystem(o, nranks) : 0;
     MPI_Bcast(&rc, 1, MPI_INT, 0, comm);
     return rc;

@@ -15,21 +15,21 @@
 #include <unistd.h>
 
 #define IOLOOM_COORD_PROTOCOL 1
-#define IOLOOM_COORD_LEVELS 16      /* prepare levels kept; deeper ones count but add no estimate */
+#define IOLOOM_COORD_LEVELS 16           /* prepare levels kept; deeper ones count but add no estimate */
 #define IOLOOM_COORD_REPLY_SECONDS 10.0  /* a non-blocking request unanswered this long: the coordinator is lost */
 #define IOLOOM_COORD_FRESH_SECONDS 0.001 /* a release's answer stands for an inform this soon after it */
 
 struct ioloom_coord {
     pthread_mutex_t lock;
-    int fd;                          /* -1: lost (or never reached) */
-    double bound;                    /* seconds one wait may last */
-    int depth;                       /* prepare levels pushed */
+    int fd;       /* -1: lost (or never reached) */
+    double bound; /* seconds one wait may last */
+    int depth;    /* prepare levels pushed */
     uint64_t bytes[IOLOOM_COORD_LEVELS];
     double seconds[IOLOOM_COORD_LEVELS];
-    int announced;                   /* an INFORM was sent since the stack was last empty */
-    uint64_t sent_bytes;             /* the estimates of the last INFORM */
+    int announced;       /* an INFORM was sent since the stack was last empty */
+    uint64_t sent_bytes; /* the estimates of the last INFORM */
     double sent_seconds;
-    int released_go;                 /* the last RELEASE's answer (1: GO), and when it came */
+    int released_go; /* the last RELEASE's answer (1: GO), and when it came */
     double released_at;
     struct ioloom_coord_counters counters;
 };
@@ -51,8 +51,7 @@ static void default_address(char *out, size_t size) {
 }
 
 static void lose(ioloom_coord *c) {
-    if (c->fd >= 0)
-        close(c->fd);
+    if (c->fd >= 0) close(c->fd);
     c->fd = -1;
     c->counters.lost = 1;
 }
@@ -60,8 +59,7 @@ static void lose(ioloom_coord *c) {
 static int connect_unix(const char *address) {
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
     const char *path = strncmp(address, "unix:", 5) == 0 ? address + 5 : address;
-    if (strlen(path) >= sizeof sa.sun_path)
-        return -1;
+    if (strlen(path) >= sizeof sa.sun_path) return -1;
     strcpy(sa.sun_path, path);
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
@@ -79,10 +77,8 @@ static void set_reply_timeout(int fd, double seconds) {
 static int send_all(int fd, const char *text, size_t n) {
     while (n > 0) {
         ssize_t sent = send(fd, text, n, MSG_NOSIGNAL);
-        if (sent < 0 && errno == EINTR)
-            continue;
-        if (sent <= 0)
-            return -1;
+        if (sent < 0 && errno == EINTR) continue;
+        if (sent <= 0) return -1;
         text += sent;
         n -= (size_t)sent;
     }
@@ -94,10 +90,8 @@ static int send_all(int fd, const char *text, size_t n) {
 static int receive_line(int fd, char *reply, size_t size) {
     for (size_t n = 0; n + 1 < size;) {
         ssize_t got = recv(fd, reply + n, 1, 0);
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (got <= 0)
-            return -1;
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) return -1;
         if (reply[n] == '\n') {
             reply[n] = '\0';
             return 0;
@@ -109,8 +103,7 @@ static int receive_line(int fd, char *reply, size_t size) {
 
 /* Send `request`, read its reply within `seconds`; -1 (and the handle lost) on any failure or an ERR. */
 static int ask(ioloom_coord *c, const char *request, double seconds, char *reply, size_t size) {
-    if (c->fd < 0)
-        return -1;
+    if (c->fd < 0) return -1;
     set_reply_timeout(c->fd, seconds);
     if (send_all(c->fd, request, strlen(request)) != 0 || receive_line(c->fd, reply, size) != 0 ||
         strncmp(reply, "ERR", 3) == 0) {
@@ -123,25 +116,22 @@ static int ask(ioloom_coord *c, const char *request, double seconds, char *reply
 /* GO: 1, WAIT: 0; lost: 1 (fail-open). */
 static int ask_go(ioloom_coord *c, const char *request, double seconds) {
     char reply[64];
-    if (ask(c, request, seconds, reply, sizeof reply) != 0)
-        return 1;
+    if (ask(c, request, seconds, reply, sizeof reply) != 0) return 1;
     return strcmp(reply, "GO") == 0;
 }
 
 static void hello(ioloom_coord *c, const char *name, int cores) {
     char request[160], reply[64], word[64];
     snprintf(word, sizeof word, "%s", name && *name ? name : "app");
-    for (char *p = word; *p; p++)  /* a name is one word of the protocol */
-        if (*p == ' ' || *p == '\n' || *p == '\t')
-            *p = '_';
+    for (char *p = word; *p; p++) /* a name is one word of the protocol */
+        if (*p == ' ' || *p == '\n' || *p == '\t') *p = '_';
     snprintf(request, sizeof request, "HELLO %d %s %d\n", IOLOOM_COORD_PROTOCOL, word, cores > 0 ? cores : 1);
     ask(c, request, IOLOOM_COORD_REPLY_SECONDS, reply, sizeof reply);
 }
 
 ioloom_coord *ioloom_coord_open(const char *address, const char *name, int cores) {
     ioloom_coord *c = calloc(1, sizeof *c);
-    if (!c)
-        return NULL;
+    if (!c) return NULL;
     char where[256];
     if (address && *address)
         snprintf(where, sizeof where, "%s", address);
@@ -159,32 +149,26 @@ ioloom_coord *ioloom_coord_open(const char *address, const char *name, int cores
 }
 
 void ioloom_coord_close(ioloom_coord *c) {
-    if (!c)
-        return;
+    if (!c) return;
     char reply[64];
-    ask(c, "BYE\n", IOLOOM_COORD_REPLY_SECONDS, reply, sizeof reply);  /* ends the phase too */
-    if (c->fd >= 0)
-        close(c->fd);
+    ask(c, "BYE\n", IOLOOM_COORD_REPLY_SECONDS, reply, sizeof reply); /* ends the phase too */
+    if (c->fd >= 0) close(c->fd);
     pthread_mutex_destroy(&c->lock);
     free(c);
 }
 
 void ioloom_coord_abandon(ioloom_coord *c) {
-    if (!c)
-        return;
-    if (c->fd >= 0)
-        close(c->fd);
-    free(c);  /* its mutex is not destroyed: the parent's thread may have held it at the fork */
+    if (!c) return;
+    if (c->fd >= 0) close(c->fd);
+    free(c); /* its mutex is not destroyed: the parent's thread may have held it at the fork */
 }
 
 void ioloom_coord_set_bound(ioloom_coord *c, double seconds) {
-    if (c && seconds > 0)
-        c->bound = seconds;
+    if (c && seconds > 0) c->bound = seconds;
 }
 
 void ioloom_coord_prepare(ioloom_coord *c, uint64_t bytes, double seconds) {
-    if (!c)
-        return;
+    if (!c) return;
     pthread_mutex_lock(&c->lock);
     if (c->depth < IOLOOM_COORD_LEVELS) {
         c->bytes[c->depth] = bytes;
@@ -195,8 +179,7 @@ void ioloom_coord_prepare(ioloom_coord *c, uint64_t bytes, double seconds) {
 }
 
 void ioloom_coord_complete(ioloom_coord *c) {
-    if (!c)
-        return;
+    if (!c) return;
     char reply[64];
     pthread_mutex_lock(&c->lock);
     if (c->depth > 0 && --c->depth == 0 && c->announced) {
@@ -225,8 +208,7 @@ static int answer_stands(const ioloom_coord *c, uint64_t bytes, double seconds) 
 }
 
 int ioloom_coord_inform(ioloom_coord *c) {
-    if (!c)
-        return 1;
+    if (!c) return 1;
     uint64_t bytes;
     double seconds;
     char request[96];
@@ -241,7 +223,7 @@ int ioloom_coord_inform(ioloom_coord *c) {
         c->sent_seconds = seconds;
         go = ask_go(c, request, IOLOOM_COORD_REPLY_SECONDS);
     }
-    c->released_at = 0;  /* an answer stands once */
+    c->released_at = 0; /* an answer stands once */
     c->counters.waits += !go;
     pthread_mutex_unlock(&c->lock);
     return go;
@@ -255,14 +237,12 @@ int ioloom_coord_check(ioloom_coord *c, int *authorized) {
         c->counters.waits += !go;
         pthread_mutex_unlock(&c->lock);
     }
-    if (authorized)
-        *authorized = go;
+    if (authorized) *authorized = go;
     return 0;
 }
 
 int ioloom_coord_wait(ioloom_coord *c) {
-    if (!c)
-        return 1;
+    if (!c) return 1;
     char request[64], reply[64];
     pthread_mutex_lock(&c->lock);
     double start = now_seconds();
@@ -276,8 +256,7 @@ int ioloom_coord_wait(ioloom_coord *c) {
 }
 
 void ioloom_coord_release(ioloom_coord *c, uint64_t bytes) {
-    if (!c)
-        return;
+    if (!c) return;
     char request[64];
     pthread_mutex_lock(&c->lock);
     snprintf(request, sizeof request, "RELEASE %llu\n", (unsigned long long)bytes);

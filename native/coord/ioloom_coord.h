@@ -18,11 +18,11 @@ extern "C" {
 typedef struct ioloom_coord ioloom_coord;
 
 struct ioloom_coord_counters {
-    uint64_t phases;        /* phases announced (first inform after the stack was empty) */
-    uint64_t waits;         /* times the client was told to wait (inform or check answered WAIT) */
-    double waited_seconds;  /* time spent in ioloom_coord_wait */
-    uint64_t timeouts;      /* waits that passed their bound: the client wrote anyway */
-    uint64_t lost;          /* 1 once the coordinator could not be reached or went away: writes went on */
+    uint64_t phases;       /* phases announced (first inform after the stack was empty) */
+    uint64_t waits;        /* times the client was told to wait (inform or check answered WAIT) */
+    double waited_seconds; /* time spent in ioloom_coord_wait */
+    uint64_t timeouts;     /* waits that passed their bound: the client wrote anyway */
+    uint64_t lost;         /* 1 once the coordinator could not be reached or went away: writes went on */
 };
 
 /* Connect to the coordinator at `address` (a Unix socket path, "unix:PATH"; NULL: $IOLOOM_COORD, else

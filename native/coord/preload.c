@@ -20,10 +20,10 @@
 
 static pthread_mutex_t phase_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct {
-    ioloom_coord *client;   /* opened at the first write of this process (pid) */
+    ioloom_coord *client; /* opened at the first write of this process (pid) */
     pid_t pid;
     int in_phase;
-    uint64_t bytes, last_bytes;  /* this phase's bytes so far; the previous phase's */
+    uint64_t bytes, last_bytes; /* this phase's bytes so far; the previous phase's */
     double last_write;
 } phase;
 
@@ -52,8 +52,7 @@ static void *watch_idle(void *arg) {
     for (;;) {
         usleep((useconds_t)(idle * 250000));
         pthread_mutex_lock(&phase_lock);
-        if (phase.in_phase && now_seconds() - phase.last_write > idle)
-            end_phase();
+        if (phase.in_phase && now_seconds() - phase.last_write > idle) end_phase();
         pthread_mutex_unlock(&phase_lock);
     }
     return NULL;
@@ -62,7 +61,7 @@ static void *watch_idle(void *arg) {
 /* In a forked child: drop the copy of the parent's connection at once (the parent's phase ends with the
  * parent, not with its longest-lived child); the child opens its own at its first write. */
 static void forget_parent(void) {
-    pthread_mutex_init(&phase_lock, NULL);  /* another thread of the parent may have held it at the fork */
+    pthread_mutex_init(&phase_lock, NULL); /* another thread of the parent may have held it at the fork */
     ioloom_coord_abandon(phase.client);
     phase.client = NULL;
     phase.in_phase = 0;
@@ -75,8 +74,7 @@ static void register_fork_handler(void) { pthread_atfork(NULL, NULL, forget_pare
 static ioloom_coord *client(void) {
     static double idle;
     static pthread_once_t once = PTHREAD_ONCE_INIT;
-    if (phase.client)
-        return phase.client;
+    if (phase.client) return phase.client;
     pthread_once(&once, register_fork_handler);
     phase.pid = getpid();
     phase.in_phase = 0;
@@ -85,15 +83,13 @@ static ioloom_coord *client(void) {
     const char *text = ioloom_env_str("IOLOOM_COORD_IDLE", "0.5");
     idle = atof(text) > 0 ? atof(text) : 0.5;
     pthread_t t;
-    if (pthread_create(&t, NULL, watch_idle, &idle) == 0)
-        pthread_detach(t);
+    if (pthread_create(&t, NULL, watch_idle, &idle) == 0) pthread_detach(t);
     return phase.client;
 }
 
 /* Before a write of n bytes to fd: 1 if it is coordinated (then after_write must follow). */
 static int before_write(int fd, size_t n) {
-    if (n == 0 || !ioloom_enter())
-        return 0;
+    if (n == 0 || !ioloom_enter()) return 0;
     if (!regular_file(fd)) {
         ioloom_leave();
         return 0;
@@ -108,8 +104,7 @@ static int before_write(int fd, size_t n) {
     }
     phase.last_write = now_seconds();
     pthread_mutex_unlock(&phase_lock);
-    if (!ioloom_coord_inform(c))
-        ioloom_coord_wait(c);
+    if (!ioloom_coord_inform(c)) ioloom_coord_wait(c);
     return 1;
 }
 
@@ -125,16 +120,14 @@ static void after_write(ssize_t written) {
 
 static size_t iov_bytes(const struct iovec *iov, int count) {
     size_t n = 0;
-    for (int i = 0; i < count; i++)
-        n += iov[i].iov_len;
+    for (int i = 0; i < count; i++) n += iov[i].iov_len;
     return n;
 }
 
-#define COORDINATED(fn, size, call)              \
-    int hooked = before_write(fd, size);         \
-    ssize_t r = IOLOOM_NEXT(fn) call;            \
-    if (hooked)                                  \
-        after_write(r);                          \
+#define COORDINATED(fn, size, call)      \
+    int hooked = before_write(fd, size); \
+    ssize_t r = IOLOOM_NEXT(fn) call;    \
+    if (hooked) after_write(r);          \
     return r
 
 IOLOOM_EXPORT ssize_t write(int fd, const void *buf, size_t n) { COORDINATED(write, n, (fd, buf, n)); }
@@ -160,15 +153,17 @@ __attribute__((destructor)) static void finish(void) {
     }
     struct ioloom_coord_counters k;
     ioloom_coord_counters(phase.client, &k);
-    ioloom_coord_close(phase.client);  /* ends the phase (BYE) */
+    ioloom_coord_close(phase.client); /* ends the phase (BYE) */
     phase.client = NULL;
     pthread_mutex_unlock(&phase_lock);
     const char *log = ioloom_env_str("IOLOOM_COORD_LOG", NULL);
     int fd = log ? open(log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644) : -1;
     if (fd >= 0) {
-        dprintf(fd, "{\"pid\": %d, \"phases\": %llu, \"waits\": %llu, \"waited_seconds\": %.6f, \"timeouts\": %llu, "
-                    "\"lost\": %llu}\n", (int)getpid(), (unsigned long long)k.phases, (unsigned long long)k.waits,
-                k.waited_seconds, (unsigned long long)k.timeouts, (unsigned long long)k.lost);
+        dprintf(fd,
+                "{\"pid\": %d, \"phases\": %llu, \"waits\": %llu, \"waited_seconds\": %.6f, \"timeouts\": %llu, "
+                "\"lost\": %llu}\n",
+                (int)getpid(), (unsigned long long)k.phases, (unsigned long long)k.waits, k.waited_seconds,
+                (unsigned long long)k.timeouts, (unsigned long long)k.lost);
         close(fd);
     }
 }

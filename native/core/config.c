@@ -39,13 +39,20 @@ size_t ioloom_env_size(const char *name, size_t fallback) {
     if (end == v) return fallback;
     int shift = 0;
     switch (toupper((unsigned char)*end)) {
-    case 'G': shift += 10; /* fall through */
-    case 'M': shift += 10; /* fall through */
-    case 'K': shift += 10; end++; break;
-    case '\0': break;
-    default: return fallback;
+        case 'G':
+            shift += 10; /* fall through */
+        case 'M':
+            shift += 10; /* fall through */
+        case 'K':
+            shift += 10;
+            end++;
+            break;
+        case '\0':
+            break;
+        default:
+            return fallback;
     }
-    if (toupper((unsigned char)*end) == 'I') end++;          /* accept KiB, MiB, GiB */
+    if (toupper((unsigned char)*end) == 'I') end++; /* accept KiB, MiB, GiB */
     if (toupper((unsigned char)*end) == 'B') end++;
     if (*end || n > (unsigned long long)SIZE_MAX >> shift) return fallback;
     return (size_t)n << shift;
@@ -59,8 +66,7 @@ uint64_t ioloom_env_uint(const char *name, uint64_t fallback) {
     return end == v || *end ? fallback : (uint64_t)n;
 }
 
-void ioloom_for_each_item(const char *list, char sep, void (*fn)(const char *item, size_t len, void *arg),
-                          void *arg) {
+void ioloom_for_each_item(const char *list, char sep, void (*fn)(const char *item, size_t len, void *arg), void *arg) {
     while (list && *list) {
         const char *end = strchr(list, sep);
         size_t len = end ? (size_t)(end - list) : strlen(list);

@@ -24,12 +24,11 @@ void *ioloom_next_symbol(const char *name);
 
 /* `IOLOOM_NEXT(pwrite)(fd, buf, n, off)`: the cached next pwrite. The cache is a static per call site,
  * filled on first use; a race fills it twice with the same value, which is harmless. */
-#define IOLOOM_NEXT(fn)                                                                    \
-    (*({                                                                                   \
-        static __typeof__(&fn) ioloom_next_##fn;                                           \
-        if (IOLOOM_UNLIKELY(!ioloom_next_##fn))                                            \
-            ioloom_next_##fn = (__typeof__(&fn))ioloom_next_symbol(#fn);                   \
-        &ioloom_next_##fn;                                                                 \
+#define IOLOOM_NEXT(fn)                                                                                      \
+    (*({                                                                                                     \
+        static __typeof__(&fn) ioloom_next_##fn;                                                             \
+        if (IOLOOM_UNLIKELY(!ioloom_next_##fn)) ioloom_next_##fn = (__typeof__(&fn))ioloom_next_symbol(#fn); \
+        &ioloom_next_##fn;                                                                                   \
     }))
 
 /* Reentrancy guard. ioloom_enter() returns 1 if the caller may do its work (and must then call
@@ -47,8 +46,8 @@ static inline uint64_t ioloom_now_ns(void) {
 
 /* Environment configuration. Each returns `fallback` when the variable is unset or malformed. */
 const char *ioloom_env_str(const char *name, const char *fallback);
-int ioloom_env_bool(const char *name, int fallback);          /* 1/0, yes/no, true/false, on/off */
-size_t ioloom_env_size(const char *name, size_t fallback);    /* bytes, with optional K/M/G suffix (1024) */
+int ioloom_env_bool(const char *name, int fallback);           /* 1/0, yes/no, true/false, on/off */
+size_t ioloom_env_size(const char *name, size_t fallback);     /* bytes, with optional K/M/G suffix (1024) */
 uint64_t ioloom_env_uint(const char *name, uint64_t fallback); /* a plain decimal number, no suffix */
 
 /* Lexically removes "//", "/./" and "dir/.." from an absolute path, in place ("/" if nothing is left). */
@@ -60,7 +59,6 @@ void ioloom_normalise_path(char *path);
 const char *ioloom_romio_path(const char *name);
 
 /* Calls `fn(item, len, arg)` for each element of a `sep`-separated list, skipping empty ones. */
-void ioloom_for_each_item(const char *list, char sep, void (*fn)(const char *item, size_t len, void *arg),
-                          void *arg);
+void ioloom_for_each_item(const char *list, char sep, void (*fn)(const char *item, size_t len, void *arg), void *arg);
 
 #endif

@@ -11,7 +11,8 @@ void ioloom_normalise_path(char *path) {
         size_t len = (size_t)(end - in);
         if (len == 1 && in[0] == '.') {
         } else if (len == 2 && in[0] == '.' && in[1] == '.') {
-            while (out > path && *--out != '/') {}
+            while (out > path && *--out != '/') {
+            }
         } else if (len) {
             *out++ = '/';
             memmove(out, in, len);

@@ -15,7 +15,9 @@ static int fd_limit; /* one past the highest descriptor ever given a container *
 
 static void raise_limit(int fd) {
     int seen = __atomic_load_n(&fd_limit, __ATOMIC_RELAXED);
-    while (fd >= seen && !__atomic_compare_exchange_n(&fd_limit, &seen, fd + 1, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {}
+    while (fd >= seen &&
+           !__atomic_compare_exchange_n(&fd_limit, &seen, fd + 1, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    }
 }
 static unsigned long unsupported[LF_UNS_COUNT];
 static const char *const unsupported_names[LF_UNS_COUNT] = {"mmap", "fallocate", "other"};
@@ -23,15 +25,16 @@ static const char *const unsupported_names[LF_UNS_COUNT] = {"mmap", "fallocate",
 /* The reserved descriptor carries what an exec'ed program needs to adopt it (see adopt_inherited): O_APPEND
  * as itself, and "opened for writing" as O_NONBLOCK, meaningless on a directory. */
 static int reserve_flags(int flags) {
-    return O_RDONLY | O_DIRECTORY | (flags & (O_CLOEXEC | O_APPEND)) | ((flags & O_ACCMODE) != O_RDONLY ? O_NONBLOCK : 0);
+    return O_RDONLY | O_DIRECTORY | (flags & (O_CLOEXEC | O_APPEND)) |
+           ((flags & O_ACCMODE) != O_RDONLY ? O_NONBLOCK : 0);
 }
 
 /* Enter an open container into the table under fd. */
 static int install(int fd, lf_file *f, int flags) {
     struct lf_ofd *o = fd < LF_MAX_FDS ? calloc(1, sizeof *o) : NULL;
     if (!o) return errno = fd < LF_MAX_FDS ? ENOMEM : EMFILE, -1;
-    *o = (struct lf_ofd){.file = f, .status = flags & ~(O_ACCMODE | O_CREAT | O_EXCL | O_TRUNC | O_CLOEXEC),
-                         .refs = 1, .lock_fd = -1};
+    *o = (struct lf_ofd){
+        .file = f, .status = flags & ~(O_ACCMODE | O_CREAT | O_EXCL | O_TRUNC | O_CLOEXEC), .refs = 1, .lock_fd = -1};
     pthread_mutex_init(&o->lock, NULL);
     raise_limit(fd);
     __atomic_store_n(&lf_fds[fd], o, __ATOMIC_RELEASE);
@@ -93,7 +96,11 @@ static void publish(struct lf_ofd *o) { lf_publish(o->file); }
 static void become_child(struct lf_ofd *o) { lf_writer_after_fork(o->file); }
 
 /* Before fork the parent publishes, so the child (a new writer) sees everything written so far. */
-static void before_fork(void) { ioloom_busy++; for_each_ofd(publish); ioloom_busy--; }
+static void before_fork(void) {
+    ioloom_busy++;
+    for_each_ofd(publish);
+    ioloom_busy--;
+}
 static void in_child(void) { for_each_ofd(become_child); }
 
 /* Descriptors inherited across exec (a shell's `cmd > logfs:file`) are container directories this process
@@ -107,7 +114,8 @@ static void adopt_inherited(void) {
         int fd = atoi(de->d_name), fl;
         struct stat st;
         if (fd == dirfd(d) || !(de->d_name[0] >= '0' && de->d_name[0] <= '9') || IOLOOM_NEXT(fstat)(fd, &st) ||
-            !S_ISDIR(st.st_mode) || (fl = IOLOOM_NEXT(fcntl)(fd, F_GETFL)) < 0 || IOLOOM_NEXT(faccessat)(fd, LF_META_NAME, F_OK, 0))
+            !S_ISDIR(st.st_mode) || (fl = IOLOOM_NEXT(fcntl)(fd, F_GETFL)) < 0 ||
+            IOLOOM_NEXT(faccessat)(fd, LF_META_NAME, F_OK, 0))
             continue;
         char link[64], dir[PATH_MAX];
         snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
@@ -119,8 +127,10 @@ static void adopt_inherited(void) {
         if (n >= (ssize_t)sizeof LF_PACK_NAME && !strcmp(dir + n - (sizeof LF_PACK_NAME - 1), LF_PACK_NAME)) continue;
         int flags = (fl & O_NONBLOCK ? O_RDWR : O_RDONLY) | (fl & O_APPEND);
         lf_file *f = lf_open(dir, flags, 0, NULL);
-        if (f && install(fd, f, flags)) lf_close(f);
-        else if (f) lf_stdio_follow(fd);
+        if (f && install(fd, f, flags))
+            lf_close(f);
+        else if (f)
+            lf_stdio_follow(fd);
     }
     IOLOOM_NEXT(closedir)(d);
 }

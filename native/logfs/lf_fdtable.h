@@ -15,9 +15,9 @@ struct lf_ofd {
     lf_file *file;
     pthread_mutex_t lock; /* guards pos and status */
     uint64_t pos;
-    int status;           /* O_APPEND and the other F_SETFL flags */
-    int refs;             /* descriptors that refer to it */
-    int lock_fd;          /* the container's lock file, for fcntl record locks; -1 until used */
+    int status;  /* O_APPEND and the other F_SETFL flags */
+    int refs;    /* descriptors that refer to it */
+    int lock_fd; /* the container's lock file, for fcntl record locks; -1 until used */
 };
 
 #define LF_MAX_FDS 65536
@@ -52,7 +52,13 @@ enum lf_unsupported { LF_UNS_MMAP, LF_UNS_FALLOCATE, LF_UNS_OTHER, LF_UNS_COUNT 
 int lf_unsupported(enum lf_unsupported what, int err);
 
 /* Runs `expr` with the reentrancy guard held, so the layer's own calls inside it pass through; its value. */
-#define LF_INSIDE(expr) ({ ioloom_busy++; __typeof__(expr) lf_inside_result = (expr); ioloom_busy--; lf_inside_result; })
+#define LF_INSIDE(expr)                             \
+    ({                                              \
+        ioloom_busy++;                              \
+        __typeof__(expr) lf_inside_result = (expr); \
+        ioloom_busy--;                              \
+        lf_inside_result;                           \
+    })
 
 /* Wrappers are exported; the 64-bit spellings are aliases (off_t is 64-bit on LP64). glibc declares some
  * with attributes (nonnull, leaf) that an alias need not repeat. */

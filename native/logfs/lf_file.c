@@ -212,7 +212,8 @@ static int remove_dir(const struct lf_meta *m, int b, int dry) {
         if (strict && (IOLOOM_NEXT(fstatat)(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode) ||
                        !backend_file(m, b, de->d_name)))
             rc = lf_damaged(dir, "an extra backend holding files logfs did not put there (nothing was deleted)");
-        else if (!dry && IOLOOM_NEXT(unlinkat)(fd, de->d_name, 0)) rc = -1;
+        else if (!dry && IOLOOM_NEXT(unlinkat)(fd, de->d_name, 0))
+            rc = -1;
     }
     IOLOOM_NEXT(closedir)(d);
     return rc || dry || shared ? rc : IOLOOM_NEXT(rmdir)(dir);
@@ -234,9 +235,12 @@ int lf_rename(const char *from, const char *to) {
     if (!lf_is_container(from)) return errno = ENOENT, -1;
     struct stat st; /* rename replaces its target; a symbolic link is replaced, never what it names */
     if (IOLOOM_NEXT(fstatat)(AT_FDCWD, to, &st, AT_SYMLINK_NOFOLLOW) == 0) {
-        if (S_ISDIR(st.st_mode) && lf_is_container(to)) { if (lf_unlink(to)) return -1; }
-        else if (S_ISDIR(st.st_mode)) return errno = EISDIR, -1;
-        else if (IOLOOM_NEXT(unlink)(to)) return -1;
+        if (S_ISDIR(st.st_mode) && lf_is_container(to)) {
+            if (lf_unlink(to)) return -1;
+        } else if (S_ISDIR(st.st_mode))
+            return errno = EISDIR, -1;
+        else if (IOLOOM_NEXT(unlink)(to))
+            return -1;
     }
     /* Only the primary directory moves: the metadata names the extra backends' directories, which are
      * unique to this container (lf_meta.c). Moved to another directory, its ".." entry changes: not the file. */

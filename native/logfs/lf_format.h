@@ -17,16 +17,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define LF_VERSION 3                /* what new containers are; readers also read LF_VERSION_OLDEST */
-#define LF_VERSION_OLDEST 2         /* version 2: a struct lf_record_v2 per write (written into such containers) */
+#define LF_VERSION 3        /* what new containers are; readers also read LF_VERSION_OLDEST */
+#define LF_VERSION_OLDEST 2 /* version 2: a struct lf_record_v2 per write (written into such containers) */
 #define LF_META_NAME "ioloom-logfs.meta"
-#define LF_RECORD_MAGIC 0x3352464cu /* "LFR3" */
+#define LF_RECORD_MAGIC 0x3352464cu    /* "LFR3" */
 #define LF_RECORD_MAGIC_V2 0x3252464cu /* "LFR2" */
-#define LF_BLOCK_MAGIC 0x3142494cu  /* "LIB1" */
-#define LF_DEFAULT_CHUNK (4u << 20) /* chunks are multiples of LF_PAGE */
+#define LF_BLOCK_MAGIC 0x3142494cu     /* "LIB1" */
+#define LF_DEFAULT_CHUNK (4u << 20)    /* chunks are multiples of LF_PAGE */
 #define LF_PAGE 4096u
-#define LF_RECORD_BATCH 42          /* records a writer keeps before appending them (one write of < 4 KiB) */
-#define LF_MAX_SIZE (1ull << 62)    /* no logical or physical byte lies at or past it (writes past it: EFBIG) */
+#define LF_RECORD_BATCH 42       /* records a writer keeps before appending them (one write of < 4 KiB) */
+#define LF_MAX_SIZE (1ull << 62) /* no logical or physical byte lies at or past it (writes past it: EFBIG) */
 
 /* CREATE and UNLINK exist for packed files (1-N: many small files in one container, told apart by file_id):
  * CREATE marks a file as existing (an empty file is one), UNLINK removes it (its bytes are gone, as by a truncate
@@ -62,7 +62,7 @@ struct lf_record {
 /* Version 2's record: one per write (the fields as in struct lf_record, count 1). Written into version-2
  * containers, which stay version 2. */
 struct lf_record_v2 {
-    uint32_t magic;      /* LF_RECORD_MAGIC_V2 */
+    uint32_t magic; /* LF_RECORD_MAGIC_V2 */
     uint16_t kind, version;
     uint32_t file_id, header_sum;
     uint64_t offset, length, stamp, writer, data_sum, physical;
@@ -72,10 +72,10 @@ struct lf_record_v2 {
  * physical + i*pstride in the group's log. count = 1 is a plain write; count > 1 is a pattern (a strided or
  * sequential run stored in 80 bytes however long it is). Entries never span a sync point. */
 struct lf_entry {
-    uint32_t kind;       /* enum lf_kind */
+    uint32_t kind; /* enum lf_kind */
     uint32_t file_id;
-    uint64_t offset;     /* logical offset of the first record (truncate: the new size) */
-    uint64_t length;     /* bytes per record */
+    uint64_t offset; /* logical offset of the first record (truncate: the new size) */
+    uint64_t length; /* bytes per record */
     uint64_t count;
     uint64_t stride;     /* logical distance between records (>= length, so records never overlap) */
     uint64_t physical;   /* offset of the first record's data in the log */
@@ -87,12 +87,12 @@ struct lf_entry {
 
 /* Header of a block of entries in an index journal. */
 struct lf_block {
-    uint32_t magic;      /* LF_BLOCK_MAGIC */
+    uint32_t magic; /* LF_BLOCK_MAGIC */
     uint32_t version;
     uint64_t writer;
-    uint32_t count;      /* entries that follow */
-    uint32_t header_sum; /* low 32 bits of lf_sum64 of this header with header_sum = 0 */
-    uint64_t entries_sum;/* lf_sum64 of the entries */
+    uint32_t count;       /* entries that follow */
+    uint32_t header_sum;  /* low 32 bits of lf_sum64 of this header with header_sum = 0 */
+    uint64_t entries_sum; /* lf_sum64 of the entries */
 };
 
 _Static_assert(sizeof(struct lf_record) == 96, "record layout");

@@ -66,46 +66,46 @@ struct lf_extent {
 };
 
 struct lf_map {
-    struct lf_src *all;     /* every entry (ours and the others'), sorted by key */
+    struct lf_src *all; /* every entry (ours and the others'), sorted by key */
     size_t nall;
     uint64_t size;
-    int exists;             /* a packed file: created or written since its last unlink */
-    struct lf_extent *ext;  /* resolved extents of the window [lo, hi) (lf_read.c) */
+    int exists;            /* a packed file: created or written since its last unlink */
+    struct lf_extent *ext; /* resolved extents of the window [lo, hi) (lf_read.c) */
     size_t n;
     uint64_t lo, hi;
 };
 
-#define LF_WINDOW (4u << 20)  /* logical bytes resolved at a time: bounds the reader's memory */
+#define LF_WINDOW (4u << 20) /* logical bytes resolved at a time: bounds the reader's memory */
 
 struct lf_file {
     pthread_mutex_t lock;
     struct lf_meta meta;
     char dir[PATH_MAX];
     int flags;
-    uint32_t file_id;       /* a packed file's id (its entries alone are read and written); 0: the whole container */
+    uint32_t file_id; /* a packed file's id (its entries alone are read and written); 0: the whole container */
     /* writer side: created on the first write */
     uint64_t writer, last_stamp;
     char group[96];
-    int wlog;               /* index in logs[] of our log, -1 before the first write */
+    int wlog; /* index in logs[] of our log, -1 before the first write */
     int log_fd, index_fd, records_fd;
     int32_t records_traced_id;
     struct lf_entry batch[LF_RECORD_BATCH]; /* records not yet appended to the record journal (as runs) */
     size_t nbatch;
-    int run_open;           /* the last of batch[] may still grow by the next write */
+    int run_open; /* the last of batch[] may still grow by the next write */
     int32_t index_traced_id;
     uint64_t resv_cur, resv_end; /* the part of our log we reserved and have not filled yet */
-    struct lf_entry *mine;  /* our entries, published or not */
+    struct lf_entry *mine;       /* our entries, published or not */
     size_t nmine, capmine, npublished;
-    int entry_open;         /* the last entry may still grow into a pattern */
+    int entry_open; /* the last entry may still grow into a pattern */
     /* reader side */
-    struct lf_src *others;  /* other writers' entries, as last loaded */
+    struct lf_src *others; /* other writers' entries, as last loaded */
     size_t nothers;
     struct lf_log *logs;
     size_t nlogs;
     struct lf_map map;
-    int map_stale;          /* our own writes changed the view */
-    int others_stale;       /* reload the other writers' indexes before the next read */
-    int reloaded_at_end;    /* a read past the known end reloaded them; cleared by any change of the view */
+    int map_stale;       /* our own writes changed the view */
+    int others_stale;    /* reload the other writers' indexes before the next read */
+    int reloaded_at_end; /* a read past the known end reloaded them; cleared by any change of the view */
 };
 
 /* lf_meta.c */

@@ -19,8 +19,13 @@ char *lf_slurp(const char *path, size_t *len) {
     char *buf = NULL;
     if (IOLOOM_NEXT(fstat)(fd, &st) == 0 && (buf = malloc((size_t)st.st_size + 1))) {
         ssize_t got = lf_full_pread(fd, buf, (size_t)st.st_size, 0);
-        if (got < 0) { free(buf); buf = NULL; }
-        else { buf[got] = 0; if (len) *len = (size_t)got; }
+        if (got < 0) {
+            free(buf);
+            buf = NULL;
+        } else {
+            buf[got] = 0;
+            if (len) *len = (size_t)got;
+        }
     }
     int saved = errno;
     IOLOOM_NEXT(close)(fd);
@@ -40,8 +45,10 @@ int lf_damaged(const char *path, const char *what) {
 void lf_damaged_report(void) {
     unsigned long n = __atomic_load_n(&damaged, __ATOMIC_RELAXED);
     if (n)
-        fprintf(stderr, "ioloom-logfs: %lu call(s) on damaged or crafted containers refused (EIO), the first: %s; "
-                        "`ioloom container check` says what to repair\n", n, first_damage);
+        fprintf(stderr,
+                "ioloom-logfs: %lu call(s) on damaged or crafted containers refused (EIO), the first: %s; "
+                "`ioloom container check` says what to repair\n",
+                n, first_damage);
 }
 
 DIR *lf_opendir(const char *dir) {
@@ -133,9 +140,11 @@ static const char *walk_below_root(const char *real_root, const char *below, cha
         struct stat st;
         int rc = IOLOOM_NEXT(fstatat)(AT_FDCWD, real_out, &st, AT_SYMLINK_NOFOLLOW);
         if (slash) *slash = '/';
-        if (rc) return errno == ENOENT ? (missing_ok ? NULL : "its directory is missing (the data of its logs is lost, "
-                                                               "or its file system is not mounted)")
-                                       : "it cannot be examined";
+        if (rc)
+            return errno == ENOENT ? (missing_ok ? NULL
+                                                 : "its directory is missing (the data of its logs is lost, "
+                                                   "or its file system is not mounted)")
+                                   : "it cannot be examined";
         if (S_ISLNK(st.st_mode)) return "a symbolic link lies between its root and it";
         if (!S_ISDIR(st.st_mode)) return "it is not a directory";
         if (!slash) return NULL;
@@ -184,19 +193,29 @@ int lf_meta_read_for(const char *dir, struct lf_meta *m, int missing_ok) {
     const char *roots[LF_MAX_BACKENDS], *why = NULL;
     int version = sscanf(text, "ioloom-logfs %d", &m->version) == 1, seen = 0, extras = -1, nroots = 0;
     /* a NUL would end the text here early, and Python's paths refuse one: refused whole, in both */
-    if (memchr(text, 0, len)) why = "it holds a NUL byte";
-    else if (!len || text[len - 1] != '\n') why = "it ends inside a line (cut short?)";
+    if (memchr(text, 0, len))
+        why = "it holds a NUL byte";
+    else if (!len || text[len - 1] != '\n')
+        why = "it ends inside a line (cut short?)";
     for (char *line = strtok(text, "\n"); version && line; line = strtok(NULL, "\n")) {
         unsigned long long chunk;
         unsigned mode;
-        if (sscanf(line, "chunk %llu", &chunk) == 1) m->chunk = chunk, seen |= 1;
-        else if (sscanf(line, "mode %o", &mode) == 1) m->mode = mode & 07777, seen |= 2;
-        else if (!strncmp(line, "id ", 3)) snprintf(m->id, sizeof m->id, "%s", line + 3), seen |= 4;
-        else if (sscanf(line, "extras %d", &extras) == 1) seen |= 8;
-        else if (sscanf(line, "spread %d", &m->spread) == 1) continue;
-        else if (!strncmp(line, "origin ", 7)) snprintf(m->origin, sizeof m->origin, "%s", line + 7);
-        else if (!strncmp(line, "backend ", 8) && nroots < LF_MAX_BACKENDS - 1) roots[nroots++] = line + 8;
-        else if (!strncmp(line, "backend ", 8)) why = "too many backends";
+        if (sscanf(line, "chunk %llu", &chunk) == 1)
+            m->chunk = chunk, seen |= 1;
+        else if (sscanf(line, "mode %o", &mode) == 1)
+            m->mode = mode & 07777, seen |= 2;
+        else if (!strncmp(line, "id ", 3))
+            snprintf(m->id, sizeof m->id, "%s", line + 3), seen |= 4;
+        else if (sscanf(line, "extras %d", &extras) == 1)
+            seen |= 8;
+        else if (sscanf(line, "spread %d", &m->spread) == 1)
+            continue;
+        else if (!strncmp(line, "origin ", 7))
+            snprintf(m->origin, sizeof m->origin, "%s", line + 7);
+        else if (!strncmp(line, "backend ", 8) && nroots < LF_MAX_BACKENDS - 1)
+            roots[nroots++] = line + 8;
+        else if (!strncmp(line, "backend ", 8))
+            why = "too many backends";
     }
     if (!why) why = incomplete(m, seen, extras, nroots);
     for (int i = 0; i < nroots && !why; i++) {
@@ -215,7 +234,8 @@ static int format_meta(const struct lf_meta *m, const struct lf_backends *b, cha
     int n = snprintf(buf, cap, "ioloom-logfs %d\nchunk %llu\nmode %04o\nid %s\nextras %d\n", LF_VERSION,
                      (unsigned long long)m->chunk, (unsigned)m->mode, m->id, m->nbackends - 1);
     if (m->nbackends > 1 && n < (int)cap) n += snprintf(buf + n, cap - (size_t)n, "origin %s\n", m->origin);
-    if (m->nbackends > 1 && m->spread && n < (int)cap) n += snprintf(buf + n, cap - (size_t)n, "spread %d\n", m->spread);
+    if (m->nbackends > 1 && m->spread && n < (int)cap)
+        n += snprintf(buf + n, cap - (size_t)n, "spread %d\n", m->spread);
     for (int i = 0; i < m->nbackends - 1 && n < (int)cap; i++)
         n += snprintf(buf + n, cap - (size_t)n, "backend %s\n", b->roots[i]);
     return n < (int)cap ? n : (errno = ENAMETOOLONG, -1);
@@ -263,7 +283,8 @@ int lf_meta_create(const char *dir, mode_t mode, const struct lf_backends *backe
     if (lf_is_container(dir)) return excl ? (errno = EEXIST, -1) : 0;
     mode_t mask = umask(0); /* open(2) applies the umask to a new file's mode: so do we */
     umask(mask);
-    struct lf_meta m = {.version = LF_VERSION, .chunk = ioloom_env_size("IOLOOM_LOGFS_CHUNK", LF_DEFAULT_CHUNK),
+    struct lf_meta m = {.version = LF_VERSION,
+                        .chunk = ioloom_env_size("IOLOOM_LOGFS_CHUNK", LF_DEFAULT_CHUNK),
                         .mode = mode & 07777 & ~mask};
     size_t spread = ioloom_env_size("IOLOOM_LOGFS_SPREAD", LF_SPREAD_DEFAULT);
     m.spread = spread > LF_SPREAD_MAX ? LF_SPREAD_MAX : (int)spread;

@@ -17,9 +17,7 @@
 #include "lf_fdtable.h"
 
 /* The mapping could write back into the file: only then is materialising wrong. */
-static int writes_back(int prot, int flags) {
-    return (prot & PROT_WRITE) && (flags & MAP_TYPE) != MAP_PRIVATE;
-}
+static int writes_back(int prot, int flags) { return (prot & PROT_WRITE) && (flags & MAP_TYPE) != MAP_PRIVATE; }
 
 /* mmap's own argument and access checks, in the kernel's order, made before any memory is touched; then the
  * refusal of what cannot be served. 0, or -1 with errno set. */

@@ -21,14 +21,18 @@ static int valid_name(const char *name) {
     return *name && !strchr(name, '/') && strlen(name) < NAME_MAX && strcmp(name, ".") && strcmp(name, "..");
 }
 
-lf_file *lf_open_packed(const char *pack, const char *name, int flags, mode_t mode, const struct lf_backends *backends) {
+lf_file *lf_open_packed(const char *pack, const char *name, int flags, mode_t mode,
+                        const struct lf_backends *backends) {
     if (!valid_name(name)) return errno = EINVAL, NULL;
     lf_file *f = lf_open_file(pack, lf_pack_id(name), flags & ~(O_EXCL | O_TRUNC), mode, backends);
     if (!f) return NULL;
     int err = 0;
-    if (lf_map_build(f)) err = errno;
-    else if (!f->map.exists && !(flags & O_CREAT)) err = ENOENT;
-    else if (f->map.exists && (flags & O_CREAT) && (flags & O_EXCL)) err = EEXIST;
+    if (lf_map_build(f))
+        err = errno;
+    else if (!f->map.exists && !(flags & O_CREAT))
+        err = ENOENT;
+    else if (f->map.exists && (flags & O_CREAT) && (flags & O_EXCL))
+        err = EEXIST;
     else if (!f->map.exists) { /* created: named, marked, and published so that others list it */
         if (lf_writer_name(f, name) || lf_writer_append(f, LF_CREATE, NULL, 0, 0) || lf_writer_publish(f)) err = errno;
     } else if ((flags & O_TRUNC) && (flags & O_ACCMODE) != O_RDONLY && f->map.size &&
@@ -71,8 +75,9 @@ int lf_stat_packed(const char *pack, const char *name, struct stat *st) {
 static int by_id_then_key(const void *a, const void *b) {
     const struct lf_src *x = a, *y = b;
     if (x->e.file_id != y->e.file_id) return x->e.file_id < y->e.file_id ? -1 : 1;
-    return lf_key_less(x->e.stamp, x->writer, y->e.stamp, y->writer) ? -1
-         : lf_key_less(y->e.stamp, y->writer, x->e.stamp, x->writer);
+    return lf_key_less(x->e.stamp, x->writer, y->e.stamp, y->writer)
+               ? -1
+               : lf_key_less(y->e.stamp, y->writer, x->e.stamp, x->writer);
 }
 
 /* The index of `id` in the sorted ids, or -1. */
@@ -80,8 +85,10 @@ static long find_id(const uint32_t *ids, size_t n, uint32_t id) {
     size_t lo = 0, hi = n;
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
-        if (ids[mid] < id) lo = mid + 1;
-        else hi = mid;
+        if (ids[mid] < id)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
     return lo < n && ids[lo] == id ? (long)lo : -1;
 }

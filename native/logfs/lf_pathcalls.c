@@ -24,7 +24,8 @@ static enum lf_kind_of_path lf_container_at(int dirfd, const char *path, const c
                                             int follow) {
     if (!lf_resolve_call(dirfd, path, real, place)) return LF_PASS;
     int saved = errno;
-    enum lf_kind_of_path kind = lf_is_container(place->dir) && (follow || !lf_is_link(place->dir)) ? LF_CONTAINER : LF_PASS;
+    enum lf_kind_of_path kind =
+        lf_is_container(place->dir) && (follow || !lf_is_link(place->dir)) ? LF_CONTAINER : LF_PASS;
     if (kind == LF_PASS && place->pack && IOLOOM_NEXT(access)(place->dir, F_OK) && lf_is_container(place->pack_dir)) {
         lf_file *f = LF_INSIDE(lf_open_packed(place->pack_dir, place->name, O_RDONLY, 0, NULL));
         if (f) kind = LF_PACKED, lf_close(f);
@@ -60,9 +61,12 @@ EXPORT int fstatat(int dirfd, const char *path, struct stat *st, int flags) {
     const char *real;
     if ((flags & AT_EMPTY_PATH) && !*path && lf_fd(dirfd)) return fstat(dirfd, st);
     switch (lf_container_at(dirfd, path, &real, &place, !(flags & AT_SYMLINK_NOFOLLOW))) {
-    case LF_CONTAINER: return LF_INSIDE(lf_stat(place.dir, st));
-    case LF_PACKED: return LF_INSIDE(lf_stat_packed(place.pack_dir, place.name, st));
-    default: return IOLOOM_NEXT(fstatat)(dirfd, real, st, flags);
+        case LF_CONTAINER:
+            return LF_INSIDE(lf_stat(place.dir, st));
+        case LF_PACKED:
+            return LF_INSIDE(lf_stat_packed(place.pack_dir, place.name, st));
+        default:
+            return IOLOOM_NEXT(fstatat)(dirfd, real, st, flags);
     }
 }
 EXPORT int fstatat64(int dirfd, const char *path, struct stat64 *st, int flags) {
@@ -85,14 +89,18 @@ EXPORT int statx(int dirfd, const char *path, int flags, unsigned mask, struct s
     struct stat st;
     int rc;
     enum lf_kind_of_path kind = LF_CONTAINER;
-    if ((flags & AT_EMPTY_PATH) && !*path && lf_fd(dirfd)) rc = fstat(dirfd, &st);
+    if ((flags & AT_EMPTY_PATH) && !*path && lf_fd(dirfd))
+        rc = fstat(dirfd, &st);
     else if ((kind = lf_container_at(dirfd, path, &real, &place, !(flags & AT_SYMLINK_NOFOLLOW))) == LF_CONTAINER)
         rc = LF_INSIDE(lf_stat(place.dir, &st));
-    else if (kind == LF_PACKED) rc = LF_INSIDE(lf_stat_packed(place.pack_dir, place.name, &st));
-    else return IOLOOM_NEXT(statx)(dirfd, real, flags, mask, stx);
+    else if (kind == LF_PACKED)
+        rc = LF_INSIDE(lf_stat_packed(place.pack_dir, place.name, &st));
+    else
+        return IOLOOM_NEXT(statx)(dirfd, real, flags, mask, stx);
     /* The other statx fields: from the directory that holds the file (the container, or the pack). */
     const char *holder = kind == LF_PACKED ? place.pack_dir : place.dir;
-    if (rc || (IOLOOM_NEXT(statx)(dirfd, path, flags, mask, stx) && IOLOOM_NEXT(statx)(AT_FDCWD, holder, flags, mask, stx)))
+    if (rc ||
+        (IOLOOM_NEXT(statx)(dirfd, path, flags, mask, stx) && IOLOOM_NEXT(statx)(AT_FDCWD, holder, flags, mask, stx)))
         return -1;
     stx->stx_ino = (uint64_t)st.st_ino;
     stx->stx_mode = (uint16_t)st.st_mode;
@@ -125,7 +133,8 @@ EXPORT int futimens(int fd, const struct timespec times[2]) {
 
 static int truncate_container(const struct lf_place *place, int packed, off_t len) {
     if (len < 0) return errno = EINVAL, -1;
-    lf_file *f = packed ? lf_open_packed(place->pack_dir, place->name, O_WRONLY, 0, NULL) : lf_open(place->dir, O_WRONLY, 0, NULL);
+    lf_file *f = packed ? lf_open_packed(place->pack_dir, place->name, O_WRONLY, 0, NULL)
+                        : lf_open(place->dir, O_WRONLY, 0, NULL);
     if (!f) return -1;
     int rc = lf_truncate(f, (uint64_t)len);
     int closed = lf_close(f);
@@ -171,7 +180,9 @@ EXPORT int renameat2(int olddir, const char *old, int newdir, const char *new, u
     if ((flags & RENAME_NOREPLACE) && IOLOOM_NEXT(access)(to.dir, F_OK) == 0) return errno = EEXIST, -1;
     return LF_INSIDE(lf_rename(from.dir, to.dir));
 }
-EXPORT int renameat(int olddir, const char *old, int newdir, const char *new) { return renameat2(olddir, old, newdir, new, 0); }
+EXPORT int renameat(int olddir, const char *old, int newdir, const char *new) {
+    return renameat2(olddir, old, newdir, new, 0);
+}
 EXPORT int rename(const char *old, const char *new) { return renameat2(AT_FDCWD, old, AT_FDCWD, new, 0); }
 
 /* ---- permissions: the logical file's mode lives in the metadata (the directory keeps rwx for the layer) ---- */
@@ -196,9 +207,10 @@ static int container_access(const char *dir, int want, int flags) {
     int effective = flags & AT_EACCESS;
     uid_t uid = effective ? geteuid() : getuid();
     if (want == F_OK) return 0;
-    mode_t bits = uid == 0 ? ((st.st_mode & 0111) ? 07 : 06)
-                : uid == st.st_uid ? (st.st_mode >> 6) & 07
-                : in_group(st.st_gid, effective) ? (st.st_mode >> 3) & 07 : st.st_mode & 07;
+    mode_t bits = uid == 0                         ? ((st.st_mode & 0111) ? 07 : 06)
+                  : uid == st.st_uid               ? (st.st_mode >> 6) & 07
+                  : in_group(st.st_gid, effective) ? (st.st_mode >> 3) & 07
+                                                   : st.st_mode & 07;
     return (want & (R_OK | W_OK | X_OK) & ~bits) ? (errno = EACCES, -1) : 0;
 }
 
@@ -217,9 +229,12 @@ EXPORT int fchmodat(int dirfd, const char *path, mode_t mode, int flags) {
     struct lf_place place;
     const char *real;
     switch (lf_container_at(dirfd, path, &real, &place, !(flags & AT_SYMLINK_NOFOLLOW))) {
-    case LF_CONTAINER: return LF_INSIDE(lf_chmod(place.dir, mode));
-    case LF_PACKED: return lf_unsupported(LF_UNS_OTHER, EOPNOTSUPP); /* packed files share their pack's mode */
-    default: break;
+        case LF_CONTAINER:
+            return LF_INSIDE(lf_chmod(place.dir, mode));
+        case LF_PACKED:
+            return lf_unsupported(LF_UNS_OTHER, EOPNOTSUPP); /* packed files share their pack's mode */
+        default:
+            break;
     }
     return IOLOOM_NEXT(fchmodat)(dirfd, real, mode, flags);
 }
@@ -256,10 +271,10 @@ EXPORT int fsetxattr(int fd, const char *name, const void *value, size_t size, i
     return IOLOOM_NEXT(fsetxattr)(fd, name, value, size, flags);
 }
 
-#define NO_XATTRS_IF_PACKED(fn, path, none, ...)                                        \
-    struct lf_place place;                                                              \
-    const char *real;                                                                   \
-    if (lf_container_at(AT_FDCWD, path, &real, &place, 1) == LF_PACKED) return none;    \
+#define NO_XATTRS_IF_PACKED(fn, path, none, ...)                                     \
+    struct lf_place place;                                                           \
+    const char *real;                                                                \
+    if (lf_container_at(AT_FDCWD, path, &real, &place, 1) == LF_PACKED) return none; \
     return IOLOOM_NEXT(fn)(real, __VA_ARGS__)
 
 EXPORT ssize_t getxattr(const char *path, const char *name, void *value, size_t size) {
@@ -268,14 +283,19 @@ EXPORT ssize_t getxattr(const char *path, const char *name, void *value, size_t 
 EXPORT ssize_t lgetxattr(const char *path, const char *name, void *value, size_t size) {
     NO_XATTRS_IF_PACKED(lgetxattr, path, (errno = ENODATA, -1), name, value, size);
 }
-EXPORT ssize_t listxattr(const char *path, char *list, size_t size) { NO_XATTRS_IF_PACKED(listxattr, path, 0, list, size); }
-EXPORT ssize_t llistxattr(const char *path, char *list, size_t size) { NO_XATTRS_IF_PACKED(llistxattr, path, 0, list, size); }
+EXPORT ssize_t listxattr(const char *path, char *list, size_t size) {
+    NO_XATTRS_IF_PACKED(listxattr, path, 0, list, size);
+}
+EXPORT ssize_t llistxattr(const char *path, char *list, size_t size) {
+    NO_XATTRS_IF_PACKED(llistxattr, path, 0, list, size);
+}
 
 /* ---- directories: a container is listed as a regular file ---- */
 
 static struct dirent *as_file(DIR *d, struct dirent *de) {
     if (!de || de->d_type != DT_DIR || ioloom_busy || !lf_paths_active()) return de;
-    if (!strcmp(de->d_name, LF_PACK_NAME)) return as_file(d, IOLOOM_NEXT(readdir)(d)); /* its files are listed instead */
+    if (!strcmp(de->d_name, LF_PACK_NAME))
+        return as_file(d, IOLOOM_NEXT(readdir)(d)); /* its files are listed instead */
     char meta[sizeof de->d_name + sizeof LF_META_NAME + 1];
     snprintf(meta, sizeof meta, "%s/%s", de->d_name, LF_META_NAME);
     int saved = errno;
@@ -299,8 +319,10 @@ static pthread_mutex_t listings_lock = PTHREAD_MUTEX_INITIALIZER;
 static void add_name(const char *name, void *arg) {
     struct listing *l = arg;
     char **grown = realloc(l->names, (l->n + 1) * sizeof *grown);
-    if (grown && (grown[l->n] = strdup(name))) l->names = grown, l->n++;
-    else if (grown) l->names = grown;
+    if (grown && (grown[l->n] = strdup(name)))
+        l->names = grown, l->n++;
+    else if (grown)
+        l->names = grown;
 }
 
 /* The pack listing of d, made on first use; NULL when d's directory holds no pack. */
@@ -340,8 +362,7 @@ static struct dirent64 *next_packed(DIR *d) {
     struct dirent64 *out = NULL;
     if (l && l->next < l->n) {
         out = &l->entry;
-        *out = (struct dirent64){.d_ino = lf_pack_id(l->names[l->next]), .d_type = DT_REG,
-                                 .d_reclen = sizeof *out};
+        *out = (struct dirent64){.d_ino = lf_pack_id(l->names[l->next]), .d_type = DT_REG, .d_reclen = sizeof *out};
         snprintf(out->d_name, sizeof out->d_name, "%s", l->names[l->next++]);
     }
     pthread_mutex_unlock(&listings_lock);

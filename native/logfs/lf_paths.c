@@ -84,9 +84,11 @@ static void parse_roots(void) {
 /* `path` relative to `dirfd` made absolute into out; 0 on success. */
 static int absolute(int dirfd, const char *path, char out[PATH_MAX]) {
     char base[PATH_MAX];
-    if (*path == '/') base[0] = 0;
-    else if (dirfd == AT_FDCWD) { if (!getcwd(base, sizeof base)) return -1; }
-    else {
+    if (*path == '/')
+        base[0] = 0;
+    else if (dirfd == AT_FDCWD) {
+        if (!getcwd(base, sizeof base)) return -1;
+    } else {
         char link[64];
         snprintf(link, sizeof link, "/proc/self/fd/%d", dirfd);
         ssize_t n = IOLOOM_NEXT(readlink)(link, base, sizeof base - 1);
@@ -130,7 +132,8 @@ int lf_resolve(int dirfd, const char *path, struct lf_place *place) {
         if ((place->pack = m->pack)) {
             const char *slash = strrchr(place->dir, '/');
             place->name = slash + 1;
-            snprintf(place->pack_dir, sizeof place->pack_dir, "%.*s/" LF_PACK_NAME, (int)(slash - place->dir), place->dir);
+            snprintf(place->pack_dir, sizeof place->pack_dir, "%.*s/" LF_PACK_NAME, (int)(slash - place->dir),
+                     place->dir);
             place->pack_backends.rel = place->pack_dir + m->len + 1;
         }
         return 1;

@@ -9,11 +9,11 @@
 /* Where a logfs path lives: the container directory, and the extra backend directories for a new one. */
 struct lf_place {
     char dir[PATH_MAX];
-    int pack;               /* under a packing mount (IOLOOM_LOGFS_PACK): new files go to pack_dir as `name` */
+    int pack; /* under a packing mount (IOLOOM_LOGFS_PACK): new files go to pack_dir as `name` */
     char pack_dir[PATH_MAX + sizeof LF_PACK_NAME];
     const char *name;
-    struct lf_backends backends;       /* for the container at dir */
-    struct lf_backends pack_backends;  /* for the pack at pack_dir */
+    struct lf_backends backends;      /* for the container at dir */
+    struct lf_backends pack_backends; /* for the pack at pack_dir */
     const char *roots[LF_MAX_BACKENDS - 1];
 };
 

@@ -19,9 +19,11 @@ static struct {
 static pthread_once_t looked = PTHREAD_ONCE_INIT;
 
 static void find_tracer(void) {
-    tracer.file_id = (int32_t(*)(const char *, int))dlsym(RTLD_DEFAULT, "ioloom_file_id");
+    tracer.file_id = (int32_t (*)(const char *, int))dlsym(RTLD_DEFAULT, "ioloom_file_id");
     tracer.enabled = (int (*)(enum ioloom_layer))dlsym(RTLD_DEFAULT, "ioloom_layer_enabled");
-    tracer.record = tracer.file_id && tracer.enabled ? (void (*)(const struct ioloom_event *))dlsym(RTLD_DEFAULT, "ioloom_record") : NULL;
+    tracer.record = tracer.file_id && tracer.enabled
+                        ? (void (*)(const struct ioloom_event *))dlsym(RTLD_DEFAULT, "ioloom_record")
+                        : NULL;
 }
 
 int lf_phys_traced(void) {
@@ -33,9 +35,18 @@ void lf_phys_event(int op, const char *path, int32_t *file_id, int fd, int64_t o
                    uint64_t t_start) {
     int saved = errno;
     if (*file_id == LF_UNTRACED) *file_id = tracer.file_id(path, fd);
-    struct ioloom_event ev = {.t_start = t_start, .t_end = ioloom_now_ns(), .offset = offset, .req_bytes = req,
-                              .ret_bytes = ret, .handle = fd, .aux = -1, .coll_seq = -1, .file_id = *file_id,
-                              .err = ret < 0 ? saved : 0, .op = (uint16_t)op, .layer = IOLOOM_POSIX};
+    struct ioloom_event ev = {.t_start = t_start,
+                              .t_end = ioloom_now_ns(),
+                              .offset = offset,
+                              .req_bytes = req,
+                              .ret_bytes = ret,
+                              .handle = fd,
+                              .aux = -1,
+                              .coll_seq = -1,
+                              .file_id = *file_id,
+                              .err = ret < 0 ? saved : 0,
+                              .op = (uint16_t)op,
+                              .layer = IOLOOM_POSIX};
     if (*file_id >= 0) tracer.record(&ev);
     errno = saved;
 }

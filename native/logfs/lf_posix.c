@@ -15,7 +15,6 @@
 #include "lf_fdtable.h"
 #include "lf_paths.h"
 
-
 /* ---- open ---- */
 
 int lf_open_container(int dirfd, const char *path, int flags, mode_t mode, int *fd, const char **real,
@@ -34,11 +33,15 @@ int lf_open_container(int dirfd, const char *path, int flags, mode_t mode, int *
         errno = saved;
     }
     if (!is_container && (exists || !(flags & O_CREAT))) return 0; /* a plain file or directory, or ENOENT */
-    if (is_container && (flags & O_DIRECTORY)) *fd = (errno = ENOTDIR, -1);
-    else if (is_container && (flags & O_CREAT) && (flags & O_EXCL)) *fd = (errno = EEXIST, -1);
+    if (is_container && (flags & O_DIRECTORY))
+        *fd = (errno = ENOTDIR, -1);
+    else if (is_container && (flags & O_CREAT) && (flags & O_EXCL))
+        *fd = (errno = EEXIST, -1);
     else if (place->pack && !is_container)
-        *fd = LF_INSIDE(lf_fd_open(lf_open_packed(place->pack_dir, place->name, flags, mode, &place->pack_backends), flags));
-    else *fd = LF_INSIDE(lf_fd_open(lf_open(place->dir, flags, mode, &place->backends), flags));
+        *fd = LF_INSIDE(
+            lf_fd_open(lf_open_packed(place->pack_dir, place->name, flags, mode, &place->pack_backends), flags));
+    else
+        *fd = LF_INSIDE(lf_fd_open(lf_open(place->dir, flags, mode, &place->backends), flags));
     return 1;
 }
 
@@ -78,7 +81,9 @@ int __open64_2(const char *path, int flags) ALIAS(__open_2);
 EXPORT int __openat_2(int dirfd, const char *path, int flags) { return do_openat(dirfd, path, flags, 0); }
 int __openat64_2(int dirfd, const char *path, int flags) ALIAS(__openat_2);
 
-EXPORT int creat(const char *path, mode_t mode) { return do_openat(AT_FDCWD, path, O_CREAT | O_WRONLY | O_TRUNC, mode); }
+EXPORT int creat(const char *path, mode_t mode) {
+    return do_openat(AT_FDCWD, path, O_CREAT | O_WRONLY | O_TRUNC, mode);
+}
 int creat64(const char *path, mode_t mode) ALIAS(creat);
 
 EXPORT int close(int fd) {
@@ -95,7 +100,8 @@ int lf_self_close(int fd) SELF(close);
 /* at < 0: at the file position. As Linux does, O_APPEND makes even positional writes append. */
 static ssize_t ofd_write(struct lf_ofd *o, const void *buf, size_t n, int64_t at) {
     uint64_t where;
-    if (at >= 0) return o->status & O_APPEND ? lf_append(o->file, buf, n, &where) : lf_pwrite(o->file, buf, n, (uint64_t)at);
+    if (at >= 0)
+        return o->status & O_APPEND ? lf_append(o->file, buf, n, &where) : lf_pwrite(o->file, buf, n, (uint64_t)at);
     pthread_mutex_lock(&o->lock);
     where = o->pos;
     ssize_t done = o->status & O_APPEND ? lf_append(o->file, buf, n, &where) : lf_pwrite(o->file, buf, n, where);
@@ -127,7 +133,8 @@ static size_t iov_total(const struct iovec *iov, int cnt) {
  * patterns), a vector read one resolved read. */
 static ssize_t ofd_vector(struct lf_ofd *o, const struct iovec *iov, int cnt, int64_t at, int writing) {
     if (cnt == 1)
-        return writing ? ofd_write(o, iov[0].iov_base, iov[0].iov_len, at) : ofd_read(o, iov[0].iov_base, iov[0].iov_len, at);
+        return writing ? ofd_write(o, iov[0].iov_base, iov[0].iov_len, at)
+                       : ofd_read(o, iov[0].iov_base, iov[0].iov_len, at);
     size_t n = iov_total(iov, cnt), k = 0;
     char *buf = malloc(n ? n : 1);
     if (!buf) return errno = ENOMEM, -1;
@@ -142,7 +149,9 @@ static ssize_t ofd_vector(struct lf_ofd *o, const struct iovec *iov, int cnt, in
     return done;
 }
 
-#define OFD_OR_NEXT(fd, fn, ...) struct lf_ofd *o = lf_fd(fd); if (!o) return IOLOOM_NEXT(fn)(fd, __VA_ARGS__)
+#define OFD_OR_NEXT(fd, fn, ...)  \
+    struct lf_ofd *o = lf_fd(fd); \
+    if (!o) return IOLOOM_NEXT(fn)(fd, __VA_ARGS__)
 
 EXPORT ssize_t write(int fd, const void *buf, size_t n) {
     OFD_OR_NEXT(fd, write, buf, n);
@@ -150,7 +159,10 @@ EXPORT ssize_t write(int fd, const void *buf, size_t n) {
     if (IOLOOM_UNLIKELY(lf_exiting) && done > 0) lf_publish(o->file);
     return done;
 }
-EXPORT ssize_t read(int fd, void *buf, size_t n) { OFD_OR_NEXT(fd, read, buf, n); return ofd_read(o, buf, n, -1); }
+EXPORT ssize_t read(int fd, void *buf, size_t n) {
+    OFD_OR_NEXT(fd, read, buf, n);
+    return ofd_read(o, buf, n, -1);
+}
 ssize_t lf_self_write(int fd, const void *buf, size_t n) SELF(write);
 ssize_t lf_self_read(int fd, void *buf, size_t n) SELF(read);
 
@@ -169,8 +181,14 @@ EXPORT ssize_t pread(int fd, void *buf, size_t n, off_t off) {
 ssize_t pread64(int fd, void *buf, size_t n, off_t off) ALIAS(pread);
 ssize_t lf_self_pread(int fd, void *buf, size_t n, off_t off) SELF(pread);
 
-EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt) { OFD_OR_NEXT(fd, writev, iov, cnt); return ofd_vector(o, iov, cnt, -1, 1); }
-EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt) { OFD_OR_NEXT(fd, readv, iov, cnt); return ofd_vector(o, iov, cnt, -1, 0); }
+EXPORT ssize_t writev(int fd, const struct iovec *iov, int cnt) {
+    OFD_OR_NEXT(fd, writev, iov, cnt);
+    return ofd_vector(o, iov, cnt, -1, 1);
+}
+EXPORT ssize_t readv(int fd, const struct iovec *iov, int cnt) {
+    OFD_OR_NEXT(fd, readv, iov, cnt);
+    return ofd_vector(o, iov, cnt, -1, 0);
+}
 EXPORT ssize_t pwritev(int fd, const struct iovec *iov, int cnt, off_t off) {
     OFD_OR_NEXT(fd, pwritev, iov, cnt, off);
     return bad_offset(off) ? -1 : ofd_vector(o, iov, cnt, off, 1);
@@ -199,14 +217,19 @@ EXPORT off_t lseek(int fd, off_t off, int whence) {
     int64_t size = whence == SEEK_SET || whence == SEEK_CUR ? 0 : lf_size(o->file);
     int64_t base = whence == SEEK_SET ? 0 : whence == SEEK_CUR ? (int64_t)o->pos : size;
     int64_t to = -1;
-    if (size < 0) {}
-    else if (whence == SEEK_DATA || whence == SEEK_HOLE) {
+    if (size < 0) {
+    } else if (whence == SEEK_DATA || whence == SEEK_HOLE) {
         /* The whole logical file counts as data, as on file systems without hole reporting. */
-        if (off < 0 || off >= size) errno = ENXIO;
-        else to = whence == SEEK_DATA ? off : size;
-    } else if (whence != SEEK_SET && whence != SEEK_CUR && whence != SEEK_END) errno = EINVAL;
-    else if (base + off < 0) errno = EINVAL;
-    else to = base + off;
+        if (off < 0 || off >= size)
+            errno = ENXIO;
+        else
+            to = whence == SEEK_DATA ? off : size;
+    } else if (whence != SEEK_SET && whence != SEEK_CUR && whence != SEEK_END)
+        errno = EINVAL;
+    else if (base + off < 0)
+        errno = EINVAL;
+    else
+        to = base + off;
     if (to >= 0) o->pos = (uint64_t)to;
     int saved = errno;
     pthread_mutex_unlock(&o->lock);
@@ -223,8 +246,14 @@ EXPORT int ftruncate(int fd, off_t len) {
 }
 int ftruncate64(int fd, off_t len) ALIAS(ftruncate);
 
-EXPORT int fsync(int fd) { struct lf_ofd *o = lf_fd(fd); return o ? lf_sync(o->file) : IOLOOM_NEXT(fsync)(fd); }
-EXPORT int fdatasync(int fd) { struct lf_ofd *o = lf_fd(fd); return o ? lf_sync(o->file) : IOLOOM_NEXT(fdatasync)(fd); }
+EXPORT int fsync(int fd) {
+    struct lf_ofd *o = lf_fd(fd);
+    return o ? lf_sync(o->file) : IOLOOM_NEXT(fsync)(fd);
+}
+EXPORT int fdatasync(int fd) {
+    struct lf_ofd *o = lf_fd(fd);
+    return o ? lf_sync(o->file) : IOLOOM_NEXT(fdatasync)(fd);
+}
 
 /* Allocating space is extending the logical size (a truncate upwards); other modes cannot be served. */
 static int allocate(struct lf_ofd *o, off_t off, off_t len) {
@@ -264,9 +293,15 @@ static ssize_t copy_through(int in, off_t *in_off, int out, off_t *out_off, size
     while (done < len) {
         size_t want = len - done < cap ? len - done : cap;
         ssize_t got = in_off ? lf_self_pread(in, buf, want, *in_off) : lf_self_read(in, buf, want);
-        if (got <= 0) { if (got < 0 && !done) done = (size_t)-1; break; }
+        if (got <= 0) {
+            if (got < 0 && !done) done = (size_t)-1;
+            break;
+        }
         ssize_t put = out_off ? lf_self_pwrite(out, buf, (size_t)got, *out_off) : lf_self_write(out, buf, (size_t)got);
-        if (put < 0) { if (!done) done = (size_t)-1; break; }
+        if (put < 0) {
+            if (!done) done = (size_t)-1;
+            break;
+        }
         if (in_off) *in_off += put;
         if (out_off) *out_off += put;
         done += (size_t)put;
@@ -340,21 +375,27 @@ static int record_lock(struct lf_ofd *o, int cmd, struct flock *fl) {
 
 static int ofd_fcntl(int fd, struct lf_ofd *o, int cmd, void *arg) {
     switch (cmd) {
-    case F_DUPFD:
-    case F_DUPFD_CLOEXEC: {
-        int newfd = IOLOOM_NEXT(fcntl)(fd, cmd, (int)(intptr_t)arg);
-        if (newfd >= 0) lf_fd_share(newfd, o);
-        return newfd;
-    }
-    case F_GETFL: return o->status | (lf_flags(o->file) & O_ACCMODE);
-    case F_SETFL:
-        o->status = ((int)(intptr_t)arg & (O_APPEND | O_NONBLOCK | O_ASYNC | O_DIRECT | O_NOATIME)) |
-                    (o->status & ~(O_APPEND | O_NONBLOCK | O_ASYNC | O_DIRECT | O_NOATIME));
-        return 0;
-    case F_GETLK: case F_SETLK: case F_SETLKW: case F_OFD_GETLK: case F_OFD_SETLK: case F_OFD_SETLKW:
-        return record_lock(o, cmd, arg);
-    default: /* F_GETFD/F_SETFD and the rest act on the reserved descriptor itself */
-        return IOLOOM_NEXT(fcntl)(fd, cmd, arg);
+        case F_DUPFD:
+        case F_DUPFD_CLOEXEC: {
+            int newfd = IOLOOM_NEXT(fcntl)(fd, cmd, (int)(intptr_t)arg);
+            if (newfd >= 0) lf_fd_share(newfd, o);
+            return newfd;
+        }
+        case F_GETFL:
+            return o->status | (lf_flags(o->file) & O_ACCMODE);
+        case F_SETFL:
+            o->status = ((int)(intptr_t)arg & (O_APPEND | O_NONBLOCK | O_ASYNC | O_DIRECT | O_NOATIME)) |
+                        (o->status & ~(O_APPEND | O_NONBLOCK | O_ASYNC | O_DIRECT | O_NOATIME));
+            return 0;
+        case F_GETLK:
+        case F_SETLK:
+        case F_SETLKW:
+        case F_OFD_GETLK:
+        case F_OFD_SETLK:
+        case F_OFD_SETLKW:
+            return record_lock(o, cmd, arg);
+        default: /* F_GETFD/F_SETFD and the rest act on the reserved descriptor itself */
+            return IOLOOM_NEXT(fcntl)(fd, cmd, arg);
     }
 }
 

@@ -151,8 +151,9 @@ static int rec_by_offset(const void *a, const void *b) {
 
 static int src_by_key(const void *a, const void *b) {
     const struct lf_src *x = a, *y = b;
-    return lf_key_less(x->e.stamp, x->writer, y->e.stamp, y->writer) ? -1
-         : lf_key_less(y->e.stamp, y->writer, x->e.stamp, x->writer);
+    return lf_key_less(x->e.stamp, x->writer, y->e.stamp, y->writer)
+               ? -1
+               : lf_key_less(y->e.stamp, y->writer, x->e.stamp, x->writer);
 }
 
 static int rec_key_less(const struct rec *a, const struct rec *b) {
@@ -199,8 +200,9 @@ static size_t expand_window(const struct lf_src *all, size_t n, uint64_t a, uint
             for (uint64_t j = lo; out && j <= hi; j++) {
                 uint64_t off = e->offset + j * e->stride, end = off + e->length;
                 uint64_t from = off > a ? off : a;
-                out[k + (j - lo)] = (struct rec){from, end < b ? end : b, e->physical + j * e->pstride + (from - off),
-                                                 e->stamp, all[i].writer, all[i].log};
+                out[k + (j - lo)] =
+                    (struct rec){from,     end < b ? end : b, e->physical + j * e->pstride + (from - off),
+                                 e->stamp, all[i].writer,     all[i].log};
             }
             k += hi - lo + 1;
         }
@@ -209,7 +211,10 @@ static size_t expand_window(const struct lf_src *all, size_t n, uint64_t a, uint
 }
 
 /* Max-heap of record indices by key. */
-struct heap { size_t *v, n; const struct rec *r; };
+struct heap {
+    size_t *v, n;
+    const struct rec *r;
+};
 static void heap_push(struct heap *h, size_t x) {
     size_t i = h->n++;
     for (; i && rec_key_less(&h->r[h->v[(i - 1) / 2]], &h->r[x]); i = (i - 1) / 2) h->v[i] = h->v[(i - 1) / 2];
@@ -249,8 +254,15 @@ static int sweep(struct lf_map *m, const struct rec *r, size_t n) {
     uint64_t *bounds = malloc(2 * n * sizeof *bounds);
     struct heap h = {malloc(n * sizeof(size_t)), 0, r};
     m->ext = malloc(2 * n * sizeof *m->ext);
-    if (!bounds || !h.v || !m->ext) { free(bounds); free(h.v); return errno = ENOMEM, -1; }
-    for (size_t i = 0; i < n; i++) { bounds[2 * i] = r[i].off; bounds[2 * i + 1] = r[i].end; }
+    if (!bounds || !h.v || !m->ext) {
+        free(bounds);
+        free(h.v);
+        return errno = ENOMEM, -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        bounds[2 * i] = r[i].off;
+        bounds[2 * i + 1] = r[i].end;
+    }
     qsort(bounds, 2 * n, sizeof *bounds, u64_cmp);
     size_t next = 0;
     for (size_t k = 0; k + 1 < 2 * n; k++) {
@@ -299,10 +311,12 @@ static int map_window(lf_file *f, uint64_t a, uint64_t b) {
     int overlap = 0;
     for (size_t i = 0; i + 1 < nrec && !overlap; i++) overlap = r[i].end > r[i + 1].off;
     int rc = 0;
-    if (overlap) rc = sweep(m, r, nrec);
+    if (overlap)
+        rc = sweep(m, r, nrec);
     else if ((m->ext = malloc((nrec ? nrec : 1) * sizeof *m->ext)))
         for (size_t i = 0; i < nrec; i++) emit(m, &r[i], r[i].off, r[i].end);
-    else rc = (errno = ENOMEM, -1);
+    else
+        rc = (errno = ENOMEM, -1);
     free(r);
     if (rc == 0) m->lo = a, m->hi = b;
     return rc;
@@ -319,8 +333,10 @@ static size_t find_extent(const struct lf_map *m, uint64_t off) {
     size_t lo = 0, hi = m->n;
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
-        if (m->ext[mid].offset + m->ext[mid].length <= off) lo = mid + 1;
-        else hi = mid;
+        if (m->ext[mid].offset + m->ext[mid].length <= off)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
     return lo;
 }
@@ -340,7 +356,8 @@ ssize_t lf_map_read(lf_file *f, void *buf, size_t n, uint64_t offset) {
         pos = start;
         if (pos >= stop) break;
         uint64_t end = x->offset + x->length < stop ? x->offset + x->length : stop;
-        if (x->log < 0) memset(out + (pos - offset), 0, end - pos);
+        if (x->log < 0)
+            memset(out + (pos - offset), 0, end - pos);
         else {
             int fd = log_fd(f, x->log);
             uint64_t at = x->physical + (pos - x->offset), t0 = lf_phys_traced() ? ioloom_now_ns() : 0;

@@ -12,14 +12,22 @@
 
 #define MAX_STREAMS 1024
 
-static struct { FILE *fp; int fd; } streams[MAX_STREAMS];
+static struct {
+    FILE *fp;
+    int fd;
+} streams[MAX_STREAMS];
 static pthread_mutex_t streams_lock = PTHREAD_MUTEX_INITIALIZER;
 static int nstreams; /* container streams open: 0 keeps fileno/fclose of every other stream at one load */
 
 static void remember(FILE *fp, int fd) {
     pthread_mutex_lock(&streams_lock);
     for (int i = 0; i < MAX_STREAMS; i++)
-        if (!streams[i].fp) { streams[i].fp = fp; streams[i].fd = fd; __atomic_add_fetch(&nstreams, 1, __ATOMIC_RELEASE); break; }
+        if (!streams[i].fp) {
+            streams[i].fp = fp;
+            streams[i].fd = fd;
+            __atomic_add_fetch(&nstreams, 1, __ATOMIC_RELEASE);
+            break;
+        }
     pthread_mutex_unlock(&streams_lock);
 }
 
@@ -55,10 +63,17 @@ static const cookie_io_functions_t cookie_io = {cookie_read, cookie_write, cooki
 static int mode_flags(const char *mode) {
     int flags;
     switch (mode[0]) {
-    case 'r': flags = 0; break;
-    case 'w': flags = O_CREAT | O_TRUNC; break;
-    case 'a': flags = O_CREAT | O_APPEND; break;
-    default: return errno = EINVAL, -1;
+        case 'r':
+            flags = 0;
+            break;
+        case 'w':
+            flags = O_CREAT | O_TRUNC;
+            break;
+        case 'a':
+            flags = O_CREAT | O_APPEND;
+            break;
+        default:
+            return errno = EINVAL, -1;
     }
     int plus = strchr(mode, '+') != NULL;
     flags |= plus ? O_RDWR : mode[0] == 'r' ? O_RDONLY : O_WRONLY;

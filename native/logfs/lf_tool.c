@@ -60,7 +60,7 @@ static int open_time(const char *dir) {
     uint64_t t0 = ioloom_now_ns();
     lf_file *f = lf_open(dir, O_RDONLY, 0, NULL);
     if (!f) return fail("open", dir);
-    int64_t size = lf_size(f);  /* loads every index and resolves the extents */
+    int64_t size = lf_size(f); /* loads every index and resolves the extents */
     unsigned char byte = 0;
     if (size > 0 && lf_pread(f, &byte, 1, (uint64_t)size - 1) != 1) return fail("read", dir);
     uint64_t t1 = ioloom_now_ns();
@@ -70,13 +70,17 @@ static int open_time(const char *dir) {
 }
 
 /* One step of the vector sequence: writer w writes `n` bytes of value `v` at `off`, or truncates (n < 0). */
-struct step { int writer; long off, n; unsigned char v; };
+struct step {
+    int writer;
+    long off, n;
+    unsigned char v;
+};
 
 static int vectors(const char *dir, const char *plain_path) {
     static const struct step steps[] = {
         {0, 0, 4096, 'a'}, {1, 1000, 100, 'b'}, {2, 5000, 10, 'c'}, {0, 4090, 20, 'd'},
-        {1, 3000, -1, 0},  {2, 3500, 50, 'e'}, {0, 100, 8, 'f'},   {0, 200, 8, 'f'},
-        {0, 300, 8, 'f'},  {0, 400, 8, 'f'},   {1, 8000, -1, 0},   {2, 7990, 4, 'g'},
+        {1, 3000, -1, 0},  {2, 3500, 50, 'e'},  {0, 100, 8, 'f'},   {0, 200, 8, 'f'},
+        {0, 300, 8, 'f'},  {0, 400, 8, 'f'},    {1, 8000, -1, 0},   {2, 7990, 4, 'g'},
     };
     lf_file *w[3];
     for (int i = 0; i < 3; i++)
@@ -89,7 +93,8 @@ static int vectors(const char *dir, const char *plain_path) {
         /* Each step is published before another writer's (a sync point), so the order is the steps' order; a
          * writer's steps in a row stay unpublished between them (writer 0's strided 'f' writes: one run). */
         if (st->n < 0) {
-            if (lf_truncate(w[st->writer], (uint64_t)st->off) || ftruncate(plain, st->off)) return fail("truncate", dir);
+            if (lf_truncate(w[st->writer], (uint64_t)st->off) || ftruncate(plain, st->off))
+                return fail("truncate", dir);
         } else {
             char buf[4096];
             memset(buf, st->v, (size_t)st->n);
@@ -140,7 +145,9 @@ int main(int argc, char **argv) {
     if (argc == 4 && !strcmp(argv[1], "vectors")) return vectors(argv[2], argv[3]);
     if (argc == 3 && !strcmp(argv[1], "sum")) return sum(argv[2]);
     if (argc == 2 && !strcmp(argv[1], "entry-problem")) return entry_problem();
-    fprintf(stderr, "usage: %s synth DIR WRITERS COUNT BLOCK | open-time DIR | vectors DIR PLAIN | sum FILE | "
-                    "entry-problem\n", argv[0]);
+    fprintf(stderr,
+            "usage: %s synth DIR WRITERS COUNT BLOCK | open-time DIR | vectors DIR PLAIN | sum FILE | "
+            "entry-problem\n",
+            argv[0]);
     return 2;
 }

@@ -43,10 +43,14 @@ static void writer_group(char *out, size_t cap) {
     const char *fanout = ioloom_env_str("IOLOOM_LOGFS_FANOUT", "rank");
     const char *rank = env_rank();
     long k = strtol(fanout, NULL, 10);
-    if (!strcmp(fanout, "node")) snprintf(out, cap, "h%s", host);
-    else if (rank && k > 0) snprintf(out, cap, "g%ld", strtol(rank, NULL, 10) / k);
-    else if (rank) snprintf(out, cap, "r%s", rank);
-    else snprintf(out, cap, "p%s.%d", host, (int)getpid());
+    if (!strcmp(fanout, "node"))
+        snprintf(out, cap, "h%s", host);
+    else if (rank && k > 0)
+        snprintf(out, cap, "g%ld", strtol(rank, NULL, 10) / k);
+    else if (rank)
+        snprintf(out, cap, "r%s", rank);
+    else
+        snprintf(out, cap, "p%s.%d", host, (int)getpid());
 }
 
 /* A writer id unique among concurrent writers: host hash, pid, and a per-process counter. */
@@ -96,17 +100,34 @@ static size_t record_size(const lf_file *f) {
 static void encode_record(const lf_file *f, const struct lf_entry *e, unsigned char *out) {
     if (f->meta.version == LF_VERSION_OLDEST) {
         assert(e->count == 1); /* add_record grows no run in a version-2 container */
-        struct lf_record_v2 r = {.magic = LF_RECORD_MAGIC_V2, .kind = (uint16_t)e->kind, .version = LF_VERSION_OLDEST,
-                                 .file_id = e->file_id, .offset = e->offset, .length = e->length, .stamp = e->stamp,
-                                 .writer = f->writer, .data_sum = e->data_sum, .physical = e->physical};
+        struct lf_record_v2 r = {.magic = LF_RECORD_MAGIC_V2,
+                                 .kind = (uint16_t)e->kind,
+                                 .version = LF_VERSION_OLDEST,
+                                 .file_id = e->file_id,
+                                 .offset = e->offset,
+                                 .length = e->length,
+                                 .stamp = e->stamp,
+                                 .writer = f->writer,
+                                 .data_sum = e->data_sum,
+                                 .physical = e->physical};
         r.header_sum = (uint32_t)lf_sum64(&r, sizeof r);
         memcpy(out, &r, sizeof r);
         return;
     }
-    struct lf_record r = {.magic = LF_RECORD_MAGIC, .kind = (uint16_t)e->kind, .version = LF_VERSION,
-                          .file_id = e->file_id, .offset = e->offset, .length = e->length, .count = e->count,
-                          .stride = e->stride, .physical = e->physical, .pstride = e->pstride, .stamp = e->stamp,
-                          .stamp_last = e->stamp_last, .writer = f->writer, .data_sum = e->data_sum};
+    struct lf_record r = {.magic = LF_RECORD_MAGIC,
+                          .kind = (uint16_t)e->kind,
+                          .version = LF_VERSION,
+                          .file_id = e->file_id,
+                          .offset = e->offset,
+                          .length = e->length,
+                          .count = e->count,
+                          .stride = e->stride,
+                          .physical = e->physical,
+                          .pstride = e->pstride,
+                          .stamp = e->stamp,
+                          .stamp_last = e->stamp_last,
+                          .writer = f->writer,
+                          .data_sum = e->data_sum};
     r.header_sum = (uint32_t)lf_sum64(&r, sizeof r);
     memcpy(out, &r, sizeof r);
 }
@@ -144,7 +165,7 @@ static int reserve(lf_file *f, uint64_t need) {
     int rc = IOLOOM_NEXT(fstat)(f->log_fd, &st);
     if (rc == 0) {
         uint64_t end = (uint64_t)st.st_size, chunk = f->meta.chunk;
-        if (!f->resv_end || end != f->resv_end) f->resv_cur = end;  /* someone else grew it: start afresh */
+        if (!f->resv_end || end != f->resv_end) f->resv_cur = end; /* someone else grew it: start afresh */
         uint64_t want = f->resv_cur + need;
         f->resv_end = (want + chunk - 1) / chunk * chunk;
         rc = IOLOOM_NEXT(ftruncate)(f->log_fd, (off_t)f->resv_end);
@@ -163,10 +184,8 @@ static uint64_t next_stamp(lf_file *f) {
 
 /* Does record r continue the open entry e as a pattern? */
 static int extends(const struct lf_entry *e, const struct lf_entry *r) {
-    if (e->kind != LF_WRITE || r->kind != LF_WRITE || e->length != r->length || e->file_id != r->file_id)
-        return 0;
-    if (e->count == 1)
-        return r->offset >= e->offset + e->length && r->physical > e->physical;
+    if (e->kind != LF_WRITE || r->kind != LF_WRITE || e->length != r->length || e->file_id != r->file_id) return 0;
+    if (e->count == 1) return r->offset >= e->offset + e->length && r->physical > e->physical;
     return r->offset == e->offset + e->count * e->stride && r->physical == e->physical + e->count * e->pstride;
 }
 
@@ -177,7 +196,10 @@ static int continues(const struct lf_entry *e, const struct lf_entry *r) {
 }
 
 static void extend(struct lf_entry *e, const struct lf_entry *r) {
-    if (e->count == 1) { e->stride = r->offset - e->offset; e->pstride = r->physical - e->physical; }
+    if (e->count == 1) {
+        e->stride = r->offset - e->offset;
+        e->pstride = r->physical - e->physical;
+    }
     e->count++;
     e->stamp_last = r->stamp_last;
     e->data_sum += r->data_sum;
@@ -260,8 +282,15 @@ int lf_writer_append(lf_file *f, uint16_t kind, const void *buf, size_t n, uint6
     if (offset > LF_MAX_SIZE || n > LF_MAX_SIZE - offset) return errno = EFBIG, -1; /* as past a file system's limit */
     if (writer_setup(f) || ensure_journal_room(f) || reserve(f, n)) return -1;
     uint64_t at = f->resv_cur, stamp = next_stamp(f);
-    struct lf_entry e = {.kind = kind, .file_id = f->file_id, .offset = offset, .length = n, .count = 1,
-                         .physical = at, .stamp = stamp, .stamp_last = stamp, .data_sum = lf_sum64(buf, n)};
+    struct lf_entry e = {.kind = kind,
+                         .file_id = f->file_id,
+                         .offset = offset,
+                         .length = n,
+                         .count = 1,
+                         .physical = at,
+                         .stamp = stamp,
+                         .stamp_last = stamp,
+                         .data_sum = lf_sum64(buf, n)};
     if (n) {
         uint64_t t0 = lf_phys_traced() ? ioloom_now_ns() : 0;
         ssize_t done = lf_full_pwrite(f->log_fd, buf, n, at);
@@ -319,7 +348,9 @@ int lf_writer_publish(lf_file *f) {
     if (f->wlog < 0) return 0;
     if (flush_records(f)) return -1;
     if (!count) return 0;
-    struct lf_block b = {.magic = LF_BLOCK_MAGIC, .version = (uint32_t)f->meta.version, .writer = f->writer,
+    struct lf_block b = {.magic = LF_BLOCK_MAGIC,
+                         .version = (uint32_t)f->meta.version,
+                         .writer = f->writer,
                          .count = (uint32_t)count,
                          .entries_sum = lf_sum64(f->mine + f->npublished, count * sizeof *f->mine)};
     b.header_sum = (uint32_t)lf_sum64(&b, sizeof b);
@@ -330,8 +361,8 @@ int lf_writer_publish(lf_file *f) {
     if (t0) {
         char path[PATH_MAX];
         member(f, "index", path);
-        lf_phys_event(lf_op_writev, path, &f->index_traced_id, f->index_fd, -1, (int64_t)(iov[0].iov_len + iov[1].iov_len),
-                      done, t0);
+        lf_phys_event(lf_op_writev, path, &f->index_traced_id, f->index_fd, -1,
+                      (int64_t)(iov[0].iov_len + iov[1].iov_len), done, t0);
     }
     int saved = errno;
     flock(f->index_fd, LOCK_UN);

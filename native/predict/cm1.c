@@ -17,8 +17,7 @@ static const char *const field_names[FIELDS] = {"u", "v", "w", "theta", "qv", "p
 
 static hid_t file_access(const struct run *r) {
     hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
-    if (strcmp(r->kernel, "cm1-mpiio") == 0)
-        H5Pset_fapl_mpio(fapl, MPI_COMM_SELF, MPI_INFO_NULL);
+    if (strcmp(r->kernel, "cm1-mpiio") == 0) H5Pset_fapl_mpio(fapl, MPI_COMM_SELF, MPI_INFO_NULL);
     return fapl;
 }
 
@@ -63,8 +62,7 @@ static void output_step(const struct run *r, int step, float *field, unsigned *s
     snprintf(path, sizeof path, "%s/cm1_%04d_%05d.h5", r->dir, step, r->rank);
     hid_t fapl = file_access(r), dcpl = dataset_creation(r);
     hid_t file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
-    if (file < 0)
-        fail("HDF5 cannot create", path);
+    if (file < 0) fail("HDF5 cannot create", path);
     write_time(file, step * 60.0);
     for (int f = 0; f < FIELDS; f++) {
         fill(field, step, f, seed);
@@ -78,8 +76,7 @@ static void output_step(const struct run *r, int step, float *field, unsigned *s
 int kernel_cm1(const struct run *r) {
     float *field = malloc(sizeof(float) * NZ * NY * NX);
     unsigned seed = 1234u + (unsigned)r->rank;
-    if (!field)
-        fail("out of memory for", "a CM1 field");
+    if (!field) fail("out of memory for", "a CM1 field");
     for (int step = 0; step < r->steps; step++) {
         compute(r);
         output_step(r, step, field, &seed);
@@ -90,8 +87,10 @@ int kernel_cm1(const struct run *r) {
 #else
 int kernel_cm1(const struct run *r) {
     if (r->rank == 0)
-        fprintf(stderr, "ioloom-predict-kernels: %s needs HDF5, which only the MPICH build has (Debian's parallel "
-                        "HDF5 is built against MPICH): run ioloom-predict-kernels-mpich\n", r->kernel);
+        fprintf(stderr,
+                "ioloom-predict-kernels: %s needs HDF5, which only the MPICH build has (Debian's parallel "
+                "HDF5 is built against MPICH): run ioloom-predict-kernels-mpich\n",
+                r->kernel);
     return 2;
 }
 #endif

@@ -4,9 +4,9 @@
  * Nodes and rules live in two arrays that start small and double as the grammar grows, up to what its cap needs
  * (nodes are named by index, so moving the arrays moves nothing that refers to them); nodes removed and rules
  * deleted during an input are released only when the input is done (the Python objects they mirror stay
- * readable until then too). An input is learnt only with SLACK nodes free (else it counts as past the cap). A digram index (linear
- * probing, deletion by backward shift) maps a pair of symbols to its first node. The uses of a rule, and the
- * occurrences of a terminal, are intrusive lists through `link_*`; the marked terminals one through `exp_*`. */
+ * readable until then too). An input is learnt only with SLACK nodes free (else it counts as past the cap). A digram
+ * index (linear probing, deletion by backward shift) maps a pair of symbols to its first node. The uses of a rule, and
+ * the occurrences of a terminal, are intrusive lists through `link_*`; the marked terminals one through `exp_*`. */
 #include "grammar.h"
 
 #include <assert.h>
@@ -32,8 +32,8 @@ struct pg_grammar {
     int32_t nnodes, nrules, max_nodes, free_nodes, free_rules, released_nodes, released_rules, navail;
     int32_t cap, max_symbol, size, start, expected;
     int64_t past_cap;
-    int32_t *terminals;              /* max_symbol heads of occurrence lists */
-    uint64_t *keys;                  /* digram index: key, node (NONE: empty slot) */
+    int32_t *terminals; /* max_symbol heads of occurrence lists */
+    uint64_t *keys;     /* digram index: key, node (NONE: empty slot) */
     int32_t *values;
     uint32_t mask;
     int32_t *stack, *done, *targets; /* scratch of advance() and discover() */
@@ -95,8 +95,7 @@ static void release_all(struct pg_grammar *g) {
         g->r[id].uses = g->free_rules;
         g->free_rules = id;
     }
-    if (g->released_nodes != NONE)
-        release_all(g);
+    if (g->released_nodes != NONE) release_all(g);
 }
 
 static int is_guard(const struct pg_grammar *g, int32_t i) { return g->n[i].sym == GUARD; }
@@ -114,8 +113,7 @@ static uint32_t slot_of(const struct pg_grammar *g, uint64_t key) {
 
 static uint32_t find_slot(const struct pg_grammar *g, uint64_t key) {
     uint32_t s = slot_of(g, key);
-    while (g->values[s] != NONE && g->keys[s] != key)
-        s = (s + 1) & g->mask;
+    while (g->values[s] != NONE && g->keys[s] != key) s = (s + 1) & g->mask;
     return s;
 }
 
@@ -149,14 +147,12 @@ static int rehash(struct pg_grammar *g, uint32_t slots) {
         free(values);
         return 0;
     }
-    for (uint32_t s = 0; s < slots; s++)
-        values[s] = NONE;
+    for (uint32_t s = 0; s < slots; s++) values[s] = NONE;
     g->keys = keys;
     g->values = values;
     g->mask = slots - 1;
     for (uint32_t s = 0; s < old_slots; s++)
-        if (old_values[s] != NONE)
-            digram_set(g, old_keys[s], old_values[s]);
+        if (old_values[s] != NONE) digram_set(g, old_keys[s], old_values[s]);
     free(old_keys);
     free(old_values);
     return 1;
@@ -167,14 +163,11 @@ static int rehash(struct pg_grammar *g, uint32_t slots) {
 static int grow(struct pg_grammar *g, int32_t nodes) {
     int32_t rules = nodes / 2 + SLACK;
     struct node *n = realloc(g->n, sizeof *n * (size_t)nodes);
-    if (n)
-        g->n = n;
+    if (n) g->n = n;
     struct rule *r = n ? realloc(g->r, sizeof *r * (size_t)rules) : NULL;
-    if (r)
-        g->r = r;
+    if (r) g->r = r;
     int32_t *stack = r ? realloc(g->stack, sizeof(int32_t) * 3 * (size_t)nodes) : NULL;
-    if (!stack)
-        return 0;
+    if (!stack) return 0;
     g->stack = stack;
     g->done = stack + nodes;
     g->targets = stack + 2 * (size_t)nodes;
@@ -190,8 +183,7 @@ static int grow(struct pg_grammar *g, int32_t nodes) {
     g->nnodes = nodes;
     g->nrules = rules;
     uint32_t slots = g->mask + 1;
-    while (slots < 4u * (uint32_t)nodes)
-        slots <<= 1;
+    while (slots < 4u * (uint32_t)nodes) slots <<= 1;
     if (slots != g->mask + 1)
         rehash(g, slots); /* failing, the old index still has room: it was sized for half these nodes */
     return 1;
@@ -199,8 +191,7 @@ static int grow(struct pg_grammar *g, int32_t nodes) {
 
 /* SLACK nodes free for the next input, growing up to the cap's need; 0 if that cannot be. */
 static int reserve(struct pg_grammar *g) {
-    if (g->navail > SLACK)
-        return 1;
+    if (g->navail > SLACK) return 1;
     int32_t want = g->nnodes * 2 < g->max_nodes ? g->nnodes * 2 : g->max_nodes;
     return want > g->nnodes && grow(g, want) && g->navail > SLACK;
 }
@@ -214,11 +205,9 @@ static void link_add(struct pg_grammar *g, int32_t i) {
     int32_t *head = link_head(g, i);
     g->n[i].link_prev = NONE;
     g->n[i].link_next = *head;
-    if (*head != NONE)
-        g->n[*head].link_prev = i;
+    if (*head != NONE) g->n[*head].link_prev = i;
     *head = i;
-    if (g->n[i].rule != NONE)
-        g->r[g->n[i].rule].nuses++;
+    if (g->n[i].rule != NONE) g->r[g->n[i].rule].nuses++;
 }
 
 static void link_remove(struct pg_grammar *g, int32_t i) {
@@ -227,17 +216,14 @@ static void link_remove(struct pg_grammar *g, int32_t i) {
         g->n[p].link_next = q;
     else
         *head = q;
-    if (q != NONE)
-        g->n[q].link_prev = p;
-    if (g->n[i].rule != NONE)
-        g->r[g->n[i].rule].nuses--;
+    if (q != NONE) g->n[q].link_prev = p;
+    if (g->n[i].rule != NONE) g->r[g->n[i].rule].nuses--;
 }
 
 static void expected_add(struct pg_grammar *g, int32_t i) {
     g->n[i].exp_prev = NONE;
     g->n[i].exp_next = g->expected;
-    if (g->expected != NONE)
-        g->n[g->expected].exp_prev = i;
+    if (g->expected != NONE) g->n[g->expected].exp_prev = i;
     g->expected = i;
 }
 
@@ -247,27 +233,22 @@ static void expected_remove(struct pg_grammar *g, int32_t i) {
         g->n[p].exp_next = q;
     else
         g->expected = q;
-    if (q != NONE)
-        g->n[q].exp_prev = p;
+    if (q != NONE) g->n[q].exp_prev = p;
 }
 
 /* ---- marks --------------------------------------------------------------------------------------------- */
 static void mark(struct pg_grammar *g, int32_t i) {
-    if (g->n[i].mark)
-        return;
+    if (g->n[i].mark) return;
     g->n[i].mark = 1;
     g->r[g->n[i].owner].marked++;
-    if (!is_rule(g, i))
-        expected_add(g, i);
+    if (!is_rule(g, i)) expected_add(g, i);
 }
 
 static void unmark(struct pg_grammar *g, int32_t i) {
-    if (!g->n[i].mark)
-        return;
+    if (!g->n[i].mark) return;
     g->n[i].mark = 0;
     g->r[g->n[i].owner].marked--;
-    if (!is_rule(g, i))
-        expected_remove(g, i);
+    if (!is_rule(g, i)) expected_remove(g, i);
 }
 
 static void mark_down(struct pg_grammar *g, int32_t i) {
@@ -281,23 +262,19 @@ static void mark_down(struct pg_grammar *g, int32_t i) {
 static void unmark_up(struct pg_grammar *g, int32_t i) {
     int32_t owner = g->n[i].owner;
     unmark(g, i);
-    if (owner == g->start || g->r[owner].marked != 0)
-        return;
+    if (owner == g->start || g->r[owner].marked != 0) return;
     for (int32_t u = g->r[owner].uses; u != NONE; u = g->n[u].link_next)
-        if (g->n[u].mark)
-            unmark_up(g, u);
+        if (g->n[u].mark) unmark_up(g, u);
 }
 
 static int any_marked_use(const struct pg_grammar *g, int32_t rule) {
     for (int32_t u = g->r[rule].uses; u != NONE; u = g->n[u].link_next)
-        if (g->n[u].mark)
-            return 1;
+        if (g->n[u].mark) return 1;
     return 0;
 }
 
 static void drop_orphans(struct pg_grammar *g, int32_t i) {
-    if (!is_rule(g, i) || !g->r[g->n[i].rule].marked || any_marked_use(g, g->n[i].rule))
-        return;
+    if (!is_rule(g, i) || !g->r[g->n[i].rule].marked || any_marked_use(g, g->n[i].rule)) return;
     int32_t rule = g->n[i].rule;
     for (int32_t j = first_of(g, rule); !is_guard(g, j); j = g->n[j].next)
         if (g->n[j].mark) {
@@ -309,25 +286,20 @@ static void drop_orphans(struct pg_grammar *g, int32_t i) {
 /* ---- predictors ---------------------------------------------------------------------------------------- */
 static void advance(struct pg_grammar *g, const int32_t *matched, int32_t count) {
     int32_t top = 0, ndone = 0, ntargets = 0;
-    for (int32_t k = 0; k < count; k++)
-        g->stack[top++] = matched[k];
+    for (int32_t k = 0; k < count; k++) g->stack[top++] = matched[k];
     while (top > 0) {
         int32_t i = g->stack[--top];
-        if (g->n[i].done)
-            continue;
+        if (g->n[i].done) continue;
         g->n[i].done = 1;
         g->done[ndone++] = i;
         if (!is_guard(g, g->n[i].next))
             g->targets[ntargets++] = g->n[i].next;
         else if (g->n[i].owner != g->start)
             for (int32_t u = g->r[g->n[i].owner].uses; u != NONE; u = g->n[u].link_next)
-                if (g->n[u].mark && !g->n[u].done)
-                    g->stack[top++] = u;
+                if (g->n[u].mark && !g->n[u].done) g->stack[top++] = u;
     }
-    for (int32_t k = 0; k < ndone; k++)
-        unmark(g, g->done[k]);
-    for (int32_t k = 0; k < ntargets; k++)
-        mark_down(g, g->targets[k]);
+    for (int32_t k = 0; k < ndone; k++) unmark(g, g->done[k]);
+    for (int32_t k = 0; k < ntargets; k++) mark_down(g, g->targets[k]);
     for (int32_t k = 0; k < ndone; k++) {
         drop_orphans(g, g->done[k]);
         g->n[g->done[k]].done = 0;
@@ -357,8 +329,7 @@ static void discover(struct pg_grammar *g, int32_t *targets, int32_t count) {
     }
     while (top > 0) {
         int32_t owner = g->n[g->stack[--top]].owner;
-        if (owner == g->start || g->r[owner].seen)
-            continue;
+        if (owner == g->start || g->r[owner].seen) continue;
         g->r[owner].seen = 1;
         g->done[nseen++] = owner;
         for (int32_t u = g->r[owner].uses; u != NONE; u = g->n[u].link_next) {
@@ -366,16 +337,14 @@ static void discover(struct pg_grammar *g, int32_t *targets, int32_t count) {
             g->stack[top++] = u;
         }
     }
-    for (int32_t k = 0; k < nseen; k++)
-        g->r[g->done[k]].seen = 0;
+    for (int32_t k = 0; k < nseen; k++) g->r[g->done[k]].seen = 0;
     advance(g, targets, count);
 }
 
 /* Where symbol node i's symbol appears: a rule's uses, or a terminal's occurrences; into out, how many. */
 static int32_t occurrences(struct pg_grammar *g, int32_t head, int32_t *out) {
     int32_t count = 0;
-    for (int32_t i = head; i != NONE; i = g->n[i].link_next)
-        out[count++] = i;
+    for (int32_t i = head; i != NONE; i = g->n[i].link_next) out[count++] = i;
     return count;
 }
 
@@ -394,11 +363,9 @@ static int32_t node_new(struct pg_grammar *g, int32_t sym, int32_t rule, int32_t
 
 static void forget_digram(struct pg_grammar *g, int32_t i) {
     int32_t next = g->n[i].next;
-    if (is_guard(g, i) || next == NONE || is_guard(g, next))
-        return;
+    if (is_guard(g, i) || next == NONE || is_guard(g, next)) return;
     uint32_t s = find_slot(g, key_of(g->n[i].sym, g->n[next].sym));
-    if (g->values[s] == i)
-        digram_delete(g, s);
+    if (g->values[s] == i) digram_delete(g, s);
 }
 
 static int same3(const struct pg_grammar *g, int32_t i) {
@@ -410,10 +377,8 @@ static int same3(const struct pg_grammar *g, int32_t i) {
 static void join(struct pg_grammar *g, int32_t left, int32_t right) {
     if (g->n[left].next != NONE) {
         forget_digram(g, left);
-        if (same3(g, right))
-            digram_set(g, key_of(g->n[right].sym, g->n[right].sym), right);
-        if (same3(g, left))
-            digram_set(g, key_of(g->n[left].sym, g->n[left].sym), g->n[left].prev);
+        if (same3(g, right)) digram_set(g, key_of(g->n[right].sym, g->n[right].sym), right);
+        if (same3(g, left)) digram_set(g, key_of(g->n[left].sym, g->n[left].sym), g->n[left].prev);
     }
     g->n[left].next = right;
     g->n[right].prev = left;
@@ -475,13 +440,10 @@ static void substitute(struct pg_grammar *g, int32_t i, int32_t rule) {
     insert_after(g, left, instance);
     if (mark_a || mark_b) {
         mark(g, instance);
-        if (mark_a)
-            mark(g, first_of(g, rule));
-        if (mark_b)
-            mark(g, g->n[first_of(g, rule)].next);
+        if (mark_a) mark(g, first_of(g, rule));
+        if (mark_b) mark(g, g->n[first_of(g, rule)].next);
     }
-    if (!check(g, left))
-        check(g, instance);
+    if (!check(g, left)) check(g, instance);
 }
 
 static void match(struct pg_grammar *g, int32_t fresh, int32_t old) {
@@ -502,23 +464,20 @@ static void match(struct pg_grammar *g, int32_t fresh, int32_t old) {
     int32_t pair[2] = {first_of(g, rule), g->n[first_of(g, rule)].next};
     for (int k = 0; k < 2; k++) {
         int32_t j = pair[k];
-        if (is_rule(g, j) && g->r[g->n[j].rule].nuses == 1 && g->n[j].owner == rule)
-            expand(g, j);
+        if (is_rule(g, j) && g->r[g->n[j].rule].nuses == 1 && g->n[j].owner == rule) expand(g, j);
     }
 }
 
 static int check(struct pg_grammar *g, int32_t i) {
     int32_t next = g->n[i].next;
-    if (is_guard(g, i) || is_guard(g, next))
-        return 0;
+    if (is_guard(g, i) || is_guard(g, next)) return 0;
     uint64_t key = key_of(g->n[i].sym, g->n[next].sym);
     int32_t found = digram_get(g, key);
     if (found == NONE) {
         digram_set(g, key, i);
         return 0;
     }
-    if (found != i && g->n[found].next != i && next != found)
-        match(g, i, found);
+    if (found != i && g->n[found].next != i && next != found) match(g, i, found);
     return found != i;
 }
 
@@ -541,8 +500,7 @@ void pg_grammar_input(struct pg_grammar *g, int32_t sym) {
         }
     } else {
         g->past_cap++;
-        if (g->expected == NONE)
-            discover(g, g->targets, occurrences(g, g->terminals[sym], g->targets));
+        if (g->expected == NONE) discover(g, g->targets, occurrences(g, g->terminals[sym], g->targets));
     }
     release_all(g);
 }
@@ -556,13 +514,11 @@ int32_t pg_grammar_predicted(struct pg_grammar *g, int32_t *out, int32_t max) {
         }
     for (int32_t k = 0; k < count; k++) { /* ascending: insertion sort, the sets are small */
         int32_t v = g->targets[k], j = k;
-        for (; j > 0 && g->targets[j - 1] > v; j--)
-            g->targets[j] = g->targets[j - 1];
+        for (; j > 0 && g->targets[j - 1] > v; j--) g->targets[j] = g->targets[j - 1];
         g->targets[j] = v;
         g->flags[v] = 0;
     }
-    for (int32_t k = 0; k < count && k < max; k++)
-        out[k] = g->targets[k];
+    for (int32_t k = 0; k < count && k < max; k++) out[k] = g->targets[k];
     return count;
 }
 
@@ -571,8 +527,7 @@ int64_t pg_grammar_past_cap(const struct pg_grammar *g) { return g->past_cap; }
 
 struct pg_grammar *pg_grammar_new(int32_t cap, int32_t max_symbol) {
     struct pg_grammar *g = calloc(1, sizeof *g);
-    if (!g)
-        return NULL;
+    if (!g) return NULL;
     g->cap = cap;
     g->max_symbol = max_symbol;
     g->max_nodes = cap + cap / 2 + 4 * SLACK; /* bodies (at most cap + 1 symbols), guards, one input's rewrites */
@@ -582,21 +537,18 @@ struct pg_grammar *pg_grammar_new(int32_t cap, int32_t max_symbol) {
     g->keys = malloc(sizeof(uint64_t) * 16);
     g->values = malloc(sizeof(int32_t) * 16);
     g->mask = 15;
-    for (int32_t s = 0; g->values && s < 16; s++)
-        g->values[s] = NONE;
+    for (int32_t s = 0; g->values && s < 16; s++) g->values[s] = NONE;
     if (!g->terminals || !g->flags || !g->keys || !g->values || !grow(g, 4 * SLACK)) {
         pg_grammar_free(g);
         return NULL;
     }
-    for (int32_t s = 0; s < max_symbol; s++)
-        g->terminals[s] = NONE;
+    for (int32_t s = 0; s < max_symbol; s++) g->terminals[s] = NONE;
     g->start = rule_new(g);
     return g;
 }
 
 void pg_grammar_free(struct pg_grammar *g) {
-    if (!g)
-        return;
+    if (!g) return;
     free(g->n);
     free(g->r);
     free(g->terminals);

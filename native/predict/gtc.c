@@ -9,9 +9,7 @@
 
 enum { RANKS_PER_NODE = 2, PARTICLE_FLOATS = 7, HEADER_BYTES = 64 };
 
-static int my_particles(const struct run *r, int step) {
-    return 40 + (step * 37 + r->rank * 11) % 29;
-}
+static int my_particles(const struct run *r, int step) { return 40 + (step * 37 + r->rank * 11) % 29; }
 
 static void write_particles(const struct run *r, int step, int node, int particles) {
     char path[4096], header[HEADER_BYTES] = {0};
@@ -35,8 +33,7 @@ int kernel_gtc(const struct run *r) {
         compute(r);
         int mine = my_particles(r, step), total = 0;
         MPI_Reduce(&mine, &total, 1, MPI_INT, MPI_SUM, 0, node_comm);
-        if (node_rank == 0)
-            write_particles(r, step, node, total);
+        if (node_rank == 0) write_particles(r, step, node, total);
     }
     MPI_Comm_free(&node_comm);
     return 0;

@@ -31,13 +31,11 @@ static void write_restart(const struct run *r, int step, const double *atoms, in
 
 static void dump(const struct run *r, int fd, int step, const int *counts, const double *atoms) {
     int total = 0;
-    for (int p = 0; p < r->nranks; p++)
-        total += counts[p];
+    for (int p = 0; p < r->nranks; p++) total += counts[p];
     write_header(fd, step, total);
     for (int p = 0, at = 0; p < r->nranks; at += counts[p], p++)
         write_all(fd, atoms + (size_t)at * ATOM_DOUBLES, sizeof(double) * ATOM_DOUBLES * (size_t)counts[p]);
-    if (step % RESTART_EVERY == RESTART_EVERY - 1)
-        write_restart(r, step, atoms, total);
+    if (step % RESTART_EVERY == RESTART_EVERY - 1) write_restart(r, step, atoms, total);
 }
 
 static void gather(const struct run *r, int step, int *counts, double *atoms, const double *mine) {
@@ -62,19 +60,15 @@ int kernel_lammps(const struct run *r) {
     double mine[MAX_ATOMS * ATOM_DOUBLES];
     char path[4096];
     memset(mine, 0, sizeof mine);
-    if (!counts || !atoms)
-        fail("out of memory for", "LAMMPS atoms");
+    if (!counts || !atoms) fail("out of memory for", "LAMMPS atoms");
     snprintf(path, sizeof path, "%s/dump.lammpstrj", r->dir);
-    if (r->rank == 0)
-        fd = create_file(path);
+    if (r->rank == 0) fd = create_file(path);
     for (int step = 0; step < r->steps; step++) {
         compute(r);
         gather(r, step, counts, atoms, mine);
-        if (r->rank == 0)
-            dump(r, fd, step, counts, atoms);
+        if (r->rank == 0) dump(r, fd, step, counts, atoms);
     }
-    if (r->rank == 0)
-        close_file(fd);
+    if (r->rank == 0) close_file(fd);
     free(counts);
     free(atoms);
     return 0;

@@ -11,14 +11,10 @@ static const char *const usage =
     "usage: ioloom-predict-kernels {cm1-posix|cm1-gzip|cm1-mpiio|gtc|nek5000|lammps} DIR STEPS COMPUTE_MS\n";
 
 static int dispatch(const struct run *r) {
-    if (strncmp(r->kernel, "cm1-", 4) == 0)
-        return kernel_cm1(r);
-    if (strcmp(r->kernel, "gtc") == 0)
-        return kernel_gtc(r);
-    if (strcmp(r->kernel, "nek5000") == 0)
-        return kernel_nek(r);
-    if (strcmp(r->kernel, "lammps") == 0)
-        return kernel_lammps(r);
+    if (strncmp(r->kernel, "cm1-", 4) == 0) return kernel_cm1(r);
+    if (strcmp(r->kernel, "gtc") == 0) return kernel_gtc(r);
+    if (strcmp(r->kernel, "nek5000") == 0) return kernel_nek(r);
+    if (strcmp(r->kernel, "lammps") == 0) return kernel_lammps(r);
     fprintf(stderr, "ioloom-predict-kernels: unknown kernel %s\n%s", r->kernel, usage);
     return 2;
 }

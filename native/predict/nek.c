@@ -12,16 +12,14 @@ enum { FIELDS = 4, BLOCKS = 8, BLOCK_DOUBLES = 128, HEADER_BYTES = 132, FLAG_BYT
 
 static void local_fields(const struct run *r, int step, double *fields) {
     unsigned seed = 77u + (unsigned)(step * 131 + r->rank);
-    for (int i = 0; i < FIELDS * BLOCKS * BLOCK_DOUBLES; i++)
-        fields[i] = (double)next_random(&seed) / 32768.0 - 0.45;
+    for (int i = 0; i < FIELDS * BLOCKS * BLOCK_DOUBLES; i++) fields[i] = (double)next_random(&seed) / 32768.0 - 0.45;
 }
 
 static void write_positive(int fd, const double *block) { write_all(fd, block, BLOCK_DOUBLES * sizeof *block); }
 
 static void write_negative(int fd, const double *block) {
     double copy[BLOCK_DOUBLES];
-    for (int i = 0; i < BLOCK_DOUBLES; i++)
-        copy[i] = -block[i];
+    for (int i = 0; i < BLOCK_DOUBLES; i++) copy[i] = -block[i];
     write_all(fd, copy, sizeof copy);
 }
 
@@ -47,22 +45,19 @@ static void write_step(const struct run *r, int step, const double *fields) {
     int fd = create_file(path);
     snprintf(header, sizeof header, "#std 8 %d %d %d step %d", BLOCKS, BLOCK_DOUBLES, FIELDS, step);
     write_all(fd, header, sizeof header);
-    for (int f = 0; f < FIELDS; f++)
-        write_field(fd, fields + f * BLOCKS * BLOCK_DOUBLES);
+    for (int f = 0; f < FIELDS; f++) write_field(fd, fields + f * BLOCKS * BLOCK_DOUBLES);
     close_file(fd);
 }
 
 int kernel_nek(const struct run *r) {
     int n = FIELDS * BLOCKS * BLOCK_DOUBLES;
     double *local = malloc(sizeof(double) * n), *sum = malloc(sizeof(double) * n);
-    if (!local || !sum)
-        fail("out of memory for", "Nek5000 fields");
+    if (!local || !sum) fail("out of memory for", "Nek5000 fields");
     for (int step = 0; step < r->steps; step++) {
         compute(r);
         local_fields(r, step, local);
         MPI_Reduce(local, sum, n, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
-        if (r->rank == 0)
-            write_step(r, step, sum);
+        if (r->rank == 0) write_step(r, step, sum);
     }
     free(local);
     free(sum);

@@ -39,15 +39,13 @@ struct pg_local *pg_local_new(int32_t limit, enum pg_fallback fallback, int runs
 }
 
 void pg_local_free(struct pg_local *m) {
-    if (m)
-        pg_sequence_free(m->sequence);
+    if (m) pg_sequence_free(m->sequence);
     free(m);
 }
 
 static int32_t token_of(const struct pg_local *m, int64_t value) {
     for (int32_t t = 0; t < m->ntokens; t++)
-        if (m->values[t] == value)
-            return t;
+        if (m->values[t] == value) return t;
     return -1;
 }
 
@@ -57,8 +55,7 @@ void pg_local_observe(struct pg_local *m, int64_t value) {
     m->last = value;
     m->total += value;
     m->seen++;
-    if (!m->sequence)
-        return;
+    if (!m->sequence) return;
     int32_t token = token_of(m, value);
     if (token < 0) {
         if (m->ntokens == m->limit) { /* the fallback: the local grammar and its values are freed */
@@ -82,24 +79,20 @@ static int64_t fallen_back(const struct pg_local *m) {
 }
 
 int64_t pg_local_predict(struct pg_local *m) {
-    if (!m->sequence)
-        return fallen_back(m);
-    if (m->ntokens == 1)
-        return m->last;
+    if (!m->sequence) return fallen_back(m);
+    if (m->ntokens == 1) return m->last;
     int32_t tokens[PG_LIMIT_MAX], n = pg_sequence_predicted(m->sequence, tokens, PG_LIMIT_MAX), best = -1;
     for (int32_t k = 0; k < n && k < PG_LIMIT_MAX; k++) /* ascending: ties go to the first seen */
-        if (best < 0 || m->counts[tokens[k]] > m->counts[best])
-            best = tokens[k];
+        if (best < 0 || m->counts[tokens[k]] > m->counts[best]) best = tokens[k];
     return best < 0 ? m->last : m->values[best];
 }
 
 /* ---- sequences ----------------------------------------------------------------------------------------- */
 struct pg_sequence *pg_sequence_new(int32_t cap, int32_t max_symbol, int32_t limit, int runs, int32_t local_cap) {
     struct pg_sequence *s = calloc(1, sizeof *s);
-    if (!s)
-        return NULL;
-    *s = (struct pg_sequence){.max_symbol = max_symbol, .limit = limit, .local_cap = local_cap, .value = -1,
-                              .runs = runs};
+    if (!s) return NULL;
+    *s = (struct pg_sequence){
+        .max_symbol = max_symbol, .limit = limit, .local_cap = local_cap, .value = -1, .runs = runs};
     s->grammar = pg_grammar_new(cap, max_symbol);
     s->lengths = calloc((size_t)max_symbol, sizeof *s->lengths);
     if (!s->grammar || !s->lengths) {
@@ -110,20 +103,16 @@ struct pg_sequence *pg_sequence_new(int32_t cap, int32_t max_symbol, int32_t lim
 }
 
 void pg_sequence_free(struct pg_sequence *s) {
-    if (!s)
-        return;
-    for (int32_t v = 0; s->lengths && v < s->max_symbol; v++)
-        pg_local_free(s->lengths[v]);
+    if (!s) return;
+    for (int32_t v = 0; s->lengths && v < s->max_symbol; v++) pg_local_free(s->lengths[v]);
     free(s->lengths);
     pg_grammar_free(s->grammar);
     free(s);
 }
 
 static void end_run(struct pg_sequence *s) {
-    if (s->value < 0)
-        return;
-    if (!s->lengths[s->value])
-        s->lengths[s->value] = pg_local_new(s->limit, PG_MAX, 0, s->local_cap);
+    if (s->value < 0) return;
+    if (!s->lengths[s->value]) s->lengths[s->value] = pg_local_new(s->limit, PG_MAX, 0, s->local_cap);
     if (s->lengths[s->value]) /* out of memory: this value's runs go unlearnt */
         pg_local_observe(s->lengths[s->value], s->count);
 }
@@ -147,29 +136,21 @@ void pg_sequence_input(struct pg_sequence *s, int32_t symbol) {
 /* after, with value added (ascending, no repeat); how many. */
 static int32_t with_value(int32_t *out, int32_t n, int32_t max, int32_t value) {
     int32_t k = 0;
-    while (k < n && k < max && out[k] < value)
-        k++;
-    if (k < n && k < max && out[k] == value)
-        return n;
-    for (int32_t j = (n < max ? n : max - 1); j > k; j--)
-        out[j] = out[j - 1];
-    if (k < max)
-        out[k] = value;
+    while (k < n && k < max && out[k] < value) k++;
+    if (k < n && k < max && out[k] == value) return n;
+    for (int32_t j = (n < max ? n : max - 1); j > k; j--) out[j] = out[j - 1];
+    if (k < max) out[k] = value;
     return n + 1;
 }
 
 int32_t pg_sequence_predicted(struct pg_sequence *s, int32_t *out, int32_t max) {
     int32_t n = pg_grammar_predicted(s->grammar, out, max);
-    if (!s->runs || s->value < 0)
-        return n;
+    if (!s->runs || s->value < 0) return n;
     struct pg_local *model = s->lengths[s->value];
-    if (!model)
-        return with_value(out, n, max, s->value);
+    if (!model) return with_value(out, n, max, s->value);
     int ends = s->count == s->expected || (s->count > s->expected && s->count == model->high);
-    if (ends && n > 0)
-        return n;
-    if (max > 0)
-        out[0] = s->value;
+    if (ends && n > 0) return n;
+    if (max > 0) out[0] = s->value;
     return 1;
 }
 

@@ -23,8 +23,7 @@ void fail(const char *what, const char *path) {
 
 int create_file(const char *path) {
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0)
-        fail("cannot create", path);
+    if (fd < 0) fail("cannot create", path);
     return fd;
 }
 
@@ -32,18 +31,15 @@ void write_all(int fd, const void *buf, size_t len) {
     const char *p = buf;
     while (len > 0) {
         ssize_t n = write(fd, p, len);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            fail("cannot write", "a kernel's file");
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) fail("cannot write", "a kernel's file");
         p += n;
         len -= (size_t)n;
     }
 }
 
 void close_file(int fd) {
-    if (close(fd) != 0)
-        fail("cannot close", "a kernel's file");
+    if (close(fd) != 0) fail("cannot close", "a kernel's file");
 }
 
 unsigned next_random(unsigned *state) {

@@ -26,16 +26,14 @@ static unsigned lcg(unsigned *state) {
 }
 
 static void print_set(FILE *out, const int32_t *set, int32_t n) {
-    for (int32_t k = 0; k < n; k++)
-        fprintf(out, "%s%d", k ? "," : "", set[k]);
+    for (int32_t k = 0; k < n; k++) fprintf(out, "%s%d", k ? "," : "", set[k]);
 }
 
 /* The grammar alone (runs 0) or a sequence (runs 1) over the stream: after each input, its predictions. */
 static int write_stream(FILE *out, const struct stream *st) {
     struct pg_sequence *s = pg_sequence_new(st->cap, MAX_SYMBOLS, 24, st->runs, 4096);
     int32_t set[MAX_SYMBOLS];
-    if (!s)
-        return -1;
+    if (!s) return -1;
     fprintf(out, "stream %s cap %d runs %d\n", st->name, st->cap, st->runs);
     for (int32_t i = 0; i < st->n; i++) {
         pg_sequence_input(s, st->in[i]);
@@ -52,16 +50,14 @@ static int write_stream(FILE *out, const struct stream *st) {
 static void textbook(struct stream *st) {
     const char *text = "abcabdabcabd";
     *st = (struct stream){"textbook", 1 << 16, 0, 0, {0}};
-    for (const char *c = text; *c; c++)
-        st->in[st->n++] = *c - 'a';
+    for (const char *c = text; *c; c++) st->in[st->n++] = *c - 'a';
 }
 
 static void loop(struct stream *st, int runs) {
     *st = (struct stream){runs ? "loop-runs" : "loop", 1 << 16, runs, 0, {0}};
     for (int step = 0; step < 20; step++) {
         st->in[st->n++] = 0;
-        for (int w = 0; w < 24; w++)
-            st->in[st->n++] = 1;
+        for (int w = 0; w < 24; w++) st->in[st->n++] = 1;
         st->in[st->n++] = 2;
     }
 }
@@ -72,8 +68,7 @@ static void particles(struct stream *st) {
     for (int step = 0; step < 20 && st->n < MAX_INPUTS - 200; step++) {
         st->in[st->n++] = 0;
         st->in[st->n++] = 3;
-        for (int p = 80 + (int)(lcg(&seed) % 60); p > 0; p--)
-            st->in[st->n++] = 1;
+        for (int p = 80 + (int)(lcg(&seed) % 60); p > 0; p--) st->in[st->n++] = 1;
         st->in[st->n++] = 2;
     }
 }
@@ -81,8 +76,7 @@ static void particles(struct stream *st) {
 static void noisy(struct stream *st, const char *name, int runs, int32_t cap, int alphabet, unsigned seed) {
     int32_t period[9], length = 1 + (int)(lcg(&seed) % 9);
     *st = (struct stream){name, cap, runs, 0, {0}};
-    for (int k = 0; k < length; k++)
-        period[k] = (int32_t)(lcg(&seed) % (unsigned)alphabet);
+    for (int k = 0; k < length; k++) period[k] = (int32_t)(lcg(&seed) % (unsigned)alphabet);
     for (int i = 0; i < 600; i++)
         st->in[st->n++] = lcg(&seed) % 10 < 8 ? period[i % length] : (int32_t)(lcg(&seed) % (unsigned)alphabet);
 }
@@ -91,8 +85,7 @@ static void noisy(struct stream *st, const char *name, int runs, int32_t cap, in
 static int write_local(FILE *out) {
     static const int64_t values[] = {4096, 4096, 512, 4096, 4096, 512, 4096, 4096, 512, 7, 8, 9, 10, 11, 4096};
     struct pg_local *m = pg_local_new(4, PG_MEAN, 1, 4096);
-    if (!m)
-        return -1;
+    if (!m) return -1;
     fprintf(out, "local limit 4 fallback mean runs 1\n");
     for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) {
         pg_local_observe(m, values[i]);
@@ -108,8 +101,7 @@ static int cost(long inputs, unsigned noise) {
     int32_t set[MAX_SYMBOLS];
     unsigned seed = 3;
     long predicted = 0;
-    if (!s)
-        return 1;
+    if (!s) return 1;
     for (long i = 0; i < inputs; i++) {
         pg_sequence_input(s, lcg(&seed) % 100 < noise ? (int32_t)(lcg(&seed) % 8) : body[i % 26]);
         predicted += pg_sequence_predicted(s, set, MAX_SYMBOLS);

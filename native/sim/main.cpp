@@ -12,15 +12,15 @@
 
 using namespace ioloom_sim;
 
-template <class T> static void write_all(const std::string& path, const std::vector<T>& v) {
+template <class T> static void write_all(const std::string &path, const std::vector<T> &v) {
     std::ofstream f(path, std::ios::binary);
-    f.write(reinterpret_cast<const char*>(v.data()), static_cast<std::streamsize>(v.size() * sizeof(T)));
+    f.write(reinterpret_cast<const char *>(v.data()), static_cast<std::streamsize>(v.size() * sizeof(T)));
     if (!f) throw std::runtime_error("cannot write " + path);
 }
 
 /* Writes each operation's times and each flow, and prints the summary line: the simulated time is the clock when
  * the last rank ended and the write-back caches drained; the process's CPU time and peak resident size. */
-static void report(const Input& in, const Storage& storage, const std::vector<double>& times, bool finished,
+static void report(const Input &in, const Storage &storage, const std::vector<double> &times, bool finished,
                    std::chrono::steady_clock::time_point wall) {
     write_all(in.times_path, times);
     write_all(in.pieces_path, storage.pieces);
@@ -38,7 +38,7 @@ static void report(const Input& in, const Storage& storage, const std::vector<do
 /* The simulation ends with the last rank actor (the daemon below does not keep it alive, nor do periodic load
  * profiles, which run_until would follow to its date). At the simulated-time budget, the daemon reports what
  * was measured so far and exits 3: ranks still inside transfers are not unwound. */
-static int simulate(sg4::Engine& engine, const Input& in) {
+static int simulate(sg4::Engine &engine, const Input &in) {
     auto wall = std::chrono::steady_clock::now();
     Platform platform = build_platform(in);
     Storage storage(in, platform);
@@ -64,7 +64,7 @@ static void storage_network_model() {
     sg4::Engine::set_config("network/TCP-gamma:0");
 }
 
-int main(int argc, char** argv) {
+int main(int argc, char **argv) {
     sg4::Engine engine(&argc, argv);
     storage_network_model();
     if (argc != 2) {
@@ -73,7 +73,7 @@ int main(int argc, char** argv) {
     }
     try {
         return simulate(engine, read_input(argv[1]));
-    } catch (const std::exception& e) {
+    } catch (const std::exception &e) {
         std::fprintf(stderr, "ioloom-sim: %s\n", e.what());
         return 1;
     }

@@ -17,18 +17,18 @@ namespace ioloom_sim {
 
 using LinkList = std::vector<sg4::LinkInRoute>;
 
-static sg4::Link* link(sg4::NetZone* zone, const std::string& name, double bandwidth, double latency) {
+static sg4::Link *link(sg4::NetZone *zone, const std::string &name, double bandwidth, double latency) {
     return zone->create_link(name, bandwidth)->set_latency(latency)->seal();
 }
 
-static void route(sg4::NetZone* zone, sg4::Host* host, const LinkList& up, const LinkList& down) {
+static void route(sg4::NetZone *zone, sg4::Host *host, const LinkList &up, const LinkList &down) {
     zone->add_route(host->get_netpoint(), nullptr, nullptr, nullptr, up, false);
     zone->add_route(nullptr, host->get_netpoint(), nullptr, nullptr, down, false);
 }
 
 /* Capacity shared by n concurrent streams on a disk that pays `seek` of its bandwidth per extra stream. */
-static sg4::Link* disk_link(sg4::NetZone* zone, const std::string& name, double bandwidth, const Input& in) {
-    sg4::Link* l = zone->create_link(name, bandwidth)->set_latency(in.get("target_latency"));
+static sg4::Link *disk_link(sg4::NetZone *zone, const std::string &name, double bandwidth, const Input &in) {
+    sg4::Link *l = zone->create_link(name, bandwidth)->set_latency(in.get("target_latency"));
     double seek = in.get("seek_penalty");
     if (seek > 0)
         l->set_sharing_policy(sg4::Link::SharingPolicy::NONLINEAR,
@@ -38,27 +38,28 @@ static sg4::Link* disk_link(sg4::NetZone* zone, const std::string& name, double 
 
 /* A link's bandwidth profile holds bytes per second (SimGrid 3.32 sets the link's bandwidth to each value), so
  * the input's capacity ratios are scaled by the link's own bandwidth here. */
-static void add_profile(sg4::Link* l, const Input& in, int target, const char* direction) {
+static void add_profile(sg4::Link *l, const Input &in, int target, const char *direction) {
     auto it = in.profiles.find(target);
     if (it == in.profiles.end()) return;
     std::ostringstream text;
     text.precision(17);
     for (auto [time, ratio] : it->second) text << time << " " << ratio * l->get_bandwidth() << "\n";
     std::string name = "load-" + std::to_string(target) + direction;
-    l->set_bandwidth_profile(simgrid::kernel::profile::ProfileBuilder::from_string(name, text.str(), in.profile_period));
+    l->set_bandwidth_profile(
+        simgrid::kernel::profile::ProfileBuilder::from_string(name, text.str(), in.profile_period));
 }
 
-static void add_nodes(sg4::NetZone* zone, const Input& in, Platform& p) {
+static void add_nodes(sg4::NetZone *zone, const Input &in, Platform &p) {
     int nodes = static_cast<int>(in.get("nodes")), per_group = static_cast<int>(in.get("nodes_per_group"));
     double nic = in.get("nic_bandwidth"), lat = in.get("nic_latency"), uplink = in.get("uplink_bandwidth");
-    std::vector<sg4::Link*> up, down; /* a switch group's uplink; none when it is not a constraint (0) */
+    std::vector<sg4::Link *> up, down; /* a switch group's uplink; none when it is not a constraint (0) */
     for (int g = 0; uplink > 0 && g * per_group < nodes; g++) {
         up.push_back(link(zone, "uplink_up-" + std::to_string(g), uplink, 0));
         down.push_back(link(zone, "uplink_down-" + std::to_string(g), uplink, 0));
     }
     for (int i = 0; i < nodes; i++) {
         std::string n = std::to_string(i);
-        sg4::Host* h = zone->create_host("node-" + n, 1e9)->seal();
+        sg4::Host *h = zone->create_host("node-" + n, 1e9)->seal();
         LinkList to_network{sg4::LinkInRoute(link(zone, "nic_up-" + n, nic, lat))};
         LinkList from_network{sg4::LinkInRoute(link(zone, "nic_down-" + n, nic, lat))};
         if (!up.empty()) {
@@ -70,10 +71,10 @@ static void add_nodes(sg4::NetZone* zone, const Input& in, Platform& p) {
     }
 }
 
-static void add_targets(sg4::NetZone* zone, const Input& in, Platform& p) {
+static void add_targets(sg4::NetZone *zone, const Input &in, Platform &p) {
     int targets = static_cast<int>(in.get("targets")), servers = static_cast<int>(in.get("servers"));
     double oss = in.get("server_bandwidth"), lat = in.get("server_latency");
-    std::vector<sg4::Link*> up, down;
+    std::vector<sg4::Link *> up, down;
     for (int o = 0; o < servers; o++) {
         up.push_back(link(zone, "oss_up-" + std::to_string(o), oss, lat));
         down.push_back(link(zone, "oss_down-" + std::to_string(o), oss, lat));
@@ -81,22 +82,22 @@ static void add_targets(sg4::NetZone* zone, const Input& in, Platform& p) {
     int per_server = (targets + servers - 1) / servers; /* Lustre numbers a server's targets contiguously */
     for (int t = 0; t < targets; t++) {
         std::string n = std::to_string(t);
-        sg4::Link* read = disk_link(zone, "disk_read-" + n, in.get("read_bandwidth"), in);
-        sg4::Link* write = disk_link(zone, "disk_write-" + n, in.get("write_bandwidth"), in);
+        sg4::Link *read = disk_link(zone, "disk_read-" + n, in.get("read_bandwidth"), in);
+        sg4::Link *write = disk_link(zone, "disk_write-" + n, in.get("write_bandwidth"), in);
         add_profile(read, in, t, "r");
         add_profile(write, in, t, "w");
         read->seal();
         write->seal();
-        sg4::Host* h = zone->create_host("target-" + n, 1e9)->seal();
+        sg4::Host *h = zone->create_host("target-" + n, 1e9)->seal();
         route(zone, h, {sg4::LinkInRoute(read), sg4::LinkInRoute(up[t / per_server])},
               {sg4::LinkInRoute(down[t / per_server]), sg4::LinkInRoute(write)});
         p.targets.push_back(h);
     }
 }
 
-Platform build_platform(const Input& in) {
+Platform build_platform(const Input &in) {
     Platform p;
-    sg4::NetZone* zone = sg4::create_star_zone("machine");
+    sg4::NetZone *zone = sg4::create_star_zone("machine");
     add_nodes(zone, in, p);
     add_targets(zone, in, p);
     p.mds = zone->create_host("mds", 1e9)->seal();

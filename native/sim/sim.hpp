@@ -48,19 +48,19 @@ struct Input {
     double profile_period = -1;
     std::vector<Op> ops;
     std::string ops_path, times_path, pieces_path;
-    double get(const std::string& name) const;
+    double get(const std::string &name) const;
 };
 
-Input read_input(const std::string& path);
+Input read_input(const std::string &path);
 
 /* The simulated machine: client nodes, storage targets (each a host whose access link is its disk), and the
  * metadata server. */
 struct Platform {
-    std::vector<sg4::Host*> nodes, targets;
-    sg4::Host* mds = nullptr;
+    std::vector<sg4::Host *> nodes, targets;
+    sg4::Host *mds = nullptr;
 };
 
-Platform build_platform(const Input& in);
+Platform build_platform(const Input &in);
 
 /* What one flow did (an RPC window of a request, or a write-back flush): per-target throughput over time is
  * binned from these. */
@@ -72,7 +72,7 @@ struct Piece {
 /* Shared state of the storage side, used by every rank actor. */
 class Storage {
   public:
-    Storage(const Input& in, const Platform& p);
+    Storage(const Input &in, const Platform &p);
     ~Storage();
     /* A write or read of [offset, offset + length) of `file` by a rank on `node`: pieces per object, each behind
      * the object's extent lock; a write goes into the node's write-back cache when there is one, otherwise (and
@@ -88,16 +88,16 @@ class Storage {
     struct Lock;
     struct Stream;
     using Objects = std::vector<std::pair<int, uint64_t>>; /* (object, bytes) */
-    Lock& lock_of(int file, int object);
-    void acquire(Lock& l, int node);
-    void release(Lock& l);
-    void move(int node, int kind, const std::vector<std::pair<int, uint64_t>>& to_targets);
-    void cache_write(int node, int file, const Objects& objects);
-    Stream& stream_of(int node, int target);
-    void hand_over(Stream& s);
-    void flush_loop(Stream& s);
-    const Input& in_;
-    const Platform& p_;
+    Lock &lock_of(int file, int object);
+    void acquire(Lock &l, int node);
+    void release(Lock &l);
+    void move(int node, int kind, const std::vector<std::pair<int, uint64_t>> &to_targets);
+    void cache_write(int node, int file, const Objects &objects);
+    Stream &stream_of(int node, int target);
+    void hand_over(Stream &s);
+    void flush_loop(Stream &s);
+    const Input &in_;
+    const Platform &p_;
     std::map<std::pair<int, int>, std::unique_ptr<Lock>> locks_;
     std::map<std::pair<int, int>, std::unique_ptr<Stream>> streams_; /* (node, target) -> its write-back cache */
     sg4::SemaphorePtr mds_queue_;
@@ -108,7 +108,7 @@ class Storage {
 };
 
 /* Starts one actor per rank of every job; each fills its operations' start and end times. */
-void start_ranks(const Input& in, const Platform& p, Storage& s, std::vector<double>& times);
+void start_ranks(const Input &in, const Platform &p, Storage &s, std::vector<double> &times);
 
 } // namespace ioloom_sim
 

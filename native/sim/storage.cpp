@@ -40,12 +40,12 @@ struct Storage::Stream {
     int node = 0, target = 0;
     bool flushing = false; /* a flusher actor is sending from it */
     uint64_t dirty = 0, unsent_bytes = 0;
-    std::deque<std::pair<Lock*, uint64_t>> unsent;
+    std::deque<std::pair<Lock *, uint64_t>> unsent;
     sg4::MutexPtr mutex = sg4::Mutex::create();
     sg4::ConditionVariablePtr changed = sg4::ConditionVariable::create();
 };
 
-Storage::Storage(const Input& in, const Platform& p)
+Storage::Storage(const Input &in, const Platform &p)
     : in_(in), p_(p), mds_queue_(sg4::Semaphore::create(static_cast<unsigned>(in.get("mds_threads")))),
       window_(static_cast<uint64_t>(in.get("rpc_size") * in.get("rpcs_in_flight"))),
       dirty_limit_(static_cast<uint64_t>(in.get("dirty_limit"))), copy_bandwidth_(in.get("copy_bandwidth")),
@@ -56,14 +56,14 @@ Storage::~Storage() = default;
 
 /* Creating a lock's mutex is a simcall, which lets other actors run: the slot is filled only after, and only if
  * nobody filled it meanwhile (the spare is dropped unused), so every actor gets the same lock. */
-Storage::Lock& Storage::lock_of(int file, int object) {
+Storage::Lock &Storage::lock_of(int file, int object) {
     auto found = locks_.find({file, object});
     if (found != locks_.end()) return *found->second;
     auto fresh = std::make_unique<Lock>();
     return *locks_.try_emplace({file, object}, std::move(fresh)).first->second;
 }
 
-void Storage::acquire(Lock& l, int node) {
+void Storage::acquire(Lock &l, int node) {
     if (l.owner == node && l.waiting == 0) {
         l.active++;
         return;
@@ -81,12 +81,12 @@ void Storage::acquire(Lock& l, int node) {
     l.active++;
 }
 
-void Storage::release(Lock& l) {
+void Storage::release(Lock &l) {
     if (--l.active == 0) l.drained->notify_all();
 }
 
 /* One flow of `bytes` between a node and a target, recorded as a piece (its end filled when it completes). */
-static sg4::CommPtr start_flow(const Platform& p, std::vector<Piece>& pieces, int node, int target, int kind,
+static sg4::CommPtr start_flow(const Platform &p, std::vector<Piece> &pieces, int node, int target, int kind,
                                uint64_t bytes) {
     pieces.push_back({target, kind, sg4::Engine::get_clock(), 0, static_cast<double>(bytes)});
     sg4::Host *node_host = p.nodes[static_cast<size_t>(node)], *target_host = p.targets[static_cast<size_t>(target)];
@@ -96,7 +96,7 @@ static sg4::CommPtr start_flow(const Platform& p, std::vector<Piece>& pieces, in
 
 /* Moves each target's bytes between a node and the target, all targets at once, one RPC window per target at a
  * time. */
-void Storage::move(int node, int kind, const std::vector<std::pair<int, uint64_t>>& to_targets) {
+void Storage::move(int node, int kind, const std::vector<std::pair<int, uint64_t>> &to_targets) {
     std::vector<uint64_t> left;
     std::vector<sg4::CommPtr> flying;
     std::vector<size_t> flying_target, flying_piece;
@@ -115,13 +115,13 @@ void Storage::move(int node, int kind, const std::vector<std::pair<int, uint64_t
         auto done = static_cast<size_t>(sg4::Comm::wait_any(flying));
         size_t i = flying_target[done];
         pieces[flying_piece[done]].end = sg4::Engine::get_clock();
-        for (auto* v : {&flying_target, &flying_piece}) v->erase(v->begin() + static_cast<long>(done));
+        for (auto *v : {&flying_target, &flying_piece}) v->erase(v->begin() + static_cast<long>(done));
         flying.erase(flying.begin() + static_cast<long>(done));
         if (left[i]) issue(i);
     }
 }
 
-Storage::Stream& Storage::stream_of(int node, int target) {
+Storage::Stream &Storage::stream_of(int node, int target) {
     auto found = streams_.find({node, target});
     if (found != streams_.end()) return *found->second;
     auto fresh = std::make_unique<Stream>();
@@ -133,7 +133,7 @@ Storage::Stream& Storage::stream_of(int node, int target) {
 /* Bytes were cached for the stream: a flusher starts unless one is already sending (it ends when the cache it
  * sends from is empty, so flusher actors are as many as the streams with data under way, not all streams:
  * 256 nodes x 480 targets would be 122,880 actors, past the kernel's limit on one process's memory maps). */
-void Storage::hand_over(Stream& s) {
+void Storage::hand_over(Stream &s) {
     s.changed->notify_all();
     if (s.flushing) return;
     s.flushing = true;
@@ -145,11 +145,11 @@ void Storage::hand_over(Stream& s) {
  * waits for room, is copied and handed to the flusher, so a write larger than the limit streams through it and
  * returns once its last part is cached. A rank holds no room while it waits, so ranks never wait for each other
  * in a cycle. */
-void Storage::cache_write(int node, int file, const Objects& objects) {
-    const Layout& layout = in_.files.at(file);
-    for (auto& [object, bytes] : objects) {
-        Stream& s = stream_of(node, layout.targets[static_cast<size_t>(object)]);
-        Lock& l = lock_of(file, object);
+void Storage::cache_write(int node, int file, const Objects &objects) {
+    const Layout &layout = in_.files.at(file);
+    for (auto &[object, bytes] : objects) {
+        Stream &s = stream_of(node, layout.targets[static_cast<size_t>(object)]);
+        Lock &l = lock_of(file, object);
         for (uint64_t left = bytes; left > 0;) {
             uint64_t part;
             {
@@ -171,12 +171,12 @@ void Storage::cache_write(int node, int file, const Objects& objects) {
 /* A (node, target) flusher: sends the cached bytes one RPC window at a time until none is left unsent (checked
  * and marked without a simcall between, so no cached byte is left without a flusher); each acknowledged window
  * frees room and may let a lock change hands. */
-void Storage::flush_loop(Stream& s) {
+void Storage::flush_loop(Stream &s) {
     while (s.unsent_bytes > 0) {
         uint64_t n = std::min(s.unsent_bytes, window_);
-        std::vector<std::pair<Lock*, uint64_t>> sent;
+        std::vector<std::pair<Lock *, uint64_t>> sent;
         for (uint64_t take = n; take > 0;) {
-            auto& [lock, bytes] = s.unsent.front();
+            auto &[lock, bytes] = s.unsent.front();
             uint64_t part = std::min(bytes, take);
             sent.emplace_back(lock, part);
             take -= part;
@@ -196,7 +196,7 @@ void Storage::flush_loop(Stream& s) {
 }
 
 /* Bytes of [offset, offset + length) per object of the layout, in object order (the locks' order). */
-static std::vector<std::pair<int, uint64_t>> per_object(const Layout& l, uint64_t offset, uint64_t length) {
+static std::vector<std::pair<int, uint64_t>> per_object(const Layout &l, uint64_t offset, uint64_t length) {
     std::vector<uint64_t> bytes(l.targets.size());
     for (uint64_t at = offset, end = offset + length; at < end;) {
         uint64_t in_stripe = std::min(end - at, l.stripe_size - at % l.stripe_size);
@@ -210,29 +210,30 @@ static std::vector<std::pair<int, uint64_t>> per_object(const Layout& l, uint64_
 }
 
 void Storage::transfer(int node, int kind, int file, uint64_t offset, uint64_t length) {
-    const Layout& layout = in_.files.at(file);
+    const Layout &layout = in_.files.at(file);
     auto objects = per_object(layout, offset, length);
     bool write = kind == OP_WRITE, locked = write && locks_on_;
     /* Locks are taken in object order, so two writers never wait for each other in a cycle. */
     if (locked)
-        for (auto& [object, bytes] : objects) acquire(lock_of(file, object), node);
+        for (auto &[object, bytes] : objects) acquire(lock_of(file, object), node);
     if (write && dirty_limit_ > 0) {
         cache_write(node, file, objects);
     } else {
         std::vector<std::pair<int, uint64_t>> to_targets;
-        for (auto& [object, bytes] : objects) to_targets.emplace_back(layout.targets[static_cast<size_t>(object)], bytes);
+        for (auto &[object, bytes] : objects)
+            to_targets.emplace_back(layout.targets[static_cast<size_t>(object)], bytes);
         move(node, kind, to_targets);
     }
     if (locked)
-        for (auto& [object, bytes] : objects) release(lock_of(file, object));
+        for (auto &[object, bytes] : objects) release(lock_of(file, object));
 }
 
 /* The node's cached bytes of the file reach their targets (only the lock holder caches an object's bytes), then
  * the targets commit: one round trip. */
 void Storage::sync(int node, int file) {
-    const Layout& layout = in_.files.at(file);
+    const Layout &layout = in_.files.at(file);
     for (size_t object = 0; object < layout.targets.size(); object++) {
-        Lock& l = lock_of(file, static_cast<int>(object));
+        Lock &l = lock_of(file, static_cast<int>(object));
         std::unique_lock<sg4::Mutex> guard(*l.mutex);
         while (l.owner == node && l.unflushed > 0) l.drained->wait(guard);
     }
@@ -240,7 +241,10 @@ void Storage::sync(int node, int file) {
 }
 
 void Storage::metadata(int kind, bool create) {
-    const char* cost = create ? "mds_create" : kind == OP_STAT ? "mds_stat" : kind == OP_CLOSE ? "mds_close" : "mds_open";
+    const char *cost = create             ? "mds_create"
+                       : kind == OP_STAT  ? "mds_stat"
+                       : kind == OP_CLOSE ? "mds_close"
+                                          : "mds_open";
     mds_queue_->acquire();
     sg4::this_actor::sleep_for(in_.get(cost));
     mds_queue_->release();

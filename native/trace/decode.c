@@ -38,7 +38,6 @@ IOLOOM_EXPORT int64_t ioloom_decode_varints(const uint8_t *buf, size_t len, uint
     return (int64_t)count;
 }
 
-
 /* Decodes one column body of `count` events stored in `mode` (docs/trace-format.md) into out[0, count):
  * the values with their signs back and runs expanded. 0 on success, -1 when the body does not hold exactly
  * `count` events. */
@@ -80,11 +79,11 @@ struct job {
     size_t len;
     const int64_t *directory; /* per chunk and stored column: (mode, body start, body end, events) */
     int column;
-    int running;              /* the column's values summed within each chunk (offsets from their deltas) */
-    void *out;                /* elements of `width` bytes */
+    int running; /* the column's values summed within each chunk (offsets from their deltas) */
+    void *out;   /* elements of `width` bytes */
     size_t width;
     const int32_t *positions;
-    const int64_t *t_base;    /* times: each chunk's base */
+    const int64_t *t_base; /* times: each chunk's base */
     const struct ioloom_clock_line *clock;
     int64_t *start, *end;
     int (*per_chunk)(const struct job *job, int64_t *scratch, size_t k, size_t filled); /* a chunk into its rows */
@@ -116,19 +115,27 @@ static int decode_chunk(const struct job *job, size_t k, int column, int64_t *va
 /* Puts one chunk's `count` values, the first being value `filled` of the column, in their rows of out. */
 static void store(const struct job *job, const int64_t *values, size_t filled, int64_t count) {
     const int32_t *rows = job->positions ? job->positions + filled : NULL;
-#define STORE(type)                                                                              \
-    do {                                                                                         \
-        type *out = job->out;                                                                    \
-        if (rows)                                                                                \
-            for (int64_t i = 0; i < count; i++) out[rows[i]] = (type)values[i];                  \
-        else                                                                                     \
-            for (int64_t i = 0; i < count; i++) out[filled + (size_t)i] = (type)values[i];       \
+#define STORE(type)                                                                        \
+    do {                                                                                   \
+        type *out = job->out;                                                              \
+        if (rows)                                                                          \
+            for (int64_t i = 0; i < count; i++) out[rows[i]] = (type)values[i];            \
+        else                                                                               \
+            for (int64_t i = 0; i < count; i++) out[filled + (size_t)i] = (type)values[i]; \
     } while (0)
     switch (job->width) {
-    case 1: STORE(int8_t); break;
-    case 2: STORE(int16_t); break;
-    case 4: STORE(int32_t); break;
-    default: STORE(int64_t); break;
+        case 1:
+            STORE(int8_t);
+            break;
+        case 2:
+            STORE(int16_t);
+            break;
+        case 4:
+            STORE(int32_t);
+            break;
+        default:
+            STORE(int64_t);
+            break;
     }
 #undef STORE
 }
@@ -224,12 +231,12 @@ static int64_t run_parts(const struct job *job, size_t n, size_t room, int threa
  * `threads` threads share the chunks. Returns how many values, -(1 + k) when chunk k is the first malformed one,
  * or -(1 + n) when memory runs out or the column or width is not supported. */
 IOLOOM_EXPORT int64_t ioloom_decode_column(const uint8_t *data, size_t len, const int64_t *directory, size_t n,
-                                          int column, int running, void *out, size_t width, size_t room,
-                                          const int32_t *positions, int threads) {
+                                           int column, int running, void *out, size_t width, size_t room,
+                                           const int32_t *positions, int threads) {
     if ((width != 1 && width != 2 && width != 4 && width != 8) || column < 0 || column >= IOLOOM_COLUMNS)
         return -(int64_t)(n + 1);
-    struct job job = {data, len, directory, column, running, out, width, positions, NULL, NULL, NULL, NULL,
-                      decode_column_chunk};
+    struct job job = {data, len,  directory,          column, running, out, width, positions, NULL, NULL,
+                      NULL, NULL, decode_column_chunk};
     return run_parts(&job, n, room, threads, positions || width != 8);
 }
 
@@ -237,10 +244,10 @@ IOLOOM_EXPORT int64_t ioloom_decode_column(const uint8_t *data, size_t len, cons
  * trace's clock, in stored order, into start and end (room for `room` events each). Returns as
  * ioloom_decode_column. */
 IOLOOM_EXPORT int64_t ioloom_decode_times(const uint8_t *data, size_t len, const int64_t *directory, size_t n,
-                                         const int64_t *t_base, const struct ioloom_clock_line *clock,
-                                         int64_t *start, int64_t *end, size_t room, int threads) {
-    struct job job = {data, len, directory, IOLOOM_COL_GAP, 0, NULL, 8, NULL, t_base, clock, start, end,
-                      decode_times_chunk};
+                                          const int64_t *t_base, const struct ioloom_clock_line *clock, int64_t *start,
+                                          int64_t *end, size_t room, int threads) {
+    struct job job = {data,  len,   directory, IOLOOM_COL_GAP,    0, NULL, 8, NULL, t_base,
+                      clock, start, end,       decode_times_chunk};
     return run_parts(&job, n, room, threads, 0);
 }
 
@@ -249,15 +256,20 @@ IOLOOM_EXPORT int64_t ioloom_decode_times(const uint8_t *data, size_t len, const
  * speed, where numpy's general take checks every index. Every order[i] must be below the length of values.
  * Returns 0, or -1 for an unsupported width. */
 IOLOOM_EXPORT int ioloom_gather(const void *values, const int32_t *order, size_t n, size_t width, void *out) {
-#define GATHER(type)                                                                   \
+#define GATHER(type)                                                                    \
     for (size_t i = 0; i < n; i++) ((type *)out)[i] = ((const type *)values)[order[i]]; \
     return 0
     switch (width) {
-    case 1: GATHER(uint8_t);
-    case 2: GATHER(uint16_t);
-    case 4: GATHER(uint32_t);
-    case 8: GATHER(uint64_t);
-    default: return -1;
+        case 1:
+            GATHER(uint8_t);
+        case 2:
+            GATHER(uint16_t);
+        case 4:
+            GATHER(uint32_t);
+        case 8:
+            GATHER(uint64_t);
+        default:
+            return -1;
     }
 #undef GATHER
 }

@@ -58,8 +58,14 @@ static void add_rule(const char *prefix, size_t len, int include) {
     r->include = include;
 }
 
-static void add_exclude(const char *item, size_t len, void *arg) { (void)arg; add_rule(item, len, 0); }
-static void add_include(const char *item, size_t len, void *arg) { (void)arg; add_rule(item, len, 1); }
+static void add_exclude(const char *item, size_t len, void *arg) {
+    (void)arg;
+    add_rule(item, len, 0);
+}
+static void add_include(const char *item, size_t len, void *arg) {
+    (void)arg;
+    add_rule(item, len, 1);
+}
 
 /* A rule matches whole path components ("/dev" matches "/dev/null", not "/devices"); a rule ending in
  * ':' ("socket:") matches the kernel's names for non-file descriptors. */
@@ -215,8 +221,8 @@ void ioloom_files_flush(void) {
         for (int32_t id = 0; id < ft.count; id++) {
             struct file_entry *e = &ft.entries[id];
             if (!e->pending) continue;
-            p = ioloom_put_cstr(ioloom_put_varint(ioloom_put_varint(ioloom_put_varint(p, (uint64_t)id), e->dev), e->ino),
-                                e->path);
+            p = ioloom_put_cstr(
+                ioloom_put_varint(ioloom_put_varint(ioloom_put_varint(p, (uint64_t)id), e->dev), e->ino), e->path);
             e->pending = 0;
         }
         ft.pending = 0;
@@ -298,15 +304,15 @@ static const struct recent_path *recalled(const char *path, uint64_t hash, uint3
 static void remember(const char *path, const struct stat *st, uint64_t hash, uint32_t cwd, int32_t state) {
     if (!hash || state == -1) return;
     struct recent_path *r = recent_slot(hash);
-    *r = (struct recent_path){hash, (uint64_t)st->st_dev, (uint64_t)st->st_ino, cwd, names_generation, state,
-                              st->st_mode, {0}};
+    *r = (struct recent_path){
+        hash, (uint64_t)st->st_dev, (uint64_t)st->st_ino, cwd, names_generation, state, st->st_mode, {0}};
     strcpy(r->path, path);
 }
 
 /* The state of `path` relative to dirfd, a file whose stat is st (NULL when unknown), not remembered (or not
  * the same file any more): normalised, filtered and registered, then remembered under `hash` (0: not). */
-static __attribute__((noinline)) int32_t named_state(int dirfd, const char *path, const struct stat *st,
-                                                     uint64_t hash, uint32_t cwd) {
+static __attribute__((noinline)) int32_t named_state(int dirfd, const char *path, const struct stat *st, uint64_t hash,
+                                                     uint32_t cwd) {
     char abs[PATH_MAX];
     int32_t state = path && absolute(dirfd, path, abs, sizeof abs) == 0 ? name_state(abs, st) : -1;
     if (hash) remember(path, st, hash, cwd, state);
@@ -325,8 +331,8 @@ static int32_t stat_state(int dirfd, const char *path, const struct stat *st) {
 /* As ioloom_path_state; *mode is the file's type and mode (0 when fstat failed). */
 static int32_t path_state_mode(int dirfd, const char *path, int fd, unsigned *mode) {
     uint32_t cwd = 0;
-    const struct recent_path *again = path && fd >= 0 && dirfd == AT_FDCWD ? recalled(path, recent_hash(path, &cwd), cwd)
-                                                                           : NULL;
+    const struct recent_path *again =
+        path && fd >= 0 && dirfd == AT_FDCWD ? recalled(path, recent_hash(path, &cwd), cwd) : NULL;
     if (again && again->names == names_generation) {
         *mode = again->mode;
         return again->state;

@@ -18,25 +18,34 @@ enum chunk_status {
     CHUNK_TRUNCATED_BODY,   /* the file ends inside a chunk's payload: the last row */
     EVENTS_FEW_COLUMNS,     /* an EVENTS payload ends before its last column */
     EVENTS_UNKNOWN_MODE,
-    EVENTS_BODY_OVERRUN,    /* a column body runs past the payload, is empty, or ends inside a varint */
+    EVENTS_BODY_OVERRUN, /* a column body runs past the payload, is empty, or ends inside a varint */
     EVENTS_NO_EVENTS,
-    EVENTS_BAD_VARINT,      /* a header varint runs past the payload or over 10 bytes */
-    EVENTS_BAD_COLUMN,      /* a column body does not hold exactly the chunk's events */
-    EVENTS_BAD_VALUE,       /* a value outside its range: thread id, event count, t_base, or a column's (rules) */
+    EVENTS_BAD_VARINT, /* a header varint runs past the payload or over 10 bytes */
+    EVENTS_BAD_COLUMN, /* a column body does not hold exactly the chunk's events */
+    EVENTS_BAD_VALUE,  /* a value outside its range: thread id, event count, t_base, or a column's (rules) */
 };
 
 /* What a chunk must satisfy, given by the reader (its column types bound the values). */
 struct ioloom_index_rules {
-    int64_t major;                  /* the stream's format version: from 2 on, the checksum covers type and length */
-    int64_t previous;               /* the checksum stored by the chunk before `first` (0 for the stream's first) */
-    int64_t max_events, max_tid;    /* per chunk */
+    int64_t major;               /* the stream's format version: from 2 on, the checksum covers type and length */
+    int64_t previous;            /* the checksum stored by the chunk before `first` (0 for the stream's first) */
+    int64_t max_events, max_tid; /* per chunk */
     int64_t low[IOLOOM_COLUMNS], high[IOLOOM_COLUMNS]; /* each stored column's values */
 };
 
 /* A row: the chunk's byte offset, type, payload length, status; for an EVENTS chunk, then its tid, event count,
  * t_base and per stored column (mode, body start, body end, event count), offsets into the file. */
-enum { ROW_OFFSET, ROW_TYPE, ROW_LENGTH, ROW_STATUS, ROW_TID, ROW_COUNT, ROW_T_BASE, ROW_DIRECTORY,
-       ROW_FIELDS = ROW_DIRECTORY + 4 * IOLOOM_COLUMNS };
+enum {
+    ROW_OFFSET,
+    ROW_TYPE,
+    ROW_LENGTH,
+    ROW_STATUS,
+    ROW_TID,
+    ROW_COUNT,
+    ROW_T_BASE,
+    ROW_DIRECTORY,
+    ROW_FIELDS = ROW_DIRECTORY + 4 * IOLOOM_COLUMNS
+};
 
 enum { BYTES_PER_PART = 1 << 22 }; /* less than this is checked faster than a thread starts */
 
@@ -159,8 +168,8 @@ static void *check_rows(void *arg) {
         int64_t *row = part->rows + ROW_FIELDS * i;
         if (row[ROW_STATUS] != CHUNK_OK) continue;
         size_t body = (size_t)row[ROW_OFFSET] + IOLOOM_CHUNK_HEADER_BYTES, length = (size_t)row[ROW_LENGTH];
-        uint32_t previous = i ? get_u32(part->data + part->rows[ROW_FIELDS * (i - 1) + ROW_OFFSET] + 8)
-                              : part->rules->previous;
+        uint32_t previous =
+            i ? get_u32(part->data + part->rows[ROW_FIELDS * (i - 1) + ROW_OFFSET] + 8) : part->rules->previous;
         if (!checksum_holds(part->data, (size_t)row[ROW_OFFSET], length, part->rules->major, previous))
             row[ROW_STATUS] = CHUNK_CHECKSUM;
         else if (row[ROW_TYPE] == IOLOOM_CHUNK_EVENTS)
@@ -173,9 +182,8 @@ static void *check_rows(void *arg) {
  * `room` of them, into rows (room x ROW_FIELDS int64). The next call goes on from the end of the last row's
  * chunk; a truncated chunk is the last row of the file. Up to `threads` threads check the checksums and the
  * EVENTS chunks against `rules`. Returns how many rows were written. */
-IOLOOM_EXPORT int64_t ioloom_index_chunks(const uint8_t *data, size_t len, size_t first, size_t limit,
-                                         int64_t *rows, size_t room, int threads,
-                                         const struct ioloom_index_rules *rules) {
+IOLOOM_EXPORT int64_t ioloom_index_chunks(const uint8_t *data, size_t len, size_t first, size_t limit, int64_t *rows,
+                                          size_t room, int threads, const struct ioloom_index_rules *rules) {
     size_t n = 0, pos = first;
     for (; n < room && pos < len && pos < limit; n++) { /* the headers, in one pass: each says where the next is */
         int64_t *row = rows + ROW_FIELDS * n;

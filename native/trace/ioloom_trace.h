@@ -24,17 +24,17 @@ enum ioloom_layer { IOLOOM_POSIX = 0, IOLOOM_STDIO = 1, IOLOOM_MPIIO = 2, IOLOOM
 
 /* One event as the wrappers fill it. Unknown numeric fields are -1. The writer encodes it compactly. */
 struct ioloom_event {
-    uint64_t t_start, t_end;   /* ioloom_now_ns() at entry and at return */
-    int64_t offset;            /* file offset of the access (for record locks: l_start), -1 unknown */
-    int64_t req_bytes;         /* bytes asked for (for record locks: l_len; for mmap: length) */
-    int64_t ret_bytes;         /* bytes moved, or the return value; -1 on error */
-    int64_t handle;            /* fd, FILE* number or MPI_File number */
-    int64_t aux;               /* op-specific: lock type, whence, flags, etype extent... (see docs/trace-format.md) */
-    int64_t coll_seq;          /* per-communicator collective sequence number, -1 if not collective */
-    int32_t file_id;           /* ioloom_file_id() of the file, -1 none */
-    int32_t err;               /* errno after the call when it failed, else 0 */
-    uint16_t op;               /* an IOLOOM_OP_* code (ioloom_ops.h) */
-    uint8_t layer;             /* enum ioloom_layer */
+    uint64_t t_start, t_end; /* ioloom_now_ns() at entry and at return */
+    int64_t offset;          /* file offset of the access (for record locks: l_start), -1 unknown */
+    int64_t req_bytes;       /* bytes asked for (for record locks: l_len; for mmap: length) */
+    int64_t ret_bytes;       /* bytes moved, or the return value; -1 on error */
+    int64_t handle;          /* fd, FILE* number or MPI_File number */
+    int64_t aux;             /* op-specific: lock type, whence, flags, etype extent... (see docs/trace-format.md) */
+    int64_t coll_seq;        /* per-communicator collective sequence number, -1 if not collective */
+    int32_t file_id;         /* ioloom_file_id() of the file, -1 none */
+    int32_t err;             /* errno after the call when it failed, else 0 */
+    uint16_t op;             /* an IOLOOM_OP_* code (ioloom_ops.h) */
+    uint8_t layer;           /* enum ioloom_layer */
 };
 
 /* Is tracing on for this layer in this process (IOLOOM_LAYERS)? For modules found at run time (logfs); a
@@ -74,7 +74,7 @@ IOLOOM_EXPORT int32_t ioloom_file_id(const char *path, int fd);
 /* This thread's link. Call ids are unique within the process: each thread takes them from a block of its own
  * (ioloom_link_refill), so opening a window touches no shared memory. */
 struct ioloom_link {
-    int64_t current;       /* the innermost MPI-IO call in progress on this thread, -1 none */
+    int64_t current;         /* the innermost MPI-IO call in progress on this thread, -1 none */
     int64_t next_id, end_id; /* the thread's block of call ids: [next_id, end_id) */
 };
 IOLOOM_EXPORT extern __thread struct ioloom_link ioloom_link __attribute__((tls_model("initial-exec")));

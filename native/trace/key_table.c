@@ -11,10 +11,8 @@ long key_table_find(struct key_table *table, uint64_t key) {
     for (size_t probe = 0; probe < table->capacity; probe++) {
         size_t slot = (start + probe) & (table->capacity - 1);
         int state = __atomic_load_n(&table->states[slot], __ATOMIC_ACQUIRE);
-        if (state == KEY_SLOT_FREE)
-            return -1;
-        if (state == KEY_SLOT_USED && table->keys[slot] == key)
-            return (long)slot;
+        if (state == KEY_SLOT_FREE) return -1;
+        if (state == KEY_SLOT_USED && table->keys[slot] == key) return (long)slot;
     }
     return -1;
 }

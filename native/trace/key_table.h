@@ -14,16 +14,18 @@
 
 struct key_table {
     size_t capacity;
-    int *states;       /* capacity entries: free, used, deleted */
-    uint64_t *keys;    /* capacity entries */
-    size_t used;       /* entries in use (atomic) */
+    int *states;    /* capacity entries: free, used, deleted */
+    uint64_t *keys; /* capacity entries */
+    size_t used;    /* entries in use (atomic) */
     pthread_mutex_t lock;
 };
 
 /* A table of capacity_ slots, a power of two (a compile-time error otherwise). */
-#define KEY_TABLE(capacity_)                                                                          \
-    {.capacity = (capacity_) + 0 * sizeof(char[((capacity_) & ((capacity_) - 1)) == 0 ? 1 : -1]),       \
-     .states = (int[capacity_]){0}, .keys = (uint64_t[capacity_]){0}, .lock = PTHREAD_MUTEX_INITIALIZER}
+#define KEY_TABLE(capacity_)                                                                      \
+    {.capacity = (capacity_) + 0 * sizeof(char[((capacity_) & ((capacity_) - 1)) == 0 ? 1 : -1]), \
+     .states = (int[capacity_]){0},                                                               \
+     .keys = (uint64_t[capacity_]){0},                                                            \
+     .lock = PTHREAD_MUTEX_INITIALIZER}
 
 enum { KEY_SLOT_FREE = 0, KEY_SLOT_USED, KEY_SLOT_DELETED, KEY_SLOT_RESERVED };
 

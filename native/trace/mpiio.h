@@ -32,8 +32,7 @@ extern __thread int mpiio_depth;
 
 /* 1 if this call is to be traced (then mpiio_leave() must follow), 0 if it must pass through. */
 static inline int mpiio_enter(void) {
-    if (mpiio_depth || !(ioloom_enabled_layers >> IOLOOM_MPIIO & 1))
-        return 0;
+    if (mpiio_depth || !(ioloom_enabled_layers >> IOLOOM_MPIIO & 1)) return 0;
     mpiio_depth++;
     return 1;
 }
@@ -41,36 +40,35 @@ static inline void mpiio_leave(void) { mpiio_depth--; }
 
 #define MPIIO_ARGS(...) __VA_ARGS__
 /* Export MPI_name and PMPI_name (PARAMS, ARGS parenthesised), both running traced_<name>(next, ARGS...). */
-#define MPIIO_BOTH_NAMES(NAME, PARAMS, ARGS)                                                             \
-    IOLOOM_EXPORT int NAME PARAMS { return traced_##NAME(IOLOOM_NEXT(NAME), MPIIO_ARGS ARGS); }         \
+#define MPIIO_BOTH_NAMES(NAME, PARAMS, ARGS)                                                    \
+    IOLOOM_EXPORT int NAME PARAMS { return traced_##NAME(IOLOOM_NEXT(NAME), MPIIO_ARGS ARGS); } \
     IOLOOM_EXPORT int P##NAME PARAMS { return traced_##NAME(IOLOOM_NEXT(P##NAME), MPIIO_ARGS ARGS); }
 
 /* A data-call wrapper: traced_NAME and its two exported names. The parameters are named fh, offset, buf,
  * count, datatype and status or request; OFFSET is `offset` or -1; RUN(ARGS) is the traced call's body: it
  * calls next(ARGS), sets rc and finishes `call`. */
-#define MPIIO_DATA_WRAPPER(NAME, POS, COLL, PARAMS, ARGS, OFFSET, RUN)                                     \
-    static int traced_##NAME(__typeof__(&P##NAME) next, MPIIO_ARGS PARAMS) {                             \
-        if (!mpiio_enter())                                                                             \
-            return next(MPIIO_ARGS ARGS);                                                               \
-        struct mpiio_call call;                                                                         \
-        int rc;                                                                                         \
-        if (mpiio_data_start(&call, IOLOOM_OP_##NAME, fh, MPIIO_##POS, OFFSET, count, datatype, COLL))  \
-            RUN(ARGS)                                                                                   \
-        else                                                                                            \
-            rc = next(MPIIO_ARGS ARGS);                                                                 \
-        mpiio_leave();                                                                                  \
-        return rc;                                                                                      \
-    }                                                                                                   \
+#define MPIIO_DATA_WRAPPER(NAME, POS, COLL, PARAMS, ARGS, OFFSET, RUN)                                 \
+    static int traced_##NAME(__typeof__(&P##NAME) next, MPIIO_ARGS PARAMS) {                           \
+        if (!mpiio_enter()) return next(MPIIO_ARGS ARGS);                                              \
+        struct mpiio_call call;                                                                        \
+        int rc;                                                                                        \
+        if (mpiio_data_start(&call, IOLOOM_OP_##NAME, fh, MPIIO_##POS, OFFSET, count, datatype, COLL)) \
+            RUN(ARGS)                                                                                  \
+        else                                                                                           \
+            rc = next(MPIIO_ARGS ARGS);                                                                \
+        mpiio_leave();                                                                                 \
+        return rc;                                                                                     \
+    }                                                                                                  \
     MPIIO_BOTH_NAMES(NAME, PARAMS, ARGS)
 
 /* The two shapes of data calls: (fh, offset, buf, count, datatype, LAST) and (fh, buf, count, datatype, LAST),
  * LAST being `MPI_Status *status` (blocking) or `MPI_Request *request` (non-blocking), named LAST_NAME. */
-#define MPIIO_EXPLICIT_CALL(NAME, BUF, COUNT_T, COLL, LAST, LAST_NAME, RUN)                                \
-    MPIIO_DATA_WRAPPER(NAME, EXPLICIT, COLL,                                                               \
-                       (MPI_File fh, MPI_Offset offset, BUF *buf, COUNT_T count, MPI_Datatype datatype, LAST), \
+#define MPIIO_EXPLICIT_CALL(NAME, BUF, COUNT_T, COLL, LAST, LAST_NAME, RUN)                                     \
+    MPIIO_DATA_WRAPPER(NAME, EXPLICIT, COLL,                                                                    \
+                       (MPI_File fh, MPI_Offset offset, BUF * buf, COUNT_T count, MPI_Datatype datatype, LAST), \
                        (fh, offset, buf, count, datatype, LAST_NAME), offset, RUN)
-#define MPIIO_POINTER_CALL(NAME, BUF, COUNT_T, POS, COLL, LAST, LAST_NAME, RUN)                            \
-    MPIIO_DATA_WRAPPER(NAME, POS, COLL, (MPI_File fh, BUF *buf, COUNT_T count, MPI_Datatype datatype, LAST), \
+#define MPIIO_POINTER_CALL(NAME, BUF, COUNT_T, POS, COLL, LAST, LAST_NAME, RUN)                               \
+    MPIIO_DATA_WRAPPER(NAME, POS, COLL, (MPI_File fh, BUF * buf, COUNT_T count, MPI_Datatype datatype, LAST), \
                        (fh, buf, count, datatype, LAST_NAME), -1, RUN)
 
 /* ---- open files ------------------------------------------------------------------------------------ */
@@ -78,22 +76,22 @@ static inline void mpiio_leave(void) { mpiio_depth--; }
 /* An operation started but not finished: a non-blocking request or a split collective. Its completion
  * event copies these. */
 struct mpiio_pending {
-    uint64_t call_id;   /* the initiating call's call_id; 0 = none */
+    uint64_t call_id; /* the initiating call's call_id; 0 = none */
     int32_t file_id;
     int64_t handle, offset, coll_seq;
 };
 
 struct mpiio_file {
     MPI_File fh;
-    int32_t file_id;              /* -1: the path is excluded, calls on it pass through */
-    int64_t handle;               /* MPI_File_c2f(fh): a small number, stable while the file is open */
-    int64_t coll_base;            /* open number on the communicator, << 32 */
-    int64_t coll_count;           /* collectives done on this handle (atomic) */
-    char *path;                   /* absolute, malloc'd: names the file in notes (file ids are per process) */
-    int64_t disp, etype_size;     /* the view */
-    int contiguous_view;          /* filetype has no holes: byte offset = disp + offset * etype_size */
-    int sequential;               /* opened with MPI_MODE_SEQUENTIAL: it has no individual pointer to ask for */
-    struct mpiio_pending split;   /* the split collective in progress (MPI allows one per handle) */
+    int32_t file_id;            /* -1: the path is excluded, calls on it pass through */
+    int64_t handle;             /* MPI_File_c2f(fh): a small number, stable while the file is open */
+    int64_t coll_base;          /* open number on the communicator, << 32 */
+    int64_t coll_count;         /* collectives done on this handle (atomic) */
+    char *path;                 /* absolute, malloc'd: names the file in notes (file ids are per process) */
+    int64_t disp, etype_size;   /* the view */
+    int contiguous_view;        /* filetype has no holes: byte offset = disp + offset * etype_size */
+    int sequential;             /* opened with MPI_MODE_SEQUENTIAL: it has no individual pointer to ask for */
+    struct mpiio_pending split; /* the split collective in progress (MPI allows one per handle) */
 };
 
 /* The traced file behind fh, or NULL (not opened through us, excluded, or closed). Lock-free. */
@@ -161,8 +159,7 @@ static inline int64_t mpiio_status_bytes(const MPI_Status *status) {
     return (int64_t)((uint64_t)((unsigned)status->count_hi_and_cancelled >> 1) << 32 | (unsigned)status->count_lo);
 #else
     MPI_Count bytes = MPI_UNDEFINED;
-    if (PMPI_Get_elements_x(status, MPI_BYTE, &bytes) != MPI_SUCCESS || bytes == MPI_UNDEFINED)
-        return -1;
+    if (PMPI_Get_elements_x(status, MPI_BYTE, &bytes) != MPI_SUCCESS || bytes == MPI_UNDEFINED) return -1;
     return (int64_t)bytes;
 #endif
 }
@@ -184,8 +181,7 @@ static inline int mpiio_data_start(struct mpiio_call *call, enum ioloom_op op, M
                                    enum mpiio_position position, MPI_Offset offset, MPI_Count count,
                                    MPI_Datatype datatype, int collective) {
     struct mpiio_file *file = mpiio_file_find(fh);
-    if (!file || file->file_id < 0)
-        return 0;
+    if (!file || file->file_id < 0) return 0;
     MPI_Offset etype_offset = position == MPIIO_EXPLICIT     ? offset
                               : position == MPIIO_INDIVIDUAL ? mpiio_individual_position(file)
                                                              : -1;
@@ -196,8 +192,7 @@ static inline int mpiio_data_start(struct mpiio_call *call, enum ioloom_op op, M
                        : file->contiguous_view ? file->disp + etype_offset * file->etype_size
                                                : mpiio_view_byte_offset(file, etype_offset);
     call->row.req_bytes = (int64_t)count * (int64_t)type_size;
-    if (collective)
-        call->row.coll_seq = mpiio_file_next_coll(file);
+    if (collective) call->row.coll_seq = mpiio_file_next_coll(file);
     return 1;
 }
 

@@ -19,14 +19,15 @@ MPI_Offset mpiio_individual_position(const struct mpiio_file *file) {
 
 int64_t mpiio_view_byte_offset(const struct mpiio_file *file, MPI_Offset offset) {
     MPI_Offset bytes = -1;
-    if (PMPI_File_get_byte_offset(file->fh, offset, &bytes) != MPI_SUCCESS)
-        return -1;
+    if (PMPI_File_get_byte_offset(file->fh, offset, &bytes) != MPI_SUCCESS) return -1;
     return bytes;
 }
 
 void mpiio_data_initiated(struct mpiio_call *call, int rc, struct mpiio_pending *pending) {
-    *pending = (struct mpiio_pending){.call_id = rc == MPI_SUCCESS ? call->row.call_id : 0, .file_id = call->row.file_id,
-                                      .handle = call->row.handle, .offset = call->row.offset,
+    *pending = (struct mpiio_pending){.call_id = rc == MPI_SUCCESS ? call->row.call_id : 0,
+                                      .file_id = call->row.file_id,
+                                      .handle = call->row.handle,
+                                      .offset = call->row.offset,
                                       .coll_seq = call->row.coll_seq};
     mpiio_call_finish(call, rc);
 }

@@ -17,8 +17,7 @@ static char *absolute_path(const char *name) {
         path = strdup(name);
     else if (!getcwd(cwd, sizeof cwd) || asprintf(&path, "%s/%s", cwd, name) < 0)
         return NULL;
-    if (path)
-        ioloom_normalise_path(path);
+    if (path) ioloom_normalise_path(path);
     return path;
 }
 
@@ -26,8 +25,7 @@ static char *absolute_path(const char *name) {
 static void note_hints(const struct mpiio_file *file) {
     MPI_Info info;
     int nkeys = 0;
-    if (PMPI_File_get_info(file->fh, &info) != MPI_SUCCESS)
-        return;
+    if (PMPI_File_get_info(file->fh, &info) != MPI_SUCCESS) return;
     PMPI_Info_get_nkeys(info, &nkeys);
     size_t size = 1, used = 0;
     char *text = calloc(1, size);
@@ -36,12 +34,10 @@ static void note_hints(const struct mpiio_file *file) {
         int length = 0, found = 0;
         PMPI_Info_get_nthkey(info, i, key);
         PMPI_Info_get_valuelen(info, key, &length, &found);
-        if (!found)
-            continue;
+        if (!found) continue;
         size_t need = used + strlen(key) + (size_t)length + 3;
         char *grown = need > size ? realloc(text, size = need * 2) : text;
-        if (!grown)
-            break;
+        if (!grown) break;
         text = grown;
         used += (size_t)sprintf(text + used, "%s=", key);
         PMPI_Info_get(info, key, length, text + used, &found);
@@ -51,16 +47,14 @@ static void note_hints(const struct mpiio_file *file) {
     }
     PMPI_Info_free(&info);
     char *name = NULL;
-    if (text && file->path && asprintf(&name, "mpiio.hints:%s", file->path) >= 0)
-        ioloom_note(name, text);
+    if (text && file->path && asprintf(&name, "mpiio.hints:%s", file->path) >= 0) ioloom_note(name, text);
     free(name);
     free(text);
 }
 
 static int traced_MPI_File_open(__typeof__(&PMPI_File_open) next, MPI_Comm comm, const char *filename, int amode,
                                 MPI_Info info, MPI_File *fh) {
-    if (!mpiio_enter())
-        return next(comm, filename, amode, info, fh);
+    if (!mpiio_enter()) return next(comm, filename, amode, info, fh);
     /* Counted on every rank whatever happens next: the count must stay equal across the communicator. */
     int64_t open_number = mpiio_comm_next_open(comm);
     struct mpiio_call call;
@@ -95,8 +89,7 @@ MPIIO_BOTH_NAMES(MPI_File_open, (MPI_Comm comm, const char *filename, int amode,
                  (comm, filename, amode, info, fh))
 
 static int traced_MPI_File_delete(__typeof__(&PMPI_File_delete) next, const char *filename, MPI_Info info) {
-    if (!mpiio_enter())
-        return next(filename, info);
+    if (!mpiio_enter()) return next(filename, info);
     int32_t file_id = ioloom_file_id(filename, -1);
     int rc;
     if (file_id >= 0) {
@@ -115,40 +108,38 @@ static int traced_MPI_File_delete(__typeof__(&PMPI_File_delete) next, const char
 MPIIO_BOTH_NAMES(MPI_File_delete, (const char *filename, MPI_Info info), (filename, info))
 
 /* A call on an open file: BEFORE and AFTER are statements that may use `call`, `file` and (AFTER) `rc`;
- * ret_bytes is 0 on success unless AFTER sets it; the errno the call left is kept across AFTER. COLL: the call is collective over the file's group. */
-#define MPIIO_FILE_CALL(NAME, COLL, PARAMS, ARGS, FH, BEFORE, AFTER)                                       \
-    static int traced_##NAME(__typeof__(&P##NAME) next, MPIIO_ARGS PARAMS) {                             \
-        if (!mpiio_enter())                                                                             \
-            return next(MPIIO_ARGS ARGS);                                                               \
-        struct mpiio_file *file = mpiio_file_find(FH);                                                  \
-        int rc;                                                                                         \
-        if (file && file->file_id >= 0) {                                                               \
-            struct mpiio_call call;                                                                     \
-            mpiio_call_start(&call, IOLOOM_OP_##NAME, file);                                            \
-            if (COLL)                                                                                   \
-                call.row.coll_seq = mpiio_file_next_coll(file);                                          \
-            BEFORE;                                                                                     \
-            rc = next(MPIIO_ARGS ARGS);                                                                 \
-            int saved_errno = errno;                                                                    \
-            call.row.ret_bytes = 0;                                                                      \
-            AFTER;                                                                                      \
-            mpiio_call_finish(&call, rc);                                                               \
-            errno = saved_errno;                                                                        \
-        } else {                                                                                        \
-            rc = next(MPIIO_ARGS ARGS);                                                                 \
-        }                                                                                               \
-        mpiio_leave();                                                                                  \
-        return rc;                                                                                      \
-    }                                                                                                   \
+ * ret_bytes is 0 on success unless AFTER sets it; the errno the call left is kept across AFTER. COLL: the call is
+ * collective over the file's group. */
+#define MPIIO_FILE_CALL(NAME, COLL, PARAMS, ARGS, FH, BEFORE, AFTER)         \
+    static int traced_##NAME(__typeof__(&P##NAME) next, MPIIO_ARGS PARAMS) { \
+        if (!mpiio_enter()) return next(MPIIO_ARGS ARGS);                    \
+        struct mpiio_file *file = mpiio_file_find(FH);                       \
+        int rc;                                                              \
+        if (file && file->file_id >= 0) {                                    \
+            struct mpiio_call call;                                          \
+            mpiio_call_start(&call, IOLOOM_OP_##NAME, file);                 \
+            if (COLL) call.row.coll_seq = mpiio_file_next_coll(file);        \
+            BEFORE;                                                          \
+            rc = next(MPIIO_ARGS ARGS);                                      \
+            int saved_errno = errno;                                         \
+            call.row.ret_bytes = 0;                                          \
+            AFTER;                                                           \
+            mpiio_call_finish(&call, rc);                                    \
+            errno = saved_errno;                                             \
+        } else {                                                             \
+            rc = next(MPIIO_ARGS ARGS);                                      \
+        }                                                                    \
+        mpiio_leave();                                                       \
+        return rc;                                                           \
+    }                                                                        \
     MPIIO_BOTH_NAMES(NAME, PARAMS, ARGS)
 
 /* The handle is invalid after close: forget it (the MPI library reuses the address for the next open). */
-MPIIO_FILE_CALL(MPI_File_close, 1, (MPI_File *fh), (fh), *fh, , if (rc == MPI_SUCCESS) mpiio_file_remove(file))
+MPIIO_FILE_CALL(MPI_File_close, 1, (MPI_File * fh), (fh), *fh, , if (rc == MPI_SUCCESS) mpiio_file_remove(file))
 MPIIO_FILE_CALL(MPI_File_sync, 1, (MPI_File fh), (fh), fh, , )
 /* offset = the new size. */
 MPIIO_FILE_CALL(MPI_File_set_size, 1, (MPI_File fh, MPI_Offset size), (fh, size), fh, call.row.offset = size, )
-MPIIO_FILE_CALL(MPI_File_preallocate, 1, (MPI_File fh, MPI_Offset size), (fh, size), fh,
-                call.row.offset = size, )
+MPIIO_FILE_CALL(MPI_File_preallocate, 1, (MPI_File fh, MPI_Offset size), (fh, size), fh, call.row.offset = size, )
 /* ret_bytes = the size found. */
 MPIIO_FILE_CALL(MPI_File_get_size, 0, (MPI_File fh, MPI_Offset *size), (fh, size), fh, ,
                 if (rc == MPI_SUCCESS) call.row.ret_bytes = *size)

@@ -17,11 +17,9 @@ static __thread long last_found = -1;
 
 struct mpiio_file *mpiio_file_find(MPI_File fh) {
     uint64_t key = file_key(fh);
-    if (key_table_holds(&file_slots, last_found, key))
-        return &files[last_found];
+    if (key_table_holds(&file_slots, last_found, key)) return &files[last_found];
     long slot = key_table_find(&file_slots, key);
-    if (slot >= 0)
-        last_found = slot;
+    if (slot >= 0) last_found = slot;
     return slot < 0 ? NULL : &files[slot];
 }
 
@@ -29,11 +27,9 @@ struct mpiio_file *mpiio_file_add(MPI_File fh) {
     /* A handle still in the table was closed where we could not see it (the MPI library reuses handles):
      * that entry is stale, drop it. */
     struct mpiio_file *stale = mpiio_file_find(fh);
-    if (stale)
-        mpiio_file_remove(stale);
+    if (stale) mpiio_file_remove(stale);
     long slot = key_table_reserve(&file_slots, file_key(fh));
-    if (slot < 0)
-        return NULL;
+    if (slot < 0) return NULL;
     files[slot] = (struct mpiio_file){.fh = fh, .file_id = -1, .handle = -1, .etype_size = 1, .contiguous_view = 1};
     key_table_publish(&file_slots, slot);
     return &files[slot];
@@ -83,11 +79,9 @@ int64_t mpiio_comm_next_open(MPI_Comm comm) {
     PMPI_Comm_get_attr(comm, open_counter_key, &counter, &found);
     if (!found) {
         counter = calloc(1, sizeof *counter);
-        if (counter)
-            PMPI_Comm_set_attr(comm, open_counter_key, counter);
+        if (counter) PMPI_Comm_set_attr(comm, open_counter_key, counter);
     }
-    if (counter)
-        number = (*counter)++;
+    if (counter) number = (*counter)++;
     pthread_mutex_unlock(&lock);
     return number;
 }
@@ -107,8 +101,7 @@ static __thread struct {
 
 MPI_Count mpiio_type_size(MPI_Datatype datatype) {
     uint64_t freed = __atomic_load_n(&types_freed, __ATOMIC_ACQUIRE);
-    if (IOLOOM_LIKELY(last_type.known && last_type.type == datatype && last_type.freed == freed))
-        return last_type.size;
+    if (IOLOOM_LIKELY(last_type.known && last_type.type == datatype && last_type.freed == freed)) return last_type.size;
     MPI_Count size = 0;
     int known = PMPI_Type_size_x(datatype, &size) == MPI_SUCCESS;
     last_type.type = datatype;
@@ -124,4 +117,4 @@ static int traced_MPI_Type_free(__typeof__(&PMPI_Type_free) next, MPI_Datatype *
     __atomic_add_fetch(&types_freed, 1, __ATOMIC_RELEASE);
     return rc;
 }
-MPIIO_BOTH_NAMES(MPI_Type_free, (MPI_Datatype *type), (type))
+MPIIO_BOTH_NAMES(MPI_Type_free, (MPI_Datatype * type), (type))

@@ -13,8 +13,8 @@
  * O(nodes) exchanges, and ranks on rank 0's node get offset 0 exactly. IOLOOM_CLOCK_SYNC=every-rank makes
  * every rank measure (to check the estimator where the true offset is known to be 0). */
 #define CLOCK_TAG 7177
-#define CLOCK_MIN_ROUNDS 8     /* ping-pongs per measurement, at least ... */
-#define CLOCK_MAX_ROUNDS 64    /* ... and at most, until one round trip is fast: */
+#define CLOCK_MIN_ROUNDS 8      /* ping-pongs per measurement, at least ... */
+#define CLOCK_MAX_ROUNDS 64     /* ... and at most, until one round trip is fast: */
 #define CLOCK_GOOD_RTT_NS 50000 /* a sample this tight bounds the error to 25 us */
 #define CLOCK_DONE (-1)
 
@@ -35,8 +35,7 @@ static void serve_clock(int nleaders) {
         for (;;) {
             int64_t message;
             PMPI_Recv(&message, 1, MPI_INT64_T, peer, CLOCK_TAG, clock_sync.leaders, MPI_STATUS_IGNORE);
-            if (message == CLOCK_DONE)
-                break;
+            if (message == CLOCK_DONE) break;
             message = (int64_t)ioloom_now_ns();
             PMPI_Send(&message, 1, MPI_INT64_T, peer, CLOCK_TAG, clock_sync.leaders);
         }
@@ -47,14 +46,12 @@ static void serve_clock(int nleaders) {
 static struct clock_sample ask_clock(void) {
     struct clock_sample best = {0, 0, INT64_MAX};
     for (int round = 0; round < CLOCK_MAX_ROUNDS; round++) {
-        if (round >= CLOCK_MIN_ROUNDS && best.error * 2 <= CLOCK_GOOD_RTT_NS)
-            break;
+        if (round >= CLOCK_MIN_ROUNDS && best.error * 2 <= CLOCK_GOOD_RTT_NS) break;
         int64_t sent = (int64_t)ioloom_now_ns(), theirs = 0;
         PMPI_Send(&sent, 1, MPI_INT64_T, 0, CLOCK_TAG, clock_sync.leaders);
         PMPI_Recv(&theirs, 1, MPI_INT64_T, 0, CLOCK_TAG, clock_sync.leaders, MPI_STATUS_IGNORE);
         int64_t rtt = (int64_t)ioloom_now_ns() - sent;
-        if (rtt / 2 < best.error)
-            best = (struct clock_sample){sent + rtt / 2, theirs - (sent + rtt / 2), rtt / 2};
+        if (rtt / 2 < best.error) best = (struct clock_sample){sent + rtt / 2, theirs - (sent + rtt / 2), rtt / 2};
     }
     int64_t done = CLOCK_DONE;
     PMPI_Send(&done, 1, MPI_INT64_T, 0, CLOCK_TAG, clock_sync.leaders);
@@ -88,8 +85,7 @@ static void measure_clock(int phase) {
 }
 
 static void free_clock_sync(void) {
-    if (clock_sync.leaders != MPI_COMM_NULL)
-        PMPI_Comm_free(&clock_sync.leaders);
+    if (clock_sync.leaders != MPI_COMM_NULL) PMPI_Comm_free(&clock_sync.leaders);
     PMPI_Comm_free(&clock_sync.node);
 }
 
@@ -102,9 +98,17 @@ static void note_library(void) {
 }
 
 static void record_process_event(enum ioloom_op op, uint64_t t_start, int rc, int64_t aux) {
-    struct ioloom_event ev = {.t_start = t_start, .t_end = ioloom_now_ns(), .offset = -1, .req_bytes = -1,
-                              .ret_bytes = rc == MPI_SUCCESS ? 0 : -1, .handle = -1, .aux = aux,
-                              .coll_seq = -1, .file_id = -1, .err = rc, .op = (uint16_t)op,
+    struct ioloom_event ev = {.t_start = t_start,
+                              .t_end = ioloom_now_ns(),
+                              .offset = -1,
+                              .req_bytes = -1,
+                              .ret_bytes = rc == MPI_SUCCESS ? 0 : -1,
+                              .handle = -1,
+                              .aux = aux,
+                              .coll_seq = -1,
+                              .file_id = -1,
+                              .err = rc,
+                              .op = (uint16_t)op,
                               .layer = IOLOOM_PROCESS};
     ioloom_record(&ev);
 }
@@ -121,14 +125,12 @@ static void after_init(void) {
 }
 
 static int traced_MPI_Init(__typeof__(&PMPI_Init) next, int *argc, char ***argv) {
-    if (mpiio_depth)
-        return next(argc, argv);
+    if (mpiio_depth) return next(argc, argv);
     mpiio_depth++;
     uint64_t t_start = ioloom_now_ns();
     int rc = next(argc, argv);
     int saved_errno = errno; /* our exchanges and notes must not change what the program sees */
-    if (rc == MPI_SUCCESS)
-        after_init();
+    if (rc == MPI_SUCCESS) after_init();
     record_process_event(IOLOOM_OP_MPI_Init, t_start, rc, -1);
     mpiio_depth--;
     errno = saved_errno;
@@ -139,14 +141,12 @@ MPIIO_BOTH_NAMES(MPI_Init, (int *argc, char ***argv), (argc, argv))
 /* aux = the thread support level provided. */
 static int traced_MPI_Init_thread(__typeof__(&PMPI_Init_thread) next, int *argc, char ***argv, int required,
                                   int *provided) {
-    if (mpiio_depth)
-        return next(argc, argv, required, provided);
+    if (mpiio_depth) return next(argc, argv, required, provided);
     mpiio_depth++;
     uint64_t t_start = ioloom_now_ns();
     int rc = next(argc, argv, required, provided);
     int saved_errno = errno; /* our exchanges and notes must not change what the program sees */
-    if (rc == MPI_SUCCESS)
-        after_init();
+    if (rc == MPI_SUCCESS) after_init();
     record_process_event(IOLOOM_OP_MPI_Init_thread, t_start, rc, rc == MPI_SUCCESS ? *provided : -1);
     mpiio_depth--;
     errno = saved_errno;
@@ -156,8 +156,7 @@ MPIIO_BOTH_NAMES(MPI_Init_thread, (int *argc, char ***argv, int required, int *p
                  (argc, argv, required, provided))
 
 static int traced_MPI_Finalize(__typeof__(&PMPI_Finalize) next) {
-    if (mpiio_depth)
-        return next();
+    if (mpiio_depth) return next();
     mpiio_depth++;
     if (clock_sync.node != MPI_COMM_NULL) {
         measure_clock(1);

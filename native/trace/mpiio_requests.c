@@ -22,7 +22,8 @@ void mpiio_request_add(MPI_Request request, const struct mpiio_pending *pending)
     if (slot < 0) {
         /* Say so in the trace (once per thousand, not once per request) rather than block the program. */
         if (__atomic_add_fetch(&requests_lost, 1, __ATOMIC_RELAXED) % 1000 == 1)
-            ioloom_note("mpiio.requests_untracked", "completions of some non-blocking MPI-IO requests not recorded: more than 4096 in flight");
+            ioloom_note("mpiio.requests_untracked",
+                        "completions of some non-blocking MPI-IO requests not recorded: more than 4096 in flight");
         return;
     }
     pendings[slot] = *pending;
@@ -31,8 +32,7 @@ void mpiio_request_add(MPI_Request request, const struct mpiio_pending *pending)
 
 static long pending_slot(MPI_Request request, struct mpiio_pending *pending) {
     long slot = key_table_find(&request_slots, request_key(request));
-    if (slot >= 0)
-        *pending = pendings[slot];
+    if (slot >= 0) *pending = pendings[slot];
     return slot;
 }
 
@@ -42,8 +42,7 @@ int mpiio_request_peek(MPI_Request request, struct mpiio_pending *pending) {
 
 int mpiio_request_take(MPI_Request request, struct mpiio_pending *pending) {
     long slot = pending_slot(request, pending);
-    if (slot < 0)
-        return 0;
+    if (slot < 0) return 0;
     key_table_remove(&request_slots, slot);
     return 1;
 }

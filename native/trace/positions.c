@@ -28,8 +28,9 @@ static int in_table(int fd) { return fd >= 0 && fd < IOLOOM_FD_SLOTS; }
 
 /* A fresh description at position 0, or IOLOOM_FD_UNTRACKED when the table is full (its calls then ask). */
 static int32_t new_description_locked(int append) {
-    int32_t index = free_count ? free_list[--free_count]
-                  : next_unused < IOLOOM_DESCRIPTIONS ? next_unused++ : IOLOOM_FD_UNTRACKED;
+    int32_t index = free_count                          ? free_list[--free_count]
+                    : next_unused < IOLOOM_DESCRIPTIONS ? next_unused++
+                                                        : IOLOOM_FD_UNTRACKED;
     if (index == IOLOOM_FD_UNTRACKED) return index;
     struct ioloom_description *d = &ioloom_descriptions[index];
     d->refs = 1;
@@ -83,7 +84,6 @@ void ioloom_fd_release(int fd) {
     map_locked(fd, IOLOOM_FD_UNTRACKED);
     unlock_table();
 }
-
 
 void ioloom_fd_set_append(int fd, int append) {
     int32_t index = in_table(fd) ? __atomic_load_n(&ioloom_fd_descriptions[fd], __ATOMIC_RELAXED) : 0;

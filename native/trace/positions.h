@@ -32,11 +32,11 @@
 #define IOLOOM_CALLS_IN_FLIGHT 0xffffffffull
 
 struct ioloom_description {
-    int64_t position;   /* the tracked position, or IOLOOM_POSITION_UNKNOWN: ask */
-    uint64_t calls;     /* tickets << 32 | calls in flight (with threads only) */
-    uint32_t refs;      /* descriptors sharing it (under the table's lock) */
-    uint32_t epoch;     /* ioloom_spawn_epoch when it was created: an older one is shared with another process */
-    int append;         /* O_APPEND: writes land at the end of file */
+    int64_t position; /* the tracked position, or IOLOOM_POSITION_UNKNOWN: ask */
+    uint64_t calls;   /* tickets << 32 | calls in flight (with threads only) */
+    uint32_t refs;    /* descriptors sharing it (under the table's lock) */
+    uint32_t epoch;   /* ioloom_spawn_epoch when it was created: an older one is shared with another process */
+    int append;       /* O_APPEND: writes land at the end of file */
 } __attribute__((aligned(64))); /* one cache line each: threads on different files do not share lines */
 
 #define IOLOOM_DESCRIPTIONS 16384
@@ -53,8 +53,8 @@ extern volatile uint32_t ioloom_spawn_epoch;
 void ioloom_fd_opened(int fd, int flags, unsigned st_mode);
 /* fd (untracked) was named from /proc/self/fd: remember when it is a pipe or socket. */
 void ioloom_fd_named(int fd, unsigned st_mode);
-void ioloom_fd_share(int from, int to); /* dup: `to` now refers to from's description */
-void ioloom_fd_release(int fd);         /* closed */
+void ioloom_fd_share(int from, int to);        /* dup: `to` now refers to from's description */
+void ioloom_fd_release(int fd);                /* closed */
 void ioloom_fd_set_append(int fd, int append); /* fcntl(F_SETFL) */
 /* A call moved fd's position without being traced: the next traced call asks. */
 void ioloom_fd_moved_unseen(int fd);
@@ -104,8 +104,8 @@ static inline int64_t ioloom_move_by(struct ioloom_move *m, int64_t moved, int h
     if (IOLOOM_LIKELY(d != NULL && !m->threads)) {
         int64_t before = d->position;
         /* the calls word moves only when a call passed through untraced meanwhile (ioloom_fd_moved_unseen) */
-        int trusted = before >= 0 && d->calls == m->seen && d->epoch == ioloom_spawn_epoch &&
-                      how != IOLOOM_APPENDS && !(how == IOLOOM_WRITES && d->append);
+        int trusted = before >= 0 && d->calls == m->seen && d->epoch == ioloom_spawn_epoch && how != IOLOOM_APPENDS &&
+                      !(how == IOLOOM_WRITES && d->append);
         if (IOLOOM_LIKELY(trusted)) {
             d->position = moved > 0 ? before + moved : before;
             return before;

@@ -25,14 +25,14 @@ static void record_fd(struct ioloom_call *c, enum ioloom_op op, int fd, int64_t 
 /* A call on fd at its current position: the position is followed around the call (positions.h). `m` is the move
  * in progress that RECORD finishes with ioloom_move_by/ioloom_move_to. A call passed through untraced may still
  * have moved the position: the next traced call asks. */
-#define TRACED_AT(fn, args, fd, failed_if, record)                                 \
-    struct ioloom_call c;                                                         \
-    struct ioloom_move m;                                                         \
+#define TRACED_AT(fn, args, fd, failed_if, record)                                  \
+    struct ioloom_call c;                                                           \
+    struct ioloom_move m;                                                           \
     if (!ioloom_call_start(&c, P)) return passed_through(fd, IOLOOM_NEXT(fn) args); \
-    ioloom_move_start(&m, fd);                                                    \
-    __typeof__(IOLOOM_NEXT(fn) args) r = IOLOOM_NEXT(fn) args;                    \
-    ioloom_call_returned(&c, failed_if);                                          \
-    record;                                                                       \
+    ioloom_move_start(&m, fd);                                                      \
+    __typeof__(IOLOOM_NEXT(fn) args) r = IOLOOM_NEXT(fn) args;                      \
+    ioloom_call_returned(&c, failed_if);                                            \
+    record;                                                                         \
     return r
 
 static ssize_t passed_through(int fd, ssize_t r) {
@@ -42,8 +42,8 @@ static ssize_t passed_through(int fd, ssize_t r) {
 
 /* A read or write at the current position: offset = where it took place. */
 static inline __attribute__((always_inline)) void record_sequential(struct ioloom_call *c, struct ioloom_move *m,
-                                                                    enum ioloom_op op, int fd, int64_t req,
-                                                                    ssize_t ret, int how) {
+                                                                    enum ioloom_op op, int fd, int64_t req, ssize_t ret,
+                                                                    int how) {
     record_fd(c, op, fd, ioloom_move_by(m, ret, how), req, ret, -1);
 }
 
@@ -65,28 +65,28 @@ static void record_open(struct ioloom_call *c, enum ioloom_op op, int dirfd, con
 
 static int takes_mode(int flags) { return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE; }
 
-#define MODE_ARG(flags) \
-    mode_t mode = 0;                      \
-    if (takes_mode(flags)) {              \
-        va_list ap;                       \
-        va_start(ap, flags);              \
-        mode = va_arg(ap, mode_t);        \
-        va_end(ap);                       \
+#define MODE_ARG(flags)            \
+    mode_t mode = 0;               \
+    if (takes_mode(flags)) {       \
+        va_list ap;                \
+        va_start(ap, flags);       \
+        mode = va_arg(ap, mode_t); \
+        va_end(ap);                \
     }
 
-#define WRAP_OPEN(fn, opname)                                                                    \
-    IOLOOM_EXPORT int fn(const char *path, int flags, ...) {                                     \
-        MODE_ARG(flags);                                                                         \
-        TRACED(P, fn, (path, flags, mode), r < 0,                                               \
+#define WRAP_OPEN(fn, opname)                                                                                  \
+    IOLOOM_EXPORT int fn(const char *path, int flags, ...) {                                                   \
+        MODE_ARG(flags);                                                                                       \
+        TRACED(P, fn, (path, flags, mode), r < 0,                                                              \
                record_open(&c, OP(opname), AT_FDCWD, path, flags, takes_mode(flags) ? (int64_t)mode : -1, r)); \
     }
 WRAP_OPEN(open, OPEN)
 WRAP_OPEN(open64, OPEN64)
 
-#define WRAP_OPENAT(fn, opname)                                                                  \
-    IOLOOM_EXPORT int fn(int dirfd, const char *path, int flags, ...) {                         \
-        MODE_ARG(flags);                                                                         \
-        TRACED(P, fn, (dirfd, path, flags, mode), r < 0,                                        \
+#define WRAP_OPENAT(fn, opname)                                                                             \
+    IOLOOM_EXPORT int fn(int dirfd, const char *path, int flags, ...) {                                     \
+        MODE_ARG(flags);                                                                                    \
+        TRACED(P, fn, (dirfd, path, flags, mode), r < 0,                                                    \
                record_open(&c, OP(opname), dirfd, path, flags, takes_mode(flags) ? (int64_t)mode : -1, r)); \
     }
 WRAP_OPENAT(openat, OPENAT)
@@ -115,8 +115,7 @@ IOLOOM_EXPORT int __openat_2(int dirfd, const char *path, int flags) {
     TRACED(P, __openat_2, (dirfd, path, flags), r < 0, record_open(&c, OP(U_OPENAT_2), dirfd, path, flags, -1, r));
 }
 IOLOOM_EXPORT int __openat64_2(int dirfd, const char *path, int flags) {
-    TRACED(P, __openat64_2, (dirfd, path, flags), r < 0,
-           record_open(&c, OP(U_OPENAT64_2), dirfd, path, flags, -1, r));
+    TRACED(P, __openat64_2, (dirfd, path, flags), r < 0, record_open(&c, OP(U_OPENAT64_2), dirfd, path, flags, -1, r));
 }
 
 IOLOOM_EXPORT int close(int fd) {
@@ -178,7 +177,8 @@ static int fcntl_traced(enum ioloom_op op, int (*next)(int, int, ...), int fd, i
         if (r >= 0) ioloom_fd_copy(fd, r);
         record_fd(&c, op, fd, -1, -1, r, cmd);
     } else if (is_lock_cmd(cmd)) {
-        record_fd(&c, op, fd, asked.l_start, asked.l_len, r, cmd | (int64_t)asked.l_type << 16 | (int64_t)asked.l_whence << 24);
+        record_fd(&c, op, fd, asked.l_start, asked.l_len, r,
+                  cmd | (int64_t)asked.l_type << 16 | (int64_t)asked.l_whence << 24);
     } else {
         record_fd(&c, op, fd, -1, (int64_t)arg, r, cmd);
     }
@@ -186,13 +186,13 @@ static int fcntl_traced(enum ioloom_op op, int (*next)(int, int, ...), int fd, i
 }
 
 /* The third argument is an int or a pointer; both travel in one register, read as unsigned long. */
-#define WRAP_FCNTL(fn, opname)                                                       \
-    IOLOOM_EXPORT int fn(int fd, int cmd, ...) {                                     \
-        va_list ap;                                                                  \
-        va_start(ap, cmd);                                                           \
-        unsigned long arg = va_arg(ap, unsigned long);                               \
-        va_end(ap);                                                                  \
-        return fcntl_traced(OP(opname), IOLOOM_NEXT(fn), fd, cmd, arg);              \
+#define WRAP_FCNTL(fn, opname)                                          \
+    IOLOOM_EXPORT int fn(int fd, int cmd, ...) {                        \
+        va_list ap;                                                     \
+        va_start(ap, cmd);                                              \
+        unsigned long arg = va_arg(ap, unsigned long);                  \
+        va_end(ap);                                                     \
+        return fcntl_traced(OP(opname), IOLOOM_NEXT(fn), fd, cmd, arg); \
     }
 int fcntl64(int fd, int cmd, ...);
 WRAP_FCNTL(fcntl, FCNTL)
@@ -212,8 +212,8 @@ IOLOOM_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen) {
               record_sequential(&c, &m, OP(U_READ_CHK), fd, (int64_t)n, r, IOLOOM_READS));
 }
 
-#define WRAP_POSITIONED(fn, opname, buf_type)                                                    \
-    IOLOOM_EXPORT ssize_t fn(int fd, buf_type buf, size_t n, off_t off) {                         \
+#define WRAP_POSITIONED(fn, opname, buf_type)                                                           \
+    IOLOOM_EXPORT ssize_t fn(int fd, buf_type buf, size_t n, off_t off) {                               \
         TRACED(P, fn, (fd, buf, n, off), r < 0, record_fd(&c, OP(opname), fd, off, (int64_t)n, r, -1)); \
     }
 WRAP_POSITIONED(pread, PREAD, void *)
@@ -223,8 +223,8 @@ WRAP_POSITIONED(pwrite64, PWRITE64, const void *)
 
 ssize_t __pread_chk(int fd, void *buf, size_t n, off_t off, size_t buflen);
 ssize_t __pread64_chk(int fd, void *buf, size_t n, off_t off, size_t buflen);
-#define WRAP_PREAD_CHK(fn, opname)                                                                 \
-    IOLOOM_EXPORT ssize_t fn(int fd, void *buf, size_t n, off_t off, size_t buflen) {             \
+#define WRAP_PREAD_CHK(fn, opname)                                                                              \
+    IOLOOM_EXPORT ssize_t fn(int fd, void *buf, size_t n, off_t off, size_t buflen) {                           \
         TRACED(P, fn, (fd, buf, n, off, buflen), r < 0, record_fd(&c, OP(opname), fd, off, (int64_t)n, r, -1)); \
     }
 WRAP_PREAD_CHK(__pread_chk, U_PREAD_CHK)
@@ -249,20 +249,20 @@ static void record_vector(struct ioloom_call *c, struct ioloom_move *m, enum iol
     record_fd(c, op, fd, where, iov_bytes(iov, count), r, count | flags << 32);
 }
 
-#define WRAP_VECTOR(fn, opname)                                                                    \
-    IOLOOM_EXPORT ssize_t fn(int fd, const struct iovec *iov, int count, off_t off) {             \
-        TRACED(P, fn, (fd, iov, count, off), r < 0,                                               \
-               record_fd(&c, OP(opname), fd, off, iov_bytes(iov, count), r, count));              \
+#define WRAP_VECTOR(fn, opname)                                                       \
+    IOLOOM_EXPORT ssize_t fn(int fd, const struct iovec *iov, int count, off_t off) { \
+        TRACED(P, fn, (fd, iov, count, off), r < 0,                                   \
+               record_fd(&c, OP(opname), fd, off, iov_bytes(iov, count), r, count));  \
     }
 WRAP_VECTOR(preadv, PREADV)
 WRAP_VECTOR(preadv64, PREADV64)
 WRAP_VECTOR(pwritev, PWRITEV)
 WRAP_VECTOR(pwritev64, PWRITEV64)
 
-#define WRAP_VECTOR2(fn, opname)                                                                   \
-    IOLOOM_EXPORT ssize_t fn(int fd, const struct iovec *iov, int count, off_t off, int flags) {  \
+#define WRAP_VECTOR2(fn, opname)                                                                 \
+    IOLOOM_EXPORT ssize_t fn(int fd, const struct iovec *iov, int count, off_t off, int flags) { \
         TRACED_AT(fn, (fd, iov, count, off, flags), off == -1 ? fd : -1, r < 0,                  \
-                  record_vector(&c, &m, OP(opname), fd, iov, count, off, flags, r));              \
+                  record_vector(&c, &m, OP(opname), fd, iov, count, off, flags, r));             \
     }
 WRAP_VECTOR2(preadv2, PREADV2)
 WRAP_VECTOR2(preadv64v2, PREADV64V2)
@@ -271,15 +271,14 @@ WRAP_VECTOR2(pwritev64v2, PWRITEV64V2)
 
 /* lseek: offset = the resulting position, req_bytes = the offset asked, aux = whence. Inline in each wrapper (a
  * call and its spills were a sixth of what tracing added to lseek). */
-static inline __attribute__((always_inline)) void record_lseek(struct ioloom_call *c, struct ioloom_move *m,
-                                                               enum ioloom_op op, int fd, off_t off, int whence,
-                                                               off_t r) {
+static inline __attribute__((always_inline)) void
+record_lseek(struct ioloom_call *c, struct ioloom_move *m, enum ioloom_op op, int fd, off_t off, int whence, off_t r) {
     ioloom_move_to(m, r);
     record_fd(c, op, fd, r, off, r, whence);
 }
 
-#define WRAP_LSEEK(fn, opname)                                                                     \
-    IOLOOM_EXPORT off_t fn(int fd, off_t off, int whence) {                                       \
+#define WRAP_LSEEK(fn, opname)                                                                             \
+    IOLOOM_EXPORT off_t fn(int fd, off_t off, int whence) {                                                \
         TRACED_AT(fn, (fd, off, whence), fd, r < 0, record_lseek(&c, &m, OP(opname), fd, off, whence, r)); \
     }
 WRAP_LSEEK(lseek, LSEEK)
@@ -291,9 +290,9 @@ IOLOOM_EXPORT int fdatasync(int fd) {
 }
 
 /* ftruncate/truncate: offset = req_bytes = the new length. */
-#define WRAP_FTRUNCATE(fn, opname)                                                                 \
-    IOLOOM_EXPORT int fn(int fd, off_t len) {                                                      \
-        TRACED(P, fn, (fd, len), r < 0, record_fd(&c, OP(opname), fd, len, len, r, -1));           \
+#define WRAP_FTRUNCATE(fn, opname)                                                       \
+    IOLOOM_EXPORT int fn(int fd, off_t len) {                                            \
+        TRACED(P, fn, (fd, len), r < 0, record_fd(&c, OP(opname), fd, len, len, r, -1)); \
     }
 WRAP_FTRUNCATE(ftruncate, FTRUNCATE)
 WRAP_FTRUNCATE(ftruncate64, FTRUNCATE64)
@@ -313,21 +312,21 @@ static void record_copy(struct ioloom_call *c, enum ioloom_op op, struct ioloom_
 }
 
 /* A copy between two descriptors, each at its current position unless its offset pointer is given. */
-#define TRACED_COPY(fn, op, args, in, in_at, out, out_at, n)                                    \
-    struct ioloom_call c;                                                                 \
-    struct ioloom_move from, to;                                                          \
-    if (!ioloom_call_start(&c, P)) {                                                      \
-        ssize_t r = IOLOOM_NEXT(fn) args;                                                 \
-        ioloom_fd_moved_unseen(in);                                                       \
-        return passed_through(out, r);                                                    \
-    }                                                                                     \
-    ioloom_move_start(&from, in_at < 0 ? in : -1);                                        \
-    ioloom_move_start(&to, out_at < 0 ? out : -1);                                        \
-    from.fd = in;                                                                         \
-    to.fd = out;                                                                          \
-    ssize_t r = IOLOOM_NEXT(fn) args;                                                     \
-    ioloom_call_returned(&c, r < 0);                                                      \
-    record_copy(&c, op, &from, in_at, &to, out_at, (int64_t)(n), r);              \
+#define TRACED_COPY(fn, op, args, in, in_at, out, out_at, n)         \
+    struct ioloom_call c;                                            \
+    struct ioloom_move from, to;                                     \
+    if (!ioloom_call_start(&c, P)) {                                 \
+        ssize_t r = IOLOOM_NEXT(fn) args;                            \
+        ioloom_fd_moved_unseen(in);                                  \
+        return passed_through(out, r);                               \
+    }                                                                \
+    ioloom_move_start(&from, in_at < 0 ? in : -1);                   \
+    ioloom_move_start(&to, out_at < 0 ? out : -1);                   \
+    from.fd = in;                                                    \
+    to.fd = out;                                                     \
+    ssize_t r = IOLOOM_NEXT(fn) args;                                \
+    ioloom_call_returned(&c, r < 0);                                 \
+    record_copy(&c, op, &from, in_at, &to, out_at, (int64_t)(n), r); \
     return r
 
 IOLOOM_EXPORT ssize_t copy_file_range(int in, off64_t *in_off, int out, off64_t *out_off, size_t n, unsigned flags) {
@@ -335,10 +334,10 @@ IOLOOM_EXPORT ssize_t copy_file_range(int in, off64_t *in_off, int out, off64_t 
     TRACED_COPY(copy_file_range, OP(COPY_FILE_RANGE), (in, in_off, out, out_off, n, flags), in, in_at, out, out_at, n);
 }
 
-#define WRAP_SENDFILE(fn, opname, off_type)                                                        \
-    IOLOOM_EXPORT ssize_t fn(int out, int in, off_type *off, size_t n) {                           \
-        int64_t in_at = off ? *off : -1;                                                           \
-        TRACED_COPY(fn, OP(opname), (out, in, off, n), in, in_at, out, -1, n);                     \
+#define WRAP_SENDFILE(fn, opname, off_type)                                    \
+    IOLOOM_EXPORT ssize_t fn(int out, int in, off_type *off, size_t n) {       \
+        int64_t in_at = off ? *off : -1;                                       \
+        TRACED_COPY(fn, OP(opname), (out, in, off, n), in, in_at, out, -1, n); \
     }
 WRAP_SENDFILE(sendfile, SENDFILE, off_t)
 WRAP_SENDFILE(sendfile64, SENDFILE64, off64_t)
@@ -385,7 +384,13 @@ IOLOOM_EXPORT DIR *fdopendir(int fd) {
  * munmap/msync of a traced map: offset = file offset of the range, req_bytes = length, aux = msync flags. */
 
 #define MAX_MAPS 1024
-static struct map { uintptr_t start; size_t len; int64_t file_offset; int fd; int32_t file; } maps[MAX_MAPS];
+static struct map {
+    uintptr_t start;
+    size_t len;
+    int64_t file_offset;
+    int fd;
+    int32_t file;
+} maps[MAX_MAPS];
 static pthread_mutex_t maps_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void remember_map(void *addr, size_t len, int64_t off, int fd) {
@@ -418,11 +423,11 @@ static void record_mmap(struct ioloom_call *c, enum ioloom_op op, void *r, size_
     record_fd(c, op, fd, off, (int64_t)len, r == MAP_FAILED ? -1 : (int64_t)len, prot | (int64_t)flags << 8);
 }
 
-#define WRAP_MMAP(fn, opname)                                                                               \
-    IOLOOM_EXPORT void *fn(void *addr, size_t len, int prot, int flags, int fd, off_t off) {               \
-        if (fd < 0 || (flags & MAP_ANONYMOUS)) return IOLOOM_NEXT(fn)(addr, len, prot, flags, fd, off);     \
-        TRACED(P, fn, (addr, len, prot, flags, fd, off), r == MAP_FAILED,                                  \
-               record_mmap(&c, OP(opname), r, len, prot, flags, fd, off));                                 \
+#define WRAP_MMAP(fn, opname)                                                                           \
+    IOLOOM_EXPORT void *fn(void *addr, size_t len, int prot, int flags, int fd, off_t off) {            \
+        if (fd < 0 || (flags & MAP_ANONYMOUS)) return IOLOOM_NEXT(fn)(addr, len, prot, flags, fd, off); \
+        TRACED(P, fn, (addr, len, prot, flags, fd, off), r == MAP_FAILED,                               \
+               record_mmap(&c, OP(opname), r, len, prot, flags, fd, off));                              \
     }
 WRAP_MMAP(mmap, MMAP)
 WRAP_MMAP(mmap64, MMAP64)
@@ -431,7 +436,8 @@ static int unmap_or_sync(enum ioloom_op op, void *addr, size_t len, int flags) {
     struct map map;
     struct ioloom_call c;
     int is_sync = op == OP(MSYNC);
-    if (!ioloom_call_start(&c, P)) return is_sync ? IOLOOM_NEXT(msync)(addr, len, flags) : IOLOOM_NEXT(munmap)(addr, len);
+    if (!ioloom_call_start(&c, P))
+        return is_sync ? IOLOOM_NEXT(msync)(addr, len, flags) : IOLOOM_NEXT(munmap)(addr, len);
     int traced = find_map(addr, &map, !is_sync);
     int r = is_sync ? IOLOOM_NEXT(msync)(addr, len, flags) : IOLOOM_NEXT(munmap)(addr, len);
     ioloom_call_returned(&c, r < 0);
@@ -441,7 +447,8 @@ static int unmap_or_sync(enum ioloom_op op, void *addr, size_t len, int flags) {
         return r;
     }
     int64_t offset = map.file_offset + (int64_t)((uintptr_t)addr - map.start);
-    ioloom_record_file(&c, op, P, map.file, map.fd, offset, (int64_t)len, r < 0 ? -1 : (int64_t)len, is_sync ? flags : -1);
+    ioloom_record_file(&c, op, P, map.file, map.fd, offset, (int64_t)len, r < 0 ? -1 : (int64_t)len,
+                       is_sync ? flags : -1);
     return r;
 }
 

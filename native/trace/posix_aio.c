@@ -63,8 +63,8 @@ static void record_submit(struct ioloom_call *c, enum ioloom_op op, const struct
     ioloom_call_done(c, &row);
 }
 
-#define WRAP_SUBMIT(fn, opname, cb_type, opcode)                                                          \
-    IOLOOM_EXPORT int fn(cb_type *cb) {                                                                   \
+#define WRAP_SUBMIT(fn, opname, cb_type, opcode)                                                              \
+    IOLOOM_EXPORT int fn(cb_type *cb) {                                                                       \
         TRACED(P, fn, (cb), r != 0, record_submit(&c, OP(opname), (const struct aiocb *)cb, opcode, r == 0)); \
     }
 WRAP_SUBMIT(aio_read, AIO_READ, struct aiocb, LIO_READ)
@@ -89,10 +89,10 @@ static void record_list(struct ioloom_call *c, enum ioloom_op op, struct aiocb *
     }
 }
 
-#define WRAP_LISTIO(fn, opname, cb_type)                                                                  \
-    IOLOOM_EXPORT int fn(int mode, cb_type *const list[], int nent, struct sigevent *sig) {              \
-        TRACED(P, fn, (mode, list, nent, sig), r != 0,                                                    \
-               record_list(&c, OP(opname), (struct aiocb *const *)list, nent, r));                        \
+#define WRAP_LISTIO(fn, opname, cb_type)                                                    \
+    IOLOOM_EXPORT int fn(int mode, cb_type *const list[], int nent, struct sigevent *sig) { \
+        TRACED(P, fn, (mode, list, nent, sig), r != 0,                                      \
+               record_list(&c, OP(opname), (struct aiocb *const *)list, nent, r));          \
     }
 WRAP_LISTIO(lio_listio, LIO_LISTIO, struct aiocb)
 WRAP_LISTIO(lio_listio64, LIO_LISTIO64, struct aiocb64)
@@ -111,9 +111,9 @@ static void record_return(struct ioloom_call *c, enum ioloom_op op, const struct
     ioloom_call_done(c, &row);
 }
 
-#define WRAP_RETURN(fn, opname, cb_type)                                                                  \
-    IOLOOM_EXPORT ssize_t fn(cb_type *cb) {                                                               \
-        TRACED(P, fn, (cb), r < 0, record_return(&c, OP(opname), (const struct aiocb *)cb, r));           \
+#define WRAP_RETURN(fn, opname, cb_type)                                                        \
+    IOLOOM_EXPORT ssize_t fn(cb_type *cb) {                                                     \
+        TRACED(P, fn, (cb), r < 0, record_return(&c, OP(opname), (const struct aiocb *)cb, r)); \
     }
 WRAP_RETURN(aio_return, AIO_RETURN, struct aiocb)
 WRAP_RETURN(aio_return64, AIO_RETURN64, struct aiocb64)
@@ -131,18 +131,17 @@ static void record_error(struct ioloom_call *c, enum ioloom_op op, const struct 
     ioloom_call_done(c, &row);
 }
 
-#define WRAP_ERROR(fn, opname, cb_type)                                                                   \
-    IOLOOM_EXPORT int fn(const cb_type *cb) {                                                             \
-        TRACED(P, fn, (cb), r < 0, record_error(&c, OP(opname), (const struct aiocb *)cb, r));            \
+#define WRAP_ERROR(fn, opname, cb_type)                                                        \
+    IOLOOM_EXPORT int fn(const cb_type *cb) {                                                  \
+        TRACED(P, fn, (cb), r < 0, record_error(&c, OP(opname), (const struct aiocb *)cb, r)); \
     }
 WRAP_ERROR(aio_error, AIO_ERROR, struct aiocb)
 WRAP_ERROR(aio_error64, AIO_ERROR64, struct aiocb64)
 
 /* aio_suspend: waits for any of nent requests; req_bytes = nent, ret_bytes = the return value. */
-#define WRAP_SUSPEND(fn, opname, cb_type)                                                                 \
-    IOLOOM_EXPORT int fn(const cb_type *const list[], int nent, const struct timespec *timeout) {          \
-        TRACED(P, fn, (list, nent, timeout), r != 0,                                                      \
-               ioloom_record_file(&c, OP(opname), P, -1, -1, -1, nent, r, -1));                           \
+#define WRAP_SUSPEND(fn, opname, cb_type)                                                                             \
+    IOLOOM_EXPORT int fn(const cb_type *const list[], int nent, const struct timespec *timeout) {                     \
+        TRACED(P, fn, (list, nent, timeout), r != 0, ioloom_record_file(&c, OP(opname), P, -1, -1, -1, nent, r, -1)); \
     }
 WRAP_SUSPEND(aio_suspend, AIO_SUSPEND, struct aiocb)
 WRAP_SUSPEND(aio_suspend64, AIO_SUSPEND64, struct aiocb64)

@@ -20,8 +20,8 @@ static void record_path(struct ioloom_call *c, enum ioloom_op op, int dirfd, con
 
 /* stat(path, buf) shapes. glibc before 2.33 compiled stat() into __xstat(version, ...): those take a version
  * first and are served here by the plain call, so they work whatever this glibc still exports. */
-#define WRAP_STAT(fn, opname, stat_type)                                                                  \
-    IOLOOM_EXPORT int fn(const char *path, struct stat_type *buf) {                                      \
+#define WRAP_STAT(fn, opname, stat_type)                                                                               \
+    IOLOOM_EXPORT int fn(const char *path, struct stat_type *buf) {                                                    \
         TRACED(P, fn, (path, buf), r < 0, record_path(&c, OP(opname), AT_FDCWD, path, (struct stat *)buf, -1, r, -1)); \
     }
 WRAP_STAT(stat, STAT, stat)
@@ -29,48 +29,49 @@ WRAP_STAT(stat64, STAT64, stat64)
 WRAP_STAT(lstat, LSTAT, stat)
 WRAP_STAT(lstat64, LSTAT64, stat64)
 
-#define WRAP_XSTAT(fn, opname, plain, stat_type)                                                          \
-    int fn(int version, const char *path, struct stat_type *buf);                                        \
-    IOLOOM_EXPORT int fn(int version, const char *path, struct stat_type *buf) {                         \
-        (void)version;                                                                                   \
-        TRACED(P, plain, (path, buf), r < 0, record_path(&c, OP(opname), AT_FDCWD, path, (struct stat *)buf, -1, r, -1)); \
+#define WRAP_XSTAT(fn, opname, plain, stat_type)                                            \
+    int fn(int version, const char *path, struct stat_type *buf);                           \
+    IOLOOM_EXPORT int fn(int version, const char *path, struct stat_type *buf) {            \
+        (void)version;                                                                      \
+        TRACED(P, plain, (path, buf), r < 0,                                                \
+               record_path(&c, OP(opname), AT_FDCWD, path, (struct stat *)buf, -1, r, -1)); \
     }
 WRAP_XSTAT(__xstat, U_XSTAT, stat, stat)
 WRAP_XSTAT(__xstat64, U_XSTAT64, stat64, stat64)
 WRAP_XSTAT(__lxstat, U_LXSTAT, lstat, stat)
 WRAP_XSTAT(__lxstat64, U_LXSTAT64, lstat64, stat64)
 
-#define WRAP_FSTAT(fn, opname, stat_type)                                                                 \
-    IOLOOM_EXPORT int fn(int fd, struct stat_type *buf) {                                                \
-        TRACED(P, fn, (fd, buf), r < 0, ioloom_record_fd(&c, OP(opname), P, fd, -1, -1, r, -1));          \
+#define WRAP_FSTAT(fn, opname, stat_type)                                                        \
+    IOLOOM_EXPORT int fn(int fd, struct stat_type *buf) {                                        \
+        TRACED(P, fn, (fd, buf), r < 0, ioloom_record_fd(&c, OP(opname), P, fd, -1, -1, r, -1)); \
     }
 WRAP_FSTAT(fstat, FSTAT, stat)
 WRAP_FSTAT(fstat64, FSTAT64, stat64)
 
-#define WRAP_FXSTAT(fn, opname, plain, stat_type)                                                         \
-    int fn(int version, int fd, struct stat_type *buf);                                                  \
-    IOLOOM_EXPORT int fn(int version, int fd, struct stat_type *buf) {                                   \
-        (void)version;                                                                                   \
-        TRACED(P, plain, (fd, buf), r < 0, ioloom_record_fd(&c, OP(opname), P, fd, -1, -1, r, -1));       \
+#define WRAP_FXSTAT(fn, opname, plain, stat_type)                                                   \
+    int fn(int version, int fd, struct stat_type *buf);                                             \
+    IOLOOM_EXPORT int fn(int version, int fd, struct stat_type *buf) {                              \
+        (void)version;                                                                              \
+        TRACED(P, plain, (fd, buf), r < 0, ioloom_record_fd(&c, OP(opname), P, fd, -1, -1, r, -1)); \
     }
 WRAP_FXSTAT(__fxstat, U_FXSTAT, fstat, stat)
 WRAP_FXSTAT(__fxstat64, U_FXSTAT64, fstat64, stat64)
 
 /* fstatat: aux = flags. With AT_EMPTY_PATH and "" it is an fstat of dirfd. */
-#define WRAP_FSTATAT(fn, opname, stat_type)                                                               \
-    IOLOOM_EXPORT int fn(int dirfd, const char *path, struct stat_type *buf, int flags) {                \
-        TRACED(P, fn, (dirfd, path, buf, flags), r < 0,                                                  \
-               record_path(&c, OP(opname), dirfd, path, (struct stat *)buf, -1, r, flags));              \
+#define WRAP_FSTATAT(fn, opname, stat_type)                                                 \
+    IOLOOM_EXPORT int fn(int dirfd, const char *path, struct stat_type *buf, int flags) {   \
+        TRACED(P, fn, (dirfd, path, buf, flags), r < 0,                                     \
+               record_path(&c, OP(opname), dirfd, path, (struct stat *)buf, -1, r, flags)); \
     }
 WRAP_FSTATAT(fstatat, FSTATAT, stat)
 WRAP_FSTATAT(fstatat64, FSTATAT64, stat64)
 
-#define WRAP_FXSTATAT(fn, opname, plain, stat_type)                                                       \
-    int fn(int version, int dirfd, const char *path, struct stat_type *buf, int flags);                   \
-    IOLOOM_EXPORT int fn(int version, int dirfd, const char *path, struct stat_type *buf, int flags) {    \
-        (void)version;                                                                                   \
-        TRACED(P, plain, (dirfd, path, buf, flags), r < 0,                                               \
-               record_path(&c, OP(opname), dirfd, path, (struct stat *)buf, -1, r, flags));              \
+#define WRAP_FXSTATAT(fn, opname, plain, stat_type)                                                    \
+    int fn(int version, int dirfd, const char *path, struct stat_type *buf, int flags);                \
+    IOLOOM_EXPORT int fn(int version, int dirfd, const char *path, struct stat_type *buf, int flags) { \
+        (void)version;                                                                                 \
+        TRACED(P, plain, (dirfd, path, buf, flags), r < 0,                                             \
+               record_path(&c, OP(opname), dirfd, path, (struct stat *)buf, -1, r, flags));            \
     }
 WRAP_FXSTATAT(__fxstatat, U_FXSTATAT, fstatat, stat)
 WRAP_FXSTATAT(__fxstatat64, U_FXSTATAT64, fstatat64, stat64)
@@ -103,7 +104,7 @@ static int renamed(int r) {
     ioloom_names_changed();
     return r;
 }
-#define WRAP_RENAMING(fn, params, args)                                                                   \
+#define WRAP_RENAMING(fn, params, args) \
     IOLOOM_EXPORT int fn params { return renamed(traced_##fn args); }
 
 static int traced_unlink(const char *path) {
@@ -141,7 +142,8 @@ static int traced_rename(const char *old, const char *new) {
     TRACED(P, rename, (old, new), r < 0, record_rename(&c, OP(RENAME), AT_FDCWD, old, AT_FDCWD, new, r));
 }
 static int traced_renameat(int olddir, const char *old, int newdir, const char *new) {
-    TRACED(P, renameat, (olddir, old, newdir, new), r < 0, record_rename(&c, OP(RENAMEAT), olddir, old, newdir, new, r));
+    TRACED(P, renameat, (olddir, old, newdir, new), r < 0,
+           record_rename(&c, OP(RENAMEAT), olddir, old, newdir, new, r));
 }
 WRAP_RENAMING(rename, (const char *old, const char *new), (old, new))
 WRAP_RENAMING(renameat, (int olddir, const char *old, int newdir, const char *new), (olddir, old, newdir, new))

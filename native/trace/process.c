@@ -34,9 +34,17 @@ static void enable_layer(const char *item, size_t len, void *arg) {
 /* A process-layer event (start, exit, fork, exec, signal) at the current time. */
 static void record_process(enum ioloom_op op, int64_t ret, int64_t aux) {
     uint64_t now = ioloom_now_ns();
-    ioloom_record(&(struct ioloom_event){.t_start = now, .t_end = now, .offset = -1, .req_bytes = -1, .ret_bytes = ret,
-                                         .handle = getpid(), .aux = aux, .coll_seq = -1, .file_id = -1,
-                                         .op = (uint16_t)op, .layer = IOLOOM_PROCESS});
+    ioloom_record(&(struct ioloom_event){.t_start = now,
+                                         .t_end = now,
+                                         .offset = -1,
+                                         .req_bytes = -1,
+                                         .ret_bytes = ret,
+                                         .handle = getpid(),
+                                         .aux = aux,
+                                         .coll_seq = -1,
+                                         .file_id = -1,
+                                         .op = (uint16_t)op,
+                                         .layer = IOLOOM_PROCESS});
 }
 
 /* ---- process information ---- */
@@ -137,8 +145,10 @@ static void on_fatal_signal(int sig, siginfo_t *info, void *context) {
         program_action[sig].sa_handler = SIG_DFL;
         program_action[sig].sa_flags &= ~SA_SIGINFO;
     }
-    if (program.sa_flags & SA_SIGINFO) program.sa_sigaction(sig, info, context);
-    else program.sa_handler(sig);
+    if (program.sa_flags & SA_SIGINFO)
+        program.sa_sigaction(sig, info, context);
+    else
+        program.sa_handler(sig);
 }
 
 /* Installs on_fatal_signal with the program's flags and mask (so SA_RESTART etc. behave as asked). */
@@ -276,16 +286,16 @@ IOLOOM_EXPORT FILE *popen(const char *command, const char *mode) {
 }
 
 /* execl, execlp, execle: collect the variadic arguments into an argv and use the v-form. */
-#define COLLECT_ARGS(first, args, argv, envp_out)                           \
-    size_t argc = 1;                                                        \
-    va_start(args, first);                                                  \
-    while (va_arg(args, char *)) argc++;                                    \
-    va_end(args);                                                           \
-    char *argv[argc + 1];                                                   \
-    va_start(args, first);                                                  \
-    argv[0] = (char *)first;                                                \
-    for (size_t i = 1; i <= argc; i++) argv[i] = va_arg(args, char *);      \
-    envp_out;                                                               \
+#define COLLECT_ARGS(first, args, argv, envp_out)                      \
+    size_t argc = 1;                                                   \
+    va_start(args, first);                                             \
+    while (va_arg(args, char *)) argc++;                               \
+    va_end(args);                                                      \
+    char *argv[argc + 1];                                              \
+    va_start(args, first);                                             \
+    argv[0] = (char *)first;                                           \
+    for (size_t i = 1; i <= argc; i++) argv[i] = va_arg(args, char *); \
+    envp_out;                                                          \
     va_end(args)
 
 IOLOOM_EXPORT int execl(const char *path, const char *arg0, ...) {

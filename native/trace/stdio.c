@@ -20,8 +20,8 @@
 
 static int stream_fd(FILE *fp) { return fp ? fp->_fileno : -1; }
 
-static void record_stream(struct ioloom_call *c, enum ioloom_op op, FILE *fp, int64_t offset, int64_t req,
-                          int64_t ret, int64_t aux) {
+static void record_stream(struct ioloom_call *c, enum ioloom_op op, FILE *fp, int64_t offset, int64_t req, int64_t ret,
+                          int64_t aux) {
     ioloom_record_fd(c, op, S, stream_fd(fp), offset, req, ret, aux);
 }
 
@@ -49,11 +49,11 @@ static void record_stream(struct ioloom_call *c, enum ioloom_op op, FILE *fp, in
 #define NO_POSITION (-2) /* append mode (every write goes to the end of file), or the stream cannot tell */
 
 struct stream_position {
-    int64_t at;                       /* the stream's position, UNKNOWN or NO_POSITION */
-    const char *read_ptr, *read_end;  /* the buffer pointers the last followed call left */
+    int64_t at;                      /* the stream's position, UNKNOWN or NO_POSITION */
+    const char *read_ptr, *read_end; /* the buffer pointers the last followed call left */
     const char *write_ptr, *write_base;
-    uint32_t epoch;                   /* ioloom_spawn_epoch when followed: an older stream is shared */
-    uint32_t flushes;                 /* flushes_of_all when the pointers were taken */
+    uint32_t epoch;   /* ioloom_spawn_epoch when followed: an older stream is shared */
+    uint32_t flushes; /* flushes_of_all when the pointers were taken */
 };
 static struct stream_position positions[MAX_STREAMS];
 static struct key_table position_slots = KEY_TABLE(MAX_STREAMS);
@@ -155,8 +155,10 @@ static inline void position_after(struct stream_position *p, FILE *fp, int64_t a
 /* After a seek, rewind or ftell: the stream's own answer. */
 static void position_known(FILE *fp, int64_t at) {
     struct stream_position *p = position_of(fp);
-    if (p) left_at(fp, p, at >= 0 ? at : UNKNOWN);
-    else follow(fp, at >= 0 ? at : UNKNOWN);
+    if (p)
+        left_at(fp, p, at >= 0 ? at : UNKNOWN);
+    else
+        follow(fp, at >= 0 ? at : UNKNOWN);
 }
 
 /* The stream's lock, taken only when another thread could use the stream meanwhile: a process with one thread
@@ -173,23 +175,23 @@ static inline void unlock_stream(FILE *fp, int locked) {
 }
 
 /* A call on stream FP, run under the stream's lock with BEFORE and AFTER (which may use r) around it. */
-#define STREAM_CALL(fn, args, FP, failed_if, BEFORE, AFTER, record)  \
-    struct ioloom_call c;                                            \
-    if (!ioloom_call_start(&c, S)) return IOLOOM_NEXT(fn) args;      \
-    int locked = lock_stream(FP);                                    \
-    BEFORE;                                                          \
-    __typeof__(IOLOOM_NEXT(fn) args) r = IOLOOM_NEXT(fn) args;       \
-    ioloom_call_returned(&c, failed_if);                             \
-    AFTER;                                                           \
-    unlock_stream(FP, locked);                                       \
-    record;                                                          \
+#define STREAM_CALL(fn, args, FP, failed_if, BEFORE, AFTER, record) \
+    struct ioloom_call c;                                           \
+    if (!ioloom_call_start(&c, S)) return IOLOOM_NEXT(fn) args;     \
+    int locked = lock_stream(FP);                                   \
+    BEFORE;                                                         \
+    __typeof__(IOLOOM_NEXT(fn) args) r = IOLOOM_NEXT(fn) args;      \
+    ioloom_call_returned(&c, failed_if);                            \
+    AFTER;                                                          \
+    unlock_stream(FP, locked);                                      \
+    record;                                                         \
     return r
 
 /* A data call: RECORD may use `at`, the position before it; MOVED (an expression of r) is the bytes it moved,
  * -1 if unknown. */
-#define STREAM_DATA(fn, args, FP, failed_if, MOVED, record)                                                \
-    STREAM_CALL(fn, args, FP, failed_if, struct stream_position *p = followed(FP); int64_t at = position_before(p, FP), \
-                position_after(p, FP, at, MOVED), record)
+#define STREAM_DATA(fn, args, FP, failed_if, MOVED, record)                        \
+    STREAM_CALL(fn, args, FP, failed_if, struct stream_position *p = followed(FP); \
+                int64_t at = position_before(p, FP), position_after(p, FP, at, MOVED), record)
 
 /* After a seek or rewind: where the stream now stands, as it says itself. */
 static void seeked(FILE *fp, int failed) { position_known(fp, failed ? UNKNOWN : IOLOOM_NEXT(ftello64)(fp)); }
@@ -224,50 +226,50 @@ static void position_lost(FILE *fp) {
     unlock_stream(fp, locked);
 }
 
-#define WRAP_LOSES(ret, fn, params, args, fp)                                                              \
-    IOLOOM_EXPORT ret fn params {                                                                          \
-        ret r = IOLOOM_NEXT(fn) args;                                                                      \
-        position_lost(fp);                                                                                 \
-        return r;                                                                                          \
+#define WRAP_LOSES(ret, fn, params, args, fp) \
+    IOLOOM_EXPORT ret fn params {             \
+        ret r = IOLOOM_NEXT(fn) args;         \
+        position_lost(fp);                    \
+        return r;                             \
     }
 WRAP_LOSES(int, ungetc, (int ch, FILE *fp), (ch, fp), fp)
 WRAP_LOSES(wint_t, ungetwc, (wint_t ch, FILE *fp), (ch, fp), fp)
-WRAP_LOSES(wint_t, fgetwc, (FILE *fp), (fp), fp)
-WRAP_LOSES(wint_t, getwc, (FILE *fp), (fp), fp)
-WRAP_LOSES(wint_t, fgetwc_unlocked, (FILE *fp), (fp), fp)
-WRAP_LOSES(wint_t, getwc_unlocked, (FILE *fp), (fp), fp)
+WRAP_LOSES(wint_t, fgetwc, (FILE * fp), (fp), fp)
+WRAP_LOSES(wint_t, getwc, (FILE * fp), (fp), fp)
+WRAP_LOSES(wint_t, fgetwc_unlocked, (FILE * fp), (fp), fp)
+WRAP_LOSES(wint_t, getwc_unlocked, (FILE * fp), (fp), fp)
 WRAP_LOSES(wint_t, fputwc, (wchar_t ch, FILE *fp), (ch, fp), fp)
 WRAP_LOSES(wint_t, putwc, (wchar_t ch, FILE *fp), (ch, fp), fp)
 WRAP_LOSES(wint_t, fputwc_unlocked, (wchar_t ch, FILE *fp), (ch, fp), fp)
 WRAP_LOSES(wint_t, putwc_unlocked, (wchar_t ch, FILE *fp), (ch, fp), fp)
-WRAP_LOSES(wchar_t *, fgetws, (wchar_t *s, int n, FILE *fp), (s, n, fp), fp)
-WRAP_LOSES(wchar_t *, fgetws_unlocked, (wchar_t *s, int n, FILE *fp), (s, n, fp), fp)
+WRAP_LOSES(wchar_t *, fgetws, (wchar_t * s, int n, FILE *fp), (s, n, fp), fp)
+WRAP_LOSES(wchar_t *, fgetws_unlocked, (wchar_t * s, int n, FILE *fp), (s, n, fp), fp)
 WRAP_LOSES(int, fputws, (const wchar_t *s, FILE *fp), (s, fp), fp)
 WRAP_LOSES(int, fputws_unlocked, (const wchar_t *s, FILE *fp), (s, fp), fp)
-WRAP_LOSES(int, vfwprintf, (FILE *fp, const wchar_t *fmt, va_list ap), (fp, fmt, ap), fp)
-WRAP_LOSES(int, fsetpos, (FILE *fp, const fpos_t *pos), (fp, pos), fp)
-WRAP_LOSES(int, fsetpos64, (FILE *fp, const fpos64_t *pos), (fp, pos), fp)
+WRAP_LOSES(int, vfwprintf, (FILE * fp, const wchar_t *fmt, va_list ap), (fp, fmt, ap), fp)
+WRAP_LOSES(int, fsetpos, (FILE * fp, const fpos_t *pos), (fp, pos), fp)
+WRAP_LOSES(int, fsetpos64, (FILE * fp, const fpos64_t *pos), (fp, pos), fp)
 int __isoc99_vfscanf(FILE *fp, const char *fmt, va_list ap);
-WRAP_LOSES(int, __isoc99_vfscanf, (FILE *fp, const char *fmt, va_list ap), (fp, fmt, ap), fp)
+WRAP_LOSES(int, __isoc99_vfscanf, (FILE * fp, const char *fmt, va_list ap), (fp, fmt, ap), fp)
 int __isoc99_vscanf(const char *fmt, va_list ap);
 WRAP_LOSES(int, __isoc99_vscanf, (const char *fmt, va_list ap), (fmt, ap), stdin)
 
 /* The variadic forms, through the next v-form (args: its arguments before the va_list). */
 #define WITH_AP(...) (__VA_ARGS__, ap)
-#define WRAP_LOSES_VARIADIC(fn, v_fn, params, args, fp)                                                    \
-    IOLOOM_EXPORT int fn params {                                                                          \
-        va_list ap;                                                                                        \
-        va_start(ap, fmt);                                                                                 \
-        int r = IOLOOM_NEXT(v_fn) WITH_AP args;                                                            \
-        va_end(ap);                                                                                        \
-        position_lost(fp);                                                                                 \
-        return r;                                                                                          \
+#define WRAP_LOSES_VARIADIC(fn, v_fn, params, args, fp) \
+    IOLOOM_EXPORT int fn params {                       \
+        va_list ap;                                     \
+        va_start(ap, fmt);                              \
+        int r = IOLOOM_NEXT(v_fn) WITH_AP args;         \
+        va_end(ap);                                     \
+        position_lost(fp);                              \
+        return r;                                       \
     }
 int __isoc99_fscanf(FILE *fp, const char *fmt, ...);
 int __isoc99_scanf(const char *fmt, ...);
-WRAP_LOSES_VARIADIC(__isoc99_fscanf, __isoc99_vfscanf, (FILE *fp, const char *fmt, ...), (fp, fmt), fp)
+WRAP_LOSES_VARIADIC(__isoc99_fscanf, __isoc99_vfscanf, (FILE * fp, const char *fmt, ...), (fp, fmt), fp)
 WRAP_LOSES_VARIADIC(__isoc99_scanf, __isoc99_vscanf, (const char *fmt, ...), (fmt), stdin)
-WRAP_LOSES_VARIADIC(fwprintf, vfwprintf, (FILE *fp, const wchar_t *fmt, ...), (fp, fmt), fp)
+WRAP_LOSES_VARIADIC(fwprintf, vfwprintf, (FILE * fp, const wchar_t *fmt, ...), (fp, fmt), fp)
 
 IOLOOM_EXPORT void __fpurge(FILE *fp) {
     IOLOOM_NEXT(__fpurge)(fp);
@@ -279,9 +281,12 @@ IOLOOM_EXPORT void __fpurge(FILE *fp) {
 static int mode_flags(const char *mode) {
     int plus = mode && strchr(mode, '+') != NULL;
     switch (mode ? mode[0] : 'r') {
-    case 'w': return (plus ? O_RDWR : O_WRONLY) | O_CREAT | O_TRUNC;
-    case 'a': return (plus ? O_RDWR : O_WRONLY) | O_CREAT | O_APPEND;
-    default: return plus ? O_RDWR : O_RDONLY;
+        case 'w':
+            return (plus ? O_RDWR : O_WRONLY) | O_CREAT | O_TRUNC;
+        case 'a':
+            return (plus ? O_RDWR : O_WRONLY) | O_CREAT | O_APPEND;
+        default:
+            return plus ? O_RDWR : O_RDONLY;
     }
 }
 
@@ -331,21 +336,21 @@ IOLOOM_EXPORT int fclose(FILE *fp) {
 
 /* ---- block reads and writes ---- */
 
-#define WRAP_ITEMS(fn, opname, buf_type)                                                                   \
-    IOLOOM_EXPORT size_t fn(buf_type buf, size_t size, size_t n, FILE *fp) {                               \
-        STREAM_DATA(fn, (buf, size, n, fp), fp, r < n && ferror(fp), moved(r, size),                       \
-                    record_stream(&c, OP(opname), fp, at, moved(n, size), moved(r, size), -1));            \
+#define WRAP_ITEMS(fn, opname, buf_type)                                                        \
+    IOLOOM_EXPORT size_t fn(buf_type buf, size_t size, size_t n, FILE *fp) {                    \
+        STREAM_DATA(fn, (buf, size, n, fp), fp, r < n && ferror(fp), moved(r, size),            \
+                    record_stream(&c, OP(opname), fp, at, moved(n, size), moved(r, size), -1)); \
     }
 WRAP_ITEMS(fread, FREAD, void *)
 WRAP_ITEMS(fread_unlocked, FREAD_UNLOCKED, void *)
 WRAP_ITEMS(fwrite, FWRITE, const void *)
 WRAP_ITEMS(fwrite_unlocked, FWRITE_UNLOCKED, const void *)
 
-#define WRAP_ITEMS_CHK(fn, opname)                                                                         \
-    size_t fn(void *buf, size_t buflen, size_t size, size_t n, FILE *fp);                                  \
-    IOLOOM_EXPORT size_t fn(void *buf, size_t buflen, size_t size, size_t n, FILE *fp) {                   \
-        STREAM_DATA(fn, (buf, buflen, size, n, fp), fp, r < n && ferror(fp), moved(r, size),               \
-                    record_stream(&c, OP(opname), fp, at, moved(n, size), moved(r, size), -1));            \
+#define WRAP_ITEMS_CHK(fn, opname)                                                              \
+    size_t fn(void *buf, size_t buflen, size_t size, size_t n, FILE *fp);                       \
+    IOLOOM_EXPORT size_t fn(void *buf, size_t buflen, size_t size, size_t n, FILE *fp) {        \
+        STREAM_DATA(fn, (buf, buflen, size, n, fp), fp, r < n && ferror(fp), moved(r, size),    \
+                    record_stream(&c, OP(opname), fp, at, moved(n, size), moved(r, size), -1)); \
     }
 WRAP_ITEMS_CHK(__fread_chk, U_FREAD_CHK)
 WRAP_ITEMS_CHK(__fread_unlocked_chk, U_FREAD_UNLOCKED_CHK)
@@ -422,17 +427,17 @@ IOLOOM_EXPORT int puts(const char *s) {
     int64_t len = (int64_t)strlen(s) + 1;
     STREAM_DATA(puts, (s), stdout, r == EOF, r == EOF ? -1 : len, record_put(&c, OP(PUTS), stdout, at, len, r == EOF));
 }
-#define WRAP_FPUTS(fn, opname)                                                                             \
-    IOLOOM_EXPORT int fn(const char *s, FILE *fp) {                                                        \
-        int64_t len = (int64_t)strlen(s);                                                                  \
-        STREAM_DATA(fn, (s, fp), fp, r == EOF, r == EOF ? -1 : len,                                        \
-                    record_put(&c, OP(opname), fp, at, len, r == EOF));                                    \
+#define WRAP_FPUTS(fn, opname)                                          \
+    IOLOOM_EXPORT int fn(const char *s, FILE *fp) {                     \
+        int64_t len = (int64_t)strlen(s);                               \
+        STREAM_DATA(fn, (s, fp), fp, r == EOF, r == EOF ? -1 : len,     \
+                    record_put(&c, OP(opname), fp, at, len, r == EOF)); \
     }
 WRAP_FPUTS(fputs, FPUTS)
 WRAP_FPUTS(fputs_unlocked, FPUTS_UNLOCKED)
 
-#define WRAP_PUTC(fn, opname)                                                                              \
-    IOLOOM_EXPORT int fn(int ch, FILE *fp) {                                                               \
+#define WRAP_PUTC(fn, opname)                                                                                        \
+    IOLOOM_EXPORT int fn(int ch, FILE *fp) {                                                                         \
         STREAM_DATA(fn, (ch, fp), fp, r == EOF, r == EOF ? -1 : 1, record_put(&c, OP(opname), fp, at, 1, r == EOF)); \
     }
 WRAP_PUTC(putc, PUTC)
@@ -440,30 +445,30 @@ WRAP_PUTC(fputc, FPUTC)
 WRAP_PUTC(putc_unlocked, PUTC_UNLOCKED)
 WRAP_PUTC(fputc_unlocked, FPUTC_UNLOCKED)
 
-#define WRAP_PUTCHAR(fn, opname)                                                                           \
-    IOLOOM_EXPORT int fn(int ch) {                                                                         \
-        STREAM_DATA(fn, (ch), stdout, r == EOF, r == EOF ? -1 : 1,                                         \
-                    record_put(&c, OP(opname), stdout, at, 1, r == EOF));                                  \
+#define WRAP_PUTCHAR(fn, opname)                                          \
+    IOLOOM_EXPORT int fn(int ch) {                                        \
+        STREAM_DATA(fn, (ch), stdout, r == EOF, r == EOF ? -1 : 1,        \
+                    record_put(&c, OP(opname), stdout, at, 1, r == EOF)); \
     }
 WRAP_PUTCHAR(putchar, PUTCHAR)
 WRAP_PUTCHAR(putchar_unlocked, PUTCHAR_UNLOCKED)
 
 /* ---- characters and lines in ---- */
 
-#define WRAP_GETC(fn, opname)                                                                              \
-    IOLOOM_EXPORT int fn(FILE *fp) {                                                                       \
-        STREAM_DATA(fn, (fp), fp, r == EOF && ferror(fp), read_result(fp, 1, r == EOF),                    \
-                    record_stream(&c, OP(opname), fp, at, 1, read_result(fp, 1, r == EOF), -1));           \
+#define WRAP_GETC(fn, opname)                                                                    \
+    IOLOOM_EXPORT int fn(FILE *fp) {                                                             \
+        STREAM_DATA(fn, (fp), fp, r == EOF && ferror(fp), read_result(fp, 1, r == EOF),          \
+                    record_stream(&c, OP(opname), fp, at, 1, read_result(fp, 1, r == EOF), -1)); \
     }
 WRAP_GETC(getc, GETC)
 WRAP_GETC(fgetc, FGETC)
 WRAP_GETC(getc_unlocked, GETC_UNLOCKED)
 WRAP_GETC(fgetc_unlocked, FGETC_UNLOCKED)
 
-#define WRAP_GETCHAR(fn, opname)                                                                           \
-    IOLOOM_EXPORT int fn(void) {                                                                           \
-        STREAM_DATA(fn, (), stdin, r == EOF && ferror(stdin), read_result(stdin, 1, r == EOF),             \
-                    record_stream(&c, OP(opname), stdin, at, 1, read_result(stdin, 1, r == EOF), -1));     \
+#define WRAP_GETCHAR(fn, opname)                                                                       \
+    IOLOOM_EXPORT int fn(void) {                                                                       \
+        STREAM_DATA(fn, (), stdin, r == EOF && ferror(stdin), read_result(stdin, 1, r == EOF),         \
+                    record_stream(&c, OP(opname), stdin, at, 1, read_result(stdin, 1, r == EOF), -1)); \
     }
 WRAP_GETCHAR(getchar, GETCHAR)
 WRAP_GETCHAR(getchar_unlocked, GETCHAR_UNLOCKED)
@@ -479,19 +484,19 @@ static int64_t line_moved(FILE *fp, const char *r, int n) {
 static void record_line(struct ioloom_call *c, enum ioloom_op op, FILE *fp, int64_t at, int n, const char *r) {
     record_stream(c, op, fp, at, n > 0 ? n - 1 : 0, line_length(fp, r), -1);
 }
-#define WRAP_FGETS(fn, opname)                                                                             \
-    IOLOOM_EXPORT char *fn(char *s, int n, FILE *fp) {                                                     \
-        STREAM_DATA(fn, (s, n, fp), fp, !r && ferror(fp), line_moved(fp, r, n),                            \
-                    record_line(&c, OP(opname), fp, at, n, r));                                            \
+#define WRAP_FGETS(fn, opname)                                                  \
+    IOLOOM_EXPORT char *fn(char *s, int n, FILE *fp) {                          \
+        STREAM_DATA(fn, (s, n, fp), fp, !r && ferror(fp), line_moved(fp, r, n), \
+                    record_line(&c, OP(opname), fp, at, n, r));                 \
     }
 WRAP_FGETS(fgets, FGETS)
 WRAP_FGETS(fgets_unlocked, FGETS_UNLOCKED)
 
-#define WRAP_FGETS_CHK(fn, opname)                                                                         \
-    char *fn(char *s, size_t size, int n, FILE *fp);                                                       \
-    IOLOOM_EXPORT char *fn(char *s, size_t size, int n, FILE *fp) {                                        \
-        STREAM_DATA(fn, (s, size, n, fp), fp, !r && ferror(fp), line_moved(fp, r, n),                      \
-                    record_line(&c, OP(opname), fp, at, n, r));                                            \
+#define WRAP_FGETS_CHK(fn, opname)                                                    \
+    char *fn(char *s, size_t size, int n, FILE *fp);                                  \
+    IOLOOM_EXPORT char *fn(char *s, size_t size, int n, FILE *fp) {                   \
+        STREAM_DATA(fn, (s, size, n, fp), fp, !r && ferror(fp), line_moved(fp, r, n), \
+                    record_line(&c, OP(opname), fp, at, n, r));                       \
     }
 WRAP_FGETS_CHK(__fgets_chk, U_FGETS_CHK)
 WRAP_FGETS_CHK(__fgets_unlocked_chk, U_FGETS_UNLOCKED_CHK)
@@ -500,8 +505,8 @@ WRAP_FGETS_CHK(__fgets_unlocked_chk, U_FGETS_UNLOCKED_CHK)
 static void record_delim(struct ioloom_call *c, enum ioloom_op op, FILE *fp, int64_t at, int delim, ssize_t r) {
     record_stream(c, op, fp, at, -1, read_result(fp, r, r < 0), delim);
 }
-#define WRAP_GETDELIM(fn, opname, args, delim)                                                             \
-    STREAM_DATA(fn, args, fp, r < 0 && ferror(fp), read_result(fp, r, r < 0),                              \
+#define WRAP_GETDELIM(fn, opname, args, delim)                                \
+    STREAM_DATA(fn, args, fp, r < 0 && ferror(fp), read_result(fp, r, r < 0), \
                 record_delim(&c, OP(opname), fp, at, delim, r))
 IOLOOM_EXPORT ssize_t getline(char **line, size_t *n, FILE *fp) {
     WRAP_GETDELIM(getline, GETLINE, (line, n, fp), '\n');
@@ -517,19 +522,19 @@ IOLOOM_EXPORT ssize_t __getdelim(char **line, size_t *n, int delim, FILE *fp) {
 
 /* ---- positioning: fseek offset = the offset asked, aux = whence; ftell offset = ret = the position ---- */
 
-#define WRAP_FSEEK(fn, opname, off_type)                                                                   \
-    IOLOOM_EXPORT int fn(FILE *fp, off_type off, int whence) {                                             \
-        STREAM_CALL(fn, (fp, off, whence), fp, r < 0, (void)0, seeked(fp, r < 0),                          \
-                    record_stream(&c, OP(opname), fp, off, -1, r, whence));                                \
+#define WRAP_FSEEK(fn, opname, off_type)                                          \
+    IOLOOM_EXPORT int fn(FILE *fp, off_type off, int whence) {                    \
+        STREAM_CALL(fn, (fp, off, whence), fp, r < 0, (void)0, seeked(fp, r < 0), \
+                    record_stream(&c, OP(opname), fp, off, -1, r, whence));       \
     }
 WRAP_FSEEK(fseek, FSEEK, long)
 WRAP_FSEEK(fseeko, FSEEKO, off_t)
 WRAP_FSEEK(fseeko64, FSEEKO64, off64_t)
 
-#define WRAP_FTELL(fn, opname)                                                                             \
-    IOLOOM_EXPORT __typeof__(fn(NULL)) fn(FILE *fp) {                                                      \
-        STREAM_CALL(fn, (fp), fp, r < 0, (void)0, position_known(fp, r),                                   \
-                    record_stream(&c, OP(opname), fp, r, -1, r, -1));                                      \
+#define WRAP_FTELL(fn, opname)                                           \
+    IOLOOM_EXPORT __typeof__(fn(NULL)) fn(FILE *fp) {                    \
+        STREAM_CALL(fn, (fp), fp, r < 0, (void)0, position_known(fp, r), \
+                    record_stream(&c, OP(opname), fp, r, -1, r, -1));    \
     }
 WRAP_FTELL(ftell, FTELL)
 WRAP_FTELL(ftello, FTELLO)
@@ -553,8 +558,10 @@ IOLOOM_EXPORT void rewind(FILE *fp) {
 static void around_flush(FILE *fp, int64_t *at, int after) {
     int locked = lock_stream(fp);
     struct stream_position *p = after ? position_of(fp) : followed(fp);
-    if (!after) *at = position_before(p, fp);
-    else position_after(p, fp, *at, 0);
+    if (!after)
+        *at = position_before(p, fp);
+    else
+        position_after(p, fp, *at, 0);
     unlock_stream(fp, locked);
 }
 
@@ -570,21 +577,19 @@ static int flush_followed(int (*next)(FILE *), FILE *fp) {
     return r;
 }
 
-#define WRAP_FFLUSH(fn, opname)                                                                            \
-    IOLOOM_EXPORT int fn(FILE *fp) {                                                                       \
-        struct ioloom_call c;                                                                              \
-        if (!ioloom_call_start(&c, S)) return IOLOOM_NEXT(fn)(fp);                                         \
-        int r = flush_followed(IOLOOM_NEXT(fn), fp);                                                       \
-        ioloom_call_returned(&c, r == EOF);                                                                \
-        record_stream(&c, OP(opname), fp, -1, -1, r, -1);                                                  \
-        return r;                                                                                          \
+#define WRAP_FFLUSH(fn, opname)                                    \
+    IOLOOM_EXPORT int fn(FILE *fp) {                               \
+        struct ioloom_call c;                                      \
+        if (!ioloom_call_start(&c, S)) return IOLOOM_NEXT(fn)(fp); \
+        int r = flush_followed(IOLOOM_NEXT(fn), fp);               \
+        ioloom_call_returned(&c, r == EOF);                        \
+        record_stream(&c, OP(opname), fp, -1, -1, r, -1);          \
+        return r;                                                  \
     }
 WRAP_FFLUSH(fflush, FFLUSH)
 WRAP_FFLUSH(fflush_unlocked, FFLUSH_UNLOCKED)
 
-#define WRAP_FILENO(fn, opname)                                                                            \
-    IOLOOM_EXPORT int fn(FILE *fp) {                                                                       \
-        TRACED(S, fn, (fp), r < 0, record_stream(&c, OP(opname), fp, -1, -1, r, -1));                      \
-    }
+#define WRAP_FILENO(fn, opname) \
+    IOLOOM_EXPORT int fn(FILE *fp) { TRACED(S, fn, (fp), r < 0, record_stream(&c, OP(opname), fp, -1, -1, r, -1)); }
 WRAP_FILENO(fileno, FILENO)
 WRAP_FILENO(fileno_unlocked, FILENO_UNLOCKED)

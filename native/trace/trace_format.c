@@ -45,7 +45,8 @@ static void build_crc_table(void) {
         crc_table[0][i] = c;
     }
     for (uint32_t i = 0; i < 256; i++)
-        for (int k = 1; k < 8; k++) crc_table[k][i] = (crc_table[k - 1][i] >> 8) ^ crc_table[0][crc_table[k - 1][i] & 0xFF];
+        for (int k = 1; k < 8; k++)
+            crc_table[k][i] = (crc_table[k - 1][i] >> 8) ^ crc_table[0][crc_table[k - 1][i] & 0xFF];
     __atomic_store_n(&crc_table_ready, 1, __ATOMIC_RELEASE);
 }
 
@@ -54,10 +55,11 @@ uint32_t ioloom_crc32(const uint8_t *data, size_t len) { return ioloom_crc32_upd
 uint32_t ioloom_crc32_update(uint32_t crc, const uint8_t *data, size_t len) {
     /* CRC-32 (IEEE, as zlib's crc32), eight bytes per step ("slicing-by-8"). */
     if (!__atomic_load_n(&crc_table_ready, __ATOMIC_ACQUIRE)) build_crc_table();
-    const uint32_t(*table)[256] = crc_table;
+    const uint32_t (*table)[256] = crc_table;
     crc = ~crc;
     for (; len >= 8; len -= 8, data += 8) {
-        uint32_t low = crc ^ ((uint32_t)data[0] | (uint32_t)data[1] << 8 | (uint32_t)data[2] << 16 | (uint32_t)data[3] << 24);
+        uint32_t low =
+            crc ^ ((uint32_t)data[0] | (uint32_t)data[1] << 8 | (uint32_t)data[2] << 16 | (uint32_t)data[3] << 24);
         uint32_t high = (uint32_t)data[4] | (uint32_t)data[5] << 8 | (uint32_t)data[6] << 16 | (uint32_t)data[7] << 24;
         crc = table[7][low & 0xFF] ^ table[6][low >> 8 & 0xFF] ^ table[5][low >> 16 & 0xFF] ^ table[4][low >> 24] ^
               table[3][high & 0xFF] ^ table[2][high >> 8 & 0xFF] ^ table[1][high >> 16 & 0xFF] ^ table[0][high >> 24];
@@ -72,12 +74,12 @@ void ioloom_seal_chunk(uint8_t *chunk, uint32_t type, uint32_t payload_len) {
 }
 
 uint32_t ioloom_chain_chunk(uint8_t *chunk, uint32_t previous) {
-    uint32_t payload_len = (uint32_t)chunk[4] | (uint32_t)chunk[5] << 8 | (uint32_t)chunk[6] << 16 |
-                           (uint32_t)chunk[7] << 24;
+    uint32_t payload_len =
+        (uint32_t)chunk[4] | (uint32_t)chunk[5] << 8 | (uint32_t)chunk[6] << 16 | (uint32_t)chunk[7] << 24;
     /* type and length under the checksum (a flipped type is damage, not another chunk), and the previous chunk's
      * checksum under it too (a chunk removed, repeated or moved breaks the chain at the next one) */
-    uint32_t crc = ioloom_crc32_update(ioloom_crc32_update(previous, chunk, 8), chunk + IOLOOM_CHUNK_HEADER_BYTES,
-                                       payload_len);
+    uint32_t crc =
+        ioloom_crc32_update(ioloom_crc32_update(previous, chunk, 8), chunk + IOLOOM_CHUNK_HEADER_BYTES, payload_len);
     put_u32(chunk + 8, crc);
     return crc;
 }
@@ -98,20 +100,20 @@ size_t ioloom_events_bound(size_t n) {
 }
 
 /* Every column: its stored (pre-zigzag) value for row 0 and for row i > 0 of rows ev[0..n). */
-#define EACH_COLUMN(X)                                                                                      \
-    X(IOLOOM_COL_GAP, ev[0].t_start - t_base, ev[i].t_start - ev[i - 1].t_end)                             \
-    X(IOLOOM_COL_DURATION, ev[0].t_end - ev[0].t_start, ev[i].t_end - ev[i].t_start)                       \
-    X(IOLOOM_COL_OP, ev[0].op, ev[i].op)                                                                    \
-    X(IOLOOM_COL_LAYER, ev[0].layer, ev[i].layer)                                                           \
-    X(IOLOOM_COL_FILE, ev[0].file_id, ev[i].file_id)                                                        \
-    X(IOLOOM_COL_HANDLE, ev[0].handle, ev[i].handle)                                                        \
-    X(IOLOOM_COL_OFFSET_DELTA, ev[0].offset, ev[i].offset - ev[i - 1].offset)                              \
-    X(IOLOOM_COL_REQ, ev[0].req_bytes, ev[i].req_bytes)                                                     \
-    X(IOLOOM_COL_RET_MINUS_REQ, ev[0].ret_bytes - ev[0].req_bytes, ev[i].ret_bytes - ev[i].req_bytes)       \
-    X(IOLOOM_COL_ERRNO, ev[0].err, ev[i].err)                                                               \
-    X(IOLOOM_COL_AUX, ev[0].aux, ev[i].aux)                                                                 \
-    X(IOLOOM_COL_CALL_ID, ev[0].call_id, ev[i].call_id)                                                     \
-    X(IOLOOM_COL_PARENT, ev[0].parent, ev[i].parent)                                                        \
+#define EACH_COLUMN(X)                                                                                \
+    X(IOLOOM_COL_GAP, ev[0].t_start - t_base, ev[i].t_start - ev[i - 1].t_end)                        \
+    X(IOLOOM_COL_DURATION, ev[0].t_end - ev[0].t_start, ev[i].t_end - ev[i].t_start)                  \
+    X(IOLOOM_COL_OP, ev[0].op, ev[i].op)                                                              \
+    X(IOLOOM_COL_LAYER, ev[0].layer, ev[i].layer)                                                     \
+    X(IOLOOM_COL_FILE, ev[0].file_id, ev[i].file_id)                                                  \
+    X(IOLOOM_COL_HANDLE, ev[0].handle, ev[i].handle)                                                  \
+    X(IOLOOM_COL_OFFSET_DELTA, ev[0].offset, ev[i].offset - ev[i - 1].offset)                         \
+    X(IOLOOM_COL_REQ, ev[0].req_bytes, ev[i].req_bytes)                                               \
+    X(IOLOOM_COL_RET_MINUS_REQ, ev[0].ret_bytes - ev[0].req_bytes, ev[i].ret_bytes - ev[i].req_bytes) \
+    X(IOLOOM_COL_ERRNO, ev[0].err, ev[i].err)                                                         \
+    X(IOLOOM_COL_AUX, ev[0].aux, ev[i].aux)                                                           \
+    X(IOLOOM_COL_CALL_ID, ev[0].call_id, ev[i].call_id)                                               \
+    X(IOLOOM_COL_PARENT, ev[0].parent, ev[i].parent)                                                  \
     X(IOLOOM_COL_COLL_SEQ, ev[0].coll_seq, ev[i].coll_seq)
 
 /* Two adjacent 64-bit fields of a row, in one vector register (the vector extension of GCC and Clang: SSE2 on
@@ -132,13 +134,13 @@ _Static_assert(offsetof(struct ioloom_raw_event, parent) == offsetof(struct iolo
 
 /* The columns of row i (> 0) as pairs, in the order of EACH_COLUMN's values: (gap, duration), (offset delta,
  * req), (ret - req, handle), (aux, coll_seq), (call_id, parent), and (file, errno), (op, layer) packed. */
-#define ROW_PAIRS(X, ev, i)                                                                                   \
-    X(0, (PAIR_AT(ev[i], t_start) - (pair_t){(int64_t)ev[i - 1].t_end, (int64_t)ev[i].t_start}))             \
-    X(1, (PAIR_AT(ev[i], offset) - (pair_t){ev[i - 1].offset, 0}))                                           \
-    X(2, (PAIR_AT(ev[i], ret_bytes) - (pair_t){ev[i].req_bytes, 0}))                                         \
-    X(3, PAIR_AT(ev[i], aux))                                                                                 \
-    X(4, PAIR_AT(ev[i], call_id))                                                                             \
-    X(5, ((pair_t){(int64_t)((uint64_t)(uint32_t)ev[i].file_id | (uint64_t)(uint32_t)ev[i].err << 32),       \
+#define ROW_PAIRS(X, ev, i)                                                                            \
+    X(0, (PAIR_AT(ev[i], t_start) - (pair_t){(int64_t)ev[i - 1].t_end, (int64_t)ev[i].t_start}))       \
+    X(1, (PAIR_AT(ev[i], offset) - (pair_t){ev[i - 1].offset, 0}))                                     \
+    X(2, (PAIR_AT(ev[i], ret_bytes) - (pair_t){ev[i].req_bytes, 0}))                                   \
+    X(3, PAIR_AT(ev[i], aux))                                                                          \
+    X(4, PAIR_AT(ev[i], call_id))                                                                      \
+    X(5, ((pair_t){(int64_t)((uint64_t)(uint32_t)ev[i].file_id | (uint64_t)(uint32_t)ev[i].err << 32), \
                    (int64_t)((uint64_t)ev[i].op | (uint64_t)ev[i].layer << 16)}))
 
 /* Row 0's value of every column into first[], and a bit for each column whose value is not the same in every
@@ -149,28 +151,29 @@ static uint32_t varying_columns(const struct ioloom_raw_event *ev, size_t n, uin
 #define FIRST(col, first_value, value) first[col] = (int64_t)(first_value);
     EACH_COLUMN(FIRST)
 #undef FIRST
-    const pair_t first_pairs[6] = {
-        {first[IOLOOM_COL_GAP], first[IOLOOM_COL_DURATION]},
-        {first[IOLOOM_COL_OFFSET_DELTA], first[IOLOOM_COL_REQ]},
-        {first[IOLOOM_COL_RET_MINUS_REQ], first[IOLOOM_COL_HANDLE]},
-        {first[IOLOOM_COL_AUX], first[IOLOOM_COL_COLL_SEQ]},
-        {first[IOLOOM_COL_CALL_ID], first[IOLOOM_COL_PARENT]},
-        {(int64_t)((uint64_t)(uint32_t)ev[0].file_id | (uint64_t)(uint32_t)ev[0].err << 32),
-         (int64_t)((uint64_t)ev[0].op | (uint64_t)ev[0].layer << 16)}};
+    const pair_t first_pairs[6] = {{first[IOLOOM_COL_GAP], first[IOLOOM_COL_DURATION]},
+                                   {first[IOLOOM_COL_OFFSET_DELTA], first[IOLOOM_COL_REQ]},
+                                   {first[IOLOOM_COL_RET_MINUS_REQ], first[IOLOOM_COL_HANDLE]},
+                                   {first[IOLOOM_COL_AUX], first[IOLOOM_COL_COLL_SEQ]},
+                                   {first[IOLOOM_COL_CALL_ID], first[IOLOOM_COL_PARENT]},
+                                   {(int64_t)((uint64_t)(uint32_t)ev[0].file_id | (uint64_t)(uint32_t)ev[0].err << 32),
+                                    (int64_t)((uint64_t)ev[0].op | (uint64_t)ev[0].layer << 16)}};
     pair_t differs[6] = {{0, 0}, {0, 0}, {0, 0}, {0, 0}, {0, 0}, {0, 0}};
 #define DIFFERS(k, pair) differs[k] |= (pair) ^ first_pairs[k];
     for (size_t i = 1; i < n; i++) {
         ROW_PAIRS(DIFFERS, ev, i)
     }
 #undef DIFFERS
-    const struct { int col, pair, half; uint64_t mask; } bits[IOLOOM_COLUMNS] = {
-        {IOLOOM_COL_GAP, 0, 0, ~0ull}, {IOLOOM_COL_DURATION, 0, 1, ~0ull},
-        {IOLOOM_COL_OFFSET_DELTA, 1, 0, ~0ull}, {IOLOOM_COL_REQ, 1, 1, ~0ull},
-        {IOLOOM_COL_RET_MINUS_REQ, 2, 0, ~0ull}, {IOLOOM_COL_HANDLE, 2, 1, ~0ull},
-        {IOLOOM_COL_AUX, 3, 0, ~0ull}, {IOLOOM_COL_COLL_SEQ, 3, 1, ~0ull},
-        {IOLOOM_COL_CALL_ID, 4, 0, ~0ull}, {IOLOOM_COL_PARENT, 4, 1, ~0ull},
-        {IOLOOM_COL_FILE, 5, 0, 0xffffffffull}, {IOLOOM_COL_ERRNO, 5, 0, 0xffffffffull << 32},
-        {IOLOOM_COL_OP, 5, 1, 0xffffull}, {IOLOOM_COL_LAYER, 5, 1, 0xffull << 16}};
+    const struct {
+        int col, pair, half;
+        uint64_t mask;
+    } bits[IOLOOM_COLUMNS] = {{IOLOOM_COL_GAP, 0, 0, ~0ull},           {IOLOOM_COL_DURATION, 0, 1, ~0ull},
+                              {IOLOOM_COL_OFFSET_DELTA, 1, 0, ~0ull},  {IOLOOM_COL_REQ, 1, 1, ~0ull},
+                              {IOLOOM_COL_RET_MINUS_REQ, 2, 0, ~0ull}, {IOLOOM_COL_HANDLE, 2, 1, ~0ull},
+                              {IOLOOM_COL_AUX, 3, 0, ~0ull},           {IOLOOM_COL_COLL_SEQ, 3, 1, ~0ull},
+                              {IOLOOM_COL_CALL_ID, 4, 0, ~0ull},       {IOLOOM_COL_PARENT, 4, 1, ~0ull},
+                              {IOLOOM_COL_FILE, 5, 0, 0xffffffffull},  {IOLOOM_COL_ERRNO, 5, 0, 0xffffffffull << 32},
+                              {IOLOOM_COL_OP, 5, 1, 0xffffull},        {IOLOOM_COL_LAYER, 5, 1, 0xffull << 16}};
     uint32_t varying = 0;
     for (int k = 0; k < IOLOOM_COLUMNS; k++)
         varying |= (uint32_t)(((uint64_t)differs[bits[k].pair][bits[k].half] & bits[k].mask) != 0) << bits[k].col;
@@ -184,22 +187,22 @@ static uint8_t *plain_body(int col, const struct ioloom_raw_event *ev, size_t n,
                            uint8_t *body, size_t *runs, size_t *run_values) {
     uint8_t *end = body;
     size_t count = 1, sizes = 0;
-#define WRITE(column, first_expr, expr)                            \
-    case column: {                                                 \
-        int64_t previous = v[0] = (int64_t)(first_expr);           \
-        end = put_varint(end, zigzag(previous));                   \
-        sizes = (size_t)(end - body);                              \
-        for (size_t i = 1; i < n; i++) {                           \
-            int64_t x = v[i] = (int64_t)(expr);                    \
-            uint8_t *at = end;                                     \
-            end = put_varint(end, zigzag(x));                      \
-            if (x != previous) {                                   \
-                count++;                                           \
-                sizes += (size_t)(end - at);                       \
-            }                                                      \
-            previous = x;                                          \
-        }                                                          \
-        break;                                                     \
+#define WRITE(column, first_expr, expr)                  \
+    case column: {                                       \
+        int64_t previous = v[0] = (int64_t)(first_expr); \
+        end = put_varint(end, zigzag(previous));         \
+        sizes = (size_t)(end - body);                    \
+        for (size_t i = 1; i < n; i++) {                 \
+            int64_t x = v[i] = (int64_t)(expr);          \
+            uint8_t *at = end;                           \
+            end = put_varint(end, zigzag(x));            \
+            if (x != previous) {                         \
+                count++;                                 \
+                sizes += (size_t)(end - at);             \
+            }                                            \
+            previous = x;                                \
+        }                                                \
+        break;                                           \
     }
     switch (col) { EACH_COLUMN(WRITE) }
 #undef WRITE
@@ -270,18 +273,18 @@ static uint8_t *put_varying_column(uint8_t *p, int col, const struct ioloom_raw_
 static size_t few_runs(int col, const struct ioloom_raw_event *ev, size_t n, uint64_t t_base, int64_t *v) {
     size_t few = n / 8, runs = 1;
     if (!few) return 0;
-#define RUNS(column, first_expr, expr)                   \
-    case column: {                                       \
-        int64_t previous = v[0] = (int64_t)(first_expr); \
-        v[few] = 0;                                      \
-        for (size_t i = 1; i < n; i++) {                 \
-            int64_t x = (int64_t)(expr);                 \
+#define RUNS(column, first_expr, expr)                        \
+    case column: {                                            \
+        int64_t previous = v[0] = (int64_t)(first_expr);      \
+        v[few] = 0;                                           \
+        for (size_t i = 1; i < n; i++) {                      \
+            int64_t x = (int64_t)(expr);                      \
             if (__builtin_expect(x == previous, 1)) continue; \
-            if (runs == few) return 0;                   \
-            v[runs] = previous = x;                      \
-            v[few + runs++] = (int64_t)i;                \
-        }                                                \
-        break;                                           \
+            if (runs == few) return 0;                        \
+            v[runs] = previous = x;                           \
+            v[few + runs++] = (int64_t)i;                     \
+        }                                                     \
+        break;                                                \
     }
     switch (col) { EACH_COLUMN(RUNS) }
 #undef RUNS
@@ -308,8 +311,7 @@ static uint8_t *put_column(uint8_t *p, int col, const struct ioloom_raw_event *e
     return p;
 }
 
-size_t ioloom_encode_events(uint8_t *out, int64_t *scratch, uint32_t tid, const struct ioloom_raw_event *ev,
-                            size_t n) {
+size_t ioloom_encode_events(uint8_t *out, int64_t *scratch, uint32_t tid, const struct ioloom_raw_event *ev, size_t n) {
     uint64_t t_base = ev[0].t_start;
     uint8_t *p = out + IOLOOM_CHUNK_HEADER_BYTES;
     p = put_varint(p, tid);

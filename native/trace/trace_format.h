@@ -19,9 +19,21 @@ enum ioloom_column_mode { IOLOOM_COL_CONST = 0, IOLOOM_COL_VARINT = 1, IOLOOM_CO
 
 /* The columns of an EVENTS chunk, in storage order; see docs/trace-format.md for each transform. */
 enum ioloom_column {
-    IOLOOM_COL_GAP, IOLOOM_COL_DURATION, IOLOOM_COL_OP, IOLOOM_COL_LAYER, IOLOOM_COL_FILE, IOLOOM_COL_HANDLE,
-    IOLOOM_COL_OFFSET_DELTA, IOLOOM_COL_REQ, IOLOOM_COL_RET_MINUS_REQ, IOLOOM_COL_ERRNO, IOLOOM_COL_AUX,
-    IOLOOM_COL_CALL_ID, IOLOOM_COL_PARENT, IOLOOM_COL_COLL_SEQ, IOLOOM_COLUMNS
+    IOLOOM_COL_GAP,
+    IOLOOM_COL_DURATION,
+    IOLOOM_COL_OP,
+    IOLOOM_COL_LAYER,
+    IOLOOM_COL_FILE,
+    IOLOOM_COL_HANDLE,
+    IOLOOM_COL_OFFSET_DELTA,
+    IOLOOM_COL_REQ,
+    IOLOOM_COL_RET_MINUS_REQ,
+    IOLOOM_COL_ERRNO,
+    IOLOOM_COL_AUX,
+    IOLOOM_COL_CALL_ID,
+    IOLOOM_COL_PARENT,
+    IOLOOM_COL_COLL_SEQ,
+    IOLOOM_COLUMNS
 };
 
 /* One event as the writer buffers it: the wrapper's fields plus what the writer adds (the cross-layer link).
@@ -44,9 +56,9 @@ uint32_t ioloom_crc32_update(uint32_t crc, const uint8_t *data, size_t len);
 size_t ioloom_events_bound(size_t n);
 
 /* Encodes a complete chunk of rows [0, n) of thread `tid` (header + payload, sealed: its checksum is chained when
- * it is written) into `out`, which must hold ioloom_events_bound(n) bytes; `scratch` must hold n int64 values. Returns the chunk's size. */
-size_t ioloom_encode_events(uint8_t *out, int64_t *scratch, uint32_t tid, const struct ioloom_raw_event *ev,
-                            size_t n);
+ * it is written) into `out`, which must hold ioloom_events_bound(n) bytes; `scratch` must hold n int64 values. Returns
+ * the chunk's size. */
+size_t ioloom_encode_events(uint8_t *out, int64_t *scratch, uint32_t tid, const struct ioloom_raw_event *ev, size_t n);
 
 /* Writes a chunk header's type and length for `payload_len` bytes of payload that already follow it in memory. */
 void ioloom_seal_chunk(uint8_t *chunk, uint32_t type, uint32_t payload_len);

@@ -53,8 +53,8 @@ static inline int32_t ioloom_fd_state(int fd) {
     return slot > 0 ? slot - 2 : slot;
 }
 void ioloom_fd_set(int fd, int32_t state);
-void ioloom_fd_copy(int from, int to);   /* a dup: same file, same open file description */
-void ioloom_fd_forget(int fd);            /* closed */
+void ioloom_fd_copy(int from, int to); /* a dup: same file, same open file description */
+void ioloom_fd_forget(int fd);         /* closed */
 /* Registers `path` (relative to dirfd, AT_FDCWD for the cwd) opened as fd (or -1); returns the state. */
 int32_t ioloom_path_state(int dirfd, const char *path, int fd);
 /* As ioloom_path_state for a descriptor a traced open just made with `flags`: it is mapped to the file and to a
@@ -100,10 +100,21 @@ static inline void ioloom_call_returned(struct ioloom_call *c, int failed) {
  * inside as parent; every other field unknown (-1) but the operation and the layer. */
 static inline struct ioloom_raw_event ioloom_call_row(const struct ioloom_call *c, enum ioloom_op op,
                                                       enum ioloom_layer layer) {
-    return (struct ioloom_raw_event){.t_start = c->t_start, .t_end = c->t_end, .offset = -1, .req_bytes = -1,
-                                     .ret_bytes = -1, .handle = -1, .aux = -1, .coll_seq = -1, .call_id = -1,
-                                     .parent = ioloom_link.current, .file_id = -1, .err = c->failed ? c->err : 0,
-                                     .op = (uint16_t)op, .layer = (uint8_t)layer, .ticks = (uint8_t)ioloom_tsc};
+    return (struct ioloom_raw_event){.t_start = c->t_start,
+                                     .t_end = c->t_end,
+                                     .offset = -1,
+                                     .req_bytes = -1,
+                                     .ret_bytes = -1,
+                                     .handle = -1,
+                                     .aux = -1,
+                                     .coll_seq = -1,
+                                     .call_id = -1,
+                                     .parent = ioloom_link.current,
+                                     .file_id = -1,
+                                     .err = c->failed ? c->err : 0,
+                                     .op = (uint16_t)op,
+                                     .layer = (uint8_t)layer,
+                                     .ticks = (uint8_t)ioloom_tsc};
 }
 
 /* Set at the final flush (library destructor): from then on every event is written at once. */
@@ -153,7 +164,8 @@ static inline void ioloom_append(const struct ioloom_raw_event *row) {
     ioloom_row_publish(n);
 }
 
-/* Records `row` (a state from ioloom_fd_state/ioloom_path_state in file_id) unless its file is excluded (then counts it), leaves the guard and sets errno back to what the real call left. */
+/* Records `row` (a state from ioloom_fd_state/ioloom_path_state in file_id) unless its file is excluded (then counts
+ * it), leaves the guard and sets errno back to what the real call left. */
 void ioloom_call_done(const struct ioloom_call *c, struct ioloom_raw_event *row);
 
 #endif

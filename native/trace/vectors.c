@@ -64,7 +64,8 @@ static void put_preamble(struct out *o, const char *name) {
     }
     put_chunk(o, IOLOOM_CHUNK_OPS, p);
     p = o->chunk + IOLOOM_CHUNK_HEADER_BYTES;
-    p = ioloom_put_cstr(ioloom_put_varint(ioloom_put_varint(ioloom_put_varint(p, 0), 65024), 123456), "/data/shared.dat");
+    p = ioloom_put_cstr(ioloom_put_varint(ioloom_put_varint(ioloom_put_varint(p, 0), 65024), 123456),
+                        "/data/shared.dat");
     p = ioloom_put_cstr(ioloom_put_varint(ioloom_put_varint(ioloom_put_varint(p, 1), 0), 0), "pipe:[77]");
     put_chunk(o, IOLOOM_CHUNK_FILES, p);
     fprintf(o->csv, "tid,t_start,t_end,op,layer,file_id,handle,offset,req_bytes,ret_bytes,errno,aux,call_id,parent,"
@@ -85,8 +86,16 @@ static void put_events(struct out *o, uint32_t tid, const struct ioloom_raw_even
 }
 
 static struct ioloom_raw_event blank(uint16_t op) {
-    return (struct ioloom_raw_event){.offset = -1, .req_bytes = -1, .ret_bytes = -1, .handle = -1, .aux = -1,
-                                     .coll_seq = -1, .call_id = -1, .parent = -1, .file_id = -1, .op = op,
+    return (struct ioloom_raw_event){.offset = -1,
+                                     .req_bytes = -1,
+                                     .ret_bytes = -1,
+                                     .handle = -1,
+                                     .aux = -1,
+                                     .coll_seq = -1,
+                                     .call_id = -1,
+                                     .parent = -1,
+                                     .file_id = -1,
+                                     .op = op,
                                      .layer = op_layers[op]};
 }
 
@@ -217,8 +226,8 @@ static void crafted(struct out *o) {
     o->chain = ioloom_chain_chunk(o->chunk, o->chain); /* a chunk removed: the next one is cut from the chain */
     damaged(o, "checksum");
     emit(o, o->chunk, encode_only(o, 11, ev, 20));
-    uint8_t *p = ioloom_put_varint(ioloom_put_varint(ioloom_put_varint(o->chunk + IOLOOM_CHUNK_HEADER_BYTES, 11),
-                                                     1u << 30), 6000000);
+    uint8_t *p = ioloom_put_varint(
+        ioloom_put_varint(ioloom_put_varint(o->chunk + IOLOOM_CHUNK_HEADER_BYTES, 11), 1u << 30), 6000000);
     for (int c = 0; c < IOLOOM_COLUMNS; c++) { /* 2^30 events, every column constant: a few bytes */
         *p++ = 0;
         *p++ = 1;

@@ -10,12 +10,12 @@
 
 #include "trace_internal.h"
 
-#define TRACED(layer, fn, args, failed_if, record)                   \
-    struct ioloom_call c;                                            \
-    if (!ioloom_call_start(&c, layer)) return IOLOOM_NEXT(fn) args;  \
-    __typeof__(IOLOOM_NEXT(fn) args) r = IOLOOM_NEXT(fn) args;       \
-    ioloom_call_returned(&c, failed_if);                             \
-    record;                                                          \
+#define TRACED(layer, fn, args, failed_if, record)                  \
+    struct ioloom_call c;                                           \
+    if (!ioloom_call_start(&c, layer)) return IOLOOM_NEXT(fn) args; \
+    __typeof__(IOLOOM_NEXT(fn) args) r = IOLOOM_NEXT(fn) args;      \
+    ioloom_call_returned(&c, failed_if);                            \
+    record;                                                         \
     return r
 
 /* The row of a call on a file (a state from ioloom_fd_state/ioloom_path_state) through `handle`. */

@@ -42,21 +42,21 @@
 #define DEFAULT_BUDGET (8u << 20)
 #define MIN_EVENTS_PER_THREAD 256u
 #define MAX_EVENTS_PER_THREAD 16384u
-#define THREADS_PROVIDED 256u   /* threads the budget keeps a minimal buffer for, whatever came before */
+#define THREADS_PROVIDED 256u /* threads the budget keeps a minimal buffer for, whatever came before */
 #define STREAM_NAME_MAX 4096
-#define RESERVE_BYTES 4096      /* allocated past the stream's end: room for the final accounting */
+#define RESERVE_BYTES 4096 /* allocated past the stream's end: room for the final accounting */
 #define ACCOUNTING_XATTR "user.ioloom.info"
 
 struct thread_buffer {
     struct ioloom_raw_event *events[2]; /* the second half only with the encoder thread */
-    uint32_t capacity;           /* events per half, a multiple of 64 */
-    uint32_t count[2];           /* per half; the active one written by the owner, read by final flushes */
-    uint32_t active;             /* the half the owner fills; changed only under flush_lock */
-    uint32_t sealed;             /* 1 + the full half waiting for the encoder thread, 0 when none */
+    uint32_t capacity;                  /* events per half, a multiple of 64 */
+    uint32_t count[2];                  /* per half; the active one written by the owner, read by final flushes */
+    uint32_t active;                    /* the half the owner fills; changed only under flush_lock */
+    uint32_t sealed;                    /* 1 + the full half waiting for the encoder thread, 0 when none */
     uint32_t tid;
     uint64_t last_flush_ns;
     uint64_t anchor_ticks, anchor_ns; /* the last converted event's end (0, 0: none yet), see ticks_to_ns */
-    pthread_mutex_t flush_lock;  /* taken only to flush, never per event */
+    pthread_mutex_t flush_lock;       /* taken only to flush, never per event */
     struct thread_buffer *next;
 };
 
@@ -80,32 +80,32 @@ volatile uint32_t ioloom_look_mask = 63; /* capacity is a multiple of 64 */
 
 static struct {
     int fd;
-    pthread_mutex_t lock;              /* serialises chunk writes and the shared encode area */
-    uint8_t *encoded;                  /* encode area: ioloom_events_bound(capacity) */
-    int64_t *scratch;                  /* one column of a chunk */
-    uint32_t capacity;                 /* the most events per thread buffer */
-    uint32_t halves;                   /* halves per thread buffer: 2 with the encoder thread, else 1 */
-    uint32_t buffers;                  /* thread buffers handed out */
-    size_t budget_left;                /* bytes of IOLOOM_TRACE_BUFFER not yet given to a thread */
+    pthread_mutex_t lock; /* serialises chunk writes and the shared encode area */
+    uint8_t *encoded;     /* encode area: ioloom_events_bound(capacity) */
+    int64_t *scratch;     /* one column of a chunk */
+    uint32_t capacity;    /* the most events per thread buffer */
+    uint32_t halves;      /* halves per thread buffer: 2 with the encoder thread, else 1 */
+    uint32_t buffers;     /* thread buffers handed out */
+    size_t budget_left;   /* bytes of IOLOOM_TRACE_BUFFER not yet given to a thread */
     uint64_t flush_interval_ns;
-    struct thread_buffer *threads;     /* every buffer handed out, for the final flush */
+    struct thread_buffer *threads; /* every buffer handed out, for the final flush */
     uint64_t dropped;
     uint64_t dropped_written;
     uint64_t events_written;
     uint64_t bytes_written;
-    int write_error;                   /* errno of the first chunk that could not be written, 0 none */
-    int cannot_preallocate;            /* the file system does not preallocate: no reserve */
-    uint64_t write_failed;             /* events lost because their chunk could not be written */
-    uint64_t reserved_end;             /* the stream's space is allocated up to this byte */
-    uint32_t chain;                    /* the checksum of the stream's last chunk (ioloom_chain_chunk) */
-    uint8_t closing[64];               /* the clean_exit chunk once written: stated again after any later chunk, */
-    size_t closing_len;                /* so that a stream that exited cleanly ends with it (0: not yet) */
+    int write_error;        /* errno of the first chunk that could not be written, 0 none */
+    int cannot_preallocate; /* the file system does not preallocate: no reserve */
+    uint64_t write_failed;  /* events lost because their chunk could not be written */
+    uint64_t reserved_end;  /* the stream's space is allocated up to this byte */
+    uint32_t chain;         /* the checksum of the stream's last chunk (ioloom_chain_chunk) */
+    uint8_t closing[64];    /* the clean_exit chunk once written: stated again after any later chunk, */
+    size_t closing_len;     /* so that a stream that exited cleanly ends with it (0: not yet) */
     char path[STREAM_NAME_MAX];
 } w = {.fd = -1, .lock = PTHREAD_MUTEX_INITIALIZER};
 
 static IOLOOM_TLS struct thread_buffer *my_buffer;
-static IOLOOM_TLS int my_buffer_refused;     /* the budget was spent when this thread first recorded: it records
-                                              * into the shared buffer */
+static IOLOOM_TLS int my_buffer_refused; /* the budget was spent when this thread first recorded: it records
+                                          * into the shared buffer */
 static IOLOOM_TLS uint32_t my_tid;
 IOLOOM_TLS struct ioloom_cursor ioloom_cursor;
 static pthread_key_t thread_exit_key;
@@ -188,8 +188,7 @@ static int append_locked(uint8_t *chunk, size_t len, int accounting) {
     if (fd < 0) return -1;
     uint8_t header[IOLOOM_HEADER_BYTES];
     size_t header_len = end ? 0 : sizeof header;
-    if (reserve_room(fd, end, header_len + len) && !(accounting && end + header_len + len <= w.reserved_end))
-        return -1;
+    if (reserve_room(fd, end, header_len + len) && !(accounting && end + header_len + len <= w.reserved_end)) return -1;
     if (header_len) ioloom_file_header(header);
     uint32_t crc = ioloom_chain_chunk(chunk, end ? w.chain : 0);
     if ((header_len && write_fully(fd, header, header_len)) || write_fully(fd, chunk, len)) {
@@ -205,7 +204,7 @@ static int append_locked(uint8_t *chunk, size_t len, int accounting) {
 
 /* The keys of the final accounting: written even when the disk is full (from the reserve, or into the stream
  * file's extended attribute), with their latest values. */
-static const char *const accounting_keys[] = {"pid", "dropped_events", "write_error", "write_failed_events",
+static const char *const accounting_keys[] = {"pid",        "dropped_events", "write_error", "write_failed_events",
                                               "clean_exit", "ended_by_exec"};
 #define ACCOUNTING_KEYS (sizeof accounting_keys / sizeof *accounting_keys)
 static char accounting_values[ACCOUNTING_KEYS][24];
@@ -257,7 +256,8 @@ static void write_info_chunk(const char *key, const char *value, int accounting)
     size_t klen = strlen(key), vlen = strlen(value);
     uint8_t stack[512];
     uint8_t *chunk = IOLOOM_CHUNK_HEADER_BYTES + klen + vlen + 2 <= sizeof stack
-                         ? stack : malloc(IOLOOM_CHUNK_HEADER_BYTES + klen + vlen + 2);
+                         ? stack
+                         : malloc(IOLOOM_CHUNK_HEADER_BYTES + klen + vlen + 2);
     if (!chunk) return;
     uint8_t *p = ioloom_put_cstr(ioloom_put_cstr(chunk + IOLOOM_CHUNK_HEADER_BYTES, key), value);
     ioloom_seal_chunk(chunk, IOLOOM_CHUNK_INFO, (uint32_t)(p - chunk - IOLOOM_CHUNK_HEADER_BYTES));
@@ -372,7 +372,10 @@ static void ticks_to_ns(struct thread_buffer *b, struct ioloom_raw_event *ev, ui
 /* ---- the operation table: each name is written once per stream, just before the first chunk using it, so a
  * short process does not carry the names of the hundreds of calls it never made ---- */
 
-static const struct { const char *name; uint8_t layer; } op_table[] = {
+static const struct {
+    const char *name;
+    uint8_t layer;
+} op_table[] = {
 #define OP_PROCESS(suffix, name, class) {name, IOLOOM_PROCESS},
 #define OP_POSIX(suffix, name, class) {name, IOLOOM_POSIX},
 #define OP_STDIO(suffix, name, class) {name, IOLOOM_STDIO},
@@ -393,7 +396,7 @@ static int write_new_ops_locked(const struct ioloom_raw_event *ev, uint32_t n) {
     for (uint32_t i = 0; i < n; i++) {
         uint16_t op = ev[i].op;
         if ((i && op == ev[i - 1].op) || op >= IOLOOM_OP_COUNT || op_written[op]) continue; /* runs: one look */
-        op_written[op] = 2; /* in this chunk */
+        op_written[op] = 2;                                                                 /* in this chunk */
         p = ioloom_put_varint(p, op);
         *p++ = op_table[op].layer;
         size_t len = strnlen(op_table[op].name, 63);
@@ -579,11 +582,14 @@ static uint32_t take_capacity(void) {
     size_t kept = w.buffers + 1 < THREADS_PROVIDED ? (THREADS_PROVIDED - w.buffers - 1) * minimal : 0;
     size_t spare = w.budget_left > kept + BUFFER_HEADER_BYTES ? w.budget_left - kept - BUFFER_HEADER_BYTES : 0;
     uint64_t events = spare / per_event;
-    uint32_t capacity = events > w.capacity ? w.capacity : events < MIN_EVENTS_PER_THREAD ? MIN_EVENTS_PER_THREAD
-                                                                                        : (uint32_t)events & ~63u;
+    uint32_t capacity = events > w.capacity              ? w.capacity
+                        : events < MIN_EVENTS_PER_THREAD ? MIN_EVENTS_PER_THREAD
+                                                         : (uint32_t)events & ~63u;
     size_t bytes = BUFFER_HEADER_BYTES + capacity * per_event;
-    if (w.budget_left < bytes && w.buffers) capacity = 0;
-    else w.budget_left = w.budget_left > bytes ? w.budget_left - bytes : 0;
+    if (w.budget_left < bytes && w.buffers)
+        capacity = 0;
+    else
+        w.budget_left = w.budget_left > bytes ? w.budget_left - bytes : 0;
     w.buffers += capacity != 0;
     pthread_mutex_unlock(&w.lock);
     assert(capacity % 64 == 0); /* the recording path looks at a buffer only every 64 rows: a full one among them */
@@ -601,7 +607,8 @@ static struct thread_buffer *new_thread_buffer(void) {
         }
         b->tid = my_tid;
         b->next = __atomic_load_n(&w.threads, __ATOMIC_ACQUIRE);
-        while (!__atomic_compare_exchange_n(&w.threads, &b->next, b, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {}
+        while (!__atomic_compare_exchange_n(&w.threads, &b->next, b, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        }
     }
     b->last_flush_ns = ioloom_now_ns();
     pthread_setspecific(thread_exit_key, b);
@@ -736,15 +743,14 @@ IOLOOM_EXPORT void ioloom_append_row(const struct ioloom_raw_event *row) {
 
 IOLOOM_EXPORT void ioloom_record(const struct ioloom_event *ev) {
     if (IOLOOM_UNLIKELY(!ioloom_tracing)) return;
-    struct ioloom_raw_event row = {ev->t_start, ev->t_end, ev->offset, ev->req_bytes, ev->ret_bytes, ev->handle,
-                                   ev->aux, ev->coll_seq, -1, ioloom_link.current, ev->file_id, ev->err, ev->op,
-                                   ev->layer, 0};
+    struct ioloom_raw_event row = {
+        ev->t_start, ev->t_end,           ev->offset,  ev->req_bytes, ev->ret_bytes, ev->handle, ev->aux, ev->coll_seq,
+        -1,          ioloom_link.current, ev->file_id, ev->err,       ev->op,        ev->layer,  0};
     ioloom_append(&row);
 }
 
 void ioloom_flush_all(void) {
-    for (struct thread_buffer *b = __atomic_load_n(&w.threads, __ATOMIC_ACQUIRE); b; b = b->next)
-        flush_buffer(b);
+    for (struct thread_buffer *b = __atomic_load_n(&w.threads, __ATOMIC_ACQUIRE); b; b = b->next) flush_buffer(b);
     flush_shared();
     ioloom_files_flush();
     ioloom_files_write_excluded();
@@ -813,8 +819,9 @@ static int allocate_writer(void) {
     uint64_t per_event = 2 * sizeof(struct ioloom_raw_event) * 8 + 10 * IOLOOM_COLUMNS + sizeof(int64_t);
     uint64_t capacity = budget / per_event;
     /* a multiple of 64: the recording path looks at the buffer's state every 64 events only */
-    w.capacity = capacity < MIN_EVENTS_PER_THREAD ? MIN_EVENTS_PER_THREAD
-                 : capacity > MAX_EVENTS_PER_THREAD ? MAX_EVENTS_PER_THREAD : (uint32_t)capacity & ~63u;
+    w.capacity = capacity < MIN_EVENTS_PER_THREAD   ? MIN_EVENTS_PER_THREAD
+                 : capacity > MAX_EVENTS_PER_THREAD ? MAX_EVENTS_PER_THREAD
+                                                    : (uint32_t)capacity & ~63u;
     size_t encode = ioloom_events_bound(w.capacity);
     w.encoded = malloc(encode);
     w.scratch = malloc(w.capacity * sizeof(int64_t));
