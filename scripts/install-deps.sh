@@ -13,7 +13,7 @@ packages=(
   chromium                                                 # renders the HTML report in tests
   valgrind                                                 # ioloom bench overhead --instructions (callgrind)
   libsimgrid-dev                                           # ioloom sim's engine (SimGrid's S4U, C++)
-  libyaml-dev libxml2-dev                                  # libioloom-async's configurations (YAML, XML)
+  libyaml-dev libxml2-dev libzstd-dev                      # libioloom-async: configurations (YAML, XML), zstd
   lammps                                                   # a real application for ioloom bench predict (Open MPI)
 )
 

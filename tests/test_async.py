@@ -65,6 +65,16 @@ def test_arrow_table_of_a_variable(mpi, tmp_path):
         assert np.array_equal(np.array(row["values"]).reshape(4, 4, 2), out.read("v", row["iteration"], row["block"]))
 
 
+@pytest.mark.parametrize("mode", ["synchronous", "dedicated-cores"])
+def test_zstd_compressed_output_reads_back(mpi, tmp_path, mode):
+    setup = Setup(tmp_path / "out", mode=mode, dims=(16, 16, 8), compression="zstd")
+    run = run_kernel(mpi.impl, 3, setup.write(tmp_path / "c.yaml"), setup, 4, 0.0)
+    assert run.returncode == 0, run.stderr
+    out = check_output(tmp_path / "out", setup, 2 if mode == "dedicated-cores" else 3, 4)
+    counters = out.counters()
+    assert out.compression == "zstd" and counters["written_bytes"] < counters["bytes"] / 4  # the fill repeats
+
+
 def test_zero_copy_dedicated(mpi, tmp_path):
     setup = Setup(tmp_path / "out", mode="dedicated-cores", dims=(8, 8, 8), buffer=1 << 20)
     run = run_kernel(mpi.impl, 3, setup.write(tmp_path / "c.yaml"), setup, 20, 0.0, zero_copy=True)

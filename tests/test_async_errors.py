@@ -39,6 +39,8 @@ MISTAKES = {
     "bad mode": (lambda t: good(t).replace("dedicated-cores", "dedicated"), "mode must be one of"),
     "buffer smaller than a block": (lambda t: good(t, dims=(64, 64, 64)), "less than the largest block"),
     "not YAML": (lambda t: "name: [x\n", "not valid YAML"),
+    "unknown compression": (lambda t: good(t).replace("  directory:", "  compression: gzip\n  directory:"),
+                            "writer: compression must be zstd or none"),
     "fsync not a boolean": (lambda t: good(t).replace("  directory:", "  fsync: maybe\n  directory:"),
                             "writer: fsync must be true or false, got 'maybe'"),
 }

@@ -49,6 +49,7 @@ struct async_config {
     char directory[1024]; /* the writer's output directory */
     size_t bandwidth;     /* bytes per second each writer may write, 0: no limit (spreads out a node's writes) */
     int fsync;            /* make each iteration durable (fdatasync) when its end reaches the writer */
+    int compression;      /* 1: blocks are stored compressed with zstd (the index holds the stored size) */
     int nlayouts, nvariables, nevents, nplugins;
     struct async_layout *layouts;
     struct async_variable *variables;
@@ -136,6 +137,9 @@ struct async_writer {
     int id, data_fd, index_fd;
     uint64_t offset, records; /* bytes in the data file, records in the index file */
     uint64_t synced;          /* records made durable */
+    void *zstd;               /* a compression context (writer.compression: zstd), NULL without */
+    void *packed;             /* the compressed block, packed_size bytes */
+    size_t packed_size;
 };
 int async_writer_open(struct async_writer *w, const struct async_config *cfg, int id, char msg[ASYNC_MSG_MAX]);
 /* Appends one block; on failure reports the lost block on stderr, counts it and leaves earlier ones intact. */

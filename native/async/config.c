@@ -227,7 +227,7 @@ static int plugins(struct reader *r, struct async_config *cfg, yaml_node_t *s) {
 }
 
 static int writer(struct reader *r, struct async_config *cfg, yaml_node_t *m) {
-    static const char *const keys[] = {"directory", "bandwidth", "fsync", NULL};
+    static const char *const keys[] = {"directory", "bandwidth", "fsync", "compression", NULL};
     yaml_node_t *d;
     if (!m) return fail(r, m, "writer: give the output directory (writer: {directory: out})");
     if (is_mapping(r, m, "writer") || known_keys(r, m, "writer", keys)) return -1;
@@ -235,6 +235,9 @@ static int writer(struct reader *r, struct async_config *cfg, yaml_node_t *m) {
         return fail(r, d ? d : m, "writer: directory must be a path");
     strcpy(cfg->directory, scalar(d));
     if ((d = lookup(r, m, "fsync")) && boolean(r, d, "writer: fsync", &cfg->fsync)) return -1;
+    if ((d = lookup(r, m, "compression")) && (!scalar(d) || (strcmp(scalar(d), "zstd") && strcmp(scalar(d), "none"))))
+        return fail(r, d, "writer: compression must be zstd or none");
+    cfg->compression = d && strcmp(scalar(d), "zstd") == 0;
     return (d = lookup(r, m, "bandwidth")) ? size_value(r, d, "writer: bandwidth (bytes per second)", &cfg->bandwidth)
                                            : 0;
 }

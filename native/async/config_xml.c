@@ -4,7 +4,7 @@
  *     <architecture> <dedicated cores=K/> <buffer size=BYTES/> <queue size=MESSAGES/> </architecture>
  *     <data> <layout name type dimensions="64,16,2"/> <variable name layout/> <group name=G> variables </group>
  *     <actions> <event name action=FUNCTION using=LIBRARY.so/> </actions>
- *     <ioloom mode policy directory bandwidth fsync/>    optional, ours: what Damaris's XML does not say
+ *     <ioloom mode policy directory bandwidth fsync compression/>   optional, ours: what Damaris's XML lacks
  * cores=0 (or no <dedicated>) is the synchronous mode (Damaris's time partitioning); a variable of group G is
  * named G/name; Damaris's types real, double, integer, ... map to float32, float64, int32, ...; an event with
  * action and using runs that function (a plugin). Dedicated nodes and dimension expressions are refused. */
@@ -189,6 +189,7 @@ static int ours(struct xreader *r, struct async_config *c, xmlNode *n) {
     c->policy = policy < 0 ? c->policy : (enum async_policy)policy;
     c->bandwidth = attr(n, "bandwidth") ? strtoul(attr(n, "bandwidth"), NULL, 10) : 0;
     c->fsync = attr(n, "fsync") && strcmp(attr(n, "fsync"), "true") == 0;
+    c->compression = attr(n, "compression") && strcmp(attr(n, "compression"), "zstd") == 0;
     return attr(n, "directory") ? copy(r, n, "directory", c->directory, sizeof c->directory) : 0;
 }
 

@@ -73,9 +73,9 @@ static int write_json(const double *all, int size, int nclients) {
     fprintf(f,
             "{\n  \"format\": \"ioloom-async\",\n  \"version\": 1,\n  \"name\": \"%s\",\n  \"mode\": \"%s\",\n"
             "  \"policy\": \"%s\",\n  \"dedicated_cores\": %d,\n  \"buffer\": %zu,\n  \"queue\": %d,\n"
-            "  \"blocks\": %d,\n",
+            "  \"blocks\": %d,\n  \"compression\": \"%s\",\n",
             c->name, mode_name(c->mode), policy_name(c->policy), c->mode == MODE_DEDICATED ? c->dedicated_cores : 0,
-            c->buffer, c->queue, nclients);
+            c->buffer, c->queue, nclients, c->compression ? "zstd" : "none");
     write_layouts(f, c);
     write_ranks(f, all, size);
     int bad = ferror(f) | fclose(f);

@@ -4,9 +4,11 @@
  * disk) loses that block, is reported with its variable and iteration, and leaves earlier blocks intact. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <zstd.h>
 #include <unistd.h>
 #include "async_internal.h"
 
@@ -21,6 +23,8 @@ static int open_file(const struct async_config *cfg, int id, const char *suffix,
 int async_writer_open(struct async_writer *w, const struct async_config *cfg, int id, char msg[ASYNC_MSG_MAX]) {
     w->id = id;
     w->offset = w->records = w->synced = 0;
+    w->packed = NULL, w->packed_size = 0;
+    w->zstd = cfg->compression ? ZSTD_createCCtx() : NULL;
     if (mkdir(cfg->directory, 0755) != 0 && errno != EEXIST) {
         snprintf(msg, ASYNC_MSG_MAX, "%.400s: cannot create the output directory: %s", cfg->directory, strerror(errno));
         return -1;
@@ -51,11 +55,27 @@ static void throttle(const struct async_config *cfg, double start, size_t nbytes
     }
 }
 
+/* The block as it is stored: itself, or compressed into the writer's buffer; NULL when compression failed. */
+static const void *stored(struct async_writer *w, const void *data, size_t *nbytes) {
+    if (!w->zstd) return data;
+    size_t bound = ZSTD_compressBound(*nbytes), n;
+    if (bound > w->packed_size) {
+        free(w->packed);
+        w->packed = malloc(bound);
+        w->packed_size = w->packed ? bound : 0;
+    }
+    n = w->packed ? ZSTD_compressCCtx(w->zstd, w->packed, bound, data, *nbytes, 1) : 0;
+    if (!w->packed || ZSTD_isError(n)) return errno = ENOMEM, NULL;
+    *nbytes = n;
+    return w->packed;
+}
+
 void async_writer_put(struct async_writer *w, const struct async_config *cfg, struct async_stats *st, int variable,
                       int block, int64_t iteration, const void *data, size_t nbytes) {
-    struct async_index_record rec = {variable, block, iteration, w->offset, nbytes};
     double start = async_now();
-    if (write_all(w->data_fd, data, nbytes, (off_t)w->offset) ||
+    data = stored(w, data, &nbytes);
+    struct async_index_record rec = {variable, block, iteration, w->offset, nbytes};
+    if (!data || write_all(w->data_fd, data, nbytes, (off_t)w->offset) ||
         write_all(w->index_fd, &rec, sizeof rec, (off_t)(w->records * sizeof rec))) {
         int error = errno;
         /* Give back what a partial write took, so that the index and later (smaller) writes may still fit. */
@@ -93,4 +113,7 @@ void async_writer_close(struct async_writer *w) {
     if (w->data_fd >= 0) close(w->data_fd);
     if (w->index_fd >= 0) close(w->index_fd);
     w->data_fd = w->index_fd = -1;
+    ZSTD_freeCCtx(w->zstd);
+    free(w->packed);
+    w->zstd = w->packed = NULL;
 }

@@ -28,6 +28,7 @@ class Setup:
     dedicated_cores: int = 1
     bandwidth: int = 0
     fsync: bool = False
+    compression: str = "none"
     events: tuple[str, ...] = ("checkpoint",)
     name: str = "cm1"
 
@@ -38,6 +39,7 @@ class Setup:
                  "writer:", f"  directory: {self.directory}"]
         lines += [f"  bandwidth: {self.bandwidth}"] if self.bandwidth else []
         lines += ["  fsync: true"] if self.fsync else []
+        lines += [f"  compression: {self.compression}"] if self.compression != "none" else []
         lines += ["layouts:", f"  grid: {{type: float64, dimensions: [{dims}]}}", "variables:"]
         lines += [f"  {v}: {{layout: grid}}" for v in self.variables]
         lines += [f"events: [{', '.join(self.events)}]"] if self.events else []

@@ -77,6 +77,7 @@ class Output:
         self.variables = {name: Variable(name, v["id"], np.dtype(v["type"]), tuple(v["dimensions"]))
                           for name, v in meta["variables"].items()}
         self.ranks = meta["ranks"]
+        self.compression = meta.get("compression", "none")
         self._by_id = {v.id: v for v in self.variables.values()}
         self._data: dict[int, np.memmap] = {}
         self._blocks: dict[tuple[int, int, int], tuple[int, int, int]] = {}
@@ -97,7 +98,8 @@ class Output:
                 self._events.append((self.events_declared[-1 - variable], iteration, block))
                 continue
             var = self._by_id.get(variable)
-            if var is None or nbytes != var.nbytes or offset + nbytes > data_size:
+            stored_ok = nbytes == var.nbytes if var and self.compression == "none" else nbytes > 0
+            if var is None or not stored_ok or offset + nbytes > data_size:
                 raise AsyncOutputError(f"{self._file(writer, 'index')}: a record (variable {variable}, iteration "
                                        f"{iteration}, block {block}) does not match the data file or the layouts; "
                                        "the output is damaged")
@@ -119,7 +121,8 @@ class Output:
         return sorted(b for v, it, b in self._blocks if v == vid and it == iteration)
 
     def read(self, variable: str, iteration: int, block: int) -> np.ndarray:
-        """One block as a read-only array viewing the data file (shape and dtype from its layout)."""
+        """One block as a read-only array viewing the data file (shape and dtype from its layout); of a compressed
+        output, the block decompressed (pyarrow's zstd codec)."""
         var = self._variable(variable)
         where = self._blocks.get((var.id, int(iteration), int(block)))
         if where is None:
@@ -127,7 +130,15 @@ class Output:
         writer, offset, nbytes = where
         if writer not in self._data:
             self._data[writer] = np.memmap(self._file(writer, "data"), dtype=np.uint8, mode="r")
-        return self._data[writer][offset:offset + nbytes].view(var.dtype).reshape(var.shape)
+        raw = self._data[writer][offset:offset + nbytes]
+        if self.compression == "zstd":
+            import pyarrow as pa
+            try:
+                raw = np.frombuffer(pa.Codec("zstd").decompress(raw, decompressed_size=var.nbytes), np.uint8)
+            except (OSError, ValueError) as err:
+                raise AsyncOutputError(f"{self._file(writer, 'data')}: block {block} of {variable!r} at iteration "
+                                       f"{iteration} does not decompress ({err}); the output is damaged") from None
+        return raw.view(var.dtype).reshape(var.shape)
 
     def table(self, variable: str):
         """Every block of a variable as a pyarrow Table (iteration, block, values): one row per block, its values a
