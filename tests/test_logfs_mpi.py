@@ -79,3 +79,28 @@ def test_collective_writes_go_to_each_ranks_own_log(mpi, tmp_path, component):
             starts = [int(e["offset"]) + i * int(e["stride"]) for i in range(int(e["count"]))]
             assert all(s // block % ranks == rank and s % block + int(e["length"]) <= block for s in starts), \
                 (j.group, e)
+
+
+LOCKTEST = r"""
+import fcntl, os, sys, struct
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o644)     # as OMPIO probes locks at every MPI_File_open
+fcntl.fcntl(fd, fcntl.F_SETLK, struct.pack("hhqqi", fcntl.F_WRLCK, 0, 0, 1, 0))
+os.write(fd, b"probe")
+os.close(fd)
+"""
+
+
+def test_ompio_lock_probe_stays_a_plain_file(tmp_path):
+    """OMPIO's NAME.locktest.RANK probe under a mount is a plain file, as in a plain directory (the oracle): today's
+    main made each one a container, created and removed at every MPI_File_open (most of a 4 MiB read's time)."""
+    import os
+    import subprocess
+    import sys
+    mount, plain = tmp_path / "mnt", tmp_path / "plain"
+    mount.mkdir()
+    plain.mkdir()
+    subprocess.run([sys.executable, "-c", LOCKTEST, plain / "f.locktest.0"], check=True)
+    subprocess.run([sys.executable, "-c", LOCKTEST, mount / "f.locktest.0"], check=True,
+                   env={**os.environ, **preload.env({mount: []})})
+    assert (mount / "f.locktest.0").is_file() and not (mount / "f.locktest.0").is_dir()
+    assert (mount / "f.locktest.0").read_bytes() == (plain / "f.locktest.0").read_bytes()

@@ -2,10 +2,11 @@
  *
  *   IOLOOM_LOGFS_ROOTS=MOUNT[=EXTRA[,EXTRA...]][:MOUNT...]
  *
- * A MOUNT is a real directory: files created under it become containers in place, directories and plain files
- * already there stay what they are. EXTRAs are more backend directories (other file systems) over which the
- * containers' logs are spread: the container MOUNT/a/b has its extra directories EXTRA/a/b.lf<id> (its metadata
- * records EXTRA and a/b, so the tools can check them). A path
+ * A MOUNT is a real directory: files created under it become containers in place (but runtime probes: see
+ * runtime_probe), directories and plain files already there stay what they are. EXTRAs are more backend directories
+ * (other file systems) over which the containers' logs are spread: the container MOUNT/a/b keeps its files there in
+ * EXTRA/lf-spread/<bucket> (or its own EXTRA/a/b.lf<id>; its metadata records EXTRA and a/b, so the tools can check
+ * them). A path
  * outside every mount costs one compare per mount (and for relative paths a getcwd) before it passes through. */
 #include <errno.h>
 #include <fcntl.h>
@@ -112,6 +113,14 @@ int lf_paths_active(void) {
     return nmounts > 0;
 }
 
+/* A file a runtime creates beside the program's to probe the file system, never data: Open MPI's OMPIO tests fcntl
+ * locks on NAME.locktest.RANK at every MPI_File_open. Made a container, each open would create and remove one (most
+ * of the open's time through the layer, docs/logfs-format.md); it stays a plain file of the mount's directory. */
+static int runtime_probe(const char *path) {
+    const char *base = strrchr(path, '/');
+    return strstr(base ? base + 1 : path, ".locktest.") != NULL;
+}
+
 int lf_resolve(int dirfd, const char *path, struct lf_place *place) {
     if (!path) return 0;
     int prefixed = !strncmp(path, LF_PREFIX, sizeof LF_PREFIX - 1);
@@ -120,7 +129,7 @@ int lf_resolve(int dirfd, const char *path, struct lf_place *place) {
     int saved = errno;
     int ok = absolute(prefixed ? AT_FDCWD : dirfd, rest, place->dir) == 0;
     errno = saved;
-    if (!ok) return 0;
+    if (!ok || (!prefixed && runtime_probe(place->dir))) return 0; /* a logfs: path is always logfs's */
     place->backends = place->pack_backends = (struct lf_backends){place->roots, 0, NULL};
     place->pack = 0;
     for (int i = 0; i < nmounts; i++) {
