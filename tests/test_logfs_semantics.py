@@ -150,3 +150,25 @@ def test_access_follows_the_logical_mode(tmp_path):
     _, _, plain_out, layer_out = under_layer_and_plain(tmp_path, ACCESS)
     assert layer_out == plain_out
     assert "644 r1 w1 x0" in layer_out and "755 r1 w1 x1" in layer_out
+
+
+CREATE_IN_MISSING_DIR = r"""
+import os, sys
+try:
+    os.close(os.open(sys.argv[1] + "/missing/f", os.O_WRONLY | os.O_CREAT, 0o644))
+    print("created")
+except OSError as err:
+    print("errno", err.errno)
+"""
+
+
+def test_a_create_in_a_missing_directory_fails_as_on_a_plain_directory(tmp_path):
+    """open(O_CREAT) of mnt/missing/f fails with ENOENT and makes nothing, as in a plain directory (the oracle);
+    today's main made the directory `missing` and the container."""
+    mount, plain = tmp_path / "mnt", tmp_path / "plain"
+    mount.mkdir()
+    plain.mkdir()
+    expected = subprocess.run(["python3", "-c", CREATE_IN_MISSING_DIR, plain], capture_output=True, text=True)
+    got = subprocess.run(["python3", "-c", CREATE_IN_MISSING_DIR, mount], capture_output=True, text=True,
+                         env={**os.environ, **preload.env({mount: []})})
+    assert got.stdout == expected.stdout == "errno 2\n" and not os.listdir(mount)

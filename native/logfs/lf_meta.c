@@ -298,7 +298,8 @@ int lf_meta_create(const char *dir, mode_t mode, const struct lf_backends *backe
         (int)sizeof tmp)
         return errno = ENAMETOOLONG, -1;
     struct stat st;
-    if (lf_mkdirs(tmp, 0755) || IOLOOM_NEXT(stat)(tmp, &st)) return -1;
+    /* In the file's directory, which must exist, as for open(O_CREAT) of a plain file (ENOENT otherwise). */
+    if (IOLOOM_NEXT(mkdir)(tmp, 0755) || IOLOOM_NEXT(stat)(tmp, &st)) return -1;
     snprintf(m.backend[m.nbackends++], PATH_MAX, "%s", dir);
     /* The id (inode and time) is unique to this container, so a container created later under the same name, or
      * renamed, never shares its extra backend directories. */
