@@ -139,6 +139,8 @@ def striping(targets: int = typer.Option(..., min=1, help="Storage targets, D_to
     """Stripe count and size, ROMIO hints, whether a log layer helps, and Wan's chunk plan, each with why."""
     from ioloom import models
     try:
+        if sim_platform is not None and not simulate:
+            raise ValueError("--platform is the simulated machine of --simulate: give both, or neither")
         if trace is not None:
             pattern = _trace_pattern(trace)
         else:

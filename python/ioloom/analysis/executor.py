@@ -177,15 +177,21 @@ def _local(streams, options: Options, share: float, workers: int, progress: Call
     return [results[i] for i in range(len(streams))]
 
 
-def _dask(streams, options: Options, share: float, address: str) -> list[Partial]:
+def connect(address: str):
+    """A Dask client of the scheduler at `address` (--scheduler); an address that cannot be reached, or is not
+    an address, is the user's error, told in one line."""
     from distributed import Client  # imported here: Dask is only needed with --scheduler
 
     try:
-        client = Client(address, timeout="5s")
-    except OSError as err:
-        raise ConnectionError(f"cannot reach the Dask scheduler at {address} ({err}); start one with "
-                              f"`dask scheduler` and `dask worker {address}`, or drop --scheduler") from err
-    with client:
+        return Client(address, timeout="5s")
+    except (OSError, ValueError) as err:
+        raise ConnectionError(f"cannot reach the Dask scheduler at {address} ({err}); give its address as "
+                              f"tcp://HOST:PORT, start one with `dask scheduler` and `dask worker ADDRESS`, or drop "
+                              "--scheduler") from None
+
+
+def _dask(streams, options: Options, share: float, address: str) -> list[Partial]:
+    with connect(address) as client:
         return split_map(streams, options, share, lambda function, *args: client.submit(function, *args, pure=False),
                          client.gather)
 

@@ -169,6 +169,17 @@ def render_break_even(report: dict) -> None:
     print(f"break-even W/C: {verdict}")
 
 
+def _numbers(option: str, text: str, kind) -> tuple:
+    """Comma-separated positive numbers; anything else is refused before a run starts."""
+    try:
+        values = tuple(kind(v) for v in text.split(","))
+    except ValueError:
+        values = ()
+    if not values or min(values) <= 0:
+        raise typer.BadParameter(f"{text!r}: give positive numbers separated by commas", param_hint=option)
+    return values
+
+
 @app.command("async")
 def bench_async(ranks: int = typer.Option(2, min=2, help="Ranks on the node (N of Eq. 3.2)."),
                 compute: float = typer.Option(0.1, min=0.0, help="Compute seconds per iteration and rank."),
@@ -201,7 +212,8 @@ def bench_async(ranks: int = typer.Option(2, min=2, help="Ranks on the node (N o
     if problem:
         typer.echo(f"ioloom bench async: {problem}", err=True)
         raise typer.Exit(2)
-    shape = tuple(int(d) for d in dims.split(","))
+    shape = _numbers("--dims", dims, int)
+    sweep_multiples = _numbers("--multiples", multiples, float)
     impl = mpi.by_name(mpi_name)
     bandwidth = int(node_bandwidth * (1 << 20))
     load = [os.getloadavg()[0]]
@@ -212,7 +224,7 @@ def bench_async(ranks: int = typer.Option(2, min=2, help="Ranks on the node (N o
             all_rounds.append(one_round(impl, ranks, compute, shape, variables, iterations, bandwidth, Path(tmp),
                                         order, fsync, sleep))
         swept = (break_even(impl, ranks, compute, shape, variables, iterations, rounds,
-                            [float(m) for m in multiples.split(",")], Path(tmp), sleep) if sweep else None)
+                            list(sweep_multiples), Path(tmp), sleep) if sweep else None)
     load.append(os.getloadavg()[0])
     report = {"mpi": impl.name, "ranks": ranks, "compute": compute, "iterations": iterations, "rounds": rounds,
               "variables": variables, "block_bytes": block_bytes(shape, variables), "node_bandwidth": bandwidth,

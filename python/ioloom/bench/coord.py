@@ -199,6 +199,8 @@ def command(pair: str = typer.Option("both", help="small (big beside small), equ
         raise typer.BadParameter(f"--metric {metric!r}: use core-seconds or factors")
     if why := rounds_allowed(rounds, quick, "--rounds"):
         raise typer.BadParameter(why)
+    if output:
+        output.mkdir(parents=True, exist_ok=True)  # a bad -o is refused before the runs, not after them
     options = {"bandwidth": bandwidth, "big_bytes": big_bytes, "big_weight": big_weight, "small_bytes": small_bytes,
                "chunk": chunk}
     chosen = pairs(options, pair)
@@ -214,7 +216,6 @@ def command(pair: str = typer.Option("both", help="small (big beside small), equ
     report = {"options": options, "metric": metric, "rounds": rounds, "load": f"{load[0]:.1f}->{load[1]:.1f}",
               "rows": rows, "goals": goals(rows)}
     if output:
-        output.mkdir(parents=True, exist_ok=True)
         (output / "coord.json").write_text(json.dumps(report, indent=1))
         plot_html(report, output / "coord.html")
     if as_json:

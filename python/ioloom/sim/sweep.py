@@ -46,16 +46,13 @@ def _serial(run: Callable[[Point], dict], todo: list[Point]) -> list[dict]:
 def _on_dask(run: Callable[[Point], dict], todo: list[Point], scheduler: str | None, workers: int) -> list[dict]:
     from distributed import Client, LocalCluster  # imported here: only a sweep needs Dask
 
+    from ioloom.analysis.executor import connect
+
     if scheduler is None:
         with LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
                 Client(cluster) as client:
             return client.gather(client.map(run, todo, pure=False))
-    try:
-        client = Client(scheduler, timeout="5s")
-    except OSError as err:
-        raise ConnectionError(f"cannot reach the Dask scheduler at {scheduler} ({err}): start one with `dask "
-                              f"scheduler` and `dask worker {scheduler}`, or drop --scheduler") from None
-    with client:
+    with connect(scheduler) as client:
         return client.gather(client.map(run, todo, pure=False))
 
 
