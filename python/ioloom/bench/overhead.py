@@ -302,7 +302,7 @@ def _print_instructions(console: Console, counted: list[dict], others: list[str]
 
 
 def _refuse(message: str) -> None:
-    Console(stderr=True).print(message, markup=False, highlight=False)
+    typer.echo(f"ioloom bench overhead: {message}", err=True)  # one line, whatever the terminal's width
     raise typer.Exit(2)
 
 
@@ -363,7 +363,7 @@ def command(
             reader = reader_speed(traces)
             counted = instructions_per_call(Path(tmp), builds, instruction_calls, others) if instructions else None
         except (RuntimeError, subprocess.CalledProcessError) as err:
-            Console(stderr=True).print(f"bench overhead: {err}", markup=False, highlight=False)
+            typer.echo(f"ioloom bench overhead: {' '.join(str(err).split())}", err=True)
             raise typer.Exit(1) from None
     result: dict[str, Any] = {"calls": calls, "rounds": rounds, "goal_added_ns": GOAL_NS,
                               "load": {"before": load_before, "after": _load()}, "calls_overhead": rows,
