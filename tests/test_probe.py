@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import pathlib
 import re
 import signal
 import subprocess
@@ -49,9 +50,17 @@ def test_docs_list_every_store_column():
     assert f"`format` = `{store.FORMAT}`, `version` = `{store.VERSION}`" in doc
 
 
-def test_directory_campaign_appends_each_round_and_reports(tmp_path):
-    a, b = tmp_path / "a", tmp_path / "b"
-    a.mkdir(), b.mkdir()
+@pytest.fixture
+def shm_dir():
+    """A directory on tmpfs (/dev/shm), beside the test's own on the local disk."""
+    import tempfile
+    with tempfile.TemporaryDirectory(dir="/dev/shm", prefix="ioloom-probe-") as d:
+        yield pathlib.Path(d)
+
+
+def test_directory_campaign_appends_each_round_and_reports(tmp_path, shm_dir):
+    a, b = tmp_path / "a", shm_dir
+    a.mkdir()
     out = tmp_path / "store"
     ioloom("probe", "run", a, b, "-o", out, "-n", 2, "-r", "256K,1M", "-w", "1,2", "--volume", "1M", "--fsync",
            "both", "-q")
