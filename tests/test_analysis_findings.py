@@ -42,7 +42,7 @@ def runs(request, tmp_path_factory):
     if runner.name == "openmpi":
         out["romio"] = _trace(runner, exe, "strided-view", root, ("--mca", "io", "romio321"), "-romio")
     out["mpi"] = runner.name
-    out["again"] = lambda mode: _trace(runner, exe, mode, root, tag="-again")
+    out["again"] = lambda mode, attempt: _trace(runner, exe, mode, root, tag=f"-again{attempt}")
     return out
 
 
@@ -278,10 +278,10 @@ def test_sync_time_is_explained(runs):
     On a machine loaded far past its cores, the 128 writes can be descheduled long enough to take as long as the
     syncs (seen at load 20 on 2 cores): the run is traced again, at most twice, before the finding must be there."""
     sync = runs["sync"]
-    for _ in range(2):
+    for attempt in range(2):
         if "non-data-time" in _codes(sync):
             break
-        sync = runs["again"]("sync")
+        sync = runs["again"]("sync", attempt)
     f = _one(sync, "non-data-time")
     costs = f.evidence["counts"]["seconds_by_call"]
     assert "MPI_File_sync" in f.message and list(costs)[:3].count("MPI_File_sync") == 1
@@ -291,5 +291,7 @@ def test_sync_time_is_explained(runs):
     assert "stable storage" in f.advice and f.severity == "info"
     for mode in ("clean", "rewrite"):  # POSIX files opened once, never synced: the writes take the time
         assert "non-data-time" not in _codes(runs[mode]), mode
-    fsyncs = _one(runs["imbalance"], "non-data-time")  # rank 0 syncs each of its 64 blocks
-    assert fsyncs.evidence["counts"]["sync_seconds"] > fsyncs.evidence["counts"]["metadata_seconds"]
+    # rank 0 syncs each of its 64 blocks: where the disk makes that long enough to be a finding (on a quiet VM
+    # whose disk syncs in 0.5 ms it is not), the finding says it is sync time
+    for fsyncs in (f for f in runs["imbalance"].findings if f.code == "non-data-time"):
+        assert fsyncs.evidence["counts"]["sync_seconds"] > fsyncs.evidence["counts"]["metadata_seconds"]
