@@ -130,7 +130,7 @@ def analyse_command(events: int = typer.Option(10_000_000, "--events", min=1, he
                     workdir: Path = typer.Option(None, "--dir", help="Where to write (default: a temporary "
                                                  "directory under /tmp; needs ~10 bytes per event)."),
                     quiet: bool = progress.QUIET_OPTION) -> None:
-    """Time the full report of a large real trace (goal: 10^8 events in < 60 s and < 2 GiB on 2 cores)."""
+    """Time the full report of a large real trace (goal: 10^8 events in < 30 s and < 1 GiB on 2 cores)."""
     import ioloom
 
     found = {i.name: i for i in mpi.implementations()}
