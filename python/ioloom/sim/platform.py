@@ -139,16 +139,21 @@ def from_dict(doc: dict) -> Platform:
     return p
 
 
+def read_toml(path: str | Path, what: str, error: type[Exception]) -> dict:
+    """The parsed TOML file `what` (a platform file, a job mix); one `error` naming it if it cannot be read."""
+    try:
+        return tomllib.loads(Path(path).read_text())
+    except OSError as e:
+        raise error(f"cannot read {what} {path}: {e.strerror}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise error(f"{what} {path} is not valid TOML: {e}") from None
+
+
 def load(path: str | Path | None) -> Platform:
     """The platform of a TOML file (None: the defaults)."""
     if path is None:
         return from_dict({})
-    try:
-        doc = tomllib.loads(Path(path).read_text())
-    except OSError as e:
-        raise PlatformError(f"cannot read platform file {path}: {e.strerror}") from None
-    except tomllib.TOMLDecodeError as e:
-        raise PlatformError(f"platform file {path} is not valid TOML: {e}") from None
+    doc = read_toml(path, "platform file", PlatformError)
     try:
         return from_dict(doc)
     except PlatformError as e:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ioloom.sim.platform import Platform
+from ioloom.sim.platform import Platform, read_toml
 
 OP = np.dtype([("job", "<i4"), ("rank", "<i4"), ("kind", "<i4"), ("file", "<i4"), ("offset", "<i8"),
                ("length", "<i8"), ("gap", "<f8")])
@@ -427,15 +427,7 @@ def _job_entry(i: int, entry: dict) -> dict:
 def job_mix(platform: Platform, path) -> tuple[Workload, list[str]]:
     """The jobs of a job-mix file (TOML, one [[job]] table each) as one workload, each on nodes of its own in file
     order, their new files placed from one allocator (as one file system places them); and the jobs' names."""
-    import tomllib
-    from pathlib import Path
-
-    try:
-        doc = tomllib.loads(Path(path).read_text())
-    except OSError as e:
-        raise WorkloadError(f"cannot read job mix {path}: {e.strerror}") from None
-    except tomllib.TOMLDecodeError as e:
-        raise WorkloadError(f"job mix {path} is not valid TOML: {e}") from None
+    doc = read_toml(path, "job mix", WorkloadError)
     if set(doc) != {"job"} or not isinstance(doc["job"], list) or not doc["job"]:
         raise WorkloadError(f"job mix {path}: give one [[job]] table per job and nothing else")
     placement, jobs, starts, names, node = Placement(platform), [], [], [], 0
