@@ -52,10 +52,15 @@ def modes(values: np.ndarray) -> int:
     return max(1, int(peaks.size))
 
 
+def request_medians(frame: pd.DataFrame, config: dict) -> pd.DataFrame:
+    """Median throughput per target and request size, with the writers and fsync of `config`."""
+    same = frame[(frame["writers"] == config["writers"]) & (frame["fsync"] == config["fsync"])]
+    return same.groupby(["target", "request_bytes"])["throughput"].median().reset_index()
+
+
 def best_requests(frame: pd.DataFrame, config: dict) -> pd.Series:
     """Per target, the request size with the highest median throughput (same writers and fsync as `config`)."""
-    same = frame[(frame["writers"] == config["writers"]) & (frame["fsync"] == config["fsync"])]
-    medians = same.groupby(["target", "request_bytes"])["throughput"].median().reset_index()
+    medians = request_medians(frame, config)
     return medians.loc[medians.groupby("target")["throughput"].idxmax()].set_index("target")["request_bytes"]
 
 

@@ -83,11 +83,9 @@ def report_command(store: Path = typer.Argument(..., help="The probe store."),
     frame = store_mod.load(store)
     s = analysis.summarise(frame)
     if output is not None:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        tmp = output.with_suffix(output.suffix + ".tmp")
-        tmp.write_text(page.render(frame, s, str(store)), encoding="utf-8")
-        tmp.replace(output)
-        typer.echo(str(output))
+        from ioloom.report import save
+
+        typer.echo(str(save(page.render(frame, s, str(store)), output)))
     if as_json:
         r = s.correlation
         print(json.dumps({"config": s.config, "targets": s.per_target.reset_index().to_dict("records"),

@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from ioloom.analysis.metrics import human_bytes
-from ioloom.probe.analysis import STRONG, Summary, background_modes, preferred_targets
+from ioloom.probe.analysis import STRONG, Summary, background_modes, preferred_targets, request_medians, select
 from ioloom.report import _card, _plot, _section, page
 from ioloom.report.figures import frame_html
 
@@ -79,8 +79,7 @@ def _heatmap(s: Summary) -> go.Figure:
 
 
 def _requests(frame: pd.DataFrame, config: dict) -> go.Figure:
-    same = frame[(frame["writers"] == config["writers"]) & (frame["fsync"] == config["fsync"])]
-    medians = same.groupby(["target", "request_bytes"])["throughput"].median().reset_index()
+    medians = request_medians(frame, config)
     fig = go.Figure()
     for name, part in medians.groupby("target"):
         fig.add_trace(go.Scatter(x=part["request_bytes"], y=part["throughput"] / MBPS, mode="lines+markers",
@@ -105,8 +104,6 @@ def _advice(frame: pd.DataFrame, s: Summary) -> str:
 
 
 def render(frame: pd.DataFrame, s: Summary, store_name: str) -> str:
-    from ioloom.probe.analysis import select
-
     chosen = select(frame, s.config)
     first, last = (time.strftime("%Y-%m-%d %H:%M", time.gmtime(t / 1e9)) for t in (frame["time_ns"].min(),
                                                                                    frame["time_ns"].max()))

@@ -313,10 +313,15 @@ def page(title: str, subtitle: str, sections, body: str) -> str:
                                plotlyjs=get_plotlyjs(), version=__version__)
 
 
-def write(a, path: Path, title: str = "ioloom report", subtitle: str = "") -> Path:
+def save(text: str, path: Path) -> Path:
+    """Writes a page to `path` through a temporary beside it: never a half-written page where the user looks."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(render(a, title, subtitle), encoding="utf-8")
-    tmp.replace(path)  # never leave a half-written report where the user looks
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
     return path
+
+
+def write(a, path: Path, title: str = "ioloom report", subtitle: str = "") -> Path:
+    return save(render(a, title, subtitle), path)
