@@ -25,8 +25,9 @@ from ioloom.logfs.format import (
     entry_problems,
     fnv1a,
     read_meta,
+    sum64_rows,
 )
-from ioloom.logfs.tools import _block, check, groups, recover
+from ioloom.logfs.tools import _block, _write_sums, check, groups, recover
 
 VECTORS = Path(__file__).parent / "vectors" / "logfs"
 DATA = "".join(f"{i} the quick brown fox\n" for i in range(20000)).encode()
@@ -362,3 +363,17 @@ def test_logfs_storage_calls_skip_other_preloaded_tools(tmp_path):
             name, value = item.split("=")
             totals[name] = totals.get(name, 0) + int(value)
     assert totals and all(v == 0 for v in totals.values()), totals
+
+
+def test_a_run_of_one_write_with_any_pstride_is_summed(tmp_path):
+    """A record of one write may hold any pstride (only the step between two writes); check summed its data
+    through a stride it could not take above 2^63 and raised OverflowError (fuzz seed 1301, case 1284)."""
+    data = bytes(range(256)) * 3
+    log = tmp_path / "log"
+    log.write_bytes(data)
+    run = np.zeros(1, RECORD)[0]
+    run["count"], run["length"], run["physical"], run["pstride"] = 1, 700, 10, (1 << 64) - 41
+    with open(log, "rb") as f:
+        sums = _write_sums(f, run, lambda done: None)
+    expected = sum64_rows(np.frombuffer(data[10:710], np.uint8).reshape(1, 700))
+    assert sums.tolist() == expected.tolist()

@@ -253,7 +253,10 @@ def _write_sums(f, run: np.ndarray, advance: Advance) -> np.ndarray:
         data = f.read(span)
         advance(len(data))
         buf = np.frombuffer(data.ljust(span, b"\0"), np.uint8)
-        rows = np.lib.stride_tricks.as_strided(buf, shape=(k, length), strides=(pstride, 1), writeable=False)
+        # a stride is only the step between two writes: a run of one write may hold any pstride (the format does
+        # not constrain it, and C ignores it), which as_strided cannot take above 2^63 (fuzz seed 1301, case 1284)
+        rows = np.lib.stride_tricks.as_strided(buf, shape=(k, length), strides=(pstride if k > 1 else 0, 1),
+                                               writeable=False)
         sums[lo:lo + k] = sum64_rows(rows)
     return sums
 
