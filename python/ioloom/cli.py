@@ -33,6 +33,7 @@ SUBCOMMANDS = {
     "container": "ioloom.logfs.cli:app",
     "sim": "ioloom.sim.cli:app",
     "predict": "ioloom.predict.cli:command",
+    "replay": "ioloom.replay.cli:app",
     "async": "ioloom.async_io.cli:app",
     "probe": "ioloom.probe.cli:app",
     "coord": "ioloom.coord.cli:app",

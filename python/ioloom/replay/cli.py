@@ -1,0 +1,86 @@
+"""`ioloom replay`: write a traced run's I/O as replay scripts, run them (traced or not), and check a replay's
+trace against the original's (docs/replay.md)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+app = typer.Typer(help="Replay a trace's I/O in a new directory and check the replay against the original.",
+                  no_args_is_help=True)
+
+
+def _empty_or_exit(directory: Path) -> None:
+    if directory.exists() and (not directory.is_dir() or any(directory.iterdir())):
+        typer.echo(f"ioloom: {directory}: not an empty directory; a replay is written into a new one", err=True)
+        raise typer.Exit(2)
+
+
+def _summary(directory: Path, manifest: dict) -> None:
+    calls = sum(p["calls"] for p in manifest["processes"])
+    how = f"ranks under {manifest['mpi']}'s mpiexec" if manifest["mpi"] else "processes"
+    typer.echo(f"replay of {manifest['trace']} written to {directory}: {calls:,} calls, "
+               f"{len(manifest['processes'])} {how}, {len(manifest['files'])} files "
+               f"(originally under {manifest['root']}), {len(manifest['initial_sizes'])} existing before the run")
+    if manifest["left_out"]:
+        left = ", ".join(f"{op} {n:,}" for op, n in manifest["left_out"].items())
+        typer.echo(f"  left out (not replayable: see docs/replay.md): {left}")
+
+
+@app.command("write")
+def write_command(trace: Path = typer.Argument(..., help="A trace directory (`ioloom run -o DIR`)."),
+                  directory: Path = typer.Argument(..., help="A new directory for the replay.")) -> None:
+    """Write the replay scripts of a trace, one per process (run them with `ioloom replay run`)."""
+    from ioloom.replay.script import write
+
+    _empty_or_exit(directory)
+    _summary(directory, write(trace, directory))
+
+
+@app.command("run")
+def run_command(trace: Path = typer.Argument(..., help="A trace directory (`ioloom run -o DIR`)."),
+                directory: Path = typer.Argument(..., help="A new directory the replay runs in."),
+                traced: Path = typer.Option(None, "--trace", help="Trace the replay with `ioloom run` into this "
+                                            "directory, and compare it with the original."),
+                gaps: bool = typer.Option(False, "--gaps", help="Wait the recorded time between calls (computation "
+                                          "and communication of the original) instead of none.")) -> None:
+    """Replay a trace's POSIX and stdio calls in a new directory: same files relative to it, sizes, offsets and
+    order per process."""
+    from ioloom.replay.run import ReplayError, run
+    from ioloom.replay.script import write
+
+    _empty_or_exit(directory)
+    _summary(directory, write(trace, directory))
+    try:
+        done = run(directory, traced, gaps)
+    except ReplayError as e:
+        typer.echo(f"ioloom: {e}", err=True)
+        raise typer.Exit(2) from None
+    typer.echo(done.stderr.rstrip())
+    if done.returncode != 0:
+        typer.echo(f"ioloom: the replay exited {done.returncode}", err=True)
+        raise typer.Exit(1)
+    if traced is not None:
+        _compare(trace, traced)
+
+
+def _compare(original: Path, replay: Path) -> None:
+    from ioloom.replay.compare import differences, footprint
+    from ioloom.stats_cli import load_or_exit
+
+    a, b = footprint(load_or_exit(original)), footprint(load_or_exit(replay))
+    lines = differences(a, b)
+    typer.echo(f"compared: {len(a.bytes)} files, {sum(a.calls.values()):,} calls in the original; " +
+               ("the replay matches: bytes per file and calls per operation are equal" if not lines else
+                f"{len(lines)} differences"))
+    for line in lines:
+        typer.echo(f"  {line}")
+    if lines:
+        raise typer.Exit(1)
+
+
+@app.command("compare")
+def compare_command(original: Path = typer.Argument(..., help="The original trace."),
+                    replay: Path = typer.Argument(..., help="The replay's trace.")) -> None:
+    """Check a replay's trace against the original's: bytes per file and calls per operation."""
+    _compare(original, replay)

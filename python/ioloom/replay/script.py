@@ -1,0 +1,197 @@
+"""Replay scripts from a trace (docs/replay.md, "What is replayed" and "Script").
+
+Per traced process (MPI ranks in rank order, else the trace's order), the POSIX and stdio calls on the
+application's files that `ioloom-replay` makes (`--list-ops`), in time order, each with the fields its call needs,
+its gap from the previous call and the calls of other processes it follows (on files several processes use).
+MPI-IO calls are replayed through their POSIX requests (their children in the trace), which the MPI library made
+and the file system saw. A call on a descriptor the process did not open in the trace (inherited, duplicated)
+cannot be replayed and is counted as left out, as are calls `ioloom-replay` does not make.
+"""
+from __future__ import annotations
+
+import functools
+import json
+import os
+import subprocess
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ioloom import paths
+from ioloom.predict.source import OPENS
+from ioloom.trace.ops import direction
+
+VERSION = 1
+LAYERS = ("posix", "stdio")
+COLUMNS = ["t_start", "t_end", "layer", "op", "file_id", "handle", "offset", "req_bytes", "ret_bytes", "aux"]
+# Calls named by a path, not a descriptor (the others need a descriptor the process opened).
+BY_PATH = OPENS | {"stat", "stat64", "lstat", "lstat64", "access"}
+CLOSES = {"close", "fclose"}
+O_CREAT = 0o100
+SCRIPTS = ".ioloom-replay"  # inside the replay directory: scripts, manifest, progress counters
+
+
+@functools.cache
+def replayed_calls() -> frozenset[str]:
+    """The calls `ioloom-replay` makes: its own list, the one source of that fact."""
+    out = subprocess.run([str(paths.native_bin("ioloom-replay")), "--list-ops"], capture_output=True, text=True,
+                         check=True, timeout=30)
+    return frozenset(out.stdout.split())
+
+
+@dataclass
+class Call:
+    op: str
+    t_start: int
+    t_end: int
+    file_id: int
+    handle: int
+    offset: int
+    req: int
+    ret: int
+    aux: int
+
+
+@dataclass
+class Process:
+    label: str
+    calls: list[Call] = field(default_factory=list)
+    left_out: Counter = field(default_factory=Counter)  # op -> calls not replayed
+
+
+def application_files(trace) -> dict[int, str]:
+    """file_id -> path of the files that are the application's (not system or MPI-runtime ones)."""
+    from ioloom.analysis.partition import Options
+
+    system = Options().is_system
+    ids, names = trace.files.column("file_id").to_pylist(), trace.files.column("path").to_pylist()
+    return {file_id: path for file_id, path in zip(ids, names) if path.startswith("/") and not system(path)}
+
+
+def ordered_streams(trace) -> list:
+    """The streams to replay: MPI ranks in rank order when the trace has ranks, else every stream in order."""
+    ranked = sorted((s for s in trace.streams if s.rank >= 0), key=lambda s: s.rank)
+    return ranked or list(trace.streams)
+
+
+def process_calls(stream, files: dict[int, str], replayed: frozenset[str]) -> Process:
+    """One stream's replayable calls in time order, and what was left out."""
+    process = Process(f"rank {stream.rank}" if stream.rank >= 0 else f"pid {stream.pid}")
+    live: set[int] = set()  # descriptors the process opened (stdio streams by their descriptor)
+    for table in stream.ranges(COLUMNS):
+        for row in zip(*(table.column(name).to_pylist() for name in COLUMNS)):
+            t_start, t_end, layer, op, file_id, handle, offset, req, ret, aux = row
+            if layer not in LAYERS or file_id not in files:
+                continue
+            if op not in replayed or (op not in BY_PATH and handle not in live):
+                process.left_out[op] += 1
+                continue
+            if op in OPENS and ret >= 0:
+                live.add(ret)
+            elif op in CLOSES:
+                live.discard(handle)
+            process.calls.append(Call(op, t_start, t_end, file_id, handle, offset, req, ret, aux))
+    return process
+
+
+def waits(processes: list[Process], shared: set[int]) -> list[list[dict[int, int]]]:
+    """Per process, per call: {other process: how many of its calls had all ended before this call started},
+    given only where that number grew and only for calls on files several processes use."""
+    ends = [np.maximum.accumulate(np.array([c.t_end for c in p.calls], np.int64)) if p.calls else
+            np.zeros(0, np.int64) for p in processes]
+    out = []
+    for index, process in enumerate(processes):
+        starts = np.array([c.t_start for c in process.calls], np.int64)
+        before = {q: np.searchsorted(ends[q], starts, "left") for q in range(len(processes)) if q != index}
+        done = dict.fromkeys(before, 0)
+        rows = []
+        for i, call in enumerate(process.calls):
+            row = {}
+            if call.file_id in shared:
+                for q, counts in before.items():
+                    if counts[i] > done[q]:
+                        row[q] = done[q] = int(counts[i])
+            rows.append(row)
+        out.append(rows)
+    return out
+
+
+def root_of(paths_used: list[str]) -> str:
+    """The directory the replay's files are placed relative to: the deepest one holding them all."""
+    return os.path.commonpath([os.path.dirname(p) for p in paths_used]) if paths_used else "/"
+
+
+def initial_files(processes: list[Process], files: dict[int, str]) -> dict[int, int]:
+    """file_id -> size for the files that existed before the run: the first call on them (over all processes)
+    succeeded without creating them; the size is where the furthest read of them ended."""
+    first: dict[int, Call] = {}
+    for call in sorted((c for p in processes for c in p.calls), key=lambda c: c.t_start):
+        first.setdefault(call.file_id, call)
+    sizes = {}
+    for file_id, call in first.items():
+        created = call.op in OPENS and (call.aux & O_CREAT or call.op.startswith("creat"))
+        if call.ret >= 0 and not created:
+            sizes[file_id] = 0
+    for call in (c for p in processes for c in p.calls):
+        if call.file_id in sizes and direction(call.op, call.aux) == "read" and call.offset >= 0 and call.ret > 0:
+            sizes[call.file_id] = max(sizes[call.file_id], call.offset + call.ret)
+    return sizes
+
+
+def _line(call: Call, gap: int, file_index: int, wait: dict[int, int]) -> str:
+    after = "".join(f" {q}:{k}" for q, k in sorted(wait.items()))
+    return (f"call {call.op} {gap} {call.handle} {file_index} {call.offset} {call.req} {call.aux} {call.ret}"
+            f"{after}\n")
+
+
+def write_script(path: Path, index: int, count: int, process: Process, relative: dict[int, str],
+                 wait: list[dict[int, int]]) -> None:
+    local = {file_id: i for i, file_id in enumerate(dict.fromkeys(c.file_id for c in process.calls))}
+    lines = [f"ioloom-replay {VERSION} {index} {count}\n"]
+    lines += [f"file {i} {relative[file_id]}\n" for file_id, i in local.items()]
+    previous_end = 0  # the first gap: from the start of the trace (its epoch, the earliest process start)
+    for call, after in zip(process.calls, wait):
+        lines.append(_line(call, max(call.t_start - previous_end, 0), local[call.file_id], after))
+        previous_end = call.t_end
+    path.write_text("".join(lines))
+
+
+def write(trace_path: Path, directory: Path) -> dict:
+    """Writes the replay of a trace into `directory` (new or empty): its scripts and manifest; the manifest."""
+    from ioloom.stats_cli import load_or_exit
+
+    trace = load_or_exit(trace_path)
+    files = application_files(trace)
+    streams = ordered_streams(trace)
+    processes = [process_calls(s, files, replayed_calls()) for s in streams]
+    used = {c.file_id for p in processes for c in p.calls}
+    root = root_of(sorted(files[f] for f in used))
+    relative = {f: os.path.relpath(files[f], root) for f in used}
+    users = Counter(f for p in processes for f in {c.file_id for c in p.calls})
+    shared = {f for f, n in users.items() if n > 1}
+    scripts = directory / SCRIPTS
+    scripts.mkdir(parents=True)
+    names = []
+    for index, (process, wait) in enumerate(zip(processes, waits(processes, shared))):
+        names.append(f"{index}.ops")
+        write_script(scripts / names[-1], index, len(processes), process, relative, wait)
+    manifest = {
+        "version": VERSION, "trace": str(trace_path.resolve()), "root": root,
+        "mpi": _mpi_of(trace, streams),
+        "processes": [{"label": p.label, "script": name, "calls": len(p.calls)} for p, name in zip(processes, names)],
+        "files": sorted(relative.values()),
+        "initial_sizes": {relative[f]: size for f, size in initial_files(processes, files).items()},
+        "shared_files": sorted(relative[f] for f in shared),
+        "left_out": dict(sum((p.left_out for p in processes), Counter()).most_common()),
+    }
+    (scripts / "manifest.json").write_text(json.dumps(manifest, indent=1))
+    return manifest
+
+
+def _mpi_of(trace, streams) -> str | None:
+    """The MPI the traced run used (its note), when its processes were ranks."""
+    if not streams or streams[0].rank < 0:
+        return None
+    return streams[0].info.get("note.mpi.impl")  # None: replayed as plain processes
