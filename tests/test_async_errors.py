@@ -43,6 +43,12 @@ MISTAKES = {
                             "writer: compression must be zstd or none"),
     "fsync not a boolean": (lambda t: good(t).replace("  directory:", "  fsync: maybe\n  directory:"),
                             "writer: fsync must be true or false, got 'maybe'"),
+    "unknown writer format": (lambda t: good(t, writer_format="netcdf"),
+                              "writer: format must be one of files, hdf5, logfs; got 'netcdf'"),
+    "hdf5 from a helper thread": (lambda t: good(t, writer_format="hdf5", mode="helper-thread"),
+                                  "writer: format hdf5 is written by dedicated cores or synchronously"),
+    "compressed hdf5": (lambda t: good(t, writer_format="hdf5", compression="zstd"),
+                        "writer: format hdf5 stores blocks uncompressed"),
 }
 
 
@@ -106,10 +112,12 @@ def small_disk(tmp_path):
     subprocess.run(["umount", str(disk)], check=True)
 
 
+@pytest.mark.parametrize("writer_format", ["files", "logfs"])
 @pytest.mark.parametrize("mode", ["synchronous", "dedicated-cores"])
-def test_full_disk_loses_blocks_reported_and_keeps_earlier_ones(mpi, tmp_path, small_disk, mode):
+def test_full_disk_loses_blocks_reported_and_keeps_earlier_ones(mpi, tmp_path, small_disk, mode, writer_format):
     from ioloom.async_io.kernel import expected_value, run_kernel
-    setup = Setup(small_disk, mode=mode, variables=("u",), dims=(16, 16, 16), buffer=4 << 20, events=())
+    setup = Setup(small_disk, mode=mode, variables=("u",), dims=(16, 16, 16), buffer=4 << 20, events=(),
+                  writer_format=writer_format)
     run = run_kernel(mpi.impl, 3, setup.write(tmp_path / "c.yaml"), setup, 12, 0.0)
     assert run.returncode == 0, run.stderr
     lost = [line for line in run.stderr.splitlines() if line.startswith("ioloom-async: writer")]

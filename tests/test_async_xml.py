@@ -57,6 +57,7 @@ def test_listing_3_2_runs_unchanged(mpi, tmp_path):
     (('dimensions="2,4,8"', 'dimensions="w,4,8"'), "expressions of parameters are not supported"),
     (('type="double"', 'type="quad"'), "type must be real, double"),
     (("</simulation>", ""), "not valid XML"),
+    (('<ioloom directory', '<ioloom format="netcdf" directory'), "<ioloom>: format must be files, hdf5 or logfs"),
 ])
 def test_xml_mistakes_are_refused_on_every_rank(mpi, tmp_path, change, message):
     config = tmp_path / "example.xml"

@@ -17,6 +17,7 @@
 
 enum async_mode { MODE_SYNC, MODE_THREAD, MODE_DEDICATED };
 enum async_policy { POLICY_BLOCK, POLICY_SPILL, POLICY_SKIP };
+enum async_format { FORMAT_FILES, FORMAT_HDF5, FORMAT_LOGFS }; /* where a writer puts its blocks' data */
 
 struct async_layout {
     char name[ASYNC_NAME_MAX];
@@ -50,6 +51,7 @@ struct async_config {
     size_t bandwidth;     /* bytes per second each writer may write, 0: no limit (spreads out a node's writes) */
     int fsync;            /* make each iteration durable (fdatasync) when its end reaches the writer */
     int compression;      /* 1: blocks are stored compressed with zstd (the index holds the stored size) */
+    enum async_format format;
     int nlayouts, nvariables, nevents, nplugins;
     struct async_layout *layouts;
     struct async_variable *variables;
@@ -62,6 +64,8 @@ int async_config_load(const char *path, struct async_config *cfg, char msg[ASYNC
 void async_config_free(struct async_config *cfg);
 /* A Damaris-style XML configuration (config_xml.c, chosen by the .xml suffix), into the same structure. */
 int async_config_load_xml(const char *path, struct async_config *cfg, char msg[ASYNC_MSG_MAX]);
+/* The writer format against the mode and compression: 0, or -1 with msg (hdf5: no helper thread, no zstd). */
+int async_config_check_format(const struct async_config *cfg, char msg[ASYNC_MSG_MAX]);
 size_t async_type_size(const char *type); /* bytes of int8 ... float64, 0 for another name */
 int async_config_layout(const struct async_config *cfg, const char *name);
 int async_config_variable(const struct async_config *cfg, const char *name);
@@ -133,14 +137,35 @@ struct async_index_record {
     int64_t iteration;
     uint64_t offset, nbytes;
 };
+struct async_store;
 struct async_writer {
-    int id, data_fd, index_fd;
+    int id, data_fd, index_fd; /* data_fd: format files only */
+    const struct async_store *store;
+    void *handle;             /* the store's own: an lf_file (logfs), an HDF5 file (hdf5) */
     uint64_t offset, records; /* bytes in the data file, records in the index file */
     uint64_t synced;          /* records made durable */
     void *zstd;               /* a compression context (writer.compression: zstd), NULL without */
     void *packed;             /* the compressed block, packed_size bytes */
     size_t packed_size;
 };
+/* Where a writer's block data goes (writer.format): plain files (writer.c), a logfs container (store_logfs.c),
+ * an HDF5 file (store_hdf5.c, MPICH build). The .index file is the same for all; its offset is where the block's
+ * bytes start: in the data file, in the container's logical file, or in the HDF5 file (its dataset's address). */
+struct async_store {
+    const char *name;
+    int (*open)(struct async_writer *w, const struct async_config *cfg, char msg[ASYNC_MSG_MAX]);
+    /* Stores one block; 0 with *where set, or -1 with errno (then undo gives back what it took). */
+    int (*put)(struct async_writer *w, const struct async_config *cfg, int variable, int block, int64_t iteration,
+               const void *data, size_t nbytes, uint64_t *where);
+    /* Gives back what a failed put took (so that the index and later writes may still fit): 0, or -1 with errno. */
+    int (*undo)(struct async_writer *w, const struct async_config *cfg, int variable, int block, int64_t iteration);
+    int (*sync)(struct async_writer *w); /* durable: 0, or -1 with errno */
+    void (*close)(struct async_writer *w);
+};
+extern const struct async_store async_store_files, async_store_logfs, async_store_hdf5;
+/* The store of a configuration, or NULL with msg filled when this build cannot write it. */
+const struct async_store *async_store_of(const struct async_config *cfg, char msg[ASYNC_MSG_MAX]);
+
 int async_writer_open(struct async_writer *w, const struct async_config *cfg, int id, char msg[ASYNC_MSG_MAX]);
 /* Appends one block; on failure reports the lost block on stderr, counts it and leaves earlier ones intact. */
 void async_writer_put(struct async_writer *w, const struct async_config *cfg, struct async_stats *st, int variable,
@@ -154,6 +179,10 @@ void async_writer_close(struct async_writer *w);
 /* Collective at finalize: gathers every rank's counters; rank 0 writes <directory>/<name>.json, the global
  * index (layouts, variables, events, the writers' files, the counters). */
 int async_index_write(void);
+/* At initialize, rank 0 reserves the index's space (its temporary file), so that a full disk cannot refuse it;
+ * unreserve removes it when initialize fails. */
+void async_index_reserve(void);
+void async_index_unreserve(void);
 
 /* Plugins (plugin.c): loaded on writer-side ranks at initialize, run when their event is signalled. */
 int async_plugins_load(char msg[ASYNC_MSG_MAX]);

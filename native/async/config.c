@@ -226,8 +226,29 @@ static int plugins(struct reader *r, struct async_config *cfg, yaml_node_t *s) {
     return 0;
 }
 
+/* writer.format, checked against the mode and compression (the hdf5 store is not thread-safe nor compressed). */
+static int format(struct reader *r, struct async_config *cfg, yaml_node_t *n) {
+    static const char *const formats[] = {"files", "hdf5", "logfs", NULL};
+    int f;
+    if (n && choice(r, n, "writer: format", formats, &f)) return -1;
+    cfg->format = n ? (enum async_format)f : FORMAT_FILES;
+    return async_config_check_format(cfg, r->msg) ? fail(r, n, "%s", r->msg) : 0;
+}
+
+int async_config_check_format(const struct async_config *cfg, char msg[ASYNC_MSG_MAX]) {
+    if (cfg->format != FORMAT_HDF5) return 0;
+    if (cfg->mode == MODE_THREAD)
+        return snprintf(msg, ASYNC_MSG_MAX,
+                        "writer: format hdf5 is written by dedicated cores or synchronously, not by a helper "
+                        "thread (HDF5 is not thread-safe beside the simulation): change the mode or the format"),
+               -1;
+    if (cfg->compression)
+        return snprintf(msg, ASYNC_MSG_MAX, "writer: format hdf5 stores blocks uncompressed: use compression none"), -1;
+    return 0;
+}
+
 static int writer(struct reader *r, struct async_config *cfg, yaml_node_t *m) {
-    static const char *const keys[] = {"directory", "bandwidth", "fsync", "compression", NULL};
+    static const char *const keys[] = {"directory", "bandwidth", "fsync", "compression", "format", NULL};
     yaml_node_t *d;
     if (!m) return fail(r, m, "writer: give the output directory (writer: {directory: out})");
     if (is_mapping(r, m, "writer") || known_keys(r, m, "writer", keys)) return -1;
@@ -238,6 +259,7 @@ static int writer(struct reader *r, struct async_config *cfg, yaml_node_t *m) {
     if ((d = lookup(r, m, "compression")) && (!scalar(d) || (strcmp(scalar(d), "zstd") && strcmp(scalar(d), "none"))))
         return fail(r, d, "writer: compression must be zstd or none");
     cfg->compression = d && strcmp(scalar(d), "zstd") == 0;
+    if (format(r, cfg, lookup(r, m, "format"))) return -1;
     return (d = lookup(r, m, "bandwidth")) ? size_value(r, d, "writer: bandwidth (bytes per second)", &cfg->bandwidth)
                                            : 0;
 }

@@ -4,7 +4,7 @@
  *     <architecture> <dedicated cores=K/> <buffer size=BYTES/> <queue size=MESSAGES/> </architecture>
  *     <data> <layout name type dimensions="64,16,2"/> <variable name layout/> <group name=G> variables </group>
  *     <actions> <event name action=FUNCTION using=LIBRARY.so/> </actions>
- *     <ioloom mode policy directory bandwidth fsync compression/>   optional, ours: what Damaris's XML lacks
+ *     <ioloom mode policy directory bandwidth fsync compression format/>   optional, ours: what Damaris's lacks
  * cores=0 (or no <dedicated>) is the synchronous mode (Damaris's time partitioning); a variable of group G is
  * named G/name; Damaris's types real, double, integer, ... map to float32, float64, int32, ...; an event with
  * action and using runs that function (a plugin). Dedicated nodes and dimension expressions are refused. */
@@ -176,6 +176,15 @@ static int pick(const char *const *names, const char *value) {
     return -1;
 }
 
+/* <ioloom format>: files (default), hdf5 or logfs, as the YAML's writer.format. */
+static int format(struct xreader *r, struct async_config *c, xmlNode *n) {
+    static const char *const formats[] = {"files", "hdf5", "logfs", NULL};
+    int f = pick(formats, attr(n, "format"));
+    if (attr(n, "format") && f < 0) return xfail(r, n, "<ioloom>: format must be files, hdf5 or logfs");
+    c->format = f < 0 ? FORMAT_FILES : (enum async_format)f;
+    return async_config_check_format(c, r->msg) ? xfail(r, n, "%s", r->msg) : 0;
+}
+
 /* Our own element: the mode, policy and writer, which Damaris's XML does not carry. */
 static int ours(struct xreader *r, struct async_config *c, xmlNode *n) {
     static const char *const modes[] = {"synchronous", "helper-thread", "dedicated-cores", NULL};
@@ -190,6 +199,7 @@ static int ours(struct xreader *r, struct async_config *c, xmlNode *n) {
     c->bandwidth = attr(n, "bandwidth") ? strtoul(attr(n, "bandwidth"), NULL, 10) : 0;
     c->fsync = attr(n, "fsync") && strcmp(attr(n, "fsync"), "true") == 0;
     c->compression = attr(n, "compression") && strcmp(attr(n, "compression"), "zstd") == 0;
+    if (format(r, c, n)) return -1;
     return attr(n, "directory") ? copy(r, n, "directory", c->directory, sizeof c->directory) : 0;
 }
 

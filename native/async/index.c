@@ -1,9 +1,13 @@
 /* The global index of an output, <directory>/<name>.json, written by rank 0 at finalize: what the Python reader
  * (ioloom.async_io.open) needs to find every block (the layouts and the writers, whose own .index files list
- * their blocks) and every rank's counters. Written to a temporary name and renamed, so it is whole or absent. */
+ * their blocks) and every rank's counters. Written to a temporary name and renamed, so it is whole or absent; the
+ * temporary's space is reserved at initialize, so that a disk the writers filled still takes the index. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
 #include "async_internal.h"
 
 static const char *const STAT_NAMES[] = {"role",
@@ -35,6 +39,10 @@ static const char *policy_name(enum async_policy p) {
     return p == POLICY_BLOCK ? "block" : p == POLICY_SPILL ? "spill" : "skip";
 }
 
+static const char *format_name(enum async_format f) {
+    return f == FORMAT_FILES ? "files" : f == FORMAT_HDF5 ? "hdf5" : "logfs";
+}
+
 static void write_layouts(FILE *f, const struct async_config *c) {
     fprintf(f, "  \"variables\": {");
     for (int i = 0; i < c->nvariables; i++) {
@@ -63,22 +71,55 @@ static void write_ranks(FILE *f, const double *all, int size) {
     fprintf(f, "\n  ]\n}\n");
 }
 
+static void index_paths(char path[1200], char tmp[1210]) {
+    snprintf(path, 1200, "%s/%s.json", async_g.cfg.directory, async_g.cfg.name);
+    snprintf(tmp, 1210, "%s.tmp", path);
+}
+
+/* Bytes the index will take at most (its fixed text, each variable and event, each rank's counters). */
+static off_t index_bound(void) {
+    const struct async_config *c = &async_g.cfg;
+    return 4096 + (off_t)c->nvariables * (3 * ASYNC_NAME_MAX + 32 * ASYNC_DIMS_MAX) +
+           (off_t)c->nevents * (ASYNC_NAME_MAX + 4) + (off_t)async_g.size * (off_t)(40 * (ASYNC_STATS_FIELDS + 2));
+}
+
+void async_index_reserve(void) {
+    char path[1200], tmp[1210];
+    if (async_g.rank != 0) return;
+    index_paths(path, tmp);
+    mkdir(async_g.cfg.directory, 0755); /* rank 0 may not be a writer (dedicated cores) */
+    /* Best effort, silent: where it fails (no directory, no fallocate), finalize reports what it cannot write. */
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return;
+    (void)posix_fallocate(fd, 0, index_bound()); /* any part it took is truncated away when the index is written */
+    close(fd);
+}
+
+void async_index_unreserve(void) {
+    char path[1200], tmp[1210];
+    index_paths(path, tmp);
+    if (async_g.rank == 0) unlink(tmp);
+}
+
 static int write_json(const double *all, int size, int nclients) {
     const struct async_config *c = &async_g.cfg;
     char path[1200], tmp[1210];
-    snprintf(path, sizeof path, "%s/%s.json", c->directory, c->name);
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f) return async_fail(IOLOOM_ASYNC_ESYSTEM, "%s: cannot write the index: %s", tmp, strerror(errno));
+    index_paths(path, tmp);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_CLOEXEC, 0644); /* into the space reserved at initialize */
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (!f) {
+        if (fd >= 0) close(fd);
+        return async_fail(IOLOOM_ASYNC_ESYSTEM, "%s: cannot write the index: %s", tmp, strerror(errno));
+    }
     fprintf(f,
             "{\n  \"format\": \"ioloom-async\",\n  \"version\": 1,\n  \"name\": \"%s\",\n  \"mode\": \"%s\",\n"
             "  \"policy\": \"%s\",\n  \"dedicated_cores\": %d,\n  \"buffer\": %zu,\n  \"queue\": %d,\n"
-            "  \"blocks\": %d,\n  \"compression\": \"%s\",\n",
+            "  \"blocks\": %d,\n  \"compression\": \"%s\",\n  \"writer_format\": \"%s\",\n",
             c->name, mode_name(c->mode), policy_name(c->policy), c->mode == MODE_DEDICATED ? c->dedicated_cores : 0,
-            c->buffer, c->queue, nclients, c->compression ? "zstd" : "none");
+            c->buffer, c->queue, nclients, c->compression ? "zstd" : "none", format_name(c->format));
     write_layouts(f, c);
     write_ranks(f, all, size);
-    int bad = ferror(f) | fclose(f);
+    int bad = fflush(f) | ferror(f) | ftruncate(fd, ftell(f)) | fclose(f);
     if (bad || rename(tmp, path) != 0)
         return async_fail(IOLOOM_ASYNC_ESYSTEM, "%s: cannot write the index: %s", path, strerror(errno));
     return IOLOOM_ASYNC_OK;

@@ -138,7 +138,9 @@ int ioloom_async_initialize(const char *config_path, MPI_Comm comm) {
     int writes = async_g.cfg.mode != MODE_DEDICATED || !async_g.is_client;
     failed = failed || (writes && async_writer_open(&async_g.writer, &async_g.cfg, async_g.rank, msg));
     failed = failed || (writes && async_plugins_load(msg));
+    if (!failed) async_index_reserve(); /* before the agreement: before any rank writes */
     if (agree(failed, msg)) {
+        async_index_unreserve();
         release_all();
         return IOLOOM_ASYNC_ECONFIG;
     }

@@ -1,7 +1,8 @@
 /* The writer of libioloom-async: each writer (a dedicated core, or each process in the synchronous and
- * helper-thread modes) appends blocks to its own data file, <directory>/<name>.<id>.data, and after each block
- * one record to <name>.<id>.index. A block is in the output only once its record is: a write that fails (a full
- * disk) loses that block, is reported with its variable and iteration, and leaves earlier blocks intact. */
+ * helper-thread modes) stores blocks through its store (writer.format: files, here, <directory>/<name>.<id>.data;
+ * logfs; hdf5) and after each block appends one record to <name>.<id>.index. A block is in the output only once
+ * its record is: a write that fails (a full disk) loses that block, is reported with its variable and iteration,
+ * and leaves earlier blocks intact. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -20,21 +21,6 @@ static int open_file(const struct async_config *cfg, int id, const char *suffix,
     return fd;
 }
 
-int async_writer_open(struct async_writer *w, const struct async_config *cfg, int id, char msg[ASYNC_MSG_MAX]) {
-    w->id = id;
-    w->offset = w->records = w->synced = 0;
-    w->packed = NULL, w->packed_size = 0;
-    w->zstd = cfg->compression ? ZSTD_createCCtx() : NULL;
-    if (mkdir(cfg->directory, 0755) != 0 && errno != EEXIST) {
-        snprintf(msg, ASYNC_MSG_MAX, "%.400s: cannot create the output directory: %s", cfg->directory, strerror(errno));
-        return -1;
-    }
-    w->data_fd = open_file(cfg, id, "data", msg);
-    w->index_fd = w->data_fd < 0 ? -1 : open_file(cfg, id, "index", msg);
-    if (w->index_fd < 0 && w->data_fd >= 0) close(w->data_fd);
-    return w->index_fd < 0 ? -1 : 0;
-}
-
 static int write_all(int fd, const void *data, size_t n, off_t offset) {
     const char *p = data;
     while (n > 0) {
@@ -44,6 +30,65 @@ static int write_all(int fd, const void *data, size_t n, off_t offset) {
         p += k, n -= (size_t)k, offset += k;
     }
     return 0;
+}
+
+static int files_open(struct async_writer *w, const struct async_config *cfg, char msg[ASYNC_MSG_MAX]) {
+    return (w->data_fd = open_file(cfg, w->id, "data", msg)) < 0 ? -1 : 0;
+}
+
+static int files_put(struct async_writer *w, const struct async_config *cfg, int variable, int block, int64_t iteration,
+                     const void *data, size_t nbytes, uint64_t *where) {
+    (void)cfg, (void)variable, (void)block, (void)iteration;
+    *where = w->offset;
+    return write_all(w->data_fd, data, nbytes, (off_t)w->offset);
+}
+
+/* Gives back what a partial write took, so that the index and later (smaller) writes may still fit. */
+static int files_undo(struct async_writer *w, const struct async_config *cfg, int variable, int block,
+                      int64_t iteration) {
+    (void)cfg, (void)variable, (void)block, (void)iteration;
+    return ftruncate(w->data_fd, (off_t)w->offset);
+}
+
+static int files_sync(struct async_writer *w) { return fdatasync(w->data_fd); }
+
+static void files_close(struct async_writer *w) {
+    if (w->data_fd >= 0) close(w->data_fd);
+    w->data_fd = -1;
+}
+
+const struct async_store async_store_files = {"files", files_open, files_put, files_undo, files_sync, files_close};
+
+const struct async_store *async_store_of(const struct async_config *cfg, char msg[ASYNC_MSG_MAX]) {
+    if (cfg->format == FORMAT_LOGFS) return &async_store_logfs;
+    if (cfg->format == FORMAT_FILES) return &async_store_files;
+#ifdef IOLOOM_ASYNC_HDF5
+    (void)msg;
+    return &async_store_hdf5;
+#else
+    snprintf(msg, ASYNC_MSG_MAX,
+             "writer: format hdf5 needs libioloom-async-mpich built with parallel HDF5 (Debian's is built against "
+             "MPICH); this is libioloom-async-%s: run under MPICH, or use format files or logfs",
+             IOLOOM_MPI_IMPL);
+    return NULL;
+#endif
+}
+
+int async_writer_open(struct async_writer *w, const struct async_config *cfg, int id, char msg[ASYNC_MSG_MAX]) {
+    w->id = id;
+    w->offset = w->records = w->synced = 0;
+    w->packed = NULL, w->packed_size = 0;
+    w->data_fd = w->index_fd = -1;
+    if (!(w->store = async_store_of(cfg, msg))) return -1;
+    w->zstd = cfg->compression ? ZSTD_createCCtx() : NULL;
+    if (mkdir(cfg->directory, 0755) != 0 && errno != EEXIST) {
+        snprintf(msg, ASYNC_MSG_MAX, "%.400s: cannot create the output directory: %s", cfg->directory, strerror(errno));
+        return -1;
+    }
+    if (w->store->open(w, cfg, msg)) return -1;
+    w->index_fd = open_file(cfg, id, "index", msg);
+    if (w->index_fd < 0) w->store->close(w);
+    return w->index_fd < 0 ? -1 : 0;
 }
 
 /* With a bandwidth limit, the writer takes at least nbytes / bandwidth seconds per block. */
@@ -74,12 +119,12 @@ void async_writer_put(struct async_writer *w, const struct async_config *cfg, st
                       int block, int64_t iteration, const void *data, size_t nbytes) {
     double start = async_now();
     data = stored(w, data, &nbytes);
-    struct async_index_record rec = {variable, block, iteration, w->offset, nbytes};
-    if (!data || write_all(w->data_fd, data, nbytes, (off_t)w->offset) ||
+    struct async_index_record rec = {variable, block, iteration, 0, nbytes};
+    if (!data || w->store->put(w, cfg, variable, block, iteration, data, nbytes, &rec.offset) ||
         write_all(w->index_fd, &rec, sizeof rec, (off_t)(w->records * sizeof rec))) {
         int error = errno;
-        /* Give back what a partial write took, so that the index and later (smaller) writes may still fit. */
-        if (ftruncate(w->data_fd, (off_t)w->offset) != 0 || ftruncate(w->index_fd, (off_t)(w->records * sizeof rec)))
+        if (w->store->undo(w, cfg, variable, block, iteration) ||
+            ftruncate(w->index_fd, (off_t)(w->records * sizeof rec)))
             error = errno;
         fprintf(stderr, "ioloom-async: writer %d: variable %s, iteration %lld, block %d lost: %s\n", w->id,
                 cfg->variables[variable].name, (long long)iteration, block, strerror(error));
@@ -102,7 +147,7 @@ void async_writer_event(struct async_writer *w, int event, int block, int64_t it
 void async_writer_sync(struct async_writer *w, const struct async_config *cfg, struct async_stats *st) {
     if (!cfg->fsync || w->synced == w->records) return;
     double start = async_now();
-    if (fdatasync(w->data_fd) != 0 || fdatasync(w->index_fd) != 0)
+    if (w->store->sync(w) != 0 || fdatasync(w->index_fd) != 0)
         fprintf(stderr, "ioloom-async: writer %d: cannot make its output durable: %s\n", w->id, strerror(errno));
     w->synced = w->records;
     st->syncs++;
@@ -110,9 +155,10 @@ void async_writer_sync(struct async_writer *w, const struct async_config *cfg, s
 }
 
 void async_writer_close(struct async_writer *w) {
-    if (w->data_fd >= 0) close(w->data_fd);
+    if (w->store) w->store->close(w);
     if (w->index_fd >= 0) close(w->index_fd);
-    w->data_fd = w->index_fd = -1;
+    w->index_fd = -1;
+    w->store = NULL;
     ZSTD_freeCCtx(w->zstd);
     free(w->packed);
     w->zstd = w->packed = NULL;

@@ -29,6 +29,7 @@ class Setup:
     bandwidth: int = 0
     fsync: bool = False
     compression: str = "none"
+    writer_format: str = "files"
     events: tuple[str, ...] = ("checkpoint",)
     name: str = "cm1"
 
@@ -40,6 +41,7 @@ class Setup:
         lines += [f"  bandwidth: {self.bandwidth}"] if self.bandwidth else []
         lines += ["  fsync: true"] if self.fsync else []
         lines += [f"  compression: {self.compression}"] if self.compression != "none" else []
+        lines += [f"  format: {self.writer_format}"] if self.writer_format != "files" else []
         lines += ["layouts:", f"  grid: {{type: float64, dimensions: [{dims}]}}", "variables:"]
         lines += [f"  {v}: {{layout: grid}}" for v in self.variables]
         lines += [f"events: [{', '.join(self.events)}]"] if self.events else []

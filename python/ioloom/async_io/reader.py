@@ -1,5 +1,5 @@
 """The reader of libioloom-async's outputs (see ioloom.async_io): the global index, each writer's index and data
-files, blocks as read-only numpy arrays viewing the data files."""
+(a plain file, a logfs container or an HDF5 file, as writer.format said), blocks as read-only numpy arrays."""
 from __future__ import annotations
 
 import builtins
@@ -15,6 +15,9 @@ from ioloom.async_io import AsyncOutputError
 INDEX_RECORD = np.dtype([("variable", "<i4"), ("block", "<i4"), ("iteration", "<i8"), ("offset", "<u8"),
                          ("nbytes", "<u8")])
 FORMAT = "ioloom-async"
+# writer.format: the suffix of each writer's data; the index's offsets are bytes of that file (hdf5: a dataset's
+# contiguous data, at the address HDF5 gave it) or of the logfs container's logical file.
+DATA_SUFFIX = {"files": "data", "hdf5": "h5", "logfs": "data"}
 
 
 @dataclass(frozen=True)
@@ -78,8 +81,13 @@ class Output:
                           for name, v in meta["variables"].items()}
         self.ranks = meta["ranks"]
         self.compression = meta.get("compression", "none")
+        self.writer_format = meta.get("writer_format", "files")
+        if self.writer_format not in DATA_SUFFIX:
+            raise AsyncOutputError(f"{self.path}: writer_format {self.writer_format!r} is not one this reader knows "
+                                   f"({', '.join(DATA_SUFFIX)}); update ioloom")
         self._by_id = {v.id: v for v in self.variables.values()}
         self._data: dict[int, np.memmap] = {}
+        self._containers: dict = {}
         self._blocks: dict[tuple[int, int, int], tuple[int, int, int]] = {}
         self._events: list[tuple[str, int, int]] = []
         for writer in meta["writers"]:
@@ -91,7 +99,7 @@ class Output:
     def _load_writer(self, writer: int) -> None:
         raw = self._file(writer, "index").read_bytes()
         records = np.frombuffer(raw[:len(raw) - len(raw) % INDEX_RECORD.itemsize], INDEX_RECORD)
-        data_size = self._file(writer, "data").stat().st_size
+        data_size = self._data_size(writer)
         for rec in records.tolist():
             variable, block, iteration, offset, nbytes = rec
             if variable < 0:
@@ -104,6 +112,31 @@ class Output:
                                        f"{iteration}, block {block}) does not match the data file or the layouts; "
                                        "the output is damaged")
             self._blocks[(variable, iteration, block)] = (writer, offset, nbytes)
+
+    def _data_file(self, writer: int) -> Path:
+        return self._file(writer, DATA_SUFFIX[self.writer_format])
+
+    def _container(self, writer: int):
+        if writer not in self._containers:
+            from ioloom.logfs.format import Container, FormatError
+            try:
+                self._containers[writer] = Container.open(self._data_file(writer))
+            except (FormatError, OSError) as err:
+                raise AsyncOutputError(f"{self._data_file(writer)}: not a readable logfs container ({err})") from None
+        return self._containers[writer]
+
+    def _data_size(self, writer: int) -> int:
+        if self.writer_format == "logfs":
+            return self._container(writer).size
+        return self._data_file(writer).stat().st_size
+
+    def _raw(self, writer: int, offset: int, nbytes: int) -> np.ndarray:
+        """A block's stored bytes: a view of the data file, or read from the logfs container."""
+        if self.writer_format == "logfs":
+            return np.frombuffer(self._container(writer).read(offset, nbytes), np.uint8)
+        if writer not in self._data:
+            self._data[writer] = np.memmap(self._data_file(writer), dtype=np.uint8, mode="r")
+        return self._data[writer][offset:offset + nbytes]
 
     def _variable(self, name: str) -> Variable:
         if name not in self.variables:
@@ -122,21 +155,19 @@ class Output:
 
     def read(self, variable: str, iteration: int, block: int) -> np.ndarray:
         """One block as a read-only array viewing the data file (shape and dtype from its layout); of a compressed
-        output, the block decompressed (pyarrow's zstd codec)."""
+        output, the block decompressed (pyarrow's zstd codec); of a logfs output, a read-only copy."""
         var = self._variable(variable)
         where = self._blocks.get((var.id, int(iteration), int(block)))
         if where is None:
             raise KeyError(f"variable {variable!r} has no block {block} at iteration {iteration} in {self.path}")
         writer, offset, nbytes = where
-        if writer not in self._data:
-            self._data[writer] = np.memmap(self._file(writer, "data"), dtype=np.uint8, mode="r")
-        raw = self._data[writer][offset:offset + nbytes]
+        raw = self._raw(writer, offset, nbytes)
         if self.compression == "zstd":
             import pyarrow as pa
             try:
                 raw = np.frombuffer(pa.Codec("zstd").decompress(raw, decompressed_size=var.nbytes), np.uint8)
             except (OSError, ValueError) as err:
-                raise AsyncOutputError(f"{self._file(writer, 'data')}: block {block} of {variable!r} at iteration "
+                raise AsyncOutputError(f"{self._data_file(writer)}: block {block} of {variable!r} at iteration "
                                        f"{iteration} does not decompress ({err}); the output is damaged") from None
         return raw.view(var.dtype).reshape(var.shape)
 

@@ -1,0 +1,98 @@
+"""libioloom-async's writer formats, chosen in the configuration (writer.format): a logfs container per writer,
+which `ioloom container check|cat` read, and an HDF5 file per writer (MPICH build), which h5dump reads; the
+Python reader gives every block back as the kernel computed it."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from ioloom.async_io.kernel import Setup, expected_value, run_kernel
+from ioloom.async_io.reader import INDEX_RECORD
+from test_async import check_output
+from test_async_errors import initialize
+
+DIMS = (8, 6, 4)
+
+
+def kernel_block(iteration: int, block: int, variable: int) -> np.ndarray:
+    """The block the kernel writes (cm1.c's fill), computed here independently of the library and reader."""
+    element = np.arange(int(np.prod(DIMS)))
+    return expected_value(iteration, block, variable, element).reshape(DIMS)
+
+
+def run(mpi, tmp_path, mode: str, writer_format: str, iterations: int = 5):
+    setup = Setup(tmp_path / "out", mode=mode, dims=DIMS, writer_format=writer_format)
+    result = run_kernel(mpi.impl, 3, setup.write(tmp_path / "c.yaml"), setup, iterations, 0.0, event="checkpoint")
+    assert result.returncode == 0, result.stderr
+    clients = 2 if mode == "dedicated-cores" else 3
+    return setup, check_output(tmp_path / "out", setup, clients, iterations), clients
+
+
+@pytest.mark.parametrize("mode", ["synchronous", "helper-thread", "dedicated-cores"])
+def test_logfs_containers_read_back_with_the_container_tools(mpi, tmp_path, ioloom_cli, mode):
+    setup, out, clients = run(mpi, tmp_path, mode, "logfs")
+    assert out.writer_format == "logfs"
+    writers = out.meta["writers"]
+    assert len(writers) == (1 if mode == "dedicated-cores" else 3)
+    for writer in writers:
+        container = tmp_path / "out" / f"cm1.{writer}.data"
+        assert (container / "ioloom-logfs.meta").is_file()  # a container, not a plain file
+        assert ioloom_cli("container", "check", str(container)).returncode == 0
+    # The bytes `container cat` gives, at the offsets the index records, are the kernel's blocks.
+    records = {}
+    for writer in writers:
+        raw = (tmp_path / "out" / f"cm1.{writer}.index").read_bytes()
+        data = subprocess.run([sys.executable, "-m", "ioloom", "container", "cat",
+                               str(tmp_path / "out" / f"cm1.{writer}.data")], capture_output=True, check=True).stdout
+        for variable, block, iteration, offset, nbytes in np.frombuffer(raw, INDEX_RECORD).tolist():
+            if variable >= 0:
+                records[(variable, iteration, block)] = np.frombuffer(data[offset:offset + nbytes], "<f8")
+    assert len(records) == 5 * clients * len(setup.variables)
+    for (variable, iteration, block), values in records.items():
+        assert np.array_equal(values.reshape(DIMS), kernel_block(iteration, block, variable))
+
+
+def h5dump_block(path, dataset: str, tmp_path) -> np.ndarray:
+    """A dataset's values as h5dump writes them (binary, little-endian), and its shape from h5dump's header."""
+    binary = tmp_path / "block.bin"
+    subprocess.run(["h5dump", "-d", dataset, "-b", "LE", "-o", str(binary), str(path)], capture_output=True,
+                   check=True)
+    header = subprocess.run(["h5dump", "-H", "-d", dataset, str(path)], capture_output=True, text=True,
+                            check=True).stdout
+    assert "H5T_IEEE_F64LE" in header and "( 8, 6, 4 )" in header, header
+    return np.fromfile(binary, "<f8").reshape(DIMS)
+
+
+@pytest.mark.skipif(not shutil.which("h5dump"), reason="h5dump (hdf5-tools) is not installed")
+@pytest.mark.parametrize("mode", ["synchronous", "dedicated-cores"])
+def test_hdf5_files_read_back_with_h5dump(mpi, tmp_path, mode):
+    if mpi.name != "mpich":
+        pytest.skip("the hdf5 format is in the MPICH build (test_hdf5_refused_under_open_mpi)")
+    setup, out, clients = run(mpi, tmp_path, mode, "hdf5", iterations=3)
+    assert out.writer_format == "hdf5" and json.loads(out.path.read_text())["writer_format"] == "hdf5"
+    seen = 0
+    for writer in out.meta["writers"]:
+        path = tmp_path / "out" / f"cm1.{writer}.h5"
+        blocks = sorted({b for (_, _, b), where in out._blocks.items() if where[0] == writer})
+        for v, name in enumerate(setup.variables):
+            for it in range(3):
+                for b in blocks:
+                    assert np.array_equal(h5dump_block(path, f"/{name}/{it}/{b}", tmp_path), kernel_block(it, b, v))
+                    seen += 1
+    assert seen == 3 * clients * len(setup.variables)
+
+
+def test_hdf5_refused_under_open_mpi(mpi, tmp_path):
+    setup = Setup(tmp_path / "out", mode="dedicated-cores", variables=("u",), dims=(4, 4, 4), buffer=1 << 20,
+                  writer_format="hdf5")
+    lines = initialize(mpi, tmp_path, setup.yaml())
+    if mpi.name == "mpich":
+        assert sum(" initialize rc 0" in line for line in lines) == 3, lines
+        return
+    assert len(lines) == 3 and all("initialize rc 1: rank 2: writer: format hdf5 needs libioloom-async-mpich" in line
+                                   for line in lines), lines
