@@ -13,16 +13,25 @@ from ioloom.predict.model import Options
 
 def analyse(trace_path: Path, options: Options, rank: int | None = None) -> list[dict]:
     """Per process of the trace (or only `rank`): its figures, skeleton and main loop."""
+    from ioloom.stats_cli import load_or_exit
+
+    return analyse_trace(load_or_exit(trace_path), options, rank)
+
+
+def analyse_trace(trace, options: Options, rank: int | None = None, limit: int | None = None,
+                  processes: int | None = None) -> list[dict]:
+    """analyse() on a loaded trace; at most `limit` operations per process (the first ones) and the first
+    `processes` processes when given (the HTML report's bounds)."""
     from ioloom.predict.metrics import evaluate
     from ioloom.predict.skeleton import Skeleton
     from ioloom.predict.source import CONTEXT, process_operations
-    from ioloom.stats_cli import load_or_exit
 
-    trace = load_or_exit(trace_path)
     out = []
-    for process in process_operations(trace):
+    for process in process_operations(trace, limit):
         if rank is not None and process.label != f"rank {rank}":
             continue
+        if processes is not None and len(out) == processes:
+            break
         symbols = process.symbols
         start = time.process_time()
         figures, model = evaluate(process.operations, symbols.kinds, symbols.places, options)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from ioloom.predict.model import DATA_KINDS, Candidate, Operation, Options, ProcessModel
 
 WINDOW = 10
+SERIES_POINTS = 400  # at most this many (operation, window accuracy) points in `symbol_window`
 
 
 def hit(predicted: tuple[int, int] | None, observed: tuple[int, int] | None) -> float:
@@ -92,6 +93,14 @@ def _pct(value: float | None) -> float | None:
     return None if value is None else round(100 * value, 2)
 
 
+def _sampled(window: list[float]) -> list[tuple[int, float]]:
+    """(operation, window accuracy %) at most SERIES_POINTS times, evenly, the last one included; the window after
+    operation i + 2 is window[i] (the first operation is not predicted)."""
+    step = max(1, -(-len(window) // SERIES_POINTS))
+    picks = list(range(0, len(window), step)) + ([len(window) - 1] if window and (len(window) - 1) % step else [])
+    return [(i + 2, round(100 * window[i], 2)) for i in picks]
+
+
 def _figures(scores: Scores, model: ProcessModel, operations: int) -> dict:
     converged = next((i + 2 for i, w in enumerate(scores.window) if w == 1.0 and i + 1 >= WINDOW), None)
     immediate = sum(1 for t in model.times if not model.distant(t))
@@ -111,6 +120,7 @@ def _figures(scores: Scores, model: ProcessModel, operations: int) -> dict:
         "transitions_immediate": immediate,
         "transitions_distant": len(model.times) - immediate,
         "grammar_size": scores.grammar_sizes,
+        "symbol_window": _sampled(scores.window),
         "grammar_rules": len(model.grammar.rules),
         "grammar_past_cap": model.grammar.past_cap,
         "sizes_fallen_back": model.sizes.fallen_back(),

@@ -62,8 +62,9 @@ class ProcessOperations:
     symbols: Symbols
 
 
-def process_operations(trace) -> list[ProcessOperations]:
-    """Per traced process (in the trace's order), the operations the predictor learns."""
+def process_operations(trace, limit: int | None = None) -> list[ProcessOperations]:
+    """Per traced process (in the trace's order), the operations the predictor learns; the first `limit` of
+    each when given."""
     from ioloom.analysis.partition import Options
 
     system = Options().is_system
@@ -80,6 +81,9 @@ def process_operations(trace) -> list[ProcessOperations]:
                 operation = _operation(symbols, paths, layer, op, file_id, offset, req_bytes, aux, t_start, t_end)
                 if operation is not None:
                     operations.append(operation)
+            if limit is not None and len(operations) >= limit:
+                del operations[limit:]
+                break
         out.append(ProcessOperations(label, operations, symbols))
     return out
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import json
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from string import Template
@@ -14,7 +15,7 @@ from plotly.offline import get_plotlyjs
 
 from ioloom import __version__
 from ioloom.analysis.metrics import human_bytes
-from ioloom.report import figures
+from ioloom.report import figures, prediction
 
 SECTIONS = (("summary", "Summary"), ("findings", "Findings"), ("crosslayer", "MPI-IO → POSIX"),
             ("concurrency", "Concurrency & locks"), ("access", "Access patterns"), ("sizes", "Sizes & bandwidth"),
@@ -295,13 +296,39 @@ def _health(a, result) -> str:
                     f"<ul>{''.join(lines)}</ul>{extra}")
 
 
-def render(a, title: str = "ioloom report", subtitle: str = "") -> str:
+def _prediction(predicted: Predicted) -> str:
+    body, figs = prediction.section(predicted.processes, predicted.limit, predicted.total)
+    plots = "".join(_plot(fig, f"plot-{name}") for name, fig in figs)
+    return _section("prediction", "Prediction of the I/O (Omnisc'IO)",
+                    "Per process, a grammar of its I/O operations learnt as they come predicts each next one "
+                    "(docs/predict.md): <b>hit ratio</b> = how much of the predicted segment [offset, offset + size) "
+                    "overlaps the real one (Eq. 7.3); <b>symbols right</b> = operation and file predicted right, "
+                    "also over a sliding window of ten operations; <b>size error</b> = |predicted - real| / real "
+                    "(Eq. 7.2); <b>offsets right</b> against the <b>contiguous baseline</b> (each access starting "
+                    "where the last one on the file ended); time error against immediate reaccess; the grammar's "
+                    "size; and the grammar's main loop, written out as the program's I/O skeleton.",
+                    body + plots)
+
+
+@dataclass
+class Predicted:
+    """The predictor's figures per process for the report's prediction section (predict.cli.analyse_trace), the
+    operations learnt at most per process and the number of processes in the trace."""
+    processes: list[dict]
+    limit: int
+    total: int
+
+
+def render(a, title: str = "ioloom report", subtitle: str = "", predicted: Predicted | None = None) -> str:
     result = a.to_json(calls=False)
     figs = figures.all_figures(a)
-    body = "".join([_summary(a, result), _findings(result), _crosslayer(a, result, figs),
-                    _concurrency(a, result, figs), _access(a, result, figs), _sizes(a, result, figs),
-                    _health(a, result)])
-    return page(title, subtitle, SECTIONS, body)
+    parts = [_summary(a, result), _findings(result), _crosslayer(a, result, figs), _concurrency(a, result, figs),
+             _access(a, result, figs), _sizes(a, result, figs)]
+    sections = list(SECTIONS)
+    if predicted is not None:
+        parts.append(_prediction(predicted))
+        sections.insert(-1, ("prediction", "Prediction"))
+    return page(title, subtitle, sections, "".join(parts) + _health(a, result))
 
 
 def page(title: str, subtitle: str, sections, body: str) -> str:
@@ -323,5 +350,6 @@ def save(text: str, path: Path) -> Path:
     return path
 
 
-def write(a, path: Path, title: str = "ioloom report", subtitle: str = "") -> Path:
-    return save(render(a, title, subtitle), path)
+def write(a, path: Path, title: str = "ioloom report", subtitle: str = "",
+          predicted: Predicted | None = None) -> Path:
+    return save(render(a, title, subtitle, predicted), path)
