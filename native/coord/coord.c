@@ -1,6 +1,9 @@
-/* ioloom coord's C client: the line protocol of docs/coord.md (version 1) over a Unix socket, one request and
- * one reply line at a time under the handle's mutex. Any failure to talk (connect, send, receive, a reply not
- * understood) marks the handle lost: the socket is closed and every later call authorises, counted once. */
+/* ioloom coord's C client: the line protocol of docs/coord.md (version 1) over a Unix socket, under the handle's
+ * mutex. The client asks NOTIFY after HELLO, so the coordinator notes every change of its authorisation (NOTE
+ * lines); an inform with unchanged estimates then reads the lines already there instead of asking, and a release
+ * is sent without waiting for its reply (read later, like a note): one send per write, no round trip. Any
+ * failure to talk (connect, send, receive, a reply not understood) marks the handle lost: the socket is closed
+ * and every later call authorises, counted once. */
 #include "ioloom_coord.h"
 
 #include <errno.h>
@@ -15,9 +18,9 @@
 #include <unistd.h>
 
 #define IOLOOM_COORD_PROTOCOL 1
-#define IOLOOM_COORD_LEVELS 16           /* prepare levels kept; deeper ones count but add no estimate */
-#define IOLOOM_COORD_REPLY_SECONDS 10.0  /* a non-blocking request unanswered this long: the coordinator is lost */
-#define IOLOOM_COORD_FRESH_SECONDS 0.001 /* a release's answer stands for an inform this soon after it */
+#define IOLOOM_COORD_LEVELS 16          /* prepare levels kept; deeper ones count but add no estimate */
+#define IOLOOM_COORD_REPLY_SECONDS 10.0 /* a non-blocking request unanswered this long: the coordinator is lost */
+#define IOLOOM_COORD_LINE 512           /* bytes of received lines buffered */
 
 struct ioloom_coord {
     pthread_mutex_t lock;
@@ -29,8 +32,10 @@ struct ioloom_coord {
     int announced;       /* an INFORM was sent since the stack was last empty */
     uint64_t sent_bytes; /* the estimates of the last INFORM */
     double sent_seconds;
-    int released_go; /* the last RELEASE's answer (1: GO), and when it came */
-    double released_at;
+    int go;                     /* the latest authorisation read (reply or note): 1 GO, 0 WAIT */
+    int unread;                 /* replies to releases not read yet */
+    char in[IOLOOM_COORD_LINE]; /* received bytes not yet taken as lines */
+    size_t in_len;
     struct ioloom_coord_counters counters;
 };
 
@@ -85,27 +90,68 @@ static int send_all(int fd, const char *text, size_t n) {
     return 0;
 }
 
-/* One reply line into `reply` (without its newline); -1 on error, timeout or a line too long. Replies are
- * read a byte at a time: they are a few bytes, and nothing after the newline may be consumed. */
-static int receive_line(int fd, char *reply, size_t size) {
-    for (size_t n = 0; n + 1 < size;) {
-        ssize_t got = recv(fd, reply + n, 1, 0);
+/* Take one complete line from the buffer into `line` (without its newline): 1, or 0 if none is complete. */
+static int take_line(ioloom_coord *c, char *line, size_t size) {
+    char *nl = memchr(c->in, '\n', c->in_len);
+    if (!nl) return 0;
+    size_t n = (size_t)(nl - c->in), copy = n < size - 1 ? n : size - 1;
+    memcpy(line, c->in, copy);
+    line[copy] = '\0';
+    c->in_len -= n + 1;
+    memmove(c->in, nl + 1, c->in_len);
+    return 1;
+}
+
+/* Receive more bytes into the buffer (`flags`: 0 blocks up to the reply timeout, MSG_DONTWAIT does not);
+ * 1 if some came, 0 if none were there (non-blocking), -1 on error, timeout, a closed socket or a full buffer. */
+static int receive_more(ioloom_coord *c, int flags) {
+    for (;;) {
+        if (c->in_len == sizeof c->in) return -1; /* a line longer than any the protocol has */
+        ssize_t got = recv(c->fd, c->in + c->in_len, sizeof c->in - c->in_len, flags);
         if (got < 0 && errno == EINTR) continue;
+        if (got < 0 && flags && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
         if (got <= 0) return -1;
-        if (reply[n] == '\n') {
-            reply[n] = '\0';
-            return 0;
-        }
-        n++;
+        c->in_len += (size_t)got;
+        return 1;
     }
-    return -1;
+}
+
+/* A line that is not the awaited reply: a note, or the reply to a release sent earlier. Both set the
+ * authorisation; 1 if it was one of them. */
+static int absorb(ioloom_coord *c, const char *line) {
+    int note = strncmp(line, "NOTE ", 5) == 0;
+    if (!note && c->unread == 0) return 0;
+    c->unread -= !note;
+    c->go = strcmp(note ? line + 5 : line, "GO") == 0;
+    return 1;
+}
+
+/* The next line that answers the request just sent, within the reply timeout; -1 on failure. */
+static int receive_reply(ioloom_coord *c, char *reply, size_t size) {
+    for (;;) {
+        while (take_line(c, reply, size))
+            if (!absorb(c, reply)) return 0;
+        if (receive_more(c, 0) != 1) return -1;
+    }
+}
+
+/* Read the notes and release replies already received, without blocking; -1 (lost) on failure. */
+static int catch_up(ioloom_coord *c) {
+    char line[64];
+    for (int more = 1; more == 1;) {
+        more = receive_more(c, MSG_DONTWAIT);
+        if (more < 0) return -1;
+        while (take_line(c, line, sizeof line))
+            if (!absorb(c, line)) return -1; /* a reply nobody asked for */
+    }
+    return 0;
 }
 
 /* Send `request`, read its reply within `seconds`; -1 (and the handle lost) on any failure or an ERR. */
 static int ask(ioloom_coord *c, const char *request, double seconds, char *reply, size_t size) {
     if (c->fd < 0) return -1;
     set_reply_timeout(c->fd, seconds);
-    if (send_all(c->fd, request, strlen(request)) != 0 || receive_line(c->fd, reply, size) != 0 ||
+    if (send_all(c->fd, request, strlen(request)) != 0 || receive_reply(c, reply, size) != 0 ||
         strncmp(reply, "ERR", 3) == 0) {
         lose(c);
         return -1;
@@ -113,11 +159,11 @@ static int ask(ioloom_coord *c, const char *request, double seconds, char *reply
     return 0;
 }
 
-/* GO: 1, WAIT: 0; lost: 1 (fail-open). */
+/* GO: 1, WAIT: 0; lost: 1 (fail-open). The answer is the latest authorisation. */
 static int ask_go(ioloom_coord *c, const char *request, double seconds) {
     char reply[64];
     if (ask(c, request, seconds, reply, sizeof reply) != 0) return 1;
-    return strcmp(reply, "GO") == 0;
+    return c->go = strcmp(reply, "GO") == 0;
 }
 
 static void hello(ioloom_coord *c, const char *name, int cores) {
@@ -126,7 +172,8 @@ static void hello(ioloom_coord *c, const char *name, int cores) {
     for (char *p = word; *p; p++) /* a name is one word of the protocol */
         if (*p == ' ' || *p == '\n' || *p == '\t') *p = '_';
     snprintf(request, sizeof request, "HELLO %d %s %d\n", IOLOOM_COORD_PROTOCOL, word, cores > 0 ? cores : 1);
-    ask(c, request, IOLOOM_COORD_REPLY_SECONDS, reply, sizeof reply);
+    if (ask(c, request, IOLOOM_COORD_REPLY_SECONDS, reply, sizeof reply) == 0)
+        ask_go(c, "NOTIFY\n", IOLOOM_COORD_REPLY_SECONDS);
 }
 
 ioloom_coord *ioloom_coord_open(const char *address, const char *name, int cores) {
@@ -200,11 +247,10 @@ static void estimates(const ioloom_coord *c, uint64_t *bytes, double *seconds) {
     }
 }
 
-/* Whether the last release's answer can stand for this inform: the phase is announced with the same estimates
- * and the answer is fresh (writes back to back). Saves one round trip per write. */
-static int answer_stands(const ioloom_coord *c, uint64_t bytes, double seconds) {
-    return c->announced && c->fd >= 0 && bytes == c->sent_bytes && seconds == c->sent_seconds &&
-           now_seconds() - c->released_at < IOLOOM_COORD_FRESH_SECONDS;
+/* Whether this inform needs no request: the phase is announced with the same estimates, so the latest
+ * authorisation (kept current by the notes) answers it. */
+static int known(const ioloom_coord *c, uint64_t bytes, double seconds) {
+    return c->announced && c->fd >= 0 && bytes == c->sent_bytes && seconds == c->sent_seconds;
 }
 
 int ioloom_coord_inform(ioloom_coord *c) {
@@ -214,8 +260,11 @@ int ioloom_coord_inform(ioloom_coord *c) {
     char request[96];
     pthread_mutex_lock(&c->lock);
     estimates(c, &bytes, &seconds);
-    int go = c->released_go;
-    if (!answer_stands(c, bytes, seconds)) {
+    int go = 1;
+    if (known(c, bytes, seconds)) {
+        if (catch_up(c) != 0) lose(c);
+        go = c->fd < 0 || c->go;
+    } else {
         snprintf(request, sizeof request, "INFORM %llu %.6f\n", (unsigned long long)bytes, seconds);
         c->counters.phases += !c->announced && c->fd >= 0;
         c->announced = 1;
@@ -223,7 +272,6 @@ int ioloom_coord_inform(ioloom_coord *c) {
         c->sent_seconds = seconds;
         go = ask_go(c, request, IOLOOM_COORD_REPLY_SECONDS);
     }
-    c->released_at = 0; /* an answer stands once */
     c->counters.waits += !go;
     pthread_mutex_unlock(&c->lock);
     return go;
@@ -249,6 +297,7 @@ int ioloom_coord_wait(ioloom_coord *c) {
     snprintf(request, sizeof request, "WAIT %llu\n", (unsigned long long)(c->bound * 1000));
     int answered = ask(c, request, c->bound + IOLOOM_COORD_REPLY_SECONDS, reply, sizeof reply) == 0;
     int go = answered && strcmp(reply, "GO") == 0;
+    c->go = go || !answered;
     c->counters.timeouts += answered && !go;
     c->counters.waited_seconds += now_seconds() - start;
     pthread_mutex_unlock(&c->lock);
@@ -260,8 +309,8 @@ void ioloom_coord_release(ioloom_coord *c, uint64_t bytes) {
     char request[64];
     pthread_mutex_lock(&c->lock);
     snprintf(request, sizeof request, "RELEASE %llu\n", (unsigned long long)bytes);
-    c->released_go = ask_go(c, request, IOLOOM_COORD_REPLY_SECONDS);
-    c->released_at = now_seconds();
+    if (c->fd >= 0 && send_all(c->fd, request, strlen(request)) != 0) lose(c);
+    c->unread++; /* its reply is read with the next one, or caught up with by the next inform */
     pthread_mutex_unlock(&c->lock);
 }
 

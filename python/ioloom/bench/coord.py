@@ -58,7 +58,7 @@ def run_writers(work: Path, apps: list[tuple[str, int, int, float]], options: di
 class Coordinators:
     """One coordinator per policy, in a thread of this process, for the whole campaign."""
 
-    def __init__(self, work: Path, metric: str) -> None:
+    def __init__(self, work: Path, metric: str, min_gain: float) -> None:
         from ioloom.coord import service
         from ioloom.coord.policy import Policy
         self.loop = asyncio.new_event_loop()
@@ -68,7 +68,7 @@ class Coordinators:
         for policy in COORDINATED:
             ready = threading.Event()
             address = str(work / f"{policy}.sock")
-            coro = service.serve(address, Policy(policy, metric), 60.0, 1e9, ready.set)
+            coro = service.serve(address, Policy(policy, metric, min_gain), 60.0, 1e9, ready.set)
             self.tasks.append(asyncio.run_coroutine_threadsafe(coro, self.loop))
             if not ready.wait(30):
                 raise RuntimeError(f"the {policy} coordinator did not start")
@@ -190,6 +190,8 @@ def command(pair: str = typer.Option("both", help="small (big beside small), equ
             small_bytes: int = typer.Option(50_000_000, min=1, help="Bytes the small application writes."),
             chunk: int = typer.Option(2_000_000, min=1, help="Bytes per write; a step is weight writes."),
             metric: str = typer.Option("core-seconds", help="What dynamic minimises: core-seconds or factors."),
+            min_gain: float = typer.Option(0.05, "--min-gain", min=0.0, max=0.99,
+                                           help="dynamic's least gain to serialise (coord serve --min-gain)."),
             output: Path = typer.Option(None, "-o", "--output", help="Also write coord.json and coord.html here."),
             as_json: bool = typer.Option(False, "--json", help="Print the report as JSON.")) -> None:
     """Δ-graphs of two writers on an emulated storage, uncoordinated and under each coordination policy."""
@@ -206,15 +208,15 @@ def command(pair: str = typer.Option("both", help="small (big beside small), equ
     chosen = pairs(options, pair)
     load = [os.getloadavg()[0]]
     with tempfile.TemporaryDirectory(prefix="ioloom-bench-coord-") as tmp:
-        coords = Coordinators(Path(tmp), metric)
+        coords = Coordinators(Path(tmp), metric, min_gain)
         try:
             samples = [one_round(Path(tmp), options, chosen, coords, points, flip=r % 2 == 1) for r in range(rounds)]
         finally:
             coords.close()
     load.append(os.getloadavg()[0])
     rows = summarise(samples)
-    report = {"options": options, "metric": metric, "rounds": rounds, "load": f"{load[0]:.1f}->{load[1]:.1f}",
-              "rows": rows, "goals": goals(rows)}
+    report = {"options": options, "metric": metric, "min_gain": min_gain, "rounds": rounds,
+              "load": f"{load[0]:.1f}->{load[1]:.1f}", "rows": rows, "goals": goals(rows)}
     if output:
         (output / "coord.json").write_text(json.dumps(report, indent=1))
         plot_html(report, output / "coord.html")

@@ -20,6 +20,9 @@ def serve(address: str | None = ADDRESS,
                                                     "(docs/coord.md)."),
           metric: str = typer.Option("core-seconds", help="What dynamic minimises: core-seconds (sum N_X T_X) or "
                                                           "factors (sum of interference factors)."),
+          min_gain: float = typer.Option(0.05, "--min-gain", min=0.0, max=0.99,
+                                         help="dynamic serialises or interrupts only to save this fraction of "
+                                              "the machine time interference would waste (else: interfere)."),
           lease: float = typer.Option(10.0, min=0.01, help="Seconds without news after which a phase expires."),
           bandwidth: float = typer.Option(1e9, min=1.0, help="Bytes/s, to estimate a phase's time alone when "
                                                              "its client gives only bytes.")) -> None:
@@ -27,7 +30,7 @@ def serve(address: str | None = ADDRESS,
     from ioloom.coord import service
     from ioloom.coord.policy import Policy
     try:
-        chosen = Policy(policy, metric)
+        chosen = Policy(policy, metric, min_gain)
     except ValueError as err:
         raise typer.BadParameter(str(err)) from None
     where = address or service.default_address()

@@ -1,45 +1,69 @@
 """The coordinator's decision rules (Dorier Ch. 6.2-6.3): where a newly announced I/O phase goes in the order in
-which phases write. The order is one list; its head writes, the others wait (a paused phase keeps its place).
+which phases write, and how many phases at the head of that order write at once (`writing`; the others wait, a
+paused phase keeping its place).
 
 - interfere: every phase writes at once (the order is kept for reporting only);
 - fcfs: the newcomer goes last (first come, first served: serialisation);
-- interrupt: the newcomer goes first, pausing the one writing between two of its writes;
-- dynamic: the place that minimises f over the remaining phases (ioloom.models.serial_cost, Eq. 6.4 generalised
-  to a queue), with f the machine time wasted (sum N_X T_X) or the sum of interference factors; with two phases
-  this is the thesis's rule: interrupt A iff dt < 3/4 T_A when N_A = N_B and T_A = 4 T_B.
+- interrupt: the newcomer goes first and writes alone, pausing the ones writing between two of their writes;
+- dynamic: of every serial place (ioloom.models.serial_cost, Eq. 6.4 generalised to a queue) and joining the
+  phases writing (ioloom.models.sharing_cost, proportional sharing), the one that minimises f, the machine
+  time wasted (sum N_X T_X) or the sum of interference factors; a serial place is chosen only if it saves at
+  least `min_gain` of interference's f (the estimates are rough and every hand-over costs a round trip), so
+  where serialising gains nothing the phases interfere freely. With two phases and min_gain 0 this is the
+  thesis's rule: interrupt A iff dt < 3/4 T_A when N_A = N_B and T_A = 4 T_B.
 
 A policy only chooses a place; the service keeps the order, so no two phases can wait for each other."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ioloom.models import METRICS, Pending, serial_cost
+from ioloom.models import METRICS, Pending, sharing_cost
 
 POLICIES = ("interfere", "fcfs", "interrupt", "dynamic")
+MIN_GAIN = 0.05  # dynamic's default: serialise only to save 5% of f
+
+
+@dataclass(frozen=True)
+class Placement:
+    """The newcomer goes at `index` of the order; then the first `writing` phases of the order write at once."""
+    index: int
+    writing: int
 
 
 @dataclass(frozen=True)
 class Policy:
-    """A decision rule: `name` one of POLICIES, `metric` one of ioloom.models.METRICS (used by dynamic)."""
+    """A decision rule: `name` one of POLICIES, `metric` one of ioloom.models.METRICS and `min_gain` (a
+    fraction of f, >= 0) used by dynamic."""
     name: str
     metric: str = "core-seconds"
+    min_gain: float = MIN_GAIN
 
     def __post_init__(self) -> None:
         if self.name not in POLICIES:
             raise ValueError(f"unknown policy {self.name!r}; use one of {', '.join(POLICIES)}")
         if self.metric not in METRICS:
             raise ValueError(f"unknown metric {self.metric!r}; use one of {', '.join(METRICS)}")
+        if not 0 <= self.min_gain < 1:
+            raise ValueError(f"min_gain must be in [0, 1), got {self.min_gain!r}")
 
     @property
     def shares(self) -> bool:
         """Whether every announced phase may write at once."""
         return self.name == "interfere"
 
-    def place(self, order: list[Pending], newcomer: Pending) -> int:
-        """Where `newcomer` goes in `order` (0: before the one writing, len(order): last)."""
-        if self.name == "interrupt":
-            return 0
+    def place(self, order: list[Pending], writing: int, newcomer: Pending) -> Placement:
+        """Where `newcomer` goes in `order`, whose first `writing` phases write now (0: before them)."""
+        writing = max(1, min(writing, len(order)))
+        if not order or self.name == "interrupt":
+            return Placement(0, 1)
         if self.name in ("interfere", "fcfs"):
-            return len(order)
-        return min(range(len(order), -1, -1),  # on a tie, the later place: it disturbs no one already there
-                   key=lambda k: serial_cost([*order[:k], newcomer, *order[k:]], self.metric))
+            return Placement(len(order), len(order) + 1 if self.shares else writing)
+        return self._dynamic(order, writing, newcomer)
+
+    def _dynamic(self, order: list[Pending], writing: int, newcomer: Pending) -> Placement:
+        def cost(p: Placement) -> float:
+            return sharing_cost([*order[:p.index], newcomer, *order[p.index:]], p.writing, self.metric)
+        join = Placement(writing, writing + 1)
+        serial = [Placement(k, writing) for k in range(len(order), writing - 1, -1)] + [Placement(0, 1)]
+        best = min(serial, key=cost)  # on a tie, the later place: it disturbs no one already there
+        return best if cost(best) < (1 - self.min_gain) * cost(join) else join

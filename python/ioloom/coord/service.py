@@ -1,7 +1,9 @@
 """`ioloom coord serve`: the coordinator, an asyncio server on a local Unix socket speaking the line protocol of
 docs/coord.md (version PROTOCOL). Each request gets one reply line; WAIT is answered when the client may write or
-its bound has passed. A client leaves its application's phase with DONE, with its connection (a crashed process
-closes it) or when its lease runs out; the phase ends with its last member."""
+its bound has passed. A client that asked NOTIFY is also sent a line `NOTE GO` or `NOTE WAIT` whenever whether it
+may write changes, so it learns of an interruption without asking (and need not wait for RELEASE's reply). A
+client leaves its application's phase with DONE, with its connection (a crashed process closes it) or when its
+lease runs out; the phase ends with its last member."""
 from __future__ import annotations
 
 import asyncio
@@ -75,6 +77,7 @@ class Coordinator:
         self.changed = asyncio.Condition()
         self.clients = 0
         self.waiting: set[int] = set()  # clients inside WAIT: alive, so their lease does not run out
+        self.notified: dict[int, list] = {}  # client -> [its stream, what it was last told: GO True, WAIT False]
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         """Serve one client until it says BYE or its connection ends; its phase then ends too."""
@@ -82,7 +85,7 @@ class Coordinator:
         client, hello = self.clients, None
         try:
             while line := await reader.readline():
-                reply = await self.answer(client, line, hello)
+                reply = await self.answer(client, line, hello, writer)
                 if isinstance(reply, tuple):
                     hello, reply = reply
                 writer.write(reply.encode() + b"\n")
@@ -92,15 +95,25 @@ class Coordinator:
         except (ConnectionError, ValueError):  # ValueError: a line longer than the stream's limit
             pass
         finally:
+            self.notified.pop(client, None)
             await self.end(client, "finished")
             writer.close()
 
     async def end(self, client: int, reason: str) -> None:
         async with self.changed:
             if self.state.finish(client, reason):
-                self.changed.notify_all()
+                self.tell_all()
 
-    async def answer(self, client: int, line: bytes, hello):
+    def tell_all(self) -> None:
+        """The order changed: wake the clients in WAIT and note the change to each NOTIFY client it concerns."""
+        self.changed.notify_all()
+        for client, told in self.notified.items():
+            may = self.state.may_write(client)
+            if may != told[1]:
+                told[0].write(b"NOTE GO\n" if may else b"NOTE WAIT\n")
+                told[1] = may
+
+    async def answer(self, client: int, line: bytes, hello, writer: asyncio.StreamWriter):
         """The reply to one request (with HELLO: the client's (name, cores) too)."""
         words = line.decode(errors="replace").split()
         try:
@@ -110,9 +123,12 @@ class Coordinator:
                 return self.greet(words), f"OK {client}"
             if hello is None:
                 raise ProtocolError(f"say HELLO {PROTOCOL} <name> <cores> first")
-            return await self.request(client, hello, words)
+            reply = await self.request(client, hello, words, writer)
         except ProtocolError as err:
             return f"ERR {err}"
+        if client in self.notified and reply in ("GO", "WAIT"):
+            self.notified[client][1] = reply == "GO"
+        return reply
 
     def greet(self, words: list[str]) -> tuple[str, int]:
         if len(words) != 4:
@@ -124,9 +140,9 @@ class Coordinator:
             raise ProtocolError("cores must be >= 1")
         return words[2], cores
 
-    async def request(self, client: int, hello: tuple[str, int], words: list[str]) -> str:
+    async def request(self, client: int, hello: tuple[str, int], words: list[str], writer) -> str:
         verb, args, now = words[0], words[1:], time.monotonic()
-        arity = {"INFORM": 2, "CHECK": 0, "WAIT": 1, "RELEASE": 1, "DONE": 0, "STATUS": 0, "BYE": 0}
+        arity = {"INFORM": 2, "CHECK": 0, "WAIT": 1, "RELEASE": 1, "DONE": 0, "STATUS": 0, "BYE": 0, "NOTIFY": 0}
         if verb not in arity:
             raise ProtocolError(f"unknown request {verb!r}; see docs/coord.md")
         if len(args) != arity[verb]:
@@ -137,15 +153,17 @@ class Coordinator:
                 if size == 0 and seconds == 0:
                     raise ProtocolError("INFORM needs the phase's bytes or its expected seconds")
                 self.state.inform(client, *hello, size, seconds, now)
-                self.changed.notify_all()  # the one writing may have to yield now
+                self.tell_all()  # the ones writing may have to yield now
             elif verb == "WAIT":
                 return await self.wait(client, _number(args[0], "milliseconds") / 1000)
             elif verb == "RELEASE":  # answered like CHECK: whether the next step may be written at once
                 self.state.release(client, _number(args[0], "bytes"), now)
             elif verb == "DONE":
                 if self.state.finish(client):
-                    self.changed.notify_all()
+                    self.tell_all()
                 return "OK"
+            elif verb == "NOTIFY":  # answered like CHECK; later changes come as NOTE lines
+                self.notified[client] = [writer, None]
             elif verb == "STATUS":
                 return "OK " + json.dumps(self.state.snapshot(now))
             elif verb == "BYE":
@@ -174,7 +192,7 @@ class Coordinator:
                 for client in self.waiting:
                     self.state.touch(client, now)
                 if self.state.expire(now):
-                    self.changed.notify_all()
+                    self.tell_all()
 
 
 async def serve(address: str, policy: Policy, lease: float, bandwidth: float, ready=None) -> None:

@@ -8,8 +8,9 @@ gathers its processes (Sec. 6.2.3). A member's estimates are its own bytes and t
 sum of the bytes and the longest time (its members write in parallel). The phase ends when its last member is
 done, gone or expired.
 
-Invariants: a client is a member of at most one phase; the order holds each phase once; with a serialising
-policy exactly the head of the order may write, so two phases can never each wait for the other."""
+Invariants: a client is a member of at most one phase; the order holds each phase once; the first `writing`
+phases of the order (at least the head) may write, the others wait for them, so two phases can never each wait
+for the other."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -62,8 +63,9 @@ class State:
     lease: float
     bandwidth: float
     order: list[Phase] = field(default_factory=list)
+    writing: int = 1  # the first `writing` phases of the order write at once
     counts: dict[str, int] = field(default_factory=lambda: {"announced": 0, "interrupts": 0, "queued": 0,
-                                                            "expired": 0, "finished": 0})
+                                                            "shared": 0, "expired": 0, "finished": 0})
 
     def find(self, client: int) -> Phase | None:
         return next((p for p in self.order if client in p.members), None)
@@ -79,20 +81,26 @@ class State:
             member.written, phase.cores = written, max(phase.cores, cores)
             return phase
         phase = Phase(name, cores, announced=now, members={client: member})
-        place = self.policy.place([p.pending(now) for p in self.order], phase.pending(now))
+        place = self.policy.place([p.pending(now) for p in self.order], self.writing, phase.pending(now))
         self._count_place(place)
-        self.order.insert(place, phase)
+        self.order.insert(place.index, phase)
+        self.writing = place.writing
         return phase
 
-    def _count_place(self, place: int) -> None:
+    def _count_place(self, place) -> None:
         self.counts["announced"] += 1
         if self.order and not self.policy.shares:
-            self.counts["interrupts" if place == 0 else "queued"] += 1
+            kind = "shared" if place.writing > self.writing else "interrupts" if place.index == 0 else "queued"
+            self.counts[kind] += 1
+
+    def writes(self, phase: Phase) -> bool:
+        """Whether `phase` may write now: the policy shares, or it is one of the first `writing` of the order."""
+        return self.policy.shares or self.order.index(phase) < self.writing
 
     def may_write(self, client: int) -> bool:
-        """Whether `client` may write now: it is in no phase, the policy shares, or its phase heads the order."""
+        """Whether `client` may write now: it is in no phase or its phase writes."""
         phase = self.find(client)
-        return phase is None or self.policy.shares or self.order[0] is phase
+        return phase is None or self.writes(phase)
 
     def release(self, client: int, written: int, now: float) -> None:
         """`written` more bytes of the client's share are on storage."""
@@ -115,6 +123,8 @@ class State:
         del phase.members[client]
         if phase.members:
             return False
+        if self.order.index(phase) < self.writing:
+            self.writing = max(1, self.writing - 1)
         self.order.remove(phase)
         self.counts[reason] = self.counts.get(reason, 0) + 1
         return True
@@ -127,8 +137,9 @@ class State:
 
     def snapshot(self, now: float) -> dict:
         """The order and counters, for STATUS."""
-        return {"policy": self.policy.name, "metric": self.policy.metric, "counts": dict(self.counts),
+        return {"policy": self.policy.name, "metric": self.policy.metric, "min_gain": self.policy.min_gain,
+                "counts": dict(self.counts),
                 "order": [{"name": p.name, "clients": sorted(p.members), "cores": p.cores, "bytes": p.size,
                            "written": p.written, "t_alone": p.t_alone, "remaining": p.pending(now).remaining,
-                           "may_write": self.order[0] is p or self.policy.shares}
+                           "may_write": self.writes(p)}
                           for p in self.order]}

@@ -21,6 +21,7 @@ from ioloom.models.interference import (
     p_in_io,
     proportional_sharing,
     serial_cost,
+    sharing_cost,
 )
 from ioloom.models.striping import Pattern
 from ioloom.models.striping import advise as advise_striping
@@ -28,4 +29,4 @@ from ioloom.models.striping import advise as advise_striping
 __all__ = ["d_inuse_equal", "expected_max_load", "ost_load", "plfs_load", "plfs_tipping_point",
            "sharing_distribution", "dedicated_core", "dedicated_nodes_power", "energy", "sim_time",
            "calciom_choice", "concurrency_from_swf", "delta_graph", "p_concurrent_io", "p_in_io",
-           "proportional_sharing", "METRICS", "Pending", "serial_cost", "Pattern", "advise_striping"]
+           "proportional_sharing", "METRICS", "Pending", "serial_cost", "sharing_cost", "Pattern", "advise_striping"]

@@ -131,15 +131,44 @@ def phase_cost(cores: int, t_alone: float, observed: float, metric: str) -> floa
     return cores * observed if metric == "core-seconds" else observed / t_alone
 
 
+def shared_ends(group: list[Pending]) -> list[float]:
+    """When each phase of `group` ends if all of them write from now on at once, sharing the bandwidth in
+    proportion to their cores (Sec. 6.1.2's proportional sharing, for any number of phases)."""
+    left = [p.remaining for p in group]
+    ends = [0.0] * len(group)
+    active, clock = [i for i, r in enumerate(left) if r > 0], 0.0
+    while active:
+        weight = sum(group[i].cores for i in active)
+        first = min(active, key=lambda i: left[i] / group[i].cores)
+        step = left[first] * weight / group[first].cores  # until the first of them is done
+        clock += step
+        for i in active:
+            left[i] -= step * group[i].cores / weight
+        left[first] = 0.0
+        for i in active:
+            ends[i] = clock
+        active = [i for i in active if left[i] > 1e-12 * group[i].t_alone]
+    return ends
+
+
+def sharing_cost(order: list[Pending], writing: int, metric: str = "core-seconds") -> float:
+    """f when the first `writing` phases of `order` write at once (shared_ends) and the others then write one
+    after the other at the whole bandwidth; a phase's observed time is its elapsed time plus when it ends."""
+    assert 1 <= writing or not order, "a non-empty order has at least one phase writing"
+    ends = shared_ends(order[:writing])
+    total = sum(phase_cost(p.cores, p.t_alone, p.elapsed + end, metric) for p, end in zip(order, ends))
+    clock = max(ends, default=0.0)
+    for p in order[writing:]:
+        clock += p.remaining
+        total += phase_cost(p.cores, p.t_alone, p.elapsed + clock, metric)
+    return total
+
+
 def serial_cost(order: list[Pending], metric: str = "core-seconds") -> float:
     """f when the phases write one after the other in `order`, each at the whole bandwidth: phase k's observed
     time is its elapsed time plus the remaining times of phases 0..k (Eq. 6.4 is the case of two phases: FCFS is
     [A, B], interruption [B, A], with A's elapsed and B's waiting time counted)."""
-    clock, total = 0.0, 0.0
-    for p in order:
-        clock += p.remaining
-        total += phase_cost(p.cores, p.t_alone, p.elapsed + clock, metric)
-    return total
+    return sharing_cost(order, 1, metric)
 
 
 @dataclass(frozen=True)
