@@ -6,7 +6,10 @@ import os
 import subprocess
 import sys
 
+import coord_support
 from ioloom import paths
+
+coordinator = coord_support.coordinator  # the fixture
 
 
 def test_bench_coord_quick_sample(tmp_path):
@@ -35,3 +38,28 @@ def test_bench_coord_refuses_too_few_rounds_without_quick():
     run = subprocess.run([sys.executable, "-m", "ioloom", "bench", "coord", "--rounds", "3"], capture_output=True,
                          text=True, env=env)
     assert run.returncode == 2 and "at least 10 interleaved" in run.stderr
+
+
+def test_bench_program_under_ioloom_run_is_interrupted_for_a_small_one(tmp_path, coordinator):
+    """Two unmodified ioloom-bench runs under `ioloom run --coord` on the emulated storage: B (small) starting
+    while A (big) writes is done first under interruption, A told to wait; uncoordinated, no client reached a
+    coordinator and B ends later than under interruption (it shares the storage with A)."""
+    from ioloom.bench import coord as bench
+    options = {"program": "bench", "storage": "emulated", "bandwidth": 2e8, "chunk": 500_000}
+    apps = [("A", 80_000_000, 8, 0.0), ("B", 5_000_000, 1, 0.1)]   # alone: 0.4 s and 0.025 s
+
+    def counters(name):
+        return [json.loads(line) for line in (tmp_path / f"run-{name}" / "coord.jsonl").read_text().splitlines()]
+    a, b = bench.run_apps(tmp_path, apps, options, coordinator("interrupt"))
+    assert b["start"] - a["start"] > 0.05 and b["start"] + b["t"] < a["start"] + a["t"], (a, b)
+    assert max(r["waits"] for r in counters("A")) >= 1 and max(r["bytes"] for r in counters("B")) == 5_000_000
+    a, b_free = bench.run_apps(tmp_path, apps, options, None)
+    assert all(r["lost"] for r in counters("A") + counters("B"))
+    assert b_free["t"] > b["t"], (b_free, b)
+
+
+def test_bench_coord_refuses_local_storage_for_the_writer():
+    env = {**os.environ, "PYTHONPATH": str(paths.REPO_ROOT / "python")}
+    run = subprocess.run([sys.executable, "-m", "ioloom", "bench", "coord", "--storage", "local"],
+                         capture_output=True, text=True, env=env)
+    assert run.returncode == 2 and "--storage local needs --program bench" in run.stderr

@@ -5,7 +5,13 @@
  * not written for $IOLOOM_COORD_IDLE seconds (default 0.5; a watcher thread notices) or exits. The phase's size
  * is $IOLOOM_COORD_BYTES when given, else the previous phase's, else the first write's. The application's name
  * ($IOLOOM_COORD_NAME) groups its processes into one phase; its cores are $IOLOOM_COORD_CORES (default 1).
- * Fail-open as the client is (ioloom_coord.h); counters go to $IOLOOM_COORD_LOG (a JSON line per process). */
+ * Fail-open as the client is (ioloom_coord.h); counters go to $IOLOOM_COORD_LOG (a JSON line per process), with
+ * the start of the process's first coordinated write and the end of its last (CLOCK_MONOTONIC seconds).
+ * With $IOLOOM_COORD_STORAGE (a file) and $IOLOOM_COORD_BANDWIDTH (bytes/s) each coordinated write also takes
+ * its time on that emulated storage (storage.h), shared with every process naming the same file; with
+ * $IOLOOM_COORD_WRITE_THROUGH=1 each is followed by fdatasync, so that its time is the device's, not the page
+ * cache's; with $IOLOOM_COORD_START_AT (CLOCK_MONOTONIC seconds) the first coordinated write waits until then
+ * (all three for benchmarks: `ioloom bench coord --program bench`). */
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -17,6 +23,7 @@
 
 #include "ioloom_coord.h"
 #include "ioloom_core.h"
+#include "storage.h"
 
 static pthread_mutex_t phase_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct {
@@ -25,7 +32,13 @@ static struct {
     int in_phase;
     uint64_t bytes, last_bytes; /* this phase's bytes so far; the previous phase's */
     double last_write;
-} phase;
+    double first_start, last_end; /* of this process's coordinated writes (0: none yet) */
+    uint64_t written;             /* bytes of all of them */
+    int write_through;
+    int storage; /* the emulated storage's clock, or -1 */
+    double bandwidth;
+} phase = {.storage = -1};
+static __thread double transfer_end; /* when the write under way ends on the emulated storage (0: none) */
 
 static double now_seconds(void) { return (double)ioloom_now_ns() * 1e-9; }
 
@@ -65,9 +78,27 @@ static void forget_parent(void) {
     ioloom_coord_abandon(phase.client);
     phase.client = NULL;
     phase.in_phase = 0;
+    if (phase.storage >= 0) close(phase.storage); /* its flock would be the parent's: reopened with the client */
+    phase.storage = -1;
 }
 
 static void register_fork_handler(void) { pthread_atfork(NULL, NULL, forget_parent); }
+
+/* The emulated storage, when both its file and its bandwidth are given (the caller holds phase_lock). */
+static void open_storage(void) {
+    const char *file = ioloom_env_str("IOLOOM_COORD_STORAGE", NULL);
+    phase.bandwidth = atof(ioloom_env_str("IOLOOM_COORD_BANDWIDTH", "0"));
+    phase.storage = file && phase.bandwidth > 0 ? storage_open(file) : -1;
+    phase.write_through = ioloom_env_bool("IOLOOM_COORD_WRITE_THROUGH", 0);
+}
+
+/* Sleep until $IOLOOM_COORD_START_AT if it is later than `now` (the first write); the time of the start. */
+static double start_at(double now) {
+    double at = atof(ioloom_env_str("IOLOOM_COORD_START_AT", "0"));
+    if (at <= now) return now;
+    storage_sleep_until(at);
+    return now_seconds();
+}
 
 /* The client of this process, opened on first use (and in a forked child, again). The caller holds
  * phase_lock. */
@@ -80,6 +111,7 @@ static ioloom_coord *client(void) {
     phase.in_phase = 0;
     phase.client = ioloom_coord_open(NULL, ioloom_env_str("IOLOOM_COORD_NAME", "app"),
                                      (int)ioloom_env_uint("IOLOOM_COORD_CORES", 1));
+    open_storage();
     const char *text = ioloom_env_str("IOLOOM_COORD_IDLE", "0.5");
     idle = atof(text) > 0 ? atof(text) : 0.5;
     pthread_t t;
@@ -89,8 +121,8 @@ static ioloom_coord *client(void) {
 
 /* Before a write of n bytes to fd: 1 if it is coordinated (then after_write must follow). */
 static int before_write(int fd, size_t n) {
-    if (n == 0 || !ioloom_enter()) return 0;
-    if (!regular_file(fd)) {
+    if (n == 0) return 0;
+    if (!ioloom_enter() || !regular_file(fd)) { /* not entered: a write of ioloom's own, passed through */
         ioloom_leave();
         return 0;
     }
@@ -103,16 +135,21 @@ static int before_write(int fd, size_t n) {
         phase.bytes = 0;
     }
     phase.last_write = now_seconds();
+    if (phase.first_start == 0) phase.first_start = start_at(phase.last_write);
     pthread_mutex_unlock(&phase_lock);
     if (!ioloom_coord_inform(c)) ioloom_coord_wait(c);
+    transfer_end = phase.storage >= 0 ? storage_reserve(phase.storage, n, phase.bandwidth) : 0;
     return 1;
 }
 
-static void after_write(ssize_t written) {
-    pthread_mutex_lock(&phase_lock);
+static void after_write(int fd, ssize_t written) {
     uint64_t n = written > 0 ? (uint64_t)written : 0;
+    if (phase.write_through) syscall(SYS_fdatasync, fd);     /* direct: the tracer would record it as the program's */
+    if (transfer_end > 0) storage_sleep_until(transfer_end); /* the write's time on the emulated storage */
+    pthread_mutex_lock(&phase_lock);
     phase.bytes += n;
-    phase.last_write = now_seconds();
+    phase.written += n;
+    phase.last_write = phase.last_end = now_seconds();
     ioloom_coord_release(phase.client, n);
     pthread_mutex_unlock(&phase_lock);
     ioloom_leave();
@@ -127,7 +164,7 @@ static size_t iov_bytes(const struct iovec *iov, int count) {
 #define COORDINATED(fn, size, call)      \
     int hooked = before_write(fd, size); \
     ssize_t r = IOLOOM_NEXT(fn) call;    \
-    if (hooked) after_write(r);          \
+    if (hooked) after_write(fd, r);      \
     return r
 
 IOLOOM_EXPORT ssize_t write(int fd, const void *buf, size_t n) { COORDINATED(write, n, (fd, buf, n)); }
@@ -155,15 +192,17 @@ __attribute__((destructor)) static void finish(void) {
     ioloom_coord_counters(phase.client, &k);
     ioloom_coord_close(phase.client); /* ends the phase (BYE) */
     phase.client = NULL;
+    if (phase.storage >= 0) close(phase.storage);
     pthread_mutex_unlock(&phase_lock);
     const char *log = ioloom_env_str("IOLOOM_COORD_LOG", NULL);
     int fd = log ? open(log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644) : -1;
     if (fd >= 0) {
         dprintf(fd,
                 "{\"pid\": %d, \"phases\": %llu, \"waits\": %llu, \"waited_seconds\": %.6f, \"timeouts\": %llu, "
-                "\"lost\": %llu}\n",
+                "\"lost\": %llu, \"bytes\": %llu, \"first_start\": %.6f, \"last_end\": %.6f}\n",
                 (int)getpid(), (unsigned long long)k.phases, (unsigned long long)k.waits, k.waited_seconds,
-                (unsigned long long)k.timeouts, (unsigned long long)k.lost);
+                (unsigned long long)k.timeouts, (unsigned long long)k.lost, (unsigned long long)phase.written,
+                phase.first_start, phase.last_end);
         close(fd);
     }
 }

@@ -1,19 +1,23 @@
-"""`ioloom bench coord`: Δ-graphs of two applications sharing an emulated storage (Dorier Ch. 6), uncoordinated
-and under each policy of `ioloom coord`. Two ioloom-coord-writer processes, A starting at 0 and B at dt, write
-onto one reservation clock of fixed bandwidth (native/coord/storage.h: proportional sharing by weight, whatever
-this machine's disk does); B's offsets sweep [-T_B, T_A]. Per run: each one's interference factor I = T / T_alone
-(T_alone: the median over the rounds of its runs alone,
-interleaved with the others) and the machine time wasted f = N_A T_A + N_B T_B, as a ratio to the
-uncoordinated run at the same dt in the same round. Pairs: `small` (a big application of --big-weight cores
-beside a small one of 1) and `equal` (two big ones). Rounds interleave everything; figures are medians with
-their min and max (docs/bench.md)."""
+"""`ioloom bench coord`: Δ-graphs of two applications sharing storage (Dorier Ch. 6), uncoordinated and under
+each policy of `ioloom coord`. A starts its phase at 0 and B at dt, B's offsets sweeping [-T_B, T_A]. The
+applications are (`--program`) two ioloom-coord-writer processes, or two unmodified `ioloom-bench` runs under
+`ioloom run --coord` (the preloaded client). The storage is (`--storage`) an emulated one, one reservation clock
+of fixed bandwidth (native/coord/storage.h: proportional sharing by weight, whatever this machine's disk does),
+or this machine's disk, written through (fdatasync after each write; ioloom-bench only). Per run: each one's
+interference factor I = T / T_alone (T_alone: the median over the rounds of its runs alone, interleaved with
+the others) and the machine time wasted f = N_A T_A + N_B T_B, as a ratio to the uncoordinated run at the same
+dt in the same round. Pairs: `small` (a big application of --big-weight cores beside a small one of 1) and
+`equal` (two big ones). Rounds interleave everything; figures are medians with their min and max
+(docs/bench.md)."""
 from __future__ import annotations
 
 import asyncio
 import json
 import os
+import shutil
 import statistics
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -27,6 +31,7 @@ from ioloom.bench.stats import rounds_allowed, spread
 
 COORDINATED = ("fcfs", "interrupt", "dynamic")
 START_MARGIN = 0.25  # seconds from spawning the writers to A's start: both are sleeping by then
+BENCH_MARGIN = 3.0  # seconds from spawning two `ioloom run`s to A's first write: both have started by then
 
 
 def writer_argv(work: Path, name: str, size: int, weight: int, options: dict, start_at: float,
@@ -37,8 +42,14 @@ def writer_argv(work: Path, name: str, size: int, weight: int, options: dict, st
     return argv + (["--coord", address] if address else [])
 
 
+def run_apps(work: Path, apps: list[tuple[str, int, int, float]], options: dict, address: str | None) -> list:
+    """Run the applications (name, bytes, weight, offset) at once, uncoordinated (address None) or not: each
+    one's {"t": its phase's seconds, "start": when its phase started (CLOCK_MONOTONIC)}."""
+    return (run_benches if options["program"] == "bench" else run_writers)(work, apps, options, address)
+
+
 def run_writers(work: Path, apps: list[tuple[str, int, int, float]], options: dict, address: str | None) -> list:
-    """Run the writers (name, bytes, weight, offset) at once on a fresh emulated storage: each one's seconds."""
+    """Run ioloom-coord-writers on a fresh emulated storage, A's phase START_MARGIN from now."""
     (work / "storage").unlink(missing_ok=True)
     t0 = time.monotonic() + START_MARGIN
     procs = [subprocess.Popen(writer_argv(work, name, size, weight, options, t0 + offset, address),
@@ -52,13 +63,59 @@ def run_writers(work: Path, apps: list[tuple[str, int, int, float]], options: di
     if any(r["lost"] or r["timeouts"] for r in results):
         raise RuntimeError("a writer lost its coordinator or passed its wait bound; the run is not a policy's")
     # a writer's time counts from its planned start, so a late wake-up is not hidden
-    return [r["end"] - (t0 + offset) for r, (_, _, _, offset) in zip(results, apps)]
+    return [{"t": r["end"] - (t0 + offset), "start": t0 + offset} for r, (_, _, _, offset) in zip(results, apps)]
+
+
+def bench_command(work: Path, name: str, size: int, weight: int, options: dict, start_at: float,
+                  address: str | None) -> tuple[list[str], dict]:
+    """`ioloom run --coord` of an unmodified ioloom-bench writing `size` bytes in writes of chunk x weight (a
+    file of its own, one rank), its first write at `start_at` (the preload waits for it); uncoordinated, the
+    address is one where no coordinator listens (the client then writes on, counted lost), so both runs go
+    through the same preload."""
+    program = paths.native_bin("ioloom-bench-openmpi")
+    argv = [sys.executable, "-m", "ioloom", "run", "--coord", address or str(work / "nobody.sock"), "-o",
+            str(work / f"run-{name}"), "--", str(program), "-a", "posix", "-F", "-w", "-s", "1", "-b", str(size),
+            "-t", str(options["chunk"] * weight), "-o", str(work / f"{name}.dat")]
+    env = {**os.environ, "IOLOOM_COORD_NAME": name, "IOLOOM_COORD_CORES": str(weight),
+           "IOLOOM_COORD_BYTES": str(size), "IOLOOM_COORD_START_AT": f"{start_at:.6f}"}
+    if options["storage"] == "local":
+        env["IOLOOM_COORD_WRITE_THROUGH"] = "1"
+    else:
+        env.update(IOLOOM_COORD_STORAGE=str(work / "storage"), IOLOOM_COORD_BANDWIDTH=str(options["bandwidth"]))
+    return argv, env
+
+
+def bench_phase(trace: Path, coordinated: bool, planned: float) -> dict:
+    """The phase of the process that wrote the data, from the preloaded client's counters (coord.jsonl),
+    counted from its planned start as the writers' are."""
+    rows = [json.loads(line) for line in (trace / "coord.jsonl").read_text().splitlines()]
+    data = max(rows, key=lambda r: r["bytes"])
+    if coordinated and data["lost"] or data["timeouts"]:
+        raise RuntimeError("an ioloom-bench lost its coordinator or passed its wait bound; the run is not a "
+                           "policy's")
+    return {"t": data["last_end"] - planned, "start": data["first_start"]}
+
+
+def run_benches(work: Path, apps: list[tuple[str, int, int, float]], options: dict, address: str | None) -> list:
+    """Run ioloom-bench under `ioloom run --coord`, A's first write BENCH_MARGIN from now; the offset actually
+    reached is measured (each phase's first write), not assumed."""
+    (work / "storage").unlink(missing_ok=True)
+    procs, t0 = [], time.monotonic() + BENCH_MARGIN
+    for name, size, weight, offset in apps:
+        shutil.rmtree(work / f"run-{name}", ignore_errors=True)
+        argv, env = bench_command(work, name, size, weight, options, t0 + offset, address)
+        procs.append(subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True))
+    for p in procs:
+        _, err = p.communicate(timeout=600)
+        if p.returncode != 0:
+            raise RuntimeError(f"ioloom run of ioloom-bench failed (status {p.returncode}): {err.strip()[-300:]}")
+    return [bench_phase(work / f"run-{name}", address is not None, t0 + offset) for name, _, _, offset in apps]
 
 
 class Coordinators:
     """One coordinator per policy, in a thread of this process, for the whole campaign."""
 
-    def __init__(self, work: Path, metric: str, min_gain: float) -> None:
+    def __init__(self, work: Path, metric: str, min_gain: float, bandwidth: float) -> None:
         from ioloom.coord import service
         from ioloom.coord.policy import Policy
         self.loop = asyncio.new_event_loop()
@@ -68,7 +125,7 @@ class Coordinators:
         for policy in COORDINATED:
             ready = threading.Event()
             address = str(work / f"{policy}.sock")
-            coro = service.serve(address, Policy(policy, metric, min_gain), 60.0, 1e9, ready.set)
+            coro = service.serve(address, Policy(policy, metric, min_gain), 60.0, bandwidth, ready.set)
             self.tasks.append(asyncio.run_coroutine_threadsafe(coro, self.loop))
             if not ready.wait(30):
                 raise RuntimeError(f"the {policy} coordinator did not start")
@@ -99,15 +156,16 @@ def one_round(work: Path, options: dict, chosen: dict, coords: Coordinators, poi
     alternate by round): {(pair, dt, policy): {"t_a", "t_b"}, (pair, "alone"): {"t_a", "t_b"}}."""
     samples: dict = {}
     for pair, (a, b) in chosen.items():
-        samples[(pair, "alone")] = {"t_a": run_writers(work, [("A", *a, 0.0)], options, None)[0],
-                                    "t_b": run_writers(work, [("B", *b, 0.0)], options, None)[0]}
+        samples[(pair, "alone")] = {"t_a": run_apps(work, [("A", *a, 0.0)], options, None)[0]["t"],
+                                    "t_b": run_apps(work, [("B", *b, 0.0)], options, None)[0]["t"]}
         dts = offsets(options, a, b, points)
         policies = ["none", *COORDINATED]
         for dt in (reversed(dts) if flip else dts):
             for policy in (reversed(policies) if flip else policies):
-                t_a, t_b = run_writers(work, [("A", *a, max(0.0, -dt)), ("B", *b, max(0.0, dt))], options,
-                                       coords.addresses.get(policy))
-                samples[(pair, dt, policy)] = {"t_a": t_a, "t_b": t_b, "f": a[1] * t_a + b[1] * t_b}
+                ra, rb = run_apps(work, [("A", *a, max(0.0, -dt)), ("B", *b, max(0.0, dt))], options,
+                                  coords.addresses.get(policy))
+                samples[(pair, dt, policy)] = {"t_a": ra["t"], "t_b": rb["t"], "f": a[1] * ra["t"] + b[1] * rb["t"],
+                                               "dt": rb["start"] - ra["start"]}
     return samples
 
 
@@ -125,6 +183,7 @@ def summarise(rounds: list[dict]) -> list[dict]:
         pair, dt, policy = key
         ratio = [r[key]["f"] / r[(pair, dt, "none")]["f"] for r in rounds]
         rows.append({"pair": pair, "dt": dt, "policy": policy, "t_alone": alone[pair],
+                     "dt_reached": spread([r[key]["dt"] for r in rounds]),
                      "i_a": spread([r[key]["t_a"] / alone[pair][0] for r in rounds]),
                      "i_b": spread([r[key]["t_b"] / alone[pair][1] for r in rounds]), "f_ratio": spread(ratio)})
     return sorted(rows, key=lambda r: (r["pair"], r["dt"], ["none", *COORDINATED].index(r["policy"])))
@@ -154,10 +213,11 @@ def print_report(report: dict) -> None:
     for pair in sorted({r["pair"] for r in report["rows"]}):
         table = Table(title=f"{pair} pair: I = T / T_alone and f / f(uncoordinated), median [min, max] of "
                             f"{report['rounds']} rounds (load {report['load']})")
-        for column in ("dt (s)", "policy", "I_A", "I_B", "f / f_none"):
+        for column in ("dt (s)", "dt reached", "policy", "I_A", "I_B", "f / f_none"):
             table.add_column(column)
         for r in (r for r in report["rows"] if r["pair"] == pair):
-            table.add_row(f"{r['dt']:+.3f}", r["policy"], cell(r["i_a"]), cell(r["i_b"]), cell(r["f_ratio"]))
+            table.add_row(f"{r['dt']:+.3f}", cell(r["dt_reached"]), r["policy"], cell(r["i_a"]), cell(r["i_b"]),
+                          cell(r["f_ratio"]))
         console.print(table)
     console.print(f"goals: {report['goals']}")
 
@@ -167,16 +227,33 @@ def plot_html(report: dict, path: Path) -> None:
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
     chosen = sorted({r["pair"] for r in report["rows"]})
-    fig = make_subplots(rows=1, cols=len(chosen), subplot_titles=[f"{p} pair" for p in chosen])
+    where = f"{report['options']['program']} on {report['options']['storage']} storage"
+    fig = make_subplots(rows=1, cols=len(chosen), subplot_titles=[f"{p} pair, {where}" for p in chosen])
     for col, pair in enumerate(chosen, start=1):
         for policy in ["none", *COORDINATED]:
             rows = [r for r in report["rows"] if r["pair"] == pair and r["policy"] == policy]
             for who, dash in (("i_a", "solid"), ("i_b", "dot")):
-                fig.add_trace(go.Scatter(x=[r["dt"] for r in rows], y=[r[who]["median"] for r in rows],
+                fig.add_trace(go.Scatter(x=[r["dt_reached"]["median"] for r in rows],
+                                         y=[r[who]["median"] for r in rows],
                                          name=f"{policy} {who.upper()}", line={"dash": dash}), row=1, col=col)
-        fig.update_xaxes(title_text="dt (s): B starts after A", row=1, col=col)
+        fig.update_xaxes(title_text="dt (s): B starts after A (median reached)", row=1, col=col)
     fig.update_yaxes(title_text="interference factor I = T / T_alone")
     fig.write_html(path, include_plotlyjs=True, full_html=True)
+
+
+def setup_refused(program: str, storage: str, big: tuple[int, int], small: tuple[int, int], chunk: int) -> str:
+    """Why the applications and storage asked for cannot run ('' if they can)."""
+    if program not in ("writer", "bench"):
+        return f"--program {program!r}: use writer or bench"
+    if storage not in ("emulated", "local"):
+        return f"--storage {storage!r}: use emulated or local"
+    if storage == "local" and program == "writer":
+        return "--storage local needs --program bench (ioloom-coord-writer writes on the emulated storage only)"
+    bad = [size for size, weight in (big, small) if size % (chunk * weight)]
+    if program == "bench" and bad:
+        return (f"--program bench writes in transfers of --chunk x weight bytes, which must divide the bytes "
+                f"written ({bad[0]}): choose sizes that are multiples of them")
+    return ""
 
 
 @app.command("coord")
@@ -184,7 +261,12 @@ def command(pair: str = typer.Option("both", help="small (big beside small), equ
             points: int = typer.Option(9, min=2, help="Offsets dt in [-T_B, T_A]."),
             rounds: int = typer.Option(10, "--rounds", min=1, help="Interleaved rounds."),
             quick: bool = typer.Option(False, help="Allow fewer than 10 rounds (a quick look, not a figure)."),
-            bandwidth: float = typer.Option(5e8, min=1e6, help="Emulated storage bandwidth (bytes/s)."),
+            program: str = typer.Option("writer", help="writer (ioloom-coord-writer) or bench (an unmodified "
+                                                       "ioloom-bench under `ioloom run --coord`)."),
+            storage: str = typer.Option("emulated", help="emulated (fixed bandwidth) or local (this machine's "
+                                                         "disk, written through; --program bench)."),
+            bandwidth: float = typer.Option(5e8, min=1e6, help="Emulated storage bandwidth (bytes/s); with "
+                                                               "--storage local, the coordinator's estimate."),
             big_bytes: int = typer.Option(800_000_000, min=1, help="Bytes the big application writes."),
             big_weight: int = typer.Option(8, min=1, help="Cores (bandwidth weight) of the big application."),
             small_bytes: int = typer.Option(50_000_000, min=1, help="Bytes the small application writes."),
@@ -201,14 +283,16 @@ def command(pair: str = typer.Option("both", help="small (big beside small), equ
         raise typer.BadParameter(f"--metric {metric!r}: use core-seconds or factors")
     if why := rounds_allowed(rounds, quick, "--rounds"):
         raise typer.BadParameter(why)
+    if why := setup_refused(program, storage, (big_bytes, big_weight), (small_bytes, 1), chunk):
+        raise typer.BadParameter(why)
     if output:
         output.mkdir(parents=True, exist_ok=True)  # a bad -o is refused before the runs, not after them
-    options = {"bandwidth": bandwidth, "big_bytes": big_bytes, "big_weight": big_weight, "small_bytes": small_bytes,
-               "chunk": chunk}
+    options = {"program": program, "storage": storage, "bandwidth": bandwidth, "big_bytes": big_bytes,
+               "big_weight": big_weight, "small_bytes": small_bytes, "chunk": chunk}
     chosen = pairs(options, pair)
     load = [os.getloadavg()[0]]
     with tempfile.TemporaryDirectory(prefix="ioloom-bench-coord-") as tmp:
-        coords = Coordinators(Path(tmp), metric, min_gain)
+        coords = Coordinators(Path(tmp), metric, min_gain, bandwidth)
         try:
             samples = [one_round(Path(tmp), options, chosen, coords, points, flip=r % 2 == 1) for r in range(rounds)]
         finally:
