@@ -14,6 +14,7 @@ packages=(
   valgrind                                                 # ioloom bench overhead --instructions (callgrind)
   libsimgrid-dev                                           # ioloom sim's engine (SimGrid's S4U, C++)
   libyaml-dev libxml2-dev libzstd-dev                      # libioloom-async: configurations (YAML, XML), zstd
+  libpython3-dev                                           # libioloom-async-python: Python plugins (embedded)
   lammps                                                   # a real application for ioloom bench predict (Open MPI)
 )
 

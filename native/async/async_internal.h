@@ -33,10 +33,12 @@ struct async_variable {
     int layout; /* index into config.layouts */
 };
 
-/* A plugin: a function of a shared library, run on the writer side when its event is signalled. */
+/* A plugin: a function of a shared library, or of a Python script, run on the writer side when its event is
+ * signalled. */
 struct async_plugin_decl {
     int event;
-    char library[1024];
+    char library[1024]; /* empty: the program's own function (or a Python plugin) */
+    char script[1024];  /* a Python plugin's script, empty for a C plugin */
     char function[ASYNC_NAME_MAX];
 };
 
@@ -57,6 +59,7 @@ struct async_config {
     struct async_variable *variables;
     char (*events)[ASYNC_NAME_MAX];
     struct async_plugin_decl *plugins;
+    char python[1024]; /* the interpreter whose libpython and packages Python plugins use */
 };
 
 /* Reads and checks the YAML file; on error fills msg (one line, with the file's line) and returns -1. */
@@ -186,6 +189,9 @@ void async_index_unreserve(void);
 
 /* Plugins (plugin.c): loaded on writer-side ranks at initialize, run when their event is signalled. */
 int async_plugins_load(char msg[ASYNC_MSG_MAX]);
+/* dlopen of a library of ioloom's beside libioloom-async (the build's lib/, or the installed one), else on the
+ * search path; NULL with dlerror() set. */
+void *async_dlopen_beside(const char *name, int flags);
 void async_plugins_unload(void);
 void async_plugins_run(int event, int64_t iteration, int block, const struct ioloom_async_block *blocks, int n);
 struct ioloom_async_block async_block_of(int var, const void *data);
@@ -247,6 +253,7 @@ struct async_state {
     int skipping; /* this client drops the rest of its iteration (policy skip) */
     ioloom_async_plugin *plugin_fns;
     void **plugin_handles;
+    void **python_plugins;           /* per plugin: its Python function (libioloom-async-python), NULL for a C plugin */
     struct async_retained *retained; /* the writer side's (helper thread, dedicated server) */
     int *nretained;
     void **kept; /* synchronous mode with plugins: a copy of each variable's block of this iteration */

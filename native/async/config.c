@@ -203,15 +203,18 @@ static int path_copy(struct reader *r, yaml_node_t *n, char *out, size_t size, c
     return 0;
 }
 
+/* A plugin: {event, library, function} (C) or {event, script, function} (Python). */
 static int plugin(struct reader *r, struct async_config *cfg, yaml_node_t *m, struct async_plugin_decl *p) {
-    static const char *const keys[] = {"event", "library", "function", NULL};
-    yaml_node_t *e;
+    static const char *const keys[] = {"event", "library", "script", "function", NULL};
+    yaml_node_t *e, *library, *script;
     if (is_mapping(r, m, "a plugin") || known_keys(r, m, "a plugin", keys)) return -1;
     if (!(e = lookup(r, m, "event")) || (p->event = async_config_event(cfg, scalar(e))) < 0)
         return fail(r, e ? e : m, "plugin: event '%s' is not declared under events", e && scalar(e) ? scalar(e) : "");
-    if (!lookup(r, m, "library") || !lookup(r, m, "function"))
-        return fail(r, m, "plugin: give its library (a .so path) and function");
-    return path_copy(r, lookup(r, m, "library"), p->library, sizeof p->library, "plugin: library") ||
+    library = lookup(r, m, "library"), script = lookup(r, m, "script");
+    if (!lookup(r, m, "function") || !library == !script)
+        return fail(r, m, "plugin: give its function and either its library (a .so path) or its script (a .py path)");
+    return (library ? path_copy(r, library, p->library, sizeof p->library, "plugin: library")
+                    : path_copy(r, script, p->script, sizeof p->script, "plugin: script")) ||
            name_copy(r, lookup(r, m, "function"), p->function, "plugin: function");
 }
 
@@ -284,11 +287,14 @@ static int architecture(struct reader *r, struct async_config *cfg, yaml_node_t 
 
 static int document(struct reader *r, struct async_config *cfg) {
     static const char *const keys[] = {"name",   "mode",    "dedicated_cores", "buffer", "queue",   "policy",
-                                       "writer", "layouts", "variables",       "events", "plugins", NULL};
+                                       "writer", "layouts", "variables",       "events", "plugins", "python",
+                                       NULL};
     yaml_node_t *root = yaml_document_get_root_node(&r->doc), *n;
     if (!root || is_mapping(r, root, "the configuration") || known_keys(r, root, "the configuration", keys)) return -1;
     if (!(n = lookup(r, root, "name")) || name_copy(r, n, cfg->name, "name"))
         return n ? -1 : fail(r, root, "name: give the output's name (name: cm1)");
+    snprintf(cfg->python, sizeof cfg->python, "python3");
+    if ((n = lookup(r, root, "python")) && path_copy(r, n, cfg->python, sizeof cfg->python, "python")) return -1;
     return architecture(r, cfg, root) || writer(r, cfg, lookup(r, root, "writer")) ||
                    layouts(r, cfg, lookup(r, root, "layouts")) || variables(r, cfg, lookup(r, root, "variables")) ||
                    events(r, cfg, lookup(r, root, "events")) || plugins(r, cfg, lookup(r, root, "plugins"))

@@ -7,6 +7,7 @@
 
 #include <stddef.h>
 #include <mpi.h>
+#include "ioloom_async_plugin.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -45,21 +46,6 @@ IOLOOM_ASYNC_API int ioloom_async_finalize(void);
 IOLOOM_ASYNC_API size_t ioloom_async_block_size(const char *variable);
 /* The last error, one line (empty when there was none). */
 IOLOOM_ASYNC_API const char *ioloom_async_error(void);
-
-/* What a plugin receives: one block of one variable, read-only and valid during the call (in the helper-thread and
- * dedicated-cores modes it points into the shared memory: no copy). */
-struct ioloom_async_block {
-    const char *variable;
-    const char *type; /* int8 ... uint64, float32, float64 */
-    int ndims;
-    const long *dimensions; /* C order, slowest first */
-    const void *data;
-    size_t nbytes;
-};
-/* A plugin (configuration: plugins: [{event: E, library: L.so, function: F}]) runs on the writer side when a
- * client signals E, with the blocks that client has written in the iteration so far. */
-typedef void (*ioloom_async_plugin)(const char *event, long long iteration, int block,
-                                    const struct ioloom_async_block *blocks, int nblocks);
 
 /* For the Fortran module (ioloom_async.f90): the same calls with Fortran communicator handles. */
 IOLOOM_ASYNC_API int ioloom_async_initialize_f(const char *config_path, MPI_Fint comm);

@@ -6,7 +6,6 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <string.h>
 #include "async_internal.h"
 #include "logfs.h"
@@ -21,22 +20,8 @@ static struct {
     int (*close)(lf_file *);
 } lf;
 
-/* libioloom-logfs.so beside this library (the build's lib/, or the installed one), else on the search path. */
-static void *load_layer(void) {
-    Dl_info self;
-    char path[1200];
-    if (dladdr((void *)load_layer, &self) && self.dli_fname && strlen(self.dli_fname) < 1000) {
-        char dir[1000];
-        snprintf(dir, sizeof dir, "%s", self.dli_fname);
-        snprintf(path, sizeof path, "%s/libioloom-logfs.so", dirname(dir));
-        void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-        if (h) return h;
-    }
-    return dlopen("libioloom-logfs.so", RTLD_NOW | RTLD_LOCAL);
-}
-
 static int find_layer(char msg[ASYNC_MSG_MAX]) {
-    void *h = lf.open ? NULL : load_layer();
+    void *h = lf.open ? NULL : async_dlopen_beside("libioloom-logfs.so", RTLD_NOW | RTLD_LOCAL);
     if (lf.open) return 0;
     if (h) {
         *(void **)&lf.pwrite = dlsym(h, "lf_pwrite");
