@@ -1,6 +1,7 @@
-/* The container's metadata file (ioloom-logfs.meta): small text, written once at creation and on rename.
- * Creation is race-free among many ranks: each writes a private temporary file and link()s it into place, so
- * exactly one wins and the others find the winner's file (O_EXCL semantics without a lock). */
+/* The container's metadata file (ioloom-logfs.meta): small text, written once at creation and on chmod.
+ * Creation is race-free among many ranks and threads: each builds a whole container under a temporary name and
+ * renames it into place, so exactly one wins and the others open the winner's (docs/logfs-format.md, "Creation
+ * protocol"). */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -197,7 +198,8 @@ int lf_meta_read_for(const char *dir, struct lf_meta *m, int missing_ok) {
         why = "it holds a NUL byte";
     else if (!len || text[len - 1] != '\n')
         why = "it ends inside a line (cut short?)";
-    for (char *line = strtok(text, "\n"); version && line; line = strtok(NULL, "\n")) {
+    char *rest = NULL; /* strtok_r: threads opening containers at once parse their metadata at once */
+    for (char *line = strtok_r(text, "\n", &rest); version && line; line = strtok_r(NULL, "\n", &rest)) {
         unsigned long long chunk;
         unsigned mode;
         if (sscanf(line, "chunk %llu", &chunk) == 1)
@@ -263,6 +265,16 @@ static void discard(const char *tmp, const struct lf_meta *m) {
     for (int i = 1; i < m->nbackends && !m->spread; i++) IOLOOM_NEXT(rmdir)(m->backend[i]); /* spread: shared */
 }
 
+/* Is the container at `dir` the one with this id? A rename that failed may have been done all the same (NFS
+ * answers a retransmitted rename with an error when the first one went through): then it is ours to keep. */
+static int is_ours(const char *dir, const char *id) {
+    int saved = errno;
+    struct lf_meta there;
+    int ours = lf_meta_read(dir, &there) == 0 && !strcmp(there.id, id);
+    errno = saved;
+    return ours ? 0 : -1;
+}
+
 /* The extra backend directories root/origin.lf<id>, made; m->nbackends counts those made. */
 static int make_backends(struct lf_meta *m, const struct lf_backends *b) {
     if (!b || !b->count) return 0;
@@ -292,10 +304,13 @@ int lf_meta_create(const char *dir, mode_t mode, const struct lf_backends *backe
     if (m.chunk < LF_PAGE) m.chunk = LF_PAGE;
     /* The container is built complete under a temporary name and renamed into place, so a directory with the
      * container's name always holds its metadata: racing creators (N ranks opening with O_CREAT) see either
-     * nothing or a whole container, and a rename onto a container that another process put there first fails. */
+     * nothing or a whole container, and a rename onto a container that another process put there first fails.
+     * The name is unique to the creator: its process, a per-process count (threads creating at once) and the time. */
+    static unsigned creates;
     char tmp[PATH_MAX], text[LF_MAX_BACKENDS * (PATH_MAX + 16)];
-    if (snprintf(tmp, sizeof tmp, "%s.lfnew.%d.%llx", dir, (int)getpid(), (unsigned long long)ioloom_now_ns()) >=
-        (int)sizeof tmp)
+    if (snprintf(tmp, sizeof tmp, "%s.lfnew.%d.%x.%llx", dir, (int)getpid(),
+                 __atomic_fetch_add(&creates, 1, __ATOMIC_RELAXED),
+                 (unsigned long long)ioloom_now_ns()) >= (int)sizeof tmp)
         return errno = ENAMETOOLONG, -1;
     struct stat st;
     /* In the file's directory, which must exist, as for open(O_CREAT) of a plain file (ENOENT otherwise). */
@@ -308,7 +323,7 @@ int lf_meta_create(const char *dir, mode_t mode, const struct lf_backends *backe
     if (rc == 0 && (n = format_meta(&m, backends, text, sizeof text)) < 0) rc = -1;
     if (rc == 0) rc = write_new(tmp, LF_META_NAME, text, (size_t)n);
     if (rc == 0) rc = IOLOOM_NEXT(rename)(tmp, dir);
-    if (rc == 0) return 0;
+    if (rc == 0 || (rc = is_ours(dir, m.id)) == 0) return 0;
     int saved = errno;
     discard(tmp, &m);
     if (lf_is_container(dir)) return excl ? (errno = EEXIST, -1) : 0; /* another process created it first */

@@ -22,8 +22,12 @@ int lf_open_container(int dirfd, const char *path, int flags, mode_t mode, int *
     if (!lf_resolve_call(dirfd, path, real, place)) return 0;
     int saved = errno;
     struct stat st;
-    int is_container = lf_is_container(place->dir) && !((flags & O_NOFOLLOW) && lf_is_link(place->dir));
+    int is_container = lf_is_container(place->dir);
     int exists = is_container || IOLOOM_NEXT(stat)(place->dir, &st) == 0;
+    /* A directory that was not a container at the first look may have been renamed into place since by a concurrent
+     * creator: containers appear whole (lf_meta_create), so a second look after the stat settles it. */
+    if (!is_container && exists && S_ISDIR(st.st_mode)) is_container = lf_is_container(place->dir);
+    is_container = is_container && !((flags & O_NOFOLLOW) && lf_is_link(place->dir));
     errno = saved;
     if (!is_container && !exists && place->pack && lf_is_container(place->pack_dir)) {
         /* a packed file (1-N), existing or new */
