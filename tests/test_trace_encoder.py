@@ -1,7 +1,8 @@
 """The tracer's background encoder and the reader's fast paths: every event of a heavily loaded run arrives,
 once, in order, whether halves are handed to the encoder thread (also in a forked child, which starts its own)
-or written inline; the native column decoder agrees with the numpy one, on one thread or several; the
-nearly-sorted merge of late MPI-IO events equals a stable sort."""
+or written inline; alternating calls are written a chunk per operation and come back alternating; the native
+column decoder agrees with the numpy one, on one thread or several; the nearly-sorted merge of late MPI-IO events
+equals a stable sort."""
 from __future__ import annotations
 
 import subprocess
@@ -10,9 +11,10 @@ import numpy as np
 import pytest
 from tests.test_trace_native import compile_program, traced_env
 
+from ioloom import paths
 from ioloom.trace import open_trace
 from ioloom.trace.model import time_order
-from ioloom.trace.stream_file import DURATION, OFFSET_DELTA, ROW_T_BASE, STORED_COLUMNS, read_stream_file
+from ioloom.trace.stream_file import DURATION, OFFSET_DELTA, OP, ROW_T_BASE, STORED_COLUMNS, read_stream_file
 from ioloom.trace.varint import THREADS_VARIABLE, ClockLine, decode_column
 
 CALLS = 20_000
@@ -88,6 +90,25 @@ def test_column_of_the_wrong_length_names_its_chunk(handoff_runs):
     directory[3, :, 3] += 1  # chunk 3 claims one event more than its body holds
     with pytest.raises(ValueError, match="events chunk 3 "):
         decode_column(stream.data, directory, DURATION, stream.events + 1)
+
+
+def test_alternating_calls_are_written_a_chunk_per_operation(tmp_path):
+    """The overhead probe's open+close loop: the opens and the closes are each a chunk of their own (so the columns
+    where they differ are constant, not stored row by row), and read back they alternate, in time order."""
+    probe, trace = paths.native_bin("ioloom-overhead-probe"), tmp_path / "trace"
+    done = subprocess.run([str(probe), str(tmp_path / "f"), "1000", "open+close"], capture_output=True, text=True,
+                          timeout=60, env=traced_env(trace))
+    assert done.returncode == 0, done.stderr
+    [path] = trace.glob("*.ioloom")
+    stream = read_stream_file(path)
+    names = {code: name for code, (name, _) in stream.ops.items()}
+    ops = np.split(stream.stored(OP), stream.chunk_firsts()[1][1:])
+    by_op = {names[int(chunk[0])]: len(chunk) for chunk in ops if len(chunk) >= 1000 and (chunk == chunk[0]).all()}
+    assert by_op.get("close", 0) >= 1000 and sum(n for name, n in by_op.items() if name.startswith("open")) >= 1000
+    events = open_trace(trace).streams[0].read(["op", "t_start"]).to_pandas()
+    assert events["t_start"].is_monotonic_increasing
+    loop = [op for op in events["op"].astype(str) if op == "close" or op.startswith("open")][-2000:]
+    assert loop[1::2] == ["close"] * 1000 and len(set(loop[::2])) == 1 and loop[0].startswith("open")
 
 
 def test_time_order_is_the_stable_sort():

@@ -131,17 +131,24 @@ _Static_assert(offsetof(struct ioloom_raw_event, req_bytes) == offsetof(struct i
 _Static_assert(offsetof(struct ioloom_raw_event, handle) == offsetof(struct ioloom_raw_event, ret_bytes) + 8, "pair");
 _Static_assert(offsetof(struct ioloom_raw_event, coll_seq) == offsetof(struct ioloom_raw_event, aux) + 8, "pair");
 _Static_assert(offsetof(struct ioloom_raw_event, parent) == offsetof(struct ioloom_raw_event, call_id) + 8, "pair");
+/* (file, errno) and (op, layer) as two little-endian words, the bytes after layer (ticks, padding) masked off */
+#define FILE_OP_MASK ((pair_t){-1, 0xffffff})
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+               "varying_columns reads the 32-bit and 16-bit fields as words");
+_Static_assert(offsetof(struct ioloom_raw_event, err) == offsetof(struct ioloom_raw_event, file_id) + 4, "pair");
+_Static_assert(offsetof(struct ioloom_raw_event, op) == offsetof(struct ioloom_raw_event, file_id) + 8, "pair");
+_Static_assert(offsetof(struct ioloom_raw_event, layer) == offsetof(struct ioloom_raw_event, op) + 2, "pair");
+_Static_assert(sizeof(struct ioloom_raw_event) >= offsetof(struct ioloom_raw_event, file_id) + 16, "pair");
 
 /* The columns of row i (> 0) as pairs, in the order of EACH_COLUMN's values: (gap, duration), (offset delta,
  * req), (ret - req, handle), (aux, coll_seq), (call_id, parent), and (file, errno), (op, layer) packed. */
-#define ROW_PAIRS(X, ev, i)                                                                            \
-    X(0, (PAIR_AT(ev[i], t_start) - (pair_t){(int64_t)ev[i - 1].t_end, (int64_t)ev[i].t_start}))       \
-    X(1, (PAIR_AT(ev[i], offset) - (pair_t){ev[i - 1].offset, 0}))                                     \
-    X(2, (PAIR_AT(ev[i], ret_bytes) - (pair_t){ev[i].req_bytes, 0}))                                   \
-    X(3, PAIR_AT(ev[i], aux))                                                                          \
-    X(4, PAIR_AT(ev[i], call_id))                                                                      \
-    X(5, ((pair_t){(int64_t)((uint64_t)(uint32_t)ev[i].file_id | (uint64_t)(uint32_t)ev[i].err << 32), \
-                   (int64_t)((uint64_t)ev[i].op | (uint64_t)ev[i].layer << 16)}))
+#define ROW_PAIRS(X, ev, i)                                                                      \
+    X(0, (PAIR_AT(ev[i], t_start) - (pair_t){(int64_t)ev[i - 1].t_end, (int64_t)ev[i].t_start})) \
+    X(1, (PAIR_AT(ev[i], offset) - (pair_t){ev[i - 1].offset, 0}))                               \
+    X(2, (PAIR_AT(ev[i], ret_bytes) - (pair_t){ev[i].req_bytes, 0}))                             \
+    X(3, PAIR_AT(ev[i], aux))                                                                    \
+    X(4, PAIR_AT(ev[i], call_id))                                                                \
+    X(5, (PAIR_AT(ev[i], file_id) & FILE_OP_MASK))
 
 /* Row 0's value of every column into first[], and a bit for each column whose value is not the same in every
  * row. Most columns of a loop are constant: one pass over the rows finds them all, where a pass per column
@@ -156,8 +163,7 @@ static uint32_t varying_columns(const struct ioloom_raw_event *ev, size_t n, uin
                                    {first[IOLOOM_COL_RET_MINUS_REQ], first[IOLOOM_COL_HANDLE]},
                                    {first[IOLOOM_COL_AUX], first[IOLOOM_COL_COLL_SEQ]},
                                    {first[IOLOOM_COL_CALL_ID], first[IOLOOM_COL_PARENT]},
-                                   {(int64_t)((uint64_t)(uint32_t)ev[0].file_id | (uint64_t)(uint32_t)ev[0].err << 32),
-                                    (int64_t)((uint64_t)ev[0].op | (uint64_t)ev[0].layer << 16)}};
+                                   PAIR_AT(ev[0], file_id) & FILE_OP_MASK};
     pair_t differs[6] = {{0, 0}, {0, 0}, {0, 0}, {0, 0}, {0, 0}, {0, 0}};
 #define DIFFERS(k, pair) differs[k] |= (pair) ^ first_pairs[k];
     for (size_t i = 1; i < n; i++) {
@@ -180,35 +186,45 @@ static uint32_t varying_columns(const struct ioloom_raw_event *ev, size_t n, uin
     return varying;
 }
 
-/* One pass over the rows for column `col`: its values into v[0..n) (the runs mode reads them), written as plain
- * varints from body on, with the number of runs of equal values and the bytes of their values. Returns the end of
- * the plain body. */
-static uint8_t *plain_body(int col, const struct ioloom_raw_event *ev, size_t n, uint64_t t_base, int64_t *v,
-                           uint8_t *body, size_t *runs, size_t *run_values) {
+/* One pass over the rows for column `col`: its values written as plain varints from body on, the number of runs
+ * of equal values and the bytes their values take. Returns the end of the plain body. */
+static uint8_t *plain_body(int col, const struct ioloom_raw_event *ev, size_t n, uint64_t t_base, uint8_t *body,
+                           size_t *runs, size_t *run_values) {
     uint8_t *end = body;
     size_t count = 1, sizes = 0;
-#define WRITE(column, first_expr, expr)                  \
-    case column: {                                       \
-        int64_t previous = v[0] = (int64_t)(first_expr); \
-        end = put_varint(end, zigzag(previous));         \
-        sizes = (size_t)(end - body);                    \
-        for (size_t i = 1; i < n; i++) {                 \
-            int64_t x = v[i] = (int64_t)(expr);          \
-            uint8_t *at = end;                           \
-            end = put_varint(end, zigzag(x));            \
-            if (x != previous) {                         \
-                count++;                                 \
-                sizes += (size_t)(end - at);             \
-            }                                            \
-            previous = x;                                \
-        }                                                \
-        break;                                           \
+#define WRITE(column, first_expr, expr)                               \
+    case column: {                                                    \
+        int64_t previous = (int64_t)(first_expr);                     \
+        end = put_varint(end, zigzag(previous));                      \
+        sizes = (size_t)(end - body);                                 \
+        for (size_t i = 1; i < n; i++) {                              \
+            int64_t x = (int64_t)(expr);                              \
+            uint8_t *at = end;                                        \
+            end = put_varint(end, zigzag(x));                         \
+            size_t starts = x != previous; /* a new run: its value */ \
+            count += starts;                                          \
+            sizes += (size_t)(end - at) & -starts;                    \
+            previous = x;                                             \
+        }                                                             \
+        break;                                                        \
     }
     switch (col) { EACH_COLUMN(WRITE) }
 #undef WRITE
     *runs = count;
     *run_values = sizes;
     return end;
+}
+
+/* Column `col`'s values into v[0..n). */
+static void column_values(int col, const struct ioloom_raw_event *ev, size_t n, uint64_t t_base, int64_t *v) {
+#define VALUES(column, first_expr, expr)                       \
+    case column: {                                             \
+        v[0] = (int64_t)(first_expr);                          \
+        for (size_t i = 1; i < n; i++) v[i] = (int64_t)(expr); \
+        break;                                                 \
+    }
+    switch (col) { EACH_COLUMN(VALUES) }
+#undef VALUES
 }
 
 /* The bytes the run lengths of v[0..n) take. */
@@ -237,19 +253,27 @@ static uint8_t *put_runs_header(uint8_t *p, size_t run_bytes, size_t runs) {
     return put_varint(p, runs);
 }
 
+/* The bytes of column `col` in the runs mode when that is smaller than `plain` bytes (its values then in v), else 0.
+ * A run length takes a byte at least: columns that vary from row to row (times) lose to plain without sizing
+ * their lengths or looking at their values again. */
+static size_t smaller_runs(int col, const struct ioloom_raw_event *ev, size_t n, uint64_t t_base, int64_t *v,
+                           size_t runs, size_t run_values, size_t plain) {
+    size_t run_bytes = varint_size(runs) + run_values + runs;
+    if (run_bytes >= plain) return 0;
+    column_values(col, ev, n, t_base, v);
+    run_bytes += run_lengths_size(v, n) - runs;
+    return run_bytes < plain ? run_bytes : 0;
+}
+
 /* Appends column `col`, which varies, in the smaller of the runs and plain modes (mode byte, body length, body);
  * v is scratch for n values. */
 static uint8_t *put_varying_column(uint8_t *p, int col, const struct ioloom_raw_event *ev, size_t n, uint64_t t_base,
                                    int64_t *v) {
     size_t runs, run_values;
     /* the plain body goes past room for its mode and length */
-    uint8_t *body = p + 1 + 10, *end = plain_body(col, ev, n, t_base, v, body, &runs, &run_values);
-    size_t plain = (size_t)(end - body);
-    /* a run length takes a byte at least: columns that vary from row to row (times) lose to plain without
-     * sizing their lengths */
-    size_t run_bytes = varint_size(runs) + run_values + runs;
-    if (run_bytes < plain) run_bytes += run_lengths_size(v, n) - runs;
-    if (run_bytes < plain) {
+    uint8_t *body = p + 1 + 10, *end = plain_body(col, ev, n, t_base, body, &runs, &run_values);
+    size_t plain = (size_t)(end - body), run_bytes = smaller_runs(col, ev, n, t_base, v, runs, run_values, plain);
+    if (run_bytes) {
         p = put_runs_header(p, run_bytes, runs);
         /* all run values first, then all lengths: each half decodes as one varint array */
         for (size_t i = 0; i < n; i++)

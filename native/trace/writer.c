@@ -11,9 +11,10 @@
  * (10 alternating runs of the overhead probe: pwrite +61 ns inline against +88, pread +63 against +104). The
  * final flushes (exit, exec, fatal signal, thread exit) write the sealed half and then the active one, inline.
  *
- * Memory is bounded by IOLOOM_TRACE_BUFFER (default 8 MiB): one encode area, one shared buffer, and a buffer per
- * thread, sized as threads arrive so that the budget always keeps a minimal buffer for each of the next threads
- * up to THREADS_PROVIDED (the first threads get large buffers, later ones smaller). A thread that still finds the
+ * Memory is bounded by IOLOOM_TRACE_BUFFER (default 8 MiB): one encode area (with room to group a buffer's rows
+ * by operation), one shared buffer, and a buffer per thread, sized as threads arrive so that the budget always
+ * keeps a minimal buffer for each of the next threads up to THREADS_PROVIDED (the first threads get large
+ * buffers, later ones smaller). A thread that still finds the
  * budget spent records into the shared buffer, under its lock: it waits for the writer (the wait is counted in
  * the INFO) but loses nothing.
  *
@@ -80,13 +81,14 @@ volatile uint32_t ioloom_look_mask = 63; /* capacity is a multiple of 64 */
 
 static struct {
     int fd;
-    pthread_mutex_t lock; /* serialises chunk writes and the shared encode area */
-    uint8_t *encoded;     /* encode area: ioloom_events_bound(capacity) */
-    int64_t *scratch;     /* one column of a chunk */
-    uint32_t capacity;    /* the most events per thread buffer */
-    uint32_t halves;      /* halves per thread buffer: 2 with the encoder thread, else 1 */
-    uint32_t buffers;     /* thread buffers handed out */
-    size_t budget_left;   /* bytes of IOLOOM_TRACE_BUFFER not yet given to a thread */
+    pthread_mutex_t lock;             /* serialises chunk writes and the shared encode area */
+    uint8_t *encoded;                 /* encode area: ioloom_events_bound(capacity) */
+    int64_t *scratch;                 /* one column of a chunk */
+    struct ioloom_raw_event *grouped; /* a buffer's rows grouped by operation (write_events) */
+    uint32_t capacity;                /* the most events per thread buffer */
+    uint32_t halves;                  /* halves per thread buffer: 2 with the encoder thread, else 1 */
+    uint32_t buffers;                 /* thread buffers handed out */
+    size_t budget_left;               /* bytes of IOLOOM_TRACE_BUFFER not yet given to a thread */
     uint64_t flush_interval_ns;
     struct thread_buffer *threads; /* every buffer handed out, for the final flush */
     uint64_t dropped;
@@ -389,14 +391,14 @@ static const struct {
 static uint8_t op_written[IOLOOM_OP_COUNT];
 static uint8_t op_chunk[IOLOOM_CHUNK_HEADER_BYTES + IOLOOM_OP_COUNT * 80]; /* no allocation: signal-safe */
 
-/* Writes an OPS chunk naming the operations of rows [0, n) not yet named in this stream (an operation is named
- * once its chunk is written). w.lock held. */
-static int write_new_ops_locked(const struct ioloom_raw_event *ev, uint32_t n) {
+/* Writes an OPS chunk naming the operations among ops[0, count) not yet named in this stream (an operation is
+ * named once its chunk is written). w.lock held. */
+static int write_new_ops_locked(const uint16_t *ops, uint32_t count) {
     uint8_t *p = op_chunk + IOLOOM_CHUNK_HEADER_BYTES;
-    for (uint32_t i = 0; i < n; i++) {
-        uint16_t op = ev[i].op;
-        if ((i && op == ev[i - 1].op) || op >= IOLOOM_OP_COUNT || op_written[op]) continue; /* runs: one look */
-        op_written[op] = 2;                                                                 /* in this chunk */
+    for (uint32_t i = 0; i < count; i++) {
+        uint16_t op = ops[i];
+        if (op_written[op]) continue;
+        op_written[op] = 2; /* in this chunk */
         p = ioloom_put_varint(p, op);
         *p++ = op_table[op].layer;
         size_t len = strnlen(op_table[op].name, 63);
@@ -408,25 +410,102 @@ static int write_new_ops_locked(const struct ioloom_raw_event *ev, uint32_t n) {
     if (!payload) return 0;
     ioloom_seal_chunk(op_chunk, IOLOOM_CHUNK_OPS, (uint32_t)payload);
     int rc = append_locked(op_chunk, IOLOOM_CHUNK_HEADER_BYTES + payload, 0);
-    for (uint32_t i = 0; i < n; i++)
-        if (ev[i].op < IOLOOM_OP_COUNT && op_written[ev[i].op] == 2) op_written[ev[i].op] = rc == 0;
+    for (uint32_t i = 0; i < count; i++)
+        if (op_written[ops[i]] == 2) op_written[ops[i]] = rc == 0;
     return rc;
 }
 
-/* Encodes rows [0, n) of thread `tid` and writes them (with the names of new operations), or counts them as
- * dropped. */
+/* ---- grouping a buffer's rows by operation ----
+ * Loops alternate calls (open and close; an MPI-IO call and the pwrite inside it). In one chunk, every column
+ * that differs between them would change from row to row: stored plain, a byte or more per row each, and a pass
+ * each to encode. The rows of an operation frequent in the buffer are written as a chunk of their own instead,
+ * where those columns are constant; the rows of the other operations stay together, in their order. Readers order
+ * events by t_start, whichever chunk holds them. All of it under w.lock. */
+#define GROUP_MIN_ROWS 64 /* fewer rows of an operation would not pay for their chunk's header */
+#define MIXED UINT32_MAX  /* the cursor of an operation whose rows go to the mixed chunk */
+
+static struct {
+    uint32_t rows[IOLOOM_OP_COUNT]; /* per operation: its rows, then where its next row goes in w.grouped */
+    uint16_t seen[IOLOOM_OP_COUNT]; /* the operations of the buffer, in the order they first appear */
+    uint32_t start[IOLOOM_OP_COUNT + 1], count[IOLOOM_OP_COUNT + 1]; /* the chunks to write, in w.grouped */
+    uint32_t ops, chunks;
+} groups;
+
+/* Counts the rows of each operation of ev[0, n) and lists the operations. */
+static void count_ops(const struct ioloom_raw_event *ev, uint32_t n) {
+    groups.ops = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint16_t op = ev[i].op;
+        if (op < IOLOOM_OP_COUNT && groups.rows[op]++ == 0) groups.seen[groups.ops++] = op;
+    }
+}
+
+/* Lays out the chunks: one per frequent operation (its rows' cursor set to its start), then one of the rest.
+ * Returns the rows of the rest. */
+static uint32_t plan_chunks(uint32_t n) {
+    uint32_t at = 0;
+    groups.chunks = 0;
+    for (uint32_t k = 0; k < groups.ops; k++) {
+        uint32_t *rows = &groups.rows[groups.seen[k]];
+        if (*rows < GROUP_MIN_ROWS) {
+            *rows = MIXED;
+            continue;
+        }
+        groups.start[groups.chunks] = at;
+        groups.count[groups.chunks++] = *rows;
+        uint32_t first = at;
+        at += *rows;
+        *rows = first;
+    }
+    groups.start[groups.chunks] = at;
+    groups.count[groups.chunks] = n - at;
+    groups.chunks += n > at;
+    return n - at;
+}
+
+/* Copies each row of ev[0, n) to its chunk's place in w.grouped, in order within each chunk. */
+static void scatter_rows(const struct ioloom_raw_event *ev, uint32_t n, uint32_t mixed_start) {
+    for (uint32_t i = 0; i < n; i++) {
+        uint16_t op = ev[i].op;
+        uint32_t *at = op < IOLOOM_OP_COUNT && groups.rows[op] != MIXED ? &groups.rows[op] : &mixed_start;
+        w.grouped[(*at)++] = ev[i];
+    }
+}
+
+static void forget_counts(void) {
+    for (uint32_t k = 0; k < groups.ops; k++) groups.rows[groups.seen[k]] = 0;
+}
+
+/* Encodes rows [0, n) as one chunk and writes it, or counts them as dropped. w.lock held. */
+static void write_chunk_of_rows(uint32_t tid, const struct ioloom_raw_event *ev, uint32_t n) {
+    size_t len = ioloom_encode_events(w.encoded, w.scratch, tid, ev, n);
+    if (append_locked(w.encoded, len, 0) == 0) {
+        w.events_written += n;
+        return;
+    }
+    note_write_failed(n);
+    count_dropped(n);
+}
+
+/* Encodes rows [0, n) of thread `tid` and writes them (after the names of new operations), a chunk per frequent
+ * operation when there are several, or counts them as dropped. */
 static void write_events(uint32_t tid, const struct ioloom_raw_event *ev, uint32_t n) {
     if (ioloom_lock(&w.lock)) {
         count_dropped(n);
         return;
     }
-    size_t len = ioloom_encode_events(w.encoded, w.scratch, tid, ev, n);
-    if (write_new_ops_locked(ev, n) == 0 && append_locked(w.encoded, len, 0) == 0) {
-        w.events_written += n;
-    } else {
+    count_ops(ev, n);
+    if (write_new_ops_locked(groups.seen, groups.ops)) {
         note_write_failed(n);
         count_dropped(n);
+    } else if (plan_chunks(n) < n && groups.chunks > 1) {
+        scatter_rows(ev, n, groups.start[groups.chunks - 1]);
+        for (uint32_t k = 0; k < groups.chunks; k++)
+            write_chunk_of_rows(tid, w.grouped + groups.start[k], groups.count[k]);
+    } else {
+        write_chunk_of_rows(tid, ev, n);
     }
+    forget_counts();
     pthread_mutex_unlock(&w.lock);
 }
 
@@ -825,8 +904,9 @@ static int allocate_writer(void) {
     size_t encode = ioloom_events_bound(w.capacity);
     w.encoded = malloc(encode);
     w.scratch = malloc(w.capacity * sizeof(int64_t));
-    if (!w.encoded || !w.scratch) return -1;
-    size_t used = encode + w.capacity * sizeof(int64_t) + SHARED_BYTES;
+    w.grouped = malloc(w.capacity * sizeof(struct ioloom_raw_event));
+    if (!w.encoded || !w.scratch || !w.grouped) return -1;
+    size_t used = encode + w.capacity * (sizeof(int64_t) + sizeof(struct ioloom_raw_event)) + SHARED_BYTES;
     w.budget_left = budget > used ? budget - used : 0;
     uint64_t interval_ms = ioloom_env_uint("IOLOOM_FLUSH_INTERVAL_MS", 1000);
     w.flush_interval_ns = (interval_ms > UINT64_MAX / 1000000u ? 1000 : interval_ms) * 1000000u;
