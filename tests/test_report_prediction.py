@@ -41,7 +41,7 @@ def test_section_holds_figures_and_skeleton(traced, ioloom_cli):
     assert MAIN_LOOP in section
     assert "pid " in section and "hit ratio % (Eq. 7.3)" in section and "contiguous baseline %" in section
     assert 'id="plot-predict-accuracy"' in section and 'id="plot-predict-grammar"' in section
-    assert "the first 10,000 operations" not in section  # the loop's 1,620 operations and start-up reads fit
+    assert "the first 2,000 operations" not in section  # the loop's 1,620 operations and start-up reads fit
 
 
 def test_bounds(traced, ioloom_cli):

@@ -26,7 +26,7 @@ def command(trace: Path = typer.Argument(..., help="Trace directory (ioloom run 
             stripe_size: int = STRIPE_OPTION,
             scheduler: str = typer.Option(None, "--scheduler", help=SCHEDULER_HELP),
             quiet: bool = QUIET_OPTION,
-            predict_ops: int = typer.Option(10_000, "--predict-ops", min=0,
+            predict_ops: int = typer.Option(2_000, "--predict-ops", min=0,
                                             help="Operations per process the prediction section learns (the "
                                                  "first ones); 0: no prediction section."),
             predict_processes: int = typer.Option(8, "--predict-processes", min=1,

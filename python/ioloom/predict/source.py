@@ -75,7 +75,8 @@ def process_operations(trace, limit: int | None = None) -> list[ProcessOperation
         label = f"rank {stream.rank}" if stream.rank >= 0 else f"pid {stream.pid}"
         symbols = Symbols()
         operations = []
-        for table in stream.ranges(COLUMNS):
+        # with a limit, ranges of a few times it: the first operations are read without decoding the stream
+        for table in stream.ranges(COLUMNS, *([] if limit is None else [max(4 * limit, 4096)])):
             columns = [table.column(name).to_pylist() for name in COLUMNS]
             for t_start, t_end, layer, op, file_id, offset, req_bytes, aux in zip(*columns):
                 operation = _operation(symbols, paths, layer, op, file_id, offset, req_bytes, aux, t_start, t_end)

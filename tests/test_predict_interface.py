@@ -1,0 +1,101 @@
+"""The prediction interface (docs/predict.md, "Prediction interface"): what comes next, how many operations remain
+in the current I/O phase and when it ends, on call streams whose answers are known, and on a traced program."""
+from __future__ import annotations
+
+import sys
+
+from ioloom import open_trace
+from ioloom.predict.interface import Predictor
+from ioloom.predict.source import process_operations
+
+MIB = 1 << 20
+MS = 1_000_000
+
+
+class Clock:
+    """Feeds calls to a predictor: each takes 10 us and follows the previous one after 20 us (one phase)."""
+
+    def __init__(self, predictor: Predictor):
+        self.p, self.t = predictor, 0
+
+    def call(self, name: str, path: str, offset: int = -1, size: int = 0, after: int = 20_000) -> None:
+        self.t += after
+        assert self.p.observe(name, path, offset, size, self.t, self.t + 10_000)
+        self.t += 10_000
+
+    def step(self, i: int, writes: int, compute: int = 50 * MS) -> None:
+        """One output step: open a file, `writes` writes of 1 MiB, close, after `compute` ns of computation."""
+        path = f"/scratch/out_{i:04d}.dat"
+        self.call("open64", path, after=compute)
+        for j in range(writes):
+            self.call("write", path, j * MIB, MIB)
+        self.call("close", path)
+
+
+def test_next_operation_and_phase_of_a_regular_loop():
+    p = Predictor()
+    assert p.next() == [] and p.phase().remaining is None  # nothing learnt yet
+    clock = Clock(p)
+    for i in range(6):
+        clock.step(i, 24)
+    clock.call("open64", "/scratch/out_0006.dat", after=50 * MS)
+    for j in range(10):
+        clock.call("write", "/scratch/out_0006.dat", j * MIB, MIB)
+    [after] = p.next()
+    assert (after.symbol, after.kind, after.size, after.offset, after.weight) == ("write out_#.dat", "write", MIB,
+                                                                                   10 * MIB, 1.0)
+    assert after.start_ns == clock.t + 20_000  # the immediate gap learnt
+    phase = p.phase()
+    assert (phase.done, phase.length, phase.remaining) == (11, 26, 15)  # open, 24 writes, close
+    assert phase.end_ns == clock.t + 15 * 30_000  # 30 us from one call's end to the next's
+    for j in range(10, 24):
+        clock.call("write", "/scratch/out_0006.dat", j * MIB, MIB)
+    [close] = p.next()
+    assert close.symbol == "close out_#.dat" and p.phase().remaining == 1
+    clock.call("close", "/scratch/out_0006.dat")
+    assert p.phase().remaining == 0
+    [next_open] = p.next()
+    assert next_open.symbol == "open64 out_#.dat" and next_open.start_ns >= clock.t + 50 * MS * 0.99
+
+
+def test_phase_lengths_that_alternate_are_learnt():
+    """Every third step also writes a restart (98 operations instead of 26): the length model learns it."""
+    p = Predictor()
+    clock = Clock(p)
+    for i in range(12):
+        clock.step(i, 96 if i % 3 == 2 else 24)
+    clock.call("open64", "/scratch/out_0012.dat", after=50 * MS)
+    assert p.phase().length == 26  # step 12: 12 % 3 == 0
+    for j in range(24):
+        clock.call("write", "/scratch/out_0012.dat", j * MIB, MIB)
+    clock.call("close", "/scratch/out_0012.dat")
+    clock.step(13, 24)
+    clock.call("open64", "/scratch/out_0014.dat", after=50 * MS)
+    assert p.phase().length == 98 and p.phase().remaining == 97
+
+
+def test_calls_that_are_not_operations_are_refused():
+    p = Predictor()
+    assert not p.observe("lseek", "/scratch/a", 0, 0, 0, 10)
+    assert not p.observe("fsync", "/scratch/a", -1, -1, 20, 30)
+    assert p.next() == [] and p.phase().done == 0
+
+
+def test_a_traced_program_through_the_interface(ioloom_cli, tmp_path):
+    """The operations of a real trace fed in order: at the start of each step's file the phase length is known."""
+    from test_predict_cli import LOOP
+
+    script, out = tmp_path / "loop.py", tmp_path / "out"
+    script.write_text(LOOP)
+    out.mkdir()
+    ioloom_cli("run", "-o", tmp_path / "trace", "--", sys.executable, script, out)
+    [process] = process_operations(open_trace(tmp_path / "trace"))
+    p, right, steps = Predictor(), 0, 0
+    names = process.symbols.names
+    for op in process.operations:
+        call = names[op.symbol].split()[0]
+        p.observe(call, op.place, op.offset, op.size, op.t_start, op.t_end)
+        if call == "open64" and "step_" in op.place:
+            steps += 1
+            right += p.phase().length == 27  # open, 24 writes, the header's pwrite, close
+    assert steps == 60 and right >= 55  # the first steps teach it (and start-up reads join the first phase)
