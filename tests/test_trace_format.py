@@ -203,6 +203,24 @@ def test_native_and_numpy_varint_decoders_agree():
         varint.decode_varints(np.concatenate((buf, np.array([0x80], np.uint8))))
 
 
+def test_native_crc32_is_zlibs_at_every_length_and_alignment():
+    """The C checksum (carry-less multiplication for 64 bytes and more where the CPU has it, tables otherwise)
+    against zlib's crc32: lengths around the 16- and 64-byte steps, odd starts, going on from a previous value."""
+    import ctypes
+    import zlib
+
+    lib = ctypes.CDLL(str(paths.native_lib("ioloom-trace-decode")))
+    lib.ioloom_crc32_update.restype = ctypes.c_uint32
+    lib.ioloom_crc32_update.argtypes = [ctypes.c_uint32, ctypes.c_char_p, ctypes.c_size_t]
+    rng = np.random.default_rng(11)
+    data = rng.integers(0, 256, 70_000, dtype=np.uint8).tobytes()
+    lengths = [*range(0, 300), *rng.integers(300, 65_536, 200).tolist()]
+    for length in lengths:
+        start, previous = length % 7, int(rng.integers(0, 2**32))
+        piece = data[start:start + length]
+        assert lib.ioloom_crc32_update(previous, piece, length) == zlib.crc32(piece, previous), (length, start)
+
+
 def test_clock_correction_offset_and_drift():
     import numpy as np
 

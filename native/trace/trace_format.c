@@ -52,11 +52,67 @@ static void build_crc_table(void) {
 
 uint32_t ioloom_crc32(const uint8_t *data, size_t len) { return ioloom_crc32_update(0, data, len); }
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#include <immintrin.h>
+
+/* The same CRC-32 by carry-less multiplication, for the whole 16-byte blocks of len >= 64 bytes: Intel's "Fast CRC
+ * Computation for Generic Polynomials Using PCLMULQDQ Instruction" (2009), bit-reflected, with its constants for
+ * this polynomial, as zlib's crc32_simd.c: four 128-bit lanes folded 64 bytes at a time, folded into one, then
+ * reduced to 32 bits (Barrett). crc and the result are the inverted running value. */
+__attribute__((target("pclmul,sse4.1"))) static uint32_t crc32_folded(uint32_t crc, const uint8_t *buf, size_t len) {
+    const __m128i k1k2 = _mm_set_epi64x(0x01c6e41596, 0x0154442bd4), k3k4 = _mm_set_epi64x(0x00ccaa009e, 0x01751997d0);
+    const __m128i k5k0 = _mm_set_epi64x(0, 0x0163cd6124), poly = _mm_set_epi64x(0x01f7011641, 0x01db710641);
+    __m128i x[4];
+    for (int k = 0; k < 4; k++) x[k] = _mm_loadu_si128((const __m128i *)(buf + 16 * k));
+    x[0] = _mm_xor_si128(x[0], _mm_cvtsi32_si128((int)crc));
+    for (buf += 64, len -= 64; len >= 64; buf += 64, len -= 64)
+        for (int k = 0; k < 4; k++)
+            x[k] = _mm_xor_si128(
+                _mm_xor_si128(_mm_clmulepi64_si128(x[k], k1k2, 0x00), _mm_clmulepi64_si128(x[k], k1k2, 0x11)),
+                _mm_loadu_si128((const __m128i *)(buf + 16 * k)));
+    __m128i folded = x[0];
+    for (int k = 1; k < 4; k++)
+        folded = _mm_xor_si128(
+            _mm_xor_si128(_mm_clmulepi64_si128(folded, k3k4, 0x00), _mm_clmulepi64_si128(folded, k3k4, 0x11)), x[k]);
+    for (; len >= 16; buf += 16, len -= 16)
+        folded = _mm_xor_si128(
+            _mm_xor_si128(_mm_clmulepi64_si128(folded, k3k4, 0x00), _mm_clmulepi64_si128(folded, k3k4, 0x11)),
+            _mm_loadu_si128((const __m128i *)buf));
+    const __m128i low32 = _mm_setr_epi32(~0, 0, ~0, 0);
+    folded = _mm_xor_si128(_mm_srli_si128(folded, 8), _mm_clmulepi64_si128(folded, k3k4, 0x10)); /* to 64 bits */
+    folded = _mm_xor_si128(_mm_clmulepi64_si128(_mm_and_si128(folded, low32), k5k0, 0x00), _mm_srli_si128(folded, 4));
+    __m128i q = _mm_clmulepi64_si128(_mm_and_si128(folded, low32), poly, 0x10);
+    q = _mm_clmulepi64_si128(_mm_and_si128(q, low32), poly, 0x00);
+    return (uint32_t)_mm_extract_epi32(_mm_xor_si128(folded, q), 1);
+}
+
+/* 1 when the CPU has PCLMULQDQ and SSE4.1; asked once (idempotent, no lock: see build_crc_table). */
+static int can_fold(void) {
+    static int known; /* 0 not asked yet, 1 no, 2 yes */
+    int answer = __atomic_load_n(&known, __ATOMIC_RELAXED);
+    if (!answer) {
+        unsigned a, b, c = 0, d;
+        answer = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_PCLMUL) && (c & bit_SSE4_1) ? 2 : 1;
+        __atomic_store_n(&known, answer, __ATOMIC_RELAXED);
+    }
+    return answer == 2;
+}
+#endif
+
 uint32_t ioloom_crc32_update(uint32_t crc, const uint8_t *data, size_t len) {
     /* CRC-32 (IEEE, as zlib's crc32), eight bytes per step ("slicing-by-8"). */
     if (!__atomic_load_n(&crc_table_ready, __ATOMIC_ACQUIRE)) build_crc_table();
     const uint32_t (*table)[256] = crc_table;
     crc = ~crc;
+#if defined(__x86_64__)
+    if (len >= 64 && can_fold()) {
+        size_t blocks = len & ~(size_t)15;
+        crc = crc32_folded(crc, data, blocks);
+        data += blocks;
+        len -= blocks;
+    }
+#endif
     for (; len >= 8; len -= 8, data += 8) {
         uint32_t low =
             crc ^ ((uint32_t)data[0] | (uint32_t)data[1] << 8 | (uint32_t)data[2] << 16 | (uint32_t)data[3] << 24);
@@ -140,31 +196,29 @@ _Static_assert(offsetof(struct ioloom_raw_event, op) == offsetof(struct ioloom_r
 _Static_assert(offsetof(struct ioloom_raw_event, layer) == offsetof(struct ioloom_raw_event, op) + 2, "pair");
 _Static_assert(sizeof(struct ioloom_raw_event) >= offsetof(struct ioloom_raw_event, file_id) + 16, "pair");
 
-/* The columns of row i (> 0) as pairs, in the order of EACH_COLUMN's values: (gap, duration), (offset delta,
- * req), (ret - req, handle), (aux, coll_seq), (call_id, parent), and (file, errno), (op, layer) packed. */
-#define ROW_PAIRS(X, ev, i)                                                                      \
-    X(0, (PAIR_AT(ev[i], t_start) - (pair_t){(int64_t)ev[i - 1].t_end, (int64_t)ev[i].t_start})) \
-    X(1, (PAIR_AT(ev[i], offset) - (pair_t){ev[i - 1].offset, 0}))                               \
-    X(2, (PAIR_AT(ev[i], ret_bytes) - (pair_t){ev[i].req_bytes, 0}))                             \
-    X(3, PAIR_AT(ev[i], aux))                                                                    \
-    X(4, PAIR_AT(ev[i], call_id))                                                                \
-    X(5, (PAIR_AT(ev[i], file_id) & FILE_OP_MASK))
+/* The columns of row i (> 0) but the times as pairs, in the order of EACH_COLUMN's values: (offset delta, req),
+ * (ret - req, handle), (aux, coll_seq), (call_id, parent), and (file, errno), (op, layer) packed. */
+#define ROW_PAIRS(X, ev, i)                                          \
+    X(0, (PAIR_AT(ev[i], offset) - (pair_t){ev[i - 1].offset, 0}))   \
+    X(1, (PAIR_AT(ev[i], ret_bytes) - (pair_t){ev[i].req_bytes, 0})) \
+    X(2, PAIR_AT(ev[i], aux))                                        \
+    X(3, PAIR_AT(ev[i], call_id))                                    \
+    X(4, (PAIR_AT(ev[i], file_id) & FILE_OP_MASK))
 
-/* Row 0's value of every column into first[], and a bit for each column whose value is not the same in every
- * row. Most columns of a loop are constant: one pass over the rows finds them all, where a pass per column
- * would read every row fourteen times (the encoder thread's memory traffic slows the program's thread). The
- * columns are compared two at a time (ROW_PAIRS), each row against row 0's values. */
+/* Row 0's value of every column into first[], and a bit for each column but the times (time_column sees to
+ * them) whose value is not the same in every row. Most columns of a loop are constant: one pass over the rows
+ * finds them all, where a pass per column would read every row twelve times (the encoder thread's memory traffic
+ * slows the program's thread). The columns are compared two at a time (ROW_PAIRS), each row against row 0's. */
 static uint32_t varying_columns(const struct ioloom_raw_event *ev, size_t n, uint64_t t_base, int64_t *first) {
 #define FIRST(col, first_value, value) first[col] = (int64_t)(first_value);
     EACH_COLUMN(FIRST)
 #undef FIRST
-    const pair_t first_pairs[6] = {{first[IOLOOM_COL_GAP], first[IOLOOM_COL_DURATION]},
-                                   {first[IOLOOM_COL_OFFSET_DELTA], first[IOLOOM_COL_REQ]},
+    const pair_t first_pairs[5] = {{first[IOLOOM_COL_OFFSET_DELTA], first[IOLOOM_COL_REQ]},
                                    {first[IOLOOM_COL_RET_MINUS_REQ], first[IOLOOM_COL_HANDLE]},
                                    {first[IOLOOM_COL_AUX], first[IOLOOM_COL_COLL_SEQ]},
                                    {first[IOLOOM_COL_CALL_ID], first[IOLOOM_COL_PARENT]},
                                    PAIR_AT(ev[0], file_id) & FILE_OP_MASK};
-    pair_t differs[6] = {{0, 0}, {0, 0}, {0, 0}, {0, 0}, {0, 0}, {0, 0}};
+    pair_t differs[5] = {{0, 0}, {0, 0}, {0, 0}, {0, 0}, {0, 0}};
 #define DIFFERS(k, pair) differs[k] |= (pair) ^ first_pairs[k];
     for (size_t i = 1; i < n; i++) {
         ROW_PAIRS(DIFFERS, ev, i)
@@ -173,15 +227,15 @@ static uint32_t varying_columns(const struct ioloom_raw_event *ev, size_t n, uin
     const struct {
         int col, pair, half;
         uint64_t mask;
-    } bits[IOLOOM_COLUMNS] = {{IOLOOM_COL_GAP, 0, 0, ~0ull},           {IOLOOM_COL_DURATION, 0, 1, ~0ull},
-                              {IOLOOM_COL_OFFSET_DELTA, 1, 0, ~0ull},  {IOLOOM_COL_REQ, 1, 1, ~0ull},
-                              {IOLOOM_COL_RET_MINUS_REQ, 2, 0, ~0ull}, {IOLOOM_COL_HANDLE, 2, 1, ~0ull},
-                              {IOLOOM_COL_AUX, 3, 0, ~0ull},           {IOLOOM_COL_COLL_SEQ, 3, 1, ~0ull},
-                              {IOLOOM_COL_CALL_ID, 4, 0, ~0ull},       {IOLOOM_COL_PARENT, 4, 1, ~0ull},
-                              {IOLOOM_COL_FILE, 5, 0, 0xffffffffull},  {IOLOOM_COL_ERRNO, 5, 0, 0xffffffffull << 32},
-                              {IOLOOM_COL_OP, 5, 1, 0xffffull},        {IOLOOM_COL_LAYER, 5, 1, 0xffull << 16}};
+    } bits[IOLOOM_COLUMNS - 2] = {
+        {IOLOOM_COL_OFFSET_DELTA, 0, 0, ~0ull},  {IOLOOM_COL_REQ, 0, 1, ~0ull},
+        {IOLOOM_COL_RET_MINUS_REQ, 1, 0, ~0ull}, {IOLOOM_COL_HANDLE, 1, 1, ~0ull},
+        {IOLOOM_COL_AUX, 2, 0, ~0ull},           {IOLOOM_COL_COLL_SEQ, 2, 1, ~0ull},
+        {IOLOOM_COL_CALL_ID, 3, 0, ~0ull},       {IOLOOM_COL_PARENT, 3, 1, ~0ull},
+        {IOLOOM_COL_FILE, 4, 0, 0xffffffffull},  {IOLOOM_COL_ERRNO, 4, 0, 0xffffffffull << 32},
+        {IOLOOM_COL_OP, 4, 1, 0xffffull},        {IOLOOM_COL_LAYER, 4, 1, 0xffull << 16}};
     uint32_t varying = 0;
-    for (int k = 0; k < IOLOOM_COLUMNS; k++)
+    for (int k = 0; k < IOLOOM_COLUMNS - 2; k++)
         varying |= (uint32_t)(((uint64_t)differs[bits[k].pair][bits[k].half] & bits[k].mask) != 0) << bits[k].col;
     return varying;
 }
@@ -265,6 +319,29 @@ static size_t smaller_runs(int col, const struct ioloom_raw_event *ev, size_t n,
     return run_bytes < plain ? run_bytes : 0;
 }
 
+/* Appends the runs mode of v[0..n) (mode byte, body length, body), `runs` runs taking run_bytes: all run values
+ * first, then all lengths, so that each half decodes as one varint array. */
+static uint8_t *put_runs(uint8_t *p, const int64_t *v, size_t n, size_t runs, size_t run_bytes) {
+    p = put_runs_header(p, run_bytes, runs);
+    for (size_t i = 0; i < n; i++)
+        if (i == 0 || v[i] != v[i - 1]) p = put_varint(p, zigzag(v[i]));
+    size_t run_start = 0;
+    for (size_t i = 1; i <= n; i++)
+        if (i == n || v[i] != v[i - 1]) {
+            p = put_varint(p, i - run_start);
+            run_start = i;
+        }
+    return p;
+}
+
+/* Appends the plain mode (mode byte, body length) of the `plain` bytes at body, moved in after them. */
+static uint8_t *put_plain(uint8_t *p, const uint8_t *body, size_t plain) {
+    *p++ = IOLOOM_COL_VARINT;
+    p = put_varint(p, plain);
+    memmove(p, body, plain);
+    return p + plain;
+}
+
 /* Appends column `col`, which varies, in the smaller of the runs and plain modes (mode byte, body length, body);
  * v is scratch for n values. */
 static uint8_t *put_varying_column(uint8_t *p, int col, const struct ioloom_raw_event *ev, size_t n, uint64_t t_base,
@@ -273,23 +350,7 @@ static uint8_t *put_varying_column(uint8_t *p, int col, const struct ioloom_raw_
     /* the plain body goes past room for its mode and length */
     uint8_t *body = p + 1 + 10, *end = plain_body(col, ev, n, t_base, body, &runs, &run_values);
     size_t plain = (size_t)(end - body), run_bytes = smaller_runs(col, ev, n, t_base, v, runs, run_values, plain);
-    if (run_bytes) {
-        p = put_runs_header(p, run_bytes, runs);
-        /* all run values first, then all lengths: each half decodes as one varint array */
-        for (size_t i = 0; i < n; i++)
-            if (i == 0 || v[i] != v[i - 1]) p = put_varint(p, zigzag(v[i]));
-        size_t run_start = 0;
-        for (size_t i = 1; i <= n; i++)
-            if (i == n || v[i] != v[i - 1]) {
-                p = put_varint(p, i - run_start);
-                run_start = i;
-            }
-        return p;
-    }
-    *p++ = IOLOOM_COL_VARINT;
-    p = put_varint(p, plain);
-    memmove(p, body, plain);
-    return p + plain;
+    return run_bytes ? put_runs(p, v, n, runs, run_bytes) : put_plain(p, body, plain);
 }
 
 /* The runs of column `col` in one pass that stops as soon as there are more than n / 8 of them: their count (0
@@ -335,6 +396,52 @@ static uint8_t *put_column(uint8_t *p, int col, const struct ioloom_raw_event *e
     return p;
 }
 
+/* A time column being written plain: its body, first value, and the rows equal to the one before and the bytes
+ * they take (times rarely repeat: counted on a branch that is almost never taken). */
+struct time_body {
+    uint8_t *body, *end;
+    int64_t first, previous;
+    size_t repeats, repeat_bytes;
+};
+
+static inline void time_start(struct time_body *t, uint8_t *body, int64_t first) {
+    *t = (struct time_body){body, put_varint(body, zigzag(first)), first, first, 0, 0};
+}
+
+static inline void time_add(struct time_body *t, int64_t x) {
+    uint8_t *at = t->end;
+    t->end = put_varint(at, zigzag(x));
+    if (__builtin_expect(x == t->previous, 0)) {
+        t->repeats++;
+        t->repeat_bytes += (size_t)(t->end - at);
+    }
+    t->previous = x;
+}
+
+/* Appends time column `col` from its plain body: constant, runs (when smaller) or plain, as put_column would. */
+static uint8_t *put_time_column(uint8_t *p, int col, const struct time_body *t, const struct ioloom_raw_event *ev,
+                                size_t n, uint64_t t_base, int64_t *v) {
+    size_t runs = n - t->repeats, plain = (size_t)(t->end - t->body);
+    if (runs == 1) return put_const_column(p, t->first);
+    size_t run_bytes = smaller_runs(col, ev, n, t_base, v, runs, plain - t->repeat_bytes, plain);
+    return run_bytes ? put_runs(p, v, n, runs, run_bytes) : put_plain(p, t->body, plain);
+}
+
+/* Appends the two time columns (gap, duration), both written in one pass over the rows: the gap's body goes where
+ * it will stay but for its mode and length, the duration's past it (each takes at most 10 bytes a row), both are
+ * moved into place after. v is scratch for n values. */
+static uint8_t *put_time_columns(uint8_t *p, const struct ioloom_raw_event *ev, size_t n, uint64_t t_base, int64_t *v) {
+    struct time_body gap, duration;
+    time_start(&gap, p + 1 + 10, (int64_t)(ev[0].t_start - t_base));
+    time_start(&duration, p + 2 * (1 + 10) + 10 * n, (int64_t)(ev[0].t_end - ev[0].t_start));
+    for (size_t i = 1; i < n; i++) {
+        time_add(&gap, (int64_t)(ev[i].t_start - ev[i - 1].t_end));
+        time_add(&duration, (int64_t)(ev[i].t_end - ev[i].t_start));
+    }
+    p = put_time_column(p, IOLOOM_COL_GAP, &gap, ev, n, t_base, v);
+    return put_time_column(p, IOLOOM_COL_DURATION, &duration, ev, n, t_base, v);
+}
+
 size_t ioloom_encode_events(uint8_t *out, int64_t *scratch, uint32_t tid, const struct ioloom_raw_event *ev, size_t n) {
     uint64_t t_base = ev[0].t_start;
     uint8_t *p = out + IOLOOM_CHUNK_HEADER_BYTES;
@@ -343,7 +450,9 @@ size_t ioloom_encode_events(uint8_t *out, int64_t *scratch, uint32_t tid, const 
     p = put_varint(p, t_base);
     int64_t first[IOLOOM_COLUMNS];
     uint32_t varying = varying_columns(ev, n, t_base, first);
-    for (int col = 0; col < IOLOOM_COLUMNS; col++)
+    _Static_assert(IOLOOM_COL_GAP == 0 && IOLOOM_COL_DURATION == 1, "the time columns come first");
+    p = put_time_columns(p, ev, n, t_base, scratch);
+    for (int col = IOLOOM_COL_DURATION + 1; col < IOLOOM_COLUMNS; col++)
         p = varying >> col & 1 ? put_column(p, col, ev, n, t_base, scratch) : put_const_column(p, first[col]);
     uint32_t payload = (uint32_t)(p - out - IOLOOM_CHUNK_HEADER_BYTES);
     ioloom_seal_chunk(out, IOLOOM_CHUNK_EVENTS, payload);
