@@ -8,6 +8,7 @@
 
 #include <sys/resource.h>
 
+#include "coord.hpp"
 #include "sim.hpp"
 
 using namespace ioloom_sim;
@@ -43,6 +44,7 @@ static int simulate(sg4::Engine &engine, const Input &in) {
     Platform platform = build_platform(in);
     Storage storage(in, platform);
     std::vector<double> times(2 * in.ops.size(), -1.0);
+    start_coordination(in);
     start_ranks(in, platform, storage, times);
     double budget = in.get("time_budget");
     sg4::Actor::create("budget", platform.mds, [&] {

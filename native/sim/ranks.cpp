@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "coord.hpp"
 #include "sim.hpp"
 
 namespace ioloom_sim {
@@ -49,9 +50,11 @@ void rank_actor(RankWork w, double start) {
     for (size_t i = w.first; i < w.last; i++) {
         const Op &op = w.in->ops[i];
         if (op.gap > 0) sg4::this_actor::sleep_for(op.gap);
+        if (op.kind == OP_WRITE) coordinate_before_write(i);
         (*w.times)[2 * i] = sg4::Engine::get_clock();
         run_op(w, op);
         (*w.times)[2 * i + 1] = sg4::Engine::get_clock();
+        if (op.kind == OP_WRITE) coordinate_after_write(i);
     }
 }
 

@@ -199,3 +199,6 @@ def sweep_command(ctx: typer.Context,
                         else str(r[c]) for c in columns))
     Console(width=160).print(table)
     print("bandwidths in MiB/s")
+
+
+from ioloom.sim import coord as _coord  # noqa: E402,F401  registers `ioloom sim coord` (its own module)

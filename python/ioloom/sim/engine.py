@@ -6,8 +6,12 @@ output"). A run that exceeds its wall-clock budget is stopped and reported, neve
 """
 from __future__ import annotations
 
+import os
+import select
 import subprocess
 import tempfile
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -81,17 +85,49 @@ def _check_fits(platform: Platform, w: Workload) -> None:
                            f"platform has {nodes}: raise clients.nodes or ranks per node")
 
 
-def run(platform: Platform, w: Workload, wall_budget: float = 600.0) -> Outcome:
-    """Simulates workload `w` on `platform`."""
+def _coordinated(argv: list[str], work: Path, coordinator: Callable[[str], str],
+                 wall_budget: float) -> subprocess.CompletedProcess:
+    """Run the engine with a pipe each way to `coordinator`, which answers each request line it sends (docs/sim.md,
+    "Coordinated phases") until it exits."""
+    requests_r, requests_w = os.pipe()
+    replies_r, replies_w = os.pipe()
+    with open(work / "input.txt", "a") as f:
+        f.write(f"param coord_requests {requests_w}\nparam coord_replies {replies_r}\n")
+    deadline = time.monotonic() + wall_budget
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            pass_fds=(requests_w, replies_r))
+    os.close(requests_w)
+    os.close(replies_r)
+    with os.fdopen(requests_r) as requests, os.fdopen(replies_w, "w") as replies:
+        while select.select([requests], [], [], max(0.0, deadline - time.monotonic()))[0]:
+            line = requests.readline()
+            if not line:
+                break
+            replies.write(coordinator(line) + "\n")
+            replies.flush()
+    try:
+        out, err = proc.communicate(timeout=max(0.1, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+
+
+def run(platform: Platform, w: Workload, wall_budget: float = 600.0,
+        coordinator: Callable[[str], str] | None = None) -> Outcome:
+    """Simulates workload `w` on `platform`; with `coordinator`, each job's write phases are coordinated by it
+    (ioloom.sim.coord)."""
     engine = paths.native_bin("ioloom-sim")
     _check_fits(platform, w)
     with tempfile.TemporaryDirectory(prefix="ioloom-sim-") as tmp:
         work = Path(tmp)
         w.ops.tofile(work / "ops.bin")
         (work / "input.txt").write_text(_input_text(platform, w, work))
+        argv = [str(engine), str(work / "input.txt"), "--log=root.thres:critical"]
         try:
-            out = subprocess.run([str(engine), str(work / "input.txt"), "--log=root.thres:critical"],
-                                 capture_output=True, text=True, timeout=wall_budget)
+            out = (_coordinated(argv, work, coordinator, wall_budget) if coordinator else
+                   subprocess.run(argv, capture_output=True, text=True, timeout=wall_budget))
         except subprocess.TimeoutExpired:
             raise SimError(f"the simulation did not finish within {wall_budget:g} s of wall-clock time: simulate "
                            "fewer ranks or operations, or raise the budget (--wall-budget)") from None

@@ -1,0 +1,152 @@
+"""`ioloom sim coord`: ioloom coord's policies deciding, per I/O phase, between simulated jobs (Dorier Ch. 6 at
+a scale one machine cannot reach). The engine (native/sim/coord.cpp) announces each job's write phase at its first
+write, releases it write by write and ends it with its last byte, asking the driver's coordinator over a pipe; the
+coordinator here is ioloom coord's own State and Policy (python/ioloom/coord), on simulated time, so the choice
+checked is the one `ioloom coord serve` makes. The scenario is bench coord's: job A starts at 0 and B at dt,
+dt sweeping [-T_B, T_A]; each uncoordinated and under each policy; I = T / T_alone of each and f = N_A T_A +
+N_B T_B against the uncoordinated run at the same dt (N: a job's ranks). The simulator is deterministic: one
+run per point."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import typer
+
+from ioloom.coord.policy import MIN_GAIN, Policy
+from ioloom.coord.state import State
+from ioloom.sim import engine, results, workload
+from ioloom.sim.cli import app
+from ioloom.sim.platform import Platform, PlatformError, from_dict, load
+
+COORDINATED = ("fcfs", "interrupt", "dynamic")
+
+
+@dataclass
+class PhaseCoordinator:
+    """The driver's end of the engine's coordination pipe: answers `INFORM <job> <phase> <bytes> <now>`,
+    `RELEASE <job> <bytes> <now>` and `DONE <job> <now>` with `WAITING <job>...`. A job announces with its ranks
+    as cores and its phase's time alone from `t_alone` ({job: seconds}; else bytes / `bandwidth`).
+    `decisions` records each announcement: who, when, and what the policy made of it."""
+    policy: Policy
+    cores: list[int]
+    t_alone: dict[int, float]
+    bandwidth: float = 1e9
+    decisions: list[dict] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.state = State(self.policy, lease=float("inf"), bandwidth=self.bandwidth)
+
+    def __call__(self, line: str) -> str:
+        verb, *args = line.split()
+        now, job = float(args[-1]), int(args[0])
+        if verb == "INFORM":
+            phase, size = int(args[1]), int(args[2])
+            before = dict(self.state.counts)
+            self.state.inform(job, f"job{job}", self.cores[job], size, self.t_alone.get(job, 0.0), now)
+            kind = next((k for k in ("interrupts", "queued", "shared") if self.state.counts[k] > before[k]), "alone")
+            self.decisions.append({"job": job, "phase": phase, "at": now, "decision": kind,
+                                   "order": [p.name for p in self.state.order], "writing": self.state.writing})
+        elif verb == "RELEASE":
+            self.state.release(job, int(args[1]), now)
+        elif verb == "DONE":
+            self.state.finish(job)
+        else:
+            raise ValueError(f"unknown request from the engine: {line.strip()!r}")
+        waiting = [p.name.removeprefix("job") for p in self.state.order if not self.state.writes(p)]
+        return " ".join(["WAITING", *waiting])
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """Two jobs of `ranks` ranks each running ioloom bench io options `bench`, on nodes of their own, every file
+    striped over all the platform's targets (so the jobs share the storage)."""
+    platform: Platform
+    ranks: tuple[int, int]
+    bench: tuple[str, str]
+    ranks_per_node: int = 16
+
+    def job(self, i: int) -> workload.Workload:
+        first_node = 0 if i == 0 else -(-self.ranks[0] // self.ranks_per_node)
+        return workload.bench_job(self.platform, workload.parse_bench_args(self.bench[i]), self.ranks[i],
+                                  self.ranks_per_node, first_node=first_node, first_file=1_000_000 * i,
+                                  stripe_count=-1)
+
+    def phase_time(self, outcome: engine.Outcome, job: int) -> float:
+        return results.job_document(outcome, job)["phases"][0]["time"]["total"]["max"]
+
+    def alone(self) -> tuple[float, float]:
+        return self.phase_time(engine.run(self.platform, self.job(0)), 0), \
+            self.phase_time(engine.run(self.platform, self.job(1)), 0)
+
+    def pair(self, dt: float, policy: Policy | None, t_alone: tuple[float, float]) -> tuple[float, float, list]:
+        """A at max(0, -dt), B at max(0, dt): each one's phase time and the coordinator's decisions."""
+        both = workload.combine([self.job(0), self.job(1)], [max(0.0, -dt), max(0.0, dt)])
+        coordinator = PhaseCoordinator(policy, list(self.ranks), dict(enumerate(t_alone))) if policy else None
+        outcome = engine.run(self.platform, both, coordinator=coordinator)
+        return self.phase_time(outcome, 0), self.phase_time(outcome, 1), coordinator.decisions if coordinator else []
+
+
+def sweep(s: Scenario, points: int, metric: str = "core-seconds", min_gain: float = MIN_GAIN) -> dict:
+    """The Δ-graph rows of `s`: per dt and policy, I_A, I_B, f / f_none and B's announcement's decision."""
+    t_a, t_b = s.alone()
+    rows = []
+    for i in range(points):
+        dt = round(-t_b + i * (t_a + t_b) / (points - 1), 9)
+        none = None
+        for name in ("none", *COORDINATED):
+            policy = None if name == "none" else Policy(name, metric, min_gain)
+            a, b, decisions = s.pair(dt, policy, (t_a, t_b))
+            f = s.ranks[0] * a + s.ranks[1] * b
+            none = none or f
+            second = decisions[-1]["decision"] if len(decisions) > 1 else "-"
+            rows.append({"dt": dt, "policy": name, "t_a": a, "t_b": b, "i_a": a / t_a, "i_b": b / t_b,
+                         "f_ratio": f / none, "second": second})
+    return {"ranks": list(s.ranks), "bench": list(s.bench), "t_alone": [t_a, t_b], "metric": metric,
+            "min_gain": min_gain, "rows": rows}
+
+
+def scenario_platform(path: str | None, targets: int, nodes: int) -> Platform:
+    """The platform file's (default: `nodes` client nodes, one server of `targets` targets of 100 MB/s), written
+    through (a write returns when its data is on the targets, so a phase's writes are its storage time)."""
+    p = load(path) if path else from_dict({"clients": {"nodes": nodes}, "servers": {"count": 1},
+                                           "targets": {"count": targets, "write_bandwidth": 1e8}})
+    p.values["cache.dirty_limit"] = 0
+    return p
+
+
+@app.command("coord")
+def command(ranks_a: int = typer.Option(64, min=1, help="Ranks of job A (its cores N_A)."),
+            ranks_b: int = typer.Option(64, min=1, help="Ranks of job B."),
+            bench_a: str = typer.Option("-F -b 16m -t 1m -w", help="ioloom bench io options of A's phase."),
+            bench_b: str = typer.Option("-F -b 4m -t 1m -w", help="ioloom bench io options of B's phase."),
+            points: int = typer.Option(9, min=2, help="Offsets dt in [-T_B, T_A]."),
+            metric: str = typer.Option("core-seconds", help="What dynamic minimises: core-seconds or factors."),
+            min_gain: float = typer.Option(MIN_GAIN, "--min-gain", min=0.0, max=0.99,
+                                           help="dynamic's least gain to serialise (coord serve --min-gain)."),
+            targets: int = typer.Option(4, min=1, help="Targets of the default platform."),
+            platform: str = typer.Option(None, "-p", "--platform", help="Platform file (docs/sim.md)."),
+            ranks_per_node: int = typer.Option(16, min=1, help="Ranks per node."),
+            as_json: bool = typer.Option(False, "--json", help="Print the rows as JSON.")) -> None:
+    """Two simulated jobs' Δ-graph, uncoordinated and under each ioloom coord policy."""
+    import json
+    try:
+        nodes = -(-ranks_a // ranks_per_node) + -(-ranks_b // ranks_per_node)
+        s = Scenario(scenario_platform(platform, targets, nodes), (ranks_a, ranks_b), (bench_a, bench_b),
+                     ranks_per_node)
+        Policy("dynamic", metric, min_gain)
+        for i in range(2):
+            workload.parse_bench_args(s.bench[i])
+    except (PlatformError, workload.WorkloadError, ValueError) as err:
+        raise typer.BadParameter(str(err)) from None
+    try:
+        report = sweep(s, points, metric, min_gain)
+    except engine.SimError as err:
+        raise typer.BadParameter(str(err)) from None
+    if as_json:
+        print(json.dumps(report, indent=1))
+        return
+    t_a, t_b = report["t_alone"]
+    print(f"A: {ranks_a} ranks, {bench_a}: {t_a:.3f} s alone; B: {ranks_b} ranks, {bench_b}: {t_b:.3f} s alone")
+    print(f"{'dt (s)':>8} {'policy':>9} {'I_A':>6} {'I_B':>6} {'f/f_none':>8}  the later announcement")
+    for r in report["rows"]:
+        print(f"{r['dt']:+8.3f} {r['policy']:>9} {r['i_a']:6.2f} {r['i_b']:6.2f} {r['f_ratio']:8.3f}  {r['second']}")
