@@ -681,6 +681,42 @@ CHECKS = (
 )
 
 
+# Drishti's triggers (drishti-io 0.8) that no check covers, and why; every other trigger is in a Check.drishti.
+DRISHTI_UNCHECKED = {
+    "P01": "write-intensive by operations: describes the run, no problem (the per-layer table shows it)",
+    "P02": "read-intensive by operations: describes the run (the per-layer table)",
+    "P03": "write-intensive by bytes: describes the run (the per-layer table)",
+    "P04": "read-intensive by bytes: describes the run (the per-layer table)",
+    "P07": "buffers misaligned in memory: the trace does not record buffer addresses",
+    "P12": "sequential reads: a good note, no problem",
+    "P14": "sequential writes: a good note, no problem",
+    "M04": "collective reads used: a good note, no problem",
+    "M05": "collective writes used: a good note, no problem",
+    "M08": "aggregators per compute node: needs the batch system's node count (the collectives table names the "
+           "aggregators of every collective)",
+    "M09": "aggregators per compute node: needs the batch system's node count (as M08)",
+    "M10": "one aggregator per node: a good note, needs the node count (as M08)",
+}
+
+# Drishti's triggers of one direction: they map to the finding of that direction where a check has one per
+# direction (small-reads / small-writes...).
+DRISHTI_DIRECTION = {"P05": "read", "P06": "write", "P11": "read", "P13": "write", "P15": "read", "P16": "write",
+                     "P21": "write", "P22": "read", "M02": "read", "M03": "write", "M06": "read", "M07": "write"}
+
+
+def drishti_map() -> dict[str, tuple[str, ...]]:
+    """Every Drishti trigger, in Drishti's order (S, P, M), to the finding codes of the checks that cover it;
+    () for those in DRISHTI_UNCHECKED."""
+    covered: dict[str, tuple[str, ...]] = {}
+    for check in CHECKS:
+        for trigger in check.drishti:
+            other = {"read": "-writes", "write": "-reads"}.get(DRISHTI_DIRECTION.get(trigger, ""), "?")
+            covered[trigger] = covered.get(trigger, ()) + tuple(c for c in check.codes if not c.endswith(other))
+    assert not set(covered) & set(DRISHTI_UNCHECKED), "a trigger is either covered or explained, not both"
+    triggers = sorted({*covered, *DRISHTI_UNCHECKED}, key=lambda t: ("SPM".index(t[0]), int(t[1:])))
+    return {t: covered.get(t, ()) for t in triggers}
+
+
 def checked(found: list[Finding]) -> list[dict]:
     """Every check with its thresholds and the findings it made: what "no findings" means."""
     fired = {f.code for f in found}
