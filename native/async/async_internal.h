@@ -15,7 +15,7 @@
 #define ASYNC_ALIGN 64        /* ring chunks and headers are cache-line aligned */
 #define ASYNC_UNCLEARED_MAX 4 /* committed blocks of one variable a client may still read (double buffers) */
 
-enum async_mode { MODE_SYNC, MODE_THREAD, MODE_DEDICATED };
+enum async_mode { MODE_SYNC, MODE_THREAD, MODE_DEDICATED, MODE_NODES };
 enum async_policy { POLICY_BLOCK, POLICY_SPILL, POLICY_SKIP };
 enum async_format { FORMAT_FILES, FORMAT_HDF5, FORMAT_LOGFS }; /* where a writer puts its blocks' data */
 
@@ -46,6 +46,8 @@ struct async_config {
     char name[ASYNC_NAME_MAX];
     enum async_mode mode;
     int dedicated_cores; /* per node, dedicated mode */
+    int dedicated_nodes; /* of the job, dedicated-nodes mode: the last ones */
+    int ranks_per_node;  /* > 0: nodes are emulated as consecutive groups of ranks (one machine); 0: real nodes */
     size_t buffer;       /* bytes per node (dedicated) or per process (helper thread) */
     int queue;           /* messages per client */
     enum async_policy policy;
@@ -212,8 +214,21 @@ struct async_server {
     struct async_stats *stats;
     struct async_retained *retained; /* nvariables per channel, NULL without plugins */
     int *nretained;
+    int stopped;                         /* channels whose client sent MSG_STOP */
+    int (*feed)(struct async_server *s); /* dedicated nodes: fills the channels from MPI; messages received */
 };
 void async_server_run(struct async_server *s);
+/* Writes what channel i holds and frees its chunks (a feed that finds the channel full). */
+void async_server_make_room(struct async_server *s, int i);
+
+/* The dedicated-nodes mode (nodes.c): roles and channels at initialize (ring: bytes of each channel's ring), the
+ * client's sends from within the library's calls (async_progress: nothing in other modes), the client's last
+ * sends at finalize, the server's feed. */
+void async_nodes_setup(size_t ring);
+void async_nodes_free(void);
+void async_progress(void);
+void async_nodes_flush(void);
+int async_nodes_feed(struct async_server *s);
 
 /* Waiting without a busy loop on an oversubscribed node: spins briefly, then sleeps longer and longer. */
 void async_backoff(unsigned *round);
@@ -231,7 +246,8 @@ struct async_spill {
 /* The library's state in one process. */
 struct async_state {
     int initialized, started, is_client, rank, size, node_rank, node_size, client_rank;
-    int nchannels; /* a server's clients */
+    int node_index, nnodes; /* this rank's node among the job's (emulated with ranks_per_node) */
+    int nchannels;          /* a server's clients */
     struct async_channel **channels;
     int *blocks;
     struct async_config cfg;

@@ -27,14 +27,21 @@ int async_check_variable(const char *name, int *var) {
 
 const struct async_layout *async_layout_of(int var) { return &async_g.cfg.layouts[async_g.cfg.variables[var].layout]; }
 
+/* Waits a little for the writer, sending what the dedicated-nodes mode has queued meanwhile. */
+static void wait_round(unsigned *round) {
+    async_progress();
+    async_backoff(round);
+}
+
 /* Sends a message, waiting while the queue is full (the writer always drains it). */
 static void send_waiting(const struct async_msg *m) {
     unsigned round = 0;
     double start = async_now();
-    if (async_channel_send(async_g.channel, m) == 0) return;
+    if (async_channel_send(async_g.channel, m) == 0) return async_progress();
     st()->blocked++;
-    while (async_channel_send(async_g.channel, m) != 0) async_backoff(&round);
+    while (async_channel_send(async_g.channel, m) != 0) wait_round(&round);
     st()->blocked_seconds += async_now() - start;
+    async_progress();
 }
 
 void async_spill_push(const struct async_msg *m, const void *data, size_t nbytes) {
@@ -70,7 +77,7 @@ void async_spill_flush(int wait) {
         int64_t position = s->data ? async_channel_reserve(async_g.channel, s->nbytes) : 0;
         if (position < 0) {
             if (!wait) return;
-            async_backoff(&round);
+            wait_round(&round);
             continue;
         }
         if (s->data)
@@ -108,7 +115,7 @@ int64_t async_reserve(size_t nbytes) {
     if (position >= 0 || async_g.cfg.policy != POLICY_BLOCK) return position;
     double start = async_now();
     st()->blocked++;
-    while ((position = async_channel_reserve(async_g.channel, nbytes)) < 0) async_backoff(&round);
+    while ((position = async_channel_reserve(async_g.channel, nbytes)) < 0) wait_round(&round);
     st()->blocked_seconds += async_now() - start;
     return position;
 }

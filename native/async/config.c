@@ -105,7 +105,10 @@ static int choice(struct reader *r, yaml_node_t *n, const char *what, const char
             *out = i;
             return 0;
         }
-    return fail(r, n, "%s must be one of %s, %s, %s; got '%s'", what, names[0], names[1], names[2], s ? s : "?");
+    char list[256] = "";
+    for (int i = 0; names[i]; i++)
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "", names[i]);
+    return fail(r, n, "%s must be one of %s; got '%s'", what, list, s ? s : "?");
 }
 
 size_t async_type_size(const char *type) {
@@ -268,7 +271,7 @@ static int writer(struct reader *r, struct async_config *cfg, yaml_node_t *m) {
 }
 
 static int architecture(struct reader *r, struct async_config *cfg, yaml_node_t *root) {
-    static const char *const modes[] = {"synchronous", "helper-thread", "dedicated-cores", NULL};
+    static const char *const modes[] = {"synchronous", "helper-thread", "dedicated-cores", "dedicated-nodes", NULL};
     static const char *const policies[] = {"block", "spill", "skip", NULL};
     yaml_node_t *n;
     long v;
@@ -279,6 +282,10 @@ static int architecture(struct reader *r, struct async_config *cfg, yaml_node_t 
     cfg->policy = n ? (enum async_policy)c : POLICY_BLOCK;
     if ((n = lookup(r, root, "dedicated_cores")) && integer(r, n, "dedicated_cores", 1, &v)) return -1;
     cfg->dedicated_cores = n ? (int)v : 1;
+    if ((n = lookup(r, root, "dedicated_nodes")) && integer(r, n, "dedicated_nodes", 1, &v)) return -1;
+    cfg->dedicated_nodes = n ? (int)v : 1;
+    if ((n = lookup(r, root, "ranks_per_node")) && integer(r, n, "ranks_per_node", 0, &v)) return -1;
+    cfg->ranks_per_node = n ? (int)v : 0;
     if ((n = lookup(r, root, "queue")) && integer(r, n, "queue", 2, &v)) return -1;
     cfg->queue = n ? (int)v : 256;
     cfg->buffer = 64UL << 20;
@@ -286,9 +293,9 @@ static int architecture(struct reader *r, struct async_config *cfg, yaml_node_t 
 }
 
 static int document(struct reader *r, struct async_config *cfg) {
-    static const char *const keys[] = {"name",   "mode",    "dedicated_cores", "buffer", "queue",   "policy",
-                                       "writer", "layouts", "variables",       "events", "plugins", "python",
-                                       NULL};
+    static const char *const keys[] = {"name",      "mode",   "dedicated_cores", "dedicated_nodes", "ranks_per_node",
+                                       "buffer",    "queue",  "policy",          "writer",          "layouts",
+                                       "variables", "events", "plugins",         "python",          NULL};
     yaml_node_t *root = yaml_document_get_root_node(&r->doc), *n;
     if (!root || is_mapping(r, root, "the configuration") || known_keys(r, root, "the configuration", keys)) return -1;
     if (!(n = lookup(r, root, "name")) || name_copy(r, n, cfg->name, "name"))

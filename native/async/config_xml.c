@@ -154,7 +154,9 @@ static int architecture(struct xreader *r, struct async_config *c, xmlNode *a) {
     for (xmlNode *n = a->children; n; n = n->next) {
         if (is(n, "dedicated")) {
             if (attr(n, "nodes") && strcmp(attr(n, "nodes"), "0") != 0)
-                return xfail(r, n, "dedicated nodes are not supported yet: use dedicated cores");
+                return xfail(r, n,
+                             "dedicated nodes are not supported yet in XML: use dedicated cores, or YAML's mode "
+                             "dedicated-nodes");
             if (attr(n, "cores") && number(r, n, "cores", 0, &v)) return -1;
             c->dedicated_cores = attr(n, "cores") && v > 0 ? (int)v : 1;
             c->mode = attr(n, "cores") && v > 0 ? MODE_DEDICATED : MODE_SYNC;

@@ -32,7 +32,8 @@ static const char *const STAT_NAMES[] = {"role",
 _Static_assert(sizeof STAT_NAMES / sizeof *STAT_NAMES == ASYNC_STATS_FIELDS, "one name per counter");
 
 static const char *mode_name(enum async_mode m) {
-    return m == MODE_SYNC ? "synchronous" : m == MODE_THREAD ? "helper-thread" : "dedicated-cores";
+    static const char *const names[] = {"synchronous", "helper-thread", "dedicated-cores", "dedicated-nodes"};
+    return names[m];
 }
 
 static const char *policy_name(enum async_policy p) {
@@ -113,10 +114,12 @@ static int write_json(const double *all, int size, int nclients) {
     }
     fprintf(f,
             "{\n  \"format\": \"ioloom-async\",\n  \"version\": 1,\n  \"name\": \"%s\",\n  \"mode\": \"%s\",\n"
-            "  \"policy\": \"%s\",\n  \"dedicated_cores\": %d,\n  \"buffer\": %zu,\n  \"queue\": %d,\n"
+            "  \"policy\": \"%s\",\n  \"dedicated_cores\": %d,\n  \"dedicated_nodes\": %d,\n  \"nodes\": %d,\n"
+            "  \"buffer\": %zu,\n  \"queue\": %d,\n"
             "  \"blocks\": %d,\n  \"compression\": \"%s\",\n  \"writer_format\": \"%s\",\n",
             c->name, mode_name(c->mode), policy_name(c->policy), c->mode == MODE_DEDICATED ? c->dedicated_cores : 0,
-            c->buffer, c->queue, nclients, c->compression ? "zstd" : "none", format_name(c->format));
+            c->mode == MODE_NODES ? c->dedicated_nodes : 0, async_g.nnodes, c->buffer, c->queue, nclients,
+            c->compression ? "zstd" : "none", format_name(c->format));
     write_layouts(f, c);
     write_ranks(f, all, size);
     int bad = fflush(f) | ferror(f) | ftruncate(fd, ftell(f)) | fclose(f);

@@ -77,24 +77,28 @@ static int handle(struct async_server *s, int i, const struct async_msg *m) {
 }
 
 /* Drains what channel i holds now; returns the number of messages handled, and counts its stop. */
-static int drain(struct async_server *s, int i, int *stopped) {
+static int drain(struct async_server *s, int i) {
     struct async_msg m;
     int n = 0;
     while (async_channel_receive(s->channels[i], &m) == 0) {
         n++;
-        *stopped += handle(s, i, &m);
+        s->stopped += handle(s, i, &m);
     }
     return n;
 }
 
+void async_server_make_room(struct async_server *s, int i) {
+    drain(s, i);
+    async_channel_release(s->channels[i]);
+}
+
 void async_server_run(struct async_server *s) {
     double start = async_now();
-    int stopped = 0;
     unsigned round = 0;
-    while (stopped < s->nchannels) {
-        int handled = 0;
+    while (s->stopped < s->nchannels) {
+        int handled = s->feed ? s->feed(s) : 0;
         for (int i = 0; i < s->nchannels; i++) {
-            handled += drain(s, i, &stopped);
+            handled += drain(s, i);
             async_channel_release(s->channels[i]); /* chunks the client cleared after they were written */
         }
         if (handled)

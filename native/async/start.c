@@ -26,7 +26,11 @@ static int clients_on_node(void) {
     return async_g.cfg.mode == MODE_DEDICATED ? async_g.node_size - async_g.cfg.dedicated_cores : 1;
 }
 
-/* The ring each client gets: the node's buffer shared by its clients (per process for the helper thread). */
+/* Modes whose writers are other ranks (servers), which never return to the simulation. */
+static int has_servers(void) { return async_g.cfg.mode == MODE_DEDICATED || async_g.cfg.mode == MODE_NODES; }
+
+/* The ring each client gets: the node's buffer shared by its clients (dedicated cores), else buffer per client
+ * (the helper thread's; with dedicated nodes, the client's outbox and its channel on the server each). */
 static size_t ring_bytes(void) { return async_g.cfg.buffer / (size_t)clients_on_node() / ASYNC_ALIGN * ASYNC_ALIGN; }
 
 /* Checks that depend on this node; fills msg and returns -1 on a mistake. */
@@ -39,6 +43,12 @@ static int check_node(char msg[ASYNC_MSG_MAX]) {
                         "dedicated_cores: %d per node leaves no core to compute on a node with "
                         "%d ranks and %ld cores: run more ranks per node or use mode helper-thread",
                         c->dedicated_cores, async_g.node_size, cores),
+               -1;
+    if (c->mode == MODE_NODES && c->dedicated_nodes >= async_g.nnodes)
+        return snprintf(msg, ASYNC_MSG_MAX,
+                        "dedicated_nodes: %d of the job's %d node(s) leaves none to compute: run on more nodes, or "
+                        "emulate nodes on one machine with ranks_per_node",
+                        c->dedicated_nodes, async_g.nnodes),
                -1;
     if (c->mode != MODE_SYNC && ring_bytes() < need)
         return snprintf(msg, ASYNC_MSG_MAX,
@@ -62,12 +72,42 @@ static int agree(int failed, char msg[ASYNC_MSG_MAX]) {
     return -1;
 }
 
-static void split_roles(void) {
-    MPI_Comm_split_type(async_g.comm, MPI_COMM_TYPE_SHARED, async_g.rank, MPI_INFO_NULL, &async_g.node);
+/* The lowest rank of comm in a communicator of it (a node's leader). */
+static int lowest_rank(MPI_Comm part) {
+    int lowest;
+    MPI_Allreduce(&async_g.rank, &lowest, 1, MPI_INT, MPI_MIN, part);
+    return lowest;
+}
+
+/* Nodes: the ranks sharing memory, or with ranks_per_node R consecutive groups of R ranks (nodes emulated on one
+ * machine). The same collectives run whatever the configuration says, as a rank whose configuration failed must
+ * still meet the others in them. Nodes are numbered by their lowest rank. */
+static void split_nodes(void) {
+    MPI_Comm shared;
+    int *leaders = malloc((size_t)async_g.size * sizeof *leaders), leader;
+    MPI_Comm_split_type(async_g.comm, MPI_COMM_TYPE_SHARED, async_g.rank, MPI_INFO_NULL, &shared);
+    int color = async_g.cfg.ranks_per_node > 0 ? async_g.rank / async_g.cfg.ranks_per_node : lowest_rank(shared);
+    MPI_Comm_free(&shared);
+    MPI_Comm_split(async_g.comm, color, async_g.rank, &async_g.node);
     MPI_Comm_rank(async_g.node, &async_g.node_rank);
     MPI_Comm_size(async_g.node, &async_g.node_size);
-    async_g.is_client =
-        async_g.cfg.mode != MODE_DEDICATED || async_g.node_rank < async_g.node_size - async_g.cfg.dedicated_cores;
+    leader = lowest_rank(async_g.node);
+    MPI_Allgather(&leader, 1, MPI_INT, leaders, 1, MPI_INT, async_g.comm);
+    async_g.nnodes = async_g.node_index = 0;
+    for (int r = 0; r < async_g.size; r++) {
+        async_g.nnodes += leaders[r] == r;
+        async_g.node_index += leaders[r] == r && r < leader;
+    }
+    free(leaders);
+}
+
+static void split_roles(void) {
+    split_nodes();
+    if (async_g.cfg.mode == MODE_NODES)
+        async_g.is_client = async_g.node_index < async_g.nnodes - async_g.cfg.dedicated_nodes;
+    else
+        async_g.is_client =
+            async_g.cfg.mode != MODE_DEDICATED || async_g.node_rank < async_g.node_size - async_g.cfg.dedicated_cores;
     MPI_Comm_split(async_g.comm, async_g.is_client ? 0 : MPI_UNDEFINED, async_g.rank, &async_g.clients);
     async_g.client_rank = -1;
     if (async_g.is_client) MPI_Comm_rank(async_g.clients, &async_g.client_rank);
@@ -135,7 +175,7 @@ int ioloom_async_initialize(const char *config_path, MPI_Comm comm) {
     int failed = async_config_load(config_path ? config_path : "(null)", &async_g.cfg, msg);
     split_roles();
     failed = failed || check_node(msg);
-    int writes = async_g.cfg.mode != MODE_DEDICATED || !async_g.is_client;
+    int writes = !has_servers() || !async_g.is_client;
     failed = failed || (writes && async_writer_open(&async_g.writer, &async_g.cfg, async_g.rank, msg));
     failed = failed || (writes && async_plugins_load(msg));
     if (!failed) async_index_reserve(); /* before the agreement: before any rank writes */
@@ -147,13 +187,14 @@ int ioloom_async_initialize(const char *config_path, MPI_Comm comm) {
     allocate_client_state();
     if (async_g.cfg.mode == MODE_DEDICATED)
         share_channels();
-    else if (async_g.cfg.mode == MODE_THREAD)
+    else if (async_g.cfg.mode == MODE_THREAD || (async_g.cfg.mode == MODE_NODES && async_g.is_client))
         own_channel();
+    if (async_g.cfg.mode == MODE_NODES) async_nodes_setup(ring_bytes());
     if (async_g.cfg.nplugins && async_g.nchannels) {
         async_g.retained = calloc((size_t)(async_g.nchannels * async_g.cfg.nvariables), sizeof *async_g.retained);
         async_g.nretained = calloc((size_t)async_g.nchannels, sizeof *async_g.nretained);
     }
-    async_g.stats.role = async_g.cfg.mode == MODE_DEDICATED ? !async_g.is_client : 2;
+    async_g.stats.role = has_servers() ? !async_g.is_client : 2;
     async_g.initialized = 1;
     last_error[0] = '\0';
     return IOLOOM_ASYNC_OK;
@@ -161,8 +202,15 @@ int ioloom_async_initialize(const char *config_path, MPI_Comm comm) {
 
 static void *helper_thread(void *arg) {
     (void)arg;
-    struct async_server s = {async_g.channels, async_g.blocks,   1, &async_g.writer, &async_g.stats,
-                             async_g.retained, async_g.nretained};
+    struct async_server s = {async_g.channels,
+                             async_g.blocks,
+                             1,
+                             &async_g.writer,
+                             &async_g.stats,
+                             async_g.retained,
+                             async_g.nretained,
+                             0,
+                             NULL};
     async_server_run(&s);
     return NULL;
 }
@@ -179,8 +227,15 @@ int ioloom_async_start(int *is_client) {
         return async_fail(IOLOOM_ASYNC_ESYSTEM, "cannot start the helper thread; writing synchronously");
     }
     if (!async_g.is_client) {
-        struct async_server s = {async_g.channels, async_g.blocks,   async_g.nchannels, &async_g.writer,
-                                 &async_g.stats,   async_g.retained, async_g.nretained};
+        struct async_server s = {async_g.channels,
+                                 async_g.blocks,
+                                 async_g.nchannels,
+                                 &async_g.writer,
+                                 &async_g.stats,
+                                 async_g.retained,
+                                 async_g.nretained,
+                                 0,
+                                 async_g.cfg.mode == MODE_NODES ? async_nodes_feed : NULL};
         async_server_run(&s);
     }
     return IOLOOM_ASYNC_OK;
@@ -198,6 +253,7 @@ static void stop_client(void) {
     struct async_msg stop = {MSG_STOP, 0, async_g.iteration, 0};
     async_spill_flush(1);
     async_post(&stop);
+    if (async_g.cfg.mode == MODE_NODES) async_nodes_flush();
     if (async_g.cfg.mode == MODE_THREAD && async_g.started) pthread_join(async_g.thread, NULL);
 }
 
@@ -205,8 +261,9 @@ static void release_all(void) {
     async_writer_close(&async_g.writer);
     if (async_g.window != MPI_WIN_NULL)
         MPI_Win_free(&async_g.window);
-    else if (async_g.cfg.mode == MODE_THREAD)
+    else if (async_g.cfg.mode == MODE_THREAD || async_g.cfg.mode == MODE_NODES)
         free(async_g.channel);
+    if (async_g.cfg.mode == MODE_NODES) async_nodes_free();
     for (int i = 0; async_g.scratch && i < async_g.cfg.nvariables; i++) free(async_g.scratch[i]);
     free(async_g.scratch), free(async_g.written_at), free(async_g.chunk_of), free(async_g.uncleared);
     free(async_g.nuncleared), free(async_g.channels), free(async_g.blocks);
@@ -224,9 +281,7 @@ static void release_all(void) {
 int ioloom_async_finalize(void) {
     if (!async_g.initialized) return async_fail(IOLOOM_ASYNC_EUSAGE, "call ioloom_async_initialize first");
     /* A dedicated server waits for every client's stop, started or not. */
-    if (async_g.is_client &&
-        (async_g.cfg.mode == MODE_DEDICATED || (async_g.started && async_g.cfg.mode == MODE_THREAD)))
-        stop_client();
+    if (async_g.is_client && (has_servers() || (async_g.started && async_g.cfg.mode == MODE_THREAD))) stop_client();
     async_writer_close(&async_g.writer);
     int rc = async_index_write();
     release_all();

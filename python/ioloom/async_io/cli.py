@@ -115,14 +115,18 @@ def random_case(rng: random.Random, impl_names: list[str]) -> dict:
     ranks = rng.randint(2, 4)
     blocks_fit = rng.choice((1, 2, 3, 8, 64))
     iterations = rng.randint(1, 25)
-    case: dict = {"mpi": rng.choice(impl_names), "mode": rng.choice(MODES), "policy": rng.choice(POLICIES),
+    case: dict = {"mpi": rng.choice(impl_names), "mode": rng.choice(MODES + ("dedicated-nodes",)),
+                  "policy": rng.choice(POLICIES),
                   "dims": dims, "ranks": ranks, "iterations": iterations,
                   "compute": rng.choice((0.0, 0.0005, 0.002)),
                   "jitter": rng.choice((0.0, 0.5, 1.0)), "zero_copy": rng.random() < 0.3, "blocks_fit": blocks_fit,
                   "bandwidth": rng.choice((0, 0, 8 << 20)), "seed": rng.randrange(1 << 30)}
-    clients = ranks - 1 if case["mode"] == "dedicated-cores" else 1
-    case["buffer"] = clients * blocks_fit * (8 * dims[0] * dims[1] * dims[2] + 64) + 64
-    case["early"] = (rng.randrange(ranks - 1), rng.randint(0, iterations)) if rng.random() < 0.5 else None
+    # Dedicated nodes: nodes of 1 to ranks - 1 ranks emulated on this machine, the last one dedicated.
+    case["ranks_per_node"] = rng.randint(1, ranks - 1) if case["mode"] == "dedicated-nodes" else 0
+    servers = ranks - (ranks - 1) // case["ranks_per_node"] * case["ranks_per_node"] if case["ranks_per_node"] else 1
+    sharing = ranks - 1 if case["mode"] == "dedicated-cores" else 1  # clients sharing the buffer
+    case["buffer"] = sharing * blocks_fit * (8 * dims[0] * dims[1] * dims[2] + 64) + 64
+    case["early"] = (rng.randrange(ranks - servers), rng.randint(0, iterations)) if rng.random() < 0.5 else None
     return case
 
 
@@ -131,7 +135,7 @@ def run_case(case: dict, work: Path, timeout: float) -> str | None:
     from ioloom import async_io, mpi
     from ioloom.async_io.kernel import Setup, run_kernel
     setup = Setup(work / "out", mode=case["mode"], policy=case["policy"], dims=case["dims"], buffer=case["buffer"],
-                  bandwidth=case["bandwidth"], variables=("u", "v"))
+                  bandwidth=case["bandwidth"], variables=("u", "v"), ranks_per_node=case.get("ranks_per_node", 0))
     try:
         run = run_kernel(mpi.by_name(case["mpi"]), case["ranks"], setup.write(work / "c.yaml"), setup,
                          case["iterations"], case["compute"], timeout=timeout, jitter=case["jitter"],

@@ -26,6 +26,8 @@ class Setup:
     queue: int = 256
     policy: str = "block"
     dedicated_cores: int = 1
+    dedicated_nodes: int = 1
+    ranks_per_node: int = 0
     bandwidth: int = 0
     fsync: bool = False
     compression: str = "none"
@@ -36,8 +38,10 @@ class Setup:
     def yaml(self) -> str:
         dims = ", ".join(map(str, self.dims))
         lines = [f"name: {self.name}", f"mode: {self.mode}", f"dedicated_cores: {self.dedicated_cores}",
-                 f"buffer: {self.buffer}", f"queue: {self.queue}", f"policy: {self.policy}",
-                 "writer:", f"  directory: {self.directory}"]
+                 f"dedicated_nodes: {self.dedicated_nodes}"]
+        lines += [f"ranks_per_node: {self.ranks_per_node}"] if self.ranks_per_node else []
+        lines += [f"buffer: {self.buffer}", f"queue: {self.queue}", f"policy: {self.policy}", "writer:",
+                  f"  directory: {self.directory}"]
         lines += [f"  bandwidth: {self.bandwidth}"] if self.bandwidth else []
         lines += ["  fsync: true"] if self.fsync else []
         lines += [f"  compression: {self.compression}"] if self.compression != "none" else []
