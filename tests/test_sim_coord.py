@@ -50,13 +50,16 @@ def test_simulated_jobs_follow_the_decision(alone):
     assert first[0] == pytest.approx(t_a + t_b, rel=0.1) and queued[0] == pytest.approx(t_a, rel=0.05)
 
 
-def test_sim_coord_command_prints_the_rows_as_json():
+def test_sim_coord_command_prints_the_rows_as_json_and_plots_them(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(paths.REPO_ROOT / "python")}
     run = subprocess.run([sys.executable, "-m", "ioloom", "sim", "coord", "--ranks-a", "8", "--ranks-b", "8",
                           "--targets", "1", "--bench-a", "-F -b 2m -t 256k -w", "--bench-b", "-F -b 512k -t 256k -w",
-                          "--points", "3", "--json"], capture_output=True, text=True, env=env, timeout=300)
+                          "--points", "3", "--json", "-o", str(tmp_path)], capture_output=True, text=True, env=env,
+                         timeout=300)
     assert run.returncode == 0, run.stderr
     rows = json.loads(run.stdout)["rows"]
+    assert json.loads((tmp_path / "coord.json").read_text())["rows"] == rows
+    assert (tmp_path / "coord.html").stat().st_size > 10_000
     assert [r["policy"] for r in rows[:4]] == ["none", "fcfs", "interrupt", "dynamic"] and len(rows) == 12
     assert all(r["f_ratio"] == 1.0 for r in rows if r["policy"] == "none")
     bad = subprocess.run([sys.executable, "-m", "ioloom", "sim", "coord", "--bench-a", "-b x"], capture_output=True,

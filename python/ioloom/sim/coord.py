@@ -9,6 +9,7 @@ run per point."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import typer
 
@@ -105,6 +106,15 @@ def sweep(s: Scenario, points: int, metric: str = "core-seconds", min_gain: floa
             "min_gain": min_gain, "rows": rows}
 
 
+def plot(report: dict, path: Path) -> None:
+    """The Δ-graphs on bench coord's page (one run per point: each median is that run)."""
+    from ioloom.bench.coord import plot_html
+    one = {"pair": f"{report['ranks'][0]} + {report['ranks'][1]} ranks"}
+    rows = [{**one, "dt": r["dt"], "policy": r["policy"], "dt_reached": {"median": r["dt"]},
+             "i_a": {"median": r["i_a"]}, "i_b": {"median": r["i_b"]}} for r in report["rows"]]
+    plot_html({"rows": rows, "options": {"program": "ioloom sim", "storage": "simulated"}}, path)
+
+
 def scenario_platform(path: str | None, targets: int, nodes: int) -> Platform:
     """The platform file's (default: `nodes` client nodes, one server of `targets` targets of 100 MB/s), written
     through (a write returns when its data is on the targets, so a phase's writes are its storage time)."""
@@ -126,6 +136,7 @@ def command(ranks_a: int = typer.Option(64, min=1, help="Ranks of job A (its cor
             targets: int = typer.Option(4, min=1, help="Targets of the default platform."),
             platform: str = typer.Option(None, "-p", "--platform", help="Platform file (docs/sim.md)."),
             ranks_per_node: int = typer.Option(16, min=1, help="Ranks per node."),
+            output: Path = typer.Option(None, "-o", "--output", help="Also write coord.json and coord.html here."),
             as_json: bool = typer.Option(False, "--json", help="Print the rows as JSON.")) -> None:
     """Two simulated jobs' Δ-graph, uncoordinated and under each ioloom coord policy."""
     import json
@@ -138,10 +149,15 @@ def command(ranks_a: int = typer.Option(64, min=1, help="Ranks of job A (its cor
             workload.parse_bench_args(s.bench[i])
     except (PlatformError, workload.WorkloadError, ValueError) as err:
         raise typer.BadParameter(str(err)) from None
+    if output:
+        output.mkdir(parents=True, exist_ok=True)  # a bad -o is refused before the runs, not after them
     try:
         report = sweep(s, points, metric, min_gain)
     except engine.SimError as err:
         raise typer.BadParameter(str(err)) from None
+    if output:
+        (output / "coord.json").write_text(json.dumps(report, indent=1))
+        plot(report, output / "coord.html")
     if as_json:
         print(json.dumps(report, indent=1))
         return
