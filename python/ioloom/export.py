@@ -1,10 +1,11 @@
-"""`ioloom export TRACE --format perfetto|parquet|csv`: a trace in formats other tools open.
+"""`ioloom export TRACE --format perfetto|parquet|csv|folded`: a trace in formats other tools open, or folded.
 
 perfetto: Chrome trace-event JSON (ui.perfetto.dev, chrome://tracing). One process per rank, one thread per
 traced thread; POSIX calls nest under the MPI-IO call that issued them because they run inside it on the
 same thread. parquet / csv: events.<ext> (every event column, op and layer as text, plus the file path) and
 files.<ext>. Streams are written one range of events at a time (`Stream.ranges`), so memory stays that of
-one range whatever the trace's size.
+one range whatever the trace's size. folded: the trace as one file folded by the predictor's grammar, which
+`open_trace` (and so every `ioloom` command) reads as the trace itself (docs/trace-format.md, "Folded traces").
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ class Format(StrEnum):
     perfetto = "perfetto"
     parquet = "parquet"
     csv = "csv"
+    folded = "folded"
 
 
 def _plain_columns(table):
@@ -103,17 +105,36 @@ def perfetto(trace, out: Path, progress=_nothing) -> list[Path]:
     return [out]
 
 
+def fold(trace, out: Path, quantum: int, progress=_nothing) -> Path:
+    """The folded trace (ioloom.trace.folded) in directory `out`, which `ioloom` commands open as a trace."""
+    from ioloom.trace import folded
+
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / folded.NAME
+    header = folded.write(trace, path, quantum, progress)
+    events = sum(s["events"] for s in header["streams"])
+    typer.echo(f"folded: {events:,} events in {path.stat().st_size:,} bytes "
+               f"({path.stat().st_size / max(events, 1):.2f} per event)", err=True)
+    return path
+
+
 def command(trace: Path = typer.Argument(..., help="Trace directory (ioloom run -o DIR)."),
-            fmt: Format = typer.Option(..., "--format", "-f", help="perfetto, parquet or csv."),
+            fmt: Format = typer.Option(..., "--format", "-f", help="perfetto, parquet, csv or folded."),
             output: Path = typer.Option(None, "-o", "--output",
-                                        help="Output file (perfetto) or directory (parquet, csv); "
+                                        help="Output file (perfetto) or directory (parquet, csv, folded); "
                                              "default: next to the trace."),
+            time_quantum: int = typer.Option(1, "--time-quantum-ns", min=1,
+                                             help="folded: store times in units of this many ns (1: exact; "
+                                                  "more rounds them down, and only them)."),
             quiet: bool = QUIET_OPTION) -> None:
-    """Export a trace: Perfetto/Chrome trace JSON, or Parquet/CSV tables of events and files."""
+    """Export a trace: Perfetto/Chrome trace JSON, Parquet/CSV tables of events and files, or a folded trace
+    (the predictor's grammar over its events; `ioloom` opens it as the trace)."""
     loaded = load_or_exit(trace)
     with progress.events(progress.trace_events(loaded), f"exporting {trace.name}", quiet) as advance:
         if fmt is Format.perfetto:
             written = perfetto(loaded, output or trace.with_name(trace.name + ".perfetto.json"), advance)
+        elif fmt is Format.folded:
+            written = [fold(loaded, output or trace.with_name(trace.name + "-folded"), time_quantum, advance)]
         else:
             written = tables(loaded, output or trace.with_name(trace.name + f"-{fmt.value}"), fmt, advance)
     for path in written:

@@ -356,7 +356,12 @@ def excluded(info: dict) -> dict[str, tuple[int, int]]:
 
 
 def open_trace(path: str | Path) -> Trace:
-    """Open a trace directory written by `ioloom run` (or a single stream file)."""
+    """Open a trace directory written by `ioloom run` (or a single stream file), or a folded trace (folded.py)."""
+    from ioloom.trace import folded
+
+    folded_file = Path(path) / folded.NAME if Path(path).is_dir() else Path(path)
+    if folded_file.name.endswith(folded.NAME) and folded_file.is_file():
+        return folded.read(folded_file)
     files = [read_stream_file(p) for p in _stream_paths(Path(path))]
     streams = [s for s in files if s.info or len(s.chunks)]
     problems = [p for s in files for p in _stream_problems(s)]
