@@ -40,7 +40,7 @@ def test_one_stream_takes_bytes_over_bandwidth_plus_latencies():
 def test_write_back_cache_streams_windows_and_fsync_waits_for_them():
     """Through the cache (4 MiB per target, windows of 2 RPCs of 1 MiB): the writer's first copy, then the flusher
     sends 8 MiB in back-to-back 2 MiB windows (each its latency plus size over bandwidth) while the writer refills,
-    and fsync returns one commit round trip after the last window: exactly, from write to sync."""
+    and fsync returns one commit (targets.commit_latency) after the last window: exactly, from write to sync."""
     p = small(targets={"count": 1, "write_bandwidth": 2e8, "latency": 1e-3}, servers={"count": 1},
               rpc={"in_flight": 2}, cache={"dirty_limit": 4 << 20, "copy_bandwidth": 4e9})
     w = workload.bench_job(p, workload.parse_bench_args("-F -b 8m -t 2m -e -w"), 1, 1)
@@ -50,7 +50,7 @@ def test_write_back_cache_streams_windows_and_fsync_waits_for_them():
     sync_end = o.times[kinds == workload.KINDS["sync"], 1].max()
     latency = p["clients.nic_latency"] + p["servers.latency"] + p["targets.latency"]
     windows = 4
-    expected = p["locks.grant"] + (2 << 20) / 4e9 + windows * (latency + (2 << 20) / 2e8) + p["targets.latency"]
+    expected = p["locks.grant"] + (2 << 20) / 4e9 + windows * (latency + (2 << 20) / 2e8) + p["targets.commit_latency"]
     assert sync_end - first_write == pytest.approx(expected, rel=1e-6)
     assert o.pieces.size == windows and (o.pieces["bytes"] == 2 << 20).all()
     data = results.job_document(o, 0)["phases"][0]["time"]["data"]["max"]
@@ -254,6 +254,26 @@ def test_log_layer_beats_plain_n1_at_small_rank_counts():
     rows = validate.tipping_point(nodes=(4,))
     assert rows[0].ok and rows[0].simulated > 2, rows[0]
     assert rows[-1].check.endswith("where the log layer loses") and "no crossing up to 48 ranks" in rows[-1].note
+
+
+def test_log_layer_loses_past_a_crossing_by_its_index_loads():
+    """The falling side of the curve: under the log layer every writer loads the other writers' index journals at
+    its sync point (an open and a close each at the metadata server), N (N - 1) pairs in all, so the layer's cost
+    grows as N^2 while plain N-1 grows as N: it wins at 4 ranks and loses at 32 on one metadata service slot."""
+    args = workload.parse_bench_args("-b 1m -t 1m -s 16 -e -w")
+    p = small(clients={"nodes": 32}, targets={"count": 16}, layout={"stripe_count": 2},
+              metadata={"open": 1e-3, "close": 1e-3, "threads": 1})
+
+    def phase(w: workload.Workload) -> dict:
+        return results.job_document(engine.run(p, w), 0)["phases"][0]
+
+    for ranks, log_wins in ((4, True), (32, False)):
+        plain_w = workload.bench_job(p, args, ranks, 1)
+        plain, logs = phase(plain_w), phase(workload.logfs(plain_w, p))
+        assert (logs["effective_bw"] > plain["effective_bw"]) == log_wins, (ranks, plain["span"], logs["span"])
+        # the last writer's sync waited for all N (N - 1) journal opens and closes on the one service slot
+        assert logs["time"]["sync"]["max"] >= ranks * (ranks - 1) * 2e-3
+    assert plain["time"]["sync"]["max"] < 0.1 * logs["time"]["sync"]["max"]
 
 
 def test_four_ior_jobs_share_the_targets():

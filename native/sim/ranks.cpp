@@ -29,13 +29,18 @@ void run_op(const RankWork &w, const Op &op) {
             break;
         case OP_OPEN:
             w.storage->metadata(op.kind, op.offset & 1);
+            w.storage->load_indexes(op.length);
             break;
         case OP_CLOSE:
+            w.storage->metadata(op.kind, false);
+            break;
         case OP_STAT:
             w.storage->metadata(op.kind, false);
+            w.storage->load_indexes(op.offset);
             break;
         case OP_SYNC:
             w.storage->sync(w.node, op.file);
+            w.storage->load_indexes(op.offset);
             break;
         case OP_BARRIER:
             w.barrier->wait();

@@ -20,7 +20,8 @@ namespace ioloom_sim {
 /* One operation of one rank, as the driver wrote it (40 bytes, little-endian; docs/sim.md). */
 struct Op {
     int32_t job, rank, kind, file;
-    int64_t offset, length; /* open: offset 1 creates the file */
+    int64_t offset, length; /* open: offset 1 creates the file; index journals loaded: open's length, sync's and
+                             * stat's offset (the log layer's index load, Storage::load_indexes) */
     double gap;             /* seconds of computation before the operation */
 };
 static_assert(sizeof(Op) == 40, "operation record layout");
@@ -82,6 +83,8 @@ class Storage {
     void sync(int node, int file);
     /* A metadata request (open, create, stat, close) queued at the metadata server. */
     void metadata(int kind, bool create);
+    /* The log layer's index load: list the container, then open, read and close `journals` index journals. */
+    void load_indexes(int64_t journals);
     std::vector<Piece> pieces;
 
   private:
@@ -95,6 +98,7 @@ class Storage {
     void cache_write(int node, int file, const Objects &objects);
     Stream &stream_of(int node, int target);
     void hand_over(Stream &s);
+    void start_flusher(Stream &s);
     void flush_loop(Stream &s);
     const Input &in_;
     const Platform &p_;
@@ -105,6 +109,7 @@ class Storage {
     uint64_t dirty_limit_; /* bytes a node may cache per target; 0: write-through */
     double copy_bandwidth_, lock_grant_, lock_revoke_, commit_latency_;
     bool locks_on_;
+    uint64_t flush_threshold_; /* cached bytes of a stream before its flusher starts without an fsync */
 };
 
 /* Starts one actor per rank of every job; each fills its operations' start and end times. */

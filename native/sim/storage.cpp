@@ -12,10 +12,10 @@
  * Invariant: while the lock is busy (requests under way or bytes unflushed) they all belong to `owner`.
  *
  * The write-back cache is per node and target (a Lustre client's per-target dirty limit, max_dirty_mb): a write
- * copies its bytes in at `copy_bandwidth` as room allows, and one flusher actor per (node, target) sends the
- * cached bytes in flows of one RPC window (rpc_size x rpcs_in_flight) at a time. Requests that bypass the cache
- * also move in RPC windows: the RPCs of a window share the same links at once, as one flow of their summed size
- * does, and their latencies overlap; a window pays one latency. */
+ * copies its bytes in at `copy_bandwidth` as room allows, and, once the stream holds `flush_threshold` bytes or
+ * an fsync asks, one flusher actor per (node, target) sends the cached bytes in flows of one RPC window (rpc_size x
+ * rpcs_in_flight) at a time. Requests that bypass the cache also move in RPC windows: the RPCs of a window share the
+ * same links at once, as one flow of their summed size does, and their latencies overlap; a window pays one latency. */
 #include <algorithm>
 #include <deque>
 
@@ -49,8 +49,8 @@ Storage::Storage(const Input &in, const Platform &p)
     : in_(in), p_(p), mds_queue_(sg4::Semaphore::create(static_cast<unsigned>(in.get("mds_threads")))),
       window_(static_cast<uint64_t>(in.get("rpc_size") * in.get("rpcs_in_flight"))),
       dirty_limit_(static_cast<uint64_t>(in.get("dirty_limit"))), copy_bandwidth_(in.get("copy_bandwidth")),
-      lock_grant_(in.get("lock_grant")), lock_revoke_(in.get("lock_revoke")), commit_latency_(in.get("target_latency")),
-      locks_on_(in.get("extent_locks") != 0) {}
+      lock_grant_(in.get("lock_grant")), lock_revoke_(in.get("lock_revoke")), commit_latency_(in.get("commit_latency")),
+      locks_on_(in.get("extent_locks") != 0), flush_threshold_(static_cast<uint64_t>(in.get("flush_threshold"))) {}
 
 Storage::~Storage() = default;
 
@@ -130,12 +130,17 @@ Storage::Stream &Storage::stream_of(int node, int target) {
     return *streams_.try_emplace({node, target}, std::move(fresh)).first->second;
 }
 
-/* Bytes were cached for the stream: a flusher starts unless one is already sending (it ends when the cache it
- * sends from is empty, so flusher actors are as many as the streams with data under way, not all streams:
- * 256 nodes x 480 targets would be 122,880 actors, past the kernel's limit on one process's memory maps). */
+/* Bytes were cached for the stream: a flusher starts once the stream holds `flush_threshold` bytes (0: at once)
+ * unless one is already sending (it ends when the cache it sends from is empty, so flusher actors are as many as
+ * the streams with data under way, not all streams: 256 nodes x 480 targets would be 122,880 actors, past the
+ * kernel's limit on one process's memory maps). */
 void Storage::hand_over(Stream &s) {
     s.changed->notify_all();
-    if (s.flushing) return;
+    if (s.dirty >= flush_threshold_) start_flusher(s);
+}
+
+void Storage::start_flusher(Stream &s) {
+    if (s.flushing || s.unsent_bytes == 0) return;
     s.flushing = true;
     sg4::Actor::create("flush-" + std::to_string(s.node) + "-" + std::to_string(s.target),
                        p_.nodes[static_cast<size_t>(s.node)], [this, &s] { flush_loop(s); });
@@ -232,10 +237,14 @@ void Storage::transfer(int node, int kind, int file, uint64_t offset, uint64_t l
  * the targets commit: one round trip. */
 void Storage::sync(int node, int file) {
     const Layout &layout = in_.files.at(file);
+    for (int target : layout.targets) { /* cached bytes held below the flush threshold are sent now */
+        auto stream = streams_.find({node, target});
+        if (stream != streams_.end()) start_flusher(*stream->second);
+    }
     for (size_t object = 0; object < layout.targets.size(); object++) {
         Lock &l = lock_of(file, static_cast<int>(object));
         std::unique_lock<sg4::Mutex> guard(*l.mutex);
-        while (l.owner == node && l.unflushed > 0) l.drained->wait(guard);
+        while ((l.owner == node || !locks_on_) && l.unflushed > 0) l.drained->wait(guard); /* locks off: anyone's */
     }
     sg4::this_actor::sleep_for(commit_latency_);
 }
@@ -248,6 +257,21 @@ void Storage::metadata(int kind, bool create) {
     mds_queue_->acquire();
     sg4::this_actor::sleep_for(in_.get(cost));
     mds_queue_->release();
+}
+
+/* The log layer's index load (logfs at a sync point, a read-only open or a size query; PLFS at open): one
+ * process lists the container (an open at the metadata server), then opens, reads and closes each index journal
+ * in turn. Its metadata requests are one after another, so they hold one service slot for their summed time (the
+ * server's throughput is that of the requests one by one); each journal read is one small request at a target
+ * (its latency; the bytes, 80 per entry, are left out). N writers loading N journals each cost the metadata
+ * server N^2 opens and closes: the mechanism that makes the log layer lose at scale (docs/sim.md). */
+void Storage::load_indexes(int64_t journals) {
+    if (journals <= 0) return;
+    double per_journal = in_.get("mds_open") + in_.get("mds_close");
+    mds_queue_->acquire();
+    sg4::this_actor::sleep_for(in_.get("mds_open") + static_cast<double>(journals) * per_journal);
+    mds_queue_->release();
+    sg4::this_actor::sleep_for(static_cast<double>(journals) * in_.get("target_latency"));
 }
 
 } // namespace ioloom_sim

@@ -118,17 +118,126 @@ def _print_replay(doc: dict, json_out: bool) -> None:
               f"{c['simulated_s']:.6g} s")
 
 
+def _scratch(directory: Path | None):
+    """A temporary directory under `directory` (default: the system's temporary directory) for bench io's files."""
+    import tempfile
+
+    try:
+        return tempfile.TemporaryDirectory(prefix="ioloom-sim-cal-", dir=directory)
+    except OSError as e:
+        _fail(f"cannot make a scratch directory in {directory}: {e.strerror}: give a writable --dir")
+
+
+def _load() -> str:
+    import os
+
+    return "load average " + ", ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+@app.command("calibrate")
+def calibrate_command(output: Path = typer.Option(Path("machine.toml"), "-o", "--output",
+                                                  help="Platform file to write."),
+                      directory: Path = typer.Option(None, "--dir", help="Where bench io writes (a disk-backed "
+                                                     "directory) [the temporary directory]."),
+                      size: str = typer.Option("256m", "--size", help="Bytes of the measuring write."),
+                      repeats: int = typer.Option(3, "--repeats", min=1, help="Runs per figure (their median)."),
+                      mpi_name: str = typer.Option(None, "--mpi", help="openmpi or mpich [the first found].")) -> None:
+    """Measure this machine's disk with `ioloom bench io` (fsync'd writes) and write it as a platform file: one
+    node, one target, the page cache as the write-back cache (docs/sim.md, "Calibration")."""
+    from ioloom import paths
+    from ioloom.bench.io import BenchFailed
+    from ioloom.sim import calibrate, workload
+
+    try:
+        workload.parse_size(size)
+        with _scratch(directory) as scratch:
+            disk = calibrate.measure(Path(scratch), size, mpi_name, repeats)
+        doc = calibrate.platform_doc(disk)
+    except (workload.WorkloadError, ValueError, BenchFailed, LookupError, paths.NativeMissing, OSError) as e:
+        _fail(f"calibration failed: {e}")
+    header = (f"ioloom sim calibrate: this machine's disk measured by ioloom bench io (median of {repeats} runs, "
+              f"{_load()}).\nread_bandwidth is not measured (it needs the page cache dropped): it repeats the "
+              "write bandwidth.")
+    try:
+        output.write_text(calibrate.to_toml(doc, header))
+    except OSError as e:
+        _fail(f"cannot write {output}: {e.strerror}")
+    print(f"copy into the page cache {disk.copy_bandwidth / 1e6:,.0f} MB/s, device {disk.write_bandwidth / 1e6:,.0f} "
+          f"MB/s, fsync commit {disk.commit * 1e3:.3g} ms, create {disk.create * 1e6:.3g} us, close "
+          f"{disk.close * 1e6:.3g} us; dirty limit {doc['cache']['dirty_limit'] / 2**20:,.0f} MiB, flush threshold "
+          f"{doc['cache']['flush_threshold'] / 2**20:,.0f} MiB ({_load()})")
+    print(f"platform written: {output}")
+
+
+def _calibration_check(platform_file: Path | None, rounds: int, quick: bool, directory: Path | None,
+                       mpi_name: str | None) -> None:
+    import subprocess
+
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    from ioloom import paths
+    from ioloom.bench.io import BenchFailed
+    from ioloom.bench.stats import rounds_allowed, spread
+    from ioloom.sim import calibrate, engine, platform, workload
+
+    too_few = rounds_allowed(rounds, quick, "--rounds")
+    if too_few:
+        _fail(too_few)
+    before = _load()
+    try:
+        p = platform.load(platform_file) if platform_file else None
+        with _scratch(directory) as scratch:
+            figures = calibrate.check(Path(scratch), rounds, p, mpi_name, progress=lambda r: typer.echo(
+                f"round {r + 1} of {rounds} ({_load()})", err=True))
+    except (platform.PlatformError, engine.SimError, ValueError, BenchFailed, LookupError, paths.NativeMissing,
+            OSError, subprocess.SubprocessError, workload.WorkloadError) as e:
+        _fail(f"calibration check failed: {e}")
+    table = Table("run", "measured", "predicted", "predicted / measured", "rounds within 20%",
+                  title=escape(f"ioloom bench io -- {calibrate.CHECK_ARGS}: median [min, max] over {rounds} rounds, "
+                        + (f"platform {platform_file}" if platform_file else "each round calibrated first")))
+
+    def cell(values, scale=1e6, fmt=",.0f") -> str:
+        s = spread([v / scale for v in values])
+        return f"{s['median']:{fmt}} [{s['min']:{fmt}}, {s['max']:{fmt}}]"
+    demo_fmt = (1, ".3g")
+    for n, f in figures.items():
+        ratios = [a / b for a, b in zip(f["predicted"], f["measured"])]
+        demo = n == calibrate.DEMO
+        table.add_row("demo, 4 ranks: traced s" if demo else f"{n} rank(s): MB/s", cell(f["measured"], *demo_fmt)
+                      if demo else cell(f["measured"]), cell(f["predicted"], *demo_fmt) if demo else
+                      cell(f["predicted"]), cell(ratios, 1, ".3g"), f"{calibrate.within(f)} of {rounds}")
+    Console(width=160).print(table)
+    print(f"{before} before, {_load()} after")
+
+
 @app.command("validate")
 def validate_command(check: list[str] = typer.Option(None, "--check", help="Run only these checks (repeatable): "
                                                      "table-6.3, table-6.2, delta-graph, ior-tuning, "
                                                      "small-beside-big, four-ior-jobs, wan-chunks, "
-                                                     "tipping-point.")) -> None:
+                                                     "tipping-point."),
+                     calibration: bool = typer.Option(False, "--calibration", help="Instead: measure ioloom bench io "
+                                                      "on 1, 2 and 4 ranks on this machine's disk and the demo "
+                                                      "program's time, and predict them, round by round "
+                                                      "(docs/sim.md, \"Calibration\")."),
+                     platform_file: Path = typer.Option(None, "--platform", "-p", help="With --calibration: predict "
+                                                        "on this platform file [each round calibrates first]."),
+                     rounds: int = typer.Option(10, "--rounds", min=1, help="With --calibration: interleaved rounds."),
+                     quick: bool = typer.Option(False, "--quick", help="With --calibration: allow fewer than 10 "
+                                                "rounds (a quick look)."),
+                     directory: Path = typer.Option(None, "--dir", help="With --calibration: where bench io writes."),
+                     mpi_name: str = typer.Option(None, "--mpi", help="With --calibration: openmpi or mpich.")) -> None:
     """Compare the simulator with the documents' tables and equations; exits 1 if a row disagrees."""
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
     from ioloom.sim import validate
+
+    if calibration:
+        _calibration_check(platform_file, rounds, quick, directory, mpi_name)
+        return
 
     unknown = sorted(set(check or []) - set(validate.CHECKS))
     if unknown:

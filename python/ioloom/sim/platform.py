@@ -28,6 +28,8 @@ DEFAULTS: dict[str, tuple[Any, str | None, str]] = {
     "targets.write_bandwidth": (4e8, "write_bandwidth", "bytes/s a target writes"),
     "targets.read_bandwidth": (5e8, "read_bandwidth", "bytes/s a target reads"),
     "targets.latency": (5e-4, "target_latency", "seconds per request at a target"),
+    "targets.commit_latency": (5e-4, "commit_latency", "seconds a target takes to make a file's data durable at "
+                                                       "fsync (one round trip: a journal commit)"),
     "targets.seek_penalty": (0.0, "seek_penalty",
                              "a target's capacity with n concurrent streams is capacity / (1 + seek_penalty (n-1))"),
     "metadata.open": (3e-4, "mds_open", "seconds the metadata server spends on an open"),
@@ -43,6 +45,10 @@ DEFAULTS: dict[str, tuple[Any, str | None, str]] = {
     "cache.dirty_limit": (32 << 20, "dirty_limit", "bytes of written data a node caches per target before writes "
                                                    "wait (Lustre's max_dirty_mb); 0: write-through"),
     "cache.copy_bandwidth": (5e9, "copy_bandwidth", "bytes/s a rank copies into the cache (0: instantly)"),
+    "cache.flush_threshold": (0, "flush_threshold", "bytes a node caches per target before it starts sending them "
+                                                    "(0: at once, as a Lustre client sends each full RPC; Linux's "
+                                                    "page cache: dirty_background_ratio of memory); fsync sends "
+                                                    "them at once"),
     "layout.stripe_count": (1, None, "targets per file (-1: all)"),
     "layout.stripe_size": (1 << 20, None, "bytes per stripe"),
     "layout.placement": ("random", None, "first target and the rest: random (distinct targets drawn at random) | "
@@ -121,6 +127,9 @@ def _check_whole(p: Platform) -> None:
             raise PlatformError(f"`background.modes` entry {mode!r}: each is [capacity left in (0, 1], weight > 0]")
     if not 0 <= p["background.shared"] <= 1:
         raise PlatformError(f"`background.shared` = {p['background.shared']!r}: a chance, from 0 to 1")
+    if p["cache.dirty_limit"] and p["cache.flush_threshold"] > p["cache.dirty_limit"]:
+        raise PlatformError(f"`cache.flush_threshold` = {p['cache.flush_threshold']!r} exceeds `cache.dirty_limit` = "
+                            f"{p['cache.dirty_limit']!r}: writes would wait for a flush that never starts; lower it")
     if p["servers.count"] > p["targets.count"]:
         raise PlatformError("`servers.count` exceeds `targets.count`: every server holds at least one target")
 

@@ -215,24 +215,26 @@ def _sierra(nodes: int) -> Platform:
 
 def tipping_point(nodes=(4, 16, 64, 128, 256)) -> list[Row]:
     """Wright Ch. 5.4 / Table E.6: FLASH-IO-like N-1 (each rank 4 segments of 4 MiB, fsync) written plainly and
-    through the log layer (a log and an index per rank), 12 ranks per node, on 480 targets: the ratio of the
-    bandwidths on either side of 1 as the thesis measured it, and the first rank count where the log layer loses,
-    beside Eq. 6.6's load (a data file of 2 stripes per rank)."""
+    through the log layer (a log and an index per rank; at its fsync each writer loads the others' index journals),
+    12 ranks per node, on 480 targets: the ratio of the bandwidths on either side of 1 as the thesis measured it,
+    and the first rank count where the log layer loses, beside Eq. 6.6's load (a data file of 2 stripes per rank).
+    Each note gives the log layer's longest sync (its data reaching the targets, then the index loads)."""
     args = workload.parse_bench_args("-b 4m -t 4m -s 4 -e -w")
     rows, crossing = [], None
     for count in nodes:
         ranks = count * 12
         p = _sierra(count)
         plain_w = workload.bench_job(p, args, ranks, 12)
-        bandwidth = [results.job_document(engine.run(p, w), 0)["summary"][0]["effective_bw"]["mean"]
-                     for w in (plain_w, workload.logfs(plain_w, p))]
+        plain, logs = (results.job_document(engine.run(p, w), 0) for w in (plain_w, workload.logfs(plain_w, p)))
+        bandwidth = [d["summary"][0]["effective_bw"]["mean"] for d in (plain, logs)]
         ratio = bandwidth[1] / bandwidth[0]
         ufs, plfs = TABLE_E_6[count]
         load = contention.plfs_load(ranks, 480).d_load
         crossing = crossing or (ranks if ratio < 1 else None)
         rows.append(Row(f"PLFS tipping point, {ranks} ranks: log layer / plain N-1 bandwidth", plfs / ufs, ratio,
                         "same side of 1", (ratio > 1) == (plfs > ufs),
-                        f"simulated {bandwidth[0] / 1e6:.0f} -> {bandwidth[1] / 1e6:.0f} MB/s; "
+                        f"simulated {bandwidth[0] / 1e6:.0f} -> {bandwidth[1] / 1e6:.0f} MB/s (thesis {ufs:.0f} -> "
+                        f"{plfs:.0f}); log layer's sync {logs['phases'][0]['time']['sync']['max']:.3g} s; "
                         f"Eq. 6.6 load {load:.3g}"))
     measured = min(12 * n for n, (ufs, plfs) in TABLE_E_6.items() if n > 16 and plfs < ufs)
     rows.append(Row("PLFS tipping point: first rank count where the log layer loses", measured,

@@ -213,7 +213,9 @@ def logfs(w: Workload, platform: Platform, placement: Placement | None = None) -
     """The workload re-woven as logfs (N-1 mode, fan-out per rank) does it: each rank's data calls on a file go to
     its own log of that file, appended in program order (reads of a rank's own data read its log back); opening
     creates the rank's log and index (two creates at the metadata server), closing writes the index (one entry
-    per run of writes, 80 bytes each: a regular run is one entry)."""
+    per run of writes, 80 bytes each: a regular run is one entry). A handle loads the writers' index journals
+    (docs/logfs-format.md, "Consistency"): a writer the others' at every sync point and size query (stat), a
+    reader all of them when it opens (native/logfs/lf_file.c)."""
     placement = placement or Placement(platform, seed_offset=104729)
     ops = w.ops.copy()
     count, size = platform["layout.stripe_count"], platform["layout.stripe_size"]
@@ -232,24 +234,28 @@ def logfs(w: Workload, platform: Platform, placement: Placement | None = None) -
 
     out: list[np.ndarray] = []
     tags: list[np.ndarray] = []
+    writers = _writers(ops)
     for (job, rank), rows, phase in _by_rank(ops, w.phase):
         entries = _index_entries(rows)
         cursor: dict[int, int] = {}
         for op, tag in zip(rows, phase):
             kind, file = int(op["kind"]), int(op["file"])
+            others = len(writers.get((job, file), ())) - ((job, file) in writers and rank in writers[(job, file)])
             if kind in (KINDS["write"], KINDS["read"]):
                 log = log_file(job, rank, file, 0)
                 op["file"], op["offset"] = log, cursor.get(log, 0)
                 cursor[log] = int(op["offset"]) + int(op["length"])
                 emitted = [op]
-            elif kind == KINDS["open"]:  # a write phase creates every writer's own log and index
-                op["offset"] = int(tag >= 0 and w.phases[tag][1] == "write")
+            elif kind == KINDS["open"]:  # a write phase creates every writer's own log and index; a reader loads all
+                phase_kind = w.phases[tag][1] if tag >= 0 else ""
+                op["offset"] = int(phase_kind == "write")
+                op["length"] = len(writers.get((job, file), ())) if phase_kind == "read" else 0
                 index = op.copy()
                 op["file"] = log_file(job, rank, file, 0)
-                index["file"], index["gap"] = log_file(job, rank, file, 1), 0
+                index["file"], index["gap"], index["length"] = log_file(job, rank, file, 1), 0, 0
                 emitted = [op, index]
-            elif kind == KINDS["sync"]:  # fsync of the container: the rank's log
-                op["file"] = log_file(job, rank, file, 0)
+            elif kind in (KINDS["sync"], KINDS["stat"]):  # on the rank's log; then the others' indexes are loaded
+                op["file"], op["offset"] = log_file(job, rank, file, 0), others
                 emitted = [op]
             elif kind == KINDS["close"]:
                 index = _ops(1, job=job, rank=rank, kind=KINDS["write"], file=log_file(job, rank, file, 1),
@@ -261,6 +267,15 @@ def logfs(w: Workload, platform: Platform, placement: Placement | None = None) -
             tags.append(np.full(len(emitted), tag))
     index_files = {f for (_, _, which), f in log_of.items() if which % 2}
     return Workload(np.concatenate(out), layouts, w.jobs, np.concatenate(tags), w.phases, w.args, index_files)
+
+
+def _writers(ops: np.ndarray) -> dict[tuple[int, int], set[int]]:
+    """(job, file) -> the ranks that write it: each has an index journal of the file under the log layer."""
+    out: dict[tuple[int, int], set[int]] = {}
+    writes = ops[ops["kind"] == KINDS["write"]]
+    for job, rank, file in np.unique(np.stack([writes["job"], writes["rank"], writes["file"]], axis=1), axis=0):
+        out.setdefault((int(job), int(file)), set()).add(int(rank))
+    return out
 
 
 def _index_entries(rows: np.ndarray) -> dict[int, int]:
@@ -323,19 +338,25 @@ TRACE_KINDS = {**{op: KINDS["open"] for op in TRACE_OPENS}, "close": KINDS["clos
 O_CREAT = 0o100  # open(2)'s flag in an open's aux (Linux)
 
 
+# Files that are not in a file system (the kernel names them so in /proc/PID/fd): MPI's pipes and sockets.
+STREAMS = ("pipe:", "socket:", "anon_inode:")
+
+
 def _trace_events(path):
-    """The POSIX and stdio calls of a trace (a directory, or a Trace already open), as a pandas frame in time
-    order."""
+    """The POSIX and stdio calls of a trace (a directory, or a Trace already open) on files of a file system (not
+    pipes or sockets), as a pandas frame in time order."""
     from ioloom.trace import Trace, TraceDamaged, TraceNotFound, open_trace
 
     try:
         trace = path if isinstance(path, Trace) else open_trace(path)
         events = trace.events(["t_start", "t_end", "rank", "pid", "layer", "op", "file_id", "offset", "ret_bytes",
                                "aux"]).to_pandas()
+        files = trace.files.to_pandas()
     except (TraceNotFound, TraceDamaged) as e:
         raise WorkloadError(f"trace {path}: {e}") from None
     events = events.astype({"op": str, "layer": str})
-    return events[events["layer"].isin(["posix", "stdio"])]
+    streams = files["file_id"][files["path"].astype(str).str.startswith(STREAMS)]
+    return events[events["layer"].isin(["posix", "stdio"]) & ~events["file_id"].isin(streams)]
 
 
 def _trace_kinds(events) -> np.ndarray:

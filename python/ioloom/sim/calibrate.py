@@ -1,0 +1,174 @@
+"""This machine's disk as a simulator platform (`ioloom sim calibrate`), and the check of the simulator against it
+(`ioloom sim validate --calibration`): `ioloom bench io` on 1, 2 and 4 ranks, measured and predicted round by round.
+
+The disk is measured with `ioloom bench io` itself, on one rank, writing a file with fsync (so the bytes reach
+the device, not only the page cache) and reading the figures of its JSON document:
+- the copy into the page cache: bytes / the write calls' time (below the kernel's background threshold nothing
+  is written back during the calls, docs/sim.md, "Calibration");
+- the device: bytes / (the fsync's time minus one commit), the commit being the fsync of a 4 KiB file (the
+  requests' own latencies are inside that bandwidth: the platform's per-request latency is 0);
+- the metadata costs: that small file's open (a create) and close;
+- the page cache's limits from /proc: dirty_ratio and dirty_background_ratio of the available memory (or the
+  _bytes settings when set), as the cache's dirty limit and flush threshold.
+Reads are not calibrated: measuring the device's reads needs the page cache dropped, which acts on the whole
+(shared) machine; the platform's read bandwidth is the write bandwidth, and says so.
+"""
+from __future__ import annotations
+
+import os
+import shlex
+import statistics
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from ioloom import mpi, paths
+from ioloom.sim import engine, results, workload
+from ioloom.sim.platform import Platform, from_dict
+
+CHECK_ARGS = "-F -b 64m -t 1m -e -w"  # the pattern predicted: a file per rank, fsync (the bytes reach the disk)
+CHECK_RANKS = (1, 2, 4)
+TOLERANCE = 0.2  # the issue's: predictions within 20% of the measurement
+DEMO = "demo"  # the check's row of the demo program (scripts/demo.sh: 4 ranks under MPICH, 64 blocks of 4 KiB)
+DEMO_SOURCE = paths.REPO_ROOT / "examples" / "strided_mpiio.c"
+DEMO_ARGS = ("64", "4096")
+
+
+def _bench(directory: Path, nranks: int, args: str, mpi_name: str | None) -> dict:
+    from ioloom.bench.io import run_bench
+
+    return run_bench(mpi_name, nranks, [*shlex.split(args), "--dir", str(directory)])
+
+
+def _vm_setting(name: str) -> int:
+    return int(Path(f"/proc/sys/vm/{name}").read_text())
+
+
+def _available_memory() -> int:
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemAvailable:"):
+            return int(line.split()[1]) * 1024
+    raise OSError("/proc/meminfo has no MemAvailable line")
+
+
+def page_cache_limits() -> tuple[int, int]:
+    """(dirty limit, background threshold) in bytes, as the kernel sets them: the _bytes settings, else the
+    _ratio ones of the memory it may dirty (about the available memory)."""
+    memory = _available_memory()
+
+    def limit(kind: str) -> int:
+        return _vm_setting(f"{kind}_bytes") or _vm_setting(f"{kind}_ratio") * memory // 100
+    return limit("dirty"), limit("dirty_background")
+
+
+@dataclass
+class Disk:
+    copy_bandwidth: float   # bytes/s into the page cache
+    write_bandwidth: float  # bytes/s to the device
+    commit: float           # seconds of an fsync of a small file
+    create: float           # seconds of an open that creates
+    close: float
+
+
+def _measure_once(directory: Path, size: str, mpi_name: str | None) -> Disk:
+    big = _bench(directory, 1, f"-F -b {size} -t 1m -e -w", mpi_name)["phases"][0]
+    small = _bench(directory, 1, "-F -b 4k -t 4k -e -w", mpi_name)["phases"][0]
+    commit = small["time"]["sync"]["max"]
+    flush = big["time"]["sync"]["max"] - commit
+    if flush <= 0 or big["time"]["data"]["max"] <= 0:
+        raise ValueError(f"the fsync of {size} took no longer than that of 4 KiB: the page cache was not "
+                         "written back (a file system in memory?): calibrate on a disk-backed --dir, or larger --size")
+    return Disk(big["bytes"] / big["time"]["data"]["max"], big["bytes"] / flush, commit,
+                small["time"]["open"]["max"], small["time"]["close"]["max"])
+
+
+def measure(directory: Path, size: str = "256m", mpi_name: str | None = None, repeats: int = 3) -> Disk:
+    """The disk under `directory` (see the module's docstring): each figure the median of `repeats` runs."""
+    runs = [_measure_once(directory, size, mpi_name) for _ in range(repeats)]
+    return Disk(*(statistics.median(getattr(d, f) for d in runs) for f in Disk.__dataclass_fields__))
+
+
+def platform_doc(disk: Disk, ranks_per_node: int = max(CHECK_RANKS)) -> dict:
+    """The platform of one node writing to its own disk: one target behind links too fast to matter, no extent
+    locks (one node's ranks never revoke each other's), the page cache as the write-back cache."""
+    dirty, background = page_cache_limits()
+    fast = 1e12
+    return {"clients": {"nodes": 1, "ranks_per_node": ranks_per_node, "nic_bandwidth": fast, "nic_latency": 0.0},
+            "servers": {"count": 1, "bandwidth": fast, "latency": 0.0},
+            "targets": {"count": 1, "write_bandwidth": disk.write_bandwidth, "read_bandwidth": disk.write_bandwidth,
+                        "latency": 0.0, "commit_latency": disk.commit},
+            "metadata": {"open": disk.create, "create": disk.create, "stat": disk.create, "close": disk.close},
+            "locks": {"enabled": False},
+            "cache": {"dirty_limit": dirty, "flush_threshold": min(background, dirty),
+                      "copy_bandwidth": disk.copy_bandwidth},
+            "layout": {"stripe_count": 1}}
+
+
+def to_toml(doc: dict, header: str) -> str:
+    """The platform as a TOML file (sections of scalars), `header` as its leading comment lines."""
+    lines = [f"# {line}" if line else "#" for line in header.splitlines()]
+    for section, values in doc.items():
+        lines += ["", f"[{section}]"]
+        lines += [f"{key} = {str(v).lower() if isinstance(v, bool) else repr(v)}" for key, v in values.items()]
+    return "\n".join(lines) + "\n"
+
+
+def predict(p: Platform, nranks: int, args: str = CHECK_ARGS) -> float:
+    """The simulated effective bandwidth of `ioloom bench io -n nranks -- args` on platform p (one node)."""
+    w = workload.bench_job(p, workload.parse_bench_args(args), nranks, nranks)
+    return results.job_document(engine.run(p, w), 0)["summary"][0]["effective_bw"]["mean"]
+
+
+def measured(directory: Path, nranks: int, mpi_name: str | None, args: str = CHECK_ARGS) -> float:
+    return _bench(directory, nranks, args, mpi_name)["summary"][0]["effective_bw"]["mean"]
+
+
+def build_demo(directory: Path) -> Path:
+    """The demo program built as scripts/demo.sh builds it (MPICH: its ROMIO shows data sieving)."""
+    exe = directory / "strided_mpiio-mpich"
+    subprocess.run(["mpicc.mpich", "-O2", "-o", str(exe), str(DEMO_SOURCE)], check=True, capture_output=True)
+    return exe
+
+
+def demo_round(directory: Path, exe: Path, p: Platform, name: str) -> tuple[float, float]:
+    """(traced, simulated) seconds of the demo run once under `ioloom run` and its trace replayed on p."""
+    impl = mpi.by_name("mpich")
+    trace = directory / f"trace-{name}"
+    command = impl.launch(4, [str(exe), str(directory / "strided.dat"), *DEMO_ARGS])
+    subprocess.run([sys.executable, "-m", "ioloom", "run", "-o", str(trace), "--", *command], check=True,
+                   capture_output=True, env={**os.environ, **impl.launch_env()}, timeout=600)
+    doc = results.replay_document(engine.run(p, workload.from_trace(p, trace)))
+    return doc["traced_time"], doc["simulated_time"]
+
+
+def check(directory: Path, rounds: int, platform: Platform | None = None, mpi_name: str | None = None,
+          size: str = "256m", repeats: int = 3, progress=None) -> dict:
+    """Per rank count, per round: the measured and the predicted effective bandwidth of CHECK_ARGS, and (row DEMO)
+    the demo's traced and replayed time. Without a platform each round calibrates first and predicts from its own
+    platform (the disk of the minute, on a shared machine); the runs alternate their order between rounds.
+    {nranks or DEMO: {"measured": [...], "predicted": [...]}}"""
+    out: dict = {n: {"measured": [], "predicted": []} for n in (*CHECK_RANKS, DEMO)}
+    exe = build_demo(directory)
+    for r in range(rounds):
+        p = platform or from_dict(platform_doc(measure(directory, size, mpi_name, repeats)))
+        runs: tuple[int | str, ...] = (*CHECK_RANKS, DEMO) if r % 2 == 0 else (DEMO, *reversed(CHECK_RANKS))
+        for n in runs:
+            if isinstance(n, str):  # the demo
+                for key, value in zip(("measured", "predicted"), demo_round(directory, exe, p, str(r))):
+                    out[n][key].append(value)
+            else:
+                out[n]["measured"].append(measured(directory, n, mpi_name))
+                out[n]["predicted"].append(predict(p, n))
+        if progress:
+            progress(r)
+    return out
+
+
+def within(figures: dict[str, list[float]]) -> int:
+    """Rounds whose prediction is within TOLERANCE of that round's measurement."""
+    return sum(abs(p / m - 1) <= TOLERANCE for p, m in zip(figures["predicted"], figures["measured"]))
+
+
+def median_ratio(figures: dict[str, list[float]]) -> float:
+    return statistics.median(p / m for p, m in zip(figures["predicted"], figures["measured"]))
