@@ -422,7 +422,10 @@ static int write_new_ops_locked(const uint16_t *ops, uint32_t count) {
  * where those columns are constant; the rows of the other operations stay together, in their order. Readers order
  * events by t_start, whichever chunk holds them. All of it under w.lock. */
 #define GROUP_MIN_ROWS 64 /* fewer rows of an operation would not pay for their chunk's header */
-#define MIXED UINT32_MAX  /* the cursor of an operation whose rows go to the mixed chunk */
+/* A buffer whose operation changes at fewer than one row in 8 is written as one chunk: its columns change in a
+ * few runs, which the runs mode stores in a few bytes, and the copy grouping takes would cost more than it saves. */
+#define GROUP_MIN_CHANGES 8
+#define MIXED UINT32_MAX /* the cursor of an operation whose rows go to the mixed chunk */
 
 static struct {
     uint32_t rows[IOLOOM_OP_COUNT]; /* per operation: its rows, then where its next row goes in w.grouped */
@@ -431,13 +434,19 @@ static struct {
     uint32_t ops, chunks;
 } groups;
 
-/* Counts the rows of each operation of ev[0, n) and lists the operations. */
-static void count_ops(const struct ioloom_raw_event *ev, uint32_t n) {
+/* Counts the rows of each operation of ev[0, n) and lists the operations; returns how often the operation
+ * changes from one row to the next. */
+static uint32_t count_ops(const struct ioloom_raw_event *ev, uint32_t n) {
+    uint32_t changes = 0;
+    uint16_t previous = n ? ev[0].op : 0;
     groups.ops = 0;
     for (uint32_t i = 0; i < n; i++) {
         uint16_t op = ev[i].op;
+        changes += op != previous;
+        previous = op;
         if (op < IOLOOM_OP_COUNT && groups.rows[op]++ == 0) groups.seen[groups.ops++] = op;
     }
+    return changes;
 }
 
 /* Lays out the chunks: one per frequent operation (its rows' cursor set to its start), then one of the rest.
@@ -494,11 +503,11 @@ static void write_events(uint32_t tid, const struct ioloom_raw_event *ev, uint32
         count_dropped(n);
         return;
     }
-    count_ops(ev, n);
+    uint32_t changes = count_ops(ev, n);
     if (write_new_ops_locked(groups.seen, groups.ops)) {
         note_write_failed(n);
         count_dropped(n);
-    } else if (plan_chunks(n) < n && groups.chunks > 1) {
+    } else if (changes >= n / GROUP_MIN_CHANGES && plan_chunks(n) < n && groups.chunks > 1) {
         scatter_rows(ev, n, groups.start[groups.chunks - 1]);
         for (uint32_t k = 0; k < groups.chunks; k++)
             write_chunk_of_rows(tid, w.grouped + groups.start[k], groups.count[k]);
