@@ -313,9 +313,11 @@ static void remember(const char *path, const struct stat *st, uint64_t hash, uin
  * the same file any more): normalised, filtered and registered, then remembered under `hash` (0: not). */
 static __attribute__((noinline)) int32_t named_state(int dirfd, const char *path, const struct stat *st, uint64_t hash,
                                                      uint32_t cwd) {
+    int saved = errno;
     char abs[PATH_MAX];
     int32_t state = path && absolute(dirfd, path, abs, sizeof abs) == 0 ? name_state(abs, st) : -1;
     if (hash) remember(path, st, hash, cwd, state);
+    errno = saved;
     return state;
 }
 
@@ -361,12 +363,7 @@ int32_t ioloom_open_state(int dirfd, const char *path, int fd, int flags) {
     return state;
 }
 
-int32_t ioloom_stat_state(int dirfd, const char *path, const struct stat *st) {
-    int saved = errno;
-    int32_t state = stat_state(dirfd, path, st);
-    errno = saved;
-    return state;
-}
+int32_t ioloom_stat_state(int dirfd, const char *path, const struct stat *st) { return stat_state(dirfd, path, st); }
 
 /* ---- descriptors ---- */
 

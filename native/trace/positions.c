@@ -10,17 +10,23 @@ struct ioloom_description ioloom_descriptions[IOLOOM_DESCRIPTIONS];
 int32_t ioloom_fd_descriptions[IOLOOM_FD_SLOTS];
 volatile uint32_t ioloom_spawn_epoch;
 
-/* Changes are a few stores long: a spin lock, cheaper than a mutex on every open and close. */
+/* Changes are a few stores long: a spin lock, cheaper than a mutex on every open and close, and none while the
+ * process has one thread (a signal handler's calls are not traced while a traced call runs: ioloom_enter). Returns
+ * whether it locked, for unlock_table. */
 static int table_lock;
-static void lock_table(void) {
+static int lock_table(void) {
+    if (__libc_single_threaded) return 0;
     while (__atomic_exchange_n(&table_lock, 1, __ATOMIC_ACQUIRE))
         while (__atomic_load_n(&table_lock, __ATOMIC_RELAXED)) {
 #if defined(__x86_64__) || defined(__i386__)
             __builtin_ia32_pause();
 #endif
         }
+    return 1;
 }
-static void unlock_table(void) { __atomic_store_n(&table_lock, 0, __ATOMIC_RELEASE); }
+static void unlock_table(int locked) {
+    if (locked) __atomic_store_n(&table_lock, 0, __ATOMIC_RELEASE);
+}
 static int32_t free_list[IOLOOM_DESCRIPTIONS]; /* released indices, reused first */
 static int32_t free_count, next_unused = 1;    /* index 0 is IOLOOM_FD_UNTRACKED */
 
@@ -57,32 +63,32 @@ static int has_no_position(unsigned st_mode) { return S_ISFIFO(st_mode) || S_ISS
 
 void ioloom_fd_opened(int fd, int flags, unsigned st_mode) {
     if (!in_table(fd)) return;
-    lock_table();
+    int locked = lock_table();
     map_locked(fd, has_no_position(st_mode) ? IOLOOM_FD_UNSEEKABLE : new_description_locked((flags & O_APPEND) != 0));
-    unlock_table();
+    unlock_table(locked);
 }
 
 void ioloom_fd_named(int fd, unsigned st_mode) {
     if (!in_table(fd) || !has_no_position(st_mode)) return;
-    lock_table();
+    int locked = lock_table();
     map_locked(fd, IOLOOM_FD_UNSEEKABLE);
-    unlock_table();
+    unlock_table(locked);
 }
 
 void ioloom_fd_share(int from, int to) {
     if (!in_table(to) || from == to) return;
-    lock_table();
+    int locked = lock_table();
     int32_t index = in_table(from) ? ioloom_fd_descriptions[from] : IOLOOM_FD_UNTRACKED;
     if (index > 0) ioloom_descriptions[index].refs++;
     map_locked(to, index);
-    unlock_table();
+    unlock_table(locked);
 }
 
 void ioloom_fd_release(int fd) {
     if (!in_table(fd) || !__atomic_load_n(&ioloom_fd_descriptions[fd], __ATOMIC_RELAXED)) return;
-    lock_table();
+    int locked = lock_table();
     map_locked(fd, IOLOOM_FD_UNTRACKED);
-    unlock_table();
+    unlock_table(locked);
 }
 
 void ioloom_fd_set_append(int fd, int append) {
@@ -100,7 +106,7 @@ void ioloom_fd_moved_unseen(int fd) {
 
 void ioloom_positions_shared(void) { __atomic_add_fetch(&ioloom_spawn_epoch, 1, __ATOMIC_RELAXED); }
 
-void ioloom_positions_after_fork(void) { unlock_table(); }
+void ioloom_positions_after_fork(void) { unlock_table(1); }
 
 /* ---- calls at the current position: what ioloom_move_by does not do inline ---- */
 
