@@ -20,7 +20,8 @@ def _traced(ioloom_cli, tmp_path, argv, env=None, cwd=None):
 
 
 def _replayed(ioloom_cli, tmp_path, trace, *options):
-    out = ioloom_cli("replay", "run", trace, tmp_path / "replay", "--trace", tmp_path / "replay-trace", *options)
+    """Replays into tmp_path/replay, traced into tmp_path/replay-trace (both named relative to tmp_path)."""
+    out = ioloom_cli("replay", "run", trace, "replay", "--trace", "replay-trace", *options, cwd=tmp_path)
     return out.stdout, tmp_path / "replay-trace"
 
 

@@ -4,7 +4,8 @@
  * the replay's streams by rank as it labelled the original's). --sync names a file of one progress counter per
  * process (calls done), mapped by every process, through which a call waits for the calls of other processes
  * that had ended before it started in the original (its script lists them): the cross-process order of the
- * original, which decides what a read finds. --gaps sleeps the recorded time between calls. */
+ * original, which decides what a read finds. --gaps sleeps the recorded time between calls, and takes what a
+ * sleep overran off the gaps that follow, so the gaps add up to the original's. */
 #include "replay.h"
 
 #include <fcntl.h>
@@ -65,6 +66,14 @@ static int wait_order(const long long *progress, const struct call *c) {
     return gave_up;
 }
 
+/* Sleeps `owed` ns if positive; what is still owed after (negative: slept too long, taken off the next gaps). */
+static long long wait_gap(long long owed) {
+    if (owed <= 0) return owed;
+    long long start = now_ns();
+    sleep_ns(owed);
+    return owed - (now_ns() - start);
+}
+
 static int replay_script(const char *path, const struct options *o) {
     struct script s;
     if (script_load(path, &s) != 0) return 2;
@@ -74,10 +83,10 @@ static int replay_script(const char *path, const struct options *o) {
         return 2;
     }
     struct replayer r = {.script = &s};
-    long long gave_up = 0;
+    long long gave_up = 0, owed = 0;
     for (long long i = 0; i < s.ncalls; i++) {
         gave_up += wait_order(progress, &s.calls[i]);
-        if (o->gaps && s.calls[i].gap_ns > 0) sleep_ns(s.calls[i].gap_ns);
+        if (o->gaps) owed = wait_gap(owed + s.calls[i].gap_ns);
         replay_call(&r, &s.calls[i]);
         if (progress) __atomic_store_n(&progress[s.process], i + 1, __ATOMIC_RELEASE);
     }

@@ -60,9 +60,10 @@ def command(directory: Path, manifest: dict, progress: Path, gaps: bool) -> tupl
 
 def run(directory: Path, trace: Path | None = None, gaps: bool = False) -> subprocess.CompletedProcess:
     """Runs the replay in `directory` (traced into `trace` when given); the finished process, output captured."""
+    directory = directory.resolve()  # the replay runs there: paths given relative to here must still hold
     manifest = manifest_of(directory)
     progress = prepare(directory, manifest)
     argv, env = command(directory, manifest, progress, gaps)
     if trace is not None:
-        argv = [sys.executable, "-m", "ioloom", "run", "-o", str(trace), "--", *argv]
+        argv = [sys.executable, "-m", "ioloom", "run", "-o", str(trace.resolve()), "--", *argv]
     return subprocess.run(argv, cwd=directory, env={**os.environ, **env}, capture_output=True, text=True)
