@@ -155,6 +155,27 @@ def test_access_follows_the_logical_mode(tmp_path):
     assert "644 r1 w1 x0" in layer_out and "755 r1 w1 x1" in layer_out
 
 
+UMASKS = r"""
+set -e
+for m in 022 077 002 000; do
+    (umask $m; python3 -c "
+import os
+os.close(os.open('a$m', os.O_CREAT | os.O_WRONLY, 0o666))
+os.umask(0o027)
+os.close(os.open('b$m', os.O_CREAT | os.O_WRONLY, 0o666))")
+done
+stat -c '%n %a' a* b*
+"""
+
+
+def test_new_files_take_the_umask_as_on_a_plain_directory(tmp_path):
+    """The layer follows umask() calls and reads the first umask of /proc/self/status (it no longer sets it to 0
+    and back at every create, a moment in which other threads' creates got no umask): modes match the plain
+    directory's, for the umask a process starts with and one it sets."""
+    _, _, plain_out, layer_out = under_layer_and_plain(tmp_path, UMASKS)
+    assert layer_out == plain_out
+    assert "a077 600" in layer_out and "b000 640" in layer_out
+
 CREATE_IN_MISSING_DIR = r"""
 import os, sys
 try:

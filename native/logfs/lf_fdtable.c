@@ -101,7 +101,10 @@ static void before_fork(void) {
     for_each_ofd(publish);
     ioloom_busy--;
 }
-static void in_child(void) { for_each_ofd(become_child); }
+static void in_child(void) {
+    lf_process_forget();
+    for_each_ofd(become_child);
+}
 
 /* Descriptors inherited across exec (a shell's `cmd > logfs:file`) are container directories this process
  * has no handle for: adopt them, with the access mode and O_APPEND their reservation recorded. The file

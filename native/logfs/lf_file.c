@@ -24,9 +24,12 @@
 static int writable(const lf_file *f) { return (f->flags & O_ACCMODE) != O_RDONLY; }
 static int readable(const lf_file *f) { return (f->flags & O_ACCMODE) != O_WRONLY; }
 
-lf_file *lf_open_file(const char *dir, uint32_t file_id, int flags, mode_t mode, const struct lf_backends *backends) {
+lf_file *lf_open_file(const char *dir, uint32_t file_id, int flags, mode_t mode, const struct lf_backends *backends,
+                      int absent) {
+    struct lf_meta made;
+    int created = 0;
     if (flags & O_CREAT) {
-        if (lf_meta_create(dir, mode, backends, flags & O_EXCL)) return NULL;
+        if ((created = lf_meta_create(dir, mode, backends, flags & O_EXCL, absent, &made)) < 0) return NULL;
     } else if (!lf_is_container(dir)) {
         return errno = ENOENT, NULL;
     }
@@ -39,10 +42,14 @@ lf_file *lf_open_file(const char *dir, uint32_t file_id, int flags, mode_t mode,
     f->wlog = f->log_fd = f->index_fd = f->records_fd = -1;
     f->index_traced_id = f->records_traced_id = LF_UNTRACED;
     f->map_stale = f->others_stale = 1;
+    f->created = created;
     lf_writer_init(f);
+    /* The metadata this handle just wrote is not read back, unless it names extra backends (reading checks and
+     * resolves their directories as every later opener will). */
+    int meta_failed = created && made.nbackends == 1 ? (f->meta = made, 0) : lf_meta_read(dir, &f->meta);
     /* A writer loads the other writers' indexes on its first read or size query, not here: N writers opening a
      * shared file would otherwise read N^2 journals. A reader loads them now, so a damaged index fails the open. */
-    if (lf_meta_read(dir, &f->meta) || (!writable(f) && lf_load_others(f)) ||
+    if (meta_failed || (!writable(f) && lf_load_others(f)) ||
         ((flags & O_TRUNC) && writable(f) && lf_map_build(f) == 0 && f->map.size &&
          lf_writer_append(f, LF_TRUNCATE, NULL, 0, 0))) {
         int saved = errno;
@@ -54,7 +61,7 @@ lf_file *lf_open_file(const char *dir, uint32_t file_id, int flags, mode_t mode,
 }
 
 lf_file *lf_open(const char *dir, int flags, mode_t mode, const struct lf_backends *backends) {
-    return lf_open_file(dir, 0, flags, mode, backends);
+    return lf_open_file(dir, 0, flags, mode, backends, 0);
 }
 
 static ssize_t do_pwrite(lf_file *f, const void *buf, size_t n, uint64_t offset) {

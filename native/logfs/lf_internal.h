@@ -86,7 +86,9 @@ struct lf_file {
     /* writer side: created on the first write */
     uint64_t writer, last_stamp;
     char group[96];
-    int wlog; /* index in logs[] of our log, -1 before the first write */
+    int wlog;         /* index in logs[] of our log, -1 before the first write */
+    int created;      /* this handle made the container: its group's files are new (opened O_EXCL first) */
+    int journals_new; /* index and records were created empty by this handle and not written yet */
     int log_fd, index_fd, records_fd;
     int32_t records_traced_id;
     struct lf_entry batch[LF_RECORD_BATCH]; /* records not yet appended to the record journal (as runs) */
@@ -113,7 +115,11 @@ int lf_meta_read(const char *dir, struct lf_meta *m);
 /* lf_meta_read, accepting extra backend directories that are gone when `missing_ok` (unlink finishing a
  * half-removed container); lf_meta_read refuses them (EIO): their data is lost. */
 int lf_meta_read_for(const char *dir, struct lf_meta *m, int missing_ok);
-int lf_meta_create(const char *dir, mode_t mode, const struct lf_backends *backends, int excl);
+/* Creates the container `dir` (docs/logfs-format.md, "Creation protocol"): 1 when this call made it (its metadata
+ * in *made), 0 when it was there (-1 with EEXIST under `excl`). `absent`: the caller saw no `dir` just before, so
+ * it is not looked for first (a concurrent creator's container is found when the rename fails). */
+int lf_meta_create(const char *dir, mode_t mode, const struct lf_backends *backends, int excl, int absent,
+                   struct lf_meta *made);
 /* The path of a group's file `kind` ("log", "records", "index", "names") on backend b into out; -1 if too long. */
 int lf_member_path(const struct lf_meta *m, int b, const char *kind, const char *group, char *out, size_t cap);
 /* The group of a directory entry of backend b that is this container's file `kind`, or NULL. */
@@ -132,13 +138,20 @@ void lf_times_put(const char *dir, const struct timespec times[2]);
 /* opendir of a container's directory without touching its access time (the logical file's: docs/logfs-format.md). */
 DIR *lf_opendir(const char *dir);
 
-/* lf_file.c: lf_open of one packed file's entries (file_id), or of the whole container (0). */
-lf_file *lf_open_file(const char *dir, uint32_t file_id, int flags, mode_t mode, const struct lf_backends *backends);
+/* lf_file.c: lf_open of one packed file's entries (file_id), or of the whole container (0); `absent` as for
+ * lf_meta_create. */
+lf_file *lf_open_file(const char *dir, uint32_t file_id, int flags, mode_t mode, const struct lf_backends *backends,
+                      int absent);
 /* A container's stat from its directory's (times, owner, inode: the logical file's, docs/logfs-format.md): the
  * logical file's type and mode, size, one link, and the blocks its data logs take. */
 void lf_stat_fill(const lf_file *f, int64_t size, struct stat *st);
 
 /* lf_write.c */
+/* An id unique among concurrent writers and creators: host hash, pid and a per-process count (a writer's id; with
+ * the time, a new container's). */
+uint64_t lf_unique_id(void);
+/* In a forked child: the pid (and host) lf_unique_id and the group names use are asked again. */
+void lf_process_forget(void);
 /* Which group's log this handle writes: fixed at open from the environment (IOLOOM_LOGFS_FANOUT, the rank). */
 void lf_writer_init(lf_file *f);
 int lf_writer_append(lf_file *f, uint16_t kind, const void *buf, size_t n, uint64_t offset);

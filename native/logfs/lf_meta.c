@@ -11,7 +11,41 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lf_fdtable.h"
 #include "lf_internal.h"
+
+/* The process's umask, followed through umask() (known: -1 until first asked): a create applies it to the logical
+ * mode without asking the kernel by umask(0) and back, which cost two calls per create and left a moment in which
+ * other threads' creates got no umask. First asked of /proc/self/status (Linux >= 4.7), else by umask() itself. */
+static int known_mask = -1;
+
+EXPORT mode_t umask(mode_t mask) {
+    mode_t old = IOLOOM_NEXT(umask)(mask);
+    __atomic_store_n(&known_mask, (int)(mask & 0777), __ATOMIC_RELAXED);
+    return old;
+}
+
+static int mask_from_proc(void) {
+    char status[1024]; /* Umask is its second line */
+    int fd = IOLOOM_NEXT(open)("/proc/self/status", O_RDONLY | O_CLOEXEC);
+    ssize_t got = fd < 0 ? -1 : IOLOOM_NEXT(read)(fd, status, sizeof status - 1);
+    if (fd >= 0) IOLOOM_NEXT(close)(fd);
+    status[got > 0 ? got : 0] = 0;
+    const char *line = strstr(status, "\nUmask:");
+    unsigned mask;
+    return line && sscanf(line, "\nUmask: %o", &mask) == 1 ? (int)(mask & 0777) : -1;
+}
+
+static mode_t process_umask(void) {
+    int mask = __atomic_load_n(&known_mask, __ATOMIC_RELAXED);
+    if (mask < 0 && (mask = mask_from_proc()) < 0) {
+        mask = (int)IOLOOM_NEXT(umask)(0);
+        IOLOOM_NEXT(umask)((mode_t)mask);
+    }
+    int unknown = -1; /* a umask() call meanwhile wins */
+    __atomic_compare_exchange_n(&known_mask, &unknown, mask, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+    return (mode_t)__atomic_load_n(&known_mask, __ATOMIC_RELAXED);
+}
 
 char *lf_slurp(const char *path, size_t *len) {
     int fd = IOLOOM_NEXT(open)(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
@@ -291,10 +325,10 @@ static int make_backends(struct lf_meta *m, const struct lf_backends *b) {
     return 0;
 }
 
-int lf_meta_create(const char *dir, mode_t mode, const struct lf_backends *backends, int excl) {
-    if (lf_is_container(dir)) return excl ? (errno = EEXIST, -1) : 0;
-    mode_t mask = umask(0); /* open(2) applies the umask to a new file's mode: so do we */
-    umask(mask);
+int lf_meta_create(const char *dir, mode_t mode, const struct lf_backends *backends, int excl, int absent,
+                   struct lf_meta *made) {
+    if (!absent && lf_is_container(dir)) return excl ? (errno = EEXIST, -1) : 0;
+    mode_t mask = process_umask(); /* open(2) applies the umask to a new file's mode: so do we */
     struct lf_meta m = {.version = LF_VERSION,
                         .chunk = ioloom_env_size("IOLOOM_LOGFS_CHUNK", LF_DEFAULT_CHUNK),
                         .mode = mode & 07777 & ~mask};
@@ -305,25 +339,24 @@ int lf_meta_create(const char *dir, mode_t mode, const struct lf_backends *backe
     /* The container is built complete under a temporary name and renamed into place, so a directory with the
      * container's name always holds its metadata: racing creators (N ranks opening with O_CREAT) see either
      * nothing or a whole container, and a rename onto a container that another process put there first fails.
-     * The name is unique to the creator: its process, a per-process count (threads creating at once) and the time. */
-    static unsigned creates;
+     * The id (the creator's host, process and count, and the time) is unique to this container, so a container
+     * created later under the same name, or renamed, never shares its extra backend directories; it names the
+     * temporary too. */
+    snprintf(m.id, sizeof m.id, "%llx-%llx", (unsigned long long)lf_unique_id(), (unsigned long long)ioloom_now_ns());
     char tmp[PATH_MAX], text[LF_MAX_BACKENDS * (PATH_MAX + 16)];
-    if (snprintf(tmp, sizeof tmp, "%s.lfnew.%d.%x.%llx", dir, (int)getpid(),
-                 __atomic_fetch_add(&creates, 1, __ATOMIC_RELAXED),
-                 (unsigned long long)ioloom_now_ns()) >= (int)sizeof tmp)
-        return errno = ENAMETOOLONG, -1;
-    struct stat st;
+    if (snprintf(tmp, sizeof tmp, "%s.lfnew.%s", dir, m.id) >= (int)sizeof tmp) return errno = ENAMETOOLONG, -1;
     /* In the file's directory, which must exist, as for open(O_CREAT) of a plain file (ENOENT otherwise). */
-    if (IOLOOM_NEXT(mkdir)(tmp, 0755) || IOLOOM_NEXT(stat)(tmp, &st)) return -1;
+    if (IOLOOM_NEXT(mkdir)(tmp, 0755)) return -1;
     snprintf(m.backend[m.nbackends++], PATH_MAX, "%s", dir);
-    /* The id (inode and time) is unique to this container, so a container created later under the same name, or
-     * renamed, never shares its extra backend directories. */
-    snprintf(m.id, sizeof m.id, "%llx-%llx", (unsigned long long)st.st_ino, (unsigned long long)ioloom_now_ns());
     int n = 0, rc = make_backends(&m, backends);
     if (rc == 0 && (n = format_meta(&m, backends, text, sizeof text)) < 0) rc = -1;
     if (rc == 0) rc = write_new(tmp, LF_META_NAME, text, (size_t)n);
     if (rc == 0) rc = IOLOOM_NEXT(rename)(tmp, dir);
-    if (rc == 0 || (rc = is_ours(dir, m.id)) == 0) return 0;
+    if (rc == 0 || (rc = is_ours(dir, m.id)) == 0) {
+        if (m.nbackends == 1) m.spread = 0; /* as lf_meta_read reads it back: spread is written with extras only */
+        *made = m;
+        return 1;
+    }
     int saved = errno;
     discard(tmp, &m);
     if (lf_is_container(dir)) return excl ? (errno = EEXIST, -1) : 0; /* another process created it first */

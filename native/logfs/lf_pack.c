@@ -24,7 +24,7 @@ static int valid_name(const char *name) {
 lf_file *lf_open_packed(const char *pack, const char *name, int flags, mode_t mode,
                         const struct lf_backends *backends) {
     if (!valid_name(name)) return errno = EINVAL, NULL;
-    lf_file *f = lf_open_file(pack, lf_pack_id(name), flags & ~(O_EXCL | O_TRUNC), mode, backends);
+    lf_file *f = lf_open_file(pack, lf_pack_id(name), flags & ~(O_EXCL | O_TRUNC), mode, backends, 0);
     if (!f) return NULL;
     int err = 0;
     if (lf_map_build(f))

@@ -22,12 +22,11 @@ int lf_open_container(int dirfd, const char *path, int flags, mode_t mode, int *
     if (!lf_resolve_call(dirfd, path, real, place)) return 0;
     int saved = errno;
     struct stat st;
-    int is_container = lf_is_container(place->dir);
-    int exists = is_container || IOLOOM_NEXT(stat)(place->dir, &st) == 0;
-    /* A directory that was not a container at the first look may have been renamed into place since by a concurrent
-     * creator: containers appear whole (lf_meta_create), so a second look after the stat settles it. */
-    if (!is_container && exists && S_ISDIR(st.st_mode)) is_container = lf_is_container(place->dir);
-    is_container = is_container && !((flags & O_NOFOLLOW) && lf_is_link(place->dir));
+    /* The name first, then (a directory) its metadata: a container is renamed into place whole (lf_meta_create), so
+     * a directory found by the stat that holds no metadata after it is not a container being made. */
+    int exists = IOLOOM_NEXT(stat)(place->dir, &st) == 0;
+    int is_container = exists && S_ISDIR(st.st_mode) && lf_is_container(place->dir) &&
+                       !((flags & O_NOFOLLOW) && lf_is_link(place->dir));
     errno = saved;
     if (!is_container && !exists && place->pack && lf_is_container(place->pack_dir)) {
         /* a packed file (1-N), existing or new */
@@ -45,7 +44,7 @@ int lf_open_container(int dirfd, const char *path, int flags, mode_t mode, int *
         *fd = LF_INSIDE(
             lf_fd_open(lf_open_packed(place->pack_dir, place->name, flags, mode, &place->pack_backends), flags));
     else
-        *fd = LF_INSIDE(lf_fd_open(lf_open(place->dir, flags, mode, &place->backends), flags));
+        *fd = LF_INSIDE(lf_fd_open(lf_open_file(place->dir, 0, flags, mode, &place->backends, !exists), flags));
     return 1;
 }
 

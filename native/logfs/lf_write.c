@@ -36,10 +36,39 @@ static const char *env_rank(void) {
     return NULL;
 }
 
+/* This process's host name and pid, asked of the kernel once (and again in a forked child: lf_process_forget),
+ * not at every create and first write. */
+static struct {
+    pthread_mutex_t lock;
+    int known;
+    int pid;
+    char host[64];
+} self = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static void process_known(void) {
+    pthread_mutex_lock(&self.lock);
+    if (!self.known) {
+        snprintf(self.host, sizeof self.host, "host");
+        gethostname(self.host, sizeof self.host - 1);
+        self.pid = (int)getpid();
+        __atomic_store_n(&self.known, 1, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&self.lock);
+}
+
+static void process_ask(void) {
+    if (!__atomic_load_n(&self.known, __ATOMIC_ACQUIRE)) process_known();
+}
+
+void lf_process_forget(void) {
+    pthread_mutex_init(&self.lock, NULL); /* another thread may have held it at the fork */
+    self.known = 0;
+}
+
 /* The group name: which log this process writes (IOLOOM_LOGFS_FANOUT). */
 static void writer_group(char *out, size_t cap) {
-    char host[64] = "host";
-    gethostname(host, sizeof host - 1);
+    process_ask();
+    const char *host = self.host;
     const char *fanout = ioloom_env_str("IOLOOM_LOGFS_FANOUT", "rank");
     const char *rank = env_rank();
     long k = strtol(fanout, NULL, 10);
@@ -50,16 +79,14 @@ static void writer_group(char *out, size_t cap) {
     else if (rank)
         snprintf(out, cap, "r%s", rank);
     else
-        snprintf(out, cap, "p%s.%d", host, (int)getpid());
+        snprintf(out, cap, "p%s.%d", host, self.pid);
 }
 
-/* A writer id unique among concurrent writers: host hash, pid, and a per-process counter. */
-static uint64_t new_writer_id(void) {
+uint64_t lf_unique_id(void) {
     static unsigned counter;
-    char host[64] = "host";
-    gethostname(host, sizeof host - 1);
+    process_ask();
     unsigned n = __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED);
-    return ((uint64_t)(lf_fnv1a(host) & 0xffffff) << 40) | ((uint64_t)(getpid() & 0x3fffff) << 18) | (n & 0x3ffff);
+    return ((uint64_t)(lf_fnv1a(self.host) & 0xffffff) << 40) | ((uint64_t)(self.pid & 0x3fffff) << 18) | (n & 0x3ffff);
 }
 
 /* The backend a group's log goes to: spread by group and container name. */
@@ -75,16 +102,23 @@ static void member(const lf_file *f, const char *kind, char path[PATH_MAX]) {
 
 void lf_writer_init(lf_file *f) { writer_group(f->group, sizeof f->group); }
 
+/* Opens our group's file `kind` into *fd (created if missing): 1 when this call created it (so it is empty), as
+ * O_EXCL tells when the handle made the container and the file is almost surely new. */
+static int open_member(const lf_file *f, const char *kind, int flags, int *fd, char path[PATH_MAX]) {
+    member(f, kind, path);
+    flags |= O_CREAT | O_CLOEXEC | O_NOFOLLOW;
+    if (f->created && (*fd = IOLOOM_NEXT(open)(path, flags | O_EXCL, 0644)) >= 0) return 1;
+    *fd = IOLOOM_NEXT(open)(path, flags, 0644);
+    return 0;
+}
+
 static int writer_setup(lf_file *f) {
     if (f->wlog >= 0) return 0;
-    f->writer = new_writer_id();
+    f->writer = lf_unique_id();
     char path[PATH_MAX];
-    member(f, "index", path);
-    f->index_fd = IOLOOM_NEXT(open)(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-    member(f, "records", path);
-    f->records_fd = IOLOOM_NEXT(open)(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
-    member(f, "log", path);
-    f->log_fd = IOLOOM_NEXT(open)(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    f->journals_new = open_member(f, "index", O_WRONLY | O_APPEND, &f->index_fd, path) &
+                      open_member(f, "records", O_WRONLY | O_APPEND, &f->records_fd, path);
+    open_member(f, "log", O_RDWR, &f->log_fd, path);
     if (f->index_fd < 0 || f->records_fd < 0 || f->log_fd < 0) return -1;
     int id = lf_log_id(f, path);
     if (id < 0) return -1;
@@ -256,11 +290,12 @@ static void add_record(lf_file *f, const struct lf_entry *r, int new_entry) {
     f->run_open = r->kind == LF_WRITE;
 }
 
-/* Room allocated ahead, beyond the end of an O_APPEND journal and without changing its size. File systems
- * without FALLOC_FL_KEEP_SIZE get no such guarantee (then `ioloom container recover` indexes the logs). */
-static int room_ahead(int fd, off_t bytes) {
-    struct stat st;
-    if (IOLOOM_NEXT(fstat)(fd, &st)) return -1;
+/* Room allocated ahead, beyond the end of an O_APPEND journal (known to be 0 when `empty`) and without changing
+ * its size. File systems without FALLOC_FL_KEEP_SIZE get no such guarantee (then `ioloom container recover`
+ * indexes the logs). */
+static int room_ahead(int fd, off_t bytes, int empty) {
+    struct stat st = {.st_size = 0};
+    if (!empty && IOLOOM_NEXT(fstat)(fd, &st)) return -1;
     if (IOLOOM_NEXT(fallocate)(fd, FALLOC_FL_KEEP_SIZE, st.st_size, bytes) == 0) return 0;
     return errno == EOPNOTSUPP || errno == ENOSYS ? 0 : -1;
 }
@@ -271,11 +306,13 @@ static int room_ahead(int fd, off_t bytes) {
  * publishing does not. */
 static int ensure_journal_room(lf_file *f) {
     size_t pending = f->nmine - f->npublished;
+    int empty = f->journals_new; /* the first write to journals this handle created */
+    f->journals_new = 0;
     if (pending % 32 == 0 &&
-        room_ahead(f->index_fd, (off_t)((pending + 64) * sizeof(struct lf_entry) + 4 * sizeof(struct lf_block))))
+        room_ahead(f->index_fd, (off_t)((pending + 64) * sizeof(struct lf_entry) + 4 * sizeof(struct lf_block)), empty))
         return -1;
     if (f->nbatch == LF_RECORD_BATCH && flush_records(f)) return -1;
-    return f->nbatch ? 0 : room_ahead(f->records_fd, 2 * LF_RECORD_BATCH * sizeof(struct lf_record));
+    return f->nbatch ? 0 : room_ahead(f->records_fd, 2 * LF_RECORD_BATCH * sizeof(struct lf_record), empty);
 }
 
 int lf_writer_append(lf_file *f, uint16_t kind, const void *buf, size_t n, uint64_t offset) {
