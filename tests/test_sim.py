@@ -136,6 +136,32 @@ def test_job_mix_runs_each_job_on_its_own_nodes_from_its_start(ioloom_cli, tmp_p
     assert first_small_call >= 0 and little["phases"][0]["bytes"] == 2 * (2 << 20)
 
 
+def test_yaml_platform_and_job_mix_read_as_their_toml(ioloom_cli, tmp_path):
+    """A platform file and a job mix in YAML (by their .yaml / .yml names) give what the same keys in TOML give;
+    bad YAML, or YAML that is not a table of keys, is one line naming the file."""
+    import tomllib
+
+    import yaml
+
+    (tmp_path / "p.yaml").write_text("clients:\n  nodes: 4\n  ranks_per_node: 1\nservers: {count: 4}\n"
+                                     "targets:\n  count: 16\n  write_bandwidth: 2.0e+8\n"
+                                     "layout: {stripe_count: 2, placement: round_robin}\n")
+    assert platform.load(tmp_path / "p.yaml") == platform.from_dict(
+        {"clients": {"nodes": 4, "ranks_per_node": 1}, "servers": {"count": 4},
+         "targets": {"count": 16, "write_bandwidth": 2e8},
+         "layout": {"stripe_count": 2, "placement": "round_robin"}})
+    (tmp_path / "mix.yml").write_text(yaml.safe_dump(tomllib.loads(MIX)))
+    (tmp_path / "mix.toml").write_text(MIX)
+    p = small(clients={"nodes": 4})
+    (from_yaml, names), (from_toml, _) = (workload.job_mix(p, tmp_path / f) for f in ("mix.yml", "mix.toml"))
+    assert names == ["big", "small"] and (from_yaml.ops == from_toml.ops).all()
+    assert from_yaml.layouts == from_toml.layouts and from_yaml.jobs == from_toml.jobs
+    for text, message in (("clients: [1, 2\n", "is not valid YAML"), ("- 1\n- 2\n", "must be a table")):
+        (tmp_path / "bad.yaml").write_text(text)
+        out = ioloom_cli("sim", "run", "-p", tmp_path / "bad.yaml", check=False)
+        assert out.returncode == 2 and message in out.stderr and len(out.stderr.strip().splitlines()) == 1
+
+
 @pytest.mark.parametrize("mix, message", [
     ("[[job]]\nranks = 4\n", "job 0: `bench` is missing"),
     ("[[job]]\nranks = 4\nbench = \"-w\"\nstripes = 2\n", "job 0: unknown key `stripes`"),

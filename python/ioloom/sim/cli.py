@@ -17,8 +17,8 @@ def _fail(message: str) -> None:
 
 @app.command("run", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def run_command(ctx: typer.Context,
-                platform_file: Path = typer.Option(None, "--platform", "-p", help="Platform file (TOML); "
-                                                   "default: the documented defaults."),
+                platform_file: Path = typer.Option(None, "--platform", "-p", help="Platform file (TOML, or YAML: "
+                                                   ".yaml, .yml); default: the documented defaults."),
                 ranks: int = typer.Option(4, "-n", "--ranks", min=1, help="Ranks of the job."),
                 ranks_per_node: int = typer.Option(None, "--ranks-per-node", min=1,
                                                    help="Ranks per node [platform's clients.ranks_per_node]."),
@@ -30,7 +30,7 @@ def run_command(ctx: typer.Context,
                                                 "[layout.stripe_size]."),
                 trace: Path = typer.Option(None, "--trace", help="Replay this ioloom trace (a directory of "
                                            "`ioloom run`) instead of a bench pattern."),
-                jobs: Path = typer.Option(None, "--jobs", help="Run the jobs of this job-mix file (TOML, "
+                jobs: Path = typer.Option(None, "--jobs", help="Run the jobs of this job-mix file (TOML or YAML, "
                                           "docs/sim.md) instead of one bench pattern."),
                 html_out: Path = typer.Option(None, "--html", help="Also write the figures (latency, throughput "
                                               "per rank and target over time, target correlation) to this page."),
@@ -268,7 +268,7 @@ def _list(option: str, text: str, parse) -> list[int]:
 
 @app.command("sweep", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def sweep_command(ctx: typer.Context,
-                  platform_file: Path = typer.Option(None, "--platform", "-p", help="Platform file (TOML)."),
+                  platform_file: Path = typer.Option(None, "--platform", "-p", help="Platform file (TOML or YAML)."),
                   ranks: str = typer.Option("16,64", "--ranks", help="Rank counts, e.g. 64,256,1024."),
                   counts: str = typer.Option("1,4,16", "--stripe-count", help="Stripe counts (-1: all targets)."),
                   sizes: str = typer.Option("1m,4m", "--stripe-size", help="Stripe sizes, e.g. 1m,4m,64m."),

@@ -1,4 +1,4 @@
-"""The simulated machine, from a TOML platform file over documented defaults (docs/sim.md, "Platform").
+"""The simulated machine, from a TOML or YAML platform file over documented defaults (docs/sim.md, "Platform").
 
 `DEFAULTS` is the one statement of every key, its default, its unit and what it means: the engine's parameters,
 the docs' table and the validation all come from it. Units: bytes, bytes per second, seconds.
@@ -148,21 +148,32 @@ def from_dict(doc: dict) -> Platform:
     return p
 
 
-def read_toml(path: str | Path, what: str, error: type[Exception]) -> dict:
-    """The parsed TOML file `what` (a platform file, a job mix); one `error` naming it if it cannot be read."""
+YAML_SUFFIXES = (".yaml", ".yml")
+
+
+def read_doc(path: str | Path, what: str, error: type[Exception]) -> dict:
+    """The parsed file `what` (a platform file, a job mix): YAML when its name ends in .yaml or .yml, else TOML;
+    one `error` naming it if it cannot be read or is not a table of keys."""
+    import yaml
+
     try:
-        return tomllib.loads(Path(path).read_text())
+        text = Path(path).read_text()
+        doc = yaml.safe_load(text) if Path(path).suffix in YAML_SUFFIXES else tomllib.loads(text)
     except OSError as e:
         raise error(f"cannot read {what} {path}: {e.strerror}") from None
-    except tomllib.TOMLDecodeError as e:
-        raise error(f"{what} {path} is not valid TOML: {e}") from None
+    except (tomllib.TOMLDecodeError, yaml.YAMLError) as e:
+        kind = "YAML" if Path(path).suffix in YAML_SUFFIXES else "TOML"
+        raise error(f"{what} {path} is not valid {kind}: {' '.join(str(e).split())}") from None
+    if not isinstance(doc, dict):
+        raise error(f"{what} {path} must be a table of sections and keys (docs/sim.md), not {type(doc).__name__}")
+    return doc
 
 
 def load(path: str | Path | None) -> Platform:
-    """The platform of a TOML file (None: the defaults)."""
+    """The platform of a TOML or YAML file (None: the defaults)."""
     if path is None:
         return from_dict({})
-    doc = read_toml(path, "platform file", PlatformError)
+    doc = read_doc(path, "platform file", PlatformError)
     try:
         return from_dict(doc)
     except PlatformError as e:
