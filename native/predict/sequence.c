@@ -2,7 +2,6 @@
  * order (docs/predict.md, "Runs" and "What each candidate says"). */
 #include "grammar.h"
 
-#include <math.h>
 #include <stdlib.h>
 
 struct pg_local {
@@ -72,9 +71,15 @@ void pg_local_observe(struct pg_local *m, int64_t value) {
     pg_sequence_input(m->sequence, token);
 }
 
+/* a / b (b > 0) rounded half to even, as Python's round(a / b): no libm, which the tracer does not link. */
+static int64_t rounded_quotient(int64_t a, int64_t b) {
+    int64_t q = a / b, r = a % b;
+    if (r < 0) q--, r += b; /* floor division */
+    return 2 * r > b || (2 * r == b && (q & 1)) ? q + 1 : q;
+}
+
 static int64_t fallen_back(const struct pg_local *m) {
-    if (m->fallback == PG_MEAN)
-        return (int64_t)nearbyint((double)m->total / (double)m->seen); /* half to even, as Python's round */
+    if (m->fallback == PG_MEAN) return rounded_quotient(m->total, m->seen);
     return m->fallback == PG_MAX ? m->high : 0;
 }
 

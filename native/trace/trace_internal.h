@@ -8,6 +8,7 @@
 
 #include "ioloom_ops.h"
 #include "ioloom_trace.h"
+#include "predict.h"
 #include "trace_format.h"
 
 #define IOLOOM_TLS __thread __attribute__((tls_model("initial-exec")))
@@ -31,6 +32,10 @@ int ioloom_write_chunk(uint8_t *chunk, size_t len);
 #include <pthread.h>
 extern volatile int ioloom_in_signal;
 int ioloom_lock(pthread_mutex_t *lock);
+/* The stream file's path, and a descriptor of the tracer's moved near the descriptor limit (the program gets the
+ * numbers it would get untraced). */
+const char *ioloom_stream_path(void);
+int ioloom_fd_move_high(int fd);
 
 /* ---- files.c ---- */
 void ioloom_files_init(void);
@@ -76,15 +81,18 @@ struct ioloom_call {
     uint64_t t_start, t_end;
     int err;    /* errno after the call */
     int failed; /* the call reported failure */
+    void *site; /* the wrapper's return address: where the program called it (predict.c's first frame) */
 };
 
-/* 1 if this call is traced (then the wrapper must finish with ioloom_call_done), 0 to pass it through. */
-static inline int ioloom_call_start(struct ioloom_call *c, enum ioloom_layer layer) {
+/* 1 if this call is traced (then the wrapper must finish with ioloom_call_done), 0 to pass it through. Inlined
+ * into the wrapper, so that the return address is the wrapper's. */
+static inline __attribute__((always_inline)) int ioloom_call_start(struct ioloom_call *c, enum ioloom_layer layer) {
     if (IOLOOM_UNLIKELY(!ioloom_tracing) || !(ioloom_enabled_layers >> layer & 1)) return 0;
     if (!ioloom_enter()) {
         ioloom_leave();
         return 0;
     }
+    c->site = __builtin_return_address(0);
     c->t_start = ioloom_ticks();
     return 1;
 }

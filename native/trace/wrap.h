@@ -36,14 +36,14 @@ static inline void ioloom_record_file(struct ioloom_call *c, enum ioloom_op op, 
                                       int64_t handle, int64_t offset, int64_t req, int64_t ret, int64_t aux) {
     uint32_t n;
     struct ioloom_raw_event *slot, row;
-    if (IOLOOM_LIKELY(file > -2) && IOLOOM_LIKELY((slot = ioloom_row_slot(&n)) != NULL)) {
+    if (IOLOOM_LIKELY(file > ioloom_fast_floor) && IOLOOM_LIKELY((slot = ioloom_row_slot(&n)) != NULL)) {
         ioloom_fill_row(slot, c, op, layer, file, handle, offset, req, ret, aux);
         ioloom_row_publish(n);
         errno = c->err;
         ioloom_leave();
         return;
     }
-    ioloom_fill_row(&row, c, op, layer, file, handle, offset, req, ret, aux); /* excluded (counted), or the first */
+    ioloom_fill_row(&row, c, op, layer, file, handle, offset, req, ret, aux); /* excluded (counted), the first... */
     ioloom_call_done(c, &row);
 }
 

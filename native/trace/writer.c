@@ -135,8 +135,6 @@ static int fd_is_stream(int fd, uint64_t *size) {
     return 1;
 }
 
-static int move_out_of_the_way(int fd);
-
 /* The stream's descriptor, checked: a program that closed it (close_range, closefrom) and got the number back
  * for one of its own files must never receive trace bytes. When it is not ours any more, the stream is opened
  * again by path (that number now belongs to the program and is left alone). */
@@ -144,7 +142,7 @@ static int stream_fd(uint64_t *size) {
     if (fd_is_stream(w.fd, size)) return w.fd;
     w.fd = (int)syscall(SYS_openat, AT_FDCWD, w.path, O_WRONLY | O_APPEND | O_CLOEXEC);
     if (w.fd < 0) return -1;
-    w.fd = move_out_of_the_way(w.fd);
+    w.fd = ioloom_fd_move_high(w.fd);
     struct stat st;
     if (syscall(SYS_fstat, w.fd, &st)) return -1;
     stream_dev = st.st_dev;
@@ -816,6 +814,7 @@ void ioloom_after_batch(uint32_t n) {
 }
 
 void ioloom_call_done(const struct ioloom_call *c, struct ioloom_raw_event *row) {
+    if (IOLOOM_UNLIKELY(ioloom_predict_on)) ioloom_predict_row(c, row);
     if (IOLOOM_UNLIKELY(row->file_id <= -2)) {
         ioloom_count_excluded(row->file_id, row->ret_bytes);
     } else {
@@ -843,9 +842,12 @@ void ioloom_flush_all(void) {
     ioloom_files_flush();
     ioloom_files_write_excluded();
     write_dropped_if_changed();
+    ioloom_predict_flush();
 }
 
 /* ---- the stream file ---- */
+
+const char *ioloom_stream_path(void) { return w.path; }
 
 static void make_dir(const char *dir) {
     char path[STREAM_NAME_MAX];
@@ -861,7 +863,7 @@ static void make_dir(const char *dir) {
 
 /* The program must get the descriptor numbers it would get untraced: the stream's fd moves near the top of
  * the descriptor limit, where programs rarely look. */
-static int move_out_of_the_way(int fd) {
+int ioloom_fd_move_high(int fd) {
     struct rlimit limit;
     if (getrlimit(RLIMIT_NOFILE, &limit) || limit.rlim_cur < 256) return fd;
     rlim_t top = limit.rlim_cur > 65536 ? 65536 : limit.rlim_cur;
@@ -892,7 +894,7 @@ static int create_stream_file(void) {
                 stream_dev = st.st_dev;
                 stream_ino = st.st_ino;
             }
-            return move_out_of_the_way(fd);
+            return ioloom_fd_move_high(fd);
         }
         if (errno != EEXIST) return -1;
     }
@@ -937,6 +939,7 @@ int ioloom_writer_open(void) {
     pthread_key_create(&thread_exit_key, release_thread_buffer);
     start_clock();
     if (allocate_writer() || start_stream()) return -1;
+    ioloom_predict_start();
     return 0;
 }
 
@@ -968,4 +971,5 @@ void ioloom_writer_after_fork(void) {
     w.dropped = w.dropped_written = w.events_written = w.bytes_written = 0;
     if (fd_is_stream(w.fd, NULL)) syscall(SYS_close, w.fd); /* the parent's stream; a number the program reused stays */
     if (start_stream()) ioloom_tracing = 0;
+    ioloom_predict_after_fork();
 }

@@ -1,0 +1,458 @@
+/* The I/O predictor inside the tracer (docs/predict.md, "In the tracer"). Each POSIX or stdio open, close, read
+ * and write on a file gets a context symbol: its operation and its call stack, whose return addresses are made
+ * (module, offset) pairs so that two runs of one binary give the same symbols whatever ASLR did. The first frame
+ * is the wrapper's own return address (ioloom_call_start keeps it: no unwinding); IOLOOM_STACKS=N > 1 adds the
+ * N - 1 callers above it through libc's backtrace() (DWARF unwinding: right without frame pointers, and dearer).
+ * With IOLOOM_PREDICT=1, the grammar of native/predict (grammar.h, the Python model's twin) learns the symbols as
+ * they come and predicts the next one. Symbols, calls and predictions go to the process's side stream,
+ * <stream>.predict (docs/predict.md, "The side stream"), written as the events are (whole chunks, raw system
+ * calls, chained checksums) and read by python/ioloom/predict/side.py; the event stream is not changed. One lock
+ * serialises the model: the calls of all threads make one stream of symbols. */
+#include <execinfo.h>
+#include <fcntl.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "grammar.h"
+#include "predict.h"
+#include "trace_internal.h"
+
+enum {
+    MAX_FRAMES = 8,          /* IOLOOM_STACKS at most */
+    MAX_SYMBOLS = 1024,      /* the last one stands for every stack met once the others are taken */
+    MAX_MODULES = 1024,      /* executable segments remembered */
+    RAW_SLOTS = 4096,        /* stacks as raw addresses -> symbol (a power of two) */
+    RAW_PROBES = 16,         /* slots looked at before the stable table is searched instead */
+    KEPT = 8,                /* predicted symbols written per call; their count is written whole */
+    MAX_PREDICTED = 64,      /* predicted symbols asked of the model */
+    NAME_BYTES = 1024,       /* a module's name, cut beyond */
+    PENDING_BYTES = 1 << 16, /* chunks are written out once this much waits */
+    OUT_BYTES = PENDING_BYTES + 4 * NAME_BYTES + 4096,
+    DISTINCT_VALUES = 24, /* the Python model's defaults (model.Options) */
+    LOCAL_CAP = 4096,
+    DEFAULT_CAP = 65536,
+};
+enum side_chunk { SIDE_INFO = 1, SIDE_MODULES = 2, SIDE_SYMBOLS = 3, SIDE_CALLS = 4 };
+enum kind { NOT_PREDICTED, PREDICTED, BY_AUX /* a copy or an aio result: aux 0 read, 1 write */ };
+#define SIDE_MAGIC "IOLOOMPR"
+#define SIDE_MAJOR 1
+#define SIDE_MINOR 0
+#define HDR IOLOOM_CHUNK_HEADER_BYTES
+
+struct module {
+    char *name;
+    uintptr_t bias, lo, hi; /* load bias; the executable segment [lo, hi) */
+    int written;            /* named in this side stream */
+};
+struct symbol {
+    uint16_t op;
+    uint8_t n;
+    int16_t module[MAX_FRAMES]; /* -1: an address in no module */
+    uint64_t offset[MAX_FRAMES];
+};
+struct raw {
+    uintptr_t pc[MAX_FRAMES];
+    uint16_t op;
+    uint8_t n;
+    int32_t symbol_plus_1; /* 0: an empty slot */
+};
+
+static struct side {
+    pthread_mutex_t lock;
+    int frames, predict;
+    uint64_t cap;
+    int fd;
+    dev_t dev;
+    ino_t ino;
+    int failed; /* a write failed: nothing more is written */
+    uint32_t crc;
+    struct pg_sequence *model;
+    struct raw *raws;
+    struct symbol *symbols;
+    int32_t nsymbols;
+    struct module modules[MAX_MODULES];
+    int32_t nmodules;
+    uintptr_t own_lo, own_hi; /* the tracer's own code, skipped in stacks */
+    int32_t predicted[MAX_PREDICTED], npredicted;
+    uint64_t calls, past_symbol_cap;
+    uint8_t *out; /* sealed chunks, then the open CALLS chunk at calls_at (calls_open) */
+    size_t out_len, calls_at;
+    int calls_open;
+    char exe[NAME_BYTES];
+} side = {.lock = PTHREAD_MUTEX_INITIALIZER, .fd = -1};
+
+int ioloom_predict_on;
+int32_t ioloom_fast_floor = -2;
+static IOLOOM_TLS uint32_t side_tid;
+
+static const char *const op_names[] = {
+#define OP_NAME(suffix, name, class) [IOLOOM_OP_##suffix] = name,
+    IOLOOM_ALL_OPS(OP_NAME)
+#undef OP_NAME
+};
+#define KIND_READ PREDICTED
+#define KIND_WRITE PREDICTED
+#define KIND_COPY BY_AUX
+#define KIND_AIO BY_AUX
+#define KIND_META NOT_PREDICTED
+#define KIND_SYNC NOT_PREDICTED
+#define KIND_LOCK NOT_PREDICTED
+#define KIND_OTHER NOT_PREDICTED
+static uint8_t kinds[IOLOOM_OP_COUNT] = {
+#define OP_KIND(suffix, name, class) [IOLOOM_OP_##suffix] = KIND_##class,
+    IOLOOM_ALL_OPS(OP_KIND)
+#undef OP_KIND
+};
+/* The opens and closes the predictor learns (python/ioloom/predict/source.py, OPENS and CLOSES). */
+static const enum ioloom_op opens_and_closes[] = {
+    IOLOOM_OP_OPEN,    IOLOOM_OP_OPEN64,   IOLOOM_OP_OPENAT,     IOLOOM_OP_OPENAT64,   IOLOOM_OP_CREAT,
+    IOLOOM_OP_CREAT64, IOLOOM_OP_U_OPEN_2, IOLOOM_OP_U_OPEN64_2, IOLOOM_OP_U_OPENAT_2, IOLOOM_OP_U_OPENAT64_2,
+    IOLOOM_OP_FOPEN,   IOLOOM_OP_FOPEN64,  IOLOOM_OP_FDOPEN,     IOLOOM_OP_FREOPEN,    IOLOOM_OP_FREOPEN64,
+    IOLOOM_OP_CLOSE,   IOLOOM_OP_FCLOSE};
+
+/* ---- modules: an address -> (module, offset) ---- */
+
+static int known_module(const char *name, uintptr_t lo) {
+    for (int32_t i = 0; i < side.nmodules; i++)
+        if (side.modules[i].lo == lo && strcmp(side.modules[i].name, name) == 0) return 1;
+    return 0;
+}
+
+static int add_segments(struct dl_phdr_info *info, size_t size, void *arg) {
+    (void)size, (void)arg;
+    const char *name = info->dlpi_name && info->dlpi_name[0] ? info->dlpi_name : side.exe; /* "": the program */
+    for (int i = 0; i < info->dlpi_phnum && side.nmodules < MAX_MODULES; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X) || known_module(name, lo)) continue;
+        char *copy = strndup(name, NAME_BYTES - 1);
+        if (!copy) return 1;
+        side.modules[side.nmodules++] = (struct module){copy, info->dlpi_addr, lo, lo + ph->p_memsz, 0};
+    }
+    return 0;
+}
+
+/* The module holding pc and its offset there; the loaded modules are looked at again on a miss. -1: none. */
+static int module_at(uintptr_t pc, uint64_t *offset) {
+    for (int pass = 0; pass < 2; pass++) {
+        for (int32_t i = 0; i < side.nmodules; i++) {
+            if (pc < side.modules[i].lo || pc >= side.modules[i].hi) continue;
+            *offset = pc - side.modules[i].bias;
+            return i;
+        }
+        if (pass == 0) dl_iterate_phdr(add_segments, NULL);
+    }
+    *offset = 0;
+    return -1;
+}
+
+static int own(uintptr_t pc) { return pc >= side.own_lo && pc < side.own_hi; }
+
+/* ---- the call stack ---- */
+
+/* The call's stack, innermost first: the wrapper's return address, then (frames > 1) its callers. A wrapper
+ * reached through one of the tracer's own functions (its site is in the tracer) is unwound too. */
+static int capture(const struct ioloom_call *c, uintptr_t *pc) {
+    if (side.frames == 1 && !own((uintptr_t)c->site)) {
+        pc[0] = (uintptr_t)c->site;
+        return 1;
+    }
+    void *trace[MAX_FRAMES + 16];
+    int n = backtrace(trace, MAX_FRAMES + 16), k = 0, kept = 0;
+    while (k < n && own((uintptr_t)trace[k])) k++;
+    for (; k < n && kept < side.frames; k++) pc[kept++] = (uintptr_t)trace[k];
+    return kept;
+}
+
+/* ---- the side stream ---- */
+
+/* The payload of a new chunk (closing the open CALLS chunk first). */
+static uint8_t *chunk_payload(void);
+static void chunk_done(enum side_chunk type, uint8_t *end) {
+    ioloom_seal_chunk(side.out + side.out_len, type, (uint32_t)(end - side.out - side.out_len - HDR));
+    side.out_len = (size_t)(end - side.out);
+}
+
+static void close_calls(void) {
+    if (!side.calls_open) return;
+    ioloom_seal_chunk(side.out + side.calls_at, SIDE_CALLS, (uint32_t)(side.out_len - side.calls_at - HDR));
+    side.calls_open = 0;
+}
+
+static uint8_t *chunk_payload(void) {
+    close_calls();
+    return side.out + side.out_len + HDR;
+}
+
+/* <stream>.predict beside the event stream; its header is written when it is created. */
+static int open_side(void) {
+    char path[4096];
+    const char *stream = ioloom_stream_path();
+    size_t len = strlen(stream), suffix = strlen(".ioloom");
+    if (len < suffix || len - suffix + sizeof ".predict" > sizeof path) return -1;
+    memcpy(path, stream, len - suffix);
+    memcpy(path + len - suffix, ".predict", sizeof ".predict");
+    int fd = (int)syscall(SYS_openat, AT_FDCWD, path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    struct stat st;
+    if (fd < 0 || syscall(SYS_fstat, fd, &st)) return -1;
+    fd = ioloom_fd_move_high(fd);
+    side.dev = st.st_dev, side.ino = st.st_ino;
+    if (st.st_size) return fd;
+    uint8_t header[16] = SIDE_MAGIC;
+    header[8] = SIDE_MAJOR, header[10] = SIDE_MINOR, header[12] = sizeof header;
+    side.crc = 0;
+    return syscall(SYS_write, fd, header, sizeof header) == (long)sizeof header ? fd : -1;
+}
+
+/* The side stream's descriptor, opened again if the program closed or reused its number. */
+static int side_fd(void) {
+    struct stat st;
+    if (side.fd >= 0 && !syscall(SYS_fstat, side.fd, &st) && st.st_dev == side.dev && st.st_ino == side.ino)
+        return side.fd;
+    return side.fd = open_side();
+}
+
+/* Writes every pending chunk, checksums chained. side.lock held. */
+static void write_pending(void) {
+    close_calls();
+    if (!side.out_len || side.failed) {
+        side.out_len = 0;
+        return;
+    }
+    for (size_t at = 0; at < side.out_len;) {
+        uint8_t *chunk = side.out + at;
+        side.crc = ioloom_chain_chunk(chunk, side.crc);
+        at +=
+            HDR + ((uint32_t)chunk[4] | (uint32_t)chunk[5] << 8 | (uint32_t)chunk[6] << 16 | (uint32_t)chunk[7] << 24);
+    }
+    int fd = side_fd();
+    const uint8_t *p = side.out;
+    size_t left = side.out_len;
+    while (fd >= 0 && left) {
+        long n = syscall(SYS_write, fd, p, left);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) break;
+        p += n, left -= (size_t)n;
+    }
+    side.failed = fd < 0 || left != 0;
+    side.out_len = 0;
+}
+
+static void name_modules(const struct symbol *s) {
+    uint8_t *p = chunk_payload(), *start = p;
+    for (int i = 0; i < s->n; i++) {
+        struct module *m = s->module[i] >= 0 ? &side.modules[s->module[i]] : NULL;
+        if (!m || m->written) continue;
+        m->written = 1;
+        p = ioloom_put_varint(p, (uint64_t)s->module[i] + 1);
+        p = ioloom_put_cstr(p, m->name);
+    }
+    if (p != start) chunk_done(SIDE_MODULES, p);
+}
+
+static void name_symbol(int32_t id, const struct symbol *s) {
+    name_modules(s);
+    uint8_t *p = chunk_payload();
+    p = ioloom_put_varint(p, (uint64_t)id);
+    p = ioloom_put_cstr(p, s->op < IOLOOM_OP_COUNT ? op_names[s->op] : "");
+    p = ioloom_put_varint(p, s->n);
+    for (int i = 0; i < s->n; i++) {
+        p = ioloom_put_varint(p, (uint64_t)(s->module[i] + 1));
+        p = ioloom_put_varint(p, s->offset[i]);
+    }
+    chunk_done(SIDE_SYMBOLS, p);
+}
+
+static void put_info(uint8_t **p, const char *key, uint64_t value) {
+    char text[24];
+    int len = 0;
+    do text[sizeof text - 1 - len++] = (char)('0' + value % 10);
+    while ((value /= 10) && len < (int)sizeof text - 1);
+    *p = ioloom_put_cstr(*p, key);
+    memcpy(*p, text + sizeof text - len, (size_t)len);
+    *p += len;
+    *(*p)++ = 0;
+}
+
+static void write_counts(void) {
+    const struct pg_grammar *g = side.model ? pg_sequence_grammar(side.model) : NULL;
+    uint8_t *p = chunk_payload();
+    put_info(&p, "frames", (uint64_t)side.frames);
+    put_info(&p, "predict", (uint64_t)side.predict);
+    put_info(&p, "grammar_cap", side.cap);
+    put_info(&p, "max_symbols", MAX_SYMBOLS);
+    put_info(&p, "calls", side.calls);
+    put_info(&p, "symbols", (uint64_t)side.nsymbols);
+    put_info(&p, "symbols_past_cap", side.past_symbol_cap);
+    put_info(&p, "grammar_size", g ? (uint64_t)pg_grammar_size(g) : 0);
+    put_info(&p, "grammar_past_cap", g ? (uint64_t)pg_grammar_past_cap(g) : 0);
+    chunk_done(SIDE_INFO, p);
+}
+
+/* ---- symbols ---- */
+
+static int same_symbol(const struct symbol *a, const struct symbol *b) {
+    if (a->op != b->op || a->n != b->n) return 0;
+    for (int i = 0; i < a->n; i++)
+        if (a->module[i] != b->module[i] || a->offset[i] != b->offset[i]) return 0;
+    return 1;
+}
+
+/* The symbol of a stable stack: found, or numbered and named now; past MAX_SYMBOLS - 1, the last one. */
+static int32_t stable_symbol(uint16_t op, const uintptr_t *pc, int n) {
+    struct symbol s = {.op = op, .n = (uint8_t)n};
+    for (int i = 0; i < n; i++) s.module[i] = (int16_t)module_at(pc[i], &s.offset[i]);
+    for (int32_t id = 0; id < side.nsymbols; id++)
+        if (same_symbol(&side.symbols[id], &s)) return id;
+    int32_t id = side.nsymbols < MAX_SYMBOLS - 1 ? side.nsymbols : MAX_SYMBOLS - 1;
+    if (id == MAX_SYMBOLS - 1) s = (struct symbol){.op = IOLOOM_OP_COUNT}; /* named "", no frames */
+    if (id < side.nsymbols) return id;
+    side.symbols[side.nsymbols++] = s;
+    name_symbol(id, &s);
+    return id;
+}
+
+static uint64_t mix(uint64_t h, uint64_t v) {
+    h = (h ^ v) * 0x9E3779B97F4A7C15ull;
+    return h ^ h >> 29;
+}
+
+static int same_raw(const struct raw *r, uint16_t op, const uintptr_t *pc, int n) {
+    if (r->op != op || r->n != n) return 0;
+    for (int i = 0; i < n; i++)
+        if (r->pc[i] != pc[i]) return 0;
+    return 1;
+}
+
+/* A stack's symbol, through the table of raw stacks (addresses do not move within a process). */
+static int32_t symbol_of(uint16_t op, const uintptr_t *pc, int n) {
+    uint64_t h = op;
+    for (int i = 0; i < n; i++) h = mix(h, pc[i]);
+    for (uint32_t probe = 0; probe < RAW_PROBES; probe++) {
+        struct raw *r = &side.raws[(h + probe) & (RAW_SLOTS - 1)];
+        if (r->symbol_plus_1 && same_raw(r, op, pc, n)) return r->symbol_plus_1 - 1;
+        if (r->symbol_plus_1) continue;
+        *r = (struct raw){.op = op, .n = (uint8_t)n, .symbol_plus_1 = stable_symbol(op, pc, n) + 1};
+        memcpy(r->pc, pc, sizeof *pc * (size_t)n);
+        return r->symbol_plus_1 - 1;
+    }
+    return stable_symbol(op, pc, n);
+}
+
+/* ---- calls ---- */
+
+/* One CALLS record: thread, symbol, and what the model predicted for this call (before learning it). */
+static void record_call(int32_t symbol) {
+    if (!side.calls_open) {
+        side.calls_at = side.out_len;
+        side.out_len += HDR;
+        side.calls_open = 1;
+    }
+    uint8_t *p = side.out + side.out_len;
+    p = ioloom_put_varint(p, side_tid);
+    p = ioloom_put_varint(p, (uint64_t)symbol);
+    p = ioloom_put_varint(p, (uint64_t)side.npredicted);
+    for (int32_t i = 0; i < side.npredicted && i < KEPT; i++) p = ioloom_put_varint(p, (uint64_t)side.predicted[i]);
+    side.out_len = (size_t)(p - side.out);
+}
+
+static void learn(int32_t symbol) {
+    side.calls++;
+    side.past_symbol_cap += symbol == MAX_SYMBOLS - 1;
+    if (!side.model) return;
+    pg_sequence_input(side.model, symbol);
+    side.npredicted = pg_sequence_predicted(side.model, side.predicted, MAX_PREDICTED);
+}
+
+static int predicted_kind(enum ioloom_op op, int64_t aux) {
+    uint8_t kind = op < IOLOOM_OP_COUNT ? kinds[op] : NOT_PREDICTED;
+    return kind == PREDICTED || (kind == BY_AUX && (aux == 0 || aux == 1));
+}
+
+void ioloom_predict_row(const struct ioloom_call *c, const struct ioloom_raw_event *row) {
+    if (row->file_id < 0 || row->layer > IOLOOM_STDIO || !predicted_kind(row->op, row->aux)) return;
+    uintptr_t pc[MAX_FRAMES];
+    int n = capture(c, pc);
+    if (IOLOOM_UNLIKELY(!side_tid)) side_tid = (uint32_t)syscall(SYS_gettid);
+    pthread_mutex_lock(&side.lock);
+    int32_t symbol = symbol_of(row->op, pc, n);
+    record_call(symbol);
+    learn(symbol);
+    if (side.out_len > PENDING_BYTES) write_pending();
+    pthread_mutex_unlock(&side.lock);
+}
+
+/* ---- start, flush, fork ---- */
+
+static int find_own(struct dl_phdr_info *info, size_t size, void *arg) {
+    (void)size;
+    uintptr_t here = (uintptr_t)arg;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+        if (ph->p_type != PT_LOAD || here < lo || here >= lo + ph->p_memsz) continue;
+        side.own_lo = lo, side.own_hi = lo + ph->p_memsz;
+        return 1;
+    }
+    return 0;
+}
+
+/* The model, the tables and the output buffer; 0 on success. */
+static int allocate(void) {
+    side.raws = calloc(RAW_SLOTS, sizeof *side.raws);
+    side.symbols = calloc(MAX_SYMBOLS, sizeof *side.symbols);
+    side.out = malloc(OUT_BYTES);
+    if (side.predict) side.model = pg_sequence_new((int32_t)side.cap, MAX_SYMBOLS, DISTINCT_VALUES, 1, LOCAL_CAP);
+    return !side.raws || !side.symbols || !side.out || (side.predict && !side.model);
+}
+
+void ioloom_predict_start(void) {
+    side.predict = ioloom_env_bool("IOLOOM_PREDICT", 0);
+    uint64_t frames = ioloom_env_uint("IOLOOM_STACKS", (uint64_t)side.predict);
+    if (!frames) return;
+    side.frames = frames > MAX_FRAMES ? MAX_FRAMES : (int)frames;
+    uint64_t cap = ioloom_env_uint("IOLOOM_PREDICT_CAP", DEFAULT_CAP);
+    side.cap = cap<16 ? 16 : cap>(1u << 24) ? (1u << 24) : cap; /* the Python model's --grammar-cap bounds */
+    for (size_t i = 0; i < sizeof opens_and_closes / sizeof *opens_and_closes; i++)
+        kinds[opens_and_closes[i]] = PREDICTED;
+    long n = syscall(SYS_readlinkat, AT_FDCWD, "/proc/self/exe", side.exe, sizeof side.exe - 1);
+    side.exe[n > 0 ? n : 0] = 0;
+    dl_iterate_phdr(find_own, (void *)(uintptr_t)&ioloom_predict_row);
+    if (side.frames > 1) { /* the first backtrace() loads libgcc_s: now, not inside a program's call */
+        void *warm[2];
+        backtrace(warm, 2);
+    }
+    if (allocate()) return; /* out of memory: no symbols, the events as ever */
+    ioloom_predict_on = 1;
+    ioloom_fast_floor = INT32_MAX;
+}
+
+void ioloom_predict_flush(void) {
+    if (!ioloom_predict_on || ioloom_lock(&side.lock)) return;
+    write_counts();
+    write_pending();
+    pthread_mutex_unlock(&side.lock);
+}
+
+void ioloom_predict_after_fork(void) {
+    if (!ioloom_predict_on) return;
+    pthread_mutex_init(&side.lock, NULL);
+    side_tid = 0;
+    struct stat st; /* the parent's side stream: the child writes its own */
+    if (side.fd >= 0 && !syscall(SYS_fstat, side.fd, &st) && st.st_dev == side.dev && st.st_ino == side.ino)
+        syscall(SYS_close, side.fd);
+    side.fd = -1;
+    side.failed = side.calls_open = 0;
+    side.out_len = 0;
+    side.nsymbols = side.npredicted = 0;
+    side.calls = side.past_symbol_cap = 0;
+    memset(side.raws, 0, RAW_SLOTS * sizeof *side.raws);
+    for (int32_t i = 0; i < side.nmodules; i++) side.modules[i].written = 0;
+    pg_sequence_free(side.model);
+    side.model = side.predict ? pg_sequence_new((int32_t)side.cap, MAX_SYMBOLS, DISTINCT_VALUES, 1, LOCAL_CAP) : NULL;
+}
