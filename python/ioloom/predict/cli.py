@@ -23,8 +23,9 @@ def analyse_trace(trace, options: Options, rank: int | None = None, limit: int |
     """analyse() on a loaded trace; at most `limit` operations per process (the first ones) and the first
     `processes` processes when given (the HTML report's bounds)."""
     from ioloom.predict.metrics import evaluate
+    from ioloom.predict.online import online_figures
     from ioloom.predict.skeleton import Skeleton
-    from ioloom.predict.source import CONTEXT, process_operations
+    from ioloom.predict.source import process_operations
 
     out = []
     for process in process_operations(trace, limit):
@@ -37,8 +38,10 @@ def analyse_trace(trace, options: Options, rank: int | None = None, limit: int |
         figures, model = evaluate(process.operations, symbols.kinds, symbols.places, options)
         figures["model_us_per_op"] = 1e6 * (time.process_time() - start) / max(len(process.operations), 1)
         skeleton = Skeleton(model.grammar, symbols.names, model.sizes.whole, model.sequence.lengths)
-        out.append({"process": process.label, "context": CONTEXT, **figures,
-                    "main_loop": skeleton.main_loop(), "skeleton": skeleton.full()})
+        out.append({"process": process.label, "context": process.context, "stacks_unused": process.stacks_unused,
+                    **figures, "main_loop": skeleton.main_loop(), "skeleton": skeleton.full(),
+                    "online": online_figures(process.side),
+                    "side_problems": process.side.problems if process.side else []})
     return out
 
 
@@ -54,10 +57,41 @@ def _growth(sizes: list[list[int]] | list[tuple[int, int]]) -> str:
     return " ".join(f"{ops:,}:{size}" for ops, size in sizes)
 
 
+def _context(p: dict) -> str:
+    from ioloom.predict.source import CONTEXT
+
+    if p["context"] != CONTEXT:
+        return f"{p['context']}: stacks of {p['online']['frames']} frames from the side stream"
+    return f"{p['context']}: {p['stacks_unused'] or 'the trace records no call stacks'}"
+
+
+def print_online(o: dict | None) -> None:
+    """The tracer's own model (IOLOOM_PREDICT=1), from the side stream."""
+    echo = typer.echo
+    if o is None:
+        return
+    if o["symbols_past_cap"]:
+        echo(f"  stack symbols past the tracer's limit: {o['symbols_past_cap']:,} calls share one symbol")
+    if not o["predicting"]:
+        echo(f"  in the tracer                   {o['calls']:,} calls, {o['stack_symbols']} stack symbols; no "
+             "prediction (IOLOOM_PREDICT=1 predicts in the tracer)")
+        return
+    echo(f"  in the tracer (online)          symbol accuracy {_pct(o['symbol_accuracy_pct'])} over {o['calls']:,} "
+         f"calls (last window {_pct(o['symbol_accuracy_last_window_pct'])}), {o['stack_symbols']} stack symbols, "
+         f"grammar {o['grammar_size']} symbols; the Python model on the same symbols "
+         f"{_pct(o['python_symbol_accuracy_pct'])}, the same predictions on {_pct(o['same_predictions_pct'])} of "
+         "calls")
+    if o["grammar_past_cap"]:
+        echo(f"  tracer's grammar cap reached: {o['grammar_past_cap']:,} calls past its {o['grammar_cap']:,} "
+             "symbols were predicted from the frozen grammar (raise IOLOOM_PREDICT_CAP to learn them)")
+
+
 def print_process(p: dict) -> None:
     echo = typer.echo
-    echo(f"{p['process']}: {p['operations']:,} operations, {p['symbols']} symbols ({p['context']}: the trace "
-         "records no call stacks)")
+    echo(f"{p['process']}: {p['operations']:,} operations, {p['symbols']} symbols ({_context(p)})")
+    for problem in p["side_problems"]:
+        echo(f"  side stream: {problem}")
+    print_online(p["online"])
     if p["operations"] < 2:
         echo("  nothing to predict (fewer than two operations)")
         return

@@ -1,8 +1,10 @@
 """The operations the predictor learns, per process, from a trace (docs/predict.md, "Context symbols").
 
-Omnisc'IO's context symbol is the call stack of the call. ioloom's traces (format 2.0) record no call stacks, so a
-symbol here is the operation and its file: the call's name and the file's path with every run of digits replaced
-by '#' (out_0003.h5 and out_0004.h5 are one file key, so a file per iteration repeats). Only the lowest layer the
+Omnisc'IO's context symbol is the call stack of the call. The events of a trace hold no call stacks; a process traced
+with IOLOOM_STACKS or IOLOOM_PREDICT has them in its side stream (side.py), and a symbol is then the call's stack
+symbol (its operation and (module, offset) frames) and its file key. Otherwise a symbol is the operation and its
+file: the call's name and the file key, the file's path with every run of digits replaced by '#' (out_0003.h5 and
+out_0004.h5 are one file key, so a file per iteration repeats). Only the lowest layer the
 program's calls reach is read, as Omnisc'IO hooks atomic requests: POSIX and stdio opens, closes, reads and writes
 (the POSIX calls an MPI-IO call makes are its atomic requests; the MPI-IO events themselves are left out), on
 the application's files: those of the system and of the MPI runtime (the analysis's list, docs/analysis.md:
@@ -14,13 +16,15 @@ import re
 from dataclasses import dataclass, field
 
 from ioloom.predict.model import Operation
+from ioloom.predict.side import SideStream, read_side, side_path
 from ioloom.trace.ops import direction
 
 CONTEXT = "operation+file"  # what a symbol stands for in traces without call stacks
+STACK_CONTEXT = "call stack+file"  # with the side stream's stack symbols
 OPENS = {"open", "open64", "openat", "openat64", "creat", "creat64", "__open_2", "__open64_2", "__openat_2",
          "__openat64_2", "fopen", "fopen64", "fdopen", "freopen", "freopen64"}
 CLOSES = {"close", "fclose"}
-COLUMNS = ["t_start", "t_end", "layer", "op", "file_id", "offset", "req_bytes", "aux"]
+COLUMNS = ["t_start", "t_end", "layer", "op", "file_id", "offset", "req_bytes", "aux", "tid"]
 DIGITS = re.compile(r"\d+")
 
 
@@ -45,21 +49,26 @@ class Symbols:
     kinds: dict[int, str] = field(default_factory=dict)
     places: dict[int, str] = field(default_factory=dict)
 
-    def of(self, op: str, kind: str, place: str) -> int:
-        key = (op, place)
+    def of(self, op: str, kind: str, place: str, stack: int | None = None) -> int:
+        """The symbol of operation `op` on file key `place` (from the stack symbol `stack` when there is one)."""
+        key = (op, place, stack)
         if key not in self.ids:
             symbol = self.ids[key] = len(self.names)
-            self.names.append(f"{op} {place.rsplit('/', 1)[-1]}")
+            self.names.append(f"{op} {place.rsplit('/', 1)[-1]}" + ("" if stack is None else f" @{stack}"))
             self.kinds[symbol], self.places[symbol] = kind, place
         return self.ids[key]
 
 
 @dataclass
 class ProcessOperations:
-    """One process's operations in time order, and its symbols."""
+    """One process's operations in time order, and its symbols. `side`: the process's side stream (None: none);
+    `context`: what a symbol stands for; `stacks_unused`: why the side stream's stacks were not used, if so."""
     label: str
     operations: list[Operation]
     symbols: Symbols
+    side: SideStream | None = None
+    context: str = CONTEXT
+    stacks_unused: str | None = None
 
 
 def process_operations(trace, limit: int | None = None) -> list[ProcessOperations]:
@@ -73,28 +82,77 @@ def process_operations(trace, limit: int | None = None) -> list[ProcessOperation
     out = []
     for stream in trace.streams:
         label = f"rank {stream.rank}" if stream.rank >= 0 else f"pid {stream.pid}"
+        side = read_side(side_path(stream.info["path"])) if stream.info.get("path") else None
+        rows = _rows(stream, paths, limit)
+        stacks, unused = _stacks(rows, side, whole=limit is None)
         symbols = Symbols()
-        operations = []
-        # with a limit, ranges of a few times it: the first operations are read without decoding the stream
-        for table in stream.ranges(COLUMNS, *([] if limit is None else [max(4 * limit, 4096)])):
-            columns = [table.column(name).to_pylist() for name in COLUMNS]
-            for t_start, t_end, layer, op, file_id, offset, req_bytes, aux in zip(*columns):
-                operation = _operation(symbols, paths, layer, op, file_id, offset, req_bytes, aux, t_start, t_end)
-                if operation is not None:
-                    operations.append(operation)
-            if limit is not None and len(operations) >= limit:
-                del operations[limit:]
-                break
-        out.append(ProcessOperations(label, operations, symbols))
+        operations = [op for row, stack in zip(rows, stacks) if (op := _operation(symbols, paths, row, stack))]
+        del operations[len(operations) if limit is None else limit:]
+        out.append(ProcessOperations(label, operations, symbols, side, CONTEXT if unused else STACK_CONTEXT,
+                                     None if side is None else unused))
     return out
 
 
-def _operation(symbols: Symbols, paths: dict, layer: str, op: str, file_id: int, offset: int, req_bytes: int,
-               aux: int, t_start: int, t_end: int) -> Operation | None:
+def _rows(stream, paths: dict, limit: int | None) -> list[tuple]:
+    """The stream's events as rows of COLUMNS in time order; with a limit, only the first ranges that hold `limit`
+    operations the predictor learns (ranges of a few times it: the first ones are read without decoding the
+    stream)."""
+    rows: list[tuple] = []
+    learnt = 0
+    for table in stream.ranges(COLUMNS, *([] if limit is None else [max(4 * limit, 4096)])):
+        batch = list(zip(*(table.column(name).to_pylist() for name in COLUMNS)))
+        rows += batch
+        if limit is not None:
+            learnt += sum(1 for row in batch if row[4] in paths and _learnt(row))
+            if learnt >= limit:
+                break
+    return rows
+
+
+def _learnt(row: tuple) -> bool:
+    """Whether the tracer's model took this event (native/trace/predict.c: a POSIX or stdio open, close, read or
+    write on a file)."""
+    _, _, layer, op, file_id, _, _, aux, _ = row
+    return layer in ("posix", "stdio") and file_id >= 0 and kind_of(op, aux) is not None
+
+
+def _stacks(rows: list[tuple], side: SideStream | None, whole: bool) -> tuple[list[int | None], str | None]:
+    """Per event, its stack symbol from the side stream (None for events the tracer's model did not take), and
+    None; or all None and why the side stream cannot be used. The side stream holds the calls in the order the
+    model took them, each thread's in its order: the k-th call of a thread is its k-th event the model takes.
+    `whole`: the rows are all the stream's events (else its first ones), so every call must have its event."""
+    nothing = [None] * len(rows)
+    if side is None or not side.calls:
+        return nothing, "no call stacks in the trace"
+    per_thread: dict[int, list[int]] = {}
+    for tid, symbol in zip(side.tids, side.calls):
+        per_thread.setdefault(tid, []).append(symbol)
+    taken = dict.fromkeys(per_thread, 0)
+    stacks: list[int | None] = []
+    for row in rows:
+        if not _learnt(row):
+            stacks.append(None)
+            continue
+        tid, op = row[8], row[3]
+        at = taken.get(tid, 0)
+        calls = per_thread.get(tid, [])
+        symbol = calls[at] if at < len(calls) else None
+        if symbol is None or side.symbols[symbol].op not in (op, ""):
+            return nothing, (f"the side stream does not match the events (thread {tid}, its call {at + 1}: "
+                             f"{op} in the events)")
+        taken[tid] = at + 1
+        stacks.append(symbol)
+    if whole and taken != {tid: len(calls) for tid, calls in per_thread.items()}:
+        return nothing, "the side stream holds calls the events do not (events dropped?)"
+    return stacks, None
+
+
+def _operation(symbols: Symbols, paths: dict, row: tuple, stack: int | None) -> Operation | None:
+    t_start, t_end, layer, op, file_id, offset, req_bytes, aux, _ = row
     kind = kind_of(op, aux)
     if layer not in ("posix", "stdio") or kind is None or file_id < 0 or file_id not in paths:
         return None
     place = file_key(paths[file_id])
     data = kind in ("read", "write")
-    return Operation(symbols.of(op, kind, place), kind, place, file_id, offset if data else -1,
+    return Operation(symbols.of(op, kind, place, stack), kind, place, file_id, offset if data else -1,
                      max(req_bytes, 0) if data else 0, t_start, t_end)

@@ -1,0 +1,113 @@
+"""The predictor inside the tracer (IOLOOM_STACKS, IOLOOM_PREDICT; docs/predict.md, "In the tracer"): call-stack
+symbols stable across runs, the C model's predictions equal to the Python model's on the same symbols, the grammar
+cap reported, the event stream unchanged, and a damaged side stream said, never a traceback."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ioloom import paths
+from ioloom.predict.side import read_side, side_path
+from ioloom.trace import open_trace
+
+STEPS = 12
+
+
+def _traced(ioloom_cli, tmp_path: Path, name: str, env: dict[str, str], *args: str) -> Path:
+    """Runs ioloom-predict-loop under `ioloom run` with `env`; the trace's directory."""
+    out, trace = tmp_path / f"{name}-out", tmp_path / name
+    out.mkdir()
+    ioloom_cli("run", "-o", trace, "--", paths.native_bin("ioloom-predict-loop"), out, str(STEPS), *args, env=env)
+    return trace
+
+
+def _side(trace: Path):
+    streams = sorted(trace.glob("*.ioloom"))
+    assert len(streams) == 1
+    return read_side(side_path(streams[0]))
+
+
+def test_stack_symbols_are_the_same_in_two_runs(ioloom_cli, tmp_path):
+    if Path("/proc/sys/kernel/randomize_va_space").read_text().strip() == "0":
+        pytest.skip("ASLR is off on this machine: two runs would load every module at the same address")
+    env = {"IOLOOM_STACKS": "3"}
+    first, second = (_side(_traced(ioloom_cli, tmp_path, name, env)) for name in ("first", "second"))
+    assert first.symbols == second.symbols and first.calls == second.calls
+    loop = str(paths.native_bin("ioloom-predict-loop").resolve())
+    writes = [s for s in first.symbols.values() if s.op == "fwrite"]
+    # write_block's one fwrite, called from fields() and particles(): their call sites tell the writes apart
+    assert len({s.frames[0] for s in writes}) == 1 and len(writes) >= 2
+    assert all(f.module == loop and f.offset > 0 for s in writes for f in s.frames[:2])
+    assert first.info["predict"] == "0" and first.npredicted == [0] * len(first.calls)
+    # one frame: the call site only, one fwrite symbol
+    one = _side(_traced(ioloom_cli, tmp_path, "one", {"IOLOOM_STACKS": "1"}))
+    assert len([s for s in one.symbols.values() if s.op == "fwrite"]) == 1
+
+
+def test_the_tracers_predictions_are_the_python_models(ioloom_cli, tmp_path):
+    from ioloom.predict.model import Sequence
+
+    side = _side(_traced(ioloom_cli, tmp_path, "trace", {"IOLOOM_PREDICT": "1", "IOLOOM_STACKS": "2"}))
+    # per step: fopen, fprintf, 7 fwrite, fclose, open, pwrite, close
+    assert len(side.calls) == STEPS * 13 and side.info["predict"] == "1"
+    sequence = Sequence(65536)
+    for symbol, kept, count in zip(side.calls, side.predicted, side.npredicted):
+        predicted = sorted(sequence.predicted())
+        assert (tuple(predicted[:8]), len(predicted)) == (kept, count)
+        sequence.input(symbol)
+    assert int(side.info["grammar_size"]) == sequence.grammar.size
+
+
+def test_the_tracers_grammar_cap_is_reported(ioloom_cli, tmp_path):
+    trace = _traced(ioloom_cli, tmp_path, "trace", {"IOLOOM_PREDICT": "1", "IOLOOM_PREDICT_CAP": "32"}, "7")
+    side = _side(trace)
+    assert int(side.info["grammar_past_cap"]) > 0 and int(side.info["grammar_size"]) <= 32
+    report = ioloom_cli("predict", trace).stdout
+    assert "tracer's grammar cap reached" in report and "IOLOOM_PREDICT_CAP" in report
+    online = json.loads(ioloom_cli("predict", trace, "--json").stdout)["processes"][0]["online"]
+    assert online["same_predictions_pct"] == 100 and online["grammar_past_cap"] == int(side.info["grammar_past_cap"])
+
+
+def test_predict_uses_the_stacks_and_reports_the_tracers_model(ioloom_cli, tmp_path):
+    with_stacks = _traced(ioloom_cli, tmp_path, "stacks", {"IOLOOM_PREDICT": "1", "IOLOOM_STACKS": "3"})
+    without = _traced(ioloom_cli, tmp_path, "plain", {})
+    process = json.loads(ioloom_cli("predict", with_stacks, "--json").stdout)["processes"][0]
+    plain = json.loads(ioloom_cli("predict", without, "--json").stdout)["processes"][0]
+    assert process["context"] == "call stack+file" and plain["context"] == "operation+file"
+    assert process["symbols"] > plain["symbols"]  # fields' and particles' writes are two symbols, not one
+    online = process["online"]
+    assert online["calls"] == STEPS * 13 and online["same_predictions_pct"] == 100
+    assert online["symbol_accuracy_pct"] == online["python_symbol_accuracy_pct"] > 80
+    assert "(operation+file: the trace records no call stacks)" in ioloom_cli("predict", without).stdout
+    assert "in the tracer (online)" in ioloom_cli("predict", with_stacks).stdout
+
+
+def _events(trace: Path) -> list[tuple]:
+    opened = open_trace(trace)
+    table = opened.events(["op", "layer", "file_id", "offset", "req_bytes", "ret_bytes", "aux", "errno", "handle"])
+    files = dict(zip(*(opened.files.column(c).to_pylist() for c in ("file_id", "path"))))
+    rows = zip(*(table.column(c).to_pylist() for c in table.column_names))
+    return [(op, layer, Path(files[f]).name if f >= 0 else None, *rest) for op, layer, f, *rest in rows
+            if layer != "process"]  # process events hold the pids
+
+
+def test_symbols_leave_the_event_stream_as_it_was(ioloom_cli, tmp_path):
+    plain = _traced(ioloom_cli, tmp_path, "plain", {})
+    predicted = _traced(ioloom_cli, tmp_path, "predicted", {"IOLOOM_PREDICT": "1", "IOLOOM_STACKS": "4"})
+    assert not list(plain.glob("*.predict")) and len(list(predicted.glob("*.predict"))) == 1
+    assert _events(plain) == _events(predicted)
+
+
+def test_a_damaged_side_stream_is_said(ioloom_cli, tmp_path):
+    trace = _traced(ioloom_cli, tmp_path, "trace", {"IOLOOM_PREDICT": "1"})
+    path = next(trace.glob("*.predict"))
+    data = bytearray(path.read_bytes())
+    data[40] ^= 0xFF  # inside the first chunk
+    path.write_bytes(bytes(data))
+    out = ioloom_cli("predict", trace)
+    assert "side stream:" in out.stdout and "fails its checksum" in out.stdout and "Traceback" not in out.stderr
+    path.write_bytes(b"not a side stream at all")
+    bad = ioloom_cli("predict", trace, check=False)
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "not a side stream" in bad.stderr
