@@ -43,3 +43,8 @@ def test_bench_predict_debian_lammps(ioloom_cli):
     assert lammps["symbols"] >= 8 and lammps["operations"] > 500
     assert lammps["hit_ratio_pct"] >= 80 and lammps["symbol_accuracy_pct"] >= 90
     assert "dump.melt" in lammps["main_loop"]  # the dump loop, not the input script's echo
+
+
+def test_bench_predict_cost_refuses_too_few_rounds(ioloom_cli):
+    out = ioloom_cli("bench", "predict", "--cost", "--rounds", "3", check=False)
+    assert out.returncode == 2 and "--quick" in out.stderr and out.stderr.count("\n") == 1

@@ -368,7 +368,8 @@ IOLOOM_EXPORT int vprintf(const char *fmt, va_list ap) {
     STREAM_DATA(vfprintf, (stdout, fmt, ap), stdout, r < 0, r, record_printed(&c, OP(VPRINTF), stdout, at, r));
 }
 
-static int printf_as(enum ioloom_op op, FILE *fp, const char *fmt, va_list ap) {
+/* Inlined, as every wrapper's ioloom_call_start must be: the call site is the wrapper's return address. */
+static inline __attribute__((always_inline)) int printf_as(enum ioloom_op op, FILE *fp, const char *fmt, va_list ap) {
     STREAM_DATA(vfprintf, (fp, fmt, ap), fp, r < 0, r, record_printed(&c, op, fp, at, r));
 }
 
@@ -393,7 +394,8 @@ int __vprintf_chk(int flag, const char *fmt, va_list ap);
 int __fprintf_chk(FILE *fp, int flag, const char *fmt, ...);
 int __printf_chk(int flag, const char *fmt, ...);
 
-static int printf_chk_as(enum ioloom_op op, FILE *fp, int flag, const char *fmt, va_list ap) {
+static inline __attribute__((always_inline)) int printf_chk_as(enum ioloom_op op, FILE *fp, int flag, const char *fmt,
+                                                               va_list ap) {
     STREAM_DATA(__vfprintf_chk, (fp, flag, fmt, ap), fp, r < 0, r, record_printed(&c, op, fp, at, r));
 }
 IOLOOM_EXPORT int __vfprintf_chk(FILE *fp, int flag, const char *fmt, va_list ap) {

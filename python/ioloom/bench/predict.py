@@ -7,6 +7,10 @@ output steps apart by --compute-ms of computation; `ioloom predict` then runs ov
 are printed (the thesis reports rank 0: where every rank writes, all ranks behave alike). The CM1 kernels need
 HDF5, so the MPICH build (the default). The model's cost is the CPU time the Python model took per operation on
 rank 0 (learning and scoring, the trace's reading left out), with the load average it ran under.
+
+With --stacks N the programs run with the predictor inside the tracer (IOLOOM_PREDICT=1, IOLOOM_STACKS=N): the
+symbols are call stacks of N frames (and the file), and the tracer's own symbol accuracy is printed beside.
+--cost measures what that adds per call instead (predict_cost.py).
 """
 from __future__ import annotations
 
@@ -21,7 +25,7 @@ from pathlib import Path
 import typer
 
 from ioloom import mpi, paths
-from ioloom.bench import app
+from ioloom.bench import app, stats
 
 # kernel: (thesis row, hit ratio %, offsets contiguous %, offsets Omnisc'IO %, time error s, immediate reaccess s)
 THESIS = {
@@ -59,32 +63,41 @@ class KernelFailed(RuntimeError):
     """A kernel's traced run failed: its figures would measure nothing."""
 
 
-def trace_kernel(impl: mpi.MpiImpl, kernel: str, nranks: int, steps: int, compute_ms: int, work: Path) -> Path:
+def symbols_env(stacks: int) -> dict[str, str]:
+    """The tracer's settings for call-stack symbols of `stacks` frames and its model (none for 0)."""
+    return {"IOLOOM_PREDICT": "1", "IOLOOM_STACKS": str(stacks)} if stacks else {}
+
+
+def trace_kernel(impl: mpi.MpiImpl, kernel: str, nranks: int, steps: int, compute_ms: int, work: Path,
+                 stacks: int = 0) -> Path:
     """Runs one kernel under `ioloom run`; the trace directory."""
     binary = paths.native_bin(f"ioloom-predict-kernels-{impl.name}")
     out = work / f"{kernel}-files"
     out.mkdir(parents=True)
-    return run_traced(impl, kernel, [str(binary), kernel, str(out), str(steps), str(compute_ms)], nranks, work, out)
+    return run_traced(impl, kernel, [str(binary), kernel, str(out), str(steps), str(compute_ms)], nranks, work, out,
+                      stacks)
 
 
-def trace_debian_lammps(nranks: int, work: Path) -> Path | None:
-    """Runs Debian's `lmp` on the melt example under `ioloom run`; None when it is not installed."""
+def trace_debian_lammps(nranks: int, work: Path, stacks: int = 0, steps: int = 500) -> Path | None:
+    """Runs Debian's `lmp` on the melt example for `steps` time steps under `ioloom run`; None when it is not
+    installed."""
     lmp = shutil.which("lmp")
     if lmp is None:
         return None
     impl = mpi.detect([lmp]) or mpi.by_name("openmpi")
     out = work / "lammps-debian-files"
     out.mkdir(parents=True)
-    (out / "in.melt").write_text(MELT)
+    (out / "in.melt").write_text(MELT.replace("run 500", f"run {steps}"))
     argv = [lmp, "-in", "in.melt", "-log", "log.lammps", "-screen", "none"]
-    return run_traced(impl, "lammps-debian", argv, nranks, work, out)
+    return run_traced(impl, "lammps-debian", argv, nranks, work, out, stacks)
 
 
-def run_traced(impl: mpi.MpiImpl, name: str, argv: list[str], nranks: int, work: Path, cwd: Path) -> Path:
+def run_traced(impl: mpi.MpiImpl, name: str, argv: list[str], nranks: int, work: Path, cwd: Path,
+               stacks: int = 0) -> Path:
     trace = work / f"{name}-trace"
     command = [sys.executable, "-m", "ioloom", "run", "-o", str(trace), "--", *impl.launch(nranks, argv)]
     done = subprocess.run(command, capture_output=True, text=True, timeout=900, cwd=cwd,
-                          env={**os.environ, **impl.launch_env()})
+                          env={**os.environ, **impl.launch_env(), **symbols_env(stacks)})
     if done.returncode != 0:
         why = next((line for line in done.stderr.splitlines() if "ioloom" in line), done.stderr.strip()[-300:])
         raise KernelFailed(f"{name} exited {done.returncode} under ioloom run: {why}")
@@ -153,7 +166,8 @@ def _row(kernel: str, f: dict) -> list[str]:
             f"{pct(f['offset_contiguous_pct'])} ({contiguous:.1f})",
             f"{f['time_error_s']:.4f} ({time_error:.3f})",
             f"{f['time_error_immediate_reaccess_s']:.4f} ({immediate:.3f})",
-            str(f["grammar_size"][-1][1]), f"{f['model_us_per_op']:.0f}"]
+            str(f["grammar_size"][-1][1]), f"{f['model_us_per_op']:.0f}",
+            pct(f["online"]["symbol_accuracy_pct"]) if f.get("online") else "-"]
 
 
 def print_table(report: dict) -> None:
@@ -165,13 +179,15 @@ def print_table(report: dict) -> None:
                         "(Omnisc'IO's in the thesis, Tables 7.6-7.8)")
     for column in ("application", "ops", "symbols", "symbols right %", "hit ratio %", "offsets right %",
                    "contiguous %", "time error s", "immediate reaccess s", "grammar",
-                   "Python CPU us/op (one run)"):
+                   "Python CPU us/op (one run)", "tracer's symbols right %"):
         table.add_column(column, justify="left" if column == "application" else "right")
     for kernel, figures in report["kernels"].items():
         table.add_row(*_row(kernel, figures))
     Console(width=180).print(table)
-    typer.echo("Context symbols are operation+file (the traces hold no call stacks; Omnisc'IO used call stacks). "
-               "The thesis ran 512 cores (Nek5000: 32) on Grid'5000; these are synthetic programs on one machine.")
+    contexts = ", ".join(sorted({f["context"] for f in report["kernels"].values()}))
+    frames = f"; here of {report['stacks']} frames" if report["stacks"] else ""
+    typer.echo(f"Context symbols: {contexts} (Omnisc'IO used call stacks{frames}). The thesis ran 512 cores "
+               "(Nek5000: 32) on Grid'5000; these are synthetic programs on one machine.")
 
 
 @app.command("predict")
@@ -181,8 +197,22 @@ def command(ranks: int = typer.Option(4, "--ranks", "-n", min=1, help="MPI ranks
             kernels: str = typer.Option(",".join(THESIS), "--kernels",
                                         help=f"Comma-separated, among {', '.join(THESIS)}."),
             mpi_name: str = typer.Option("mpich", "--mpi", help="MPI build of the kernels (CM1 needs mpich: HDF5)."),
+            lammps_steps: int = typer.Option(500, "--lammps-steps", min=125,
+                                             help="Time steps of Debian's LAMMPS (a dump every 25, a restart file "
+                                                  "every 125)."),
+            stacks: int = typer.Option(0, "--stacks", min=0, max=8,
+                                       help="Run the predictor in the tracer, with call stacks of this many frames "
+                                            "as symbols (0: operation+file symbols, the model offline only)."),
+            cost: bool = typer.Option(False, "--cost", help="Instead, measure what the predictor in the tracer "
+                                                            "adds per call (needs valgrind)."),
+            rounds: int = typer.Option(stats.PUBLISHED_ROUNDS, "--rounds", min=1, help="--cost: interleaved rounds."),
+            quick: bool = typer.Option(False, "--quick", help=f"--cost: allow fewer than {stats.PUBLISHED_ROUNDS} "
+                                                              "rounds."),
             as_json: bool = typer.Option(False, "--json", help="Print the figures as JSON.")) -> None:
     """Hit ratio, offsets and times of the predictor on synthetic CM1/GTC/Nek5000/LAMMPS, beside the thesis."""
+    if cost:
+        _cost(sorted({1, stacks or 3}), rounds, quick, as_json)
+        return
     chosen = [k.strip() for k in kernels.split(",") if k.strip()]
     unknown = [k for k in chosen if k not in THESIS]
     if unknown or not chosen:
@@ -190,17 +220,18 @@ def command(ranks: int = typer.Option(4, "--ranks", "-n", min=1, help="MPI ranks
                    f"{', '.join(THESIS)}", err=True)
         raise typer.Exit(2)
     impl = mpi.by_name(mpi_name)
-    report = {"mpi": impl.name, "ranks": ranks, "steps": steps, "compute_ms": compute_ms, "kernels": {}}
+    report = {"mpi": impl.name, "ranks": ranks, "steps": steps, "compute_ms": compute_ms, "stacks": stacks,
+              "lammps_steps": lammps_steps, "kernels": {}}
     with tempfile.TemporaryDirectory(prefix="ioloom-bench-predict-") as work:
         for kernel in chosen:
             if kernel == "lammps-debian":
-                trace = trace_debian_lammps(ranks, Path(work))
+                trace = trace_debian_lammps(ranks, Path(work), stacks, lammps_steps)
                 if trace is None:
                     typer.echo("ioloom: lammps-debian skipped: Debian's LAMMPS (lmp) is not installed; "
                                "apt-get install lammps (scripts/install-deps.sh does)", err=True)
                     continue
             else:
-                trace = trace_kernel(impl, kernel, ranks, steps, compute_ms, Path(work))
+                trace = trace_kernel(impl, kernel, ranks, steps, compute_ms, Path(work), stacks)
             report["kernels"][kernel] = {**predict_rank0(trace), "thesis": dict(zip(
                 ("row", "hit_ratio_pct", "offset_contiguous_pct", "offset_accuracy_pct", "time_error_s",
                  "time_error_immediate_reaccess_s"), THESIS[kernel])), "folded": fold_figures(trace, Path(work))}
@@ -210,3 +241,23 @@ def command(ranks: int = typer.Option(4, "--ranks", "-n", min=1, help="MPI ranks
     else:
         print_table(report)
         print_folded(report)
+
+
+def _cost(frames: list[int], rounds: int, quick: bool, as_json: bool) -> None:
+    from ioloom.bench import predict_cost
+
+    too_few = stats.rounds_allowed(rounds, quick, "--rounds")
+    if too_few:
+        typer.echo(f"ioloom: {too_few}", err=True)
+        raise typer.Exit(2)
+    load_before = " ".join(f"{x:.1f}" for x in os.getloadavg())
+    try:
+        report = predict_cost.measure(frames, rounds, 200_000, 20)
+    except (RuntimeError, subprocess.CalledProcessError) as err:
+        typer.echo(f"ioloom bench predict: {' '.join(str(err).split())}", err=True)
+        raise typer.Exit(1) from None
+    report["load"] = f"{load_before} before, {' '.join(f'{x:.1f}' for x in os.getloadavg())} after"
+    if as_json:
+        typer.echo(json.dumps(report, indent=1))
+    else:
+        predict_cost.print_cost(report)

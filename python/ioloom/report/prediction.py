@@ -83,8 +83,10 @@ def section(processes: list[dict], limit: int, total: int) -> tuple[str, list[tu
     shown = "" if total <= len(processes) else f" The first {len(processes)} of {total} processes are shown."
     cut = [p["process"] for p in processes if p["operations"] == limit]
     note = (f" {', '.join(cut)}: the first {limit:,} operations (`ioloom report --predict-ops`)." if cut else "")
-    context = processes[0]["context"]
-    body = (f"<p class='note'>Symbols: {html.escape(context)} (the trace records no call stacks).{shown}{note}</p>"
+    context, why = processes[0]["context"], processes[0].get("stacks_unused")
+    said = f"{context} ({why or 'the trace records no call stacks'})" if context == "operation+file" else \
+        f"{context} (from the processes' side streams)"
+    body = (f"<p class='note'>Symbols: {html.escape(said)}.{shown}{note}</p>"
             + figures.frame_html(table(processes)) + "<h3>I/O skeleton: each process's main loop</h3>"
             + skeletons(processes))
     figs = [(name, fig) for name, fig in (("predict-accuracy", accuracy_figure(processes)),
