@@ -111,3 +111,42 @@ def test_a_damaged_side_stream_is_said(ioloom_cli, tmp_path):
     path.write_bytes(b"not a side stream at all")
     bad = ioloom_cli("predict", trace, check=False)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "not a side stream" in bad.stderr
+
+
+THREADS_AND_FORK = """
+import os, sys, threading
+out = sys.argv[1]
+def work(n):
+    for i in range(50):
+        fd = os.open(f"{out}/t{n}_{i}.dat", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        for j in range(5):
+            os.write(fd, b"x" * 4096)
+        os.close(fd)
+threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
+[t.start() for t in threads]
+[t.join() for t in threads]
+pid = os.fork()
+if pid == 0:
+    work(9)
+    os._exit(0)
+os.waitpid(pid, 0)
+"""
+
+
+def test_threads_and_a_forked_child(ioloom_cli, tmp_path):
+    """Four threads' calls make one stream of symbols, joined to the events thread by thread; a forked child
+    writes a side stream of its own, with its own symbols."""
+    import sys
+
+    script, out = tmp_path / "threads.py", tmp_path / "out"
+    script.write_text(THREADS_AND_FORK)
+    out.mkdir()
+    ioloom_cli("run", "-o", tmp_path / "trace", "--", sys.executable, script, out, env={"IOLOOM_PREDICT": "1"})
+    assert len(list((tmp_path / "trace").glob("*.predict"))) == 2
+    processes = json.loads(ioloom_cli("predict", tmp_path / "trace", "--json").stdout)["processes"]
+    assert [p["context"] for p in processes] == ["call stack+file"] * 2
+    parent, child = sorted(processes, key=lambda p: -p["operations"])
+    threads = sorted(len(set(read_side(side_path(s)).tids)) for s in (tmp_path / "trace").glob("*.ioloom"))
+    assert threads[0] == 1 and threads[1] >= 4  # the child's one thread; the parent's four writers
+    assert parent["operations"] > 4 * 50 * 7 and child["operations"] == 50 * 7
+    assert parent["online"]["same_predictions_pct"] == child["online"]["same_predictions_pct"] == 100
