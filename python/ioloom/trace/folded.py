@@ -130,6 +130,16 @@ def shapes_of(table: pa.Table, layers: list[str], ops: list[str]) -> np.ndarray:
         _changes(col["coll_seq"], col["file_id"])]).astype(np.uint64)
 
 
+def _by_shape(values: np.ndarray, shape_ids: np.ndarray) -> np.ndarray:
+    """Each time (gap or duration) as its change from the previous event of the same shape (from 0), zigzag."""
+    frame = pd.DataFrame({"v": values, "s": shape_ids})
+    return zigzag((frame.v - frame.groupby("s").v.shift(1, fill_value=0)).to_numpy())
+
+
+def _from_shape(codes: np.ndarray, shape_ids: np.ndarray) -> np.ndarray:
+    return pd.DataFrame({"d": unzigzag(codes), "s": shape_ids}).groupby("s").d.cumsum().to_numpy(np.int64)
+
+
 def _events_of(shape: np.ndarray, layers: list[str], ops: list[str]) -> dict[str, np.ndarray | list]:
     """The columns (but times, rank and pid) of events from their shapes."""
     s = {name: shape[:, i] for i, name in enumerate(SHAPE)}
@@ -238,14 +248,15 @@ def fold_stream(stream: Stream, quantum: int = 1) -> tuple[dict, dict[str, bytes
     ops = sorted(set(table.column("op").to_pylist()))
     shapes = shapes_of(table, layers, ops)
     distinct, ids = np.unique(shapes, axis=0, return_inverse=True) if len(shapes) else (shapes, np.zeros(0, int))
-    run_ids, lengths = runs_of(ids.reshape(-1))
+    ids = ids.reshape(-1)  # each event's shape
+    run_ids, lengths = runs_of(ids)
     pairs, tokens = np.unique(np.column_stack([run_ids, lengths]), axis=0, return_inverse=True) \
         if len(run_ids) else (np.zeros((0, 2), np.int64), np.zeros(0, np.int64))
     rules, tail = fold(tokens.reshape(-1))
     t_start, t_end = (table.column(n).to_numpy() // quantum for n in ("t_start", "t_end"))
     gaps = t_start - np.concatenate(([0], t_end[:-1]))
     sections = {"shapes": _pack(distinct.reshape(-1)), "grammar": _pack(_grammar_section(rules, tail, pairs)),
-                "times": _pack(np.concatenate([zigzag(gaps), zigzag(t_end - t_start)]))}
+                "times": _pack(np.concatenate([_by_shape(gaps, ids), _by_shape(t_end - t_start, ids)]))}
     entry = {"pid": stream.pid, "rank": stream.rank, "info": stream.info, "events": table.num_rows, "quantum": quantum,
              "layers": layers, "ops": ops, "shapes": len(distinct), "tokens": len(tokens.reshape(-1)),
              "grammar_symbols": sum(map(len, rules)), "tail_tokens": len(tail)}
@@ -260,9 +271,10 @@ def _unfold_stream(entry: dict, sections: dict[str, bytes]) -> pa.Table:
     if tokens.size and (tokens.max() >= len(pairs) or pairs[:, 0].max() >= len(distinct)):
         raise FoldedDamaged("a token or shape number is out of range")
     shape_ids = np.repeat(pairs[tokens, 0], pairs[tokens, 1]) if tokens.size else np.zeros(0, np.int64)
-    times = unzigzag(_unpack(sections["times"]))
-    if len(shape_ids) != n or len(times) != 2 * n:
-        raise FoldedDamaged(f"a stream holds {len(shape_ids):,} events and {len(times) // 2:,} times, not {n:,}")
+    coded = _unpack(sections["times"])
+    if len(shape_ids) != n or len(coded) != 2 * n:
+        raise FoldedDamaged(f"a stream holds {len(shape_ids):,} events and {len(coded) // 2:,} times, not {n:,}")
+    times = np.concatenate([_from_shape(coded[:n], shape_ids), _from_shape(coded[n:], shape_ids)])
     columns = _events_of(distinct[shape_ids], entry["layers"], entry["ops"])
     t_end = np.cumsum(times[:n] + times[n:])
     quantum = int(entry["quantum"])
