@@ -3,6 +3,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,12 +111,50 @@ static int64_t do_size(lf_file *f) { return lf_map_build(f) ? -1 : (int64_t)f->m
 
 int64_t lf_size(lf_file *f) { return LOCKED(f, do_size(f)); }
 
-/* The writer's three files made durable. The journals' writeback is started first, so the log's fsync commits
- * their block allocations in the same file-system transaction and their own fsyncs find little left to do. */
+/* One fsync, run in a thread of its own by sync_writer. */
+struct sync_job {
+    int fd, rc, err;
+};
+
+static void *sync_job(void *arg) {
+    struct sync_job *job = arg;
+    job->rc = IOLOOM_NEXT(fsync)(job->fd);
+    job->err = errno;
+    return NULL;
+}
+
+/* Starts the job in a thread with every signal blocked (the program's handlers never run in it); 0 if none could
+ * be made (then the caller runs it itself). */
+static int sync_thread(pthread_t *thread, struct sync_job *job) {
+    pthread_attr_t attr;
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 64 << 10);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int started = pthread_create(thread, &attr, sync_job, job) == 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_attr_destroy(&attr);
+    return started;
+}
+
+/* The writer's three files made durable, their fsyncs at once: the file system then commits them together (one
+ * journal commit and device flush, where one fsync after another waited for three). */
 static int sync_writer(lf_file *f) {
-    sync_file_range(f->records_fd, 0, 0, SYNC_FILE_RANGE_WRITE);
-    sync_file_range(f->index_fd, 0, 0, SYNC_FILE_RANGE_WRITE);
-    return IOLOOM_NEXT(fsync)(f->log_fd) || IOLOOM_NEXT(fsync)(f->records_fd) || IOLOOM_NEXT(fsync)(f->index_fd);
+    struct sync_job jobs[] = {{.fd = f->records_fd}, {.fd = f->index_fd}, {.fd = f->log_fd}};
+    pthread_t threads[2];
+    int started[2];
+    for (int i = 0; i < 2; i++) started[i] = sync_thread(&threads[i], &jobs[i]);
+    sync_job(&jobs[2]);
+    for (int i = 0; i < 2; i++) {
+        if (started[i])
+            pthread_join(threads[i], NULL);
+        else
+            sync_job(&jobs[i]);
+    }
+    for (int i = 0; i < 3; i++)
+        if (jobs[i].rc) return errno = jobs[i].err, -1;
+    return 0;
 }
 
 static int do_sync(lf_file *f) {
