@@ -453,6 +453,7 @@ void ioloom_predict_after_fork(void) {
     side.calls = side.past_symbol_cap = 0;
     memset(side.raws, 0, RAW_SLOTS * sizeof *side.raws);
     for (int32_t i = 0; i < side.nmodules; i++) side.modules[i].written = 0;
-    pg_sequence_free(side.model);
+    /* The parent's model is left as it is, not freed: another thread may have been changing it when the process
+     * forked. Its pages, never touched again, stay shared with the parent's. */
     side.model = side.predict ? pg_sequence_new((int32_t)side.cap, MAX_SYMBOLS, DISTINCT_VALUES, 1, LOCAL_CAP) : NULL;
 }
