@@ -142,3 +142,16 @@ def test_ten_thousand_iterations_in_bounded_memory(mpi, tmp_path, mode):
         assert out.iterations() == list(range(iterations))
         rss[iterations] = run.result["max_rss_kib"]
     assert rss[10000] - rss[1000] < 2048, rss
+
+
+def test_storage_variability_makes_write_times_vary(mpi, tmp_path):
+    """writer.variability: each iteration's writes take a log-normal factor (sigma 0.5) of their time at the
+    bandwidth; the synchronous writes the simulation sees then vary (coefficient of variation ~0.5 expected)."""
+    import statistics
+    setup = Setup(tmp_path / "out", mode="synchronous", dims=(16, 16, 8), bandwidth=4 << 20, variability=0.5,
+                  events=())
+    run = run_kernel(mpi.impl, 2, setup.write(tmp_path / "c.yaml"), setup, 16, 0.0)
+    assert run.returncode == 0, run.stderr
+    seen = run.result["visible"]
+    assert statistics.pstdev(seen) / statistics.mean(seen) > 0.15 and max(seen) / min(seen) > 1.5, seen
+    check_output(tmp_path / "out", setup, 2, 16)

@@ -49,6 +49,8 @@ MISTAKES = {
                                   "writer: format hdf5 is written by dedicated cores or synchronously"),
     "compressed hdf5": (lambda t: good(t, writer_format="hdf5", compression="zstd"),
                         "writer: format hdf5 stores blocks uncompressed"),
+    "variability out of range": (lambda t: good(t, variability=9),
+                                 "writer: variability must be a number from 0 to 4"),
 }
 
 

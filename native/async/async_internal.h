@@ -53,6 +53,7 @@ struct async_config {
     enum async_policy policy;
     char directory[1024]; /* the writer's output directory */
     size_t bandwidth;     /* bytes per second each writer may write, 0: no limit (spreads out a node's writes) */
+    double variability;   /* > 0: the bandwidth's log-normal slowdown per iteration (sigma), a storage model */
     int fsync;            /* make each iteration durable (fdatasync) when its end reaches the writer */
     int compression;      /* 1: blocks are stored compressed with zstd (the index holds the stored size) */
     enum async_format format;
@@ -152,6 +153,9 @@ struct async_writer {
     void *zstd;               /* a compression context (writer.compression: zstd), NULL without */
     void *packed;             /* the compressed block, packed_size bytes */
     size_t packed_size;
+    uint64_t random; /* the storage model's generator (writer.variability) */
+    double slowdown; /* its factor for iteration slowdown_at */
+    int64_t slowdown_at;
 };
 /* Where a writer's block data goes (writer.format): plain files (writer.c), a logfs container (store_logfs.c),
  * an HDF5 file (store_hdf5.c, MPICH build). The .index file is the same for all; its offset is where the block's

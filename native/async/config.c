@@ -74,6 +74,16 @@ static int integer(struct reader *r, yaml_node_t *n, const char *what, long min,
     return 0;
 }
 
+/* A number from 0 to 4 (a log-normal's sigma). */
+static int fraction(struct reader *r, yaml_node_t *n, const char *what, double *out) {
+    const char *s = scalar(n);
+    char *end;
+    double v = s ? strtod(s, &end) : -1;
+    if (!s || !*s || *end || !(v >= 0 && v <= 4)) return fail(r, n, "%s must be a number from 0 to 4", what);
+    *out = v;
+    return 0;
+}
+
 /* A byte count with an optional unit: 4096, 64KiB, 16MiB, 1GiB (K, M, G mean the same). */
 static int size_value(struct reader *r, yaml_node_t *n, const char *what, size_t *out) {
     static const char *const units[] = {"", "k", "kib", "m", "mib", "g", "gib"};
@@ -254,7 +264,7 @@ int async_config_check_format(const struct async_config *cfg, char msg[ASYNC_MSG
 }
 
 static int writer(struct reader *r, struct async_config *cfg, yaml_node_t *m) {
-    static const char *const keys[] = {"directory", "bandwidth", "fsync", "compression", "format", NULL};
+    static const char *const keys[] = {"directory", "bandwidth", "variability", "fsync", "compression", "format", NULL};
     yaml_node_t *d;
     if (!m) return fail(r, m, "writer: give the output directory (writer: {directory: out})");
     if (is_mapping(r, m, "writer") || known_keys(r, m, "writer", keys)) return -1;
@@ -266,6 +276,7 @@ static int writer(struct reader *r, struct async_config *cfg, yaml_node_t *m) {
         return fail(r, d, "writer: compression must be zstd or none");
     cfg->compression = d && strcmp(scalar(d), "zstd") == 0;
     if (format(r, cfg, lookup(r, m, "format"))) return -1;
+    if ((d = lookup(r, m, "variability")) && fraction(r, d, "writer: variability", &cfg->variability)) return -1;
     return (d = lookup(r, m, "bandwidth")) ? size_value(r, d, "writer: bandwidth (bytes per second)", &cfg->bandwidth)
                                            : 0;
 }

@@ -4,6 +4,7 @@
  * its record is: a write that fails (a full disk) loses that block, is reported with its variable and iteration,
  * and leaves earlier blocks intact. */
 #include <errno.h>
+#include <math.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,6 +80,7 @@ int async_writer_open(struct async_writer *w, const struct async_config *cfg, in
     w->offset = w->records = w->synced = 0;
     w->packed = NULL, w->packed_size = 0;
     w->data_fd = w->index_fd = -1;
+    w->random = 0x9E3779B97F4A7C15ULL * (uint64_t)(id + 1), w->slowdown_at = -1; /* a generator per writer */
     if (!(w->store = async_store_of(cfg, msg))) return -1;
     w->zstd = cfg->compression ? ZSTD_createCCtx() : NULL;
     if (mkdir(cfg->directory, 0755) != 0 && errno != EEXIST) {
@@ -91,9 +93,31 @@ int async_writer_open(struct async_writer *w, const struct async_config *cfg, in
     return w->index_fd < 0 ? -1 : 0;
 }
 
-/* With a bandwidth limit, the writer takes at least nbytes / bandwidth seconds per block. */
-static void throttle(const struct async_config *cfg, double start, size_t nbytes) {
-    double left = cfg->bandwidth ? start + (double)nbytes / (double)cfg->bandwidth - async_now() : 0;
+/* A standard normal draw from the writer's own generator (xorshift64*, then Box-Muller). */
+static double normal(struct async_writer *w) {
+    double u[2];
+    for (int i = 0; i < 2; i++) {
+        w->random ^= w->random >> 12, w->random ^= w->random << 25, w->random ^= w->random >> 27;
+        u[i] = ((double)((w->random * 0x2545F4914F6CDD1DULL) >> 11) + 0.5) / 9007199254740992.0; /* in (0, 1) */
+    }
+    return sqrt(-2 * log(u[0])) * cos(2 * M_PI * u[1]);
+}
+
+/* Storage whose speed varies (writer.variability s): each iteration's blocks take exp(s z - s^2 / 2) times as
+ * long (z standard normal: a log-normal slowdown of mean 1), drawn when a writer meets a new iteration. */
+static double slowdown(struct async_writer *w, const struct async_config *cfg, int64_t iteration) {
+    if (cfg->variability > 0 && iteration != w->slowdown_at) {
+        w->slowdown = exp(cfg->variability * normal(w) - cfg->variability * cfg->variability / 2);
+        w->slowdown_at = iteration;
+    }
+    return cfg->variability > 0 ? w->slowdown : 1;
+}
+
+/* With a bandwidth limit, the writer takes at least nbytes / bandwidth seconds per block (times the slowdown). */
+static void throttle(struct async_writer *w, const struct async_config *cfg, double start, size_t nbytes,
+                     int64_t iteration) {
+    double seconds = cfg->bandwidth ? (double)nbytes / (double)cfg->bandwidth * slowdown(w, cfg, iteration) : 0;
+    double left = start + seconds - async_now();
     if (left > 0) {
         struct timespec t = {(time_t)left, (long)((left - (double)(time_t)left) * 1e9)};
         nanosleep(&t, NULL);
@@ -135,7 +159,7 @@ void async_writer_put(struct async_writer *w, const struct async_config *cfg, st
         st->written_blocks++;
         st->written_bytes += (double)nbytes;
     }
-    throttle(cfg, start, nbytes);
+    throttle(w, cfg, start, nbytes, iteration);
     st->writer_busy_seconds += async_now() - start;
 }
 

@@ -29,6 +29,7 @@ class Setup:
     dedicated_nodes: int = 1
     ranks_per_node: int = 0
     bandwidth: int = 0
+    variability: float = 0.0
     fsync: bool = False
     compression: str = "none"
     writer_format: str = "files"
@@ -43,6 +44,7 @@ class Setup:
         lines += [f"buffer: {self.buffer}", f"queue: {self.queue}", f"policy: {self.policy}", "writer:",
                   f"  directory: {self.directory}"]
         lines += [f"  bandwidth: {self.bandwidth}"] if self.bandwidth else []
+        lines += [f"  variability: {self.variability}"] if self.variability else []
         lines += ["  fsync: true"] if self.fsync else []
         lines += [f"  compression: {self.compression}"] if self.compression != "none" else []
         lines += [f"  format: {self.writer_format}"] if self.writer_format != "files" else []

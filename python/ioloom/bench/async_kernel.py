@@ -43,13 +43,14 @@ def per_run(run: dict, counters_path: Path, mode: str) -> dict:
 
 
 def one_round(impl, ranks: int, compute: float, dims, nvars: int, iterations: int, bandwidth: int, work: Path,
-              order, fsync: bool = False, sleep: bool = False) -> dict:
+              order, fsync: bool = False, sleep: bool = False, variability: float = 0.0) -> dict:
     from ioloom.async_io.kernel import Setup, run_kernel
     results = {}
     for mode in order:
         writers = 1 if mode == "dedicated-cores" else ranks
         setup = Setup(work / mode, mode=mode, dims=dims, buffer=256 << 20, bandwidth=bandwidth // writers,
-                      events=(), variables=tuple(f"var{i}" for i in range(nvars)), fsync=fsync)
+                      events=(), variables=tuple(f"var{i}" for i in range(nvars)), fsync=fsync,
+                      variability=variability)
         c = compute * ranks / (ranks - 1) if mode == "dedicated-cores" else compute
         run = run_kernel(impl, ranks, setup.write(work / f"{mode}.yaml"), setup, iterations, c, timeout=600,
                          sleep=sleep)
@@ -92,19 +93,22 @@ def render(report: dict) -> None:
     from rich.console import Console
     from rich.table import Table
     s = report["summary"]
+    varies = f", storage variability {report['variability']:g}" if report["variability"] else ""
     table = Table(title=f"ioloom bench async: {report['mpi']}, {report['ranks']} ranks on one node, "
                   f"{report['iterations']} iterations, compute {report['compute']:g} s, {report['variables']} "
                   f"variables, {report['block_bytes']} bytes per rank and iteration, node bandwidth "
-                  f"{report['node_bandwidth'] or 'unlimited'} B/s{', fsync' if report['fsync'] else ''}, "
+                  f"{report['node_bandwidth'] or 'unlimited'} B/s{', fsync' if report['fsync'] else ''}"
+                  f"{varies}, "
                   f"{'sleeping' if report['sleep'] else 'busy'} compute, {report['rounds']} rounds; load before/after "
                   f"{report['load'][0]} / {report['load'][1]}")
-    for column in ("mode", "write seen (s/iteration)", "ratio to sync", "jitter std (s)", "jitter max/median",
-                   "run (s)", "run ratio", "dedicated idle"):
+    for column in ("mode", "write seen (s/iteration)", "ratio to sync", "jitter std (s)", "jitter lower by",
+                   "jitter max/median", "run (s)", "run ratio", "dedicated idle"):
         table.add_column(column)
     for mode in MODE_ORDER:
         m = s[mode]
         table.add_row(mode, _cell(m["visible_median"], "{:.5f}"), _cell(m.get("visible_ratio"), "{:.3f}"),
-                      _cell(m["jitter_std"], "{:.4f}"), _cell(m["jitter_max_over_median"], "{:.2f}"),
+                      _cell(m["jitter_std"], "{:.4f}"), _cell(m.get("jitter_reduction"), "{:.1f}x"),
+                      _cell(m["jitter_max_over_median"], "{:.2f}"),
                       _cell(m["run_seconds"], "{:.2f}"), _cell(m.get("run_ratio"), "{:.3f}"),
                       _cell(m.get("idle_fraction"), "{:.1%}"))
     Console(width=200).print(table)
@@ -190,6 +194,10 @@ def bench_async(ranks: int = typer.Option(2, min=2, help="Ranks on the node (N o
                                                      "(0: no limit, the file system as it is)."),
                 fsync: bool = typer.Option(False, "--fsync", help="Writers make each iteration durable (fdatasync):"
                                            " the disk's own speed and variability."),
+                variability: float = typer.Option(0.0, "--storage-variability", min=0.0, max=4.0,
+                                                  help="The modelled storage's speed varies: each iteration's "
+                                                  "writes take a log-normal factor (this sigma, mean 1) longer or "
+                                                  "shorter (writer.variability)."),
                 sleep: bool = typer.Option(False, "--sleep", help="Compute by sleeping instead of a stencil sweep: "
                                            "more ranks than cores without CPU contention (a logical N)."),
                 directory: Path | None = typer.Option(None, "--dir", help="Where the runs write (default: a "
@@ -222,13 +230,13 @@ def bench_async(ranks: int = typer.Option(2, min=2, help="Ranks on the node (N o
         for r in range(rounds):
             order = MODE_ORDER[r % 3:] + MODE_ORDER[:r % 3]
             all_rounds.append(one_round(impl, ranks, compute, shape, variables, iterations, bandwidth, Path(tmp),
-                                        order, fsync, sleep))
+                                        order, fsync, sleep, variability))
         swept = (break_even(impl, ranks, compute, shape, variables, iterations, rounds,
                             list(sweep_multiples), Path(tmp), sleep) if sweep else None)
     load.append(os.getloadavg()[0])
     report = {"mpi": impl.name, "ranks": ranks, "compute": compute, "iterations": iterations, "rounds": rounds,
               "variables": variables, "block_bytes": block_bytes(shape, variables), "node_bandwidth": bandwidth,
-              "fsync": fsync, "sleep": sleep,
+              "fsync": fsync, "sleep": sleep, "variability": variability,
               "load": [f"{x:.2f}" for x in load], "summary": summarise(all_rounds, compute, ranks),
               "per_round": all_rounds, "break_even": swept}
     if as_json:
