@@ -62,3 +62,17 @@ def test_cache_below_the_flush_threshold_is_written_back_at_fsync():
     assert t["data"]["max"] == pytest.approx((64 << 20) / 1e9, rel=1e-3)
     windows = 64 // 8  # 1 MiB RPCs, 8 in flight: each window pays the target's latency once
     assert t["sync"]["max"] == pytest.approx((64 << 20) / 2e8 + windows * 1e-3 + 1e-3, rel=1e-3)  # then the commit
+
+
+@pytest.mark.parametrize("cores, slower", [(0, 1.0), (1, 4.0), (2, 2.0)])
+def test_copies_into_the_cache_share_the_nodes_cores(cores, slower):
+    """Four ranks of one node copy 64 MiB each into the cache: each at copy bandwidth with a core per rank (0), and
+    sharing one or two cores (4x, 2x the time)."""
+    from ioloom.sim import engine, results, workload
+
+    p = platform.from_dict({"clients": {"nodes": 1, "cores": cores}, "servers": {"count": 1},
+                            "targets": {"count": 1}, "locks": {"enabled": False},
+                            "cache": {"dirty_limit": 1 << 30, "flush_threshold": 1 << 30, "copy_bandwidth": 1e9}})
+    w = workload.bench_job(p, workload.parse_bench_args("-F -b 64m -t 1m -w"), 4, 4)
+    t = results.job_document(engine.run(p, w), 0)["phases"][0]["time"]
+    assert t["data"]["max"] == pytest.approx(slower * (64 << 20) / 1e9, rel=1e-3)

@@ -6,6 +6,7 @@
  * disk_write: the flow-level solver shares each of those (max-min) exactly as separate pipelined transfers
  * would be shared, at one activity per piece. A target's disk links carry its per-request latency, its seek
  * penalty (capacity falls with concurrent streams) and its background-load profile. */
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -49,8 +50,13 @@ static void add_profile(sg4::Link *l, const Input &in, int target, const char *d
         simgrid::kernel::profile::ProfileBuilder::from_string(name, text.str(), in.profile_period));
 }
 
+/* A node's core computes `copy_bandwidth` flops per second: a rank's copy of n bytes into the cache is n flops
+ * on its node (Storage::cache_write), so copies beyond the cores share them. */
+static double copy_speed(const Input &in) { return in.get("copy_bandwidth") > 0 ? in.get("copy_bandwidth") : 1e9; }
+
 static void add_nodes(sg4::NetZone *zone, const Input &in, Platform &p) {
     int nodes = static_cast<int>(in.get("nodes")), per_group = static_cast<int>(in.get("nodes_per_group"));
+    int cores = std::max(1, static_cast<int>(in.get("cores")));
     double nic = in.get("nic_bandwidth"), lat = in.get("nic_latency"), uplink = in.get("uplink_bandwidth");
     std::vector<sg4::Link *> up, down; /* a switch group's uplink; none when it is not a constraint (0) */
     for (int g = 0; uplink > 0 && g * per_group < nodes; g++) {
@@ -59,7 +65,7 @@ static void add_nodes(sg4::NetZone *zone, const Input &in, Platform &p) {
     }
     for (int i = 0; i < nodes; i++) {
         std::string n = std::to_string(i);
-        sg4::Host *h = zone->create_host("node-" + n, 1e9)->seal();
+        sg4::Host *h = zone->create_host("node-" + n, copy_speed(in))->set_core_count(cores)->seal();
         LinkList to_network{sg4::LinkInRoute(link(zone, "nic_up-" + n, nic, lat))};
         LinkList from_network{sg4::LinkInRoute(link(zone, "nic_down-" + n, nic, lat))};
         if (!up.empty()) {

@@ -99,6 +99,7 @@ class Storage {
     Stream &stream_of(int node, int target);
     void hand_over(Stream &s);
     void start_flusher(Stream &s);
+    void copy(uint64_t bytes);
     void flush_loop(Stream &s);
     const Input &in_;
     const Platform &p_;
@@ -110,6 +111,7 @@ class Storage {
     double copy_bandwidth_, lock_grant_, lock_revoke_, commit_latency_;
     bool locks_on_;
     uint64_t flush_threshold_; /* cached bytes of a stream before its flusher starts without an fsync */
+    int cores_;                /* a node's cores that copies into the cache share (0: a core per rank) */
 };
 
 /* Starts one actor per rank of every job; each fills its operations' start and end times. */

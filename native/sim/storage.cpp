@@ -50,7 +50,8 @@ Storage::Storage(const Input &in, const Platform &p)
       window_(static_cast<uint64_t>(in.get("rpc_size") * in.get("rpcs_in_flight"))),
       dirty_limit_(static_cast<uint64_t>(in.get("dirty_limit"))), copy_bandwidth_(in.get("copy_bandwidth")),
       lock_grant_(in.get("lock_grant")), lock_revoke_(in.get("lock_revoke")), commit_latency_(in.get("commit_latency")),
-      locks_on_(in.get("extent_locks") != 0), flush_threshold_(static_cast<uint64_t>(in.get("flush_threshold"))) {}
+      locks_on_(in.get("extent_locks") != 0), flush_threshold_(static_cast<uint64_t>(in.get("flush_threshold"))),
+      cores_(static_cast<int>(in.get("cores"))) {}
 
 Storage::~Storage() = default;
 
@@ -146,6 +147,16 @@ void Storage::start_flusher(Stream &s) {
                        p_.nodes[static_cast<size_t>(s.node)], [this, &s] { flush_loop(s); });
 }
 
+/* A rank copies `bytes` into its node's cache at copy_bandwidth: on one of the node's cores when the platform
+ * counts them (ranks beyond the cores share them), else as a wait of its own. */
+void Storage::copy(uint64_t bytes) {
+    if (copy_bandwidth_ <= 0) return;
+    if (cores_ > 0)
+        sg4::this_actor::execute(static_cast<double>(bytes)); /* the node computes copy_bandwidth flop/s per core */
+    else
+        sg4::this_actor::sleep_for(static_cast<double>(bytes) / copy_bandwidth_);
+}
+
 /* A write into the node's cache, object by object, as the room under the target's dirty limit allows: each part
  * waits for room, is copied and handed to the flusher, so a write larger than the limit streams through it and
  * returns once its last part is cached. A rank holds no room while it waits, so ranks never wait for each other
@@ -163,7 +174,7 @@ void Storage::cache_write(int node, int file, const Objects &objects) {
                 part = std::min(left, dirty_limit_ - s.dirty);
                 s.dirty += part;
             }
-            if (copy_bandwidth_ > 0) sg4::this_actor::sleep_for(static_cast<double>(part) / copy_bandwidth_);
+            copy(part);
             l.unflushed += part;
             s.unsent.emplace_back(&l, part);
             s.unsent_bytes += part;

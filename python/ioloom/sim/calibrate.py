@@ -90,11 +90,13 @@ def measure(directory: Path, size: str = "256m", mpi_name: str | None = None, re
 
 
 def platform_doc(disk: Disk, ranks_per_node: int = max(CHECK_RANKS)) -> dict:
-    """The platform of one node writing to its own disk: one target behind links too fast to matter, no extent
-    locks (one node's ranks never revoke each other's), the page cache as the write-back cache."""
+    """The platform of one node writing to its own disk: its cores (copies into the page cache share them), one
+    target behind links too fast to matter, no extent locks (one node's ranks never revoke each other's), the page
+    cache as the write-back cache."""
     dirty, background = page_cache_limits()
     fast = 1e12
-    return {"clients": {"nodes": 1, "ranks_per_node": ranks_per_node, "nic_bandwidth": fast, "nic_latency": 0.0},
+    return {"clients": {"nodes": 1, "ranks_per_node": ranks_per_node, "cores": os.cpu_count() or 1,
+                        "nic_bandwidth": fast, "nic_latency": 0.0},
             "servers": {"count": 1, "bandwidth": fast, "latency": 0.0},
             "targets": {"count": 1, "write_bandwidth": disk.write_bandwidth, "read_bandwidth": disk.write_bandwidth,
                         "latency": 0.0, "commit_latency": disk.commit},

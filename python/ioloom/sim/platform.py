@@ -16,6 +16,8 @@ from typing import Any
 DEFAULTS: dict[str, tuple[Any, str | None, str]] = {
     "clients.nodes": (64, "nodes", "client nodes"),
     "clients.ranks_per_node": (16, None, "ranks per node (a workload may set its own)"),
+    "clients.cores": (0, "cores", "cores of a node: ranks' copies into the write-back cache share them, each "
+                                  "at cache.copy_bandwidth on one core (0: a core per rank)"),
     "clients.nic_bandwidth": (1.25e9, "nic_bandwidth", "bytes/s of a node's network link, each direction"),
     "clients.nic_latency": (2e-6, "nic_latency", "seconds of a node's network link"),
     "clients.nodes_per_group": (0, "nodes_per_group", "nodes behind one switch (0: all; a star)"),
