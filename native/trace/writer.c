@@ -426,25 +426,41 @@ static int write_new_ops_locked(const uint16_t *ops, uint32_t count) {
 #define MIXED UINT32_MAX /* the cursor of an operation whose rows go to the mixed chunk */
 
 static struct {
-    uint32_t rows[IOLOOM_OP_COUNT]; /* per operation: its rows, then where its next row goes in w.grouped */
-    uint16_t seen[IOLOOM_OP_COUNT]; /* the operations of the buffer, in the order they first appear */
+    uint32_t rows[IOLOOM_OP_COUNT];  /* per operation: its rows, then where its next row goes in w.grouped */
+    uint16_t seen[IOLOOM_OP_COUNT];  /* the operations of the buffer, in the order they first appear */
+    uint8_t listed[IOLOOM_OP_COUNT]; /* the operation is in seen */
     uint32_t start[IOLOOM_OP_COUNT + 1], count[IOLOOM_OP_COUNT + 1]; /* the chunks to write, in w.grouped */
     uint32_t ops, chunks;
 } groups;
 
-/* Counts the rows of each operation of ev[0, n) and lists the operations; returns how often the operation
- * changes from one row to the next. */
-static uint32_t count_ops(const struct ioloom_raw_event *ev, uint32_t n) {
+static void note_op(uint16_t op) {
+    if (op >= IOLOOM_OP_COUNT || groups.listed[op]) return;
+    groups.listed[op] = 1;
+    groups.seen[groups.ops++] = op;
+}
+
+/* Lists the operations of ev[0, n) in the order they first appear, and returns how often the operation changes
+ * from one row to the next: a look at each row, and more only where the operation changes. */
+static uint32_t survey_ops(const struct ioloom_raw_event *ev, uint32_t n) {
+    assert(n > 0); /* a buffer is written when it holds rows */
     uint32_t changes = 0;
-    uint16_t previous = n ? ev[0].op : 0;
+    uint16_t previous = ev[0].op;
     groups.ops = 0;
-    for (uint32_t i = 0; i < n; i++) {
+    note_op(previous);
+    for (uint32_t i = 1; i < n; i++) {
         uint16_t op = ev[i].op;
-        changes += op != previous;
+        if (IOLOOM_LIKELY(op == previous)) continue;
+        changes++;
         previous = op;
-        if (op < IOLOOM_OP_COUNT && groups.rows[op]++ == 0) groups.seen[groups.ops++] = op;
+        note_op(op);
     }
     return changes;
+}
+
+/* Counts the rows of each operation of ev[0, n) (for grouping). */
+static void count_rows(const struct ioloom_raw_event *ev, uint32_t n) {
+    for (uint32_t i = 0; i < n; i++)
+        if (ev[i].op < IOLOOM_OP_COUNT) groups.rows[ev[i].op]++;
 }
 
 /* Lays out the chunks: one per frequent operation (its rows' cursor set to its start), then one of the rest.
@@ -470,6 +486,13 @@ static uint32_t plan_chunks(uint32_t n) {
     return n - at;
 }
 
+/* Whether rows [0, n), whose operation changes `changes` times, go to several chunks (then laid out). */
+static int worth_grouping(const struct ioloom_raw_event *ev, uint32_t n, uint32_t changes) {
+    if (changes < n / GROUP_MIN_CHANGES) return 0;
+    count_rows(ev, n);
+    return plan_chunks(n) < n && groups.chunks > 1;
+}
+
 /* Copies each row of ev[0, n) to its chunk's place in w.grouped, in order within each chunk. */
 static void scatter_rows(const struct ioloom_raw_event *ev, uint32_t n, uint32_t mixed_start) {
     for (uint32_t i = 0; i < n; i++) {
@@ -480,7 +503,7 @@ static void scatter_rows(const struct ioloom_raw_event *ev, uint32_t n, uint32_t
 }
 
 static void forget_counts(void) {
-    for (uint32_t k = 0; k < groups.ops; k++) groups.rows[groups.seen[k]] = 0;
+    for (uint32_t k = 0; k < groups.ops; k++) groups.rows[groups.seen[k]] = groups.listed[groups.seen[k]] = 0;
 }
 
 /* Encodes rows [0, n) as one chunk and writes it, or counts them as dropped. w.lock held. */
@@ -501,11 +524,11 @@ static void write_events(uint32_t tid, const struct ioloom_raw_event *ev, uint32
         count_dropped(n);
         return;
     }
-    uint32_t changes = count_ops(ev, n);
+    uint32_t changes = survey_ops(ev, n);
     if (write_new_ops_locked(groups.seen, groups.ops)) {
         note_write_failed(n);
         count_dropped(n);
-    } else if (changes >= n / GROUP_MIN_CHANGES && plan_chunks(n) < n && groups.chunks > 1) {
+    } else if (worth_grouping(ev, n, changes)) {
         scatter_rows(ev, n, groups.start[groups.chunks - 1]);
         for (uint32_t k = 0; k < groups.chunks; k++)
             write_chunk_of_rows(tid, w.grouped + groups.start[k], groups.count[k]);
