@@ -37,6 +37,9 @@ def run(mpi, tmp_path, mode: str, writer_format: str, iterations: int = 5):
 def test_logfs_containers_read_back_with_the_container_tools(mpi, tmp_path, ioloom_cli, mode):
     setup, out, clients = run(mpi, tmp_path, mode, "logfs")
     assert out.writer_format == "logfs"
+    info = json.loads(ioloom_cli("async", "info", str(tmp_path / "out"), "--json").stdout)
+    assert info["writer_format"] == "logfs" and info["counters"]["written_blocks"] == 5 * clients * 3
+    assert "writer(s) (logfs)" in ioloom_cli("async", "info", str(tmp_path / "out")).stdout
     writers = out.meta["writers"]
     assert len(writers) == (1 if mode == "dedicated-cores" else 3)
     for writer in writers:

@@ -23,14 +23,14 @@ def info(path: Path = typer.Argument(..., help="An output's index (<directory>/<
     from ioloom import async_io
     out = async_io.open(path)
     result = {"index": str(out.path), "mode": out.mode, "policy": out.meta["policy"], "blocks": out.meta["blocks"],
-              "writers": out.meta["writers"], "iterations": len(out.iterations()),
+              "writers": out.meta["writers"], "writer_format": out.writer_format, "iterations": len(out.iterations()),
               "variables": {n: {"type": str(v.dtype), "dimensions": list(v.shape)} for n, v in out.variables.items()},
               "events": len(out.events), "counters": out.counters()}
     if as_json:
         print(json.dumps(result, indent=2))
         return
     print(f"{out.path}: mode {out.mode}, policy {result['policy']}, {result['blocks']} blocks per variable and "
-          f"iteration, {len(out.meta['writers'])} writer(s), {result['iterations']} iterations, "
+          f"iteration, {len(out.meta['writers'])} writer(s) ({out.writer_format}), {result['iterations']} iterations, "
           f"{result['events']} events")
     for name, v in result["variables"].items():
         print(f"  {name}: {v['type']} {v['dimensions']}")
