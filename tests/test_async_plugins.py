@@ -81,3 +81,43 @@ def test_plugin_of_an_undeclared_event_and_a_ring_too_small(mpi, tmp_path):
                   buffer=2 * (4096 + 64) * 2)
     lines = errors(mpi, tmp_path, with_plugin(setup, plugin(mpi)))
     assert all("an iteration's blocks, which plugins keep until its end" in line for line in lines), lines
+
+
+NODE_LINE = re.compile(r"node plugin checkpoint iteration (\d+) block -1:(.*)")
+
+
+def node_calls(stderr: str) -> dict[int, dict[str, float]]:
+    """Per iteration, the blocks a node-scope plugin saw: {"u@0": first element, ...}."""
+    return {int(it): dict((k, float(v)) for k, v in (item.split("=") for item in seen.split()))
+            for it, seen in NODE_LINE.findall(stderr)}
+
+
+@pytest.mark.parametrize("mode,ranks,extra", [("dedicated-cores", 3, {}),
+                                              ("dedicated-nodes", 4, {"ranks_per_node": 1})])
+def test_node_scope_plugin_runs_once_all_clients_signalled(mpi, tmp_path, mode, ranks, extra):
+    """scope: node runs once per iteration on the (one) server, with every client's blocks; a client that
+    finishes early (client 1 after 3 iterations) is not waited for."""
+    setup = Setup(tmp_path / "out", mode=mode, variables=("u", "v"), dims=(4, 4, 4), buffer=1 << 20, **extra)
+    config = tmp_path / "c.yaml"
+    config.write_text(setup.yaml() + f"plugins:\n  - {{event: checkpoint, library: {plugin(mpi)}, "
+                      "function: show_node, scope: node}\n")
+    run = run_kernel(mpi.impl, ranks, config, setup, 6, 0.0, event="checkpoint", early=(1, 3), timeout=60)
+    assert run.returncode == 0, run.stderr
+    calls = node_calls(run.stderr)
+    assert sorted(calls) == list(range(6)) and len(NODE_LINE.findall(run.stderr)) == 6
+    for it, seen in calls.items():
+        clients = [b for b in range(ranks - 1) if it < 3 or b != 1]
+        assert sorted(seen) == sorted(f"{v}@{b}" for v in ("u", "v") for b in clients), (it, seen)
+        for v, name in enumerate(("u", "v")):
+            for b in clients:
+                assert seen[f"{name}@{b}"] == pytest.approx(expected_value(it, b, v, 0))
+    assert async_io.open(tmp_path / "out").counters()["written_blocks"] == (6 * (ranks - 2) + 3) * 2
+
+
+def test_node_scope_needs_a_dedicated_mode(mpi, tmp_path):
+    setup = Setup(tmp_path / "out", mode="helper-thread", variables=("u",), dims=(4, 4, 4), buffer=1 << 20)
+    text = setup.yaml() + f"plugins:\n  - {{event: checkpoint, library: {plugin(mpi)}, function: show_node, " \
+                          "scope: node}\n"
+    lines = errors(mpi, tmp_path, text)
+    assert len(lines) == 3 and all("plugin: scope node runs on a server once all its clients signalled" in line
+                                   for line in lines), lines

@@ -19,15 +19,16 @@ from test_async_errors import initialize
 SCRIPT = paths.REPO_ROOT / "tests" / "programs" / "async_statistics.py"
 
 
-def with_python_plugin(setup: Setup, function: str = "statistics", script=SCRIPT) -> str:
+def with_python_plugin(setup: Setup, function: str = "statistics", script=SCRIPT, scope: str = "client") -> str:
     return setup.yaml() + (f"python: {sys.executable}\n"
-                           f"plugins:\n  - {{event: checkpoint, script: {script}, function: {function}}}\n")
+                           f"plugins:\n  - {{event: checkpoint, script: {script}, function: {function}, "
+                           f"scope: {scope}}}\n")
 
 
-def run(mpi, tmp_path, mode: str, function: str = "statistics"):
+def run(mpi, tmp_path, mode: str, function: str = "statistics", scope: str = "client"):
     setup = Setup(tmp_path / "out", mode=mode, variables=("u", "v"), dims=(6, 5, 4), buffer=1 << 20)
     config = tmp_path / "c.yaml"
-    config.write_text(with_python_plugin(setup, function))
+    config.write_text(with_python_plugin(setup, function, scope=scope))
     os.environ["IOLOOM_ASYNC_TEST_STATS"] = str(tmp_path / "stats")
     try:
         result = run_kernel(mpi.impl, 3, config, setup, 4, 0.0, event="checkpoint")
@@ -51,6 +52,18 @@ def test_python_plugin_statistics_match_numpy(mpi, tmp_path, mode):
         for name, (total, mean, top) in r["stats"].items():
             data = np.array(out.read(name, r["iteration"], r["block"]))
             assert (total, mean, top) == (float(data.sum()), float(data.mean()), float(data.max())), (name, r)
+
+
+def test_node_scope_python_plugin_gets_every_clients_blocks(mpi, tmp_path):
+    run(mpi, tmp_path, "dedicated-cores", function="node_sums", scope="node")
+    lines = [json.loads(line) for path in tmp_path.glob("stats.*") for line in path.read_text().splitlines()]
+    assert sorted(r["iteration"] for r in lines) == list(range(4)) and {r["block"] for r in lines} == {-1}
+    out = async_io.open(tmp_path / "out")
+    for r in lines:
+        assert r["keys"] == ["u@0", "u@1", "v@0", "v@1"]
+        for key, total in r["sums"].items():
+            name, b = key.split("@")
+            assert total == float(np.array(out.read(name, r["iteration"], int(b))).sum())
 
 
 def test_a_failing_python_plugin_is_reported_and_the_output_whole(mpi, tmp_path):

@@ -40,6 +40,7 @@ struct async_plugin_decl {
     char library[1024]; /* empty: the program's own function (or a Python plugin) */
     char script[1024];  /* a Python plugin's script, empty for a C plugin */
     char function[ASYNC_NAME_MAX];
+    int node_scope; /* scope: node, run once all the server's clients signalled the event (dedicated modes) */
 };
 
 struct async_config {
@@ -57,7 +58,7 @@ struct async_config {
     int fsync;            /* make each iteration durable (fdatasync) when its end reaches the writer */
     int compression;      /* 1: blocks are stored compressed with zstd (the index holds the stored size) */
     enum async_format format;
-    int nlayouts, nvariables, nevents, nplugins;
+    int nlayouts, nvariables, nevents, nplugins, node_plugins;
     struct async_layout *layouts;
     struct async_variable *variables;
     char (*events)[ASYNC_NAME_MAX];
@@ -199,8 +200,10 @@ int async_plugins_load(char msg[ASYNC_MSG_MAX]);
  * search path; NULL with dlerror() set. */
 void *async_dlopen_beside(const char *name, int flags);
 void async_plugins_unload(void);
-void async_plugins_run(int event, int64_t iteration, int block, const struct ioloom_async_block *blocks, int n);
-struct ioloom_async_block async_block_of(int var, const void *data);
+/* Runs the plugins of the event and scope (node: the node-scope ones, block -1). */
+void async_plugins_run(int event, int64_t iteration, int block, const struct ioloom_async_block *blocks, int n,
+                       int node);
+struct ioloom_async_block async_block_of(int var, const void *data, int block);
 
 /* With plugins, the writer keeps each block of the current iteration in the ring until the client ends the
  * iteration, so that a signalled plugin sees it. */
@@ -219,6 +222,7 @@ struct async_server {
     struct async_retained *retained; /* nvariables per channel, NULL without plugins */
     int *nretained;
     int stopped;                         /* channels whose client sent MSG_STOP */
+    struct async_lockstep *lockstep;     /* with node-scope plugins (server.c), else NULL */
     int (*feed)(struct async_server *s); /* dedicated nodes: fills the channels from MPI; messages received */
 };
 void async_server_run(struct async_server *s);

@@ -146,8 +146,9 @@ static void run_plugins_here(int event) {
     struct ioloom_async_block blocks[async_g.cfg.nvariables];
     int n = 0;
     for (int v = 0; async_g.kept && v < async_g.cfg.nvariables; v++)
-        if (async_g.kept_at[v] == async_g.iteration + 1) blocks[n++] = async_block_of(v, async_g.kept[v]);
-    async_plugins_run(event, async_g.iteration, async_g.client_rank, blocks, n);
+        if (async_g.kept_at[v] == async_g.iteration + 1)
+            blocks[n++] = async_block_of(v, async_g.kept[v], async_g.client_rank);
+    async_plugins_run(event, async_g.iteration, async_g.client_rank, blocks, n, 0);
 }
 
 /* One block of var, by copy, whatever the mode. */

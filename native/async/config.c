@@ -218,9 +218,16 @@ static int path_copy(struct reader *r, yaml_node_t *n, char *out, size_t size, c
 
 /* A plugin: {event, library, function} (C) or {event, script, function} (Python). */
 static int plugin(struct reader *r, struct async_config *cfg, yaml_node_t *m, struct async_plugin_decl *p) {
-    static const char *const keys[] = {"event", "library", "script", "function", NULL};
+    static const char *const keys[] = {"event", "library", "script", "function", "scope", NULL};
+    static const char *const scopes[] = {"client", "node", NULL};
     yaml_node_t *e, *library, *script;
     if (is_mapping(r, m, "a plugin") || known_keys(r, m, "a plugin", keys)) return -1;
+    if ((e = lookup(r, m, "scope")) && choice(r, e, "plugin: scope", scopes, &p->node_scope)) return -1;
+    if (p->node_scope && cfg->mode != MODE_DEDICATED && cfg->mode != MODE_NODES)
+        return fail(r, e,
+                    "plugin: scope node runs on a server once all its clients signalled: it needs mode "
+                    "dedicated-cores or dedicated-nodes");
+    cfg->node_plugins += p->node_scope;
     if (!(e = lookup(r, m, "event")) || (p->event = async_config_event(cfg, scalar(e))) < 0)
         return fail(r, e ? e : m, "plugin: event '%s' is not declared under events", e && scalar(e) ? scalar(e) : "");
     library = lookup(r, m, "library"), script = lookup(r, m, "script");

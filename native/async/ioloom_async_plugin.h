@@ -18,9 +18,11 @@ struct ioloom_async_block {
     const long *dimensions; /* C order, slowest first */
     const void *data;
     size_t nbytes;
+    int block; /* the client's block id (its rank among clients) */
 };
 /* A plugin (configuration: plugins: [{event: E, library: L.so, function: F}]) runs on the writer side when a
- * client signals E, with the blocks that client has written in the iteration so far. */
+ * client signals E, with the blocks that client has written in the iteration so far; with scope: node, once per
+ * iteration when all the server's clients signalled E, with all their blocks of the iteration (block -1). */
 typedef void (*ioloom_async_plugin)(const char *event, long long iteration, int block,
                                     const struct ioloom_async_block *blocks, int nblocks);
 

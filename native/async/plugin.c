@@ -115,14 +115,16 @@ void async_plugins_unload(void) {
     free(async_g.python_plugins);
 }
 
-struct ioloom_async_block async_block_of(int var, const void *data) {
+struct ioloom_async_block async_block_of(int var, const void *data, int block) {
     const struct async_layout *l = async_layout_of(var);
-    return (struct ioloom_async_block){async_g.cfg.variables[var].name, l->type, l->ndims, l->dims, data, l->bytes};
+    return (struct ioloom_async_block){
+        async_g.cfg.variables[var].name, l->type, l->ndims, l->dims, data, l->bytes, block};
 }
 
-void async_plugins_run(int event, int64_t iteration, int block, const struct ioloom_async_block *blocks, int n) {
+void async_plugins_run(int event, int64_t iteration, int block, const struct ioloom_async_block *blocks, int n,
+                       int node) {
     for (int i = 0; i < async_g.cfg.nplugins; i++) {
-        if (async_g.cfg.plugins[i].event != event) continue;
+        if (async_g.cfg.plugins[i].event != event || async_g.cfg.plugins[i].node_scope != node) continue;
         if (async_g.python_plugins[i])
             py.call(async_g.python_plugins[i], async_g.cfg.events[event], (long long)iteration, block, blocks, n);
         else

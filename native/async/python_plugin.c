@@ -2,10 +2,10 @@
  * this library with dlopen only when a configuration names a Python plugin, after the interpreter's libpython
  * (RTLD_GLOBAL, for numpy's extension modules), so users without Python plugins never load Python. A plugin is a
  * function of a script, called as function(event, iteration, block, arrays) with arrays a dict of numpy arrays
- * viewing the blocks where they are (the shared memory on a dedicated core): no copy. The interpreter starts once,
- * in the writer's process, and stays until the process exits (numpy cannot be initialised twice); in a process
- * that already runs Python, it is that interpreter. Every call holds the GIL (PyGILState), so any thread may run
- * a plugin. */
+ * (by variable; for a node-scope plugin, block -1, by (variable, block)) viewing the blocks where they are (the
+ * shared memory on a dedicated core): no copy. The interpreter starts once, in the writer's process, and stays
+ * until the process exits (numpy cannot be initialised twice); in a process that already runs Python, it is that
+ * interpreter. Every call holds the GIL (PyGILState), so any thread may run a plugin. */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdio.h>
@@ -28,7 +28,8 @@ static const char BOOT[] =
     "        raise LookupError(f'{path} has no function {function}')\n"
     "    return found\n"
     "def call(function, event, iteration, block, blocks):\n"
-    "    arrays = {name: numpy.frombuffer(view, dtype).reshape(shape) for name, dtype, shape, view in blocks}\n"
+    "    arrays = {(name if block >= 0 else (name, owner)): numpy.frombuffer(view, dtype).reshape(shape)\n"
+    "              for name, dtype, shape, view, owner in blocks}\n"
     "    try:\n"
     "        function(event, iteration, block, arrays)\n"
     "    except BaseException:\n"
@@ -95,12 +96,12 @@ BRIDGE_API void *ioloom_async_python_load(const char *executable, const char *sc
     return found;
 }
 
-/* One block as (variable, dtype, shape, memoryview of its bytes). */
+/* One block as (variable, dtype, shape, memoryview of its bytes, its client's block id). */
 static PyObject *block_tuple(const struct ioloom_async_block *b) {
     PyObject *shape = PyTuple_New(b->ndims);
     for (int d = 0; d < b->ndims; d++) PyTuple_SET_ITEM(shape, d, PyLong_FromLong(b->dimensions[d]));
     PyObject *view = PyMemoryView_FromMemory((char *)b->data, (Py_ssize_t)b->nbytes, PyBUF_READ);
-    return Py_BuildValue("(ssNN)", b->variable, b->type, shape, view);
+    return Py_BuildValue("(ssNNi)", b->variable, b->type, shape, view, b->block);
 }
 
 BRIDGE_API void ioloom_async_python_call(void *plugin, const char *event, long long iteration, int block,

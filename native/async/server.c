@@ -3,6 +3,8 @@
  * client has sent MSG_STOP and everything before it is written. It calls no MPI, so the helper thread needs no
  * MPI_THREAD_MULTIPLE. */
 #include <assert.h>
+#include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include "async_internal.h"
 
@@ -45,14 +47,83 @@ static void release_retained(struct async_server *s, int i) {
     if (s->retained) s->nretained[i] = 0;
 }
 
-static void run_plugins(struct async_server *s, int i, const struct async_msg *m) {
-    struct ioloom_async_block blocks[s->retained ? s->nretained[i] + 1 : 1];
-    int n = 0;
+/* Appends the blocks channel i keeps to blocks; returns how many there are now. */
+static int kept_blocks(struct async_server *s, int i, struct ioloom_async_block *blocks, int n) {
     for (int k = 0; s->retained && k < s->nretained[i]; k++) {
         struct async_retained *r = &s->retained[i * async_g.cfg.nvariables + k];
-        blocks[n++] = async_block_of(r->variable, async_channel_chunk(s->channels[i], r->position) + 1);
+        blocks[n++] = async_block_of(r->variable, async_channel_chunk(s->channels[i], r->position) + 1, s->blocks[i]);
     }
-    async_plugins_run(m->id, m->iteration, s->blocks[i], blocks, n);
+    return n;
+}
+
+static void run_plugins(struct async_server *s, int i, const struct async_msg *m) {
+    struct ioloom_async_block blocks[s->retained ? s->nretained[i] + 1 : 1];
+    async_plugins_run(m->id, m->iteration, s->blocks[i], blocks, kept_blocks(s, i, blocks, 0), 0);
+}
+
+/* Node-scope plugins take the server's clients' iterations in step: a channel is read up to the end of the
+ * current iteration and then paused, its blocks kept, until every channel is paused or stopped; then each
+ * node-scope plugin whose event every paused channel signalled runs once with all their blocks, and the
+ * iteration's blocks are freed. A client that ends an iteration without signalling only stops that iteration's
+ * node-scope plugins, and a stopped client is not waited for, so no channel waits forever. */
+struct async_lockstep {
+    char *paused, *stopped; /* per channel */
+    char *signalled;        /* per channel and event, in the current iteration */
+    int64_t iteration;
+};
+
+static void lockstep_signal(struct async_server *s, int i, int event) {
+    if (s->lockstep) s->lockstep->signalled[i * async_g.cfg.nevents + event] = 1;
+}
+
+static int all_signalled(const struct async_lockstep *l, int nchannels, int event) {
+    for (int i = 0; i < nchannels; i++)
+        if (l->paused[i] && !l->signalled[i * async_g.cfg.nevents + event]) return 0;
+    return 1;
+}
+
+static void run_node_plugins(struct async_server *s) {
+    struct ioloom_async_block *blocks = malloc((size_t)(s->nchannels * async_g.cfg.nvariables + 1) * sizeof *blocks);
+    int n = 0;
+    for (int i = 0; i < s->nchannels; i++)
+        if (s->lockstep->paused[i]) n = kept_blocks(s, i, blocks, n);
+    for (int e = 0; e < async_g.cfg.nevents; e++)
+        if (all_signalled(s->lockstep, s->nchannels, e)) async_plugins_run(e, s->lockstep->iteration, -1, blocks, n, 1);
+    free(blocks);
+}
+
+static void release_retained(struct async_server *s, int i);
+
+/* When every channel is paused or stopped (and one is paused): the iteration's node-scope plugins, then the
+ * next iteration. Returns 1 when it resolved one. */
+static int resolve(struct async_server *s) {
+    struct async_lockstep *l = s->lockstep;
+    int paused = 0;
+    for (int i = 0; i < s->nchannels; i++) {
+        if (!l->paused[i] && !l->stopped[i]) return 0;
+        paused += l->paused[i];
+    }
+    if (!paused) return 0;
+    run_node_plugins(s);
+    for (int i = 0; i < s->nchannels; i++) {
+        if (l->paused[i]) release_retained(s, i);
+        l->paused[i] = 0;
+    }
+    memset(l->signalled, 0, (size_t)(s->nchannels * async_g.cfg.nevents));
+    return 1;
+}
+
+static struct async_lockstep *lockstep_new(int nchannels) {
+    struct async_lockstep *l = calloc(1, sizeof *l);
+    l->paused = calloc((size_t)nchannels, 1);
+    l->stopped = calloc((size_t)nchannels, 1);
+    l->signalled = calloc((size_t)(nchannels * async_g.cfg.nevents) + 1, 1);
+    return l;
+}
+
+static void lockstep_free(struct async_lockstep *l) {
+    if (l) free(l->paused), free(l->stopped), free(l->signalled);
+    free(l);
 }
 
 /* Handles one message of channel i; returns 1 when it was the client's stop. */
@@ -62,15 +133,20 @@ static int handle(struct async_server *s, int i, const struct async_msg *m) {
             write_block(s, i, m);
             break;
         case MSG_END_ITERATION:
-            release_retained(s, i);
+            if (s->lockstep)
+                s->lockstep->paused[i] = 1, s->lockstep->iteration = m->iteration;
+            else
+                release_retained(s, i);
             async_writer_sync(s->writer, &async_g.cfg, s->stats);
             break;
         case MSG_SIGNAL:
             run_plugins(s, i, m);
+            lockstep_signal(s, i, m->id);
             async_writer_event(s->writer, m->id, s->blocks[i], m->iteration);
             break;
         case MSG_STOP:
             release_retained(s, i);
+            if (s->lockstep) s->lockstep->stopped[i] = 1;
             break;
     }
     return m->type == MSG_STOP;
@@ -80,7 +156,7 @@ static int handle(struct async_server *s, int i, const struct async_msg *m) {
 static int drain(struct async_server *s, int i) {
     struct async_msg m;
     int n = 0;
-    while (async_channel_receive(s->channels[i], &m) == 0) {
+    while ((!s->lockstep || !s->lockstep->paused[i]) && async_channel_receive(s->channels[i], &m) == 0) {
         n++;
         s->stopped += handle(s, i, &m);
     }
@@ -95,16 +171,20 @@ void async_server_make_room(struct async_server *s, int i) {
 void async_server_run(struct async_server *s) {
     double start = async_now();
     unsigned round = 0;
+    s->lockstep = async_g.cfg.node_plugins ? lockstep_new(s->nchannels) : NULL;
     while (s->stopped < s->nchannels) {
         int handled = s->feed ? s->feed(s) : 0;
         for (int i = 0; i < s->nchannels; i++) {
             handled += drain(s, i);
             async_channel_release(s->channels[i]); /* chunks the client cleared after they were written */
         }
+        handled += s->lockstep ? resolve(s) : 0;
         if (handled)
             round = 0;
         else
             async_backoff(&round);
     }
+    lockstep_free(s->lockstep);
+    s->lockstep = NULL;
     s->stats->writer_wall_seconds += async_now() - start;
 }

@@ -202,15 +202,13 @@ int ioloom_async_initialize(const char *config_path, MPI_Comm comm) {
 
 static void *helper_thread(void *arg) {
     (void)arg;
-    struct async_server s = {async_g.channels,
-                             async_g.blocks,
-                             1,
-                             &async_g.writer,
-                             &async_g.stats,
-                             async_g.retained,
-                             async_g.nretained,
-                             0,
-                             NULL};
+    struct async_server s = {.channels = async_g.channels,
+                             .blocks = async_g.blocks,
+                             .nchannels = 1,
+                             .writer = &async_g.writer,
+                             .stats = &async_g.stats,
+                             .retained = async_g.retained,
+                             .nretained = async_g.nretained};
     async_server_run(&s);
     return NULL;
 }
@@ -227,15 +225,14 @@ int ioloom_async_start(int *is_client) {
         return async_fail(IOLOOM_ASYNC_ESYSTEM, "cannot start the helper thread; writing synchronously");
     }
     if (!async_g.is_client) {
-        struct async_server s = {async_g.channels,
-                                 async_g.blocks,
-                                 async_g.nchannels,
-                                 &async_g.writer,
-                                 &async_g.stats,
-                                 async_g.retained,
-                                 async_g.nretained,
-                                 0,
-                                 async_g.cfg.mode == MODE_NODES ? async_nodes_feed : NULL};
+        struct async_server s = {.channels = async_g.channels,
+                                 .blocks = async_g.blocks,
+                                 .nchannels = async_g.nchannels,
+                                 .writer = &async_g.writer,
+                                 .stats = &async_g.stats,
+                                 .retained = async_g.retained,
+                                 .nretained = async_g.nretained,
+                                 .feed = async_g.cfg.mode == MODE_NODES ? async_nodes_feed : NULL};
         async_server_run(&s);
     }
     return IOLOOM_ASYNC_OK;

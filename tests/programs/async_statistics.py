@@ -16,3 +16,11 @@ def statistics(event, iteration, block, arrays):
 
 def fails(event, iteration, block, arrays):
     raise RuntimeError(f"plugin failure at {iteration}")
+
+
+def node_sums(event, iteration, block, arrays):
+    """A node-scope plugin: arrays by (variable, block), all the server's clients at once."""
+    line = {"iteration": iteration, "block": block, "keys": sorted(f"{name}@{b}" for name, b in arrays),
+            "sums": {f"{name}@{b}": float(a.sum()) for (name, b), a in arrays.items()}, "pid": os.getpid()}
+    with open(f"{os.environ['IOLOOM_ASYNC_TEST_STATS']}.{os.getpid()}", "a") as out:
+        out.write(json.dumps(line) + "\n")
