@@ -1,7 +1,8 @@
 /* ioloom coord's C client: the line protocol of docs/coord.md (version 1) over a Unix socket, under the handle's
  * mutex. The client asks NOTIFY after HELLO, so the coordinator notes every change of its authorisation (NOTE
  * lines); an inform with unchanged estimates then reads the lines already there instead of asking, and a release
- * is sent without waiting for its reply (read later, like a note): one send per write, no round trip. Any
+ * or a done is sent without waiting for its reply (read later, like a note): one send per write, no round trip
+ * but the phase's announcement. Any
  * failure to talk (connect, send, receive, a reply not understood) marks the handle lost: the socket is closed
  * and every later call authorises, counted once. */
 #include "ioloom_coord.h"
@@ -33,7 +34,7 @@ struct ioloom_coord {
     uint64_t sent_bytes; /* the estimates of the last INFORM */
     double sent_seconds;
     int go;                     /* the latest authorisation read (reply or note): 1 GO, 0 WAIT */
-    int unread;                 /* replies to releases not read yet */
+    int unread;                 /* replies to releases and dones not read yet */
     char in[IOLOOM_COORD_LINE]; /* received bytes not yet taken as lines */
     size_t in_len;
     struct ioloom_coord_counters counters;
@@ -116,21 +117,26 @@ static int receive_more(ioloom_coord *c, int flags) {
     }
 }
 
-/* A line that is not the awaited reply: a note, or the reply to a release sent earlier. Both set the
- * authorisation; 1 if it was one of them. */
+/* A line that is not the awaited reply: a note, or the reply to a request sent without waiting (a release's
+ * GO or WAIT sets the authorisation, as a note does; a done's OK nothing). 1 if it was one of them, 0 if it is
+ * the awaited reply, -1 for an ERR to a request sent without waiting. */
 static int absorb(ioloom_coord *c, const char *line) {
     int note = strncmp(line, "NOTE ", 5) == 0;
     if (!note && c->unread == 0) return 0;
+    if (!note && strncmp(line, "ERR", 3) == 0) return -1;
     c->unread -= !note;
-    c->go = strcmp(note ? line + 5 : line, "GO") == 0;
+    const char *word = note ? line + 5 : line;
+    if (strcmp(word, "OK") != 0) c->go = strcmp(word, "GO") == 0;
     return 1;
 }
 
 /* The next line that answers the request just sent, within the reply timeout; -1 on failure. */
 static int receive_reply(ioloom_coord *c, char *reply, size_t size) {
     for (;;) {
-        while (take_line(c, reply, size))
-            if (!absorb(c, reply)) return 0;
+        while (take_line(c, reply, size)) {
+            int absorbed = absorb(c, reply);
+            if (absorbed <= 0) return absorbed;
+        }
         if (receive_more(c, 0) != 1) return -1;
     }
 }
@@ -142,7 +148,7 @@ static int catch_up(ioloom_coord *c) {
         more = receive_more(c, MSG_DONTWAIT);
         if (more < 0) return -1;
         while (take_line(c, line, sizeof line))
-            if (!absorb(c, line)) return -1; /* a reply nobody asked for */
+            if (absorb(c, line) != 1) return -1; /* an ERR, or a reply nobody asked for */
     }
     return 0;
 }
@@ -225,13 +231,18 @@ void ioloom_coord_prepare(ioloom_coord *c, uint64_t bytes, double seconds) {
     pthread_mutex_unlock(&c->lock);
 }
 
+/* Send a request whose reply is read later (with the next reply, or caught up with by the next inform). */
+static void send_unread(ioloom_coord *c, const char *request) {
+    if (c->fd >= 0 && send_all(c->fd, request, strlen(request)) != 0) lose(c);
+    c->unread++;
+}
+
 void ioloom_coord_complete(ioloom_coord *c) {
     if (!c) return;
-    char reply[64];
     pthread_mutex_lock(&c->lock);
     if (c->depth > 0 && --c->depth == 0 && c->announced) {
         c->announced = 0;
-        ask(c, "DONE\n", IOLOOM_COORD_REPLY_SECONDS, reply, sizeof reply);
+        send_unread(c, "DONE\n");
     }
     pthread_mutex_unlock(&c->lock);
 }
@@ -309,8 +320,7 @@ void ioloom_coord_release(ioloom_coord *c, uint64_t bytes) {
     char request[64];
     pthread_mutex_lock(&c->lock);
     snprintf(request, sizeof request, "RELEASE %llu\n", (unsigned long long)bytes);
-    if (c->fd >= 0 && send_all(c->fd, request, strlen(request)) != 0) lose(c);
-    c->unread++; /* its reply is read with the next one, or caught up with by the next inform */
+    send_unread(c, request);
     pthread_mutex_unlock(&c->lock);
 }
 
