@@ -15,7 +15,7 @@ pytestmark = [pytest.mark.skipif(not (paths.build_dir() / "bin" / "ioloom-sim").
 
 def test_calibrate_writes_a_platform_the_simulator_predicts_on(mpi, ioloom_cli, tmp_path):
     out = tmp_path / "machine.toml"
-    printed = ioloom_cli("sim", "calibrate", "-o", out, "--dir", tmp_path, "--size", "16m", "--repeats", "1",
+    printed = ioloom_cli("sim", "calibrate", "-o", out, "--dir", tmp_path, "--size", "256m", "--repeats", "1",
                          "--mpi", mpi.impl.name).stdout
     assert re.search(r"device [\d,]+ MB/s, fsync commit [\d.]+ ms", printed) and "load average" in printed
     p = platform.load(out)
@@ -29,7 +29,7 @@ def test_calibrate_writes_a_platform_the_simulator_predicts_on(mpi, ioloom_cli, 
 
 def test_calibration_check_prints_measured_and_predicted_per_rank_count(mpi, ioloom_cli, tmp_path):
     machine = tmp_path / "machine.toml"
-    ioloom_cli("sim", "calibrate", "-o", machine, "--dir", tmp_path, "--size", "16m", "--repeats", "1",
+    ioloom_cli("sim", "calibrate", "-o", machine, "--dir", tmp_path, "--size", "256m", "--repeats", "1",
                "--mpi", mpi.impl.name)
     out = ioloom_cli("sim", "validate", "--calibration", "-p", machine, "--rounds", "1", "--quick", "--dir",
                      tmp_path, "--mpi", mpi.impl.name).stdout

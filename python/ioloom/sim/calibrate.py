@@ -8,8 +8,8 @@ the device, not only the page cache) and reading the figures of its JSON documen
 - the device: bytes / (the fsync's time minus one commit), the commit being the fsync of a 4 KiB file (the
   requests' own latencies are inside that bandwidth: the platform's per-request latency is 0);
 - the metadata costs: that small file's open (a create) and close;
-- the page cache's limits from /proc: dirty_ratio and dirty_background_ratio of the available memory (or the
-  _bytes settings when set), as the cache's dirty limit and flush threshold.
+- the page cache's limits, the kernel's current dirty and background thresholds (/proc/vmstat), as the cache's
+  dirty limit and flush threshold.
 Reads are not calibrated: measuring the device's reads needs the page cache dropped, which acts on the whole
 (shared) machine; the platform's read bandwidth is the write bandwidth, and says so.
 """
@@ -41,25 +41,13 @@ def _bench(directory: Path, nranks: int, args: str, mpi_name: str | None) -> dic
     return run_bench(mpi_name, nranks, [*shlex.split(args), "--dir", str(directory)])
 
 
-def _vm_setting(name: str) -> int:
-    return int(Path(f"/proc/sys/vm/{name}").read_text())
-
-
-def _available_memory() -> int:
-    for line in Path("/proc/meminfo").read_text().splitlines():
-        if line.startswith("MemAvailable:"):
-            return int(line.split()[1]) * 1024
-    raise OSError("/proc/meminfo has no MemAvailable line")
-
-
 def page_cache_limits() -> tuple[int, int]:
-    """(dirty limit, background threshold) in bytes, as the kernel sets them: the _bytes settings, else the
-    _ratio ones of the memory it may dirty (about the available memory)."""
-    memory = _available_memory()
-
-    def limit(kind: str) -> int:
-        return _vm_setting(f"{kind}_bytes") or _vm_setting(f"{kind}_ratio") * memory // 100
-    return limit("dirty"), limit("dirty_background")
+    """(dirty limit, background threshold) in bytes: the kernel's own current values (/proc/vmstat's
+    nr_dirty_threshold and nr_dirty_background_threshold, in pages), which it derives from vm.dirty_ratio and
+    vm.dirty_background_ratio (or the _bytes settings) of the memory it may dirty."""
+    pages = dict(line.split() for line in Path("/proc/vmstat").read_text().splitlines())
+    size = os.sysconf("SC_PAGE_SIZE")
+    return int(pages["nr_dirty_threshold"]) * size, int(pages["nr_dirty_background_threshold"]) * size
 
 
 @dataclass

@@ -170,7 +170,7 @@ def calibrate_command(output: Path = typer.Option(Path("machine.toml"), "-o", "-
 
 
 def _calibration_check(platform_file: Path | None, rounds: int, quick: bool, directory: Path | None,
-                       mpi_name: str | None) -> None:
+                       mpi_name: str | None, size: str) -> None:
     import subprocess
 
     from rich.console import Console
@@ -187,16 +187,18 @@ def _calibration_check(platform_file: Path | None, rounds: int, quick: bool, dir
         _fail(too_few)
     before = _load()
     try:
+        workload.parse_size(size)
         p = platform.load(platform_file) if platform_file else None
         with _scratch(directory) as scratch:
-            figures = calibrate.check(Path(scratch), rounds, p, mpi_name, progress=lambda r: typer.echo(
+            figures = calibrate.check(Path(scratch), rounds, p, mpi_name, size, progress=lambda r: typer.echo(
                 f"round {r + 1} of {rounds} ({_load()})", err=True))
     except (platform.PlatformError, engine.SimError, ValueError, BenchFailed, LookupError, paths.NativeMissing,
             OSError, subprocess.SubprocessError, workload.WorkloadError) as e:
         _fail(f"calibration check failed: {e}")
     table = Table("run", "measured", "predicted", "predicted / measured", "rounds within 20%",
                   title=escape(f"ioloom bench io -- {calibrate.CHECK_ARGS}: median [min, max] over {rounds} rounds, "
-                        + (f"platform {platform_file}" if platform_file else "each round calibrated first")))
+                               + (f"platform {platform_file}" if platform_file else
+                                  f"each round calibrated first (--size {size})")))
 
     def cell(values, scale=1e6, fmt=",.0f") -> str:
         s = spread([v / scale for v in values])
@@ -227,6 +229,8 @@ def validate_command(check: list[str] = typer.Option(None, "--check", help="Run 
                      quick: bool = typer.Option(False, "--quick", help="With --calibration: allow fewer than 10 "
                                                 "rounds (a quick look)."),
                      directory: Path = typer.Option(None, "--dir", help="With --calibration: where bench io writes."),
+                     size: str = typer.Option("256m", "--size", help="With --calibration and no --platform: bytes of "
+                                              "each round's measuring write (sim calibrate --size)."),
                      mpi_name: str = typer.Option(None, "--mpi", help="With --calibration: openmpi or mpich.")) -> None:
     """Compare the simulator with the documents' tables and equations; exits 1 if a row disagrees."""
     from rich.console import Console
@@ -236,7 +240,7 @@ def validate_command(check: list[str] = typer.Option(None, "--check", help="Run 
     from ioloom.sim import validate
 
     if calibration:
-        _calibration_check(platform_file, rounds, quick, directory, mpi_name)
+        _calibration_check(platform_file, rounds, quick, directory, mpi_name, size)
         return
 
     unknown = sorted(set(check or []) - set(validate.CHECKS))
