@@ -28,6 +28,7 @@ import typer
 from ioloom import paths
 from ioloom.bench import app
 from ioloom.bench.stats import rounds_allowed, spread
+from ioloom.coord import MIN_GAIN
 
 COORDINATED = ("fcfs", "interrupt", "dynamic")
 START_MARGIN = 0.25  # seconds from spawning the writers to A's start: both are sleeping by then
@@ -272,7 +273,7 @@ def command(pair: str = typer.Option("both", help="small (big beside small), equ
             small_bytes: int = typer.Option(50_000_000, min=1, help="Bytes the small application writes."),
             chunk: int = typer.Option(2_000_000, min=1, help="Bytes per write; a step is weight writes."),
             metric: str = typer.Option("core-seconds", help="What dynamic minimises: core-seconds or factors."),
-            min_gain: float = typer.Option(0.05, "--min-gain", min=0.0, max=0.99,
+            min_gain: float = typer.Option(MIN_GAIN, "--min-gain", min=0.0, max=0.99,
                                            help="dynamic's least gain to serialise (coord serve --min-gain)."),
             output: Path = typer.Option(None, "-o", "--output", help="Also write coord.json and coord.html here."),
             as_json: bool = typer.Option(False, "--json", help="Print the report as JSON.")) -> None:

@@ -7,6 +7,8 @@ import signal
 
 import typer
 
+from ioloom.coord import MIN_GAIN
+
 app = typer.Typer(help="Coordinate the I/O phases of applications sharing storage (CALCioM, Dorier Ch. 6).",
                   no_args_is_help=True)
 ADDRESS = typer.Option(None, "--address", help="The coordinator's Unix socket (PATH or unix:PATH; default "
@@ -20,7 +22,7 @@ def serve(address: str | None = ADDRESS,
                                                     "(docs/coord.md)."),
           metric: str = typer.Option("core-seconds", help="What dynamic minimises: core-seconds (sum N_X T_X) or "
                                                           "factors (sum of interference factors)."),
-          min_gain: float = typer.Option(0.05, "--min-gain", min=0.0, max=0.99,
+          min_gain: float = typer.Option(MIN_GAIN, "--min-gain", min=0.0, max=0.99,
                                          help="dynamic serialises or interrupts only to save this fraction of "
                                               "the machine time interference would waste (else: interfere)."),
           lease: float = typer.Option(10.0, min=0.01, help="Seconds without news after which a phase expires."),

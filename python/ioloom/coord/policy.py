@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ioloom.coord import MIN_GAIN
 from ioloom.models import METRICS, Pending, sharing_cost
 
 POLICIES = ("interfere", "fcfs", "interrupt", "dynamic")
-MIN_GAIN = 0.05  # dynamic's default: serialise only to save 5% of f
 
 
 @dataclass(frozen=True)

@@ -10,14 +10,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
-from ioloom.coord.policy import MIN_GAIN, Policy
-from ioloom.coord.state import State
-from ioloom.sim import engine, results, workload
+from ioloom.coord import MIN_GAIN
 from ioloom.sim.cli import app
 from ioloom.sim.platform import Platform, PlatformError, from_dict, load
+
+if TYPE_CHECKING:  # the engine's and the policies' modules load numpy: imported where used (`ioloom sim --help`)
+    from ioloom.coord.policy import Policy
+    from ioloom.sim import engine, workload
 
 COORDINATED = ("fcfs", "interrupt", "dynamic")
 
@@ -35,6 +38,7 @@ class PhaseCoordinator:
     decisions: list[dict] = field(default_factory=list)
 
     def __post_init__(self) -> None:
+        from ioloom.coord.state import State
         self.state = State(self.policy, lease=float("inf"), bandwidth=self.bandwidth)
 
     def __call__(self, line: str) -> str:
@@ -67,20 +71,24 @@ class Scenario:
     ranks_per_node: int = 16
 
     def job(self, i: int) -> workload.Workload:
+        from ioloom.sim import workload
         first_node = 0 if i == 0 else -(-self.ranks[0] // self.ranks_per_node)
         return workload.bench_job(self.platform, workload.parse_bench_args(self.bench[i]), self.ranks[i],
                                   self.ranks_per_node, first_node=first_node, first_file=1_000_000 * i,
                                   stripe_count=-1)
 
     def phase_time(self, outcome: engine.Outcome, job: int) -> float:
+        from ioloom.sim import results
         return results.job_document(outcome, job)["phases"][0]["time"]["total"]["max"]
 
     def alone(self) -> tuple[float, float]:
+        from ioloom.sim import engine
         return self.phase_time(engine.run(self.platform, self.job(0)), 0), \
             self.phase_time(engine.run(self.platform, self.job(1)), 0)
 
     def pair(self, dt: float, policy: Policy | None, t_alone: tuple[float, float]) -> tuple[float, float, list]:
         """A at max(0, -dt), B at max(0, dt): each one's phase time and the coordinator's decisions."""
+        from ioloom.sim import engine, workload
         both = workload.combine([self.job(0), self.job(1)], [max(0.0, -dt), max(0.0, dt)])
         coordinator = PhaseCoordinator(policy, list(self.ranks), dict(enumerate(t_alone))) if policy else None
         outcome = engine.run(self.platform, both, coordinator=coordinator)
@@ -89,6 +97,7 @@ class Scenario:
 
 def sweep(s: Scenario, points: int, metric: str = "core-seconds", min_gain: float = MIN_GAIN) -> dict:
     """The Δ-graph rows of `s`: per dt and policy, I_A, I_B, f / f_none and B's announcement's decision."""
+    from ioloom.coord.policy import Policy
     t_a, t_b = s.alone()
     rows = []
     for i in range(points):
@@ -140,6 +149,9 @@ def command(ranks_a: int = typer.Option(64, min=1, help="Ranks of job A (its cor
             as_json: bool = typer.Option(False, "--json", help="Print the rows as JSON.")) -> None:
     """Two simulated jobs' Δ-graph, uncoordinated and under each ioloom coord policy."""
     import json
+
+    from ioloom.coord.policy import Policy
+    from ioloom.sim import engine, workload
     try:
         nodes = -(-ranks_a // ranks_per_node) + -(-ranks_b // ranks_per_node)
         s = Scenario(scenario_platform(platform, targets, nodes), (ranks_a, ranks_b), (bench_a, bench_b),
