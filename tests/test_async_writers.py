@@ -99,3 +99,17 @@ def test_hdf5_refused_under_open_mpi(mpi, tmp_path):
         return
     assert len(lines) == 3 and all("initialize rc 1: rank 2: writer: format hdf5 needs libioloom-async-mpich" in line
                                    for line in lines), lines
+
+
+@pytest.mark.parametrize("writer_format", ["logfs", "hdf5"])
+def test_formats_on_dedicated_nodes(mpi, tmp_path, writer_format):
+    """The servers of the dedicated-nodes mode write either format (2 emulated nodes of 2 ranks: 2 writers)."""
+    if writer_format == "hdf5" and mpi.name != "mpich":
+        pytest.skip("the hdf5 format is in the MPICH build")
+    setup = Setup(tmp_path / "out", mode="dedicated-nodes", ranks_per_node=2, dims=DIMS, writer_format=writer_format)
+    result = run_kernel(mpi.impl, 4, setup.write(tmp_path / "c.yaml"), setup, 4, 0.0, timeout=60)
+    assert result.returncode == 0, result.stderr
+    out = check_output(tmp_path / "out", setup, 2, 4)
+    assert out.writer_format == writer_format and out.meta["writers"] == [2, 3]
+    suffix = "h5" if writer_format == "hdf5" else "data"
+    assert all((tmp_path / "out" / f"cm1.{w}.{suffix}").exists() for w in (2, 3))
