@@ -31,7 +31,6 @@ from rich.markup import escape
 from rich.table import Table
 
 from ioloom import mpi, paths
-from ioloom.analysis.findings import DRISHTI_UNCHECKED, drishti_map
 from ioloom.bench import app
 
 DEFAULT_PROGRAMS = ("demo", "stdio-dumps", "lammps")
@@ -169,6 +168,8 @@ def rows(outcomes: list[Outcome], reasons: bool = True) -> list[list[str]]:
     """Per Drishti trigger: the trigger, the checks covering it (or none, and with `reasons` why), then per
     program Drishti's verdict and the covering findings that fired; then each finding that fired and covers no
     trigger."""
+    from ioloom.analysis.findings import DRISHTI_UNCHECKED, drishti_map  # pandas: not at start-up
+
     out = []
     for trigger, codes in drishti_map().items():
         cells = [trigger, ", ".join(codes) or ("none: " + DRISHTI_UNCHECKED[trigger] if reasons else "none")]
@@ -185,6 +186,8 @@ def rows(outcomes: list[Outcome], reasons: bool = True) -> list[list[str]]:
 def program_rows(outcomes: list[Outcome]) -> list[list[str]]:
     """Per program: the triggers Drishti fired that a check covers, those it fired that none covers, and the
     findings ioloom made (the table by program, for many programs)."""
+    from ioloom.analysis.findings import drishti_map
+
     covered = {t for t, codes in drishti_map().items() if codes}
     out = []
     for o in outcomes:
