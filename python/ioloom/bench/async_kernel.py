@@ -45,8 +45,13 @@ def per_run(run: dict, counters_path: Path, mode: str) -> dict:
 def one_round(impl, ranks: int, compute: float, dims, nvars: int, iterations: int, bandwidth: int, work: Path,
               order, fsync: bool = False, sleep: bool = False, variability: float = 0.0) -> dict:
     from ioloom.async_io.kernel import Setup, run_kernel
+    from ioloom.bench import async_adios2
     results = {}
     for mode in order:
+        if mode in async_adios2.ASYNC_WRITE:
+            run = async_adios2.run_ranks(ranks, work / mode, mode, dims, nvars, iterations, compute, sleep)
+            results[mode] = async_adios2.per_run(run, mode)
+            continue
         writers = 1 if mode == "dedicated-cores" else ranks
         setup = Setup(work / mode, mode=mode, dims=dims, buffer=256 << 20, bandwidth=bandwidth // writers,
                       events=(), variables=tuple(f"var{i}" for i in range(nvars)), fsync=fsync,
@@ -63,7 +68,7 @@ def one_round(impl, ranks: int, compute: float, dims, nvars: int, iterations: in
 def summarise(rounds: list[dict], compute: float, ranks: int) -> dict:
     from ioloom.async_io.cli import advice
     summary = {}
-    for mode in MODE_ORDER:
+    for mode in rounds[0]:
         rs = [r[mode] for r in rounds]
         summary[mode] = {k: spread([r[k] for r in rs]) for k in
                          ("visible_median", "jitter_std", "jitter_max_over_median", "run_seconds")}
@@ -104,7 +109,7 @@ def render(report: dict) -> None:
     for column in ("mode", "write seen (s/iteration)", "ratio to sync", "jitter std (s)", "jitter lower by",
                    "jitter max/median", "run (s)", "run ratio", "dedicated idle"):
         table.add_column(column)
-    for mode in MODE_ORDER:
+    for mode in report["modes"]:
         m = s[mode]
         table.add_row(mode, _cell(m["visible_median"], "{:.5f}"), _cell(m.get("visible_ratio"), "{:.3f}"),
                       _cell(m["jitter_std"], "{:.4f}"), _cell(m.get("jitter_reduction"), "{:.1f}x"),
@@ -209,14 +214,19 @@ def bench_async(ranks: int = typer.Option(2, min=2, help="Ranks on the node (N o
                                            "and report where dedicated cores start to pay."),
                 multiples: str = typer.Option("0.25,0.5,0.75,1,1.25,1.5,2,3", help="The sweep's W/C values, as "
                                               "multiples of the break-even 1/(N-1)."),
+                compare: str = typer.Option("", "--compare", help="Also run the kernel's computation and data "
+                                            "through another library: 'adios2' (BP5, synchronous and AsyncWrite; "
+                                            "needs --node-bandwidth 0 and the adios2 package)."),
                 as_json: bool = typer.Option(False, "--json", help="Print the result as JSON.")) -> None:
     """Each mode of libioloom-async on the CM1-like kernel: write time seen, jitter, run time, idle fraction."""
     import os
 
     from ioloom import mpi
+    from ioloom.bench import async_adios2
     problem = rounds_allowed(rounds, quick, "--rounds") or (
         "--break-even sweeps W/C through the node bandwidth: give --node-bandwidth > 0" if sweep and
-        not node_bandwidth else None)
+        not node_bandwidth else None) or async_adios2.compare_problem(compare, node_bandwidth, fsync,
+                                                                      async_adios2.installed())
     if problem:
         typer.echo(f"ioloom bench async: {problem}", err=True)
         raise typer.Exit(2)
@@ -225,10 +235,11 @@ def bench_async(ranks: int = typer.Option(2, min=2, help="Ranks on the node (N o
     impl = mpi.by_name(mpi_name)
     bandwidth = int(node_bandwidth * (1 << 20))
     load = [os.getloadavg()[0]]
+    modes = MODE_ORDER + (tuple(async_adios2.ASYNC_WRITE) if compare else ())
     all_rounds = []
     with tempfile.TemporaryDirectory(prefix="ioloom-bench-async-", dir=directory) as tmp:
         for r in range(rounds):
-            order = MODE_ORDER[r % 3:] + MODE_ORDER[:r % 3]
+            order = modes[r % len(modes):] + modes[:r % len(modes)]
             all_rounds.append(one_round(impl, ranks, compute, shape, variables, iterations, bandwidth, Path(tmp),
                                         order, fsync, sleep, variability))
         swept = (break_even(impl, ranks, compute, shape, variables, iterations, rounds,
@@ -236,7 +247,7 @@ def bench_async(ranks: int = typer.Option(2, min=2, help="Ranks on the node (N o
     load.append(os.getloadavg()[0])
     report = {"mpi": impl.name, "ranks": ranks, "compute": compute, "iterations": iterations, "rounds": rounds,
               "variables": variables, "block_bytes": block_bytes(shape, variables), "node_bandwidth": bandwidth,
-              "fsync": fsync, "sleep": sleep, "variability": variability,
+              "fsync": fsync, "sleep": sleep, "variability": variability, "modes": modes,
               "load": [f"{x:.2f}" for x in load], "summary": summarise(all_rounds, compute, ranks),
               "per_round": all_rounds, "break_even": swept}
     if as_json:
