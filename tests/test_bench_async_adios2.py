@@ -15,26 +15,28 @@ needs_adios2 = pytest.mark.skipif(importlib.util.find_spec("adios2") is None,
                                   reason="adios2 is not installed (pip install 'ioloom[bench-adios2]')")
 
 
-@pytest.mark.parametrize("compare,bandwidth,fsync,installed,words", [
-    ("hdf5", 0, False, True, "the one comparison is 'adios2'"),
-    ("adios2", 16, False, True, "give --node-bandwidth 0"),
-    ("adios2", 0, True, True, "leave out --fsync"),
-    ("adios2", 0, False, False, "pip install 'ioloom[bench-adios2]'"),
+@pytest.mark.parametrize("compare,bandwidth,variability,fsync,installed,words", [
+    ("hdf5", 0, 0, False, True, "the one comparison is 'adios2'"),
+    ("adios2", 16, 0, False, True, "give --node-bandwidth 0"),
+    ("adios2", 0, 0.5, False, True, "no --storage-variability"),
+    ("adios2", 0, 0, True, True, "leave out --fsync"),
+    ("adios2", 0, 0, False, False, "pip install 'ioloom[bench-adios2]'"),
 ])
-def test_compare_refusals(compare, bandwidth, fsync, installed, words):
-    assert words in async_adios2.compare_problem(compare, bandwidth, fsync, installed)
+def test_compare_refusals(compare, bandwidth, variability, fsync, installed, words):
+    assert words in async_adios2.compare_problem(compare, bandwidth, variability, fsync, installed)
 
 
 def test_compare_accepted_or_not_asked():
-    assert async_adios2.compare_problem("", 16, True, False) is None
-    assert async_adios2.compare_problem("adios2", 0, False, True) is None
+    assert async_adios2.compare_problem("", 16, 1, True, False) is None
+    assert async_adios2.compare_problem("adios2", 0, 0, False, True) is None
 
 
 def test_refusal_is_one_line_before_any_run(ioloom_cli):
     done = ioloom_cli("bench", "async", "--quick", "--rounds", "1", "--compare", "adios2", check=False)
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert done.stderr.strip() == ("ioloom bench async: --compare adios2 writes at the file system's speed, which "
-                                   "ioloom's bandwidth model cannot slow: give --node-bandwidth 0")
+                                   "ioloom's storage model cannot slow or vary: give --node-bandwidth 0 and no "
+                                   "--storage-variability")
 
 
 def test_fill_is_the_kernels():

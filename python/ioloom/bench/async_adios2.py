@@ -11,8 +11,9 @@ and `adios2-async` (AsyncWrite=guided, its asynchronous write of each step's buf
 simulation computes). The write time seen is that of fill + begin_step..end_step, as cm1.c times fill + the
 library's calls; the run time adds close (the writes drained), as cm1.c's adds finalize.
 
-ADIOS2 writes at the file system's speed: libioloom-async's bandwidth model and fsync have no ADIOS2 counterpart,
-so the comparison runs with --node-bandwidth 0 and without --fsync (refused otherwise)."""
+ADIOS2 writes at the file system's speed: libioloom-async's storage model (bandwidth, variability) and fsync have
+no ADIOS2 counterpart, so the comparison runs with --node-bandwidth 0, without --storage-variability and without
+--fsync (refused otherwise)."""
 from __future__ import annotations
 
 import importlib.util
@@ -33,15 +34,16 @@ def installed() -> bool:
     return importlib.util.find_spec("adios2") is not None
 
 
-def compare_problem(compare: str, node_bandwidth: float, fsync: bool, have_adios2: bool) -> str | None:
+def compare_problem(compare: str, node_bandwidth: float, variability: float, fsync: bool,
+                    have_adios2: bool) -> str | None:
     """Why `--compare` cannot run as asked (None when it can, or when no comparison is asked)."""
     if not compare:
         return None
     if compare not in COMPARISONS:
         return f"--compare {compare!r}: the one comparison is 'adios2'"
-    if node_bandwidth:
-        return ("--compare adios2 writes at the file system's speed, which ioloom's bandwidth model cannot slow: "
-                "give --node-bandwidth 0")
+    if node_bandwidth or variability:
+        return ("--compare adios2 writes at the file system's speed, which ioloom's storage model cannot slow or "
+                "vary: give --node-bandwidth 0 and no --storage-variability")
     if fsync:
         return "--compare adios2: ADIOS2's BP5 does not make each step durable; leave out --fsync"
     if not have_adios2:

@@ -225,8 +225,8 @@ def bench_async(ranks: int = typer.Option(2, min=2, help="Ranks on the node (N o
     from ioloom.bench import async_adios2
     problem = rounds_allowed(rounds, quick, "--rounds") or (
         "--break-even sweeps W/C through the node bandwidth: give --node-bandwidth > 0" if sweep and
-        not node_bandwidth else None) or async_adios2.compare_problem(compare, node_bandwidth, fsync,
-                                                                      async_adios2.installed())
+        not node_bandwidth else None) or async_adios2.compare_problem(compare, node_bandwidth, variability,
+                                                                      fsync, async_adios2.installed())
     if problem:
         typer.echo(f"ioloom bench async: {problem}", err=True)
         raise typer.Exit(2)
