@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "async_internal.h"
+#include "async_trace.h"
+#include "ioloom_ops.h"
 
 static struct async_stats *st(void) { return &async_g.stats; }
 
@@ -180,6 +182,7 @@ int ioloom_async_write(const char *variable, const void *data, size_t nbytes) {
                                              variable, data ? nbytes : 0, async_layout_of(var)->name,
                                              async_layout_of(var)->bytes));
     async_put(var, data, nbytes);
+    async_trace_call(IOLOOM_OP_ASYNC_WRITE, start, async_g.iteration, var, nbytes);
     return async_timed(start, IOLOOM_ASYNC_OK);
 }
 
@@ -207,6 +210,7 @@ int ioloom_async_signal(const char *event) {
         run_plugins_here(id);
         async_writer_event(&async_g.writer, id, async_g.client_rank, async_g.iteration);
     }
+    async_trace_call(IOLOOM_OP_ASYNC_SIGNAL, start, async_g.iteration, -1, 0);
     return async_timed(start, IOLOOM_ASYNC_OK);
 }
 
@@ -219,6 +223,7 @@ int ioloom_async_end_iteration(void) {
         async_post(&m);
     else
         async_writer_sync(&async_g.writer, &async_g.cfg, st());
+    async_trace_call(IOLOOM_OP_ASYNC_END_ITERATION, start, async_g.iteration, -1, 0);
     async_g.iteration++;
     async_g.skipping = 0;
     st()->iterations++;

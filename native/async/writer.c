@@ -13,6 +13,7 @@
 #include <zstd.h>
 #include <unistd.h>
 #include "async_internal.h"
+#include "async_trace.h"
 
 static int open_file(const struct async_config *cfg, int id, const char *suffix, char msg[ASYNC_MSG_MAX]) {
     char path[1200];
@@ -161,6 +162,7 @@ void async_writer_put(struct async_writer *w, const struct async_config *cfg, st
     }
     throttle(w, cfg, start, nbytes, iteration);
     st->writer_busy_seconds += async_now() - start;
+    async_trace_store(start, block, iteration, variable, nbytes);
 }
 
 void async_writer_event(struct async_writer *w, int event, int block, int64_t iteration) {

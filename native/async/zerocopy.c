@@ -4,6 +4,8 @@
  * buffer instead, and commit writes, spills or drops a copy of it. */
 #include <stdlib.h>
 #include "async_internal.h"
+#include "async_trace.h"
+#include "ioloom_ops.h"
 
 enum { NONE = -1, PROCESS_BUFFER = -2 };
 
@@ -62,6 +64,7 @@ int ioloom_async_commit(const char *variable) {
     else
         commit_chunk(var);
     async_g.chunk_of[var] = NONE;
+    async_trace_call(IOLOOM_OP_ASYNC_COMMIT, start, async_g.iteration, var, async_layout_of(var)->bytes);
     return async_timed(start, IOLOOM_ASYNC_OK);
 }
 

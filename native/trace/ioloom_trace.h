@@ -20,7 +20,7 @@
 #include "trace_format.h"
 
 /* Layers. */
-enum ioloom_layer { IOLOOM_POSIX = 0, IOLOOM_STDIO = 1, IOLOOM_MPIIO = 2, IOLOOM_PROCESS = 3 };
+enum ioloom_layer { IOLOOM_POSIX = 0, IOLOOM_STDIO = 1, IOLOOM_MPIIO = 2, IOLOOM_PROCESS = 3, IOLOOM_ASYNC = 4 };
 
 /* One event as the wrappers fill it. Unknown numeric fields are -1. The writer encodes it compactly. */
 struct ioloom_event {

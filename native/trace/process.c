@@ -16,6 +16,7 @@
 #include "positions.h"
 #include "trace_internal.h"
 
+#define IOLOOM_DEFAULT_LAYERS "posix,stdio,mpiio,async"
 IOLOOM_EXPORT unsigned ioloom_enabled_layers = 1u << IOLOOM_PROCESS;
 
 /* The process whose stream this is. A vfork child (dash, posix_spawn) shares our memory until it execs: it
@@ -26,9 +27,12 @@ IOLOOM_EXPORT int ioloom_layer_enabled(enum ioloom_layer layer) { return ioloom_
 
 static void enable_layer(const char *item, size_t len, void *arg) {
     (void)arg;
-    static const char *names[] = {"posix", "stdio", "mpiio"};
-    for (unsigned i = 0; i < 3; i++)
-        if (strlen(names[i]) == len && !strncmp(item, names[i], len)) ioloom_enabled_layers |= 1u << i;
+    static const char *names[] = {[IOLOOM_POSIX] = "posix",
+                                  [IOLOOM_STDIO] = "stdio",
+                                  [IOLOOM_MPIIO] = "mpiio",
+                                  [IOLOOM_ASYNC] = "async"}; /* process: always on */
+    for (unsigned i = 0; i < sizeof names / sizeof *names; i++)
+        if (names[i] && strlen(names[i]) == len && !strncmp(item, names[i], len)) ioloom_enabled_layers |= 1u << i;
 }
 
 /* A process-layer event (start, exit, fork, exec, signal) at the current time. */
@@ -84,7 +88,7 @@ static void write_process_info(void) {
     write_command_line();
     info_int("start_monotonic_ns", (long long)mono);
     info_int("start_realtime_ns", (long long)real.tv_sec * 1000000000LL + real.tv_nsec);
-    ioloom_write_info("layers", ioloom_env_str("IOLOOM_LAYERS", "posix,stdio,mpiio"));
+    ioloom_write_info("layers", ioloom_env_str("IOLOOM_LAYERS", IOLOOM_DEFAULT_LAYERS));
     ioloom_files_write_excluded(); /* the filters in effect, with zero counts */
 }
 
@@ -371,7 +375,7 @@ static int skipped_program(void) {
 __attribute__((constructor)) static void tracer_start(void) {
     int saved = errno; /* the program starts with the errno it would have untraced */
     ioloom_busy++;
-    ioloom_for_each_item(ioloom_env_str("IOLOOM_LAYERS", "posix,stdio,mpiio"), ',', enable_layer, NULL);
+    ioloom_for_each_item(ioloom_env_str("IOLOOM_LAYERS", IOLOOM_DEFAULT_LAYERS), ',', enable_layer, NULL);
     ioloom_files_init();
     stream_pid = getpid();
     if (!skipped_program() && ioloom_writer_open() == 0) {

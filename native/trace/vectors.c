@@ -74,7 +74,7 @@ static void put_preamble(struct out *o, const char *name) {
 
 static void put_events(struct out *o, uint32_t tid, const struct ioloom_raw_event *ev, size_t n) {
     emit(o, o->chunk, ioloom_encode_events(o->chunk, o->scratch, tid, ev, n));
-    static const char *layers[] = {"posix", "stdio", "mpiio", "process"};
+    static const char *layers[] = {"posix", "stdio", "mpiio", "process", "async"};
     for (size_t i = 0; i < n; i++) {
         const struct ioloom_raw_event *e = &ev[i];
         fprintf(o->csv, "%u,%llu,%llu,%s,%s,%d,%lld,%lld,%lld,%lld,%d,%lld,%lld,%lld,%lld\n", tid,

@@ -380,11 +380,14 @@ static const struct {
 #define OP_POSIX(suffix, name, class) {name, IOLOOM_POSIX},
 #define OP_STDIO(suffix, name, class) {name, IOLOOM_STDIO},
 #define OP_MPI(suffix, name, class) {name, IOLOOM_MPIIO},
+#define OP_ASYNC(suffix, name, class) {name, IOLOOM_ASYNC},
     IOLOOM_PROCESS_OPS(OP_PROCESS) IOLOOM_POSIX_OPS(OP_POSIX) IOLOOM_STDIO_OPS(OP_STDIO) IOLOOM_MPI_OPS(OP_MPI)
+        IOLOOM_ASYNC_OPS(OP_ASYNC)
 #undef OP_PROCESS
 #undef OP_POSIX
 #undef OP_STDIO
 #undef OP_MPI
+#undef OP_ASYNC
 };
 static uint8_t op_written[IOLOOM_OP_COUNT];
 static uint8_t op_chunk[IOLOOM_CHUNK_HEADER_BYTES + IOLOOM_OP_COUNT * 80]; /* no allocation: signal-safe */

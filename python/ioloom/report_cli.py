@@ -20,6 +20,14 @@ def _predicted(trace: Path, limit: int, processes: int):
     return Predicted(analyse_trace(loaded, Options(), limit=limit, processes=processes), limit, len(loaded.streams))
 
 
+def _asynchronous(trace: Path) -> dict | None:
+    """libioloom-async's hidden and visible I/O time, when the trace has its layer (docs/async.md, "Traced")."""
+    from ioloom.async_io.traced import from_trace
+    from ioloom.stats_cli import load_or_exit
+
+    return from_trace(load_or_exit(trace)) if trace.is_dir() else None
+
+
 def command(trace: Path = typer.Argument(..., help="Trace directory (ioloom run -o DIR) or a .darshan log."),
             output: Path = typer.Option(Path("report.html"), "-o", "--output", help="HTML file to write."),
             findings_json: Path = typer.Option(None, "--json", help="Also write the findings as JSON here."),
@@ -39,7 +47,7 @@ def command(trace: Path = typer.Argument(..., help="Trace directory (ioloom run 
     analysis = analyse_or_exit(trace, stripe_size, scheduler, quiet)
     predicted = _predicted(trace, predict_ops, predict_processes) if predict_ops else None
     report.write(analysis, output, title=f"ioloom report: {trace.name}", subtitle=str(trace.resolve()),
-                 predicted=predicted)
+                 predicted=predicted, asynchronous=_asynchronous(trace))
     typer.echo(f"report: {output}")
     if findings_json:
         findings_json.write_text(json.dumps([f.to_json() for f in analysis.findings], indent=1))

@@ -1,4 +1,4 @@
-"""`ioloom run [-o DIR] [--layers posix,stdio,mpiio] -- CMD`: trace any command without rebuilding it.
+"""`ioloom run [-o DIR] [--layers posix,stdio,mpiio,async] -- CMD`: trace any command without rebuilding it.
 
 Preloads libioloom-trace.so (and libioloom-trace-mpi-<impl>.so for the MPI the command uses), points the
 tracer at DIR, runs CMD, exits with CMD's exit code, and prints where the trace went with a short summary."""
@@ -18,7 +18,7 @@ from ioloom import mpi, paths
 if TYPE_CHECKING:
     import numpy as np
 
-LAYERS = ("posix", "stdio", "mpiio")
+LAYERS = ("posix", "stdio", "mpiio", "async")  # the traced layers one may choose (process: always)
 # Launchers and daemons of both MPIs: they carry LD_PRELOAD to the ranks but their own I/O is not the program's.
 LAUNCHERS = ("mpirun", "mpiexec", "orterun", "orted", "prterun", "prted", "mpiexec.openmpi", "mpirun.openmpi",
              "mpiexec.hydra", "mpiexec.mpich", "mpirun.mpich", "hydra_pmi_proxy", "hydra_nameserver")
@@ -212,7 +212,7 @@ def summary(out: Path) -> list[str]:
 def command(
     cmd: list[str] = typer.Argument(..., metavar="-- CMD [ARGS]...", help="The command to trace (after --)."),
     output: Path = typer.Option(None, "-o", "--output", help="Trace directory (default: ./ioloom-traces/<time>)."),
-    layers: str = typer.Option("posix,stdio,mpiio", "--layers", help="Layers to trace, comma-separated."),
+    layers: str = typer.Option("posix,stdio,mpiio,async", "--layers", help="Layers to trace, comma-separated."),
     logfs: list[Path] = typer.Option([], "--logfs", metavar="DIR", help="Also run over logfs: files the command "
                                      "creates under DIR become containers of per-writer logs (repeatable)."),
     coord: str = typer.Option(None, "--coord", metavar="ADDR", help="Coordinate the command's writes with other "

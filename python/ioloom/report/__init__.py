@@ -319,7 +319,25 @@ class Predicted:
     total: int
 
 
-def render(a, title: str = "ioloom report", subtitle: str = "", predicted: Predicted | None = None) -> str:
+def _asynchronous(split: dict) -> str:
+    """libioloom-async's layer (ioloom.async_io.traced): the I/O time the simulation saw beside the time its writers
+    spent out of its sight."""
+    cards = (_card(_secs(split["visible_seconds"]), f"visible: {split['calls']:,} library calls")
+             + _card(_secs(split["hidden_seconds"]), "hidden: stores on a helper thread or dedicated rank")
+             + _card(_secs(split["inside_seconds"]), "stores inside the calls (synchronous)")
+             + _card(f"{split['untied_stores']:,}", "stores whose call is not in the trace"))
+    rows = pd.DataFrame([{"client": c["client"], "calls": c["calls"], "visible": _secs(c["visible_seconds"]),
+                          "hidden": _secs(c["hidden_seconds"]), "hidden bytes": human_bytes(c["hidden_bytes"])}
+                         for c in split["clients"]])
+    return _section("async", "Asynchronous output (libioloom-async)",
+                    "The simulation's calls into libioloom-async are the I/O time it saw; each store of a block on "
+                    "the writer side is tied to the call that gave the block (the tracer's call ids, not times), "
+                    "and is hidden when it ran on another thread or rank than that call.",
+                    f'<div class="cards">{cards}</div>' + figures.frame_html(rows))
+
+
+def render(a, title: str = "ioloom report", subtitle: str = "", predicted: Predicted | None = None,
+           asynchronous: dict | None = None) -> str:
     result = a.to_json(calls=False)
     figs = figures.all_figures(a)
     parts = [_summary(a, result), _findings(result), _crosslayer(a, result, figs), _concurrency(a, result, figs),
@@ -328,6 +346,9 @@ def render(a, title: str = "ioloom report", subtitle: str = "", predicted: Predi
     if predicted is not None:
         parts.append(_prediction(predicted))
         sections.insert(-1, ("prediction", "Prediction"))
+    if asynchronous is not None:
+        parts.append(_asynchronous(asynchronous))
+        sections.insert(-1, ("async", "Async output"))
     return page(title, subtitle, sections, "".join(parts) + _health(a, result))
 
 
@@ -351,5 +372,5 @@ def save(text: str, path: Path) -> Path:
 
 
 def write(a, path: Path, title: str = "ioloom report", subtitle: str = "",
-          predicted: Predicted | None = None) -> Path:
-    return save(render(a, title, subtitle, predicted), path)
+          predicted: Predicted | None = None, asynchronous: dict | None = None) -> Path:
+    return save(render(a, title, subtitle, predicted, asynchronous), path)

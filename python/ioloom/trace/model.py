@@ -13,7 +13,7 @@ Event columns (one row per intercepted call; -1 where a value does not apply or 
 | rank      | int32 | MPI rank, -1 outside MPI |
 | pid       | int32 | process id |
 | tid       | int32 | thread id (kernel tid) |
-| layer     | dictionary<string> | "posix", "stdio", "mpiio", "process" |
+| layer     | dictionary<string> | "posix", "stdio", "mpiio", "process", "async" |
 | op        | dictionary<string> | call name: "pwrite", "fwrite", "MPI_File_write_at_all", ... |
 | file_id   | int32 | key into `Trace.files`, -1 none |
 | handle    | int64 | descriptor, stream or MPI file handle number |
@@ -37,7 +37,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-LAYERS = ("posix", "stdio", "mpiio", "process")
+LAYERS = ("posix", "stdio", "mpiio", "process", "async")
 
 EVENT_SCHEMA = pa.schema([
     ("t_start", pa.int64()), ("t_end", pa.int64()),

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ioloom.trace.model import TraceDamaged
+from ioloom.trace.model import LAYERS, TraceDamaged
 from ioloom.trace.varint import (
     CONST,
     RUNS,
@@ -41,7 +41,7 @@ MAJORS = (1, 2)  # the versions this reader reads: 1 had the checksum over the p
 CHUNK_HEADER = struct.Struct("<III")
 ACCOUNTING_XATTR = "user.ioloom.info"  # the final accounting, when the stream could not hold it (writer.c)
 INFO, OPS, FILES, EVENTS = 1, 2, 3, 4
-LAYER_CODES = ("posix", "stdio", "mpiio", "process")
+LAYER_CODES = LAYERS  # a layer is stored as its index in this tuple
 FORGET_EVERY = 26  # log2 of the bytes of a stream file checked between handing its pages back (64 MiB)
 
 # Stored columns of an EVENTS chunk, in order (trace_format.h, enum ioloom_column).

@@ -1,0 +1,16 @@
+/* libioloom-async's events in ioloom's trace (docs/async.md "Traced"): when libioloom-trace.so is loaded and its
+ * async layer is on, each client call and each store of a block on the writer side is an event of layer async
+ * (ioloom_ops.h's IOLOOM_ASYNC_OPS). A store's parent is the call_id of the client call that gave its block. */
+#ifndef IOLOOM_ASYNC_TRACE_H
+#define IOLOOM_ASYNC_TRACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* A client call that started at `start` (async_now) and succeeded: `slot` is its variable, or -1 (signal, end
+ * of iteration: not tied to a store); `iteration` the client's iteration it belongs to. */
+void async_trace_call(int op, double start, int64_t iteration, int slot, size_t nbytes);
+/* The writer side's store of block `block` (the client) of `variable` at `iteration`, started at `start`. */
+void async_trace_store(double start, int block, int64_t iteration, int variable, size_t nbytes);
+
+#endif

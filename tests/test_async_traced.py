@@ -1,0 +1,74 @@
+"""libioloom-async in ioloom's trace (docs/async.md, "Traced"): real runs of the CM1-like kernel under `ioloom run`
+put the library's calls and its writer side's stores in the async layer, each store tied by id to the call that
+gave its block, and the report splits hidden from visible I/O time."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from ioloom import mpi
+from ioloom.async_io.kernel import Setup, kernel_command
+from ioloom.async_io.traced import async_events, from_trace, hidden_and_visible
+from ioloom.trace import open_trace
+
+pytestmark = [pytest.mark.mpi, pytest.mark.skipif("openmpi" not in {i.name for i in mpi.implementations()},
+                                                  reason="needs Open MPI")]
+ITERATIONS, VARIABLES = 4, ("u", "v", "theta")
+
+
+def traced_run(tmp_path, mode: str, nranks: int, layers: str = "posix,stdio,mpiio,async", zero_copy=False):
+    impl = mpi.by_name("openmpi")
+    setup = Setup(tmp_path / "out", mode=mode, variables=VARIABLES, dims=(16, 16, 8), bandwidth=8 << 20)
+    cmd = kernel_command(impl, nranks, setup.write(tmp_path / "cm1.yaml"), setup, ITERATIONS, 0.01,
+                         event="checkpoint", zero_copy=zero_copy)
+    done = subprocess.run([sys.executable, "-m", "ioloom", "run", "-o", str(tmp_path / "trace"), "--layers", layers,
+                           "--", *cmd], capture_output=True, text=True, timeout=180,
+                          env={**os.environ, **impl.launch_env()})
+    assert done.returncode == 0, done.stderr[-2000:]
+    return open_trace(tmp_path / "trace")
+
+
+@pytest.mark.parametrize("mode,nranks,zero_copy", [("dedicated-cores", 3, False), ("helper-thread", 2, True)])
+def test_stores_out_of_sight_are_hidden_and_tied_to_their_calls(tmp_path, mode, nranks, zero_copy):
+    trace = traced_run(tmp_path, mode, nranks, zero_copy=zero_copy)
+    events = async_events(trace)
+    clients = 2
+    giving = "async_commit" if zero_copy else "async_write"
+    assert (events["op"] == giving).sum() == clients * ITERATIONS * len(VARIABLES)
+    assert (events["op"] == "async_end_iteration").sum() == (events["op"] == "async_signal").sum() == 8
+    calls = events[events["op"] == giving].set_index("call_id")
+    stores = events[events["op"] == "async_store"]
+    assert len(stores) == clients * ITERATIONS * len(VARIABLES)
+    given = calls.loc[stores["parent"]]  # each store's call: same client (handle), same iteration (aux), earlier
+    assert (given["handle"].to_numpy() == stores["handle"].to_numpy()).all()
+    assert (given["aux"].to_numpy() == stores["aux"].to_numpy()).all()
+    assert (given["t_start"].to_numpy() <= stores["t_start"].to_numpy()).all()
+    split = hidden_and_visible(events)
+    assert split["untied_stores"] == 0 and split["inside_seconds"] == 0
+    assert split["hidden_seconds"] == split["store_seconds"]
+    # each 16 KiB block takes its writer 2 ms or more at 8 MiB/s: far more than handing it over
+    assert split["hidden_seconds"] >= len(stores) * 0.0019 > split["visible_seconds"]
+    assert [c["client"] for c in split["clients"]] == [0, 1]
+
+
+def test_synchronous_stores_are_inside_the_calls(tmp_path):
+    split = from_trace(traced_run(tmp_path, "synchronous", 2))
+    assert split["stores"] == 2 * ITERATIONS * len(VARIABLES) and split["untied_stores"] == 0
+    assert split["hidden_seconds"] == 0 and split["inside_seconds"] == split["store_seconds"] > 0
+    assert split["visible_seconds"] >= split["inside_seconds"]
+
+
+def test_layer_off_records_nothing(tmp_path):
+    assert from_trace(traced_run(tmp_path, "helper-thread", 2, layers="posix")) is None
+
+
+def test_report_shows_hidden_and_visible(tmp_path):
+    traced_run(tmp_path, "dedicated-cores", 3)
+    done = subprocess.run([sys.executable, "-m", "ioloom", "report", str(tmp_path / "trace"), "-o",
+                           str(tmp_path / "r.html"), "--predict-ops", "0"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    page = (tmp_path / "r.html").read_text()
+    assert "Asynchronous output (libioloom-async)" in page and "hidden: stores on a helper thread" in page
