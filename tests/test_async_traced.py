@@ -52,6 +52,8 @@ def test_stores_out_of_sight_are_hidden_and_tied_to_their_calls(tmp_path, mode, 
     # each 16 KiB block takes its writer 2 ms or more at 8 MiB/s: far more than handing it over
     assert split["hidden_seconds"] >= len(stores) * 0.0019 > split["visible_seconds"]
     assert [c["client"] for c in split["clients"]] == [0, 1]
+    # the writer's POSIX writes during the stores are theirs: the blocks' bytes and a 32-byte index record each
+    assert split["store_bytes_written_below"] == split["stored_bytes"] + 32 * len(stores)
 
 
 def test_synchronous_stores_are_inside_the_calls(tmp_path):
@@ -72,3 +74,4 @@ def test_report_shows_hidden_and_visible(tmp_path):
     assert done.returncode == 0, done.stderr[-2000:]
     page = (tmp_path / "r.html").read_text()
     assert "Asynchronous output (libioloom-async)" in page and "hidden: stores on a helper thread" in page
+    assert "written by the writers" in page and "calls during the stores" in page

@@ -10,7 +10,10 @@
 /* A client call that started at `start` (async_now) and succeeded: `slot` is its variable, or -1 (signal, end
  * of iteration: not tied to a store); `iteration` the client's iteration it belongs to. */
 void async_trace_call(int op, double start, int64_t iteration, int slot, size_t nbytes);
-/* The writer side's store of block `block` (the client) of `variable` at `iteration`, started at `start`. */
-void async_trace_store(double start, int block, int64_t iteration, int variable, size_t nbytes);
+/* The writer side's store of block `block` (the client) of `variable` at `iteration`: _begin makes its key the
+ * tracer's current call on this thread, so that the writer's own POSIX calls during the store have it as parent,
+ * and returns the call it replaced; async_trace_store (started at `start`) records the store and restores it. */
+int64_t async_trace_store_begin(int block, int64_t iteration, int variable);
+void async_trace_store(double start, int64_t replaced, int block, int64_t iteration, int variable, size_t nbytes);
 
 #endif

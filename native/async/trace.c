@@ -1,6 +1,8 @@
 /* libioloom-async's events in ioloom's trace (async_trace.h). libioloom-async does not link the tracer: the
  * tracer's ioloom_append_row and ioloom_layer_enabled are looked up once with dlsym, and without them (no tracer
- * loaded, or IOLOOM_LAYERS without async) every call here returns at once. A client call's call_id and its
+ * loaded, or IOLOOM_LAYERS without async) every call here returns at once. During a store, the tracer's link
+ * (ioloom_trace.h, "cross-layer link") names the store's key as the current call, as an MPI-IO wrapper names its
+ * own: the writer's POSIX calls are then its children. A client call's call_id and its
  * store's parent are the same key, computed on each side from (client, iteration, variable): no message carries
  * it, and it is unique in the job. */
 #include <assert.h>
@@ -16,6 +18,7 @@
 #define ITERATION_BITS 30 /* iterations: modulo 2^30 */
 
 static void (*append_row)(const struct ioloom_raw_event *);
+static __thread struct ioloom_link *thread_link; /* the tracer's link of this thread (a TLS symbol: per thread) */
 static pthread_once_t looked_up = PTHREAD_ONCE_INIT;
 
 static void look_up(void) {
@@ -62,7 +65,20 @@ void async_trace_call(int op, double start, int64_t iteration, int slot, size_t 
     record(op, start, client, iteration, nbytes, slot < 0 ? -1 : key(client, iteration, slot), -1);
 }
 
-void async_trace_store(double start, int block, int64_t iteration, int variable, size_t nbytes) {
+static struct ioloom_link *link_of_thread(void) {
+    if (!thread_link) thread_link = (struct ioloom_link *)dlsym(RTLD_DEFAULT, "ioloom_link");
+    return thread_link;
+}
+
+int64_t async_trace_store_begin(int block, int64_t iteration, int variable) {
+    if (!tracing() || !link_of_thread()) return -1;
+    int64_t replaced = thread_link->current;
+    thread_link->current = key(block, iteration, variable);
+    return replaced;
+}
+
+void async_trace_store(double start, int64_t replaced, int block, int64_t iteration, int variable, size_t nbytes) {
     if (!tracing()) return;
     record(IOLOOM_OP_ASYNC_STORE, start, block, iteration, nbytes, -1, key(block, iteration, variable));
+    if (link_of_thread()) thread_link->current = replaced;
 }

@@ -143,6 +143,7 @@ static const void *stored(struct async_writer *w, const void *data, size_t *nbyt
 void async_writer_put(struct async_writer *w, const struct async_config *cfg, struct async_stats *st, int variable,
                       int block, int64_t iteration, const void *data, size_t nbytes) {
     double start = async_now();
+    int64_t replaced = async_trace_store_begin(block, iteration, variable);
     data = stored(w, data, &nbytes);
     struct async_index_record rec = {variable, block, iteration, 0, nbytes};
     if (!data || w->store->put(w, cfg, variable, block, iteration, data, nbytes, &rec.offset) ||
@@ -162,7 +163,7 @@ void async_writer_put(struct async_writer *w, const struct async_config *cfg, st
     }
     throttle(w, cfg, start, nbytes, iteration);
     st->writer_busy_seconds += async_now() - start;
-    async_trace_store(start, block, iteration, variable, nbytes);
+    async_trace_store(start, replaced, block, iteration, variable, nbytes);
 }
 
 void async_writer_event(struct async_writer *w, int event, int block, int64_t iteration) {

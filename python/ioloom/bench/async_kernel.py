@@ -49,8 +49,8 @@ def one_round(impl, ranks: int, compute: float, dims, nvars: int, iterations: in
     results = {}
     for mode in order:
         if mode in async_adios2.ASYNC_WRITE:
-            run = async_adios2.run_ranks(ranks, work / mode, mode, dims, nvars, iterations, compute, sleep)
-            results[mode] = async_adios2.per_run(run, mode)
+            timed = async_adios2.run_ranks(ranks, work / mode, mode, dims, nvars, iterations, compute, sleep)
+            results[mode] = async_adios2.per_run(timed, mode)
             continue
         writers = 1 if mode == "dedicated-cores" else ranks
         setup = Setup(work / mode, mode=mode, dims=dims, buffer=256 << 20, bandwidth=bandwidth // writers,

@@ -325,7 +325,9 @@ def _asynchronous(split: dict) -> str:
     cards = (_card(_secs(split["visible_seconds"]), f"visible: {split['calls']:,} library calls")
              + _card(_secs(split["hidden_seconds"]), "hidden: stores on a helper thread or dedicated rank")
              + _card(_secs(split["inside_seconds"]), "stores inside the calls (synchronous)")
-             + _card(f"{split['untied_stores']:,}", "stores whose call is not in the trace"))
+             + _card(f"{split['untied_stores']:,}", "stores whose call is not in the trace")
+             + _card(human_bytes(split["store_bytes_written_below"]),
+                     f"written by the writers' own {split['store_calls_below']:,} calls during the stores"))
     rows = pd.DataFrame([{"client": c["client"], "calls": c["calls"], "visible": _secs(c["visible_seconds"]),
                           "hidden": _secs(c["hidden_seconds"]), "hidden bytes": human_bytes(c["hidden_bytes"])}
                          for c in split["clients"]])
