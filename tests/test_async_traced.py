@@ -75,3 +75,19 @@ def test_report_shows_hidden_and_visible(tmp_path):
     page = (tmp_path / "r.html").read_text()
     assert "Asynchronous output (libioloom-async)" in page and "hidden: stores on a helper thread" in page
     assert "written by the writers" in page and "calls during the stores" in page
+
+
+def test_store_of_an_untraced_client_is_counted_apart():
+    import pandas as pd
+    key = 1 << 62
+    events = pd.DataFrame([  # client 0's write (traced) and two stores on a dedicated rank, one of an untraced client
+        {"t_start": 0, "t_end": 10, "layer": "async", "op": "async_write", "pid": 1, "tid": 1, "handle": 0,
+         "req_bytes": 8, "ret_bytes": 8, "call_id": key, "parent": -1},
+        {"t_start": 20, "t_end": 120, "layer": "async", "op": "async_store", "pid": 2, "tid": 2, "handle": 0,
+         "req_bytes": 8, "ret_bytes": 8, "call_id": -1, "parent": key},
+        {"t_start": 130, "t_end": 330, "layer": "async", "op": "async_store", "pid": 2, "tid": 2, "handle": 1,
+         "req_bytes": 8, "ret_bytes": 8, "call_id": -1, "parent": key | 1 << 12},
+    ])
+    split = hidden_and_visible(events)
+    assert split["untied_stores"] == 1 and split["hidden_seconds"] == 100e-9 and split["store_seconds"] == 300e-9
+    assert split["visible_seconds"] == 10e-9 and split["store_calls_below"] == 0

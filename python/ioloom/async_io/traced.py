@@ -62,7 +62,7 @@ def hidden_and_visible(events: pd.DataFrame) -> dict | None:
 def _below(below: pd.DataFrame) -> dict:
     """The writer's own calls during the stores (POSIX, stdio): how many, their time, the bytes they wrote."""
     from ioloom.trace.ops import direction
-    writes = below[[direction(op) == "write" for op in below["op"]]]
+    writes = below[below["op"].map(lambda op: direction(op) == "write").astype(bool)]
     return {"store_calls_below": int(len(below)), "store_seconds_below": _seconds(below),
             "store_bytes_written_below": int(writes["ret_bytes"].clip(lower=0).sum())}
 
