@@ -19,14 +19,25 @@ KEY_BIT = 1 << 62  # set in every key of libioloom-async (native/async/trace.c),
 NS = 1e9
 
 
+def _is_async(table):
+    return pc.equal(table.column("layer").cast("string"), "async")
+
+
+def _has_async(stream) -> bool:
+    """Whether a stream holds async events: from the layers its operation table names (a stream file's reader
+    says, info["layers_named"]), else from its layer column alone."""
+    if "layers_named" in stream.info:
+        return "async" in stream.info["layers_named"]
+    return any(pc.any(_is_async(table)).as_py() for table in stream.ranges(["layer"]))
+
+
 def async_events(trace) -> pd.DataFrame:
-    """The async layer's events and the calls made under its stores, of every stream, read range by range (only
-    they are kept)."""
+    """The async layer's events and the calls made under its stores, of every stream that has any, read range by
+    range (only they are kept)."""
     parts = []
-    for stream in trace.streams:
+    for stream in filter(_has_async, trace.streams):
         for table in stream.ranges(COLUMNS):
-            chosen = table.filter(pc.or_(pc.equal(table.column("layer").cast("string"), "async"),
-                                         pc.greater_equal(table.column("parent"), KEY_BIT)))
+            chosen = table.filter(pc.or_(_is_async(table), pc.greater_equal(table.column("parent"), KEY_BIT)))
             if chosen.num_rows:
                 parts.append(chosen.to_pandas().astype({"op": str, "layer": str}))
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=COLUMNS)

@@ -371,7 +371,8 @@ def open_trace(path: str | Path) -> Trace:
     for stream, lookup in zip(streams, lookups):
         pid = int(stream.info.get("pid", -1))
         rank = int(stream.info.get("rank", -1))
-        info = dict(stream.info, path=str(stream.path), events=stream.events, excluded=excluded(stream.info))
+        info = dict(stream.info, path=str(stream.path), events=stream.events, excluded=excluded(stream.info),
+                    layers_named=sorted({LAYERS[layer] for _, layer in stream.ops.values()}))
         reader = StreamReader(stream, lookup, epoch, rank, pid)
         out.append(Stream(pid, rank, info, reader.read, reader.ranges))
     out.sort(key=lambda s: (s.rank, s.pid, s.info["path"]))
