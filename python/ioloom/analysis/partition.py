@@ -39,7 +39,7 @@ class Options:
     sample_budget: int = 60_000
     detail_limit: int = 60_000
     range_rows: int = RANGE_ROWS
-    split_rows: int = 4 * RANGE_ROWS  # on a Dask cluster, a stream of more events is summarised in parts this long
+    split_rows: int = 1 << 21  # on a Dask cluster, a stream of more events is summarised in parts this long
     # Files of the system and of the MPI runtime (libraries, configuration, shared-memory segments, session
     # directories, pipes and sockets): counted in the totals, left out of patterns, findings and first-byte time.
     system_prefixes: tuple[str, ...] = ("/usr/", "/lib", "/etc/", "/proc/", "/sys/", "/dev/", "/run/",

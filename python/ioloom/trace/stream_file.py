@@ -518,11 +518,20 @@ def _without_repeats(stream: StreamFile, chunks: np.ndarray) -> np.ndarray:
     if len(chunks) < 2:
         return chunks
     offsets = chunks[:, ROW_OFFSET]
-    crc = stream.data[offsets[:, None] + np.arange(8, 12)].astype(np.int64) @ (1 << np.arange(0, 32, 8))
-    keys = np.column_stack((chunks[:, [ROW_TID, ROW_T_BASE, ROW_COUNT, ROW_LENGTH]], crc))
+    checksum = np.zeros((len(chunks), 1), np.int64)  # read below, of the chunks that need it
+    keys = np.hstack((chunks[:, [ROW_TID, ROW_T_BASE, ROW_COUNT, ROW_LENGTH]], checksum))
     order = np.lexsort(keys.T[::-1])  # stable: the earliest of equal chunks comes first
-    ordered = keys[order]
-    same = np.concatenate(([False], (ordered[1:] == ordered[:-1]).all(axis=1)))
+    same = _same_as_previous(keys[order])
+    if not same.any():
+        return chunks
+    # Only chunks equal in the index's fields can be repeats: their checksums alone are read (the header of every
+    # chunk would bring the whole file's pages back into memory after the scan handed them back).
+    candidates = np.union1d(order[same], order[np.flatnonzero(same) - 1])
+    keys[candidates, -1] = stream.data[offsets[candidates, None] + np.arange(8, 12)].astype(np.int64) \
+        @ (1 << np.arange(0, 32, 8))
+    stream.forget_pages()
+    order = np.lexsort(keys.T[::-1])
+    same = _same_as_previous(keys[order])
     if not same.any():
         return chunks
     first = order[np.maximum.accumulate(np.where(same, 0, np.arange(len(order))))]  # of each one's group
@@ -532,6 +541,11 @@ def _without_repeats(stream: StreamFile, chunks: np.ndarray) -> np.ndarray:
         stream.problems.append(f"{stream.path.name}: events chunk at byte {int(offsets[k])} repeats the one at byte "
                                f"{int(offsets[original[k]])}; skipped")
     return np.delete(chunks, repeats, axis=0)
+
+
+def _same_as_previous(ordered: np.ndarray) -> np.ndarray:
+    """Whether each row of sorted keys equals the row before it."""
+    return np.concatenate(([False], (ordered[1:] == ordered[:-1]).all(axis=1)))
 
 
 def read_accounting(stream: StreamFile) -> None:
