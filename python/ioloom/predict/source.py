@@ -83,7 +83,9 @@ def process_operations(trace, limit: int | None = None) -> list[ProcessOperation
     for stream in trace.streams:
         label = f"rank {stream.rank}" if stream.rank >= 0 else f"pid {stream.pid}"
         side = read_side(side_path(stream.info["path"])) if stream.info.get("path") else None
-        rows = _rows(stream, paths, limit)
+        # with a limit and no application file there is no operation to learn: nothing is decoded (_rows would
+        # read the whole stream looking for `limit` of them)
+        rows = _rows(stream, paths, limit) if paths or limit is None else []
         stacks, unused = _stacks(rows, side, whole=limit is None)
         symbols = Symbols()
         operations = [op for row, stack in zip(rows, stacks) if (op := _operation(symbols, paths, row, stack))]
