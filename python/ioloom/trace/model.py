@@ -53,7 +53,7 @@ class TraceDamaged(ValueError):
     while it was read). The index itself never raises for damage: it skips the chunk and says so in problems."""
 
 
-RANGE_ROWS = 1 << 18  # events per table of Stream.ranges: a map step holds about 450 bytes for each
+RANGE_ROWS = 3 << 17  # events per table of Stream.ranges: a map step holds about 450 bytes for each
 
 FILE_SCHEMA = pa.schema([("file_id", pa.int32()), ("path", pa.string()), ("dev", pa.uint64()), ("ino", pa.uint64())])
 
