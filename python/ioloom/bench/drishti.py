@@ -198,6 +198,12 @@ def program_rows(outcomes: list[Outcome]) -> list[list[str]]:
     return out
 
 
+def _default_mpi() -> mpi.MpiImpl | None:
+    """MPICH when present (Debian's parallel HDF5 is built for it), else the first MPI found, else none."""
+    found = {i.name: i for i in mpi.implementations()}
+    return found.get("mpich") or next(iter(found.values()), None)
+
+
 PROGRAM_HEADER = ["program", "Drishti (triggers a check covers)", "Drishti (no check)", "ioloom"]
 
 
@@ -277,8 +283,11 @@ def drishti_command(programs: str = typer.Option(",".join(DEFAULT_PROGRAMS), "--
                     by_program: bool = typer.Option(False, "--by-program", help="One row per program (what fired "
                                                     "on each side) instead of one per trigger.")) -> None:
     """Drishti's verdict beside ioloom's findings, per trigger, on the same real programs."""
-    found = {i.name: i for i in mpi.implementations()}
-    chosen = found.get(impl) if impl else (found.get("mpich") or next(iter(found.values()), None))
+    try:
+        chosen = mpi.by_name(impl) if impl else _default_mpi()
+    except mpi.MpiNotFound as why:
+        typer.echo(f"ioloom: {why}", err=True)
+        raise typer.Exit(2) from None
     libs = darshan_libs or [Path(p) for p in os.environ.get("DARSHAN_LIB", "").split(":") if p]
     missing = [lib for lib in libs if not lib.is_file()]
     if missing:

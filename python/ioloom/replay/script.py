@@ -96,14 +96,22 @@ def process_calls(stream, files: dict[int, str], replayed: frozenset[str]) -> Pr
     return process
 
 
+# Calls that can block until another process acts (a record lock held elsewhere). Such a call waits for what had
+# ended before it *ended*, so the replay takes the locks in the original's order: waiting only for what ended
+# before it started, a lock could be taken out of turn, and its holder then wait on the process it blocks.
+# Measuring every call from one time axis (its start, or its end for these) keeps the waits free of cycles.
+MAY_BLOCK = frozenset({"fcntl", "fcntl64", "flock", "lockf"})
+
+
 def waits(processes: list[Process], shared: set[int]) -> list[list[dict[int, int]]]:
-    """Per process, per call: {other process: how many of its calls had all ended before this call started},
-    given only where that number grew and only for calls on files several processes use."""
+    """Per process, per call: {other process: how many of its calls had all ended before this call started
+    (ended, for MAY_BLOCK)}, given only where that number grew and only for calls on files several processes
+    use."""
     ends = [np.maximum.accumulate(np.array([c.t_end for c in p.calls], np.int64)) if p.calls else
             np.zeros(0, np.int64) for p in processes]
     out = []
     for index, process in enumerate(processes):
-        starts = np.array([c.t_start for c in process.calls], np.int64)
+        starts = np.array([c.t_end if c.op in MAY_BLOCK else c.t_start for c in process.calls], np.int64)
         before = {q: np.searchsorted(ends[q], starts, "left") for q in range(len(processes)) if q != index}
         done = dict.fromkeys(before, 0)
         rows = []

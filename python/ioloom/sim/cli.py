@@ -215,7 +215,8 @@ def _calibration_check(platform_file: Path | None, rounds: int, quick: bool, dir
 
 
 @app.command("validate")
-def validate_command(check: list[str] = typer.Option(None, "--check", help="Run only these checks (repeatable): "
+def validate_command(ctx: typer.Context,
+                     check: list[str] = typer.Option(None, "--check", help="Run only these checks (repeatable): "
                                                      "table-6.3, table-6.2, delta-graph, ior-tuning, "
                                                      "small-beside-big, four-ior-jobs, wan-chunks, "
                                                      "tipping-point."),
@@ -242,6 +243,7 @@ def validate_command(check: list[str] = typer.Option(None, "--check", help="Run 
     if calibration:
         _calibration_check(platform_file, rounds, quick, directory, mpi_name, size)
         return
+    _refuse_calibration_options(ctx)
 
     unknown = sorted(set(check or []) - set(validate.CHECKS))
     if unknown:
@@ -256,6 +258,20 @@ def validate_command(check: list[str] = typer.Option(None, "--check", help="Run 
     print(f"{len(rows) - bad} of {len(rows)} rows agree")
     if bad:
         raise typer.Exit(1)
+
+
+CALIBRATION_OPTIONS = ("platform_file", "rounds", "quick", "directory", "size", "mpi_name")
+
+
+def _refuse_calibration_options(ctx: typer.Context) -> None:
+    """Options of --calibration given without it would be ignored silently: refused, named as typed."""
+    import click
+
+    given = [p.opts[0] for p in ctx.command.params if p.name in CALIBRATION_OPTIONS
+             and ctx.get_parameter_source(p.name) is not click.core.ParameterSource.DEFAULT]
+    if given:
+        _fail(f"{', '.join(given)}: for --calibration only; add --calibration, or leave "
+              f"{'it' if len(given) == 1 else 'them'} out")
 
 
 def _list(option: str, text: str, parse) -> list[int]:
