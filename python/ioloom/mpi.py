@@ -79,6 +79,15 @@ def by_name(name: str) -> MpiImpl:
                       "run `make build` to install both")
 
 
+def chosen(name: str | None) -> MpiImpl | None:
+    """The MPI named (MpiNotFound if it is not installed); without a name MPICH when present (Debian's parallel
+    HDF5 is built for it), else the first MPI found, else None."""
+    if name:
+        return by_name(name)
+    found = {i.name: i for i in implementations()}
+    return found.get("mpich") or next(iter(found.values()), None)
+
+
 def launcher_impl(program: str) -> MpiImpl | None:
     path = shutil.which(program)
     if not path:

@@ -133,8 +133,11 @@ def analyse_command(events: int = typer.Option(10_000_000, "--events", min=1, he
     """Time the full report of a large real trace (goal: 10^8 events in < 30 s and < 1 GiB on 2 cores)."""
     import ioloom
 
-    found = {i.name: i for i in mpi.implementations()}
-    chosen = found.get(impl) if impl else (found.get("mpich") or next(iter(found.values()), None))
+    try:
+        chosen = mpi.chosen(impl)
+    except mpi.MpiNotFound as why:
+        typer.echo(f"ioloom: {why}", err=True)
+        raise typer.Exit(2) from None
     if trace is None and chosen is None:
         typer.echo("ioloom: no MPI found to generate a trace; run `make build` or pass --trace", err=True)
         raise typer.Exit(2)

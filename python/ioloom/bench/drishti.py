@@ -198,12 +198,6 @@ def program_rows(outcomes: list[Outcome]) -> list[list[str]]:
     return out
 
 
-def _default_mpi() -> mpi.MpiImpl | None:
-    """MPICH when present (Debian's parallel HDF5 is built for it), else the first MPI found, else none."""
-    found = {i.name: i for i in mpi.implementations()}
-    return found.get("mpich") or next(iter(found.values()), None)
-
-
 PROGRAM_HEADER = ["program", "Drishti (triggers a check covers)", "Drishti (no check)", "ioloom"]
 
 
@@ -284,7 +278,7 @@ def drishti_command(programs: str = typer.Option(",".join(DEFAULT_PROGRAMS), "--
                                                     "on each side) instead of one per trigger.")) -> None:
     """Drishti's verdict beside ioloom's findings, per trigger, on the same real programs."""
     try:
-        chosen = mpi.by_name(impl) if impl else _default_mpi()
+        chosen = mpi.chosen(impl)
     except mpi.MpiNotFound as why:
         typer.echo(f"ioloom: {why}", err=True)
         raise typer.Exit(2) from None
