@@ -7,6 +7,8 @@ from pathlib import Path
 
 import typer
 
+from ioloom.coord import MIN_GAIN
+
 app = typer.Typer(help="Simulate a striped parallel file system on SimGrid (docs/sim.md).", no_args_is_help=True)
 
 
@@ -330,4 +332,22 @@ def sweep_command(ctx: typer.Context,
     print("bandwidths in MiB/s")
 
 
-from ioloom.sim import coord as _coord  # noqa: E402,F401  registers `ioloom sim coord` (its own module)
+@app.command("coord")
+def coord_command(ranks_a: int = typer.Option(64, min=1, help="Ranks of job A (its cores N_A)."),
+                  ranks_b: int = typer.Option(64, min=1, help="Ranks of job B."),
+                  bench_a: str = typer.Option("-F -b 16m -t 1m -w", help="ioloom bench io options of A's phase."),
+                  bench_b: str = typer.Option("-F -b 4m -t 1m -w", help="ioloom bench io options of B's phase."),
+                  points: int = typer.Option(9, min=2, help="Offsets dt in [-T_B, T_A]."),
+                  metric: str = typer.Option("core-seconds", help="What dynamic minimises: core-seconds or factors."),
+                  min_gain: float = typer.Option(MIN_GAIN, "--min-gain", min=0.0, max=0.99,
+                                                 help="dynamic's least gain to serialise (coord serve --min-gain)."),
+                  targets: int = typer.Option(4, min=1, help="Targets of the default platform."),
+                  platform: str = typer.Option(None, "-p", "--platform", help="Platform file (docs/sim.md)."),
+                  ranks_per_node: int = typer.Option(16, min=1, help="Ranks per node."),
+                  output: Path = typer.Option(None, "-o", "--output", help="Also write coord.json, coord.html here."),
+                  as_json: bool = typer.Option(False, "--json", help="Print the rows as JSON.")) -> None:
+    """Two simulated jobs' Δ-graph, uncoordinated and under each ioloom coord policy."""
+    from ioloom.sim import coord
+
+    coord.main(ranks_a, ranks_b, bench_a, bench_b, points, metric, min_gain, targets, platform, ranks_per_node,
+               output, as_json)

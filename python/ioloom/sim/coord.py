@@ -8,19 +8,17 @@ N_B T_B against the uncoordinated run at the same dt (N: a job's ranks). The sim
 run per point."""
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import typer
 
 from ioloom.coord import MIN_GAIN
-from ioloom.sim.cli import app
+from ioloom.coord.policy import Policy
+from ioloom.coord.state import State
+from ioloom.sim import engine, results, workload
 from ioloom.sim.platform import Platform, PlatformError, from_dict, load
-
-if TYPE_CHECKING:  # the engine's and the policies' modules load numpy: imported where used (`ioloom sim --help`)
-    from ioloom.coord.policy import Policy
-    from ioloom.sim import engine, workload
 
 COORDINATED = ("fcfs", "interrupt", "dynamic")
 
@@ -38,7 +36,6 @@ class PhaseCoordinator:
     decisions: list[dict] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        from ioloom.coord.state import State
         self.state = State(self.policy, lease=float("inf"), bandwidth=self.bandwidth)
 
     def __call__(self, line: str) -> str:
@@ -71,24 +68,20 @@ class Scenario:
     ranks_per_node: int = 16
 
     def job(self, i: int) -> workload.Workload:
-        from ioloom.sim import workload
         first_node = 0 if i == 0 else -(-self.ranks[0] // self.ranks_per_node)
         return workload.bench_job(self.platform, workload.parse_bench_args(self.bench[i]), self.ranks[i],
                                   self.ranks_per_node, first_node=first_node, first_file=1_000_000 * i,
                                   stripe_count=-1)
 
     def phase_time(self, outcome: engine.Outcome, job: int) -> float:
-        from ioloom.sim import results
         return results.job_document(outcome, job)["phases"][0]["time"]["total"]["max"]
 
     def alone(self) -> tuple[float, float]:
-        from ioloom.sim import engine
         return self.phase_time(engine.run(self.platform, self.job(0)), 0), \
             self.phase_time(engine.run(self.platform, self.job(1)), 0)
 
     def pair(self, dt: float, policy: Policy | None, t_alone: tuple[float, float]) -> tuple[float, float, list]:
         """A at max(0, -dt), B at max(0, dt): each one's phase time and the coordinator's decisions."""
-        from ioloom.sim import engine, workload
         both = workload.combine([self.job(0), self.job(1)], [max(0.0, -dt), max(0.0, dt)])
         coordinator = PhaseCoordinator(policy, list(self.ranks), dict(enumerate(t_alone))) if policy else None
         outcome = engine.run(self.platform, both, coordinator=coordinator)
@@ -97,7 +90,6 @@ class Scenario:
 
 def sweep(s: Scenario, points: int, metric: str = "core-seconds", min_gain: float = MIN_GAIN) -> dict:
     """The Δ-graph rows of `s`: per dt and policy, I_A, I_B, f / f_none and B's announcement's decision."""
-    from ioloom.coord.policy import Policy
     t_a, t_b = s.alone()
     rows = []
     for i in range(points):
@@ -133,25 +125,9 @@ def scenario_platform(path: str | None, targets: int, nodes: int) -> Platform:
     return p
 
 
-@app.command("coord")
-def command(ranks_a: int = typer.Option(64, min=1, help="Ranks of job A (its cores N_A)."),
-            ranks_b: int = typer.Option(64, min=1, help="Ranks of job B."),
-            bench_a: str = typer.Option("-F -b 16m -t 1m -w", help="ioloom bench io options of A's phase."),
-            bench_b: str = typer.Option("-F -b 4m -t 1m -w", help="ioloom bench io options of B's phase."),
-            points: int = typer.Option(9, min=2, help="Offsets dt in [-T_B, T_A]."),
-            metric: str = typer.Option("core-seconds", help="What dynamic minimises: core-seconds or factors."),
-            min_gain: float = typer.Option(MIN_GAIN, "--min-gain", min=0.0, max=0.99,
-                                           help="dynamic's least gain to serialise (coord serve --min-gain)."),
-            targets: int = typer.Option(4, min=1, help="Targets of the default platform."),
-            platform: str = typer.Option(None, "-p", "--platform", help="Platform file (docs/sim.md)."),
-            ranks_per_node: int = typer.Option(16, min=1, help="Ranks per node."),
-            output: Path = typer.Option(None, "-o", "--output", help="Also write coord.json and coord.html here."),
-            as_json: bool = typer.Option(False, "--json", help="Print the rows as JSON.")) -> None:
-    """Two simulated jobs' Δ-graph, uncoordinated and under each ioloom coord policy."""
-    import json
-
-    from ioloom.coord.policy import Policy
-    from ioloom.sim import engine, workload
+def main(ranks_a: int, ranks_b: int, bench_a: str, bench_b: str, points: int, metric: str, min_gain: float,
+         targets: int, platform: str | None, ranks_per_node: int, output: Path | None, as_json: bool) -> None:
+    """`ioloom sim coord` (its options: python/ioloom/sim/cli.py)."""
     try:
         nodes = -(-ranks_a // ranks_per_node) + -(-ranks_b // ranks_per_node)
         s = Scenario(scenario_platform(platform, targets, nodes), (ranks_a, ranks_b), (bench_a, bench_b),
