@@ -50,14 +50,31 @@ def test_listing_3_2_runs_unchanged(mpi, tmp_path):
     assert len(re.findall(r"plugin my_event iteration \d+ block \d+: my_group/u=", run.stderr)) == 8
 
 
+def test_dedicated_nodes_from_xml(mpi, tmp_path):
+    """<dedicated nodes="1"/> with ours ranks_per_node="2": 4 ranks as 2 nodes, the last one's ranks write."""
+    config = tmp_path / "example.xml"
+    text = LISTING.format(plugin=plugin(mpi), out=tmp_path / "out")
+    config.write_text(text.replace('<dedicated cores="1"/>', '<dedicated cores="0" nodes="1"/>')
+                      .replace("<ioloom directory", '<ioloom ranks_per_node="2" directory'))
+    setup = Setup(tmp_path / "out", variables=("my_group/u", "my_group/v"))
+    run = run_kernel(mpi.impl, 4, config, setup, 3, 0.0, event="my_event", timeout=60)
+    assert run.returncode == 0, run.stderr
+    out = async_io.open(tmp_path / "out")
+    assert out.mode == "dedicated-nodes" and out.meta["dedicated_nodes"] == 1 and out.meta["nodes"] == 2
+    assert out.meta["writers"] == [2, 3] and [r["role"] for r in out.ranks] == [0, 0, 1, 1]
+    assert out.read("my_group/u", 2, 1).reshape(-1)[0] == expected_value(2, 1, 0, 0)
+    assert len(re.findall(r"plugin my_event iteration \d+ block \d+: my_group/u=", run.stderr)) == 6
+
+
 @pytest.mark.parametrize("change,message", [
     (('layout="my_layout" />\n      <variable name="v"', 'layout="nope" />\n      <variable name="v"'),
      "variable 'my_group/u': unknown layout 'nope'"),
-    (('<dedicated cores="1"/>', '<dedicated cores="0" nodes="2"/>'), "dedicated nodes are not supported yet"),
+    (('<dedicated cores="1"/>', '<dedicated cores="1" nodes="1"/>'), "<dedicated>: give cores or nodes, not both"),
     (('dimensions="2,4,8"', 'dimensions="w,4,8"'), "expressions of parameters are not supported"),
     (('type="double"', 'type="quad"'), "type must be real, double"),
     (("</simulation>", ""), "not valid XML"),
     (('<ioloom directory', '<ioloom format="netcdf" directory'), "<ioloom>: format must be files, hdf5 or logfs"),
+    (('<ioloom directory', '<ioloom ranks_per_node="x" directory'), "<ioloom ranks_per_node=...> must be an integer"),
 ])
 def test_xml_mistakes_are_refused_on_every_rank(mpi, tmp_path, change, message):
     config = tmp_path / "example.xml"

@@ -1,13 +1,14 @@
 /* Damaris-style XML configurations for libioloom-async (seed 002 Listing 3.2, Damaris 1.x's elements), read with
  * libxml2 into the structure the YAML reader fills:
  *   <simulation name=N language=c|fortran>        fortran: a layout's dimensions are reversed to C order
- *     <architecture> <dedicated cores=K/> <buffer size=BYTES/> <queue size=MESSAGES/> </architecture>
+ *     <architecture> <dedicated cores=K nodes=N/> <buffer size=BYTES/> <queue size=MESSAGES/> </architecture>
  *     <data> <layout name type dimensions="64,16,2"/> <variable name layout/> <group name=G> variables </group>
  *     <actions> <event name action=FUNCTION using=LIBRARY.so/> </actions>
- *     <ioloom mode policy directory bandwidth fsync compression format/>   optional, ours: what Damaris's lacks
- * cores=0 (or no <dedicated>) is the synchronous mode (Damaris's time partitioning); a variable of group G is
+ *     <ioloom mode policy directory bandwidth fsync compression format ranks_per_node/>   optional, ours
+ * cores=0 (or no <dedicated>) is the synchronous mode (Damaris's time partitioning), nodes=N > 0 the dedicated-nodes
+ * mode (cores and nodes both > 0 is refused, as Damaris does); a variable of group G is
  * named G/name; Damaris's types real, double, integer, ... map to float32, float64, int32, ...; an event with
- * action and using runs that function (a plugin). Dedicated nodes and dimension expressions are refused. */
+ * action and using runs that function (a plugin). Dimension expressions are refused. */
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -149,17 +150,25 @@ static int event(struct xreader *r, struct async_config *c, xmlNode *n) {
     return 0;
 }
 
+/* <dedicated cores=K nodes=N>: K > 0 the dedicated-cores mode, N > 0 the dedicated-nodes mode, both 0 (or absent)
+ * the synchronous mode. */
+static int dedicated(struct xreader *r, struct async_config *c, xmlNode *n) {
+    long cores = 0, nodes = 0;
+    if (attr(n, "cores") && number(r, n, "cores", 0, &cores)) return -1;
+    if (attr(n, "nodes") && number(r, n, "nodes", 0, &nodes)) return -1;
+    if (cores > 0 && nodes > 0)
+        return xfail(r, n, "<dedicated>: give cores or nodes, not both (%ld cores and %ld nodes)", cores, nodes);
+    c->dedicated_cores = cores > 0 ? (int)cores : 1;
+    c->dedicated_nodes = nodes > 0 ? (int)nodes : 1;
+    c->mode = cores > 0 ? MODE_DEDICATED : nodes > 0 ? MODE_NODES : MODE_SYNC;
+    return 0;
+}
+
 static int architecture(struct xreader *r, struct async_config *c, xmlNode *a) {
     long v;
     for (xmlNode *n = a->children; n; n = n->next) {
         if (is(n, "dedicated")) {
-            if (attr(n, "nodes") && strcmp(attr(n, "nodes"), "0") != 0)
-                return xfail(r, n,
-                             "dedicated nodes are not supported yet in XML: use dedicated cores, or YAML's mode "
-                             "dedicated-nodes");
-            if (attr(n, "cores") && number(r, n, "cores", 0, &v)) return -1;
-            c->dedicated_cores = attr(n, "cores") && v > 0 ? (int)v : 1;
-            c->mode = attr(n, "cores") && v > 0 ? MODE_DEDICATED : MODE_SYNC;
+            if (dedicated(r, c, n)) return -1;
         } else if (is(n, "buffer")) {
             if (number(r, n, "size", 1, &v)) return -1;
             c->buffer = (size_t)v;
@@ -189,13 +198,16 @@ static int format(struct xreader *r, struct async_config *c, xmlNode *n) {
 
 /* Our own element: the mode, policy and writer, which Damaris's XML does not carry. */
 static int ours(struct xreader *r, struct async_config *c, xmlNode *n) {
-    static const char *const modes[] = {"synchronous", "helper-thread", "dedicated-cores", NULL};
+    static const char *const modes[] = {"synchronous", "helper-thread", "dedicated-cores", "dedicated-nodes", NULL};
     static const char *const policies[] = {"block", "spill", "skip", NULL};
     int mode = pick(modes, attr(n, "mode")), policy = pick(policies, attr(n, "policy"));
+    long ranks = 0;
     if ((attr(n, "mode") && mode < 0) || (attr(n, "policy") && policy < 0))
         return xfail(r, n,
-                     "<ioloom>: mode must be synchronous, helper-thread or dedicated-cores, and policy block, "
-                     "spill or skip");
+                     "<ioloom>: mode must be synchronous, helper-thread, dedicated-cores or dedicated-nodes, and "
+                     "policy block, spill or skip");
+    if (attr(n, "ranks_per_node") && number(r, n, "ranks_per_node", 0, &ranks)) return -1;
+    c->ranks_per_node = (int)ranks;
     c->mode = mode < 0 ? c->mode : (enum async_mode)mode;
     c->policy = policy < 0 ? c->policy : (enum async_policy)policy;
     c->bandwidth = attr(n, "bandwidth") ? strtoul(attr(n, "bandwidth"), NULL, 10) : 0;
