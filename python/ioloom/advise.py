@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import re
 from pathlib import Path
 from typing import Any
 
@@ -13,22 +12,12 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from ioloom import units
+
 app = typer.Typer(help="Models of contention, interference, dedicated cores and energy, with advice.",
                   no_args_is_help=True)
 JSON = typer.Option(False, "--json", help="Print the result as JSON.")
 TRACE = typer.Option(None, "--trace", help="A trace directory (ioloom run -o DIR) to measure the inputs from.")
-UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1000, "kib": 1024, "m": 1024 ** 2, "mb": 1000 ** 2, "mib": 1024 ** 2,
-         "g": 1024 ** 3, "gb": 1000 ** 3, "gib": 1024 ** 3, "t": 1024 ** 4, "tib": 1024 ** 4}
-
-
-def size(name: str, text: str) -> int:
-    """'64MiB', '4M', '1.5GB' or a plain byte count, as bytes."""
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)
-    if not m or m.group(2).lower() not in UNITS:
-        raise ValueError(f"{name} must be a size such as 4MiB, 512K or 1048576, got {text!r}")
-    return int(float(m.group(1)) * UNITS[m.group(2).lower()])
-
-
 def _plain(value):
     if dataclasses.is_dataclass(value):
         return {k: _plain(v) for k, v in dataclasses.asdict(value).items()}
@@ -148,8 +137,9 @@ def striping(targets: int = typer.Option(..., min=1, help="Storage targets, D_to
                 raise ValueError("give --writers, --bytes-per-writer and --request-size, or --trace")
             if layout not in ("shared", "per-process"):
                 raise ValueError(f"--layout must be shared or per-process, got {layout!r}")
-            pattern = models.striping.Pattern(writers, size("--bytes-per-writer", bytes_per_writer),
-                                             size("--request-size", request_size), layout == "shared", not strided)
+            pattern = models.striping.Pattern(writers, units.size(bytes_per_writer, "--bytes-per-writer"),
+                                             units.size(request_size, "--request-size"), layout == "shared",
+                                             not strided)
         placement = _probe_placement(probe) if probe is not None else None
         advice = models.striping.advise(pattern, targets, jobs, nodes, max_load,
                                         placement.value if placement else None)

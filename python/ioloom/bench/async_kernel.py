@@ -18,6 +18,7 @@ from pathlib import Path
 
 import typer
 
+from ioloom import units
 from ioloom.bench import app
 from ioloom.bench.stats import rounds_allowed, spread
 
@@ -178,17 +179,6 @@ def render_break_even(report: dict) -> None:
     print(f"break-even W/C: {verdict}")
 
 
-def _numbers(option: str, text: str, kind) -> tuple:
-    """Comma-separated positive numbers; anything else is refused before a run starts."""
-    try:
-        values = tuple(kind(v) for v in text.split(","))
-    except ValueError:
-        values = ()
-    if not values or min(values) <= 0:
-        raise typer.BadParameter(f"{text!r}: give positive numbers separated by commas", param_hint=option)
-    return values
-
-
 @app.command("async")
 def bench_async(ranks: int = typer.Option(2, min=2, help="Ranks on the node (N of Eq. 3.2)."),
                 compute: float = typer.Option(0.1, min=0.0, help="Compute seconds per iteration and rank."),
@@ -230,8 +220,8 @@ def bench_async(ranks: int = typer.Option(2, min=2, help="Ranks on the node (N o
     if problem:
         typer.echo(f"ioloom bench async: {problem}", err=True)
         raise typer.Exit(2)
-    shape = _numbers("--dims", dims, int)
-    sweep_multiples = _numbers("--multiples", multiples, float)
+    shape = tuple(units.numbers(dims, "--dims"))
+    sweep_multiples = tuple(units.numbers(multiples, "--multiples", float))
     impl = mpi.by_name(mpi_name)
     bandwidth = int(node_bandwidth * (1 << 20))
     load = [os.getloadavg()[0]]

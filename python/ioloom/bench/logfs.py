@@ -29,12 +29,11 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from ioloom import paths
+from ioloom import paths, units
 from ioloom.bench import app
 from ioloom.bench.io import MIB, available_memory, run_bench, summary
 from ioloom.bench.overhead import run_probe
 from ioloom.bench.stats import PUBLISHED_ROUNDS, per_round, rounds_allowed, spread
-from ioloom.bench.sweep import parse_size
 from ioloom.logfs import preload
 
 CONFIGS = ("logfs_n1", "direct_n1", "direct_nn", "preloaded_n1")
@@ -46,7 +45,7 @@ TEMP_DIR = Path(tempfile.gettempdir())  # --dir's default
 def shape_sizes(shape: str, block: str, transfer: str, segments: int) -> tuple[int, int, int]:
     """(block, transfer, segments) of a shape, each rank moving about the same bytes: the aligned shape as given,
     ior-hard in blocks and transfers of 47,008 bytes."""
-    block_bytes, transfer_bytes = parse_size(block, "-b"), parse_size(transfer, "-t")
+    block_bytes, transfer_bytes = units.size(block, "-b"), units.size(transfer, "-t")
     if shape == "aligned":
         return block_bytes, transfer_bytes, segments
     return IOR_HARD, IOR_HARD, max(1, round(block_bytes * segments / IOR_HARD))

@@ -25,7 +25,6 @@ dropped before it) is marked so in sweep.json ("page_cache"), in the panel title
 from __future__ import annotations
 
 import json
-import re
 import tempfile
 import tomllib
 from dataclasses import dataclass, field
@@ -34,13 +33,12 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from ioloom import paths
+from ioloom import paths, units
 from ioloom.bench import app
 from ioloom.bench import io as bench_io
 
 VARY = {"segments": "segment count", "wait": "wait between operations (ms)", "ranks": "clients (ranks)",
         "ranks_per_node": "ranks per (emulated) node"}
-SIZE = re.compile(r"^(\d+)\s*([kmgt]?)i?b?$", re.IGNORECASE)
 
 
 class ConfigError(ValueError):
@@ -67,16 +65,6 @@ class Sweep:
     drop_caches: bool = False
 
 
-def parse_size(text: str | int, key: str) -> int:
-    """'16m' -> 16777216 (k, m, g, t are powers of 1024, as ioloom-bench reads them)."""
-    if isinstance(text, int) and text > 0:
-        return text
-    match = SIZE.match(str(text).strip())
-    if not match or int(match[1]) == 0:
-        raise ConfigError(f"{key} = {text!r}: expected a size such as \"16m\", \"64k\" or 4096")
-    return int(match[1]) << (10 * " kmgt".index(match[2].lower() or " "))
-
-
 def _string_list(value, key: str) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(v, (str, int, float)) for v in value):
         raise ConfigError(f"{key}: expected a list of arguments such as [\"-a\", \"mpiio\", \"-c\"]")
@@ -100,7 +88,7 @@ def _test(raw: dict, index: int) -> Test:
         if "bytes_per_rank" not in raw:
             raise ConfigError(f"{where}: vary = \"segments\" needs bytes_per_rank (the bytes each rank moves "
                               "in all its segments, e.g. \"16m\")")
-        test.bytes_per_rank = parse_size(raw["bytes_per_rank"], f"{where}: bytes_per_rank")
+        test.bytes_per_rank = units.size(raw["bytes_per_rank"], f"{where}: bytes_per_rank")
         for s in values:
             if int(s) != s or s < 1 or test.bytes_per_rank % int(s):
                 raise ConfigError(f"{where}: values: segment count {s} does not divide bytes_per_rank "
@@ -108,7 +96,7 @@ def _test(raw: dict, index: int) -> Test:
     if test.vary in ("ranks", "ranks_per_node") and not all(int(v) == v and v >= 1 for v in values):
         raise ConfigError(f"{where}: values: {test.vary.replace('_', ' ')} must be whole numbers >= 1")
     if "transfer" in raw:
-        test.transfer = parse_size(raw["transfer"], f"{where}: transfer")
+        test.transfer = units.size(raw["transfer"], f"{where}: transfer")
     return test
 
 
@@ -262,7 +250,8 @@ def sweep_command(config: Path = typer.Argument(..., help="TOML grid (see the mo
         output.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=workdir or output) as scratch:
             rows = run(sweep, Path(scratch), mpi_name, console)
-    except (ConfigError, bench_io.BenchFailed, LookupError, PermissionError, paths.NativeMissing) as err:
+    except (ConfigError, units.UnitError, bench_io.BenchFailed, LookupError, PermissionError,
+            paths.NativeMissing) as err:
         typer.echo(f"ioloom bench sweep: {err}", err=True)
         raise typer.Exit(2) from None
     (output / "sweep.json").write_text(json.dumps(rows, indent=1))

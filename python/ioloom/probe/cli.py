@@ -7,31 +7,12 @@ from pathlib import Path
 
 import typer
 
+from ioloom import units
+
 app = typer.Typer(help="Measure what each storage target delivers over time, and which targets move together "
                        "(docs/probe.md).", no_args_is_help=True)
 STORE = typer.Option(..., "--store", "-o", help="The probe store (a directory of Parquet files; created if new, "
                                                 "appended to otherwise).")
-
-
-def _sizes(name: str, text: str) -> list[int]:
-    from ioloom.advise import size
-
-    values = [size(name, part) for part in text.split(",") if part.strip()]
-    if not values or min(values) <= 0:
-        raise typer.BadParameter(f"a comma-separated list of sizes above 0, e.g. 1M,4M,64M (got {text!r})",
-                                 param_hint=name)
-    return values
-
-
-def _counts(name: str, text: str) -> list[int]:
-    try:
-        values = [int(part) for part in text.split(",")]
-    except ValueError:
-        values = []
-    if not values or min(values) < 1:
-        raise typer.BadParameter(f"a comma-separated list of counts of at least 1, e.g. 1,4 (got {text!r})",
-                                 param_hint=name)
-    return values
 
 
 @app.command("run")
@@ -59,9 +40,10 @@ def run_command(targets: list[str] = typer.Argument(..., help="Targets: director
 
     if sync not in ("on", "off", "both"):
         raise typer.BadParameter(f"on, off or both (got {sync!r})", param_hint="--fsync")
-    plan = campaign.Plan([target_mod.parse(t) for t in targets], _sizes("--requests", requests),
-                         _counts("--writers", writers), {"on": [True], "off": [False], "both": [True, False]}[sync],
-                         _sizes("--volume", volume)[0], rounds, interval, seed, sim)
+    plan = campaign.Plan([target_mod.parse(t) for t in targets], units.sizes(requests, "--requests"),
+                         units.numbers(writers, "--writers"),
+                         {"on": [True], "off": [False], "both": [True, False]}[sync],
+                         units.size(volume, "--volume"), rounds, interval, seed, sim)
 
     def report(number: int, rows: list[dict]) -> None:
         if not quiet:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import typer
 
+from ioloom import units
 from ioloom.coord import MIN_GAIN
 
 app = typer.Typer(help="Simulate a striped parallel file system on SimGrid (docs/sim.md).", no_args_is_help=True)
@@ -276,18 +277,6 @@ def _refuse_calibration_options(ctx: typer.Context) -> None:
               f"{'it' if len(given) == 1 else 'them'} out")
 
 
-def _list(option: str, text: str, parse) -> list[int]:
-    from ioloom.sim import workload
-
-    try:
-        values = [parse(v) for v in text.split(",") if v]
-    except ValueError:
-        values = []
-    if not values or min(values) < -1 or 0 in values:
-        raise workload.WorkloadError(f"{option} {text!r}: give positive values separated by commas, e.g. 1,4,16")
-    return values
-
-
 @app.command("sweep", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
 def sweep_command(ctx: typer.Context,
                   platform_file: Path = typer.Option(None, "--platform", "-p", help="Platform file (TOML or YAML)."),
@@ -308,14 +297,14 @@ def sweep_command(ctx: typer.Context,
         p = platform.load(platform_file)
         args = " ".join(ctx.args)
         workload.parse_bench_args(args)
-        todo = sweep.points(_list("--ranks", ranks, int), _list("--stripe-count", counts, int),
-                            _list("--stripe-size", sizes, workload.parse_size))
+        todo = sweep.points(units.numbers(ranks, "--ranks"), units.numbers(counts, "--stripe-count", also=(-1,)),
+                            units.sizes(sizes, "--stripe-size"))
         too_wide = [c for c in {pt.stripe_count for pt in todo} if c > p["targets.count"]]
         if too_wide:
             raise workload.WorkloadError(f"--stripe-count {too_wide[0]} exceeds the platform's {p['targets.count']} "
                                          "targets")
         rows = sweep.run(p.values, args, ranks_per_node, todo, scheduler, workers, serial)
-    except (platform.PlatformError, workload.WorkloadError, engine.SimError, ConnectionError) as e:
+    except (platform.PlatformError, workload.WorkloadError, units.UnitError, engine.SimError, ConnectionError) as e:
         _fail(str(e))
     if json_out:
         print(json.dumps(rows))

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ioloom import units
 from ioloom.sim.platform import Platform, read_doc
 
 OP = np.dtype([("job", "<i4"), ("rank", "<i4"), ("kind", "<i4"), ("file", "<i4"), ("offset", "<i8"),
@@ -45,12 +46,11 @@ class BenchArgs:
 
 
 def parse_size(text: str) -> int:
-    """'4m' -> 4194304, as ioloom-bench reads sizes (k, m, g, t = 1024^n)."""
-    units = {"k": 10, "m": 20, "g": 30, "t": 40}
-    digits, unit = (text[:-1], text[-1].lower()) if text and text[-1].lower() in units else (text, "")
-    if not digits.isdigit():
-        raise WorkloadError(f"size {text!r}: use a number of bytes with an optional k, m, g or t (4m)")
-    return int(digits) << units.get(unit, 0)
+    """A size as ioloom-bench reads it ('4m' -> 4194304), refused as a WorkloadError."""
+    try:
+        return units.size(text, "size")
+    except units.UnitError as e:
+        raise WorkloadError(str(e)) from None
 
 
 _FLAGS = {"-F": ("pattern", "fpp"), "-e": ("fsync", True), "-z": ("random", True), "-w": ("write", True),
