@@ -76,3 +76,18 @@ def test_bad_grids_are_refused_with_the_key_named(ioloom_cli, tmp_path, edit, wo
     out = ioloom_cli("bench", "sweep", config, "-o", tmp_path / "out", check=False)
     assert out.returncode == 2 and words in out.stderr, out.stderr
     assert not (tmp_path / "out" / "sweep.json").exists()
+
+
+def test_a_yaml_grid_reads_as_its_toml_twin(tmp_path):
+    import tomllib
+
+    import yaml
+
+    from ioloom.bench import sweep
+
+    (tmp_path / "grid.toml").write_text(GRID)
+    (tmp_path / "grid.yaml").write_text(yaml.safe_dump(tomllib.loads(GRID)))
+    assert sweep.load(tmp_path / "grid.yaml") == sweep.load(tmp_path / "grid.toml")
+    (tmp_path / "bad.yaml").write_text("test: [1, 2\n")
+    with pytest.raises(sweep.ConfigError, match="sweep grid .*bad.yaml is not valid YAML"):
+        sweep.load(tmp_path / "bad.yaml")

@@ -2,7 +2,8 @@
 
 The grid is Boito et al.'s kind of study at our scale: NSEG (the same bytes per rank in more, smaller
 segments), TMP (a wait between operations), CLIENTS (more ranks, the same bytes each) and SMP (more ranks per
-emulated node: the -C shift and, with -c, the collective-buffering aggregators). CONFIG is TOML:
+emulated node: the -C shift and, with -c, the collective-buffering aggregators). CONFIG is TOML (or the same keys
+in YAML, in a file named .yaml or .yml):
 
     ranks = 4                      # ranks for the NSEG and TMP tests
     mpi = "openmpi"                # optional: openmpi or mpich (default: the first found)
@@ -26,14 +27,13 @@ from __future__ import annotations
 
 import json
 import tempfile
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import typer
 from rich.console import Console
 
-from ioloom import paths, units
+from ioloom import docfile, paths, units
 from ioloom.bench import app
 from ioloom.bench import io as bench_io
 
@@ -102,10 +102,7 @@ def _test(raw: dict, index: int) -> Test:
 
 def load(path: str | Path) -> Sweep:
     """Reads and checks a sweep configuration; raises ConfigError saying what to change."""
-    try:
-        raw = tomllib.loads(Path(path).read_text())
-    except (OSError, tomllib.TOMLDecodeError) as err:
-        raise ConfigError(f"{path}: {err}") from err
+    raw = docfile.read(path, "sweep grid", ConfigError)
     tests = raw.get("test")
     if not isinstance(tests, list) or not tests:
         raise ConfigError(f"{path}: no [[test]] tables; add at least one (see `ioloom bench sweep --help`)")
@@ -236,7 +233,7 @@ def plot_png(rows: list[dict], path: Path) -> None:
 
 
 @app.command("sweep")
-def sweep_command(config: Path = typer.Argument(..., help="TOML grid (see the module's help in docs/bench.md)."),
+def sweep_command(config: Path = typer.Argument(..., help="TOML grid, or YAML when named .yaml/.yml (docs/bench.md)."),
                   output: Path = typer.Option(Path("ioloom-sweep"), "-o", "--output", help="Output directory."),
                   mpi_name: str = typer.Option(None, "--mpi", help="openmpi or mpich (overrides the config)."),
                   workdir: Path = typer.Option(None, "--dir",

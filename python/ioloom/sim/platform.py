@@ -6,10 +6,11 @@ the docs' table and the validation all come from it. Units: bytes, bytes per sec
 from __future__ import annotations
 
 import difflib
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from ioloom import docfile
 
 # section.key: (default, engine parameter or None, meaning). A key whose engine parameter is None is used by the
 # driver itself.
@@ -150,32 +151,11 @@ def from_dict(doc: dict) -> Platform:
     return p
 
 
-YAML_SUFFIXES = (".yaml", ".yml")
-
-
-def read_doc(path: str | Path, what: str, error: type[Exception]) -> dict:
-    """The parsed file `what` (a platform file, a job mix): YAML when its name ends in .yaml or .yml, else TOML;
-    one `error` naming it if it cannot be read or is not a table of keys."""
-    import yaml
-
-    try:
-        text = Path(path).read_text()
-        doc = yaml.safe_load(text) if Path(path).suffix in YAML_SUFFIXES else tomllib.loads(text)
-    except OSError as e:
-        raise error(f"cannot read {what} {path}: {e.strerror}") from None
-    except (tomllib.TOMLDecodeError, yaml.YAMLError) as e:
-        kind = "YAML" if Path(path).suffix in YAML_SUFFIXES else "TOML"
-        raise error(f"{what} {path} is not valid {kind}: {' '.join(str(e).split())}") from None
-    if not isinstance(doc, dict):
-        raise error(f"{what} {path} must be a table of sections and keys (docs/sim.md), not {type(doc).__name__}")
-    return doc
-
-
 def load(path: str | Path | None) -> Platform:
     """The platform of a TOML or YAML file (None: the defaults)."""
     if path is None:
         return from_dict({})
-    doc = read_doc(path, "platform file", PlatformError)
+    doc = docfile.read(path, "platform file", PlatformError)
     try:
         return from_dict(doc)
     except PlatformError as e:

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ioloom import units
-from ioloom.sim.platform import Platform, read_doc
+from ioloom import docfile, units
+from ioloom.sim.platform import Platform
 
 OP = np.dtype([("job", "<i4"), ("rank", "<i4"), ("kind", "<i4"), ("file", "<i4"), ("offset", "<i8"),
                ("length", "<i8"), ("gap", "<f8")])
@@ -449,7 +449,7 @@ def job_mix(platform: Platform, path) -> tuple[Workload, list[str]]:
     """The jobs of a job-mix file (TOML or YAML, one [[job]] table each) as one workload, each on nodes of its own
     in file order, their new files placed from one allocator (as one file system places them); and the jobs'
     names."""
-    doc = read_doc(path, "job mix", WorkloadError)
+    doc = docfile.read(path, "job mix", WorkloadError)
     if set(doc) != {"job"} or not isinstance(doc["job"], list) or not doc["job"]:
         raise WorkloadError(f"job mix {path}: give one [[job]] table per job and nothing else")
     placement, jobs, starts, names, node = Placement(platform), [], [], [], 0
