@@ -39,7 +39,9 @@ static int usage(const char *what) {
 }
 
 static void split_names(struct options *o, char *list) {
-    for (char *name = strtok(list, ","); name && o->nvariables < MAX_VARIABLES; name = strtok(NULL, ","))
+    char *rest = NULL;
+    for (char *name = strtok_r(list, ",", &rest); name && o->nvariables < MAX_VARIABLES;
+         name = strtok_r(NULL, ",", &rest))
         o->names[o->nvariables++] = name;
 }
 
