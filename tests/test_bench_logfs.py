@@ -24,7 +24,25 @@ def test_ratios_are_medians_of_per_round_ratios(tmp_path):
         cost = row[f"outside_cost_{op}"]
         assert cost["median"] == pytest.approx(np.median([1 - a / b for a, b in zip(
             bw["preloaded_n1"][op]["rounds"], bw["direct_n1"][op]["rounds"])]))
+        # POSIX N-1 direct takes the path logfs N-1 takes: the layer's own cost is against it
+        assert row["same_path_n1"] == "direct_n1" and "direct_n1_own" not in bw
+        assert row[f"layer_{op}"]["rounds"] == pytest.approx(
+            [a / b for a, b in zip(logfs_runs, bw["direct_n1"][op]["rounds"])])
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.mpi
+def test_mpiio_layer_cost_is_against_direct_n1_with_each_ranks_own_io(tmp_path):
+    """Collective MPI-IO through logfs has each rank do its own I/O (no two-phase exchange): its own cost is taken
+    against direct N-1 run the same way, in the same rounds, beside direct N-1 with MPI's collective buffering."""
+    base = ["-a", "mpiio", "-c", "-b", "64k", "-t", "16k", "-s", "4", "-w", "-r"]
+    row = logfs.compare(None, 2, base, 1, tmp_path)
+    bw = row["bandwidth"]
+    assert row["same_path_n1"] == "direct_n1_own"
+    for op in ("write", "read"):
+        own, direct = bw["direct_n1_own"][op]["rounds"], bw["direct_n1"][op]["rounds"]
+        assert len(own) == len(direct) == 1 and own[0] > 0
+        assert row[f"layer_{op}"]["rounds"] == pytest.approx([bw["logfs_n1"][op]["rounds"][0] / own[0]])
 
 
 def test_ior_hard_shape_moves_about_the_bytes_of_the_aligned_one():

@@ -1,8 +1,10 @@
 """`ioloom bench logfs`: N-1 strided through logfs against N-1 strided direct and N-N direct, same bytes, one run.
 
 For each shape (aligned: -b -t -s as given; ior-hard: IO500's 47,008-byte pieces, about the same bytes per rank)
-and rank count (1, 2, 4, 8 by default): E = logfs N-1 / direct N-N (the goal is E >= 0.9) and the speed-up of logfs
-over direct N-1, for the write and for the read-back; the cost the preloaded layer adds to files outside its roots (goal
+and rank count (1, 2, 4, 8 by default): E = logfs N-1 / direct N-N (the goal is E >= 0.9), the speed-up of logfs
+over direct N-1, and the layer's own cost: logfs N-1 against direct N-1 made the same way (with MPI-IO, each rank
+doing its own I/O as the layer has it, so what MPI's shared-file open, close and collectives cost falls out of the
+ratio), for the write and for the read-back; the cost the preloaded layer adds to files outside its roots (goal
 <= 2%); and the time to open 1,024 writers' indexes. Every configuration runs once per round, `--reps` rounds
 (10 unless --quick), the order alternating, so that drifts of a shared machine hit all alike. Each ratio is
 taken within a round (a configuration against the baseline run beside it) and reported as the median with the
@@ -37,6 +39,9 @@ from ioloom.bench.stats import PUBLISHED_ROUNDS, per_round, rounds_allowed, spre
 from ioloom.logfs import preload
 
 CONFIGS = ("logfs_n1", "direct_n1", "direct_nn", "preloaded_n1")
+# With MPI-IO, direct N-1 with each rank's own I/O (preload.own_log_collectives, as logfs runs): the same MPI path as
+# logfs N-1, without the layer. With POSIX, direct_n1 is that path already.
+OWN_N1 = "direct_n1_own"
 IOR_HARD = 47008  # IO500's ior-hard: one shared file in 47,008-byte pieces, aligned to nothing
 SHAPES = ("aligned", "ior-hard")
 TEMP_DIR = Path(tempfile.gettempdir())  # --dir's default
@@ -56,6 +61,8 @@ def _run_config(config: str, impl: str | None, nranks: int, base: list[str], wor
     mount, elsewhere = work / "mnt", work / "elsewhere"
     if config == "logfs_n1":
         args, env = ["--pattern", "strided", "-o", mount / "shared.dat"], preload.env({mount: []})
+    elif config == OWN_N1:
+        args, env = ["--pattern", "strided", "-o", work / f"{config}.dat"], preload.own_log_collectives()
     elif config == "preloaded_n1":
         # The layer loaded, its root elsewhere: the pass-through cost (MPI's collective buffering kept, as in the
         # direct N-1 run it is compared with).
@@ -71,23 +78,32 @@ def phases(result: dict) -> set[str]:
     return {entry["op"] for entry in result["summary"]}
 
 
+def same_path_n1(base: list[str]) -> str:
+    """The direct N-1 configuration that takes logfs N-1's path through MPI (OWN_N1 for MPI-IO), else direct_n1."""
+    return OWN_N1 if base[base.index("-a") + 1] == "mpiio" else "direct_n1"
+
+
 def compare(impl: str | None, nranks: int, base: list[str], reps: int, directory: Path) -> dict:
     """One row: every configuration once per round for `reps` rounds, the order alternating; bandwidths and
     the per-round ratios as spread() (median, min, max, every round)."""
-    runs: dict[str, dict[str, list[float]]] = {c: {"write": [], "read": []} for c in CONFIGS}
+    same_path = same_path_n1(base)
+    configs = CONFIGS + ((same_path,) if same_path not in CONFIGS else ())
+    runs: dict[str, dict[str, list[float]]] = {c: {"write": [], "read": []} for c in configs}
     with tempfile.TemporaryDirectory(dir=directory, prefix="ioloom-bench-logfs-") as tmp:
         work = Path(tmp)
         (work / "mnt").mkdir()
         (work / "elsewhere").mkdir()
         for rep in range(reps):
-            for config in CONFIGS if rep % 2 == 0 else tuple(reversed(CONFIGS)):
+            for config in configs if rep % 2 == 0 else tuple(reversed(configs)):
                 for op, bw in _run_config(config, impl, nranks, base, work).items():
                     runs[config][op].append(bw)
-    row = {"ranks": nranks, "bandwidth": {c: {op: spread(v) for op, v in ops.items()} for c, ops in runs.items()}}
+    row = {"ranks": nranks, "same_path_n1": same_path,
+           "bandwidth": {c: {op: spread(v) for op, v in ops.items()} for c, ops in runs.items()}}
     for op in ("write", "read"):
         logfs, direct_n1 = runs["logfs_n1"][op], runs["direct_n1"][op]
         row[f"E_{op}"] = spread(per_round(logfs, runs["direct_nn"][op]))
         row[f"speedup_{op}"] = spread(per_round(logfs, direct_n1))
+        row[f"layer_{op}"] = spread(per_round(logfs, runs[same_path][op]))
         row[f"outside_cost_{op}"] = spread([1 - r for r in per_round(runs["preloaded_n1"][op], direct_n1)])
     return row
 
@@ -244,7 +260,7 @@ def _table(result: dict) -> Table:
     table = Table(title=f"logfs vs direct ({result['api']}; median \\[min, max] over {result['reps']} interleaved "
                         "rounds, ratios taken per round; MiB/s)")
     for column in ("shape: block/transfer x segments", "ranks", "op", "logfs N-1", "direct N-1", "direct N-N",
-                   "E (goal>=0.9)", "speed-up vs N-1", "outside-roots cost (goal<=2%)"):
+                   "E (goal>=0.9)", "speed-up vs N-1", "vs N-1 same path", "outside-roots cost (goal<=2%)"):
         table.add_column(column, justify="right", no_wrap=True)
     for row in result["rows"]:
         for op in ("write", "read"):
@@ -254,6 +270,7 @@ def _table(result: dict) -> Table:
                           *(_range(bw[c][op], lambda v: f"{v / MIB:,.0f}") for c in CONFIGS[:3]),
                           _range(row[f"E_{op}"], lambda v: f"{v:.2f}"),
                           _range(row[f"speedup_{op}"], lambda v: f"{v:.2f}x"),
+                          _range(row[f"layer_{op}"], lambda v: f"{v:.2f}"),
                           _range(row[f"outside_cost_{op}"], lambda v: f"{100 * v:+.1f}%"))
     return table
 
@@ -317,7 +334,7 @@ def logfs_command(
     if json_out:
         print(json.dumps(result, indent=1))
         return
-    console = Console(width=200)
+    console = Console(width=240)  # the table's ten columns, none cut
     console.print(_table(result))
     console.print(_load(result["load_before"], result["load_after"]))
     cache = result["page_cache"]
