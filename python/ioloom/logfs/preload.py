@@ -15,7 +15,10 @@ def own_log_collectives() -> dict[str, str]:
     """Settings that make collective MPI-IO calls do each rank's I/O in the rank itself, without the two-phase
     exchange through aggregators: over logfs each rank's data then goes straight to its own log, as PLFS's MPI-IO
     driver did (Open MPI's OMPIO: the `individual` fcoll component; ROMIO: collective buffering disabled by
-    hints). A setting already in the environment is kept."""
+    hints). ROMIO's hints also turn off data sieving on writes: it wrote a noncontiguous view's pieces as one
+    read-modify-write of their whole span under a record lock, which a log stores as new data (the holes' old
+    bytes again) and the layer takes as a sync point. A setting already in the environment is kept; a hint the
+    program passes to MPI_File_open overrides the file's."""
     wanted = {"OMPI_MCA_fcoll": "individual", "ROMIO_HINTS": str(ROMIO_HINTS)}
     return {k: v for k, v in wanted.items() if k not in os.environ}
 
