@@ -4,6 +4,7 @@ cap reported, the event stream unchanged, and a damaged side stream said, never 
 from __future__ import annotations
 
 import json
+import platform
 from pathlib import Path
 
 import pytest
@@ -15,11 +16,13 @@ from ioloom.trace import open_trace
 STEPS = 12
 
 
-def _traced(ioloom_cli, tmp_path: Path, name: str, env: dict[str, str], *args: str) -> Path:
-    """Runs ioloom-predict-loop under `ioloom run` with `env`; the trace's directory."""
+def _traced(ioloom_cli, tmp_path: Path, name: str, env: dict[str, str], *args: str,
+            program: str = "ioloom-predict-loop") -> Path:
+    """Runs ioloom-predict-loop (or its build with frame pointers) under `ioloom run` with `env`; the trace's
+    directory."""
     out, trace = tmp_path / f"{name}-out", tmp_path / name
     out.mkdir()
-    ioloom_cli("run", "-o", trace, "--", paths.native_bin("ioloom-predict-loop"), out, str(STEPS), *args, env=env)
+    ioloom_cli("run", "-o", trace, "--", paths.native_bin(program), out, str(STEPS), *args, env=env)
     return trace
 
 
@@ -58,6 +61,51 @@ def test_the_tracers_predictions_are_the_python_models(ioloom_cli, tmp_path):
         assert (tuple(predicted[:8]), len(predicted)) == (kept, count)
         sequence.input(symbol)
     assert int(side.info["grammar_size"]) == sequence.grammar.size
+
+
+def _shape(side) -> list[tuple]:
+    """Each symbol as its operation and, per frame, the module's name without the build's suffix and whether the
+    frame is in the program (the offsets differ between two builds of one program)."""
+    return [(s.op, [(Path(f.module).name.removesuffix("-fp"), f.offset > 0) for f in s.frames])
+            for _, s in sorted(side.symbols.items())]
+
+
+def test_frame_pointers_give_backtraces_stacks_once_checked(ioloom_cli, tmp_path):
+    """ioloom-predict-loop built with frame pointers: every call's stack is walked, and each distinct stack is
+    checked once against backtrace(); built without, every stack is backtrace()'s. Both give the same symbols
+    (the same frames, in their own build) and calls."""
+    env = {"IOLOOM_PREDICT": "1", "IOLOOM_STACKS": "3"}
+    plain = _side(_traced(ioloom_cli, tmp_path, "plain", env))
+    walked = _side(_traced(ioloom_cli, tmp_path, "walked", env, program="ioloom-predict-loop-fp"))
+    assert _shape(plain) == _shape(walked)
+    assert plain.calls == walked.calls and plain.predicted == walked.predicted
+    distinct = len(walked.symbols)  # here one raw stack per symbol
+    assert walked.count("stacks_backtraced") == distinct
+    assert walked.count("stacks_walked") == len(walked.calls) - distinct
+    assert plain.count("stacks_walked") + plain.count("stacks_backtraced") == len(plain.calls)
+    writes = [s for s in walked.symbols.values() if s.op == "fwrite"]
+    assert len(writes) == 4 and len({s.frames[1] for s in writes}) == 4  # fields' loop, particles' loop, ...
+    again = _side(_traced(ioloom_cli, tmp_path, "again", env, program="ioloom-predict-loop-fp"))
+    assert again.symbols == walked.symbols  # (module, offset) frames: the same whatever ASLR did
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="the lying frame pointers are set in x86-64 assembly")
+def test_lying_frame_pointers_change_nothing(ioloom_cli, tmp_path):
+    """ioloom-predict-frames calls pwrite with a frame pointer that is null, unmapped, misaligned, a loop, past
+    the stack's end, pointing out of it, and a made-up chain: the program runs as untraced, its file is whole, and
+    each stack the walk reads wrong is backtrace()'s."""
+    rounds, lies = 5, 7
+    out, trace = tmp_path / "frames.dat", tmp_path / "trace"
+    env = {"IOLOOM_PREDICT": "1", "IOLOOM_STACKS": "3"}
+    ioloom_cli("run", "-o", trace, "--", paths.native_bin("ioloom-predict-frames"), out, str(rounds), env=env)
+    data = out.read_bytes()
+    assert data == b"".join(bytes([ord("a") + i % 26]) * 64 for i in range(rounds * lies))
+    side = _side(trace)
+    assert [s.op for s in side.symbols.values()] == ["open", "pwrite", "close"]
+    assert len(side.symbols[1].frames) == 1  # backtrace() stops at the assembly helper, which has no unwind table
+    # lies 0-2 stop the walk at once (the site: backtrace's stack, checked once); 3-6 read one record more, wrong
+    assert side.count("stacks_backtraced") == 3 + 4 * rounds
+    assert side.count("stacks_walked") == len(side.calls) - side.count("stacks_backtraced")
 
 
 def test_the_tracers_grammar_cap_is_reported(ioloom_cli, tmp_path):
@@ -133,15 +181,17 @@ os.waitpid(pid, 0)
 """
 
 
-def test_threads_and_a_forked_child(ioloom_cli, tmp_path):
+@pytest.mark.parametrize("frames", ["1", "3"])
+def test_threads_and_a_forked_child(ioloom_cli, tmp_path, frames):
     """Four threads' calls make one stream of symbols, joined to the events thread by thread; a forked child
-    writes a side stream of its own, with its own symbols."""
+    writes a side stream of its own, with its own symbols. With 3 frames, each thread walks its own stack."""
     import sys
 
     script, out = tmp_path / "threads.py", tmp_path / "out"
     script.write_text(THREADS_AND_FORK)
     out.mkdir()
-    ioloom_cli("run", "-o", tmp_path / "trace", "--", sys.executable, script, out, env={"IOLOOM_PREDICT": "1"})
+    ioloom_cli("run", "-o", tmp_path / "trace", "--", sys.executable, script, out,
+               env={"IOLOOM_PREDICT": "1", "IOLOOM_STACKS": frames})
     assert len(list((tmp_path / "trace").glob("*.predict"))) == 2
     processes = json.loads(ioloom_cli("predict", tmp_path / "trace", "--json").stdout)["processes"]
     assert [p["context"] for p in processes] == ["call stack+file"] * 2

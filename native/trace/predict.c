@@ -1,8 +1,10 @@
 /* The I/O predictor inside the tracer (docs/predict.md, "In the tracer"). Each POSIX or stdio open, close, read
  * and write on a file gets a context symbol: its operation and its call stack, whose return addresses are made
  * (module, offset) pairs so that two runs of one binary give the same symbols whatever ASLR did. The first frame
- * is the wrapper's own return address (ioloom_call_start keeps it: no unwinding); IOLOOM_STACKS=N > 1 adds the
- * N - 1 callers above it through libc's backtrace() (DWARF unwinding: right without frame pointers, and dearer).
+ * is the wrapper's own return address (in the frame record ioloom_call_start keeps); IOLOOM_STACKS=N > 1 adds the
+ * N - 1 callers above it, read from the program's frame records (unwind.c) where its code keeps them. Each stack
+ * the walk meets for the first time is checked once against libc's backtrace() (DWARF unwinding: right without
+ * frame pointers, and dearer); where the two differ (code built without frame pointers), backtrace() is used.
  * With IOLOOM_PREDICT=1, the grammar of native/predict (grammar.h, the Python model's twin) learns the symbols as
  * they come and predicts the next one. Symbols, calls and predictions go to the process's side stream,
  * <stream>.predict (docs/predict.md, "The side stream"), written as the events are (whole chunks, raw system
@@ -21,6 +23,7 @@
 #include "grammar.h"
 #include "predict.h"
 #include "trace_internal.h"
+#include "unwind.h"
 
 enum {
     MAX_FRAMES = 8,          /* IOLOOM_STACKS at most */
@@ -38,10 +41,11 @@ enum {
     DEFAULT_CAP = 65536,
 };
 enum side_chunk { SIDE_INFO = 1, SIDE_MODULES = 2, SIDE_SYMBOLS = 3, SIDE_CALLS = 4 };
+enum via { VIA_FRAMES, VIA_BACKTRACE }; /* how a raw stack was read: the frame walk (or the site alone), backtrace() */
 enum kind { NOT_PREDICTED, PREDICTED, BY_AUX /* a copy or an aio result: aux 0 read, 1 write */ };
 #define SIDE_MAGIC "IOLOOMPR"
 #define SIDE_MAJOR 1
-#define SIDE_MINOR 0
+#define SIDE_MINOR 1
 #define HDR IOLOOM_CHUNK_HEADER_BYTES
 
 struct module {
@@ -58,7 +62,7 @@ struct symbol {
 struct raw {
     uintptr_t pc[MAX_FRAMES];
     uint16_t op;
-    uint8_t n;
+    uint8_t n, via;
     int32_t symbol_plus_1; /* 0: an empty slot */
 };
 
@@ -77,9 +81,11 @@ static struct side {
     int32_t nsymbols;
     struct module modules[MAX_MODULES];
     int32_t nmodules;
-    uintptr_t own_lo, own_hi; /* the tracer's own code, skipped in stacks */
+    struct ioloom_code_range own_code; /* the tracer's own code, skipped in stacks */
+    struct ioloom_code_range libc;     /* a stack ends at its first frame in libc (process or thread start) */
     int32_t predicted[MAX_PREDICTED], npredicted;
     uint64_t calls, past_symbol_cap;
+    uint64_t by_frames, by_backtrace; /* calls whose stack the frame walk gave (a known one), backtrace() gave */
     uint8_t *out; /* sealed chunks, then the open CALLS chunk at calls_at (calls_open) */
     size_t out_len, calls_at;
     int calls_open;
@@ -151,21 +157,31 @@ static int module_at(uintptr_t pc, uint64_t *offset) {
     return -1;
 }
 
-static int own(uintptr_t pc) { return pc >= side.own_lo && pc < side.own_hi; }
+static int in_code(const struct ioloom_code_range *code, uintptr_t pc) { return pc >= code->lo && pc < code->hi; }
+static int own(uintptr_t pc) { return in_code(&side.own_code, pc); }
 
 /* ---- the call stack ---- */
 
-/* The call's stack, innermost first: the wrapper's return address, then (frames > 1) its callers. A wrapper
- * reached through one of the tracer's own functions (its site is in the tracer) is unwound too. */
-static int capture(const struct ioloom_call *c, uintptr_t *pc) {
-    if (side.frames == 1 && !own((uintptr_t)c->site)) {
-        pc[0] = (uintptr_t)c->site;
+/* The call's stack, innermost first (the wrapper's return address, then its callers), by the frame walk: the
+ * site alone with one frame. 0 when it cannot be walked: a wrapper reached through the tracer's own code, a frame
+ * in no stack of known bounds. */
+static int walked_stack(const struct ioloom_call *c, uintptr_t *pc) {
+    uintptr_t site = (uintptr_t)c->frame[1]; /* the wrapper's return address (trace_internal.h) */
+    if (own(site)) return 0;
+    if (side.frames == 1) {
+        pc[0] = site;
         return 1;
     }
+    return ioloom_unwind_frames(c->frame, &side.libc, pc, side.frames);
+}
+
+/* The same stack by backtrace(): the tracer's own frames skipped, ended at its first frame in libc as the walk is. */
+static int backtraced_stack(uintptr_t *pc) {
     void *trace[MAX_FRAMES + 16];
     int n = backtrace(trace, MAX_FRAMES + 16), k = 0, kept = 0;
     while (k < n && own((uintptr_t)trace[k])) k++;
-    for (; k < n && kept < side.frames; k++) pc[kept++] = (uintptr_t)trace[k];
+    while (k < n && kept < side.frames && (kept == 0 || !in_code(&side.libc, pc[kept - 1])))
+        pc[kept++] = (uintptr_t)trace[k++];
     return kept;
 }
 
@@ -291,6 +307,8 @@ static void write_counts(void) {
     put_info(&p, "symbols_past_cap", side.past_symbol_cap);
     put_info(&p, "grammar_size", g ? (uint64_t)pg_grammar_size(g) : 0);
     put_info(&p, "grammar_past_cap", g ? (uint64_t)pg_grammar_past_cap(g) : 0);
+    put_info(&p, "stacks_walked", side.by_frames);
+    put_info(&p, "stacks_backtraced", side.by_backtrace);
     chunk_done(SIDE_INFO, p);
 }
 
@@ -322,26 +340,53 @@ static uint64_t mix(uint64_t h, uint64_t v) {
     return h ^ h >> 29;
 }
 
-static int same_raw(const struct raw *r, uint16_t op, const uintptr_t *pc, int n) {
-    if (r->op != op || r->n != n) return 0;
+static int same_raw(const struct raw *r, enum via via, uint16_t op, const uintptr_t *pc, int n) {
+    if (r->op != op || r->n != n || r->via != via) return 0;
     for (int i = 0; i < n; i++)
         if (r->pc[i] != pc[i]) return 0;
     return 1;
 }
 
-/* A stack's symbol, through the table of raw stacks (addresses do not move within a process). */
-static int32_t symbol_of(uint16_t op, const uintptr_t *pc, int n) {
-    uint64_t h = op;
+/* A stack's symbol, through the table of raw stacks (addresses do not move within a process); a stack not in
+ * it is added when `add`, else -1. */
+static int32_t raw_symbol(enum via via, uint16_t op, const uintptr_t *pc, int n, int add) {
+    uint64_t h = mix(op, via);
     for (int i = 0; i < n; i++) h = mix(h, pc[i]);
     for (uint32_t probe = 0; probe < RAW_PROBES; probe++) {
         struct raw *r = &side.raws[(h + probe) & (RAW_SLOTS - 1)];
-        if (r->symbol_plus_1 && same_raw(r, op, pc, n)) return r->symbol_plus_1 - 1;
+        if (r->symbol_plus_1 && same_raw(r, via, op, pc, n)) return r->symbol_plus_1 - 1;
         if (r->symbol_plus_1) continue;
-        *r = (struct raw){.op = op, .n = (uint8_t)n, .symbol_plus_1 = stable_symbol(op, pc, n) + 1};
+        if (!add) return -1;
+        int32_t symbol = stable_symbol(op, pc, n);
+        *r = (struct raw){.op = op, .n = (uint8_t)n, .via = (uint8_t)via, .symbol_plus_1 = symbol + 1};
         memcpy(r->pc, pc, sizeof *pc * (size_t)n);
         return r->symbol_plus_1 - 1;
     }
-    return stable_symbol(op, pc, n);
+    return add ? stable_symbol(op, pc, n) : -1;
+}
+
+/* The symbol of a call whose walked stack (n frames at pc) is not known yet: backtrace() is asked. When the two
+ * agree, the walked stack is remembered, and the next call from there costs the walk and a lookup; when they
+ * differ (code built without frame pointers), the call takes backtrace()'s stack. side.lock held, released
+ * while backtrace() runs. */
+static int32_t checked_symbol(uint16_t op, const uintptr_t *pc, int n) {
+    uintptr_t traced[MAX_FRAMES];
+    pthread_mutex_unlock(&side.lock);
+    int m = backtraced_stack(traced);
+    pthread_mutex_lock(&side.lock);
+    side.by_backtrace++;
+    if (m == n && memcmp(pc, traced, sizeof *pc * (size_t)n) == 0) return raw_symbol(VIA_FRAMES, op, pc, n, 1);
+    return raw_symbol(VIA_BACKTRACE, op, traced, m, 1);
+}
+
+/* The call's symbol: its walked stack if known (one frame: the site, always right), else checked_symbol. */
+static int32_t call_symbol(uint16_t op, const uintptr_t *pc, int n) {
+    int32_t symbol = n ? raw_symbol(VIA_FRAMES, op, pc, n, side.frames == 1) : -1;
+    if (symbol >= 0) {
+        side.by_frames++;
+        return symbol;
+    }
+    return checked_symbol(op, pc, n);
 }
 
 /* ---- calls ---- */
@@ -377,10 +422,10 @@ static int predicted_kind(enum ioloom_op op, int64_t aux) {
 void ioloom_predict_row(const struct ioloom_call *c, const struct ioloom_raw_event *row) {
     if (row->file_id < 0 || row->layer > IOLOOM_STDIO || !predicted_kind(row->op, row->aux)) return;
     uintptr_t pc[MAX_FRAMES];
-    int n = capture(c, pc);
+    int n = walked_stack(c, pc);
     if (IOLOOM_UNLIKELY(!side_tid)) side_tid = (uint32_t)syscall(SYS_gettid);
     pthread_mutex_lock(&side.lock);
-    int32_t symbol = symbol_of(row->op, pc, n);
+    int32_t symbol = call_symbol(row->op, pc, n);
     record_call(symbol);
     learn(symbol);
     if (side.out_len > PENDING_BYTES) write_pending();
@@ -389,17 +434,25 @@ void ioloom_predict_row(const struct ioloom_call *c, const struct ioloom_raw_eve
 
 /* ---- start, flush, fork ---- */
 
-static int find_own(struct dl_phdr_info *info, size_t size, void *arg) {
+/* The loaded segment that holds code->lo, made the whole of code. */
+static int find_segment(struct dl_phdr_info *info, size_t size, void *arg) {
     (void)size;
-    uintptr_t here = (uintptr_t)arg;
+    struct ioloom_code_range *code = arg;
     for (int i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
         uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
-        if (ph->p_type != PT_LOAD || here < lo || here >= lo + ph->p_memsz) continue;
-        side.own_lo = lo, side.own_hi = lo + ph->p_memsz;
+        if (ph->p_type != PT_LOAD || code->lo < lo || code->lo >= lo + ph->p_memsz) continue;
+        *code = (struct ioloom_code_range){lo, lo + ph->p_memsz};
         return 1;
     }
     return 0;
+}
+
+/* The code segment holding the function at `fn`; empty if none. */
+static struct ioloom_code_range segment_of(uintptr_t fn) {
+    struct ioloom_code_range code = {fn, fn};
+    if (!dl_iterate_phdr(find_segment, &code)) code.hi = code.lo;
+    return code;
 }
 
 /* The model, the tables and the output buffer; 0 on success. */
@@ -422,7 +475,8 @@ void ioloom_predict_start(void) {
         kinds[opens_and_closes[i]] = PREDICTED;
     long n = syscall(SYS_readlinkat, AT_FDCWD, "/proc/self/exe", side.exe, sizeof side.exe - 1);
     side.exe[n > 0 ? n : 0] = 0;
-    dl_iterate_phdr(find_own, (void *)(uintptr_t)&ioloom_predict_row);
+    side.own_code = segment_of((uintptr_t)&ioloom_predict_row);
+    side.libc = segment_of((uintptr_t)&backtrace); /* libc's: the tracer does not wrap backtrace() */
     if (side.frames > 1) { /* the first backtrace() loads libgcc_s: now, not inside a program's call */
         void *warm[2];
         backtrace(warm, 2);
@@ -450,7 +504,7 @@ void ioloom_predict_after_fork(void) {
     side.failed = side.calls_open = 0;
     side.out_len = 0;
     side.nsymbols = side.npredicted = 0;
-    side.calls = side.past_symbol_cap = 0;
+    side.calls = side.past_symbol_cap = side.by_frames = side.by_backtrace = 0;
     memset(side.raws, 0, RAW_SLOTS * sizeof *side.raws);
     for (int32_t i = 0; i < side.nmodules; i++) side.modules[i].written = 0;
     /* The parent's model is left as it is, not freed: another thread may have been changing it when the process

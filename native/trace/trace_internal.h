@@ -81,7 +81,10 @@ struct ioloom_call {
     uint64_t t_start, t_end;
     int err;    /* errno after the call */
     int failed; /* the call reported failure */
-    void *site; /* the wrapper's return address: where the program called it (predict.c's first frame) */
+    /* The wrapper's frame record (its frame pointer: __builtin_frame_address makes it keep one): the caller's
+     * frame pointer, then the wrapper's return address, where the program called it. predict.c's stacks start
+     * there (unwind.h). */
+    void *const *frame;
 };
 
 /* 1 if this call is traced (then the wrapper must finish with ioloom_call_done), 0 to pass it through. Inlined
@@ -92,7 +95,7 @@ static inline __attribute__((always_inline)) int ioloom_call_start(struct ioloom
         ioloom_leave();
         return 0;
     }
-    c->site = __builtin_return_address(0);
+    c->frame = __builtin_frame_address(0);
     c->t_start = ioloom_ticks();
     return 1;
 }

@@ -6,6 +6,9 @@ Two figures per setting, each against the traced run without symbols:
   cancels start-up and exit) on ioloom-predict-loop, a loop of 13 calls of 11 to 13 stack symbols per step;
 - CPU ns added per call (median, min and max over interleaved rounds) on `bench overhead`'s probe for pwrite,
   fwrite (one call site: one symbol, the grammar's cheapest case, one run) and open+close (two symbols in turn).
+Stacks deeper than one frame are measured on both programs built as they are (without frame pointers: the tracer
+falls back to backtrace()) and built with frame pointers (-fno-omit-frame-pointer: the tracer walks the frame
+records), each against its own build traced alone.
 """
 from __future__ import annotations
 
@@ -23,10 +26,21 @@ CALLS_PER_STEP = 13  # ioloom-predict-loop: fopen, fprintf, 7 fwrite, fclose, op
 KINDS = ("pwrite", "fwrite", "open+close")
 
 
+FRAME_POINTERS = ", frame pointers"  # the label's suffix of the settings run on the builds with frame pointers
+
+
 def settings(frames: list[int]) -> dict[str, dict[str, str]]:
-    """The variants measured: symbols without the model (first depth), then the model with each depth."""
+    """The variants measured: symbols without the model (first depth), then the model with each depth, and each
+    depth above one again on the builds with frame pointers."""
+    model = {n: {"IOLOOM_PREDICT": "1", "IOLOOM_STACKS": str(n)} for n in frames}
     return {f"stacks {frames[0]}": {"IOLOOM_STACKS": str(frames[0])},
-            **{f"predict, stacks {n}": {"IOLOOM_PREDICT": "1", "IOLOOM_STACKS": str(n)} for n in frames}}
+            **{f"predict, stacks {n}": env for n, env in model.items()},
+            **{f"predict, stacks {n}{FRAME_POINTERS}": env for n, env in model.items() if n > 1}}
+
+
+def _build(label: str) -> str:
+    """The suffix of the programs' build a setting runs on."""
+    return "-fp" if label.endswith(FRAME_POINTERS) else ""
 
 
 def _env(work: Path, extra: dict[str, str]) -> dict[str, str]:
@@ -36,32 +50,34 @@ def _env(work: Path, extra: dict[str, str]) -> dict[str, str]:
 
 def instructions(work: Path, frames: list[int], steps: int) -> dict[str, float]:
     """Instructions added per learnt call on ioloom-predict-loop, per setting."""
-    loop, out = paths.native_bin("ioloom-predict-loop"), work / "loop-files"
+    out = work / "loop-files"
 
-    def per_run(extra: dict[str, str]) -> float:
-        counts = []
+    def per_run(extra: dict[str, str], build: str) -> float:
+        loop, counts = paths.native_bin(f"ioloom-predict-loop{build}"), []
         for n in (steps, 3 * steps):
             shutil.rmtree(out, ignore_errors=True)
             out.mkdir()
             counts.append(_thread_instructions([str(loop), str(out), str(n)], _env(work, extra), work)[0])
         return (counts[1] - counts[0]) / (2 * steps * CALLS_PER_STEP)
 
-    traced = per_run({})
-    return {label: round(per_run(extra) - traced, 1) for label, extra in settings(frames).items()}
+    traced = {build: per_run({}, build) for build in ("", "-fp")}
+    return {label: round(per_run(extra, _build(label)) - traced[_build(label)], 1)
+            for label, extra in settings(frames).items()}
 
 
 def nanoseconds(work: Path, frames: list[int], rounds: int, calls: int) -> dict[str, dict[str, dict]]:
     """CPU ns added per call of each kind, per setting: paired with the traced run of the same round, the
     variants' order turning round by round."""
-    probe = [str(paths.native_bin("ioloom-overhead-probe"))]
-    variants = [("traced", {}), *settings(frames).items()]
+    variants = [("traced", {}), (f"traced{FRAME_POINTERS}", {}), *settings(frames).items()]
     times: dict[str, dict[str, list[float]]] = {}
     for index in range(rounds):
         for label, extra in variants[index % len(variants):] + variants[:index % len(variants)]:
+            probe = [str(paths.native_bin(f"ioloom-overhead-probe{_build(label)}"))]
             for kind, ns in run_probe(probe, work / "probe.dat", calls, _env(work, extra), KINDS).items():
                 times.setdefault(label, {}).setdefault(kind, []).append(ns)
-    base = times.pop("traced")
-    return {label: {kind: stats.spread([t - b for t, b in zip(per_kind[kind], base[kind], strict=True)])
+    base = {build: times.pop(f"traced{suffix}") for build, suffix in (("", ""), ("-fp", FRAME_POINTERS))}
+    return {label: {kind: stats.spread([t - b for t, b in zip(per_kind[kind], base[_build(label)][kind],
+                                                               strict=True)])
                     for kind in KINDS} for label, per_kind in times.items()}
 
 
