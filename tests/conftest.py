@@ -81,3 +81,24 @@ def ioloom_cli():
                 f"ioloom {' '.join(map(str, args))} exit {out.returncode}\n{out.stdout}\n{out.stderr}"
         return out
     return run
+
+
+@pytest.fixture
+def small_fs(tmp_path):
+    """small_fs(size) mounts a tmpfs of `size` (e.g. "64k") and returns its path: a real disk that fills up. Skips
+    where mounting needs a right the user lacks (CI runs as root); each mount is detached at the end, even if a
+    process still holds it."""
+    mounts: list[Path] = []
+
+    def mount(size: str) -> Path:
+        where = tmp_path / f"small-{len(mounts)}"
+        where.mkdir()
+        done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)],
+                              capture_output=True, text=True)
+        if done.returncode:
+            pytest.skip(f"cannot mount a {size} tmpfs here (needs root): {done.stderr.strip()}")
+        mounts.append(where)
+        return where
+    yield mount
+    for where in mounts:
+        subprocess.run(["umount", "--lazy", str(where)], check=True)

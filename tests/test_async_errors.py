@@ -103,15 +103,9 @@ def test_reader_refuses_what_is_not_an_output(tmp_path, ioloom_cli):
 
 
 @pytest.fixture
-def small_disk(tmp_path):
-    """A 256 KiB tmpfs: a real full disk (needs the right to mount, as root in CI has)."""
-    import subprocess
-    disk = tmp_path / "small"
-    disk.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(disk)], capture_output=True).returncode:
-        pytest.skip("cannot mount a small tmpfs here (not root?)")
-    yield disk
-    subprocess.run(["umount", str(disk)], check=True)
+def small_disk(small_fs):
+    """A 256 KiB tmpfs: a real full disk."""
+    return small_fs("256k")
 
 
 @pytest.mark.parametrize("writer_format", ["files", "logfs"])

@@ -75,19 +75,8 @@ os.close(fd)
 """
 
 
-@pytest.fixture
-def tiny_fs(tmp_path):
-    where = tmp_path / "tiny"
-    where.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(where)], capture_output=True)
-    if mounted.returncode:
-        pytest.skip(f"cannot mount a tmpfs here (needs root): {mounted.stderr.decode().strip()}")
-    yield where
-    subprocess.run(["umount", str(where)], check=True)
-
-
-def test_full_disk_gives_enospc_and_a_consistent_container(tiny_fs, ioloom_cli):
-    path = tiny_fs / "c"
+def test_full_disk_gives_enospc_and_a_consistent_container(small_fs, ioloom_cli):
+    path = small_fs("1m") / "c"
     out = subprocess.run([sys.executable, "-c", FILLER, f"logfs:{path}"], capture_output=True, text=True,
                          env={**os.environ, **preload.env()}, timeout=60)
     assert out.returncode == 0, out.stderr

@@ -411,14 +411,9 @@ def test_path_filters_exclude_and_count(tmp_path):
 
 
 @pytest.fixture
-def small_disk(tmp_path):
+def small_disk(small_fs):
     """A 64 KiB file system (tmpfs), for a trace directory that fills up."""
-    mount = tmp_path / "small"
-    mount.mkdir()
-    if os.geteuid() or subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mount)]).returncode:
-        pytest.skip("mounting a small tmpfs needs root")
-    yield mount
-    subprocess.run(["umount", "--lazy", str(mount)], check=True)  # detached even if a process still holds it
+    return small_fs("64k")
 
 
 def _fill(directory: Path) -> None:

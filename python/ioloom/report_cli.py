@@ -1,11 +1,11 @@
 """`ioloom report TRACE [-o report.html] [--json findings.json]`: the self-contained HTML report."""
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import typer
 
+from ioloom import outputs
 from ioloom.stats_cli import QUIET_OPTION, SCHEDULER_HELP, STRIPE_OPTION, analyse_or_exit
 
 
@@ -50,7 +50,7 @@ def command(trace: Path = typer.Argument(..., help="Trace directory (ioloom run 
                  predicted=predicted, asynchronous=_asynchronous(trace))
     typer.echo(f"report: {output}")
     if findings_json:
-        findings_json.write_text(json.dumps([f.to_json() for f in analysis.findings], indent=1))
+        outputs.save_json([f.to_json() for f in analysis.findings], findings_json)
         typer.echo(f"findings: {findings_json}")
     for problem in analysis.problems:
         typer.echo(f"ioloom: trace problem: {problem}", err=True)

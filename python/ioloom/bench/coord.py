@@ -25,7 +25,7 @@ from pathlib import Path
 
 import typer
 
-from ioloom import paths
+from ioloom import outputs, paths
 from ioloom.bench import app
 from ioloom.bench.stats import rounds_allowed, spread
 from ioloom.coord import MIN_GAIN
@@ -239,7 +239,7 @@ def plot_html(report: dict, path: Path) -> None:
                                          name=f"{policy} {who.upper()}", line={"dash": dash}), row=1, col=col)
         fig.update_xaxes(title_text="dt (s): B starts after A (median reached)", row=1, col=col)
     fig.update_yaxes(title_text="interference factor I = T / T_alone")
-    fig.write_html(path, include_plotlyjs=True, full_html=True)
+    outputs.save_figure(fig, path)
 
 
 def setup_refused(program: str, storage: str, big: tuple[int, int], small: tuple[int, int], chunk: int) -> str:
@@ -303,7 +303,7 @@ def command(pair: str = typer.Option("both", help="small (big beside small), equ
     report = {"options": options, "metric": metric, "min_gain": min_gain, "rounds": rounds,
               "load": f"{load[0]:.1f}->{load[1]:.1f}", "rows": rows, "goals": goals(rows)}
     if output:
-        (output / "coord.json").write_text(json.dumps(report, indent=1))
+        outputs.save_json(report, output / "coord.json")
         plot_html(report, output / "coord.html")
     if as_json:
         print(json.dumps(report, indent=1))

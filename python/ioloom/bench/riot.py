@@ -24,7 +24,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from ioloom import mpi, paths
+from ioloom import mpi, outputs, paths
 from ioloom.bench import app
 from ioloom.bench.io import run_bench
 from ioloom.bench.stats import PUBLISHED_ROUNDS, median_interval, per_round, rounds_allowed, spread
@@ -222,7 +222,7 @@ def plot_html(report: dict, path: Path) -> None:
         fig.update_yaxes(title_text="change in data-call time (%)", row=row, col=1)
     fig.update_layout(title=f"ioloom bench riot: tracing's cost per MPI-IO function, {report['repeats']} interleaved "
                             "rounds", boxmode="group", height=420 * len(runs) + 100, width=1000)
-    fig.write_html(path, include_plotlyjs=True, full_html=True)
+    outputs.save_figure(fig, path)
 
 
 @app.command("riot")
@@ -270,7 +270,7 @@ def command(
             typer.echo(f"ioloom bench riot: {err}", err=True)
             raise typer.Exit(1) from None
     if output:
-        (output / "riot.json").write_text(json.dumps(report, indent=1))
+        outputs.save_json(report, output / "riot.json")
         plot_png(report, output / "riot.png")
         plot_html(report, output / "riot.html")
     if as_json:

@@ -25,7 +25,6 @@ dropped before it) is marked so in sweep.json ("page_cache"), in the panel title
 """
 from __future__ import annotations
 
-import json
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,7 +32,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from ioloom import docfile, paths, units
+from ioloom import docfile, outputs, paths, units
 from ioloom.bench import app
 from ioloom.bench import io as bench_io
 
@@ -204,7 +203,7 @@ def plot_html(rows: list[dict], path: Path) -> None:
         fig.update_yaxes(title_text="effective MiB/s", rangemode="tozero", row=row + 1, col=col + 1)
     fig.update_layout(title="ioloom bench sweep: effective bandwidth (median; bars: min-max over repetitions)",
                       height=380 * nrows + 120, width=max(700, 480 * ncols))
-    fig.write_html(path, include_plotlyjs=True, full_html=True)
+    outputs.save_figure(fig, path)
 
 
 def plot_png(rows: list[dict], path: Path) -> None:
@@ -251,7 +250,7 @@ def sweep_command(config: Path = typer.Argument(..., help="TOML grid, or YAML wh
             paths.NativeMissing) as err:
         typer.echo(f"ioloom bench sweep: {err}", err=True)
         raise typer.Exit(2) from None
-    (output / "sweep.json").write_text(json.dumps(rows, indent=1))
+    outputs.save_json(rows, output / "sweep.json")
     plot_html(rows, output / "sweep.html")
     plot_png(rows, output / "sweep.png")
     for row in rows:

@@ -65,7 +65,7 @@ def report_command(store: Path = typer.Argument(..., help="The probe store."),
     frame = store_mod.load(store)
     s = analysis.summarise(frame)
     if output is not None:
-        from ioloom.report import save
+        from ioloom.outputs import save
 
         typer.echo(str(save(page.render(frame, s, str(store)), output)))
     if as_json:

@@ -13,7 +13,7 @@ import pandas as pd
 import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
-from ioloom import __version__
+from ioloom import __version__, outputs
 from ioloom.analysis.metrics import human_bytes
 from ioloom.report import figures, prediction
 
@@ -363,16 +363,6 @@ def page(title: str, subtitle: str, sections, body: str) -> str:
                                plotlyjs=get_plotlyjs(), version=__version__)
 
 
-def save(text: str, path: Path) -> Path:
-    """Writes a page to `path` through a temporary beside it: never a half-written page where the user looks."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
-    return path
-
-
 def write(a, path: Path, title: str = "ioloom report", subtitle: str = "",
           predicted: Predicted | None = None, asynchronous: dict | None = None) -> Path:
-    return save(render(a, title, subtitle, predicted, asynchronous), path)
+    return outputs.save(render(a, title, subtitle, predicted, asynchronous), path)

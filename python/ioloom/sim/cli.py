@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from ioloom import units
+from ioloom import outputs, units
 from ioloom.coord import MIN_GAIN
 
 app = typer.Typer(help="Simulate a striped parallel file system on SimGrid (docs/sim.md).", no_args_is_help=True)
@@ -103,8 +103,7 @@ def _write_page(outcome, names: list[str], path: Path) -> None:
 
     title = ", ".join(f"{n}: {r} ranks" for n, (_, r, _, _) in zip(names, outcome.workload.jobs))
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(page.render(outcome, names, title))
+        outputs.save(page.render(outcome, names, title), path)
     except OSError as e:
         _fail(f"cannot write {path}: {e.strerror}")
     typer.echo(f"figures: {path}", err=True)
@@ -162,7 +161,7 @@ def calibrate_command(output: Path = typer.Option(Path("machine.toml"), "-o", "-
               f"{_load()}).\nread_bandwidth is not measured (it needs the page cache dropped): it repeats the "
               "write bandwidth.")
     try:
-        output.write_text(calibrate.to_toml(doc, header))
+        outputs.save(calibrate.to_toml(doc, header), output)
     except OSError as e:
         _fail(f"cannot write {output}: {e.strerror}")
     print(f"copy into the page cache {disk.copy_bandwidth / 1e6:,.0f} MB/s, device {disk.write_bandwidth / 1e6:,.0f} "

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import typer
 
+from ioloom import outputs
 from ioloom.coord import MIN_GAIN
 from ioloom.coord.policy import Policy
 from ioloom.coord.state import State
@@ -144,7 +145,7 @@ def main(ranks_a: int, ranks_b: int, bench_a: str, bench_b: str, points: int, me
     except engine.SimError as err:
         raise typer.BadParameter(str(err)) from None
     if output:
-        (output / "coord.json").write_text(json.dumps(report, indent=1))
+        outputs.save_json(report, output / "coord.json")
         plot(report, output / "coord.html")
     if as_json:
         print(json.dumps(report, indent=1))
