@@ -1,6 +1,7 @@
 """libioloom-async's writer formats, chosen in the configuration (writer.format): a logfs container per writer,
-which `ioloom container check|cat` read, and an HDF5 file per writer (MPICH build), which h5dump reads; the
-Python reader gives every block back as the kernel computed it."""
+which `ioloom container check|cat` read, an HDF5 file per writer (MPICH build), which h5dump reads, and one HDF5
+file the servers write together (hdf5-shared, MPICH build), which h5py reads; the Python reader gives every block
+back as the kernel computed it."""
 from __future__ import annotations
 
 import json
@@ -11,6 +12,7 @@ import sys
 import numpy as np
 import pytest
 
+from ioloom import async_io
 from ioloom.async_io.kernel import Setup, expected_value, run_kernel
 from ioloom.async_io.reader import INDEX_RECORD
 from test_async import check_output
@@ -90,15 +92,78 @@ def test_hdf5_files_read_back_with_h5dump(mpi, tmp_path, mode):
     assert seen == 3 * clients * len(setup.variables)
 
 
-def test_hdf5_refused_under_open_mpi(mpi, tmp_path):
+def h5py_blocks(path, iterations: int, variables, clients: int, absent=frozenset()) -> int:
+    """Checks the shared file with h5py, independently of the library's index: a group per iteration, a dataset per
+    variable holding every client's block in block order; returns the blocks compared (absent: (iteration, block)
+    no client gave, left out)."""
+    h5py = pytest.importorskip("h5py")
+    compared = 0
+    with h5py.File(path, "r") as f:
+        assert sorted(f, key=int) == [str(it) for it in range(iterations)]
+        for it in range(iterations):
+            assert sorted(f[str(it)]) == sorted(variables)
+            for v, name in enumerate(variables):
+                dataset = f[str(it)][name]
+                assert dataset.shape == (clients, *DIMS) and dataset.dtype == np.dtype("<f8")
+                for b in range(clients):
+                    if (it, b) not in absent:
+                        assert np.array_equal(dataset[b], kernel_block(it, b, v)), (it, name, b)
+                        compared += 1
+    return compared
+
+
+SHARED_JOBS = {  # 2 servers each time; the first server of the 5-rank job serves two clients, the second one
+    "dedicated-cores": (6, {"ranks_per_node": 3, "fsync": True}, 4, [2, 5]),
+    "dedicated-nodes": (5, {"ranks_per_node": 1, "dedicated_nodes": 2}, 3, [3, 4]),
+}
+
+
+@pytest.mark.parametrize("mode", SHARED_JOBS)
+def test_hdf5_shared_is_one_file_the_servers_write_together(mpi, tmp_path, mode):
+    if mpi.name != "mpich":
+        pytest.skip("the hdf5 formats are in the MPICH build (test_hdf5_refused_under_open_mpi)")
+    nranks, options, clients, writers = SHARED_JOBS[mode]
+    setup = Setup(tmp_path / "out", mode=mode, dims=DIMS, variables=("u", "v"), buffer=1 << 20,
+                  writer_format="hdf5-shared", **options)
+    result = run_kernel(mpi.impl, nranks, setup.write(tmp_path / "c.yaml"), setup, 4, 0.0, event="checkpoint",
+                        timeout=60)
+    assert result.returncode == 0, result.stderr
+    out = check_output(tmp_path / "out", setup, clients, 4)
+    assert out.writer_format == "hdf5-shared" and out.meta["writers"] == writers
+    assert sorted(p.name for p in (tmp_path / "out").glob("*.h5")) == ["cm1.h5"]
+    assert h5py_blocks(tmp_path / "out" / "cm1.h5", 4, setup.variables, clients) == 4 * 2 * clients
+    assert out.counters()["written_blocks"] == 4 * 2 * clients and out.counters()["lost_blocks"] == 0
+
+
+def test_hdf5_shared_early_finisher_and_tight_rings(mpi, tmp_path):
+    """Client 1 stops after 2 of 6 iterations; each ring holds one iteration (the least initialize takes), the
+    writers are slow and clients
+    write in place (zero copy): the servers still write together to the end, and hold no iteration forever."""
+    if mpi.name != "mpich":
+        pytest.skip("the hdf5 formats are in the MPICH build")
+    block = int(np.prod(DIMS)) * 8
+    setup = Setup(tmp_path / "out", mode="dedicated-nodes", ranks_per_node=1, dedicated_nodes=2, dims=DIMS,
+                  variables=("u", "v"), buffer=3 * (block + 64) + 64, bandwidth=2 << 20,
+                  writer_format="hdf5-shared")
+    result = run_kernel(mpi.impl, 5, setup.write(tmp_path / "c.yaml"), setup, 6, 0.0, event="checkpoint",
+                        timeout=60, early=(1, 2), zero_copy=True)
+    assert result.returncode == 0, result.stderr
+    out = async_io.open(tmp_path / "out")
+    assert [out.blocks_at("u", it) for it in range(6)] == [[0, 1, 2]] * 2 + [[0, 2]] * 4
+    absent = {(it, 1) for it in range(2, 6)}
+    assert h5py_blocks(tmp_path / "out" / "cm1.h5", 6, setup.variables, 3, absent) == 2 * (3 * 6 - 4)
+
+
+@pytest.mark.parametrize("writer_format", ["hdf5", "hdf5-shared"])
+def test_hdf5_refused_under_open_mpi(mpi, tmp_path, writer_format):
     setup = Setup(tmp_path / "out", mode="dedicated-cores", variables=("u",), dims=(4, 4, 4), buffer=1 << 20,
-                  writer_format="hdf5")
+                  writer_format=writer_format)
     lines = initialize(mpi, tmp_path, setup.yaml())
     if mpi.name == "mpich":
         assert sum(" initialize rc 0" in line for line in lines) == 3, lines
         return
-    assert len(lines) == 3 and all("initialize rc 1: rank 2: writer: format hdf5 needs libioloom-async-mpich" in line
-                                   for line in lines), lines
+    refusal = f"initialize rc 1: rank 2: writer: format {writer_format} needs libioloom-async-mpich"
+    assert len(lines) == 3 and all(refusal in line for line in lines), lines
 
 
 @pytest.mark.parametrize("writer_format", ["logfs", "hdf5"])

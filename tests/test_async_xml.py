@@ -73,7 +73,8 @@ def test_dedicated_nodes_from_xml(mpi, tmp_path):
     (('dimensions="2,4,8"', 'dimensions="w,4,8"'), "expressions of parameters are not supported"),
     (('type="double"', 'type="quad"'), "type must be real, double"),
     (("</simulation>", ""), "not valid XML"),
-    (('<ioloom directory', '<ioloom format="netcdf" directory'), "<ioloom>: format must be files, hdf5 or logfs"),
+    (('<ioloom directory', '<ioloom format="netcdf" directory'),
+     "<ioloom>: format must be files, hdf5, logfs or hdf5-shared"),
     (('<ioloom directory', '<ioloom ranks_per_node="x" directory'), "<ioloom ranks_per_node=...> must be an integer"),
 ])
 def test_xml_mistakes_are_refused_on_every_rank(mpi, tmp_path, change, message):

@@ -17,7 +17,8 @@
 
 enum async_mode { MODE_SYNC, MODE_THREAD, MODE_DEDICATED, MODE_NODES };
 enum async_policy { POLICY_BLOCK, POLICY_SPILL, POLICY_SKIP };
-enum async_format { FORMAT_FILES, FORMAT_HDF5, FORMAT_LOGFS }; /* where a writer puts its blocks' data */
+/* Where a writer puts its blocks' data; hdf5-shared: one file that every server writes together (collective). */
+enum async_format { FORMAT_FILES, FORMAT_HDF5, FORMAT_LOGFS, FORMAT_HDF5_SHARED };
 
 struct async_layout {
     char name[ASYNC_NAME_MAX];
@@ -71,14 +72,16 @@ int async_config_load(const char *path, struct async_config *cfg, char msg[ASYNC
 void async_config_free(struct async_config *cfg);
 /* A Damaris-style XML configuration (config_xml.c, chosen by the .xml suffix), into the same structure. */
 int async_config_load_xml(const char *path, struct async_config *cfg, char msg[ASYNC_MSG_MAX]);
-/* The writer format against the mode and compression: 0, or -1 with msg (hdf5: no helper thread, no zstd). */
+/* The writer format against the mode and compression: 0, or -1 with msg (hdf5: no helper thread, no zstd;
+ * hdf5-shared: servers only). */
 int async_config_check_format(const struct async_config *cfg, char msg[ASYNC_MSG_MAX]);
 size_t async_type_size(const char *type); /* bytes of int8 ... float64, 0 for another name */
 int async_config_layout(const struct async_config *cfg, const char *name);
 int async_config_variable(const struct async_config *cfg, const char *name);
 int async_config_event(const struct async_config *cfg, const char *name);
 size_t async_config_largest_block(const struct async_config *cfg);
-/* Bytes a client's ring needs at least: the largest block, or with plugins a whole iteration's blocks. */
+/* Bytes a client's ring needs at least: the largest block, or with plugins or a collective format a whole
+ * iteration's blocks. */
 size_t async_config_ring_need(const struct async_config *cfg);
 
 /* A message from a client to its writer. */
@@ -144,6 +147,11 @@ struct async_index_record {
     int64_t iteration;
     uint64_t offset, nbytes;
 };
+/* One block a server gives a collective store: the client's block of a variable. */
+struct async_piece {
+    int variable, block;
+    const void *data;
+};
 struct async_store;
 struct async_writer {
     int id, data_fd, index_fd; /* data_fd: format files only */
@@ -171,17 +179,27 @@ struct async_store {
     int (*undo)(struct async_writer *w, const struct async_config *cfg, int variable, int block, int64_t iteration);
     int (*sync)(struct async_writer *w); /* durable: 0, or -1 with errno */
     void (*close)(struct async_writer *w);
+    /* A collective store (hdf5-shared; put is NULL): every server calls it once per iteration with its blocks of
+     * that iteration, maybe none, and open and close together. where[k]: piece k's offset, UINT64_MAX if lost. */
+    void (*put_iteration)(struct async_writer *w, const struct async_config *cfg, int64_t iteration,
+                          const struct async_piece *pieces, int n, uint64_t *where);
 };
-extern const struct async_store async_store_files, async_store_logfs, async_store_hdf5;
+extern const struct async_store async_store_files, async_store_logfs, async_store_hdf5, async_store_hdf5_shared;
 /* The store of a configuration, or NULL with msg filled when this build cannot write it. */
 const struct async_store *async_store_of(const struct async_config *cfg, char msg[ASYNC_MSG_MAX]);
 
+/* Collective over the servers with a collective store: when another server failed, this one opens nothing and
+ * returns 0 (initialize's agreement then reports that server's message). */
 int async_writer_open(struct async_writer *w, const struct async_config *cfg, int id, char msg[ASYNC_MSG_MAX]);
 /* Appends one block; on failure reports the lost block on stderr, counts it and leaves earlier ones intact. */
 void async_writer_put(struct async_writer *w, const struct async_config *cfg, struct async_stats *st, int variable,
                       int block, int64_t iteration, const void *data, size_t nbytes);
 /* With writer.fsync, makes what was written so far durable (nothing to do when nothing new was written). */
 void async_writer_sync(struct async_writer *w, const struct async_config *cfg, struct async_stats *st);
+/* A collective store's iteration: every server calls it together with its blocks (maybe none); each is counted,
+ * indexed and traced as async_writer_put does, or reported lost. */
+void async_writer_put_iteration(struct async_writer *w, const struct async_config *cfg, struct async_stats *st,
+                                int64_t iteration, const struct async_piece *pieces, int n);
 /* Records a signalled event in the index (variable -1 - event, no data). */
 void async_writer_event(struct async_writer *w, int event, int block, int64_t iteration);
 void async_writer_close(struct async_writer *w);
@@ -222,10 +240,14 @@ struct async_server {
     struct async_retained *retained; /* nvariables per channel, NULL without plugins */
     int *nretained;
     int stopped;                         /* channels whose client sent MSG_STOP */
+    int together, finished;              /* a collective store: servers write each iteration together, until
+                                            every server's clients stopped (finished) */
     struct async_lockstep *lockstep;     /* with node-scope plugins (server.c), else NULL */
     int (*feed)(struct async_server *s); /* dedicated nodes: fills the channels from MPI; messages received */
 };
 void async_server_run(struct async_server *s);
+/* Whether the server's lockstep holds channel i at the end of an iteration (paused) or for good (stopped). */
+int async_server_holds(const struct async_server *s, int i);
 /* Writes what channel i holds and frees its chunks (a feed that finds the channel full). */
 void async_server_make_room(struct async_server *s, int i);
 
@@ -252,6 +274,9 @@ struct async_spill {
 };
 
 /* The library's state in one process. */
+/* An iteration no server waits for: every server's clients have stopped. */
+#define ASYNC_NO_ITERATION INT64_MAX
+
 struct async_state {
     int initialized, started, is_client, rank, size, node_rank, node_size, client_rank;
     int node_index, nnodes; /* this rank's node among the job's (emulated with ranks_per_node) */
@@ -259,7 +284,7 @@ struct async_state {
     struct async_channel **channels;
     int *blocks;
     struct async_config cfg;
-    MPI_Comm comm, node, clients;
+    MPI_Comm comm, node, clients, servers; /* servers: the ranks that never return to the simulation */
     MPI_Win window;
     struct async_channel *channel; /* this client's (thread and dedicated modes) */
     struct async_writer writer;    /* synchronous and helper-thread: own; dedicated servers: node's */

@@ -15,5 +15,9 @@ void async_trace_call(int op, double start, int64_t iteration, int slot, size_t 
  * and returns the call it replaced; async_trace_store (started at `start`) records the store and restores it. */
 int64_t async_trace_store_begin(int block, int64_t iteration, int variable);
 void async_trace_store(double start, int64_t replaced, int block, int64_t iteration, int variable, size_t nbytes);
+/* A collective store's iteration (started at `start`): one store per piece, each over the whole collective write;
+ * the MPI-IO calls under it are not any one store's children. */
+struct async_piece;
+void async_trace_stores(double start, const struct async_piece *pieces, int n, int64_t iteration);
 
 #endif

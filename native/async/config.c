@@ -249,9 +249,9 @@ static int plugins(struct reader *r, struct async_config *cfg, yaml_node_t *s) {
     return 0;
 }
 
-/* writer.format, checked against the mode and compression (the hdf5 store is not thread-safe nor compressed). */
+/* writer.format, checked against the mode and compression (the hdf5 stores are not thread-safe nor compressed). */
 static int format(struct reader *r, struct async_config *cfg, yaml_node_t *n) {
-    static const char *const formats[] = {"files", "hdf5", "logfs", NULL};
+    static const char *const formats[] = {"files", "hdf5", "logfs", "hdf5-shared", NULL}; /* enum async_format */
     int f;
     if (n && choice(r, n, "writer: format", formats, &f)) return -1;
     cfg->format = n ? (enum async_format)f : FORMAT_FILES;
@@ -259,14 +259,20 @@ static int format(struct reader *r, struct async_config *cfg, yaml_node_t *n) {
 }
 
 int async_config_check_format(const struct async_config *cfg, char msg[ASYNC_MSG_MAX]) {
-    if (cfg->format != FORMAT_HDF5) return 0;
+    if (cfg->format == FORMAT_HDF5_SHARED && cfg->mode != MODE_DEDICATED && cfg->mode != MODE_NODES)
+        return snprintf(msg, ASYNC_MSG_MAX,
+                        "writer: format hdf5-shared is written together by the servers of mode dedicated-cores or "
+                        "dedicated-nodes: change the mode, or use format hdf5 (a file per writer)"),
+               -1;
+    if (cfg->format != FORMAT_HDF5 && cfg->format != FORMAT_HDF5_SHARED) return 0;
     if (cfg->mode == MODE_THREAD)
         return snprintf(msg, ASYNC_MSG_MAX,
                         "writer: format hdf5 is written by dedicated cores or synchronously, not by a helper "
                         "thread (HDF5 is not thread-safe beside the simulation): change the mode or the format"),
                -1;
     if (cfg->compression)
-        return snprintf(msg, ASYNC_MSG_MAX, "writer: format hdf5 stores blocks uncompressed: use compression none"), -1;
+        return snprintf(msg, ASYNC_MSG_MAX, "writer: the hdf5 formats store blocks uncompressed: use compression none"),
+               -1;
     return 0;
 }
 
@@ -385,7 +391,8 @@ size_t async_config_largest_block(const struct async_config *cfg) {
 
 size_t async_config_ring_need(const struct async_config *cfg) {
     size_t header = sizeof(struct async_chunk), need = async_config_largest_block(cfg) + header;
-    for (int i = 0; cfg->nplugins && i < cfg->nvariables; i++) /* a whole iteration, plus the padding at the end */
+    int whole = cfg->nplugins || cfg->format == FORMAT_HDF5_SHARED; /* the writer keeps an iteration's blocks */
+    for (int i = 0; whole && i < cfg->nvariables; i++)              /* a whole iteration, plus the padding at the end */
         need += (cfg->layouts[cfg->variables[i].layout].bytes + ASYNC_ALIGN - 1) / ASYNC_ALIGN * ASYNC_ALIGN + header;
     return need;
 }

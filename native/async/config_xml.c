@@ -187,11 +187,11 @@ static int pick(const char *const *names, const char *value) {
     return -1;
 }
 
-/* <ioloom format>: files (default), hdf5 or logfs, as the YAML's writer.format. */
+/* <ioloom format>: files (default), hdf5, logfs or hdf5-shared, as the YAML's writer.format. */
 static int format(struct xreader *r, struct async_config *c, xmlNode *n) {
-    static const char *const formats[] = {"files", "hdf5", "logfs", NULL};
+    static const char *const formats[] = {"files", "hdf5", "logfs", "hdf5-shared", NULL}; /* enum async_format */
     int f = pick(formats, attr(n, "format"));
-    if (attr(n, "format") && f < 0) return xfail(r, n, "<ioloom>: format must be files, hdf5 or logfs");
+    if (attr(n, "format") && f < 0) return xfail(r, n, "<ioloom>: format must be files, hdf5, logfs or hdf5-shared");
     c->format = f < 0 ? FORMAT_FILES : (enum async_format)f;
     return async_config_check_format(c, r->msg) ? xfail(r, n, "%s", r->msg) : 0;
 }

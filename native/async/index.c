@@ -41,7 +41,8 @@ static const char *policy_name(enum async_policy p) {
 }
 
 static const char *format_name(enum async_format f) {
-    return f == FORMAT_FILES ? "files" : f == FORMAT_HDF5 ? "hdf5" : "logfs";
+    static const char *const names[] = {"files", "hdf5", "logfs", "hdf5-shared"}; /* enum async_format */
+    return names[f];
 }
 
 static void write_layouts(FILE *f, const struct async_config *c) {

@@ -19,7 +19,8 @@ static struct {
     struct async_msg *slots;
     MPI_Request *requests; /* two per slot: the header, the block (MPI_REQUEST_NULL without) */
     uint64_t posted, done;
-    int *channel_of_rank; /* a server's: channel index of each rank of async_g.comm, -1 for others */
+    int *rank_of_channel; /* a server's: the client rank of each channel */
+    char *ended;          /* a server's, per channel: an end of iteration (or stop) was fed and not yet resolved */
 } out;
 
 static size_t slots(void) { return (size_t)async_g.cfg.queue; }
@@ -39,15 +40,15 @@ static void client_setup(const int *servers, int nservers) {
 
 /* Server j of S serves clients c with c mod S == j, each through a channel of its own memory. */
 static void server_setup(const int *is_client, int j, int nservers, size_t ring) {
-    out.channel_of_rank = malloc((size_t)async_g.size * sizeof *out.channel_of_rank);
+    out.rank_of_channel = malloc((size_t)async_g.size * sizeof *out.rank_of_channel);
+    out.ended = calloc((size_t)async_g.size, 1);
     async_g.channels = malloc((size_t)async_g.size * sizeof *async_g.channels);
     async_g.blocks = malloc((size_t)async_g.size * sizeof *async_g.blocks);
     for (int r = 0, c = 0; r < async_g.size; r++) {
-        out.channel_of_rank[r] = -1;
         if (!is_client[r] || c++ % nservers != j) continue;
         struct async_channel *ch = aligned_alloc(ASYNC_ALIGN, async_channel_size(slots(), ring));
         async_channel_init(ch, slots(), ring);
-        out.channel_of_rank[r] = async_g.nchannels;
+        out.rank_of_channel[async_g.nchannels] = r;
         async_g.blocks[async_g.nchannels] = c - 1;
         async_g.channels[async_g.nchannels++] = ch;
     }
@@ -70,9 +71,9 @@ void async_nodes_setup(size_t ring) {
 }
 
 void async_nodes_free(void) {
-    for (int i = 0; out.channel_of_rank && i < async_g.nchannels; i++) free(async_g.channels[i]);
-    free(out.slots), free(out.requests), free(out.channel_of_rank);
-    out.slots = NULL, out.requests = NULL, out.channel_of_rank = NULL;
+    for (int i = 0; out.rank_of_channel && i < async_g.nchannels; i++) free(async_g.channels[i]);
+    free(out.slots), free(out.requests), free(out.rank_of_channel), free(out.ended);
+    out.slots = NULL, out.requests = NULL, out.rank_of_channel = NULL, out.ended = NULL;
     out.posted = out.done = 0;
 }
 
@@ -119,13 +120,13 @@ void async_nodes_flush(void) {
         async_backoff(&round);
 }
 
-/* Server: receives one message from rank `source` into that client's channel, making room by writing. */
-static void receive(struct async_server *s, int source) {
-    int i = out.channel_of_rank[source];
+/* Server: receives one message from channel i's client into its channel, making room by writing. */
+static void receive(struct async_server *s, int i) {
     struct async_channel *ch = s->channels[i];
     struct async_msg m;
-    assert(i >= 0); /* only this server's clients send to it */
+    int source = out.rank_of_channel[i];
     MPI_Recv(&m, sizeof m, MPI_BYTE, source, TAG_HEADER, async_g.comm, MPI_STATUS_IGNORE);
+    out.ended[i] = m.type == MSG_END_ITERATION || m.type == MSG_STOP;
     if (m.type == MSG_WRITE) {
         size_t nbytes = async_layout_of(m.id)->bytes;
         int64_t position;
@@ -138,12 +139,25 @@ static void receive(struct async_server *s, int source) {
     while (async_channel_send(ch, &m) != 0) async_server_make_room(s, i);
 }
 
+/* Server: whether channel i may take another message. Where the server takes its clients' iterations in step
+ * (a lockstep: node-scope plugins, a collective store), a channel is fed up to the end of its current iteration,
+ * then not until that iteration is resolved (the channel neither paused nor holding messages): the blocks kept for
+ * the iteration then never wait for room that only the next iteration's would free. */
+static int feedable(const struct async_server *s, int i) {
+    const struct async_channel *ch = s->channels[i];
+    if (!s->lockstep || !out.ended[i]) return 1;
+    if (!async_server_holds(s, i) && atomic_load(&ch->queue_tail) == atomic_load(&ch->queue_head)) out.ended[i] = 0;
+    return !out.ended[i];
+}
+
 int async_nodes_feed(struct async_server *s) {
-    int n = 0, flag = 1;
-    MPI_Status status;
-    while (n < FEED_MAX && flag) {
-        MPI_Iprobe(MPI_ANY_SOURCE, TAG_HEADER, async_g.comm, &flag, &status);
-        if (flag) receive(s, status.MPI_SOURCE), n++;
+    int n = 0;
+    for (int i = 0; i < s->nchannels; i++) {
+        int flag = 1;
+        while (n < FEED_MAX && flag && feedable(s, i)) {
+            MPI_Iprobe(out.rank_of_channel[i], TAG_HEADER, async_g.comm, &flag, MPI_STATUS_IGNORE);
+            if (flag) receive(s, i), n++;
+        }
     }
     return n;
 }

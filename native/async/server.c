@@ -1,7 +1,7 @@
 /* The writer side's loop (a dedicated core, or a client's helper thread): takes its clients' messages in order,
  * writes each block straight from the ring, frees ring chunks both sides are done with, and returns when every
- * client has sent MSG_STOP and everything before it is written. It calls no MPI, so the helper thread needs no
- * MPI_THREAD_MULTIPLE. */
+ * client has sent MSG_STOP and everything before it is written. The helper thread calls no MPI, so it needs no
+ * MPI_THREAD_MULTIPLE; with a collective store (hdf5-shared) the servers write each iteration together. */
 #include <assert.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +30,8 @@ static void write_block(struct async_server *s, int i, const struct async_msg *m
     struct async_channel *ch = s->channels[i];
     struct async_chunk *c = async_channel_chunk(ch, m->position);
     int nvariables = async_g.cfg.nvariables;
-    async_writer_put(s->writer, &async_g.cfg, s->stats, m->id, s->blocks[i], m->iteration, c + 1, c->nbytes);
+    if (!s->together) /* together: kept, and written with the servers' other blocks when the iteration ends */
+        async_writer_put(s->writer, &async_g.cfg, s->stats, m->id, s->blocks[i], m->iteration, c + 1, c->nbytes);
     if (!s->retained) {
         mark_written(ch, m->position);
         return;
@@ -94,8 +95,36 @@ static void run_node_plugins(struct async_server *s) {
 
 static void release_retained(struct async_server *s, int i);
 
-/* When every channel is paused or stopped (and one is paused): the iteration's node-scope plugins, then the
- * next iteration. Returns 1 when it resolved one. */
+/* The paused channels' blocks as pieces; returns how many. */
+static int pieces_of(struct async_server *s, struct async_piece *pieces) {
+    int n = 0, nvariables = async_g.cfg.nvariables;
+    for (int i = 0; i < s->nchannels; i++)
+        for (int k = 0; s->lockstep->paused[i] && k < s->nretained[i]; k++) {
+            struct async_retained *r = &s->retained[i * nvariables + k];
+            pieces[n++] =
+                (struct async_piece){r->variable, s->blocks[i], async_channel_chunk(s->channels[i], r->position) + 1};
+        }
+    return n;
+}
+
+/* A collective store: the servers agree on the iteration they write next (every server's clients end their
+ * iterations in order, and a server is ready only when all its clients ended one or stopped), and each gives its
+ * blocks of it; a server whose clients all stopped gives none, until no server has an iteration left (finished).
+ * Returns 1 when this server's paused iteration was written. */
+static int write_together(struct async_server *s, int paused) {
+    int64_t ready = paused ? s->lockstep->iteration : ASYNC_NO_ITERATION, agreed;
+    MPI_Allreduce(&ready, &agreed, 1, MPI_INT64_T, MPI_MIN, async_g.servers);
+    if (agreed == ASYNC_NO_ITERATION) return s->finished = 1, 0;
+    assert(ready == agreed || ready == ASYNC_NO_ITERATION); /* no server runs ahead of another */
+    struct async_piece *pieces = malloc((size_t)(s->nchannels * async_g.cfg.nvariables + 1) * sizeof *pieces);
+    async_writer_put_iteration(s->writer, &async_g.cfg, s->stats, agreed, pieces, paused ? pieces_of(s, pieces) : 0);
+    free(pieces);
+    async_writer_sync(s->writer, &async_g.cfg, s->stats);
+    return paused > 0;
+}
+
+/* When every channel is paused or stopped: with a collective store the servers' iteration, then (when one is
+ * paused) the iteration's node-scope plugins and the next iteration. Returns 1 when it resolved one. */
 static int resolve(struct async_server *s) {
     struct async_lockstep *l = s->lockstep;
     int paused = 0;
@@ -103,6 +132,7 @@ static int resolve(struct async_server *s) {
         if (!l->paused[i] && !l->stopped[i]) return 0;
         paused += l->paused[i];
     }
+    if (s->together && !write_together(s, paused)) return 1;
     if (!paused) return 0;
     run_node_plugins(s);
     for (int i = 0; i < s->nchannels; i++) {
@@ -145,7 +175,10 @@ static int handle(struct async_server *s, int i, const struct async_msg *m) {
             async_writer_event(s->writer, m->id, s->blocks[i], m->iteration);
             break;
         case MSG_STOP:
-            release_retained(s, i);
+            if (s->together && s->nretained[i]) /* an iteration the client did not end: written as if it had */
+                s->lockstep->paused[i] = 1, s->lockstep->iteration = m->iteration;
+            else
+                release_retained(s, i);
             if (s->lockstep) s->lockstep->stopped[i] = 1;
             break;
     }
@@ -163,6 +196,10 @@ static int drain(struct async_server *s, int i) {
     return n;
 }
 
+int async_server_holds(const struct async_server *s, int i) {
+    return s->lockstep && (s->lockstep->paused[i] || s->lockstep->stopped[i]);
+}
+
 void async_server_make_room(struct async_server *s, int i) {
     drain(s, i);
     async_channel_release(s->channels[i]);
@@ -171,8 +208,8 @@ void async_server_make_room(struct async_server *s, int i) {
 void async_server_run(struct async_server *s) {
     double start = async_now();
     unsigned round = 0;
-    s->lockstep = async_g.cfg.node_plugins ? lockstep_new(s->nchannels) : NULL;
-    while (s->stopped < s->nchannels) {
+    s->lockstep = async_g.cfg.node_plugins || s->together ? lockstep_new(s->nchannels) : NULL;
+    while (s->stopped < s->nchannels || (s->together && !s->finished)) {
         int handled = s->feed ? s->feed(s) : 0;
         for (int i = 0; i < s->nchannels; i++) {
             handled += drain(s, i);

@@ -33,6 +33,9 @@ static int has_servers(void) { return async_g.cfg.mode == MODE_DEDICATED || asyn
  * (the helper thread's; with dedicated nodes, the client's outbox and its channel on the server each). */
 static size_t ring_bytes(void) { return async_g.cfg.buffer / (size_t)clients_on_node() / ASYNC_ALIGN * ASYNC_ALIGN; }
 
+/* The writer keeps each iteration's blocks until the iteration ends: for plugins, or to write it together. */
+static int keeps_iterations(void) { return async_g.cfg.nplugins || async_g.cfg.format == FORMAT_HDF5_SHARED; }
+
 /* Checks that depend on this node; fills msg and returns -1 on a mistake. */
 static int check_node(char msg[ASYNC_MSG_MAX]) {
     const struct async_config *c = &async_g.cfg;
@@ -55,7 +58,9 @@ static int check_node(char msg[ASYNC_MSG_MAX]) {
                         "buffer: %zu bytes shared by %d client(s) leaves %zu each, less than %s (%zu bytes with "
                         "headers): make buffer at least %zu",
                         c->buffer, clients_on_node(), ring_bytes(),
-                        c->nplugins ? "an iteration's blocks, which plugins keep until its end" : "the largest block",
+                        c->nplugins          ? "an iteration's blocks, which plugins keep until its end"
+                        : keeps_iterations() ? "an iteration's blocks, which format hdf5-shared keeps until its end"
+                                             : "the largest block",
                         need, need * (size_t)clients_on_node() + ASYNC_ALIGN),
                -1;
     return 0;
@@ -109,6 +114,7 @@ static void split_roles(void) {
         async_g.is_client =
             async_g.cfg.mode != MODE_DEDICATED || async_g.node_rank < async_g.node_size - async_g.cfg.dedicated_cores;
     MPI_Comm_split(async_g.comm, async_g.is_client ? 0 : MPI_UNDEFINED, async_g.rank, &async_g.clients);
+    MPI_Comm_split(async_g.comm, async_g.is_client ? MPI_UNDEFINED : 0, async_g.rank, &async_g.servers);
     async_g.client_rank = -1;
     if (async_g.is_client) MPI_Comm_rank(async_g.clients, &async_g.client_rank);
 }
@@ -175,8 +181,10 @@ int ioloom_async_initialize(const char *config_path, MPI_Comm comm) {
     int failed = async_config_load(config_path ? config_path : "(null)", &async_g.cfg, msg);
     split_roles();
     failed = failed || check_node(msg);
+    /* Agreed before the writers open, as a collective store's open is collective over the servers. */
+    if (agree(failed, msg)) return release_all(), IOLOOM_ASYNC_ECONFIG;
     int writes = !has_servers() || !async_g.is_client;
-    failed = failed || (writes && async_writer_open(&async_g.writer, &async_g.cfg, async_g.rank, msg));
+    failed = writes && async_writer_open(&async_g.writer, &async_g.cfg, async_g.rank, msg);
     failed = failed || (writes && async_plugins_load(msg));
     if (!failed) async_index_reserve(); /* before the agreement: before any rank writes */
     if (agree(failed, msg)) {
@@ -190,7 +198,7 @@ int ioloom_async_initialize(const char *config_path, MPI_Comm comm) {
     else if (async_g.cfg.mode == MODE_THREAD || (async_g.cfg.mode == MODE_NODES && async_g.is_client))
         own_channel();
     if (async_g.cfg.mode == MODE_NODES) async_nodes_setup(ring_bytes());
-    if (async_g.cfg.nplugins && async_g.nchannels) {
+    if (keeps_iterations() && async_g.nchannels) {
         async_g.retained = calloc((size_t)(async_g.nchannels * async_g.cfg.nvariables), sizeof *async_g.retained);
         async_g.nretained = calloc((size_t)async_g.nchannels, sizeof *async_g.nretained);
     }
@@ -232,7 +240,8 @@ int ioloom_async_start(int *is_client) {
                                  .stats = &async_g.stats,
                                  .retained = async_g.retained,
                                  .nretained = async_g.nretained,
-                                 .feed = async_g.cfg.mode == MODE_NODES ? async_nodes_feed : NULL};
+                                 .feed = async_g.cfg.mode == MODE_NODES ? async_nodes_feed : NULL,
+                                 .together = async_g.writer.store->put_iteration != NULL};
         async_server_run(&s);
     }
     return IOLOOM_ASYNC_OK;
@@ -269,6 +278,7 @@ static void release_all(void) {
     free(async_g.kept);
     async_plugins_unload();
     if (async_g.clients != MPI_COMM_NULL) MPI_Comm_free(&async_g.clients);
+    if (async_g.servers != MPI_COMM_NULL) MPI_Comm_free(&async_g.servers);
     MPI_Comm_free(&async_g.node);
     MPI_Comm_free(&async_g.comm);
     async_config_free(&async_g.cfg);

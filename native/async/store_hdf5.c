@@ -1,9 +1,12 @@
-/* The HDF5 store of libioloom-async (writer.format: hdf5; the MPICH build only, as Debian's parallel HDF5 is built
- * against MPICH): each writer writes one HDF5 file, <directory>/<name>.<id>.h5, a dataset per block at
+/* The HDF5 stores of libioloom-async (the MPICH build only, as Debian's parallel HDF5 is built against MPICH).
+ * writer.format hdf5: each writer writes one HDF5 file, <directory>/<name>.<id>.h5, a dataset per block at
  * /<variable>/<iteration>/<block> with the layout's type and dimensions (Damaris's file-per-core HDF5 output).
- * The index records the dataset's address in the file, where its contiguous bytes start. Only a dedicated core or
- * the simulation's own thread (synchronous mode) calls HDF5: the library is not thread-safe, so a helper thread
- * never does (initialize refuses the helper-thread mode with this format). */
+ * writer.format hdf5-shared: the servers write one file, <directory>/<name>.h5, together through MPI-IO: each
+ * iteration is a group, each variable one dataset /<iteration>/<variable> of every client's block (its first
+ * dimension is the block, the client's rank among clients), created and written collectively.
+ * The index records where each block's contiguous bytes start in the file (the dataset's address, plus the
+ * block's place in it). Only a server or the simulation's own thread (synchronous mode) calls HDF5: the library is
+ * not thread-safe, so a helper thread never does (initialize refuses the helper-thread mode with these formats). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +16,10 @@
 
 struct h5_output {
     hid_t file, lcpl; /* lcpl: a link creation list that makes the /<variable>/<iteration> groups */
+    hid_t dcpl, dxpl; /* hdf5-shared: storage allocated at creation and never filled, collective transfers */
+    int nblocks;      /* hdf5-shared: the job's clients */
+    char *staging;    /* hdf5-shared: a server's blocks of one variable, in block order, when it has several */
+    size_t staging_size;
 };
 
 /* The file type of a layout's type (little-endian, as the reader's numpy dtypes are). */
@@ -111,4 +118,148 @@ static void hdf5_close(struct async_writer *w) {
     w->handle = NULL;
 }
 
-const struct async_store async_store_hdf5 = {"hdf5", hdf5_open, hdf5_put, hdf5_undo, hdf5_sync, hdf5_close};
+const struct async_store async_store_hdf5 = {"hdf5", hdf5_open, hdf5_put, hdf5_undo, hdf5_sync, hdf5_close, NULL};
+
+/* hdf5-shared: collective over the servers (every server opens together, or none: see async_writer_open). */
+static int shared_open(struct async_writer *w, const struct async_config *cfg, char msg[ASYNC_MSG_MAX]) {
+    char path[1200];
+    int nservers;
+    struct h5_output *o = calloc(1, sizeof *o);
+    MPI_Comm_size(async_g.servers, &nservers);
+    o->nblocks = async_g.size - nservers;
+    struct quiet q = hush();
+    hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
+    H5Pset_fapl_mpio(fapl, async_g.servers, MPI_INFO_NULL);
+    snprintf(path, sizeof path, "%s/%s.h5", cfg->directory, cfg->name);
+    o->file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
+    H5Pclose(fapl);
+    o->lcpl = H5Pcreate(H5P_LINK_CREATE);
+    H5Pset_create_intermediate_group(o->lcpl, 1);
+    o->dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    H5Pset_alloc_time(o->dcpl, H5D_ALLOC_TIME_EARLY); /* an address for the index before any write */
+    H5Pset_fill_time(o->dcpl, H5D_FILL_TIME_NEVER);   /* a block no client gave is not written twice */
+    o->dxpl = H5Pcreate(H5P_DATASET_XFER);
+    H5Pset_dxpl_mpio(o->dxpl, H5FD_MPIO_COLLECTIVE);
+    unhush(q);
+    w->handle = o;
+    if (o->file >= 0) return 0;
+    snprintf(msg, ASYNC_MSG_MAX, "%.400s: the servers cannot create the shared HDF5 output", path);
+    return -1;
+}
+
+/* The file selection of this server's blocks of `variable` (the pieces are in block order), and how many. */
+static int select_blocks(hid_t space, const struct async_layout *l, int variable, const struct async_piece *pieces,
+                         int n) {
+    hsize_t start[ASYNC_DIMS_MAX + 1] = {0}, count[ASYNC_DIMS_MAX + 1];
+    int selected = 0;
+    for (int d = 0; d < l->ndims; d++) count[d + 1] = (hsize_t)l->dims[d];
+    count[0] = 1;
+    H5Sselect_none(space);
+    for (int k = 0; k < n; k++) {
+        if (pieces[k].variable != variable) continue;
+        start[0] = (hsize_t)pieces[k].block;
+        H5Sselect_hyperslab(space, H5S_SELECT_OR, start, NULL, count, NULL);
+        selected++;
+    }
+    return selected;
+}
+
+/* This server's blocks of `variable`, contiguous in block order: the one block where it is, or copied. */
+static const void *gather(struct h5_output *o, const struct async_layout *l, int variable,
+                          const struct async_piece *pieces, int n, int selected) {
+    const void *only = o; /* any address: HDF5 reads nothing from a buffer with nothing selected */
+    size_t at = 0;
+    if (selected > 1 && o->staging_size < (size_t)selected * l->bytes) {
+        free(o->staging);
+        o->staging = malloc((size_t)selected * l->bytes);
+        o->staging_size = (size_t)selected * l->bytes;
+    }
+    for (int k = 0; k < n; k++) {
+        if (pieces[k].variable != variable) continue;
+        only = pieces[k].data;
+        if (selected > 1) memcpy(o->staging + at, pieces[k].data, l->bytes), at += l->bytes;
+    }
+    return selected > 1 ? o->staging : only;
+}
+
+/* One variable's dataset of an iteration, created and written by every server; its address, or HADDR_UNDEF when
+ * any server's write failed (then the dataset is removed, so the file holds only whole datasets). */
+static haddr_t write_variable(struct h5_output *o, const struct async_config *cfg, int64_t iteration, int variable,
+                              const struct async_piece *pieces, int n) {
+    const struct async_layout *l = &cfg->layouts[cfg->variables[variable].layout];
+    hsize_t dims[ASYNC_DIMS_MAX + 1] = {(hsize_t)o->nblocks}, nvalues;
+    char path[ASYNC_NAME_MAX + 32];
+    int failed, anyone;
+    for (int d = 0; d < l->ndims; d++) dims[d + 1] = (hsize_t)l->dims[d];
+    snprintf(path, sizeof path, "/%lld/%s", (long long)iteration, cfg->variables[variable].name);
+    hid_t space = H5Screate_simple(l->ndims + 1, dims, NULL), type = file_type(l->type);
+    hid_t set = H5Dcreate2(o->file, path, type, space, o->lcpl, o->dcpl, H5P_DEFAULT);
+    int selected = select_blocks(space, l, variable, pieces, n);
+    nvalues = (hsize_t)selected * (hsize_t)(l->bytes / l->element);
+    hid_t memory = H5Screate_simple(1, nvalues ? &nvalues : (hsize_t[]){1}, NULL);
+    if (!selected) H5Sselect_none(memory);
+    const void *data = gather(o, l, variable, pieces, n, selected);
+    failed = set < 0 || H5Dwrite(set, type, memory, space, o->dxpl, data) < 0;
+    MPI_Allreduce(&failed, &anyone, 1, MPI_INT, MPI_MAX, async_g.servers);
+    haddr_t address = anyone ? HADDR_UNDEF : H5Dget_offset(set);
+    H5Sclose(memory);
+    H5Sclose(space);
+    if (set >= 0) H5Dclose(set);
+    if (anyone && set >= 0) H5Ldelete(o->file, path, H5P_DEFAULT);
+    return address;
+}
+
+/* Every variable that any server has a block of at this iteration, agreed by all (datasets are made together). */
+static void variables_present(const struct async_config *cfg, const struct async_piece *pieces, int n, int *present) {
+    int *mine = calloc((size_t)cfg->nvariables, sizeof *mine);
+    for (int k = 0; k < n; k++) mine[pieces[k].variable] = 1;
+    MPI_Allreduce(mine, present, cfg->nvariables, MPI_INT, MPI_MAX, async_g.servers);
+    free(mine);
+}
+
+static int by_block(const void *a, const void *b) {
+    const struct async_piece *x = a, *y = b;
+    return (x->block > y->block) - (x->block < y->block);
+}
+
+static void shared_put_iteration(struct async_writer *w, const struct async_config *cfg, int64_t iteration,
+                                 const struct async_piece *pieces, int n, uint64_t *where) {
+    struct h5_output *o = w->handle;
+    struct async_piece *sorted = malloc((size_t)(n + 1) * sizeof *sorted);
+    int *present = malloc((size_t)cfg->nvariables * sizeof *present);
+    memcpy(sorted, pieces, (size_t)n * sizeof *sorted);
+    qsort(sorted, (size_t)n, sizeof *sorted, by_block); /* the order of a hyperslab union: by block */
+    variables_present(cfg, pieces, n, present);
+    struct quiet q = hush();
+    for (int v = 0; v < cfg->nvariables; v++) {
+        haddr_t address = present[v] ? write_variable(o, cfg, iteration, v, sorted, n) : HADDR_UNDEF;
+        size_t bytes = cfg->layouts[cfg->variables[v].layout].bytes;
+        for (int k = 0; k < n; k++)
+            if (pieces[k].variable == v)
+                where[k] = address == HADDR_UNDEF ? UINT64_MAX : (uint64_t)address + (uint64_t)pieces[k].block * bytes;
+    }
+    if (cfg->fsync) H5Fflush(o->file, H5F_SCOPE_GLOBAL); /* collective: the servers' data is durable together */
+    unhush(q);
+    free(present);
+    free(sorted);
+}
+
+/* hdf5-shared is made durable in put_iteration, by every server together. */
+static int shared_sync(struct async_writer *w) {
+    (void)w;
+    return 0;
+}
+
+static void shared_close(struct async_writer *w) {
+    struct h5_output *o = w->handle;
+    if (!o) return;
+    if (o->file >= 0 && H5Fclose(o->file) < 0)
+        fprintf(stderr, "ioloom-async: writer %d: closing the shared HDF5 output failed\n", w->id);
+    H5Pclose(o->lcpl), H5Pclose(o->dcpl), H5Pclose(o->dxpl);
+    free(o->staging);
+    free(o);
+    w->handle = NULL;
+}
+
+const struct async_store async_store_hdf5_shared = {"hdf5-shared", shared_open,         NULL, NULL, shared_sync,
+                                                    shared_close,  shared_put_iteration};

@@ -72,4 +72,5 @@ static void logfs_close(struct async_writer *w) {
     w->handle = NULL;
 }
 
-const struct async_store async_store_logfs = {"logfs", logfs_open, logfs_put, logfs_undo, logfs_sync, logfs_close};
+const struct async_store async_store_logfs = {"logfs",    logfs_open,  logfs_put, logfs_undo,
+                                              logfs_sync, logfs_close, NULL};

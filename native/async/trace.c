@@ -77,6 +77,13 @@ int64_t async_trace_store_begin(int block, int64_t iteration, int variable) {
     return replaced;
 }
 
+void async_trace_stores(double start, const struct async_piece *pieces, int n, int64_t iteration) {
+    if (!tracing()) return;
+    for (int k = 0; k < n; k++)
+        record(IOLOOM_OP_ASYNC_STORE, start, pieces[k].block, iteration, async_layout_of(pieces[k].variable)->bytes, -1,
+               key(pieces[k].block, iteration, pieces[k].variable));
+}
+
 void async_trace_store(double start, int64_t replaced, int block, int64_t iteration, int variable, size_t nbytes) {
     if (!tracing()) return;
     record(IOLOOM_OP_ASYNC_STORE, start, block, iteration, nbytes, -1, key(block, iteration, variable));

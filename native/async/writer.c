@@ -59,21 +59,38 @@ static void files_close(struct async_writer *w) {
     w->data_fd = -1;
 }
 
-const struct async_store async_store_files = {"files", files_open, files_put, files_undo, files_sync, files_close};
+const struct async_store async_store_files = {"files",    files_open,  files_put, files_undo,
+                                              files_sync, files_close, NULL};
 
 const struct async_store *async_store_of(const struct async_config *cfg, char msg[ASYNC_MSG_MAX]) {
     if (cfg->format == FORMAT_LOGFS) return &async_store_logfs;
     if (cfg->format == FORMAT_FILES) return &async_store_files;
 #ifdef IOLOOM_ASYNC_HDF5
     (void)msg;
-    return &async_store_hdf5;
+    return cfg->format == FORMAT_HDF5 ? &async_store_hdf5 : &async_store_hdf5_shared;
 #else
     snprintf(msg, ASYNC_MSG_MAX,
-             "writer: format hdf5 needs libioloom-async-mpich built with parallel HDF5 (Debian's is built against "
+             "writer: format %s needs libioloom-async-mpich built with parallel HDF5 (Debian's is built against "
              "MPICH); this is libioloom-async-%s: run under MPICH, or use format files or logfs",
-             IOLOOM_MPI_IMPL);
+             cfg->format == FORMAT_HDF5 ? "hdf5" : "hdf5-shared", IOLOOM_MPI_IMPL);
     return NULL;
 #endif
+}
+
+/* The writer's own part: the output directory and its index file; 0, or -1 with msg. */
+static int open_index(struct async_writer *w, const struct async_config *cfg, char msg[ASYNC_MSG_MAX]) {
+    if (mkdir(cfg->directory, 0755) != 0 && errno != EEXIST) {
+        snprintf(msg, ASYNC_MSG_MAX, "%.400s: cannot create the output directory: %s", cfg->directory, strerror(errno));
+        return -1;
+    }
+    return (w->index_fd = open_file(cfg, w->id, "index", msg)) < 0 ? -1 : 0;
+}
+
+/* Whether any server failed (a collective store opens only when none did). */
+static int any_server_failed(int failed) {
+    int any;
+    MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, async_g.servers);
+    return any;
 }
 
 int async_writer_open(struct async_writer *w, const struct async_config *cfg, int id, char msg[ASYNC_MSG_MAX]) {
@@ -82,16 +99,14 @@ int async_writer_open(struct async_writer *w, const struct async_config *cfg, in
     w->packed = NULL, w->packed_size = 0;
     w->data_fd = w->index_fd = -1;
     w->random = 0x9E3779B97F4A7C15ULL * (uint64_t)(id + 1), w->slowdown_at = -1; /* a generator per writer */
-    if (!(w->store = async_store_of(cfg, msg))) return -1;
+    if (!(w->store = async_store_of(cfg, msg))) return -1; /* the same on every rank: the configuration's */
     w->zstd = cfg->compression ? ZSTD_createCCtx() : NULL;
-    if (mkdir(cfg->directory, 0755) != 0 && errno != EEXIST) {
-        snprintf(msg, ASYNC_MSG_MAX, "%.400s: cannot create the output directory: %s", cfg->directory, strerror(errno));
-        return -1;
-    }
-    if (w->store->open(w, cfg, msg)) return -1;
-    w->index_fd = open_file(cfg, id, "index", msg);
-    if (w->index_fd < 0) w->store->close(w);
-    return w->index_fd < 0 ? -1 : 0;
+    int failed = open_index(w, cfg, msg);
+    if (w->store->put_iteration && any_server_failed(failed)) return failed ? -1 : (w->store = NULL, 0);
+    if (failed || w->store->open(w, cfg, msg) == 0) return failed ? -1 : 0;
+    close(w->index_fd);
+    w->index_fd = -1;
+    return -1;
 }
 
 /* A standard normal draw from the writer's own generator (xorshift64*, then Box-Muller). */
@@ -164,6 +179,43 @@ void async_writer_put(struct async_writer *w, const struct async_config *cfg, st
     throttle(w, cfg, start, nbytes, iteration);
     st->writer_busy_seconds += async_now() - start;
     async_trace_store(start, replaced, block, iteration, variable, nbytes);
+}
+
+/* A piece's index record after a collective store gave (or lost) its offset; returns 1 when it is in the output. */
+static int index_piece(struct async_writer *w, const struct async_config *cfg, struct async_stats *st,
+                       const struct async_piece *p, int64_t iteration, uint64_t where) {
+    const size_t nbytes = cfg->layouts[cfg->variables[p->variable].layout].bytes;
+    struct async_index_record rec = {p->variable, p->block, iteration, where, nbytes};
+    const char *why = "the collective write failed";
+    if (where != UINT64_MAX) {
+        if (write_all(w->index_fd, &rec, sizeof rec, (off_t)(w->records * sizeof rec)) == 0) {
+            w->records++;
+            st->written_blocks++;
+            st->written_bytes += (double)nbytes;
+            return 1;
+        }
+        why = strerror(errno);
+        if (ftruncate(w->index_fd, (off_t)(w->records * sizeof rec)) != 0) why = strerror(errno);
+    }
+    fprintf(stderr, "ioloom-async: writer %d: variable %s, iteration %lld, block %d lost: %s\n", w->id,
+            cfg->variables[p->variable].name, (long long)iteration, p->block, why);
+    st->lost_blocks++;
+    return 0;
+}
+
+void async_writer_put_iteration(struct async_writer *w, const struct async_config *cfg, struct async_stats *st,
+                                int64_t iteration, const struct async_piece *pieces, int n) {
+    double start = async_now();
+    uint64_t *where = malloc((size_t)(n + 1) * sizeof *where);
+    size_t bytes = 0;
+    w->store->put_iteration(w, cfg, iteration, pieces, n, where);
+    for (int k = 0; k < n; k++)
+        if (index_piece(w, cfg, st, &pieces[k], iteration, where[k]))
+            bytes += cfg->layouts[cfg->variables[pieces[k].variable].layout].bytes;
+    free(where);
+    throttle(w, cfg, start, bytes, iteration);
+    st->writer_busy_seconds += async_now() - start;
+    async_trace_stores(start, pieces, n, iteration);
 }
 
 void async_writer_event(struct async_writer *w, int event, int block, int64_t iteration) {

@@ -16,8 +16,9 @@ INDEX_RECORD = np.dtype([("variable", "<i4"), ("block", "<i4"), ("iteration", "<
                          ("nbytes", "<u8")])
 FORMAT = "ioloom-async"
 # writer.format: the suffix of each writer's data; the index's offsets are bytes of that file (hdf5: a dataset's
-# contiguous data, at the address HDF5 gave it) or of the logfs container's logical file.
-DATA_SUFFIX = {"files": "data", "hdf5": "h5", "logfs": "data"}
+# contiguous data, at the address HDF5 gave it) or of the logfs container's logical file. hdf5-shared: every
+# writer's blocks are in one file, <name>.h5, each at its place in its iteration's dataset of the variable.
+DATA_SUFFIX = {"files": "data", "hdf5": "h5", "logfs": "data", "hdf5-shared": "h5"}
 
 
 @dataclass(frozen=True)
@@ -114,6 +115,8 @@ class Output:
             self._blocks[(variable, iteration, block)] = (writer, offset, nbytes)
 
     def _data_file(self, writer: int) -> Path:
+        if self.writer_format == "hdf5-shared":
+            return self.path.parent / f"{self.name}.h5"
         return self._file(writer, DATA_SUFFIX[self.writer_format])
 
     def _container(self, writer: int):
