@@ -7,8 +7,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* A client call that started at `start` (async_now) and succeeded: `slot` is its variable, or -1 (signal, end
- * of iteration: not tied to a store); `iteration` the client's iteration it belongs to. */
+/* The slot of an end of iteration's key, above every variable's (a configuration has fewer variables). */
+#define ASYNC_TRACE_END_SLOT 4095
+/* A client call that started at `start` (async_now) and succeeded: `slot` is its variable, ASYNC_TRACE_END_SLOT
+ * (end of iteration: tied to the writer side's), or -1 (signal: not tied); `iteration` the client's iteration it
+ * belongs to. */
 void async_trace_call(int op, double start, int64_t iteration, int slot, size_t nbytes);
 /* The writer side's store of block `block` (the client) of `variable` at `iteration`: _begin makes its key the
  * tracer's current call on this thread, so that the writer's own POSIX calls during the store have it as parent,
@@ -19,5 +22,11 @@ void async_trace_store(double start, int64_t replaced, int block, int64_t iterat
  * the MPI-IO calls under it are not any one store's children. */
 struct async_piece;
 void async_trace_stores(double start, const struct async_piece *pieces, int n, int64_t iteration);
+/* The writer side is done with `block`'s (the client's) iteration, from `start`: its blocks written, and made
+ * durable (writer.fsync) or written together (hdf5-shared) by then. Its parent is the client's end of iteration. */
+void async_trace_writer_iteration(double start, int block, int64_t iteration);
+/* A plugin ran from `start` on the writer side, for `block` (-1: a node-scope plugin, for all the server's
+ * clients) at `iteration`, with `nbytes` of blocks. */
+void async_trace_plugin(double start, int block, int64_t iteration, size_t nbytes);
 
 #endif

@@ -219,11 +219,14 @@ int ioloom_async_end_iteration(void) {
     int rc = check_client();
     if (rc) return async_timed(start, rc);
     struct async_msg m = {MSG_END_ITERATION, async_g.skipping, async_g.iteration, 0};
-    if (async_g.cfg.mode != MODE_SYNC)
+    if (async_g.cfg.mode != MODE_SYNC) {
         async_post(&m);
-    else
+    } else {
+        double synced = async_now();
         async_writer_sync(&async_g.writer, &async_g.cfg, st());
-    async_trace_call(IOLOOM_OP_ASYNC_END_ITERATION, start, async_g.iteration, -1, 0);
+        async_trace_writer_iteration(synced, async_g.client_rank, async_g.iteration);
+    }
+    async_trace_call(IOLOOM_OP_ASYNC_END_ITERATION, start, async_g.iteration, ASYNC_TRACE_END_SLOT, 0);
     async_g.iteration++;
     async_g.skipping = 0;
     st()->iterations++;

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "async_internal.h"
+#include "async_trace.h"
 
 void *async_dlopen_beside(const char *name, int flags) {
     Dl_info self;
@@ -123,11 +124,15 @@ struct ioloom_async_block async_block_of(int var, const void *data, int block) {
 
 void async_plugins_run(int event, int64_t iteration, int block, const struct ioloom_async_block *blocks, int n,
                        int node) {
+    size_t nbytes = 0;
+    for (int k = 0; k < n; k++) nbytes += blocks[k].nbytes;
     for (int i = 0; i < async_g.cfg.nplugins; i++) {
         if (async_g.cfg.plugins[i].event != event || async_g.cfg.plugins[i].node_scope != node) continue;
+        double start = async_now();
         if (async_g.python_plugins[i])
             py.call(async_g.python_plugins[i], async_g.cfg.events[event], (long long)iteration, block, blocks, n);
         else
             async_g.plugin_fns[i](async_g.cfg.events[event], (long long)iteration, block, blocks, n);
+        async_trace_plugin(start, block, iteration, nbytes);
     }
 }

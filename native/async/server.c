@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 #include "async_internal.h"
+#include "async_trace.h"
 
 double async_now(void) {
     struct timespec t;
@@ -127,6 +128,7 @@ static int write_together(struct async_server *s, int paused) {
  * paused) the iteration's node-scope plugins and the next iteration. Returns 1 when it resolved one. */
 static int resolve(struct async_server *s) {
     struct async_lockstep *l = s->lockstep;
+    double start = async_now();
     int paused = 0;
     for (int i = 0; i < s->nchannels; i++) {
         if (!l->paused[i] && !l->stopped[i]) return 0;
@@ -136,6 +138,7 @@ static int resolve(struct async_server *s) {
     if (!paused) return 0;
     run_node_plugins(s);
     for (int i = 0; i < s->nchannels; i++) {
+        if (l->paused[i]) async_trace_writer_iteration(start, s->blocks[i], l->iteration);
         if (l->paused[i]) release_retained(s, i);
         l->paused[i] = 0;
     }
@@ -163,11 +166,15 @@ static int handle(struct async_server *s, int i, const struct async_msg *m) {
             write_block(s, i, m);
             break;
         case MSG_END_ITERATION:
-            if (s->lockstep)
+            if (s->lockstep) { /* done with it when the lockstep resolves the iteration */
                 s->lockstep->paused[i] = 1, s->lockstep->iteration = m->iteration;
-            else
+                async_writer_sync(s->writer, &async_g.cfg, s->stats);
+            } else {
+                double start = async_now();
                 release_retained(s, i);
-            async_writer_sync(s->writer, &async_g.cfg, s->stats);
+                async_writer_sync(s->writer, &async_g.cfg, s->stats);
+                async_trace_writer_iteration(start, s->blocks[i], m->iteration);
+            }
             break;
         case MSG_SIGNAL:
             run_plugins(s, i, m);

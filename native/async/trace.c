@@ -4,7 +4,8 @@
  * (ioloom_trace.h, "cross-layer link") names the store's key as the current call, as an MPI-IO wrapper names its
  * own: the writer's POSIX calls are then its children. A client call's call_id and its
  * store's parent are the same key, computed on each side from (client, iteration, variable): no message carries
- * it, and it is unique in the job. */
+ * it, and it is unique in the job. A client's end of iteration and the writer side's have the key of the slot
+ * after the variables'. */
 #include <assert.h>
 #include <dlfcn.h>
 #include <pthread.h>
@@ -13,7 +14,7 @@
 #include "ioloom_ops.h"
 #include "ioloom_trace.h"
 
-#define SLOT_BITS 12      /* variables per configuration: below 2^12 */
+#define SLOT_BITS 12      /* variables per configuration: below 2^12 - 1 (ASYNC_TRACE_END_SLOT is the last) */
 #define CLIENT_BITS 20    /* clients: below 2^20 */
 #define ITERATION_BITS 30 /* iterations: modulo 2^30 */
 
@@ -82,6 +83,16 @@ void async_trace_stores(double start, const struct async_piece *pieces, int n, i
     for (int k = 0; k < n; k++)
         record(IOLOOM_OP_ASYNC_STORE, start, pieces[k].block, iteration, async_layout_of(pieces[k].variable)->bytes, -1,
                key(pieces[k].block, iteration, pieces[k].variable));
+}
+
+void async_trace_writer_iteration(double start, int block, int64_t iteration) {
+    if (tracing())
+        record(IOLOOM_OP_ASYNC_WRITER_ITERATION, start, block, iteration, 0, -1,
+               key(block, iteration, ASYNC_TRACE_END_SLOT));
+}
+
+void async_trace_plugin(double start, int block, int64_t iteration, size_t nbytes) {
+    if (tracing()) record(IOLOOM_OP_ASYNC_PLUGIN, start, block, iteration, nbytes, -1, -1);
 }
 
 void async_trace_store(double start, int64_t replaced, int block, int64_t iteration, int variable, size_t nbytes) {

@@ -264,14 +264,17 @@
     X(MPI_File_write_ordered_begin_c, "MPI_File_write_ordered_begin_c", WRITE)
 
 /* libioloom-async (native/async/trace.c, docs/async.md "Traced"): the simulation's calls, and the writer side's
- * store of each block; call_id and parent tie each store to the call that gave its block. OTHER: the bytes they
- * hand over reach a file through the writer's own POSIX calls, which the posix layer records. */
-#define IOLOOM_ASYNC_OPS(X)                              \
-    X(ASYNC_WRITE, "async_write", OTHER)                 \
-    X(ASYNC_COMMIT, "async_commit", OTHER)               \
-    X(ASYNC_SIGNAL, "async_signal", OTHER)               \
-    X(ASYNC_END_ITERATION, "async_end_iteration", OTHER) \
-    X(ASYNC_STORE, "async_store", OTHER)
+ * store of each block, end of each client's iteration and plugin runs; call_id and parent tie each store to the
+ * call that gave its block, and each writer-side end of iteration to the client's. OTHER: the bytes they hand over
+ * reach a file through the writer's own POSIX calls, which the posix layer records. */
+#define IOLOOM_ASYNC_OPS(X)                                    \
+    X(ASYNC_WRITE, "async_write", OTHER)                       \
+    X(ASYNC_COMMIT, "async_commit", OTHER)                     \
+    X(ASYNC_SIGNAL, "async_signal", OTHER)                     \
+    X(ASYNC_END_ITERATION, "async_end_iteration", OTHER)       \
+    X(ASYNC_STORE, "async_store", OTHER)                       \
+    X(ASYNC_WRITER_ITERATION, "async_writer_iteration", OTHER) \
+    X(ASYNC_PLUGIN, "async_plugin", OTHER)
 
 #define IOLOOM_ALL_OPS(X) \
     IOLOOM_PROCESS_OPS(X) IOLOOM_POSIX_OPS(X) IOLOOM_STDIO_OPS(X) IOLOOM_MPI_OPS(X) IOLOOM_ASYNC_OPS(X)

@@ -6,7 +6,12 @@ block (async_store) has as parent the call_id of the call that gave the block; a
 or process than that call (a helper thread, a dedicated core or node) is hidden, one on the call's own thread (the
 synchronous mode: inside the call) is already part of the visible time. A store whose call is not in the trace
 (a client not traced) is counted apart. The writer's own calls during a store (its POSIX writes of the block and
-its index record) have the store's key as parent, as a store has: they are the store's, in the layer below."""
+its index record) have the store's key as parent, as a store has: they are the store's, in the layer below.
+
+The writer side also records when it is done with each client's iteration (async_writer_iteration, its parent the
+key of that client's async_end_iteration) and each plugin run (async_plugin): per iteration, when the simulation
+ended it, when the writer side was done with it (the lag between the two), and the writer's store and plugin
+time."""
 from __future__ import annotations
 
 import pandas as pd
@@ -14,7 +19,9 @@ import pyarrow.compute as pc
 
 COLUMNS = ["t_start", "t_end", "layer", "op", "pid", "tid", "rank", "handle", "aux", "req_bytes", "ret_bytes",
            "call_id", "parent"]
-STORE = "async_store"
+STORE, WRITER_ITERATION, PLUGIN = "async_store", "async_writer_iteration", "async_plugin"
+WRITER_OPS = (STORE, WRITER_ITERATION, PLUGIN)  # the writer side's events; the others are the simulation's calls
+ITERATIONS_SHOWN = 20  # the per-iteration table's first rows
 KEY_BIT = 1 << 62  # set in every key of libioloom-async (native/async/trace.c), in no call id of the tracer
 NS = 1e9
 
@@ -53,7 +60,7 @@ def hidden_and_visible(events: pd.DataFrame) -> dict | None:
         return None
     below = events[events["layer"] != "async"]
     events = events[events["layer"] == "async"]
-    calls, stores = events[events["op"] != STORE], events[events["op"] == STORE]
+    calls, stores = events[~events["op"].isin(WRITER_OPS)], events[events["op"] == STORE]
     tied = stores.merge(calls[calls["call_id"] >= 0][["call_id", "pid", "tid"]], left_on="parent",
                         right_on="call_id", how="left", suffixes=("", "_call"))
     untied = tied["pid_call"].isna()
@@ -67,7 +74,36 @@ def hidden_and_visible(events: pd.DataFrame) -> dict | None:
     return {"calls": int(len(calls)), "visible_seconds": _seconds(calls), "stores": int(len(stores)),
             "store_seconds": _seconds(stores), "hidden_seconds": _seconds(hidden),
             "inside_seconds": _seconds(tied[inside]), "untied_stores": int(untied.sum()),
-            "stored_bytes": int(stores["req_bytes"].sum()), "clients": clients, **_below(below)}
+            "stored_bytes": int(stores["req_bytes"].sum()), "clients": clients, **_below(below),
+            **_writer_side(events, calls)}
+
+
+def _writer_side(events: pd.DataFrame, calls: pd.DataFrame) -> dict:
+    """When the writer side worked: its ends of iteration tied to the clients' (the lag: writer done minus client
+    ended, per client and iteration), its plugin runs, and per iteration (the first ITERATIONS_SHOWN) the times
+    from the first async event at which the clients ended it and the writer side was done, with its store and
+    plugin seconds."""
+    done, plugins = events[events["op"] == WRITER_ITERATION], events[events["op"] == PLUGIN]
+    ends = calls[(calls["op"] == "async_end_iteration") & (calls["call_id"] >= 0)]
+    tied = done.merge(ends[["call_id", "t_end"]], left_on="parent", right_on="call_id", suffixes=("", "_call"))
+    lag = (tied["t_end"] - tied["t_end_call"]) / NS
+    zero = int(events["t_start"].min())
+    iterations = []
+    for iteration in sorted(set(ends["aux"]) | set(done["aux"]))[:ITERATIONS_SHOWN]:
+        mine = {name: frame[frame["aux"] == iteration] for name, frame in
+                (("ended", ends), ("done", done), ("stores", events[events["op"] == STORE]), ("plugins", plugins))}
+        iterations.append({"iteration": int(iteration),
+                           "clients_ended": _latest(mine["ended"], zero), "writer_done": _latest(mine["done"], zero),
+                           "store_seconds": _seconds(mine["stores"]), "plugin_seconds": _seconds(mine["plugins"])})
+    return {"writer_iterations": int(len(done)), "tied_writer_iterations": int(len(tied)),
+            "lag_median_seconds": float(lag.median()) if len(lag) else None,
+            "lag_max_seconds": float(lag.max()) if len(lag) else None,
+            "plugin_runs": int(len(plugins)), "plugin_seconds": _seconds(plugins), "iterations": iterations}
+
+
+def _latest(frame: pd.DataFrame, zero: int) -> float | None:
+    """Seconds from `zero` to the last end among the events, None without any."""
+    return float(frame["t_end"].max() - zero) / NS if len(frame) else None
 
 
 def _below(below: pd.DataFrame) -> dict:

@@ -335,7 +335,26 @@ def _asynchronous(split: dict) -> str:
                     "The simulation's calls into libioloom-async are the I/O time it saw; each store of a block on "
                     "the writer side is tied to the call that gave the block (the tracer's call ids, not times), "
                     "and is hidden when it ran on another thread or rank than that call.",
-                    f'<div class="cards">{cards}</div>' + figures.frame_html(rows))
+                    f'<div class="cards">{cards}</div>' + figures.frame_html(rows) + _writer_side(split))
+
+
+def _writer_side(split: dict) -> str:
+    """When the writer side worked: how long after the simulation ended an iteration the writers were done with it,
+    plugin runs, and per iteration (times from the first async event)."""
+    if not split["writer_iterations"] and not split["plugin_runs"]:
+        return ""
+    lag, most = split["lag_median_seconds"], _secs(split["lag_max_seconds"] or 0)
+    cards = (_card(_secs(lag) if lag is not None else "-",
+                   f"median from a client's end of iteration to the writer's (max {most}, "
+                   f"{split['tied_writer_iterations']:,} of {split['writer_iterations']:,} tied)")
+             + _card(_secs(split["plugin_seconds"]), f"{split['plugin_runs']:,} plugin runs on the writer side"))
+    rows = pd.DataFrame([{"iteration": it["iteration"],
+                          "clients ended at": "-" if it["clients_ended"] is None else _secs(it["clients_ended"]),
+                          "writer done at": "-" if it["writer_done"] is None else _secs(it["writer_done"]),
+                          "stores": _secs(it["store_seconds"]), "plugins": _secs(it["plugin_seconds"])}
+                         for it in split["iterations"]])
+    return ("<h3>When the writer side worked</h3>"
+            f'<div class="cards">{cards}</div>' + figures.frame_html(rows))
 
 
 def render(a, title: str = "ioloom report", subtitle: str = "", predicted: Predicted | None = None,
