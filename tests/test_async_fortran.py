@@ -1,5 +1,6 @@
 """libioloom-async's Fortran module (native/async/ioloom_async.f90) under each MPI: a Fortran program writes
-through it, the Python reader reads what it wrote, and a wrong-size write returns the library's message."""
+through it, by copy and in place (zero copy), the Python reader reads what it wrote, and a wrong-size write and a
+commit without alloc return the library's messages."""
 from __future__ import annotations
 
 import subprocess
@@ -25,9 +26,10 @@ def test_fortran_program_writes_through_the_module(mpi, tmp_path):
                       "variables:\n  theta: {layout: grid}\nevents: [checkpoint]\n")
     out = mpi.run(3, [build(mpi, tmp_path), config], timeout=120)
     assert "wrong size: 2 variable 'theta': the buffer has 16 bytes but its layout 'grid' needs 4096" in out.stdout
+    assert "commit alone: 2 commit of 'theta' without ioloom_async_alloc" in out.stdout
     output = async_io.open(tmp_path / "out")
-    assert output.iterations() == list(range(5)) and len(output.events) == 10
-    for it in range(5):
+    assert output.iterations() == list(range(8)) and len(output.events) == 16
+    for it in range(8):  # 5 to 7 written in place
         for block in (0, 1):
             theta = output.read("theta", it, block)
             assert theta.shape == (4, 8, 16) and (theta == it + 0.001 * block).all()

@@ -1,8 +1,15 @@
-/* The C side of libioloom-async's Fortran bindings (ioloom_async.f90): communicators cross as MPI_Fint. */
+/* The C side of libioloom-async's Fortran bindings (ioloom_async.f90): communicators cross as MPI_Fint, and alloc
+ * gives a status as every Fortran call does. */
 #include "ioloom_async.h"
 
 int ioloom_async_initialize_f(const char *config_path, MPI_Fint comm) {
     return ioloom_async_initialize(config_path, MPI_Comm_f2c(comm));
+}
+
+/* alloc with a status, as Fortran's calls end with one: NULL is a mistaken call (its message in ioloom_async_error). */
+int ioloom_async_alloc_f(const char *variable, void **block) {
+    *block = ioloom_async_alloc(variable);
+    return *block ? IOLOOM_ASYNC_OK : IOLOOM_ASYNC_EUSAGE;
 }
 
 int ioloom_async_client_comm_f(MPI_Fint *clients) {

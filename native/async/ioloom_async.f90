@@ -6,6 +6,7 @@ module ioloom_async
   implicit none
   private
   public :: ioloom_async_initialize, ioloom_async_start, ioloom_async_client_comm, ioloom_async_write, &
+            ioloom_async_alloc, ioloom_async_commit, ioloom_async_clear, &
             ioloom_async_signal, ioloom_async_end_iteration, ioloom_async_finalize, ioloom_async_error
 
   interface
@@ -27,6 +28,19 @@ module ioloom_async
       character(kind=c_char), intent(in) :: name(*)
       type(*), intent(in) :: data(*)
       integer(c_size_t), value :: nbytes
+    end function
+    integer(c_int) function c_alloc(name, block) bind(c, name="ioloom_async_alloc_f")
+      import :: c_int, c_char, c_ptr
+      character(kind=c_char), intent(in) :: name(*)
+      type(c_ptr), intent(out) :: block
+    end function
+    integer(c_int) function c_commit(name) bind(c, name="ioloom_async_commit")
+      import :: c_int, c_char
+      character(kind=c_char), intent(in) :: name(*)
+    end function
+    integer(c_int) function c_clear(name) bind(c, name="ioloom_async_clear")
+      import :: c_int, c_char
+      character(kind=c_char), intent(in) :: name(*)
     end function
     integer(c_int) function c_signal(event) bind(c, name="ioloom_async_signal")
       import :: c_int, c_char
@@ -78,6 +92,28 @@ contains
     integer(8), intent(in) :: nbytes
     integer, intent(out) :: ierr
     ierr = c_write(trim(name) // c_null_char, data, int(nbytes, c_size_t))
+  end subroutine
+
+  ! Zero copy: block is the variable's block in the library's memory (c_null_ptr and ierr /= 0 on a mistake); map
+  ! it with c_f_pointer(block, array, shape) in the layout's shape (Fortran order), fill it, then commit it, and
+  ! clear it once the program no longer reads it.
+  subroutine ioloom_async_alloc(name, block, ierr)
+    character(len=*), intent(in) :: name
+    type(c_ptr), intent(out) :: block
+    integer, intent(out) :: ierr
+    ierr = c_alloc(trim(name) // c_null_char, block)
+  end subroutine
+
+  subroutine ioloom_async_commit(name, ierr)
+    character(len=*), intent(in) :: name
+    integer, intent(out) :: ierr
+    ierr = c_commit(trim(name) // c_null_char)
+  end subroutine
+
+  subroutine ioloom_async_clear(name, ierr)
+    character(len=*), intent(in) :: name
+    integer, intent(out) :: ierr
+    ierr = c_clear(trim(name) // c_null_char)
   end subroutine
 
   subroutine ioloom_async_signal(event, ierr)

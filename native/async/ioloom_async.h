@@ -47,9 +47,11 @@ IOLOOM_ASYNC_API size_t ioloom_async_block_size(const char *variable);
 /* The last error, one line (empty when there was none). */
 IOLOOM_ASYNC_API const char *ioloom_async_error(void);
 
-/* For the Fortran module (ioloom_async.f90): the same calls with Fortran communicator handles. */
+/* For the Fortran module (ioloom_async.f90): the same calls with Fortran communicator handles, and alloc with a
+ * status (IOLOOM_ASYNC_EUSAGE where alloc returns NULL). */
 IOLOOM_ASYNC_API int ioloom_async_initialize_f(const char *config_path, MPI_Fint comm);
 IOLOOM_ASYNC_API int ioloom_async_client_comm_f(MPI_Fint *clients);
+IOLOOM_ASYNC_API int ioloom_async_alloc_f(const char *variable, void **block);
 
 #ifdef __cplusplus
 }
