@@ -94,3 +94,46 @@ with open({str(tmp_path / 'out')!r}, "wb") as f:
             assert watcher.status()["order"] == []
     finally:
         os.kill(child, signal.SIGKILL)
+
+
+def poll(client, until, seconds=60.0):
+    """The coordinator's state once `until(state)` holds (None if it never does within `seconds`)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if until(state := client.status()):
+            return state
+        time.sleep(0.02)
+    return None
+
+
+def test_phase_time_alone_from_its_first_calls_then_from_the_same_phase_before(tmp_path, coordinator):
+    """A program writes 24 MiB in 1 MiB writes on an emulated storage of 20 MB/s (1.26 s), twice from one call
+    site; the coordinator's estimate would be 25 s (1 MB/s). The first phase's time is revised after its first
+    calls; the second is announced with the first's rate (while it waits behind another phase, unwritten)."""
+    address = coordinator("fcfs")
+    script = tmp_path / "twice.py"
+    script.write_text(f"""import os, time
+fd = os.open({str(tmp_path / 'out')!r}, os.O_WRONLY | os.O_CREAT, 0o644)
+for phase in (1, 2):
+    for _ in range(24):
+        os.write(fd, b"x" * {MB})
+    while phase == 1 and not os.path.exists({str(tmp_path / 'go')!r}):
+        time.sleep(0.02)
+""")
+    env = {"IOLOOM_COORD_NAME": "prog", "IOLOOM_COORD_BYTES": str(24 * MB), "IOLOOM_COORD_IDLE": "0.2",
+           "IOLOOM_COORD_STORAGE": str(tmp_path / "storage"), "IOLOOM_COORD_BANDWIDTH": "2e7"}
+    env = {**os.environ, "PYTHONPATH": str(paths.REPO_ROOT / "python"), **env}
+    run = subprocess.Popen([sys.executable, "-m", "ioloom", "run", "--coord", address, "-o", str(tmp_path / "trace"),
+                            "--", sys.executable, "-B", str(script)], env=env, stderr=subprocess.PIPE, text=True)
+    with Client(address, "holder") as holder:
+        first = poll(holder, lambda s: s["order"] and s["order"][0]["written"] >= 4 * MB)
+        assert first and 0.5 < first["order"][0]["t_alone"] < 4.0, first      # revised, not 25 s
+        assert poll(holder, lambda s: s["counts"]["finished"] == 1)            # the first phase ended
+        assert holder.inform(10**9, 100.0)
+        (tmp_path / "go").touch()
+        second = poll(holder, lambda s: len(s["order"]) == 2)
+        assert second and second["order"][1]["written"] == 0, second
+        assert 0.5 < second["order"][1]["t_alone"] < 4.0, second               # announced with the first's rate
+        holder.done()
+        finished(run)
+    assert (tmp_path / "out").stat().st_size == 48 * MB

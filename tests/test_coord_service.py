@@ -53,6 +53,21 @@ def test_dynamic_serialises_when_little_is_left(coordinator):
         assert a.check()
 
 
+@pytest.mark.parametrize("policy", ["dynamic", "interrupt"])
+def test_dynamic_places_a_phase_again_when_its_first_calls_revise_its_time(coordinator, policy):
+    """A small phase announced at 0.1 s interrupts an 8-core one with 1.6 s left; its first calls measure 0.5 s
+    (8 x 0.5 > 1.6): dynamic puts it behind the big one, where a policy that ignores estimates leaves it."""
+    address = coordinator(policy)
+    with Client(address, "big", 8) as a, Client(address, "small", 1) as b:
+        assert a.inform(160_000_000, 1.6)
+        assert b.inform(10_000_000, 0.1) and not a.check()
+        b.release(1_000_000)
+        assert b.inform(10_000_000, 0.5) == (policy == "interrupt")
+        assert a.check() == (policy == "dynamic")
+        assert a.status()["counts"]["replaced"] == (policy == "dynamic")
+        assert b.inform(10_000_000, 0.6) == (policy == "interrupt")   # revised by less than REVISED_BY: stays
+
+
 def test_notify_client_is_told_of_an_interruption_without_asking(coordinator):
     """After NOTIFY a client gets NOTE WAIT when a newcomer interrupts it and NOTE GO when it may go on; a
     release's reply may be read after those notes (the C client sends releases without waiting)."""

@@ -231,6 +231,17 @@ void ioloom_coord_prepare(ioloom_coord *c, uint64_t bytes, double seconds) {
     pthread_mutex_unlock(&c->lock);
 }
 
+void ioloom_coord_revise(ioloom_coord *c, uint64_t bytes, double seconds) {
+    if (!c) return;
+    pthread_mutex_lock(&c->lock);
+    int level = c->depth - 1;
+    if (level >= 0 && level < IOLOOM_COORD_LEVELS) {
+        c->bytes[level] = bytes;
+        c->seconds[level] = seconds > 0 ? seconds : 0;
+    }
+    pthread_mutex_unlock(&c->lock);
+}
+
 /* Send a request whose reply is read later (with the next reply, or caught up with by the next inform). */
 static void send_unread(ioloom_coord *c, const char *request) {
     if (c->fd >= 0 && send_all(c->fd, request, strlen(request)) != 0) lose(c);

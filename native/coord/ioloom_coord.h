@@ -40,6 +40,9 @@ void ioloom_coord_set_bound(ioloom_coord *c, double seconds);
 /* Push a level of knowledge about the coming I/O: `bytes` it will write and `seconds` it should take alone
  * (0 when unknown). The phase's estimates are those of the outermost level that gives them. */
 void ioloom_coord_prepare(ioloom_coord *c, uint64_t bytes, double seconds);
+/* Replace the innermost level's estimates (what the phase's first calls measured, say); the next inform sends
+ * them when they are the phase's. No effect without a level. */
+void ioloom_coord_revise(ioloom_coord *c, uint64_t bytes, double seconds);
 /* Pop the innermost level; popping the last one ends the phase (the coordinator lets the next one write). */
 void ioloom_coord_complete(ioloom_coord *c);
 /* Announce the phase (or its new estimates); returns 1 if this client may write now, 0 if it should wait.

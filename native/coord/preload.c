@@ -3,7 +3,11 @@
  * write of a phase announces it, each write informs the coordinator first and waits if told to (an interrupted
  * process yields there, between two writes), and releases the bytes after it. A phase ends when the process has
  * not written for $IOLOOM_COORD_IDLE seconds (default 0.5; a watcher thread notices) or exits. The phase's size
- * is $IOLOOM_COORD_BYTES when given, else the previous phase's, else the first write's. The application's name
+ * is $IOLOOM_COORD_BYTES when given, else the previous phase's, else the first write's. Its time alone is the
+ * rate of the last phase begun at the same call site (the predictor's symbol of one frame: the phase that
+ * repeats) times its size; for a phase not met before, it is announced unknown (the coordinator's bytes /
+ * bandwidth) and revised after its first FIRST_CALLS writes from their rate. Both rates leave out the time
+ * waited for the coordinator. The application's name
  * ($IOLOOM_COORD_NAME) groups its processes into one phase; its cores are $IOLOOM_COORD_CORES (default 1).
  * Fail-open as the client is (ioloom_coord.h); counters go to $IOLOOM_COORD_LOG (a JSON line per process), with
  * the start of the process's first coordinated write and the end of its last (CLOCK_MONOTONIC seconds).
@@ -25,12 +29,26 @@
 #include "ioloom_core.h"
 #include "storage.h"
 
+enum {
+    FIRST_CALLS = 3, /* writes whose rate revises the time of a phase not met before */
+    SITES = 8,       /* call sites whose phases are remembered */
+};
+
 static pthread_mutex_t phase_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+    uintptr_t site;
+    double seconds_per_byte;
+} history[SITES]; /* the last phase begun at each site; under phase_lock */
+static int history_next;
 static struct {
     ioloom_coord *client; /* opened at the first write of this process (pid) */
     pid_t pid;
     int in_phase;
     uint64_t bytes, last_bytes; /* this phase's bytes so far; the previous phase's */
+    uint64_t expected, writes;  /* this phase's announced size; its writes so far */
+    uintptr_t site;             /* of its first write */
+    double started, waited;     /* its first write's time; seconds waited for the coordinator since */
+    int estimated;              /* its time alone was announced from history or revised */
     double last_write;
     double first_start, last_end; /* of this process's coordinated writes (0: none yet) */
     uint64_t written;             /* bytes of all of them */
@@ -39,6 +57,7 @@ static struct {
     double bandwidth;
 } phase = {.storage = -1};
 static __thread double transfer_end; /* when the write under way ends on the emulated storage (0: none) */
+static __thread double write_waited; /* seconds the write under way waited for the coordinator */
 
 static double now_seconds(void) { return (double)ioloom_now_ns() * 1e-9; }
 
@@ -53,8 +72,50 @@ static int regular_file(int fd) {
     return rc == 0 && S_ISREG(st.st_mode);
 }
 
+/* The seconds per byte of the last phase begun at `site` (0: none met). The caller holds phase_lock. */
+static double remembered(uintptr_t site) {
+    for (int i = 0; i < SITES; i++)
+        if (history[i].site == site) return history[i].seconds_per_byte;
+    return 0;
+}
+
+static void remember(uintptr_t site, double seconds_per_byte) {
+    int i = 0;
+    while (i < SITES && history[i].site != site) i++;
+    if (i == SITES) i = history_next++ % SITES;
+    history[i].site = site;
+    history[i].seconds_per_byte = seconds_per_byte;
+}
+
+/* The phase's seconds so far, its waits for the coordinator left out. */
+static double active_seconds(double now) { return now - phase.started - phase.waited; }
+
+/* A phase begins with a write of n bytes at `site` (the caller holds phase_lock). */
+static void begin_phase(ioloom_coord *c, size_t n, uintptr_t site, double now) {
+    uint64_t told = ioloom_env_uint("IOLOOM_COORD_BYTES", 0);
+    phase.expected = told ? told : phase.last_bytes ? phase.last_bytes : n;
+    double per_byte = remembered(site);
+    ioloom_coord_prepare(c, phase.expected, per_byte * (double)phase.expected);
+    phase.estimated = per_byte > 0;
+    phase.in_phase = 1;
+    phase.bytes = phase.writes = 0;
+    phase.site = site;
+    phase.started = now;
+    phase.waited = 0;
+}
+
+/* After the phase's first calls: its time alone at their rate, for the next inform (phase_lock held). */
+static void revise(ioloom_coord *c, double now) {
+    double active = active_seconds(now);
+    if (phase.bytes > 0 && active > 0)
+        ioloom_coord_revise(c, phase.expected, active * (double)phase.expected / (double)phase.bytes);
+    phase.estimated = 1;
+}
+
 /* Ends the phase when the process has been idle long enough (the caller holds phase_lock). */
 static void end_phase(void) {
+    double active = active_seconds(phase.last_write);
+    if (phase.bytes > 0 && active > 0) remember(phase.site, active / (double)phase.bytes);
     ioloom_coord_complete(phase.client);
     phase.last_bytes = phase.bytes;
     phase.in_phase = 0;
@@ -119,8 +180,8 @@ static ioloom_coord *client(void) {
     return phase.client;
 }
 
-/* Before a write of n bytes to fd: 1 if it is coordinated (then after_write must follow). */
-static int before_write(int fd, size_t n) {
+/* Before a write of n bytes to fd, called from `site`: 1 if it is coordinated (then after_write must follow). */
+static int before_write(int fd, size_t n, uintptr_t site) {
     if (n == 0) return 0;
     if (!ioloom_enter() || !regular_file(fd)) { /* not entered: a write of ioloom's own, passed through */
         ioloom_leave();
@@ -128,16 +189,19 @@ static int before_write(int fd, size_t n) {
     }
     pthread_mutex_lock(&phase_lock);
     ioloom_coord *c = client();
-    if (!phase.in_phase) {
-        uint64_t told = ioloom_env_uint("IOLOOM_COORD_BYTES", 0);
-        ioloom_coord_prepare(c, told ? told : phase.last_bytes ? phase.last_bytes : n, 0);
-        phase.in_phase = 1;
-        phase.bytes = 0;
-    }
-    phase.last_write = now_seconds();
-    if (phase.first_start == 0) phase.first_start = start_at(phase.last_write);
+    double now = now_seconds();
+    if (phase.first_start == 0) now = phase.first_start = start_at(now);
+    if (!phase.in_phase)
+        begin_phase(c, n, site, now);
+    else if (phase.writes >= FIRST_CALLS && !phase.estimated)
+        revise(c, now);
+    phase.last_write = now;
     pthread_mutex_unlock(&phase_lock);
-    if (!ioloom_coord_inform(c)) ioloom_coord_wait(c);
+    write_waited = 0;
+    if (!ioloom_coord_inform(c)) {
+        ioloom_coord_wait(c);
+        write_waited = now_seconds() - now;
+    }
     transfer_end = phase.storage >= 0 ? storage_reserve(phase.storage, n, phase.bandwidth) : 0;
     return 1;
 }
@@ -149,6 +213,8 @@ static void after_write(int fd, ssize_t written) {
     pthread_mutex_lock(&phase_lock);
     phase.bytes += n;
     phase.written += n;
+    phase.writes++;
+    phase.waited += write_waited;
     phase.last_write = phase.last_end = now_seconds();
     ioloom_coord_release(phase.client, n);
     pthread_mutex_unlock(&phase_lock);
@@ -161,10 +227,10 @@ static size_t iov_bytes(const struct iovec *iov, int count) {
     return n;
 }
 
-#define COORDINATED(fn, size, call)      \
-    int hooked = before_write(fd, size); \
-    ssize_t r = IOLOOM_NEXT(fn) call;    \
-    if (hooked) after_write(fd, r);      \
+#define COORDINATED(fn, size, call)                                              \
+    int hooked = before_write(fd, size, (uintptr_t)__builtin_return_address(0)); \
+    ssize_t r = IOLOOM_NEXT(fn) call;                                            \
+    if (hooked) after_write(fd, r);                                              \
     return r
 
 IOLOOM_EXPORT ssize_t write(int fd, const void *buf, size_t n) { COORDINATED(write, n, (fd, buf, n)); }

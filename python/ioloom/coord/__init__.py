@@ -3,3 +3,4 @@ decision rules; service: the coordinator (`ioloom coord serve`); client: the lin
 client is native/coord/; the protocol and its use: docs/coord.md."""
 
 MIN_GAIN = 0.05  # dynamic serialises only to save this fraction of f (coord serve --min-gain); here, light to import
+REVISED_BY = 1.5  # dynamic places a phase again when its time alone is revised by more than this factor

@@ -12,7 +12,9 @@ paused phase keeping its place).
   where serialising gains nothing the phases interfere freely. With two phases and min_gain 0 this is the
   thesis's rule: interrupt A iff dt < 3/4 T_A when N_A = N_B and T_A = 4 T_B.
 
-A policy only chooses a place; the service keeps the order, so no two phases can wait for each other."""
+A policy only chooses a place; the service keeps the order, so no two phases can wait for each other. Under
+dynamic, a phase whose time alone is revised by more than REVISED_BY (its first calls measured: state.py) is
+taken out of the order and placed again as a newcomer that has waited since its announcement."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -50,6 +52,11 @@ class Policy:
     def shares(self) -> bool:
         """Whether every announced phase may write at once."""
         return self.name == "interfere"
+
+    @property
+    def revises(self) -> bool:
+        """Whether a phase's place depends on its estimates (so a phase whose estimates change is placed again)."""
+        return self.name == "dynamic"
 
     def place(self, order: list[Pending], writing: int, newcomer: Pending) -> Placement:
         """Where `newcomer` goes in `order`, whose first `writing` phases write now (0: before them)."""

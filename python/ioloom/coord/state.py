@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ioloom.coord import REVISED_BY
 from ioloom.coord.policy import Policy
 from ioloom.models import Pending
 
@@ -65,32 +66,48 @@ class State:
     order: list[Phase] = field(default_factory=list)
     writing: int = 1  # the first `writing` phases of the order write at once
     counts: dict[str, int] = field(default_factory=lambda: {"announced": 0, "interrupts": 0, "queued": 0,
-                                                            "shared": 0, "expired": 0, "finished": 0})
+                                                            "shared": 0, "replaced": 0, "expired": 0,
+                                                            "finished": 0})
 
     def find(self, client: int) -> Phase | None:
         return next((p for p in self.order if client in p.members), None)
 
     def inform(self, client: int, name: str, cores: int, size: int, t_alone: float, now: float) -> Phase:
         """Announce the client's share of its application's phase (placed by the policy when new), or update
-        its estimates."""
+        its estimates (placed again when the policy places by estimates and its time alone changed by more than
+        REVISED_BY)."""
         member = Member(size, t_alone if t_alone > 0 else size / self.bandwidth, seen=now)
         phase = self.find(client) or next((p for p in self.order if p.name == name), None)
-        if phase is not None:
-            written = phase.members[client].written if client in phase.members else 0
-            phase.members[client] = member
-            member.written, phase.cores = written, max(phase.cores, cores)
+        if phase is None:
+            phase, writing = Phase(name, cores, announced=now, members={client: member}), self.writing
+            self._count_place(self._place(phase, now), writing)
             return phase
-        phase = Phase(name, cores, announced=now, members={client: member})
-        place = self.policy.place([p.pending(now) for p in self.order], self.writing, phase.pending(now))
-        self._count_place(place)
-        self.order.insert(place.index, phase)
-        self.writing = place.writing
+        before = phase.t_alone
+        written = phase.members[client].written if client in phase.members else 0
+        phase.members[client] = member
+        member.written, phase.cores = written, max(phase.cores, cores)
+        if self.policy.revises and max(before, phase.t_alone) > REVISED_BY * min(before, phase.t_alone):
+            self._remove(phase)
+            self._place(phase, now)
+            self.counts["replaced"] += 1
         return phase
 
-    def _count_place(self, place) -> None:
+    def _place(self, phase: Phase, now: float):
+        """Put `phase` (not in the order) where the policy says; the placement."""
+        place = self.policy.place([p.pending(now) for p in self.order], self.writing, phase.pending(now))
+        self.order.insert(place.index, phase)
+        self.writing = place.writing
+        return place
+
+    def _remove(self, phase: Phase) -> None:
+        if self.order.index(phase) < self.writing:
+            self.writing = max(1, self.writing - 1)
+        self.order.remove(phase)
+
+    def _count_place(self, place, writing_before: int) -> None:
         self.counts["announced"] += 1
-        if self.order and not self.policy.shares:
-            kind = "shared" if place.writing > self.writing else "interrupts" if place.index == 0 else "queued"
+        if len(self.order) > 1 and not self.policy.shares:
+            kind = "shared" if place.writing > writing_before else "interrupts" if place.index == 0 else "queued"
             self.counts[kind] += 1
 
     def writes(self, phase: Phase) -> bool:
@@ -123,9 +140,7 @@ class State:
         del phase.members[client]
         if phase.members:
             return False
-        if self.order.index(phase) < self.writing:
-            self.writing = max(1, self.writing - 1)
-        self.order.remove(phase)
+        self._remove(phase)
         self.counts[reason] = self.counts.get(reason, 0) + 1
         return True
 
