@@ -10,11 +10,12 @@ from ioloom.coord.policy import Policy
 
 @pytest.fixture
 def coordinator(tmp_path):
-    """Start a coordinator in a thread: coordinator(policy, lease=10) gives its address; stopped at the end."""
+    """Start a coordinator in a thread: coordinator(policy, lease=10) gives its address (a Unix socket in tmp_path
+    unless one is given); stopped at the end."""
     started = []
 
-    def start(policy="dynamic", lease=10.0, metric="core-seconds"):
-        address = str(tmp_path / f"c{len(started)}.sock")
+    def start(policy="dynamic", lease=10.0, metric="core-seconds", address=None):
+        address = address or str(tmp_path / f"c{len(started)}.sock")
         loop = asyncio.new_event_loop()
         ready = threading.Event()
         task = loop.create_task(service.serve(address, Policy(policy, metric), lease, 1e6, ready.set))

@@ -4,6 +4,7 @@ loses the coordinator or waits past its bound goes on writing, counted."""
 import ctypes
 import json
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -31,6 +32,7 @@ def lib():
     for name in ("close", "complete", "inform", "wait"):
         getattr(so, f"ioloom_coord_{name}").argtypes = [ctypes.c_void_p]
     so.ioloom_coord_prepare.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_double]
+    so.ioloom_coord_revise.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_double]
     so.ioloom_coord_release.argtypes = [ctypes.c_void_p, ctypes.c_uint64]
     so.ioloom_coord_set_bound.argtypes = [ctypes.c_void_p, ctypes.c_double]
     so.ioloom_coord_check.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_int)]
@@ -77,6 +79,44 @@ def test_api_serialises_and_ends_the_phase_at_the_last_complete(lib, coordinator
         lib.ioloom_coord_close(b)
 
 
+def test_api_revise_replaces_the_innermost_estimates(lib, coordinator):
+    address = coordinator("fcfs").encode()
+    a = lib.ioloom_coord_open(address, b"a", 1)
+    try:
+        lib.ioloom_coord_prepare(a, 4 * MB, 4.0)
+        assert lib.ioloom_coord_inform(a) == 1
+        lib.ioloom_coord_revise(a, 2 * MB, 1.5)
+        assert lib.ioloom_coord_inform(a) == 1
+        with Client(address.decode()) as watcher:
+            phase = watcher.status()["order"][0]
+        assert (phase["bytes"], phase["t_alone"]) == (2 * MB, pytest.approx(1.5))
+    finally:
+        lib.ioloom_coord_close(a)
+
+
+def free_tcp_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_api_over_tcp_serialises(lib, coordinator):
+    """A cluster's coordinator on tcp:HOST:PORT: the C client and the Python one reach it, FCFS holds."""
+    address = coordinator("fcfs", address=f"tcp:127.0.0.1:{free_tcp_port()}").encode()
+    a, b = lib.ioloom_coord_open(address, b"a", 1), lib.ioloom_coord_open(address, b"b", 1)
+    try:
+        lib.ioloom_coord_prepare(a, MB, 1.0)
+        lib.ioloom_coord_prepare(b, MB, 1.0)
+        assert lib.ioloom_coord_inform(a) == 1 and lib.ioloom_coord_inform(b) == 0
+        with Client(address.decode()) as watcher:
+            assert [p["name"] for p in watcher.status()["order"]] == ["a", "b"]
+        lib.ioloom_coord_complete(a)
+        assert lib.ioloom_coord_wait(b) == 1 and counters(lib, b).lost == 0
+    finally:
+        lib.ioloom_coord_close(a)
+        lib.ioloom_coord_close(b)
+
+
 def test_api_without_a_coordinator_authorises_and_counts_it_lost(lib, tmp_path):
     h = lib.ioloom_coord_open(str(tmp_path / "none.sock").encode(), b"x", 1)
     lib.ioloom_coord_prepare(h, MB, 0.0)
@@ -85,6 +125,9 @@ def test_api_without_a_coordinator_authorises_and_counts_it_lost(lib, tmp_path):
     assert counters(lib, h).lost == 1
     lib.ioloom_coord_close(h)
     assert lib.ioloom_coord_inform(None) == 1      # a NULL handle authorises everything
+    h = lib.ioloom_coord_open(f"tcp:127.0.0.1:{free_tcp_port()}".encode(), b"x", 1)  # nobody listens there
+    assert lib.ioloom_coord_inform(h) == 1 and counters(lib, h).lost == 1
+    lib.ioloom_coord_close(h)
 
 
 def writer(tmp_path, name, size, start_at, coord=None, weight=1, bound=None):

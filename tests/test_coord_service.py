@@ -135,6 +135,12 @@ def test_bad_requests_get_one_err_line(coordinator):
         Client(address + ".none")
 
 
+def test_a_bad_tcp_address_is_refused_in_one_line():
+    run = subprocess.run([sys.executable, "-m", "ioloom", "coord", "status", "--address", "tcp:localhost"],
+                         capture_output=True, text=True, env=ENV, timeout=60)
+    assert run.returncode != 0 and run.stderr.strip().count("\n") == 0 and "tcp:HOST:PORT" in run.stderr, run.stderr
+
+
 def test_no_hello_no_service(coordinator):
     import socket
     s = socket.socket(socket.AF_UNIX)

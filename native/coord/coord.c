@@ -1,13 +1,16 @@
-/* ioloom coord's C client: the line protocol of docs/coord.md (version 1) over a Unix socket, under the handle's
- * mutex. The client asks NOTIFY after HELLO, so the coordinator notes every change of its authorisation (NOTE
- * lines); an inform with unchanged estimates then reads the lines already there instead of asking, and a release
- * or a done is sent without waiting for its reply (read later, like a note): one send per write, no round trip
- * but the phase's announcement. Any
- * failure to talk (connect, send, receive, a reply not understood) marks the handle lost: the socket is closed
- * and every later call authorises, counted once. */
+/* ioloom coord's C client: the line protocol of docs/coord.md (version 1) over a Unix socket (or TCP, for a
+ * cluster's coordinator: tcp:HOST:PORT), under the handle's mutex. The client asks NOTIFY after HELLO, so the
+ * coordinator notes every change of its authorisation (NOTE lines); an inform with unchanged estimates then reads the
+ * lines already there instead of asking, and a release or a done is sent without waiting for its reply (read later,
+ * like a note): one send per write, no round trip but the phase's announcement. Any failure to talk (connect, send,
+ * receive, a reply not understood) marks the handle lost: the socket is closed and every later call authorises, counted
+ * once. */
 #include "ioloom_coord.h"
 
 #include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,6 +75,31 @@ static int connect_unix(const char *address) {
         close(fd);
         fd = -1;
     }
+    return fd;
+}
+
+/* A TCP connection to host:port, each request sent at once (no Nagle delay on these short lines); a connection
+ * not made within IOLOOM_COORD_REPLY_SECONDS fails (connect honours the send timeout). -1 on failure. */
+static int connect_tcp(const char *host_port) {
+    char host[256];
+    const char *colon = strrchr(host_port, ':');
+    if (!colon || colon == host_port || (size_t)(colon - host_port) >= sizeof host) return -1;
+    int bracketed = host_port[0] == '[' && colon[-1] == ']';
+    snprintf(host, sizeof host, "%.*s", (int)(colon - host_port) - 2 * bracketed, host_port + bracketed);
+    struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *found = NULL;
+    if (getaddrinfo(host, colon + 1, &hints, &found) != 0) return -1;
+    int fd = -1;
+    for (struct addrinfo *a = found; a && fd < 0; a = a->ai_next) {
+        fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+        struct timeval tv = {.tv_sec = (time_t)IOLOOM_COORD_REPLY_SECONDS};
+        if (fd >= 0) setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+        if (fd >= 0 && connect(fd, a->ai_addr, a->ai_addrlen) != 0) {
+            close(fd);
+            fd = -1;
+        }
+    }
+    freeaddrinfo(found);
+    if (fd >= 0) setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &(int){1}, sizeof(int));
     return fd;
 }
 
@@ -193,7 +221,7 @@ ioloom_coord *ioloom_coord_open(const char *address, const char *name, int cores
     pthread_mutex_init(&c->lock, NULL);
     const char *bound = getenv("IOLOOM_COORD_WAIT");
     c->bound = bound && atof(bound) > 0 ? atof(bound) : 60.0;
-    c->fd = connect_unix(where);
+    c->fd = strncmp(where, "tcp:", 4) == 0 ? connect_tcp(where + 4) : connect_unix(where);
     if (c->fd < 0)
         c->counters.lost = 1;
     else

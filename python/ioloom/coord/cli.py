@@ -13,7 +13,7 @@ app = typer.Typer(help="Coordinate the I/O phases of applications sharing storag
                   no_args_is_help=True)
 ADDRESS = typer.Option(None, "--address", help="The coordinator's Unix socket (PATH or unix:PATH; default "
                                                "$IOLOOM_COORD, else $XDG_RUNTIME_DIR/ioloom-coord.sock, else "
-                                               "/tmp/ioloom-coord-<uid>.sock).")
+                                               "/tmp/ioloom-coord-<uid>.sock), or tcp:HOST:PORT for a cluster.")
 
 
 @app.command("serve")

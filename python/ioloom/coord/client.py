@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import socket
 
-from ioloom.coord.service import PROTOCOL, socket_path
+from ioloom.coord.service import PROTOCOL, socket_path, tcp_endpoint
 
 
 class CoordError(RuntimeError):
@@ -16,12 +16,17 @@ class Client:
     """One connection to a coordinator, as application `name` running on `cores` cores."""
 
     def __init__(self, address: str, name: str = "python", cores: int = 1, timeout: float = 30.0) -> None:
-        self.sock = socket.socket(socket.AF_UNIX)
-        self.sock.settimeout(timeout)
+        endpoint = tcp_endpoint(address)
         try:
-            self.sock.connect(socket_path(address))
+            if endpoint:
+                self.sock = socket.create_connection(endpoint, timeout)
+            else:
+                self.sock = socket.socket(socket.AF_UNIX)
+                self.sock.settimeout(timeout)
+                self.sock.connect(socket_path(address))
         except OSError as err:
-            self.sock.close()
+            if not endpoint:
+                self.sock.close()
             raise CoordError(f"no coordinator at {address} ({err.strerror}); start one with "
                              f"`ioloom coord serve --address {address}`") from None
         self.lines = self.sock.makefile("rb")

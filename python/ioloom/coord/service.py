@@ -36,6 +36,16 @@ def default_address() -> str:
     return str(Path(runtime) / "ioloom-coord.sock") if runtime else f"/tmp/ioloom-coord-{os.getuid()}.sock"
 
 
+def tcp_endpoint(address: str) -> tuple[str, int] | None:
+    """(host, port) of a tcp:HOST:PORT address (a cluster's coordinator); None for a Unix socket's."""
+    if not address.startswith("tcp:"):
+        return None
+    host, colon, port = address[4:].rpartition(":")
+    if not colon or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise AddressError(f"coordinator address {address!r}: write tcp:HOST:PORT with a port of 1 to 65535")
+    return host.removeprefix("[").removesuffix("]"), int(port)
+
+
 def socket_path(address: str) -> str:
     """The file of a Unix socket address, given as PATH or unix:PATH."""
     path = address.removeprefix("unix:")
@@ -196,11 +206,17 @@ class Coordinator:
 
 
 async def serve(address: str, policy: Policy, lease: float, bandwidth: float, ready=None) -> None:
-    """Run a coordinator on `address` until cancelled; `ready()` is called once it listens."""
-    path = socket_path(address)
-    claim(path)
+    """Run a coordinator on `address` (a Unix socket, or tcp:HOST:PORT) until cancelled; `ready()` is called once
+    it listens."""
+    endpoint = tcp_endpoint(address)
+    path = None if endpoint else socket_path(address)
+    if path:
+        claim(path)
     coordinator = Coordinator(policy, lease, bandwidth)
-    server = await asyncio.start_unix_server(coordinator.handle, path, limit=MAX_LINE)
+    if endpoint:
+        server = await asyncio.start_server(coordinator.handle, *endpoint, limit=MAX_LINE)
+    else:
+        server = await asyncio.start_unix_server(coordinator.handle, path, limit=MAX_LINE)
     expiry = asyncio.create_task(coordinator.expire_forever())
     try:
         if ready:
@@ -209,5 +225,5 @@ async def serve(address: str, policy: Policy, lease: float, bandwidth: float, re
             await server.serve_forever()
     finally:
         expiry.cancel()
-        if os.path.exists(path):
+        if path and os.path.exists(path):
             os.unlink(path)
