@@ -32,7 +32,7 @@ def test_dd_waits_for_the_phase_ahead_then_writes(tmp_path, coordinator):
     address = coordinator("fcfs")
     with Client(address, "holder") as holder:
         assert holder.inform(10**9, 100.0)
-        run = ioloom_run(tmp_path, address)
+        run = ioloom_run(tmp_path, address, {"IOLOOM_COORD_IDLE": "0.1"})   # its wait keeps the phase
         deadline = time.monotonic() + 60
         while len(order := holder.status()["order"]) < 2 and time.monotonic() < deadline:
             time.sleep(0.1)

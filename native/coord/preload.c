@@ -2,7 +2,8 @@
  * the tracer, it wraps the POSIX writes to regular files (write, pwrite, pwrite64, writev, pwritev): the first
  * write of a phase announces it, each write informs the coordinator first and waits if told to (an interrupted
  * process yields there, between two writes), and releases the bytes after it. A phase ends when the process has
- * not written for $IOLOOM_COORD_IDLE seconds (default 0.5; a watcher thread notices) or exits. The phase's size
+ * not written for $IOLOOM_COORD_IDLE seconds (default 0.5; a watcher thread notices; a write waiting for its turn
+ * keeps the phase) or exits. The phase's size
  * is $IOLOOM_COORD_BYTES when given, else the previous phase's, else the first write's. Its time alone is the
  * rate of the last phase begun at the same call site (the predictor's symbol of one frame: the phase that
  * repeats) times its size; for a phase not met before, it is announced unknown (the coordinator's bytes /
@@ -44,6 +45,7 @@ static struct {
     ioloom_coord *client; /* opened at the first write of this process (pid) */
     pid_t pid;
     int in_phase;
+    int busy;                   /* its writes under way (waiting included) */
     uint64_t bytes, last_bytes; /* this phase's bytes so far; the previous phase's */
     uint64_t expected, writes;  /* this phase's announced size; its writes so far */
     uintptr_t site;             /* of its first write */
@@ -126,7 +128,7 @@ static void *watch_idle(void *arg) {
     for (;;) {
         usleep((useconds_t)(idle * 250000));
         pthread_mutex_lock(&phase_lock);
-        if (phase.in_phase && now_seconds() - phase.last_write > idle) end_phase();
+        if (phase.in_phase && !phase.busy && now_seconds() - phase.last_write > idle) end_phase();
         pthread_mutex_unlock(&phase_lock);
     }
     return NULL;
@@ -138,7 +140,7 @@ static void forget_parent(void) {
     pthread_mutex_init(&phase_lock, NULL); /* another thread of the parent may have held it at the fork */
     ioloom_coord_abandon(phase.client);
     phase.client = NULL;
-    phase.in_phase = 0;
+    phase.in_phase = phase.busy = 0;
     if (phase.storage >= 0) close(phase.storage); /* its flock would be the parent's: reopened with the client */
     phase.storage = -1;
 }
@@ -196,6 +198,7 @@ static int before_write(int fd, size_t n, uintptr_t site) {
     else if (phase.writes >= FIRST_CALLS && !phase.estimated)
         revise(c, now);
     phase.last_write = now;
+    phase.busy++;
     pthread_mutex_unlock(&phase_lock);
     write_waited = 0;
     if (!ioloom_coord_inform(c)) {
@@ -214,6 +217,7 @@ static void after_write(int fd, ssize_t written) {
     phase.bytes += n;
     phase.written += n;
     phase.writes++;
+    phase.busy--;
     phase.waited += write_waited;
     phase.last_write = phase.last_end = now_seconds();
     ioloom_coord_release(phase.client, n);
