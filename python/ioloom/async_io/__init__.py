@@ -10,7 +10,8 @@ data file (no copy), by variable, iteration and block (the client's rank among t
     out["theta"][3]                                       # {block: array} of iteration 3
 
 The reader (ioloom.async_io.reader) imports numpy when `open` is called, so that `ioloom async --help` does not;
-the command line lives in ioloom.async_io.cli."""
+the command line lives in ioloom.async_io.cli. A Python simulation writes through the library with
+ioloom.async_io.client.Client."""
 from __future__ import annotations
 
 from pathlib import Path
