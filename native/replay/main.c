@@ -2,9 +2,9 @@
  * replays the POSIX and stdio calls of a traced run, one script per traced process (docs/replay.md).
  * The serial program forks one process per script; the MPI one gives script r to rank r (the tracer then labels
  * the replay's streams by rank as it labelled the original's). --sync names a file of one progress counter per
- * process (calls done), mapped by every process, through which a call waits for the calls of other processes
- * that had ended before it started in the original (its script lists them): the cross-process order of the
- * original, which decides what a read finds. --gaps sleeps the recorded time between calls, and takes what a
+ * process (calls done), mapped by every process, through which a call waits for the calls of other processes its
+ * script lists: the cross-process order of the original that decides what a read finds and who gets a lock
+ * (docs/replay.md, "Order across processes"). --gaps sleeps the recorded time between calls, and takes what a
  * sleep overran off the gaps that follow, so the gaps add up to the original's. */
 #include "replay.h"
 

@@ -17,10 +17,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
-
 from ioloom import paths
 from ioloom.predict.source import OPENS
+from ioloom.replay.order import CLOSES, waits
 from ioloom.trace.ops import direction
 
 VERSION = 1
@@ -28,7 +27,6 @@ LAYERS = ("posix", "stdio")
 COLUMNS = ["t_start", "t_end", "layer", "op", "file_id", "handle", "offset", "req_bytes", "ret_bytes", "aux"]
 # Calls named by a path, not a descriptor (the others need a descriptor the process opened).
 BY_PATH = OPENS | {"stat", "stat64", "lstat", "lstat64", "access"}
-CLOSES = {"close", "fclose"}
 O_CREAT = 0o100
 SCRIPTS = ".ioloom-replay"  # inside the replay directory: scripts, manifest, progress counters
 
@@ -96,36 +94,6 @@ def process_calls(stream, files: dict[int, str], replayed: frozenset[str]) -> Pr
     return process
 
 
-# Calls that can block until another process acts (a record lock held elsewhere). Such a call waits for what had
-# ended before it *ended*, so the replay takes the locks in the original's order: waiting only for what ended
-# before it started, a lock could be taken out of turn, and its holder then wait on the process it blocks.
-# Measuring every call from one time axis (its start, or its end for these) keeps the waits free of cycles.
-MAY_BLOCK = frozenset({"fcntl", "fcntl64", "flock", "lockf"})
-
-
-def waits(processes: list[Process], shared: set[int]) -> list[list[dict[int, int]]]:
-    """Per process, per call: {other process: how many of its calls had all ended before this call started
-    (ended, for MAY_BLOCK)}, given only where that number grew and only for calls on files several processes
-    use."""
-    ends = [np.maximum.accumulate(np.array([c.t_end for c in p.calls], np.int64)) if p.calls else
-            np.zeros(0, np.int64) for p in processes]
-    out = []
-    for index, process in enumerate(processes):
-        starts = np.array([c.t_end if c.op in MAY_BLOCK else c.t_start for c in process.calls], np.int64)
-        before = {q: np.searchsorted(ends[q], starts, "left") for q in range(len(processes)) if q != index}
-        done = dict.fromkeys(before, 0)
-        rows = []
-        for i, call in enumerate(process.calls):
-            row = {}
-            if call.file_id in shared:
-                for q, counts in before.items():
-                    if counts[i] > done[q]:
-                        row[q] = done[q] = int(counts[i])
-            rows.append(row)
-        out.append(rows)
-    return out
-
-
 def root_of(paths_used: list[str]) -> str:
     """The directory the replay's files are placed relative to: the deepest one holding them all."""
     return os.path.commonpath([os.path.dirname(p) for p in paths_used]) if paths_used else "/"
@@ -181,8 +149,9 @@ def write(trace_path: Path, directory: Path) -> dict:
     shared = {f for f, n in users.items() if n > 1}
     scripts = directory / SCRIPTS
     scripts.mkdir(parents=True)
+    initial = initial_files(processes, files)
     names = []
-    for index, (process, wait) in enumerate(zip(processes, waits(processes, shared))):
+    for index, (process, wait) in enumerate(zip(processes, waits(processes, shared, initial))):
         names.append(f"{index}.ops")
         write_script(scripts / names[-1], index, len(processes), process, relative, wait)
     manifest = {
@@ -190,7 +159,7 @@ def write(trace_path: Path, directory: Path) -> dict:
         "mpi": _mpi_of(trace, streams),
         "processes": [{"label": p.label, "script": name, "calls": len(p.calls)} for p, name in zip(processes, names)],
         "files": sorted(relative.values()),
-        "initial_sizes": {relative[f]: size for f, size in initial_files(processes, files).items()},
+        "initial_sizes": {relative[f]: size for f, size in initial.items()},
         "shared_files": sorted(relative[f] for f in shared),
         "left_out": dict(sum((p.left_out for p in processes), Counter()).most_common()),
     }
