@@ -83,7 +83,7 @@ static int replay_script(const char *path, const struct options *o) {
         return 2;
     }
     struct replayer r = {.script = &s};
-    long long gave_up = 0, owed = 0;
+    long long gave_up = 0, owed = 0, start = now_ns();
     for (long long i = 0; i < s.ncalls; i++) {
         gave_up += wait_order(progress, &s.calls[i]);
         if (o->gaps) owed = wait_gap(owed + s.calls[i].gap_ns);
@@ -92,8 +92,8 @@ static int replay_script(const char *path, const struct options *o) {
     }
     fprintf(stderr,
             "ioloom-replay: process %d: %lld calls replayed, %lld with another outcome than recorded, "
-            "%lld order waits given up\n",
-            s.process, s.ncalls, r.diverged, gave_up);
+            "%lld order waits given up, in %.6f s\n",
+            s.process, s.ncalls, r.diverged, gave_up, (double)(now_ns() - start) / 1e9);
     return 0;
 }
 

@@ -16,10 +16,10 @@ def _empty_or_exit(directory: Path) -> None:
         raise typer.Exit(2)
 
 
-def _summary(directory: Path, manifest: dict) -> None:
+def _summary(where: Path, manifest: dict) -> None:
     calls = sum(p["calls"] for p in manifest["processes"])
     how = f"ranks under {manifest['mpi']}'s mpiexec" if manifest["mpi"] else "processes"
-    typer.echo(f"replay of {manifest['trace']} written to {directory}: {calls:,} calls, "
+    typer.echo(f"replay of {manifest['trace']} written to {where}: {calls:,} calls, "
                f"{len(manifest['processes'])} {how}, {len(manifest['files'])} files "
                f"(originally under {manifest['root']}), {len(manifest['initial_sizes'])} existing before the run")
     if manifest["left_out"]:
@@ -35,6 +35,21 @@ def write_command(trace: Path = typer.Argument(..., help="A trace directory (`io
 
     _empty_or_exit(directory)
     _summary(directory, write(trace, directory))
+
+
+@app.command("config")
+def config_command(trace: Path = typer.Argument(..., help="A trace directory (`ioloom run -o DIR`)."),
+                   out: Path = typer.Argument(..., help="The configuration file to write (TOML; a new file).")) -> None:
+    """Write a trace's replay as a bench configuration: one file that `ioloom bench replay` runs and checks."""
+    from ioloom.replay.config import write
+
+    if out.exists() or not out.parent.is_dir():
+        typer.echo(f"ioloom: {out}: " + ("exists; the configuration is written to a new file" if out.exists() else
+                                         "its directory does not exist"), err=True)
+        raise typer.Exit(2)
+    manifest = write(trace, out)
+    _summary(out, manifest)
+    typer.echo(f"  run it with: ioloom bench replay {out} [--rounds N] [--gaps] [--check]")
 
 
 @app.command("run")

@@ -122,8 +122,8 @@ def _line(call: Call, gap: int, file_index: int, wait: dict[int, int]) -> str:
             f"{after}\n")
 
 
-def write_script(path: Path, index: int, count: int, process: Process, relative: dict[int, str],
-                 wait: list[dict[int, int]]) -> None:
+def script_text(index: int, count: int, process: Process, relative: dict[int, str],
+                wait: list[dict[int, int]]) -> str:
     local = {file_id: i for i, file_id in enumerate(dict.fromkeys(c.file_id for c in process.calls))}
     lines = [f"ioloom-replay {VERSION} {index} {count}\n"]
     lines += [f"file {i} {relative[file_id]}\n" for file_id, i in local.items()]
@@ -131,11 +131,11 @@ def write_script(path: Path, index: int, count: int, process: Process, relative:
     for call, after in zip(process.calls, wait):
         lines.append(_line(call, max(call.t_start - previous_end, 0), local[call.file_id], after))
         previous_end = call.t_end
-    path.write_text("".join(lines))
+    return "".join(lines)
 
 
-def write(trace_path: Path, directory: Path) -> dict:
-    """Writes the replay of a trace into `directory` (new or empty): its scripts and manifest; the manifest."""
+def build(trace_path: Path) -> tuple[dict, dict[str, str]]:
+    """The replay of a trace: its manifest, and its scripts by name."""
     from ioloom.stats_cli import load_or_exit
 
     trace = load_or_exit(trace_path)
@@ -147,23 +147,36 @@ def write(trace_path: Path, directory: Path) -> dict:
     relative = {f: os.path.relpath(files[f], root) for f in used}
     users = Counter(f for p in processes for f in {c.file_id for c in p.calls})
     shared = {f for f, n in users.items() if n > 1}
-    scripts = directory / SCRIPTS
-    scripts.mkdir(parents=True)
     initial = initial_files(processes, files)
-    names = []
-    for index, (process, wait) in enumerate(zip(processes, waits(processes, shared, initial))):
-        names.append(f"{index}.ops")
-        write_script(scripts / names[-1], index, len(processes), process, relative, wait)
+    scripts = {f"{index}.ops": script_text(index, len(processes), process, relative, wait)
+               for index, (process, wait) in enumerate(zip(processes, waits(processes, shared, initial)))}
+    calls = [c for p in processes for c in p.calls]
     manifest = {
         "version": VERSION, "trace": str(trace_path.resolve()), "root": root,
         "mpi": _mpi_of(trace, streams),
-        "processes": [{"label": p.label, "script": name, "calls": len(p.calls)} for p, name in zip(processes, names)],
+        "processes": [{"label": p.label, "script": name, "calls": len(p.calls)} for p, name in zip(processes, scripts)],
         "files": sorted(relative.values()),
         "initial_sizes": {relative[f]: size for f, size in initial.items()},
         "shared_files": sorted(relative[f] for f in shared),
         "left_out": dict(sum((p.left_out for p in processes), Counter()).most_common()),
+        "span_ns": max(c.t_end for c in calls) - min(c.t_start for c in calls) if calls else 0,
     }
-    (scripts / "manifest.json").write_text(json.dumps(manifest, indent=1))
+    return manifest, scripts
+
+
+def place(directory: Path, manifest: dict, scripts: dict[str, str]) -> None:
+    """Writes a replay's scripts and manifest into `directory` (new or empty)."""
+    folder = directory / SCRIPTS
+    folder.mkdir(parents=True)
+    for name, text in scripts.items():
+        (folder / name).write_text(text)
+    (folder / "manifest.json").write_text(json.dumps(manifest, indent=1))
+
+
+def write(trace_path: Path, directory: Path) -> dict:
+    """Writes the replay of a trace into `directory` (new or empty): its scripts and manifest; the manifest."""
+    manifest, scripts = build(trace_path)
+    place(directory, manifest, scripts)
     return manifest
 
 
