@@ -49,18 +49,42 @@ def test_stack_symbols_are_the_same_in_two_runs(ioloom_cli, tmp_path):
     assert len([s for s in one.symbols.values() if s.op == "fwrite"]) == 1
 
 
-def test_the_tracers_predictions_are_the_python_models(ioloom_cli, tmp_path):
-    from ioloom.predict.model import Sequence
+def _call_operations(trace: Path, side) -> list[tuple[str, int, int]]:
+    from ioloom.predict.source import COLUMNS, call_operations
 
-    side = _side(_traced(ioloom_cli, tmp_path, "trace", {"IOLOOM_PREDICT": "1", "IOLOOM_STACKS": "2"}))
+    stream = open_trace(trace).streams[0]
+    rows = [row for table in stream.ranges(COLUMNS) for row in zip(*(table.column(c).to_pylist() for c in COLUMNS))]
+    return call_operations(rows, side)
+
+
+def test_the_tracers_predictions_are_the_python_models(ioloom_cli, tmp_path):
+    """The tracer's symbols, sizes, offsets and gaps are the Python models' at every call (docs/predict.md, "The
+    side stream", version 2), and on the loop's last steps the sizes and offsets of its calls are predicted."""
+    from ioloom.predict.model import Sequence
+    from ioloom.predict.online import model_symbols, same_candidates
+
+    trace = _traced(ioloom_cli, tmp_path, "trace", {"IOLOOM_PREDICT": "1", "IOLOOM_STACKS": "2"})
+    side = _side(trace)
     # per step: fopen, fprintf, 7 fwrite, fclose, open, pwrite, close
-    assert len(side.calls) == STEPS * 13 and side.info["predict"] == "1"
-    sequence = Sequence(65536)
-    for symbol, kept, count in zip(side.calls, side.predicted, side.npredicted):
-        predicted = sorted(sequence.predicted())
-        assert (tuple(predicted[:8]), len(predicted)) == (kept, count)
+    assert len(side.calls) == STEPS * 13 and side.info["predict"] == "1" and side.major == 2
+    sequence = Sequence(65536, local_cap=int(side.info["local_cap"]))
+    calls, predicted, _ = model_symbols(side)
+    for symbol, kept, count in zip(calls, predicted, side.npredicted):
+        mine = sorted(sequence.predicted())
+        assert (tuple(mine[:8]), len(mine)) == (kept, count)
         sequence.input(symbol)
     assert int(side.info["grammar_size"]) == sequence.grammar.size
+    operations = _call_operations(trace, side)
+    assert all(same_candidates(side, operations))
+    # the last step: its header and blocks, sizes and offsets; log.dat's pwrite at step x 512 after an open, its
+    # size (an offset that grows by 512 from one open to the next is not a change from the file's start)
+    last = range(len(side.calls) - 13, len(side.calls))
+    data = [i for i in last if operations[i][0] in ("read", "write")]
+    exact = [any((c.symbol, c.key, c.offset, c.size) == (side.calls[i], side.call_keys[i], *operations[i][1:])
+                 for c in side.predicted[i]) for i in data]
+    assert len(data) == 9 and exact == [True] * 8 + [False]
+    assert [c.size for c in side.predicted[data[-1]]] == [512]
+    assert sorted(Path(k).name for k in side.keys.values()) == ["log.dat", "step_#.dat"]
 
 
 def _shape(side) -> list[tuple]:
@@ -78,7 +102,10 @@ def test_frame_pointers_give_backtraces_stacks_once_checked(ioloom_cli, tmp_path
     plain = _side(_traced(ioloom_cli, tmp_path, "plain", env))
     walked = _side(_traced(ioloom_cli, tmp_path, "walked", env, program="ioloom-predict-loop-fp"))
     assert _shape(plain) == _shape(walked)
-    assert plain.calls == walked.calls and plain.predicted == walked.predicted
+    def symbols(side):
+        return [tuple((c.symbol, c.key) for c in kept) for kept in side.predicted]
+
+    assert plain.calls == walked.calls and symbols(plain) == symbols(walked)
     distinct = len(walked.symbols)  # here one raw stack per symbol
     assert walked.count("stacks_backtraced") == distinct
     assert walked.count("stacks_walked") == len(walked.calls) - distinct
@@ -116,6 +143,7 @@ def test_the_tracers_grammar_cap_is_reported(ioloom_cli, tmp_path):
     assert "tracer's grammar cap reached" in report and "IOLOOM_PREDICT_CAP" in report
     online = json.loads(ioloom_cli("predict", trace, "--json").stdout)["processes"][0]["online"]
     assert online["same_predictions_pct"] == 100 and online["grammar_past_cap"] == int(side.info["grammar_past_cap"])
+    assert online["same_candidates_pct"] == 100
 
 
 def test_predict_uses_the_stacks_and_reports_the_tracers_model(ioloom_cli, tmp_path):
@@ -200,3 +228,4 @@ def test_threads_and_a_forked_child(ioloom_cli, tmp_path, frames):
     assert threads[0] == 1 and threads[1] >= 4  # the child's one thread; the parent's four writers
     assert parent["operations"] > 4 * 50 * 7 and child["operations"] == 50 * 7
     assert parent["online"]["same_predictions_pct"] == child["online"]["same_predictions_pct"] == 100
+    assert parent["online"]["same_candidates_pct"] == child["online"]["same_candidates_pct"] == 100

@@ -52,3 +52,49 @@ def test_c_writes_the_committed_vectors(tmp_path):
     subprocess.run([str(paths.native_bin("ioloom-predict-vectors")), str(tmp_path)], check=True)
     assert (tmp_path / "sequences.txt").read_text() == VECTORS.read_text(), \
         "the C grammar no longer predicts as the committed vectors say (a change of docs/predict.md: new version)"
+
+
+PROCESS_VECTORS = VECTORS.with_name("process.txt")
+KIND_NAMES = ("open", "close", "read", "write")  # process.h's enum pg_kind
+
+
+def process_blocks() -> list[tuple[list[str], list[str]]]:
+    """(header words, operation lines) per stream of process.txt."""
+    out: list[tuple[list[str], list[str]]] = []
+    for line in PROCESS_VECTORS.read_text().splitlines():
+        if line.startswith("process "):
+            out.append((line.split(), []))
+        else:
+            out[-1][1].append(line)
+    return out
+
+
+def _candidates(text: str) -> list[tuple[int, int, int, float]]:
+    fields = (c.split(",") for c in text.split(";") if c)
+    return [(int(s), int(size), int(offset), float(gap)) for s, size, offset, gap in fields]
+
+
+PROCESSES = process_blocks()
+
+
+@pytest.mark.parametrize("header,lines", PROCESSES, ids=[f"{b[0][1]}-{b[0][3]}" for b in PROCESSES])
+def test_python_process_model_predicts_as_the_c_one(header, lines):
+    """Before every operation, the same candidates: symbols, sizes, offsets and gaps (the gaps' doubles equal)."""
+    from ioloom.predict.model import Operation, Options, ProcessModel
+
+    model = ProcessModel({}, {}, Options(run_positions=int(header[3])))
+    for index, line in enumerate(lines):
+        fields, count, candidates = line.split("\t")
+        symbol, kind, place, offset, size, t_start, t_end = (int(f) for f in fields.split())
+        predicted = [tuple(c) for c in model.predict()]
+        assert (len(predicted), predicted[:64]) == (int(count), _candidates(candidates)), \
+            f"{header[1]}: operation {index}"
+        model.kinds.setdefault(symbol, KIND_NAMES[kind])
+        model.places.setdefault(symbol, str(place))
+        model.observe(Operation(symbol, KIND_NAMES[kind], str(place), place, offset, size, t_start, t_end))
+
+
+def test_c_writes_the_committed_process_vectors(tmp_path):
+    subprocess.run([str(paths.native_bin("ioloom-predict-vectors")), str(tmp_path)], check=True)
+    assert (tmp_path / "process.txt").read_text() == PROCESS_VECTORS.read_text(), \
+        "the C process model no longer predicts as the committed vectors say (a change of docs/predict.md)"

@@ -39,5 +39,8 @@ void pg_sequence_free(struct pg_sequence *s);
 void pg_sequence_input(struct pg_sequence *s, int32_t symbol);
 int32_t pg_sequence_predicted(struct pg_sequence *s, int32_t *out, int32_t max);
 const struct pg_grammar *pg_sequence_grammar(const struct pg_sequence *s);
+/* The value of the current run (-1: none yet) and how long it is so far. */
+int32_t pg_sequence_value(const struct pg_sequence *s);
+int32_t pg_sequence_count(const struct pg_sequence *s);
 
 #endif

@@ -160,3 +160,5 @@ int32_t pg_sequence_predicted(struct pg_sequence *s, int32_t *out, int32_t max) 
 }
 
 const struct pg_grammar *pg_sequence_grammar(const struct pg_sequence *s) { return s->grammar; }
+int32_t pg_sequence_value(const struct pg_sequence *s) { return s->value; }
+int32_t pg_sequence_count(const struct pg_sequence *s) { return s->count; }

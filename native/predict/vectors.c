@@ -1,12 +1,14 @@
 /* ioloom-predict-vectors DIR: writes DIR/sequences.txt, the shared test vectors of the predictor's grammar (docs/
  * predict.md): streams of symbols fed to the C grammar, sequence and local model, with what each predicted after
- * every input. tests/test_predict_vectors.py holds the Python model to the same predictions, and this program's
- * output to the committed copy (tests/vectors/predict/).
+ * every input; and DIR/process.txt, streams of operations fed to the C process model (process.h), with the
+ * candidates it predicted before each. tests/test_predict_vectors.py holds the Python model to the same
+ * predictions, and this program's output to the committed copies (tests/vectors/predict/).
  * ioloom-predict-vectors --cost N [PERCENT]: feeds N inputs of a loop (open, 24 writes, close; PERCENT of the
  * inputs, default 10, random) to a sequence and asks its prediction after each, printing nothing: run under
  * callgrind with two values of N, the difference of the instruction counts over that of N is the cost of one
  * input and one prediction. */
 #include "grammar.h"
+#include "process.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -95,6 +97,134 @@ static int write_local(FILE *out) {
     return 0;
 }
 
+/* ---- process streams: operations and the candidates predicted before each ---- */
+
+enum { PROCESS_OPS = 2400, CANDIDATES = 64 };
+
+struct ops {
+    const char *name;
+    int32_t n;
+    struct pg_operation op[PROCESS_OPS];
+    int64_t now;           /* the clock: where the next operation starts */
+    int64_t at[8];         /* per file key, the offset of the next contiguous access */
+};
+
+/* Appends an operation of symbol (kind, file key) starting `gap` ns after the last one ended, taking 2 us. */
+static void add_op(struct ops *o, int32_t symbol, enum pg_kind kind, int32_t key, int64_t offset, int64_t size,
+                   int64_t gap) {
+    if (o->n == PROCESS_OPS) return;
+    o->now += gap;
+    o->op[o->n++] = (struct pg_operation){symbol, key, kind, offset, size, o->now, o->now + 2000};
+    o->now += 2000;
+    if (kind == PG_OPEN || kind == PG_CLOSE) o->at[key] = 0;
+    else if (offset >= 0) o->at[key] = offset + size;
+}
+
+/* One contiguous write on key of size bytes. */
+static void append(struct ops *o, int32_t symbol, int32_t key, int64_t size, int64_t gap) {
+    add_op(o, symbol, PG_WRITE, key, o->at[key], size, gap);
+}
+
+/* A file per step: open, 24 writes of 1 MiB, close; steps 50 ms apart. */
+static void file_per_step(struct ops *o) {
+    *o = (struct ops){.name = "file-per-step"};
+    for (int step = 0; step < 30; step++) {
+        add_op(o, 0, PG_OPEN, 0, -1, 0, 50000000);
+        for (int w = 0; w < 24; w++) append(o, 1, 0, 1 << 20, 10000);
+        add_op(o, 2, PG_CLOSE, 0, -1, 0, 10000);
+    }
+}
+
+/* HDF5-like: a header, compressed chunks of varying sizes, then metadata written back where the header and the
+ * second chunk ended (returns), and a superblock update at 0. */
+static void hdf5(struct ops *o) {
+    unsigned seed = 11;
+    *o = (struct ops){.name = "hdf5-returns"};
+    for (int step = 0; step < 30; step++) {
+        add_op(o, 0, PG_OPEN, 0, -1, 0, 20000000);
+        append(o, 1, 0, 96, 5000);
+        int64_t ends[6];
+        for (int c = 0; c < 6; c++) append(o, 2, 0, 3000 + lcg(&seed) % 1000, 5000), ends[c] = o->at[0];
+        add_op(o, 3, PG_WRITE, 0, 96, 40, 5000);
+        add_op(o, 3, PG_WRITE, 0, ends[1], 40, 5000);
+        add_op(o, 4, PG_WRITE, 0, 0, 8, 5000);
+        add_op(o, 5, PG_CLOSE, 0, -1, 0, 5000);
+    }
+}
+
+/* GTC-like: a header, then a varying count of 28-byte particle writes, and reads of unknown offset. */
+static void particle_ops(struct ops *o) {
+    unsigned seed = 5;
+    *o = (struct ops){.name = "particles"};
+    for (int step = 0; step < 20; step++) {
+        add_op(o, 0, PG_OPEN, 1, -1, 0, 3000000 + lcg(&seed) % 2000000);
+        append(o, 1, 1, 64, 3000);
+        for (int p = 40 + (int)(lcg(&seed) % 30); p > 0; p--) append(o, 2, 1, 28, 500 + lcg(&seed) % 100);
+        add_op(o, 3, PG_READ, 2, -1, 4096, 800);
+        add_op(o, 4, PG_CLOSE, 1, -1, 0, 1000);
+    }
+}
+
+/* Noise over three files: symbols 0-8 of fixed kinds and keys, sizes from more than 24 values (the fallback),
+ * offsets contiguous, repeated or jumping, gaps near the 1 ms threshold. */
+static void noisy_ops(struct ops *o, const char *name, unsigned seed) {
+    static const enum pg_kind kinds[9] = {PG_OPEN, PG_WRITE, PG_WRITE, PG_READ, PG_CLOSE,
+                                          PG_OPEN, PG_READ, PG_WRITE, PG_CLOSE};
+    static const int32_t keys[9] = {0, 0, 0, 0, 0, 1, 1, 1, 1};
+    *o = (struct ops){.name = name};
+    for (int i = 0; i < 1500; i++) {
+        int32_t s = lcg(&seed) % 10 < 7 ? (int32_t)(i % 9) : (int32_t)(lcg(&seed) % 9), key = keys[s];
+        int64_t size = lcg(&seed) % 4 ? (int64_t)512 << (i % 3) : 1 + (int64_t)(lcg(&seed) % 64);
+        int64_t gap = lcg(&seed) % 2000000;
+        unsigned jump = lcg(&seed) % 10;
+        int64_t offset = jump < 7 ? o->at[key] : jump < 9 ? (int64_t)(lcg(&seed) % 16) * 512 : -1;
+        if (kinds[s] == PG_OPEN || kinds[s] == PG_CLOSE) add_op(o, s, kinds[s], key, -1, 0, gap);
+        else add_op(o, s, kinds[s], key, offset, size, gap);
+    }
+}
+
+static void print_candidates(FILE *out, const struct pg_candidate *c, int32_t n) {
+    for (int32_t k = 0; k < n && k < CANDIDATES; k++)
+        fprintf(out, "%s%d,%lld,%lld,%.17g", k ? ";" : "", c[k].symbol, (long long)c[k].size,
+                (long long)c[k].offset, c[k].gap_ns);
+}
+
+/* Per operation: its fields, then how many candidates the model gave before it, and the candidates. */
+static int write_process(FILE *out, const struct ops *o, int32_t run_positions) {
+    struct pg_options options = {1 << 16, 24, 4096, run_positions, 64, 1000000, MAX_SYMBOLS, 8, 1 << 16};
+    struct pg_process *p = pg_process_new(&options);
+    struct pg_candidate c[CANDIDATES];
+    if (!p) return -1;
+    fprintf(out, "process %s run_positions %d\n", o->name, run_positions);
+    for (int32_t i = 0; i < o->n; i++) {
+        const struct pg_operation *op = &o->op[i];
+        int32_t n = pg_process_predict(p, c, CANDIDATES);
+        fprintf(out, "%d %d %d %lld %lld %lld %lld\t%d\t", op->symbol, op->kind, op->place, (long long)op->offset,
+                (long long)op->size, (long long)op->t_start, (long long)op->t_end, n);
+        print_candidates(out, c, n);
+        fputc('\n', out);
+        pg_process_observe(p, op);
+    }
+    pg_process_free(p);
+    return 0;
+}
+
+static int write_processes(const char *dir) {
+    static struct ops o;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/process.txt", dir);
+    FILE *out = fopen(path, "w");
+    if (!out) return perror(path), -1;
+    int failed = 0;
+    file_per_step(&o), failed |= write_process(out, &o, 64);
+    hdf5(&o), failed |= write_process(out, &o, 64);
+    hdf5(&o), failed |= write_process(out, &o, 3);
+    particle_ops(&o), failed |= write_process(out, &o, 64);
+    noisy_ops(&o, "noisy-1", 1), failed |= write_process(out, &o, 64);
+    noisy_ops(&o, "noisy-2", 2), failed |= write_process(out, &o, 4);
+    return fclose(out) != 0 || failed ? -1 : 0;
+}
+
 static int cost(long inputs, unsigned noise) {
     static const int32_t body[26] = {0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2};
     struct pg_sequence *s = pg_sequence_new(1 << 16, MAX_SYMBOLS, 24, 1, 4096);
@@ -137,5 +267,6 @@ int main(int argc, char **argv) {
     }
     noisy(&st, "capped", 0, 32, 30, 99), failed |= write_stream(out, &st);
     failed |= write_local(out);
-    return fclose(out) != 0 || failed ? 1 : 0;
+    failed |= fclose(out) != 0;
+    return write_processes(argv[1]) || failed ? 1 : 0;
 }

@@ -410,3 +410,12 @@ IOLOOM_EXPORT int32_t ioloom_file_id(const char *path, int fd) {
     if (state <= -2) ioloom_count_excluded(state, 0);
     return state >= 0 ? state : -1;
 }
+
+/* ---- for the predictor (predict.c) ---- */
+
+const char *ioloom_file_path(int32_t id) {
+    pthread_mutex_lock(&ft.lock);
+    const char *path = id >= 0 && id < ft.count ? ft.entries[id].path : NULL; /* paths are never freed */
+    pthread_mutex_unlock(&ft.lock);
+    return path;
+}

@@ -5,8 +5,9 @@
  * N - 1 callers above it, read from the program's frame records (unwind.c) where its code keeps them. Each stack
  * the walk meets for the first time is checked once against libc's backtrace() (DWARF unwinding: right without
  * frame pointers, and dearer); where the two differ (code built without frame pointers), backtrace() is used.
- * With IOLOOM_PREDICT=1, the grammar of native/predict (grammar.h, the Python model's twin) learns the symbols as
- * they come and predicts the next one. Symbols, calls and predictions go to the process's side stream,
+ * With IOLOOM_PREDICT=1, the process model of native/predict (process.h, the Python model's twin) learns the
+ * calls as they come, each as its stack symbol and file key, and predicts the next one: its symbol, size, offset
+ * and gap. Symbols, file keys, calls and predictions go to the process's side stream,
  * <stream>.predict (docs/predict.md, "The side stream"), written as the events are (whole chunks, raw system
  * calls, chained checksums) and read by python/ioloom/predict/side.py; the event stream is not changed. One lock
  * serialises the model: the calls of all threads make one stream of symbols. */
@@ -18,34 +19,44 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
-#include "grammar.h"
 #include "predict.h"
+#include "process.h"
 #include "trace_internal.h"
 #include "unwind.h"
 
 enum {
     MAX_FRAMES = 8,          /* IOLOOM_STACKS at most */
-    MAX_SYMBOLS = 1024,      /* the last one stands for every stack met once the others are taken */
+    MAX_SYMBOLS = 1024,      /* the last one stands for every stack met once the others are taken; so for the
+                                model's symbols, (stack symbol, file key) pairs */
+    MAX_KEYS = 1024,         /* file keys; the last one, "", stands for every key met once the others are taken */
+    KEY_SLOTS = 2 * MAX_KEYS,        /* file key -> id (a power of two) */
+    FILE_SLOTS = 1024,               /* file id -> file key, a cache (a power of two) */
+    PAIR_SLOTS = 2 * MAX_SYMBOLS,    /* (stack symbol, file key) -> model symbol (a power of two) */
+    MAX_MODELS = 4096,               /* size, offset, return and time models of the process model */
+    RATE_CALLS = 1024,               /* calls between two measures of the TSC's rate */
     MAX_MODULES = 1024,      /* executable segments remembered */
     RAW_SLOTS = 4096,        /* stacks as raw addresses -> symbol (a power of two) */
     RAW_PROBES = 16,         /* slots looked at before the stable table is searched instead */
     KEPT = 8,                /* predicted symbols written per call; their count is written whole */
-    MAX_PREDICTED = 64,      /* predicted symbols asked of the model */
     NAME_BYTES = 1024,       /* a module's name, cut beyond */
     PENDING_BYTES = 1 << 16, /* chunks are written out once this much waits */
     OUT_BYTES = PENDING_BYTES + 4 * NAME_BYTES + 4096,
-    DISTINCT_VALUES = 24, /* the Python model's defaults (model.Options) */
-    LOCAL_CAP = 4096,
+    DISTINCT_VALUES = 24, /* the Python model's defaults (model.Options), but: */
+    LOCAL_CAP = 512,      /* symbols of each local grammar (Python's 4,096): MAX_MODELS of them bound the memory */
+    RUN_POSITIONS = 64,
+    RETURN_DEPTH = 64,
+    DISTANT_NS = 1000000,
     DEFAULT_CAP = 65536,
 };
-enum side_chunk { SIDE_INFO = 1, SIDE_MODULES = 2, SIDE_SYMBOLS = 3, SIDE_CALLS = 4 };
+enum side_chunk { SIDE_INFO = 1, SIDE_MODULES = 2, SIDE_SYMBOLS = 3, SIDE_CALLS = 4, SIDE_KEYS = 5 };
 enum via { VIA_FRAMES, VIA_BACKTRACE }; /* how a raw stack was read: the frame walk (or the site alone), backtrace() */
-enum kind { NOT_PREDICTED, PREDICTED, BY_AUX /* a copy or an aio result: aux 0 read, 1 write */ };
+enum kind { NOT_PREDICTED, READS, WRITES, OPENS, CLOSES, BY_AUX /* a copy or an aio result: aux 0 read, 1 write */ };
 #define SIDE_MAGIC "IOLOOMPR"
-#define SIDE_MAJOR 1
-#define SIDE_MINOR 1
+#define SIDE_MAJOR 2
+#define SIDE_MINOR 0
 #define HDR IOLOOM_CHUNK_HEADER_BYTES
 
 struct module {
@@ -75,7 +86,7 @@ static struct side {
     ino_t ino;
     int failed; /* a write failed: nothing more is written */
     uint32_t crc;
-    struct pg_sequence *model;
+    struct pg_process *model;
     struct raw *raws;
     struct symbol *symbols;
     int32_t nsymbols;
@@ -83,7 +94,19 @@ static struct side {
     int32_t nmodules;
     struct ioloom_code_range own_code; /* the tracer's own code, skipped in stacks */
     struct ioloom_code_range libc;     /* a stack ends at its first frame in libc (process or thread start) */
-    int32_t predicted[MAX_PREDICTED], npredicted;
+    struct pg_candidate predicted[KEPT]; /* the model's candidates for the next call, and how many it has */
+    int32_t npredicted;
+    char **keys;                      /* file keys, numbered in order of appearance */
+    uint8_t *key_written;             /* named in this side stream */
+    int32_t nkeys, *key_slots;        /* key_slots: key hash -> id + 1 */
+    struct file_key { int32_t file_plus_1, key; } *file_keys; /* a cache: file id -> file key */
+    struct pair { int32_t symbol, key; } *pairs; /* per model symbol, its stack symbol and file key */
+    int32_t npairs, *pair_slots;      /* pair_slots: pair hash -> model symbol + 1 */
+    uint64_t keys_past_cap, pairs_past_cap;
+    uint64_t last_end;                /* the last call's end (ioloom_ticks); 0: none yet */
+    int64_t clock_ns;                 /* the model's clock: the sum of the gaps so far */
+    uint64_t tick0, ns0;              /* a (ticks, ns) pair at start, with the TSC: its rate measured from there */
+    double ns_per_tick;
     uint64_t calls, past_symbol_cap;
     uint64_t by_frames, by_backtrace; /* calls whose stack the frame walk gave (a known one), backtrace() gave */
     uint8_t *out; /* sealed chunks, then the open CALLS chunk at calls_at (calls_open) */
@@ -101,8 +124,8 @@ static const char *const op_names[] = {
     IOLOOM_ALL_OPS(OP_NAME)
 #undef OP_NAME
 };
-#define KIND_READ PREDICTED
-#define KIND_WRITE PREDICTED
+#define KIND_READ READS
+#define KIND_WRITE WRITES
 #define KIND_COPY BY_AUX
 #define KIND_AIO BY_AUX
 #define KIND_META NOT_PREDICTED
@@ -115,11 +138,11 @@ static uint8_t kinds[IOLOOM_OP_COUNT] = {
 #undef OP_KIND
 };
 /* The opens and closes the predictor learns (python/ioloom/predict/source.py, OPENS and CLOSES). */
-static const enum ioloom_op opens_and_closes[] = {
+static const enum ioloom_op opens[] = {
     IOLOOM_OP_OPEN,    IOLOOM_OP_OPEN64,   IOLOOM_OP_OPENAT,     IOLOOM_OP_OPENAT64,   IOLOOM_OP_CREAT,
     IOLOOM_OP_CREAT64, IOLOOM_OP_U_OPEN_2, IOLOOM_OP_U_OPEN64_2, IOLOOM_OP_U_OPENAT_2, IOLOOM_OP_U_OPENAT64_2,
-    IOLOOM_OP_FOPEN,   IOLOOM_OP_FOPEN64,  IOLOOM_OP_FDOPEN,     IOLOOM_OP_FREOPEN,    IOLOOM_OP_FREOPEN64,
-    IOLOOM_OP_CLOSE,   IOLOOM_OP_FCLOSE};
+    IOLOOM_OP_FOPEN,   IOLOOM_OP_FOPEN64,  IOLOOM_OP_FDOPEN,     IOLOOM_OP_FREOPEN,    IOLOOM_OP_FREOPEN64};
+static const enum ioloom_op closes[] = {IOLOOM_OP_CLOSE, IOLOOM_OP_FCLOSE};
 
 /* ---- modules: an address -> (module, offset) ---- */
 
@@ -296,17 +319,23 @@ static void put_info(uint8_t **p, const char *key, uint64_t value) {
 }
 
 static void write_counts(void) {
-    const struct pg_grammar *g = side.model ? pg_sequence_grammar(side.model) : NULL;
+    const struct pg_grammar *g = side.model ? pg_sequence_grammar(pg_process_sequence(side.model)) : NULL;
     uint8_t *p = chunk_payload();
     put_info(&p, "frames", (uint64_t)side.frames);
     put_info(&p, "predict", (uint64_t)side.predict);
     put_info(&p, "grammar_cap", side.cap);
+    put_info(&p, "local_cap", LOCAL_CAP);
     put_info(&p, "max_symbols", MAX_SYMBOLS);
     put_info(&p, "calls", side.calls);
     put_info(&p, "symbols", (uint64_t)side.nsymbols);
     put_info(&p, "symbols_past_cap", side.past_symbol_cap);
     put_info(&p, "grammar_size", g ? (uint64_t)pg_grammar_size(g) : 0);
     put_info(&p, "grammar_past_cap", g ? (uint64_t)pg_grammar_past_cap(g) : 0);
+    put_info(&p, "keys", (uint64_t)side.nkeys);
+    put_info(&p, "keys_past_cap", side.keys_past_cap);
+    put_info(&p, "model_symbols", (uint64_t)side.npairs);
+    put_info(&p, "model_symbols_past_cap", side.pairs_past_cap);
+    put_info(&p, "models_past_cap", side.model ? (uint64_t)pg_process_models_past_cap(side.model) : 0);
     put_info(&p, "stacks_walked", side.by_frames);
     put_info(&p, "stacks_backtraced", side.by_backtrace);
     chunk_done(SIDE_INFO, p);
@@ -389,10 +418,122 @@ static int32_t call_symbol(uint16_t op, const uintptr_t *pc, int n) {
     return checked_symbol(op, pc, n);
 }
 
+/* ---- file keys and model symbols ---- */
+
+/* The file key of path (source.py's file_key): each run of decimal digits made '#', cut at NAME_BYTES - 1. */
+static void file_key(const char *path, char *key) {
+    size_t n = 0;
+    for (const char *c = path; *c && n < NAME_BYTES - 1; c++) {
+        int digit = *c >= '0' && *c <= '9';
+        if (!digit) key[n++] = *c;
+        else if (c == path || c[-1] < '0' || c[-1] > '9') key[n++] = '#';
+    }
+    key[n] = 0;
+}
+
+static uint64_t hash_text(const char *s) {
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    while (*s) h = (h ^ (uint8_t)*s++) * 1099511628211ull;
+    return h;
+}
+
+/* The id of a file key: found, or numbered now; past MAX_KEYS - 1 (or out of memory), the last one. */
+static int32_t key_id(const char *key) {
+    uint32_t slot = (uint32_t)hash_text(key) & (KEY_SLOTS - 1);
+    for (; side.key_slots[slot]; slot = (slot + 1) & (KEY_SLOTS - 1))
+        if (strcmp(side.keys[side.key_slots[slot] - 1], key) == 0) return side.key_slots[slot] - 1;
+    char *copy = side.nkeys < MAX_KEYS - 1 ? strdup(key) : NULL;
+    if (!copy) {
+        side.keys_past_cap++;
+        if (!side.keys[MAX_KEYS - 1]) side.keys[MAX_KEYS - 1] = ""; /* named "": every key past the others */
+        return MAX_KEYS - 1;
+    }
+    side.keys[side.nkeys] = copy;
+    side.key_slots[slot] = side.nkeys + 1;
+    return side.nkeys++;
+}
+
+/* The file key of a file id, through the cache. */
+static int32_t key_of_file(int32_t file) {
+    struct file_key *cached = &side.file_keys[(uint32_t)file & (FILE_SLOTS - 1)];
+    if (cached->file_plus_1 == file + 1) return cached->key;
+    const char *path = ioloom_file_path(file);
+    char key[NAME_BYTES];
+    file_key(path ? path : "", key);
+    *cached = (struct file_key){file + 1, key_id(key)};
+    return cached->key;
+}
+
+static void name_key(int32_t key) {
+    if (side.key_written[key]) return;
+    side.key_written[key] = 1;
+    uint8_t *p = chunk_payload();
+    p = ioloom_put_varint(p, (uint64_t)key);
+    p = ioloom_put_cstr(p, side.keys[key]);
+    chunk_done(SIDE_KEYS, p);
+}
+
+/* The model's symbol of a stack symbol on a file key, numbered in order of appearance; past MAX_SYMBOLS - 1, the
+ * last one. */
+static int32_t model_symbol(int32_t symbol, int32_t key) {
+    uint32_t slot = (uint32_t)mix((uint64_t)symbol, (uint64_t)key) & (PAIR_SLOTS - 1);
+    for (; side.pair_slots[slot]; slot = (slot + 1) & (PAIR_SLOTS - 1)) {
+        const struct pair *pair = &side.pairs[side.pair_slots[slot] - 1];
+        if (pair->symbol == symbol && pair->key == key) return side.pair_slots[slot] - 1;
+    }
+    if (side.npairs == MAX_SYMBOLS - 1) { /* the last one, named after the first pair that took it */
+        if (!side.pairs_past_cap++) side.pairs[MAX_SYMBOLS - 1] = (struct pair){symbol, key};
+        return MAX_SYMBOLS - 1;
+    }
+    side.pairs[side.npairs] = (struct pair){symbol, key};
+    side.pair_slots[slot] = side.npairs + 1;
+    return side.npairs++;
+}
+
+/* ---- time: the model's gaps in ns ---- */
+
+static uint64_t monotonic_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* With the TSC, its rate from start to now, measured again every RATE_CALLS calls. */
+static void measure_rate(void) {
+    if (!ioloom_tsc || side.calls % RATE_CALLS) return;
+    uint64_t ticks = ioloom_ticks(), ns = monotonic_ns();
+    if (ticks > side.tick0 && ns > side.ns0) side.ns_per_tick = (double)(ns - side.ns0) / (double)(ticks - side.tick0);
+}
+
+/* The time from the last call's end to this one's start, ns (0 for the first call and for overlaps). */
+static int64_t gap_ns(const struct ioloom_raw_event *row) {
+    if (!side.last_end || row->t_start <= side.last_end) return 0;
+    uint64_t ticks = row->t_start - side.last_end;
+    return ioloom_tsc ? (int64_t)((double)ticks * side.ns_per_tick) : (int64_t)ticks;
+}
+
 /* ---- calls ---- */
 
-/* One CALLS record: thread, symbol, and what the model predicted for this call (before learning it). */
-static void record_call(int32_t symbol) {
+/* A gap rounded half to even, as Python's round() (no libm in the tracer). */
+static uint64_t rounded(double gap) {
+    uint64_t whole = (uint64_t)gap;
+    double part = gap - (double)whole;
+    return whole + (part > 0.5 || (part == 0.5 && (whole & 1)));
+}
+
+static uint8_t *put_candidate(uint8_t *p, const struct pg_candidate *c) {
+    const struct pair *pair = &side.pairs[c->symbol];
+    p = ioloom_put_varint(p, (uint64_t)pair->symbol);
+    p = ioloom_put_varint(p, (uint64_t)pair->key);
+    p = ioloom_put_varint(p, (uint64_t)c->size);
+    p = ioloom_put_varint(p, (uint64_t)c->offset << 1 ^ (uint64_t)(c->offset >> 63)); /* zigzag: -1 none, or < 0 */
+    return ioloom_put_varint(p, rounded(c->gap_ns));
+}
+
+/* One CALLS record: thread, symbol, file key, the gap before the call, and the model's candidates for it
+ * (predicted before learning it). */
+static void record_call(int32_t symbol, int32_t key, int64_t gap) {
+    name_key(key);
     if (!side.calls_open) {
         side.calls_at = side.out_len;
         side.out_len += HDR;
@@ -401,33 +542,57 @@ static void record_call(int32_t symbol) {
     uint8_t *p = side.out + side.out_len;
     p = ioloom_put_varint(p, side_tid);
     p = ioloom_put_varint(p, (uint64_t)symbol);
+    p = ioloom_put_varint(p, (uint64_t)key);
+    p = ioloom_put_varint(p, (uint64_t)gap);
     p = ioloom_put_varint(p, (uint64_t)side.npredicted);
-    for (int32_t i = 0; i < side.npredicted && i < KEPT; i++) p = ioloom_put_varint(p, (uint64_t)side.predicted[i]);
+    for (int32_t i = 0; i < side.npredicted && i < KEPT; i++) p = put_candidate(p, &side.predicted[i]);
     side.out_len = (size_t)(p - side.out);
 }
 
-static void learn(int32_t symbol) {
-    side.calls++;
-    side.past_symbol_cap += symbol == MAX_SYMBOLS - 1;
-    if (!side.model) return;
-    pg_sequence_input(side.model, symbol);
-    side.npredicted = pg_sequence_predicted(side.model, side.predicted, MAX_PREDICTED);
+/* The call as the model's operation (source.py's: size the bytes asked of a read or write, else 0). Only gaps
+ * count, so the model's clock is the sum of the gaps, and each call takes no time on it. */
+static struct pg_operation operation(const struct ioloom_raw_event *row, enum pg_kind kind, int32_t model_symbol,
+                                     int32_t key, int64_t gap) {
+    int data = kind == PG_READ || kind == PG_WRITE;
+    side.clock_ns += gap;
+    return (struct pg_operation){model_symbol, key, kind, data ? row->offset : -1,
+                                 data && row->req_bytes > 0 ? row->req_bytes : 0, side.clock_ns, side.clock_ns};
 }
 
-static int predicted_kind(enum ioloom_op op, int64_t aux) {
-    uint8_t kind = op < IOLOOM_OP_COUNT ? kinds[op] : NOT_PREDICTED;
-    return kind == PREDICTED || (kind == BY_AUX && (aux == 0 || aux == 1));
+static void learn(const struct ioloom_raw_event *row, enum pg_kind kind, int32_t symbol, int32_t key, int64_t gap) {
+    side.calls++;
+    side.past_symbol_cap += symbol == MAX_SYMBOLS - 1;
+    side.last_end = row->t_end;
+    if (!side.model) return;
+    struct pg_operation op = operation(row, kind, model_symbol(symbol, key), key, gap);
+    pg_process_observe(side.model, &op);
+    side.npredicted = pg_process_predict(side.model, side.predicted, KEPT);
+}
+
+/* The model's kind of a call, -1 for a call it does not learn. */
+static int call_kind(enum ioloom_op op, int64_t aux) {
+    switch (op < IOLOOM_OP_COUNT ? kinds[op] : NOT_PREDICTED) {
+        case READS: return PG_READ;
+        case WRITES: return PG_WRITE;
+        case OPENS: return PG_OPEN;
+        case CLOSES: return PG_CLOSE;
+        case BY_AUX: return aux == 0 ? PG_READ : aux == 1 ? PG_WRITE : -1;
+        default: return -1;
+    }
 }
 
 void ioloom_predict_row(const struct ioloom_call *c, const struct ioloom_raw_event *row) {
-    if (row->file_id < 0 || row->layer > IOLOOM_STDIO || !predicted_kind(row->op, row->aux)) return;
+    int kind = row->file_id >= 0 && row->layer <= IOLOOM_STDIO ? call_kind(row->op, row->aux) : -1;
+    if (kind < 0) return;
     uintptr_t pc[MAX_FRAMES];
     int n = walked_stack(c, pc);
     if (IOLOOM_UNLIKELY(!side_tid)) side_tid = (uint32_t)syscall(SYS_gettid);
     pthread_mutex_lock(&side.lock);
-    int32_t symbol = call_symbol(row->op, pc, n);
-    record_call(symbol);
-    learn(symbol);
+    int32_t symbol = call_symbol(row->op, pc, n), key = key_of_file(row->file_id);
+    measure_rate();
+    int64_t gap = gap_ns(row);
+    record_call(symbol, key, gap);
+    learn(row, (enum pg_kind)kind, symbol, key, gap);
     if (side.out_len > PENDING_BYTES) write_pending();
     pthread_mutex_unlock(&side.lock);
 }
@@ -455,13 +620,28 @@ static struct ioloom_code_range segment_of(uintptr_t fn) {
     return code;
 }
 
+/* The process model with the Python model's defaults (model.Options) and the tracer's bounds; NULL without
+ * IOLOOM_PREDICT or memory. */
+static struct pg_process *new_model(void) {
+    struct pg_options o = {(int32_t)side.cap, DISTINCT_VALUES, LOCAL_CAP, RUN_POSITIONS, RETURN_DEPTH,
+                           DISTANT_NS, MAX_SYMBOLS, MAX_KEYS, MAX_MODELS};
+    return side.predict ? pg_process_new(&o) : NULL;
+}
+
 /* The model, the tables and the output buffer; 0 on success. */
 static int allocate(void) {
     side.raws = calloc(RAW_SLOTS, sizeof *side.raws);
     side.symbols = calloc(MAX_SYMBOLS, sizeof *side.symbols);
     side.out = malloc(OUT_BYTES);
-    if (side.predict) side.model = pg_sequence_new((int32_t)side.cap, MAX_SYMBOLS, DISTINCT_VALUES, 1, LOCAL_CAP);
-    return !side.raws || !side.symbols || !side.out || (side.predict && !side.model);
+    side.keys = calloc(MAX_KEYS, sizeof *side.keys);
+    side.key_written = calloc(MAX_KEYS, sizeof *side.key_written);
+    side.key_slots = calloc(KEY_SLOTS, sizeof *side.key_slots);
+    side.file_keys = calloc(FILE_SLOTS, sizeof *side.file_keys);
+    side.pairs = calloc(MAX_SYMBOLS, sizeof *side.pairs);
+    side.pair_slots = calloc(PAIR_SLOTS, sizeof *side.pair_slots);
+    side.model = new_model();
+    return !side.raws || !side.symbols || !side.out || !side.keys || !side.key_written || !side.key_slots ||
+           !side.file_keys || !side.pairs || !side.pair_slots || (side.predict && !side.model);
 }
 
 void ioloom_predict_start(void) {
@@ -471,8 +651,9 @@ void ioloom_predict_start(void) {
     side.frames = frames > MAX_FRAMES ? MAX_FRAMES : (int)frames;
     uint64_t cap = ioloom_env_uint("IOLOOM_PREDICT_CAP", DEFAULT_CAP);
     side.cap = cap<16 ? 16 : cap>(1u << 24) ? (1u << 24) : cap; /* the Python model's --grammar-cap bounds */
-    for (size_t i = 0; i < sizeof opens_and_closes / sizeof *opens_and_closes; i++)
-        kinds[opens_and_closes[i]] = PREDICTED;
+    for (size_t i = 0; i < sizeof opens / sizeof *opens; i++) kinds[opens[i]] = OPENS;
+    for (size_t i = 0; i < sizeof closes / sizeof *closes; i++) kinds[closes[i]] = CLOSES;
+    if (ioloom_tsc) side.tick0 = ioloom_ticks(), side.ns0 = monotonic_ns();
     long n = syscall(SYS_readlinkat, AT_FDCWD, "/proc/self/exe", side.exe, sizeof side.exe - 1);
     side.exe[n > 0 ? n : 0] = 0;
     side.own_code = segment_of((uintptr_t)&ioloom_predict_row);
@@ -507,7 +688,12 @@ void ioloom_predict_after_fork(void) {
     side.calls = side.past_symbol_cap = side.by_frames = side.by_backtrace = 0;
     memset(side.raws, 0, RAW_SLOTS * sizeof *side.raws);
     for (int32_t i = 0; i < side.nmodules; i++) side.modules[i].written = 0;
+    memset(side.key_written, 0, MAX_KEYS * sizeof *side.key_written); /* the keys keep their ids */
+    memset(side.pair_slots, 0, PAIR_SLOTS * sizeof *side.pair_slots);
+    side.npairs = 0;
+    side.keys_past_cap = side.pairs_past_cap = side.last_end = 0;
+    side.clock_ns = 0;
     /* The parent's model is left as it is, not freed: another thread may have been changing it when the process
      * forked. Its pages, never touched again, stay shared with the parent's. */
-    side.model = side.predict ? pg_sequence_new((int32_t)side.cap, MAX_SYMBOLS, DISTINCT_VALUES, 1, LOCAL_CAP) : NULL;
+    side.model = new_model();
 }

@@ -74,6 +74,8 @@ void ioloom_cwd_changed(void);
 void ioloom_names_changed(void);
 /* Counts one excluded call moving `bytes` against the state's exclusion rule. */
 void ioloom_count_excluded(int32_t state, int64_t bytes);
+/* The path of file id, NULL if there is none; valid for the life of the process. */
+const char *ioloom_file_path(int32_t id);
 
 /* ---- wrapper helpers (posix.c, stdio.c) ---- */
 /* A call in progress: its times and the errno it left, which the wrapper hands back to the program. */

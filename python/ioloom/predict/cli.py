@@ -40,7 +40,7 @@ def analyse_trace(trace, options: Options, rank: int | None = None, limit: int |
         skeleton = Skeleton(model.grammar, symbols.names, model.sizes.whole, model.sequence.lengths)
         out.append({"process": process.label, "context": process.context, "stacks_unused": process.stacks_unused,
                     **figures, "main_loop": skeleton.main_loop(), "skeleton": skeleton.full(),
-                    "online": online_figures(process.side),
+                    "online": online_figures(process.side, process.calls),
                     "side_problems": process.side.problems if process.side else []})
     return out
 

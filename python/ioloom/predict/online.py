@@ -1,13 +1,14 @@
 """How well the tracer's own model predicted (IOLOOM_PREDICT=1): its figures from the side stream, beside the
 Python model run over the same symbols (docs/predict.md, "In the tracer"). The two follow one specification, so
-they must predict the same sets; `same_predictions_pct` says on how many calls they did."""
+they must predict the same sets; `same_predictions_pct` says on how many calls they did. From the side stream's
+version 2, the tracer predicts sizes, offsets and gaps too: given each call's kind, offset and size (its event),
+the Python process model runs over the same calls and `same_candidates_pct` says on how many calls every kept
+candidate was the same."""
 from __future__ import annotations
 
 from ioloom.predict.metrics import WINDOW
-from ioloom.predict.model import Options, Sequence
-from ioloom.predict.side import SideStream
-
-KEPT = 8  # predicted symbols the side stream keeps per call (native/trace/predict.c)
+from ioloom.predict.model import Operation, Options, ProcessModel, Sequence
+from ioloom.predict.side import KEPT, SideStream
 
 
 def _score(symbol: int, predicted: tuple[int, ...], count: int) -> float:
@@ -20,18 +21,59 @@ def _pct(values: list[float]) -> float | None:
     return round(100 * sum(values) / len(values), 2) if values else None
 
 
-def online_figures(side: SideStream | None) -> dict | None:
-    """The tracer model's figures for one process, None without a side stream (or one with no call)."""
+def model_symbols(side: SideStream) -> tuple[list[int], list[tuple[int, ...]], dict[int, tuple[int, int]]]:
+    """Per call, the tracer model's symbol and those it predicted for the call (kept), and per model symbol its
+    (stack symbol, file key). Version 1: the stack symbols. Version 2: (stack symbol, file key) pairs numbered in
+    order of appearance, the last number standing for every pair past the tracer's limit (`max_symbols`)."""
+    if side.major == 1:
+        return side.calls, side.predicted, {s: (s, 0) for s in side.symbols}
+    limit, ids = side.count("max_symbols") or 1024, {}
+    calls = [ids.setdefault(pair, min(len(ids), limit - 1)) for pair in zip(side.calls, side.call_keys)]
+    predicted = [tuple(ids[(c.symbol, c.key)] for c in kept) for kept in side.predicted]
+    pairs: dict[int, tuple[int, int]] = {}
+    for pair, symbol in ids.items():
+        pairs.setdefault(symbol, pair)
+    return calls, predicted, pairs
+
+
+def _options(side: SideStream) -> Options:
+    """The tracer model's options (the side stream's INFO; before version 2 its local grammars were Python's)."""
+    return Options(grammar_cap=side.count("grammar_cap") or Options.grammar_cap,
+                   local_cap=side.count("local_cap") or Options.local_cap)
+
+
+def same_candidates(side: SideStream, operations: list[tuple[str, int, int]]) -> list[bool]:
+    """Per call, whether the Python process model, run over the same calls (kind, offset, size per call; the gaps
+    of the side stream), gave the tracer's candidates: symbols, sizes, offsets and rounded gaps."""
+    calls, _, pairs = model_symbols(side)
+    model = ProcessModel({}, {}, _options(side))
+    clock, out = 0, []
+    for symbol, key, gap, kept, (kind, offset, size) in zip(calls, side.call_keys, side.gaps, side.predicted,
+                                                            operations):
+        mine = [(*pairs[c.symbol], c.size, c.offset, round(c.gap_ns)) for c in model.predict()[:KEPT]]
+        out.append(mine == [(c.symbol, c.key, c.size, c.offset, c.gap_ns) for c in kept])
+        model.kinds.setdefault(symbol, kind)
+        model.places.setdefault(symbol, str(key))
+        clock += gap  # only gaps count: each call takes no time on this clock, as on the tracer's
+        model.observe(Operation(symbol, kind, str(key), key, offset, size, clock, clock))
+    return out
+
+
+def online_figures(side: SideStream | None, operations: list[tuple[str, int, int]] | None = None) -> dict | None:
+    """The tracer model's figures for one process, None without a side stream (or one with no call).
+    `operations`: per call its kind, offset and size (source.call_operations), for `same_candidates_pct`."""
     if side is None or not side.calls:
         return None
     figures = {"calls": len(side.calls), "frames": side.count("frames"), "stack_symbols": len(side.symbols),
                "symbols_past_cap": side.count("symbols_past_cap"), "predicting": side.count("predict") == 1}
     if not figures["predicting"]:
         return figures
-    cap = side.count("grammar_cap") or Options.grammar_cap
-    sequence = Sequence(cap, Options.distinct_values, True, Options.local_cap)
+    options = _options(side)
+    cap = options.grammar_cap
+    sequence = Sequence(cap, options.distinct_values, True, options.local_cap)
     online, offline, same = [], [], []
-    for index, (symbol, kept, count) in enumerate(zip(side.calls, side.predicted, side.npredicted)):
+    calls, predicted, _ = model_symbols(side)
+    for index, (symbol, kept, count) in enumerate(zip(calls, predicted, side.npredicted)):
         mine = tuple(sorted(sequence.predicted()))
         same.append(1.0 if mine[:KEPT] == kept and len(mine) == count else 0.0)
         if index:
@@ -42,4 +84,6 @@ def online_figures(side: SideStream | None) -> dict | None:
             "symbol_accuracy_last_window_pct": _pct(online[-WINDOW:]),
             "python_symbol_accuracy_pct": _pct(offline), "same_predictions_pct": _pct(same),
             "grammar_cap": cap, "grammar_size": side.count("grammar_size"),
-            "grammar_past_cap": side.count("grammar_past_cap")}
+            "grammar_past_cap": side.count("grammar_past_cap"),
+            "same_candidates_pct": _pct([float(s) for s in same_candidates(side, operations)])
+            if operations is not None else None}

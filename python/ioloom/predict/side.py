@@ -1,7 +1,8 @@
 """The predictor's side stream: `<stream>.predict`, written beside a process's event stream by the tracer when
 IOLOOM_STACKS or IOLOOM_PREDICT asks for call-stack symbols (native/trace/predict.c; its format: docs/predict.md,
 "The side stream"). It holds each traced open, close, read and write's context symbol (its operation and its call
-stack as (module, offset) frames) and, with IOLOOM_PREDICT=1, what the tracer's grammar predicted for it."""
+stack as (module, offset) frames), from version 2 its file key and the gap before it, and, with IOLOOM_PREDICT=1,
+what the tracer's model predicted for it (version 2: each candidate's symbol, file key, size, offset and gap)."""
 from __future__ import annotations
 
 import struct
@@ -10,10 +11,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 MAGIC = b"IOLOOMPR"
-MAJOR = 1
+MAJORS = (1, 2)  # read; the tracer writes the last
 HEADER = struct.Struct("<8sHHI")
 CHUNK = struct.Struct("<III")
-INFO, MODULES, SYMBOLS, CALLS = 1, 2, 3, 4
+INFO, MODULES, SYMBOLS, CALLS, KEYS = 1, 2, 3, 4, 5
+KEPT = 8  # candidates the tracer keeps per call (native/trace/predict.c)
 SUFFIX = ".predict"
 
 
@@ -33,14 +35,31 @@ class StackSymbol:
     frames: tuple[Frame, ...]
 
 
+@dataclass(frozen=True)
+class Predicted:
+    """One candidate the tracer's model gave for a call (version 2): the symbol it predicted, as its stack symbol
+    and file key, with its size, offset (-1: none; a change from the base may predict another below 0) and gap
+    (ns after the last call's end, rounded)."""
+    symbol: int
+    key: int
+    size: int
+    offset: int
+    gap_ns: int
+
+
 @dataclass
 class SideStream:
     path: Path
+    major: int = 2
     info: dict[str, str] = field(default_factory=dict)
     symbols: dict[int, StackSymbol] = field(default_factory=dict)
+    keys: dict[int, str] = field(default_factory=dict)  # file keys (version 2)
     tids: list[int] = field(default_factory=list)        # per call, in the order the tracer's model took them
     calls: list[int] = field(default_factory=list)       # per call, its symbol
-    predicted: list[tuple[int, ...]] = field(default_factory=list)  # per call, what was predicted for it (kept)
+    call_keys: list[int] = field(default_factory=list)   # per call, its file key (version 1: 0)
+    gaps: list[int] = field(default_factory=list)        # per call, ns from the last call's end (version 1: 0)
+    # per call, what was predicted for it (kept): version 1 the stack symbols, version 2 Predicted candidates
+    predicted: list[tuple] = field(default_factory=list)
     npredicted: list[int] = field(default_factory=list)  # per call, how many symbols were predicted
     problems: list[str] = field(default_factory=list)
 
@@ -81,10 +100,11 @@ def read_side(path: str | Path) -> SideStream | None:
     if len(data) < HEADER.size:
         raise SideStreamDamaged(f"{path}: too short for a side stream ({len(data)} bytes); remove it or trace again")
     magic, major, _minor, header = HEADER.unpack_from(data)
-    if magic != MAGIC or major != MAJOR or not HEADER.size <= header <= len(data):
-        raise SideStreamDamaged(f"{path}: not a side stream of major version {MAJOR} (magic {magic!r}, major "
-                                f"{major}); read it with the ioloom that wrote it, or trace again")
-    side, modules = SideStream(path), {0: ""}
+    if magic != MAGIC or major not in MAJORS or not HEADER.size <= header <= len(data):
+        raise SideStreamDamaged(f"{path}: not a side stream of major version {' or '.join(map(str, MAJORS))} "
+                                f"(magic {magic!r}, major {major}); read it with the ioloom that wrote it, or trace "
+                                "again")
+    side, modules = SideStream(path, major), {0: ""}
     pos, crc = header, 0
     while pos + CHUNK.size <= len(data):
         kind, length, stored = CHUNK.unpack_from(data, pos)
@@ -117,7 +137,10 @@ def _chunk(side: SideStream, modules: dict[int, str], kind: int, payload: bytes,
         elif kind == SYMBOLS:
             _symbol(side, modules, payload)
         elif kind == CALLS:
-            _calls(side, payload)
+            (_calls if side.major == 1 else _calls_v2)(side, payload)
+        elif kind == KEYS and side.major >= 2:
+            key, at = _varint(payload, 0)
+            side.keys[key], at = _cstr(payload, at)
         else:
             side.problems.append(f"{side.path.name}: chunk of unknown type {kind} at byte {pos}: skipped")
     except (IndexError, ValueError, KeyError) as err:
@@ -143,7 +166,7 @@ def _calls(side: SideStream, payload: bytes) -> None:
         symbol, at = _varint(payload, at)
         count, at = _varint(payload, at)
         kept = []
-        for _ in range(min(count, 8)):
+        for _ in range(min(count, KEPT)):
             value, at = _varint(payload, at)
             kept.append(value)
         if symbol not in side.symbols:
@@ -151,5 +174,36 @@ def _calls(side: SideStream, payload: bytes) -> None:
         tids.append(tid), calls.append(symbol), predicted.append(tuple(kept)), counts.append(count)
     side.tids += tids
     side.calls += calls
+    side.call_keys += [0] * len(calls)
+    side.gaps += [0] * len(calls)
     side.predicted += predicted
     side.npredicted += counts
+
+
+def _candidate(payload: bytes, at: int) -> tuple[Predicted, int]:
+    fields = []
+    for _ in range(5):
+        value, at = _varint(payload, at)
+        fields.append(value)
+    symbol, key, size, zigzag, gap = fields
+    return Predicted(symbol, key, size, zigzag >> 1 ^ -(zigzag & 1), gap), at
+
+
+def _calls_v2(side: SideStream, payload: bytes) -> None:
+    """Records of version 2: tid, symbol, file key, gap, count, then up to KEPT candidates."""
+    at, records = 0, []
+    while at < len(payload):
+        fields = []
+        for _ in range(5):
+            value, at = _varint(payload, at)
+            fields.append(value)
+        kept = []
+        for _ in range(min(fields[4], KEPT)):
+            candidate, at = _candidate(payload, at)
+            kept.append(candidate)
+        if fields[1] not in side.symbols or fields[2] not in side.keys:
+            raise KeyError(f"symbol {fields[1]} or file key {fields[2]} used before it is named")
+        records.append((fields, tuple(kept)))
+    for (tid, symbol, key, gap, count), kept in records:
+        side.tids.append(tid), side.calls.append(symbol), side.call_keys.append(key), side.gaps.append(gap)
+        side.predicted.append(kept), side.npredicted.append(count)

@@ -62,13 +62,16 @@ class Symbols:
 @dataclass
 class ProcessOperations:
     """One process's operations in time order, and its symbols. `side`: the process's side stream (None: none);
-    `context`: what a symbol stands for; `stacks_unused`: why the side stream's stacks were not used, if so."""
+    `context`: what a symbol stands for; `stacks_unused`: why the side stream's stacks were not used, if so;
+    `calls`: per call of a side stream of version 2, the (kind, offset, size) the tracer's model took (None: not
+    read, or they do not join)."""
     label: str
     operations: list[Operation]
     symbols: Symbols
     side: SideStream | None = None
     context: str = CONTEXT
     stacks_unused: str | None = None
+    calls: list[tuple[str, int, int]] | None = None
 
 
 def process_operations(trace, limit: int | None = None) -> list[ProcessOperations]:
@@ -91,7 +94,8 @@ def process_operations(trace, limit: int | None = None) -> list[ProcessOperation
         operations = [op for row, stack in zip(rows, stacks) if (op := _operation(symbols, paths, row, stack))]
         del operations[len(operations) if limit is None else limit:]
         out.append(ProcessOperations(label, operations, symbols, side, CONTEXT if unused else STACK_CONTEXT,
-                                     None if side is None else unused))
+                                     None if side is None else unused,
+                                     call_operations(rows, side) if limit is None else None))
     return out
 
 
@@ -147,6 +151,31 @@ def _stacks(rows: list[tuple], side: SideStream | None, whole: bool) -> tuple[li
     if whole and taken != {tid: len(calls) for tid, calls in per_thread.items()}:
         return nothing, "the side stream holds calls the events do not (events dropped?)"
     return stacks, None
+
+
+def call_operations(rows: list[tuple], side: SideStream | None) -> list[tuple[str, int, int]] | None:
+    """Per call of a side stream of version 2 (in its order), its event's kind, offset and size as the tracer's
+    model took them (offset -1 but for reads and writes, size the bytes they asked, else 0); None without such a
+    side stream or when a thread's calls outnumber its events. `rows`: all the stream's events, in time order."""
+    if side is None or side.major < 2 or not side.calls:
+        return None
+    per_thread: dict[int, list[tuple]] = {}
+    for row in rows:
+        if _learnt(row):
+            per_thread.setdefault(row[8], []).append(row)
+    taken: dict[int, int] = {}
+    out = []
+    for tid in side.tids:
+        at = taken.get(tid, 0)
+        events = per_thread.get(tid, [])
+        if at == len(events):
+            return None
+        taken[tid] = at + 1
+        _, _, _, op, _, offset, req_bytes, aux, _ = events[at]
+        kind = kind_of(op, aux)
+        data = kind in ("read", "write")
+        out.append((kind, offset if data else -1, max(req_bytes, 0) if data else 0))
+    return out
 
 
 def _operation(symbols: Symbols, paths: dict, row: tuple, stack: int | None) -> Operation | None:
