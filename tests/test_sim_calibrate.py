@@ -22,8 +22,8 @@ def test_calibrate_writes_a_platform_the_simulator_predicts_on(mpi, ioloom_cli, 
     assert (p["targets.count"], p["clients.nodes"], p["locks.enabled"]) == (1, 1, False)
     assert p["targets.write_bandwidth"] > 0 and p["cache.copy_bandwidth"] > 0
     assert 0 < p["cache.flush_threshold"] <= p["cache.dirty_limit"]
-    one, four = calibrate.predict(p, 1), calibrate.predict(p, 4)
-    assert 0 < one <= four  # four ranks copy into the cache side by side; the device is one
+    assert p["clients.cpu_load"] >= 0 and 0 <= p["cache.copy_burst"] <= 256 << 20
+    assert calibrate.predict(p, 1) > 0 and calibrate.predict(p, 4) > 0
     assert not list(tmp_path.glob("ioloom-sim-cal-*"))  # bench io's files went with their scratch directory
 
 
@@ -76,3 +76,34 @@ def test_copies_into_the_cache_share_the_nodes_cores(cores, slower):
     w = workload.bench_job(p, workload.parse_bench_args("-F -b 64m -t 1m -w"), 4, 4)
     t = results.job_document(engine.run(p, w), 0)["phases"][0]["time"]
     assert t["data"]["max"] == pytest.approx(slower * (64 << 20) / 1e9, rel=1e-3)
+
+
+@pytest.mark.parametrize("ranks", [1, 4])
+def test_the_jobs_copies_share_what_the_machines_other_load_leaves_after_a_burst(ranks):
+    """Two cores and a load of 3 other sessions: the job's copies together get 2 / (3 + 1) = 0.5 of a core (Linux
+    shares the cores among sessions, then among a session's processes), after a burst of 16 MiB per wait on the
+    node's own cores (four ranks burst on two cores at once)."""
+    from ioloom.sim import engine, results, workload
+
+    burst, speed, size = 16 << 20, 1e9, 64 << 20
+    p = platform.from_dict({"clients": {"nodes": 1, "cores": 2, "cpu_load": 3.0}, "servers": {"count": 1},
+                            "targets": {"count": 1}, "locks": {"enabled": False},
+                            "cache": {"dirty_limit": 1 << 30, "flush_threshold": 1 << 30, "copy_bandwidth": speed,
+                                      "copy_burst": burst}})
+    w = workload.bench_job(p, workload.parse_bench_args("-F -b 64m -t 1m -w"), ranks, ranks)
+    t = results.job_document(engine.run(p, w), 0)["phases"][0]["time"]
+    expected = burst / (speed * min(ranks, 2)) + (ranks * size - burst) / (0.5 * speed)
+    assert t["data"]["max"] == pytest.approx(expected, rel=1e-3)
+
+
+def test_client_fit_recovers_the_burst_the_speed_and_the_load():
+    """A write timed chunk by chunk as the model runs it (16 MiB at 2 GB/s, then a quarter of that: 2 cores and
+    7 other sessions) gives back its parameters."""
+    speed, share, burst, chunk = 2e9, 0.25, 16 << 20, 1 << 20
+    ends, t = [], 0.0
+    for i in range(256):
+        t += chunk / (speed if i < burst // chunk else speed * share)
+        ends.append(t)
+    c = calibrate.fit_client(256 * chunk, 256 * chunk / speed, ends, cores=2)
+    assert (c.copy_bandwidth, c.cpu_load) == (pytest.approx(speed), pytest.approx(7.0))
+    assert c.copy_burst == pytest.approx(burst)

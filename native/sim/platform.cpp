@@ -54,6 +54,15 @@ static void add_profile(sg4::Link *l, const Input &in, int target, const char *d
  * on its node (Storage::cache_write), so copies beyond the cores share them. */
 static double copy_speed(const Input &in) { return in.get("copy_bandwidth") > 0 ? in.get("copy_bandwidth") : 1e9; }
 
+/* The host a node's job copies on past its burst: the machine's scheduler shares the cores among the sessions
+ * running (Linux's autogroups: a session's processes together get one share), so the job's copies together get
+ * share = cores / (cpu_load + 1) cores, each on at most one: ceil(share) cores dividing that capacity. */
+static sg4::Host *add_job_cores(sg4::NetZone *zone, const Input &in, const std::string &node, int cores) {
+    double share = cores / (1 + in.get("cpu_load"));
+    int count = static_cast<int>(std::ceil(share));
+    return zone->create_host(node + "-job", copy_speed(in) * share / count)->set_core_count(count)->seal();
+}
+
 static void add_nodes(sg4::NetZone *zone, const Input &in, Platform &p) {
     int nodes = static_cast<int>(in.get("nodes")), per_group = static_cast<int>(in.get("nodes_per_group"));
     int cores = std::max(1, static_cast<int>(in.get("cores")));
@@ -66,6 +75,7 @@ static void add_nodes(sg4::NetZone *zone, const Input &in, Platform &p) {
     for (int i = 0; i < nodes; i++) {
         std::string n = std::to_string(i);
         sg4::Host *h = zone->create_host("node-" + n, copy_speed(in))->set_core_count(cores)->seal();
+        p.job_cores.push_back(add_job_cores(zone, in, "node-" + n, cores));
         LinkList to_network{sg4::LinkInRoute(link(zone, "nic_up-" + n, nic, lat))};
         LinkList from_network{sg4::LinkInRoute(link(zone, "nic_down-" + n, nic, lat))};
         if (!up.empty()) {

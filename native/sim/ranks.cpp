@@ -59,6 +59,7 @@ void rank_actor(RankWork w, double start) {
         (*w.times)[2 * i] = sg4::Engine::get_clock();
         run_op(w, op);
         (*w.times)[2 * i + 1] = sg4::Engine::get_clock();
+        if (op.kind != OP_WRITE) w.storage->rested(w.node); /* everything but a write (into the cache) waits */
         if (op.kind == OP_WRITE) coordinate_after_write(i);
     }
 }

@@ -13,6 +13,8 @@
 
 #include <simgrid/s4u.hpp>
 
+#include "locks.hpp"
+
 namespace sg4 = simgrid::s4u;
 
 namespace ioloom_sim {
@@ -58,6 +60,7 @@ Input read_input(const std::string &path);
  * metadata server. */
 struct Platform {
     std::vector<sg4::Host *> nodes, targets;
+    std::vector<sg4::Host *> job_cores; /* per node: the cores its job gets beside the machine's other load */
     sg4::Host *mds = nullptr;
 };
 
@@ -68,6 +71,13 @@ Platform build_platform(const Input &in);
 struct Piece {
     int32_t target, kind;
     double start, end, bytes;
+};
+
+/* A request's bytes on one object of its file's layout. */
+struct Part {
+    int object;
+    uint64_t bytes, start, end; /* [start, end): the range of the object's bytes it touches */
+    Grant *lock;                /* the extent lock it writes under (null: none) */
 };
 
 /* Shared state of the storage side, used by every rank actor. */
@@ -81,6 +91,9 @@ class Storage {
     void transfer(int node, int kind, int file, uint64_t offset, uint64_t length);
     /* fsync: the node's cached data of `file` reaches its targets, then one commit round trip. */
     void sync(int node, int file);
+    /* A rank of the node waited (for the storage, a barrier, the metadata server): the node's next copies start a
+     * burst. */
+    void rested(int node);
     /* A metadata request (open, create, stat, close) queued at the metadata server. */
     void metadata(int kind, bool create);
     /* The log layer's index load: list the container, then open, read and close `journals` index journals. */
@@ -88,30 +101,30 @@ class Storage {
     std::vector<Piece> pieces;
 
   private:
-    struct Lock;
     struct Stream;
-    using Objects = std::vector<std::pair<int, uint64_t>>; /* (object, bytes) */
-    Lock &lock_of(int file, int object);
-    void acquire(Lock &l, int node);
-    void release(Lock &l);
+    Resource &resource_of(int file, int object);
+    bool unflushed(const Resource &r, int node) const;
     void move(int node, int kind, const std::vector<std::pair<int, uint64_t>> &to_targets);
-    void cache_write(int node, int file, const Objects &objects);
+    void cache_write(int node, int file, const std::vector<Part> &parts);
     Stream &stream_of(int node, int target);
     void hand_over(Stream &s);
     void start_flusher(Stream &s);
-    void copy(uint64_t bytes);
+    void copy(int node, uint64_t bytes);
     void flush_loop(Stream &s);
     const Input &in_;
     const Platform &p_;
-    std::map<std::pair<int, int>, std::unique_ptr<Lock>> locks_;
+    std::map<std::pair<int, int>, std::unique_ptr<Resource>> resources_; /* (file, object) -> its extent locks */
     std::map<std::pair<int, int>, std::unique_ptr<Stream>> streams_; /* (node, target) -> its write-back cache */
     sg4::SemaphorePtr mds_queue_;
     uint64_t window_;      /* bytes of one flow: rpc_size x rpcs_in_flight (the RPCs a node keeps under way) */
     uint64_t dirty_limit_; /* bytes a node may cache per target; 0: write-through */
-    double copy_bandwidth_, lock_grant_, lock_revoke_, commit_latency_;
+    double copy_bandwidth_, commit_latency_;
+    LockCosts lock_costs_;
     bool locks_on_;
     uint64_t flush_threshold_; /* cached bytes of a stream before its flusher starts without an fsync */
     int cores_;                /* a node's cores that copies into the cache share (0: a core per rank) */
+    uint64_t copy_burst_;      /* bytes a rank copies ahead of the node's other load after it waited */
+    std::map<aid_t, uint64_t> burst_left_;   /* per rank actor: bytes of its burst left */
 };
 
 /* Starts one actor per rank of every job; each fills its operations' start and end times. */

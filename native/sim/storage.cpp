@@ -1,21 +1,18 @@
 /* The storage side of a request: a file's bytes are striped over objects (one per target of its layout); a
- * write takes each object's extent lock, then goes into the node's write-back cache (or, write-through, moves
- * to the target); reads move from the targets; metadata requests queue at the metadata server.
- *
- * Extent locks are held per client node, as Lustre's are: a node that holds an object's lock writes without
- * asking again; another node must first wait until the holder's requests on the object end and its cached bytes
- * of the object reached the target (a revoked lock flushes its dirty pages), then pay the revocation round trip
- * (`lock_revoke` seconds) and take the lock; a holder asked for its lock yields before writing again. So writers
- * on different nodes that interleave within an object (N-1 strided) serialise and pay a round trip per switch,
- * while a node writing its own objects (N-N, or N-1 segmented with large segments) pays once: the N-1 strided
- * penalty comes from this mechanism, not from a factor. Reads take no lock (a simplification: docs/sim.md).
- * Invariant: while the lock is busy (requests under way or bytes unflushed) they all belong to `owner`.
+ * write takes an extent lock on the range it touches of each object (locks.cpp: held per client node, revoked by
+ * other nodes' overlapping requests, expanded as Lustre's LDLM does), then goes into the node's write-back cache
+ * (or, write-through, moves to the target); reads move from the targets; metadata requests queue at the metadata
+ * server. Writers on different nodes whose locks overlap (N-1 strided, small blocks) serialise and pay a
+ * revocation round trip per switch, while nodes writing disjoint ranges (N-1 segmented, N-N) write at once: the
+ * N-1 strided penalty comes from this mechanism, not from a factor. Reads take no lock (a simplification:
+ * docs/sim.md).
  *
  * The write-back cache is per node and target (a Lustre client's per-target dirty limit, max_dirty_mb): a write
- * copies its bytes in at `copy_bandwidth` as room allows, and, once the stream holds `flush_threshold` bytes or
- * an fsync asks, one flusher actor per (node, target) sends the cached bytes in flows of one RPC window (rpc_size x
- * rpcs_in_flight) at a time. Requests that bypass the cache also move in RPC windows: the RPCs of a window share the
- * same links at once, as one flow of their summed size does, and their latencies overlap; a window pays one latency. */
+ * copies its bytes in at `copy_bandwidth` as room allows, and, once the stream holds `flush_threshold` bytes, an
+ * fsync asks or a lock over them is revoked, one flusher actor per (node, target) sends the cached bytes in flows
+ * of one RPC window (rpc_size x rpcs_in_flight) at a time. Requests that bypass the cache also move in RPC windows:
+ * the RPCs of a window share the same links at once, as one flow of their summed size does, and their latencies
+ * overlap; a window pays one latency. */
 #include <algorithm>
 #include <deque>
 
@@ -23,24 +20,14 @@
 
 namespace ioloom_sim {
 
-struct Storage::Lock {
-    int owner = -1;         /* node holding the lock, -1: none yet */
-    int active = 0;         /* the owner's requests under way on the object */
-    uint64_t unflushed = 0; /* the owner's bytes of the object in its write-back cache, not yet on the target */
-    int waiting = 0;        /* other nodes waiting to take it */
-    sg4::MutexPtr mutex = sg4::Mutex::create();
-    sg4::ConditionVariablePtr drained = sg4::ConditionVariable::create(); /* busy() fell, or the owner changed */
-    bool busy() const { return active > 0 || unflushed > 0; }
-};
-
 /* A node's write-back cache toward one target. `dirty` counts cached bytes until the target acknowledged them
- * (Lustre counts pages under write-back against the limit); `unsent` lists those not yet in a flow, per object
+ * (Lustre counts pages under write-back against the limit); `unsent` lists those not yet in a flow, per extent
  * lock, in write order. */
 struct Storage::Stream {
     int node = 0, target = 0;
     bool flushing = false; /* a flusher actor is sending from it */
     uint64_t dirty = 0, unsent_bytes = 0;
-    std::deque<std::pair<Lock *, uint64_t>> unsent;
+    std::deque<std::pair<Grant *, uint64_t>> unsent;
     sg4::MutexPtr mutex = sg4::Mutex::create();
     sg4::ConditionVariablePtr changed = sg4::ConditionVariable::create();
 };
@@ -49,41 +36,22 @@ Storage::Storage(const Input &in, const Platform &p)
     : in_(in), p_(p), mds_queue_(sg4::Semaphore::create(static_cast<unsigned>(in.get("mds_threads")))),
       window_(static_cast<uint64_t>(in.get("rpc_size") * in.get("rpcs_in_flight"))),
       dirty_limit_(static_cast<uint64_t>(in.get("dirty_limit"))), copy_bandwidth_(in.get("copy_bandwidth")),
-      lock_grant_(in.get("lock_grant")), lock_revoke_(in.get("lock_revoke")), commit_latency_(in.get("commit_latency")),
+      commit_latency_(in.get("commit_latency")),
+      lock_costs_{in.get("lock_grant"), in.get("lock_revoke"),
+                  [this](const Grant &g) { start_flusher(stream_of(g.node, g.resource->target)); }},
       locks_on_(in.get("extent_locks") != 0), flush_threshold_(static_cast<uint64_t>(in.get("flush_threshold"))),
-      cores_(static_cast<int>(in.get("cores"))) {}
+      cores_(static_cast<int>(in.get("cores"))), copy_burst_(static_cast<uint64_t>(in.get("copy_burst"))) {}
 
 Storage::~Storage() = default;
 
-/* Creating a lock's mutex is a simcall, which lets other actors run: the slot is filled only after, and only if
- * nobody filled it meanwhile (the spare is dropped unused), so every actor gets the same lock. */
-Storage::Lock &Storage::lock_of(int file, int object) {
-    auto found = locks_.find({file, object});
-    if (found != locks_.end()) return *found->second;
-    auto fresh = std::make_unique<Lock>();
-    return *locks_.try_emplace({file, object}, std::move(fresh)).first->second;
-}
-
-void Storage::acquire(Lock &l, int node) {
-    if (l.owner == node && l.waiting == 0) {
-        l.active++;
-        return;
-    }
-    std::unique_lock<sg4::Mutex> guard(*l.mutex);
-    while (l.owner == node && l.waiting > 0) l.drained->wait(guard); /* the holder yields to nodes asking for it */
-    if (l.owner != node) {
-        l.waiting++;
-        while (l.owner != node && l.busy()) l.drained->wait(guard);
-        sg4::this_actor::sleep_for(l.owner < 0 ? lock_grant_ : lock_revoke_); /* under the mutex: one taker */
-        l.owner = node;
-        l.waiting--;
-        l.drained->notify_all();
-    }
-    l.active++;
-}
-
-void Storage::release(Lock &l) {
-    if (--l.active == 0) l.drained->notify_all();
+/* Creating a resource's mutex is a simcall, which lets other actors run: the slot is filled only after, and only if
+ * nobody filled it meanwhile (the spare is dropped unused), so every actor gets the same resource. */
+Resource &Storage::resource_of(int file, int object) {
+    auto found = resources_.find({file, object});
+    if (found != resources_.end()) return *found->second;
+    auto fresh = std::make_unique<Resource>();
+    fresh->target = in_.files.at(file).targets[static_cast<size_t>(object)];
+    return *resources_.try_emplace({file, object}, std::move(fresh)).first->second;
 }
 
 /* One flow of `bytes` between a node and a target, recorded as a piece (its end filled when it completes). */
@@ -148,25 +116,40 @@ void Storage::start_flusher(Stream &s) {
 }
 
 /* A rank copies `bytes` into its node's cache at copy_bandwidth: on one of the node's cores when the platform
- * counts them (ranks beyond the cores share them), else as a wait of its own. */
-void Storage::copy(uint64_t bytes) {
+ * counts them (ranks beyond the cores share them), else as a wait of its own. With cores counted, the first
+ * copy_burst bytes after the node's job waited run on the node's cores (a session that slept wakes ahead of the
+ * running ones: Linux's sleeper credit), the rest on the cores its job gets beside the machine's other load
+ * (Platform::job_cores). */
+void Storage::copy(int node, uint64_t bytes) {
     if (copy_bandwidth_ <= 0) return;
-    if (cores_ > 0)
-        sg4::this_actor::execute(static_cast<double>(bytes)); /* the node computes copy_bandwidth flop/s per core */
-    else
+    if (cores_ <= 0) {
         sg4::this_actor::sleep_for(static_cast<double>(bytes) / copy_bandwidth_);
+        return;
+    }
+    uint64_t &credit = burst_left_[node];
+    uint64_t ahead = std::min(credit, bytes);
+    credit -= ahead;
+    auto run = [](sg4::Host *on, uint64_t n) { /* hosts compute copy_bandwidth flop/s per core, or their share */
+        if (n) sg4::this_actor::exec_init(static_cast<double>(n))->set_host(on)->wait();
+    };
+    run(p_.nodes[static_cast<size_t>(node)], ahead);
+    run(p_.job_cores[static_cast<size_t>(node)], bytes - ahead);
+}
+
+void Storage::rested(int node) {
+    if (copy_burst_) burst_left_[node] = copy_burst_;
 }
 
 /* A write into the node's cache, object by object, as the room under the target's dirty limit allows: each part
  * waits for room, is copied and handed to the flusher, so a write larger than the limit streams through it and
  * returns once its last part is cached. A rank holds no room while it waits, so ranks never wait for each other
  * in a cycle. */
-void Storage::cache_write(int node, int file, const Objects &objects) {
-    const Layout &layout = in_.files.at(file);
-    for (auto &[object, bytes] : objects) {
-        Stream &s = stream_of(node, layout.targets[static_cast<size_t>(object)]);
-        Lock &l = lock_of(file, object);
-        for (uint64_t left = bytes; left > 0;) {
+void Storage::cache_write(int node, int file, const std::vector<Part> &parts) {
+    for (const Part &p : parts) {
+        Resource &r = resource_of(file, p.object);
+        Stream &s = stream_of(node, r.target);
+        Grant &l = p.lock ? *p.lock : r.unlocked;
+        for (uint64_t left = p.bytes; left > 0;) {
             uint64_t part;
             {
                 std::unique_lock<sg4::Mutex> guard(*s.mutex);
@@ -174,7 +157,7 @@ void Storage::cache_write(int node, int file, const Objects &objects) {
                 part = std::min(left, dirty_limit_ - s.dirty);
                 s.dirty += part;
             }
-            copy(part);
+            copy(node, part);
             l.unflushed += part;
             s.unsent.emplace_back(&l, part);
             s.unsent_bytes += part;
@@ -190,7 +173,7 @@ void Storage::cache_write(int node, int file, const Objects &objects) {
 void Storage::flush_loop(Stream &s) {
     while (s.unsent_bytes > 0) {
         uint64_t n = std::min(s.unsent_bytes, window_);
-        std::vector<std::pair<Lock *, uint64_t>> sent;
+        std::vector<std::pair<Grant *, uint64_t>> sent;
         for (uint64_t take = n; take > 0;) {
             auto &[lock, bytes] = s.unsent.front();
             uint64_t part = std::min(bytes, take);
@@ -205,47 +188,63 @@ void Storage::flush_loop(Stream &s) {
         pieces[piece].end = sg4::Engine::get_clock();
         s.dirty -= n;
         for (auto [lock, bytes] : sent)
-            if ((lock->unflushed -= bytes) == 0) lock->drained->notify_all();
+            if ((lock->unflushed -= bytes) == 0) lock->resource->changed->notify_all();
         s.changed->notify_all();
     }
     s.flushing = false;
 }
 
-/* Bytes of [offset, offset + length) per object of the layout, in object order (the locks' order). */
-static std::vector<std::pair<int, uint64_t>> per_object(const Layout &l, uint64_t offset, uint64_t length) {
-    std::vector<uint64_t> bytes(l.targets.size());
+/* Where a file's byte lies: its object, and its offset in the object. */
+static std::pair<size_t, uint64_t> locate(const Layout &l, uint64_t at) {
+    uint64_t stripe = at / l.stripe_size, n = l.targets.size();
+    return {stripe % n, stripe / n * l.stripe_size + at % l.stripe_size};
+}
+
+/* [offset, offset + length) per object of the layout, in object order (the locks' order): the bytes and the range
+ * of the object they touch (contiguous in the object, since the range is in the file). */
+static std::vector<Part> parts_of(const Layout &l, uint64_t offset, uint64_t length) {
+    std::vector<Part> per(l.targets.size(), Part{0, 0, UINT64_MAX, 0, nullptr});
     for (uint64_t at = offset, end = offset + length; at < end;) {
         uint64_t in_stripe = std::min(end - at, l.stripe_size - at % l.stripe_size);
-        bytes[(at / l.stripe_size) % l.targets.size()] += in_stripe;
+        auto [object, from] = locate(l, at);
+        Part &p = per[object];
+        p.bytes += in_stripe;
+        p.start = std::min(p.start, from);
+        p.end = std::max(p.end, from + in_stripe);
         at += in_stripe;
     }
-    std::vector<std::pair<int, uint64_t>> out;
-    for (size_t i = 0; i < bytes.size(); i++)
-        if (bytes[i]) out.emplace_back(static_cast<int>(i), bytes[i]);
+    std::vector<Part> out;
+    for (size_t i = 0; i < per.size(); i++)
+        if (per[i].bytes) out.push_back({static_cast<int>(i), per[i].bytes, per[i].start, per[i].end, nullptr});
     return out;
 }
 
 void Storage::transfer(int node, int kind, int file, uint64_t offset, uint64_t length) {
     const Layout &layout = in_.files.at(file);
-    auto objects = per_object(layout, offset, length);
+    auto parts = parts_of(layout, offset, length);
     bool write = kind == OP_WRITE, locked = write && locks_on_;
     /* Locks are taken in object order, so two writers never wait for each other in a cycle. */
     if (locked)
-        for (auto &[object, bytes] : objects) acquire(lock_of(file, object), node);
+        for (Part &p : parts) p.lock = &lock_extent(resource_of(file, p.object), node, p.start, p.end, lock_costs_);
     if (write && dirty_limit_ > 0) {
-        cache_write(node, file, objects);
+        cache_write(node, file, parts);
     } else {
         std::vector<std::pair<int, uint64_t>> to_targets;
-        for (auto &[object, bytes] : objects)
-            to_targets.emplace_back(layout.targets[static_cast<size_t>(object)], bytes);
+        for (const Part &p : parts) to_targets.emplace_back(layout.targets[static_cast<size_t>(p.object)], p.bytes);
         move(node, kind, to_targets);
     }
     if (locked)
-        for (auto &[object, bytes] : objects) release(lock_of(file, object));
+        for (const Part &p : parts) unlock_extent(*p.lock);
 }
 
-/* The node's cached bytes of the file reach their targets (only the lock holder caches an object's bytes), then
- * the targets commit: one round trip. */
+/* Whether the node still has cached bytes of the resource (locks off: anyone's, as nothing records whose). */
+bool Storage::unflushed(const Resource &r, int node) const {
+    if (!locks_on_) return r.unlocked.unflushed > 0;
+    return std::any_of(r.granted.begin(), r.granted.end(),
+                       [node](const std::unique_ptr<Grant> &g) { return g->node == node && g->unflushed > 0; });
+}
+
+/* The node's cached bytes of the file reach their targets, then the targets commit: one round trip. */
 void Storage::sync(int node, int file) {
     const Layout &layout = in_.files.at(file);
     for (int target : layout.targets) { /* cached bytes held below the flush threshold are sent now */
@@ -253,9 +252,9 @@ void Storage::sync(int node, int file) {
         if (stream != streams_.end()) start_flusher(*stream->second);
     }
     for (size_t object = 0; object < layout.targets.size(); object++) {
-        Lock &l = lock_of(file, static_cast<int>(object));
-        std::unique_lock<sg4::Mutex> guard(*l.mutex);
-        while ((l.owner == node || !locks_on_) && l.unflushed > 0) l.drained->wait(guard); /* locks off: anyone's */
+        Resource &r = resource_of(file, static_cast<int>(object));
+        std::unique_lock<sg4::Mutex> guard(*r.mutex);
+        while (unflushed(r, node)) r.changed->wait(guard);
     }
     sg4::this_actor::sleep_for(commit_latency_);
 }

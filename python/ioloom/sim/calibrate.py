@@ -1,10 +1,12 @@
 """This machine's disk as a simulator platform (`ioloom sim calibrate`), and the check of the simulator against it
 (`ioloom sim validate --calibration`): `ioloom bench io` on 1, 2 and 4 ranks, measured and predicted round by round.
 
-The disk is measured with `ioloom bench io` itself, on one rank, writing a file with fsync (so the bytes reach
-the device, not only the page cache) and reading the figures of its JSON document:
-- the copy into the page cache: bytes / the write calls' time (below the kernel's background threshold nothing
-  is written back during the calls, docs/sim.md, "Calibration");
+The client is measured by one long write into the page cache, 1 MiB at a time (`measure_client`): the copy's
+speed on a core (bytes / the writer's CPU time), and how the machine's other load shares the cores with it: the
+writer's wall-clock rate falls, after a burst at full speed (the sleeper credit a waking task gets under Linux's
+scheduler), to its share of the cores, cores / (load + 1), which gives the load and the burst (docs/sim.md,
+"Calibration"). The disk is measured with `ioloom bench io` itself, on one rank, writing a file with fsync (so the
+bytes reach the device, not only the page cache) and reading the figures of its JSON document:
 - the device: bytes / (the fsync's time minus one commit), the commit being the fsync of a 4 KiB file (the
   requests' own latencies are inside that bandwidth: the platform's per-request latency is 0);
 - the metadata costs: that small file's open (a create) and close;
@@ -20,8 +22,10 @@ import shlex
 import statistics
 import subprocess
 import sys
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, fields, is_dataclass
 from pathlib import Path
+from typing import Any
 
 from ioloom import mpi, paths
 from ioloom.sim import engine, results, workload
@@ -51,8 +55,47 @@ def page_cache_limits() -> tuple[int, int]:
 
 
 @dataclass
+class Client:
+    copy_bandwidth: float  # bytes/s a core copies into the page cache
+    copy_burst: float      # bytes copied at a core's full speed before the other load shares it
+    cpu_load: float        # other processes running, as they share the cores with the copy
+
+
+def fit_client(size: int, cpu_seconds: float, ends: list[float], cores: int) -> Client:
+    """The client from one write of `size` bytes in equal chunks, `ends` the wall-clock time at each chunk's end:
+    the copy's speed is size / its CPU time; past the burst the wall-clock rate (over the second half) is the
+    copy's share of a core, cores / (load + 1); the burst is what makes the whole write shorter than at that share
+    throughout: T = B / c + (size - B) / (c share)."""
+    speed = size / cpu_seconds
+    half = len(ends) // 2
+    share = min(1.0, size / 2 / (ends[-1] - ends[half - 1]) / speed)
+    if share >= 1.0:
+        return Client(speed, 0.0, 0.0)
+    burst = (size / (speed * share) - ends[-1]) / (1 / (speed * share) - 1 / speed)
+    return Client(speed, min(max(burst, 0.0), float(size)), cores / share - 1)
+
+
+def measure_client(directory: Path, size: int = 256 << 20, chunk: int = 1 << 20) -> Client:
+    """One write of `size` bytes into the page cache under `directory`, `chunk` bytes per call, timed call by call
+    (the file is fsynced and removed)."""
+    data, path, ends = os.urandom(chunk), directory / "ioloom-copy-probe", []
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        cpu, start = time.thread_time(), time.perf_counter()
+        for _ in range(size // chunk):
+            os.write(fd, data)
+            ends.append(time.perf_counter() - start)
+        cpu = time.thread_time() - cpu
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+        path.unlink()
+    return fit_client(size // chunk * chunk, cpu, ends, os.cpu_count() or 1)
+
+
+@dataclass
 class Disk:
-    copy_bandwidth: float   # bytes/s into the page cache
+    client: Client
     write_bandwidth: float  # bytes/s to the device
     commit: float           # seconds of an fsync of a small file
     create: float           # seconds of an open that creates
@@ -67,14 +110,20 @@ def _measure_once(directory: Path, size: str, mpi_name: str | None) -> Disk:
     if flush <= 0 or big["time"]["data"]["max"] <= 0:
         raise ValueError(f"the fsync of {size} took no longer than that of 4 KiB: the page cache was not "
                          "written back (a file system in memory?): calibrate on a disk-backed --dir, or larger --size")
-    return Disk(big["bytes"] / big["time"]["data"]["max"], big["bytes"] / flush, commit,
-                small["time"]["open"]["max"], small["time"]["close"]["max"])
+    return Disk(measure_client(directory, big["bytes"]), big["bytes"] / flush, commit, small["time"]["open"]["max"],
+                small["time"]["close"]["max"])
+
+
+def _median(values: list) -> Any:
+    if is_dataclass(values[0]):
+        return type(values[0])(*(_median([getattr(v, f.name) for v in values]) for f in fields(values[0])))
+    return statistics.median(values)
 
 
 def measure(directory: Path, size: str = "256m", mpi_name: str | None = None, repeats: int = 3) -> Disk:
-    """The disk under `directory` (see the module's docstring): each figure the median of `repeats` runs."""
-    runs = [_measure_once(directory, size, mpi_name) for _ in range(repeats)]
-    return Disk(*(statistics.median(getattr(d, f) for d in runs) for f in Disk.__dataclass_fields__))
+    """The client and the disk under `directory` (see the module's docstring): each figure the median of `repeats`
+    runs."""
+    return _median([_measure_once(directory, size, mpi_name) for _ in range(repeats)])
 
 
 def platform_doc(disk: Disk, ranks_per_node: int = max(CHECK_RANKS)) -> dict:
@@ -84,14 +133,14 @@ def platform_doc(disk: Disk, ranks_per_node: int = max(CHECK_RANKS)) -> dict:
     dirty, background = page_cache_limits()
     fast = 1e12
     return {"clients": {"nodes": 1, "ranks_per_node": ranks_per_node, "cores": os.cpu_count() or 1,
-                        "nic_bandwidth": fast, "nic_latency": 0.0},
+                        "cpu_load": disk.client.cpu_load, "nic_bandwidth": fast, "nic_latency": 0.0},
             "servers": {"count": 1, "bandwidth": fast, "latency": 0.0},
             "targets": {"count": 1, "write_bandwidth": disk.write_bandwidth, "read_bandwidth": disk.write_bandwidth,
                         "latency": 0.0, "commit_latency": disk.commit},
             "metadata": {"open": disk.create, "create": disk.create, "stat": disk.create, "close": disk.close},
             "locks": {"enabled": False},
             "cache": {"dirty_limit": dirty, "flush_threshold": min(background, dirty),
-                      "copy_bandwidth": disk.copy_bandwidth},
+                      "copy_bandwidth": disk.client.copy_bandwidth, "copy_burst": int(disk.client.copy_burst)},
             "layout": {"stripe_count": 1}}
 
 

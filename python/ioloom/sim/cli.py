@@ -144,8 +144,9 @@ def calibrate_command(output: Path = typer.Option(Path("machine.toml"), "-o", "-
                       size: str = typer.Option("256m", "--size", help="Bytes of the measuring write."),
                       repeats: int = typer.Option(3, "--repeats", min=1, help="Runs per figure (their median)."),
                       mpi_name: str = typer.Option(None, "--mpi", help="openmpi or mpich [the first found].")) -> None:
-    """Measure this machine's disk with `ioloom bench io` (fsync'd writes) and write it as a platform file: one
-    node, one target, the page cache as the write-back cache (docs/sim.md, "Calibration")."""
+    """Measure this machine's disk with `ioloom bench io` (fsync'd writes) and its copy into the page cache under
+    the machine's load, and write them as a platform file: one node, one target, the page cache as the write-back
+    cache (docs/sim.md, "Calibration")."""
     from ioloom import paths
     from ioloom.bench.io import BenchFailed
     from ioloom.sim import calibrate, workload
@@ -164,7 +165,9 @@ def calibrate_command(output: Path = typer.Option(Path("machine.toml"), "-o", "-
         outputs.save(calibrate.to_toml(doc, header), output)
     except OSError as e:
         _fail(f"cannot write {output}: {e.strerror}")
-    print(f"copy into the page cache {disk.copy_bandwidth / 1e6:,.0f} MB/s, device {disk.write_bandwidth / 1e6:,.0f} "
+    c = disk.client
+    print(f"copy into the page cache {c.copy_bandwidth / 1e6:,.0f} MB/s per core, the first {c.copy_burst / 2**20:.3g} "
+          f"MiB after a wait ahead of a load of {c.cpu_load:.3g}; device {disk.write_bandwidth / 1e6:,.0f} "
           f"MB/s, fsync commit {disk.commit * 1e3:.3g} ms, create {disk.create * 1e6:.3g} us, close "
           f"{disk.close * 1e6:.3g} us; dirty limit {doc['cache']['dirty_limit'] / 2**20:,.0f} MiB, flush threshold "
           f"{doc['cache']['flush_threshold'] / 2**20:,.0f} MiB ({_load()})")

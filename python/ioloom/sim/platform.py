@@ -19,6 +19,9 @@ DEFAULTS: dict[str, tuple[Any, str | None, str]] = {
     "clients.ranks_per_node": (16, None, "ranks per node (a workload may set its own)"),
     "clients.cores": (0, "cores", "cores of a node: ranks' copies into the write-back cache share them, each "
                                   "at cache.copy_bandwidth on one core (0: a core per rank)"),
+    "clients.cpu_load": (0.0, "cpu_load", "other processes running on a node (its load average): with clients.cores "
+                                          "set, a copy into the cache past its burst gets cores / (cpu_load + "
+                                          "copies under way) of a core"),
     "clients.nic_bandwidth": (1.25e9, "nic_bandwidth", "bytes/s of a node's network link, each direction"),
     "clients.nic_latency": (2e-6, "nic_latency", "seconds of a node's network link"),
     "clients.nodes_per_group": (0, "nodes_per_group", "nodes behind one switch (0: all; a star)"),
@@ -48,6 +51,8 @@ DEFAULTS: dict[str, tuple[Any, str | None, str]] = {
     "cache.dirty_limit": (32 << 20, "dirty_limit", "bytes of written data a node caches per target before writes "
                                                    "wait (Lustre's max_dirty_mb); 0: write-through"),
     "cache.copy_bandwidth": (5e9, "copy_bandwidth", "bytes/s a rank copies into the cache (0: instantly)"),
+    "cache.copy_burst": (0, "copy_burst", "bytes a rank copies on a core of its own after it waited, ahead of "
+                                          "clients.cpu_load (Linux's sleeper credit), with clients.cores set"),
     "cache.flush_threshold": (0, "flush_threshold", "bytes a node caches per target before it starts sending them "
                                                     "(0: at once, as a Lustre client sends each full RPC; Linux's "
                                                     "page cache: dirty_background_ratio of memory); fsync sends "
