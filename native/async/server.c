@@ -114,7 +114,14 @@ static int pieces_of(struct async_server *s, struct async_piece *pieces) {
  * Returns 1 when this server's paused iteration was written. */
 static int write_together(struct async_server *s, int paused) {
     int64_t ready = paused ? s->lockstep->iteration : ASYNC_NO_ITERATION, agreed;
-    MPI_Allreduce(&ready, &agreed, 1, MPI_INT64_T, MPI_MIN, async_g.servers);
+    MPI_Request agreement;
+    unsigned round = 0;
+    int done = 0;
+    /* Servers wait here for the slowest one's clients: sleeping between tests, not spinning in MPI on cores the
+     * clients compute on. */
+    MPI_Iallreduce(&ready, &agreed, 1, MPI_INT64_T, MPI_MIN, async_g.servers, &agreement);
+    for (MPI_Test(&agreement, &done, MPI_STATUS_IGNORE); !done; MPI_Test(&agreement, &done, MPI_STATUS_IGNORE))
+        async_backoff(&round);
     if (agreed == ASYNC_NO_ITERATION) return s->finished = 1, 0;
     assert(ready == agreed || ready == ASYNC_NO_ITERATION); /* no server runs ahead of another */
     struct async_piece *pieces = malloc((size_t)(s->nchannels * async_g.cfg.nvariables + 1) * sizeof *pieces);
