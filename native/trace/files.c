@@ -330,15 +330,9 @@ static int32_t stat_state(int dirfd, const char *path, const struct stat *st) {
     return named_state(dirfd, path, st, hash, cwd);
 }
 
-/* As ioloom_path_state; *mode is the file's type and mode (0 when fstat failed). */
-static int32_t path_state_mode(int dirfd, const char *path, int fd, unsigned *mode) {
-    uint32_t cwd = 0;
-    const struct recent_path *again =
-        path && fd >= 0 && dirfd == AT_FDCWD ? recalled(path, recent_hash(path, &cwd), cwd) : NULL;
-    if (again && again->names == names_generation) {
-        *mode = again->mode;
-        return again->state;
-    }
+/* As ioloom_path_state for a path not recalled: the file's (device, inode) asked (fstat); *mode is its type and mode
+ * (0 when fstat failed). */
+static __attribute__((noinline)) int32_t path_state_asked(int dirfd, const char *path, int fd, unsigned *mode) {
     int saved = errno;
     struct stat st;
     int known = fd >= 0 && fd_stat(fd, &st) == 0;
@@ -346,6 +340,19 @@ static int32_t path_state_mode(int dirfd, const char *path, int fd, unsigned *mo
     *mode = known ? st.st_mode : 0;
     errno = saved;
     return state;
+}
+
+/* As ioloom_path_state; *mode is the file's type and mode (0 when fstat failed). A path named again since nothing
+ * was removed or renamed is recalled inline; the rest is path_state_asked's. */
+static inline int32_t path_state_mode(int dirfd, const char *path, int fd, unsigned *mode) {
+    uint32_t cwd = 0;
+    const struct recent_path *again =
+        path && fd >= 0 && dirfd == AT_FDCWD ? recalled(path, recent_hash(path, &cwd), cwd) : NULL;
+    if (IOLOOM_LIKELY(again && again->names == names_generation)) {
+        *mode = again->mode;
+        return again->state;
+    }
+    return path_state_asked(dirfd, path, fd, mode);
 }
 
 int32_t ioloom_path_state(int dirfd, const char *path, int fd) {
