@@ -12,7 +12,7 @@ import pytest
 
 from ioloom import paths
 from ioloom.trace import open_trace
-from ioloom.trace.stream_file import CHUNK_HEADER, EVENTS, EVENTS_PROBLEMS, read_stream_file, rechain
+from ioloom.trace.stream_file import CHUNK_HEADER, EVENTS, EVENTS_PROBLEMS, MAJOR, read_stream_file, rechain
 from ioloom.trace.varint import read_varint
 
 VECTORS = Path(__file__).parent / "vectors" / "trace"
@@ -36,9 +36,10 @@ def test_c_writer_output_equals_committed_vector(fresh_vectors, name):
             f"{name}{suffix}: the C encoder no longer writes the committed vector (format change: bump the version)"
 
 
-@pytest.mark.parametrize("name", NAMES + ("v1/strided",))
+@pytest.mark.parametrize("name", NAMES + ("v1/strided", "v2/mixed"))
 def test_python_reader_decodes_committed_vector(name):
-    """Every vector, and a stream of format 1.0 (kept as written then): exactly the CSV's events."""
+    """Every vector, and streams of formats 1.0 and 2.0 (kept as written then; 2.0 stored req_bytes, aux,
+    call_id, parent and coll_seq as they are, not as differences): exactly the CSV's events."""
     trace = open_trace(VECTORS / f"{name}.ioloom")
     expected = pd.read_csv(VECTORS / f"{name}.csv")
     got = trace.events().to_pandas()
@@ -104,6 +105,25 @@ def test_a_stream_cut_after_its_clean_exit_record_says_so(tmp_path):
     assert any("chunks follow its clean-exit record" in p for p in trace.problems), trace.problems
 
 
+@pytest.mark.parametrize("native", [True, False], ids=["native index", "python index"])
+@pytest.mark.parametrize("name, major", [("mixed", 2), ("v2/mixed", 3)])
+def test_a_version_changed_in_the_header_fails_every_chunk(tmp_path, monkeypatch, native, name, major):
+    """Versions 2 and 3 store req_bytes, aux, call_id, parent and coll_seq differently: from 3 on every chunk's
+    checksum goes through the file header, so a stream whose version was changed (either way) reads no event as
+    the other version would misread it; each chunk says so."""
+    from ioloom.trace import varint
+
+    if not native:
+        monkeypatch.setattr(varint, "_native_library", lambda: None)
+    data = bytearray((VECTORS / f"{name}.ioloom").read_bytes())
+    data[8] = major
+    path = tmp_path / "changed.ioloom"
+    path.write_bytes(bytes(data))
+    trace = open_trace(path)
+    assert trace.meta["events"] == 0
+    assert len(_chunk_starts(bytes(data))) == len([p for p in trace.problems if "fails its checksum" in p])
+
+
 def test_a_repeated_events_chunk_of_a_version_1_stream_is_skipped(tmp_path):
     """Version 1 had no chain: a repeated EVENTS chunk is found by its bytes."""
     data = (VECTORS / "v1" / "strided.ioloom").read_bytes()
@@ -124,7 +144,7 @@ def test_a_varint_over_64_bits_is_malformed():
 
 def test_strided_loop_takes_at_most_4_bytes_per_event():
     trace = open_trace(VECTORS / "strided.ioloom")
-    assert (VECTORS / "strided.ioloom").read_bytes()[8] == 2  # the format version the tracer writes
+    assert (VECTORS / "strided.ioloom").read_bytes()[8] == MAJOR  # the format version the tracer writes
     size = (VECTORS / "strided.ioloom").stat().st_size
     assert size / trace.meta["events"] <= 4.0, size / trace.meta["events"]
     assert trace.problems == []
@@ -241,10 +261,10 @@ def test_missing_trace_says_what_to_do(tmp_path):
 
 def test_reading_without_the_native_decoder_gives_the_same_events(monkeypatch):
     """The numpy decoder (used when libioloom-trace-decode.so is not built) reads every column of the shared
-    vectors, whole and range by range, as the native one does."""
+    vectors (and the version 2.0 one), whole and range by range, as the native one does."""
     from ioloom.trace import varint
 
-    for name in ("mixed", "strided"):
+    for name in ("mixed", "strided", "v2/mixed"):
         path = VECTORS / f"{name}.ioloom"
         native = open_trace(path).streams[0]
         whole = native.read()

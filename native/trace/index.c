@@ -154,9 +154,11 @@ struct rows_part {
 
 /* The checksum stored in a chunk's header, data[chunk + 8, chunk + 12), covers its payload; from format 2 on its
  * type and length first, going on from `previous`, the checksum stored by the chunk before it (trace_format.h,
- * ioloom_chain_chunk). */
+ * ioloom_chain_chunk), and from format 3 on from the stream's file header, data[0, 16), before that
+ * (ioloom_chain_stream_chunk). */
 static int checksum_holds(const uint8_t *data, size_t chunk, size_t length, int64_t major, uint32_t previous) {
     const uint8_t *body = data + chunk + IOLOOM_CHUNK_HEADER_BYTES;
+    if (major >= 3) previous = ioloom_crc32_update(previous, data, IOLOOM_HEADER_BYTES);
     uint32_t crc = major >= 2 ? ioloom_crc32_update(ioloom_crc32_update(previous, data + chunk, 8), body, length)
                               : ioloom_crc32(body, length);
     return crc == get_u32(data + chunk + 8);

@@ -140,6 +140,12 @@ uint32_t ioloom_chain_chunk(uint8_t *chunk, uint32_t previous) {
     return crc;
 }
 
+uint32_t ioloom_chain_stream_chunk(uint8_t *chunk, uint32_t previous) {
+    uint8_t header[IOLOOM_HEADER_BYTES];
+    ioloom_file_header(header);
+    return ioloom_chain_chunk(chunk, ioloom_crc32_update(previous, header, sizeof header));
+}
+
 void ioloom_file_header(uint8_t out[IOLOOM_HEADER_BYTES]) {
     memcpy(out, IOLOOM_FORMAT_MAGIC, 8);
     out[8] = IOLOOM_FORMAT_MAJOR & 0xFF;
@@ -164,17 +170,18 @@ size_t ioloom_events_bound(size_t n) {
     X(IOLOOM_COL_FILE, ev[0].file_id, ev[i].file_id)                                                  \
     X(IOLOOM_COL_HANDLE, ev[0].handle, ev[i].handle)                                                  \
     X(IOLOOM_COL_OFFSET_DELTA, ev[0].offset, ev[i].offset - ev[i - 1].offset)                         \
-    X(IOLOOM_COL_REQ, ev[0].req_bytes, ev[i].req_bytes)                                               \
+    X(IOLOOM_COL_REQ, ev[0].req_bytes, ev[i].req_bytes - ev[i - 1].req_bytes)                         \
     X(IOLOOM_COL_RET_MINUS_REQ, ev[0].ret_bytes - ev[0].req_bytes, ev[i].ret_bytes - ev[i].req_bytes) \
     X(IOLOOM_COL_ERRNO, ev[0].err, ev[i].err)                                                         \
-    X(IOLOOM_COL_AUX, ev[0].aux, ev[i].aux)                                                           \
-    X(IOLOOM_COL_CALL_ID, ev[0].call_id, ev[i].call_id)                                               \
-    X(IOLOOM_COL_PARENT, ev[0].parent, ev[i].parent)                                                  \
-    X(IOLOOM_COL_COLL_SEQ, ev[0].coll_seq, ev[i].coll_seq)
+    X(IOLOOM_COL_AUX, ev[0].aux, ev[i].aux - ev[i - 1].aux)                                           \
+    X(IOLOOM_COL_CALL_ID, ev[0].call_id, ev[i].call_id - ev[i - 1].call_id)                           \
+    X(IOLOOM_COL_PARENT, ev[0].parent, ev[i].parent - ev[i - 1].parent)                               \
+    X(IOLOOM_COL_COLL_SEQ, ev[0].coll_seq, ev[i].coll_seq - ev[i - 1].coll_seq)
 
 /* Two adjacent 64-bit fields of a row, in one vector register (the vector extension of GCC and Clang: SSE2 on
  * x86-64, the machine's vectors or pairs of scalars elsewhere). */
 typedef int64_t pair_t __attribute__((vector_size(16)));
+typedef uint64_t upair_t __attribute__((vector_size(16)));
 #define PAIR_AT(row, field) pair_at(&(row).field)
 static inline pair_t pair_at(const void *two) {
     pair_t v;
@@ -196,48 +203,83 @@ _Static_assert(offsetof(struct ioloom_raw_event, op) == offsetof(struct ioloom_r
 _Static_assert(offsetof(struct ioloom_raw_event, layer) == offsetof(struct ioloom_raw_event, op) + 2, "pair");
 _Static_assert(sizeof(struct ioloom_raw_event) >= offsetof(struct ioloom_raw_event, file_id) + 16, "pair");
 
-/* The columns of row i (> 0) but the times as pairs, in the order of EACH_COLUMN's values: (offset delta, req),
- * (ret - req, handle), (aux, coll_seq), (call_id, parent), and (file, errno), (op, layer) packed. */
+/* The columns of row i (> 0) but the times and the difference columns, compared with row 0's as pairs: (ret - req,
+ * handle), and (file, errno), (op, layer) packed. */
 #define ROW_PAIRS(X, ev, i)                                          \
-    X(0, (PAIR_AT(ev[i], offset) - (pair_t){ev[i - 1].offset, 0}))   \
-    X(1, (PAIR_AT(ev[i], ret_bytes) - (pair_t){ev[i].req_bytes, 0})) \
-    X(2, PAIR_AT(ev[i], aux))                                        \
-    X(3, PAIR_AT(ev[i], call_id))                                    \
-    X(4, (PAIR_AT(ev[i], file_id) & FILE_OP_MASK))
+    X(0, (PAIR_AT(ev[i], ret_bytes) - (pair_t){ev[i].req_bytes, 0})) \
+    X(1, (PAIR_AT(ev[i], file_id) & FILE_OP_MASK))
+
+/* The difference columns, as the pairs of fields they come from: (offset, req), (aux, coll_seq), (call_id, parent). */
+#define DIFFERENCE_PAIRS(X, ev, i) X(0, PAIR_AT(ev[i], offset)) X(1, PAIR_AT(ev[i], aux)) X(2, PAIR_AT(ev[i], call_id))
+static const int difference_cols[3][2] = {{IOLOOM_COL_OFFSET_DELTA, IOLOOM_COL_REQ},
+                                          {IOLOOM_COL_AUX, IOLOOM_COL_COLL_SEQ},
+                                          {IOLOOM_COL_CALL_ID, IOLOOM_COL_PARENT}};
+
+/* A bit for each of the two columns cols[0], cols[1] whose half of `pairs` (0, 1) is zero. */
+static uint32_t zero_halves(upair_t pairs, const int cols[2]) {
+    return (uint32_t)(pairs[0] == 0) << cols[0] | (uint32_t)(pairs[1] == 0) << cols[1];
+}
+
+/* The difference columns: a bit for each that varies, and in *steady for each that varies steadily, given the
+ * pairs' `unsteady` bits (rows that are not row 0's value plus i steps), their steps and row 0's values. */
+static uint32_t difference_columns(const upair_t unsteady[3], const upair_t step[3], const int64_t *first,
+                                   uint32_t *steady) {
+    uint32_t varying = 0;
+    for (int k = 0; k < 3; k++) {
+        const int *cols = difference_cols[k];
+        uint32_t stays = zero_halves(unsteady[k], cols);
+        upair_t row0 = {(uint64_t)first[cols[0]], (uint64_t)first[cols[1]]};
+        uint32_t constant = stays & zero_halves(row0 ^ step[k], cols); /* every row holds the step */
+        *steady |= stays & ~constant;
+        varying |= (1u << cols[0] | 1u << cols[1]) & ~constant;
+    }
+    return varying;
+}
 
 /* Row 0's value of every column into first[], and a bit for each column but the times (time_column sees to
  * them) whose value is not the same in every row. Most columns of a loop are constant: one pass over the rows
  * finds them all, where a pass per column would read every row twelve times (the encoder thread's memory traffic
- * slows the program's thread). The columns are compared two at a time (ROW_PAIRS), each row against row 0's. */
-static uint32_t varying_columns(const struct ioloom_raw_event *ev, size_t n, uint64_t t_base, int64_t *first) {
+ * slows the program's thread). The columns are compared two at a time (ROW_PAIRS), each row against row 0's.
+ * The difference columns (offset, req, aux, coll_seq, call_id, parent) are compared with their value in row 1,
+ * the step: a column whose rows after the first all hold its step (a field that stays or counts up) is constant
+ * when row 0 holds the step too, else steady (a bit in *steady): two runs, written without a pass of their own
+ * (put_steady_column). */
+static uint32_t varying_columns(const struct ioloom_raw_event *ev, size_t n, uint64_t t_base, int64_t *first,
+                                uint32_t *steady) {
 #define FIRST(col, first_value, value) first[col] = (int64_t)(first_value);
     EACH_COLUMN(FIRST)
 #undef FIRST
-    const pair_t first_pairs[5] = {{first[IOLOOM_COL_OFFSET_DELTA], first[IOLOOM_COL_REQ]},
-                                   {first[IOLOOM_COL_RET_MINUS_REQ], first[IOLOOM_COL_HANDLE]},
-                                   {first[IOLOOM_COL_AUX], first[IOLOOM_COL_COLL_SEQ]},
-                                   {first[IOLOOM_COL_CALL_ID], first[IOLOOM_COL_PARENT]},
+    *steady = 0;
+    if (n < 2) return 0; /* one row: every column constant */
+    const pair_t first_pairs[2] = {{first[IOLOOM_COL_RET_MINUS_REQ], first[IOLOOM_COL_HANDLE]},
                                    PAIR_AT(ev[0], file_id) & FILE_OP_MASK};
-    pair_t differs[5] = {{0, 0}, {0, 0}, {0, 0}, {0, 0}, {0, 0}};
+    pair_t differs[2] = {{0, 0}, {0, 0}};
+    /* steady: row i holds row 0's value plus i steps (counted unsigned: they wrap, as the reader's sums do) */
+    upair_t expected[3], step[3], unsteady[3] = {{0, 0}, {0, 0}, {0, 0}};
+#define START(k, pair) expected[k] = (upair_t)(pair);
+    DIFFERENCE_PAIRS(START, ev, 0)
+#undef START
+#define STEP(k, pair) step[k] = (upair_t)(pair) - expected[k];
+    DIFFERENCE_PAIRS(STEP, ev, 1)
+#undef STEP
 #define DIFFERS(k, pair) differs[k] |= (pair) ^ first_pairs[k];
+#define UNSTEADY(k, pair) unsteady[k] |= (upair_t)(pair) ^ (expected[k] += step[k]);
     for (size_t i = 1; i < n; i++) {
         ROW_PAIRS(DIFFERS, ev, i)
+        DIFFERENCE_PAIRS(UNSTEADY, ev, i)
     }
+#undef UNSTEADY
 #undef DIFFERS
     const struct {
         int col, pair, half;
         uint64_t mask;
-    } bits[IOLOOM_COLUMNS - 2] = {
-        {IOLOOM_COL_OFFSET_DELTA, 0, 0, ~0ull},  {IOLOOM_COL_REQ, 0, 1, ~0ull},
-        {IOLOOM_COL_RET_MINUS_REQ, 1, 0, ~0ull}, {IOLOOM_COL_HANDLE, 1, 1, ~0ull},
-        {IOLOOM_COL_AUX, 2, 0, ~0ull},           {IOLOOM_COL_COLL_SEQ, 2, 1, ~0ull},
-        {IOLOOM_COL_CALL_ID, 3, 0, ~0ull},       {IOLOOM_COL_PARENT, 3, 1, ~0ull},
-        {IOLOOM_COL_FILE, 4, 0, 0xffffffffull},  {IOLOOM_COL_ERRNO, 4, 0, 0xffffffffull << 32},
-        {IOLOOM_COL_OP, 4, 1, 0xffffull},        {IOLOOM_COL_LAYER, 4, 1, 0xffull << 16}};
+    } bits[6] = {{IOLOOM_COL_RET_MINUS_REQ, 0, 0, ~0ull}, {IOLOOM_COL_HANDLE, 0, 1, ~0ull},
+                 {IOLOOM_COL_FILE, 1, 0, 0xffffffffull},  {IOLOOM_COL_ERRNO, 1, 0, 0xffffffffull << 32},
+                 {IOLOOM_COL_OP, 1, 1, 0xffffull},        {IOLOOM_COL_LAYER, 1, 1, 0xffull << 16}};
     uint32_t varying = 0;
-    for (int k = 0; k < IOLOOM_COLUMNS - 2; k++)
+    for (int k = 0; k < 6; k++)
         varying |= (uint32_t)(((uint64_t)differs[bits[k].pair][bits[k].half] & bits[k].mask) != 0) << bits[k].col;
-    return varying;
+    return varying | difference_columns(unsteady, step, first, steady);
 }
 
 /* One pass over the rows for column `col`: its values written as plain varints from body on, the number of runs
@@ -396,6 +438,19 @@ static uint8_t *put_column(uint8_t *p, int col, const struct ioloom_raw_event *e
     return p;
 }
 
+/* Appends column `col`, which varies and whose rows after the first all hold `step` (varying_columns' steady):
+ * two runs, written without a pass over the rows when they take fewer bytes than the
+ * column has rows (a plain varint takes a byte at least), as put_column would find them; put_column otherwise.
+ * Same bytes either way. */
+static uint8_t *put_steady_column(uint8_t *p, int col, const struct ioloom_raw_event *ev, size_t n, uint64_t t_base,
+                                  int64_t *v, int64_t first, int64_t step) {
+    size_t run_bytes = varint_size(2) + varint_size(zigzag(first)) + varint_size(zigzag(step)) + varint_size(1) +
+                       varint_size(n - 1);
+    if (run_bytes >= n) return put_column(p, col, ev, n, t_base, v);
+    p = put_varint(put_varint(put_runs_header(p, run_bytes, 2), zigzag(first)), zigzag(step));
+    return put_varint(put_varint(p, 1), n - 1);
+}
+
 /* A time column being written plain: its body, first value, and the rows equal to the one before and the bytes
  * they take (times rarely repeat: counted on a branch that is almost never taken). */
 struct time_body {
@@ -442,6 +497,17 @@ static uint8_t *put_time_columns(uint8_t *p, const struct ioloom_raw_event *ev, 
     return put_time_column(p, IOLOOM_COL_DURATION, &duration, ev, n, t_base, v);
 }
 
+/* Column `col`'s value stored for row 1 (n > 1). */
+static int64_t second_value(int col, const struct ioloom_raw_event *ev) {
+    const size_t i = 1;
+#define SECOND(column, first_expr, expr) \
+    case column:                         \
+        return (int64_t)(expr);
+    switch (col) { EACH_COLUMN(SECOND) }
+#undef SECOND
+    return 0;
+}
+
 size_t ioloom_encode_events(uint8_t *out, int64_t *scratch, uint32_t tid, const struct ioloom_raw_event *ev, size_t n) {
     uint64_t t_base = ev[0].t_start;
     uint8_t *p = out + IOLOOM_CHUNK_HEADER_BYTES;
@@ -449,11 +515,13 @@ size_t ioloom_encode_events(uint8_t *out, int64_t *scratch, uint32_t tid, const 
     p = put_varint(p, n);
     p = put_varint(p, t_base);
     int64_t first[IOLOOM_COLUMNS];
-    uint32_t varying = varying_columns(ev, n, t_base, first);
+    uint32_t steady, varying = varying_columns(ev, n, t_base, first, &steady);
     _Static_assert(IOLOOM_COL_GAP == 0 && IOLOOM_COL_DURATION == 1, "the time columns come first");
     p = put_time_columns(p, ev, n, t_base, scratch);
     for (int col = IOLOOM_COL_DURATION + 1; col < IOLOOM_COLUMNS; col++)
-        p = varying >> col & 1 ? put_column(p, col, ev, n, t_base, scratch) : put_const_column(p, first[col]);
+        p = !(varying >> col & 1) ? put_const_column(p, first[col])
+            : steady >> col & 1   ? put_steady_column(p, col, ev, n, t_base, scratch, first[col], second_value(col, ev))
+                                  : put_column(p, col, ev, n, t_base, scratch);
     uint32_t payload = (uint32_t)(p - out - IOLOOM_CHUNK_HEADER_BYTES);
     ioloom_seal_chunk(out, IOLOOM_CHUNK_EVENTS, payload);
     return (size_t)(p - out);

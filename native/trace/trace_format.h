@@ -7,7 +7,7 @@
 #include <stdint.h>
 
 #define IOLOOM_FORMAT_MAGIC "IOLOOMTR"
-#define IOLOOM_FORMAT_MAJOR 2
+#define IOLOOM_FORMAT_MAJOR 3
 #define IOLOOM_FORMAT_MINOR 0
 #define IOLOOM_HEADER_BYTES 16
 #define IOLOOM_CHUNK_HEADER_BYTES 12 /* u32 type, u32 payload length, u32 CRC-32 chained (ioloom_chain_chunk) */
@@ -66,6 +66,11 @@ void ioloom_seal_chunk(uint8_t *chunk, uint32_t type, uint32_t payload_len);
 /* Writes a sealed chunk's checksum, chained: the CRC-32 of its type, length and payload, going on from `previous`,
  * the checksum of the chunk written before it in the stream (0 for the first). Returns it. */
 uint32_t ioloom_chain_chunk(uint8_t *chunk, uint32_t previous);
+
+/* ioloom_chain_chunk for a chunk of a trace stream, whose chain (from format 3.0 on) also goes through the stream's
+ * file header: each chunk goes on from crc32(header, previous), so that a changed version or header size fails
+ * every chunk's checksum (3.0 reads call ids as differences: read as 2.0 they would be wrong). */
+uint32_t ioloom_chain_stream_chunk(uint8_t *chunk, uint32_t previous);
 
 /* The 16-byte file header. */
 void ioloom_file_header(uint8_t out[IOLOOM_HEADER_BYTES]);

@@ -26,7 +26,7 @@ struct out {
 
 /* Writes a sealed chunk with its checksum chained to the last one written, as the tracer does. */
 static void emit(struct out *o, uint8_t *chunk, size_t len) {
-    o->chain = ioloom_chain_chunk(chunk, o->chain);
+    o->chain = ioloom_chain_stream_chunk(chunk, o->chain);
     fwrite(chunk, 1, len, o->stream);
 }
 
@@ -214,7 +214,7 @@ static void crafted(struct out *o) {
     emit_as_is(o, good, good_len); /* a repeat */
     loop_rows(ev, 20, 5000000);
     size_t len = encode_only(o, 11, ev, 20);
-    ioloom_chain_chunk(o->chunk, o->chain);
+    ioloom_chain_stream_chunk(o->chunk, o->chain);
     o->chunk[0] = IOLOOM_CHUNK_OPS; /* a flipped type: under the checksum */
     damaged(o, "checksum");
     emit_as_is(o, o->chunk, len);
@@ -223,7 +223,7 @@ static void crafted(struct out *o) {
     damaged(o, "bad-column");
     emit(o, o->chunk, len);
     loop_rows(ev, 20, 5500000);
-    o->chain = ioloom_chain_chunk(o->chunk, o->chain); /* a chunk removed: the next one is cut from the chain */
+    o->chain = ioloom_chain_stream_chunk(o->chunk, o->chain); /* a chunk removed: the next one is cut from the chain */
     damaged(o, "checksum");
     emit(o, o->chunk, encode_only(o, 11, ev, 20));
     uint8_t *p = ioloom_put_varint(

@@ -190,7 +190,7 @@ static int append_locked(uint8_t *chunk, size_t len, int accounting) {
     size_t header_len = end ? 0 : sizeof header;
     if (reserve_room(fd, end, header_len + len) && !(accounting && end + header_len + len <= w.reserved_end)) return -1;
     if (header_len) ioloom_file_header(header);
-    uint32_t crc = ioloom_chain_chunk(chunk, end ? w.chain : 0);
+    uint32_t crc = ioloom_chain_stream_chunk(chunk, end ? w.chain : 0);
     if ((header_len && write_fully(fd, header, header_len)) || write_fully(fd, chunk, len)) {
         int err = errno;
         syscall(SYS_ftruncate, fd, (off_t)end);

@@ -132,7 +132,7 @@ class StreamReader:
         if name in ("t_start", "t_end"):
             values = times[1 if name == "t_end" else 0]
         elif name == "offset":
-            values = s.stored(OFFSET_DELTA, positions, empty(rows), running=True)
+            values = s.stored(OFFSET_DELTA, positions, empty(rows), running=s.summed(OFFSET_DELTA))
         elif name == "tid":
             values = s.tids()
         elif name in ("rank", "pid"):
@@ -140,13 +140,13 @@ class StreamReader:
             values.fill(self.rank if name == "rank" else self.pid)
         elif name == "ret_bytes":
             values = s.stored(RET_MINUS_REQ, positions, empty(rows))
-            values += s.stored(REQ, positions, scratch)
+            values += s.stored(REQ, positions, scratch, running=s.summed(REQ))
         elif name == "file_id":
             local = s.stored(DIRECT[name], positions, scratch.view(np.int32)[:rows])
             local += 1
             values = self.file_lookup.take(local, mode="clip", out=empty(len(local), np.int32))
         else:  # narrowed as decoded: less memory to write and to reorder
-            values = s.stored(DIRECT[name], positions, empty(rows, dtype))
+            values = s.stored(DIRECT[name], positions, empty(rows, dtype), running=s.summed(DIRECT[name]))
         return values.astype(dtype, copy=False)
 
     def _bounds(self, s: StreamFile) -> tuple[np.ndarray, np.ndarray]:

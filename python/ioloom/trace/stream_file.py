@@ -36,8 +36,10 @@ from ioloom.trace.varint import (
 )
 
 MAGIC = b"IOLOOMTR"
-MAJOR = 2  # the version the tracer writes (trace_format.h)
-MAJORS = (1, 2)  # the versions this reader reads: 1 had the checksum over the payload only
+MAJOR = 3  # the version the tracer writes (trace_format.h)
+# the versions this reader reads: 1 had the checksum over the payload only, 2 stored req_bytes, aux, call_id,
+# parent and coll_seq as they are (3: as differences)
+MAJORS = (1, 2, 3)
 CHUNK_HEADER = struct.Struct("<III")
 ACCOUNTING_XATTR = "user.ioloom.info"  # the final accounting, when the stream could not hold it (writer.c)
 INFO, OPS, FILES, EVENTS = 1, 2, 3, 4
@@ -79,6 +81,12 @@ class StreamFile:
     files: dict = field(default_factory=dict)  # local id -> (path, dev, ino)
     chunks: np.ndarray = field(default_factory=_no_rows)  # the index rows of its readable EVENTS chunks
     problems: list[str] = field(default_factory=list)
+    major: int = MAJOR  # its format version
+
+    def summed(self, column: int) -> bool:
+        """Whether stored column `column` holds differences, summed within each chunk to give the values: the
+        offsets, and from version 3 on req_bytes, aux, call_id, parent and coll_seq."""
+        return column == OFFSET_DELTA or (self.major >= 3 and column in (REQ, AUX, CALL_ID, PARENT, COLL_SEQ))
 
     @cached_property
     def events(self) -> int:
@@ -148,7 +156,8 @@ class StreamFile:
 
     def subset(self, chunks: np.ndarray) -> StreamFile:
         """The same stream restricted to the events chunks `chunks` (indices, in the order given)."""
-        return StreamFile(self.path, self.data, self.info, self.ops, self.files, self.chunks[chunks], self.problems)
+        return StreamFile(self.path, self.data, self.info, self.ops, self.files, self.chunks[chunks], self.problems,
+                          self.major)
 
     def forget_pages(self, end: int | None = None) -> None:
         """Hand the mapped pages (those before byte `end`, or all) back to the page cache: they are read again
@@ -381,25 +390,33 @@ def _events_row(raw, row: list[int], body: int, rules: IndexRules) -> int:
     return OK
 
 
+def _chain_start(raw, major: int, previous: int) -> int:
+    """What a chunk's checksum goes on from: the one stored by the chunk before it, and from format 3 on the
+    stream's file header after it (trace_format.h, ioloom_chain_stream_chunk)."""
+    return zlib.crc32(memoryview(raw)[:16], previous) if major >= 3 else previous
+
+
 def _checksum_holds(raw, pos: int, length: int, crc: int, major: int, previous: int) -> bool:
     """index.c's checksum_holds: from format 2 on the checksum covers the chunk's type and length, then its payload,
-    going on from `previous`, the checksum stored by the chunk before it."""
+    going on from `previous`, the checksum stored by the chunk before it (through the file header from 3 on)."""
     body = memoryview(raw)[pos + CHUNK_HEADER.size:pos + CHUNK_HEADER.size + length]
-    start = zlib.crc32(memoryview(raw)[pos:pos + 8], previous) if major >= 2 else 0
+    start = zlib.crc32(memoryview(raw)[pos:pos + 8], _chain_start(raw, major, previous)) if major >= 2 else 0
     return zlib.crc32(body, start) == crc
 
 
 def rechain(data: bytes) -> bytes:
-    """A stream of format 2 with every whole chunk's checksum computed again, each going on from the one before:
-    what a tool that crafts chunks (tests, `ioloom bench fuzz`) writes so that the reader judges their contents."""
+    """A stream of format 2 or 3 (its header's) with every whole chunk's checksum computed again, each going on from
+    the one before: what a tool that crafts chunks (tests, `ioloom bench fuzz`) writes so that the reader judges
+    their contents."""
     out = bytearray(data)
     pos, previous = struct.unpack_from("<I", data, 12)[0], 0
+    major = struct.unpack_from("<H", data, 8)[0]
     while pos + CHUNK_HEADER.size <= len(out):
         length = CHUNK_HEADER.unpack_from(out, pos)[1]
         if pos + CHUNK_HEADER.size + length > len(out):
             break
         previous = zlib.crc32(memoryview(out)[pos + CHUNK_HEADER.size:pos + CHUNK_HEADER.size + length],
-                              zlib.crc32(memoryview(out)[pos:pos + 8], previous))
+                              zlib.crc32(memoryview(out)[pos:pos + 8], _chain_start(out, major, previous)))
         struct.pack_into("<I", out, pos + 8, previous)
         pos += CHUNK_HEADER.size + length
     return bytes(out)
@@ -479,6 +496,7 @@ def _read_chunks(path: Path) -> StreamFile:
     if header < 16 or header > len(raw):
         stream.problems.append(f"{name}: header size {header} is not 16 to the file's size; skipped")
         return stream
+    stream.major = major
     rules = index_rules(major)
     events = []
     pos = header
