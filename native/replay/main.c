@@ -66,10 +66,13 @@ static int wait_order(const long long *progress, const struct call *c) {
     return gave_up;
 }
 
-/* Sleeps `owed` ns if positive; what is still owed after (negative: slept too long, taken off the next gaps). */
-static long long wait_gap(long long owed) {
-    if (owed <= 0) return owed;
+/* Sleeps what is `owed` of the gaps (ns) less the time since the previous call ended, spent waiting for other
+ * processes (in the original that wait was inside the gap: counted twice, it compounds along every chain of waits);
+ * what is still owed after (negative: late or slept too long, taken off the next gaps). */
+static long long wait_gap(long long owed, long long previous_end) {
     long long start = now_ns();
+    owed -= start - previous_end;
+    if (owed <= 0) return owed;
     sleep_ns(owed);
     return owed - (now_ns() - start);
 }
@@ -83,17 +86,19 @@ static int replay_script(const char *path, const struct options *o) {
         return 2;
     }
     struct replayer r = {.script = &s};
-    long long gave_up = 0, owed = 0, start = now_ns();
+    long long gave_up = 0, owed = 0, previous_end = now_ns(), first_start = previous_end;
     for (long long i = 0; i < s.ncalls; i++) {
         gave_up += wait_order(progress, &s.calls[i]);
-        if (o->gaps) owed = wait_gap(owed + s.calls[i].gap_ns);
+        if (o->gaps) owed = wait_gap(owed + s.calls[i].gap_ns, previous_end);
+        if (i == 0) first_start = now_ns();
         replay_call(&r, &s.calls[i]);
+        if (o->gaps) previous_end = now_ns();
         if (progress) __atomic_store_n(&progress[s.process], i + 1, __ATOMIC_RELEASE);
     }
     fprintf(stderr,
             "ioloom-replay: process %d: %lld calls replayed, %lld with another outcome than recorded, "
             "%lld order waits given up, in %.6f s\n",
-            s.process, s.ncalls, r.diverged, gave_up, (double)(now_ns() - start) / 1e9);
+            s.process, s.ncalls, r.diverged, gave_up, (double)(now_ns() - first_start) / 1e9);
     return 0;
 }
 

@@ -111,7 +111,7 @@ def _timed(where: Path, manifest: dict, scripts: dict[str, str], gaps: bool, rou
         raise typer.Exit(1)
     seconds = [r[0] for r in results]
     original = manifest["span_ns"] / 1e9
-    typer.echo(f"original: {original:.4f} s from its first replayed call to its last (from the trace)")
+    typer.echo(f"original: {original:.4f} s (its slowest process, first replayed call to last; from the trace)")
     typer.echo(f"replay{' with gaps' if gaps else ''}, {rounds} rounds: {_summary(seconds)}, "
                f"{statistics.median(seconds) / original if original else float('nan'):.2f} x the original; "
                f"calls with another outcome {sum(r[1] for r in results)}, order waits given up "

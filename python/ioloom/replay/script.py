@@ -150,7 +150,6 @@ def build(trace_path: Path) -> tuple[dict, dict[str, str]]:
     initial = initial_files(processes, files)
     scripts = {f"{index}.ops": script_text(index, len(processes), process, relative, wait)
                for index, (process, wait) in enumerate(zip(processes, waits(processes, shared, initial)))}
-    calls = [c for p in processes for c in p.calls]
     manifest = {
         "version": VERSION, "trace": str(trace_path.resolve()), "root": root,
         "mpi": _mpi_of(trace, streams),
@@ -159,7 +158,7 @@ def build(trace_path: Path) -> tuple[dict, dict[str, str]]:
         "initial_sizes": {relative[f]: size for f, size in initial.items()},
         "shared_files": sorted(relative[f] for f in shared),
         "left_out": dict(sum((p.left_out for p in processes), Counter()).most_common()),
-        "span_ns": max(c.t_end for c in calls) - min(c.t_start for c in calls) if calls else 0,
+        "span_ns": max((p.calls[-1].t_end - p.calls[0].t_start for p in processes if p.calls), default=0),
     }
     return manifest, scripts
 
