@@ -17,12 +17,12 @@ STEPS = 12
 
 
 def _traced(ioloom_cli, tmp_path: Path, name: str, env: dict[str, str], *args: str,
-            program: str = "ioloom-predict-loop") -> Path:
+            program: str = "ioloom-predict-loop", steps: int = STEPS) -> Path:
     """Runs ioloom-predict-loop (or its build with frame pointers) under `ioloom run` with `env`; the trace's
     directory."""
     out, trace = tmp_path / f"{name}-out", tmp_path / name
     out.mkdir()
-    ioloom_cli("run", "-o", trace, "--", paths.native_bin(program), out, str(STEPS), *args, env=env)
+    ioloom_cli("run", "-o", trace, "--", paths.native_bin(program), out, str(steps), *args, env=env)
     return trace
 
 
@@ -133,6 +133,15 @@ def test_lying_frame_pointers_change_nothing(ioloom_cli, tmp_path):
     # lies 0-2 stop the walk at once (the site: backtrace's stack, checked once); 3-6 read one record more, wrong
     assert side.count("stacks_backtraced") == 3 + 4 * rounds
     assert side.count("stacks_walked") == len(side.calls) - side.count("stacks_backtraced")
+
+
+def test_a_side_stream_written_in_several_pieces_reads_whole(ioloom_cli, tmp_path):
+    """Past 64 KiB the side stream is written out in pieces: each piece's checksums chain on from the last one's
+    (the second piece's used to start from 0 again, and was skipped by the reader)."""
+    trace = _traced(ioloom_cli, tmp_path, "trace", {"IOLOOM_PREDICT": "1", "IOLOOM_STACKS": "2"}, "7", steps=100)
+    side = _side(trace)
+    assert next(trace.glob("*.predict")).stat().st_size > 2 * 65536
+    assert side.problems == [] and len(side.calls) == int(side.info["calls"]) == 100 * 70
 
 
 def test_the_tracers_grammar_cap_is_reported(ioloom_cli, tmp_path):

@@ -263,13 +263,13 @@ static void write_pending(void) {
         side.out_len = 0;
         return;
     }
+    int fd = side_fd(); /* first: a new file (the first write, a child after fork) starts the chain again */
     for (size_t at = 0; at < side.out_len;) {
         uint8_t *chunk = side.out + at;
         side.crc = ioloom_chain_chunk(chunk, side.crc);
         at +=
             HDR + ((uint32_t)chunk[4] | (uint32_t)chunk[5] << 8 | (uint32_t)chunk[6] << 16 | (uint32_t)chunk[7] << 24);
     }
-    int fd = side_fd();
     const uint8_t *p = side.out;
     size_t left = side.out_len;
     while (fd >= 0 && left) {
