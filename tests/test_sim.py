@@ -365,6 +365,15 @@ def test_bad_input_is_one_line_naming_the_fix(ioloom_cli, tmp_path, toml, args, 
     assert len(out.stderr.strip().splitlines()) == 1
 
 
+def test_an_explicit_target_list_places_every_new_file_and_bad_lists_are_refused():
+    p = small(layout={"targets": [5, 2, 7], "stripe_count": 2})
+    w = workload.bench_job(p, workload.parse_bench_args("-F -b 1m -t 1m -w"), 3, 1)
+    assert all(targets == [5, 2] for _, targets in w.layouts.values()) and len(w.layouts) == 3
+    for bad, message in (([1, 1], "distinct"), ([8], "from 0 to 7"), ([3], "exceeds")):
+        with pytest.raises(platform.PlatformError, match=message):
+            small(layout={"targets": bad, "stripe_count": 2 if message == "exceeds" else 1})
+
+
 def test_docs_list_every_platform_key_with_its_default():
     doc = (paths.REPO_ROOT / "docs" / "sim.md").read_text()
     for key, (default, _, _) in platform.DEFAULTS.items():

@@ -59,6 +59,9 @@ DEFAULTS: dict[str, tuple[Any, str | None, str]] = {
                                                     "them at once"),
     "layout.stripe_count": (1, None, "targets per file (-1: all)"),
     "layout.stripe_size": (1 << 20, None, "bytes per stripe"),
+    "layout.targets": ([], None, "an explicit list of targets, in stripe order, for every new file (Lustre's "
+                                 "`lfs setstripe -o`): a file of n stripes takes the first n; empty: "
+                                 "layout.placement chooses"),
     "layout.placement": ("random", None, "first target and the rest: random (distinct targets drawn at random) | "
                                          "round_robin (consecutive targets from a rotating start)"),
     "background.modes": ([], None, "per-target load: list of [capacity left (0-1], weight]; empty: no load"),
@@ -128,6 +131,13 @@ def _check_whole(p: Platform) -> None:
     if count == 0 or count < -1 or count > targets:
         raise PlatformError(f"`layout.stripe_count` = {count} is impossible with {targets} targets: "
                             f"use 1..{targets}, or -1 for all")
+    explicit = p["layout.targets"]
+    if explicit and (len(set(explicit)) != len(explicit) or
+                     not all(isinstance(t, int) and 0 <= t < targets for t in explicit)):
+        raise PlatformError(f"`layout.targets` = {explicit!r}: list distinct targets from 0 to {targets - 1}")
+    if explicit and count > len(explicit):
+        raise PlatformError(f"`layout.stripe_count` = {count} exceeds the {len(explicit)} targets of "
+                            "`layout.targets`: list more targets or lower the stripe count")
     if p["layout.placement"] not in ("random", "round_robin"):
         raise PlatformError(f"`layout.placement` = {p['layout.placement']!r}: use random or round_robin")
     for mode in p["background.modes"]:

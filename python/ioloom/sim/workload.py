@@ -116,15 +116,22 @@ class Workload:
 
 class Placement:
     """Lustre-like target allocation for new files: random distinct targets, or round robin from a rotating
-    start; reproducible from the platform's seed."""
+    start, reproducible from the platform's seed; or the platform's explicit list (`layout.targets`)."""
 
     def __init__(self, platform: Platform, seed_offset: int = 0):
         self.targets = platform["targets.count"]
         self.rng = np.random.default_rng(platform["run.seed"] + seed_offset)
         self.policy = platform["layout.placement"]
+        self.explicit = list(platform["layout.targets"])
         self.next_start = int(self.rng.integers(self.targets))
 
     def place(self, count: int) -> list[int]:
+        if self.explicit:
+            count = len(self.explicit) if count == -1 else count
+            if count > len(self.explicit):
+                raise WorkloadError(f"a stripe count of {count} exceeds the {len(self.explicit)} targets of "
+                                    "`layout.targets`: list more targets or lower the stripe count")
+            return self.explicit[:count]
         count = self.targets if count == -1 else count
         if self.policy == "random":
             return [int(t) for t in self.rng.choice(self.targets, size=count, replace=False)]
