@@ -225,3 +225,20 @@ def test_nothing_to_predict():
     ops, kinds, places = file_per_step(1, 0, 1)
     figures, _ = evaluate(ops[:1], kinds, places)
     assert figures["operations"] == 1 and figures["symbol_accuracy_pct"] is None
+
+
+def test_the_hit_ratio_of_known_symbols_leaves_out_first_appearances():
+    """A symbol met for the first time cannot be predicted: hit_ratio_known_symbols_pct scores the others."""
+    from ioloom.predict.metrics import evaluate
+    from ioloom.predict.model import Operation
+
+    kinds, places = {0: "open", 1: "write", 2: "close", 3: "write"}, dict.fromkeys(range(4), "f")
+    ops, t = [], 0
+    for step in range(20):
+        body = [(0, -1, 0), (1, 0, 4096), (1, 4096, 4096)] + ([(3, 8192, 512)] if step == 10 else []) + [(2, -1, 0)]
+        for symbol, offset, size in body:
+            ops.append(Operation(symbol, kinds[symbol], "f", 0, offset, size, t, t + 10))
+            t += 20
+    figures, _ = evaluate(ops, kinds, places)
+    assert figures["first_appearances"] == 3  # 1, 2 and 3 (the first operation is not scored)
+    assert figures["hit_ratio_known_symbols_pct"] > figures["hit_ratio_pct"]

@@ -38,6 +38,7 @@ class Scores:
     offsets: list[float] = field(default_factory=list)
     offsets_contiguous: list[float] = field(default_factory=list)
     hits: list[float] = field(default_factory=list)
+    hits_known: list[float] = field(default_factory=list)  # the hits of operations whose symbol came before
     time_errors: list[float] = field(default_factory=list)
     time_errors_immediate: list[float] = field(default_factory=list)
     grammar_sizes: list[tuple[int, int]] = field(default_factory=list)
@@ -54,9 +55,14 @@ def evaluate(operations: list[Operation], kinds: dict[int, str], places: dict[in
     scores = Scores()
     recent: deque[float] = deque(maxlen=WINDOW)
     ends: dict[int, int] = {}  # the contiguous baseline: where the last access to each file ended
+    met: set[int] = set()  # symbols met so far
     for index, op in enumerate(operations):
         if index:
+            scored = len(scores.hits)
             _score(scores, recent, model, model.predict(), op, ends)
+            if len(scores.hits) > scored and op.symbol in met:
+                scores.hits_known.append(scores.hits[-1])
+        met.add(op.symbol)
         model.observe(op)
         if op.kind in DATA_KINDS and op.offset >= 0:
             ends[op.file_id] = op.offset + op.size
@@ -115,6 +121,8 @@ def _figures(scores: Scores, model: ProcessModel, operations: int) -> dict:
         "offset_accuracy_pct": _pct(_mean(scores.offsets)),
         "offset_contiguous_pct": _pct(_mean(scores.offsets_contiguous)),
         "hit_ratio_pct": None if not scores.hits else round(_mean(scores.hits), 2),
+        "hit_ratio_known_symbols_pct": None if not scores.hits_known else round(_mean(scores.hits_known), 2),
+        "first_appearances": len(scores.hits) - len(scores.hits_known),
         "time_error_s": _mean(scores.time_errors),
         "time_error_immediate_reaccess_s": _mean(scores.time_errors_immediate),
         "transitions_immediate": immediate,
