@@ -129,8 +129,9 @@ void Storage::copy(int node, uint64_t bytes) {
     uint64_t &credit = burst_left_[node];
     uint64_t ahead = std::min(credit, bytes);
     credit -= ahead;
-    auto run = [](sg4::Host *on, uint64_t n) { /* hosts compute copy_bandwidth flop/s per core, or their share */
-        if (n) sg4::this_actor::exec_init(static_cast<double>(n))->set_host(on)->wait();
+    auto run = [](sg4::Host *on,
+                  uint64_t n) { /* hosts compute copy_bandwidth flop/s per core, or their share */
+                                if (n) sg4::this_actor::exec_init(static_cast<double>(n))->set_host(on)->wait();
     };
     run(p_.nodes[static_cast<size_t>(node)], ahead);
     run(p_.job_cores[static_cast<size_t>(node)], bytes - ahead);
