@@ -62,6 +62,28 @@ def test_dd_waits_at_most_its_bound(tmp_path, coordinator):
     assert "8 waits past their bound" in err, err
 
 
+def test_dd_goes_on_when_the_coordinator_dies_while_it_waits(tmp_path):
+    address = str(tmp_path / "dying.sock")
+    server = subprocess.Popen([sys.executable, "-m", "ioloom", "coord", "serve", "--address", address, "--policy",
+                               "fcfs"], stdout=subprocess.PIPE, text=True,
+                              env={**os.environ, "PYTHONPATH": str(paths.REPO_ROOT / "python")})
+    try:
+        server.stdout.readline()                                     # listening
+        with Client(address, "holder") as holder:
+            holder.inform(10**9, 100.0)                              # holds the storage for good
+            run = ioloom_run(tmp_path, address)
+            deadline = time.monotonic() + 60
+            while len(holder.status()["order"]) < 2 and time.monotonic() < deadline:
+                time.sleep(0.05)                                     # dd announced and waits
+            server.send_signal(signal.SIGKILL)
+            err = finished(run)
+    finally:
+        server.kill()
+        server.wait()
+    assert (tmp_path / "out").stat().st_size == 8 * MB
+    assert "told to wait 1 times" in err and "1 without the coordinator (wrote anyway)" in err, err
+
+
 def test_a_killed_parents_phase_ends_although_its_forked_child_lives(tmp_path, coordinator):
     """The child drops its copy of the parent's connection at the fork: the killed parent's phase ends at once,
     not when the child exits (30 s later) nor when the lease (60 s) runs out."""
