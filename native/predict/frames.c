@@ -21,9 +21,9 @@ __asm__(".text\n"
         ".globl pwrite_with_frame\n"
         ".type pwrite_with_frame, @function\n"
         "pwrite_with_frame:\n"
-        "  pushq %rbp\n"          /* rsp 16-aligned again, as the call below needs */
-        "  movq %rcx, %rbp\n"     /* the lie */
-        "  movq %rdx, %rcx\n"     /* pwrite(fd, buf, BLOCK, offset) */
+        "  pushq %rbp\n"      /* rsp 16-aligned again, as the call below needs */
+        "  movq %rcx, %rbp\n" /* the lie */
+        "  movq %rdx, %rcx\n" /* pwrite(fd, buf, BLOCK, offset) */
         "  movl $64, %edx\n"
         "  call pwrite@PLT\n"
         "  popq %rbp\n"
@@ -42,9 +42,9 @@ static uintptr_t lie(int which, uintptr_t *records) {
     records[0] = here + 16, records[1] = 0x1234; /* a chain: record -> record 2 */
     records[2] = 0, records[3] = 0x5678;
     uintptr_t chains[LIES] = {0, 0x10, here + 8, here, here, here, here};
-    if (which == 3) records[0] = here - 64;               /* down the stack */
-    if (which == 4) records[0] = UINTPTR_MAX - 15;        /* past the stack's end */
-    if (which == 5) records[0] = 0x100000;                /* unmapped */
+    if (which == 3) records[0] = here - 64;        /* down the stack */
+    if (which == 4) records[0] = UINTPTR_MAX - 15; /* past the stack's end */
+    if (which == 5) records[0] = 0x100000;         /* unmapped */
     return chains[which];
 }
 
@@ -59,8 +59,7 @@ int main(int argc, char **argv) {
     _Alignas(16) uintptr_t records[4];
     for (long i = 0, rounds = atoi(argv[2]); i < rounds * LIES; i++) {
         memset(block, 'a' + (int)(i % 26), sizeof block);
-        if (pwrite_with_frame(fd, block, i * BLOCK, lie((int)(i % LIES), records)) != BLOCK)
-            return perror("pwrite"), 1;
+        if (pwrite_with_frame(fd, block, i * BLOCK, lie((int)(i % LIES), records)) != BLOCK) return perror("pwrite"), 1;
     }
     return close(fd) ? perror("close"), 1 : 0;
 }

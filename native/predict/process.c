@@ -99,8 +99,7 @@ static void *nearest(const struct pg_process *p, enum tag tag, int32_t from, int
 
 /* ---- paired models (sizes: whole SIZE_WHOLE, placed SIZE_PLACED; offset changes: the OFFSET pair) ---- */
 
-static int64_t paired_predict(const struct pg_process *p, enum tag whole_tag, int32_t from, int32_t to,
-                              int32_t place) {
+static int64_t paired_predict(const struct pg_process *p, enum tag whole_tag, int32_t from, int32_t to, int32_t place) {
     const struct paired *pair = find(p, key_of(whole_tag, from, to, 0));
     if (!pair) return 0; /* a key never seen */
     struct pg_local *placed = nearest(p, whole_tag + 1, from, to, place);
@@ -225,8 +224,8 @@ static int32_t place_in_run(const struct pg_process *p, int32_t symbol) {
 
 static int64_t offset_predict(const struct pg_process *p, int32_t key, int32_t symbol, int32_t place) {
     int64_t by_change = p->positions[key] + paired_predict(p, OFFSET_WHOLE, p->current, symbol, place);
-    int64_t back = return_preferred(p, p->current, symbol, place)
-                       ? return_predict(p, key, p->current, symbol, place) : -1;
+    int64_t back =
+        return_preferred(p, p->current, symbol, place) ? return_predict(p, key, p->current, symbol, place) : -1;
     return back < 0 ? by_change : back;
 }
 
@@ -287,8 +286,8 @@ struct pg_process *pg_process_new(const struct pg_options *options) {
     struct pg_process *p = calloc(1, sizeof *p);
     if (!p) return NULL;
     p->o = *options, p->current = -1, p->mask = table_slots(options->max_models) - 1;
-    p->sequence = pg_sequence_new(options->grammar_cap, options->max_symbols, options->distinct_values, 1,
-                                  options->local_cap);
+    p->sequence =
+        pg_sequence_new(options->grammar_cap, options->max_symbols, options->distinct_values, 1, options->local_cap);
     p->keys = calloc(p->mask + 1, sizeof *p->keys);
     p->values = calloc(p->mask + 1, sizeof *p->values);
     p->kinds = calloc((size_t)options->max_symbols, sizeof *p->kinds);

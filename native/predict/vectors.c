@@ -105,8 +105,8 @@ struct ops {
     const char *name;
     int32_t n;
     struct pg_operation op[PROCESS_OPS];
-    int64_t now;           /* the clock: where the next operation starts */
-    int64_t at[8];         /* per file key, the offset of the next contiguous access */
+    int64_t now;   /* the clock: where the next operation starts */
+    int64_t at[8]; /* per file key, the offset of the next contiguous access */
 };
 
 /* Appends an operation of symbol (kind, file key) starting `gap` ns after the last one ended, taking 2 us. */
@@ -116,8 +116,10 @@ static void add_op(struct ops *o, int32_t symbol, enum pg_kind kind, int32_t key
     o->now += gap;
     o->op[o->n++] = (struct pg_operation){symbol, key, kind, offset, size, o->now, o->now + 2000};
     o->now += 2000;
-    if (kind == PG_OPEN || kind == PG_CLOSE) o->at[key] = 0;
-    else if (offset >= 0) o->at[key] = offset + size;
+    if (kind == PG_OPEN || kind == PG_CLOSE)
+        o->at[key] = 0;
+    else if (offset >= 0)
+        o->at[key] = offset + size;
 }
 
 /* One contiguous write on key of size bytes. */
@@ -169,7 +171,7 @@ static void particle_ops(struct ops *o) {
  * offsets contiguous, repeated or jumping, gaps near the 1 ms threshold. */
 static void noisy_ops(struct ops *o, const char *name, unsigned seed) {
     static const enum pg_kind kinds[9] = {PG_OPEN, PG_WRITE, PG_WRITE, PG_READ, PG_CLOSE,
-                                          PG_OPEN, PG_READ, PG_WRITE, PG_CLOSE};
+                                          PG_OPEN, PG_READ,  PG_WRITE, PG_CLOSE};
     static const int32_t keys[9] = {0, 0, 0, 0, 0, 1, 1, 1, 1};
     *o = (struct ops){.name = name};
     for (int i = 0; i < 1500; i++) {
@@ -178,15 +180,17 @@ static void noisy_ops(struct ops *o, const char *name, unsigned seed) {
         int64_t gap = lcg(&seed) % 2000000;
         unsigned jump = lcg(&seed) % 10;
         int64_t offset = jump < 7 ? o->at[key] : jump < 9 ? (int64_t)(lcg(&seed) % 16) * 512 : -1;
-        if (kinds[s] == PG_OPEN || kinds[s] == PG_CLOSE) add_op(o, s, kinds[s], key, -1, 0, gap);
-        else add_op(o, s, kinds[s], key, offset, size, gap);
+        if (kinds[s] == PG_OPEN || kinds[s] == PG_CLOSE)
+            add_op(o, s, kinds[s], key, -1, 0, gap);
+        else
+            add_op(o, s, kinds[s], key, offset, size, gap);
     }
 }
 
 static void print_candidates(FILE *out, const struct pg_candidate *c, int32_t n) {
     for (int32_t k = 0; k < n && k < CANDIDATES; k++)
-        fprintf(out, "%s%d,%lld,%lld,%.17g", k ? ";" : "", c[k].symbol, (long long)c[k].size,
-                (long long)c[k].offset, c[k].gap_ns);
+        fprintf(out, "%s%d,%lld,%lld,%.17g", k ? ";" : "", c[k].symbol, (long long)c[k].size, (long long)c[k].offset,
+                c[k].gap_ns);
 }
 
 /* Per operation: its fields, then how many candidates the model gave before it, and the candidates. */

@@ -28,21 +28,21 @@
 #include "unwind.h"
 
 enum {
-    MAX_FRAMES = 8,          /* IOLOOM_STACKS at most */
-    MAX_SYMBOLS = 1024,      /* the last one stands for every stack met once the others are taken; so for the
-                                model's symbols, (stack symbol, file key) pairs */
-    MAX_KEYS = 1024,         /* file keys; the last one, "", stands for every key met once the others are taken */
-    KEY_SLOTS = 2 * MAX_KEYS,        /* file key -> id (a power of two) */
-    FILE_SLOTS = 1024,               /* file id -> file key, a cache (a power of two) */
-    PAIR_SLOTS = 2 * MAX_SYMBOLS,    /* (stack symbol, file key) -> model symbol (a power of two) */
-    MAX_MODELS = 4096,               /* size, offset, return and time models of the process model */
-    RATE_CALLS = 1024,               /* calls between two measures of the TSC's rate */
-    MAX_MODULES = 1024,      /* executable segments remembered */
-    RAW_SLOTS = 4096,        /* stacks as raw addresses -> symbol (a power of two) */
-    RAW_PROBES = 16,         /* slots looked at before the stable table is searched instead */
-    KEPT = 8,                /* predicted symbols written per call; their count is written whole */
-    NAME_BYTES = 1024,       /* a module's name, cut beyond */
-    PENDING_BYTES = 1 << 16, /* chunks are written out once this much waits */
+    MAX_FRAMES = 8,               /* IOLOOM_STACKS at most */
+    MAX_SYMBOLS = 1024,           /* the last one stands for every stack met once the others are taken; so for the
+                                     model's symbols, (stack symbol, file key) pairs */
+    MAX_KEYS = 1024,              /* file keys; the last one, "", stands for every key met once the others are taken */
+    KEY_SLOTS = 2 * MAX_KEYS,     /* file key -> id (a power of two) */
+    FILE_SLOTS = 1024,            /* file id -> file key, a cache (a power of two) */
+    PAIR_SLOTS = 2 * MAX_SYMBOLS, /* (stack symbol, file key) -> model symbol (a power of two) */
+    MAX_MODELS = 4096,            /* size, offset, return and time models of the process model */
+    RATE_CALLS = 1024,            /* calls between two measures of the TSC's rate */
+    MAX_MODULES = 1024,           /* executable segments remembered */
+    RAW_SLOTS = 4096,             /* stacks as raw addresses -> symbol (a power of two) */
+    RAW_PROBES = 16,              /* slots looked at before the stable table is searched instead */
+    KEPT = 8,                     /* predicted symbols written per call; their count is written whole */
+    NAME_BYTES = 1024,            /* a module's name, cut beyond */
+    PENDING_BYTES = 1 << 16,      /* chunks are written out once this much waits */
     OUT_BYTES = PENDING_BYTES + 4 * NAME_BYTES + 4096,
     DISTINCT_VALUES = 24, /* the Python model's defaults (model.Options), but: */
     LOCAL_CAP = 512,      /* symbols of each local grammar (Python's 4,096): MAX_MODELS of them bound the memory */
@@ -92,24 +92,28 @@ static struct side {
     int32_t nsymbols;
     struct module modules[MAX_MODULES];
     int32_t nmodules;
-    struct ioloom_code_range own_code; /* the tracer's own code, skipped in stacks */
-    struct ioloom_code_range libc;     /* a stack ends at its first frame in libc (process or thread start) */
+    struct ioloom_code_range own_code;   /* the tracer's own code, skipped in stacks */
+    struct ioloom_code_range libc;       /* a stack ends at its first frame in libc (process or thread start) */
     struct pg_candidate predicted[KEPT]; /* the model's candidates for the next call, and how many it has */
     int32_t npredicted;
-    char **keys;                      /* file keys, numbered in order of appearance */
-    uint8_t *key_written;             /* named in this side stream */
-    int32_t nkeys, *key_slots;        /* key_slots: key hash -> id + 1 */
-    struct file_key { int32_t file_plus_1, key; } *file_keys; /* a cache: file id -> file key */
-    struct pair { int32_t symbol, key; } *pairs; /* per model symbol, its stack symbol and file key */
-    int32_t npairs, *pair_slots;      /* pair_slots: pair hash -> model symbol + 1 */
+    char **keys;               /* file keys, numbered in order of appearance */
+    uint8_t *key_written;      /* named in this side stream */
+    int32_t nkeys, *key_slots; /* key_slots: key hash -> id + 1 */
+    struct file_key {
+        int32_t file_plus_1, key;
+    } *file_keys; /* a cache: file id -> file key */
+    struct pair {
+        int32_t symbol, key;
+    } *pairs;                    /* per model symbol, its stack symbol and file key */
+    int32_t npairs, *pair_slots; /* pair_slots: pair hash -> model symbol + 1 */
     uint64_t keys_past_cap, pairs_past_cap;
-    uint64_t last_end;                /* the last call's end (ioloom_ticks); 0: none yet */
-    int64_t clock_ns;                 /* the model's clock: the sum of the gaps so far */
-    uint64_t tick0, ns0;              /* a (ticks, ns) pair at start, with the TSC: its rate measured from there */
+    uint64_t last_end;   /* the last call's end (ioloom_ticks); 0: none yet */
+    int64_t clock_ns;    /* the model's clock: the sum of the gaps so far */
+    uint64_t tick0, ns0; /* a (ticks, ns) pair at start, with the TSC: its rate measured from there */
     double ns_per_tick;
     uint64_t calls, past_symbol_cap;
     uint64_t by_frames, by_backtrace; /* calls whose stack the frame walk gave (a known one), backtrace() gave */
-    uint8_t *out; /* sealed chunks, then the open CALLS chunk at calls_at (calls_open) */
+    uint8_t *out;                     /* sealed chunks, then the open CALLS chunk at calls_at (calls_open) */
     size_t out_len, calls_at;
     int calls_open;
     char exe[NAME_BYTES];
@@ -425,8 +429,10 @@ static void file_key(const char *path, char *key) {
     size_t n = 0;
     for (const char *c = path; *c && n < NAME_BYTES - 1; c++) {
         int digit = *c >= '0' && *c <= '9';
-        if (!digit) key[n++] = *c;
-        else if (c == path || c[-1] < '0' || c[-1] > '9') key[n++] = '#';
+        if (!digit)
+            key[n++] = *c;
+        else if (c == path || c[-1] < '0' || c[-1] > '9')
+            key[n++] = '#';
     }
     key[n] = 0;
 }
@@ -555,8 +561,9 @@ static struct pg_operation operation(const struct ioloom_raw_event *row, enum pg
                                      int32_t key, int64_t gap) {
     int data = kind == PG_READ || kind == PG_WRITE;
     side.clock_ns += gap;
-    return (struct pg_operation){model_symbol, key, kind, data ? row->offset : -1,
-                                 data && row->req_bytes > 0 ? row->req_bytes : 0, side.clock_ns, side.clock_ns};
+    return (struct pg_operation){
+        model_symbol,  key,          kind, data ? row->offset : -1, data && row->req_bytes > 0 ? row->req_bytes : 0,
+        side.clock_ns, side.clock_ns};
 }
 
 static void learn(const struct ioloom_raw_event *row, enum pg_kind kind, int32_t symbol, int32_t key, int64_t gap) {
@@ -572,12 +579,18 @@ static void learn(const struct ioloom_raw_event *row, enum pg_kind kind, int32_t
 /* The model's kind of a call, -1 for a call it does not learn. */
 static int call_kind(enum ioloom_op op, int64_t aux) {
     switch (op < IOLOOM_OP_COUNT ? kinds[op] : NOT_PREDICTED) {
-        case READS: return PG_READ;
-        case WRITES: return PG_WRITE;
-        case OPENS: return PG_OPEN;
-        case CLOSES: return PG_CLOSE;
-        case BY_AUX: return aux == 0 ? PG_READ : aux == 1 ? PG_WRITE : -1;
-        default: return -1;
+        case READS:
+            return PG_READ;
+        case WRITES:
+            return PG_WRITE;
+        case OPENS:
+            return PG_OPEN;
+        case CLOSES:
+            return PG_CLOSE;
+        case BY_AUX:
+            return aux == 0 ? PG_READ : aux == 1 ? PG_WRITE : -1;
+        default:
+            return -1;
     }
 }
 
@@ -624,7 +637,7 @@ static struct ioloom_code_range segment_of(uintptr_t fn) {
  * IOLOOM_PREDICT or memory. */
 static struct pg_process *new_model(void) {
     struct pg_options o = {(int32_t)side.cap, DISTINCT_VALUES, LOCAL_CAP, RUN_POSITIONS, RETURN_DEPTH,
-                           DISTANT_NS, MAX_SYMBOLS, MAX_KEYS, MAX_MODELS};
+                           DISTANT_NS,        MAX_SYMBOLS,     MAX_KEYS,  MAX_MODELS};
     return side.predict ? pg_process_new(&o) : NULL;
 }
 

@@ -23,7 +23,7 @@ import statistics
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, fields, is_dataclass
+from dataclasses import dataclass, fields, is_dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -116,8 +116,9 @@ def _measure_once(directory: Path, size: str, mpi_name: str | None) -> Disk | No
 
 
 def _median(values: list) -> Any:
-    if is_dataclass(values[0]):
-        return type(values[0])(*(_median([getattr(v, f.name) for v in values]) for f in fields(values[0])))
+    first = values[0]
+    if is_dataclass(first) and not isinstance(first, type):  # figures in a dataclass: the median of each field
+        return replace(first, **{f.name: _median([getattr(v, f.name) for v in values]) for f in fields(first)})
     return statistics.median(values)
 
 
