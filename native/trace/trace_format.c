@@ -161,22 +161,24 @@ size_t ioloom_events_bound(size_t n) {
     return IOLOOM_CHUNK_HEADER_BYTES + 30 + IOLOOM_COLUMNS * (1 + 10 + 10 * n);
 }
 
-/* Every column: its stored (pre-zigzag) value for row 0 and for row i > 0 of rows ev[0..n). */
-#define EACH_COLUMN(X)                                                                                \
-    X(IOLOOM_COL_GAP, ev[0].t_start - t_base, ev[i].t_start - ev[i - 1].t_end)                        \
-    X(IOLOOM_COL_DURATION, ev[0].t_end - ev[0].t_start, ev[i].t_end - ev[i].t_start)                  \
-    X(IOLOOM_COL_OP, ev[0].op, ev[i].op)                                                              \
-    X(IOLOOM_COL_LAYER, ev[0].layer, ev[i].layer)                                                     \
-    X(IOLOOM_COL_FILE, ev[0].file_id, ev[i].file_id)                                                  \
-    X(IOLOOM_COL_HANDLE, ev[0].handle, ev[i].handle)                                                  \
-    X(IOLOOM_COL_OFFSET_DELTA, ev[0].offset, ev[i].offset - ev[i - 1].offset)                         \
-    X(IOLOOM_COL_REQ, ev[0].req_bytes, ev[i].req_bytes - ev[i - 1].req_bytes)                         \
-    X(IOLOOM_COL_RET_MINUS_REQ, ev[0].ret_bytes - ev[0].req_bytes, ev[i].ret_bytes - ev[i].req_bytes) \
-    X(IOLOOM_COL_ERRNO, ev[0].err, ev[i].err)                                                         \
-    X(IOLOOM_COL_AUX, ev[0].aux, ev[i].aux - ev[i - 1].aux)                                           \
-    X(IOLOOM_COL_CALL_ID, ev[0].call_id, ev[i].call_id - ev[i - 1].call_id)                           \
-    X(IOLOOM_COL_PARENT, ev[0].parent, ev[i].parent - ev[i - 1].parent)                               \
-    X(IOLOOM_COL_COLL_SEQ, ev[0].coll_seq, ev[i].coll_seq - ev[i - 1].coll_seq)
+/* Every column: its stored (pre-zigzag) value for row 0 and for row i > 0 of rows ev[0..n), each read as int64_t.
+ * Differences are taken unsigned (they wrap, as the readers' sums do: no signed overflow). */
+#define MINUS(a, b) ((uint64_t)(a) - (uint64_t)(b))
+#define EACH_COLUMN(X)                                                                                            \
+    X(IOLOOM_COL_GAP, ev[0].t_start - t_base, ev[i].t_start - ev[i - 1].t_end)                                    \
+    X(IOLOOM_COL_DURATION, ev[0].t_end - ev[0].t_start, ev[i].t_end - ev[i].t_start)                              \
+    X(IOLOOM_COL_OP, ev[0].op, ev[i].op)                                                                          \
+    X(IOLOOM_COL_LAYER, ev[0].layer, ev[i].layer)                                                                 \
+    X(IOLOOM_COL_FILE, ev[0].file_id, ev[i].file_id)                                                              \
+    X(IOLOOM_COL_HANDLE, ev[0].handle, ev[i].handle)                                                              \
+    X(IOLOOM_COL_OFFSET_DELTA, ev[0].offset, MINUS(ev[i].offset, ev[i - 1].offset))                               \
+    X(IOLOOM_COL_REQ, ev[0].req_bytes, MINUS(ev[i].req_bytes, ev[i - 1].req_bytes))                               \
+    X(IOLOOM_COL_RET_MINUS_REQ, MINUS(ev[0].ret_bytes, ev[0].req_bytes), MINUS(ev[i].ret_bytes, ev[i].req_bytes)) \
+    X(IOLOOM_COL_ERRNO, ev[0].err, ev[i].err)                                                                     \
+    X(IOLOOM_COL_AUX, ev[0].aux, MINUS(ev[i].aux, ev[i - 1].aux))                                                 \
+    X(IOLOOM_COL_CALL_ID, ev[0].call_id, MINUS(ev[i].call_id, ev[i - 1].call_id))                                 \
+    X(IOLOOM_COL_PARENT, ev[0].parent, MINUS(ev[i].parent, ev[i - 1].parent))                                     \
+    X(IOLOOM_COL_COLL_SEQ, ev[0].coll_seq, MINUS(ev[i].coll_seq, ev[i - 1].coll_seq))
 
 /* Two adjacent 64-bit fields of a row, in one vector register (the vector extension of GCC and Clang: SSE2 on
  * x86-64, the machine's vectors or pairs of scalars elsewhere). */
@@ -444,8 +446,8 @@ static uint8_t *put_column(uint8_t *p, int col, const struct ioloom_raw_event *e
  * Same bytes either way. */
 static uint8_t *put_steady_column(uint8_t *p, int col, const struct ioloom_raw_event *ev, size_t n, uint64_t t_base,
                                   int64_t *v, int64_t first, int64_t step) {
-    size_t run_bytes = varint_size(2) + varint_size(zigzag(first)) + varint_size(zigzag(step)) + varint_size(1) +
-                       varint_size(n - 1);
+    size_t run_bytes =
+        varint_size(2) + varint_size(zigzag(first)) + varint_size(zigzag(step)) + varint_size(1) + varint_size(n - 1);
     if (run_bytes >= n) return put_column(p, col, ev, n, t_base, v);
     p = put_varint(put_varint(put_runs_header(p, run_bytes, 2), zigzag(first)), zigzag(step));
     return put_varint(put_varint(p, 1), n - 1);
