@@ -42,14 +42,14 @@ struct Request {
 struct Resource {
     int target; /* the object's target */
     std::list<std::unique_ptr<Grant>> granted;
-    std::list<const Request *> waiting; /* in arrival order */
+    std::list<const Request *> waiting;      /* in arrival order */
     Grant unlocked{this, -1, 0, UINT64_MAX}; /* cached bytes when locks are off */
     sg4::MutexPtr mutex = sg4::Mutex::create();
     sg4::ConditionVariablePtr changed = sg4::ConditionVariable::create(); /* a grant went idle or was cancelled */
 };
 
 struct LockCosts {
-    double grant, revoke;                    /* seconds: a lock nobody held, a lock revoked first */
+    double grant, revoke;                     /* seconds: a lock nobody held, a lock revoked first */
     std::function<void(const Grant &)> flush; /* sends a revoked lock's cached bytes now */
 };
 

@@ -114,17 +114,17 @@ class Storage {
     const Input &in_;
     const Platform &p_;
     std::map<std::pair<int, int>, std::unique_ptr<Resource>> resources_; /* (file, object) -> its extent locks */
-    std::map<std::pair<int, int>, std::unique_ptr<Stream>> streams_; /* (node, target) -> its write-back cache */
+    std::map<std::pair<int, int>, std::unique_ptr<Stream>> streams_;     /* (node, target) -> its write-back cache */
     sg4::SemaphorePtr mds_queue_;
     uint64_t window_;      /* bytes of one flow: rpc_size x rpcs_in_flight (the RPCs a node keeps under way) */
     uint64_t dirty_limit_; /* bytes a node may cache per target; 0: write-through */
     double copy_bandwidth_, commit_latency_;
     LockCosts lock_costs_;
     bool locks_on_;
-    uint64_t flush_threshold_; /* cached bytes of a stream before its flusher starts without an fsync */
-    int cores_;                /* a node's cores that copies into the cache share (0: a core per rank) */
-    uint64_t copy_burst_;      /* bytes a rank copies ahead of the node's other load after it waited */
-    std::map<aid_t, uint64_t> burst_left_;   /* per rank actor: bytes of its burst left */
+    uint64_t flush_threshold_;             /* cached bytes of a stream before its flusher starts without an fsync */
+    int cores_;                            /* a node's cores that copies into the cache share (0: a core per rank) */
+    uint64_t copy_burst_;                  /* bytes a rank copies ahead of the node's other load after it waited */
+    std::map<aid_t, uint64_t> burst_left_; /* per rank actor: bytes of its burst left */
 };
 
 /* Starts one actor per rank of every job; each fills its operations' start and end times. */
