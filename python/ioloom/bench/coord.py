@@ -34,9 +34,9 @@ COORDINATED = ("fcfs", "interrupt", "dynamic")
 START_MARGIN = 0.25  # seconds from spawning the writers to A's start: both are sleeping by then
 BENCH_MARGIN = 3.0  # seconds from spawning two `ioloom run`s to A's first write: both have started by then
 # seconds without a write that end a phase under `ioloom run`: Open MPI's singleton daemon writes two small files
-# at MPI_Init, a phase of the application's name that must be over before the other application starts (or the
-# other's first write would join its place in the order)
-BENCH_IDLE = 0.2
+# 0.25 s before its application's planned start, a phase of the application's name that must be over before the
+# other application starts (or the other's first write would join its place in the order)
+BENCH_IDLE = 0.1
 
 
 def writer_argv(work: Path, name: str, size: int, weight: int, options: dict, start_at: float,
