@@ -32,9 +32,11 @@ def test_python_configuration_error_on_every_rank(mpi, tmp_path):
     config = tmp_path / "c.yaml"
     config.write_text("name: x\nmode: sideways\n")
     program = tmp_path / "bad.py"
-    program.write_text("import sys\nfrom ioloom.async_io.client import AsyncError, Client\ntry:\n"
+    # each rank writes what it raised to its own file: two ranks' stdout interleave through mpiexec
+    program.write_text("import os, sys\nfrom ioloom.async_io.client import AsyncError, Client\ntry:\n"
                        "    Client(sys.argv[1])\nexcept AsyncError as error:\n"
-                       "    print('raised', error.status, error)\n")
-    out = mpi.run(2, [sys.executable, program, config], timeout=120)
-    lines = [line for line in out.stdout.splitlines() if line.startswith("raised 1 ")]
-    assert len(lines) == 2 and all("mode must be one of" in line for line in lines), out.stdout
+                       "    open(f'{sys.argv[2]}/raised.{os.getpid()}', 'w').write(f'{error.status} {error}')\n")
+    out = mpi.run(2, [sys.executable, program, config, tmp_path], timeout=120)
+    lines = [p.read_text() for p in tmp_path.glob("raised.*")]
+    assert len(lines) == 2 and all(line.startswith("1 ") and "mode must be one of" in line for line in lines), \
+        (lines, out.stdout)
