@@ -91,3 +91,6 @@ def test_a_yaml_grid_reads_as_its_toml_twin(tmp_path):
     (tmp_path / "bad.yaml").write_text("test: [1, 2\n")
     with pytest.raises(sweep.ConfigError, match="sweep grid .*bad.yaml is not valid YAML"):
         sweep.load(tmp_path / "bad.yaml")
+    (tmp_path / "latin1.toml").write_bytes(b"# r\xe9sum\xe9\n" + GRID.encode())
+    with pytest.raises(sweep.ConfigError, match=r"sweep grid .*latin1.toml is not UTF-8 text \(byte 3\)"):
+        sweep.load(tmp_path / "latin1.toml")

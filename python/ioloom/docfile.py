@@ -19,6 +19,8 @@ def read(path: str | Path, what: str, error: type[Exception]) -> dict:
         doc = yaml.safe_load(text) if is_yaml else tomllib.loads(text)
     except OSError as e:
         raise error(f"cannot read {what} {path}: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        raise error(f"{what} {path} is not UTF-8 text (byte {e.start}); save it as UTF-8") from None
     except (tomllib.TOMLDecodeError, yaml.YAMLError) as e:
         raise error(f"{what} {path} is not valid {'YAML' if is_yaml else 'TOML'}: {' '.join(str(e).split())}") \
             from None
