@@ -322,10 +322,6 @@ def _other_tools(compare: list[str], builds: list[str]) -> list[Tool]:
     return [Tool(name, by_build) for name, by_build in libraries.items()]
 
 
-def _load() -> str:
-    return ", ".join(f"{figure:.2f}" for figure in os.getloadavg())
-
-
 @app.command("overhead")
 def command(
     calls: int = typer.Option(200_000, "--calls", min=1000, help="Calls of each kind per run."),
@@ -356,7 +352,7 @@ def command(
     builds = [probe for probe in probes() if not build or probe.label in build]
     if not builds:
         _refuse(f"no probe build named {', '.join(build)}: the builds here are {', '.join(labels)}")
-    load_before = _load()
+    load_before = stats.load_average()
     with tempfile.TemporaryDirectory(prefix="ioloom-overhead-") as tmp:
         try:
             rows, traces = measure(calls, rounds, Path(tmp), builds, others)
@@ -366,7 +362,7 @@ def command(
             typer.echo(f"ioloom bench overhead: {' '.join(str(err).split())}", err=True)
             raise typer.Exit(1) from None
     result: dict[str, Any] = {"calls": calls, "rounds": rounds, "goal_added_ns": GOAL_NS,
-                              "load": {"before": load_before, "after": _load()}, "calls_overhead": rows,
+                              "load": {"before": load_before, "after": stats.load_average()}, "calls_overhead": rows,
                               "reader": reader}
     if counted:
         result["instructions_per_call"] = counted

@@ -4,7 +4,6 @@ the original's; `--check` first traces one more round and holds it to the origin
 per operation."""
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import statistics
@@ -14,14 +13,11 @@ from pathlib import Path
 import typer
 
 from ioloom.bench import app
+from ioloom.bench.stats import load_average
 
 # The replayer's line per process (native/replay/main.c).
 SUMMARY = re.compile(r"process (\d+): (\d+) calls replayed, (\d+) with another outcome than recorded, "
                      r"(\d+) order waits given up, in ([0-9.]+) s")
-
-
-def _load() -> str:
-    return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 def one_round(where: Path, manifest: dict, scripts: dict[str, str], gaps: bool, trace: Path | None = None):
@@ -103,7 +99,7 @@ def replay_command(config: Path = typer.Argument(..., help="A replay configurati
 
 
 def _timed(where: Path, manifest: dict, scripts: dict[str, str], gaps: bool, rounds: int) -> None:
-    before = _load()
+    before = load_average()
     results = [one_round(where, manifest, scripts, gaps) for _ in range(rounds)]
     failed = next((r for r in results if isinstance(r, str)), None)
     if failed:
@@ -116,4 +112,4 @@ def _timed(where: Path, manifest: dict, scripts: dict[str, str], gaps: bool, rou
                f"{statistics.median(seconds) / original if original else float('nan'):.2f} x the original; "
                f"calls with another outcome {sum(r[1] for r in results)}, order waits given up "
                f"{sum(r[2] for r in results)}")
-    typer.echo(f"load average (1, 5, 15 min): {before} before, {_load()} after")
+    typer.echo(f"load average (1, 5, 15 min): {before} before, {load_average()} after")

@@ -131,9 +131,9 @@ def _scratch(directory: Path | None):
 
 
 def _load() -> str:
-    import os
+    from ioloom.bench.stats import load_average
 
-    return "load average " + ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    return f"load average {load_average()}"
 
 
 @app.command("calibrate")
