@@ -4,11 +4,10 @@ operation), so that `ioloom bench replay CONFIG` can run it anywhere, time it an
 from __future__ import annotations
 
 import json
-import tomllib
 from collections import Counter
 from pathlib import Path
 
-from ioloom import outputs
+from ioloom import docfile, outputs
 from ioloom.replay.compare import Footprint
 from ioloom.replay.script import VERSION, build
 
@@ -60,10 +59,7 @@ def write(trace_path: Path, path: Path) -> dict:
 
 def load(path: Path) -> tuple[dict, dict[str, str], Footprint]:
     """A configuration's manifest, scripts and the original's footprint; ConfigError if it is not one."""
-    try:
-        raw = tomllib.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
-        raise ConfigError(f"{path}: not a readable TOML file ({e}); write one with `ioloom replay config`") from None
+    raw = docfile.read(path, "replay configuration", ConfigError)
     if raw.get(KEY) != CONFIG_VERSION:
         raise ConfigError(f"{path}: not a replay configuration of version {CONFIG_VERSION} (no `{KEY} = "
                           f"{CONFIG_VERSION}`); write it again with `ioloom replay config`")
