@@ -93,6 +93,7 @@ static struct side {
     struct module modules[MAX_MODULES];
     int32_t nmodules;
     struct ioloom_code_range own_code;   /* the tracer's own code, skipped in stacks */
+    struct ioloom_code_range coord_code; /* libioloom-coord-preload's (empty when not loaded), skipped too */
     struct ioloom_code_range libc;       /* a stack ends at its first frame in libc (process or thread start) */
     struct pg_candidate predicted[KEPT]; /* the model's candidates for the next call, and how many it has */
     int32_t npredicted;
@@ -185,12 +186,16 @@ static int module_at(uintptr_t pc, uint64_t *offset) {
 }
 
 static int in_code(const struct ioloom_code_range *code, uintptr_t pc) { return pc >= code->lo && pc < code->hi; }
-static int own(uintptr_t pc) { return in_code(&side.own_code, pc); }
+/* Frames skipped at the top of a stack: the tracer's own, and those of the coordination client that `ioloom run
+ * --coord` preloads before the tracer (docs/coord.md): its write wrappers call ours, so without the skip every
+ * write would have the client's call site. */
+static int own(uintptr_t pc) { return in_code(&side.own_code, pc) || in_code(&side.coord_code, pc); }
 
 /* ---- the call stack ---- */
 
 /* The call's stack, innermost first (the wrapper's return address, then its callers), by the frame walk: the
- * site alone with one frame. 0 when it cannot be walked: a wrapper reached through the tracer's own code, a frame
+ * site alone with one frame. 0 when it cannot be walked: a wrapper reached through the tracer's own code or the
+ * coordination client's (built without frame pointers: backtrace() finds the program's site above it), a frame
  * in no stack of known bounds. */
 static int walked_stack(const struct ioloom_call *c, uintptr_t *pc) {
     uintptr_t site = (uintptr_t)c->frame[1]; /* the wrapper's return address (trace_internal.h) */
@@ -626,6 +631,34 @@ static int find_segment(struct dl_phdr_info *info, size_t size, void *arg) {
     return 0;
 }
 
+/* A search for the loaded module whose file name starts with `prefix`: its executable segment. */
+struct module_search {
+    const char *prefix;
+    struct ioloom_code_range code;
+};
+
+static int find_module_code(struct dl_phdr_info *info, size_t size, void *arg) {
+    (void)size;
+    struct module_search *search = arg;
+    const char *name = info->dlpi_name ? info->dlpi_name : "", *slash = strrchr(name, '/');
+    if (strncmp(slash ? slash + 1 : name, search->prefix, strlen(search->prefix))) return 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X)) continue;
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
+        search->code = (struct ioloom_code_range){lo, lo + ph->p_memsz};
+        return 1;
+    }
+    return 0;
+}
+
+/* The code of the loaded module whose file name starts with `prefix`; empty if none is loaded. */
+static struct ioloom_code_range module_code(const char *prefix) {
+    struct module_search search = {prefix, {0, 0}};
+    dl_iterate_phdr(find_module_code, &search);
+    return search.code;
+}
+
 /* The code segment holding the function at `fn`; empty if none. */
 static struct ioloom_code_range segment_of(uintptr_t fn) {
     struct ioloom_code_range code = {fn, fn};
@@ -670,8 +703,9 @@ void ioloom_predict_start(void) {
     long n = syscall(SYS_readlinkat, AT_FDCWD, "/proc/self/exe", side.exe, sizeof side.exe - 1);
     side.exe[n > 0 ? n : 0] = 0;
     side.own_code = segment_of((uintptr_t)&ioloom_predict_row);
+    side.coord_code = module_code("libioloom-coord-preload");
     side.libc = segment_of((uintptr_t)&backtrace); /* libc's: the tracer does not wrap backtrace() */
-    if (side.frames > 1) { /* the first backtrace() loads libgcc_s: now, not inside a program's call */
+    if (side.frames > 1 || side.coord_code.hi) {   /* the first backtrace() loads libgcc_s: now, not in a call */
         void *warm[2];
         backtrace(warm, 2);
     }
