@@ -28,3 +28,7 @@ def coordinator(tmp_path):
     for loop, task, thread in started:
         loop.call_soon_threadsafe(task.cancel)
         thread.join(10)
+        assert not thread.is_alive(), "the coordinator did not stop within 10 s of being cancelled"
+        # its connection handlers were cancelled and awaited: none is left for the closed loop to destroy
+        assert not asyncio.all_tasks(loop), f"tasks left at shutdown: {asyncio.all_tasks(loop)}"
+        loop.close()

@@ -1,5 +1,6 @@
 """ioloom coord serve: the line protocol over a real Unix socket, FCFS and interruption between two clients, a
 killed client's phase ended, a silent one's expired, bad requests answered with ERR, the CLI's serve and status."""
+import asyncio
 import os
 import random
 import signal
@@ -10,11 +11,14 @@ import time
 import pytest
 
 import coord_support
+from ioloom.coord import service
 from ioloom.coord.client import Client, CoordError
 from ioloom.coord.policy import POLICIES, Policy
 from ioloom.coord.state import State
 
 coordinator = coord_support.coordinator  # the fixture
+# a warning fails the test: a coroutine, socket or loop the coordinator leaves open at shutdown is a bug
+pytestmark = pytest.mark.filterwarnings("error")
 ENV = {**os.environ, "PYTHONPATH": os.path.join(os.path.dirname(__file__), "..", "python")}
 
 
@@ -98,15 +102,16 @@ assert c.inform(10**9, 100.0)
 print("holding", flush=True)
 import time; time.sleep(60)
 """], env=ENV, stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline() == "holding\n"
-        with Client(address, "b") as b:
-            assert not b.inform(1000, 1.0)
-            holder.send_signal(signal.SIGKILL)
-            assert b.wait(10.0)
-    finally:
-        holder.kill()
-        holder.wait()
+    with holder:  # closes its pipe
+        try:
+            assert holder.stdout.readline() == "holding\n"
+            with Client(address, "b") as b:
+                assert not b.inform(1000, 1.0)
+                holder.send_signal(signal.SIGKILL)
+                assert b.wait(10.0)
+        finally:
+            holder.kill()
+            holder.wait()
 
 
 def test_silent_client_phase_expires_after_its_lease(coordinator):
@@ -133,6 +138,27 @@ def test_bad_requests_get_one_err_line(coordinator):
         assert c.check()                           # the connection survives bad requests
     with pytest.raises(CoordError, match="no coordinator at"):
         Client(address + ".none")
+
+
+def test_shutdown_closes_every_connection_and_leaves_no_task(tmp_path):
+    """A coordinator stopped while a client is connected ends that client's connection itself: no handler is
+    left pending for the closed event loop to destroy (writer.close() then raised 'Event loop is closed')."""
+    address = str(tmp_path / "s.sock")
+
+    async def main():
+        ready = asyncio.Event()
+        server = asyncio.create_task(service.serve(address, Policy("fcfs"), 10.0, 1e6, ready.set))
+        await ready.wait()
+        reader, writer = await asyncio.open_unix_connection(address)
+        writer.write(b"HELLO 1 app 1\nINFORM 1000 1.0\n")
+        assert [await reader.readline(), await reader.readline()] == [b"OK 1\n", b"GO\n"]
+        server.cancel()
+        await asyncio.gather(server, return_exceptions=True)
+        assert asyncio.all_tasks() == {asyncio.current_task()}
+        assert await reader.read() == b""  # closed by the coordinator
+        writer.close()
+        await writer.wait_closed()
+    asyncio.run(main())
 
 
 def test_a_bad_tcp_address_is_refused_in_one_line():
@@ -213,6 +239,7 @@ def test_cli_serve_status_and_a_second_serve_refused(tmp_path):
     finally:
         server.send_signal(signal.SIGTERM)
         assert server.wait(10) == 0
+        server.stdout.close()
     assert not os.path.exists(address)
     gone = subprocess.run([*cmd, "status", "--address", address], env=ENV, capture_output=True, text=True)
     assert gone.returncode == 2 and "no coordinator at" in gone.stderr

@@ -127,22 +127,30 @@ class Coordinators:
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
-        self.addresses, self.tasks = {}, []
+        self.addresses = {}
         for policy in COORDINATED:
             ready = threading.Event()
             address = str(work / f"{policy}.sock")
             coro = service.serve(address, Policy(policy, metric, min_gain), 60.0, bandwidth, ready.set)
-            self.tasks.append(asyncio.run_coroutine_threadsafe(coro, self.loop))
+            asyncio.run_coroutine_threadsafe(coro, self.loop)
             if not ready.wait(30):
                 raise RuntimeError(f"the {policy} coordinator did not start")
             self.addresses[policy] = address
 
     def close(self) -> None:
-        for task in self.tasks:
-            task.cancel()
-        time.sleep(0.1)
+        """Stop every coordinator (each ends its clients' connections) and wait for it, then the loop."""
+        asyncio.run_coroutine_threadsafe(stop_all(), self.loop).result(30)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(10)
+        self.loop.close()
+
+
+async def stop_all() -> None:
+    """Cancel every other task of the running loop and wait until each has ended."""
+    tasks = asyncio.all_tasks() - {asyncio.current_task()}
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
 
 
 def pairs(options: dict, which: str) -> dict:

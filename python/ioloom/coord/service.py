@@ -3,10 +3,12 @@ docs/coord.md (version PROTOCOL). Each request gets one reply line; WAIT is answ
 its bound has passed. A client that asked NOTIFY is also sent a line `NOTE GO` or `NOTE WAIT` whenever whether it
 may write changes, so it learns of an interruption without asking (and need not wait for RELEASE's reply). A
 client leaves its application's phase with DONE, with its connection (a crashed process closes it) or when its
-lease runs out; the phase ends with its last member."""
+lease runs out; the phase ends with its last member. At shutdown the connection handlers are cancelled and
+awaited, so each client's phase ends and its socket is closed before the event loop is."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import socket
@@ -88,11 +90,15 @@ class Coordinator:
         self.clients = 0
         self.waiting: set[int] = set()  # clients inside WAIT: alive, so their lease does not run out
         self.notified: dict[int, list] = {}  # client -> [its stream, what it was last told: GO True, WAIT False]
+        self.handlers: set[asyncio.Task] = set()  # one per open connection: cancelled and awaited at shutdown
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         """Serve one client until it says BYE or its connection ends; its phase then ends too."""
         self.clients += 1
         client, hello = self.clients, None
+        handler = asyncio.current_task()
+        assert handler is not None, "asyncio runs every connection handler as a task"
+        self.handlers.add(handler)
         try:
             while line := await reader.readline():
                 reply = await self.answer(client, line, hello, writer)
@@ -108,6 +114,17 @@ class Coordinator:
             self.notified.pop(client, None)
             await self.end(client, "finished")
             writer.close()
+            with contextlib.suppress(ConnectionError):
+                await writer.wait_closed()
+            self.handlers.discard(handler)
+
+    async def shut(self) -> None:
+        """Cancel every connection handler and wait until each has ended its client's phase and closed its
+        socket."""
+        handlers = list(self.handlers)
+        for handler in handlers:
+            handler.cancel()
+        await asyncio.gather(*handlers, return_exceptions=True)
 
     async def end(self, client: int, reason: str) -> None:
         async with self.changed:
@@ -225,5 +242,6 @@ async def serve(address: str, policy: Policy, lease: float, bandwidth: float, re
             await server.serve_forever()
     finally:
         expiry.cancel()
+        await asyncio.gather(expiry, coordinator.shut(), return_exceptions=True)
         if path and os.path.exists(path):
             os.unlink(path)
