@@ -155,6 +155,23 @@ def test_the_tracers_grammar_cap_is_reported(ioloom_cli, tmp_path):
     assert online["same_candidates_pct"] == 100
 
 
+def test_the_tracers_memory_cap_is_reported_and_changes_no_event(ioloom_cli, tmp_path):
+    """IOLOOM_PREDICT_MEMORY=1 (MiB): random call sites make local models past it; they are refused, counted and
+    reported, the program runs as ever and its events are those of a run without the model."""
+    env = {"IOLOOM_PREDICT": "1", "IOLOOM_STACKS": "2", "IOLOOM_PREDICT_MEMORY": "1"}
+    capped = _traced(ioloom_cli, tmp_path, "capped", env, "7")
+    side = _side(capped)
+    assert int(side.info["memory_cap"]) == 1 << 20 and int(side.info["memory_refused"]) > 0
+    assert 0 < int(side.info["memory_peak"]) <= 1 << 20 and len(side.calls) == int(side.info["calls"]) == STEPS * 70
+    report = ioloom_cli("predict", capped).stdout
+    assert "tracer's memory cap reached" in report and "IOLOOM_PREDICT_MEMORY" in report
+    online = json.loads(ioloom_cli("predict", capped, "--json").stdout)["processes"][0]["online"]
+    assert online["memory_refused"] == int(side.info["memory_refused"])
+    assert _events(capped) == _events(_traced(ioloom_cli, tmp_path, "plain", {}, "7"))
+    roomy = _side(_traced(ioloom_cli, tmp_path, "roomy", {**env, "IOLOOM_PREDICT_MEMORY": "64"}, "7"))
+    assert int(roomy.info["memory_refused"]) == 0 and int(roomy.info["memory_peak"]) > 1 << 20
+
+
 def test_predict_uses_the_stacks_and_reports_the_tracers_model(ioloom_cli, tmp_path):
     with_stacks = _traced(ioloom_cli, tmp_path, "stacks", {"IOLOOM_PREDICT": "1", "IOLOOM_STACKS": "3"})
     without = _traced(ioloom_cli, tmp_path, "plain", {})

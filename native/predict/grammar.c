@@ -6,14 +6,23 @@
  * deleted during an input are released only when the input is done (the Python objects they mirror stay
  * readable until then too). An input is learnt only with SLACK nodes free (else it counts as past the cap). A digram
  * index (linear probing, deletion by backward shift) maps a pair of symbols to its first node. The uses of a rule, and
- * the occurrences of a terminal, are intrusive lists through `link_*`; the marked terminals one through `exp_*`. */
+ * the occurrences of a terminal, are intrusive lists through `link_*`; the marked terminals one through `exp_*`.
+ *
+ * Every block comes from the model's memory budget (memory.h). An input whose rewrites need more than the SLACK
+ * nodes and the array cannot grow (the budget or malloc refuses) cannot be finished or undone: the rewrite jumps
+ * back to pg_grammar_input, the grammar stops learning for good (its arrays freed, nothing predicted from there,
+ * every later input counted past the cap) and the budget counts it. */
 #include "grammar.h"
 
 #include <assert.h>
+#include <setjmp.h>
 #include <stdlib.h>
 #include <string.h>
 
-enum { NONE = -1, GUARD = INT32_MIN, SLACK = 64 };
+#ifndef PG_SLACK
+#define PG_SLACK 64 /* a test build makes it small, so that rewrites outgrow it and the stop is reached */
+#endif
+enum { NONE = -1, GUARD = INT32_MIN, SLACK = PG_SLACK };
 
 struct node {
     int32_t sym; /* >= 0 a terminal, < 0 the rule -(sym+1), GUARD a rule's guard */
@@ -27,6 +36,9 @@ struct rule {
 };
 
 struct pg_grammar {
+    struct pg_memory *memory;
+    jmp_buf *rewriting; /* set while an input's rewrites run: where a node that cannot be had jumps to */
+    int stopped;        /* learning stopped (memory.h): the node arrays are freed */
     struct node *n;
     struct rule *r;
     int32_t nnodes, nrules, max_nodes, free_nodes, free_rules, released_nodes, released_rules, navail;
@@ -46,8 +58,9 @@ static int grow(struct pg_grammar *g, int32_t nodes);
 
 static int32_t node_alloc(struct pg_grammar *g) {
     /* input() starts with SLACK nodes free, more than one input's rewrites take; past them, grow on demand */
+    assert(g->rewriting || g->free_nodes != NONE); /* outside learn(): at creation, where grow() left nodes free */
     if (g->free_nodes == NONE && !grow(g, 2 * g->nnodes))
-        abort(); /* out of memory in the middle of a rewrite: the grammar cannot be left half-changed */
+        longjmp(*g->rewriting, 1); /* a rewrite cannot be left half done: pg_grammar_input stops learning */
     int32_t i = g->free_nodes;
     g->free_nodes = g->n[i].next;
     g->navail--;
@@ -139,12 +152,11 @@ static void digram_delete(struct pg_grammar *g, uint32_t s) {
 }
 
 static int rehash(struct pg_grammar *g, uint32_t slots) {
-    uint64_t *keys = malloc(sizeof *keys * slots), *old_keys = g->keys;
-    int32_t *values = malloc(sizeof *values * slots), *old_values = g->values;
+    uint64_t *keys = pg_resize(g->memory, NULL, sizeof *keys * slots), *old_keys = g->keys;
+    int32_t *values = keys ? pg_resize(g->memory, NULL, sizeof *values * slots) : NULL, *old_values = g->values;
     uint32_t old_slots = g->mask + 1;
-    if (!keys || !values) {
-        free(keys);
-        free(values);
+    if (!values) {
+        pg_free(g->memory, keys);
         return 0;
     }
     for (uint32_t s = 0; s < slots; s++) values[s] = NONE;
@@ -153,8 +165,8 @@ static int rehash(struct pg_grammar *g, uint32_t slots) {
     g->mask = slots - 1;
     for (uint32_t s = 0; s < old_slots; s++)
         if (old_values[s] != NONE) digram_set(g, old_keys[s], old_values[s]);
-    free(old_keys);
-    free(old_values);
+    pg_free(g->memory, old_keys);
+    pg_free(g->memory, old_values);
     return 1;
 }
 
@@ -162,11 +174,11 @@ static int rehash(struct pg_grammar *g, uint32_t slots) {
  * slots); 0 if memory is short (the arrays keep what they had). */
 static int grow(struct pg_grammar *g, int32_t nodes) {
     int32_t rules = nodes / 2 + SLACK;
-    struct node *n = realloc(g->n, sizeof *n * (size_t)nodes);
+    struct node *n = pg_resize(g->memory, g->n, sizeof *n * (size_t)nodes);
     if (n) g->n = n;
-    struct rule *r = n ? realloc(g->r, sizeof *r * (size_t)rules) : NULL;
+    struct rule *r = n ? pg_resize(g->memory, g->r, sizeof *r * (size_t)rules) : NULL;
     if (r) g->r = r;
-    int32_t *stack = r ? realloc(g->stack, sizeof(int32_t) * 3 * (size_t)nodes) : NULL;
+    int32_t *stack = r ? pg_resize(g->memory, g->stack, sizeof(int32_t) * 3 * (size_t)nodes) : NULL;
     if (!stack) return 0;
     g->stack = stack;
     g->done = stack + nodes;
@@ -488,21 +500,56 @@ static void append(struct pg_grammar *g, int32_t sym) {
 }
 
 /* ---- the interface ------------------------------------------------------------------------------------- */
+static void free_nodes(struct pg_grammar *g) {
+    pg_free(g->memory, g->n);
+    pg_free(g->memory, g->r);
+    pg_free(g->memory, g->stack);
+    pg_free(g->memory, g->keys);
+    pg_free(g->memory, g->values);
+    g->n = NULL, g->r = NULL, g->stack = NULL, g->keys = NULL, g->values = NULL;
+}
+
+/* A rewrite could not get a node: the grammar, half changed, is never read again (memory.h). */
+static void stop(struct pg_grammar *g) {
+    free_nodes(g);
+    g->stopped = 1;
+    g->expected = NONE;
+    g->past_cap++;
+    if (g->memory) g->memory->stopped++;
+}
+
+/* x appended to S and Sequitur's constraints kept (docs/predict.md, "Predictors", step 2), then step 3. */
+static void learn(struct pg_grammar *g, int32_t sym) {
+    jmp_buf rewriting;
+    g->rewriting = &rewriting;
+    if (setjmp(rewriting)) {
+        stop(g);
+        return;
+    }
+    append(g, sym);
+    if (g->expected == NONE) {
+        int32_t last = last_of(g, g->start);
+        int32_t head = is_rule(g, last) ? g->r[g->n[last].rule].uses : g->terminals[g->n[last].sym];
+        discover(g, g->targets, occurrences(g, head, g->targets));
+    }
+    g->rewriting = NULL;
+    release_all(g);
+}
+
 void pg_grammar_input(struct pg_grammar *g, int32_t sym) {
     assert(sym >= 0 && sym < g->max_symbol);
+    if (g->stopped) {
+        g->past_cap++;
+        return;
+    }
     update(g, sym);
     if (g->size < g->cap && reserve(g)) {
-        append(g, sym);
-        if (g->expected == NONE) {
-            int32_t last = last_of(g, g->start);
-            int32_t head = is_rule(g, last) ? g->r[g->n[last].rule].uses : g->terminals[g->n[last].sym];
-            discover(g, g->targets, occurrences(g, head, g->targets));
-        }
+        learn(g, sym);
     } else {
         g->past_cap++;
         if (g->expected == NONE) discover(g, g->targets, occurrences(g, g->terminals[sym], g->targets));
+        release_all(g);
     }
-    release_all(g);
 }
 
 int32_t pg_grammar_predicted(struct pg_grammar *g, int32_t *out, int32_t max) {
@@ -524,18 +571,20 @@ int32_t pg_grammar_predicted(struct pg_grammar *g, int32_t *out, int32_t max) {
 
 int32_t pg_grammar_size(const struct pg_grammar *g) { return g->size; }
 int64_t pg_grammar_past_cap(const struct pg_grammar *g) { return g->past_cap; }
+int pg_grammar_stopped(const struct pg_grammar *g) { return g->stopped; }
 
-struct pg_grammar *pg_grammar_new(int32_t cap, int32_t max_symbol) {
-    struct pg_grammar *g = calloc(1, sizeof *g);
+struct pg_grammar *pg_grammar_new(int32_t cap, int32_t max_symbol, struct pg_memory *memory) {
+    struct pg_grammar *g = pg_alloc(memory, sizeof *g);
     if (!g) return NULL;
+    g->memory = memory;
     g->cap = cap;
     g->max_symbol = max_symbol;
     g->max_nodes = cap + cap / 2 + 4 * SLACK; /* bodies (at most cap + 1 symbols), guards, one input's rewrites */
     g->free_nodes = g->free_rules = g->released_nodes = g->released_rules = g->expected = NONE;
-    g->terminals = malloc(sizeof(int32_t) * (size_t)max_symbol);
-    g->flags = calloc((size_t)max_symbol, 1);
-    g->keys = malloc(sizeof(uint64_t) * 16);
-    g->values = malloc(sizeof(int32_t) * 16);
+    g->terminals = pg_alloc(memory, sizeof(int32_t) * (size_t)max_symbol);
+    g->flags = pg_alloc(memory, (size_t)max_symbol);
+    g->keys = pg_alloc(memory, sizeof(uint64_t) * 16);
+    g->values = pg_alloc(memory, sizeof(int32_t) * 16);
     g->mask = 15;
     for (int32_t s = 0; g->values && s < 16; s++) g->values[s] = NONE;
     if (!g->terminals || !g->flags || !g->keys || !g->values || !grow(g, 4 * SLACK)) {
@@ -549,12 +598,8 @@ struct pg_grammar *pg_grammar_new(int32_t cap, int32_t max_symbol) {
 
 void pg_grammar_free(struct pg_grammar *g) {
     if (!g) return;
-    free(g->n);
-    free(g->r);
-    free(g->terminals);
-    free(g->keys);
-    free(g->values);
-    free(g->stack);
-    free(g->flags);
-    free(g);
+    free_nodes(g);
+    pg_free(g->memory, g->terminals);
+    pg_free(g->memory, g->flags);
+    pg_free(g->memory, g);
 }

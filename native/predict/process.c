@@ -35,6 +35,9 @@ struct ends {
 
 struct pg_process {
     struct pg_options o;
+    struct pg_memory memory; /* the budget of what is made on demand: local models (the run lengths of the main
+                                grammar's symbols too), returns' ends */
+    struct pg_memory fixed;  /* the blocks bounded otherwise: the tables and the main grammar (its cap), no cap */
     struct pg_sequence *sequence;
     uint64_t *keys; /* the table: keys and their models */
     void **values;
@@ -84,8 +87,8 @@ static void *keep(struct pg_process *p, uint64_t key, void *model) {
 
 static enum pg_fallback fallback_of(enum tag whole_tag) { return whole_tag == SIZE_WHOLE ? PG_MEAN : PG_ZERO; }
 
-static struct pg_local *new_local(const struct pg_process *p, int32_t limit, enum pg_fallback fallback) {
-    return pg_local_new(limit, fallback, 1, p->o.local_cap);
+static struct pg_local *new_local(struct pg_process *p, int32_t limit, enum pg_fallback fallback) {
+    return pg_local_new(limit, fallback, 1, p->o.local_cap, &p->memory);
 }
 
 /* The model of key at place, or, not learnt yet, at the nearest place before it (model.py's _nearest). */
@@ -108,9 +111,9 @@ static int64_t paired_predict(const struct pg_process *p, enum tag whole_tag, in
 
 static struct paired *new_paired(struct pg_process *p, enum tag whole_tag, int32_t from, int32_t to) {
     if (!room(p)) return NULL;
-    struct paired *pair = calloc(1, sizeof *pair);
+    struct paired *pair = pg_alloc(&p->memory, sizeof *pair);
     if (pair && !(pair->whole = new_local(p, p->o.distinct_values, fallback_of(whole_tag)))) {
-        free(pair);
+        pg_free(&p->memory, pair);
         pair = NULL;
     }
     return keep(p, key_of(whole_tag, from, to, 0), pair);
@@ -161,7 +164,8 @@ static int64_t steps_back(const struct pg_process *p, int32_t key, int64_t offse
 
 static void remember_end(struct pg_process *p, int32_t key, int64_t end) {
     struct ends *e = p->ends[key];
-    if (!e && !(e = p->ends[key] = calloc(1, sizeof *e + sizeof *e->end * (size_t)p->o.return_depth))) return;
+    if (!e && !(e = p->ends[key] = pg_alloc(&p->memory, sizeof *e + sizeof *e->end * (size_t)p->o.return_depth)))
+        return;
     e->end[e->head] = end;
     e->head = (e->head + 1) % p->o.return_depth;
     e->count += e->count < p->o.return_depth;
@@ -171,8 +175,8 @@ static struct returns *returns_at(struct pg_process *p, int32_t from, int32_t to
     uint64_t key = key_of(RETURN, from, to, place);
     struct returns *r = find(p, key);
     if (r || !room(p)) return r;
-    if ((r = calloc(1, sizeof *r)) && !(r->back = new_local(p, p->o.distinct_values, PG_ZERO))) {
-        free(r);
+    if ((r = pg_alloc(&p->memory, sizeof *r)) && !(r->back = new_local(p, p->o.distinct_values, PG_ZERO))) {
+        pg_free(&p->memory, r);
         r = NULL;
     }
     return keep(p, key, r);
@@ -202,7 +206,8 @@ static void time_observe(struct pg_process *p, int32_t from, int32_t to, int64_t
     uint64_t key = key_of(TIME, from, to, 0);
     struct times *t = find(p, key);
     if (!t && room(p)) {
-        if ((t = calloc(1, sizeof *t)) && !(t->kinds = new_local(p, 2, PG_ZERO))) free(t), t = NULL;
+        if ((t = pg_alloc(&p->memory, sizeof *t)) && !(t->kinds = new_local(p, 2, PG_ZERO)))
+            pg_free(&p->memory, t), t = NULL;
         keep(p, key, t);
     }
     if (!t) return;
@@ -286,14 +291,16 @@ struct pg_process *pg_process_new(const struct pg_options *options) {
     struct pg_process *p = calloc(1, sizeof *p);
     if (!p) return NULL;
     p->o = *options, p->current = -1, p->mask = table_slots(options->max_models) - 1;
-    p->sequence =
-        pg_sequence_new(options->grammar_cap, options->max_symbols, options->distinct_values, 1, options->local_cap);
-    p->keys = calloc(p->mask + 1, sizeof *p->keys);
-    p->values = calloc(p->mask + 1, sizeof *p->values);
-    p->kinds = calloc((size_t)options->max_symbols, sizeof *p->kinds);
-    p->places = malloc(sizeof *p->places * (size_t)options->max_symbols);
-    p->positions = calloc((size_t)options->max_places, sizeof *p->positions);
-    p->ends = calloc((size_t)options->max_places, sizeof *p->ends);
+    p->memory.cap = options->memory_cap;
+    struct pg_memory *m = &p->fixed;
+    p->keys = pg_alloc(m, sizeof *p->keys * (p->mask + 1));
+    p->values = pg_alloc(m, sizeof *p->values * (p->mask + 1));
+    p->kinds = pg_alloc(m, sizeof *p->kinds * (size_t)options->max_symbols);
+    p->places = pg_alloc(m, sizeof *p->places * (size_t)options->max_symbols);
+    p->positions = pg_alloc(m, sizeof *p->positions * (size_t)options->max_places);
+    p->ends = pg_alloc(m, sizeof *p->ends * (size_t)options->max_places);
+    p->sequence = pg_sequence_new(options->grammar_cap, options->max_symbols, options->distinct_values, 1,
+                                  options->local_cap, m, &p->memory);
     if (!p->sequence || !p->keys || !p->values || !p->kinds || !p->places || !p->positions || !p->ends) {
         pg_process_free(p);
         return NULL;
@@ -302,23 +309,27 @@ struct pg_process *pg_process_new(const struct pg_options *options) {
     return p;
 }
 
-static void free_model(enum tag tag, void *model) {
+static void free_model(struct pg_process *p, enum tag tag, void *model) {
     if (tag == SIZE_WHOLE || tag == OFFSET_WHOLE) pg_local_free(((struct paired *)model)->whole);
     if (tag == SIZE_PLACED || tag == OFFSET_PLACED) pg_local_free(model);
     if (tag == RETURN) pg_local_free(((struct returns *)model)->back);
     if (tag == TIME) pg_local_free(((struct times *)model)->kinds);
-    if (tag != SIZE_PLACED && tag != OFFSET_PLACED) free(model);
+    if (tag != SIZE_PLACED && tag != OFFSET_PLACED) pg_free(&p->memory, model);
 }
 
 void pg_process_free(struct pg_process *p) {
     if (!p) return;
-    for (uint32_t i = 0; p->keys && i <= p->mask; i++)
-        if (p->values[i]) free_model((enum tag)(p->keys[i] >> 61), p->values[i]);
-    for (int32_t k = 0; p->ends && k < p->o.max_places; k++) free(p->ends[k]);
+    for (uint32_t i = 0; p->keys && p->values && i <= p->mask; i++)
+        if (p->values[i]) free_model(p, (enum tag)(p->keys[i] >> 61), p->values[i]);
+    for (int32_t k = 0; p->ends && k < p->o.max_places; k++) pg_free(&p->memory, p->ends[k]);
     pg_sequence_free(p->sequence);
-    free(p->keys), free(p->values), free(p->kinds), free(p->places), free(p->positions), free(p->ends);
+    void *blocks[] = {p->keys, p->values, p->kinds, p->places, p->positions, p->ends};
+    for (size_t b = 0; b < sizeof blocks / sizeof *blocks; b++) pg_free(&p->fixed, blocks[b]);
+    assert(p->memory.used == 0 && p->fixed.used == 0); /* every block was given back */
     free(p);
 }
 
 const struct pg_sequence *pg_process_sequence(const struct pg_process *p) { return p->sequence; }
 int64_t pg_process_models_past_cap(const struct pg_process *p) { return p->past_cap; }
+const struct pg_memory *pg_process_memory(const struct pg_process *p) { return &p->memory; }
+const struct pg_memory *pg_process_fixed_memory(const struct pg_process *p) { return &p->fixed; }

@@ -2,7 +2,9 @@
  * model per symbol, an offset model and an inter-arrival time model per transition (docs/predict.md, "What each
  * candidate says"). Both must give the same candidates on the shared vectors (tests/vectors/predict/process.txt).
  * Meant for the tracer: no system call; models are allocated when their key is first met, at most max_models of
- * them (past it a key is left unlearnt, as one never seen, and counted). */
+ * them (past it a key is left unlearnt, as one never seen, and counted), all within one memory budget (memory.h:
+ * a model it refuses is left unlearnt too, a local grammar it stops predicts nothing; both counted). The tables
+ * and the main grammar, bounded by max_symbols, max_places, max_models and grammar_cap, are counted apart. */
 #ifndef IOLOOM_PREDICT_PROCESS_H
 #define IOLOOM_PREDICT_PROCESS_H
 
@@ -19,6 +21,7 @@ struct pg_options {
     int32_t max_symbols; /* symbols 0..max_symbols-1 */
     int32_t max_places;  /* file keys 0..max_places-1 */
     int32_t max_models;  /* size, offset, return and time models together */
+    size_t memory_cap;   /* bytes of all the local models together (memory.h); 0: no cap */
 };
 
 /* One operation (model.Operation): `place` numbers its file key; offset -1: unknown; size: bytes asked. */
@@ -46,5 +49,9 @@ void pg_process_observe(struct pg_process *p, const struct pg_operation *op);
 const struct pg_sequence *pg_process_sequence(const struct pg_process *p);
 /* Keys left unlearnt because max_models were taken. */
 int64_t pg_process_models_past_cap(const struct pg_process *p);
+/* The local models' memory budget: cap, bytes used and at most, allocations refused, grammars stopped. */
+const struct pg_memory *pg_process_memory(const struct pg_process *p);
+/* The same counts for the tables and the main grammar (no cap: only malloc refuses). */
+const struct pg_memory *pg_process_fixed_memory(const struct pg_process *p);
 
 #endif

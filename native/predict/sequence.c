@@ -2,12 +2,11 @@
  * order (docs/predict.md, "Runs" and "What each candidate says"). */
 #include "grammar.h"
 
-#include <stdlib.h>
-
 struct pg_local {
     int32_t limit, cap, ntokens;
     enum pg_fallback fallback;
     int runs;
+    struct pg_memory *memory;
     int64_t values[PG_LIMIT_MAX], counts[PG_LIMIT_MAX];
     struct pg_sequence *sequence; /* NULL once fallen back */
     int64_t last, total, seen, low, high;
@@ -18,28 +17,31 @@ struct pg_sequence {
     struct pg_local **lengths; /* per value, its run-length model (NULL: none yet) */
     int32_t max_symbol, limit, local_cap, value, count;
     int runs;
+    struct pg_memory *memory, *lengths_memory; /* its own blocks; its run-length models' */
     int64_t expected;
 };
 
 /* ---- local models -------------------------------------------------------------------------------------- */
-struct pg_local *pg_local_new(int32_t limit, enum pg_fallback fallback, int runs, int32_t cap) {
-    struct pg_local *m = calloc(1, sizeof *m);
+struct pg_local *pg_local_new(int32_t limit, enum pg_fallback fallback, int runs, int32_t cap,
+                              struct pg_memory *memory) {
+    struct pg_local *m = pg_alloc(memory, sizeof *m);
     if (!m || limit < 1 || limit > PG_LIMIT_MAX) {
-        free(m);
+        pg_free(memory, m);
         return NULL;
     }
-    *m = (struct pg_local){.limit = limit, .cap = cap, .fallback = fallback, .runs = runs};
-    m->sequence = pg_sequence_new(cap, limit, limit, runs, cap);
+    *m = (struct pg_local){.limit = limit, .cap = cap, .fallback = fallback, .runs = runs, .memory = memory};
+    m->sequence = pg_sequence_new(cap, limit, limit, runs, cap, memory, memory);
     if (!m->sequence) {
-        free(m);
+        pg_free(memory, m);
         return NULL;
     }
     return m;
 }
 
 void pg_local_free(struct pg_local *m) {
-    if (m) pg_sequence_free(m->sequence);
-    free(m);
+    if (!m) return;
+    pg_sequence_free(m->sequence);
+    pg_free(m->memory, m);
 }
 
 static int32_t token_of(const struct pg_local *m, int64_t value) {
@@ -93,13 +95,19 @@ int64_t pg_local_predict(struct pg_local *m) {
 }
 
 /* ---- sequences ----------------------------------------------------------------------------------------- */
-struct pg_sequence *pg_sequence_new(int32_t cap, int32_t max_symbol, int32_t limit, int runs, int32_t local_cap) {
-    struct pg_sequence *s = calloc(1, sizeof *s);
+struct pg_sequence *pg_sequence_new(int32_t cap, int32_t max_symbol, int32_t limit, int runs, int32_t local_cap,
+                                    struct pg_memory *memory, struct pg_memory *lengths_memory) {
+    struct pg_sequence *s = pg_alloc(memory, sizeof *s);
     if (!s) return NULL;
-    *s = (struct pg_sequence){
-        .max_symbol = max_symbol, .limit = limit, .local_cap = local_cap, .value = -1, .runs = runs};
-    s->grammar = pg_grammar_new(cap, max_symbol);
-    s->lengths = calloc((size_t)max_symbol, sizeof *s->lengths);
+    *s = (struct pg_sequence){.max_symbol = max_symbol,
+                              .limit = limit,
+                              .local_cap = local_cap,
+                              .value = -1,
+                              .runs = runs,
+                              .memory = memory,
+                              .lengths_memory = lengths_memory};
+    s->grammar = pg_grammar_new(cap, max_symbol, memory);
+    s->lengths = pg_alloc(memory, sizeof *s->lengths * (size_t)max_symbol);
     if (!s->grammar || !s->lengths) {
         pg_sequence_free(s);
         return NULL;
@@ -110,14 +118,15 @@ struct pg_sequence *pg_sequence_new(int32_t cap, int32_t max_symbol, int32_t lim
 void pg_sequence_free(struct pg_sequence *s) {
     if (!s) return;
     for (int32_t v = 0; s->lengths && v < s->max_symbol; v++) pg_local_free(s->lengths[v]);
-    free(s->lengths);
+    pg_free(s->memory, s->lengths);
     pg_grammar_free(s->grammar);
-    free(s);
+    pg_free(s->memory, s);
 }
 
 static void end_run(struct pg_sequence *s) {
     if (s->value < 0) return;
-    if (!s->lengths[s->value]) s->lengths[s->value] = pg_local_new(s->limit, PG_MAX, 0, s->local_cap);
+    if (!s->lengths[s->value])
+        s->lengths[s->value] = pg_local_new(s->limit, PG_MAX, 0, s->local_cap, s->lengths_memory);
     if (s->lengths[s->value]) /* out of memory: this value's runs go unlearnt */
         pg_local_observe(s->lengths[s->value], s->count);
 }

@@ -33,7 +33,7 @@ static void print_set(FILE *out, const int32_t *set, int32_t n) {
 
 /* The grammar alone (runs 0) or a sequence (runs 1) over the stream: after each input, its predictions. */
 static int write_stream(FILE *out, const struct stream *st) {
-    struct pg_sequence *s = pg_sequence_new(st->cap, MAX_SYMBOLS, 24, st->runs, 4096);
+    struct pg_sequence *s = pg_sequence_new(st->cap, MAX_SYMBOLS, 24, st->runs, 4096, NULL, NULL);
     int32_t set[MAX_SYMBOLS];
     if (!s) return -1;
     fprintf(out, "stream %s cap %d runs %d\n", st->name, st->cap, st->runs);
@@ -86,7 +86,7 @@ static void noisy(struct stream *st, const char *name, int runs, int32_t cap, in
 /* A local model over sizes: one value, a local grammar, then past the limit its mean. */
 static int write_local(FILE *out) {
     static const int64_t values[] = {4096, 4096, 512, 4096, 4096, 512, 4096, 4096, 512, 7, 8, 9, 10, 11, 4096};
-    struct pg_local *m = pg_local_new(4, PG_MEAN, 1, 4096);
+    struct pg_local *m = pg_local_new(4, PG_MEAN, 1, 4096, NULL);
     if (!m) return -1;
     fprintf(out, "local limit 4 fallback mean runs 1\n");
     for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) {
@@ -195,7 +195,7 @@ static void print_candidates(FILE *out, const struct pg_candidate *c, int32_t n)
 
 /* Per operation: its fields, then how many candidates the model gave before it, and the candidates. */
 static int write_process(FILE *out, const struct ops *o, int32_t run_positions) {
-    struct pg_options options = {1 << 16, 24, 4096, run_positions, 64, 1000000, MAX_SYMBOLS, 8, 1 << 16};
+    struct pg_options options = {1 << 16, 24, 4096, run_positions, 64, 1000000, MAX_SYMBOLS, 8, 1 << 16, 0};
     struct pg_process *p = pg_process_new(&options);
     struct pg_candidate c[CANDIDATES];
     if (!p) return -1;
@@ -231,7 +231,7 @@ static int write_processes(const char *dir) {
 
 static int cost(long inputs, unsigned noise) {
     static const int32_t body[26] = {0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2};
-    struct pg_sequence *s = pg_sequence_new(1 << 16, MAX_SYMBOLS, 24, 1, 4096);
+    struct pg_sequence *s = pg_sequence_new(1 << 16, MAX_SYMBOLS, 24, 1, 4096, NULL, NULL);
     int32_t set[MAX_SYMBOLS];
     unsigned seed = 3;
     long predicted = 0;

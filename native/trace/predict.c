@@ -50,6 +50,8 @@ enum {
     RETURN_DEPTH = 64,
     DISTANT_NS = 1000000,
     DEFAULT_CAP = 65536,
+    DEFAULT_MEMORY_MIB = 64, /* IOLOOM_PREDICT_MEMORY: the model's memory budget (native/predict/memory.h) */
+    MAX_MEMORY_MIB = 1 << 20,
 };
 enum side_chunk { SIDE_INFO = 1, SIDE_MODULES = 2, SIDE_SYMBOLS = 3, SIDE_CALLS = 4, SIDE_KEYS = 5 };
 enum via { VIA_FRAMES, VIA_BACKTRACE }; /* how a raw stack was read: the frame walk (or the site alone), backtrace() */
@@ -80,7 +82,7 @@ struct raw {
 static struct side {
     pthread_mutex_t lock;
     int frames, predict;
-    uint64_t cap;
+    uint64_t cap, memory_mib;
     int fd;
     dev_t dev;
     ino_t ino;
@@ -345,6 +347,12 @@ static void write_counts(void) {
     put_info(&p, "model_symbols", (uint64_t)side.npairs);
     put_info(&p, "model_symbols_past_cap", side.pairs_past_cap);
     put_info(&p, "models_past_cap", side.model ? (uint64_t)pg_process_models_past_cap(side.model) : 0);
+    const struct pg_memory *m = side.model ? pg_process_memory(side.model) : NULL;
+    const struct pg_memory *fixed = side.model ? pg_process_fixed_memory(side.model) : NULL;
+    put_info(&p, "memory_cap", side.memory_mib << 20);
+    put_info(&p, "memory_peak", m ? (uint64_t)m->peak : 0);
+    put_info(&p, "memory_refused", m ? (uint64_t)(m->refused + fixed->refused) : 0);
+    put_info(&p, "grammars_stopped", m ? (uint64_t)(m->stopped + fixed->stopped) : 0);
     put_info(&p, "stacks_walked", side.by_frames);
     put_info(&p, "stacks_backtraced", side.by_backtrace);
     chunk_done(SIDE_INFO, p);
@@ -670,7 +678,7 @@ static struct ioloom_code_range segment_of(uintptr_t fn) {
  * IOLOOM_PREDICT or memory. */
 static struct pg_process *new_model(void) {
     struct pg_options o = {(int32_t)side.cap, DISTINCT_VALUES, LOCAL_CAP, RUN_POSITIONS, RETURN_DEPTH,
-                           DISTANT_NS,        MAX_SYMBOLS,     MAX_KEYS,  MAX_MODELS};
+                           DISTANT_NS,        MAX_SYMBOLS,     MAX_KEYS,  MAX_MODELS,    side.memory_mib << 20};
     return side.predict ? pg_process_new(&o) : NULL;
 }
 
@@ -697,6 +705,8 @@ void ioloom_predict_start(void) {
     side.frames = frames > MAX_FRAMES ? MAX_FRAMES : (int)frames;
     uint64_t cap = ioloom_env_uint("IOLOOM_PREDICT_CAP", DEFAULT_CAP);
     side.cap = cap<16 ? 16 : cap>(1u << 24) ? (1u << 24) : cap; /* the Python model's --grammar-cap bounds */
+    uint64_t mib = ioloom_env_uint("IOLOOM_PREDICT_MEMORY", DEFAULT_MEMORY_MIB);
+    side.memory_mib = mib < 1 ? 1 : mib > MAX_MEMORY_MIB ? MAX_MEMORY_MIB : mib;
     for (size_t i = 0; i < sizeof opens / sizeof *opens; i++) kinds[opens[i]] = OPENS;
     for (size_t i = 0; i < sizeof closes / sizeof *closes; i++) kinds[closes[i]] = CLOSES;
     if (ioloom_tsc) side.tick0 = ioloom_ticks(), side.ns0 = monotonic_ns();

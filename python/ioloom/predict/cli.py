@@ -67,6 +67,8 @@ def _context(p: dict) -> str:
 
 def print_online(o: dict | None) -> None:
     """The tracer's own model (IOLOOM_PREDICT=1), from the side stream."""
+    from ioloom.predict.online import limits_reached
+
     echo = typer.echo
     if o is None:
         return
@@ -81,9 +83,8 @@ def print_online(o: dict | None) -> None:
          f"grammar {o['grammar_size']} symbols; the Python model on the same symbols "
          f"{_pct(o['python_symbol_accuracy_pct'])}, the same predictions on {_pct(o['same_predictions_pct'])} of "
          "calls")
-    if o["grammar_past_cap"]:
-        echo(f"  tracer's grammar cap reached: {o['grammar_past_cap']:,} calls past its {o['grammar_cap']:,} "
-             "symbols were predicted from the frozen grammar (raise IOLOOM_PREDICT_CAP to learn them)")
+    for limit in limits_reached(o):
+        echo(f"  {limit}")
 
 
 def print_process(p: dict) -> None:

@@ -10,6 +10,23 @@ from ioloom.predict.metrics import WINDOW
 from ioloom.predict.model import Operation, Options, ProcessModel, Sequence
 from ioloom.predict.side import KEPT, SideStream
 
+MEMORY_KEYS = ("memory_cap", "memory_peak", "memory_refused", "grammars_stopped")  # the side stream's INFO
+
+
+def limits_reached(o: dict) -> list[str]:
+    """What the tracer's model stopped learning for, one sentence each (`ioloom predict`, the HTML report):
+    its grammar's cap, its memory budget (docs/predict.md, "Memory")."""
+    out = []
+    if o.get("grammar_past_cap"):
+        out.append(f"tracer's grammar cap reached: {o['grammar_past_cap']:,} calls past its {o['grammar_cap']:,} "
+                   "symbols were predicted from the frozen grammar (raise IOLOOM_PREDICT_CAP to learn them)")
+    if o.get("memory_refused") or o.get("grammars_stopped"):
+        out.append(f"tracer's memory cap reached: {o['memory_refused']:,} allocations refused, "
+                   f"{o['grammars_stopped']:,} grammars stopped learning; local models at most "
+                   f"{o['memory_peak'] / 2**20:.1f} of {o['memory_cap'] / 2**20:.0f} MiB, those refused left "
+                   "unlearnt (raise IOLOOM_PREDICT_MEMORY to learn them)")
+    return out
+
 
 def _score(symbol: int, predicted: tuple[int, ...], count: int) -> float:
     """Eq. of docs/predict.md's symbol accuracy: 1/k when the symbol is among the k predicted. Of more than KEPT
@@ -85,5 +102,6 @@ def online_figures(side: SideStream | None, operations: list[tuple[str, int, int
             "python_symbol_accuracy_pct": _pct(offline), "same_predictions_pct": _pct(same),
             "grammar_cap": cap, "grammar_size": side.count("grammar_size"),
             "grammar_past_cap": side.count("grammar_past_cap"),
+            **{key: side.count(key) for key in MEMORY_KEYS},
             "same_candidates_pct": _pct([float(s) for s in same_candidates(side, operations)])
             if operations is not None else None}

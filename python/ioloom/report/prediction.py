@@ -9,6 +9,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.colors import sample_colorscale
 
+from ioloom.predict.online import limits_reached
 from ioloom.report import figures
 
 
@@ -86,7 +87,9 @@ def section(processes: list[dict], limit: int, total: int) -> tuple[str, list[tu
     context, why = processes[0]["context"], processes[0].get("stacks_unused")
     said = f"{context} ({why or 'the trace records no call stacks'})" if context == "operation+file" else \
         f"{context} (from the processes' side streams)"
-    body = (f"<p class='note'>Symbols: {html.escape(said)}.{shown}{note}</p>"
+    limits = "".join(f"<p class='note'>{html.escape(p['process'])}: {html.escape(limit)}.</p>"
+                     for p in processes for limit in limits_reached(p["online"] or {}))
+    body = (f"<p class='note'>Symbols: {html.escape(said)}.{shown}{note}</p>" + limits
             + figures.frame_html(table(processes)) + "<h3>I/O skeleton: each process's main loop</h3>"
             + skeletons(processes))
     figs = [(name, fig) for name, fig in (("predict-accuracy", accuracy_figure(processes)),
