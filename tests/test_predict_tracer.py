@@ -61,7 +61,7 @@ def test_the_tracers_predictions_are_the_python_models(ioloom_cli, tmp_path):
     """The tracer's symbols, sizes, offsets and gaps are the Python models' at every call (docs/predict.md, "The
     side stream", version 2), and on the loop's last steps the sizes and offsets of its calls are predicted."""
     from ioloom.predict.model import Sequence
-    from ioloom.predict.online import model_symbols, same_candidates
+    from ioloom.predict.online import model_symbols, python_run
 
     trace = _traced(ioloom_cli, tmp_path, "trace", {"IOLOOM_PREDICT": "1", "IOLOOM_STACKS": "2"})
     side = _side(trace)
@@ -75,7 +75,9 @@ def test_the_tracers_predictions_are_the_python_models(ioloom_cli, tmp_path):
         sequence.input(symbol)
     assert int(side.info["grammar_size"]) == sequence.grammar.size
     operations = _call_operations(trace, side)
-    assert all(same_candidates(side, operations))
+    runs = list(python_run(side, operations))
+    assert all(same for _, same in runs) and [mine for mine, _ in runs] == [
+        tuple(sorted(symbols)) for symbols, _ in python_run(side, None)]  # the process model's symbols: its sequence's
     # the last step: its header and blocks, sizes and offsets; log.dat's pwrite at step x 512 after an open, its
     # size (an offset that grows by 512 from one open to the next is not a change from the file's start)
     last = range(len(side.calls) - 13, len(side.calls))

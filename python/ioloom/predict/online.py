@@ -3,8 +3,10 @@ Python model run over the same symbols (docs/predict.md, "In the tracer"). The t
 they must predict the same sets; `same_predictions_pct` says on how many calls they did. From the side stream's
 version 2, the tracer predicts sizes, offsets and gaps too: given each call's kind, offset and size (its event),
 the Python process model runs over the same calls and `same_candidates_pct` says on how many calls every kept
-candidate was the same."""
+candidate was the same. The Python model runs once over the calls for both (python_run)."""
 from __future__ import annotations
+
+from collections.abc import Iterator
 
 from ioloom.predict.metrics import WINDOW
 from ioloom.predict.model import Operation, Options, ProcessModel, Sequence
@@ -59,21 +61,32 @@ def _options(side: SideStream) -> Options:
                    local_cap=side.count("local_cap") or Options.local_cap)
 
 
-def same_candidates(side: SideStream, operations: list[tuple[str, int, int]]) -> list[bool]:
-    """Per call, whether the Python process model, run over the same calls (kind, offset, size per call; the gaps
-    of the side stream), gave the tracer's candidates: symbols, sizes, offsets and rounded gaps."""
+def python_run(side: SideStream, operations: list[tuple[str, int, int]] | None
+               ) -> Iterator[tuple[tuple[int, ...], bool | None]]:
+    """One run of the Python model over the tracer's calls: per call, the symbols it predicted before it
+    (ascending), and whether its kept candidates were the tracer's (symbols, sizes, offsets, rounded gaps), None
+    without `operations` (per call its kind, offset and size: source.call_operations). With them the process
+    model runs (its sequence gives the symbols), else its sequence alone."""
     calls, _, pairs = model_symbols(side)
-    model = ProcessModel({}, {}, _options(side))
-    clock, out = 0, []
+    options = _options(side)
+    if operations is None:
+        sequence = Sequence(options.grammar_cap, options.distinct_values, True, options.local_cap)
+        for symbol in calls:
+            yield tuple(sorted(sequence.predicted())), None
+            sequence.input(symbol)
+        return
+    model = ProcessModel({}, {}, options)
+    clock = 0
     for symbol, key, gap, kept, (kind, offset, size) in zip(calls, side.call_keys, side.gaps, side.predicted,
                                                             operations):
-        mine = [(*pairs[c.symbol], c.size, c.offset, round(c.gap_ns)) for c in model.predict()[:KEPT]]
-        out.append(mine == [(c.symbol, c.key, c.size, c.offset, c.gap_ns) for c in kept])
+        candidates = model.predict()
+        mine = [(*pairs[c.symbol], c.size, c.offset, round(c.gap_ns)) for c in candidates[:KEPT]]
+        yield tuple(c.symbol for c in candidates), mine == [(c.symbol, c.key, c.size, c.offset, c.gap_ns)
+                                                            for c in kept]
         model.kinds.setdefault(symbol, kind)
         model.places.setdefault(symbol, str(key))
         clock += gap  # only gaps count: each call takes no time on this clock, as on the tracer's
         model.observe(Operation(symbol, kind, str(key), key, offset, size, clock, clock))
-    return out
 
 
 def online_figures(side: SideStream | None, operations: list[tuple[str, int, int]] | None = None) -> dict | None:
@@ -85,23 +98,19 @@ def online_figures(side: SideStream | None, operations: list[tuple[str, int, int
                "symbols_past_cap": side.count("symbols_past_cap"), "predicting": side.count("predict") == 1}
     if not figures["predicting"]:
         return figures
-    options = _options(side)
-    cap = options.grammar_cap
-    sequence = Sequence(cap, options.distinct_values, True, options.local_cap)
-    online, offline, same = [], [], []
+    online, offline, same, candidates = [], [], [], []
     calls, predicted, _ = model_symbols(side)
-    for index, (symbol, kept, count) in enumerate(zip(calls, predicted, side.npredicted)):
-        mine = tuple(sorted(sequence.predicted()))
+    runs = python_run(side, operations)
+    for index, (symbol, kept, count, (mine, same_kept)) in enumerate(zip(calls, predicted, side.npredicted, runs)):
         same.append(1.0 if mine[:KEPT] == kept and len(mine) == count else 0.0)
+        candidates.append(float(bool(same_kept)))
         if index:
             online.append(_score(symbol, kept, count))
             offline.append(_score(symbol, mine, len(mine)))
-        sequence.input(symbol)
     return {**figures, "symbol_accuracy_pct": _pct(online),
             "symbol_accuracy_last_window_pct": _pct(online[-WINDOW:]),
             "python_symbol_accuracy_pct": _pct(offline), "same_predictions_pct": _pct(same),
-            "grammar_cap": cap, "grammar_size": side.count("grammar_size"),
+            "grammar_cap": _options(side).grammar_cap, "grammar_size": side.count("grammar_size"),
             "grammar_past_cap": side.count("grammar_past_cap"),
             **{key: side.count(key) for key in MEMORY_KEYS},
-            "same_candidates_pct": _pct([float(s) for s in same_candidates(side, operations)])
-            if operations is not None else None}
+            "same_candidates_pct": _pct(candidates) if operations is not None else None}
