@@ -53,6 +53,8 @@ def test_bench_async_prints_each_mode(ioloom_cli, tmp_path):
     assert set(s) >= {"synchronous", "helper-thread", "dedicated-cores", "eq_3_2"}
     # 64 KiB per rank at 1 MiB/s per writer: the synchronous writes take about 60 ms; the others copy.
     assert s["synchronous"]["visible_median"]["median"] > 0.03
+    # The bandwidth model without variability: every synchronous write takes about the same time.
+    assert 0 <= s["synchronous"]["visible_std"]["median"] < s["synchronous"]["visible_median"]["median"] / 2
     for mode in ("helper-thread", "dedicated-cores"):
         assert s[mode]["visible_ratio"]["median"] < 0.5
     assert 0 <= s["dedicated-cores"]["idle_fraction"]["median"] <= 1

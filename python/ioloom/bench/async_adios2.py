@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import statistics
 import subprocess
 import sys
 import time
@@ -124,11 +123,8 @@ def run_ranks(ranks: int, directory: Path, mode: str, dims, nvars: int, iteratio
 
 def per_run(run: dict, mode: str) -> dict:
     """The figures bench async prints per mode (ADIOS2 has no dedicated core and no back-pressure counter)."""
-    visible, period = run["visible"], run["iteration_seconds"]
-    return {"visible_median": statistics.median(visible), "visible_total": sum(visible),
-            "jitter_std": statistics.pstdev(period), "jitter_max_over_median": max(period) / statistics.median(period),
-            "run_seconds": run["run_seconds"] + run["finalize_seconds"], "idle_fraction": None, "blocked": 0,
-            "mode": mode}
+    from ioloom.bench.async_kernel import timing_figures
+    return {**timing_figures(run), "idle_fraction": None, "blocked": 0, "mode": mode}
 
 
 def main(argv: list[str]) -> int:

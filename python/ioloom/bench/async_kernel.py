@@ -32,15 +32,21 @@ class KernelRunFailed(RuntimeError):
 def per_run(run: dict, counters_path: Path, mode: str) -> dict:
     """One run's figures: visible write time per iteration (median and total), jitter, run time, idle."""
     from ioloom import async_io
-    visible, period = run["visible"], run["iteration_seconds"]
     out = async_io.open(counters_path)
     servers = [r for r in out.ranks if r["role"] == 1]
     idle = (statistics.mean(1 - r["writer_busy_seconds"] / r["writer_wall_seconds"] for r in servers)
             if servers else None)
+    return {**timing_figures(run), "idle_fraction": idle, "blocked": out.counters()["blocked"], "mode": mode}
+
+
+def timing_figures(run: dict) -> dict:
+    """A run's timings (rank 0's, or the slowest rank's): the write seen per iteration (median, total and standard
+    deviation: the storage's variability as the synchronous mode sees it), the iteration-time jitter, the run."""
+    visible, period = run["visible"], run["iteration_seconds"]
     return {"visible_median": statistics.median(visible), "visible_total": sum(visible),
-            "jitter_std": statistics.pstdev(period), "jitter_max_over_median": max(period) / statistics.median(period),
-            "run_seconds": run["run_seconds"] + run["finalize_seconds"], "idle_fraction": idle,
-            "blocked": out.counters()["blocked"], "mode": mode}
+            "visible_std": statistics.pstdev(visible), "jitter_std": statistics.pstdev(period),
+            "jitter_max_over_median": max(period) / statistics.median(period),
+            "run_seconds": run["run_seconds"] + run["finalize_seconds"]}
 
 
 def one_round(impl, ranks: int, compute: float, dims, nvars: int, iterations: int, bandwidth: int, work: Path,
@@ -72,7 +78,8 @@ def summarise(rounds: list[dict], compute: float, ranks: int) -> dict:
     for mode in rounds[0]:
         rs = [r[mode] for r in rounds]
         summary[mode] = {k: spread([r[k] for r in rs]) for k in
-                         ("visible_median", "jitter_std", "jitter_max_over_median", "run_seconds")}
+                         ("visible_median", "visible_std", "jitter_std", "jitter_max_over_median",
+                                                           "run_seconds")}
         if mode != "synchronous":
             summary[mode]["visible_ratio"] = spread([r[mode]["visible_median"] / max(r["synchronous"]
                                                      ["visible_median"], 1e-9) for r in rounds])
@@ -107,17 +114,18 @@ def render(report: dict) -> None:
                   f"{varies}, "
                   f"{'sleeping' if report['sleep'] else 'busy'} compute, {report['rounds']} rounds; load before/after "
                   f"{report['load'][0]} / {report['load'][1]}")
-    for column in ("mode", "write seen (s/iteration)", "ratio to sync", "jitter std (s)", "jitter lower by",
-                   "jitter max/median", "run (s)", "run ratio", "dedicated idle"):
+    for column in ("mode", "write seen (s/iteration)", "write std (s)", "ratio to sync", "jitter std (s)",
+                   "jitter lower by", "jitter max/median", "run (s)", "run ratio", "dedicated idle"):
         table.add_column(column)
     for mode in report["modes"]:
         m = s[mode]
-        table.add_row(mode, _cell(m["visible_median"], "{:.5f}"), _cell(m.get("visible_ratio"), "{:.3f}"),
+        table.add_row(mode, _cell(m["visible_median"], "{:.5f}"), _cell(m["visible_std"], "{:.4f}"),
+                      _cell(m.get("visible_ratio"), "{:.3f}"),
                       _cell(m["jitter_std"], "{:.4f}"), _cell(m.get("jitter_reduction"), "{:.1f}x"),
                       _cell(m["jitter_max_over_median"], "{:.2f}"),
                       _cell(m["run_seconds"], "{:.2f}"), _cell(m.get("run_ratio"), "{:.3f}"),
                       _cell(m.get("idle_fraction"), "{:.1%}"))
-    Console(width=200).print(table)
+    Console(width=240).print(table)
     e = s["eq_3_2"]
     print(f"Eq. 3.2 with W_std = {e['write']:.4f} s (synchronous, measured), C_std = {e['compute']:g} s, N = "
           f"{report['ranks']}: a dedicated core {'pays' if e['eq_3_2']['worthwhile'] else 'does not pay'} "
