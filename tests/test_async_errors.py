@@ -31,6 +31,12 @@ def good(tmp_path, **changes) -> str:
     return setup.yaml()
 
 
+def positioned(tmp_path, extra: str, parameters: str = "") -> str:
+    """GOOD's layout in a global domain (its 2 clients: 3 ranks, one a dedicated core)."""
+    return good(tmp_path).replace("grid: {type: float64, dimensions: [4, 4, 4]}",
+                                  "grid: {type: float64, dimensions: [4, 4, 4], " + extra + "}") + parameters
+
+
 MISTAKES = {
     "unknown layout": (lambda t: good(t).replace("u: {layout: grid}", "u: {layout: gird}"),
                        "variable 'u': unknown layout 'gird'"),
@@ -53,6 +59,24 @@ MISTAKES = {
                                     "writer: format hdf5-shared is written together by the servers"),
     "variability out of range": (lambda t: good(t, variability=9),
                                  "writer: variability must be a number from 0 to 4"),
+    "blocks overlap": (lambda t: positioned(t, "global: [4, 4, 8], position: [0, 0, rank * 2]"),
+                       "layout 'grid': blocks 0 and 1 overlap (at [0, 0, 0] and [0, 0, 2], each of size [4, 4, 4])"),
+    "block outside the domain": (lambda t: positioned(t, "global: [4, 4, 4], position: [0, 0, rank * 4]"),
+                                 "layout 'grid': block 1 (rank 1 of 2 clients) at [0, 0, 4] of size [4, 4, 4] is "
+                                 "outside the global extents [4, 4, 4]"),
+    "undefined parameter": (lambda t: positioned(t, "global: [4, 4, 8], position: [0, 0, rank * NX]"),
+                            "layout 'grid': position: unknown parameter 'NX' (declare it under parameters, before "
+                            "its use) in 'rank * NX'"),
+    "parameter used before it is declared": (lambda t: good(t) + "parameters: {A: B, B: 1}\n",
+                                             "parameter 'A': unknown parameter 'B'"),
+    "rank in dimensions": (lambda t: good(t).replace("dimensions: [4, 4, 4]", "dimensions: [4, 4, rank]"),
+                           "layout 'grid': dimensions: rank (a block's own) cannot be used here in 'rank'"),
+    "global without position": (lambda t: positioned(t, "global: [4, 4, 8]"),
+                                "layout 'grid': give global (the variable's extents) and position"),
+    "an expression cut short": (lambda t: positioned(t, "global: [4, 4, 8], position: [0, 0, 4 *]"),
+                                "layout 'grid': position: an operand is missing at the end in '4 *'"),
+    "division by zero for this run": (lambda t: positioned(t, "global: [4, 4, 8], position: [0, 0, 4 / (clients - 2)]"),
+                                      "layout 'grid': position of block 0 (rank 0 of 2 clients): division by zero"),
 }
 
 

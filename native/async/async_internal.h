@@ -10,7 +10,7 @@
 #include "ioloom_async.h"
 
 #define ASYNC_NAME_MAX 64
-#define ASYNC_DIMS_MAX 8
+#define ASYNC_DIMS_MAX IOLOOM_ASYNC_DIMS_MAX
 #define ASYNC_MSG_MAX 512
 #define ASYNC_ALIGN 64        /* ring chunks and headers are cache-line aligned */
 #define ASYNC_UNCLEARED_MAX 4 /* committed blocks of one variable a client may still read (double buffers) */
@@ -20,6 +20,8 @@ enum async_policy { POLICY_BLOCK, POLICY_SPILL, POLICY_SKIP };
 /* Where a writer puts its blocks' data; hdf5-shared: one file that every server writes together (collective). */
 enum async_format { FORMAT_FILES, FORMAT_HDF5, FORMAT_LOGFS, FORMAT_HDF5_SHARED };
 
+#define ASYNC_EXPR_MAX 128 /* characters of one dimension's expression */
+
 struct async_layout {
     char name[ASYNC_NAME_MAX];
     char type[16];  /* int8 ... uint64, float32, float64 */
@@ -27,6 +29,20 @@ struct async_layout {
     int ndims;
     long dims[ASYNC_DIMS_MAX];
     size_t bytes; /* one block */
+    int line;     /* where the configuration declares it, for the mistakes found once the clients are known */
+    /* A layout in one global domain (Damaris's global layouts): the variable's global extents and each block's
+     * position (offset per dimension), expressions over the parameters, clients and (position) rank, evaluated
+     * by async_config_check_domain into global and offsets (nblocks x ndims). positioned 0: blocks stand alone. */
+    int positioned;
+    char global_expr[ASYNC_DIMS_MAX][ASYNC_EXPR_MAX], position_expr[ASYNC_DIMS_MAX][ASYNC_EXPR_MAX];
+    long global[ASYNC_DIMS_MAX];
+    long *offsets;
+};
+
+/* A parameter of the configuration (Damaris's <parameter>): a name for an integer in layouts' expressions. */
+struct async_parameter {
+    char name[ASYNC_NAME_MAX];
+    long value;
 };
 
 struct async_variable {
@@ -46,6 +62,7 @@ struct async_plugin_decl {
 
 struct async_config {
     char name[ASYNC_NAME_MAX];
+    char file[1024]; /* the configuration's path, for messages */
     enum async_mode mode;
     int dedicated_cores; /* per node, dedicated mode */
     int dedicated_nodes; /* of the job, dedicated-nodes mode: the last ones */
@@ -59,7 +76,8 @@ struct async_config {
     int fsync;            /* make each iteration durable (fdatasync) when its end reaches the writer */
     int compression;      /* 1: blocks are stored compressed with zstd (the index holds the stored size) */
     enum async_format format;
-    int nlayouts, nvariables, nevents, nplugins, node_plugins;
+    int nlayouts, nvariables, nevents, nplugins, node_plugins, nparameters;
+    struct async_parameter *parameters;
     struct async_layout *layouts;
     struct async_variable *variables;
     char (*events)[ASYNC_NAME_MAX];
@@ -76,6 +94,25 @@ int async_config_load_xml(const char *path, struct async_config *cfg, char msg[A
  * hdf5-shared: servers only). */
 int async_config_check_format(const struct async_config *cfg, char msg[ASYNC_MSG_MAX]);
 size_t async_type_size(const char *type); /* bytes of int8 ... float64, 0 for another name */
+
+/* What an expression may name (expr.c): the parameters declared so far, and rank and clients where allowed.
+ * checking: only the syntax and the names are checked (a division by zero gives 0). */
+struct async_scope {
+    const struct async_parameter *parameters;
+    int nparameters;
+    int rank_allowed, clients_allowed, checking;
+    long rank, clients;
+};
+/* 0 with *out, or -1 with why (one phrase quoting the expression). */
+int async_expr_eval(const char *text, const struct async_scope *scope, long *out, char why[ASYNC_MSG_MAX]);
+/* A layout's dimensions from their expressions (parameters only: every block has the same size) and its global
+ * extents and positions checked for syntax and names (their values need the clients: check_domain below). 0, or
+ * -1 with msg (without the file and line, which the readers add). */
+int async_layout_resolve(const struct async_config *cfg, struct async_layout *l, char dims[][ASYNC_EXPR_MAX],
+                         int nglobal, int nposition, char msg[ASYNC_MSG_MAX]);
+/* Every positioned layout's global extents and every block's position for nclients clients: inside the global
+ * extents, no two blocks overlapping. The same on every rank (no communication). 0, or -1 with msg. */
+int async_config_check_domain(struct async_config *cfg, int nclients, char msg[ASYNC_MSG_MAX]);
 int async_config_layout(const struct async_config *cfg, const char *name);
 int async_config_variable(const struct async_config *cfg, const char *name);
 int async_config_event(const struct async_config *cfg, const char *name);
@@ -280,6 +317,7 @@ struct async_spill {
 struct async_state {
     int initialized, started, is_client, rank, size, node_rank, node_size, client_rank;
     int node_index, nnodes; /* this rank's node among the job's (emulated with ranks_per_node) */
+    int nclients;           /* of the job: the blocks of each variable per iteration */
     int nchannels;          /* a server's clients */
     struct async_channel **channels;
     int *blocks;

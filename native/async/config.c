@@ -130,12 +130,31 @@ size_t async_type_size(const char *type) {
     return 0;
 }
 
-static int layout(struct reader *r, yaml_node_pair_t *p, struct async_layout *l) {
-    static const char *const keys[] = {"type", "dimensions", NULL};
-    yaml_node_t *v = node(r, p->value), *t, *d;
+/* A list of 1 to ASYNC_DIMS_MAX expressions (integers, or text over parameters) into out; their count, or -1. */
+static int expressions(struct reader *r, yaml_node_t *n, const char *what, char out[][ASYNC_EXPR_MAX]) {
+    int count = 0;
+    if (!n || n->type != YAML_SEQUENCE_NODE || n->data.sequence.items.top == n->data.sequence.items.start ||
+        n->data.sequence.items.top - n->data.sequence.items.start > ASYNC_DIMS_MAX)
+        return fail(r, n, "%s must be a list of 1 to %d sizes or expressions, e.g. [64, 16, NZ]", what, ASYNC_DIMS_MAX);
+    for (yaml_node_item_t *i = n->data.sequence.items.start; i < n->data.sequence.items.top; i++) {
+        const char *e = scalar(node(r, *i));
+        if (!e || !*e || strlen(e) >= ASYNC_EXPR_MAX)
+            return fail(r, node(r, *i), "%s: each must be a number or an expression of 1 to %d characters", what,
+                        ASYNC_EXPR_MAX - 1);
+        strcpy(out[count++], e);
+    }
+    return count;
+}
+
+static int layout(struct reader *r, struct async_config *cfg, yaml_node_pair_t *p, struct async_layout *l) {
+    static const char *const keys[] = {"type", "dimensions", "global", "position", NULL};
+    yaml_node_t *v = node(r, p->value), *t, *d, *g, *at;
+    char dims[ASYNC_DIMS_MAX][ASYNC_EXPR_MAX], what[ASYNC_NAME_MAX + 32];
+    int nglobal = 0, nposition = 0;
     if (name_copy(r, node(r, p->key), l->name, "a layout's name") || is_mapping(r, v, "a layout") ||
         known_keys(r, v, "a layout", keys))
         return -1;
+    l->line = (int)v->start_mark.line + 1;
     if (!(t = lookup(r, v, "type")) || !scalar(t) || strlen(scalar(t)) >= sizeof l->type ||
         !(l->element = async_type_size(scalar(t))))
         return fail(r, t ? t : v,
@@ -143,15 +162,35 @@ static int layout(struct reader *r, yaml_node_pair_t *p, struct async_layout *l)
                     "int64, uint64, float32, float64",
                     l->name);
     strcpy(l->type, scalar(t));
-    d = lookup(r, v, "dimensions");
-    if (!d || d->type != YAML_SEQUENCE_NODE || d->data.sequence.items.top == d->data.sequence.items.start ||
-        d->data.sequence.items.top - d->data.sequence.items.start > ASYNC_DIMS_MAX)
-        return fail(r, d ? d : v, "layout '%s': dimensions must be a list of 1 to %d sizes, e.g. [64, 16, 2]", l->name,
-                    ASYNC_DIMS_MAX);
-    l->bytes = l->element;
-    for (yaml_node_item_t *i = d->data.sequence.items.start; i < d->data.sequence.items.top; i++) {
-        if (integer(r, node(r, *i), "a dimension", 1, &l->dims[l->ndims])) return -1;
-        l->bytes *= (size_t)l->dims[l->ndims++];
+    snprintf(what, sizeof what, "layout '%s': dimensions", l->name);
+    if ((l->ndims = expressions(r, (d = lookup(r, v, "dimensions")) ? d : v, what, dims)) < 0) return -1;
+    snprintf(what, sizeof what, "layout '%s': global", l->name);
+    if ((g = lookup(r, v, "global")) && (nglobal = expressions(r, g, what, l->global_expr)) < 0) return -1;
+    snprintf(what, sizeof what, "layout '%s': position", l->name);
+    if ((at = lookup(r, v, "position")) && (nposition = expressions(r, at, what, l->position_expr)) < 0) return -1;
+    return async_layout_resolve(cfg, l, dims, nglobal, nposition, r->msg) ? fail(r, at ? at : v, "%s", r->msg) : 0;
+}
+
+/* parameters: {NAME: integer or expression of the parameters before it}, in order. */
+static int parameters(struct reader *r, struct async_config *cfg, yaml_node_t *m) {
+    char why[ASYNC_MSG_MAX];
+    if (!m) return 0;
+    if (is_mapping(r, m, "parameters")) return -1;
+    int n = (int)(m->data.mapping.pairs.top - m->data.mapping.pairs.start);
+    cfg->parameters = calloc((size_t)n + 1, sizeof *cfg->parameters);
+    for (yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
+        struct async_parameter *a = &cfg->parameters[cfg->nparameters];
+        struct async_scope scope = {.parameters = cfg->parameters, .nparameters = cfg->nparameters};
+        const char *e = scalar(node(r, p->value));
+        if (name_copy(r, node(r, p->key), a->name, "a parameter's name")) return -1;
+        if (!strcmp(a->name, "rank") || !strcmp(a->name, "clients"))
+            return fail(r, node(r, p->key), "parameter '%s': rank and clients are given by the run", a->name);
+        if (!e || async_expr_eval(e, &scope, &a->value, why))
+            return fail(r, node(r, p->value), "parameter '%s': %s", a->name, e ? why : "give a number or expression");
+        for (int i = 0; i < cfg->nparameters; i++)
+            if (!strcmp(cfg->parameters[i].name, a->name))
+                return fail(r, node(r, p->key), "parameter '%s' is declared twice", a->name);
+        cfg->nparameters++;
     }
     return 0;
 }
@@ -183,7 +222,7 @@ static int layouts(struct reader *r, struct async_config *cfg, yaml_node_t *m) {
         return fail(r, m, "layouts: declare at least one layout (name: {type: float64, dimensions: [...]})");
     cfg->layouts = calloc((size_t)cfg->nlayouts, sizeof *cfg->layouts);
     for (int i = 0; i < cfg->nlayouts; i++)
-        if (layout(r, m->data.mapping.pairs.start + i, &cfg->layouts[i])) return -1;
+        if (layout(r, cfg, m->data.mapping.pairs.start + i, &cfg->layouts[i])) return -1;
     return 0;
 }
 
@@ -317,9 +356,9 @@ static int architecture(struct reader *r, struct async_config *cfg, yaml_node_t 
 }
 
 static int document(struct reader *r, struct async_config *cfg) {
-    static const char *const keys[] = {"name",      "mode",   "dedicated_cores", "dedicated_nodes", "ranks_per_node",
-                                       "buffer",    "queue",  "policy",          "writer",          "layouts",
-                                       "variables", "events", "plugins",         "python",          NULL};
+    static const char *const keys[] = {
+        "name",   "mode",    "dedicated_cores", "dedicated_nodes", "ranks_per_node", "buffer", "queue",      "policy",
+        "writer", "layouts", "variables",       "events",          "plugins",        "python", "parameters", NULL};
     yaml_node_t *root = yaml_document_get_root_node(&r->doc), *n;
     if (!root || is_mapping(r, root, "the configuration") || known_keys(r, root, "the configuration", keys)) return -1;
     if (!(n = lookup(r, root, "name")) || name_copy(r, n, cfg->name, "name"))
@@ -327,8 +366,9 @@ static int document(struct reader *r, struct async_config *cfg) {
     snprintf(cfg->python, sizeof cfg->python, "python3");
     if ((n = lookup(r, root, "python")) && path_copy(r, n, cfg->python, sizeof cfg->python, "python")) return -1;
     return architecture(r, cfg, root) || writer(r, cfg, lookup(r, root, "writer")) ||
-                   layouts(r, cfg, lookup(r, root, "layouts")) || variables(r, cfg, lookup(r, root, "variables")) ||
-                   events(r, cfg, lookup(r, root, "events")) || plugins(r, cfg, lookup(r, root, "plugins"))
+                   parameters(r, cfg, lookup(r, root, "parameters")) || layouts(r, cfg, lookup(r, root, "layouts")) ||
+                   variables(r, cfg, lookup(r, root, "variables")) || events(r, cfg, lookup(r, root, "events")) ||
+                   plugins(r, cfg, lookup(r, root, "plugins"))
                ? -1
                : 0;
 }
@@ -344,6 +384,7 @@ int async_config_load(const char *path, struct async_config *cfg, char msg[ASYNC
     yaml_parser_t parser;
     FILE *f = fopen(path, "r");
     memset(cfg, 0, sizeof *cfg);
+    snprintf(cfg->file, sizeof cfg->file, "%s", path);
     if (!f) {
         snprintf(msg, ASYNC_MSG_MAX, "%.400s: cannot read the configuration: %s", path, strerror(errno));
         return -1;
@@ -362,7 +403,9 @@ int async_config_load(const char *path, struct async_config *cfg, char msg[ASYNC
 }
 
 void async_config_free(struct async_config *cfg) {
+    for (int i = 0; cfg->layouts && i < cfg->nlayouts; i++) free(cfg->layouts[i].offsets);
     free(cfg->layouts);
+    free(cfg->parameters);
     free(cfg->variables);
     free(cfg->events);
     free(cfg->plugins);

@@ -2,13 +2,15 @@
  * libxml2 into the structure the YAML reader fills:
  *   <simulation name=N language=c|fortran>        fortran: a layout's dimensions are reversed to C order
  *     <architecture> <dedicated cores=K nodes=N/> <buffer size=BYTES/> <queue size=MESSAGES/> </architecture>
- *     <data> <layout name type dimensions="64,16,2"/> <variable name layout/> <group name=G> variables </group>
+ *     <data> <parameter name value/> <layout name type dimensions="64,NY/2,2" [global="..." position="..."]/>
+ *            <variable name layout/> <group name=G> variables </group>
  *     <actions> <event name action=FUNCTION using=LIBRARY.so/> </actions>
  *     <ioloom mode policy directory bandwidth fsync compression format ranks_per_node/>   optional, ours
  * cores=0 (or no <dedicated>) is the synchronous mode (Damaris's time partitioning), nodes=N > 0 the dedicated-nodes
  * mode (cores and nodes both > 0 is refused, as Damaris does); a variable of group G is
  * named G/name; Damaris's types real, double, integer, ... map to float32, float64, int32, ...; an event with
- * action and using runs that function (a plugin). Dimension expressions are refused. */
+ * action and using runs that function (a plugin). Dimensions, Damaris's global extents and our position (a block's
+ * offset per dimension) are expressions over the parameters (domain.c), reversed to C order with fortran. */
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,23 +73,59 @@ static const char *ioloom_type(const char *damaris) {
     return damaris;
 }
 
-static int dimensions(struct xreader *r, xmlNode *n, struct async_layout *l) {
-    const char *s = attr(n, "dimensions");
-    char *end;
-    for (const char *p = s; p && *p && l->ndims < ASYNC_DIMS_MAX; p = *end ? end + 1 : end) {
-        long v = strtol(p, &end, 10);
-        if (end == p || v < 1 || (*end && *end != ','))
-            return xfail(r, n,
-                         "layout '%s': dimensions must be sizes such as \"64,16,2\" (expressions of "
-                         "parameters are not supported), got '%s'",
-                         l->name, s);
-        l->dims[l->ndims++] = v;
+/* An attribute's comma-separated expressions ("64,NY/2,2") into out; their count (0 when absent), or -1. */
+static int expressions(struct xreader *r, xmlNode *n, const char *name, char out[][ASYNC_EXPR_MAX]) {
+    const char *s = attr(n, name);
+    int count = 0;
+    for (const char *p = s; p; count++) {
+        const char *comma = strchr(p, ',');
+        size_t len = comma ? (size_t)(comma - p) : strlen(p);
+        if (count == ASYNC_DIMS_MAX || len == 0 || len >= ASYNC_EXPR_MAX)
+            return xfail(r, n, "<layout %s=...> must be 1 to %d sizes or expressions, such as \"64,NY/2,2\", got '%s'",
+                         name, ASYNC_DIMS_MAX, s);
+        memcpy(out[count], p, len), out[count][len] = '\0';
+        p = comma ? comma + 1 : NULL;
     }
-    if (!l->ndims) return xfail(r, n, "layout '%s' needs dimensions, e.g. \"64,16,2\"", l->name);
-    for (int i = 0; r->fortran && i < l->ndims / 2; i++) {
-        long t = l->dims[i];
-        l->dims[i] = l->dims[l->ndims - 1 - i], l->dims[l->ndims - 1 - i] = t;
+    return count;
+}
+
+/* Fortran's dimensions are C's reversed. */
+static void reverse(char list[][ASYNC_EXPR_MAX], int n) {
+    char t[ASYNC_EXPR_MAX];
+    for (int i = 0; i < n / 2; i++) {
+        memcpy(t, list[i], sizeof t);
+        memcpy(list[i], list[n - 1 - i], sizeof t);
+        memcpy(list[n - 1 - i], t, sizeof t);
     }
+}
+
+/* dimensions, and Damaris's global with our position (a block's offset per dimension). */
+static int shape(struct xreader *r, struct async_config *c, xmlNode *n, struct async_layout *l) {
+    char dims[ASYNC_DIMS_MAX][ASYNC_EXPR_MAX];
+    int nglobal, nposition;
+    if ((l->ndims = expressions(r, n, "dimensions", dims)) <= 0)
+        return l->ndims ? -1 : xfail(r, n, "layout '%s' needs dimensions, e.g. \"64,16,2\"", l->name);
+    if ((nglobal = expressions(r, n, "global", l->global_expr)) < 0 ||
+        (nposition = expressions(r, n, "position", l->position_expr)) < 0)
+        return -1;
+    if (r->fortran) reverse(dims, l->ndims), reverse(l->global_expr, nglobal), reverse(l->position_expr, nposition);
+    l->line = (int)xmlGetLineNo(n);
+    return async_layout_resolve(c, l, dims, nglobal, nposition, r->msg) ? xfail(r, n, "%s", r->msg) : 0;
+}
+
+/* <parameter name value>: an integer, or an expression of the parameters before it. */
+static int parameter(struct xreader *r, struct async_config *c, xmlNode *n) {
+    struct async_parameter *a = &c->parameters[c->nparameters];
+    struct async_scope scope = {.parameters = c->parameters, .nparameters = c->nparameters};
+    char why[ASYNC_MSG_MAX];
+    if (copy(r, n, "name", a->name, sizeof a->name)) return -1;
+    if (!strcmp(a->name, "rank") || !strcmp(a->name, "clients"))
+        return xfail(r, n, "parameter '%s': rank and clients are given by the run", a->name);
+    if (!attr(n, "value") || async_expr_eval(attr(n, "value"), &scope, &a->value, why))
+        return xfail(r, n, "parameter '%s': %s", a->name, attr(n, "value") ? why : "give its value");
+    for (int i = 0; i < c->nparameters; i++)
+        if (!strcmp(c->parameters[i].name, a->name)) return xfail(r, n, "parameter '%s' is declared twice", a->name);
+    c->nparameters++;
     return 0;
 }
 
@@ -101,9 +139,7 @@ static int layout(struct xreader *r, struct async_config *c, xmlNode *n) {
                      "float64",
                      l->name);
     strcpy(l->type, ioloom_type(type));
-    if (dimensions(r, n, l)) return -1;
-    l->bytes = l->element;
-    for (int i = 0; i < l->ndims; i++) l->bytes *= (size_t)l->dims[i];
+    if (shape(r, c, n, l)) return -1;
     c->nlayouts++;
     return 0;
 }
@@ -128,7 +164,7 @@ static int data(struct xreader *r, struct async_config *c, xmlNode *d, const cha
         if (is(n, "layout")      ? layout(r, c, n)
             : is(n, "variable")  ? variable(r, c, n, group)
             : is(n, "group")     ? (group ? xfail(r, n, "groups inside groups are not supported") : data(r, c, n, g))
-            : is(n, "parameter") ? 0
+            : is(n, "parameter") ? parameter(r, c, n)
             : n->type == XML_ELEMENT_NODE ? xfail(r, n, "unknown element <%s> in <data>", n->name)
                                           : 0)
             return -1;
@@ -238,6 +274,7 @@ static int simulation(struct xreader *r, struct async_config *c, xmlNode *root) 
     c->mode = MODE_SYNC, c->dedicated_cores = 1, c->queue = 256, c->buffer = 64UL << 20;
     snprintf(c->directory, sizeof c->directory, ".");
     c->layouts = calloc((size_t)count(d, "layout") + 1, sizeof *c->layouts);
+    c->parameters = calloc((size_t)count(d, "parameter") + 1, sizeof *c->parameters);
     c->variables = calloc((size_t)count(d, "variable") + 1, sizeof *c->variables);
     c->events = calloc((size_t)count(a, "event") + 1, sizeof *c->events);
     c->plugins = calloc((size_t)count(a, "event") + 1, sizeof *c->plugins);
@@ -251,6 +288,7 @@ static int simulation(struct xreader *r, struct async_config *c, xmlNode *root) 
 int async_config_load_xml(const char *path, struct async_config *cfg, char msg[ASYNC_MSG_MAX]) {
     struct xreader r = {path, msg, 0};
     memset(cfg, 0, sizeof *cfg);
+    snprintf(cfg->file, sizeof cfg->file, "%s", path);
     xmlDoc *doc = xmlReadFile(path, NULL, XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING);
     if (!doc) {
         const xmlError *e = xmlGetLastError();

@@ -45,6 +45,19 @@ static const char *format_name(enum async_format f) {
     return names[f];
 }
 
+/* A positioned layout's global extents and every block's position (the block is the client's rank among clients). */
+static void write_domain(FILE *f, const struct async_layout *l, int nblocks) {
+    fprintf(f, ", \"global\": [");
+    for (int d = 0; d < l->ndims; d++) fprintf(f, "%s%ld", d ? ", " : "", l->global[d]);
+    fprintf(f, "], \"positions\": [");
+    for (int b = 0; b < nblocks; b++) {
+        fprintf(f, "%s[", b ? ", " : "");
+        for (int d = 0; d < l->ndims; d++) fprintf(f, "%s%ld", d ? ", " : "", l->offsets[(size_t)b * l->ndims + d]);
+        fprintf(f, "]");
+    }
+    fprintf(f, "]");
+}
+
 static void write_layouts(FILE *f, const struct async_config *c) {
     fprintf(f, "  \"variables\": {");
     for (int i = 0; i < c->nvariables; i++) {
@@ -52,7 +65,9 @@ static void write_layouts(FILE *f, const struct async_config *c) {
         fprintf(f, "%s\n    \"%s\": {\"id\": %d, \"layout\": \"%s\", \"type\": \"%s\", \"dimensions\": [", i ? "," : "",
                 c->variables[i].name, i, l->name, l->type);
         for (int d = 0; d < l->ndims; d++) fprintf(f, "%s%ld", d ? ", " : "", l->dims[d]);
-        fprintf(f, "]}");
+        fprintf(f, "]");
+        if (l->positioned) write_domain(f, l, async_g.nclients);
+        fprintf(f, "}");
     }
     fprintf(f, "\n  },\n  \"events\": [");
     for (int i = 0; i < c->nevents; i++) fprintf(f, "%s\"%s\"", i ? ", " : "", c->events[i]);
@@ -81,7 +96,11 @@ static void index_paths(char path[1200], char tmp[1210]) {
 /* Bytes the index will take at most (its fixed text, each variable and event, each rank's counters). */
 static off_t index_bound(void) {
     const struct async_config *c = &async_g.cfg;
-    return 4096 + (off_t)c->nvariables * (3 * ASYNC_NAME_MAX + 32 * ASYNC_DIMS_MAX) +
+    off_t domains = 0; /* a positioned variable's global extents and positions: 22 characters per number at most */
+    for (int i = 0; i < c->nvariables; i++)
+        if (c->layouts[c->variables[i].layout].positioned)
+            domains += 64 + (off_t)(async_g.nclients + 1) * (22 * ASYNC_DIMS_MAX + 4);
+    return 4096 + domains + (off_t)c->nvariables * (3 * ASYNC_NAME_MAX + 32 * ASYNC_DIMS_MAX) +
            (off_t)c->nevents * (ASYNC_NAME_MAX + 4) + (off_t)async_g.size * (off_t)(40 * (ASYNC_STATS_FIELDS + 2));
 }
 
@@ -103,7 +122,7 @@ void async_index_unreserve(void) {
     if (async_g.rank == 0) unlink(tmp);
 }
 
-static int write_json(const double *all, int size, int nclients) {
+static int write_json(const double *all, int size) {
     const struct async_config *c = &async_g.cfg;
     char path[1200], tmp[1210];
     index_paths(path, tmp);
@@ -119,7 +138,7 @@ static int write_json(const double *all, int size, int nclients) {
             "  \"buffer\": %zu,\n  \"queue\": %d,\n"
             "  \"blocks\": %d,\n  \"compression\": \"%s\",\n  \"writer_format\": \"%s\",\n",
             c->name, mode_name(c->mode), policy_name(c->policy), c->mode == MODE_DEDICATED ? c->dedicated_cores : 0,
-            c->mode == MODE_NODES ? c->dedicated_nodes : 0, async_g.nnodes, c->buffer, c->queue, nclients,
+            c->mode == MODE_NODES ? c->dedicated_nodes : 0, async_g.nnodes, c->buffer, c->queue, async_g.nclients,
             c->compression ? "zstd" : "none", format_name(c->format));
     write_layouts(f, c);
     write_ranks(f, all, size);
@@ -130,12 +149,11 @@ static int write_json(const double *all, int size, int nclients) {
 }
 
 int async_index_write(void) {
-    int nclients = 0, rc = IOLOOM_ASYNC_OK;
+    int rc = IOLOOM_ASYNC_OK;
     double *all = async_g.rank == 0 ? malloc((size_t)async_g.size * sizeof async_g.stats) : NULL;
     MPI_Gather(&async_g.stats, (int)ASYNC_STATS_FIELDS, MPI_DOUBLE, all, (int)ASYNC_STATS_FIELDS, MPI_DOUBLE, 0,
                async_g.comm);
-    MPI_Allreduce(&async_g.is_client, &nclients, 1, MPI_INT, MPI_SUM, async_g.comm);
-    if (async_g.rank == 0) rc = write_json(all, async_g.size, nclients);
+    if (async_g.rank == 0) rc = write_json(all, async_g.size);
     MPI_Bcast(&rc, 1, MPI_INT, 0, async_g.comm);
     free(all);
     return rc == IOLOOM_ASYNC_OK ? rc : async_fail(rc, "rank 0 could not write the index");

@@ -42,6 +42,10 @@ IOLOOM_ASYNC_API int ioloom_async_signal(const char *event);
 IOLOOM_ASYNC_API int ioloom_async_end_iteration(void);
 /* Collective over the initialize communicator: flushes, stops the writers, writes the index, frees all. */
 IOLOOM_ASYNC_API int ioloom_async_finalize(void);
+/* This client's block of a variable in the global domain, when its layout gives global extents and positions:
+ * *ndims and the block's offset per dimension (C order, slowest first; offset holds IOLOOM_ASYNC_DIMS_MAX). */
+#define IOLOOM_ASYNC_DIMS_MAX 8
+IOLOOM_ASYNC_API int ioloom_async_block_position(const char *variable, int *ndims, long long *offset);
 /* Bytes of one block of the variable (its layout's size), 0 when the variable is unknown. */
 IOLOOM_ASYNC_API size_t ioloom_async_block_size(const char *variable);
 /* The last error, one line (empty when there was none). */

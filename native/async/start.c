@@ -117,6 +117,7 @@ static void split_roles(void) {
     MPI_Comm_split(async_g.comm, async_g.is_client ? MPI_UNDEFINED : 0, async_g.rank, &async_g.servers);
     async_g.client_rank = -1;
     if (async_g.is_client) MPI_Comm_rank(async_g.clients, &async_g.client_rank);
+    MPI_Allreduce(&async_g.is_client, &async_g.nclients, 1, MPI_INT, MPI_SUM, async_g.comm);
 }
 
 static void allocate_client_state(void) {
@@ -180,7 +181,7 @@ int ioloom_async_initialize(const char *config_path, MPI_Comm comm) {
     MPI_Comm_size(async_g.comm, &async_g.size);
     int failed = async_config_load(config_path ? config_path : "(null)", &async_g.cfg, msg);
     split_roles();
-    failed = failed || check_node(msg);
+    failed = failed || check_node(msg) || async_config_check_domain(&async_g.cfg, async_g.nclients, msg);
     /* Agreed before the writers open, as a collective store's open is collective over the servers. */
     if (agree(failed, msg)) return release_all(), IOLOOM_ASYNC_ECONFIG;
     int writes = !has_servers() || !async_g.is_client;

@@ -2,10 +2,12 @@
  * writer.format hdf5: each writer writes one HDF5 file, <directory>/<name>.<id>.h5, a dataset per block at
  * /<variable>/<iteration>/<block> with the layout's type and dimensions (Damaris's file-per-core HDF5 output).
  * writer.format hdf5-shared: the servers write one file, <directory>/<name>.h5, together through MPI-IO: each
- * iteration is a group, each variable one dataset /<iteration>/<variable> of every client's block (its first
- * dimension is the block, the client's rank among clients), created and written collectively.
+ * iteration is a group, each variable one dataset /<iteration>/<variable> of every client's block, created and
+ * written collectively: of the layout's global extents, each block at its position, when the layout has them;
+ * else its first dimension is the block (the client's rank among clients).
  * The index records where each block's contiguous bytes start in the file (the dataset's address, plus the
- * block's place in it). Only a server or the simulation's own thread (synchronous mode) calls HDF5: the library is
+ * block's place in it), or of a positioned layout where the global array starts (the block's position is in the
+ * global index). Only a server or the simulation's own thread (synchronous mode) calls HDF5: the library is
  * not thread-safe, so a helper thread never does (initialize refuses the helper-thread mode with these formats). */
 #include <errno.h>
 #include <stdlib.h>
@@ -182,37 +184,74 @@ static const void *gather(struct h5_output *o, const struct async_layout *l, int
     return selected > 1 ? o->staging : only;
 }
 
-/* One variable's dataset of an iteration, created and written by every server; its address, or HADDR_UNDEF when
- * any server's write failed (then the dataset is removed, so the file holds only whole datasets). */
-static haddr_t write_variable(struct h5_output *o, const struct async_config *cfg, int64_t iteration, int variable,
-                              const struct async_piece *pieces, int n) {
-    const struct async_layout *l = &cfg->layouts[cfg->variables[variable].layout];
-    hsize_t dims[ASYNC_DIMS_MAX + 1] = {(hsize_t)o->nblocks}, nvalues;
-    char path[ASYNC_NAME_MAX + 32];
-    int failed, anyone;
-    for (int d = 0; d < l->ndims; d++) dims[d + 1] = (hsize_t)l->dims[d];
-    snprintf(path, sizeof path, "/%lld/%s", (long long)iteration, cfg->variables[variable].name);
-    hid_t space = H5Screate_simple(l->ndims + 1, dims, NULL), type = file_type(l->type);
-    hid_t set = H5Dcreate2(o->file, path, type, space, o->lcpl, o->dcpl, H5P_DEFAULT);
+/* Without positions: the blocks stacked along a first dimension (the block), in one collective write. */
+static int write_stacked(struct h5_output *o, const struct async_layout *l, hid_t set, hid_t space, int variable,
+                         const struct async_piece *pieces, int n) {
     int selected = select_blocks(space, l, variable, pieces, n);
-    nvalues = (hsize_t)selected * (hsize_t)(l->bytes / l->element);
+    hsize_t nvalues = (hsize_t)selected * (hsize_t)(l->bytes / l->element);
     hid_t memory = H5Screate_simple(1, nvalues ? &nvalues : (hsize_t[]){1}, NULL);
     if (!selected) H5Sselect_none(memory);
     const void *data = gather(o, l, variable, pieces, n, selected);
-    failed = set < 0 || H5Dwrite(set, type, memory, space, o->dxpl, data) < 0;
+    int failed = H5Dwrite(set, file_type(l->type), memory, space, o->dxpl, data) < 0;
+    H5Sclose(memory);
+    return failed;
+}
+
+/* A positioned layout: each block at its position in the global extents. A union of blocks' hyperslabs is not in
+ * block order in the file, so a server writes one block per collective write, in `rounds` writes (the most blocks
+ * any server has of the variable), with nothing selected once it has written all of its. */
+static int write_positioned(struct h5_output *o, const struct async_layout *l, hid_t set, hid_t space, int variable,
+                            const struct async_piece *pieces, int n, int rounds) {
+    hsize_t start[ASYNC_DIMS_MAX], count[ASYNC_DIMS_MAX];
+    int failed = 0, k = 0;
+    for (int d = 0; d < l->ndims; d++) count[d] = (hsize_t)l->dims[d];
+    hid_t memory = H5Screate_simple(l->ndims, count, NULL);
+    for (int round = 0; round < rounds; round++) {
+        while (k < n && pieces[k].variable != variable) k++;
+        const void *data = o; /* any address: HDF5 reads nothing from a buffer with nothing selected */
+        H5Sselect_all(memory);
+        if (k < n) {
+            for (int d = 0; d < l->ndims; d++) start[d] = (hsize_t)l->offsets[(size_t)pieces[k].block * l->ndims + d];
+            H5Sselect_hyperslab(space, H5S_SELECT_SET, start, NULL, count, NULL);
+            data = pieces[k++].data;
+        } else {
+            H5Sselect_none(space), H5Sselect_none(memory);
+        }
+        failed |= H5Dwrite(set, file_type(l->type), memory, space, o->dxpl, data) < 0;
+    }
+    H5Sclose(memory);
+    return failed;
+}
+
+/* One variable's dataset of an iteration, created and written by every server (rounds: the most blocks of it any
+ * server has); its address, or HADDR_UNDEF when any server's write failed (then the dataset is removed, so the
+ * file holds only whole datasets). */
+static haddr_t write_variable(struct h5_output *o, const struct async_config *cfg, int64_t iteration, int variable,
+                              const struct async_piece *pieces, int n, int rounds) {
+    const struct async_layout *l = &cfg->layouts[cfg->variables[variable].layout];
+    hsize_t dims[ASYNC_DIMS_MAX + 1] = {(hsize_t)o->nblocks};
+    char path[ASYNC_NAME_MAX + 32];
+    int failed, anyone, rank = l->positioned ? l->ndims : l->ndims + 1;
+    for (int d = 0; d < l->ndims; d++)
+        dims[l->positioned ? d : d + 1] = (hsize_t)(l->positioned ? l->global[d] : l->dims[d]);
+    snprintf(path, sizeof path, "/%lld/%s", (long long)iteration, cfg->variables[variable].name);
+    hid_t space = H5Screate_simple(rank, dims, NULL), type = file_type(l->type);
+    hid_t set = H5Dcreate2(o->file, path, type, space, o->lcpl, o->dcpl, H5P_DEFAULT);
+    failed = set < 0 || (l->positioned ? write_positioned(o, l, set, space, variable, pieces, n, rounds)
+                                       : write_stacked(o, l, set, space, variable, pieces, n));
     MPI_Allreduce(&failed, &anyone, 1, MPI_INT, MPI_MAX, async_g.servers);
     haddr_t address = anyone ? HADDR_UNDEF : H5Dget_offset(set);
-    H5Sclose(memory);
     H5Sclose(space);
     if (set >= 0) H5Dclose(set);
     if (anyone && set >= 0) H5Ldelete(o->file, path, H5P_DEFAULT);
     return address;
 }
 
-/* Every variable that any server has a block of at this iteration, agreed by all (datasets are made together). */
+/* The most blocks of each variable any server has at this iteration, agreed by all (datasets are made together,
+ * those of no block not at all). */
 static void variables_present(const struct async_config *cfg, const struct async_piece *pieces, int n, int *present) {
     int *mine = calloc((size_t)cfg->nvariables, sizeof *mine);
-    for (int k = 0; k < n; k++) mine[pieces[k].variable] = 1;
+    for (int k = 0; k < n; k++) mine[pieces[k].variable]++;
     MPI_Allreduce(mine, present, cfg->nvariables, MPI_INT, MPI_MAX, async_g.servers);
     free(mine);
 }
@@ -232,11 +271,13 @@ static void shared_put_iteration(struct async_writer *w, const struct async_conf
     variables_present(cfg, pieces, n, present);
     struct quiet q = hush();
     for (int v = 0; v < cfg->nvariables; v++) {
-        haddr_t address = present[v] ? write_variable(o, cfg, iteration, v, sorted, n) : HADDR_UNDEF;
-        size_t bytes = cfg->layouts[cfg->variables[v].layout].bytes;
+        haddr_t address = present[v] ? write_variable(o, cfg, iteration, v, sorted, n, present[v]) : HADDR_UNDEF;
+        const struct async_layout *l = &cfg->layouts[cfg->variables[v].layout];
+        /* stacked: where the block's contiguous bytes start; positioned: where the global array starts */
+        uint64_t stride = l->positioned ? 0 : l->bytes;
         for (int k = 0; k < n; k++)
             if (pieces[k].variable == v)
-                where[k] = address == HADDR_UNDEF ? UINT64_MAX : (uint64_t)address + (uint64_t)pieces[k].block * bytes;
+                where[k] = address == HADDR_UNDEF ? UINT64_MAX : (uint64_t)address + (uint64_t)pieces[k].block * stride;
     }
     if (cfg->fsync) H5Fflush(o->file, H5F_SCOPE_GLOBAL); /* collective: the servers' data is durable together */
     unhush(q);

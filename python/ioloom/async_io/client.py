@@ -25,6 +25,7 @@ import numpy as np
 from ioloom import paths
 
 STATUS = {1: "configuration", 2: "usage", 3: "system"}  # ioloom_async.h's codes
+DIMS_MAX = 8  # ioloom_async.h's IOLOOM_ASYNC_DIMS_MAX
 
 
 class AsyncError(RuntimeError):
@@ -92,6 +93,13 @@ class Client:
             comm = self._lib.MPI_Comm_f2c(comm)
         self._lib.MPI_Comm_rank(comm, ctypes.byref(rank))
         return rank.value
+
+    def position(self, variable: str) -> tuple[int, ...]:
+        """This client's block of `variable` in the global domain: its offset per dimension (the layout's global and
+        position, evaluated for this client's rank)."""
+        ndims, offset = ctypes.c_int(), (ctypes.c_longlong * DIMS_MAX)()
+        self._call(self._lib.ioloom_async_block_position(variable.encode(), ctypes.byref(ndims), offset))
+        return tuple(offset[:ndims.value])
 
     def write(self, variable: str, array) -> None:
         """Hands over a copy of one block of `variable` (its layout's size in bytes, in C order)."""

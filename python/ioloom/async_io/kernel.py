@@ -109,3 +109,10 @@ def run_kernel(impl: mpi.MpiImpl, nranks: int, config: Path, setup: Setup, itera
 def expected_value(iteration: int, block: int, variable: int, element: int) -> float:
     """What the kernel writes at an element of a block (cm1.c's fill)."""
     return iteration * 1e6 + block * 1e3 + variable + (element % 7) * 1e-3
+
+
+def global_value(iteration: int, shape: tuple[int, ...]):
+    """The values of a variable in a global domain in the tests and the docs' example: iteration * 1e6 plus each
+    element's index in the whole global array (C order), so that a block out of place shows."""
+    import numpy as np
+    return iteration * 1e6 + np.arange(int(np.prod(shape)), dtype=np.float64).reshape(shape)

@@ -23,14 +23,37 @@ DATA_SUFFIX = {"files": "data", "hdf5": "h5", "logfs": "data", "hdf5-shared": "h
 
 @dataclass(frozen=True)
 class Variable:
+    """A variable's layout: each block's shape, and in a global domain its global shape and each block's position
+    (offset per dimension, indexed by block: the client's rank among clients)."""
     name: str
     id: int
     dtype: np.dtype
     shape: tuple[int, ...]
+    global_shape: tuple[int, ...] | None = None
+    positions: tuple[tuple[int, ...], ...] | None = None
 
     @property
     def nbytes(self) -> int:
         return int(np.prod(self.shape)) * self.dtype.itemsize
+
+    @property
+    def global_nbytes(self) -> int:
+        assert self.global_shape is not None, "only a variable in a global domain has a global array"
+        return int(np.prod(self.global_shape)) * self.dtype.itemsize
+
+    def place(self, block: int) -> tuple[slice, ...]:
+        """Where a block lies in the global array."""
+        if self.positions is None or not 0 <= block < len(self.positions):
+            raise KeyError(f"variable {self.name!r} has no position for block {block} (its layout gives "
+                           f"{'no global extents' if self.positions is None else f'{len(self.positions)} blocks'})")
+        return tuple(slice(o, o + n) for o, n in zip(self.positions[block], self.shape))
+
+
+def _variable(name: str, v: dict) -> Variable:
+    positions = v.get("positions")
+    return Variable(name, v["id"], np.dtype(v["type"]), tuple(v["dimensions"]),
+                    tuple(v["global"]) if "global" in v else None,
+                    None if positions is None else tuple(tuple(p) for p in positions))
 
 
 def _index_path(path: Path) -> Path:
@@ -64,6 +87,9 @@ class VariableView:
             return self._output.read(self._name, *key)
         return {b: self._output.read(self._name, key, b) for b in self._output.blocks_at(self._name, key)}
 
+    def global_array(self, iteration: int, fill=None) -> np.ndarray:
+        return self._output.global_array(self._name, iteration, fill)
+
 
 class Output:
     """One output of libioloom-async: its layouts, blocks, signalled events and every rank's counters."""
@@ -78,8 +104,7 @@ class Output:
             raise AsyncOutputError(f"{self.path}: not a libioloom-async index (no \"format\": \"{FORMAT}\")")
         self.meta = meta
         self.name, self.mode, self.events_declared = meta["name"], meta["mode"], list(meta["events"])
-        self.variables = {name: Variable(name, v["id"], np.dtype(v["type"]), tuple(v["dimensions"]))
-                          for name, v in meta["variables"].items()}
+        self.variables = {name: _variable(name, v) for name, v in meta["variables"].items()}
         self.ranks = meta["ranks"]
         self.compression = meta.get("compression", "none")
         self.writer_format = meta.get("writer_format", "files")
@@ -108,11 +133,17 @@ class Output:
                 continue
             var = self._by_id.get(variable)
             stored_ok = nbytes == var.nbytes if var and self.compression == "none" else nbytes > 0
+            if var is not None and self._in_global_dataset(var):
+                nbytes = var.global_nbytes  # the offset is where the global array starts
             if var is None or not stored_ok or offset + nbytes > data_size:
                 raise AsyncOutputError(f"{self._file(writer, 'index')}: a record (variable {variable}, iteration "
                                        f"{iteration}, block {block}) does not match the data file or the layouts; "
                                        "the output is damaged")
             self._blocks[(variable, iteration, block)] = (writer, offset, nbytes)
+
+    def _in_global_dataset(self, var: Variable) -> bool:
+        """hdf5-shared writes a positioned variable's blocks into one dataset of its global shape."""
+        return self.writer_format == "hdf5-shared" and var.global_shape is not None
 
     def _data_file(self, writer: int) -> Path:
         if self.writer_format == "hdf5-shared":
@@ -164,6 +195,9 @@ class Output:
         if where is None:
             raise KeyError(f"variable {variable!r} has no block {block} at iteration {iteration} in {self.path}")
         writer, offset, nbytes = where
+        if self._in_global_dataset(var):
+            whole = self._raw(writer, offset, var.global_nbytes)
+            return whole.view(var.dtype).reshape(var.global_shape)[var.place(int(block))]
         raw = self._raw(writer, offset, nbytes)
         if self.compression == "zstd":
             import pyarrow as pa
@@ -173,6 +207,35 @@ class Output:
                 raise AsyncOutputError(f"{self._data_file(writer)}: block {block} of {variable!r} at iteration "
                                        f"{iteration} does not decompress ({err}); the output is damaged") from None
         return raw.view(var.dtype).reshape(var.shape)
+
+    def position(self, variable: str, block: int) -> tuple[int, ...]:
+        """A block's offset per dimension in the variable's global array (a layout with global and position)."""
+        var = self._variable(variable)
+        return tuple(s.start for s in var.place(int(block)))
+
+    def global_array(self, variable: str, iteration: int, fill=None) -> np.ndarray:
+        """The variable's whole global array at an iteration, assembled from its blocks at their positions (a new
+        array). Where no block was written (a block skipped or lost, or a part of the domain no client has) fill
+        is used; without fill, such a gap is an error naming the missing blocks."""
+        var = self._variable(variable)
+        if var.global_shape is None or var.positions is None:
+            raise AsyncOutputError(f"variable {variable!r} has no global extents in {self.path} (its layout gives "
+                                   "no global and position); read it per block")
+        present = self.blocks_at(variable, iteration)
+        whole = np.empty(var.global_shape, var.dtype)
+        covered = np.zeros(var.global_shape, bool)
+        for block in present:
+            whole[var.place(block)] = self.read(variable, iteration, block)
+            covered[var.place(block)] = True
+        if not covered.all():
+            if fill is None:
+                missing = sorted(set(range(len(var.positions))) - set(present))
+                raise AsyncOutputError(f"variable {variable!r} at iteration {iteration}: {covered.size - covered.sum()}"
+                                       f" of {covered.size} values have no block (blocks missing: "
+                                       f"{', '.join(map(str, missing)) or 'none; the blocks do not cover the domain'}"
+                                       "); pass fill= to read it with those values filled")
+            whole[~covered] = fill
+        return whole
 
     def table(self, variable: str):
         """Every block of a variable as a pyarrow Table (iteration, block, values): one row per block, its values a

@@ -1,0 +1,187 @@
+/* Layouts in one global domain (Damaris's parameters and global layouts, seed 002 Ch. 3-4): a layout's dimensions
+ * are expressions over the configuration's parameters, and a positioned layout also gives the variable's global
+ * extents and each block's position in them, expressions that may name clients and (position) rank, the client's
+ * rank among clients, which is its block's id. The YAML and XML readers resolve the dimensions; once the roles
+ * are known, initialize evaluates every block's position on every rank and refuses blocks outside the domain or
+ * overlapping. */
+#include <stdlib.h>
+#include <string.h>
+#include "async_internal.h"
+
+static struct async_scope parameters_of(const struct async_config *cfg) {
+    return (struct async_scope){.parameters = cfg->parameters, .nparameters = cfg->nparameters};
+}
+
+/* The dimensions' values: parameters only, each at least 1. */
+static int sizes(const struct async_config *cfg, struct async_layout *l, char dims[][ASYNC_EXPR_MAX],
+                 char msg[ASYNC_MSG_MAX]) {
+    struct async_scope scope = parameters_of(cfg);
+    char why[ASYNC_MSG_MAX];
+    l->bytes = l->element;
+    for (int d = 0; d < l->ndims; d++) {
+        if (async_expr_eval(dims[d], &scope, &l->dims[d], why))
+            return snprintf(msg, ASYNC_MSG_MAX, "layout '%s': dimensions: %.300s", l->name, why), -1;
+        if (l->dims[d] < 1 || __builtin_mul_overflow(l->bytes, (size_t)l->dims[d], &l->bytes))
+            return snprintf(msg, ASYNC_MSG_MAX, "layout '%s': dimension %d is %ld ('%.100s'): give a size >= 1",
+                            l->name, d + 1, l->dims[d], dims[d]),
+                   -1;
+    }
+    return 0;
+}
+
+/* The syntax and names of the global extents' and positions' expressions (their values wait for the clients). */
+static int names(const struct async_config *cfg, const struct async_layout *l, char msg[ASYNC_MSG_MAX]) {
+    struct async_scope scope = parameters_of(cfg);
+    char why[ASYNC_MSG_MAX];
+    long ignored;
+    scope.checking = scope.clients_allowed = 1, scope.clients = 1;
+    for (int d = 0; d < l->ndims; d++)
+        if (async_expr_eval(l->global_expr[d], &scope, &ignored, why))
+            return snprintf(msg, ASYNC_MSG_MAX, "layout '%s': global: %.300s", l->name, why), -1;
+    scope.rank_allowed = 1;
+    for (int d = 0; d < l->ndims; d++)
+        if (async_expr_eval(l->position_expr[d], &scope, &ignored, why))
+            return snprintf(msg, ASYNC_MSG_MAX, "layout '%s': position: %.300s", l->name, why), -1;
+    return 0;
+}
+
+int async_layout_resolve(const struct async_config *cfg, struct async_layout *l, char dims[][ASYNC_EXPR_MAX],
+                         int nglobal, int nposition, char msg[ASYNC_MSG_MAX]) {
+    if (sizes(cfg, l, dims, msg)) return -1;
+    if (!nglobal != !nposition)
+        return snprintf(msg, ASYNC_MSG_MAX,
+                        "layout '%s': give global (the variable's extents) and position (each block's offset in "
+                        "them) together",
+                        l->name),
+               -1;
+    if (nglobal && (nglobal != l->ndims || nposition != l->ndims))
+        return snprintf(msg, ASYNC_MSG_MAX,
+                        "layout '%s': global has %d sizes and position %d offsets for its %d dimensions: give one "
+                        "per dimension",
+                        l->name, nglobal, nposition, l->ndims),
+               -1;
+    l->positioned = nglobal > 0;
+    return l->positioned ? names(cfg, l, msg) : 0;
+}
+
+/* "[a, b, c]" of n values, for messages. */
+static const char *list(const long *v, int n, char out[160]) {
+    int at = snprintf(out, 160, "[");
+    for (int d = 0; d < n && at < 150; d++) at += snprintf(out + at, (size_t)(160 - at), "%s%ld", d ? ", " : "", v[d]);
+    snprintf(out + at, (size_t)(160 - at), "]");
+    return out;
+}
+
+static int layout_fail(const struct async_config *cfg, const struct async_layout *l, char msg[ASYNC_MSG_MAX],
+                       const char *what) {
+    snprintf(msg, ASYNC_MSG_MAX, "%.120s:%d: layout '%s': %.250s", cfg->file, l->line, l->name, what);
+    return -1;
+}
+
+static int extents(const struct async_config *cfg, struct async_layout *l, int nclients, char msg[ASYNC_MSG_MAX]) {
+    struct async_scope scope = parameters_of(cfg);
+    char why[ASYNC_MSG_MAX], text[ASYNC_MSG_MAX];
+    scope.clients_allowed = 1, scope.clients = nclients;
+    for (int d = 0; d < l->ndims; d++) {
+        if (async_expr_eval(l->global_expr[d], &scope, &l->global[d], why)) {
+            snprintf(text, sizeof text, "global: %.300s", why);
+            return layout_fail(cfg, l, msg, text);
+        }
+        if (l->global[d] < 1) {
+            snprintf(text, sizeof text, "global extent %d is %ld ('%.100s'): give a size >= 1", d + 1, l->global[d],
+                     l->global_expr[d]);
+            return layout_fail(cfg, l, msg, text);
+        }
+    }
+    return 0;
+}
+
+/* Block b's position, inside the global extents. */
+static int place(const struct async_config *cfg, struct async_layout *l, int b, int nclients, char msg[ASYNC_MSG_MAX]) {
+    struct async_scope scope = parameters_of(cfg);
+    char why[ASYNC_MSG_MAX], text[ASYNC_MSG_MAX], at[160], size[160], global[160];
+    long *offset = l->offsets + (size_t)b * (size_t)l->ndims;
+    int inside = 1;
+    scope.clients_allowed = scope.rank_allowed = 1, scope.clients = nclients, scope.rank = b;
+    for (int d = 0; d < l->ndims; d++) {
+        if (async_expr_eval(l->position_expr[d], &scope, &offset[d], why)) {
+            snprintf(text, sizeof text, "position of block %d (rank %d of %d clients): %.300s", b, b, nclients, why);
+            return layout_fail(cfg, l, msg, text);
+        }
+        inside &= offset[d] >= 0 && offset[d] <= l->global[d] - l->dims[d];
+    }
+    if (inside) return 0;
+    snprintf(text, sizeof text,
+             "block %d (rank %d of %d clients) at %s of size %s is outside the global extents %s: change position "
+             "or global, or run another number of clients",
+             b, b, nclients, list(offset, l->ndims, at), list(l->dims, l->ndims, size),
+             list(l->global, l->ndims, global));
+    return layout_fail(cfg, l, msg, text);
+}
+
+struct placed {
+    const long *at;
+    int ndims, block;
+};
+
+static int by_position(const void *a, const void *b) {
+    const struct placed *x = a, *y = b;
+    for (int d = 0; d < x->ndims; d++)
+        if (x->at[d] != y->at[d]) return x->at[d] < y->at[d] ? -1 : 1;
+    return 0;
+}
+
+/* Blocks all have the layout's size, so two overlap when their offsets differ by less than it in every dimension;
+ * sorted by position, a block can only overlap those after it within one size in the first dimension. */
+static int disjoint(const struct async_config *cfg, const struct async_layout *l, int nclients,
+                    char msg[ASYNC_MSG_MAX]) {
+    struct placed *p = malloc((size_t)nclients * sizeof *p);
+    char text[ASYNC_MSG_MAX], a[160], b[160], size[160];
+    for (int k = 0; k < nclients; k++) p[k] = (struct placed){l->offsets + (size_t)k * (size_t)l->ndims, l->ndims, k};
+    qsort(p, (size_t)nclients, sizeof *p, by_position);
+    for (int i = 0; i < nclients; i++)
+        for (int j = i + 1; j < nclients && p[j].at[0] - p[i].at[0] < l->dims[0]; j++) {
+            int d = 1;
+            while (d < l->ndims && labs(p[j].at[d] - p[i].at[d]) < l->dims[d]) d++;
+            if (d < l->ndims) continue;
+            int first = p[i].block < p[j].block ? i : j, second = first == i ? j : i;
+            snprintf(text, sizeof text,
+                     "blocks %d and %d overlap (at %s and %s, each of size %s): give each rank its own part of the "
+                     "global extents",
+                     p[first].block, p[second].block, list(p[first].at, l->ndims, a), list(p[second].at, l->ndims, b),
+                     list(l->dims, l->ndims, size));
+            free(p);
+            return layout_fail(cfg, l, msg, text);
+        }
+    free(p);
+    return 0;
+}
+
+int async_config_check_domain(struct async_config *cfg, int nclients, char msg[ASYNC_MSG_MAX]) {
+    for (int i = 0; i < cfg->nlayouts; i++) {
+        struct async_layout *l = &cfg->layouts[i];
+        if (!l->positioned) continue;
+        if (extents(cfg, l, nclients, msg)) return -1;
+        l->offsets = malloc((size_t)(nclients ? nclients : 1) * (size_t)l->ndims * sizeof *l->offsets);
+        for (int b = 0; b < nclients; b++)
+            if (place(cfg, l, b, nclients, msg)) return -1;
+        if (disjoint(cfg, l, nclients, msg)) return -1;
+    }
+    return 0;
+}
+
+int ioloom_async_block_position(const char *variable, int *ndims, long long *offset) {
+    int var = async_g.initialized ? async_config_variable(&async_g.cfg, variable) : -1;
+    if (var < 0)
+        return async_fail(IOLOOM_ASYNC_EUSAGE, "ioloom_async_block_position: %s '%.100s'",
+                          async_g.initialized ? "no variable" : "call ioloom_async_initialize first, for",
+                          variable ? variable : "(null)");
+    const struct async_layout *l = async_layout_of(var);
+    if (!l->positioned || !async_g.is_client)
+        return async_fail(IOLOOM_ASYNC_EUSAGE, "ioloom_async_block_position: %s",
+                          !async_g.is_client ? "a server has no block"
+                                             : "the variable's layout gives no global extents and position");
+    *ndims = l->ndims;
+    for (int d = 0; d < l->ndims; d++) offset[d] = l->offsets[(size_t)async_g.client_rank * (size_t)l->ndims + d];
+    return IOLOOM_ASYNC_OK;
+}
