@@ -31,6 +31,10 @@ TABLE_6_2 = {160: (160.000, 266.667, 337.778, 385.185, 416.790, 437.860, 451.907
 TABLE_E_6 = {1: (332.150, 282.513), 2: (234.704, 677.992), 4: (323.962, 1073.471), 8: (382.921, 1468.949),
              16: (406.641, 1642.854), 32: (439.282, 1284.342), 64: (464.171, 709.821), 128: (477.430, 201.701),
              256: (518.736, 183.701)}
+# Wright Table G.9, IOR through ad_plfs on the same lscratchc (Table 6.1: each rank 100 x 4 MB, 400 MB, and one size
+# query at the end): ranks -> MB/s, at the largest scale measured.
+TABLE_G_9_PLFS = {4096: 3069.054}
+IOR_MB_PER_RANK = 400
 
 
 @dataclass
@@ -204,14 +208,30 @@ def wan_chunks(nodes: int = 96, chunk: int = 64 << 20, chunks: int = 4) -> list[
             for stat, f in (("mean", np.mean), ("maximum", np.max))]
 
 
+def lscratchc_journal_seconds() -> float:
+    """The metadata server's time per index journal a log-layer load opens and closes (metadata.open +
+    metadata.close over its `metadata.threads` slots), read from Table G.9: IOR through PLFS on 4,096 ranks took
+    4,096 x 400 MB / 3,069 MB/s = 534 s, and each writer's size query at the end loads the other 4,095 journals, so
+    the server served N (N - 1) journals in (at most) that time. The data's own time (256 nodes moving 87 GB/s,
+    19 s) is left in: the rate is a lower bound, the journal's time an upper one."""
+    ranks, bandwidth = next(iter(TABLE_G_9_PLFS.items()))
+    took = ranks * IOR_MB_PER_RANK / bandwidth
+    return from_dict({})["metadata.threads"] * took / (ranks * (ranks - 1))
+
+
 def _sierra(nodes: int) -> Platform:
     """Sierra's lscratchc as FLASH-IO saw it: 480 targets writing what one got alone (IOR on 1 stripe, Appendix F:
     242 MB/s), files on 2 stripes of 1 MiB (the default), 12 ranks per node, a node moving what one node moved
     alone (Table E.6: 332 MB/s plain on 1 node, 339 per node through PLFS on 2: the client's HDF5 path, not its
     link). No seek penalty: plain N-1 on the same 2 targets rises from 324 to 519 MB/s between 4 and 256 nodes
-    (Table E.6), so a target's capacity does not fall with its concurrent streams."""
+    (Table E.6), so a target's capacity does not fall with its concurrent streams. The metadata server's time per
+    journal comes from Table G.9 (`lscratchc_journal_seconds`), split between open and close as the defaults are."""
+    defaults = from_dict({})
+    journal = lscratchc_journal_seconds()
+    share = defaults["metadata.open"] / (defaults["metadata.open"] + defaults["metadata.close"])
     return from_dict({"clients": {"nodes": nodes, "nic_bandwidth": 3.4e8},
-                      "targets": {"write_bandwidth": 2.5e8}, "layout": {"stripe_count": 2}})
+                      "targets": {"write_bandwidth": 2.5e8}, "layout": {"stripe_count": 2},
+                      "metadata": {"open": journal * share, "close": journal * (1 - share)}})
 
 
 def tipping_point(nodes=(4, 16, 64, 128, 256)) -> list[Row]:
