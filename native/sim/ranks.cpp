@@ -45,6 +45,9 @@ void run_op(const RankWork &w, const Op &op) {
         case OP_BARRIER:
             w.barrier->wait();
             break;
+        case OP_SEND:
+            w.storage->send(w.node, static_cast<int>(op.offset), static_cast<uint64_t>(op.length));
+            break;
         default:
             throw std::runtime_error("unknown operation kind " + std::to_string(op.kind));
     }

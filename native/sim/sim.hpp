@@ -8,12 +8,14 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
 #include <simgrid/s4u.hpp>
 
 #include "locks.hpp"
+#include "owncache.hpp"
 
 namespace sg4 = simgrid::s4u;
 
@@ -28,7 +30,16 @@ struct Op {
 };
 static_assert(sizeof(Op) == 40, "operation record layout");
 
-enum OpKind { OP_WRITE = 1, OP_READ = 2, OP_OPEN = 3, OP_CLOSE = 4, OP_SYNC = 5, OP_BARRIER = 6, OP_STAT = 7 };
+enum OpKind {
+    OP_WRITE = 1,
+    OP_READ = 2,
+    OP_OPEN = 3,
+    OP_CLOSE = 4,
+    OP_SYNC = 5,
+    OP_BARRIER = 6,
+    OP_STAT = 7,
+    OP_SEND = 8 /* collective buffering's exchange: `length` bytes to node `offset` over the network */
+};
 
 /* A file's layout: stripes of stripe_size bytes dealt round robin over its targets (object i on targets[i]). */
 struct Layout {
@@ -87,7 +98,7 @@ class Storage {
     ~Storage();
     /* A write or read of [offset, offset + length) of `file` by a rank on `node`: pieces per object, each behind
      * the object's extent lock; a write goes into the node's write-back cache when there is one, otherwise (and
-     * a read always) moves to the targets in RPC windows. */
+     * a read of what the node does not hold of its own writes) moves to the targets in RPC windows. */
     void transfer(int node, int kind, int file, uint64_t offset, uint64_t length);
     /* fsync: the node's cached data of `file` reaches its targets, then one commit round trip. */
     void sync(int node, int file);
@@ -98,11 +109,16 @@ class Storage {
     void metadata(int kind, bool create);
     /* The log layer's index load: list the container, then open, read and close `journals` index journals. */
     void load_indexes(int64_t journals);
+    /* `bytes` from node `from` to node `to` over the network (a collective's two-phase exchange); nothing within
+     * a node (a copy in memory, left out). */
+    void send(int from, int to, uint64_t bytes);
     std::vector<Piece> pieces;
 
   private:
     struct Stream;
     Resource &resource_of(int file, int object);
+    void direct(int node, int kind, int file, uint64_t offset, uint64_t length);
+    void wrote(int node, int file, uint64_t offset, uint64_t length);
     bool unflushed(const Resource &r, int node) const;
     void move(int node, int kind, const std::vector<std::pair<int, uint64_t>> &to_targets);
     void cache_write(int node, int file, const std::vector<Part> &parts);
@@ -125,6 +141,8 @@ class Storage {
     int cores_;                            /* a node's cores that copies into the cache share (0: a core per rank) */
     uint64_t copy_burst_;                  /* bytes a rank copies ahead of the node's other load after it waited */
     std::map<aid_t, uint64_t> burst_left_; /* per rank actor: bytes of its burst left */
+    std::vector<OwnCache> own_;            /* per node: what it holds of its own writes */
+    std::map<int, std::set<int>> holders_; /* file -> the nodes holding some of it in their OwnCache */
 };
 
 /* Starts one actor per rank of every job; each fills its operations' start and end times. */

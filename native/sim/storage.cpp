@@ -15,6 +15,7 @@
  * overlap; a window pays one latency. */
 #include <algorithm>
 #include <deque>
+#include <stdexcept>
 
 #include "sim.hpp"
 
@@ -40,7 +41,8 @@ Storage::Storage(const Input &in, const Platform &p)
       lock_costs_{in.get("lock_grant"), in.get("lock_revoke"),
                   [this](const Grant &g) { start_flusher(stream_of(g.node, g.resource->target)); }},
       locks_on_(in.get("extent_locks") != 0), flush_threshold_(static_cast<uint64_t>(in.get("flush_threshold"))),
-      cores_(static_cast<int>(in.get("cores"))), copy_burst_(static_cast<uint64_t>(in.get("copy_burst"))) {}
+      cores_(static_cast<int>(in.get("cores"))), copy_burst_(static_cast<uint64_t>(in.get("copy_burst"))),
+      own_(p.nodes.size(), OwnCache(static_cast<uint64_t>(in.get("cache_capacity")))) {}
 
 Storage::~Storage() = default;
 
@@ -220,7 +222,37 @@ static std::vector<Part> parts_of(const Layout &l, uint64_t offset, uint64_t len
     return out;
 }
 
+/* A read is served from the node's own cache where it holds what it wrote (a memory copy), the rest from the
+ * targets; a write goes through its locks and the write-back cache, then the node holds it. */
 void Storage::transfer(int node, int kind, int file, uint64_t offset, uint64_t length) {
+    if (kind != OP_READ) {
+        direct(node, kind, file, offset, length);
+        wrote(node, file, offset, length);
+        return;
+    }
+    uint64_t fetched = 0;
+    for (auto [from, to] : own_[static_cast<size_t>(node)].missing(file, offset, offset + length)) {
+        direct(node, kind, file, from, to - from);
+        fetched += to - from;
+    }
+    copy(node, length - fetched);
+}
+
+/* The node's copy is the newest; every other node's copy of the range is stale. Write-through (O_DIRECT) leaves
+ * nothing in the page cache. */
+void Storage::wrote(int node, int file, uint64_t offset, uint64_t length) {
+    std::set<int> &holders = holders_[file];
+    for (int other : holders)
+        if (other != node) own_[static_cast<size_t>(other)].drop(file, offset, offset + length);
+    if (dirty_limit_ == 0) {
+        own_[static_cast<size_t>(node)].drop(file, offset, offset + length);
+        return;
+    }
+    own_[static_cast<size_t>(node)].keep(file, offset, offset + length);
+    holders.insert(node);
+}
+
+void Storage::direct(int node, int kind, int file, uint64_t offset, uint64_t length) {
     const Layout &layout = in_.files.at(file);
     auto parts = parts_of(layout, offset, length);
     bool write = kind == OP_WRITE, locked = write && locks_on_;
@@ -283,6 +315,13 @@ void Storage::load_indexes(int64_t journals) {
     sg4::this_actor::sleep_for(in_.get("mds_open") + static_cast<double>(journals) * per_journal);
     mds_queue_->release();
     sg4::this_actor::sleep_for(static_cast<double>(journals) * in_.get("target_latency"));
+}
+
+void Storage::send(int from, int to, uint64_t bytes) {
+    if (from == to || bytes == 0) return;
+    if (to < 0 || static_cast<size_t>(to) >= p_.nodes.size())
+        throw std::runtime_error("a send names node " + std::to_string(to) + ", which the platform does not have");
+    sg4::Comm::sendto(p_.nodes[static_cast<size_t>(from)], p_.nodes[static_cast<size_t>(to)], bytes);
 }
 
 } // namespace ioloom_sim

@@ -50,6 +50,9 @@ DEFAULTS: dict[str, tuple[Any, str | None, str]] = {
     "rpc.in_flight": (8, "rpcs_in_flight", "RPCs a node keeps under way per target (one flow: a window of them)"),
     "cache.dirty_limit": (32 << 20, "dirty_limit", "bytes of written data a node caches per target before writes "
                                                    "wait (Lustre's max_dirty_mb); 0: write-through"),
+    "cache.capacity": (24 << 30, "cache_capacity", "bytes of its own written data a node keeps (clean once sent) "
+                                                   "and serves its reads of from memory, oldest dropped first "
+                                                   "(Lustre's max_cached_mb: 3/4 of a 32 GB Cab node); 0: none"),
     "cache.copy_bandwidth": (5e9, "copy_bandwidth", "bytes/s a rank copies into the cache (0: instantly)"),
     "cache.copy_burst": (0, "copy_burst", "bytes a rank copies on a core of its own after it waited, ahead of "
                                           "clients.cpu_load (Linux's sleeper credit), with clients.cores set"),

@@ -28,8 +28,10 @@ def _rank_times(o: Outcome, sel: np.ndarray, nranks: int) -> dict[str, np.ndarra
     rank = ops["rank"]
     index = np.isin(ops["file"], list(o.workload.index_files)) & (ops["kind"] == KINDS["write"])
     data = np.isin(ops["kind"], [KINDS["write"], KINDS["read"]]) & ~index
+    # a collective's exchange and waits are part of its data call's time (workload.two_phase)
+    moving = data | (ops["kind"] == KINDS["send"]) | ((ops["kind"] == KINDS["barrier"]) & (ops["offset"] == 1))
     out: dict[str, np.ndarray] = {name: np.bincount(rank, weights=took * mask, minlength=nranks) for name, mask in (
-        ("open", ops["kind"] == KINDS["open"]), ("data", data), ("sync", ops["kind"] == KINDS["sync"]),
+        ("open", ops["kind"] == KINDS["open"]), ("data", moving), ("sync", ops["kind"] == KINDS["sync"]),
         ("close", (ops["kind"] == KINDS["close"]) | index))}
     out["wait"] = np.bincount(rank, weights=ops["gap"] * data, minlength=nranks)
     out["prep"] = np.zeros(nranks)
@@ -44,8 +46,8 @@ def _rank_times(o: Outcome, sel: np.ndarray, nranks: int) -> dict[str, np.ndarra
     first = extreme(calls, times[:, 0] - ops["gap"], np.minimum, np.inf)
     out["end"] = extreme(calls, times[:, 1], np.maximum, -np.inf) - origin
     out["total"] = out["end"] + origin - first
-    out["data_begin"] = extreme(data, times[:, 0], np.minimum, np.inf) - origin
-    out["data_end"] = extreme(data, times[:, 1], np.maximum, -np.inf) - origin
+    out["data_begin"] = extreme(moving, times[:, 0], np.minimum, np.inf) - origin
+    out["data_end"] = extreme(moving, times[:, 1], np.maximum, -np.inf) - origin
     out["bytes"] = np.bincount(rank, weights=ops["length"] * data, minlength=nranks)
     out["calls"] = np.bincount(rank, weights=data, minlength=nranks)
     return out
@@ -69,7 +71,7 @@ def phase_document(o: Outcome, phase: int) -> dict:
 
 
 def _params(a: BenchArgs, nodes: int) -> dict:
-    return {"api": a.api, "pattern": a.pattern, "kernel": "none", "collective": False, "block_size": a.block,
+    return {"api": a.api, "pattern": a.pattern, "kernel": "none", "collective": a.collective, "block_size": a.block,
             "transfer_size": a.transfer, "segment_count": a.segments, "fsync": a.fsync, "random": a.random,
             "reorder": False, "shift": 0, "repetitions": a.repetitions, "wait_ms": a.wait_ms, "delay_s": 0.0,
             "verify": False,

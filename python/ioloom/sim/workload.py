@@ -18,7 +18,9 @@ from ioloom.sim.platform import Platform
 OP = np.dtype([("job", "<i4"), ("rank", "<i4"), ("kind", "<i4"), ("file", "<i4"), ("offset", "<i8"),
                ("length", "<i8"), ("gap", "<f8")])
 assert OP.itemsize == 40  # native/sim/sim.hpp: struct Op
-KINDS = {"write": 1, "read": 2, "open": 3, "close": 4, "sync": 5, "barrier": 6, "stat": 7}
+KINDS = {"write": 1, "read": 2, "open": 3, "close": 4, "sync": 5, "barrier": 6, "stat": 7, "send": 8}
+# a barrier inside a collective call (kind, file, offset 1, length): its wait is part of the call's time
+IN_CALL_BARRIER = (KINDS["barrier"], 0, 1, 0)
 INDEX_ENTRY_BYTES = 80  # docs/logfs-format.md: an index entry (a pattern of any length is one)
 
 
@@ -40,6 +42,7 @@ class BenchArgs:
     wait_ms: float = 0.0
     repetitions: int = 1
     api: str = "posix"
+    collective: bool = False
 
     def phases(self) -> list[str]:
         return [p for p, on in (("write", self.write), ("read", self.read)) if on] or ["write", "read"]
@@ -53,16 +56,15 @@ def parse_size(text: str) -> int:
         raise WorkloadError(str(e)) from None
 
 
-_FLAGS = {"-F": ("pattern", "fpp"), "-e": ("fsync", True), "-z": ("random", True), "-w": ("write", True),
-          "-r": ("read", True)}
+_FLAGS = {"-F": ("pattern", "fpp"), "-c": ("collective", True), "-e": ("fsync", True), "-z": ("random", True),
+          "-w": ("write", True), "-r": ("read", True)}
 # bench option -> (the field it sets, the parser of its value)
 _VALUES: dict[str, tuple[str, Callable[[str], object]]] = {
     "-b": ("block", parse_size), "--block-size": ("block", parse_size), "-t": ("transfer", parse_size),
     "--transfer-size": ("transfer", parse_size), "-s": ("segments", int), "--segments": ("segments", int),
     "--pattern": ("pattern", str), "--wait": ("wait_ms", float), "-i": ("repetitions", int),
     "--repetitions": ("repetitions", int), "-a": ("api", str), "--api": ("api", str)}
-_NOT_SIMULATED = {"-c": "collective I/O (-c) is not simulated yet: simulate the independent pattern",
-                  "-C": "reading another node's data (-C) is not simulated yet",
+_NOT_SIMULATED = {"-C": "reading another node's data (-C) is not simulated yet",
                   "--kernel": "kernels (--kernel) are not simulated yet: use a pattern"}
 
 
@@ -96,6 +98,8 @@ def _check(a: BenchArgs) -> None:
         raise WorkloadError(f"--pattern {a.pattern}: use strided, contiguous, fpp or nfiles")
     if a.api not in ("posix", "mpiio"):
         raise WorkloadError(f"-a {a.api}: the simulator replays posix or independent mpiio data calls")
+    if a.collective and a.api != "mpiio":
+        raise WorkloadError("-c needs -a mpiio: POSIX has no collective calls")
     if a.transfer <= 0 or a.block <= 0 or a.block % a.transfer:
         raise WorkloadError(f"-t {a.transfer} must be positive and divide -b {a.block}")
     if a.segments <= 0 or a.repetitions <= 0 or a.wait_ms < 0:
@@ -165,9 +169,11 @@ def _data_offsets(a: BenchArgs, nranks: int, rng: np.random.Generator) -> tuple[
     return files.reshape(nranks, -1), offsets.reshape(nranks, -1)
 
 
-def _phase(a: BenchArgs, kind: str, nranks: int, rng: np.random.Generator) -> np.ndarray:
+def _phase(a: BenchArgs, kind: str, nranks: int, rng: np.random.Generator,
+           exchange: Callable[[np.ndarray], list[np.ndarray]] | None = None) -> list[np.ndarray]:
     """One phase of every rank: open, barrier, the transfers, fsync (-e, writes), close, barrier; nfiles opens and
-    closes a file per segment. Rows (nranks, ops per rank)."""
+    closes a file per segment. `exchange` rewrites the transfers (nranks, calls) as collective buffering does. One
+    array of operations per rank."""
     files, offsets = _data_offsets(a, nranks, rng)
     per_seg = a.block // a.transfer
     gap = a.wait_ms / 1000.0
@@ -190,8 +196,76 @@ def _phase(a: BenchArgs, kind: str, nranks: int, rng: np.random.Generator) -> np
         body = data
     barrier = _ops(nranks, kind=KINDS["barrier"]).reshape(nranks, 1)
     sync = _ops(nranks, kind=KINDS["sync"], file=data["file"].reshape(nranks, -1)[:, 0]).reshape(nranks, 1)
-    parts = [head, barrier, body] + ([sync] if a.fsync and kind == "write" else []) + [tail, barrier]
-    return np.concatenate(parts, axis=1)
+    before, after = [head, barrier], ([sync] if a.fsync and kind == "write" else []) + [tail, barrier]
+    bodies = exchange(body) if exchange else list(body)
+    return [np.concatenate([*(p[r] for p in before), bodies[r], *(p[r] for p in after)]) for r in range(nranks)]
+
+
+def _pieces(rank: int, offset: int, length: int, stripe: int) -> list[tuple[int, int, int, int]]:
+    """A transfer cut at stripe boundaries: (rank, offset, length, stripe index) each."""
+    out, at, end = [], offset, offset + length
+    while at < end:
+        n = min(end - at, stripe - at % stripe)
+        out.append((rank, at, n, at // stripe))
+        at += n
+    return out
+
+
+def two_phase(kind: str, stripe: int, count: int, nranks: int, ranks_per_node: int,
+              first_node: int) -> Callable[[np.ndarray], list[np.ndarray]]:
+    """Collective buffering (ROMIO's two-phase I/O) of a shared file's transfers, one collective call per column
+    (every rank's i-th transfer, as `ioloom bench io -c` calls MPI_File_write_at_all): one aggregator per node,
+    the first rank of each (ROMIO's default, cb_config_list "*:1"; Wright Ch. 5.2.1), at most one per object and
+    each object's stripes to one aggregator, object i's to aggregator i mod A (ROMIO's Lustre driver with
+    romio_lustre_co_ratio 1: file domains stripe-aligned so that no two aggregators write one object). A call:
+    a barrier (the offsets' exchange), then for a write each rank sends its pieces to their aggregators (over the
+    network; nothing within a node), a barrier, and each aggregator writes its pieces, adjacent ones joined; a read
+    the other way round. Each call's data are one cycle (under cb_buffer_size per aggregator in the patterns'
+    sizes: a cycle per 16 MiB is left out)."""
+    nodes = -(-nranks // ranks_per_node)
+    aggregators = min(nodes, count)
+    assert aggregators >= 1  # a job has a node and a file an object
+
+    def node_of(rank: int) -> int:
+        return first_node + rank // ranks_per_node
+
+    def rewrite(body: np.ndarray) -> list[np.ndarray]:
+        file = int(body["file"][0, 0])
+        out: list[list] = [[] for _ in range(nranks)]
+        for call in body.T:
+            pieces = [p for r in range(nranks) for p in _pieces(r, int(call["offset"][r]), int(call["length"][r]),
+                                                                 stripe)]
+            moved = _exchange(pieces, count, aggregators, node_of, ranks_per_node, kind, file, nranks)
+            for r in range(nranks):
+                out[r] += [IN_CALL_BARRIER] + moved[r]
+        return [np.array([(0, r, k, f, o, n, 0.0) for k, f, o, n in ops], dtype=OP) for r, ops in enumerate(out)]
+
+    return rewrite
+
+
+def _exchange(pieces: list[tuple[int, int, int, int]], count: int, aggregators: int, node_of: Callable[[int], int],
+              ranks_per_node: int, kind: str, file: int, nranks: int) -> list[list]:
+    """One collective call's operations per rank: the sends and, on the aggregators, their joined pieces."""
+    sends: dict[tuple[int, int], int] = {}
+    runs: dict[int, list[list[int]]] = {}
+    for rank, offset, length, index in sorted(pieces, key=lambda p: p[1]):
+        agg = (index % count) % aggregators * ranks_per_node
+        sends[rank, agg] = sends.get((rank, agg), 0) + length
+        mine = runs.setdefault(agg, [])
+        if mine and mine[-1][0] + mine[-1][1] == offset:
+            mine[-1][1] += length
+        else:
+            mine.append([offset, length])
+    moved: list[list] = [[] for _ in range(nranks)]
+    io = {agg: [(KINDS[kind], file, o, n) for o, n in mine] for agg, mine in runs.items()}
+    for (rank, agg), n in sends.items():
+        src, dst = (rank, agg) if kind == "write" else (agg, rank)
+        if node_of(src) != node_of(dst):
+            moved[src].append((KINDS["send"], 0, node_of(dst), n))
+    for r in range(nranks):
+        own = io.get(r, [])
+        moved[r] = moved[r] + [IN_CALL_BARRIER] + own if kind == "write" else own + [IN_CALL_BARRIER] + moved[r]
+    return moved
 
 
 def file_count(a: BenchArgs, nranks: int) -> int:
@@ -204,16 +278,19 @@ def bench_job(platform: Platform, a: BenchArgs, nranks: int, ranks_per_node: int
     """Job `job`'s operations and files for pattern `a` on nranks ranks (write phase, then read, per repetition)."""
     placement = placement or Placement(platform)
     rng = np.random.default_rng(platform["run.seed"] + 7919 * (job + 1))
-    names = [(job, kind, rep) for rep in range(a.repetitions) for kind in a.phases()]
-    parts = [_phase(a, kind, nranks, rng) for _, kind, _ in names]
-    ops = np.concatenate(parts, axis=1)
-    phase = np.concatenate([np.full(p.shape, i) for i, p in enumerate(parts)], axis=1)
-    ops["job"], ops["rank"] = job, np.arange(nranks)[:, None]
-    ops["file"] += first_file
     count = stripe_count if stripe_count is not None else platform["layout.stripe_count"]
     size = stripe_size or platform["layout.stripe_size"]
     layouts = {first_file + f: (size, placement.place(count)) for f in range(file_count(a, nranks))}
-    return Workload(ops.ravel(), layouts, [(0.0, nranks, ranks_per_node, first_node)], phase.ravel(), names, [a])
+    shared = a.collective and a.pattern in ("strided", "contiguous")  # a file per rank: its collectives are its own
+    names = [(job, kind, rep) for rep in range(a.repetitions) for kind in a.phases()]
+    parts = [_phase(a, kind, nranks, rng, two_phase(kind, size, len(layouts[first_file][1]), nranks, ranks_per_node,
+                                                    first_node) if shared else None) for _, kind, _ in names]
+    per_rank = [np.concatenate([p[r] for p in parts]) for r in range(nranks)]
+    phase = np.concatenate([np.full(p[r].size, i) for r in range(nranks) for i, p in enumerate(parts)])
+    ops = np.concatenate(per_rank)
+    ops["job"], ops["rank"] = job, np.repeat(np.arange(nranks), [r.size for r in per_rank])
+    ops["file"] += first_file
+    return Workload(ops, layouts, [(0.0, nranks, ranks_per_node, first_node)], phase, names, [a])
 
 
 def logfs(w: Workload, platform: Platform, placement: Placement | None = None) -> Workload:
