@@ -7,7 +7,8 @@ module ioloom_async
   private
   public :: ioloom_async_initialize, ioloom_async_start, ioloom_async_client_comm, ioloom_async_write, &
             ioloom_async_alloc, ioloom_async_commit, ioloom_async_clear, &
-            ioloom_async_signal, ioloom_async_end_iteration, ioloom_async_finalize, ioloom_async_error
+            ioloom_async_signal, ioloom_async_end_iteration, ioloom_async_finalize, ioloom_async_error, &
+            ioloom_async_block_position
 
   interface
     integer(c_int) function c_initialize(path, comm) bind(c, name="ioloom_async_initialize_f")
@@ -51,6 +52,12 @@ module ioloom_async
     end function
     integer(c_int) function c_finalize() bind(c, name="ioloom_async_finalize")
       import :: c_int
+    end function
+    integer(c_int) function c_block_position(name, ndims, offset) bind(c, name="ioloom_async_block_position")
+      import :: c_int, c_char, c_long_long
+      character(kind=c_char), intent(in) :: name(*)
+      integer(c_int), intent(out) :: ndims
+      integer(c_long_long), intent(out) :: offset(*)
     end function
     type(c_ptr) function c_error() bind(c, name="ioloom_async_error")
       import :: c_ptr
@@ -132,6 +139,22 @@ contains
     ierr = c_finalize()
   end subroutine
 
+  ! This client's block of a variable in the global domain (a layout with global and position): its offset per
+  ! dimension, counted from 0, in Fortran order (the first dimension first); ierr 2 when offset is too short.
+  subroutine ioloom_async_block_position(name, offset, ierr)
+    character(len=*), intent(in) :: name
+    integer(8), intent(out) :: offset(:)
+    integer, intent(out) :: ierr
+    integer(c_long_long) :: c_order(8) ! IOLOOM_ASYNC_DIMS_MAX
+    integer(c_int) :: ndims
+    integer :: d
+    ierr = c_block_position(trim(name) // c_null_char, ndims, c_order)
+    if (ierr == 0 .and. ndims > size(offset)) ierr = 2
+    if (ierr /= 0) return
+    do d = 1, ndims
+      offset(d) = c_order(ndims + 1 - d)
+    end do
+  end subroutine
   ! The last error message, cut to message's length.
   subroutine ioloom_async_error(message)
     character(len=*), intent(out) :: message
