@@ -98,3 +98,38 @@ def test_c_writes_the_committed_process_vectors(tmp_path):
     subprocess.run([str(paths.native_bin("ioloom-predict-vectors")), str(tmp_path)], check=True)
     assert (tmp_path / "process.txt").read_text() == PROCESS_VECTORS.read_text(), \
         "the C process model no longer predicts as the committed vectors say (a change of docs/predict.md)"
+
+
+FOLDED_VECTORS = VECTORS.with_name("folded.txt")
+
+
+def _folded_blocks() -> dict[str, tuple[int, int, list[int]]]:
+    """Per stream of folded.txt: its cap, how many symbols were left for the tail, and the rules as stored."""
+    lines = FOLDED_VECTORS.read_text().splitlines()
+    out = {}
+    for header, values in zip(lines[::2], lines[1::2]):
+        _, name, _, cap, _, tail = header.split()
+        out[name] = (int(cap), int(tail), [int(v) for v in values.split()])
+    return out
+
+
+@pytest.mark.parametrize("name", list(_folded_blocks()))
+def test_c_folds_a_stream_as_the_folded_trace_writer(name):
+    """The C grammar's rules written out (pg_grammar_rules) are those a folded trace stores for the same tokens
+    (python/ioloom/trace/folded.py's fold(): rule 0 is S, the others in order of making): the grammar section is
+    one format, writable from C (docs/trace-format.md, "Folded traces")."""
+    import numpy as np
+
+    from ioloom.trace.folded import fold, unfold
+
+    cap, tail, stored = _folded_blocks()[name]
+    header, rows = next(b for b in STREAMS if b[0][1] == name)
+    tokens = np.array([int(row[0]) for row in rows], dtype=np.int64)
+    rules, rest = fold(tokens, cap)
+    assert [len(rules), *(v for rule in rules for v in (len(rule), *rule))] == stored and len(rest) == tail
+    assert unfold(rules, rest).tolist() == tokens.tolist()
+
+
+def test_c_writes_the_committed_folded_vectors(tmp_path):
+    subprocess.run([str(paths.native_bin("ioloom-predict-vectors")), str(tmp_path)], check=True)
+    assert (tmp_path / "folded.txt").read_text() == FOLDED_VECTORS.read_text()

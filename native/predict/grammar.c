@@ -32,6 +32,7 @@ struct node {
 
 struct rule {
     int32_t guard, uses, nuses, marked;
+    uint32_t born; /* rules made before it: the folded format numbers rules in this order, as grammar.py's ids */
     uint8_t alive, seen;
 };
 
@@ -43,6 +44,7 @@ struct pg_grammar {
     struct rule *r;
     int32_t nnodes, nrules, max_nodes, free_nodes, free_rules, released_nodes, released_rules, navail;
     int32_t cap, max_symbol, size, start, expected;
+    uint32_t made; /* rules made so far */
     int64_t past_cap;
     int32_t *terminals; /* max_symbol heads of occurrence lists */
     uint64_t *keys;     /* digram index: key, node (NONE: empty slot) */
@@ -79,7 +81,7 @@ static int32_t rule_new(struct pg_grammar *g) {
     int32_t guard = node_alloc(g), id = g->free_rules;
     assert(id != NONE); /* a rule holds two nodes at least: nodes / 2 + SLACK rules are always enough */
     g->free_rules = g->r[id].uses;
-    g->r[id] = (struct rule){guard, NONE, 0, 0, 1, 0};
+    g->r[id] = (struct rule){guard, NONE, 0, 0, g->made++, 1, 0};
     g->n[guard].sym = GUARD;
     g->n[guard].rule = g->n[guard].owner = id;
     g->n[guard].prev = g->n[guard].next = guard;
@@ -189,6 +191,7 @@ static int grow(struct pg_grammar *g, int32_t nodes) {
     }
     for (int32_t i = rules - 1; i >= g->nrules; i--) {
         g->r[i].uses = g->free_rules;
+        g->r[i].alive = 0; /* pg_grammar_rules() reads every slot */
         g->free_rules = i;
     }
     g->navail += nodes - g->nnodes;
@@ -570,6 +573,41 @@ int32_t pg_grammar_predicted(struct pg_grammar *g, int32_t *out, int32_t max) {
 }
 
 int32_t pg_grammar_size(const struct pg_grammar *g) { return g->size; }
+
+/* ---- the rules written out (folded traces) ---- */
+
+static int by_age(const void *a, const void *b) {
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The live rules by age into ages (each born << 32 | id), S first; how many. */
+static int32_t rules_by_age(const struct pg_grammar *g, uint64_t *ages) {
+    int32_t count = 0;
+    for (int32_t id = 0; id < g->nrules; id++)
+        if (g->r[id].alive) ages[count++] = (uint64_t)g->r[id].born << 32 | (uint32_t)id;
+    qsort(ages, (size_t)count, sizeof *ages, by_age);
+    return count;
+}
+
+int64_t pg_grammar_rules(struct pg_grammar *g, int64_t *out, int64_t max) {
+    if (g->stopped) return -1;
+    /* scratch: 3 x nodes int32 values, rules <= nodes: ages in the first two thirds, numbers by id in the last */
+    uint64_t *ages = (uint64_t *)(void *)g->stack;
+    int32_t *number = g->targets, count = rules_by_age(g, ages);
+    assert(count > 0 && (int32_t)ages[0] == g->start);
+    for (int32_t k = 0; k < count; k++) number[(int32_t)ages[k]] = k;
+    int64_t at = 0;
+    if (at < max) out[at] = count;
+    at++;
+    for (int32_t k = 0; k < count; k++) {
+        int64_t length_at = at++, length = 0;
+        for (int32_t i = first_of(g, (int32_t)ages[k]); !is_guard(g, i); i = g->n[i].next, length++, at++)
+            if (at < max) out[at] = is_rule(g, i) ? 2 * (int64_t)number[g->n[i].rule] + 1 : 2 * (int64_t)g->n[i].sym;
+        if (length_at < max) out[length_at] = length;
+    }
+    return at;
+}
 int64_t pg_grammar_past_cap(const struct pg_grammar *g) { return g->past_cap; }
 int pg_grammar_stopped(const struct pg_grammar *g) { return g->stopped; }
 

@@ -25,6 +25,11 @@ void pg_grammar_input(struct pg_grammar *g, int32_t symbol);
 int32_t pg_grammar_predicted(struct pg_grammar *g, int32_t *out, int32_t max);
 int32_t pg_grammar_size(const struct pg_grammar *g);
 int64_t pg_grammar_past_cap(const struct pg_grammar *g);
+/* The rules as a folded trace's grammar section stores them (docs/trace-format.md, "Folded traces"): their count,
+ * then per rule its length and items (2 x terminal, or 2 x rule number + 1), rule 0 being S and the others
+ * numbered in order of making, as python/ioloom/trace/folded.py's fold(). The first max values are written to
+ * out; returns how many there are (-1: the grammar stopped, its rules are gone). */
+int64_t pg_grammar_rules(struct pg_grammar *g, int64_t *out, int64_t max);
 /* Whether it stopped learning for want of memory (it then predicts nothing). */
 int pg_grammar_stopped(const struct pg_grammar *g);
 

@@ -1,8 +1,9 @@
 /* ioloom-predict-vectors DIR: writes DIR/sequences.txt, the shared test vectors of the predictor's grammar (docs/
  * predict.md): streams of symbols fed to the C grammar, sequence and local model, with what each predicted after
- * every input; and DIR/process.txt, streams of operations fed to the C process model (process.h), with the
- * candidates it predicted before each. tests/test_predict_vectors.py holds the Python model to the same
- * predictions, and this program's output to the committed copies (tests/vectors/predict/).
+ * every input; DIR/folded.txt, the same streams' symbols folded as a folded trace's grammar section stores them
+ * (docs/trace-format.md, "Folded traces"); and DIR/process.txt, streams of operations fed to the C process model
+ * (process.h), with the candidates it predicted before each. tests/test_predict_vectors.py holds the Python model to
+ * the same predictions, and this program's output to the committed copies (tests/vectors/predict/).
  * ioloom-predict-vectors --cost N [PERCENT]: feeds N inputs of a loop (open, 24 writes, close; PERCENT of the
  * inputs, default 10, random) to a sequence and asks its prediction after each, printing nothing: run under
  * callgrind with two values of N, the difference of the instruction counts over that of N is the cost of one
@@ -47,6 +48,24 @@ static int write_stream(FILE *out, const struct stream *st) {
     }
     pg_sequence_free(s);
     return 0;
+}
+
+/* The stream's symbols folded as a folded trace folds its tokens (python/ioloom/trace/folded.py's fold(): taken
+ * while the grammar holds fewer than cap symbols): the rules as pg_grammar_rules() writes them, and how many
+ * symbols were left for the tail. */
+static int write_fold(FILE *out, const struct stream *st) {
+    enum { MAX_VALUES = 4 * MAX_INPUTS + 8 };
+    static int64_t values[MAX_VALUES];
+    struct pg_grammar *g = pg_grammar_new(st->cap, MAX_SYMBOLS, NULL);
+    int32_t taken = 0;
+    if (!g) return -1;
+    for (; taken < st->n && pg_grammar_size(g) < st->cap; taken++) pg_grammar_input(g, st->in[taken]);
+    int64_t n = pg_grammar_rules(g, values, MAX_VALUES);
+    fprintf(out, "stream %s cap %d tail %d\n", st->name, st->cap, st->n - taken);
+    for (int64_t k = 0; k < n && k < MAX_VALUES; k++) fprintf(out, "%s%lld", k ? " " : "", (long long)values[k]);
+    fputc('\n', out);
+    pg_grammar_free(g);
+    return n < 0 || n > MAX_VALUES ? -1 : 0;
 }
 
 static void textbook(struct stream *st) {
@@ -255,22 +274,24 @@ int main(int argc, char **argv) {
     }
     snprintf(path, sizeof path, "%s/sequences.txt", argv[1]);
     FILE *out = fopen(path, "w");
-    if (!out) {
-        perror(path);
-        return 1;
-    }
+    if (!out) return perror(path), 1;
+    snprintf(path, sizeof path, "%s/folded.txt", argv[1]);
+    FILE *folds = fopen(path, "w");
+    if (!folds) return perror(path), fclose(out), 1;
     int failed = 0;
-    textbook(&st), failed |= write_stream(out, &st);
-    loop(&st, 0), failed |= write_stream(out, &st);
+    textbook(&st), failed |= write_stream(out, &st) | write_fold(folds, &st);
+    loop(&st, 0), failed |= write_stream(out, &st) | write_fold(folds, &st);
     loop(&st, 1), failed |= write_stream(out, &st);
-    particles(&st), failed |= write_stream(out, &st);
+    particles(&st), failed |= write_stream(out, &st) | write_fold(folds, &st);
     for (unsigned seed = 1; seed <= 16; seed++) {
         char name[32];
         snprintf(name, sizeof name, "noisy-%u", seed);
-        noisy(&st, name, (int)(seed % 2), 1 << 16, 2 + (int)(seed % 4), seed), failed |= write_stream(out, &st);
+        noisy(&st, name, (int)(seed % 2), 1 << 16, 2 + (int)(seed % 4), seed);
+        failed |= write_stream(out, &st) | write_fold(folds, &st);
     }
-    noisy(&st, "capped", 0, 32, 30, 99), failed |= write_stream(out, &st);
+    noisy(&st, "capped", 0, 32, 30, 99), failed |= write_stream(out, &st) | write_fold(folds, &st);
     failed |= write_local(out);
     failed |= fclose(out) != 0;
+    failed |= fclose(folds) != 0;
     return write_processes(argv[1]) || failed ? 1 : 0;
 }
