@@ -380,6 +380,36 @@ def test_another_nodes_write_makes_a_cached_copy_stale():
     assert o.pieces["bytes"][o.pieces["kind"] == k["read"]].sum() == half
 
 
+@pytest.mark.parametrize("network, share", [
+    ({"topology": "fat_tree", "leaf_nodes": 2, "oversubscription": 1.0}, 1.0),
+    ({"topology": "fat_tree", "leaf_nodes": 2, "oversubscription": 2.0}, 0.5),
+    ({"topology": "fat_tree", "leaf_nodes": 1, "pod_leaves": 4, "pod_oversubscription": 4.0}, 0.25),
+    ({"routers": 1, "router_bandwidth": 1e8}, 0.25),
+])
+def test_a_fat_trees_oversubscription_and_routers_cut_what_the_nodes_move(network, share):
+    """4 nodes each writing its own file write-through, NICs (100 MB/s) the only limit: leaves of 2 with uplinks cut
+    by 2 halve it, one pod of 4 leaves cut by 4 quarters it, one router of one NIC's bandwidth quarters it."""
+    def bandwidth(net: dict) -> float:
+        p = small(clients={"nic_bandwidth": 1e8}, cache={"dirty_limit": 0}, network=net)
+        w = workload.bench_job(p, workload.parse_bench_args("-F -b 64m -t 4m -w"), 4, 1)
+        return results.job_document(engine.run(p, w), 0)["phases"][0]["raw_bw"]
+
+    assert bandwidth(network) / bandwidth({}) == pytest.approx(share, rel=0.02)
+
+
+@pytest.mark.parametrize("network, message", [
+    ({"topology": "torus"}, "`network.topology` = 'torus': use star or fat_tree"),
+    ({"oversubscription": 0.5}, "`network.oversubscription` = 0.5: a ratio of at least 1"),
+    ({"leaf_nodes": 2.5}, "`network.leaf_nodes` = 2.5: a whole number"),
+    ({"router_bandwidth": 0}, "`network.router_bandwidth` must be positive"),
+])
+def test_bad_network_values_are_refused_naming_the_key(network, message):
+    with pytest.raises(platform.PlatformError, match=re.escape(message)):
+        small(network=network)
+    with pytest.raises(platform.PlatformError, match="drop one"):
+        small(network={"topology": "fat_tree"}, clients={"nodes_per_group": 2})
+
+
 def test_four_ior_jobs_share_the_targets():
     """Wright's four tuned IOR jobs at once, at a quarter of the validation's size: each gets a fraction of its lone
     bandwidth, together more than one alone."""
@@ -454,7 +484,7 @@ def test_bench_sim_prints_events_time_and_memory(ioloom_cli):
     assert through["events"]["rounds"] == [32 * (5 + 2) + 32 * 2] * 2
     scale = doc["figures"]["scale"]
     assert len(scale["wall"]["rounds"]) == 2 and scale["rss"]["max"] > 1 << 20 and doc["goal"]["met"]
-    assert all(v > 0 for v in scale["events_per_s"]["rounds"])
+    assert all(v > 0 for v in scale["events_per_s"]["rounds"]) and set(doc["load"]) == {"before", "after"}
     too_few = ioloom_cli("bench", "sim", "--rounds", "3", check=False)
     assert too_few.returncode == 2 and "at least 10 interleaved rounds" in too_few.stderr
 

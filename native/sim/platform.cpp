@@ -1,7 +1,8 @@
 /* Builds the simulated machine as one SimGrid star zone with separate up and down routes:
- *   client node i:  up [nic_up(i), uplink_up(g)]        down [uplink_down(g), nic_down(i)]   (g: its switch group;
- *                   no uplink when the platform sets no uplink bandwidth)
- *   target t:       up [disk_read(t), oss_up(o)]        down [oss_down(o), disk_write(t)]    (o: its server)
+ *   client node i:  up [nic_up(i), uplink_up(g), pod_up(q)]   down [pod_down(q), uplink_down(g), nic_down(i)]
+ *                   (g: its switch group or fat tree leaf, q: its pod; no such link when the platform sets none)
+ *   target t:       up [disk_read(t), oss_up(o), router_up(r)]   down [router_down(r), oss_down(o), disk_write(t)]
+ *                   (o: its server, r = o mod routers: the LNet router in front of it; none without routers)
  * A stripe piece written by node i to target t is then one flow through nic_up, uplink_up, oss_down and
  * disk_write: the flow-level solver shares each of those (max-min) exactly as separate pipelined transfers
  * would be shared, at one activity per piece. A target's disk links carry its per-request latency, its seek
@@ -63,25 +64,46 @@ static sg4::Host *add_job_cores(sg4::NetZone *zone, const Input &in, const std::
     return zone->create_host(node + "-job", copy_speed(in) * share / count)->set_core_count(count)->seal();
 }
 
-static void add_nodes(sg4::NetZone *zone, const Input &in, Platform &p) {
-    int nodes = static_cast<int>(in.get("nodes")), per_group = static_cast<int>(in.get("nodes_per_group"));
-    int cores = std::max(1, static_cast<int>(in.get("cores")));
-    double nic = in.get("nic_bandwidth"), lat = in.get("nic_latency"), uplink = in.get("uplink_bandwidth");
-    std::vector<sg4::Link *> up, down; /* a switch group's uplink; none when it is not a constraint (0) */
-    for (int g = 0; uplink > 0 && g * per_group < nodes; g++) {
-        up.push_back(link(zone, "uplink_up-" + std::to_string(g), uplink, 0));
-        down.push_back(link(zone, "uplink_down-" + std::to_string(g), uplink, 0));
+/* One level of switches above the nodes: a link per direction for each `per` consecutive nodes (none when the
+ * level has no bandwidth). */
+struct Level {
+    std::vector<sg4::Link *> up, down;
+    int per = 1;
+};
+
+static Level level(sg4::NetZone *zone, const std::string &name, int members, int per, double bandwidth) {
+    Level l;
+    l.per = std::max(1, per);
+    for (int g = 0; bandwidth > 0 && g * l.per < members; g++) {
+        l.up.push_back(link(zone, name + "_up-" + std::to_string(g), bandwidth, 0));
+        l.down.push_back(link(zone, name + "_down-" + std::to_string(g), bandwidth, 0));
     }
+    return l;
+}
+
+/* Member i's route through the levels: up the levels in order, down them in reverse. */
+static void climb(const std::vector<Level> &levels, int i, LinkList &up, LinkList &down) {
+    for (const Level &l : levels) {
+        if (l.up.empty()) continue;
+        up.emplace_back(l.up[static_cast<size_t>(i / l.per)]);
+        down.insert(down.begin(), sg4::LinkInRoute(l.down[static_cast<size_t>(i / l.per)]));
+    }
+}
+
+static void add_nodes(sg4::NetZone *zone, const Input &in, Platform &p) {
+    int nodes = static_cast<int>(in.get("nodes"));
+    int cores = std::max(1, static_cast<int>(in.get("cores")));
+    double nic = in.get("nic_bandwidth"), lat = in.get("nic_latency");
+    std::vector<Level> levels{
+        level(zone, "uplink", nodes, static_cast<int>(in.get("nodes_per_group")), in.get("uplink_bandwidth")),
+        level(zone, "pod", nodes, static_cast<int>(in.get("nodes_per_pod")), in.get("pod_uplink_bandwidth"))};
     for (int i = 0; i < nodes; i++) {
         std::string n = std::to_string(i);
         sg4::Host *h = zone->create_host("node-" + n, copy_speed(in))->set_core_count(cores)->seal();
         p.job_cores.push_back(add_job_cores(zone, in, "node-" + n, cores));
         LinkList to_network{sg4::LinkInRoute(link(zone, "nic_up-" + n, nic, lat))};
         LinkList from_network{sg4::LinkInRoute(link(zone, "nic_down-" + n, nic, lat))};
-        if (!up.empty()) {
-            to_network.emplace_back(up[static_cast<size_t>(i / per_group)]);
-            from_network.insert(from_network.begin(), sg4::LinkInRoute(down[static_cast<size_t>(i / per_group)]));
-        }
+        climb(levels, i, to_network, from_network);
         route(zone, h, to_network, from_network);
         p.nodes.push_back(h);
     }
@@ -95,6 +117,9 @@ static void add_targets(sg4::NetZone *zone, const Input &in, Platform &p) {
         up.push_back(link(zone, "oss_up-" + std::to_string(o), oss, lat));
         down.push_back(link(zone, "oss_down-" + std::to_string(o), oss, lat));
     }
+    /* LNet routers between the clients' fabric and the servers: server o's traffic through router o mod R */
+    Level routers = level(zone, "router", static_cast<int>(in.get("routers")), 1,
+                          in.get("routers") > 0 ? in.get("router_bandwidth") : 0);
     int per_server = (targets + servers - 1) / servers; /* Lustre numbers a server's targets contiguously */
     for (int t = 0; t < targets; t++) {
         std::string n = std::to_string(t);
@@ -105,8 +130,12 @@ static void add_targets(sg4::NetZone *zone, const Input &in, Platform &p) {
         read->seal();
         write->seal();
         sg4::Host *h = zone->create_host("target-" + n, 1e9)->seal();
-        route(zone, h, {sg4::LinkInRoute(read), sg4::LinkInRoute(up[t / per_server])},
-              {sg4::LinkInRoute(down[t / per_server]), sg4::LinkInRoute(write)});
+        int server = t / per_server;
+        LinkList to_network{sg4::LinkInRoute(read), sg4::LinkInRoute(up[static_cast<size_t>(server)])};
+        LinkList from_network{sg4::LinkInRoute(down[static_cast<size_t>(server)]), sg4::LinkInRoute(write)};
+        if (!routers.up.empty())
+            climb({routers}, server % static_cast<int>(routers.up.size()), to_network, from_network);
+        route(zone, h, to_network, from_network);
         p.targets.push_back(h);
     }
 }

@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ioloom.bench import app
-from ioloom.bench.stats import per_round, rounds_allowed, spread
+from ioloom.bench.stats import load_average, per_round, rounds_allowed, spread
 
 GOAL_SECONDS, GOAL_BYTES = 30.0, 4 << 30
 CONFIGS = ("scale", "cached", "write-through")
@@ -88,6 +88,7 @@ def sim_command(ranks: int = typer.Option(4096, "--ranks", min=1, help="Ranks of
         raise typer.Exit(2)
     sizes = {"scale": (ranks, writes), "cached": (base_ranks, base_writes), "write-through": (base_ranks, base_writes)}
     runs: dict[str, list[dict]] = {c: [] for c in CONFIGS}
+    before = load_average()
     try:
         for r in range(rounds):
             for config in CONFIGS if r % 2 == 0 else CONFIGS[::-1]:
@@ -106,10 +107,10 @@ def sim_command(ranks: int = typer.Option(4096, "--ranks", min=1, help="Ranks of
     scale = figures["scale"]
     goal = {"wall_s": scale["wall"]["median"], "peak_rss": scale["rss"]["max"],
             "met": scale["wall"]["median"] < GOAL_SECONDS and scale["rss"]["max"] < GOAL_BYTES}
-    load = os.getloadavg()
+    after = load_average()
     if json_out:
         print(json.dumps({"sizes": sizes, "figures": figures, "write_through_over_cached_cpu": speedup, "goal": goal,
-                          "load": load, "cpus": os.cpu_count()}))
+                          "load": {"before": before, "after": after}, "cpus": os.cpu_count()}))
         return
     console = Console(width=170)
     console.print(_table(sizes, figures))
@@ -119,5 +120,5 @@ def sim_command(ranks: int = typer.Option(4096, "--ranks", min=1, help="Ranks of
     console.print(f"goal ({ranks:,} ranks x 480 targets x {writes} writes < {GOAL_SECONDS:g} s, < 4 GiB): "
                   f"engine wall {goal['wall_s']:.3g} s (CPU {scale['cpu']['median']:.3g} s), peak "
                   f"{goal['peak_rss'] / 2**20:,.0f} MiB: {'met' if goal['met'] else 'NOT met'}")
-    console.print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} CPUs "
+    console.print(f"load average (1, 5, 15 min): {before} before, {after} after, on {os.cpu_count()} CPUs "
                   "(wall-clock figures on a shared machine: read the CPU time beside them)")

@@ -27,6 +27,20 @@ DEFAULTS: dict[str, tuple[Any, str | None, str]] = {
     "clients.nodes_per_group": (0, "nodes_per_group", "nodes behind one switch (0: all; a star)"),
     "clients.uplink_bandwidth": (0.0, "uplink_bandwidth",
                                  "bytes/s of a switch group's uplink, each direction (0: not a constraint)"),
+    "network.topology": ("star", None, "star (every node straight to one switch, or behind clients.nodes_per_group "
+                                       "groups) | fat_tree (leaves of network.leaf_nodes nodes with uplinks cut "
+                                       "by network.oversubscription, optionally grouped in pods)"),
+    "network.leaf_nodes": (18, None, "nodes per leaf switch of the fat tree (half the ports of a 36-port "
+                                     "InfiniBand switch, the other half up)"),
+    "network.oversubscription": (1.0, None, "a leaf's nodes' bandwidth over its uplinks' (1: full bisection; "
+                                            "3: the uplinks carry a third)"),
+    "network.pod_leaves": (0, None, "leaves per pod, a third level whose uplinks are cut by "
+                                    "network.pod_oversubscription (0: leaves reach a non-blocking core)"),
+    "network.pod_oversubscription": (1.0, None, "a pod's leaves' uplink bandwidth over the pod's uplinks'"),
+    "network.routers": (0, "routers", "LNet routers between the clients' fabric and the servers, server o's "
+                                      "traffic through router o mod routers (0: servers on the clients' fabric)"),
+    "network.router_bandwidth": (4e9, "router_bandwidth", "bytes/s of a router, each direction (a QDR "
+                                                          "InfiniBand port: 32 Gb/s of data)"),
     "servers.count": (40, "servers", "object storage servers; targets are numbered contiguously per server"),
     "servers.bandwidth": (2.5e9, "server_bandwidth", "bytes/s of a server's network link, each direction"),
     "servers.latency": (1e-5, "server_latency", "seconds of a server's network link"),
@@ -77,7 +91,8 @@ DEFAULTS: dict[str, tuple[Any, str | None, str]] = {
 }
 
 POSITIVE = {"clients.nodes", "clients.ranks_per_node", "clients.nic_bandwidth", "servers.count",
-            "servers.bandwidth", "targets.count", "targets.write_bandwidth", "targets.read_bandwidth",
+            "servers.bandwidth", "network.leaf_nodes", "network.router_bandwidth", "targets.count",
+            "targets.write_bandwidth", "targets.read_bandwidth",
             "metadata.threads", "rpc.size", "rpc.in_flight", "layout.stripe_size", "background.period",
             "background.horizon", "run.time_budget"}
 
@@ -98,7 +113,21 @@ class Platform:
         params = {engine: float(self.values[key]) for key, (_, engine, _) in DEFAULTS.items() if engine}
         if not params["nodes_per_group"]:
             params["nodes_per_group"] = params["nodes"]
+        params.update(nodes_per_pod=params["nodes"], pod_uplink_bandwidth=0.0)
+        if self.values["network.topology"] == "fat_tree":
+            params.update(self._fat_tree(params["nic_bandwidth"]))
         return params
+
+    def _fat_tree(self, nic: float) -> dict[str, float]:
+        """The fat tree as the engine's levels: leaf uplinks carry the leaf's nodes' bandwidth over the
+        oversubscription, pod uplinks the pod's leaf uplinks over the pod's."""
+        leaf, pod_leaves = self.values["network.leaf_nodes"], self.values["network.pod_leaves"]
+        leaf_uplink = leaf * nic / self.values["network.oversubscription"]
+        out = {"nodes_per_group": float(leaf), "uplink_bandwidth": leaf_uplink}
+        if pod_leaves:
+            out.update(nodes_per_pod=float(leaf * pod_leaves),
+                       pod_uplink_bandwidth=pod_leaves * leaf_uplink / self.values["network.pod_oversubscription"])
+        return out
 
 
 def _flatten(doc: dict, prefix: str = "") -> dict[str, Any]:
@@ -151,8 +180,25 @@ def _check_whole(p: Platform) -> None:
     if p["cache.dirty_limit"] and p["cache.flush_threshold"] > p["cache.dirty_limit"]:
         raise PlatformError(f"`cache.flush_threshold` = {p['cache.flush_threshold']!r} exceeds `cache.dirty_limit` = "
                             f"{p['cache.dirty_limit']!r}: writes would wait for a flush that never starts; lower it")
+    _check_network(p)
     if p["servers.count"] > p["targets.count"]:
         raise PlatformError("`servers.count` exceeds `targets.count`: every server holds at least one target")
+
+
+def _check_network(p: Platform) -> None:
+    topology = p["network.topology"]
+    if topology not in ("star", "fat_tree"):
+        raise PlatformError(f"`network.topology` = {topology!r}: use star or fat_tree")
+    for key in ("network.oversubscription", "network.pod_oversubscription"):
+        if p[key] < 1:
+            raise PlatformError(f"`{key}` = {p[key]!r}: a ratio of at least 1 (1: full bisection)")
+    for key in ("network.leaf_nodes", "network.pod_leaves", "network.routers"):
+        if not isinstance(p[key], int):
+            raise PlatformError(f"`{key}` = {p[key]!r}: a whole number")
+    if topology == "fat_tree" and (p["clients.uplink_bandwidth"] or p["clients.nodes_per_group"]):
+        raise PlatformError("`clients.nodes_per_group` and `clients.uplink_bandwidth` are the star's switch groups: "
+                            "with `network.topology = fat_tree` the leaves come from `network.leaf_nodes` and "
+                            "`network.oversubscription`; drop one")
 
 
 def from_dict(doc: dict) -> Platform:
