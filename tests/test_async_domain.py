@@ -102,9 +102,11 @@ def test_blocks_are_assembled_into_the_global_array(mpi, tmp_path, kind, dedicat
         assert out.variables["e"].shape == (14,) and out.variables["e"].global_shape is None
 
 
-def test_a_gap_is_an_error_unless_filled(mpi, tmp_path):
+def test_a_gap_is_an_error_unless_filled(mpi, tmp_path, ioloom_cli):
     config = configuration(tmp_path, "yaml", False, "files")
     mpi.run(4, [sys.executable, PROGRAM, config, "2", "6,8", "3,4", str(SKIPPED)], timeout=120)
+    info = ioloom_cli("async", "info", tmp_path / "out").stdout
+    assert "  t: float64 [3, 4] in global [6, 8]\n  e: int8 [14]\n" in info
     out = async_io.open(tmp_path / "out")
     assert out.blocks_at("t", 1) == [0, 1, 2]
     with pytest.raises(AsyncOutputError, match=r"at iteration 1: 12 of 48 values have no block \(blocks missing: 3\)"):

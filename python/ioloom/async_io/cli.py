@@ -24,7 +24,9 @@ def info(path: Path = typer.Argument(..., help="An output's index (<directory>/<
     out = async_io.open(path)
     result = {"index": str(out.path), "mode": out.mode, "policy": out.meta["policy"], "blocks": out.meta["blocks"],
               "writers": out.meta["writers"], "writer_format": out.writer_format, "iterations": len(out.iterations()),
-              "variables": {n: {"type": str(v.dtype), "dimensions": list(v.shape)} for n, v in out.variables.items()},
+              "variables": {n: {"type": str(v.dtype), "dimensions": list(v.shape),
+                                "global": None if v.global_shape is None else list(v.global_shape)}
+                            for n, v in out.variables.items()},
               "events": len(out.events), "counters": out.counters()}
     if as_json:
         print(json.dumps(result, indent=2))
@@ -33,7 +35,7 @@ def info(path: Path = typer.Argument(..., help="An output's index (<directory>/<
           f"iteration, {len(out.meta['writers'])} writer(s) ({out.writer_format}), {result['iterations']} iterations, "
           f"{result['events']} events")
     for name, v in result["variables"].items():
-        print(f"  {name}: {v['type']} {v['dimensions']}")
+        print(f"  {name}: {v['type']} {v['dimensions']}" + (f" in global {v['global']}" if v["global"] else ""))
     c = result["counters"]
     print(f"  written {c['written_blocks']:.0f} blocks ({c['written_bytes']:.0f} bytes), lost {c['lost_blocks']:.0f}, "
           f"blocked {c['blocked']:.0f} times ({c['blocked_seconds']:.3f} s), spilled {c['spilled_blocks']:.0f}, "

@@ -133,9 +133,9 @@ class Output:
                 continue
             var = self._by_id.get(variable)
             stored_ok = nbytes == var.nbytes if var and self.compression == "none" else nbytes > 0
-            if var is not None and self._in_global_dataset(var):
-                nbytes = var.global_nbytes  # the offset is where the global array starts
-            if var is None or not stored_ok or offset + nbytes > data_size:
+            # of a positioned variable in hdf5-shared, the offset is where the whole global array starts
+            extent = var.global_nbytes if var is not None and self._in_global_dataset(var) else nbytes
+            if var is None or not stored_ok or offset + extent > data_size:
                 raise AsyncOutputError(f"{self._file(writer, 'index')}: a record (variable {variable}, iteration "
                                        f"{iteration}, block {block}) does not match the data file or the layouts; "
                                        "the output is damaged")
