@@ -45,6 +45,22 @@ def test_mpiio_layer_cost_is_against_direct_n1_with_each_ranks_own_io(tmp_path):
         assert row[f"layer_{op}"]["rounds"] == pytest.approx([bw["logfs_n1"][op]["rounds"][0] / own[0]])
 
 
+@pytest.mark.mpi
+def test_goal_only_runs_logfs_and_the_two_baselines_of_its_goal(ioloom_cli, tmp_path):
+    """--goal-only (a campaign sized for a quiet window) runs logfs N-1, direct N-N and direct N-1 the same path,
+    and no other configuration or figure; E and the layer's own cost are the same per-round ratios."""
+    base = ["-a", "mpiio", "-c", "-b", "64k", "-t", "16k", "-s", "4", "-w", "-r"]
+    row = logfs.compare(None, 2, base, 1, tmp_path, goal_only=True)
+    bw = row["bandwidth"]
+    assert set(bw) == {"logfs_n1", "direct_nn", "direct_n1_own"}
+    assert "speedup_write" not in row and "outside_cost_read" not in row
+    assert row["E_write"]["rounds"] == pytest.approx([bw["logfs_n1"]["write"]["rounds"][0] /
+                                                      bw["direct_nn"]["write"]["rounds"][0]])
+    out = ioloom_cli("bench", "logfs", "--goal-only", "--quick", "--reps", "1", "--ranks", "1", "--shape", "aligned",
+                     "-b", "64k", "-t", "16k", "-s", "2", "--dir", tmp_path)
+    assert "E (goal>=0.9)" in out.stdout and "load average" in out.stdout and "flatten" not in out.stdout
+
+
 def test_ior_hard_shape_moves_about_the_bytes_of_the_aligned_one():
     assert logfs.shape_sizes("aligned", "1m", "64k", 64) == (1 << 20, 64 << 10, 64)
     block, transfer, segments = logfs.shape_sizes("ior-hard", "1m", "64k", 64)

@@ -8,7 +8,9 @@ ratio), for the write and for the read-back; the cost the preloaded layer adds t
 <= 2%); and the time to open 1,024 writers' indexes. Every configuration runs once per round, `--reps` rounds
 (10 unless --quick), the order alternating, so that drifts of a shared machine hit all alike. Each ratio is
 taken within a round (a configuration against the baseline run beside it) and reported as the median with the
-smallest and largest round: a best-of figure swings either way with one lucky run.
+smallest and largest round: a best-of figure swings either way with one lucky run. `--goal-only` runs only
+what E and the layer's own cost need (logfs N-1, direct N-N, direct N-1 taken the same path), and none of the
+figures beside them, so that a campaign of 10 rounds fits a quiet window of a few minutes.
 
 `--creates N` measures N-N file creation instead: N files created (each written with --create-bytes and closed)
 in one directory per run, direct and through the layer (no extra backend; one extra backend with the containers'
@@ -83,11 +85,37 @@ def same_path_n1(base: list[str]) -> str:
     return OWN_N1 if base[base.index("-a") + 1] == "mpiio" else "direct_n1"
 
 
-def compare(impl: str | None, nranks: int, base: list[str], reps: int, directory: Path) -> dict:
+def configurations(base: list[str], goal_only: bool) -> tuple[str, ...]:
+    """What a row runs: CONFIGS and the same-path N-1, or (goal_only) logfs N-1 and the two baselines its goal
+    and its own cost are taken against."""
+    same_path = same_path_n1(base)
+    if goal_only:
+        return "logfs_n1", "direct_nn", same_path
+    return CONFIGS + ((same_path,) if same_path not in CONFIGS else ())
+
+
+def _ratios(runs: dict[str, dict[str, list[float]]], same_path: str) -> dict:
+    """Per op: E, the layer's own cost and, when their baselines ran, the speed-up over direct N-1 and the cost
+    outside the roots; each as spread() of the per-round ratios."""
+    row = {}
+    for op in ("write", "read"):
+        logfs = runs["logfs_n1"][op]
+        row[f"E_{op}"] = spread(per_round(logfs, runs["direct_nn"][op]))
+        row[f"layer_{op}"] = spread(per_round(logfs, runs[same_path][op]))
+        if "direct_n1" in runs:
+            row[f"speedup_{op}"] = spread(per_round(logfs, runs["direct_n1"][op]))
+        if "preloaded_n1" in runs:
+            row[f"outside_cost_{op}"] = spread([1 - r for r in per_round(runs["preloaded_n1"][op],
+                                                                         runs["direct_n1"][op])])
+    return row
+
+
+def compare(impl: str | None, nranks: int, base: list[str], reps: int, directory: Path,
+            goal_only: bool = False) -> dict:
     """One row: every configuration once per round for `reps` rounds, the order alternating; bandwidths and
     the per-round ratios as spread() (median, min, max, every round)."""
     same_path = same_path_n1(base)
-    configs = CONFIGS + ((same_path,) if same_path not in CONFIGS else ())
+    configs = configurations(base, goal_only)
     runs: dict[str, dict[str, list[float]]] = {c: {"write": [], "read": []} for c in configs}
     with tempfile.TemporaryDirectory(dir=directory, prefix="ioloom-bench-logfs-") as tmp:
         work = Path(tmp)
@@ -97,37 +125,33 @@ def compare(impl: str | None, nranks: int, base: list[str], reps: int, directory
             for config in configs if rep % 2 == 0 else tuple(reversed(configs)):
                 for op, bw in _run_config(config, impl, nranks, base, work).items():
                     runs[config][op].append(bw)
-    row = {"ranks": nranks, "same_path_n1": same_path,
-           "bandwidth": {c: {op: spread(v) for op, v in ops.items()} for c, ops in runs.items()}}
-    for op in ("write", "read"):
-        logfs, direct_n1 = runs["logfs_n1"][op], runs["direct_n1"][op]
-        row[f"E_{op}"] = spread(per_round(logfs, runs["direct_nn"][op]))
-        row[f"speedup_{op}"] = spread(per_round(logfs, direct_n1))
-        row[f"layer_{op}"] = spread(per_round(logfs, runs[same_path][op]))
-        row[f"outside_cost_{op}"] = spread([1 - r for r in per_round(runs["preloaded_n1"][op], direct_n1)])
-    return row
+    return {"ranks": nranks, "same_path_n1": same_path,
+            "bandwidth": {c: {op: spread(v) for op, v in ops.items()} for c, ops in runs.items()},
+            **_ratios(runs, same_path)}
 
 
 def measure(impl: str | None, ranks: list[int], api: str, block: str, transfer: str, segments: int, fsync: bool,
-            reps: int, directory: Path, shapes: tuple[str, ...] = SHAPES) -> dict:
+            reps: int, directory: Path, shapes: tuple[str, ...] = SHAPES, goal_only: bool = False) -> dict:
     common = ["-a", api, "-w", "-r"] + (["-e"] if fsync else []) + (["-c"] if api == "mpiio" else [])
     rows = []
     for shape in shapes:
         b, t, s = shape_sizes(shape, block, transfer, segments)
         base = [*common, "-b", str(b), "-t", str(t), "-s", str(s)]
-        rows += [{"shape": shape, "block": b, "transfer": t, "segments": s, **compare(impl, n, base, reps, directory),
-                  "bytes": n * s * b} for n in ranks]
+        rows += [{"shape": shape, "block": b, "transfer": t, "segments": s,
+                  **compare(impl, n, base, reps, directory, goal_only), "bytes": n * s * b} for n in ranks]
     largest, memory = max(r["bytes"] for r in rows), available_memory()
+    result = {
+        "api": api, "block": block, "transfer": transfer, "segments": segments, "fsync_before_close": fsync,
+        "reps": reps, "directory": str(directory), "goal_only": goal_only,
+        "page_cache": {"largest_file_bytes": largest, "mem_available_bytes": memory, "fits": largest < memory},
+        "rows": rows}
+    if goal_only:
+        return result
     b, t, s = shape_sizes("aligned", block, transfer, segments)
     write_only = [a for a in common if a != "-r"] + ["-k", "-b", str(b), "-t", str(t), "-s", str(s)]
-    return {
-        "api": api, "block": block, "transfer": transfer, "segments": segments, "fsync_before_close": fsync,
-        "reps": reps, "directory": str(directory),
-        "page_cache": {"largest_file_bytes": largest, "mem_available_bytes": memory, "fits": largest < memory},
-        "rows": rows, "open_1024_writers": open_many(directory),
-        "passthrough_per_call": passthrough_cost(reps, directory),
-        "flatten_vs_cp": flatten_vs_cp(impl, max(ranks), write_only, reps, directory),
-    }
+    return {**result, "open_1024_writers": open_many(directory),
+            "passthrough_per_call": passthrough_cost(reps, directory),
+            "flatten_vs_cp": flatten_vs_cp(impl, max(ranks), write_only, reps, directory)}
 
 
 def flatten_vs_cp(impl: str | None, nranks: int, base: list[str], reps: int, directory: Path) -> dict:
@@ -251,8 +275,10 @@ def _load(before, after) -> str:
            f"{tuple(round(v, 2) for v in after)}"
 
 
-def _range(figure: dict, fmt) -> str:
-    """"median [min, max]" of a spread()."""
+def _range(figure: dict | None, fmt) -> str:
+    """"median [min, max]" of a spread(); a dash for a figure not measured (--goal-only)."""
+    if figure is None:
+        return "-"
     return f"{fmt(figure['median'])} [{fmt(figure['min'])}, {fmt(figure['max'])}]"
 
 
@@ -267,11 +293,12 @@ def _table(result: dict) -> Table:
             bw = row["bandwidth"]
             shape = f"{row['shape']}: {row['block']}/{row['transfer']} x {row['segments']}"
             table.add_row(shape, str(row["ranks"]), op,
-                          *(_range(bw[c][op], lambda v: f"{v / MIB:,.0f}") for c in CONFIGS[:3]),
+                          *(_range(bw[c][op] if c in bw else None, lambda v: f"{v / MIB:,.0f}")
+                            for c in CONFIGS[:3]),
                           _range(row[f"E_{op}"], lambda v: f"{v:.2f}"),
-                          _range(row[f"speedup_{op}"], lambda v: f"{v:.2f}x"),
+                          _range(row.get(f"speedup_{op}"), lambda v: f"{v:.2f}x"),
                           _range(row[f"layer_{op}"], lambda v: f"{v:.2f}"),
-                          _range(row[f"outside_cost_{op}"], lambda v: f"{100 * v:+.1f}%"))
+                          _range(row.get(f"outside_cost_{op}"), lambda v: f"{100 * v:+.1f}%"))
     return table
 
 
@@ -310,6 +337,10 @@ def logfs_command(
         create_bytes: int = typer.Option(4096, "--create-bytes", min=0, help="Bytes written to each created file."),
         spread_dirs: int = typer.Option(32, "--spread", min=1, max=4096,
                                         help="Shared directories per extra backend (with --creates)."),
+        goal_only: bool = typer.Option(False, "--goal-only",
+                                       help="Run only logfs N-1, direct N-N and direct N-1 taken the same path (E and "
+                                            "the layer's own cost), none of the other figures: a campaign that fits "
+                                            "a quiet window."),
         json_out: bool = typer.Option(False, "--json", help="Print the figures as JSON.")) -> None:
     """N-1 strided through logfs vs N-1 strided and N-N direct: E, speed-up, read-back, pass-through cost."""
     too_few = rounds_allowed(reps, quick)
@@ -329,7 +360,8 @@ def logfs_command(
         return
     load_before = os.getloadavg()
     counts = cast(list[int], ranks)  # _rank_counts, its callback, made the text a list
-    result = measure(mpi_name, counts, api, block, transfer, segments, fsync, reps, directory, tuple(shape))
+    result = measure(mpi_name, counts, api, block, transfer, segments, fsync, reps, directory, tuple(shape),
+                     goal_only)
     result["load_before"], result["load_after"] = load_before, os.getloadavg()
     if json_out:
         print(json.dumps(result, indent=1))
@@ -342,6 +374,12 @@ def logfs_command(
                   f"{cache['mem_available_bytes'] / MIB:,.0f} MiB: the data "
                   f"{'fit' if cache['fits'] else 'did not fit'} in the page cache; fsync before close: "
                   f"{'yes' if result['fsync_before_close'] else 'no'}")
+    if not result["goal_only"]:
+        _print_aside(console, result)
+
+
+def _print_aside(console: Console, result: dict) -> None:
+    """The figures beside the table: opening many writers' indexes, the cost outside the roots, flatten."""
     opened = result["open_1024_writers"]
     console.print(f"opening {opened['writers']} writers' indexes and resolving them: {opened['seconds']:.3f} s "
                   f"(goal < 1 s)")
