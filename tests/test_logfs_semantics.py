@@ -248,3 +248,35 @@ def test_concurrent_creators_of_one_file_all_open_it(tmp_path):
         assert len(names) == 2000 and sorted(os.listdir(mnt)) == names   # no temporary left behind
         for name in names:
             assert Container.open(mnt / name).read() == (plain / name).read_bytes(), name
+
+
+SPELLINGS = r"""
+import os, sys
+top = sys.argv[1]
+for i, path in enumerate(sys.argv[2:]):
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.write(fd, b"file %d" % i)
+    os.close(fd)
+    print(os.stat(path).st_size, os.path.isdir(path))
+"""
+
+
+def test_every_spelling_of_a_path_into_the_mount_reaches_the_layer(tmp_path):
+    """A path outside every mount passes through on a short test (the layer's cost outside its roots); the paths that
+    name something in the mount all the same, through `..`, `.`, `//` or a trailing slash, are the layer's, and a
+    sibling sharing the mount's name as a prefix is not. Oracle: the same names in a plain directory hold the same
+    bytes, each a regular file."""
+    mount, other = tmp_path / "mnt", tmp_path / "other"
+    mount.mkdir()
+    other.mkdir()
+    (tmp_path / "mnt2").mkdir()
+    names = {"a": f"{other}/../mnt/a", "b": f"{mount}/./b", "c": f"{tmp_path}//mnt//c", ".d": f"{mount}/.d",
+             "..e": f"{mount}/..e", "f": f"{mount}/sub/../f"}
+    (mount / "sub").mkdir()
+    out = subprocess.run([sys.executable, "-c", SPELLINGS, str(tmp_path), *names.values(), f"{tmp_path}/mnt2/g"],
+                         env={**os.environ, **preload.env({mount: []})}, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[:-1] == ["6 False"] * (len(names) + 1)   # regular files of 6 bytes to the program
+    for i, name in enumerate(names):
+        assert is_container(mount / name) and Container.open(mount / name).read() == b"file %d" % i, name
+    assert (tmp_path / "mnt2" / "g").is_file() and (tmp_path / "mnt2" / "g").read_bytes() == b"file 6"
