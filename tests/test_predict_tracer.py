@@ -169,6 +169,12 @@ def test_the_tracers_memory_cap_is_reported_and_changes_no_event(ioloom_cli, tmp
     assert "tracer's memory cap reached" in report and "IOLOOM_PREDICT_MEMORY" in report
     online = json.loads(ioloom_cli("predict", capped, "--json").stdout)["processes"][0]["online"]
     assert online["memory_refused"] == int(side.info["memory_refused"])
+    from ioloom.predict.cli import analyse_trace
+    from ioloom.predict.model import Options
+    from ioloom.report.prediction import section
+
+    processes = analyse_trace(open_trace(capped), Options(), limit=2000)
+    assert "tracer&#x27;s memory cap reached" in section(processes, 2000, len(processes))[0]  # the HTML report's
     assert _events(capped) == _events(_traced(ioloom_cli, tmp_path, "plain", {}, "7"))
     roomy = _side(_traced(ioloom_cli, tmp_path, "roomy", {**env, "IOLOOM_PREDICT_MEMORY": "64"}, "7"))
     assert int(roomy.info["memory_refused"]) == 0 and int(roomy.info["memory_peak"]) > 1 << 20
