@@ -285,7 +285,8 @@ def test_background_load_is_reproducible_and_slows_targets():
     assert data_time([[0.25, 1.0], [0.5, 1.0]]) == loaded
 
 
-@pytest.mark.parametrize("check", ["table-6.2", "delta-graph", "small-beside-big", "wan-chunks"])
+@pytest.mark.parametrize("check", ["table-6.2", "delta-graph", "small-beside-big", "wan-chunks",
+                                   "collective-buffering"])
 def test_validation_rows_agree(check):
     rows = validate.run([check])
     assert rows and all(r.ok for r in rows), [r for r in rows if not r.ok]
