@@ -99,3 +99,56 @@ def test_a_traced_program_through_the_interface(ioloom_cli, tmp_path):
             steps += 1
             right += p.phase().length == 27  # open, 24 writes, the header's pwrite, close
     assert steps == 60 and right >= 55  # the first steps teach it (and start-up reads join the first phase)
+
+
+def _process(steps: list[int]):
+    """A ProcessOperations of output steps (open, n writes of 1 MiB, close; 50 ms apart): the Clock's calls."""
+    from ioloom.predict.model import Operation
+    from ioloom.predict.source import ProcessOperations, Symbols
+
+    symbols, operations, t = Symbols(), [], 0
+    for i, writes in enumerate(steps):
+        t += 50 * MS
+        calls = [("open64", "open", -1, 0), *(("write", "write", j * MIB, MIB) for j in range(writes)),
+                 ("close", "close", -1, 0)]
+        for call, kind, offset, size in calls:
+            t += 20_000
+            operations.append(Operation(symbols.of(call, kind, "/scratch/out_#.dat"), kind, "/scratch/out_#.dat", i,
+                                        offset, size, t, t + 10_000))
+            t += 10_000
+    return ProcessOperations("pid 1", operations, symbols)
+
+
+def test_phases_as_the_interface_foresaw_them():
+    """Steps of 26 operations, every third of 98: each phase found, its length predicted once learnt, its end
+    predicted within the time of a few operations."""
+    from ioloom.predict.phases import phase_figures, predicted_phases
+
+    steps = [96 if i % 3 == 2 else 24 for i in range(12)]
+    phases = predicted_phases(_process(steps))
+    assert [p.operations for p in phases] == [w + 2 for w in steps]
+    assert phases[0].predicted_operations is None and phases[0].first == 0 and phases[1].first == 26
+    assert all(p.predicted_operations == p.operations for p in phases[6:])  # the alternation learnt
+    figures = phase_figures(phases)
+    assert figures["phases"] == 12 and figures["lengths_predicted"] == 11 and figures["length_right_pct"] >= 50
+    last = phases[-1]
+    assert abs(last.predicted_end_ns - last.end_ns) <= 2 * 30_000  # 30 us from one call's end to the next's
+
+
+def test_predict_phases_option(ioloom_cli, tmp_path):
+    """`ioloom predict --phases` on a traced program: its steps are phases, their lengths predicted."""
+    import json
+
+    from test_predict_cli import LOOP
+
+    script, out = tmp_path / "loop.py", tmp_path / "out"
+    script.write_text(LOOP)
+    out.mkdir()
+    ioloom_cli("run", "-o", tmp_path / "trace", "--", sys.executable, script, out)
+    [process] = json.loads(ioloom_cli("predict", tmp_path / "trace", "--phases", "--json").stdout)["processes"]
+    phases = process["phases"]
+    assert phases["phases"] == len(phases["list"]) >= 60  # each step follows a 2 ms sleep: a phase of its own
+    assert sum(p["operations"] for p in phases["list"]) == process["operations"]
+    # open, 24 writes, the header's pwrite, close (a scheduling delay over 1 ms may split a few)
+    assert sum(p["operations"] == p["predicted_operations"] == 27 for p in phases["list"]) >= 30
+    assert "I/O phases (interface)" in ioloom_cli("predict", tmp_path / "trace", "--phases").stdout

@@ -10,20 +10,24 @@ import typer
 
 from ioloom.predict.model import Options
 
+PHASES_SHOWN = 8  # phases listed per process by --phases (JSON: all)
 
-def analyse(trace_path: Path, options: Options, rank: int | None = None) -> list[dict]:
-    """Per process of the trace (or only `rank`): its figures, skeleton and main loop."""
+
+def analyse(trace_path: Path, options: Options, rank: int | None = None, phases: bool = False) -> list[dict]:
+    """Per process of the trace (or only `rank`): its figures, skeleton and main loop (and with `phases`, its I/O
+    phases as the prediction interface foresaw them)."""
     from ioloom.stats_cli import load_or_exit
 
-    return analyse_trace(load_or_exit(trace_path), options, rank)
+    return analyse_trace(load_or_exit(trace_path), options, rank, phases=phases)
 
 
 def analyse_trace(trace, options: Options, rank: int | None = None, limit: int | None = None,
-                  processes: int | None = None) -> list[dict]:
+                  processes: int | None = None, phases: bool = False) -> list[dict]:
     """analyse() on a loaded trace; at most `limit` operations per process (the first ones) and the first
     `processes` processes when given (the HTML report's bounds)."""
     from ioloom.predict.metrics import evaluate
     from ioloom.predict.online import online_figures
+    from ioloom.predict.phases import phase_figures, predicted_phases
     from ioloom.predict.skeleton import Skeleton
     from ioloom.predict.source import process_operations
 
@@ -42,6 +46,9 @@ def analyse_trace(trace, options: Options, rank: int | None = None, limit: int |
                     **figures, "main_loop": skeleton.main_loop(), "skeleton": skeleton.full(),
                     "online": online_figures(process.side, process.calls),
                     "side_problems": process.side.problems if process.side else []})
+        if phases:
+            found = predicted_phases(process, options)
+            out[-1]["phases"] = {**phase_figures(found), "list": [p._asdict() for p in found]}
     return out
 
 
@@ -117,6 +124,23 @@ def print_process(p: dict) -> None:
              f"{p['offsets_fallen_back']} offset (consecutive assumed)")
     echo(f"  main loop                       {p['main_loop'] or '(no repeat)'}")
     echo(f"  skeleton                        {p['skeleton']}")
+    if "phases" in p:
+        print_phases(p["phases"])
+
+
+def print_phases(f: dict) -> None:
+    """The I/O phases as the prediction interface foresaw them (`--phases`): figures, then the first phases."""
+    echo = typer.echo
+    end = "-" if f["end_error_mean_s"] is None else f"{f['end_error_mean_s']:.6f} s"
+    span = "-" if f["phase_mean_s"] is None else f"{f['phase_mean_s']:.6f} s"
+    echo(f"  I/O phases (interface)          {f['phases']:,}; length predicted right {_pct(f['length_right_pct'])} of "
+         f"{f['lengths_predicted']:,} predicted; end error mean {end} (a phase lasts {span} on average)")
+    for p in f["list"][:PHASES_SHOWN]:
+        said = "-" if p["predicted_operations"] is None else f"{p['predicted_operations']:,}"
+        echo(f"    from operation {p['first'] + 1:,}: {p['operations']:,} operations (predicted {said}), "
+             f"{(p['end_ns'] - p['start_ns']) / 1e9:.6f} s")
+    if len(f["list"]) > PHASES_SHOWN:
+        echo(f"    ... {len(f['list']) - PHASES_SHOWN:,} more (--json lists them all)")
 
 
 def command(trace: Path = typer.Argument(..., help="A trace directory (`ioloom run -o DIR`)."),
@@ -128,10 +152,12 @@ def command(trace: Path = typer.Argument(..., help="A trace directory (`ioloom r
                                                      "its fallback (mean size, consecutive offset)."),
             distant_ms: float = typer.Option(Options.distant_ns / 1e6, "--distant-ms", min=0,
                                              help="Average inter-arrival time from which a transition is distant."),
+            phases: bool = typer.Option(False, "--phases", help="Also the I/O phases as the prediction interface "
+                                                                 "foresaw them (their length and end)."),
             as_json: bool = typer.Option(False, "--json", help="Print the figures as JSON.")) -> None:
     """Predict each process's next I/O operation from its past ones (Omnisc'IO) and say how well it did."""
     options = Options(grammar_cap, distinct_values, int(distant_ms * 1e6))
-    processes = analyse(trace, options, rank)
+    processes = analyse(trace, options, rank, phases)
     if not processes:
         typer.echo(f"ioloom: {trace}: no process{'' if rank is None else f' of rank {rank}'} in this trace; "
                    "check --rank", err=True)
