@@ -125,10 +125,10 @@ static int runtime_probe(const char *path) {
 /* Is the absolute `path` already normal: no empty, `.` or `..` component (a trailing slash aside)? Then
  * ioloom_normalise_path would only drop that slash. */
 static int normal_absolute(const char *path) {
-    if (*path != '/') return 0;
-    for (const char *slash = path; slash; slash = strchr(slash + 1, '/')) {
-        const char *name = slash + 1, *after = name + (name[0] == '.') + (name[0] == '.' && name[1] == '.');
-        if (*name == '/' || (after > name && (*after == '/' || !*after))) return 0;
+    if (*path != '/' || strstr(path, "//")) return 0;
+    for (const char *dot = strchr(path, '.'); dot; dot = strchr(dot + 1, '.')) {
+        const char *after = dot + 1 + (dot[1] == '.'); /* past `.` or `..` */
+        if (dot[-1] == '/' && (*after == '/' || !*after)) return 0;
     }
     return 1;
 }
