@@ -111,6 +111,29 @@ def test_alternating_calls_are_written_a_chunk_per_operation(tmp_path):
     assert loop[1::2] == ["close"] * 1000 and len(set(loop[::2])) == 1 and loop[0].startswith("open")
 
 
+def test_three_operations_in_turn_are_written_a_chunk_per_operation(tmp_path):
+    """open, write, close in turn (three operations: the rows are copied a chunk per operation, where two taking
+    turns are encoded in place): each operation's rows are a chunk of their own, read back in their order."""
+    import sys
+
+    script = ("import os, sys\nfor i in range(1000):\n    fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o644)\n"
+              "    os.write(fd, b'x')\n    os.close(fd)\n")
+    trace = tmp_path / "trace"
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path / "f")], capture_output=True, text=True,
+                          timeout=60, env=traced_env(trace))
+    assert done.returncode == 0, done.stderr
+    [path] = trace.glob("*.ioloom")
+    stream = read_stream_file(path)
+    names = {code: name for code, (name, _) in stream.ops.items()}
+    ops = np.split(stream.stored(OP), stream.chunk_firsts()[1][1:])
+    by_op = {names[int(chunk[0])]: len(chunk) for chunk in ops if len(chunk) >= 64 and (chunk == chunk[0]).all()}
+    assert by_op.get("write", 0) >= 1000 and by_op.get("close", 0) >= 1000
+    events = open_trace(trace).streams[0].read(["op", "t_start"]).to_pandas()
+    assert events["t_start"].is_monotonic_increasing
+    loop = [op for op in events["op"].astype(str) if op in ("write", "close") or op.startswith("open")][-3000:]
+    assert loop[1::3] == ["write"] * 1000 and loop[2::3] == ["close"] * 1000 and len(set(loop[::3])) == 1
+
+
 def test_time_order_is_the_stable_sort():
     rng = np.random.default_rng(7)
     for _ in range(500):

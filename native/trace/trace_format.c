@@ -7,7 +7,24 @@
 
 #include "trace_format.h"
 
+/* A LEB128 varint. Values of one to three bytes (gaps and durations up to a millisecond, most other numbers) take
+ * the short paths. */
 static inline uint8_t *put_varint(uint8_t *p, uint64_t v) {
+    if (v < 0x80) {
+        *p = (uint8_t)v;
+        return p + 1;
+    }
+    if (v < 0x4000) {
+        p[0] = (uint8_t)(v | 0x80);
+        p[1] = (uint8_t)(v >> 7);
+        return p + 2;
+    }
+    if (v < 0x200000) {
+        p[0] = (uint8_t)(v | 0x80);
+        p[1] = (uint8_t)(v >> 7 | 0x80);
+        p[2] = (uint8_t)(v >> 14);
+        return p + 3;
+    }
     while (v >= 0x80) {
         *p++ = (uint8_t)(v | 0x80);
         v >>= 7;
@@ -161,24 +178,28 @@ size_t ioloom_events_bound(size_t n) {
     return IOLOOM_CHUNK_HEADER_BYTES + 30 + IOLOOM_COLUMNS * (1 + 10 + 10 * n);
 }
 
+/* Row k of the rows being encoded: every stride-th row of the buffer from ev on (the rows of one operation of a
+ * buffer whose operations alternate, read in place; ioloom_encode_events). */
+#define ROW(k) ev[(k) * stride]
+
 /* Every column: its stored (pre-zigzag) value for row 0 and for row i > 0 of rows ev[0..n), each read as int64_t.
  * Differences are taken unsigned (they wrap, as the readers' sums do: no signed overflow). */
 #define MINUS(a, b) ((uint64_t)(a) - (uint64_t)(b))
-#define EACH_COLUMN(X)                                                                                            \
-    X(IOLOOM_COL_GAP, ev[0].t_start - t_base, ev[i].t_start - ev[i - 1].t_end)                                    \
-    X(IOLOOM_COL_DURATION, ev[0].t_end - ev[0].t_start, ev[i].t_end - ev[i].t_start)                              \
-    X(IOLOOM_COL_OP, ev[0].op, ev[i].op)                                                                          \
-    X(IOLOOM_COL_LAYER, ev[0].layer, ev[i].layer)                                                                 \
-    X(IOLOOM_COL_FILE, ev[0].file_id, ev[i].file_id)                                                              \
-    X(IOLOOM_COL_HANDLE, ev[0].handle, ev[i].handle)                                                              \
-    X(IOLOOM_COL_OFFSET_DELTA, ev[0].offset, MINUS(ev[i].offset, ev[i - 1].offset))                               \
-    X(IOLOOM_COL_REQ, ev[0].req_bytes, MINUS(ev[i].req_bytes, ev[i - 1].req_bytes))                               \
-    X(IOLOOM_COL_RET_MINUS_REQ, MINUS(ev[0].ret_bytes, ev[0].req_bytes), MINUS(ev[i].ret_bytes, ev[i].req_bytes)) \
-    X(IOLOOM_COL_ERRNO, ev[0].err, ev[i].err)                                                                     \
-    X(IOLOOM_COL_AUX, ev[0].aux, MINUS(ev[i].aux, ev[i - 1].aux))                                                 \
-    X(IOLOOM_COL_CALL_ID, ev[0].call_id, MINUS(ev[i].call_id, ev[i - 1].call_id))                                 \
-    X(IOLOOM_COL_PARENT, ev[0].parent, MINUS(ev[i].parent, ev[i - 1].parent))                                     \
-    X(IOLOOM_COL_COLL_SEQ, ev[0].coll_seq, MINUS(ev[i].coll_seq, ev[i - 1].coll_seq))
+#define EACH_COLUMN(X)                                                                                                \
+    X(IOLOOM_COL_GAP, ROW(0).t_start - t_base, ROW(i).t_start - ROW(i - 1).t_end)                                     \
+    X(IOLOOM_COL_DURATION, ROW(0).t_end - ROW(0).t_start, ROW(i).t_end - ROW(i).t_start)                              \
+    X(IOLOOM_COL_OP, ROW(0).op, ROW(i).op)                                                                            \
+    X(IOLOOM_COL_LAYER, ROW(0).layer, ROW(i).layer)                                                                   \
+    X(IOLOOM_COL_FILE, ROW(0).file_id, ROW(i).file_id)                                                                \
+    X(IOLOOM_COL_HANDLE, ROW(0).handle, ROW(i).handle)                                                                \
+    X(IOLOOM_COL_OFFSET_DELTA, ROW(0).offset, MINUS(ROW(i).offset, ROW(i - 1).offset))                                \
+    X(IOLOOM_COL_REQ, ROW(0).req_bytes, MINUS(ROW(i).req_bytes, ROW(i - 1).req_bytes))                                \
+    X(IOLOOM_COL_RET_MINUS_REQ, MINUS(ROW(0).ret_bytes, ROW(0).req_bytes), MINUS(ROW(i).ret_bytes, ROW(i).req_bytes)) \
+    X(IOLOOM_COL_ERRNO, ROW(0).err, ROW(i).err)                                                                       \
+    X(IOLOOM_COL_AUX, ROW(0).aux, MINUS(ROW(i).aux, ROW(i - 1).aux))                                                  \
+    X(IOLOOM_COL_CALL_ID, ROW(0).call_id, MINUS(ROW(i).call_id, ROW(i - 1).call_id))                                  \
+    X(IOLOOM_COL_PARENT, ROW(0).parent, MINUS(ROW(i).parent, ROW(i - 1).parent))                                      \
+    X(IOLOOM_COL_COLL_SEQ, ROW(0).coll_seq, MINUS(ROW(i).coll_seq, ROW(i - 1).coll_seq))
 
 /* Two adjacent 64-bit fields of a row, in one vector register (the vector extension of GCC and Clang: SSE2 on
  * x86-64, the machine's vectors or pairs of scalars elsewhere). */
@@ -207,12 +228,13 @@ _Static_assert(sizeof(struct ioloom_raw_event) >= offsetof(struct ioloom_raw_eve
 
 /* The columns of row i (> 0) but the times and the difference columns, compared with row 0's as pairs: (ret - req,
  * handle), and (file, errno), (op, layer) packed. */
-#define ROW_PAIRS(X, ev, i)                                          \
-    X(0, (PAIR_AT(ev[i], ret_bytes) - (pair_t){ev[i].req_bytes, 0})) \
-    X(1, (PAIR_AT(ev[i], file_id) & FILE_OP_MASK))
+#define ROW_PAIRS(X, ev, i)                                            \
+    X(0, (PAIR_AT(ROW(i), ret_bytes) - (pair_t){ROW(i).req_bytes, 0})) \
+    X(1, (PAIR_AT(ROW(i), file_id) & FILE_OP_MASK))
 
 /* The difference columns, as the pairs of fields they come from: (offset, req), (aux, coll_seq), (call_id, parent). */
-#define DIFFERENCE_PAIRS(X, ev, i) X(0, PAIR_AT(ev[i], offset)) X(1, PAIR_AT(ev[i], aux)) X(2, PAIR_AT(ev[i], call_id))
+#define DIFFERENCE_PAIRS(X, ev, i) \
+    X(0, PAIR_AT(ROW(i), offset)) X(1, PAIR_AT(ROW(i), aux)) X(2, PAIR_AT(ROW(i), call_id))
 static const int difference_cols[3][2] = {{IOLOOM_COL_OFFSET_DELTA, IOLOOM_COL_REQ},
                                           {IOLOOM_COL_AUX, IOLOOM_COL_COLL_SEQ},
                                           {IOLOOM_COL_CALL_ID, IOLOOM_COL_PARENT}};
@@ -246,15 +268,15 @@ static uint32_t difference_columns(const upair_t unsteady[3], const upair_t step
  * the step: a column whose rows after the first all hold its step (a field that stays or counts up) is constant
  * when row 0 holds the step too, else steady (a bit in *steady): two runs, written without a pass of their own
  * (put_steady_column). */
-static uint32_t varying_columns(const struct ioloom_raw_event *ev, size_t n, uint64_t t_base, int64_t *first,
-                                uint32_t *steady) {
+static uint32_t varying_columns(const struct ioloom_raw_event *ev, size_t stride, size_t n, uint64_t t_base,
+                                int64_t *first, uint32_t *steady) {
 #define FIRST(col, first_value, value) first[col] = (int64_t)(first_value);
     EACH_COLUMN(FIRST)
 #undef FIRST
     *steady = 0;
     if (n < 2) return 0; /* one row: every column constant */
     const pair_t first_pairs[2] = {{first[IOLOOM_COL_RET_MINUS_REQ], first[IOLOOM_COL_HANDLE]},
-                                   PAIR_AT(ev[0], file_id) & FILE_OP_MASK};
+                                   PAIR_AT(ROW(0), file_id) & FILE_OP_MASK};
     pair_t differs[2] = {{0, 0}, {0, 0}};
     /* steady: row i holds row 0's value plus i steps (counted unsigned: they wrap, as the reader's sums do) */
     upair_t expected[3], step[3], unsteady[3] = {{0, 0}, {0, 0}, {0, 0}};
@@ -286,8 +308,8 @@ static uint32_t varying_columns(const struct ioloom_raw_event *ev, size_t n, uin
 
 /* One pass over the rows for column `col`: its values written as plain varints from body on, the number of runs
  * of equal values and the bytes their values take. Returns the end of the plain body. */
-static uint8_t *plain_body(int col, const struct ioloom_raw_event *ev, size_t n, uint64_t t_base, uint8_t *body,
-                           size_t *runs, size_t *run_values) {
+static uint8_t *plain_body(int col, const struct ioloom_raw_event *ev, size_t stride, size_t n, uint64_t t_base,
+                           uint8_t *body, size_t *runs, size_t *run_values) {
     uint8_t *end = body;
     size_t count = 1, sizes = 0;
 #define WRITE(column, first_expr, expr)                               \
@@ -314,7 +336,8 @@ static uint8_t *plain_body(int col, const struct ioloom_raw_event *ev, size_t n,
 }
 
 /* Column `col`'s values into v[0..n). */
-static void column_values(int col, const struct ioloom_raw_event *ev, size_t n, uint64_t t_base, int64_t *v) {
+static void column_values(int col, const struct ioloom_raw_event *ev, size_t stride, size_t n, uint64_t t_base,
+                          int64_t *v) {
 #define VALUES(column, first_expr, expr)                       \
     case column: {                                             \
         v[0] = (int64_t)(first_expr);                          \
@@ -354,11 +377,11 @@ static uint8_t *put_runs_header(uint8_t *p, size_t run_bytes, size_t runs) {
 /* The bytes of column `col` in the runs mode when that is smaller than `plain` bytes (its values then in v), else 0.
  * A run length takes a byte at least: columns that vary from row to row (times) lose to plain without sizing
  * their lengths or looking at their values again. */
-static size_t smaller_runs(int col, const struct ioloom_raw_event *ev, size_t n, uint64_t t_base, int64_t *v,
-                           size_t runs, size_t run_values, size_t plain) {
+static size_t smaller_runs(int col, const struct ioloom_raw_event *ev, size_t stride, size_t n, uint64_t t_base,
+                           int64_t *v, size_t runs, size_t run_values, size_t plain) {
     size_t run_bytes = varint_size(runs) + run_values + runs;
     if (run_bytes >= plain) return 0;
-    column_values(col, ev, n, t_base, v);
+    column_values(col, ev, stride, n, t_base, v);
     run_bytes += run_lengths_size(v, n) - runs;
     return run_bytes < plain ? run_bytes : 0;
 }
@@ -388,18 +411,20 @@ static uint8_t *put_plain(uint8_t *p, const uint8_t *body, size_t plain) {
 
 /* Appends column `col`, which varies, in the smaller of the runs and plain modes (mode byte, body length, body);
  * v is scratch for n values. */
-static uint8_t *put_varying_column(uint8_t *p, int col, const struct ioloom_raw_event *ev, size_t n, uint64_t t_base,
-                                   int64_t *v) {
+static uint8_t *put_varying_column(uint8_t *p, int col, const struct ioloom_raw_event *ev, size_t stride, size_t n,
+                                   uint64_t t_base, int64_t *v) {
     size_t runs, run_values;
     /* the plain body goes past room for its mode and length */
-    uint8_t *body = p + 1 + 10, *end = plain_body(col, ev, n, t_base, body, &runs, &run_values);
-    size_t plain = (size_t)(end - body), run_bytes = smaller_runs(col, ev, n, t_base, v, runs, run_values, plain);
+    uint8_t *body = p + 1 + 10, *end = plain_body(col, ev, stride, n, t_base, body, &runs, &run_values);
+    size_t plain = (size_t)(end - body),
+           run_bytes = smaller_runs(col, ev, stride, n, t_base, v, runs, run_values, plain);
     return run_bytes ? put_runs(p, v, n, runs, run_bytes) : put_plain(p, body, plain);
 }
 
 /* The runs of column `col` in one pass that stops as soon as there are more than n / 8 of them: their count (0
  * when there were more), run k's value in v[k] and its first row in v[n / 8 + k]. */
-static size_t few_runs(int col, const struct ioloom_raw_event *ev, size_t n, uint64_t t_base, int64_t *v) {
+static size_t few_runs(int col, const struct ioloom_raw_event *ev, size_t stride, size_t n, uint64_t t_base,
+                       int64_t *v) {
     size_t few = n / 8, runs = 1;
     if (!few) return 0;
 #define RUNS(column, first_expr, expr)                        \
@@ -429,11 +454,11 @@ static size_t run_length(const int64_t *v, size_t n, size_t k, size_t runs) {
 /* Appends column `col`, which varies. When it has few runs that take fewer bytes than it has rows, the runs mode
  * is the smaller (a plain varint takes a byte at least) and is written from the runs alone, without the plain
  * body's pass over the rows; otherwise both modes are sized (put_varying_column). Same bytes either way. */
-static uint8_t *put_column(uint8_t *p, int col, const struct ioloom_raw_event *ev, size_t n, uint64_t t_base,
-                           int64_t *v) {
-    size_t runs = few_runs(col, ev, n, t_base, v), run_bytes = varint_size(runs);
+static uint8_t *put_column(uint8_t *p, int col, const struct ioloom_raw_event *ev, size_t stride, size_t n,
+                           uint64_t t_base, int64_t *v) {
+    size_t runs = few_runs(col, ev, stride, n, t_base, v), run_bytes = varint_size(runs);
     for (size_t k = 0; k < runs; k++) run_bytes += varint_size(zigzag(v[k])) + varint_size(run_length(v, n, k, runs));
-    if (!runs || run_bytes >= n) return put_varying_column(p, col, ev, n, t_base, v);
+    if (!runs || run_bytes >= n) return put_varying_column(p, col, ev, stride, n, t_base, v);
     p = put_runs_header(p, run_bytes, runs);
     for (size_t k = 0; k < runs; k++) p = put_varint(p, zigzag(v[k]));
     for (size_t k = 0; k < runs; k++) p = put_varint(p, run_length(v, n, k, runs));
@@ -444,11 +469,11 @@ static uint8_t *put_column(uint8_t *p, int col, const struct ioloom_raw_event *e
  * two runs, written without a pass over the rows when they take fewer bytes than the
  * column has rows (a plain varint takes a byte at least), as put_column would find them; put_column otherwise.
  * Same bytes either way. */
-static uint8_t *put_steady_column(uint8_t *p, int col, const struct ioloom_raw_event *ev, size_t n, uint64_t t_base,
-                                  int64_t *v, int64_t first, int64_t step) {
+static uint8_t *put_steady_column(uint8_t *p, int col, const struct ioloom_raw_event *ev, size_t stride, size_t n,
+                                  uint64_t t_base, int64_t *v, int64_t first, int64_t step) {
     size_t run_bytes =
         varint_size(2) + varint_size(zigzag(first)) + varint_size(zigzag(step)) + varint_size(1) + varint_size(n - 1);
-    if (run_bytes >= n) return put_column(p, col, ev, n, t_base, v);
+    if (run_bytes >= n) return put_column(p, col, ev, stride, n, t_base, v);
     p = put_varint(put_varint(put_runs_header(p, run_bytes, 2), zigzag(first)), zigzag(step));
     return put_varint(put_varint(p, 1), n - 1);
 }
@@ -477,30 +502,31 @@ static inline void time_add(struct time_body *t, int64_t x) {
 
 /* Appends time column `col` from its plain body: constant, runs (when smaller) or plain, as put_column would. */
 static uint8_t *put_time_column(uint8_t *p, int col, const struct time_body *t, const struct ioloom_raw_event *ev,
-                                size_t n, uint64_t t_base, int64_t *v) {
+                                size_t stride, size_t n, uint64_t t_base, int64_t *v) {
     size_t runs = n - t->repeats, plain = (size_t)(t->end - t->body);
     if (runs == 1) return put_const_column(p, t->first);
-    size_t run_bytes = smaller_runs(col, ev, n, t_base, v, runs, plain - t->repeat_bytes, plain);
+    size_t run_bytes = smaller_runs(col, ev, stride, n, t_base, v, runs, plain - t->repeat_bytes, plain);
     return run_bytes ? put_runs(p, v, n, runs, run_bytes) : put_plain(p, t->body, plain);
 }
 
 /* Appends the two time columns (gap, duration), both written in one pass over the rows: the gap's body goes where
  * it will stay but for its mode and length, the duration's past it (each takes at most 10 bytes a row), both are
  * moved into place after. v is scratch for n values. */
-static uint8_t *put_time_columns(uint8_t *p, const struct ioloom_raw_event *ev, size_t n, uint64_t t_base, int64_t *v) {
+static uint8_t *put_time_columns(uint8_t *p, const struct ioloom_raw_event *ev, size_t stride, size_t n,
+                                 uint64_t t_base, int64_t *v) {
     struct time_body gap, duration;
-    time_start(&gap, p + 1 + 10, (int64_t)(ev[0].t_start - t_base));
-    time_start(&duration, p + 2 * (1 + 10) + 10 * n, (int64_t)(ev[0].t_end - ev[0].t_start));
+    time_start(&gap, p + 1 + 10, (int64_t)(ROW(0).t_start - t_base));
+    time_start(&duration, p + 2 * (1 + 10) + 10 * n, (int64_t)(ROW(0).t_end - ROW(0).t_start));
     for (size_t i = 1; i < n; i++) {
-        time_add(&gap, (int64_t)(ev[i].t_start - ev[i - 1].t_end));
-        time_add(&duration, (int64_t)(ev[i].t_end - ev[i].t_start));
+        time_add(&gap, (int64_t)(ROW(i).t_start - ROW(i - 1).t_end));
+        time_add(&duration, (int64_t)(ROW(i).t_end - ROW(i).t_start));
     }
-    p = put_time_column(p, IOLOOM_COL_GAP, &gap, ev, n, t_base, v);
-    return put_time_column(p, IOLOOM_COL_DURATION, &duration, ev, n, t_base, v);
+    p = put_time_column(p, IOLOOM_COL_GAP, &gap, ev, stride, n, t_base, v);
+    return put_time_column(p, IOLOOM_COL_DURATION, &duration, ev, stride, n, t_base, v);
 }
 
 /* Column `col`'s value stored for row 1 (n > 1). */
-static int64_t second_value(int col, const struct ioloom_raw_event *ev) {
+static int64_t second_value(int col, const struct ioloom_raw_event *ev, size_t stride) {
     const size_t i = 1;
 #define SECOND(column, first_expr, expr) \
     case column:                         \
@@ -510,20 +536,22 @@ static int64_t second_value(int col, const struct ioloom_raw_event *ev) {
     return 0;
 }
 
-size_t ioloom_encode_events(uint8_t *out, int64_t *scratch, uint32_t tid, const struct ioloom_raw_event *ev, size_t n) {
-    uint64_t t_base = ev[0].t_start;
+size_t ioloom_encode_events(uint8_t *out, int64_t *scratch, uint32_t tid, const struct ioloom_raw_event *ev,
+                            size_t stride, size_t n) {
+    uint64_t t_base = ROW(0).t_start;
     uint8_t *p = out + IOLOOM_CHUNK_HEADER_BYTES;
     p = put_varint(p, tid);
     p = put_varint(p, n);
     p = put_varint(p, t_base);
     int64_t first[IOLOOM_COLUMNS];
-    uint32_t steady, varying = varying_columns(ev, n, t_base, first, &steady);
+    uint32_t steady, varying = varying_columns(ev, stride, n, t_base, first, &steady);
     _Static_assert(IOLOOM_COL_GAP == 0 && IOLOOM_COL_DURATION == 1, "the time columns come first");
-    p = put_time_columns(p, ev, n, t_base, scratch);
+    p = put_time_columns(p, ev, stride, n, t_base, scratch);
     for (int col = IOLOOM_COL_DURATION + 1; col < IOLOOM_COLUMNS; col++)
         p = !(varying >> col & 1) ? put_const_column(p, first[col])
-            : steady >> col & 1   ? put_steady_column(p, col, ev, n, t_base, scratch, first[col], second_value(col, ev))
-                                  : put_column(p, col, ev, n, t_base, scratch);
+            : steady >> col & 1
+                ? put_steady_column(p, col, ev, stride, n, t_base, scratch, first[col], second_value(col, ev, stride))
+                : put_column(p, col, ev, stride, n, t_base, scratch);
     uint32_t payload = (uint32_t)(p - out - IOLOOM_CHUNK_HEADER_BYTES);
     ioloom_seal_chunk(out, IOLOOM_CHUNK_EVENTS, payload);
     return (size_t)(p - out);

@@ -55,10 +55,11 @@ uint32_t ioloom_crc32_update(uint32_t crc, const uint8_t *data, size_t len);
 /* The most bytes ioloom_encode_events() writes for n events (every value a 10-byte varint). */
 size_t ioloom_events_bound(size_t n);
 
-/* Encodes a complete chunk of rows [0, n) of thread `tid` (header + payload, sealed: its checksum is chained when
- * it is written) into `out`, which must hold ioloom_events_bound(n) bytes; `scratch` must hold n int64 values. Returns
- * the chunk's size. */
-size_t ioloom_encode_events(uint8_t *out, int64_t *scratch, uint32_t tid, const struct ioloom_raw_event *ev, size_t n);
+/* Encodes a complete chunk of the n rows ev[0], ev[stride], ..., ev[(n - 1) * stride] of thread `tid` (header +
+ * payload, sealed: its checksum is chained when it is written) into `out`, which must hold ioloom_events_bound(n)
+ * bytes; `scratch` must hold n int64 values. Returns the chunk's size. */
+size_t ioloom_encode_events(uint8_t *out, int64_t *scratch, uint32_t tid, const struct ioloom_raw_event *ev,
+                            size_t stride, size_t n);
 
 /* Writes a chunk header's type and length for `payload_len` bytes of payload that already follow it in memory. */
 void ioloom_seal_chunk(uint8_t *chunk, uint32_t type, uint32_t payload_len);

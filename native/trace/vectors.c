@@ -72,17 +72,22 @@ static void put_preamble(struct out *o, const char *name) {
                     "coll_seq\n");
 }
 
-static void put_events(struct out *o, uint32_t tid, const struct ioloom_raw_event *ev, size_t n) {
-    emit(o, o->chunk, ioloom_encode_events(o->chunk, o->scratch, tid, ev, n));
+/* An EVENTS chunk of the n rows ev[0], ev[stride], ... of thread `tid`, and their CSV lines. */
+static void put_rows(struct out *o, uint32_t tid, const struct ioloom_raw_event *ev, size_t stride, size_t n) {
+    emit(o, o->chunk, ioloom_encode_events(o->chunk, o->scratch, tid, ev, stride, n));
     static const char *layers[] = {"posix", "stdio", "mpiio", "process", "async"};
     for (size_t i = 0; i < n; i++) {
-        const struct ioloom_raw_event *e = &ev[i];
+        const struct ioloom_raw_event *e = &ev[i * stride];
         fprintf(o->csv, "%u,%llu,%llu,%s,%s,%d,%lld,%lld,%lld,%lld,%d,%lld,%lld,%lld,%lld\n", tid,
                 (unsigned long long)e->t_start, (unsigned long long)e->t_end, op_names[e->op], layers[e->layer],
                 e->file_id, (long long)e->handle, (long long)e->offset, (long long)e->req_bytes,
                 (long long)e->ret_bytes, e->err, (long long)e->aux, (long long)e->call_id, (long long)e->parent,
                 (long long)e->coll_seq);
     }
+}
+
+static void put_events(struct out *o, uint32_t tid, const struct ioloom_raw_event *ev, size_t n) {
+    put_rows(o, tid, ev, 1, n);
 }
 
 static struct ioloom_raw_event blank(uint16_t op) {
@@ -99,10 +104,12 @@ static struct ioloom_raw_event blank(uint16_t op) {
                                      .layer = op_layers[op]};
 }
 
-/* A rank writing 64 KiB blocks at a stride of 4 blocks, with a steady rhythm: the loop the run encoding is for. */
+/* A rank writing 64 KiB blocks at a stride of 4 blocks, with a steady rhythm: the loop the run encoding is for. Its
+ * two chunks (rows 0-499 and 500-999) are encoded in place from every other row of one array holding them in
+ * turns, as the writer encodes a buffer of two operations taking turns: the same bytes as from rows side by side. */
 static void strided(struct out *o) {
     enum { N = 1000 };
-    static struct ioloom_raw_event ev[N];
+    static struct ioloom_raw_event ev[N], turns[N];
     uint64_t t = 1000000000ull;
     for (int i = 0; i < N; i++) {
         ev[i] = blank(1);
@@ -114,8 +121,12 @@ static void strided(struct out *o) {
         ev[i].offset = (int64_t)i * 4 * 65536 + 3 * 65536;
         ev[i].req_bytes = ev[i].ret_bytes = 65536;
     }
-    put_events(o, 101, ev, N / 2);
-    put_events(o, 101, ev + N / 2, N / 2);
+    for (int i = 0; i < N / 2; i++) {
+        turns[2 * i] = ev[i];
+        turns[2 * i + 1] = ev[N / 2 + i];
+    }
+    put_rows(o, 101, turns, 2, N / 2);
+    put_rows(o, 101, turns + 1, 2, N / 2);
     put_info(o, "clean_exit", "1");
 }
 
@@ -168,7 +179,7 @@ static void mixed(struct out *o) {
 
 /* An EVENTS chunk of rows [0, n) of thread `tid` encoded into o->chunk, not written; returns its size. */
 static size_t encode_only(struct out *o, uint32_t tid, const struct ioloom_raw_event *ev, size_t n) {
-    return ioloom_encode_events(o->chunk, o->scratch, tid, ev, n);
+    return ioloom_encode_events(o->chunk, o->scratch, tid, ev, 1, n);
 }
 
 /* A regular pwrite loop of thread `tid` from time t: n rows. */

@@ -434,9 +434,11 @@ static struct {
     uint8_t listed[IOLOOM_OP_COUNT]; /* the operation is in seen */
     uint32_t start[IOLOOM_OP_COUNT + 1], count[IOLOOM_OP_COUNT + 1]; /* the chunks to write, in w.grouped */
     uint32_t ops, chunks;
+    int foreign; /* a row's operation is outside the table (ioloom_record's caller's): its rows go to the mixed chunk */
 } groups;
 
 static void note_op(uint16_t op) {
+    groups.foreign |= op >= IOLOOM_OP_COUNT;
     if (op >= IOLOOM_OP_COUNT || groups.listed[op]) return;
     groups.listed[op] = 1;
     groups.seen[groups.ops++] = op;
@@ -449,6 +451,7 @@ static uint32_t survey_ops(const struct ioloom_raw_event *ev, uint32_t n) {
     uint32_t changes = 0;
     uint16_t previous = ev[0].op;
     groups.ops = 0;
+    groups.foreign = 0;
     note_op(previous);
     for (uint32_t i = 1; i < n; i++) {
         uint16_t op = ev[i].op;
@@ -509,9 +512,18 @@ static void forget_counts(void) {
     for (uint32_t k = 0; k < groups.ops; k++) groups.rows[groups.seen[k]] = groups.listed[groups.seen[k]] = 0;
 }
 
-/* Encodes rows [0, n) as one chunk and writes it, or counts them as dropped. w.lock held. */
-static void write_chunk_of_rows(uint32_t tid, const struct ioloom_raw_event *ev, uint32_t n) {
-    size_t len = ioloom_encode_events(w.encoded, w.scratch, tid, ev, n);
+/* Whether rows [0, n), whose operation changes `changes` times, are two operations taking turns (open and close;
+ * an MPI-IO call and the pwrite inside it): two operations, and a change at every row, make every other row one of
+ * them. Grouped, the first operation's rows (at least GROUP_MIN_ROWS) would be a chunk and the other's a chunk
+ * after it (theirs or the mixed one): the same two chunks are encoded from every other row in place, without the
+ * copy. */
+static int taking_turns(uint32_t n, uint32_t changes) {
+    return groups.ops == 2 && !groups.foreign && changes == n - 1 && (n + 1) / 2 >= GROUP_MIN_ROWS;
+}
+
+/* Encodes the n rows ev[0], ev[stride], ... as one chunk and writes it, or counts them as dropped. w.lock held. */
+static void write_chunk_of_rows(uint32_t tid, const struct ioloom_raw_event *ev, uint32_t stride, uint32_t n) {
+    size_t len = ioloom_encode_events(w.encoded, w.scratch, tid, ev, stride, n);
     if (append_locked(w.encoded, len, 0) == 0) {
         w.events_written += n;
         return;
@@ -531,12 +543,15 @@ static void write_events(uint32_t tid, const struct ioloom_raw_event *ev, uint32
     if (write_new_ops_locked(groups.seen, groups.ops)) {
         note_write_failed(n);
         count_dropped(n);
+    } else if (taking_turns(n, changes)) {
+        write_chunk_of_rows(tid, ev, 2, (n + 1) / 2);
+        write_chunk_of_rows(tid, ev + 1, 2, n / 2);
     } else if (worth_grouping(ev, n, changes)) {
         scatter_rows(ev, n, groups.start[groups.chunks - 1]);
         for (uint32_t k = 0; k < groups.chunks; k++)
-            write_chunk_of_rows(tid, w.grouped + groups.start[k], groups.count[k]);
+            write_chunk_of_rows(tid, w.grouped + groups.start[k], 1, groups.count[k]);
     } else {
-        write_chunk_of_rows(tid, ev, n);
+        write_chunk_of_rows(tid, ev, 1, n);
     }
     forget_counts();
     pthread_mutex_unlock(&w.lock);
