@@ -20,7 +20,7 @@
 #define MAX_RULES 64
 #define HASH_SLOTS_MIN 1024
 
-int32_t ioloom_fd_slots[IOLOOM_FD_SLOTS];
+struct ioloom_fd_entry ioloom_fds[IOLOOM_FD_SLOTS];
 
 struct file_entry {
     char *path;
@@ -242,7 +242,7 @@ void ioloom_files_reset_stream(void) {
     for (int i = 0; i < ft.nrules; i++) ft.rules[i].calls = ft.rules[i].bytes = 0;
 }
 
-/* The state (see ioloom_fd_slots) of a named file, registering it. `st` is its stat when known. */
+/* The state (see ioloom_fds) of a named file, registering it. `st` is its stat when known. */
 static int32_t name_state(const char *name, const struct stat *st) {
     int rule = excluding_rule(name);
     if (rule >= 0) return -(rule + 2);
@@ -294,11 +294,25 @@ static uint64_t recent_hash(const char *path, uint32_t *cwd) {
 }
 
 static struct recent_path *recent_slot(uint64_t hash) { return &recent[(hash >> 59) % RECENT_PATHS]; }
+/* The entry named or recalled last by this thread (NULL: none yet), tried first: a program opening or stat'ing the
+ * path it named last is answered by one comparison, without its key. */
+static IOLOOM_TLS const struct recent_path *last_named;
 
 /* The entry remembered for path (named from the cwd), or NULL. */
 static const struct recent_path *recalled(const char *path, uint64_t hash, uint32_t cwd) {
     const struct recent_path *r = recent_slot(hash);
-    return hash && r->hash == hash && r->cwd == cwd && !strcmp(r->path, path) ? r : NULL;
+    if (!hash || r->hash != hash || r->cwd != cwd || strcmp(r->path, path)) return NULL;
+    last_named = r;
+    return r;
+}
+
+/* recalled(path, its key), trying the entry named last first (the key is a function of the path: equal paths,
+ * equal keys). */
+static const struct recent_path *recall(const char *path) {
+    const struct recent_path *r = last_named;
+    uint32_t cwd = path[0] == '/' ? 0 : cwd_generation;
+    if (r && r->cwd == cwd && !strcmp(r->path, path)) return r;
+    return recalled(path, recent_hash(path, &cwd), cwd);
 }
 
 static void remember(const char *path, const struct stat *st, uint64_t hash, uint32_t cwd, int32_t state) {
@@ -307,6 +321,7 @@ static void remember(const char *path, const struct stat *st, uint64_t hash, uin
     *r = (struct recent_path){
         hash, (uint64_t)st->st_dev, (uint64_t)st->st_ino, cwd, names_generation, state, st->st_mode, {0}};
     strcpy(r->path, path);
+    last_named = r;
 }
 
 /* The state of `path` relative to dirfd, a file whose stat is st (NULL when unknown), not remembered (or not
@@ -323,11 +338,11 @@ static __attribute__((noinline)) int32_t named_state(int dirfd, const char *path
 
 /* The state of `path` relative to dirfd, a file whose stat is st (NULL when unknown). */
 static int32_t stat_state(int dirfd, const char *path, const struct stat *st) {
-    uint32_t cwd = 0;
-    uint64_t hash = path && st && dirfd == AT_FDCWD ? recent_hash(path, &cwd) : 0;
-    const struct recent_path *known = recalled(path, hash, cwd);
+    int rememberable = path && st && dirfd == AT_FDCWD;
+    const struct recent_path *known = rememberable ? recall(path) : NULL;
     if (known && known->dev == (uint64_t)st->st_dev && known->ino == (uint64_t)st->st_ino) return known->state;
-    return named_state(dirfd, path, st, hash, cwd);
+    uint32_t cwd = 0;
+    return named_state(dirfd, path, st, rememberable ? recent_hash(path, &cwd) : 0, cwd);
 }
 
 /* As ioloom_path_state for a path not recalled: the file's (device, inode) asked (fstat); *mode is its type and mode
@@ -345,9 +360,7 @@ static __attribute__((noinline)) int32_t path_state_asked(int dirfd, const char 
 /* As ioloom_path_state; *mode is the file's type and mode (0 when fstat failed). A path named again since nothing
  * was removed or renamed is recalled inline; the rest is path_state_asked's. */
 static inline int32_t path_state_mode(int dirfd, const char *path, int fd, unsigned *mode) {
-    uint32_t cwd = 0;
-    const struct recent_path *again =
-        path && fd >= 0 && dirfd == AT_FDCWD ? recalled(path, recent_hash(path, &cwd), cwd) : NULL;
+    const struct recent_path *again = path && fd >= 0 && dirfd == AT_FDCWD ? recall(path) : NULL;
     if (IOLOOM_LIKELY(again && again->names == names_generation)) {
         *mode = again->mode;
         return again->state;
@@ -363,10 +376,7 @@ int32_t ioloom_path_state(int dirfd, const char *path, int fd) {
 int32_t ioloom_open_state(int dirfd, const char *path, int fd, int flags) {
     unsigned mode;
     int32_t state = path_state_mode(dirfd, path, fd, &mode);
-    if (fd >= 0) {
-        ioloom_fd_set(fd, state);
-        ioloom_fd_opened(fd, flags, mode);
-    }
+    if (fd >= 0) ioloom_fd_opened(fd, state, flags, mode);
     return state;
 }
 
@@ -386,8 +396,6 @@ static int32_t name_fd(int fd) {
     return state;
 }
 
-static int32_t state_to_slot(int32_t state) { return state >= -1 ? state + 2 : state; }
-
 /* A descriptor not named yet (or beyond the table): named from /proc/self/fd, and remembered. */
 int32_t ioloom_fd_state_slow(int fd) {
     if (fd < 0) return -1;
@@ -397,17 +405,13 @@ int32_t ioloom_fd_state_slow(int fd) {
 }
 
 void ioloom_fd_set(int fd, int32_t state) {
-    if (fd >= 0 && fd < IOLOOM_FD_SLOTS) __atomic_store_n(&ioloom_fd_slots[fd], state_to_slot(state), __ATOMIC_RELAXED);
+    if (fd >= 0 && fd < IOLOOM_FD_SLOTS)
+        __atomic_store_n(&ioloom_fds[fd].slot, ioloom_state_slot(state), __ATOMIC_RELAXED);
 }
 
 void ioloom_fd_copy(int from, int to) {
     if (to >= 0 && to < IOLOOM_FD_SLOTS) ioloom_fd_set(to, ioloom_fd_state(from));
     ioloom_fd_share(from, to);
-}
-
-void ioloom_fd_forget(int fd) {
-    if (fd >= 0 && fd < IOLOOM_FD_SLOTS) __atomic_store_n(&ioloom_fd_slots[fd], 0, __ATOMIC_RELAXED);
-    ioloom_fd_release(fd);
 }
 
 /* ---- exported to the MPI-IO module and logfs ---- */

@@ -7,7 +7,6 @@
 #include "positions.h"
 
 struct ioloom_description ioloom_descriptions[IOLOOM_DESCRIPTIONS];
-int32_t ioloom_fd_descriptions[IOLOOM_FD_SLOTS];
 volatile uint32_t ioloom_spawn_epoch;
 
 /* Changes are a few stores long: a spin lock, cheaper than a mutex on every open and close, and none while the
@@ -55,14 +54,15 @@ static void release_locked(int32_t index) {
 
 /* Maps fd to `index` (a new reference already counted), releasing what fd referred to before. */
 static void map_locked(int fd, int32_t index) {
-    release_locked(ioloom_fd_descriptions[fd]);
-    __atomic_store_n(&ioloom_fd_descriptions[fd], index, __ATOMIC_RELAXED);
+    release_locked(ioloom_fds[fd].description);
+    __atomic_store_n(&ioloom_fds[fd].description, index, __ATOMIC_RELAXED);
 }
 
 static int has_no_position(unsigned st_mode) { return S_ISFIFO(st_mode) || S_ISSOCK(st_mode); }
 
-void ioloom_fd_opened(int fd, int flags, unsigned st_mode) {
+void ioloom_fd_opened(int fd, int32_t state, int flags, unsigned st_mode) {
     if (!in_table(fd)) return;
+    __atomic_store_n(&ioloom_fds[fd].slot, ioloom_state_slot(state), __ATOMIC_RELAXED);
     int locked = lock_table();
     map_locked(fd, has_no_position(st_mode) ? IOLOOM_FD_UNSEEKABLE : new_description_locked((flags & O_APPEND) != 0));
     unlock_table(locked);
@@ -78,26 +78,36 @@ void ioloom_fd_named(int fd, unsigned st_mode) {
 void ioloom_fd_share(int from, int to) {
     if (!in_table(to) || from == to) return;
     int locked = lock_table();
-    int32_t index = in_table(from) ? ioloom_fd_descriptions[from] : IOLOOM_FD_UNTRACKED;
+    int32_t index = in_table(from) ? ioloom_fds[from].description : IOLOOM_FD_UNTRACKED;
     if (index > 0) ioloom_descriptions[index].refs++;
     map_locked(to, index);
     unlock_table(locked);
 }
 
-void ioloom_fd_release(int fd) {
-    if (!in_table(fd) || !__atomic_load_n(&ioloom_fd_descriptions[fd], __ATOMIC_RELAXED)) return;
+static void release(int fd) {
+    if (!__atomic_load_n(&ioloom_fds[fd].description, __ATOMIC_RELAXED)) return;
     int locked = lock_table();
     map_locked(fd, IOLOOM_FD_UNTRACKED);
     unlock_table(locked);
 }
 
+void ioloom_fd_release(int fd) {
+    if (in_table(fd)) release(fd);
+}
+
+void ioloom_fd_forget(int fd) {
+    if (!in_table(fd)) return;
+    __atomic_store_n(&ioloom_fds[fd].slot, 0, __ATOMIC_RELAXED);
+    release(fd);
+}
+
 void ioloom_fd_set_append(int fd, int append) {
-    int32_t index = in_table(fd) ? __atomic_load_n(&ioloom_fd_descriptions[fd], __ATOMIC_RELAXED) : 0;
+    int32_t index = in_table(fd) ? __atomic_load_n(&ioloom_fds[fd].description, __ATOMIC_RELAXED) : 0;
     if (index > 0) __atomic_store_n(&ioloom_descriptions[index].append, append, __ATOMIC_RELAXED);
 }
 
 void ioloom_fd_moved_unseen(int fd) {
-    int32_t index = in_table(fd) ? __atomic_load_n(&ioloom_fd_descriptions[fd], __ATOMIC_RELAXED) : 0;
+    int32_t index = in_table(fd) ? __atomic_load_n(&ioloom_fds[fd].description, __ATOMIC_RELAXED) : 0;
     if (index <= 0) return;
     struct ioloom_description *d = &ioloom_descriptions[index];
     __atomic_fetch_add(&d->calls, IOLOOM_CALL_TICKET, __ATOMIC_ACQ_REL); /* a call in flight is no longer alone */

@@ -41,20 +41,21 @@ struct ioloom_description {
 
 #define IOLOOM_DESCRIPTIONS 16384
 extern struct ioloom_description ioloom_descriptions[IOLOOM_DESCRIPTIONS];
-/* fd -> its description: > 0 an index into ioloom_descriptions, 0 untracked (ask), -1 no position (pipe, socket). */
+/* A descriptor's description (ioloom_fds[fd].description): > 0 an index into ioloom_descriptions, 0 untracked (ask),
+ * -1 no position (pipe, socket). */
 #define IOLOOM_FD_UNTRACKED 0
 #define IOLOOM_FD_UNSEEKABLE (-1)
-extern int32_t ioloom_fd_descriptions[IOLOOM_FD_SLOTS];
 /* Incremented whenever another process may come to share this one's descriptions (fork, spawn, exec). */
 extern volatile uint32_t ioloom_spawn_epoch;
 
 /* ---- table upkeep (positions.c) ---- */
-/* fd was just opened by a traced call with `flags`; st_mode tells whether it has a position at all. */
-void ioloom_fd_opened(int fd, int flags, unsigned st_mode);
+/* fd was just opened by a traced call with `flags`, as the file of `state` (ioloom_fd_state's); st_mode tells whether
+ * it has a position at all. */
+void ioloom_fd_opened(int fd, int32_t state, int flags, unsigned st_mode);
 /* fd (untracked) was named from /proc/self/fd: remember when it is a pipe or socket. */
 void ioloom_fd_named(int fd, unsigned st_mode);
 void ioloom_fd_share(int from, int to);        /* dup: `to` now refers to from's description */
-void ioloom_fd_release(int fd);                /* closed */
+void ioloom_fd_release(int fd);                /* closed, or its position moved by stdio from now on */
 void ioloom_fd_set_append(int fd, int append); /* fcntl(F_SETFL) */
 /* A call moved fd's position without being traced: the next traced call asks. */
 void ioloom_fd_moved_unseen(int fd);
@@ -71,7 +72,7 @@ struct ioloom_move {
 };
 
 static inline void ioloom_move_start(struct ioloom_move *m, int fd) {
-    int32_t index = (unsigned)fd < IOLOOM_FD_SLOTS ? __atomic_load_n(&ioloom_fd_descriptions[fd], __ATOMIC_RELAXED)
+    int32_t index = (unsigned)fd < IOLOOM_FD_SLOTS ? __atomic_load_n(&ioloom_fds[fd].description, __ATOMIC_RELAXED)
                                                    : IOLOOM_FD_UNTRACKED;
     m->fd = fd;
     m->index = index;

@@ -48,18 +48,25 @@ void ioloom_files_write_excluded(void);
 /* fd bookkeeping for the wrappers. ioloom_fd_state(): >= 0 a file id, -1 unknown (record with file -1),
  * <= -2 excluded (count, do not record). */
 #define IOLOOM_FD_SLOTS (1 << 20)
-/* fd -> slot: 0 not yet named; 1 unknown file; id + 2 a file; <= -2 excluded by rule -(state + 2). Read without
- * a lock on every data call, so the common case (a known descriptor) is inline. */
-extern int32_t ioloom_fd_slots[IOLOOM_FD_SLOTS];
+/* One entry per descriptor, read without a lock on every data call (the common case, a known descriptor, is
+ * inline): its file, as a slot (0 not yet named; 1 unknown file; id + 2 a file; <= -2 excluded by rule -(state +
+ * 2)), and the open file description it refers to (positions.h), side by side: an open or a close sets both, a
+ * call at the current position reads both. */
+struct ioloom_fd_entry {
+    int32_t slot;
+    int32_t description;
+};
+extern struct ioloom_fd_entry ioloom_fds[IOLOOM_FD_SLOTS];
+static inline int32_t ioloom_state_slot(int32_t state) { return state >= -1 ? state + 2 : state; }
 int32_t ioloom_fd_state_slow(int fd);
 static inline int32_t ioloom_fd_state(int fd) {
-    int32_t slot = fd >= 0 && fd < IOLOOM_FD_SLOTS ? __atomic_load_n(&ioloom_fd_slots[fd], __ATOMIC_RELAXED) : 0;
+    int32_t slot = fd >= 0 && fd < IOLOOM_FD_SLOTS ? __atomic_load_n(&ioloom_fds[fd].slot, __ATOMIC_RELAXED) : 0;
     if (IOLOOM_UNLIKELY(slot == 0)) return ioloom_fd_state_slow(fd);
     return slot > 0 ? slot - 2 : slot;
 }
 void ioloom_fd_set(int fd, int32_t state);
 void ioloom_fd_copy(int from, int to); /* a dup: same file, same open file description */
-void ioloom_fd_forget(int fd);         /* closed */
+void ioloom_fd_forget(int fd);         /* closed (positions.c) */
 /* Registers `path` (relative to dirfd, AT_FDCWD for the cwd) opened as fd (or -1); returns the state. */
 int32_t ioloom_path_state(int dirfd, const char *path, int fd);
 /* As ioloom_path_state for a descriptor a traced open just made with `flags`: it is mapped to the file and to a
