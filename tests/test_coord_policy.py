@@ -122,3 +122,41 @@ def test_joined_phases_write_together_until_one_ends():
     assert not state.may_write(3)
     assert state.finish(1) and state.writing == 1 and state.may_write(2) and not state.may_write(3)
     assert state.finish(2) and state.may_write(3)
+
+
+def test_a_phase_mostly_its_own_time_is_barely_slowed_by_sharing():
+    """A phase whose time alone is 1/4 storage asks a quarter of the bandwidth: beside an 8-core phase using 80%
+    it gets the 20% left (more than its 1/9 share) and so runs at 0.8 of its speed alone, the other unslowed;
+    with all of both times storage's, sharing is proportional to the cores (Sec. 6.1.2)."""
+    big, small = Pending(8, 1.6, 1.6, storage=0.8), Pending(1, 0.4, 0.4, storage=0.25)
+    assert models.speeds([big, small]) == pytest.approx([1.0, 0.8])
+    assert models.speeds([Pending(8, 1.6, 1.6), Pending(1, 0.4, 0.4)]) == pytest.approx([8 / 9, 1 / 9])
+    assert models.speeds([small]) == [1.0]
+    assert models.shared_ends([big, small]) == pytest.approx([1.6, 0.5])
+
+
+def test_a_guessed_newcomer_is_placed_on_the_guess_only_where_it_does_not_hinge_on_it():
+    """8-core A with 0.88 s left; 1-core B guessed 0.1 s (its bytes at the whole bandwidth): 8 x 0.1 < 0.88 says
+    interrupt, but 8 x 0.15 (REVISED_BY longer) does not, so B joins A until its time is measured. Beside a
+    2-core A with 1 s left both say interrupt (with no least gain): B interrupts A at once. A measured newcomer
+    (doubt 1) is placed as before."""
+    dynamic = Policy("dynamic")
+    b = Pending(1, 0.1, 0.1)
+    assert dynamic.place([Pending(8, 1.6, 0.88, 0.72)], 1, b) == Placement(0, 1)
+    assert dynamic.place([Pending(8, 1.6, 0.88, 0.72)], 1, b, doubt=1.5) == Placement(1, 2)
+    assert Policy("dynamic", min_gain=0).place([Pending(2, 1.6, 1.0, 0.6)], 1, b, doubt=1.5) == Placement(0, 1)
+
+
+def test_a_guessed_phase_is_placed_again_at_its_first_measured_time():
+    """A phase announced without a time joins provisionally (here the guess decides nothing: above); its first
+    measured time, even one within REVISED_BY of the guess, places it again (a measured phase's needs more than
+    REVISED_BY)."""
+    state = State(Policy("dynamic"), lease=10.0, bandwidth=1e8)
+    state.inform(1, "a", 8, 300_000_000, 3.0, now=0.0)
+    state.release(1, 150_000_000, now=1.5)        # 1.5 s left
+    state.inform(2, "b", 1, 10_000_000, 0.0, now=1.5)
+    assert [p.name for p in state.order] == ["a", "b"] and state.writing == 2 and state.find(2).guessed
+    state.inform(2, "b", 1, 10_000_000, 0.13, now=1.52)
+    assert state.counts["replaced"] == 1 and not state.find(2).guessed
+    state.inform(2, "b", 1, 10_000_000, 0.15, now=1.53)
+    assert state.counts["replaced"] == 1

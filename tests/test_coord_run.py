@@ -159,3 +159,26 @@ for phase in (1, 2):
         holder.done()
         finished(run)
     assert (tmp_path / "out").stat().st_size == 48 * MB
+
+
+def test_a_phase_of_given_size_ends_with_its_last_byte_and_a_launcher_is_not_coordinated(tmp_path, coordinator):
+    """With IOLOOM_COORD_BYTES, dd's phase ends at its 8th MiB, not IOLOOM_COORD_IDLE (30 s) later: the program
+    still sleeps when the coordinator counts it finished. dd named in IOLOOM_SKIP_PROGRAMS (as `ioloom run`
+    names the MPI launchers and daemons) writes past a holder without a word to the coordinator."""
+    address = coordinator("fcfs")
+    env = {**os.environ, "PYTHONPATH": str(paths.REPO_ROOT / "python"), "IOLOOM_COORD_BYTES": str(8 * MB),
+           "IOLOOM_COORD_IDLE": "30"}
+    script = f"dd if=/dev/zero of={tmp_path / 'out'} bs=1M count=8 status=none && sleep 20"
+    run = subprocess.Popen([sys.executable, "-m", "ioloom", "run", "--coord", address, "-o", str(tmp_path / "sized"),
+                            "--", "sh", "-c", script], env=env, stderr=subprocess.PIPE, text=True)
+    with run, Client(address, "watcher") as watcher:
+        try:
+            assert poll(watcher, lambda s: s["counts"]["finished"] == 1, seconds=15), watcher.status()
+            assert run.poll() is None                                   # ended by its size, not by the program
+        finally:
+            run.kill()
+        with Client(address, "holder") as holder:
+            assert holder.inform(10**9, 100.0)
+            finished(ioloom_run(tmp_path, address, {"IOLOOM_SKIP_PROGRAMS": "dd"}))
+            assert holder.status()["counts"]["announced"] == 2       # the sized phase and the holder's: no dd
+    assert (tmp_path / "out").stat().st_size == 8 * MB   # written uncoordinated (and untraced: skipped too)

@@ -3,17 +3,19 @@
  * write of a phase announces it, each write informs the coordinator first and waits if told to (an interrupted
  * process yields there, between two writes), and releases the bytes after it. A phase ends when the process has
  * not written for $IOLOOM_COORD_IDLE seconds (default 0.5; a watcher thread notices; a write waiting for its turn
- * keeps the phase) or exits. The phase's size
- * is $IOLOOM_COORD_BYTES when given, else the previous phase's, else the first write's. Its time alone is the
- * rate of the last phase begun at the same call site (the predictor's symbol of one frame: the phase that
+ * keeps the phase) or exits, or, when its size was given ($IOLOOM_COORD_BYTES), with its last byte. The phase's
+ * size is $IOLOOM_COORD_BYTES when given, else the previous phase's, else the first write's. Its time alone is
+ * the rate of the last phase begun at the same call site (the predictor's symbol of one frame: the phase that
  * repeats) times its size; for a phase not met before, it is announced unknown (the coordinator's bytes /
- * bandwidth) and revised after its first FIRST_CALLS writes from their rate. Both rates leave out the time
- * waited for the coordinator. The application's name
+ * bandwidth, a provisional place) and revised after its first FIRST_CALLS writes from the rate of those after the
+ * first (the first may wait for another phase's write still under way on the storage). Both rates leave out the
+ * time waited for the coordinator. The application's name
  * ($IOLOOM_COORD_NAME) groups its processes into one phase; its cores are $IOLOOM_COORD_CORES (default 1).
- * Fail-open as the client is (ioloom_coord.h); counters go to $IOLOOM_COORD_LOG (a JSON line per process), with
- * the start of the process's first coordinated write and the end of its last (CLOCK_MONOTONIC seconds).
- * With $IOLOOM_COORD_STORAGE (a file) and $IOLOOM_COORD_BANDWIDTH (bytes/s) each coordinated write also takes
- * its time on that emulated storage (storage.h), shared with every process naming the same file; with
+ * The MPI launchers and daemons named in $IOLOOM_SKIP_PROGRAMS (`ioloom run` names them; they carry the preload
+ * to the ranks) are not coordinated. Fail-open as the client is (ioloom_coord.h); counters go to $IOLOOM_COORD_LOG (a
+ * JSON line per process), with the start of the process's first coordinated write and the end of its last
+ * (CLOCK_MONOTONIC seconds). With $IOLOOM_COORD_STORAGE (a file) and $IOLOOM_COORD_BANDWIDTH (bytes/s) each coordinated
+ * write also takes its time on that emulated storage (storage.h), shared with every process naming the same file; with
  * $IOLOOM_COORD_WRITE_THROUGH=1 each is followed by fdatasync, so that its time is the device's, not the page
  * cache's; with $IOLOOM_COORD_START_AT (CLOCK_MONOTONIC seconds) the first coordinated write waits until then
  * (all three for benchmarks: `ioloom bench coord --program bench`). */
@@ -31,7 +33,7 @@
 #include "storage.h"
 
 enum {
-    FIRST_CALLS = 3, /* writes whose rate revises the time of a phase not met before */
+    FIRST_CALLS = 2, /* writes after which a phase not met before is revised (the rate of all but the first) */
     SITES = 8,       /* call sites whose phases are remembered */
 };
 
@@ -48,9 +50,13 @@ static struct {
     int busy;                   /* its writes under way (waiting included) */
     uint64_t bytes, last_bytes; /* this phase's bytes so far; the previous phase's */
     uint64_t expected, writes;  /* this phase's announced size; its writes so far */
+    int sized;                  /* its size was given: it ends with its last byte */
     uintptr_t site;             /* of its first write */
     double started, waited;     /* its first write's time; seconds waited for the coordinator since */
     int estimated;              /* its time alone was announced from history or revised */
+    double probe_start;         /* the end of its first write: its rate is measured from there */
+    double probe_waited;        /* `waited` then */
+    uint64_t probe_bytes;       /* `bytes` then */
     double last_write;
     double first_start, last_end; /* of this process's coordinated writes (0: none yet) */
     uint64_t written;             /* bytes of all of them */
@@ -58,6 +64,8 @@ static struct {
     int storage; /* the emulated storage's clock, or -1 */
     double bandwidth;
 } phase = {.storage = -1};
+static int skipped; /* this program is an MPI launcher or daemon (IOLOOM_SKIP_PROGRAMS): its writes are not
+                     * the application's, so they pass uncoordinated */
 static __thread double transfer_end; /* when the write under way ends on the emulated storage (0: none) */
 static __thread double write_waited; /* seconds the write under way waited for the coordinator */
 
@@ -96,6 +104,7 @@ static double active_seconds(double now) { return now - phase.started - phase.wa
 static void begin_phase(ioloom_coord *c, size_t n, uintptr_t site, double now) {
     uint64_t told = ioloom_env_uint("IOLOOM_COORD_BYTES", 0);
     phase.expected = told ? told : phase.last_bytes ? phase.last_bytes : n;
+    phase.sized = told != 0;
     double per_byte = remembered(site);
     ioloom_coord_prepare(c, phase.expected, per_byte * (double)phase.expected);
     phase.estimated = per_byte > 0;
@@ -106,11 +115,13 @@ static void begin_phase(ioloom_coord *c, size_t n, uintptr_t site, double now) {
     phase.waited = 0;
 }
 
-/* After the phase's first calls: its time alone at their rate, for the next inform (phase_lock held). */
+/* After the phase's first calls: its time alone at the rate of those after the first, for the next inform
+ * (phase_lock held). */
 static void revise(ioloom_coord *c, double now) {
-    double active = active_seconds(now);
-    if (phase.bytes > 0 && active > 0)
-        ioloom_coord_revise(c, phase.expected, active * (double)phase.expected / (double)phase.bytes);
+    double active = now - phase.probe_start - (phase.waited - phase.probe_waited);
+    uint64_t bytes = phase.bytes - phase.probe_bytes;
+    if (bytes > 0 && active > 0)
+        ioloom_coord_revise(c, phase.expected, active * (double)phase.expected / (double)bytes);
     phase.estimated = 1;
 }
 
@@ -184,7 +195,7 @@ static ioloom_coord *client(void) {
 
 /* Before a write of n bytes to fd, called from `site`: 1 if it is coordinated (then after_write must follow). */
 static int before_write(int fd, size_t n, uintptr_t site) {
-    if (n == 0) return 0;
+    if (n == 0 || skipped) return 0;
     if (!ioloom_enter() || !regular_file(fd)) { /* not entered: a write of ioloom's own, passed through */
         ioloom_leave();
         return 0;
@@ -220,7 +231,13 @@ static void after_write(int fd, ssize_t written) {
     phase.busy--;
     phase.waited += write_waited;
     phase.last_write = phase.last_end = now_seconds();
+    if (phase.writes == 1) {
+        phase.probe_start = phase.last_write;
+        phase.probe_waited = phase.waited;
+        phase.probe_bytes = phase.bytes;
+    }
     ioloom_coord_release(phase.client, n);
+    if (phase.in_phase && phase.sized && !phase.busy && phase.bytes >= phase.expected) end_phase();
     pthread_mutex_unlock(&phase_lock);
     ioloom_leave();
 }
@@ -250,6 +267,8 @@ IOLOOM_EXPORT ssize_t writev(int fd, const struct iovec *iov, int count) {
 IOLOOM_EXPORT ssize_t pwritev(int fd, const struct iovec *iov, int count, off_t off) {
     COORDINATED(pwritev, iov_bytes(iov, count), (fd, iov, count, off));
 }
+
+__attribute__((constructor)) static void coord_start(void) { skipped = ioloom_program_skipped(); }
 
 /* At exit: end the phase, say goodbye, and append the counters to $IOLOOM_COORD_LOG. */
 __attribute__((destructor)) static void finish(void) {

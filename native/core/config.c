@@ -1,10 +1,13 @@
 /* Configuration from the environment. Read with getenv, which does no I/O and is safe before main. */
 #include <ctype.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "ioloom_core.h"
 
@@ -73,4 +76,19 @@ void ioloom_for_each_item(const char *list, char sep, void (*fn)(const char *ite
         if (len) fn(list, len, arg);
         list = end ? end + 1 : NULL;
     }
+}
+
+static void match_program(const char *item, size_t len, void *arg) {
+    const char *name = arg;
+    if (strlen(name) == len && !strncmp(item, name, len)) *(char *)arg = 0;
+}
+
+int ioloom_program_skipped(void) {
+    char exe[4096];
+    ssize_t n = syscall(SYS_readlinkat, AT_FDCWD, "/proc/self/exe", exe, sizeof exe - 1); /* direct: not traced */
+    if (n <= 0) return 0;
+    exe[n] = 0;
+    char *name = strrchr(exe, '/') ? strrchr(exe, '/') + 1 : exe;
+    ioloom_for_each_item(ioloom_env_str("IOLOOM_SKIP_PROGRAMS", ""), ',', match_program, name);
+    return *name == 0;
 }

@@ -61,4 +61,9 @@ const char *ioloom_romio_path(const char *name);
 /* Calls `fn(item, len, arg)` for each element of a `sep`-separated list, skipping empty ones. */
 void ioloom_for_each_item(const char *list, char sep, void (*fn)(const char *item, size_t len, void *arg), void *arg);
 
+/* Whether this process's executable is named in IOLOOM_SKIP_PROGRAMS (comma-separated names; `ioloom run` lists
+ * the MPI launchers and daemons, which carry LD_PRELOAD to the ranks but whose own I/O is not the program's):
+ * then neither the tracer records nor the coordination client coordinates it. */
+int ioloom_program_skipped(void);
+
 #endif

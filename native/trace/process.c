@@ -355,30 +355,13 @@ IOLOOM_EXPORT void _Exit(int status) {
     __builtin_unreachable();
 }
 
-/* IOLOOM_SKIP_PROGRAMS: comma-separated executable names that are not traced (`ioloom run` lists the MPI
- * launchers and daemons, which carry LD_PRELOAD to the ranks but whose own I/O is not the program's). */
-static void match_program(const char *item, size_t len, void *arg) {
-    const char *name = arg;
-    if (strlen(name) == len && !strncmp(item, name, len)) *(char *)arg = 0;
-}
-
-static int skipped_program(void) {
-    char exe[4096];
-    ssize_t n = syscall(SYS_readlinkat, AT_FDCWD, "/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0) return 0;
-    exe[n] = 0;
-    char *name = strrchr(exe, '/') ? strrchr(exe, '/') + 1 : exe;
-    ioloom_for_each_item(ioloom_env_str("IOLOOM_SKIP_PROGRAMS", ""), ',', match_program, name);
-    return *name == 0;
-}
-
 __attribute__((constructor)) static void tracer_start(void) {
     int saved = errno; /* the program starts with the errno it would have untraced */
     ioloom_busy++;
     ioloom_for_each_item(ioloom_env_str("IOLOOM_LAYERS", IOLOOM_DEFAULT_LAYERS), ',', enable_layer, NULL);
     ioloom_files_init();
     stream_pid = getpid();
-    if (!skipped_program() && ioloom_writer_open() == 0) {
+    if (!ioloom_program_skipped() && ioloom_writer_open() == 0) {
         write_process_info();
         pthread_atfork(ioloom_positions_shared, NULL, start_child_stream);
         hook_fatal_signals();

@@ -14,10 +14,13 @@ paused phase keeping its place).
 
 A policy only chooses a place; the service keeps the order, so no two phases can wait for each other. Under
 dynamic, a phase whose time alone is revised by more than REVISED_BY (its first calls measured: state.py) is
-taken out of the order and placed again as a newcomer that has waited since its announcement."""
+taken out of the order and placed again as a newcomer that has waited since its announcement. A newcomer whose
+time alone is a guess (bytes / bandwidth: a lower bound, the program's own time left out) is placed on it only
+where the place would be the same were it `doubt` times longer; elsewhere it joins the phases writing, pausing
+and waiting for no one, until its first calls measure its time (then it is placed again)."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ioloom.coord import MIN_GAIN
 from ioloom.models import METRICS, Pending, sharing_cost
@@ -58,14 +61,19 @@ class Policy:
         """Whether a phase's place depends on its estimates (so a phase whose estimates change is placed again)."""
         return self.name == "dynamic"
 
-    def place(self, order: list[Pending], writing: int, newcomer: Pending) -> Placement:
-        """Where `newcomer` goes in `order`, whose first `writing` phases write now (0: before them)."""
+    def place(self, order: list[Pending], writing: int, newcomer: Pending, doubt: float = 1.0) -> Placement:
+        """Where `newcomer` goes in `order`, whose first `writing` phases write now (0: before them). `doubt` >= 1:
+        the newcomer's time alone may be that many times longer (a guess); dynamic then places it on the guess
+        only if the place is the same with the longer time, and otherwise lets it join the phases writing."""
         writing = max(1, min(writing, len(order)))
         if not order or self.name == "interrupt":
             return Placement(0, 1)
         if self.name in ("interfere", "fcfs"):
             return Placement(len(order), len(order) + 1 if self.shares else writing)
-        return self._dynamic(order, writing, newcomer)
+        guessed = self._dynamic(order, writing, newcomer)
+        if doubt > 1 and guessed != self._dynamic(order, writing, longer(newcomer, doubt)):
+            return Placement(writing, writing + 1)  # provisional: disturbs no one until its time is measured
+        return guessed
 
     def _dynamic(self, order: list[Pending], writing: int, newcomer: Pending) -> Placement:
         def cost(p: Placement) -> float:
@@ -74,3 +82,8 @@ class Policy:
         serial = [Placement(k, writing) for k in range(len(order), writing - 1, -1)] + [Placement(0, 1)]
         best = min(serial, key=cost)  # on a tie, the later place: it disturbs no one already there
         return best if cost(best) < (1 - self.min_gain) * cost(join) else join
+
+
+def longer(p: Pending, factor: float) -> Pending:
+    """`p` taking `factor` times as long alone for the same bytes: the extra is the program's own time."""
+    return replace(p, t_alone=p.t_alone * factor, remaining=p.remaining * factor, storage=p.storage / factor)

@@ -85,7 +85,7 @@ class Coordinator:
     """The state of one coordinator and its clients' connections."""
 
     def __init__(self, policy: Policy, lease: float, bandwidth: float) -> None:
-        self.state = State(policy, lease, bandwidth)
+        self.state = State(policy, lease, bandwidth, own_time=True)
         self.changed = asyncio.Condition()
         self.clients = 0
         self.waiting: set[int] = set()  # clients inside WAIT: alive, so their lease does not run out

@@ -8,6 +8,12 @@ gathers its processes (Sec. 6.2.3). A member's estimates are its own bytes and t
 sum of the bytes and the longest time (its members write in parallel). The phase ends when its last member is
 done, gone or expired.
 
+A member announced without a time alone is given bytes / bandwidth, a guess: its phase is placed on it
+provisionally and, when the policy places by estimates, placed again at its first measured time however
+close (a revision otherwise needs REVISED_BY). With `own_time`, a phase's storage part is its bytes /
+bandwidth, the rest of its time alone the program's own, which the policy does not charge to sharing
+(ioloom.models.Pending.storage); without it (the simulator, whose phases are written through), all of it.
+
 Invariants: a client is a member of at most one phase; the order holds each phase once; the first `writing`
 phases of the order (at least the head) may write, the others wait for them, so two phases can never each wait
 for the other."""
@@ -27,6 +33,7 @@ class Member:
     t_alone: float
     seen: float
     written: int = 0
+    guessed: bool = False  # announced without a time: t_alone is bytes / bandwidth
 
 
 @dataclass
@@ -49,20 +56,28 @@ class Phase:
     def t_alone(self) -> float:
         return max(m.t_alone for m in self.members.values())
 
-    def pending(self, now: float) -> Pending:
-        """The phase as the policy sees it: the alone time still needed, from the bytes still to write."""
-        size = self.size
+    @property
+    def guessed(self) -> bool:
+        return any(m.guessed for m in self.members.values())
+
+    def pending(self, now: float, bandwidth: float | None) -> Pending:
+        """The phase as the policy sees it: the alone time still needed, from the bytes still to write, and (with
+        the storage's `bandwidth`) the part of it that is the storage's."""
+        size, t_alone = self.size, self.t_alone
         left = 1.0 - min(self.written / size, 1.0) if size else 1.0
-        return Pending(self.cores, self.t_alone, self.t_alone * left, now - self.announced)
+        storage = min(1.0, size / bandwidth / t_alone) if bandwidth and size else 1.0
+        return Pending(self.cores, t_alone, t_alone * left, now - self.announced, storage)
 
 
 @dataclass
 class State:
     """The phases of all applications in writing order, decided by `policy`; a member unheard of for `lease`
-    seconds expires. `bandwidth` (bytes/s) estimates t_alone for a member announced without one."""
+    seconds expires. `bandwidth` (bytes/s) is the storage's: it estimates t_alone for a member announced
+    without one and, with `own_time`, a phase's storage part."""
     policy: Policy
     lease: float
     bandwidth: float
+    own_time: bool = False
     order: list[Phase] = field(default_factory=list)
     writing: int = 1  # the first `writing` phases of the order write at once
     counts: dict[str, int] = field(default_factory=lambda: {"announced": 0, "interrupts": 0, "queued": 0,
@@ -76,17 +91,18 @@ class State:
         """Announce the client's share of its application's phase (placed by the policy when new), or update
         its estimates (placed again when the policy places by estimates and its time alone changed by more than
         REVISED_BY)."""
-        member = Member(size, t_alone if t_alone > 0 else size / self.bandwidth, seen=now)
+        member = Member(size, t_alone if t_alone > 0 else size / self.bandwidth, seen=now, guessed=t_alone <= 0)
         phase = self.find(client) or next((p for p in self.order if p.name == name), None)
         if phase is None:
             phase, writing = Phase(name, cores, announced=now, members={client: member}), self.writing
             self._count_place(self._place(phase, now), writing)
             return phase
-        before = phase.t_alone
+        before, guessed = phase.t_alone, phase.guessed
         written = phase.members[client].written if client in phase.members else 0
         phase.members[client] = member
         member.written, phase.cores = written, max(phase.cores, cores)
-        if self.policy.revises and max(before, phase.t_alone) > REVISED_BY * min(before, phase.t_alone):
+        measured = guessed and not phase.guessed  # its first measured time: the provisional place is decided again
+        if self.policy.revises and (measured or max(before, phase.t_alone) > REVISED_BY * min(before, phase.t_alone)):
             self._remove(phase)
             self._place(phase, now)
             self.counts["replaced"] += 1
@@ -94,7 +110,9 @@ class State:
 
     def _place(self, phase: Phase, now: float):
         """Put `phase` (not in the order) where the policy says; the placement."""
-        place = self.policy.place([p.pending(now) for p in self.order], self.writing, phase.pending(now))
+        bandwidth = self.bandwidth if self.own_time else None
+        place = self.policy.place([p.pending(now, bandwidth) for p in self.order], self.writing,
+                                  phase.pending(now, bandwidth), REVISED_BY if phase.guessed else 1.0)
         self.order.insert(place.index, phase)
         self.writing = place.writing
         return place
@@ -155,6 +173,6 @@ class State:
         return {"policy": self.policy.name, "metric": self.policy.metric, "min_gain": self.policy.min_gain,
                 "counts": dict(self.counts),
                 "order": [{"name": p.name, "clients": sorted(p.members), "cores": p.cores, "bytes": p.size,
-                           "written": p.written, "t_alone": p.t_alone, "remaining": p.pending(now).remaining,
+                           "written": p.written, "t_alone": p.t_alone, "remaining": p.pending(now, None).remaining,
                            "may_write": self.writes(p)}
                           for p in self.order]}

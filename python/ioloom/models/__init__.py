@@ -21,7 +21,9 @@ from ioloom.models.interference import (
     p_in_io,
     proportional_sharing,
     serial_cost,
+    shared_ends,
     sharing_cost,
+    speeds,
 )
 from ioloom.models.striping import Pattern
 from ioloom.models.striping import advise as advise_striping
@@ -29,4 +31,5 @@ from ioloom.models.striping import advise as advise_striping
 __all__ = ["d_inuse_equal", "expected_max_load", "ost_load", "plfs_load", "plfs_tipping_point",
            "sharing_distribution", "dedicated_core", "dedicated_nodes_power", "energy", "sim_time",
            "calciom_choice", "concurrency_from_swf", "delta_graph", "p_concurrent_io", "p_in_io",
-           "proportional_sharing", "METRICS", "Pending", "serial_cost", "sharing_cost", "Pattern", "advise_striping"]
+           "proportional_sharing", "METRICS", "Pending", "serial_cost", "shared_ends", "sharing_cost", "speeds",
+           "Pattern", "advise_striping"]

@@ -114,11 +114,17 @@ def delta_graph(t_a: float, t_b: float, w_a: float = 1.0, w_b: float = 1.0, poin
 @dataclass(frozen=True)
 class Pending:
     """An I/O phase as a scheduler sees it: `cores` running the application, `t_alone` the whole phase's time
-    alone, `remaining` the alone time it still needs, `elapsed` the time since it was announced."""
+    alone, `remaining` the alone time it still needs, `elapsed` the time since it was announced, `storage` the
+    fraction of its time alone that is the storage's (its bytes at the whole bandwidth; the rest is the
+    program's own, copies and computation between writes, which no other phase slows)."""
     cores: int
     t_alone: float
     remaining: float
     elapsed: float = 0.0
+    storage: float = 1.0
+
+    def __post_init__(self) -> None:
+        assert 0 < self.storage <= 1, "a phase writes something: its storage part is a fraction in (0, 1]"
 
 
 METRICS = ("core-seconds", "factors")
@@ -131,19 +137,39 @@ def phase_cost(cores: int, t_alone: float, observed: float, metric: str) -> floa
     return cores * observed if metric == "core-seconds" else observed / t_alone
 
 
+def speeds(group: list[Pending]) -> list[float]:
+    """How fast each phase of `group` progresses (1: as alone) while all write at once: phase X asks for the
+    fraction `storage` of the bandwidth it would use alone, and the bandwidth is shared in proportion to the
+    cores, a phase asking less than its share leaving the rest to the others (weighted max-min fairness). When
+    every phase's time is all storage's this is Sec. 6.1.2's proportional sharing, for any number of phases."""
+    alloc, unmet, free = [0.0] * len(group), set(range(len(group))), 1.0
+    while unmet:
+        weight = sum(group[i].cores for i in unmet)
+        met = {i for i in unmet if group[i].storage <= free * group[i].cores / weight}
+        if not met:
+            for i in unmet:
+                alloc[i] = free * group[i].cores / weight
+            break
+        for i in met:
+            alloc[i] = group[i].storage
+            free -= group[i].storage
+        unmet -= met
+    return [a / p.storage for a, p in zip(alloc, group)]
+
+
 def shared_ends(group: list[Pending]) -> list[float]:
-    """When each phase of `group` ends if all of them write from now on at once, sharing the bandwidth in
-    proportion to their cores (Sec. 6.1.2's proportional sharing, for any number of phases)."""
+    """When each phase of `group` ends if all of them write from now on at once, each at its speed (speeds)
+    until the first of them is done, then the others at their new speeds."""
     left = [p.remaining for p in group]
     ends = [0.0] * len(group)
     active, clock = [i for i, r in enumerate(left) if r > 0], 0.0
     while active:
-        weight = sum(group[i].cores for i in active)
-        first = min(active, key=lambda i: left[i] / group[i].cores)
-        step = left[first] * weight / group[first].cores  # until the first of them is done
+        speed = dict(zip(active, speeds([group[i] for i in active])))
+        first = min(active, key=lambda i: left[i] / speed[i])
+        step = left[first] / speed[first]  # until the first of them is done
         clock += step
         for i in active:
-            left[i] -= step * group[i].cores / weight
+            left[i] -= step * speed[i]
         left[first] = 0.0
         for i in active:
             ends[i] = clock
