@@ -92,6 +92,16 @@ def test_column_of_the_wrong_length_names_its_chunk(handoff_runs):
         decode_column(stream.data, directory, DURATION, stream.events + 1)
 
 
+def chunk_sizes_by_op(trace, at_least):
+    """The rows of each chunk of `trace`'s one stream that holds a single operation and at least `at_least` rows,
+    by operation name."""
+    [path] = trace.glob("*.ioloom")
+    stream = read_stream_file(path)
+    names = {code: name for code, (name, _) in stream.ops.items()}
+    ops = np.split(stream.stored(OP), stream.chunk_firsts()[1][1:])
+    return {names[int(chunk[0])]: len(chunk) for chunk in ops if len(chunk) >= at_least and (chunk == chunk[0]).all()}
+
+
 def test_alternating_calls_are_written_a_chunk_per_operation(tmp_path):
     """The overhead probe's open+close loop: the opens and the closes are each a chunk of their own (so the columns
     where they differ are constant, not stored row by row), and read back they alternate, in time order."""
@@ -99,11 +109,7 @@ def test_alternating_calls_are_written_a_chunk_per_operation(tmp_path):
     done = subprocess.run([str(probe), str(tmp_path / "f"), "1000", "open+close"], capture_output=True, text=True,
                           timeout=60, env=traced_env(trace))
     assert done.returncode == 0, done.stderr
-    [path] = trace.glob("*.ioloom")
-    stream = read_stream_file(path)
-    names = {code: name for code, (name, _) in stream.ops.items()}
-    ops = np.split(stream.stored(OP), stream.chunk_firsts()[1][1:])
-    by_op = {names[int(chunk[0])]: len(chunk) for chunk in ops if len(chunk) >= 1000 and (chunk == chunk[0]).all()}
+    by_op = chunk_sizes_by_op(trace, at_least=1000)
     assert by_op.get("close", 0) >= 1000 and sum(n for name, n in by_op.items() if name.startswith("open")) >= 1000
     events = open_trace(trace).streams[0].read(["op", "t_start"]).to_pandas()
     assert events["t_start"].is_monotonic_increasing
@@ -122,11 +128,7 @@ def test_three_operations_in_turn_are_written_a_chunk_per_operation(tmp_path):
     done = subprocess.run([sys.executable, "-c", script, str(tmp_path / "f")], capture_output=True, text=True,
                           timeout=60, env=traced_env(trace))
     assert done.returncode == 0, done.stderr
-    [path] = trace.glob("*.ioloom")
-    stream = read_stream_file(path)
-    names = {code: name for code, (name, _) in stream.ops.items()}
-    ops = np.split(stream.stored(OP), stream.chunk_firsts()[1][1:])
-    by_op = {names[int(chunk[0])]: len(chunk) for chunk in ops if len(chunk) >= 64 and (chunk == chunk[0]).all()}
+    by_op = chunk_sizes_by_op(trace, at_least=64)
     assert by_op.get("write", 0) >= 1000 and by_op.get("close", 0) >= 1000
     events = open_trace(trace).streams[0].read(["op", "t_start"]).to_pandas()
     assert events["t_start"].is_monotonic_increasing
