@@ -134,10 +134,20 @@ def small_disk(small_fs):
     return small_fs("256k")
 
 
-@pytest.mark.parametrize("writer_format", ["files", "logfs"])
+# Known bug (issue 17, open): an HDF5 output's H5Fclose fails on the full disk (its metadata cannot be flushed), and
+# HDF5 1.10.8 then crashes closing the file again at MPI_Finalize; the blocks lost are reported first.
+HDF5_FULL_DISK = pytest.mark.xfail(strict=True, reason="HDF5 crashes at MPI_Finalize after a failed H5Fclose")
+
+
+@pytest.mark.parametrize("writer_format", ["files", "logfs", pytest.param("hdf5", marks=HDF5_FULL_DISK),
+                                           pytest.param("hdf5-shared", marks=HDF5_FULL_DISK)])
 @pytest.mark.parametrize("mode", ["synchronous", "dedicated-cores"])
 def test_full_disk_loses_blocks_reported_and_keeps_earlier_ones(mpi, tmp_path, small_disk, mode, writer_format):
     from ioloom.async_io.kernel import expected_value, run_kernel
+    if writer_format.startswith("hdf5") and mpi.name != "mpich":
+        pytest.skip("the hdf5 formats are in the MPICH build")
+    if writer_format == "hdf5-shared" and mode == "synchronous":
+        pytest.skip("hdf5-shared is written by the servers of the dedicated modes")
     setup = Setup(small_disk, mode=mode, variables=("u",), dims=(16, 16, 16), buffer=4 << 20, events=(),
                   writer_format=writer_format)
     run = run_kernel(mpi.impl, 3, setup.write(tmp_path / "c.yaml"), setup, 12, 0.0)
