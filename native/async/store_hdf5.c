@@ -10,6 +10,8 @@
  * global index). Only a server or the simulation's own thread (synchronous mode) calls HDF5: the library is
  * not thread-safe, so a helper thread never does (initialize refuses the helper-thread mode with these formats). */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -22,7 +24,42 @@ struct h5_output {
     int nblocks;      /* hdf5-shared: the job's clients */
     char *staging;    /* hdf5-shared: a server's blocks of one variable, in block order, when it has several */
     size_t staging_size;
+    char reserve[1220]; /* the room kept for closing (see keep_room); "" once given back */
+    int full;           /* a write failed: the output takes no more blocks (each is counted lost) */
 };
+
+/* HDF5 cannot close a file whose metadata it cannot flush, and HDF5 1.10.8 then crashes closing it again at
+ * MPI_Finalize. So each output keeps room beside it, a file of RESERVE_BYTES (or what the disk had). After a
+ * failed write (a full disk) the output takes no more blocks, and at close it gives the room back just before
+ * HDF5 flushes the metadata of the blocks written before. */
+enum { RESERVE_BYTES = 16 << 10 };
+
+static void keep_room(struct h5_output *o, const char *path, int id) {
+    snprintf(o->reserve, sizeof o->reserve, "%s.%d.reserve", path, id);
+    int fd = open(o->reserve, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        o->reserve[0] = '\0';
+        return;
+    }
+    for (off_t bytes = RESERVE_BYTES; bytes >= 4096 && posix_fallocate(fd, 0, bytes) != 0; bytes /= 2) continue;
+    close(fd);
+}
+
+/* Gives the room back (at close), keeping errno. */
+static void give_back_room(struct h5_output *o) {
+    int saved = errno;
+    if (o->reserve[0]) unlink(o->reserve);
+    o->reserve[0] = '\0';
+    errno = saved;
+}
+
+/* Closes the output: with the room given back first when a write failed (the disk is full). */
+static int close_output(struct h5_output *o) {
+    if (o->full) give_back_room(o);
+    int rc = o->file >= 0 ? H5Fclose(o->file) : 0;
+    give_back_room(o);
+    return rc;
+}
 
 /* The file type of a layout's type (little-endian, as the reader's numpy dtypes are). */
 static hid_t file_type(const char *type) {
@@ -54,6 +91,7 @@ static int hdf5_open(struct async_writer *w, const struct async_config *cfg, cha
     struct quiet q = hush();
     snprintf(path, sizeof path, "%s/%s.%d.h5", cfg->directory, cfg->name, w->id);
     o->file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    keep_room(o, path, w->id);
     o->lcpl = H5Pcreate(H5P_LINK_CREATE);
     H5Pset_create_intermediate_group(o->lcpl, 1);
     unhush(q);
@@ -75,6 +113,7 @@ static int hdf5_put(struct async_writer *w, const struct async_config *cfg, int 
     hsize_t dims[ASYNC_DIMS_MAX];
     char path[ASYNC_NAME_MAX + 48];
     (void)nbytes; /* the block is whole: the client checks its size, and the hdf5 format refuses compression */
+    if (o->full) return errno = ENOSPC, -1;
     errno = 0;
     for (int d = 0; d < l->ndims; d++) dims[d] = (hsize_t)l->dims[d];
     dataset_path(path, sizeof path, cfg, variable, block, iteration);
@@ -82,12 +121,17 @@ static int hdf5_put(struct async_writer *w, const struct async_config *cfg, int 
     hid_t space = H5Screate_simple(l->ndims, dims, NULL), type = file_type(l->type);
     hid_t set = H5Dcreate2(o->file, path, type, space, o->lcpl, H5P_DEFAULT, H5P_DEFAULT);
     int rc = set >= 0 && H5Dwrite(set, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) >= 0 ? 0 : -1;
+    /* the metadata on disk after each block, so that what a full disk leaves to flush at close is this block's */
+    if (rc == 0 && H5Fflush(o->file, H5F_SCOPE_LOCAL) < 0) rc = -1;
     haddr_t address = rc == 0 ? H5Dget_offset(set) : HADDR_UNDEF;
     if (set >= 0) H5Dclose(set);
     H5Sclose(space);
     unhush(q);
     *where = (uint64_t)address;
-    return rc == 0 && address != HADDR_UNDEF ? 0 : (errno = errno ? errno : EIO, -1);
+    if (rc == 0 && address != HADDR_UNDEF) return 0;
+    errno = errno ? errno : EIO;
+    o->full = 1;
+    return -1;
 }
 
 /* A dataset that failed is unlinked, so the file holds only whole blocks under their names. */
@@ -113,8 +157,7 @@ static int hdf5_sync(struct async_writer *w) {
 static void hdf5_close(struct async_writer *w) {
     struct h5_output *o = w->handle;
     if (!o) return;
-    if (o->file >= 0 && H5Fclose(o->file) < 0)
-        fprintf(stderr, "ioloom-async: writer %d: closing its HDF5 output failed\n", w->id);
+    if (close_output(o) < 0) fprintf(stderr, "ioloom-async: writer %d: closing its HDF5 output failed\n", w->id);
     H5Pclose(o->lcpl);
     free(o);
     w->handle = NULL;
@@ -135,6 +178,7 @@ static int shared_open(struct async_writer *w, const struct async_config *cfg, c
     snprintf(path, sizeof path, "%s/%s.h5", cfg->directory, cfg->name);
     o->file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
     H5Pclose(fapl);
+    keep_room(o, path, w->id);
     o->lcpl = H5Pcreate(H5P_LINK_CREATE);
     H5Pset_create_intermediate_group(o->lcpl, 1);
     o->dcpl = H5Pcreate(H5P_DATASET_CREATE);
@@ -244,6 +288,7 @@ static haddr_t write_variable(struct h5_output *o, const struct async_config *cf
     H5Sclose(space);
     if (set >= 0) H5Dclose(set);
     if (anyone && set >= 0) H5Ldelete(o->file, path, H5P_DEFAULT);
+    o->full |= anyone; /* the same on every server: anyone is agreed */
     return address;
 }
 
@@ -271,7 +316,9 @@ static void shared_put_iteration(struct async_writer *w, const struct async_conf
     variables_present(cfg, pieces, n, present);
     struct quiet q = hush();
     for (int v = 0; v < cfg->nvariables; v++) {
-        haddr_t address = present[v] ? write_variable(o, cfg, iteration, v, sorted, n, present[v]) : HADDR_UNDEF;
+        /* o->full is the same on every server, so they skip the collective writes together */
+        int write = present[v] && !o->full;
+        haddr_t address = write ? write_variable(o, cfg, iteration, v, sorted, n, present[v]) : HADDR_UNDEF;
         const struct async_layout *l = &cfg->layouts[cfg->variables[v].layout];
         /* stacked: where the block's contiguous bytes start; positioned: where the global array starts */
         uint64_t stride = l->positioned ? 0 : l->bytes;
@@ -279,7 +326,7 @@ static void shared_put_iteration(struct async_writer *w, const struct async_conf
             if (pieces[k].variable == v)
                 where[k] = address == HADDR_UNDEF ? UINT64_MAX : (uint64_t)address + (uint64_t)pieces[k].block * stride;
     }
-    if (cfg->fsync) H5Fflush(o->file, H5F_SCOPE_GLOBAL); /* collective: the servers' data is durable together */
+    if (cfg->fsync && !o->full) H5Fflush(o->file, H5F_SCOPE_GLOBAL); /* collective: durable together */
     unhush(q);
     free(present);
     free(sorted);
@@ -294,8 +341,7 @@ static int shared_sync(struct async_writer *w) {
 static void shared_close(struct async_writer *w) {
     struct h5_output *o = w->handle;
     if (!o) return;
-    if (o->file >= 0 && H5Fclose(o->file) < 0)
-        fprintf(stderr, "ioloom-async: writer %d: closing the shared HDF5 output failed\n", w->id);
+    if (close_output(o) < 0) fprintf(stderr, "ioloom-async: writer %d: closing the shared HDF5 output failed\n", w->id);
     H5Pclose(o->lcpl), H5Pclose(o->dcpl), H5Pclose(o->dxpl);
     free(o->staging);
     free(o);
