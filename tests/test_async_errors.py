@@ -75,6 +75,10 @@ MISTAKES = {
                                 "layout 'grid': give global (the variable's extents) and position"),
     "an expression cut short": (lambda t: positioned(t, "global: [4, 4, 8], position: [0, 0, 4 *]"),
                                 "layout 'grid': position: an operand is missing at the end in '4 *'"),
+    # a divisor that is zero only for the load-time check's stand-in (clients = 1) still lets the rest be checked
+    "undefined parameter after a division": (
+        lambda t: positioned(t, "global: [4, 4, 8], position: [0, 0, 4 / (clients - 1) * NX]"),
+        "layout 'grid': position: unknown parameter 'NX' (declare it under parameters, before its use)"),
     "division by zero for this run": (lambda t: positioned(t, "global: [4, 4, 8], position: [0, 0, 4 / (clients - 2)]"),
                                       "layout 'grid': position of block 0 (rank 0 of 2 clients): division by zero"),
 }

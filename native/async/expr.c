@@ -80,9 +80,10 @@ static long long product(struct parser *s) {
         char op = *s->p++;
         w = unary(s);
         if (op == '*' && __builtin_mul_overflow(v, w, &r)) return oops(s, "overflow");
-        if (op != '*' && w == 0) return s->scope->checking ? 0 : oops(s, "division by zero");
+        if (op != '*' && w == 0 && !s->scope->checking) return oops(s, "division by zero");
         if (op != '*' && v == INT64_MIN && w == -1) return oops(s, "overflow");
-        v = op == '*' ? r : op == '/' ? v / w : v % w;
+        /* checking (no run yet): a zero divisor is this check's stand-in values; the rest is still parsed */
+        v = op == '*' ? r : w == 0 ? 0 : op == '/' ? v / w : v % w;
     }
     return v;
 }
