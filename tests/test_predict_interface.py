@@ -135,6 +135,21 @@ def test_phases_as_the_interface_foresaw_them():
     assert abs(last.predicted_end_ns - last.end_ns) <= 2 * 30_000  # 30 us from one call's end to the next's
 
 
+def test_phases_learn_copies_and_aio_results_by_their_direction():
+    """A process that starts with an aio read's result and copies both ways: each is learnt as the read or write
+    it is (the trace's direction), so the phase holds all of them (it failed on the first call)."""
+    from ioloom.predict.model import Operation
+    from ioloom.predict.phases import predicted_phases
+    from ioloom.predict.source import ProcessOperations, Symbols
+
+    symbols, place, US = Symbols(), "/scratch/in.dat", 30_000
+    calls = [("aio_return", "read"), ("copy_file_range", "read"), ("copy_file_range", "write"), ("pwrite", "write")]
+    operations = [Operation(symbols.of(call, kind, place), kind, place, 0, i * MIB, MIB, i * US, i * US + 10_000)
+                  for i, (call, kind) in enumerate(calls)]
+    [phase] = predicted_phases(ProcessOperations("pid 1", operations, symbols))
+    assert phase.operations == 4 and phase.end_ns == operations[-1].t_end
+
+
 def test_predict_phases_option(ioloom_cli, tmp_path):
     """`ioloom predict --phases` on a traced program: its steps are phases, their lengths predicted."""
     import json

@@ -28,7 +28,9 @@ def predicted_phases(process: ProcessOperations, options: Options | None = None)
     predictor, names = Predictor(options), process.symbols.names
     phases: list[PredictedPhase] = []
     for index, op in enumerate(process.operations):
-        predictor.observe(names[op.symbol].split()[0], op.place, op.offset, op.size, op.t_start, op.t_end)
+        aux = 0 if op.kind == "read" else 1  # the trace's direction of a copy or aio result (0 read, 1 write)
+        if not predictor.observe(names[op.symbol].split()[0], op.place, op.offset, op.size, op.t_start, op.t_end, aux):
+            continue  # a call the predictor does not learn is in no phase
         now = predictor.phase()
         if now.done == 1:
             phases.append(PredictedPhase(index, 1, op.t_start, op.t_end, now.length, now.end_ns))
