@@ -352,6 +352,17 @@ def test_collective_reads_go_the_other_way_and_a_file_per_rank_stays_independent
     assert not (fpp.ops["kind"] == workload.KINDS["send"]).any()
 
 
+def test_collective_calls_keep_the_computation_before_them():
+    """--wait under -c: each call's computation comes before its first barrier, so the run takes it and the
+    document counts it as waiting, as for independent calls (it was dropped)."""
+    p = small(clients={"nodes": 4}, layout={"stripe_count": 2})
+    for options in ("-a mpiio -b 1m -t 1m -s 4 -w --wait 50", "-a mpiio -c -b 1m -t 1m -s 4 -w --wait 50"):
+        w = workload.bench_job(p, workload.parse_bench_args(options), 8, 2)
+        assert w.ops["gap"].sum() == pytest.approx(8 * 4 * 0.05)
+        phase = results.job_document(engine.run(p, w), 0)["phases"][0]
+        assert phase["time"]["wait"]["min"] == pytest.approx(4 * 0.05) and phase["span"] > 4 * 0.05, options
+
+
 def test_a_node_reads_what_it_wrote_from_its_own_cache_while_it_fits():
     """-w -r on a file per rank: the node holds what it wrote (cache.capacity), so its reads never reach the
     targets; with no capacity they all do, and with 6 MiB of 16 only the last 6 MiB written are served locally."""

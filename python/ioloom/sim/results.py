@@ -33,7 +33,7 @@ def _rank_times(o: Outcome, sel: np.ndarray, nranks: int) -> dict[str, np.ndarra
     out: dict[str, np.ndarray] = {name: np.bincount(rank, weights=took * mask, minlength=nranks) for name, mask in (
         ("open", ops["kind"] == KINDS["open"]), ("data", moving), ("sync", ops["kind"] == KINDS["sync"]),
         ("close", (ops["kind"] == KINDS["close"]) | index))}
-    out["wait"] = np.bincount(rank, weights=ops["gap"] * data, minlength=nranks)
+    out["wait"] = np.bincount(rank, weights=ops["gap"] * moving, minlength=nranks)
     out["prep"] = np.zeros(nranks)
     calls = ops["kind"] != KINDS["barrier"]
     origin = float((times[calls, 0] - ops["gap"][calls]).min())

@@ -236,9 +236,9 @@ def two_phase(kind: str, stripe: int, count: int, nranks: int, ranks_per_node: i
             pieces = [p for r in range(nranks) for p in _pieces(r, int(call["offset"][r]), int(call["length"][r]),
                                                                  stripe)]
             moved = _exchange(pieces, count, aggregators, node_of, ranks_per_node, kind, file, nranks)
-            for r in range(nranks):
-                out[r] += [IN_CALL_BARRIER] + moved[r]
-        return [np.array([(0, r, k, f, o, n, 0.0) for k, f, o, n in ops], dtype=OP) for r, ops in enumerate(out)]
+            for r in range(nranks):  # the rank's computation before the call (--wait) is before its first barrier
+                out[r] += [(*IN_CALL_BARRIER, float(call["gap"][r]))] + [(*op, 0.0) for op in moved[r]]
+        return [np.array([(0, r, *op) for op in ops], dtype=OP) for r, ops in enumerate(out)]
 
     return rewrite
 
