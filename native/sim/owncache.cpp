@@ -26,9 +26,8 @@ uint64_t RangeSet::remove(uint64_t start, uint64_t end) {
 }
 
 uint64_t RangeSet::add(uint64_t start, uint64_t end) {
-    uint64_t fresh = 0;
-    for (auto [from, to] : missing(start, end)) fresh += to - from;
-    remove(start, end); /* what overlapped now ends at start or begins at end: join those */
+    /* what overlapped now ends at start or begins at end: join those */
+    uint64_t fresh = (end - start) - remove(start, end);
     auto next = ranges_.find(end);
     if (next != ranges_.end()) {
         end = next->second;

@@ -239,15 +239,12 @@ void Storage::transfer(int node, int kind, int file, uint64_t offset, uint64_t l
 }
 
 /* The node's copy is the newest; every other node's copy of the range is stale. Write-through (O_DIRECT) leaves
- * nothing in the page cache. */
+ * nothing in the page cache, for the whole run (dirty_limit_ is fixed), so no node ever holds anything then. */
 void Storage::wrote(int node, int file, uint64_t offset, uint64_t length) {
+    if (dirty_limit_ == 0) return;
     std::set<int> &holders = holders_[file];
     for (int other : holders)
         if (other != node) own_[static_cast<size_t>(other)].drop(file, offset, offset + length);
-    if (dirty_limit_ == 0) {
-        own_[static_cast<size_t>(node)].drop(file, offset, offset + length);
-        return;
-    }
     own_[static_cast<size_t>(node)].keep(file, offset, offset + length);
     holders.insert(node);
 }
