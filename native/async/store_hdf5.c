@@ -25,7 +25,7 @@ struct h5_output {
     char *staging;    /* hdf5-shared: a server's blocks of one variable, in block order, when it has several */
     size_t staging_size;
     char reserve[1220]; /* the room kept for closing (see keep_room); "" once given back */
-    int full;           /* a write failed: the output takes no more blocks (each is counted lost) */
+    int failed;         /* the first failed write's errno (0: none); the output then takes no more blocks */
 };
 
 /* HDF5 cannot close a file whose metadata it cannot flush, and HDF5 1.10.8 then crashes closing it again at
@@ -55,7 +55,7 @@ static void give_back_room(struct h5_output *o) {
 
 /* Closes the output: with the room given back first when a write failed (the disk is full). */
 static int close_output(struct h5_output *o) {
-    if (o->full) give_back_room(o);
+    if (o->failed) give_back_room(o);
     int rc = o->file >= 0 ? H5Fclose(o->file) : 0;
     give_back_room(o);
     return rc;
@@ -113,7 +113,7 @@ static int hdf5_put(struct async_writer *w, const struct async_config *cfg, int 
     hsize_t dims[ASYNC_DIMS_MAX];
     char path[ASYNC_NAME_MAX + 48];
     (void)nbytes; /* the block is whole: the client checks its size, and the hdf5 format refuses compression */
-    if (o->full) return errno = ENOSPC, -1;
+    if (o->failed) return errno = o->failed, -1;
     errno = 0;
     for (int d = 0; d < l->ndims; d++) dims[d] = (hsize_t)l->dims[d];
     dataset_path(path, sizeof path, cfg, variable, block, iteration);
@@ -129,8 +129,7 @@ static int hdf5_put(struct async_writer *w, const struct async_config *cfg, int 
     unhush(q);
     *where = (uint64_t)address;
     if (rc == 0 && address != HADDR_UNDEF) return 0;
-    errno = errno ? errno : EIO;
-    o->full = 1;
+    o->failed = errno = errno ? errno : EIO;
     return -1;
 }
 
@@ -288,7 +287,7 @@ static haddr_t write_variable(struct h5_output *o, const struct async_config *cf
     H5Sclose(space);
     if (set >= 0) H5Dclose(set);
     if (anyone && set >= 0) H5Ldelete(o->file, path, H5P_DEFAULT);
-    o->full |= anyone; /* the same on every server: anyone is agreed */
+    if (anyone) o->failed = EIO; /* on every server: anyone is agreed */
     return address;
 }
 
@@ -316,8 +315,8 @@ static void shared_put_iteration(struct async_writer *w, const struct async_conf
     variables_present(cfg, pieces, n, present);
     struct quiet q = hush();
     for (int v = 0; v < cfg->nvariables; v++) {
-        /* o->full is the same on every server, so they skip the collective writes together */
-        int write = present[v] && !o->full;
+        /* o->failed is the same on every server, so they skip the collective writes together */
+        int write = present[v] && !o->failed;
         haddr_t address = write ? write_variable(o, cfg, iteration, v, sorted, n, present[v]) : HADDR_UNDEF;
         const struct async_layout *l = &cfg->layouts[cfg->variables[v].layout];
         /* stacked: where the block's contiguous bytes start; positioned: where the global array starts */
@@ -326,7 +325,7 @@ static void shared_put_iteration(struct async_writer *w, const struct async_conf
             if (pieces[k].variable == v)
                 where[k] = address == HADDR_UNDEF ? UINT64_MAX : (uint64_t)address + (uint64_t)pieces[k].block * stride;
     }
-    if (cfg->fsync && !o->full) H5Fflush(o->file, H5F_SCOPE_GLOBAL); /* collective: durable together */
+    if (cfg->fsync && !o->failed) H5Fflush(o->file, H5F_SCOPE_GLOBAL); /* collective: durable together */
     unhush(q);
     free(present);
     free(sorted);
