@@ -13,6 +13,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from ioloom import paths
+
 
 @dataclass(frozen=True)
 class MpiImpl:
@@ -31,11 +33,26 @@ class MpiImpl:
             extra = ["-iface", "lo"]
         return [self.mpiexec, "-n", str(nranks), *extra, *argv]
 
-    def launch_env(self) -> dict[str, str]:
-        """Environment a launch needs on top of the caller's (Open MPI refuses root without these)."""
+    def launch_env(self, nranks: int = 0, extra: dict[str, str] | None = None) -> dict[str, str]:
+        """Environment a launch of `nranks` ranks needs on top of the caller's, with the caller's own additions
+        (`extra`) in it: Open MPI refuses root without two settings, and oversubscribed MPICH ranks get
+        idle_yield() preloaded after the caller's LD_PRELOAD (extra's, else this process's)."""
+        env = dict(extra or {})
         if self.name == "openmpi" and os.geteuid() == 0:
-            return {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
-        return {}
+            env.update({"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"})
+        libs = self.idle_yield(nranks)
+        if libs:
+            first = env.get("LD_PRELOAD", os.environ.get("LD_PRELOAD", ""))
+            env["LD_PRELOAD"] = ":".join([first, *map(str, libs)] if first else map(str, libs))
+        return env
+
+    def idle_yield(self, nranks: int) -> list[Path]:
+        """What makes this launch's waiting ranks give their core away, when it needs it: MPICH's ch4:ucx waits
+        by polling and never yields, so with more ranks than cores a collective step waits for the spinning
+        ranks' time slices (docs/ARCHITECTURE.md, "Launching MPI"); libioloom-idle-yield.so (native/launch)
+        yields when a progress call finds nothing. Open MPI yields by itself when oversubscribed
+        (mpi_yield_when_idle). Nothing when the ranks fit the cores."""
+        return [paths.native_lib("ioloom-idle-yield")] if self.name == "mpich" and nranks > cpus() else []
 
     def version(self) -> str:
         """First line the launcher prints about its version."""
@@ -43,6 +60,17 @@ class MpiImpl:
                              env={**os.environ, **self.launch_env()})
         lines = [" ".join(line.split()) for line in (out.stdout + out.stderr).splitlines() if line.strip()]
         return next((line for line in lines if "version" in line.lower()), lines[0] if lines else "")
+
+
+def cpus() -> int:
+    """The cores this process may run on (its affinity mask), where ioloom's launches put their ranks."""
+    return len(os.sched_getaffinity(0))
+
+
+def launched_ranks(argv: list[str]) -> int:
+    """The rank count an mpiexec command line asks for (`-n N` or `-np N`), 0 if it names none."""
+    counts = [argv[i + 1] for i, arg in enumerate(argv[:-1]) if arg in ("-n", "-np")]
+    return int(counts[0]) if counts and counts[0].isdigit() else 0
 
 
 KNOWN = (

@@ -69,7 +69,17 @@ def libraries(argv: list[str], layers: list[str]) -> list[Path]:
         except paths.NativeMissing:
             typer.echo(f"ioloom run: libioloom-trace-mpi-{impl.name}.so is not built: MPI-IO calls will not be traced "
                        f"(run `make build`)", err=True)
-    return libs
+    return libs + launcher_libraries(argv)
+
+
+def launcher_libraries(argv: list[str]) -> list[Path]:
+    """What the launch itself needs preloaded into the ranks (mpi.MpiImpl.idle_yield: MPICH's ranks on more
+    ranks than cores yield when they wait), for a command that starts with an MPI launcher."""
+    launcher = mpi.launcher_impl(argv[0]) if argv else None
+    try:
+        return launcher.idle_yield(mpi.launched_ranks(argv)) if launcher else []
+    except paths.NativeMissing as err:
+        fail(str(err))
 
 
 def traced_environment(libs: list[Path], out: Path, layers: list[str]) -> dict[str, str]:

@@ -75,7 +75,7 @@ def run_bench(impl: str | mpi.MpiImpl | None, nranks: int, args: list[str], env:
     (e.g. {"LD_PRELOAD": ...}). Raises BenchFailed with the program's message when it exits non-zero."""
     impl = _impl(impl, args)
     out = subprocess.run(bench_command(impl, nranks, args), capture_output=True, text=True, timeout=timeout,
-                         cwd=cwd, env={**os.environ, **impl.launch_env(), **(env or {})})
+                         cwd=cwd, env={**os.environ, **impl.launch_env(nranks, env)})
     result = parse_output(out.stdout)
     if out.returncode != 0 or result is None:
         message = "\n".join(line for line in out.stderr.splitlines() if "ioloom-bench" in line) or out.stderr

@@ -55,7 +55,7 @@ def command(directory: Path, manifest: dict, progress: Path, gaps: bool) -> tupl
         return [str(paths.native_bin("ioloom-replay")), *flags, *scripts], {}
     impl = mpi.by_name(manifest["mpi"])
     binary = paths.native_bin(f"ioloom-replay-{impl.name}")
-    return impl.launch(len(scripts), [str(binary), *flags, *scripts]), impl.launch_env()
+    return impl.launch(len(scripts), [str(binary), *flags, *scripts]), impl.launch_env(len(scripts))
 
 
 def run(directory: Path, trace: Path | None = None, gaps: bool = False) -> subprocess.CompletedProcess:

@@ -1,0 +1,31 @@
+/* A waiting MPICH rank yields its core when UCX's progress finds nothing to do.
+ *
+ * MPICH's ch4:ucx device waits by calling ucp_worker_progress in a loop and never yields (its
+ * MPIR_CVAR_POLLS_BEFORE_YIELD belongs to ch3:nemesis): with more ranks than cores, a rank that has work
+ * waits for the spinning ones' time slices to end, and every step of a collective costs a scheduler round.
+ * Open MPI yields when oversubscribed (mpi_yield_when_idle); this is the same for MPICH. A progress call that
+ * completed nothing is followed by sched_yield; one that did anything returns at once. The program's
+ * results are unchanged: only when the waiting rank runs. Preloaded by ioloom into oversubscribed MPICH
+ * launches only (docs/ARCHITECTURE.md, "Launching MPI"). */
+#include <dlfcn.h>
+#include <sched.h>
+
+typedef unsigned (*progress_fn)(void *worker);
+
+/* The library's own ucp_worker_progress (libucp), found at the first call: a program calling this has libucp
+ * loaded. Two threads racing here store the same pointer. */
+static progress_fn real_progress(void) {
+    static progress_fn real;
+    progress_fn fn = __atomic_load_n(&real, __ATOMIC_RELAXED);
+    if (!fn) {
+        fn = (progress_fn)dlsym(RTLD_NEXT, "ucp_worker_progress");
+        __atomic_store_n(&real, fn, __ATOMIC_RELAXED);
+    }
+    return fn;
+}
+
+__attribute__((visibility("default"))) unsigned ucp_worker_progress(void *worker) {
+    unsigned done = real_progress()(worker);
+    if (done == 0) sched_yield();
+    return done;
+}

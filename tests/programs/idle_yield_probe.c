@@ -1,0 +1,20 @@
+/* Prints, from every rank, which loaded object defines the ucp_worker_progress MPICH's progress loop calls:
+ * libucp when ranks poll, libioloom-idle-yield when the launch preloaded the idle yield (test_mpi_launch). */
+#define _GNU_SOURCE /* dladdr */
+#include <dlfcn.h>
+#include <libgen.h>
+#include <mpi.h>
+#include <stdio.h>
+
+int main(int argc, char **argv) {
+    int rank, sum = 0;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    Dl_info info = {0};
+    void *progress = dlsym(RTLD_DEFAULT, "ucp_worker_progress");
+    char *from = progress && dladdr(progress, &info) && info.dli_fname ? basename((char *)info.dli_fname) : "none";
+    printf("rank %d sum %d ucp_worker_progress from %s\n", rank, sum, from);
+    MPI_Finalize();
+    return 0;
+}
