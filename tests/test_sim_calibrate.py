@@ -2,6 +2,7 @@
 predictions that run on it, the check's table), not the 20% figure, which is a benchmark's on a quiet machine."""
 from __future__ import annotations
 
+import os
 import re
 
 import pytest
@@ -23,7 +24,9 @@ def test_calibrate_writes_a_platform_the_simulator_predicts_on(mpi, ioloom_cli, 
     assert p["targets.write_bandwidth"] > 0 and p["cache.copy_bandwidth"] > 0
     assert 0 < p["cache.flush_threshold"] <= p["cache.dirty_limit"]
     assert p["clients.cpu_load"] >= 0 and 0 <= p["cache.copy_burst"] <= 256 << 20
-    assert calibrate.predict(p, 1) > 0 and calibrate.predict(p, 4) > 0
+    assert p["clients.cores"] == len(os.sched_getaffinity(0))  # the cores it may run on, not the machine's
+    assert 0 < p["clients.copy_efficiency"] <= 1 and 0 < p["clients.oversubscribed_efficiency"] <= 1
+    assert calibrate.predict(p, 1)["bandwidth"] > 0 and calibrate.predict(p, 4)["bandwidth"] > 0
     assert not list(tmp_path.glob("ioloom-sim-cal-*"))  # bench io's files went with their scratch directory
 
 
@@ -35,6 +38,8 @@ def test_calibration_check_prints_measured_and_predicted_per_rank_count(mpi, iol
                      tmp_path, "--mpi", mpi.impl.name).stdout
     for n in calibrate.CHECK_RANKS:
         assert re.search(rf"│ {n} rank\(s\): MB/s\s+│ [\d,]+ \[[\d,]+, [\d,]+\]\s+│ [\d,]+ \[", out), out
+        for t in calibrate.PHASE_TIMES:  # where the time went, measured and predicted
+            assert re.search(rf"│   {t} s \(slowest rank\)\s+│ [\d.e-]+ \[", out), out
     # the demo traced under MPICH and replayed (its launcher's pipes left out: they are not storage I/O)
     assert re.search(r"│ demo, 4 ranks: traced s\s+│ [\d.]+ \[[\d.]+, [\d.]+\]\s+│ [\d.]+ \[", out), out
     assert "load average" in out
@@ -107,3 +112,33 @@ def test_client_fit_recovers_the_burst_the_speed_and_the_load():
     c = calibrate.fit_client(256 * chunk, 256 * chunk / speed, ends, cores=2)
     assert (c.copy_bandwidth, c.cpu_load) == (pytest.approx(speed), pytest.approx(7.0))
     assert c.copy_burst == pytest.approx(burst)
+
+
+@pytest.mark.parametrize("ranks, slower", [(1, 1.0), (2, 1 / 0.8), (3, 1.5 / 0.7), (4, 2 / 0.6), (6, 3 / 0.6)])
+def test_copies_at_once_move_their_efficiency_of_the_cores(ranks, slower):
+    """Two cores, copies at 1 GB/s each: one copy alone at full speed; two at once 0.8 of two cores; four (twice the
+    cores) 0.6 of them, three halfway between, six as four: each rank's 64 MiB takes its share of that."""
+    from ioloom.sim import engine, results, workload
+
+    p = platform.from_dict({"clients": {"nodes": 1, "cores": 2, "copy_efficiency": 0.8,
+                                        "oversubscribed_efficiency": 0.6}, "servers": {"count": 1},
+                            "targets": {"count": 1}, "locks": {"enabled": False},
+                            "cache": {"dirty_limit": 1 << 30, "flush_threshold": 1 << 30, "copy_bandwidth": 1e9}})
+    w = workload.bench_job(p, workload.parse_bench_args("-F -b 64m -t 1m -w"), ranks, ranks)
+    t = results.job_document(engine.run(p, w), 0)["phases"][0]["time"]
+    assert t["data"]["max"] == pytest.approx(slower * (64 << 20) / 1e9, rel=1e-3)
+
+
+@pytest.mark.parametrize("key", ["copy_efficiency", "oversubscribed_efficiency"])
+@pytest.mark.parametrize("value", [0.0, 1.5])
+def test_an_efficiency_outside_0_1_is_refused(key, value):
+    with pytest.raises(platform.PlatformError, match=rf"clients.{key}.*a fraction in \(0, 1\]"):
+        platform.from_dict({"clients": {key: value}})
+
+
+def test_efficiency_is_what_the_copies_moved_over_the_cores_the_model_gives_them():
+    """4 writers moving 6 GB/s on 2 cores of 5 GB/s: 0.6; under a load of 1 the job gets one core: 1.0 (capped)."""
+    quiet = calibrate.Client(copy_bandwidth=5e9, copy_burst=0.0, cpu_load=0.0)
+    assert calibrate.efficiency(6e9, 4, quiet, cores=2) == pytest.approx(0.6)
+    assert calibrate.efficiency(4e9, 1, quiet, cores=2) == pytest.approx(0.8)
+    assert calibrate.efficiency(6e9, 4, calibrate.Client(5e9, 0.0, 1.0), cores=2) == 1.0

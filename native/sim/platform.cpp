@@ -55,13 +55,36 @@ static void add_profile(sg4::Link *l, const Input &in, int target, const char *d
  * on its node (Storage::cache_write), so copies beyond the cores share them. */
 static double copy_speed(const Input &in) { return in.get("copy_bandwidth") > 0 ? in.get("copy_bandwidth") : 1e9; }
 
+/* The fraction of min(n, cores) cores' copy speed that n copies running at once move together: 1 for one copy,
+ * falling linearly to copy_efficiency with as many copies as cores (they share the node's memory bus and page
+ * allocator), then to oversubscribed_efficiency with twice as many (time-sliced on the cores: switches, caches
+ * refilled), held beyond. */
+static double copy_efficiency(double all, double over, int n, int cores) {
+    if (n <= 1) return 1;
+    if (n <= cores) return 1 + (all - 1) * (n - 1) / (cores - 1);
+    if (n < 2 * cores) return all + (over - all) * (n - cores) / cores;
+    return over;
+}
+
+/* A host whose cores the node's copies share: n copies at once get min(n, cores) cores' speed times their
+ * efficiency (SimGrid's non-linear CPU sharing; each copy still runs on at most one core). */
+static sg4::Host *copy_host(sg4::NetZone *zone, const Input &in, const std::string &name, double speed, int cores) {
+    sg4::Host *h = zone->create_host(name, speed)->set_core_count(cores);
+    double all = in.get("copy_efficiency"), over = in.get("oversubscribed_efficiency");
+    if (all < 1 || over < 1)
+        h->set_sharing_policy(sg4::Host::SharingPolicy::NONLINEAR, [all, over, cores](double capacity, int n) {
+            return capacity / cores * std::min(n, cores) * copy_efficiency(all, over, n, cores);
+        });
+    return h->seal();
+}
+
 /* The host a node's job copies on past its burst: the machine's scheduler shares the cores among the sessions
  * running (Linux's autogroups: a session's processes together get one share), so the job's copies together get
  * share = cores / (cpu_load + 1) cores, each on at most one: ceil(share) cores dividing that capacity. */
 static sg4::Host *add_job_cores(sg4::NetZone *zone, const Input &in, const std::string &node, int cores) {
     double share = cores / (1 + in.get("cpu_load"));
     int count = static_cast<int>(std::ceil(share));
-    return zone->create_host(node + "-job", copy_speed(in) * share / count)->set_core_count(count)->seal();
+    return copy_host(zone, in, node + "-job", copy_speed(in) * share / count, count);
 }
 
 /* One level of switches above the nodes: a link per direction for each `per` consecutive nodes (none when the
@@ -99,7 +122,7 @@ static void add_nodes(sg4::NetZone *zone, const Input &in, Platform &p) {
         level(zone, "pod", nodes, static_cast<int>(in.get("nodes_per_pod")), in.get("pod_uplink_bandwidth"))};
     for (int i = 0; i < nodes; i++) {
         std::string n = std::to_string(i);
-        sg4::Host *h = zone->create_host("node-" + n, copy_speed(in))->set_core_count(cores)->seal();
+        sg4::Host *h = copy_host(zone, in, "node-" + n, copy_speed(in), cores);
         p.job_cores.push_back(add_job_cores(zone, in, "node-" + n, cores));
         LinkList to_network{sg4::LinkInRoute(link(zone, "nic_up-" + n, nic, lat))};
         LinkList from_network{sg4::LinkInRoute(link(zone, "nic_down-" + n, nic, lat))};

@@ -54,11 +54,18 @@ def page_cache_limits() -> tuple[int, int]:
     return int(pages["nr_dirty_threshold"]) * size, int(pages["nr_dirty_background_threshold"]) * size
 
 
+def host_cores() -> int:
+    """The cores this process (and the bench's ranks it starts) may run on: its affinity, not the machine's count."""
+    return len(os.sched_getaffinity(0))
+
+
 @dataclass
 class Client:
     copy_bandwidth: float  # bytes/s a core copies into the page cache
     copy_burst: float      # bytes copied at a core's full speed before the other load shares it
     cpu_load: float        # other processes running, as they share the cores with the copy
+    copy_efficiency: float = 1.0            # what `cores` writers at once move, of cores x copy_bandwidth
+    oversubscribed_efficiency: float = 1.0  # the same with 2 x cores writers
 
 
 def fit_client(size: int, cpu_seconds: float, ends: list[float], cores: int) -> Client:
@@ -90,7 +97,53 @@ def measure_client(directory: Path, size: int = 256 << 20, chunk: int = 1 << 20)
     finally:
         os.close(fd)
         path.unlink()
-    return fit_client(size // chunk * chunk, cpu, ends, os.cpu_count() or 1)
+    client = fit_client(size // chunk * chunk, cpu, ends, host_cores())
+    cores = host_cores()
+    return replace(client, **{key: efficiency(concurrent_copy(directory, writers), writers, client, cores)
+                              for key, writers in (("copy_efficiency", cores),
+                                                   ("oversubscribed_efficiency", 2 * cores))})
+
+
+def concurrent_copy(directory: Path, writers: int, size: int = 64 << 20, chunk: int = 1 << 20) -> float:
+    """Bytes/s that `writers` processes move into the page cache together, each writing `size` bytes to a file of
+    its own in `chunk`-byte calls, all released at once: their bytes / (the last one's end - the release). Each
+    then fsyncs and removes its file, outside the timing."""
+    data, go_r, go_w, done_r, done_w = os.urandom(chunk), *os.pipe(), *os.pipe()
+    pids = []
+    for i in range(writers):
+        if (pid := os.fork()) == 0:
+            os.close(go_w)
+            path = directory / f"ioloom-copy-probe-{i}"
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            os.write(done_w, b"ready\n")
+            os.read(go_r, 1)  # released when the parent closes the pipe
+            for _ in range(size // chunk):
+                os.write(fd, data)
+            os.write(done_w, f"{time.perf_counter()!r}\n".encode())
+            os.fsync(fd)
+            os.close(fd)
+            path.unlink()
+            os._exit(0)
+        pids.append(pid)
+    os.close(go_r)
+    os.close(done_w)
+    with os.fdopen(done_r) as done:
+        ready = sum(done.readline() == "ready\n" for _ in pids)
+        start = time.perf_counter()
+        os.close(go_w)
+        ends = [float(line) for line in done]
+    for pid in pids:
+        os.waitpid(pid, 0)
+    if (ready, len(ends)) != (writers, writers):
+        raise OSError(f"{writers - len(ends)} of {writers} copy probes failed under {directory}")
+    return writers * (size // chunk * chunk) / (max(ends) - start)
+
+
+def efficiency(rate: float, writers: int, client: Client, cores: int) -> float:
+    """What `writers` copies moved at once (`rate`) over what the model gives them without contention: each at
+    copy_bandwidth on one of the cores the job gets beside the other load (cores / (cpu_load + 1)); in (0, 1]."""
+    expected = client.copy_bandwidth * min(writers, cores / (client.cpu_load + 1))
+    return min(1.0, rate / expected)
 
 
 @dataclass
@@ -142,8 +195,10 @@ def platform_doc(disk: Disk, ranks_per_node: int = max(CHECK_RANKS)) -> dict:
     cache as the write-back cache."""
     dirty, background = page_cache_limits()
     fast = 1e12
-    return {"clients": {"nodes": 1, "ranks_per_node": ranks_per_node, "cores": os.cpu_count() or 1,
-                        "cpu_load": disk.client.cpu_load, "nic_bandwidth": fast, "nic_latency": 0.0},
+    return {"clients": {"nodes": 1, "ranks_per_node": ranks_per_node, "cores": host_cores(),
+                        "cpu_load": disk.client.cpu_load, "copy_efficiency": disk.client.copy_efficiency,
+                        "oversubscribed_efficiency": disk.client.oversubscribed_efficiency,
+                        "nic_bandwidth": fast, "nic_latency": 0.0},
             "servers": {"count": 1, "bandwidth": fast, "latency": 0.0},
             "targets": {"count": 1, "write_bandwidth": disk.write_bandwidth, "read_bandwidth": disk.write_bandwidth,
                         "latency": 0.0, "commit_latency": disk.commit},
@@ -163,14 +218,24 @@ def to_toml(doc: dict, header: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def predict(p: Platform, nranks: int, args: str = CHECK_ARGS) -> float:
-    """The simulated effective bandwidth of `ioloom bench io -n nranks -- args` on platform p (one node)."""
+PHASE_TIMES = ("data", "sync")  # where a run's time goes, shown beside its bandwidth: the copies, the write-back
+
+
+def _figures(doc: dict) -> dict[str, float]:
+    """A bench document's effective bandwidth and its first phase's slowest data and sync times."""
+    times = doc["phases"][0]["time"]
+    return {"bandwidth": doc["summary"][0]["effective_bw"]["mean"], **{t: times[t]["max"] for t in PHASE_TIMES}}
+
+
+def predict(p: Platform, nranks: int, args: str = CHECK_ARGS) -> dict[str, float]:
+    """The simulated effective bandwidth of `ioloom bench io -n nranks -- args` on platform p (one node), and its
+    slowest rank's data and sync seconds."""
     w = workload.bench_job(p, workload.parse_bench_args(args), nranks, nranks)
-    return results.job_document(engine.run(p, w), 0)["summary"][0]["effective_bw"]["mean"]
+    return _figures(results.job_document(engine.run(p, w), 0))
 
 
-def measured(directory: Path, nranks: int, mpi_name: str | None, args: str = CHECK_ARGS) -> float:
-    return _bench(directory, nranks, args, mpi_name)["summary"][0]["effective_bw"]["mean"]
+def measured(directory: Path, nranks: int, mpi_name: str | None, args: str = CHECK_ARGS) -> dict[str, float]:
+    return _figures(_bench(directory, nranks, args, mpi_name))
 
 
 def build_demo(directory: Path) -> Path:
@@ -196,8 +261,12 @@ def check(directory: Path, rounds: int, platform: Platform | None = None, mpi_na
     """Per rank count, per round: the measured and the predicted effective bandwidth of CHECK_ARGS, and (row DEMO)
     the demo's traced and replayed time. Without a platform each round calibrates first and predicts from its own
     platform (the disk of the minute, on a shared machine); the runs alternate their order between rounds.
-    {nranks or DEMO: {"measured": [...], "predicted": [...]}}"""
-    out: dict = {n: {"measured": [], "predicted": []} for n in (*CHECK_RANKS, DEMO)}
+    {nranks or DEMO: {"measured": [...], "predicted": [...]}}; a rank count's also {"measured data": [...],
+    "predicted data": [...], and the same for sync} (seconds of the slowest rank: where the time went)."""
+    sides = ("measured", "predicted")
+    out: dict = {n: {side: [] for side in sides} for n in (*CHECK_RANKS, DEMO)}
+    for count in CHECK_RANKS:
+        out[count].update({f"{side} {t}": [] for side in sides for t in PHASE_TIMES})
     exe = build_demo(directory)
     for r in range(rounds):
         p = platform or from_dict(platform_doc(measure(directory, size, mpi_name, repeats)))
@@ -207,8 +276,10 @@ def check(directory: Path, rounds: int, platform: Platform | None = None, mpi_na
                 for key, value in zip(("measured", "predicted"), demo_round(directory, exe, p, str(r))):
                     out[n][key].append(value)
             else:
-                out[n]["measured"].append(measured(directory, n, mpi_name))
-                out[n]["predicted"].append(predict(p, n))
+                for side, figures in (("measured", measured(directory, n, mpi_name)), ("predicted", predict(p, n))):
+                    out[n][side].append(figures["bandwidth"])
+                    for t in PHASE_TIMES:
+                        out[n][f"{side} {t}"].append(figures[t])
         if progress:
             progress(r)
     return out

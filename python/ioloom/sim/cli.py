@@ -167,7 +167,9 @@ def calibrate_command(output: Path = typer.Option(Path("machine.toml"), "-o", "-
         _fail(f"cannot write {output}: {e.strerror}")
     c = disk.client
     print(f"copy into the page cache {c.copy_bandwidth / 1e6:,.0f} MB/s per core, the first {c.copy_burst / 2**20:.3g} "
-          f"MiB after a wait ahead of a load of {c.cpu_load:.3g}; device {disk.write_bandwidth / 1e6:,.0f} "
+          f"MiB after a wait ahead of a load of {c.cpu_load:.3g}, {c.copy_efficiency:.3g} of it per core with "
+          f"{doc['clients']['cores']} copies at once, {c.oversubscribed_efficiency:.3g} with twice as many; device "
+          f"{disk.write_bandwidth / 1e6:,.0f} "
           f"MB/s, fsync commit {disk.commit * 1e3:.3g} ms, create {disk.create * 1e6:.3g} us, close "
           f"{disk.close * 1e6:.3g} us; dirty limit {doc['cache']['dirty_limit'] / 2**20:,.0f} MiB, flush threshold "
           f"{doc['cache']['flush_threshold'] / 2**20:,.0f} MiB ({_load()})")
@@ -208,13 +210,17 @@ def _calibration_check(platform_file: Path | None, rounds: int, quick: bool, dir
     def cell(values, scale=1e6, fmt=",.0f") -> str:
         s = spread([v / scale for v in values])
         return f"{s['median']:{fmt}} [{s['min']:{fmt}}, {s['max']:{fmt}}]"
-    demo_fmt = (1, ".3g")
+    def row(label: str, measured: list[float], predicted: list[float], scale: float, fmt: str, within: str) -> None:
+        ratios = [a / b for a, b in zip(predicted, measured)]
+        table.add_row(label, cell(measured, scale, fmt), cell(predicted, scale, fmt), cell(ratios, 1, ".3g"), within)
     for n, f in figures.items():
-        ratios = [a / b for a, b in zip(f["predicted"], f["measured"])]
-        demo = n == calibrate.DEMO
-        table.add_row("demo, 4 ranks: traced s" if demo else f"{n} rank(s): MB/s", cell(f["measured"], *demo_fmt)
-                      if demo else cell(f["measured"]), cell(f["predicted"], *demo_fmt) if demo else
-                      cell(f["predicted"]), cell(ratios, 1, ".3g"), f"{calibrate.within(f)} of {rounds}")
+        within = f"{calibrate.within(f)} of {rounds}"
+        if n == calibrate.DEMO:
+            row("demo, 4 ranks: traced s", f["measured"], f["predicted"], 1, ".3g", within)
+            continue
+        row(f"{n} rank(s): MB/s", f["measured"], f["predicted"], 1e6, ",.0f", within)
+        for t in calibrate.PHASE_TIMES:  # where the time went: the slowest rank's copies and write-back
+            row(f"  {t} s (slowest rank)", f[f"measured {t}"], f[f"predicted {t}"], 1, ".3g", "")
     Console(width=160).print(table)
     print(f"{before} before, {_load()} after")
 

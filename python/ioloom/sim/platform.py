@@ -22,6 +22,14 @@ DEFAULTS: dict[str, tuple[Any, str | None, str]] = {
     "clients.cpu_load": (0.0, "cpu_load", "other processes running on a node (its load average): with clients.cores "
                                           "set, a copy into the cache past its burst gets cores / (cpu_load + "
                                           "copies under way) of a core"),
+    "clients.copy_efficiency": (1.0, "copy_efficiency", "the fraction of cores x cache.copy_bandwidth a node's "
+                                                        "copies move together when as many run at once as it has "
+                                                        "cores (they share its memory bus and page allocator); "
+                                                        "from 1 copy (1) linearly, with clients.cores set"),
+    "clients.oversubscribed_efficiency": (1.0, "oversubscribed_efficiency",
+                                          "the same fraction with twice as many copies as cores, time-sliced on "
+                                          "them (switches, caches refilled); linear from clients.copy_efficiency, "
+                                          "held beyond"),
     "clients.nic_bandwidth": (1.25e9, "nic_bandwidth", "bytes/s of a node's network link, each direction"),
     "clients.nic_latency": (2e-6, "nic_latency", "seconds of a node's network link"),
     "clients.nodes_per_group": (0, "nodes_per_group", "nodes behind one switch (0: all; a star)"),
@@ -175,6 +183,9 @@ def _check_whole(p: Platform) -> None:
     for mode in p["background.modes"]:
         if not (isinstance(mode, list) and len(mode) == 2 and 0 < mode[0] <= 1 and mode[1] > 0):
             raise PlatformError(f"`background.modes` entry {mode!r}: each is [capacity left in (0, 1], weight > 0]")
+    for key in ("clients.copy_efficiency", "clients.oversubscribed_efficiency"):
+        if not 0 < p[key] <= 1:
+            raise PlatformError(f"`{key}` = {p[key]!r}: a fraction in (0, 1] (1: copies do not slow each other)")
     if not 0 <= p["background.shared"] <= 1:
         raise PlatformError(f"`background.shared` = {p['background.shared']!r}: a chance, from 0 to 1")
     if p["cache.dirty_limit"] and p["cache.flush_threshold"] > p["cache.dirty_limit"]:
