@@ -94,6 +94,36 @@ def test_configuration_error_on_every_rank(mpi, tmp_path, mistake):
         assert "c.yaml:" in line or "buffer" in line
 
 
+PARAMETERS_XML = """<?xml version="1.0"?>
+<simulation name="p">
+  <architecture> <buffer size="1048576"/> </architecture>
+  <data>
+{parameters}
+    <layout name="grid" type="double" dimensions="4"/> <variable name="u" layout="grid"/>
+  </data>
+  <ioloom directory="{out}"/>
+</simulation>
+"""
+
+
+@pytest.mark.parametrize("declared,message", [
+    # the second NX's value names an undeclared parameter: the duplicate is found before its value is evaluated
+    ((("NX", "4"), ("NX", "Y")), "parameter 'NX' is declared twice"),
+    ((("NX", "4"), ("clients", "2")), "parameter 'clients': rank and clients are given by the run"),
+])
+def test_a_parameter_is_refused_the_same_way_in_yaml_and_xml(mpi, tmp_path, declared, message):
+    yaml = good(tmp_path, mode="synchronous") + "parameters: {" + ", ".join(f"{n}: {v}" for n, v in declared) + "}\n"
+    xml = PARAMETERS_XML.format(out=tmp_path / "out", parameters="\n".join(
+        f'    <parameter name="{n}" value="{v}"/>' for n, v in declared))
+    said = []
+    for name, text in (("c.yaml", yaml), ("c.xml", xml)):
+        (tmp_path / name).write_text(text)
+        out = mpi.run(1, [program(mpi), tmp_path / name], timeout=60)
+        line, = [line for line in out.stdout.splitlines() if line.startswith("rank 0 initialize rc 1: ")]
+        said.append(line.split(f"{name}:", 1)[1].split(": ", 1)[1])  # after the file's line
+    assert said == [message, message]
+
+
 def test_dedicated_cores_need_a_spare_core(mpi, tmp_path):
     """One rank on the node (or as many dedicated cores as cores): refused on every rank, not a hang."""
     lines = initialize(mpi, tmp_path, good(tmp_path), 1)

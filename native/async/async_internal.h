@@ -105,6 +105,10 @@ struct async_scope {
 };
 /* 0 with *out, or -1 with why (one phrase quoting the expression). */
 int async_expr_eval(const char *text, const struct async_scope *scope, long *out, char why[ASYNC_MSG_MAX]);
+/* Declares a parameter after those before it (the reader made room for it in cfg->parameters): a name not yet
+ * declared, neither rank nor clients, and its value from expression, over the parameters before it (NULL: none
+ * given). 0, or -1 with msg (without the file and line, which the readers add). */
+int async_parameter_add(struct async_config *cfg, const char *name, const char *expression, char msg[ASYNC_MSG_MAX]);
 /* A layout's dimensions from their expressions (parameters only: every block has the same size) and its global
  * extents and positions checked for syntax and names (their values need the clients: check_domain below). 0, or
  * -1 with msg (without the file and line, which the readers add). */

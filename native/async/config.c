@@ -173,24 +173,15 @@ static int layout(struct reader *r, struct async_config *cfg, yaml_node_pair_t *
 
 /* parameters: {NAME: integer or expression of the parameters before it}, in order. */
 static int parameters(struct reader *r, struct async_config *cfg, yaml_node_t *m) {
-    char why[ASYNC_MSG_MAX];
+    char name[ASYNC_NAME_MAX];
     if (!m) return 0;
     if (is_mapping(r, m, "parameters")) return -1;
-    int n = (int)(m->data.mapping.pairs.top - m->data.mapping.pairs.start);
-    cfg->parameters = calloc((size_t)n + 1, sizeof *cfg->parameters);
+    cfg->parameters =
+        calloc((size_t)(m->data.mapping.pairs.top - m->data.mapping.pairs.start) + 1, sizeof *cfg->parameters);
     for (yaml_node_pair_t *p = m->data.mapping.pairs.start; p < m->data.mapping.pairs.top; p++) {
-        struct async_parameter *a = &cfg->parameters[cfg->nparameters];
-        struct async_scope scope = {.parameters = cfg->parameters, .nparameters = cfg->nparameters};
-        const char *e = scalar(node(r, p->value));
-        if (name_copy(r, node(r, p->key), a->name, "a parameter's name")) return -1;
-        if (!strcmp(a->name, "rank") || !strcmp(a->name, "clients"))
-            return fail(r, node(r, p->key), "parameter '%s': rank and clients are given by the run", a->name);
-        if (!e || async_expr_eval(e, &scope, &a->value, why))
-            return fail(r, node(r, p->value), "parameter '%s': %s", a->name, e ? why : "give a number or expression");
-        for (int i = 0; i < cfg->nparameters; i++)
-            if (!strcmp(cfg->parameters[i].name, a->name))
-                return fail(r, node(r, p->key), "parameter '%s' is declared twice", a->name);
-        cfg->nparameters++;
+        if (name_copy(r, node(r, p->key), name, "a parameter's name")) return -1;
+        if (async_parameter_add(cfg, name, scalar(node(r, p->value)), r->msg))
+            return fail(r, node(r, p->key), "%s", r->msg);
     }
     return 0;
 }

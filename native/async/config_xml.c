@@ -115,18 +115,9 @@ static int shape(struct xreader *r, struct async_config *c, xmlNode *n, struct a
 
 /* <parameter name value>: an integer, or an expression of the parameters before it. */
 static int parameter(struct xreader *r, struct async_config *c, xmlNode *n) {
-    struct async_parameter *a = &c->parameters[c->nparameters];
-    struct async_scope scope = {.parameters = c->parameters, .nparameters = c->nparameters};
-    char why[ASYNC_MSG_MAX];
-    if (copy(r, n, "name", a->name, sizeof a->name)) return -1;
-    if (!strcmp(a->name, "rank") || !strcmp(a->name, "clients"))
-        return xfail(r, n, "parameter '%s': rank and clients are given by the run", a->name);
-    if (!attr(n, "value") || async_expr_eval(attr(n, "value"), &scope, &a->value, why))
-        return xfail(r, n, "parameter '%s': %s", a->name, attr(n, "value") ? why : "give its value");
-    for (int i = 0; i < c->nparameters; i++)
-        if (!strcmp(c->parameters[i].name, a->name)) return xfail(r, n, "parameter '%s' is declared twice", a->name);
-    c->nparameters++;
-    return 0;
+    char name[ASYNC_NAME_MAX];
+    if (copy(r, n, "name", name, sizeof name)) return -1;
+    return async_parameter_add(c, name, attr(n, "value"), r->msg) ? xfail(r, n, "%s", r->msg) : 0;
 }
 
 static int layout(struct xreader *r, struct async_config *c, xmlNode *n) {

@@ -4,12 +4,33 @@
  * rank among clients, which is its block's id. The YAML and XML readers resolve the dimensions; once the roles
  * are known, initialize evaluates every block's position on every rank and refuses blocks outside the domain or
  * overlapping. */
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 #include "async_internal.h"
 
 static struct async_scope parameters_of(const struct async_config *cfg) {
     return (struct async_scope){.parameters = cfg->parameters, .nparameters = cfg->nparameters};
+}
+
+int async_parameter_add(struct async_config *cfg, const char *name, const char *expression, char msg[ASYNC_MSG_MAX]) {
+    struct async_scope scope = parameters_of(cfg);
+    struct async_parameter *a = &cfg->parameters[cfg->nparameters];
+    char why[ASYNC_MSG_MAX];
+    for (int i = 0; i < cfg->nparameters; i++)
+        if (!strcmp(cfg->parameters[i].name, name))
+            return snprintf(msg, ASYNC_MSG_MAX, "parameter '%s' is declared twice", name), -1;
+    if (!strcmp(name, "rank") || !strcmp(name, "clients"))
+        return snprintf(msg, ASYNC_MSG_MAX, "parameter '%s': rank and clients are given by the run", name), -1;
+    if (!expression)
+        return snprintf(msg, ASYNC_MSG_MAX, "parameter '%s': give its value, a number or an expression", name), -1;
+    if (async_expr_eval(expression, &scope, &a->value, why))
+        return snprintf(msg, ASYNC_MSG_MAX, "parameter '%s': %.300s", name, why), -1;
+    /* the name fits: both readers take names of at most ASYNC_NAME_MAX - 1 characters */
+    assert(strlen(name) < sizeof a->name);
+    strcpy(a->name, name);
+    cfg->nparameters++;
+    return 0;
 }
 
 /* The dimensions' values: parameters only, each at least 1. */
