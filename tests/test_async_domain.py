@@ -122,3 +122,39 @@ def test_a_gap_is_an_error_unless_filled(mpi, tmp_path, ioloom_cli):
 def test_python_client_knows_the_header_dimension_limit():
     header = (paths.REPO_ROOT / "native" / "async" / "ioloom_async.h").read_text()
     assert re.search(r"#define IOLOOM_ASYNC_DIMS_MAX (\d+)", header).group(1) == str(DIMS_MAX)
+
+
+MANY = """name: many
+mode: synchronous
+buffer: 1048576
+writer: {{directory: {out}}}
+layouts:
+  tile: {{type: float64, dimensions: [2, 3], global: [{extents}], position: [{position}]}}
+variables:
+  t: {{layout: tile}}
+"""
+CLIENTS = 20000  # blocks of 2 x 3: in one row they all share their first offset; else 200 rows of 100
+
+
+@pytest.mark.parametrize("extents,position,overlap", [
+    ("2, 3 * clients", "0, rank * 3", None),
+    ("2, 3 * clients + 2", "0, rank * 3 + 2", None),  # not on multiples of the block's size
+    # the last block one to the left: it overlaps the one before, whose offset is in the previous multiple of 3
+    ("2, 3 * clients + 2", "0, rank * 3 + 2 - rank / (clients - 1)", "blocks 19998 and 19999 overlap (at [0, 59996] "
+                                                                     "and [0, 59998], each of size [2, 3])"),
+    ("2 * (clients / 100) + 1, 300", "rank / 100 * 2 + 1, rank % 100 * 3", None),
+    # the last block one row up: it overlaps the one above it (another first offset, the same second)
+    ("2 * (clients / 100) + 1, 300", "rank / 100 * 2 + 1 - rank / (clients - 1), rank % 100 * 3",
+     "blocks 19899 and 19999 overlap (at [397, 297] and [398, 297], each of size [2, 3])"),
+])
+def test_many_blocks_are_checked_for_overlaps(tmp_path, ioloom_cli, extents, position, overlap):
+    """`ioloom async check` runs initialize's checks for 20,000 clients without ranks: every block's position is
+    evaluated and compared with its neighbours, overlapping or not, in a row or in a grid."""
+    config = tmp_path / "many.yaml"
+    config.write_text(MANY.format(out=tmp_path / "out", extents=extents, position=position))
+    out = ioloom_cli("async", "check", config, "--clients", CLIENTS, check=False)
+    if overlap is None:
+        assert out.returncode == 0 and out.stdout == f"{config}: fine for {CLIENTS} clients\n", out.stderr
+    else:
+        assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
+        assert f"many.yaml:6: layout 'tile': {overlap}: give each rank its own part" in out.stderr

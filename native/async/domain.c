@@ -191,6 +191,17 @@ int async_config_check_domain(struct async_config *cfg, int nclients, char msg[A
     return 0;
 }
 
+int ioloom_async_check(const char *config_path, int clients) {
+    struct async_config cfg;
+    char msg[ASYNC_MSG_MAX];
+    if (clients < 1)
+        return async_fail(IOLOOM_ASYNC_EUSAGE, "ioloom_async_check: give 1 client or more, not %d", clients);
+    int failed = async_config_load(config_path ? config_path : "(null)", &cfg, msg) ||
+                 async_config_check_domain(&cfg, clients, msg);
+    async_config_free(&cfg);
+    return failed ? async_fail(IOLOOM_ASYNC_ECONFIG, "%s", msg) : IOLOOM_ASYNC_OK;
+}
+
 int ioloom_async_block_position(const char *variable, int *ndims, long long *offset) {
     int var = async_g.initialized ? async_config_variable(&async_g.cfg, variable) : -1;
     if (var < 0)

@@ -48,6 +48,11 @@ IOLOOM_ASYNC_API int ioloom_async_finalize(void);
 IOLOOM_ASYNC_API int ioloom_async_block_position(const char *variable, int *ndims, long long *offset);
 /* Bytes of one block of the variable (its layout's size), 0 when the variable is unknown. */
 IOLOOM_ASYNC_API size_t ioloom_async_block_size(const char *variable);
+/* Reads and checks a configuration as initialize does for a run of `clients` clients (its layouts, and in a global
+ * domain every block inside the extents and none overlapping), without MPI and without writing anything: OK, or
+ * ECONFIG with the message. What depends on the nodes (dedicated cores, the buffer per client) waits for
+ * initialize. */
+IOLOOM_ASYNC_API int ioloom_async_check(const char *config_path, int clients);
 /* The last error, one line (empty when there was none). */
 IOLOOM_ASYNC_API const char *ioloom_async_error(void);
 

@@ -1,6 +1,7 @@
-"""`ioloom async`: look into an output of libioloom-async (info), choose a mode from measured compute and write
-times with Dorier's Eq. 3.2 (advise), and run the CM1-like kernel many times with random timings under a
-watchdog (stress). The library itself and its configuration: docs/async.md."""
+"""`ioloom async`: look into an output of libioloom-async (info), check a configuration for a number of clients
+(check), choose a mode from measured compute and write times with Dorier's Eq. 3.2 (advise), and run the CM1-like
+kernel many times with random timings under a watchdog (stress). The library itself and its configuration:
+docs/async.md."""
 from __future__ import annotations
 
 import json
@@ -40,6 +41,19 @@ def info(path: Path = typer.Argument(..., help="An output's index (<directory>/<
     print(f"  written {c['written_blocks']:.0f} blocks ({c['written_bytes']:.0f} bytes), lost {c['lost_blocks']:.0f}, "
           f"blocked {c['blocked']:.0f} times ({c['blocked_seconds']:.3f} s), spilled {c['spilled_blocks']:.0f}, "
           f"skipped {c['skipped_iterations']:.0f} iterations")
+
+
+@app.command("check")
+def check(config: Path = typer.Argument(..., help="A configuration (YAML, or Damaris-style XML with .xml)."),
+          clients: int = typer.Option(..., min=1, help="The run's clients (ranks that compute): blocks per variable."),
+          mpi_name: str = typer.Option(None, "--mpi", help="The library of this MPI; default: the first installed.")
+          ) -> None:
+    """Checks a configuration for a run of N clients without running it: the layouts, and in a global domain every
+    block inside the extents and none overlapping, as initialize will. Exit status 2 with the mistake."""
+    from ioloom import mpi
+    from ioloom.async_io.client import check as check_config
+    check_config(config, clients, mpi_name or mpi.implementations()[0].name)
+    print(f"{config}: fine for {clients} clients")
 
 
 def advice(compute: float, write: float, cores_per_node: int, write_dedicated: float | None) -> dict:

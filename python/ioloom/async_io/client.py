@@ -46,6 +46,16 @@ def launched_under() -> str:
                         "mpi='openmpi')")
 
 
+def check(config: str | os.PathLike, clients: int, mpi: str) -> None:
+    """Reads and checks a configuration as initialize does for a run of `clients` clients (layouts, and in a global
+    domain every block inside the extents and none overlapping), without MPI ranks: AsyncError when it is wrong."""
+    lib = ctypes.CDLL(str(paths.native_lib(f"ioloom-async-{mpi}")))
+    lib.ioloom_async_error.restype = ctypes.c_char_p
+    status = lib.ioloom_async_check(os.fsencode(config), ctypes.c_int(clients))
+    if status:
+        raise AsyncError(status, lib.ioloom_async_error().decode(errors="replace"))
+
+
 class Client:
     """One process's libioloom-async: `is_client` after start; a server's start returns when its clients ended."""
 
