@@ -140,42 +140,79 @@ static int place(const struct async_config *cfg, struct async_layout *l, int b, 
     return layout_fail(cfg, l, msg, text);
 }
 
+/* Blocks all have the layout's size, so two overlap when their offsets differ by less than it in every dimension.
+ * In the grid of cells of that size (a block's cell: its offset divided by the size, per dimension), two blocks
+ * in one cell overlap, and two that overlap are in the same or neighbouring cells (one apart at most in each
+ * dimension). So, with the blocks sorted by cell, a disjoint layout has one block per cell, and each block is
+ * compared only with those in its 3^ndims - 1 neighbouring cells, each found by binary search: O(P log P). */
 struct placed {
     const long *at;
+    long cell[ASYNC_DIMS_MAX];
     int ndims, block;
 };
 
-static int by_position(const void *a, const void *b) {
+static int by_cell(const void *a, const void *b) {
     const struct placed *x = a, *y = b;
     for (int d = 0; d < x->ndims; d++)
-        if (x->at[d] != y->at[d]) return x->at[d] < y->at[d] ? -1 : 1;
-    return 0;
+        if (x->cell[d] != y->cell[d]) return x->cell[d] < y->cell[d] ? -1 : 1;
+    return (x->block > y->block) - (x->block < y->block);
 }
 
-/* Blocks all have the layout's size, so two overlap when their offsets differ by less than it in every dimension;
- * sorted by position, a block can only overlap those after it within one size in the first dimension. */
+static int overlap(const struct placed *x, const struct placed *y, const long *size) {
+    for (int d = 0; d < x->ndims; d++)
+        if (labs(x->at[d] - y->at[d]) >= size[d]) return 0;
+    return 1;
+}
+
+/* The first of p[lo, hi) (sorted by cell, the same cells in dimensions before d) whose cell in d is c or more. */
+static int first_at(const struct placed *p, int lo, int hi, int d, long c) {
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (p[mid].cell[d] < c)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* A block of p[lo, hi) that overlaps p[i], or -1: those in p[i]'s neighbouring cells in dimensions d and after
+ * (p[lo, hi) are the blocks in its neighbouring cells in the dimensions before d). */
+static int neighbour(const struct placed *p, int i, int d, int lo, int hi, const long *size) {
+    if (d == p[i].ndims) {
+        for (int k = lo; k < hi; k++)
+            if (k != i && overlap(&p[i], &p[k], size)) return k;
+        return -1;
+    }
+    for (long c = p[i].cell[d] - 1; c <= p[i].cell[d] + 1; c++) {
+        int from = first_at(p, lo, hi, d, c), to = first_at(p, from, hi, d, c + 1);
+        int k = from < to ? neighbour(p, i, d + 1, from, to, size) : -1;
+        if (k >= 0) return k;
+    }
+    return -1;
+}
+
 static int disjoint(const struct async_config *cfg, const struct async_layout *l, int nclients,
                     char msg[ASYNC_MSG_MAX]) {
     struct placed *p = malloc((size_t)nclients * sizeof *p);
     char text[ASYNC_MSG_MAX], a[160], b[160], size[160];
-    for (int k = 0; k < nclients; k++) p[k] = (struct placed){l->offsets + (size_t)k * (size_t)l->ndims, l->ndims, k};
-    qsort(p, (size_t)nclients, sizeof *p, by_position);
-    for (int i = 0; i < nclients; i++)
-        for (int j = i + 1; j < nclients && p[j].at[0] - p[i].at[0] < l->dims[0]; j++) {
-            int d = 1;
-            while (d < l->ndims && labs(p[j].at[d] - p[i].at[d]) < l->dims[d]) d++;
-            if (d < l->ndims) continue;
-            int first = p[i].block < p[j].block ? i : j, second = first == i ? j : i;
-            snprintf(text, sizeof text,
-                     "blocks %d and %d overlap (at %s and %s, each of size %s): give each rank its own part of the "
-                     "global extents",
-                     p[first].block, p[second].block, list(p[first].at, l->ndims, a), list(p[second].at, l->ndims, b),
-                     list(l->dims, l->ndims, size));
-            free(p);
-            return layout_fail(cfg, l, msg, text);
-        }
+    int i = 0, k = -1;
+    for (int n = 0; n < nclients; n++) {
+        p[n] = (struct placed){.at = l->offsets + (size_t)n * (size_t)l->ndims, .ndims = l->ndims, .block = n};
+        for (int d = 0; d < l->ndims; d++) p[n].cell[d] = p[n].at[d] / l->dims[d]; /* offsets are >= 0 (place) */
+    }
+    qsort(p, (size_t)nclients, sizeof *p, by_cell);
+    while (i < nclients && (k = neighbour(p, i, 0, 0, nclients, l->dims)) < 0) i++;
+    if (k >= 0) {
+        int first = p[i].block < p[k].block ? i : k, second = first == i ? k : i;
+        snprintf(text, sizeof text,
+                 "blocks %d and %d overlap (at %s and %s, each of size %s): give each rank its own part of the "
+                 "global extents",
+                 p[first].block, p[second].block, list(p[first].at, l->ndims, a), list(p[second].at, l->ndims, b),
+                 list(l->dims, l->ndims, size));
+    }
     free(p);
-    return 0;
+    return k >= 0 ? layout_fail(cfg, l, msg, text) : 0;
 }
 
 int async_config_check_domain(struct async_config *cfg, int nclients, char msg[ASYNC_MSG_MAX]) {
