@@ -5,6 +5,7 @@ gives each block), hdf5-shared writes each block at its place in one dataset (h5
 error unless filled. Real MPI, both implementations; the mistakes are in test_async_errors.py."""
 from __future__ import annotations
 
+import json
 import re
 import sys
 
@@ -117,6 +118,16 @@ def test_a_gap_is_an_error_unless_filled(mpi, tmp_path, ioloom_cli):
     assert np.array_equal(filled, expected)
     with pytest.raises(AsyncOutputError, match="has no global extents"):
         out.global_array("e", 0)
+    # every block of iteration 0, in global extents one column wider than they cover
+    index = json.loads(out.path.read_text())
+    index["variables"]["t"]["global"] = [6, 9]
+    out.path.write_text(json.dumps(index))
+    wider = async_io.open(tmp_path / "out")
+    with pytest.raises(AsyncOutputError, match=r"at iteration 0: 6 of 54 values have no block \(blocks missing: none; "
+                                               r"the blocks do not cover the domain\)"):
+        wider.global_array("t", 0)
+    filled = wider.global_array("t", 0, fill=-1)
+    assert np.array_equal(filled[:, :8], global_value(0, GLOBAL)) and (filled[:, 8] == -1).all()
 
 
 def test_python_client_knows_the_header_dimension_limit():

@@ -222,19 +222,19 @@ class Output:
             raise AsyncOutputError(f"variable {variable!r} has no global extents in {self.path} (its layout gives "
                                    "no global and position); read it per block")
         present = self.blocks_at(variable, iteration)
-        whole = np.empty(var.global_shape, var.dtype)
-        covered = np.zeros(var.global_shape, bool)
+        # initialize refuses blocks outside the global extents or overlapping, so the present blocks cover exactly
+        # their values, and what they leave is a gap
+        size = int(np.prod(var.global_shape))
+        gap = size - len(present) * int(np.prod(var.shape))
+        if gap and fill is None:
+            missing = sorted(set(range(len(var.positions))) - set(present))
+            raise AsyncOutputError(f"variable {variable!r} at iteration {iteration}: {gap} of {size} values have no "
+                                   f"block (blocks missing: "
+                                   f"{', '.join(map(str, missing)) or 'none; the blocks do not cover the domain'}"
+                                   "); pass fill= to read it with those values filled")
+        whole = np.full(var.global_shape, fill, var.dtype) if gap else np.empty(var.global_shape, var.dtype)
         for block in present:
             whole[var.place(block)] = self.read(variable, iteration, block)
-            covered[var.place(block)] = True
-        if not covered.all():
-            if fill is None:
-                missing = sorted(set(range(len(var.positions))) - set(present))
-                raise AsyncOutputError(f"variable {variable!r} at iteration {iteration}: {covered.size - covered.sum()}"
-                                       f" of {covered.size} values have no block (blocks missing: "
-                                       f"{', '.join(map(str, missing)) or 'none; the blocks do not cover the domain'}"
-                                       "); pass fill= to read it with those values filled")
-            whole[~covered] = fill
         return whole
 
     def table(self, variable: str):
