@@ -21,7 +21,6 @@
 struct h5_output {
     hid_t file, lcpl; /* lcpl: a link creation list that makes the /<variable>/<iteration> groups */
     hid_t dcpl, dxpl; /* hdf5-shared: storage allocated at creation and never filled, collective transfers */
-    int nblocks;      /* hdf5-shared: the job's clients */
     char *staging;    /* hdf5-shared: a server's blocks of one variable, in block order, when it has several */
     size_t staging_size;
     char reserve[1220]; /* the room kept for closing (see keep_room); "" once given back */
@@ -167,10 +166,7 @@ const struct async_store async_store_hdf5 = {"hdf5", hdf5_open, hdf5_put, hdf5_u
 /* hdf5-shared: collective over the servers (every server opens together, or none: see async_writer_open). */
 static int shared_open(struct async_writer *w, const struct async_config *cfg, char msg[ASYNC_MSG_MAX]) {
     char path[1200];
-    int nservers;
     struct h5_output *o = calloc(1, sizeof *o);
-    MPI_Comm_size(async_g.servers, &nservers);
-    o->nblocks = async_g.size - nservers;
     struct quiet q = hush();
     hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
     H5Pset_fapl_mpio(fapl, async_g.servers, MPI_INFO_NULL);
@@ -272,7 +268,7 @@ static int write_positioned(struct h5_output *o, const struct async_layout *l, h
 static haddr_t write_variable(struct h5_output *o, const struct async_config *cfg, int64_t iteration, int variable,
                               const struct async_piece *pieces, int n, int rounds) {
     const struct async_layout *l = &cfg->layouts[cfg->variables[variable].layout];
-    hsize_t dims[ASYNC_DIMS_MAX + 1] = {(hsize_t)o->nblocks};
+    hsize_t dims[ASYNC_DIMS_MAX + 1] = {(hsize_t)async_g.nclients}; /* stacked: a block per client */
     char path[ASYNC_NAME_MAX + 32];
     int failed, anyone, rank = l->positioned ? l->ndims : l->ndims + 1;
     for (int d = 0; d < l->ndims; d++)
