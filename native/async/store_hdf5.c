@@ -262,29 +262,41 @@ static int write_positioned(struct h5_output *o, const struct async_layout *l, h
     return failed;
 }
 
+/* Whether every server's call succeeded (ok on this one), agreed by all. */
+static int everywhere(int ok) {
+    int all;
+    MPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, async_g.servers);
+    return all;
+}
+
 /* One variable's dataset of an iteration, created and written by every server (rounds: the most blocks of it any
- * server has); its address, or HADDR_UNDEF when any server's write failed (then the dataset is removed, so the
- * file holds only whole datasets). */
+ * server has); its address, or HADDR_UNDEF when any server's creation or write failed (then the dataset is removed,
+ * so the file holds only whole datasets). */
 static haddr_t write_variable(struct h5_output *o, const struct async_config *cfg, int64_t iteration, int variable,
                               const struct async_piece *pieces, int n, int rounds) {
     const struct async_layout *l = &cfg->layouts[cfg->variables[variable].layout];
     hsize_t dims[ASYNC_DIMS_MAX + 1] = {(hsize_t)async_g.nclients}; /* stacked: a block per client */
     char path[ASYNC_NAME_MAX + 32];
-    int failed, anyone, rank = l->positioned ? l->ndims : l->ndims + 1;
+    int rank = l->positioned ? l->ndims : l->ndims + 1;
     for (int d = 0; d < l->ndims; d++)
         dims[l->positioned ? d : d + 1] = (hsize_t)(l->positioned ? l->global[d] : l->dims[d]);
     snprintf(path, sizeof path, "/%lld/%s", (long long)iteration, cfg->variables[variable].name);
     hid_t space = H5Screate_simple(rank, dims, NULL), type = file_type(l->type);
     hid_t set = H5Dcreate2(o->file, path, type, space, o->lcpl, o->dcpl, H5P_DEFAULT);
-    failed = set < 0 || (l->positioned ? write_positioned(o, l, set, space, variable, pieces, n, rounds)
-                                       : write_stacked(o, l, set, space, variable, pieces, n));
-    MPI_Allreduce(&failed, &anyone, 1, MPI_INT, MPI_MAX, async_g.servers);
-    haddr_t address = anyone ? HADDR_UNDEF : H5Dget_offset(set);
+    /* Agreed before the collective writes: a server whose creation failed skips them, so the others must too, or
+     * they would wait in those writes for it while it waits in the agreement on them. */
+    int made = everywhere(set >= 0);
+    int written = made && !(l->positioned ? write_positioned(o, l, set, space, variable, pieces, n, rounds)
+                                          : write_stacked(o, l, set, space, variable, pieces, n));
+    int lost = !(made && everywhere(written));
+    haddr_t address = lost ? HADDR_UNDEF : H5Dget_offset(set);
     H5Sclose(space);
     if (set >= 0) H5Dclose(set);
-    if (anyone && set >= 0) H5Ldelete(o->file, path, H5P_DEFAULT);
-    if (anyone) o->failed = EIO; /* on every server: anyone is agreed */
-    return address;
+    if (!lost) return address;
+    /* by every server, as HDF5's changes of metadata are collective (where the creation failed, maybe no link) */
+    H5Ldelete(o->file, path, H5P_DEFAULT);
+    o->failed = EIO; /* on every server: lost is agreed */
+    return HADDR_UNDEF;
 }
 
 /* The most blocks of each variable any server has at this iteration, agreed by all (datasets are made together,
