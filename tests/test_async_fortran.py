@@ -30,6 +30,8 @@ def test_fortran_program_writes_through_the_module(mpi, tmp_path):
     out = mpi.run(3, [build(mpi, tmp_path), config], timeout=120)
     assert "wrong size: 2 variable 'theta': the buffer has 16 bytes but its layout 'grid' needs 4096" in out.stdout
     assert "commit alone: 2 commit of 'theta' without ioloom_async_alloc" in out.stdout
+    assert "short offset: 2 ioloom_async_block_position: 'theta' has 3 dimensions, more than offset's 2 values" \
+        in out.stdout
     assert "position of 0: 0 0 0" in out.stdout and "position of 1: 16 0 0" in out.stdout, out.stdout
     output = async_io.open(tmp_path / "out")
     assert output.iterations() == list(range(8)) and len(output.events) == 16

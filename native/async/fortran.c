@@ -1,6 +1,6 @@
 /* The C side of libioloom-async's Fortran bindings (ioloom_async.f90) and Python client (ioloom.async_io.client):
  * communicators cross as MPI_Fint, and alloc gives a status as every Fortran call does. */
-#include "ioloom_async.h"
+#include "async_internal.h"
 
 int ioloom_async_initialize_f(const char *config_path, MPI_Fint comm) {
     return ioloom_async_initialize(config_path, MPI_Comm_f2c(comm));
@@ -19,4 +19,18 @@ int ioloom_async_client_comm_f(MPI_Fint *clients) {
     int rc = ioloom_async_client_comm(&c);
     if (rc == IOLOOM_ASYNC_OK) *clients = MPI_Comm_c2f(c);
     return rc;
+}
+
+/* The block's position in Fortran order (the first dimension first) into offset, which holds capacity values: the
+ * Fortran module needs no dimension limit of its own. */
+int ioloom_async_block_position_f(const char *variable, long long *offset, int capacity) {
+    long long c_order[IOLOOM_ASYNC_DIMS_MAX];
+    int ndims, rc = ioloom_async_block_position(variable, &ndims, c_order);
+    if (rc != IOLOOM_ASYNC_OK) return rc;
+    if (ndims > capacity)
+        return async_fail(IOLOOM_ASYNC_EUSAGE,
+                          "ioloom_async_block_position: '%.100s' has %d dimensions, more than offset's %d values",
+                          variable, ndims, capacity);
+    for (int d = 0; d < ndims; d++) offset[d] = c_order[ndims - 1 - d];
+    return IOLOOM_ASYNC_OK;
 }

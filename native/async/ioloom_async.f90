@@ -53,11 +53,11 @@ module ioloom_async
     integer(c_int) function c_finalize() bind(c, name="ioloom_async_finalize")
       import :: c_int
     end function
-    integer(c_int) function c_block_position(name, ndims, offset) bind(c, name="ioloom_async_block_position")
+    integer(c_int) function c_block_position(name, offset, capacity) bind(c, name="ioloom_async_block_position_f")
       import :: c_int, c_char, c_long_long
       character(kind=c_char), intent(in) :: name(*)
-      integer(c_int), intent(out) :: ndims
       integer(c_long_long), intent(out) :: offset(*)
+      integer(c_int), value :: capacity
     end function
     type(c_ptr) function c_error() bind(c, name="ioloom_async_error")
       import :: c_ptr
@@ -145,15 +145,7 @@ contains
     character(len=*), intent(in) :: name
     integer(8), intent(out) :: offset(:)
     integer, intent(out) :: ierr
-    integer(c_long_long) :: c_order(8) ! IOLOOM_ASYNC_DIMS_MAX
-    integer(c_int) :: ndims
-    integer :: d
-    ierr = c_block_position(trim(name) // c_null_char, ndims, c_order)
-    if (ierr == 0 .and. ndims > size(offset)) ierr = 2
-    if (ierr /= 0) return
-    do d = 1, ndims
-      offset(d) = c_order(ndims + 1 - d)
-    end do
+    ierr = c_block_position(trim(name) // c_null_char, offset, int(size(offset), c_int))
   end subroutine
   ! The last error message, cut to message's length.
   subroutine ioloom_async_error(message)

@@ -61,6 +61,8 @@ IOLOOM_ASYNC_API const char *ioloom_async_error(void);
 IOLOOM_ASYNC_API int ioloom_async_initialize_f(const char *config_path, MPI_Fint comm);
 IOLOOM_ASYNC_API int ioloom_async_client_comm_f(MPI_Fint *clients);
 IOLOOM_ASYNC_API int ioloom_async_alloc_f(const char *variable, void **block);
+/* block_position in Fortran order into offset[0..capacity): EUSAGE when the layout has more dimensions. */
+IOLOOM_ASYNC_API int ioloom_async_block_position_f(const char *variable, long long *offset, int capacity);
 /* MPI_COMM_WORLD's Fortran handle, for the Python client (ioloom.async_io.client), which has no mpi.h. */
 IOLOOM_ASYNC_API MPI_Fint ioloom_async_comm_world_f(void);
 

@@ -1,14 +1,14 @@
 ! Test program for libioloom-async's Fortran module: each client writes theta (16 x 8 x 4 float64) for 5
 ! iterations with the value it + 0.001 * rank, then 3 more in place (zero copy: alloc, commit, clear), signals
 ! checkpoint each time, and a wrong-size write and a commit without alloc print their errors. Each client prints
-! its block's position in the global domain.
+! its block's position in the global domain (and the error of asking it into an array too short).
 program async_fortran
   use, intrinsic :: iso_c_binding, only: c_ptr, c_f_pointer
   use mpi
   use ioloom_async
   implicit none
   integer :: ierr, clients, rank, it
-  integer(8) :: offset(3)
+  integer(8) :: offset(3), short(2)
   logical :: is_client
   double precision :: theta(16, 8, 4), small(2)
   double precision, pointer :: inplace(:, :, :)
@@ -30,6 +30,9 @@ program async_fortran
     call MPI_Comm_rank(clients, rank, ierr)
     call ioloom_async_block_position('theta', offset, ierr)
     print '(a, i0, a, 3(1x, i0))', 'position of ', rank, ':', offset
+    call ioloom_async_block_position('theta', short, ierr)
+    call ioloom_async_error(message)
+    if (rank == 0) print '(a, i0, a)', 'short offset: ', ierr, ' ' // trim(message)
     do it = 0, 4
       theta = it + 0.001d0 * rank
       call ioloom_async_write('theta', theta, int(sizeof(theta), 8), ierr)
