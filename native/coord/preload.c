@@ -54,8 +54,7 @@ static struct {
     uintptr_t site;             /* of its first write */
     double started, waited;     /* its first write's time; seconds waited for the coordinator since */
     int estimated;              /* its time alone was announced from history or revised */
-    double probe_start;         /* the end of its first write: its rate is measured from there */
-    double probe_waited;        /* `waited` then */
+    double probe_active;        /* its active seconds at the end of its first write: its rate is measured from there */
     uint64_t probe_bytes;       /* `bytes` then */
     double last_write;
     double first_start, last_end; /* of this process's coordinated writes (0: none yet) */
@@ -118,7 +117,7 @@ static void begin_phase(ioloom_coord *c, size_t n, uintptr_t site, double now) {
 /* After the phase's first calls: its time alone at the rate of those after the first, for the next inform
  * (phase_lock held). */
 static void revise(ioloom_coord *c, double now) {
-    double active = now - phase.probe_start - (phase.waited - phase.probe_waited);
+    double active = active_seconds(now) - phase.probe_active;
     uint64_t bytes = phase.bytes - phase.probe_bytes;
     if (bytes > 0 && active > 0)
         ioloom_coord_revise(c, phase.expected, active * (double)phase.expected / (double)bytes);
@@ -232,8 +231,7 @@ static void after_write(int fd, ssize_t written) {
     phase.waited += write_waited;
     phase.last_write = phase.last_end = now_seconds();
     if (phase.writes == 1) {
-        phase.probe_start = phase.last_write;
-        phase.probe_waited = phase.waited;
+        phase.probe_active = active_seconds(phase.last_write);
         phase.probe_bytes = phase.bytes;
     }
     ioloom_coord_release(phase.client, n);
