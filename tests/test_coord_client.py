@@ -94,6 +94,54 @@ def test_api_revise_replaces_the_innermost_estimates(lib, coordinator):
         lib.ioloom_coord_close(a)
 
 
+def written(address):
+    with Client(address.decode()) as watcher:
+        return watcher.status()["order"][0]["written"]
+
+
+def test_api_reports_released_bytes_by_eighths_of_the_phase_or_with_a_request(lib, coordinator):
+    """Each report wakes the coordinator: released bytes are sent once they reach 1/8 of the phase's, with the
+    next request, or a second after the last one; none is lost."""
+    address = coordinator("fcfs").encode()
+    a = lib.ioloom_coord_open(address, b"a", 1)
+    try:
+        lib.ioloom_coord_prepare(a, 16 * MB, 16.0)
+        assert lib.ioloom_coord_inform(a) == 1
+        lib.ioloom_coord_release(a, MB)
+        time.sleep(0.2)                       # sent, it would have been read by now
+        assert written(address) == 0
+        lib.ioloom_coord_release(a, MB)        # 2 MB: 1/8 of the phase
+        assert check(lib, a) == 1 and written(address) == 2 * MB   # CHECK's reply: everything before it was read
+        lib.ioloom_coord_release(a, MB // 2)
+        assert check(lib, a) == 1 and written(address) == 2 * MB + MB // 2   # sent with the CHECK
+        time.sleep(1.05)
+        lib.ioloom_coord_release(a, 1)         # a second after the last request
+        time.sleep(0.2)
+        assert written(address) == 2 * MB + MB // 2 + 1
+    finally:
+        lib.ioloom_coord_close(a)
+
+
+def test_api_new_estimates_are_sent_without_waiting_and_the_new_place_learnt_next(lib, coordinator):
+    """Under dynamic a short phase interrupts a long one; revised 50 times longer, it goes behind: the inform
+    sending the revision answers at once with the authorisation it had, a later one with the new place."""
+    address = coordinator("dynamic").encode()
+    a, b = lib.ioloom_coord_open(address, b"a", 1), lib.ioloom_coord_open(address, b"b", 1)
+    try:
+        lib.ioloom_coord_prepare(a, 100 * MB, 10.0)
+        lib.ioloom_coord_prepare(b, MB, 1.0)
+        assert lib.ioloom_coord_inform(a) == 1 and lib.ioloom_coord_inform(b) == 1   # b interrupts a
+        lib.ioloom_coord_revise(b, 50 * MB, 50.0)
+        assert lib.ioloom_coord_inform(b) == 1
+        deadline = time.monotonic() + 5
+        while lib.ioloom_coord_inform(b) == 1 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert lib.ioloom_coord_inform(b) == 0 and lib.ioloom_coord_inform(a) == 1
+    finally:
+        lib.ioloom_coord_close(a)
+        lib.ioloom_coord_close(b)
+
+
 def free_tcp_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -1,10 +1,13 @@
 /* ioloom coord's C client: the line protocol of docs/coord.md (version 1) over a Unix socket (or TCP, for a
  * cluster's coordinator: tcp:HOST:PORT), under the handle's mutex. The client asks NOTIFY after HELLO, so the
- * coordinator notes every change of its authorisation (NOTE lines); an inform with unchanged estimates then reads the
- * lines already there instead of asking, and a release or a done is sent without waiting for its reply (read later,
- * like a note): one send per write, no round trip but the phase's announcement. Any failure to talk (connect, send,
- * receive, a reply not understood) marks the handle lost: the socket is closed and every later call authorises, counted
- * once. */
+ * coordinator notes every change of its authorisation (NOTE lines). Only a phase's announcement waits for its reply
+ * (one round trip per phase: whether it may write at once). An inform with unchanged estimates reads the lines already
+ * there instead of asking; new estimates of an announced phase, the released bytes and a done are sent without
+ * waiting for their replies (read later, like notes: a phase placed again behind another learns it at its next
+ * inform, as an interrupted one does). Released bytes are reported once they reach 1/IOLOOM_COORD_REPORT_PARTS of the
+ * phase's, IOLOOM_COORD_REPORT_SECONDS after the last request, or with any request sent: each report wakes the
+ * coordinator, which a report per write made the writer pay. Any failure to talk (connect, send, receive, a reply not
+ * understood) marks the handle lost: the socket is closed and every later call authorises, counted once. */
 #include "ioloom_coord.h"
 
 #include <errno.h>
@@ -25,6 +28,8 @@
 #define IOLOOM_COORD_LEVELS 16          /* prepare levels kept; deeper ones count but add no estimate */
 #define IOLOOM_COORD_REPLY_SECONDS 10.0 /* a non-blocking request unanswered this long: the coordinator is lost */
 #define IOLOOM_COORD_LINE 512           /* bytes of received lines buffered */
+#define IOLOOM_COORD_REPORT_PARTS 8     /* released bytes are reported at 1/this of the phase's bytes, */
+#define IOLOOM_COORD_REPORT_SECONDS 1.0 /* or this long after the last request (well inside a coordinator's lease) */
 
 struct ioloom_coord {
     pthread_mutex_t lock;
@@ -37,7 +42,9 @@ struct ioloom_coord {
     uint64_t sent_bytes; /* the estimates of the last INFORM */
     double sent_seconds;
     int go;                     /* the latest authorisation read (reply or note): 1 GO, 0 WAIT */
-    int unread;                 /* replies to releases and dones not read yet */
+    int unread;                 /* replies to requests not waited for, not read yet */
+    uint64_t unsent;            /* bytes released and not reported yet */
+    double sent_at;             /* when the last request was sent */
     char in[IOLOOM_COORD_LINE]; /* received bytes not yet taken as lines */
     size_t in_len;
     struct ioloom_coord_counters counters;
@@ -145,9 +152,9 @@ static int receive_more(ioloom_coord *c, int flags) {
     }
 }
 
-/* A line that is not the awaited reply: a note, or the reply to a request sent without waiting (a release's
- * GO or WAIT sets the authorisation, as a note does; a done's OK nothing). 1 if it was one of them, 0 if it is
- * the awaited reply, -1 for an ERR to a request sent without waiting. */
+/* A line that is not the awaited reply: a note, or the reply to a request sent without waiting (a GO or WAIT
+ * sets the authorisation, as a note does; a done's OK nothing). 1 if it was one of them, 0 if it is the awaited
+ * reply, -1 for an ERR to a request sent without waiting. */
 static int absorb(ioloom_coord *c, const char *line) {
     int note = strncmp(line, "NOTE ", 5) == 0;
     if (!note && c->unread == 0) return 0;
@@ -181,12 +188,28 @@ static int catch_up(ioloom_coord *c) {
     return 0;
 }
 
+/* Send the report of the bytes released and not reported yet (its reply read later) and `request` ("": none) in
+ * one send; -1 (and the handle lost) on failure. */
+static int send_request(ioloom_coord *c, const char *request) {
+    char text[IOLOOM_COORD_LINE];
+    int n = 0;
+    if (c->unsent > 0) {
+        n = snprintf(text, sizeof text, "RELEASE %llu\n", (unsigned long long)c->unsent);
+        c->unsent = 0;
+        c->unread++;
+    }
+    snprintf(text + n, sizeof text - (size_t)n, "%s", request);
+    c->sent_at = now_seconds();
+    if (c->fd >= 0 && send_all(c->fd, text, strlen(text)) == 0) return 0;
+    lose(c);
+    return -1;
+}
+
 /* Send `request`, read its reply within `seconds`; -1 (and the handle lost) on any failure or an ERR. */
 static int ask(ioloom_coord *c, const char *request, double seconds, char *reply, size_t size) {
     if (c->fd < 0) return -1;
     set_reply_timeout(c->fd, seconds);
-    if (send_all(c->fd, request, strlen(request)) != 0 || receive_reply(c, reply, size) != 0 ||
-        strncmp(reply, "ERR", 3) == 0) {
+    if (send_request(c, request) != 0 || receive_reply(c, reply, size) != 0 || strncmp(reply, "ERR", 3) == 0) {
         lose(c);
         return -1;
     }
@@ -272,8 +295,7 @@ void ioloom_coord_revise(ioloom_coord *c, uint64_t bytes, double seconds) {
 
 /* Send a request whose reply is read later (with the next reply, or caught up with by the next inform). */
 static void send_unread(ioloom_coord *c, const char *request) {
-    if (c->fd >= 0 && send_all(c->fd, request, strlen(request)) != 0) lose(c);
-    c->unread++;
+    if (c->fd >= 0 && send_request(c, request) == 0) c->unread++;
 }
 
 void ioloom_coord_complete(ioloom_coord *c) {
@@ -297,31 +319,31 @@ static void estimates(const ioloom_coord *c, uint64_t *bytes, double *seconds) {
     }
 }
 
-/* Whether this inform needs no request: the phase is announced with the same estimates, so the latest
- * authorisation (kept current by the notes) answers it. */
-static int known(const ioloom_coord *c, uint64_t bytes, double seconds) {
-    return c->announced && c->fd >= 0 && bytes == c->sent_bytes && seconds == c->sent_seconds;
+/* Announce the phase or its new estimates (the handle's lock held); the authorisation. The reply is waited for only
+ * when it is not known: a new phase while another application's is announced (or the client has not been told). */
+static int announce(ioloom_coord *c, uint64_t bytes, double seconds) {
+    char request[96];
+    snprintf(request, sizeof request, "INFORM %llu %.6f\n", (unsigned long long)bytes, seconds);
+    int first = !c->announced;
+    c->counters.phases += first;
+    c->announced = 1;
+    c->sent_bytes = bytes;
+    c->sent_seconds = seconds;
+    if (first) return ask_go(c, request, IOLOOM_COORD_REPLY_SECONDS);
+    send_unread(c, request);
+    return c->fd < 0 || c->go;
 }
 
 int ioloom_coord_inform(ioloom_coord *c) {
     if (!c) return 1;
     uint64_t bytes;
     double seconds;
-    char request[96];
     pthread_mutex_lock(&c->lock);
     estimates(c, &bytes, &seconds);
-    int go = 1;
-    if (known(c, bytes, seconds)) {
-        if (catch_up(c) != 0) lose(c);
-        go = c->fd < 0 || c->go;
-    } else {
-        snprintf(request, sizeof request, "INFORM %llu %.6f\n", (unsigned long long)bytes, seconds);
-        c->counters.phases += !c->announced && c->fd >= 0;
-        c->announced = 1;
-        c->sent_bytes = bytes;
-        c->sent_seconds = seconds;
-        go = ask_go(c, request, IOLOOM_COORD_REPLY_SECONDS);
-    }
+    if (c->fd >= 0 && catch_up(c) != 0) lose(c);
+    int go = c->fd < 0 || c->go;
+    if (c->fd >= 0 && !(c->announced && bytes == c->sent_bytes && seconds == c->sent_seconds))
+        go = announce(c, bytes, seconds);
     c->counters.waits += !go;
     pthread_mutex_unlock(&c->lock);
     return go;
@@ -354,12 +376,17 @@ int ioloom_coord_wait(ioloom_coord *c) {
     return go;
 }
 
+/* Whether the bytes released and not reported yet are to be reported now (the handle's lock held). */
+static int report_due(const ioloom_coord *c) {
+    return c->unsent * IOLOOM_COORD_REPORT_PARTS >= c->sent_bytes ||
+           now_seconds() - c->sent_at >= IOLOOM_COORD_REPORT_SECONDS;
+}
+
 void ioloom_coord_release(ioloom_coord *c, uint64_t bytes) {
     if (!c) return;
-    char request[64];
     pthread_mutex_lock(&c->lock);
-    snprintf(request, sizeof request, "RELEASE %llu\n", (unsigned long long)bytes);
-    send_unread(c, request);
+    c->unsent += bytes;
+    if (c->fd >= 0 && report_due(c)) send_request(c, "");
     pthread_mutex_unlock(&c->lock);
 }
 
