@@ -226,6 +226,7 @@ def test_cli_serve_status_and_a_second_serve_refused(tmp_path):
                               stdout=subprocess.PIPE, text=True)
     try:
         assert "policy fcfs (core-seconds), listening on" in server.stdout.readline()
+        assert os.sched_getscheduler(server.pid) == os.SCHED_BATCH  # it does not preempt the writers it serves
         with Client(address, "app", 4) as c:
             c.inform(4096, 0.5)
             out = subprocess.run([*cmd, "status", "--address", address], env=ENV, capture_output=True, text=True)
