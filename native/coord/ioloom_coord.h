@@ -46,6 +46,8 @@ void ioloom_coord_revise(ioloom_coord *c, uint64_t bytes, double seconds);
 /* Pop the innermost level; popping the last one ends the phase (the coordinator lets the next one write). */
 void ioloom_coord_complete(ioloom_coord *c);
 /* Announce the phase (or its new estimates); returns 1 if this client may write now, 0 if it should wait.
+ * Only a new phase's announcement waits for the coordinator's answer; with new estimates it is the latest one
+ * received, and a new place behind another phase is learnt at a later inform.
  * A prepare level must give bytes or seconds first: the coordinator refuses a phase with neither, and the
  * client then goes on uncoordinated (counted as lost). */
 int ioloom_coord_inform(ioloom_coord *c);
@@ -54,8 +56,9 @@ int ioloom_coord_check(ioloom_coord *c, int *authorized);
 /* Block until this client may write, at most the bound. Returns 1 if authorised, 0 if it goes on anyway
  * (bound passed or coordinator lost; counted). */
 int ioloom_coord_wait(ioloom_coord *c);
-/* End a step: `bytes` more were written (the coordinator's remaining-time estimate). Call inform again before
- * the next write. */
+/* End a step: `bytes` more were written (the coordinator's remaining-time estimate; reported once the bytes not
+ * reported reach 1/8 of the phase's, a second after the last request, or with the next request). Call inform
+ * again before the next write. */
 void ioloom_coord_release(ioloom_coord *c, uint64_t bytes);
 /* A copy of the counters. */
 void ioloom_coord_counters(ioloom_coord *c, struct ioloom_coord_counters *out);
