@@ -2,11 +2,13 @@
 (`ioloom sim validate --calibration`): `ioloom bench io` on 1, 2 and 4 ranks, measured and predicted round by round.
 
 The client is measured by one long write into the page cache, 1 MiB at a time (`measure_client`): the copy's
-speed on a core (bytes / the writer's CPU time), and how the machine's other load shares the cores with it: the
-writer's wall-clock rate falls, after a burst at full speed (the sleeper credit a waking task gets under Linux's
-scheduler), to its share of the cores, cores / (load + 1), which gives the load and the burst (docs/sim.md,
-"Calibration"). The disk is measured with `ioloom bench io` itself, on one rank, writing a file with fsync (so the
-bytes reach the device, not only the page cache) and reading the figures of its JSON document:
+speed on a core (bytes / the writer's CPU time), and the burst it runs at full speed (the sleeper credit a waking
+task gets under Linux's scheduler) before the machine's other load shares the cores with it. Then as many writers
+as cores at once (`concurrent_copy`): their CPU time over their time is the cores the job gets, cores / (load + 1),
+which gives the load (one writer cannot see a load below cores - 1), and their bytes against the model's, and
+twice as many writers', the copies' efficiencies (docs/sim.md, "Calibration"). The disk is measured with
+`ioloom bench io` itself, on one rank, writing a file with fsync (so the bytes reach the device, not only the page
+cache) and reading the figures of its JSON document:
 - the device: bytes / (the fsync's time minus one commit), the commit being the fsync of a 4 KiB file (the
   requests' own latencies are inside that bandwidth: the platform's per-request latency is 0);
 - the metadata costs: that small file's open (a create) and close;
@@ -68,14 +70,17 @@ class Client:
     oversubscribed_efficiency: float = 1.0  # the same with 2 x cores writers
 
 
-def fit_client(size: int, cpu_seconds: float, ends: list[float], cores: int) -> Client:
-    """The client from one write of `size` bytes in equal chunks, `ends` the wall-clock time at each chunk's end:
-    the copy's speed is size / its CPU time; past the burst the wall-clock rate (over the second half) is the
-    copy's share of a core, cores / (load + 1); the burst is what makes the whole write shorter than at that share
-    throughout: T = B / c + (size - B) / (c share)."""
-    speed = size / cpu_seconds
+def fit_client(size: int, cpus: list[float], ends: list[float], cores: int) -> Client:
+    """The client from one write of `size` bytes in equal chunks, `cpus` and `ends` the writer's CPU time and the
+    wall-clock time at each chunk's end: the copy's speed is size / its CPU time; past the burst the share of a core
+    the writer got (its CPU time over the wall-clock time, over the second half) is cores / (load + 1); the burst is
+    what makes the whole write shorter than at that share throughout: T = B / c + (size - B) / (c share). The share
+    is CPU over wall, not the second half's rate over the whole's speed (a copy whose CPU cost per byte grows as the
+    page cache fills would read as load). One writer sees no load below cores - 1 (it gets a whole core whatever):
+    measure_client takes the load from as many writers as cores instead."""
+    speed = size / cpus[-1]
     half = len(ends) // 2
-    share = min(1.0, size / 2 / (ends[-1] - ends[half - 1]) / speed)
+    share = min(1.0, (cpus[-1] - cpus[half - 1]) / (ends[-1] - ends[half - 1]))
     if share >= 1.0:
         return Client(speed, 0.0, 0.0)
     burst = (size / (speed * share) - ends[-1]) / (1 / (speed * share) - 1 / speed)
@@ -84,30 +89,34 @@ def fit_client(size: int, cpu_seconds: float, ends: list[float], cores: int) -> 
 
 def measure_client(directory: Path, size: int = 256 << 20, chunk: int = 1 << 20) -> Client:
     """One write of `size` bytes into the page cache under `directory`, `chunk` bytes per call, timed call by call
-    (the file is fsynced and removed)."""
-    data, path, ends = os.urandom(chunk), directory / "ioloom-copy-probe", []
+    (the file is fsynced and removed); then writers at once (`concurrent_copy`) for the efficiencies."""
+    data, path, cpus, ends = os.urandom(chunk), directory / "ioloom-copy-probe", [], []
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
         cpu, start = time.thread_time(), time.perf_counter()
         for _ in range(size // chunk):
             os.write(fd, data)
             ends.append(time.perf_counter() - start)
-        cpu = time.thread_time() - cpu
+            cpus.append(time.thread_time() - cpu)
         os.fsync(fd)
     finally:
         os.close(fd)
         path.unlink()
-    client = fit_client(size // chunk * chunk, cpu, ends, host_cores())
     cores = host_cores()
-    return replace(client, **{key: efficiency(concurrent_copy(directory, writers), writers, client, cores)
-                              for key, writers in (("copy_efficiency", cores),
-                                                   ("oversubscribed_efficiency", 2 * cores))})
+    client = fit_client(size // chunk * chunk, cpus, ends, cores)
+    rate, share = concurrent_copy(directory, cores)
+    client = replace(client, cpu_load=max(0.0, cores / share - 1))
+    over, _ = concurrent_copy(directory, 2 * cores)
+    return replace(client, copy_efficiency=efficiency(rate, cores, client, cores),
+                   oversubscribed_efficiency=efficiency(over, 2 * cores, client, cores))
 
 
-def concurrent_copy(directory: Path, writers: int, size: int = 64 << 20, chunk: int = 1 << 20) -> float:
-    """Bytes/s that `writers` processes move into the page cache together, each writing `size` bytes to a file of
-    its own in `chunk`-byte calls, all released at once: their bytes / (the last one's end - the release). Each
-    then fsyncs and removes its file, outside the timing."""
+def concurrent_copy(directory: Path, writers: int, size: int = 64 << 20,
+                    chunk: int = 1 << 20) -> tuple[float, float]:
+    """(bytes/s, cores) that `writers` processes move into the page cache and get together, each writing `size`
+    bytes to a file of its own in `chunk`-byte calls, all released at once: their bytes, and their CPU time, over
+    the last one's end - the first one's start (the release's wake-ups left out, as bench io's barrier leaves them
+    out). Each then fsyncs and removes its file, outside the timing."""
     data, go_r, go_w, done_r, done_w = os.urandom(chunk), *os.pipe(), *os.pipe()
     pids = []
     for i in range(writers):
@@ -117,9 +126,10 @@ def concurrent_copy(directory: Path, writers: int, size: int = 64 << 20, chunk: 
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             os.write(done_w, b"ready\n")
             os.read(go_r, 1)  # released when the parent closes the pipe
+            start, cpu = time.perf_counter(), time.thread_time()
             for _ in range(size // chunk):
                 os.write(fd, data)
-            os.write(done_w, f"{time.perf_counter()!r}\n".encode())
+            os.write(done_w, f"{start!r} {time.perf_counter()!r} {time.thread_time() - cpu!r}\n".encode())
             os.fsync(fd)
             os.close(fd)
             path.unlink()
@@ -129,14 +139,14 @@ def concurrent_copy(directory: Path, writers: int, size: int = 64 << 20, chunk: 
     os.close(done_w)
     with os.fdopen(done_r) as done:
         ready = sum(done.readline() == "ready\n" for _ in pids)
-        start = time.perf_counter()
         os.close(go_w)
-        ends = [float(line) for line in done]
+        spans = [tuple(map(float, line.split())) for line in done]
     for pid in pids:
         os.waitpid(pid, 0)
-    if (ready, len(ends)) != (writers, writers):
-        raise OSError(f"{writers - len(ends)} of {writers} copy probes failed under {directory}")
-    return writers * (size // chunk * chunk) / (max(ends) - start)
+    if (ready, len(spans)) != (writers, writers):
+        raise OSError(f"{writers - len(spans)} of {writers} copy probes failed under {directory}")
+    took = max(end for _, end, _ in spans) - min(start for start, _, _ in spans)
+    return writers * (size // chunk * chunk) / took, sum(cpu for _, _, cpu in spans) / took
 
 
 def efficiency(rate: float, writers: int, client: Client, cores: int) -> float:
