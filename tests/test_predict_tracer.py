@@ -268,7 +268,9 @@ def test_threads_and_a_forked_child(ioloom_cli, tmp_path, frames):
 def test_call_sites_under_the_coordination_client(ioloom_cli, tmp_path):
     """Under `ioloom run --coord` the coordination client's write wrapper calls the tracer's: its frames are skipped
     as the tracer's own are, so a program writing from two sites gets two write symbols with one frame, the same
-    sites as without the client (here no coordinator answers: the client writes anyway, through its wrapper)."""
+    sites as without the client (here no coordinator answers: the client writes anyway, through its wrapper). The
+    client keeps frame pointers, so the walk steps over its frame: backtrace() checks each site once, not each
+    write."""
     from test_trace_native import compile_program
 
     exe = compile_program("coord_two_sites.c")
@@ -276,7 +278,9 @@ def test_call_sites_under_the_coordination_client(ioloom_cli, tmp_path):
     for name, coord in (("plain", []), ("coord", ["--coord", str(tmp_path / "nobody.sock")])):
         ioloom_cli("run", *coord, "-o", tmp_path / name, "--", exe, tmp_path / f"{name}.dat", "20",
                    env={"IOLOOM_STACKS": "1"})
-        writes = [s for s in _side(tmp_path / name).symbols.values() if s.op == "write"]
+        side = _side(tmp_path / name)
+        writes = [s for s in side.symbols.values() if s.op == "write"]
         assert all(len(s.frames) == 1 and s.frames[0].module == str(exe.resolve()) for s in writes), writes
         sites[name] = sorted(s.frames[0].offset for s in writes)
+        assert side.count("stacks_backtraced") == (2 if coord else 0)  # the two write sites, checked once each
     assert len(sites["plain"]) == 2 and sites["coord"] == sites["plain"]

@@ -40,6 +40,7 @@ enum {
     MAX_MODULES = 1024,           /* executable segments remembered */
     RAW_SLOTS = 4096,             /* stacks as raw addresses -> symbol (a power of two) */
     RAW_PROBES = 16,              /* slots looked at before the stable table is searched instead */
+    OWN_FRAMES = 2,               /* frames of the tracer's or the coordination client's code a walk steps over */
     KEPT = 8,                     /* predicted symbols written per call; their count is written whole */
     NAME_BYTES = 1024,            /* a module's name, cut beyond */
     PENDING_BYTES = 1 << 16,      /* chunks are written out once this much waits */
@@ -195,18 +196,22 @@ static int own(uintptr_t pc) { return in_code(&side.own_code, pc) || in_code(&si
 
 /* ---- the call stack ---- */
 
-/* The call's stack, innermost first (the wrapper's return address, then its callers), by the frame walk: the
- * site alone with one frame. 0 when it cannot be walked: a wrapper reached through the tracer's own code or the
- * coordination client's (built without frame pointers: backtrace() finds the program's site above it), a frame
- * in no stack of known bounds. */
-static int walked_stack(const struct ioloom_call *c, uintptr_t *pc) {
-    uintptr_t site = (uintptr_t)c->frame[1]; /* the wrapper's return address (trace_internal.h) */
-    if (own(site)) return 0;
-    if (side.frames == 1) {
+/* The call's stack, innermost first (the wrapper's return address, then its callers), by the frame walk, the
+ * frames of the tracer's own code and of the coordination client's (built with frame pointers, so the walk steps
+ * over them) left out; *direct: the stack is the wrapper's caller's site alone, which is always right. 0 when it
+ * cannot be walked (a frame in no stack of known bounds, or nothing but own frames). */
+static int walked_stack(const struct ioloom_call *c, uintptr_t *pc, int *direct) {
+    uintptr_t site = (uintptr_t)c->frame[1], walked[MAX_FRAMES + OWN_FRAMES]; /* the wrapper's return address */
+    *direct = side.frames == 1 && !own(site);
+    if (*direct) {
         pc[0] = site;
         return 1;
     }
-    return ioloom_unwind_frames(c->frame, &side.libc, pc, side.frames);
+    int skip = own(site) ? OWN_FRAMES : 0, k = 0, kept = 0;
+    int n = ioloom_unwind_frames(c->frame, &side.libc, walked, side.frames + skip);
+    while (k < n && k < skip && own(walked[k])) k++;
+    while (k < n && kept < side.frames) pc[kept++] = walked[k++];
+    return kept;
 }
 
 /* The same stack by backtrace(): the tracer's own frames skipped, ended at its first frame in libc as the walk is. */
@@ -425,9 +430,9 @@ static int32_t checked_symbol(uint16_t op, const uintptr_t *pc, int n) {
     return raw_symbol(VIA_BACKTRACE, op, traced, m, 1);
 }
 
-/* The call's symbol: its walked stack if known (one frame: the site, always right), else checked_symbol. */
-static int32_t call_symbol(uint16_t op, const uintptr_t *pc, int n) {
-    int32_t symbol = n ? raw_symbol(VIA_FRAMES, op, pc, n, side.frames == 1) : -1;
+/* The call's symbol: its walked stack if known (or `direct`: the site alone, always right), else checked_symbol. */
+static int32_t call_symbol(uint16_t op, const uintptr_t *pc, int n, int direct) {
+    int32_t symbol = n ? raw_symbol(VIA_FRAMES, op, pc, n, direct) : -1;
     if (symbol >= 0) {
         side.by_frames++;
         return symbol;
@@ -611,10 +616,10 @@ void ioloom_predict_row(const struct ioloom_call *c, const struct ioloom_raw_eve
     int kind = row->file_id >= 0 && row->layer <= IOLOOM_STDIO ? call_kind(row->op, row->aux) : -1;
     if (kind < 0) return;
     uintptr_t pc[MAX_FRAMES];
-    int n = walked_stack(c, pc);
+    int direct, n = walked_stack(c, pc, &direct);
     if (IOLOOM_UNLIKELY(!side_tid)) side_tid = (uint32_t)syscall(SYS_gettid);
     pthread_mutex_lock(&side.lock);
-    int32_t symbol = call_symbol(row->op, pc, n), key = key_of_file(row->file_id);
+    int32_t symbol = call_symbol(row->op, pc, n, direct), key = key_of_file(row->file_id);
     measure_rate();
     int64_t gap = gap_ns(row);
     record_call(symbol, key, gap);
@@ -625,53 +630,39 @@ void ioloom_predict_row(const struct ioloom_call *c, const struct ioloom_raw_eve
 
 /* ---- start, flush, fork ---- */
 
-/* The loaded segment that holds code->lo, made the whole of code. */
-static int find_segment(struct dl_phdr_info *info, size_t size, void *arg) {
-    (void)size;
-    struct ioloom_code_range *code = arg;
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
-        if (ph->p_type != PT_LOAD || code->lo < lo || code->lo >= lo + ph->p_memsz) continue;
-        *code = (struct ioloom_code_range){lo, lo + ph->p_memsz};
-        return 1;
-    }
-    return 0;
-}
-
-/* A search for the loaded module whose file name starts with `prefix`: its executable segment. */
-struct module_search {
+/* A search over the loaded modules for a code segment: the one holding `fn` (prefix NULL), or the executable
+ * segment of the module whose file name starts with `prefix`. */
+struct segment_search {
     const char *prefix;
-    struct ioloom_code_range code;
+    uintptr_t fn;
+    struct ioloom_code_range code; /* found; empty if none */
 };
 
-static int find_module_code(struct dl_phdr_info *info, size_t size, void *arg) {
+static int wanted_segment(const struct segment_search *search, const ElfW(Phdr) * ph, uintptr_t lo) {
+    if (ph->p_type != PT_LOAD) return 0;
+    return search->prefix ? (ph->p_flags & PF_X) != 0 : search->fn >= lo && search->fn < lo + ph->p_memsz;
+}
+
+static int find_segment(struct dl_phdr_info *info, size_t size, void *arg) {
     (void)size;
-    struct module_search *search = arg;
+    struct segment_search *search = arg;
     const char *name = info->dlpi_name ? info->dlpi_name : "", *slash = strrchr(name, '/');
-    if (strncmp(slash ? slash + 1 : name, search->prefix, strlen(search->prefix))) return 0;
+    if (search->prefix && strncmp(slash ? slash + 1 : name, search->prefix, strlen(search->prefix))) return 0;
     for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X)) continue;
-        uintptr_t lo = info->dlpi_addr + ph->p_vaddr;
-        search->code = (struct ioloom_code_range){lo, lo + ph->p_memsz};
+        uintptr_t lo = info->dlpi_addr + info->dlpi_phdr[i].p_vaddr;
+        if (!wanted_segment(search, &info->dlpi_phdr[i], lo)) continue;
+        search->code = (struct ioloom_code_range){lo, lo + info->dlpi_phdr[i].p_memsz};
         return 1;
     }
     return 0;
 }
 
-/* The code of the loaded module whose file name starts with `prefix`; empty if none is loaded. */
-static struct ioloom_code_range module_code(const char *prefix) {
-    struct module_search search = {prefix, {0, 0}};
-    dl_iterate_phdr(find_module_code, &search);
+/* The code of the loaded module whose file name starts with `prefix` (NULL: the segment holding `fn`); empty if
+ * none. */
+static struct ioloom_code_range segment_of(const char *prefix, uintptr_t fn) {
+    struct segment_search search = {prefix, fn, {0, 0}};
+    dl_iterate_phdr(find_segment, &search);
     return search.code;
-}
-
-/* The code segment holding the function at `fn`; empty if none. */
-static struct ioloom_code_range segment_of(uintptr_t fn) {
-    struct ioloom_code_range code = {fn, fn};
-    if (!dl_iterate_phdr(find_segment, &code)) code.hi = code.lo;
-    return code;
 }
 
 /* The process model with the Python model's defaults (model.Options) and the tracer's bounds; NULL without
@@ -712,10 +703,10 @@ void ioloom_predict_start(void) {
     if (ioloom_tsc) side.tick0 = ioloom_ticks(), side.ns0 = monotonic_ns();
     long n = syscall(SYS_readlinkat, AT_FDCWD, "/proc/self/exe", side.exe, sizeof side.exe - 1);
     side.exe[n > 0 ? n : 0] = 0;
-    side.own_code = segment_of((uintptr_t)&ioloom_predict_row);
-    side.coord_code = module_code("libioloom-coord-preload");
-    side.libc = segment_of((uintptr_t)&backtrace); /* libc's: the tracer does not wrap backtrace() */
-    if (side.frames > 1 || side.coord_code.hi) {   /* the first backtrace() loads libgcc_s: now, not in a call */
+    side.own_code = segment_of(NULL, (uintptr_t)&ioloom_predict_row);
+    side.coord_code = segment_of("libioloom-coord-preload", 0);
+    side.libc = segment_of(NULL, (uintptr_t)&backtrace); /* libc's: the tracer does not wrap backtrace() */
+    if (side.frames > 1 || side.coord_code.hi) {         /* the first backtrace() loads libgcc_s: now, not in a call */
         void *warm[2];
         backtrace(warm, 2);
     }
