@@ -3,6 +3,8 @@ smallest and largest round, each ratio taken within its round (a best-of figure 
 run); published figures take 10 rounds unless --quick."""
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -73,3 +75,14 @@ def test_published_figures_need_ten_rounds(ioloom_cli, tmp_path):
     out = ioloom_cli("bench", "logfs", "--shape", "easy", "--dir", tmp_path, check=False)
     assert out.returncode == 2 and "--shape easy: expected aligned or ior-hard" in out.stderr
     assert stats.rounds_allowed(3, quick=True) is None and stats.rounds_allowed(stats.PUBLISHED_ROUNDS, False) is None
+
+
+def test_outside_only_measures_the_pass_through_cost_alone(ioloom_cli, tmp_path):
+    """--outside-only (the 2% goal, sized for a quiet window): the probe's calls plain and preloaded each round,
+    the added fraction per round, and no configuration run."""
+    out = ioloom_cli("bench", "logfs", "--outside-only", "--quick", "--reps", "2", "--dir", tmp_path, "--json")
+    calls = json.loads(out.stdout)["passthrough_per_call"]
+    assert {"open+close", "stat", "pwrite"} <= set(calls)
+    for call in calls.values():
+        assert len(call["added"]["rounds"]) == 2 and call["plain_ns"]["median"] > 0
+    assert not list(tmp_path.iterdir())  # the probe's directory is gone

@@ -133,13 +133,17 @@ static int normal_absolute(const char *path) {
     return 1;
 }
 
+/* Is the normal absolute `path` under mount m: m's path, a slash, and a name after it? */
+static int under(const struct mount *m, const char *path) {
+    return !strncmp(path, m->path, m->len) && path[m->len] == '/' && path[m->len + 1];
+}
+
 /* 1 when `path` certainly lies under no mount, decided without copying it: most calls a program makes (libraries,
- * /proc, its other files) pass through at this cost. A normal absolute path is under mount M exactly when it begins
- * with M and a slash, and has a name after it. */
+ * /proc, its other files) pass through at this cost. */
 static int outside_every_mount(const char *path) {
     if (!normal_absolute(path)) return 0;
     for (int i = 0; i < nmounts; i++)
-        if (!strncmp(path, mounts[i].path, mounts[i].len) && path[mounts[i].len] == '/') return 0;
+        if (under(&mounts[i], path)) return 0;
     return 1;
 }
 
@@ -156,7 +160,7 @@ int lf_resolve(int dirfd, const char *path, struct lf_place *place) {
     place->pack = 0;
     for (int i = 0; i < nmounts; i++) {
         const struct mount *m = &mounts[i];
-        if (strncmp(place->dir, m->path, m->len) || place->dir[m->len] != '/' || !place->dir[m->len + 1]) continue;
+        if (!under(m, place->dir)) continue;
         for (int e = 0; e < m->nextra; e++) place->roots[e] = m->extra[e];
         place->backends.count = place->pack_backends.count = m->nextra;
         place->backends.rel = place->dir + m->len + 1;
