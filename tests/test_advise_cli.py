@@ -39,9 +39,20 @@ def test_striping_text_gives_reasons():
                  "--request-size", "1MiB", "--jobs", "4").stdout
     for word in ("stripe count", "romio_cb_write", "cb_nodes", "log layer", "64 MiB", "Eqs. 6.2-6.4"):
         assert word in out, word
+    r = advise_json("striping", "--targets", "480", "--writers", "4096", "--bytes-per-writer", "8MiB",
+                    "--request-size", "46KiB", "--strided")
+    assert r["log_layer"]["value"] is False and r["pattern"]["contiguous"] is False
+    assert r["hints"]["romio_cb_write"]["value"] == "enable"
+
+
+def test_striping_advises_no_collective_buffering_with_the_log_layer():
+    """Where the log layer is advised, romio_cb_write=enable would have aggregators log the span of the ranks'
+    pieces in every call (docs/logfs-format.md, Hints): the hint follows the layer's advice."""
     r = advise_json("striping", "--targets", "480", "--writers", "16", "--bytes-per-writer", "8MiB",
                     "--request-size", "46KiB", "--strided")
-    assert r["hints"]["romio_cb_write"]["value"] == "enable" and r["pattern"]["contiguous"] is False
+    assert r["log_layer"]["value"] is True
+    cb_write = r["hints"]["romio_cb_write"]
+    assert cb_write["value"] == "disable" and "--logfs" in cb_write["reason"] and "enable" in cb_write["reason"]
 
 
 def test_interference_from_a_workload_log(tmp_path):

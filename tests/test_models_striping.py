@@ -31,8 +31,12 @@ def test_stripe_size_is_an_aligned_multiple_of_the_request():
 
 
 def test_hints_follow_the_pattern():
-    small_strided = models.advise_striping(models.Pattern(64, 16 * MiB, 47008, contiguous=False), 480, 1, nodes=8)
-    assert small_strided.hints["romio_cb_write"].value == "enable"
+    pattern = models.Pattern(64, 16 * MiB, 47008, contiguous=False)
+    small_strided = models.advise_striping(pattern, 480, 1, nodes=8)
+    plain_file = striping.romio_hints(pattern, small_strided.stripe_count.value, small_strided.stripe_size.value, 8)
+    assert plain_file["romio_cb_write"].value == "enable"
+    # the log layer is advised for this pattern, and collective buffering would log the span of the pieces there
+    assert small_strided.log_layer.value is True and small_strided.hints["romio_cb_write"].value == "disable"
     assert small_strided.hints["romio_ds_write"].value == "disable"
     assert small_strided.hints["cb_nodes"].value == 8
     assert small_strided.hints["cb_buffer_size"].value == small_strided.stripe_size.value

@@ -173,8 +173,24 @@ def advise(pattern: Pattern, targets: int, jobs: int = 1, nodes: int | None = No
     size = stripe_size(pattern)
     count, load = stripe_count(pattern, targets, jobs, max_load, size.value)
     chunks, plan = chunk_plan(pattern, targets, order=order)
-    return StripingAdvice(count, size, romio_hints(pattern, count.value, size.value, nodes),
-                          log_layer(pattern, targets, size.value), chunks, load, plan)
+    layer = log_layer(pattern, targets, size.value)
+    hints = with_log_layer(romio_hints(pattern, count.value, size.value, nodes), layer)
+    return StripingAdvice(count, size, hints, layer, chunks, load, plan)
+
+
+def with_log_layer(hints: dict[str, Advice], layer: Advice) -> dict[str, Advice]:
+    """The hints made consistent with the log layer's advice: where the layer is advised, collective buffering is
+    not (each rank's pieces go to its own log as they are; under two-phase an aggregator rewrites the whole span of
+    the ranks' pieces in every call, and a log keeps all of it: docs/logfs-format.md, Hints)."""
+    cb_write = hints["romio_cb_write"]
+    if not layer.value or cb_write.value != "enable":
+        return hints
+    reason = ("over the log layer advised below (ioloom run --logfs, which disables it already) each rank writes "
+              "its own pieces to its own log with nothing to merge; collective buffering would make aggregators "
+              "log the whole span of the ranks' pieces in every call, several times the data "
+              "(docs/logfs-format.md, Hints). Only on the plain shared file, without the layer: enable, since "
+              + cb_write.reason)
+    return {**hints, "romio_cb_write": Advice("disable", reason)}
 
 
 def _mib(n: int) -> str:
