@@ -386,14 +386,15 @@ def logfs_command(
 
 def _outside_only(reps: int, directory: Path, json_out: bool) -> None:
     load_before = os.getloadavg()
-    result = {"passthrough_per_call": passthrough_cost(reps, directory), "load_before": load_before,
-              "load_after": os.getloadavg()}
+    calls = passthrough_cost(reps, directory)
+    load_after = os.getloadavg()
     if json_out:
-        print(json.dumps(result, indent=1))
+        print(json.dumps({"passthrough_per_call": calls, "load_before": load_before, "load_after": load_after},
+                         indent=1))
         return
     console = Console(width=240)
-    _print_outside(console, result["passthrough_per_call"])
-    console.print(_load(result["load_before"], result["load_after"]))
+    _print_outside(console, calls)
+    console.print(_load(load_before, load_after))
 
 
 def _print_outside(console: Console, calls: dict) -> None:
