@@ -276,10 +276,9 @@ static volatile uint32_t cwd_generation = 1, names_generation = 1;
 void ioloom_cwd_changed(void) { __atomic_add_fetch(&cwd_generation, 1, __ATOMIC_RELAXED); }
 void ioloom_names_changed(void) { __atomic_add_fetch(&names_generation, 1, __ATOMIC_RELAXED); }
 
-/* The path's key (0 when it is too long to remember): its length and its first and last 8 bytes mixed, enough
- * to pick a slot and to reject most others before the full comparison. *cwd is the cwd generation it
- * depends on. */
-static uint64_t recent_hash(const char *path, uint32_t *cwd) {
+/* The path's hash (0 when it is too long to remember): its length and its first and last 8 bytes mixed, enough
+ * to pick a slot and to reject most others before the full comparison. */
+static uint64_t recent_hash(const char *path) {
     size_t len = strnlen(path, RECENT_PATH_BYTES);
     if (len >= RECENT_PATH_BYTES) return 0;
     uint64_t first = 0, last = 0;
@@ -289,7 +288,6 @@ static uint64_t recent_hash(const char *path, uint32_t *cwd) {
     else
         for (size_t i = 0; i < len; i++) first |= (uint64_t)(uint8_t)path[i] << 8 * i;
     if (len > 8) __builtin_memcpy(&last, path + len - 8, 8);
-    *cwd = path[0] == '/' ? 0 : cwd_generation;
     return ((first * 0x9E3779B97F4A7C15ull) ^ (last * 0xC2B2AE3D27D4EB4Full) ^ len) | 1;
 }
 
@@ -298,74 +296,104 @@ static struct recent_path *recent_slot(uint64_t hash) { return &recent[(hash >> 
  * path it named last is answered by one comparison, without its key. */
 static IOLOOM_TLS const struct recent_path *last_named;
 
-/* The entry remembered for path (named from the cwd), or NULL. */
-static const struct recent_path *recalled(const char *path, uint64_t hash, uint32_t cwd) {
-    const struct recent_path *r = recent_slot(hash);
-    if (!hash || r->hash != hash || r->cwd != cwd || strcmp(r->path, path)) return NULL;
+/* A path's key as recall computed it: its hash (0: too long to remember) and the cwd generation it depends on. */
+struct path_key {
+    uint64_t hash;
+    uint32_t cwd;
+};
+
+/* The entry named last by this thread if it is path's (named from the cwd), else NULL: one comparison, no key. */
+static inline const struct recent_path *named_last(const char *path) {
+    const struct recent_path *r = last_named;
+    uint32_t cwd = path[0] == '/' ? 0 : cwd_generation;
+    return r && r->cwd == cwd && !strcmp(r->path, path) ? r : NULL;
+}
+
+/* The entry remembered for path (named from the cwd), or NULL; then *key is the path's key, computed once (an entry
+ * found holds it). */
+static const struct recent_path *recall(const char *path, struct path_key *key) {
+    const struct recent_path *r = named_last(path);
+    if (r) return r;
+    *key = (struct path_key){recent_hash(path), path[0] == '/' ? 0 : cwd_generation};
+    r = recent_slot(key->hash);
+    if (!key->hash || r->hash != key->hash || r->cwd != key->cwd || strcmp(r->path, path)) return NULL;
     last_named = r;
     return r;
 }
 
-/* recalled(path, its key), trying the entry named last first (the key is a function of the path: equal paths,
- * equal keys). */
-static const struct recent_path *recall(const char *path) {
-    const struct recent_path *r = last_named;
-    uint32_t cwd = path[0] == '/' ? 0 : cwd_generation;
-    if (r && r->cwd == cwd && !strcmp(r->path, path)) return r;
-    return recalled(path, recent_hash(path, &cwd), cwd);
-}
-
-static void remember(const char *path, const struct stat *st, uint64_t hash, uint32_t cwd, int32_t state) {
-    if (!hash || state == -1) return;
-    struct recent_path *r = recent_slot(hash);
+static void remember(const char *path, const struct stat *st, const struct path_key *key, int32_t state) {
+    if (!key->hash || state == -1) return;
+    struct recent_path *r = recent_slot(key->hash);
     *r = (struct recent_path){
-        hash, (uint64_t)st->st_dev, (uint64_t)st->st_ino, cwd, names_generation, state, st->st_mode, {0}};
+        key->hash, (uint64_t)st->st_dev, (uint64_t)st->st_ino, key->cwd, names_generation, state, st->st_mode, {0}};
     strcpy(r->path, path);
     last_named = r;
 }
 
 /* The state of `path` relative to dirfd, a file whose stat is st (NULL when unknown), not remembered (or not
- * the same file any more): normalised, filtered and registered, then remembered under `hash` (0: not). */
-static __attribute__((noinline)) int32_t named_state(int dirfd, const char *path, const struct stat *st, uint64_t hash,
-                                                     uint32_t cwd) {
+ * the same file any more): normalised, filtered and registered, then remembered under `key` (NULL: not). */
+static __attribute__((noinline)) int32_t named_state(int dirfd, const char *path, const struct stat *st,
+                                                     const struct path_key *key) {
     int saved = errno;
     char abs[PATH_MAX];
     int32_t state = path && absolute(dirfd, path, abs, sizeof abs) == 0 ? name_state(abs, st) : -1;
-    if (hash) remember(path, st, hash, cwd, state);
+    if (key) remember(path, st, key, state);
     errno = saved;
     return state;
 }
+
+/* The state of `path` relative to dirfd, a file whose stat is st (NULL when unknown), given what recall found for
+ * it (`known`, under `key`; key NULL when the path cannot be remembered: not from the cwd, or no stat). */
+static inline __attribute__((always_inline)) int32_t stat_state_recalled(int dirfd, const char *path,
+                                                                         const struct stat *st,
+                                                                         const struct recent_path *known,
+                                                                         const struct path_key *key) {
+    if (!known) return named_state(dirfd, path, st, key);
+    if (known->dev == (uint64_t)st->st_dev && known->ino == (uint64_t)st->st_ino) return known->state;
+    return named_state(dirfd, path, st, &(struct path_key){known->hash, known->cwd});
+}
+
+static int rememberable(int dirfd, const char *path) { return path && dirfd == AT_FDCWD; }
 
 /* The state of `path` relative to dirfd, a file whose stat is st (NULL when unknown). */
 static int32_t stat_state(int dirfd, const char *path, const struct stat *st) {
-    int rememberable = path && st && dirfd == AT_FDCWD;
-    const struct recent_path *known = rememberable ? recall(path) : NULL;
-    if (known && known->dev == (uint64_t)st->st_dev && known->ino == (uint64_t)st->st_ino) return known->state;
-    uint32_t cwd = 0;
-    return named_state(dirfd, path, st, rememberable ? recent_hash(path, &cwd) : 0, cwd);
+    struct path_key key;
+    if (!st || !rememberable(dirfd, path)) return named_state(dirfd, path, st, NULL);
+    return stat_state_recalled(dirfd, path, st, recall(path, &key), &key);
 }
 
-/* As ioloom_path_state for a path not recalled: the file's (device, inode) asked (fstat); *mode is its type and mode
- * (0 when fstat failed). */
-static __attribute__((noinline)) int32_t path_state_asked(int dirfd, const char *path, int fd, unsigned *mode) {
+/* As ioloom_path_state for a path that is not the one this thread named last (or is, from before a remove or
+ * rename); `asked`: it can be remembered (named from the cwd, with a descriptor to fstat). A path remembered since
+ * nothing was removed or renamed is recalled; otherwise the file's (device, inode) is asked (fstat). *mode is its
+ * type and mode (0 when fstat failed). */
+static __attribute__((noinline)) int32_t path_state_asked(int dirfd, const char *path, int fd, unsigned *mode,
+                                                          int asked) {
+    struct path_key key;
+    const struct recent_path *known = asked ? recall(path, &key) : NULL;
+    if (known && known->names == names_generation) {
+        *mode = known->mode;
+        return known->state;
+    }
     int saved = errno;
     struct stat st;
-    int known = fd >= 0 && fd_stat(fd, &st) == 0;
-    int32_t state = stat_state(dirfd, path, known ? &st : NULL);
-    *mode = known ? st.st_mode : 0;
+    int known_stat = fd >= 0 && fd_stat(fd, &st) == 0;
+    int32_t state = known_stat ? stat_state_recalled(dirfd, path, &st, known, asked ? &key : NULL)
+                               : named_state(dirfd, path, NULL, NULL);
+    *mode = known_stat ? st.st_mode : 0;
     errno = saved;
     return state;
 }
 
-/* As ioloom_path_state; *mode is the file's type and mode (0 when fstat failed). A path named again since nothing
- * was removed or renamed is recalled inline; the rest is path_state_asked's. */
+/* As ioloom_path_state; *mode is the file's type and mode (0 when fstat failed). The path this thread named last,
+ * named again since nothing was removed or renamed, is recalled inline; the rest is path_state_asked's. */
 static inline int32_t path_state_mode(int dirfd, const char *path, int fd, unsigned *mode) {
-    const struct recent_path *again = path && fd >= 0 && dirfd == AT_FDCWD ? recall(path) : NULL;
+    int asked = fd >= 0 && rememberable(dirfd, path);
+    const struct recent_path *again = asked ? named_last(path) : NULL;
     if (IOLOOM_LIKELY(again && again->names == names_generation)) {
         *mode = again->mode;
         return again->state;
     }
-    return path_state_asked(dirfd, path, fd, mode);
+    return path_state_asked(dirfd, path, fd, mode, asked);
 }
 
 int32_t ioloom_path_state(int dirfd, const char *path, int fd) {

@@ -458,7 +458,7 @@ static uint32_t survey_ops(const struct ioloom_raw_event *ev, uint32_t n) {
         if (IOLOOM_LIKELY(op == previous)) continue;
         changes++;
         previous = op;
-        note_op(op);
+        if (op >= IOLOOM_OP_COUNT || !groups.listed[op]) note_op(op); /* two ops taking turns: noted once each */
     }
     return changes;
 }
