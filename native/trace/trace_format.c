@@ -182,12 +182,21 @@ size_t ioloom_events_bound(size_t n) {
  * buffer whose operations alternate, read in place; ioloom_encode_events). */
 #define ROW(k) ev[(k) * stride]
 
+/* What the time columns are counted from: the chunk's t_base (ns) and the clock converting tick times (NULL: none). */
+struct chunk_times {
+    uint64_t base;
+    const struct ioloom_tick_clock *clock;
+};
+/* Row k's start and end in ns. */
+#define ROW_START(k) ioloom_row_ns(tm->clock, &ROW(k), ROW(k).t_start)
+#define ROW_END(k) ioloom_row_ns(tm->clock, &ROW(k), ROW(k).t_end)
+
 /* Every column: its stored (pre-zigzag) value for row 0 and for row i > 0 of rows ev[0..n), each read as int64_t.
  * Differences are taken unsigned (they wrap, as the readers' sums do: no signed overflow). */
 #define MINUS(a, b) ((uint64_t)(a) - (uint64_t)(b))
 #define EACH_COLUMN(X)                                                                                                \
-    X(IOLOOM_COL_GAP, ROW(0).t_start - t_base, ROW(i).t_start - ROW(i - 1).t_end)                                     \
-    X(IOLOOM_COL_DURATION, ROW(0).t_end - ROW(0).t_start, ROW(i).t_end - ROW(i).t_start)                              \
+    X(IOLOOM_COL_GAP, ROW_START(0) - tm->base, ROW_START(i) - ROW_END(i - 1))                                         \
+    X(IOLOOM_COL_DURATION, ROW_END(0) - ROW_START(0), ROW_END(i) - ROW_START(i))                                      \
     X(IOLOOM_COL_OP, ROW(0).op, ROW(i).op)                                                                            \
     X(IOLOOM_COL_LAYER, ROW(0).layer, ROW(i).layer)                                                                   \
     X(IOLOOM_COL_FILE, ROW(0).file_id, ROW(i).file_id)                                                                \
@@ -268,8 +277,8 @@ static uint32_t difference_columns(const upair_t unsteady[3], const upair_t step
  * the step: a column whose rows after the first all hold its step (a field that stays or counts up) is constant
  * when row 0 holds the step too, else steady (a bit in *steady): two runs, written without a pass of their own
  * (put_steady_column). */
-static uint32_t varying_columns(const struct ioloom_raw_event *ev, size_t stride, size_t n, uint64_t t_base,
-                                int64_t *first, uint32_t *steady) {
+static uint32_t varying_columns(const struct ioloom_raw_event *ev, size_t stride, size_t n,
+                                const struct chunk_times *tm, int64_t *first, uint32_t *steady) {
 #define FIRST(col, first_value, value) first[col] = (int64_t)(first_value);
     EACH_COLUMN(FIRST)
 #undef FIRST
@@ -308,8 +317,8 @@ static uint32_t varying_columns(const struct ioloom_raw_event *ev, size_t stride
 
 /* One pass over the rows for column `col`: its values written as plain varints from body on, the number of runs
  * of equal values and the bytes their values take. Returns the end of the plain body. */
-static uint8_t *plain_body(int col, const struct ioloom_raw_event *ev, size_t stride, size_t n, uint64_t t_base,
-                           uint8_t *body, size_t *runs, size_t *run_values) {
+static uint8_t *plain_body(int col, const struct ioloom_raw_event *ev, size_t stride, size_t n,
+                           const struct chunk_times *tm, uint8_t *body, size_t *runs, size_t *run_values) {
     uint8_t *end = body;
     size_t count = 1, sizes = 0;
 #define WRITE(column, first_expr, expr)                               \
@@ -336,8 +345,8 @@ static uint8_t *plain_body(int col, const struct ioloom_raw_event *ev, size_t st
 }
 
 /* Column `col`'s values into v[0..n). */
-static void column_values(int col, const struct ioloom_raw_event *ev, size_t stride, size_t n, uint64_t t_base,
-                          int64_t *v) {
+static void column_values(int col, const struct ioloom_raw_event *ev, size_t stride, size_t n,
+                          const struct chunk_times *tm, int64_t *v) {
 #define VALUES(column, first_expr, expr)                       \
     case column: {                                             \
         v[0] = (int64_t)(first_expr);                          \
@@ -377,11 +386,11 @@ static uint8_t *put_runs_header(uint8_t *p, size_t run_bytes, size_t runs) {
 /* The bytes of column `col` in the runs mode when that is smaller than `plain` bytes (its values then in v), else 0.
  * A run length takes a byte at least: columns that vary from row to row (times) lose to plain without sizing
  * their lengths or looking at their values again. */
-static size_t smaller_runs(int col, const struct ioloom_raw_event *ev, size_t stride, size_t n, uint64_t t_base,
-                           int64_t *v, size_t runs, size_t run_values, size_t plain) {
+static size_t smaller_runs(int col, const struct ioloom_raw_event *ev, size_t stride, size_t n,
+                           const struct chunk_times *tm, int64_t *v, size_t runs, size_t run_values, size_t plain) {
     size_t run_bytes = varint_size(runs) + run_values + runs;
     if (run_bytes >= plain) return 0;
-    column_values(col, ev, stride, n, t_base, v);
+    column_values(col, ev, stride, n, tm, v);
     run_bytes += run_lengths_size(v, n) - runs;
     return run_bytes < plain ? run_bytes : 0;
 }
@@ -412,19 +421,18 @@ static uint8_t *put_plain(uint8_t *p, const uint8_t *body, size_t plain) {
 /* Appends column `col`, which varies, in the smaller of the runs and plain modes (mode byte, body length, body);
  * v is scratch for n values. */
 static uint8_t *put_varying_column(uint8_t *p, int col, const struct ioloom_raw_event *ev, size_t stride, size_t n,
-                                   uint64_t t_base, int64_t *v) {
+                                   const struct chunk_times *tm, int64_t *v) {
     size_t runs, run_values;
     /* the plain body goes past room for its mode and length */
-    uint8_t *body = p + 1 + 10, *end = plain_body(col, ev, stride, n, t_base, body, &runs, &run_values);
-    size_t plain = (size_t)(end - body),
-           run_bytes = smaller_runs(col, ev, stride, n, t_base, v, runs, run_values, plain);
+    uint8_t *body = p + 1 + 10, *end = plain_body(col, ev, stride, n, tm, body, &runs, &run_values);
+    size_t plain = (size_t)(end - body), run_bytes = smaller_runs(col, ev, stride, n, tm, v, runs, run_values, plain);
     return run_bytes ? put_runs(p, v, n, runs, run_bytes) : put_plain(p, body, plain);
 }
 
 /* The runs of column `col` in one pass that stops as soon as there are more than n / 8 of them: their count (0
  * when there were more), run k's value in v[k] and its first row in v[n / 8 + k]. */
-static size_t few_runs(int col, const struct ioloom_raw_event *ev, size_t stride, size_t n, uint64_t t_base,
-                       int64_t *v) {
+static size_t few_runs(int col, const struct ioloom_raw_event *ev, size_t stride, size_t n,
+                       const struct chunk_times *tm, int64_t *v) {
     size_t few = n / 8, runs = 1;
     if (!few) return 0;
 #define RUNS(column, first_expr, expr)                        \
@@ -455,10 +463,10 @@ static size_t run_length(const int64_t *v, size_t n, size_t k, size_t runs) {
  * is the smaller (a plain varint takes a byte at least) and is written from the runs alone, without the plain
  * body's pass over the rows; otherwise both modes are sized (put_varying_column). Same bytes either way. */
 static uint8_t *put_column(uint8_t *p, int col, const struct ioloom_raw_event *ev, size_t stride, size_t n,
-                           uint64_t t_base, int64_t *v) {
-    size_t runs = few_runs(col, ev, stride, n, t_base, v), run_bytes = varint_size(runs);
+                           const struct chunk_times *tm, int64_t *v) {
+    size_t runs = few_runs(col, ev, stride, n, tm, v), run_bytes = varint_size(runs);
     for (size_t k = 0; k < runs; k++) run_bytes += varint_size(zigzag(v[k])) + varint_size(run_length(v, n, k, runs));
-    if (!runs || run_bytes >= n) return put_varying_column(p, col, ev, stride, n, t_base, v);
+    if (!runs || run_bytes >= n) return put_varying_column(p, col, ev, stride, n, tm, v);
     p = put_runs_header(p, run_bytes, runs);
     for (size_t k = 0; k < runs; k++) p = put_varint(p, zigzag(v[k]));
     for (size_t k = 0; k < runs; k++) p = put_varint(p, run_length(v, n, k, runs));
@@ -470,10 +478,10 @@ static uint8_t *put_column(uint8_t *p, int col, const struct ioloom_raw_event *e
  * column has rows (a plain varint takes a byte at least), as put_column would find them; put_column otherwise.
  * Same bytes either way. */
 static uint8_t *put_steady_column(uint8_t *p, int col, const struct ioloom_raw_event *ev, size_t stride, size_t n,
-                                  uint64_t t_base, int64_t *v, int64_t first, int64_t step) {
+                                  const struct chunk_times *tm, int64_t *v, int64_t first, int64_t step) {
     size_t run_bytes =
         varint_size(2) + varint_size(zigzag(first)) + varint_size(zigzag(step)) + varint_size(1) + varint_size(n - 1);
-    if (run_bytes >= n) return put_column(p, col, ev, stride, n, t_base, v);
+    if (run_bytes >= n) return put_column(p, col, ev, stride, n, tm, v);
     p = put_varint(put_varint(put_runs_header(p, run_bytes, 2), zigzag(first)), zigzag(step));
     return put_varint(put_varint(p, 1), n - 1);
 }
@@ -502,31 +510,46 @@ static inline void time_add(struct time_body *t, int64_t x) {
 
 /* Appends time column `col` from its plain body: constant, runs (when smaller) or plain, as put_column would. */
 static uint8_t *put_time_column(uint8_t *p, int col, const struct time_body *t, const struct ioloom_raw_event *ev,
-                                size_t stride, size_t n, uint64_t t_base, int64_t *v) {
+                                size_t stride, size_t n, const struct chunk_times *tm, int64_t *v) {
     size_t runs = n - t->repeats, plain = (size_t)(t->end - t->body);
     if (runs == 1) return put_const_column(p, t->first);
-    size_t run_bytes = smaller_runs(col, ev, stride, n, t_base, v, runs, plain - t->repeat_bytes, plain);
+    size_t run_bytes = smaller_runs(col, ev, stride, n, tm, v, runs, plain - t->repeat_bytes, plain);
     return run_bytes ? put_runs(p, v, n, runs, run_bytes) : put_plain(p, t->body, plain);
+}
+
+/* The pass over the rows of put_time_columns, with or without converting tick times (`converting`, a constant
+ * where it is inlined: the test of each row's `ticks` only where there is a clock). */
+static inline __attribute__((always_inline)) void time_pass(struct time_body *gap, struct time_body *duration,
+                                                            const struct ioloom_raw_event *ev, size_t stride, size_t n,
+                                                            const struct ioloom_tick_clock *clock, int converting) {
+    const struct ioloom_tick_clock *by = converting ? clock : NULL;
+    uint64_t end = ioloom_row_ns(by, &ROW(0), ROW(0).t_end);
+    for (size_t i = 1; i < n; i++) {
+        uint64_t start = ioloom_row_ns(by, &ROW(i), ROW(i).t_start);
+        time_add(gap, (int64_t)(start - end));
+        end = ioloom_row_ns(by, &ROW(i), ROW(i).t_end);
+        time_add(duration, (int64_t)(end - start));
+    }
 }
 
 /* Appends the two time columns (gap, duration), both written in one pass over the rows: the gap's body goes where
  * it will stay but for its mode and length, the duration's past it (each takes at most 10 bytes a row), both are
  * moved into place after. v is scratch for n values. */
 static uint8_t *put_time_columns(uint8_t *p, const struct ioloom_raw_event *ev, size_t stride, size_t n,
-                                 uint64_t t_base, int64_t *v) {
+                                 const struct chunk_times *tm, int64_t *v) {
     struct time_body gap, duration;
-    time_start(&gap, p + 1 + 10, (int64_t)(ROW(0).t_start - t_base));
-    time_start(&duration, p + 2 * (1 + 10) + 10 * n, (int64_t)(ROW(0).t_end - ROW(0).t_start));
-    for (size_t i = 1; i < n; i++) {
-        time_add(&gap, (int64_t)(ROW(i).t_start - ROW(i - 1).t_end));
-        time_add(&duration, (int64_t)(ROW(i).t_end - ROW(i).t_start));
-    }
-    p = put_time_column(p, IOLOOM_COL_GAP, &gap, ev, stride, n, t_base, v);
-    return put_time_column(p, IOLOOM_COL_DURATION, &duration, ev, stride, n, t_base, v);
+    time_start(&gap, p + 1 + 10, (int64_t)(ROW_START(0) - tm->base));
+    time_start(&duration, p + 2 * (1 + 10) + 10 * n, (int64_t)(ROW_END(0) - ROW_START(0)));
+    if (tm->clock)
+        time_pass(&gap, &duration, ev, stride, n, tm->clock, 1);
+    else
+        time_pass(&gap, &duration, ev, stride, n, NULL, 0);
+    p = put_time_column(p, IOLOOM_COL_GAP, &gap, ev, stride, n, tm, v);
+    return put_time_column(p, IOLOOM_COL_DURATION, &duration, ev, stride, n, tm, v);
 }
 
 /* Column `col`'s value stored for row 1 (n > 1). */
-static int64_t second_value(int col, const struct ioloom_raw_event *ev, size_t stride) {
+static int64_t second_value(int col, const struct ioloom_raw_event *ev, size_t stride, const struct chunk_times *tm) {
     const size_t i = 1;
 #define SECOND(column, first_expr, expr) \
     case column:                         \
@@ -537,21 +560,21 @@ static int64_t second_value(int col, const struct ioloom_raw_event *ev, size_t s
 }
 
 size_t ioloom_encode_events(uint8_t *out, int64_t *scratch, uint32_t tid, const struct ioloom_raw_event *ev,
-                            size_t stride, size_t n) {
-    uint64_t t_base = ROW(0).t_start;
+                            size_t stride, size_t n, const struct ioloom_tick_clock *clock) {
+    const struct chunk_times times = {ioloom_row_ns(clock, &ROW(0), ROW(0).t_start), clock}, *tm = &times;
     uint8_t *p = out + IOLOOM_CHUNK_HEADER_BYTES;
     p = put_varint(p, tid);
     p = put_varint(p, n);
-    p = put_varint(p, t_base);
+    p = put_varint(p, tm->base);
     int64_t first[IOLOOM_COLUMNS];
-    uint32_t steady, varying = varying_columns(ev, stride, n, t_base, first, &steady);
+    uint32_t steady, varying = varying_columns(ev, stride, n, tm, first, &steady);
     _Static_assert(IOLOOM_COL_GAP == 0 && IOLOOM_COL_DURATION == 1, "the time columns come first");
-    p = put_time_columns(p, ev, stride, n, t_base, scratch);
+    p = put_time_columns(p, ev, stride, n, tm, scratch);
     for (int col = IOLOOM_COL_DURATION + 1; col < IOLOOM_COLUMNS; col++)
         p = !(varying >> col & 1) ? put_const_column(p, first[col])
             : steady >> col & 1
-                ? put_steady_column(p, col, ev, stride, n, t_base, scratch, first[col], second_value(col, ev, stride))
-                : put_column(p, col, ev, stride, n, t_base, scratch);
+                ? put_steady_column(p, col, ev, stride, n, tm, scratch, first[col], second_value(col, ev, stride, tm))
+                : put_column(p, col, ev, stride, n, tm, scratch);
     uint32_t payload = (uint32_t)(p - out - IOLOOM_CHUNK_HEADER_BYTES);
     ioloom_seal_chunk(out, IOLOOM_CHUNK_EVENTS, payload);
     return (size_t)(p - out);

@@ -45,21 +45,38 @@ struct ioloom_raw_event {
     int32_t file_id, err;
     uint16_t op;
     uint8_t layer;
-    uint8_t ticks; /* writer only: t_start/t_end are TSC ticks, converted to ns before encoding */
+    uint8_t ticks; /* writer only: t_start/t_end are TSC ticks, converted to ns as they are encoded */
 };
 
 /* CRC-32 (IEEE, zlib's) of data[0, len); _update goes on from the CRC of what came before (zlib's crc32(crc, ...)). */
 uint32_t ioloom_crc32(const uint8_t *data, size_t len);
 uint32_t ioloom_crc32_update(uint32_t crc, const uint8_t *data, size_t len);
 
+/* How the encoder turns the TSC tick times of rows whose `ticks` is set into CLOCK_MONOTONIC ns:
+ * from_ns + (ticks - from_ticks) x ns_per_tick, through int64_t and double (the writer's rate, ticks_clock). */
+struct ioloom_tick_clock {
+    uint64_t from_ticks, from_ns;
+    double ns_per_tick;
+};
+
+/* A row time in ns: as it is, or converted by `clock` when it is a tick count. */
+static inline uint64_t ioloom_row_ns(const struct ioloom_tick_clock *clock, const struct ioloom_raw_event *row,
+                                     uint64_t t) {
+    /* through int64_t: converting a double to uint64_t costs a comparison and a branch more */
+    return clock && row->ticks
+               ? clock->from_ns + (uint64_t)(int64_t)((double)(int64_t)(t - clock->from_ticks) * clock->ns_per_tick)
+               : t;
+}
+
 /* The most bytes ioloom_encode_events() writes for n events (every value a 10-byte varint). */
 size_t ioloom_events_bound(size_t n);
 
 /* Encodes a complete chunk of the n rows ev[0], ev[stride], ..., ev[(n - 1) * stride] of thread `tid` (header +
  * payload, sealed: its checksum is chained when it is written) into `out`, which must hold ioloom_events_bound(n)
- * bytes; `scratch` must hold n int64 values. Returns the chunk's size. */
+ * bytes; `scratch` must hold n int64 values. The times of rows whose `ticks` is set are converted to ns by `clock`
+ * as they are encoded (NULL: every time is ns already). Returns the chunk's size. */
 size_t ioloom_encode_events(uint8_t *out, int64_t *scratch, uint32_t tid, const struct ioloom_raw_event *ev,
-                            size_t stride, size_t n);
+                            size_t stride, size_t n, const struct ioloom_tick_clock *clock);
 
 /* Writes a chunk header's type and length for `payload_len` bytes of payload that already follow it in memory. */
 void ioloom_seal_chunk(uint8_t *chunk, uint32_t type, uint32_t payload_len);

@@ -74,7 +74,7 @@ static void put_preamble(struct out *o, const char *name) {
 
 /* An EVENTS chunk of the n rows ev[0], ev[stride], ... of thread `tid`, and their CSV lines. */
 static void put_rows(struct out *o, uint32_t tid, const struct ioloom_raw_event *ev, size_t stride, size_t n) {
-    emit(o, o->chunk, ioloom_encode_events(o->chunk, o->scratch, tid, ev, stride, n));
+    emit(o, o->chunk, ioloom_encode_events(o->chunk, o->scratch, tid, ev, stride, n, NULL));
     static const char *layers[] = {"posix", "stdio", "mpiio", "process", "async"};
     for (size_t i = 0; i < n; i++) {
         const struct ioloom_raw_event *e = &ev[i * stride];
@@ -179,7 +179,7 @@ static void mixed(struct out *o) {
 
 /* An EVENTS chunk of rows [0, n) of thread `tid` encoded into o->chunk, not written; returns its size. */
 static size_t encode_only(struct out *o, uint32_t tid, const struct ioloom_raw_event *ev, size_t n) {
-    return ioloom_encode_events(o->chunk, o->scratch, tid, ev, 1, n);
+    return ioloom_encode_events(o->chunk, o->scratch, tid, ev, 1, n, NULL);
 }
 
 /* A regular pwrite loop of thread `tid` from time t: n rows. */

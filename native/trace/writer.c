@@ -56,7 +56,7 @@ struct thread_buffer {
     uint32_t sealed;                    /* 1 + the full half waiting for the encoder thread, 0 when none */
     uint32_t tid;
     uint64_t last_flush_ns;
-    uint64_t anchor_ticks, anchor_ns; /* the last converted event's end (0, 0: none yet), see ticks_to_ns */
+    uint64_t anchor_ticks, anchor_ns; /* the last converted event's end (0, 0: none yet), see tick_clock */
     pthread_mutex_t flush_lock;       /* taken only to flush, never per event */
     struct thread_buffer *next;
 };
@@ -339,33 +339,38 @@ static void start_clock(void) {
     if (ioloom_tsc) clock_pair(&tsc_origin, &ns_origin);
 }
 
-/* Rewrites b's tick times of events [0, n) as ns, by the rate measured between the origin and now. Times
- * count from the buffer's anchor, the previous chunk's last event, so that a thread's times never step back
- * between chunks converted at slightly different rates (its events would then swap places when sorted). */
-static void ticks_to_ns(struct thread_buffer *b, struct ioloom_raw_event *ev, uint32_t n) {
+/* The clock converting b's tick times to ns as a chunk is encoded (ioloom_encode_events): the rate measured between
+ * the origin and now. Times count from the buffer's anchor, the last event converted before, so that a thread's
+ * times never step back between chunks converted at slightly different rates (its events would then swap places
+ * when sorted). Returns clock. */
+static const struct ioloom_tick_clock *tick_clock(const struct thread_buffer *b, struct ioloom_tick_clock *clock) {
     uint64_t ticks = 0, ns = 0;
     clock_pair(&ticks, &ns);
-    double ns_per_tick = ticks > tsc_origin ? (double)(ns - ns_origin) / (double)(ticks - tsc_origin) : 0;
-    uint64_t from_ticks = b->anchor_ns ? b->anchor_ticks : tsc_origin;
-    uint64_t from_ns = b->anchor_ns ? b->anchor_ns : ns_origin;
-    uint64_t end_ticks = 0, end_ns = 0;
-    for (uint32_t i = 0; i < n; i++) {
-        if (!ev[i].ticks) continue;
-        /* through int64_t: converting a double to uint64_t costs a comparison and a branch more */
-        ev[i].t_start = from_ns + (uint64_t)(int64_t)((double)(int64_t)(ev[i].t_start - from_ticks) * ns_per_tick);
-        end_ticks = ev[i].t_end;
-        end_ns = ev[i].t_end = from_ns + (uint64_t)(int64_t)((double)(int64_t)(end_ticks - from_ticks) * ns_per_tick);
-        ev[i].ticks = 0;
-    }
-    if (end_ns) {
-        b->anchor_ticks = end_ticks;
-        b->anchor_ns = end_ns;
-    }
+    clock->ns_per_tick = ticks > tsc_origin ? (double)(ns - ns_origin) / (double)(ticks - tsc_origin) : 0;
+    clock->from_ticks = b->anchor_ns ? b->anchor_ticks : tsc_origin;
+    clock->from_ns = b->anchor_ns ? b->anchor_ns : ns_origin;
+    return clock;
+}
+
+/* After rows ev[0, n) were encoded by `clock`: the last of them with a tick time becomes b's anchor. */
+static void move_anchor(struct thread_buffer *b, const struct ioloom_raw_event *ev, uint32_t n,
+                        const struct ioloom_tick_clock *clock) {
+    for (uint32_t i = n; i-- > 0;)
+        if (ev[i].ticks) {
+            b->anchor_ticks = ev[i].t_end;
+            b->anchor_ns = ioloom_row_ns(clock, &ev[i], ev[i].t_end);
+            return;
+        }
 }
 #else
 static void start_clock(void) { ioloom_tsc = 0; }
-static void ticks_to_ns(struct thread_buffer *b, struct ioloom_raw_event *ev, uint32_t n) {
-    (void)b, (void)ev, (void)n;
+static const struct ioloom_tick_clock *tick_clock(const struct thread_buffer *b, struct ioloom_tick_clock *clock) {
+    (void)b, (void)clock;
+    return NULL;
+}
+static void move_anchor(struct thread_buffer *b, const struct ioloom_raw_event *ev, uint32_t n,
+                        const struct ioloom_tick_clock *clock) {
+    (void)b, (void)ev, (void)n, (void)clock;
 }
 #endif
 
@@ -521,9 +526,11 @@ static int taking_turns(uint32_t n, uint32_t changes) {
     return groups.ops == 2 && !groups.foreign && changes == n - 1 && (n + 1) / 2 >= GROUP_MIN_ROWS;
 }
 
-/* Encodes the n rows ev[0], ev[stride], ... as one chunk and writes it, or counts them as dropped. w.lock held. */
-static void write_chunk_of_rows(uint32_t tid, const struct ioloom_raw_event *ev, uint32_t stride, uint32_t n) {
-    size_t len = ioloom_encode_events(w.encoded, w.scratch, tid, ev, stride, n);
+/* Encodes the n rows ev[0], ev[stride], ... as one chunk (tick times converted by `clock`, NULL: none) and writes it,
+ * or counts them as dropped. w.lock held. */
+static void write_chunk_of_rows(uint32_t tid, const struct ioloom_raw_event *ev, uint32_t stride, uint32_t n,
+                                const struct ioloom_tick_clock *clock) {
+    size_t len = ioloom_encode_events(w.encoded, w.scratch, tid, ev, stride, n, clock);
     if (append_locked(w.encoded, len, 0) == 0) {
         w.events_written += n;
         return;
@@ -532,9 +539,10 @@ static void write_chunk_of_rows(uint32_t tid, const struct ioloom_raw_event *ev,
     count_dropped(n);
 }
 
-/* Encodes rows [0, n) of thread `tid` and writes them (after the names of new operations), a chunk per frequent
- * operation when there are several, or counts them as dropped. */
-static void write_events(uint32_t tid, const struct ioloom_raw_event *ev, uint32_t n) {
+/* Encodes rows [0, n) of thread `tid` (tick times converted by `clock`, NULL: none) and writes them (after the names
+ * of new operations), a chunk per frequent operation when there are several, or counts them as dropped. */
+static void write_events(uint32_t tid, const struct ioloom_raw_event *ev, uint32_t n,
+                         const struct ioloom_tick_clock *clock) {
     if (ioloom_lock(&w.lock)) {
         count_dropped(n);
         return;
@@ -544,14 +552,14 @@ static void write_events(uint32_t tid, const struct ioloom_raw_event *ev, uint32
         note_write_failed(n);
         count_dropped(n);
     } else if (taking_turns(n, changes)) {
-        write_chunk_of_rows(tid, ev, 2, (n + 1) / 2);
-        write_chunk_of_rows(tid, ev + 1, 2, n / 2);
+        write_chunk_of_rows(tid, ev, 2, (n + 1) / 2, clock);
+        write_chunk_of_rows(tid, ev + 1, 2, n / 2, clock);
     } else if (worth_grouping(ev, n, changes)) {
         scatter_rows(ev, n, groups.start[groups.chunks - 1]);
         for (uint32_t k = 0; k < groups.chunks; k++)
-            write_chunk_of_rows(tid, w.grouped + groups.start[k], 1, groups.count[k]);
+            write_chunk_of_rows(tid, w.grouped + groups.start[k], 1, groups.count[k], clock);
     } else {
-        write_chunk_of_rows(tid, ev, 1, n);
+        write_chunk_of_rows(tid, ev, 1, n, clock);
     }
     forget_counts();
     pthread_mutex_unlock(&w.lock);
@@ -563,8 +571,10 @@ static void flush_half(struct thread_buffer *b, uint32_t h) {
     if (!n) return;
     struct ioloom_raw_event *ev = b->events[h];
     ioloom_files_flush(); /* file entries first: a reader then knows every id an event names */
-    if (ioloom_tsc) ticks_to_ns(b, ev, n);
-    write_events(b->tid, ev, n);
+    struct ioloom_tick_clock ticks;
+    const struct ioloom_tick_clock *clock = ioloom_tsc ? tick_clock(b, &ticks) : NULL;
+    write_events(b->tid, ev, n, clock);
+    if (clock) move_anchor(b, ev, n, clock);
     __atomic_store_n(&b->count[h], 0, __ATOMIC_RELEASE);
 }
 
@@ -769,7 +779,8 @@ static void flush_shared_locked(void) {
     uint32_t n = b ? b->count[0] : 0;
     if (!n) return;
     ioloom_files_flush();
-    if (ioloom_tsc) ticks_to_ns(b, b->events[0], n);
+    struct ioloom_tick_clock ticks;
+    const struct ioloom_tick_clock *clock = ioloom_tsc ? tick_clock(b, &ticks) : NULL;
     for (uint32_t i = 0; i < n; i++) {
         uint32_t tid = shared.tids[i], k = 0;
         if (!tid) continue; /* gathered already */
@@ -778,8 +789,9 @@ static void flush_shared_locked(void) {
             b->events[1][k++] = b->events[0][j];
             shared.tids[j] = 0;
         }
-        write_events(tid, b->events[1], k);
+        write_events(tid, b->events[1], k, clock);
     }
+    if (clock) move_anchor(b, b->events[0], n, clock);
     b->count[0] = 0;
     b->last_flush_ns = ioloom_now_ns();
 }
