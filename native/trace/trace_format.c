@@ -220,7 +220,7 @@ static inline pair_t pair_at(const void *two) {
     __builtin_memcpy(&v, two, sizeof v); /* -fno-builtin: memcpy itself would be a call */
     return v;
 }
-/* the pairs varying_columns loads */
+/* the pairs the survey loads */
 _Static_assert(offsetof(struct ioloom_raw_event, t_end) == offsetof(struct ioloom_raw_event, t_start) + 8, "pair");
 _Static_assert(offsetof(struct ioloom_raw_event, req_bytes) == offsetof(struct ioloom_raw_event, offset) + 8, "pair");
 _Static_assert(offsetof(struct ioloom_raw_event, handle) == offsetof(struct ioloom_raw_event, ret_bytes) + 8, "pair");
@@ -228,8 +228,7 @@ _Static_assert(offsetof(struct ioloom_raw_event, coll_seq) == offsetof(struct io
 _Static_assert(offsetof(struct ioloom_raw_event, parent) == offsetof(struct ioloom_raw_event, call_id) + 8, "pair");
 /* (file, errno) and (op, layer) as two little-endian words, the bytes after layer (ticks, padding) masked off */
 #define FILE_OP_MASK ((pair_t){-1, 0xffffff})
-_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
-               "varying_columns reads the 32-bit and 16-bit fields as words");
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the survey reads the 32-bit and 16-bit fields as words");
 _Static_assert(offsetof(struct ioloom_raw_event, err) == offsetof(struct ioloom_raw_event, file_id) + 4, "pair");
 _Static_assert(offsetof(struct ioloom_raw_event, op) == offsetof(struct ioloom_raw_event, file_id) + 8, "pair");
 _Static_assert(offsetof(struct ioloom_raw_event, layer) == offsetof(struct ioloom_raw_event, op) + 2, "pair");
@@ -269,40 +268,50 @@ static uint32_t difference_columns(const upair_t unsteady[3], const upair_t step
     return varying;
 }
 
-/* Row 0's value of every column into first[], and a bit for each column but the times (time_column sees to
- * them) whose value is not the same in every row. Most columns of a loop are constant: one pass over the rows
- * finds them all, where a pass per column would read every row twelve times (the encoder thread's memory traffic
- * slows the program's thread). The columns are compared two at a time (ROW_PAIRS), each row against row 0's.
- * The difference columns (offset, req, aux, coll_seq, call_id, parent) are compared with their value in row 1,
- * the step: a column whose rows after the first all hold its step (a field that stays or counts up) is constant
- * when row 0 holds the step too, else steady (a bit in *steady): two runs, written without a pass of their own
- * (put_steady_column). */
-static uint32_t varying_columns(const struct ioloom_raw_event *ev, size_t stride, size_t n,
-                                const struct chunk_times *tm, int64_t *first, uint32_t *steady) {
+/* Which columns but the times (time_column sees to them) hold the same value in every row, found in the time
+ * columns' pass over the rows (survey_row): most columns of a loop are constant, and one pass finds them all, where
+ * a pass per column would read every row twelve times (the encoder thread's memory traffic slows the program's
+ * thread). The columns are compared two at a time (ROW_PAIRS), each row against row 0's. The difference columns
+ * (offset, req, aux, coll_seq, call_id, parent) are compared with their value in row 1, the step: a column whose
+ * rows after the first all hold its step (a field that stays or counts up) is constant when row 0 holds the step
+ * too, else steady: two runs, written without a pass of their own (put_steady_column). */
+struct column_survey {
+    pair_t first_pairs[2], differs[2];
+    /* steady: row i holds row 0's value plus i steps (counted unsigned: they wrap, as the reader's sums do) */
+    upair_t expected[3], step[3], unsteady[3];
+};
+
+/* Row 0's value of every column into first[], and the survey of the n rows started. */
+static void survey_start(struct column_survey *s, const struct ioloom_raw_event *ev, size_t stride, size_t n,
+                         const struct chunk_times *tm, int64_t *first) {
 #define FIRST(col, first_value, value) first[col] = (int64_t)(first_value);
     EACH_COLUMN(FIRST)
 #undef FIRST
-    *steady = 0;
-    if (n < 2) return 0; /* one row: every column constant */
-    const pair_t first_pairs[2] = {{first[IOLOOM_COL_RET_MINUS_REQ], first[IOLOOM_COL_HANDLE]},
-                                   PAIR_AT(ROW(0), file_id) & FILE_OP_MASK};
-    pair_t differs[2] = {{0, 0}, {0, 0}};
-    /* steady: row i holds row 0's value plus i steps (counted unsigned: they wrap, as the reader's sums do) */
-    upair_t expected[3], step[3], unsteady[3] = {{0, 0}, {0, 0}, {0, 0}};
-#define START(k, pair) expected[k] = (upair_t)(pair);
+    *s = (struct column_survey){.first_pairs = {{first[IOLOOM_COL_RET_MINUS_REQ], first[IOLOOM_COL_HANDLE]},
+                                                PAIR_AT(ROW(0), file_id) & FILE_OP_MASK}};
+#define START(k, pair) s->expected[k] = (upair_t)(pair);
     DIFFERENCE_PAIRS(START, ev, 0)
 #undef START
-#define STEP(k, pair) step[k] = (upair_t)(pair) - expected[k];
+    if (n < 2) return; /* one row: no step (every column constant) */
+#define STEP(k, pair) s->step[k] = (upair_t)(pair) - s->expected[k];
     DIFFERENCE_PAIRS(STEP, ev, 1)
 #undef STEP
-#define DIFFERS(k, pair) differs[k] |= (pair) ^ first_pairs[k];
-#define UNSTEADY(k, pair) unsteady[k] |= (upair_t)(pair) ^ (expected[k] += step[k]);
-    for (size_t i = 1; i < n; i++) {
-        ROW_PAIRS(DIFFERS, ev, i)
-        DIFFERENCE_PAIRS(UNSTEADY, ev, i)
-    }
+}
+
+/* Row i (> 0) compared with row 0's values and with the steps. */
+static inline __attribute__((always_inline)) void survey_row(struct column_survey *s, const struct ioloom_raw_event *ev,
+                                                             size_t stride, size_t i) {
+#define DIFFERS(k, pair) s->differs[k] |= (pair) ^ s->first_pairs[k];
+#define UNSTEADY(k, pair) s->unsteady[k] |= (upair_t)(pair) ^ (s->expected[k] += s->step[k]);
+    ROW_PAIRS(DIFFERS, ev, i)
+    DIFFERENCE_PAIRS(UNSTEADY, ev, i)
 #undef UNSTEADY
 #undef DIFFERS
+}
+
+/* A bit for each column but the times whose value is not the same in every row of the survey, and in *steady for
+ * each that varies steadily. */
+static uint32_t survey_end(const struct column_survey *s, const int64_t *first, uint32_t *steady) {
     const struct {
         int col, pair, half;
         uint64_t mask;
@@ -311,8 +320,8 @@ static uint32_t varying_columns(const struct ioloom_raw_event *ev, size_t stride
                  {IOLOOM_COL_OP, 1, 1, 0xffffull},        {IOLOOM_COL_LAYER, 1, 1, 0xffull << 16}};
     uint32_t varying = 0;
     for (int k = 0; k < 6; k++)
-        varying |= (uint32_t)(((uint64_t)differs[bits[k].pair][bits[k].half] & bits[k].mask) != 0) << bits[k].col;
-    return varying | difference_columns(unsteady, step, first, steady);
+        varying |= (uint32_t)(((uint64_t)s->differs[bits[k].pair][bits[k].half] & bits[k].mask) != 0) << bits[k].col;
+    return varying | difference_columns(s->unsteady, s->step, first, steady);
 }
 
 /* One pass over the rows for column `col`: its values written as plain varints from body on, the number of runs
@@ -473,7 +482,7 @@ static uint8_t *put_column(uint8_t *p, int col, const struct ioloom_raw_event *e
     return p;
 }
 
-/* Appends column `col`, which varies and whose rows after the first all hold `step` (varying_columns' steady):
+/* Appends column `col`, which varies and whose rows after the first all hold `step` (steady in the survey):
  * two runs, written without a pass over the rows when they take fewer bytes than the
  * column has rows (a plain varint takes a byte at least), as put_column would find them; put_column otherwise.
  * Same bytes either way. */
@@ -520,11 +529,13 @@ static uint8_t *put_time_column(uint8_t *p, int col, const struct time_body *t, 
 /* The pass over the rows of put_time_columns, with or without converting tick times (`converting`, a constant
  * where it is inlined: the test of each row's `ticks` only where there is a clock). */
 static inline __attribute__((always_inline)) void time_pass(struct time_body *gap, struct time_body *duration,
+                                                            struct column_survey *survey,
                                                             const struct ioloom_raw_event *ev, size_t stride, size_t n,
                                                             const struct ioloom_tick_clock *clock, int converting) {
     const struct ioloom_tick_clock *by = converting ? clock : NULL;
     uint64_t end = ioloom_row_ns(by, &ROW(0), ROW(0).t_end);
     for (size_t i = 1; i < n; i++) {
+        survey_row(survey, ev, stride, i);
         uint64_t start = ioloom_row_ns(by, &ROW(i), ROW(i).t_start);
         time_add(gap, (int64_t)(start - end));
         end = ioloom_row_ns(by, &ROW(i), ROW(i).t_end);
@@ -532,18 +543,18 @@ static inline __attribute__((always_inline)) void time_pass(struct time_body *ga
     }
 }
 
-/* Appends the two time columns (gap, duration), both written in one pass over the rows: the gap's body goes where
- * it will stay but for its mode and length, the duration's past it (each takes at most 10 bytes a row), both are
- * moved into place after. v is scratch for n values. */
+/* Appends the two time columns (gap, duration), both written in one pass over the rows, which also surveys the other
+ * columns (`survey`, started): the gap's body goes where it will stay but for its mode and length, the duration's
+ * past it (each takes at most 10 bytes a row), both are moved into place after. v is scratch for n values. */
 static uint8_t *put_time_columns(uint8_t *p, const struct ioloom_raw_event *ev, size_t stride, size_t n,
-                                 const struct chunk_times *tm, int64_t *v) {
+                                 const struct chunk_times *tm, int64_t *v, struct column_survey *survey) {
     struct time_body gap, duration;
     time_start(&gap, p + 1 + 10, (int64_t)(ROW_START(0) - tm->base));
     time_start(&duration, p + 2 * (1 + 10) + 10 * n, (int64_t)(ROW_END(0) - ROW_START(0)));
     if (tm->clock)
-        time_pass(&gap, &duration, ev, stride, n, tm->clock, 1);
+        time_pass(&gap, &duration, survey, ev, stride, n, tm->clock, 1);
     else
-        time_pass(&gap, &duration, ev, stride, n, NULL, 0);
+        time_pass(&gap, &duration, survey, ev, stride, n, NULL, 0);
     p = put_time_column(p, IOLOOM_COL_GAP, &gap, ev, stride, n, tm, v);
     return put_time_column(p, IOLOOM_COL_DURATION, &duration, ev, stride, n, tm, v);
 }
@@ -567,9 +578,11 @@ size_t ioloom_encode_events(uint8_t *out, int64_t *scratch, uint32_t tid, const 
     p = put_varint(p, n);
     p = put_varint(p, tm->base);
     int64_t first[IOLOOM_COLUMNS];
-    uint32_t steady, varying = varying_columns(ev, stride, n, tm, first, &steady);
+    struct column_survey survey;
+    survey_start(&survey, ev, stride, n, tm, first);
     _Static_assert(IOLOOM_COL_GAP == 0 && IOLOOM_COL_DURATION == 1, "the time columns come first");
-    p = put_time_columns(p, ev, stride, n, tm, scratch);
+    p = put_time_columns(p, ev, stride, n, tm, scratch, &survey);
+    uint32_t steady = 0, varying = n > 1 ? survey_end(&survey, first, &steady) : 0; /* one row: all constant */
     for (int col = IOLOOM_COL_DURATION + 1; col < IOLOOM_COLUMNS; col++)
         p = !(varying >> col & 1) ? put_const_column(p, first[col])
             : steady >> col & 1
