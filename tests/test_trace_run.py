@@ -2,6 +2,8 @@
 traced), exit codes, layers, and refusals that say what to do."""
 from __future__ import annotations
 
+import os
+
 from ioloom.trace import open_trace
 
 
@@ -72,6 +74,7 @@ def test_bench_overhead_reports_every_call_kind(ioloom_cli):
     assert {(call, impl.name) for impl in mpis.implementations() for call in MPI_CALLS} <= calls
     assert {"open+close", "stat", "lseek", "write", "read", "fread"} <= {call for call, _ in calls}
     assert result["load"]["before"] and result["load"]["after"]
+    assert result["cpu"] == max(os.sched_getaffinity(0))  # every timed run on one CPU by default
     for row in result["calls_overhead"]:
         for figure in ("untraced_ns", "traced_ns"):
             assert 0 < row[figure]["min"] <= row[figure]["median"] <= row[figure]["max"]
@@ -123,3 +126,19 @@ def test_bench_overhead_counts_instructions_of_every_call(ioloom_cli):
     assert few.returncode == 2 and "--quick" in few.stderr
     missing = ioloom_cli("bench", "overhead", "--build", "no-such-build", check=False)
     assert missing.returncode == 2 and "the builds here are posix+stdio" in missing.stderr
+    elsewhere_cpu = ioloom_cli("bench", "overhead", "--cpu", "4095", check=False)
+    assert elsewhere_cpu.returncode == 2 and "--cpu 4095: this process may run on CPUs" in elsewhere_cpu.stderr
+
+
+def test_bench_overhead_runs_the_probe_on_the_cpu_given(tmp_path):
+    """run_probe's `cpu`: the probe (here a program printing the CPUs it may use, as "name value") runs on that one
+    CPU alone; without it, on every CPU its caller may use."""
+    import sys
+
+    from ioloom.bench.overhead import run_probe
+
+    allowed = sorted(os.sched_getaffinity(0))
+    show = [sys.executable, "-c", "import os; print('cpus', len(os.sched_getaffinity(0))); "
+                                  "print('cpu', max(os.sched_getaffinity(0)))"]
+    assert run_probe(show, tmp_path / "unused", 1, None, cpu=allowed[0]) == {"cpus": 1, "cpu": allowed[0]}
+    assert run_probe(show, tmp_path / "unused", 1, None) == {"cpus": len(allowed), "cpu": allowed[-1]}

@@ -68,10 +68,12 @@ def probes() -> list[Probe]:
 
 
 def run_probe(argv: list[str], target: Path, calls: int, env: dict[str, str] | None,
-              kinds: tuple[str, ...] = ()) -> dict[str, float]:
-    """ns per call of each kind the probe timed (all kinds, or those given)."""
+              kinds: tuple[str, ...] = (), cpu: int | None = None) -> dict[str, float]:
+    """ns per call of each kind the probe timed (all kinds, or those given); on CPU `cpu` alone when given (the
+    launcher, the probe and anything they start)."""
+    pin = (lambda: os.sched_setaffinity(0, {cpu})) if cpu is not None else None
     out = subprocess.run([*argv, str(target), str(calls), *([",".join(kinds)] if kinds else [])], capture_output=True,
-                         text=True, env=env, timeout=1800)
+                         text=True, env=env, timeout=1800, preexec_fn=pin)
     if out.returncode != 0:
         raise RuntimeError(f"{argv[-1]} failed (exit {out.returncode}): {out.stderr.strip()}")
     return {name: float(value) for name, value in (line.split() for line in out.stdout.splitlines() if line.strip())}
@@ -114,13 +116,13 @@ def _variants(probe: Probe, trace: Path, work: Path, others: list[Tool], traced_
 
 
 def _round(probe: Probe, calls: int, work: Path, trace: Path, others: list[Tool], index: int,
-           times: dict[str, dict[str, list[float]]]) -> None:
+           times: dict[str, dict[str, list[float]]], cpu: int | None) -> None:
     """One round: the probe untraced, traced and with each other tool preloaded instead, back to back, starting
-    from a different variant each round (a drift of the machine's load then favours none); each run's ns per call
-    appended to times[variant][call]."""
+    from a different variant each round (a drift of the machine's load then favours none), all on CPU `cpu` when
+    given; each run's ns per call appended to times[variant][call]."""
     variants = list(_variants(probe, trace, work, others).items())
     for variant, env in variants[index % len(variants):] + variants[:index % len(variants)]:
-        for name, ns in run_probe(probe.argv(), work / f"{probe.label}.dat", calls, env, probe.calls).items():
+        for name, ns in run_probe(probe.argv(), work / f"{probe.label}.dat", calls, env, probe.calls, cpu).items():
             times.setdefault(variant, {}).setdefault(name, []).append(ns)
 
 
@@ -129,17 +131,19 @@ def _added(plain: list[float], tool: list[float]) -> tuple[dict, dict]:
     return stats.spread([t - u for u, t in zip(plain, tool, strict=True)]), stats.spread(stats.per_round(tool, plain))
 
 
-def measure(calls: int, rounds: int, work: Path, builds: list[Probe],
-            others: list[Tool] | None = None) -> tuple[list[dict], list[Path]]:
+def measure(calls: int, rounds: int, work: Path, builds: list[Probe], others: list[Tool] | None = None,
+            cpu: int | None = None) -> tuple[list[dict], list[Path]]:
     """Per call kind: untraced and traced ns of CPU time per call, and what tracing added (the paired differences
     of the rounds, untraced and traced run back to back), each as median, min and max; the same for each other
-    preloaded tool given, measured in the same rounds."""
+    preloaded tool given, measured in the same rounds. Every run on CPU `cpu` when given: runs that land on
+    different CPUs differ by what each CPU is doing (another process, the host's other guests) more than tracing
+    differs from none."""
     rows, traces = [], []
     for probe in builds:
         times: dict[str, dict[str, list[float]]] = {}
         for round_ in range(rounds):
             traces.append(work / f"{probe.label}-{round_}")
-            _round(probe, calls, work, traces[-1], others or [], round_, times)
+            _round(probe, calls, work, traces[-1], others or [], round_, times, cpu)
         plain = times["untraced"]
         for name in probe.calls:
             added, ratio = _added(plain[name], times["traced"][name])
@@ -306,6 +310,17 @@ def _refuse(message: str) -> None:
     raise typer.Exit(2)
 
 
+def _pinned_cpu(cpu: int | None) -> int:
+    """The CPU the timed runs share: `cpu`, which this process must be allowed to use, or the last one it may."""
+    allowed = sorted(os.sched_getaffinity(0))
+    if cpu is None:
+        return allowed[-1]
+    if cpu not in allowed:
+        _refuse(f"--cpu {cpu}: this process may run on CPUs {', '.join(map(str, allowed))} only; give one of them "
+                "(or --no-pin)")
+    return cpu
+
+
 def _other_tools(compare: list[str], builds: list[str]) -> list[Tool]:
     """NAME=LIBRARY or NAME@BUILD=LIBRARY items, one tool per name; one line and exit 2 for a malformed item, an
     unknown build or a missing library."""
@@ -335,6 +350,10 @@ def command(
                                           help="Calls of each kind in the shorter callgrind run (the longer: 3x)."),
     build: list[str] = typer.Option([], "--build",
                                     help="Only this build of the probe: posix+stdio, or an MPI's name (repeatable)."),
+    pin: bool = typer.Option(True, "--pin/--no-pin",
+                             help="Run every timed probe on one CPU (--cpu): untraced and traced runs share it."),
+    cpu: int | None = typer.Option(None, "--cpu", min=0,
+                                   help="The CPU of --pin (default: the last one this process may use)."),
     compare: list[str] = typer.Option([], "--compare", metavar="NAME[@BUILD]=LIBRARY",
                                       help="Also time the probe with another preloaded tool (e.g. "
                                            "darshan=/opt/darshan/lib/libdarshan.so) in the same rounds, and count "
@@ -352,16 +371,17 @@ def command(
     builds = [probe for probe in probes() if not build or probe.label in build]
     if not builds:
         _refuse(f"no probe build named {', '.join(build)}: the builds here are {', '.join(labels)}")
+    pinned = _pinned_cpu(cpu) if pin else None
     load_before = stats.load_average()
     with tempfile.TemporaryDirectory(prefix="ioloom-overhead-") as tmp:
         try:
-            rows, traces = measure(calls, rounds, Path(tmp), builds, others)
+            rows, traces = measure(calls, rounds, Path(tmp), builds, others, pinned)
             reader = reader_speed(traces)
             counted = instructions_per_call(Path(tmp), builds, instruction_calls, others) if instructions else None
         except (RuntimeError, subprocess.CalledProcessError) as err:
             typer.echo(f"ioloom bench overhead: {' '.join(str(err).split())}", err=True)
             raise typer.Exit(1) from None
-    result: dict[str, Any] = {"calls": calls, "rounds": rounds, "goal_added_ns": GOAL_NS,
+    result: dict[str, Any] = {"calls": calls, "rounds": rounds, "cpu": pinned, "goal_added_ns": GOAL_NS,
                               "load": {"before": load_before, "after": stats.load_average()}, "calls_overhead": rows,
                               "reader": reader}
     if counted:
@@ -371,7 +391,8 @@ def command(
         return
     console = Console()
     _print_calls(console, rows, calls, rounds, [tool.name for tool in others])
-    console.print(f"load average (1, 5, 15 min): {result['load']['before']} before, {result['load']['after']} after")
+    console.print(f"load average (1, 5, 15 min): {result['load']['before']} before, {result['load']['after']} after; "
+                  + (f"every run on CPU {pinned}" if pinned is not None else "runs not pinned"))
     console.print(_reader_line(reader))
     if counted:
         _print_instructions(console, counted, [tool.name for tool in others])
