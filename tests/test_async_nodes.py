@@ -45,6 +45,15 @@ def test_one_server_for_three_nodes_of_clients(mpi, tmp_path):
     assert out.meta["nodes"] == 4 and out.meta["writers"] == [3]
 
 
+def test_only_the_clients_commit_their_buffers_at_start_up(mpi, tmp_path):
+    """64 MiB of buffer per client: each client writes every page of its outbox at initialize (so that its first
+    hand-over takes no page faults); the server serving 3 clients leaves its channels' pages to the blocks it
+    receives (tiny ones here), and did commit 3 x 64 MiB at start-up before."""
+    _, result = run(mpi, tmp_path, 4, iterations=2, ranks_per_node=1, buffer=64 << 20)
+    assert result.result["max_rss_kib"] > 64 << 10  # the clients' largest
+    assert result.result["server_max_rss_kib"] < 64 << 10, result.stdout
+
+
 @pytest.mark.parametrize("policy", ["block", "spill"])
 def test_small_buffers_and_a_slow_writer_lose_nothing(mpi, tmp_path, policy):
     """Outbox and server channel hold two blocks each, the writer 4 MiB/s: clients wait or spill, and every block

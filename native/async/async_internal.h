@@ -158,7 +158,11 @@ struct async_channel {
     /* then queue_capacity messages, then ring_capacity bytes (a multiple of ASYNC_ALIGN) */
 };
 size_t async_channel_size(size_t queue, size_t ring);
-void async_channel_init(struct async_channel *ch, size_t queue, size_t ring);
+void async_channel_init(struct async_channel *ch, size_t queue, size_t ring); /* empty, its pages untouched */
+/* Writes every page of the queue and ring, at initialize, in the process that fills them (the client's side): they
+ * are then mapped (and local to it) before the simulation's first hand-over, which would otherwise take a page
+ * fault per page it copies into. Not on a server's side: it would commit the whole buffer for nothing. */
+void async_channel_prefault(struct async_channel *ch);
 struct async_msg *async_channel_queue(struct async_channel *ch);
 char *async_channel_ring(struct async_channel *ch);
 /* Client side. */

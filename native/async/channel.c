@@ -13,14 +13,15 @@ size_t async_channel_size(size_t queue, size_t ring) {
     return sizeof(struct async_channel) + round_up(queue * sizeof(struct async_msg)) + round_up(ring);
 }
 
-/* The queue and ring are written here, at initialize, by the process that fills them: every page is then mapped
- * (and local to it) before the simulation's first hand-over, which would otherwise take a page fault per page it
- * copies into. */
+/* Only the header: each message and chunk header is written before it is read. */
 void async_channel_init(struct async_channel *ch, size_t queue, size_t ring) {
     memset(ch, 0, sizeof *ch);
     ch->queue_capacity = queue;
     ch->ring_capacity = ring / ASYNC_ALIGN * ASYNC_ALIGN;
-    memset(async_channel_queue(ch), 0, round_up(queue * sizeof(struct async_msg)) + ch->ring_capacity);
+}
+
+void async_channel_prefault(struct async_channel *ch) {
+    memset(async_channel_queue(ch), 0, round_up(ch->queue_capacity * sizeof(struct async_msg)) + ch->ring_capacity);
 }
 
 struct async_msg *async_channel_queue(struct async_channel *ch) { return (struct async_msg *)(ch + 1); }

@@ -2,7 +2,8 @@
  * time per iteration (a 3-D stencil sweep over its fields, or a sleep with --sleep), then outputs every listed
  * variable through the library (write, or alloc/commit/clear with --zero-copy) and ends the iteration. Block b of
  * variable v at iteration i holds i*1e6 + b*1e3 + v + (k % 7)*1e-3 at element k, so readers can check it.
- * Rank 0 prints one JSON line: per iteration, the slowest client's output time and iteration time.
+ * Rank 0 prints one JSON line: per iteration, the slowest client's output time and iteration time; then one with
+ * the run's times and the servers' largest peak resident memory (0 without servers).
  *   ioloom-async-cm1 CONFIG --variables u,v,w --iterations N --compute SECONDS [--jitter F] [--seed S]
  *                    [--early RANK:ITERATIONS] [--zero-copy] [--sleep] [--signal EVENT] */
 #include <math.h>
@@ -176,6 +177,16 @@ static int client(const struct options *o) {
     return rc;
 }
 
+/* The servers' largest peak resident memory (their clients' is in the report), at rank 0, after finalize. */
+static long servers_rss(int is_client) {
+    struct rusage use;
+    long rss, largest = 0;
+    getrusage(RUSAGE_SELF, &use);
+    rss = is_client ? 0 : use.ru_maxrss;
+    MPI_Reduce(&rss, &largest, 1, MPI_LONG, MPI_MAX, 0, MPI_COMM_WORLD);
+    return largest;
+}
+
 int main(int argc, char **argv) {
     struct options o;
     int is_client = 0, rank, rc;
@@ -190,9 +201,12 @@ int main(int argc, char **argv) {
         fprintf(stderr, "ioloom-async-cm1: %s\n", ioloom_async_error());
         rc = 1;
     }
+    double total = now() - start;
+    long server_rss = servers_rss(is_client); /* every rank reaches it, whatever rc */
     /* Rank 0 is a client (servers are the last ranks of a node): the run's whole time, writes drained. */
     if (rank == 0 && rc == 0)
-        printf("{\"finalize_seconds\": %.6f, \"total_seconds\": %.6f}\n", now() - finalize, now() - start);
+        printf("{\"finalize_seconds\": %.6f, \"total_seconds\": %.6f, \"server_max_rss_kib\": %ld}\n",
+               total - (finalize - start), total, server_rss);
     MPI_Finalize();
     return rc;
 }

@@ -141,6 +141,7 @@ static void share_channels(void) {
     if (async_g.is_client) {
         async_g.channel = base;
         async_channel_init(async_g.channel, (size_t)async_g.cfg.queue, ring_bytes());
+        async_channel_prefault(async_g.channel);
     }
     MPI_Allgather(&async_g.client_rank, 1, MPI_INT, blocks, 1, MPI_INT, async_g.node);
     MPI_Barrier(async_g.node); /* channels initialised before any server reads them */
@@ -156,11 +157,12 @@ static void share_channels(void) {
     free(blocks);
 }
 
-/* Helper-thread mode: the one channel lives in this process's memory. */
+/* Helper-thread mode (and a dedicated-nodes client's outbox): the one channel lives in this process's memory. */
 static void own_channel(void) {
     size_t ring = ring_bytes();
     async_g.channel = aligned_alloc(ASYNC_ALIGN, async_channel_size((size_t)async_g.cfg.queue, ring));
     async_channel_init(async_g.channel, (size_t)async_g.cfg.queue, ring);
+    async_channel_prefault(async_g.channel);
     async_g.channels = malloc(sizeof *async_g.channels);
     async_g.blocks = malloc(sizeof *async_g.blocks);
     async_g.channels[0] = async_g.channel;
