@@ -50,8 +50,8 @@ class MpiImpl:
         """What makes this launch's waiting ranks give their core away, when it needs it: MPICH's ch4:ucx waits
         by polling and never yields, so with more ranks than cores a collective step waits for the spinning
         ranks' time slices (docs/ARCHITECTURE.md, "Launching MPI"); libioloom-idle-yield.so (native/launch)
-        yields when a progress call finds nothing. Open MPI yields by itself when oversubscribed
-        (mpi_yield_when_idle). Nothing when the ranks fit the cores."""
+        sleeps briefly when a progress call finds nothing, giving the core away. Open MPI yields by itself when
+        oversubscribed (mpi_yield_when_idle). Nothing when the ranks fit the cores."""
         return [paths.native_lib("ioloom-idle-yield")] if self.name == "mpich" and nranks > cpus() else []
 
     def version(self) -> str:
