@@ -13,6 +13,8 @@ from ioloom.predict.model import Operation, Options, ProcessModel, Sequence
 from ioloom.predict.side import KEPT, SideStream
 
 MEMORY_KEYS = ("memory_cap", "memory_peak", "memory_refused", "grammars_stopped")  # the side stream's INFO
+# model_symbols's answer: per call the model's symbol and those predicted for it; per model symbol its pair
+Numbered = tuple[list[int], list[tuple[int, ...]], dict[int, tuple[int, int]]]
 
 
 def limits_reached(o: dict) -> list[str]:
@@ -40,7 +42,7 @@ def _pct(values: list[float]) -> float | None:
     return round(100 * sum(values) / len(values), 2) if values else None
 
 
-def model_symbols(side: SideStream) -> tuple[list[int], list[tuple[int, ...]], dict[int, tuple[int, int]]]:
+def model_symbols(side: SideStream) -> Numbered:
     """Per call, the tracer model's symbol and those it predicted for the call (kept), and per model symbol its
     (stack symbol, file key). Version 1: the stack symbols. Version 2: (stack symbol, file key) pairs numbered in
     order of appearance, the last number standing for every pair past the tracer's limit (`max_symbols`)."""
@@ -61,13 +63,14 @@ def _options(side: SideStream) -> Options:
                    local_cap=side.count("local_cap") or Options.local_cap)
 
 
-def python_run(side: SideStream, operations: list[tuple[str, int, int]] | None
+def python_run(side: SideStream, operations: list[tuple[str, int, int]] | None, numbered: Numbered | None = None
                ) -> Iterator[tuple[tuple[int, ...], bool | None]]:
     """One run of the Python model over the tracer's calls: per call, the symbols it predicted before it
     (ascending), and whether its kept candidates were the tracer's (symbols, sizes, offsets, rounded gaps), None
     without `operations` (per call its kind, offset and size: source.call_operations). With them the process
-    model runs (its sequence gives the symbols), else its sequence alone."""
-    calls, _, pairs = model_symbols(side)
+    model runs (its sequence gives the symbols), else its sequence alone. `numbered`: model_symbols(side), when
+    the caller has it already."""
+    calls, _, pairs = numbered or model_symbols(side)
     options = _options(side)
     if operations is None:
         sequence = Sequence(options.grammar_cap, options.distinct_values, True, options.local_cap)
@@ -99,8 +102,9 @@ def online_figures(side: SideStream | None, operations: list[tuple[str, int, int
     if not figures["predicting"]:
         return figures
     online, offline, same, candidates = [], [], [], []
-    calls, predicted, _ = model_symbols(side)
-    runs = python_run(side, operations)
+    numbered = model_symbols(side)
+    calls, predicted, _ = numbered
+    runs = python_run(side, operations, numbered)
     for index, (symbol, kept, count, (mine, same_kept)) in enumerate(zip(calls, predicted, side.npredicted, runs)):
         same.append(1.0 if mine[:KEPT] == kept and len(mine) == count else 0.0)
         candidates.append(float(bool(same_kept)))
