@@ -8,6 +8,7 @@ counts 1/k.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ioloom.predict.model import DATA_KINDS, Candidate, Operation, Options, ProcessModel
@@ -95,8 +96,10 @@ def _score(scores: Scores, recent: deque, model: ProcessModel, candidates: list[
         scores.size_errors.append(sum(abs(c.size - op.size) for c in candidates) / k / op.size if k else 1.0)
 
 
-def _pct(value: float | None) -> float | None:
-    return None if value is None else round(100 * value, 2)
+def pct(values: Sequence[float]) -> float | None:
+    """The mean of `values` (each 0 to 1: a score, or a bool for right or wrong) as a percentage to two decimals;
+    None for no value. Every percentage of ioloom predict's figures is one."""
+    return round(100 * sum(values) / len(values), 2) if values else None
 
 
 def _sampled(window: list[float]) -> list[tuple[int, float]]:
@@ -113,13 +116,13 @@ def _figures(scores: Scores, model: ProcessModel, operations: int) -> dict:
     return {
         "operations": operations,
         "symbols": len(model.kinds),
-        "symbol_accuracy_pct": _pct(_mean(scores.symbol)),
-        "symbol_accuracy_last_window_pct": _pct(scores.window[-1] if scores.window else None),
+        "symbol_accuracy_pct": pct(scores.symbol),
+        "symbol_accuracy_last_window_pct": pct(scores.window[-1:]),
         "converged_at_operation": converged,
         "size_error_mean": None if not scores.size_errors else round(_mean(scores.size_errors), 4),
-        "size_exact_pct": _pct(_mean([1.0 if e == 0 else 0.0 for e in scores.size_errors])),
-        "offset_accuracy_pct": _pct(_mean(scores.offsets)),
-        "offset_contiguous_pct": _pct(_mean(scores.offsets_contiguous)),
+        "size_exact_pct": pct([e == 0 for e in scores.size_errors]),
+        "offset_accuracy_pct": pct(scores.offsets),
+        "offset_contiguous_pct": pct(scores.offsets_contiguous),
         "hit_ratio_pct": None if not scores.hits else round(_mean(scores.hits), 2),
         "hit_ratio_known_symbols_pct": None if not scores.hits_known else round(_mean(scores.hits_known), 2),
         "first_appearances": len(scores.hits) - len(scores.hits_known),

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ioloom.predict.metrics import WINDOW
+from ioloom.predict.metrics import WINDOW, pct
 from ioloom.predict.model import Operation, Options, ProcessModel, Sequence
 from ioloom.predict.side import KEPT, SideStream
 
@@ -36,10 +36,6 @@ def _score(symbol: int, predicted: tuple[int, ...], count: int) -> float:
     """Eq. of docs/predict.md's symbol accuracy: 1/k when the symbol is among the k predicted. Of more than KEPT
     predicted symbols only KEPT are kept: a symbol among the others scores 0."""
     return 1 / count if count and symbol in predicted else 0.0
-
-
-def _pct(values: list[float]) -> float | None:
-    return round(100 * sum(values) / len(values), 2) if values else None
 
 
 def model_symbols(side: SideStream) -> Numbered:
@@ -111,10 +107,10 @@ def online_figures(side: SideStream | None, operations: list[tuple[str, int, int
         if index:
             online.append(_score(symbol, kept, count))
             offline.append(_score(symbol, mine, len(mine)))
-    return {**figures, "symbol_accuracy_pct": _pct(online),
-            "symbol_accuracy_last_window_pct": _pct(online[-WINDOW:]),
-            "python_symbol_accuracy_pct": _pct(offline), "same_predictions_pct": _pct(same),
+    return {**figures, "symbol_accuracy_pct": pct(online),
+            "symbol_accuracy_last_window_pct": pct(online[-WINDOW:]),
+            "python_symbol_accuracy_pct": pct(offline), "same_predictions_pct": pct(same),
             "grammar_cap": _options(side).grammar_cap, "grammar_size": side.count("grammar_size"),
             "grammar_past_cap": side.count("grammar_past_cap"),
             **{key: side.count(key) for key in MEMORY_KEYS},
-            "same_candidates_pct": _pct(candidates) if operations is not None else None}
+            "same_candidates_pct": pct(candidates) if operations is not None else None}

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from ioloom.predict.interface import Predictor
+from ioloom.predict.metrics import pct
 from ioloom.predict.model import Options
 from ioloom.predict.source import ProcessOperations
 
@@ -39,10 +40,6 @@ def predicted_phases(process: ProcessOperations, options: Options | None = None)
     return phases
 
 
-def _pct(right: int, of: int) -> float | None:
-    return round(100 * right / of, 2) if of else None
-
-
 def phase_figures(phases: list[PredictedPhase]) -> dict:
     """How right the predictions were: phases whose length was predicted (all but the first, which nothing
     foretells, and those met before any ended) and the share predicted exactly; the mean error of the predicted
@@ -51,6 +48,6 @@ def phase_figures(phases: list[PredictedPhase]) -> dict:
     ends = [abs(p.predicted_end_ns - p.end_ns) / 1e9 for p in phases if p.predicted_end_ns is not None]
     spans = [(p.end_ns - p.start_ns) / 1e9 for p in phases]
     return {"phases": len(phases), "lengths_predicted": len(lengths),
-            "length_right_pct": _pct(sum(p.predicted_operations == p.operations for p in lengths), len(lengths)),
+            "length_right_pct": pct([p.predicted_operations == p.operations for p in lengths]),
             "end_error_mean_s": sum(ends) / len(ends) if ends else None,
             "phase_mean_s": sum(spans) / len(spans) if spans else None}
