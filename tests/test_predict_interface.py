@@ -129,8 +129,11 @@ def test_phases_as_the_interface_foresaw_them():
     assert [p.operations for p in phases] == [w + 2 for w in steps]
     assert phases[0].predicted_operations is None and phases[0].first == 0 and phases[1].first == 26
     assert all(p.predicted_operations == p.operations for p in phases[6:])  # the alternation learnt
+    assert [p.written for p in phases] == [w * MIB for w in steps] and phases[0].predicted_written is None
+    assert all(p.predicted_written == p.written for p in phases[6:])  # the bytes written too
     figures = phase_figures(phases)
     assert figures["phases"] == 12 and figures["lengths_predicted"] == 11 and figures["length_right_pct"] >= 50
+    assert figures["written_right_pct"] == figures["length_right_pct"]  # a step's bytes follow its writes
     last = phases[-1]
     assert abs(last.predicted_end_ns - last.end_ns) <= 2 * 30_000  # 30 us from one call's end to the next's
 

@@ -52,7 +52,7 @@ def analyse_trace(trace, options: Options, rank: int | None = None, limit: int |
     return out
 
 
-def _pct(value: float | None) -> str:
+def pct_text(value: float | None) -> str:
     return "-" if value is None else f"{value:.1f}%"
 
 
@@ -85,11 +85,11 @@ def print_online(o: dict | None) -> None:
         echo(f"  in the tracer                   {o['calls']:,} calls, {o['stack_symbols']} stack symbols; no "
              "prediction (IOLOOM_PREDICT=1 predicts in the tracer)")
         return
-    echo(f"  in the tracer (online)          symbol accuracy {_pct(o['symbol_accuracy_pct'])} over {o['calls']:,} "
-         f"calls (last window {_pct(o['symbol_accuracy_last_window_pct'])}), {o['stack_symbols']} stack symbols, "
+    echo(f"  in the tracer (online)          symbol accuracy {pct_text(o['symbol_accuracy_pct'])} over {o['calls']:,} "
+         f"calls (last window {pct_text(o['symbol_accuracy_last_window_pct'])}), {o['stack_symbols']} stack symbols, "
          f"grammar {o['grammar_size']} symbols; the Python model on the same symbols "
-         f"{_pct(o['python_symbol_accuracy_pct'])}, the same predictions on {_pct(o['same_predictions_pct'])} of "
-         "calls")
+         f"{pct_text(o['python_symbol_accuracy_pct'])}, the same predictions on "
+         f"{pct_text(o['same_predictions_pct'])} of calls")
     for limit in limits_reached(o):
         echo(f"  {limit}")
 
@@ -104,14 +104,14 @@ def print_process(p: dict) -> None:
         echo("  nothing to predict (fewer than two operations)")
         return
     converged = p["converged_at_operation"]
-    echo(f"  symbol accuracy (10-op window)  {_pct(p['symbol_accuracy_pct'])} (last window "
-         f"{_pct(p['symbol_accuracy_last_window_pct'])}, " +
+    echo(f"  symbol accuracy (10-op window)  {pct_text(p['symbol_accuracy_pct'])} (last window "
+         f"{pct_text(p['symbol_accuracy_last_window_pct'])}, " +
          (f"100% from operation {converged:,})" if converged else "never 100%)"))
     size = "-" if p["size_error_mean"] is None else f"mean {p['size_error_mean']:.4f}"
-    echo(f"  size error (Eq. 7.2)            {size}, exact {_pct(p['size_exact_pct'])}")
-    echo(f"  offset accuracy                 {_pct(p['offset_accuracy_pct'])} (contiguous baseline "
-         f"{_pct(p['offset_contiguous_pct'])})")
-    echo(f"  hit ratio (Eq. 7.3)             {_pct(p['hit_ratio_pct'])}")
+    echo(f"  size error (Eq. 7.2)            {size}, exact {pct_text(p['size_exact_pct'])}")
+    echo(f"  offset accuracy                 {pct_text(p['offset_accuracy_pct'])} (contiguous baseline "
+         f"{pct_text(p['offset_contiguous_pct'])})")
+    echo(f"  hit ratio (Eq. 7.3)             {pct_text(p['hit_ratio_pct'])}")
     echo(f"  time error                      {_seconds(p['time_error_s'])} (immediate reaccess "
          f"{_seconds(p['time_error_immediate_reaccess_s'])}); transitions: {p['transitions_immediate']} immediate, "
          f"{p['transitions_distant']} distant")
@@ -133,12 +133,14 @@ def print_phases(f: dict) -> None:
     echo = typer.echo
     end = "-" if f["end_error_mean_s"] is None else f"{f['end_error_mean_s']:.6f} s"
     span = "-" if f["phase_mean_s"] is None else f"{f['phase_mean_s']:.6f} s"
-    echo(f"  I/O phases (interface)          {f['phases']:,}; length predicted right {_pct(f['length_right_pct'])} of "
-         f"{f['lengths_predicted']:,} predicted; end error mean {end} (a phase lasts {span} on average)")
+    echo(f"  I/O phases (interface)          {f['phases']:,}; length predicted right "
+         f"{pct_text(f['length_right_pct'])} of {f['lengths_predicted']:,} predicted, bytes written right "
+         f"{pct_text(f['written_right_pct'])}; end error mean {end} (a phase lasts {span} on average)")
     for p in f["list"][:PHASES_SHOWN]:
         said = "-" if p["predicted_operations"] is None else f"{p['predicted_operations']:,}"
+        bytes_said = "-" if p["predicted_written"] is None else f"{p['predicted_written']:,}"
         echo(f"    from operation {p['first'] + 1:,}: {p['operations']:,} operations (predicted {said}), "
-             f"{(p['end_ns'] - p['start_ns']) / 1e9:.6f} s")
+             f"{p['written']:,} B written (predicted {bytes_said}), {(p['end_ns'] - p['start_ns']) / 1e9:.6f} s")
     if len(f["list"]) > PHASES_SHOWN:
         echo(f"    ... {len(f['list']) - PHASES_SHOWN:,} more (--json lists them all)")
 

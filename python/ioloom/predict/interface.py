@@ -5,8 +5,8 @@ remain in the current I/O phase and when that phase ends.
 An **I/O phase** is a run of operations each starting less than `Options.distant_ns` after the previous one ended
 (the model's immediate transitions); a longer gap (computation, communication) starts a new phase. The length of
 each phase in operations is learnt by a local model (the grammar of docs/predict.md over the lengths, so a
-pattern such as 26, 26, 98, 26, 26, 98 is learnt), and the time per operation inside phases by the halving
-average of Eq. 7.1.
+pattern such as 26, 26, 98, 26, 26, 98 is learnt), the bytes it writes by another (what a coordinator is
+announced), and the time per operation inside phases by the halving average of Eq. 7.1.
 """
 from __future__ import annotations
 
@@ -30,11 +30,14 @@ class Next(NamedTuple):
 
 class Phase(NamedTuple):
     """The current I/O phase: operations done in it, operations predicted to remain (None: unknown), the
-    predicted end (ns, the caller's clock; None: unknown) and the phase length predicted when it began."""
+    predicted end (ns, the caller's clock; None: unknown), the phase length predicted when it began, the bytes
+    written in it so far and the bytes it writes in all, predicted when it began (None: unknown)."""
     done: int
     remaining: int | None
     end_ns: int | None
     length: int | None
+    written: int = 0
+    to_write: int | None = None
 
 
 class Predictor:
@@ -45,9 +48,12 @@ class Predictor:
         self.symbols = Symbols()
         self.model = ProcessModel(self.symbols.kinds, self.symbols.places, self.options)
         self.lengths = LocalModel(self.options.distinct_values, "max", cap=self.options.local_cap)
+        self.volumes = LocalModel(self.options.distinct_values, "max", cap=self.options.local_cap)  # bytes written
         self.files: dict[str, int] = {}
         self.done = 0  # operations of the current phase
+        self.written = 0  # bytes it wrote
         self.expected: int | None = None  # its length, predicted when it began
+        self.to_write: int | None = None  # its bytes written, predicted when it began
         self.op_ns = 0.0  # halving average of end-to-end time between operations of one phase
         self.last_end: int | None = None
 
@@ -61,6 +67,7 @@ class Predictor:
         self._phase_step(t_start, t_end)
         place = file_key(path)
         data = kind in ("read", "write")
+        self.written += max(size, 0) if kind == "write" else 0
         symbol = self.symbols.of(call, kind, place)
         file_id = self.files.setdefault(path, len(self.files))
         self.model.observe(Operation(symbol, kind, place, file_id, offset if data else -1, max(size, 0) if data else 0,
@@ -70,9 +77,11 @@ class Predictor:
     def _phase_step(self, t_start: int, t_end: int) -> None:
         if self.last_end is not None and t_start - self.last_end >= self.options.distant_ns:
             self.lengths.observe(self.done)  # the phase that just ended
-            self.done = 0
+            self.volumes.observe(self.written)
+            self.done = self.written = 0
         if self.done == 0:
             self.expected = self.lengths.predict() if self.lengths.seen else None
+            self.to_write = self.volumes.predict() if self.volumes.seen else None
         elif self.last_end is not None:
             step = t_end - self.last_end
             self.op_ns = step if self.op_ns == 0 else (self.op_ns + step) / 2
@@ -88,14 +97,14 @@ class Predictor:
                      self.last_end + round(c.gap_ns), 1 / len(candidates)) for c in candidates]
 
     def phase(self) -> Phase:
-        """How many operations of the current phase are done and remain, and when it is predicted to end. Past
-        the predicted length, it ends when the next transition is predicted distant (remaining 0), else the
-        remainder is unknown."""
+        """How many operations of the current phase are done and remain, and when it is predicted to end; the
+        bytes it wrote and is predicted to write. Past the predicted length, it ends when the next transition is
+        predicted distant (remaining 0), else the remainder is unknown."""
         if self.last_end is None:
             return Phase(0, None, None, None)
         remaining = self._remaining()
         end = None if remaining is None else self.last_end + round(remaining * self.op_ns)
-        return Phase(self.done, remaining, end, self.expected)
+        return Phase(self.done, remaining, end, self.expected, self.written, self.to_write)
 
     def _remaining(self) -> int | None:
         if self.expected is not None and self.done < self.expected:
