@@ -5,6 +5,7 @@
 #include "coord.hpp"
 
 #include <cassert>
+#include <cstdint>
 #include <cstdio>
 #include <map>
 #include <sstream>
@@ -18,7 +19,7 @@ namespace ioloom_sim {
 namespace {
 
 struct Phase {
-    int job = 0, index = 0; /* the job's index-th phase: its writes after its index-th barrier */
+    int job = 0, index = 0; /* the job's index-th phase: its writes after its index-th barrier, or so numbered */
     uint64_t bytes = 0, left = 0;
     bool announced = false;
 };
@@ -35,17 +36,33 @@ struct Coordination {
 
 Coordination *coordination = nullptr; /* null: coordination is off */
 
-/* Every write's phase: (job, barriers its rank passed before it); a phase's bytes are all its ranks' writes. */
+/* Per operation, the phase the driver gave it (parameter coord_phases: a file descriptor of one int32 per
+ * operation, -1 for none), else the barriers its rank passed before it. */
+std::vector<int32_t> given_phases(const Input &in) {
+    std::vector<int32_t> given;
+    if (!in.param.count("coord_phases")) return given;
+    FILE *f = fdopen(static_cast<int>(in.get("coord_phases")), "rb");
+    given.resize(in.ops.size());
+    bool whole = f && std::fread(given.data(), sizeof(int32_t), given.size(), f) == given.size();
+    if (f) std::fclose(f);
+    if (!whole) throw std::runtime_error("coord_phases does not hold one phase per operation");
+    return given;
+}
+
+/* Every write's phase: (job, its phase as given, else the barriers its rank passed before it); a phase's bytes are
+ * all its ranks' writes. */
 void find_phases(Coordination &c) {
     std::map<std::pair<int, int>, int> barriers, index;
+    std::vector<int32_t> given = given_phases(*c.in);
     c.phase_of.assign(c.in->ops.size(), -1);
     for (size_t i = 0; i < c.in->ops.size(); i++) {
         const Op &op = c.in->ops[i];
         int &passed = barriers[{op.job, op.rank}];
         if (op.kind == OP_BARRIER) passed++;
-        if (op.kind != OP_WRITE) continue;
-        auto found = index.emplace(std::make_pair(op.job, passed), static_cast<int>(c.phases.size()));
-        if (found.second) c.phases.push_back(Phase{op.job, passed});
+        int number = given.empty() ? passed : given[i];
+        if (op.kind != OP_WRITE || number < 0) continue;
+        auto found = index.emplace(std::make_pair(op.job, number), static_cast<int>(c.phases.size()));
+        if (found.second) c.phases.push_back(Phase{op.job, number});
         Phase &p = c.phases[static_cast<size_t>(found.first->second)];
         p.bytes += static_cast<uint64_t>(op.length);
         p.left = p.bytes;

@@ -1,7 +1,8 @@
 /* Coordinated write phases (docs/sim.md, "Coordinated phases"): when the driver passes the two ends of a pipe
- * (parameters coord_requests and coord_replies), every job's writes between two of its barriers are one I/O
- * phase, announced to the driver's coordinator at its first write, released write by write and done with its last
- * byte; a rank writes only while its job is not told to wait. The coordinator is ioloom coord's own state and
+ * (parameters coord_requests and coord_replies), every job's writes between two of its barriers (or, with
+ * coord_phases, those the driver numbered alike) are one I/O phase, announced to the driver's coordinator at its
+ * first write, released write by write and done with its last byte; a rank writes only while its job is not told
+ * to wait. The coordinator is ioloom coord's own state and
  * policies (python/ioloom/coord), run by the driver on simulated time. Without the parameters nothing changes. */
 #ifndef IOLOOM_SIM_COORD_HPP
 #define IOLOOM_SIM_COORD_HPP

@@ -28,12 +28,14 @@ COORDINATED = ("fcfs", "interrupt", "dynamic")
 class PhaseCoordinator:
     """The driver's end of the engine's coordination pipe: answers `INFORM <job> <phase> <bytes> <now>`,
     `RELEASE <job> <bytes> <now>` and `DONE <job> <now>` with `WAITING <job>...`. A job announces with its ranks
-    as cores and its phase's time alone from `t_alone` ({job: seconds}; else bytes / `bandwidth`).
-    `decisions` records each announcement: who, when, and what the policy made of it."""
+    as cores, its phase's bytes and its time alone from `t_alone` ({job: seconds}; else bytes / `bandwidth`), or
+    the bytes and seconds `announced` gives its phase ({(job, phase): (bytes, seconds)}; seconds 0: none).
+    `decisions` records each announcement: who, when, what it said and what the policy made of it."""
     policy: Policy
     cores: list[int]
     t_alone: dict[int, float]
     bandwidth: float = 1e9
+    announced: dict[tuple[int, int], tuple[int, float]] = field(default_factory=dict)
     decisions: list[dict] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -43,12 +45,14 @@ class PhaseCoordinator:
         verb, *args = line.split()
         now, job = float(args[-1]), int(args[0])
         if verb == "INFORM":
-            phase, size = int(args[1]), int(args[2])
+            phase = int(args[1])
+            size, seconds = self.announced.get((job, phase), (int(args[2]), self.t_alone.get(job, 0.0)))
             before = dict(self.state.counts)
-            self.state.inform(job, f"job{job}", self.cores[job], size, self.t_alone.get(job, 0.0), now)
+            self.state.inform(job, f"job{job}", self.cores[job], size, seconds, now)
             kind = next((k for k in ("interrupts", "queued", "shared") if self.state.counts[k] > before[k]), "alone")
-            self.decisions.append({"job": job, "phase": phase, "at": now, "decision": kind,
-                                   "order": [p.name for p in self.state.order], "writing": self.state.writing})
+            self.decisions.append({"job": job, "phase": phase, "at": now, "bytes": size, "seconds": seconds,
+                                   "decision": kind, "order": [p.name for p in self.state.order],
+                                   "writing": self.state.writing})
         elif verb == "RELEASE":
             self.state.release(job, int(args[1]), now)
         elif verb == "DONE":
@@ -127,8 +131,18 @@ def scenario_platform(path: str | None, targets: int, nodes: int) -> Platform:
 
 
 def main(ranks_a: int, ranks_b: int, bench_a: str, bench_b: str, points: int, metric: str, min_gain: float,
-         targets: int, platform: str | None, ranks_per_node: int, output: Path | None, as_json: bool) -> None:
-    """`ioloom sim coord` (its options: python/ioloom/sim/cli.py)."""
+         targets: int, platform: str | None, ranks_per_node: int, output: Path | None, as_json: bool,
+         traces: tuple[Path, Path] | None = None) -> None:
+    """`ioloom sim coord` (its options: python/ioloom/sim/cli.py); with `traces`, two replayed traces
+    (ioloom.sim.announce)."""
+    if traces:
+        from ioloom.sim import announce
+        try:
+            announce.main(traces, points, metric, min_gain, scenario_platform(platform, targets, 2), ranks_per_node,
+                          output, as_json)
+        except (PlatformError, workload.WorkloadError, engine.SimError, ValueError) as err:
+            raise typer.BadParameter(str(err)) from None
+        return
     try:
         nodes = -(-ranks_a // ranks_per_node) + -(-ranks_b // ranks_per_node)
         s = Scenario(scenario_platform(platform, targets, nodes), (ranks_a, ranks_b), (bench_a, bench_b),

@@ -85,19 +85,23 @@ def _check_fits(platform: Platform, w: Workload) -> None:
                            f"platform has {nodes}: raise clients.nodes or ranks per node")
 
 
-def _coordinated(argv: list[str], work: Path, coordinator: Callable[[str], str],
-                 wall_budget: float) -> subprocess.CompletedProcess:
+def _coordinated(argv: list[str], work: Path, coordinator: Callable[[str], str], wall_budget: float,
+                 phases: np.ndarray | None) -> subprocess.CompletedProcess:
     """Run the engine with a pipe each way to `coordinator`, which answers each request line it sends (docs/sim.md,
-    "Coordinated phases") until it exits."""
+    "Coordinated phases") until it exits; `phases`: each operation's phase (int32, -1 none) instead of barriers."""
     requests_r, requests_w = os.pipe()
     replies_r, replies_w = os.pipe()
+    fds = [requests_w, replies_r]
     with open(work / "input.txt", "a") as f:
         f.write(f"param coord_requests {requests_w}\nparam coord_replies {replies_r}\n")
+        if phases is not None:
+            phases.astype("<i4").tofile(work / "phases.bin")
+            fds.append(os.open(work / "phases.bin", os.O_RDONLY))
+            f.write(f"param coord_phases {fds[-1]}\n")
     deadline = time.monotonic() + wall_budget
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            pass_fds=(requests_w, replies_r))
-    os.close(requests_w)
-    os.close(replies_r)
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, pass_fds=fds)
+    for fd in fds:
+        os.close(fd)
     with os.fdopen(requests_r) as requests, os.fdopen(replies_w, "w") as replies:
         while select.select([requests], [], [], max(0.0, deadline - time.monotonic()))[0]:
             line = requests.readline()
@@ -115,9 +119,11 @@ def _coordinated(argv: list[str], work: Path, coordinator: Callable[[str], str],
 
 
 def run(platform: Platform, w: Workload, wall_budget: float = 600.0,
-        coordinator: Callable[[str], str] | None = None) -> Outcome:
+        coordinator: Callable[[str], str] | None = None, phases: np.ndarray | None = None) -> Outcome:
     """Simulates workload `w` on `platform`; with `coordinator`, each job's write phases are coordinated by it
-    (ioloom.sim.coord)."""
+    (ioloom.sim.coord): the writes between two of a job's barriers, or with `phases` (per operation, int32; -1:
+    none) the writes of a job numbered alike."""
+    assert phases is None or (coordinator is not None and len(phases) == len(w.ops))  # phases are coordination's
     engine = paths.native_bin("ioloom-sim")
     _check_fits(platform, w)
     with tempfile.TemporaryDirectory(prefix="ioloom-sim-") as tmp:
@@ -126,7 +132,7 @@ def run(platform: Platform, w: Workload, wall_budget: float = 600.0,
         (work / "input.txt").write_text(_input_text(platform, w, work))
         argv = [str(engine), str(work / "input.txt"), "--log=root.thres:critical"]
         try:
-            out = (_coordinated(argv, work, coordinator, wall_budget) if coordinator else
+            out = (_coordinated(argv, work, coordinator, wall_budget, phases) if coordinator else
                    subprocess.run(argv, capture_output=True, text=True, timeout=wall_budget))
         except subprocess.TimeoutExpired:
             raise SimError(f"the simulation did not finish within {wall_budget:g} s of wall-clock time: simulate "

@@ -116,6 +116,8 @@ class Workload:
     args: list[BenchArgs] = field(default_factory=list)
     index_files: set[int] = field(default_factory=set)  # logfs index journals: their writes belong to close
     recorded: np.ndarray | None = None  # a replayed trace: each operation's (start, end) as traced, s from its first
+    calls: np.ndarray | None = None  # a replayed trace: each operation's traced call (open64, pwrite...)
+    paths: list[str] | None = None  # a replayed trace: each file's traced path, by file id
 
 
 class Placement:
@@ -428,7 +430,7 @@ STREAMS = ("pipe:", "socket:", "anon_inode:")
 
 def _trace_events(path):
     """The POSIX and stdio calls of a trace (a directory, or a Trace already open) on files of a file system (not
-    pipes or sockets), as a pandas frame in time order."""
+    pipes or sockets), as a pandas frame in time order; and each file's path by its id."""
     from ioloom.trace import Trace, TraceDamaged, TraceNotFound, open_trace
 
     try:
@@ -440,7 +442,8 @@ def _trace_events(path):
         raise WorkloadError(f"trace {path}: {e}") from None
     events = events.astype({"op": str, "layer": str})
     streams = files["file_id"][files["path"].astype(str).str.startswith(STREAMS)]
-    return events[events["layer"].isin(["posix", "stdio"]) & ~events["file_id"].isin(streams)]
+    return events[events["layer"].isin(["posix", "stdio"]) & ~events["file_id"].isin(streams)], \
+        dict(zip(files["file_id"], files["path"].astype(str)))
 
 
 def _trace_kinds(events) -> np.ndarray:
@@ -459,7 +462,7 @@ def from_trace(platform: Platform, path, ranks_per_node: int | None = None, plac
     """A traced run as one job: each process a rank (MPI ranks in order, else processes in pid order), its calls in
     time order with the computation between them (start minus the previous call's end) as gaps, the first gap from
     the trace's first call; each file data moved in a new file of the platform's layout."""
-    events = _trace_events(path)
+    events, paths = _trace_events(path)
     kind = _trace_kinds(events)
     data = np.isin(kind, [KINDS["write"], KINDS["read"]])
     files = np.unique(events["file_id"].to_numpy()[data])
@@ -490,7 +493,7 @@ def from_trace(platform: Platform, path, ranks_per_node: int | None = None, plac
     job = (0.0, nranks, ranks_per_node or nranks, 0)
     recorded = np.stack([t0, t1], axis=1) - t0.min()
     return Workload(ops, layouts, [job], np.zeros(rank.size, dtype=np.int64), [(0, "replay", 0)], [BenchArgs()],
-                    recorded=recorded)
+                    recorded=recorded, calls=events["op"].to_numpy()[order], paths=[paths[f] for f in files])
 
 
 
