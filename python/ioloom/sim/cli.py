@@ -40,13 +40,18 @@ def run_command(ctx: typer.Context,
                 json_out: bool = typer.Option(False, "--json", help="Print the JSON document ioloom bench io prints "
                                               "(with --trace: the replay's)."),
                 wall_budget: float = typer.Option(600.0, "--wall-budget", min=1.0,
-                                                  help="Wall-clock seconds before the simulation is stopped.")) -> None:
+                                                  help="Wall-clock seconds before the simulation is stopped."),
+                phases: bool = typer.Option(False, "--phases", help="With --trace: also each rank's I/O phases, "
+                                            "traced and simulated, with the end the predictor foresaw at each "
+                                            "phase's first operation on the simulated clock.")) -> None:
     """Simulate one job running the access pattern of `ioloom bench io`'s options (after --), e.g.
     `ioloom sim run -n 1024 --stripe-count 4 -- -b 4m -t 1m -s 4 -w`, or replaying a trace (--trace DIR)."""
     from ioloom import paths
     from ioloom.bench.io import print_result
     from ioloom.sim import engine, platform, results, workload
 
+    if phases and trace is None:
+        _fail("--phases needs --trace: the phases are a replayed trace's")
     try:
         p = platform.load(platform_file)
         size = workload.parse_size(stripe_size) if stripe_size else None
@@ -61,7 +66,7 @@ def run_command(ctx: typer.Context,
     if html_out is not None:
         _write_page(outcome, names, html_out)
     if trace is not None:
-        _print_replay(results.replay_document(outcome), json_out)
+        _print_replay(outcome, json_out, phases)
         return
     docs = [results.job_document(outcome, j) for j in range(len(names))]
     if json_out:
@@ -109,7 +114,13 @@ def _write_page(outcome, names: list[str], path: Path) -> None:
     typer.echo(f"figures: {path}", err=True)
 
 
-def _print_replay(doc: dict, json_out: bool) -> None:
+def _print_replay(outcome, json_out: bool, phases: bool) -> None:
+    from ioloom.sim import results
+    from ioloom.sim.phases import print_replay_phases, replay_phases
+
+    doc = results.replay_document(outcome)
+    if phases:
+        doc["phases"] = replay_phases(outcome.workload, outcome.times)
     if json_out:
         print(json.dumps(doc))
         return
@@ -118,6 +129,8 @@ def _print_replay(doc: dict, json_out: bool) -> None:
     for name, c in doc["calls"].items():
         print(f"  {name:8} {c['calls']:>9,} calls {c['bytes']:>15,} B  traced {c['traced_s']:.6g} s  simulated "
               f"{c['simulated_s']:.6g} s")
+    if phases:
+        print_replay_phases(doc["phases"])
 
 
 def _scratch(directory: Path | None):
@@ -342,9 +355,16 @@ def coord_command(ranks_a: int = typer.Option(64, min=1, help="Ranks of job A (i
                   platform: str = typer.Option(None, "-p", "--platform", help="Platform file (docs/sim.md)."),
                   ranks_per_node: int = typer.Option(16, min=1, help="Ranks per node."),
                   output: Path = typer.Option(None, "-o", "--output", help="Also write coord.json, coord.html here."),
-                  as_json: bool = typer.Option(False, "--json", help="Print the rows as JSON.")) -> None:
+                  as_json: bool = typer.Option(False, "--json", help="Print the rows as JSON."),
+                  trace_a: Path = typer.Option(None, "--trace-a", help="Job A replays this trace (a directory of "
+                                               "`ioloom run`), its phases announced as the predictor foresees them "
+                                               "beside oracle announcements; needs --trace-b (then --ranks-a/-b and "
+                                               "--bench-a/-b are not used)."),
+                  trace_b: Path = typer.Option(None, "--trace-b", help="Job B replays this trace.")) -> None:
     """Two simulated jobs' Δ-graph, uncoordinated and under each ioloom coord policy."""
     from ioloom.sim import coord
 
+    if (trace_a is None) != (trace_b is None):
+        _fail("give both --trace-a and --trace-b (a trace per job), or neither")
     coord.main(ranks_a, ranks_b, bench_a, bench_b, points, metric, min_gain, targets, platform, ranks_per_node,
-               output, as_json)
+               output, as_json, (trace_a, trace_b) if trace_a and trace_b else None)

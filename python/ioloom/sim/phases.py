@@ -1,0 +1,89 @@
+"""A replayed trace's I/O phases as the prediction interface foresees them on a clock (docs/sim.md, "Predicted
+phases"): each rank's operations, with the call names and paths the trace gave them and their times on that clock
+(the trace's own, or the simulator's), fed in order to `ioloom.predict.phases.foreseen`. `ioloom sim run --trace
+--phases` prints the phases traced and simulated with the ends predicted on the simulated clock;
+`ioloom sim coord --trace-a/--trace-b` announces them to the coordinator (ioloom.sim.announce)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ioloom.predict.cli import pct_text
+from ioloom.predict.model import Options
+from ioloom.predict.phases import Call, PredictedPhase, foreseen, phase_figures
+from ioloom.sim.workload import KINDS, Workload
+
+SHOWN = 8  # phases printed per rank (--json: all)
+
+
+def rank_rows(w: Workload) -> list[np.ndarray]:
+    """Each (job, rank)'s operations: their indices in w.ops, in program order (the ops are grouped so)."""
+    keys = w.ops["job"].astype(np.int64) << 32 | w.ops["rank"].astype(np.int64)
+    return np.split(np.arange(keys.size), np.flatnonzero(np.diff(keys)) + 1)
+
+
+def _calls(w: Workload, rows: np.ndarray, times: np.ndarray) -> list[Call]:
+    """One rank's operations as the predictor takes them, at `times` (seconds, per operation: start and end)."""
+    assert w.calls is not None and w.paths is not None  # a replayed trace (workload.from_trace)
+    ns = np.round(times[rows] * 1e9).astype(np.int64)
+    out = []
+    for i, (start, end) in zip(rows, ns):
+        op = w.ops[i]
+        kind = int(op["kind"])
+        data = kind in (KINDS["write"], KINDS["read"])
+        out.append(Call(str(w.calls[i]), w.paths[int(op["file"])], int(op["offset"]) if data else -1,
+                        int(op["length"]), int(start), int(end), int(kind == KINDS["write"]) if data else -1))
+    return out
+
+
+def rank_phases(w: Workload, times: np.ndarray, options: Options | None = None
+                ) -> list[tuple[np.ndarray, list[PredictedPhase]]]:
+    """Per rank, its operations' indices and its phases foreseen at `times` (a phase's `first` indexes the
+    rank's operations)."""
+    return [(rows, foreseen(_calls(w, rows, times), options)) for rows in rank_rows(w)]
+
+
+def _phase_row(traced: PredictedPhase, simulated: PredictedPhase) -> dict:
+    return {"first": traced.first, "operations": traced.operations, "written": traced.written,
+            "predicted_operations": simulated.predicted_operations, "traced_s": (traced.end_ns - traced.start_ns) / 1e9,
+            "simulated_start_s": simulated.start_ns / 1e9, "simulated_end_s": simulated.end_ns / 1e9,
+            "predicted_end_s": None if simulated.predicted_end_ns is None else simulated.predicted_end_ns / 1e9}
+
+
+def replay_phases(w: Workload, simulated: np.ndarray, options: Options | None = None) -> list[dict]:
+    """Per rank of a replayed trace: its phases on the trace's clock and on the simulator's (the same operations:
+    the simulator replays the trace's gaps, so the same gaps split them, unless a gap of nearly `distant_ns`
+    crosses it) with the predictor's figures on each, and each phase's traced and simulated time beside the end
+    predicted on the simulated clock."""
+    assert w.recorded is not None  # a replayed trace (workload.from_trace)
+    out = []
+    for (rows, traced), (_, sim) in zip(rank_phases(w, w.recorded, options), rank_phases(w, simulated, options)):
+        same = [p.first for p in traced] == [p.first for p in sim]
+        out.append({"rank": int(w.ops["rank"][rows[0]]), "operations": int(rows.size),
+                    "traced": phase_figures(traced), "simulated": phase_figures(sim), "same_phases": same,
+                    "list": [_phase_row(t, s) for t, s in zip(traced, sim)] if same else
+                    [_phase_row(s, s) | {"traced_s": None} for s in sim]})
+    return out
+
+
+def print_replay_phases(ranks: list[dict]) -> None:
+    """The text of `ioloom sim run --trace --phases`."""
+    print("I/O phases per rank (docs/predict.md): the end foreseen at each phase's first call, on the simulated clock")
+    for r in ranks:
+        s, t = r["simulated"], r["traced"]
+        print(f"rank {r['rank']}: {s['phases']:,} phases ({'the same' if r['same_phases'] else 'NOT the same'} "
+              f"operations as traced); length right {pct_text(s['length_right_pct'])} of {s['lengths_predicted']:,} "
+              f"predicted; end error mean {_s(s['end_error_mean_s'])} simulated (phases of {_s(s['phase_mean_s'])}), "
+              f"{_s(t['end_error_mean_s'])} traced (phases of {_s(t['phase_mean_s'])})")
+        print(f"  {'first op':>8} {'ops':>6} {'predicted':>9} {'traced s':>10} {'simulated s':>11} "
+              f"{'sim. end s':>11} {'predicted end s':>15}")
+        for p in r["list"][:SHOWN]:
+            said = "-" if p["predicted_operations"] is None else f"{p['predicted_operations']:,}"
+            print(f"  {p['first'] + 1:>8,} {p['operations']:>6,} {said:>9} {_s(p['traced_s']):>10} "
+                  f"{_s(p['simulated_end_s'] - p['simulated_start_s']):>11} {_s(p['simulated_end_s']):>11} "
+                  f"{_s(p['predicted_end_s']):>15}")
+        if len(r["list"]) > SHOWN:
+            print(f"  ... {len(r['list']) - SHOWN:,} more (--json lists them all)")
+
+
+def _s(value: float | None) -> str:
+    return "-" if value is None else f"{value:.6f}"
