@@ -16,7 +16,7 @@ from ioloom.trace.stream_file import CHUNK_HEADER, EVENTS, EVENTS_PROBLEMS, MAJO
 from ioloom.trace.varint import read_varint
 
 VECTORS = Path(__file__).parent / "vectors" / "trace"
-NAMES = ("strided", "mixed", "crafted")
+NAMES = ("strided", "mixed", "crafted", "folded")
 DAMAGE_SAID = {"info": "is malformed (INFO ", "checksum": "fails its checksum", "repeat": "repeats the one at byte",
                "bad-value": "(a value outside its range)", "bad-column": "(a column does not hold the chunk's events)"}
 
@@ -199,7 +199,7 @@ def test_not_a_trace_and_future_versions_are_explained(tmp_path):
     trace = open_trace(tmp_path)
     assert trace.streams == []
     assert any("not an ioloom trace stream" in p for p in trace.problems)
-    assert any("format version 9.0" in p for p in trace.problems)
+    assert any("format version 9.1" in p for p in trace.problems)
 
 
 def test_native_and_numpy_varint_decoders_agree():
@@ -264,7 +264,7 @@ def test_reading_without_the_native_decoder_gives_the_same_events(monkeypatch):
     vectors (and the version 2.0 one), whole and range by range, as the native one does."""
     from ioloom.trace import varint
 
-    for name in ("mixed", "strided", "v2/mixed"):
+    for name in ("mixed", "strided", "folded", "v2/mixed"):
         path = VECTORS / f"{name}.ioloom"
         native = open_trace(path).streams[0]
         whole = native.read()

@@ -8,11 +8,17 @@
 
 #define IOLOOM_FORMAT_MAGIC "IOLOOMTR"
 #define IOLOOM_FORMAT_MAJOR 3
-#define IOLOOM_FORMAT_MINOR 0
+#define IOLOOM_FORMAT_MINOR 1
 #define IOLOOM_HEADER_BYTES 16
 #define IOLOOM_CHUNK_HEADER_BYTES 12 /* u32 type, u32 payload length, u32 CRC-32 chained (ioloom_chain_chunk) */
 
-enum ioloom_chunk_type { IOLOOM_CHUNK_INFO = 1, IOLOOM_CHUNK_OPS = 2, IOLOOM_CHUNK_FILES = 3, IOLOOM_CHUNK_EVENTS = 4 };
+enum ioloom_chunk_type {
+    IOLOOM_CHUNK_INFO = 1,
+    IOLOOM_CHUNK_OPS = 2,
+    IOLOOM_CHUNK_FILES = 3,
+    IOLOOM_CHUNK_EVENTS = 4,
+    IOLOOM_CHUNK_FOLDED = 5 /* from 3.1: the events of a buffer folded (fold.h) */
+};
 
 /* How one column of an EVENTS chunk is stored. */
 enum ioloom_column_mode { IOLOOM_COL_CONST = 0, IOLOOM_COL_VARINT = 1, IOLOOM_COL_RUNS = 2 };

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fold.h"
 #include "ioloom_trace.h"
 #include "trace_format.h"
 
@@ -72,9 +73,8 @@ static void put_preamble(struct out *o, const char *name) {
                     "coll_seq\n");
 }
 
-/* An EVENTS chunk of the n rows ev[0], ev[stride], ... of thread `tid`, and their CSV lines. */
-static void put_rows(struct out *o, uint32_t tid, const struct ioloom_raw_event *ev, size_t stride, size_t n) {
-    emit(o, o->chunk, ioloom_encode_events(o->chunk, o->scratch, tid, ev, stride, n, NULL));
+/* The CSV lines of the n rows ev[0], ev[stride], ... of thread `tid`. */
+static void put_csv(struct out *o, uint32_t tid, const struct ioloom_raw_event *ev, size_t stride, size_t n) {
     static const char *layers[] = {"posix", "stdio", "mpiio", "process", "async"};
     for (size_t i = 0; i < n; i++) {
         const struct ioloom_raw_event *e = &ev[i * stride];
@@ -84,6 +84,12 @@ static void put_rows(struct out *o, uint32_t tid, const struct ioloom_raw_event 
                 (long long)e->ret_bytes, e->err, (long long)e->aux, (long long)e->call_id, (long long)e->parent,
                 (long long)e->coll_seq);
     }
+}
+
+/* An EVENTS chunk of the n rows ev[0], ev[stride], ... of thread `tid`, and their CSV lines. */
+static void put_rows(struct out *o, uint32_t tid, const struct ioloom_raw_event *ev, size_t stride, size_t n) {
+    emit(o, o->chunk, ioloom_encode_events(o->chunk, o->scratch, tid, ev, stride, n, NULL));
+    put_csv(o, tid, ev, stride, n);
 }
 
 static void put_events(struct out *o, uint32_t tid, const struct ioloom_raw_event *ev, size_t n) {
@@ -144,13 +150,10 @@ static int64_t random_value(int bits) {
     return r & 1 ? -v : v;
 }
 
-/* Every field exercised: all layers, negative and 60-bit values, errors, cross-layer links, an event nested in
- * time before its predecessor, chunks of 1, 7 and 300 events on two threads, a constant chunk, and a chunk of
- * an unknown type the reader must skip. */
-static void mixed(struct out *o) {
-    static struct ioloom_raw_event ev[300];
+/* n rows with every field exercised (the mixed vector's). */
+static void random_rows(struct ioloom_raw_event *ev, int n) {
     uint64_t t = 5000;
-    for (int i = 0; i < 300; i++) {
+    for (int i = 0; i < n; i++) {
         ev[i] = blank((uint16_t)(next_random() % N_OPS));
         ev[i].t_start = t;
         ev[i].t_end = t + (uint64_t)(next_random() % 100000);
@@ -166,6 +169,14 @@ static void mixed(struct out *o) {
         ev[i].parent = ev[i].layer == IOLOOM_POSIX ? i / 10 : -1;
         ev[i].coll_seq = ev[i].layer == IOLOOM_MPIIO ? ((int64_t)1 << 32) + i : -1;
     }
+}
+
+/* Every field exercised: all layers, negative and 60-bit values, errors, cross-layer links, an event nested in
+ * time before its predecessor, chunks of 1, 7 and 300 events on two threads, a constant chunk, and a chunk of
+ * an unknown type the reader must skip. */
+static void mixed(struct out *o) {
+    static struct ioloom_raw_event ev[300];
+    random_rows(ev, 300);
     put_events(o, 7, ev, 1);
     put_events(o, 8, ev + 1, 7);
     uint8_t *p = ioloom_put_cstr(o->chunk + IOLOOM_CHUNK_HEADER_BYTES, "a chunk type from the future");
@@ -251,6 +262,59 @@ static void crafted(struct out *o) {
     put_info(o, "clean_exit", "1");
 }
 
+/* A FOLDED chunk of rows [0, n) of thread `tid` at `quantum` ns (fold.h), and their CSV lines: the times rounded down
+ * to multiples of the quantum, as the reader gives them. */
+static void put_folded(struct out *o, uint32_t tid, struct ioloom_raw_event *ev, uint32_t n, uint64_t quantum) {
+    struct ioloom_fold_area *area = ioloom_fold_area_new(n, 0);
+    uint8_t *chunk = malloc(ioloom_fold_bound(n));
+    size_t size = 0;
+    if (!area || !chunk || ioloom_fold_events(area, chunk, &size, tid, ev, n, quantum, NULL) != IOLOOM_FOLDED) abort();
+    emit(o, chunk, size);
+    free(chunk);
+    free(area);
+    for (uint32_t i = 0; i < n; i++) {
+        ev[i].t_start -= ev[i].t_start % quantum;
+        ev[i].t_end -= ev[i].t_end % quantum;
+    }
+    put_csv(o, tid, ev, 1, n);
+}
+
+/* The mixed vector's rows (every field, negative and 60-bit values, some offsets -1) folded at 1 us; a program's
+ * loop (open, 24 writes, close, 40 times; noisy times, one write failing) folded exactly; an EVENTS chunk (a stream
+ * holds both when the tracer could not fold a buffer); the loop again at 1 us. */
+static void folded(struct out *o) {
+    enum { STEPS = 40, PER_STEP = 26, N = STEPS * PER_STEP };
+    static struct ioloom_raw_event ev[N], rows[300];
+    random_rows(rows, 300);
+    for (int i = 0; i < 300; i += 3) rows[i].offset = -1;
+    put_folded(o, 22, rows, 300, 1000);
+    uint64_t t = 7000000000ull;
+    for (int i = 0; i < N; i++) {
+        int k = i % PER_STEP;
+        ev[i] = blank(k == 0 || k == PER_STEP - 1 ? 4 : 1);
+        ev[i].t_start = t + next_random() % 300;
+        ev[i].t_end = ev[i].t_start + (k == 0 ? 9000 : 2000) + next_random() % 500;
+        t = ev[i].t_end + 800;
+        ev[i].file_id = 0;
+        ev[i].handle = k == PER_STEP - 1 ? 7 : 3 + (i / PER_STEP) % 2;
+        ev[i].offset = k == 0 || k == PER_STEP - 1 ? 0 : (int64_t)(k - 1) * 65536;
+        ev[i].req_bytes = k == 0 ? 0644 : k == PER_STEP - 1 ? -1 : 65536;
+        ev[i].ret_bytes = i == 300 ? -1 : k == 0 ? 3 + (i / PER_STEP) % 2 : k == PER_STEP - 1 ? 0 : 65536;
+        ev[i].err = i == 300 ? 28 : 0;
+        ev[i].parent = i / PER_STEP + 100;
+    }
+    put_folded(o, 21, ev, N, 1);
+    struct ioloom_raw_event plain[20];
+    loop_rows(plain, 20, 9000000000ull);
+    put_events(o, 21, plain, 20);
+    for (int i = 0; i < N; i++) { /* the loop again a second later, at 1 us: its time columns take the SMALL mode */
+        ev[i].t_start += 1000000000ull;
+        ev[i].t_end += 1000000000ull;
+    }
+    put_folded(o, 23, ev, N, 1000);
+    put_info(o, "clean_exit", "1");
+}
+
 static int write_vector(const char *dir, const char *name, void (*fill)(struct out *)) {
     char path[4096];
     struct out o = {0};
@@ -282,5 +346,5 @@ int main(int argc, char **argv) {
         return 2;
     }
     return write_vector(argv[1], "strided", strided) || write_vector(argv[1], "mixed", mixed) ||
-           write_vector(argv[1], "crafted", crafted);
+           write_vector(argv[1], "crafted", crafted) || write_vector(argv[1], "folded", folded);
 }

@@ -38,6 +38,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "fold.h"
 #include "trace_internal.h"
 
 #define DEFAULT_BUDGET (8u << 20)
@@ -526,6 +527,106 @@ static int taking_turns(uint32_t n, uint32_t changes) {
     return groups.ops == 2 && !groups.foreign && changes == n - 1 && (n + 1) / 2 >= GROUP_MIN_ROWS;
 }
 
+/* ---- folding (IOLOOM_FOLD=1: fold.h) ----
+ * A buffer is written as one FOLDED chunk. It is written as EVENTS chunks instead, counted by reason, when the
+ * grammar's budget runs out, when the buffer is larger than the area (the shared buffer is not), and in a signal
+ * handler (folding allocates the grammar's nodes). */
+#define FOLD_GRAMMAR_BYTES_PER_EVENT                                          \
+    256 /* the grammar's budget (IOLOOM_FOLD_GRAMMAR_BYTES), per event of the \
+         * largest buffer */
+enum { FOLD_IN_SIGNAL = IOLOOM_FOLD_OUTCOMES, FOLD_REASONS };
+static const char *const fold_reasons[FOLD_REASONS] = {"folded", "no_memory", "too_large", "in_signal"};
+static struct {
+    struct ioloom_fold_area *area; /* NULL: folding off */
+    uint8_t *chunk;                /* ioloom_fold_bound(capacity) */
+    uint64_t quantum;              /* ns: times are written rounded down to multiples of it */
+    uint64_t events[FOLD_REASONS]; /* events written folded, and those written plain, by reason */
+    uint64_t events_written[FOLD_REASONS];
+    uint8_t *check;                 /* IOLOOM_FOLD_CHECK=1: room to unfold a chunk again; NULL: no check */
+    uint64_t checked, check_failed; /* events checked, and those of chunks that did not unfold identical */
+    uint64_t check_failed_written;
+} fold;
+
+/* Sets folding up when IOLOOM_FOLD asks for it (off when its memory cannot be had). */
+static void start_folding(void) {
+    if (!ioloom_env_bool("IOLOOM_FOLD", 0)) return;
+    fold.quantum = ioloom_env_uint("IOLOOM_FOLD_QUANTUM_NS", 1);
+    if (fold.quantum < 1 || fold.quantum > IOLOOM_FOLD_MAX_QUANTUM) fold.quantum = 1; /* ioloom run checks it */
+    size_t grammar = ioloom_env_size("IOLOOM_FOLD_GRAMMAR_BYTES", (size_t)w.capacity * FOLD_GRAMMAR_BYTES_PER_EVENT);
+    fold.area = ioloom_fold_area_new(w.capacity, grammar);
+    fold.chunk = malloc(ioloom_fold_bound(w.capacity));
+    if (ioloom_env_bool("IOLOOM_FOLD_CHECK", 0)) fold.check = malloc(ioloom_events_bound(w.capacity));
+    if (fold.area && fold.chunk) return;
+    free(fold.area);
+    free(fold.chunk);
+    fold.area = NULL;
+}
+
+/* IOLOOM_FOLD_CHECK=1 (tests): the folded chunk of rows [0, n) unfolded again by the reader's code must be the EVENTS
+ * chunk of the same rows with their times rounded down to the quantum, byte for byte (the checksum aside); counted.
+ * w.lock held: w.grouped and w.encoded are free. */
+static void check_folded(uint32_t tid, const struct ioloom_raw_event *ev, uint32_t n, size_t size,
+                         const struct ioloom_tick_clock *clock) {
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t start = ioloom_row_ns(clock, &ev[i], ev[i].t_start), end = ioloom_row_ns(clock, &ev[i], ev[i].t_end);
+        w.grouped[i] = ev[i];
+        w.grouped[i].ticks = 0;
+        w.grouped[i].t_start = start - start % fold.quantum;
+        w.grouped[i].t_end = end - end % fold.quantum;
+    }
+    size_t plain = ioloom_encode_events(w.encoded, w.scratch, tid, w.grouped, 1, n, NULL);
+    int64_t again = ioloom_unfold_events(fold.chunk + IOLOOM_CHUNK_HEADER_BYTES, size - IOLOOM_CHUNK_HEADER_BYTES,
+                                         fold.check, ioloom_events_bound(w.capacity));
+    int same = again == (int64_t)plain && !memcmp(fold.check, w.encoded, 8) &&
+               !memcmp(fold.check + IOLOOM_CHUNK_HEADER_BYTES, w.encoded + IOLOOM_CHUNK_HEADER_BYTES,
+                       plain - IOLOOM_CHUNK_HEADER_BYTES);
+    fold.checked += n;
+    fold.check_failed += same ? 0 : n;
+}
+
+/* Folds rows [0, n) of thread `tid` (tick times converted by `clock`, NULL: none) into one chunk and writes it (or
+ * counts them as dropped); 0 when they were not folded (counted by reason), to be written as EVENTS chunks. w.lock
+ * held. */
+static int write_folded(uint32_t tid, const struct ioloom_raw_event *ev, uint32_t n,
+                        const struct ioloom_tick_clock *clock) {
+    size_t size = 0;
+    int outcome = ioloom_in_signal
+                      ? FOLD_IN_SIGNAL
+                      : (int)ioloom_fold_events(fold.area, fold.chunk, &size, tid, ev, n, fold.quantum, clock);
+    fold.events[outcome] += n;
+    if (outcome != IOLOOM_FOLDED) return 0;
+    if (fold.check) check_folded(tid, ev, n, size, clock);
+    if (append_locked(fold.chunk, size, 0) == 0) {
+        w.events_written += n;
+        return 1;
+    }
+    note_write_failed(n);
+    count_dropped(n);
+    return 1;
+}
+
+/* The folding counts, written when they changed: fold_quantum_ns, folded_events, and fold_fallback:<reason>. */
+static void write_fold_counts(void) {
+    if (!fold.area) return;
+    char text[32];
+    for (int k = 0; k < FOLD_REASONS; k++) {
+        if (fold.events[k] == fold.events_written[k]) continue;
+        fold.events_written[k] = fold.events[k];
+        char key[40];
+        snprintf(key, sizeof key, k == IOLOOM_FOLDED ? "folded_events" : "fold_fallback:%s", fold_reasons[k]);
+        snprintf(text, sizeof text, "%llu", (unsigned long long)fold.events[k]);
+        ioloom_write_info(key, text);
+        if (k != IOLOOM_FOLDED) continue;
+        snprintf(text, sizeof text, "%llu", (unsigned long long)fold.quantum);
+        ioloom_write_info("fold_quantum_ns", text);
+        if (!fold.check) continue;
+        snprintf(text, sizeof text, "%llu", (unsigned long long)fold.checked);
+        ioloom_write_info("fold_checked_events", text);
+        snprintf(text, sizeof text, "%llu", (unsigned long long)fold.check_failed);
+        ioloom_write_info("fold_check_failed_events", text);
+    }
+}
+
 /* Encodes the n rows ev[0], ev[stride], ... as one chunk (tick times converted by `clock`, NULL: none) and writes it,
  * or counts them as dropped. w.lock held. */
 static void write_chunk_of_rows(uint32_t tid, const struct ioloom_raw_event *ev, uint32_t stride, uint32_t n,
@@ -551,6 +652,7 @@ static void write_events(uint32_t tid, const struct ioloom_raw_event *ev, uint32
     if (write_new_ops_locked(groups.seen, groups.ops)) {
         note_write_failed(n);
         count_dropped(n);
+    } else if (fold.area && write_folded(tid, ev, n, clock)) {
     } else if (taking_turns(n, changes)) {
         write_chunk_of_rows(tid, ev, 2, (n + 1) / 2, clock);
         write_chunk_of_rows(tid, ev + 1, 2, n / 2, clock);
@@ -895,6 +997,7 @@ void ioloom_flush_all(void) {
     ioloom_files_flush();
     ioloom_files_write_excluded();
     write_dropped_if_changed();
+    write_fold_counts();
     ioloom_predict_flush();
 }
 
@@ -972,6 +1075,7 @@ static int allocate_writer(void) {
     if (!w.encoded || !w.scratch || !w.grouped) return -1;
     size_t used = encode + w.capacity * (sizeof(int64_t) + sizeof(struct ioloom_raw_event)) + SHARED_BYTES;
     w.budget_left = budget > used ? budget - used : 0;
+    start_folding(); /* its memory, a fixed amount per event of the largest buffer, is outside the budget */
     uint64_t interval_ms = ioloom_env_uint("IOLOOM_FLUSH_INTERVAL_MS", 1000);
     w.flush_interval_ns = (interval_ms > UINT64_MAX / 1000000u ? 1000 : interval_ms) * 1000000u;
     return 0;

@@ -92,6 +92,16 @@ def traced_environment(libs: list[Path], out: Path, layers: list[str]) -> dict[s
     return env
 
 
+FOLD_MAX_QUANTUM = 10 ** 9  # native/trace/fold.h IOLOOM_FOLD_MAX_QUANTUM
+
+
+def fold_settings(fold: bool, quantum: int | None) -> dict[str, str]:
+    """The tracer's settings for --fold and --fold-quantum-ns."""
+    if quantum is not None and not fold:
+        fail("--fold-quantum-ns needs --fold (the times of an unfolded trace are always exact)")
+    return {"IOLOOM_FOLD": "1", "IOLOOM_FOLD_QUANTUM_NS": str(quantum or 1)} if fold else {}
+
+
 def logfs_mounts(mounts: list[Path]) -> tuple[Path, dict[str, str]]:
     """Re-weave as well as trace: the logfs library, to preload after the tracer (so the trace shows the program's
     logical I/O on each container and logfs's physical log and index I/O beneath it), and its mount settings."""
@@ -216,7 +226,24 @@ def summary(out: Path) -> list[str]:
     return [f"ioloom: trace of {len(trace.streams)} process(es) in {out}",
             f"  events: {counts.sum():,}" + (f" ({per_layer})" if per_layer else ""),
             "  bytes: " + ("; ".join(moved_text) or "none moved"),
-            f"  dropped: {trace.meta['dropped_events']:,} events{problems}"]
+            f"  dropped: {trace.meta['dropped_events']:,} events{problems}"] + fold_summary(trace)
+
+
+def fold_summary(trace) -> list[str]:
+    """A line on folding (--fold): events written folded, at which time resolution, and those written plain and
+    why (the stream's INFO, written by native/trace/writer.c); none when nothing was folded."""
+    folded = sum(int(s.info.get("folded_events", 0)) for s in trace.streams)
+    plain: dict[str, int] = {}
+    for stream in trace.streams:
+        for key, value in stream.info.items():
+            if key.startswith("fold_fallback:"):
+                plain[key.split(":", 1)[1]] = plain.get(key.split(":", 1)[1], 0) + int(value)
+    if not folded and not plain:
+        return []
+    quanta = sorted({int(s.info["fold_quantum_ns"]) for s in trace.streams if "fold_quantum_ns" in s.info})
+    resolution = ", ".join(f"{q:,} ns" for q in quanta) or "-"
+    why = ", ".join(f"{count:,} {reason.replace('_', ' ')}" for reason, count in sorted(plain.items()))
+    return [f"  folded: {folded:,} events, times at {resolution}" + (f"; written plain: {why}" if why else "")]
 
 
 def command(
@@ -227,6 +254,11 @@ def command(
                                      "creates under DIR become containers of per-writer logs (repeatable)."),
     coord: str = typer.Option(None, "--coord", metavar="ADDR", help="Coordinate the command's writes with other "
                               "applications through the coordinator at ADDR (`ioloom coord serve`; docs/coord.md)."),
+    fold: bool = typer.Option(False, "--fold", help="Write each buffer of events folded by the predictor's grammar "
+                              "(FOLDED chunks, docs/trace-format.md): read back as the same events."),
+    fold_quantum_ns: int = typer.Option(None, "--fold-quantum-ns", min=1, max=FOLD_MAX_QUANTUM, metavar="Q",
+                                        help="With --fold: times rounded down to multiples of Q ns (default 1: "
+                                             "exact)."),
 ) -> None:
     """Run CMD with the tracer preloaded; every process it starts writes a stream into the trace directory."""
     chosen = parse_layers(layers)
@@ -236,7 +268,7 @@ def command(
     libs += [logfs_lib] if logfs_lib else []
     if coord:
         libs.insert(0, coord_library())
-    env = {**traced_environment(libs, out, chosen), **logfs_settings}
+    env = {**traced_environment(libs, out, chosen), **logfs_settings, **fold_settings(fold, fold_quantum_ns)}
     if coord:
         env.update(coord_settings(coord, cmd, out))
     code = run_traced(launch_command(cmd, env), env)

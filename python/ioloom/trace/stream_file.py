@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ioloom.trace.folded_chunk import FoldedMalformed, unfold
 from ioloom.trace.model import LAYERS, TraceDamaged
 from ioloom.trace.varint import (
     CONST,
@@ -42,7 +43,7 @@ MAJOR = 3  # the version the tracer writes (trace_format.h)
 MAJORS = (1, 2, 3)
 CHUNK_HEADER = struct.Struct("<III")
 ACCOUNTING_XATTR = "user.ioloom.info"  # the final accounting, when the stream could not hold it (writer.c)
-INFO, OPS, FILES, EVENTS = 1, 2, 3, 4
+INFO, OPS, FILES, EVENTS, FOLDED = 1, 2, 3, 4, 5
 LAYER_CODES = LAYERS  # a layer is stored as its index in this tuple
 FORGET_EVERY = 26  # log2 of the bytes of a stream file checked between handing its pages back (64 MiB)
 
@@ -232,6 +233,9 @@ INFO_NUMBERS = {
     "write_error": (1, 1, 4095, "an errno number"),
     "shared_buffer_events": (1, 0, COUNT_MAX, "a count"), "shared_buffer_wait_ns": (1, 0, COUNT_MAX, "a count"),
     "clean_exit": (1, 1, 1, "1"), "ended_by_exec": (1, 1, 1, "1"),
+    "folded_events": (1, 0, COUNT_MAX, "a count"), "fold_fallback:": (1, 0, COUNT_MAX, "a count"),
+    "fold_quantum_ns": (1, 1, 10 ** 9, "a time in ns (1 to 10^9)"),
+    "fold_checked_events": (1, 0, COUNT_MAX, "a count"), "fold_check_failed_events": (1, 0, COUNT_MAX, "a count"),
 }
 FILE_ID_MAX = (1 << 24) - 1  # the reader keeps a dense table of a stream's file ids
 OP_CODE_MAX = (1 << 15) - 1  # an op code is an index of the int16 op dictionary (model.py EVENT_SCHEMA)
@@ -499,6 +503,7 @@ def _read_chunks(path: Path) -> StreamFile:
     stream.major = major
     rules = index_rules(major)
     events = []
+    folded = []  # the offsets of the readable FOLDED chunks (from 3.1 on)
     pos = header
     closing = None  # the offset of the last chunk that says clean_exit
     while pos < len(raw):
@@ -507,6 +512,9 @@ def _read_chunks(path: Path) -> StreamFile:
         readable = (rows[:, ROW_TYPE] == EVENTS) & (rows[:, ROW_STATUS] == OK)
         events.append(rows[readable])
         for row in rows[~readable]:  # metadata and problems: a few rows, in file order
+            if row[ROW_TYPE] == FOLDED and row[ROW_STATUS] == OK and major >= 3:
+                folded.append(int(row[ROW_OFFSET]))
+                continue
             problem = _problem(name, row, len(raw))
             if problem:
                 stream.problems.append(problem)
@@ -525,9 +533,49 @@ def _read_chunks(path: Path) -> StreamFile:
         # the tracer states clean_exit again after anything it writes later: its stream ends with it
         stream.problems.append(f"{name}: chunks follow its clean-exit record but not the record written after "
                                f"them: the stream was cut at byte {len(raw)}; events up to there are read")
-    stream.chunks = _without_repeats(stream, np.concatenate(events) if events else _no_rows())
+    chunks = np.concatenate(events) if events else _no_rows()
+    if folded:
+        chunks = _with_unfolded(stream, raw, chunks, folded)
+    stream.chunks = _without_repeats(stream, chunks)
     stream.forget_pages()
     return stream
+
+
+def _with_unfolded(stream: StreamFile, raw, chunks: np.ndarray, folded: list[int]) -> np.ndarray:
+    """The EVENTS chunks' rows with those of the FOLDED chunks at `folded` (offsets) unfolded, in file order. The
+    unfolded EVENTS chunks follow a copy of the file in stream.data (each chunk's checksum going on from the file
+    header), so that their events decode as any others'; a chunk that does not unfold is a problem."""
+    unfolded, origins = [], []
+    for pos in folded:
+        length = CHUNK_HEADER.unpack_from(raw, pos)[1]
+        try:
+            chunk = bytearray(unfold(bytes(raw[pos + CHUNK_HEADER.size:pos + CHUNK_HEADER.size + length])))
+        except FoldedMalformed as err:
+            stream.problems.append(f"{stream.path.name}: folded chunk at byte {pos} is malformed ({err}); skipped")
+            continue
+        crc = zlib.crc32(memoryview(chunk)[CHUNK_HEADER.size:],
+                         zlib.crc32(memoryview(chunk)[:8], _chain_start(raw, stream.major, 0)))
+        struct.pack_into("<I", chunk, 8, crc)
+        unfolded.append(bytes(chunk))
+        origins.append(pos)
+    if not unfolded:
+        return chunks
+    whole = b"".join([bytes(raw)] + unfolded)
+    stream.data = np.frombuffer(whole, np.uint8)
+    rules = index_rules(stream.major)
+    rows, kept, at = [chunks], [], len(raw)
+    for made, pos in zip(unfolded, origins):
+        row = _index(whole, stream.data, at, at + 1, rules, room=1)
+        at += len(made)
+        if row[0, ROW_STATUS] != OK:  # the unfolded chunk breaks a rule of EVENTS chunks (a value's range)
+            stream.problems.append(f"{stream.path.name}: folded chunk at byte {pos} unfolds to a malformed events "
+                                   f"chunk ({EVENTS_PROBLEMS.get(int(row[0, ROW_STATUS]), 'checksum')}); skipped")
+            continue
+        rows.append(row)
+        kept.append(pos)
+    together = np.concatenate(rows)
+    origin = np.concatenate((chunks[:, ROW_OFFSET], np.array(kept, np.int64)))
+    return together[np.argsort(origin, kind="stable")]
 
 
 def _without_repeats(stream: StreamFile, chunks: np.ndarray) -> np.ndarray:

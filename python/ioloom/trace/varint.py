@@ -77,6 +77,11 @@ def _native_library():
     for decode in (lib.ioloom_decode_varints, lib.ioloom_decode_column, lib.ioloom_decode_times,
                    lib.ioloom_index_chunks):
         decode.restype = ctypes.c_int64
+    # FOLDED chunks (fold.h): payload and length; then out and its room
+    lib.ioloom_folded_events.argtypes = buffer
+    lib.ioloom_folded_events.restype = ctypes.c_uint32
+    lib.ioloom_unfold_events.argtypes = buffer * 2
+    lib.ioloom_unfold_events.restype = ctypes.c_int64
     lib.ioloom_gather.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p]
     return lib
 

@@ -1,0 +1,184 @@
+"""FOLDED chunks written by the tracer (`ioloom run --fold`, native/trace/fold.c; docs/trace-format.md, "FOLDED
+chunks"): a real program's events folded as they are written, read back identical by both readers (the shared
+vector of test_trace_format holds the encoder to the committed bytes), at most a byte per event where the times are
+rounded, the fallback to EVENTS chunks counted, and damaged chunks skipped alike by both readers."""
+from __future__ import annotations
+
+import os
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ioloom import paths
+from ioloom.trace import open_trace, varint
+from ioloom.trace.stream_file import CHUNK_HEADER, FOLDED, rechain
+
+VECTORS = Path(__file__).parent / "vectors" / "trace"
+STEPS = 300
+
+
+def _run(tmp_path: Path, name: str, *options: str, env: dict | None = None) -> Path:
+    """ioloom-predict-loop (a file per step: open, header, 7 blocks of 4 KiB, close; then 512 bytes appended to a
+    log) traced into tmp_path/name."""
+    work = tmp_path / f"{name}-files"
+    work.mkdir()
+    out = tmp_path / name
+    done = subprocess.run([sys.executable, "-m", "ioloom", "run", *options, "-o", str(out), "--",
+                           str(paths.native_bin("ioloom-predict-loop")), str(work), str(STEPS)],
+                          capture_output=True, text=True, env={**os.environ, **(env or {})}, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return out
+
+
+def _chunks(stream: Path) -> list[tuple[int, int, int]]:
+    """(offset, type, payload length) of every chunk of a stream file."""
+    data, pos, found = stream.read_bytes(), 16, []
+    while pos + CHUNK_HEADER.size <= len(data):
+        kind, length, _ = CHUNK_HEADER.unpack_from(data, pos)
+        found.append((pos, kind, length))
+        pos += CHUNK_HEADER.size + length
+    return found
+
+
+def _columns(trace) -> dict[str, np.ndarray]:
+    table = trace.events().to_pandas()
+    return {column: table[column].astype(str if column in ("op", "layer") else "int64").to_numpy()
+            for column in table.columns if column not in ("t_start", "t_end")}
+
+
+def test_a_folded_run_reads_back_as_the_events_the_tracer_recorded(tmp_path, monkeypatch):
+    """Each folded chunk unfolded again inside the tracer (IOLOOM_FOLD_CHECK) is the EVENTS chunk of its rows, byte
+    for byte; the Python reader gives the same events as the native one; every field but the times is the same as
+    in an unfolded run of the same program."""
+    folded = _run(tmp_path, "folded", "--fold", env={"IOLOOM_FOLD_CHECK": "1"})
+    plain = _run(tmp_path, "plain")
+    trace = open_trace(folded)
+    (stream,) = trace.streams
+    events = trace.meta["events"]
+    assert events == STEPS * 13 + 2 and trace.problems == []
+    assert stream.info["folded_events"] == stream.info["fold_checked_events"] == str(events)
+    assert stream.info["fold_check_failed_events"] == "0" and stream.info["fold_quantum_ns"] == "1"
+    assert all(kind != 4 for _, kind, _ in _chunks(next(folded.glob("*.ioloom"))))  # no EVENTS chunk
+    native = stream.read()
+    monkeypatch.setattr(varint, "_native_library", lambda: None)
+    assert open_trace(folded).streams[0].read().equals(native)
+    monkeypatch.undo()
+    got, expected = _columns(trace), _columns(open_trace(plain))
+    io = got["layer"] != "process"  # a process event's aux is its pid
+    for column in ("op", "layer", "file_id", "offset", "req_bytes", "ret_bytes", "errno", "aux", "call_id",
+                   "parent", "coll_seq"):
+        assert (got[column][io] == expected[column][io]).all(), column
+
+
+def test_times_at_a_declared_resolution_take_under_a_byte_per_event(tmp_path):
+    """At 1 ms the loop's folded chunks hold under a byte per event (structure and times), and every time read is
+    a multiple of the quantum on the process's clock."""
+    out = _run(tmp_path, "ms", "--fold", "--fold-quantum-ns", "1000000")
+    trace = open_trace(out)
+    folded = sum(CHUNK_HEADER.size + length for _, kind, length in _chunks(next(out.glob("*.ioloom")))
+                 if kind == FOLDED)
+    assert folded / trace.meta["events"] < 1.0
+    table = trace.events().to_pandas()
+    for column in ("t_start", "t_end"):  # one process, no clock correction: local time = read time + the epoch
+        assert ((table[column].to_numpy() + trace.meta["epoch_ns"]) % 1_000_000 == 0).all(), column
+
+
+def test_a_grammar_without_memory_falls_back_to_events_chunks_counted(tmp_path):
+    """With a grammar budget of 1 KiB no buffer folds: each is written as EVENTS chunks, counted by reason, and
+    nothing is lost."""
+    out = _run(tmp_path, "starved", "--fold", env={"IOLOOM_FOLD_GRAMMAR_BYTES": "1024"})
+    trace = open_trace(out)
+    info = trace.streams[0].info
+    assert trace.meta["events"] == STEPS * 13 + 2 and trace.meta["dropped_events"] == 0
+    assert int(info["fold_fallback:no_memory"]) == trace.meta["events"] and "folded_events" not in info
+
+
+def test_a_flush_in_a_signal_handler_writes_events_chunks(tmp_path):
+    """A process killed by SIGTERM is flushed in the handler, where folding (which allocates) is not done."""
+    out = tmp_path / "killed"
+    subprocess.run([sys.executable, "-m", "ioloom", "run", "--fold", "-o", str(out), "--", "sh", "-c",
+                    f"echo x > {tmp_path}/f; cat {tmp_path}/f > /dev/null; kill -TERM $$"],
+                   capture_output=True, timeout=60)
+    streams = [s for s in open_trace(out).streams if "fold_fallback:in_signal" in s.info]
+    assert streams and all(int(s.info["fold_fallback:in_signal"]) > 0 for s in streams)
+
+
+def test_run_refuses_a_quantum_without_fold(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "ioloom", "run", "--fold-quantum-ns", "1000", "-o",
+                           str(tmp_path / "t"), "--", "true"], capture_output=True, text=True)
+    assert done.returncode == 2 and "--fold-quantum-ns needs --fold" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def _folded_payloads(data: bytes):
+    for pos, kind, length in _chunks_of(data):
+        if kind == FOLDED:
+            yield pos, length
+
+
+def _chunks_of(data: bytes):
+    pos = 16
+    while pos + CHUNK_HEADER.size <= len(data):
+        kind, length, _ = CHUNK_HEADER.unpack_from(data, pos)
+        yield pos, kind, length
+        pos += CHUNK_HEADER.size + length
+
+
+def _readers(path: Path, monkeypatch) -> tuple[tuple, tuple]:
+    """(events, problems) of the stream at path as the native and the Python reader give them."""
+    def read():
+        trace = open_trace(path)
+        events = trace.events().to_pandas() if trace.streams else None
+        return (None if events is None else events.to_numpy().tolist()), sorted(trace.problems)
+    native = read()
+    with monkeypatch.context() as m:
+        m.setattr(varint, "_native_library", lambda: None)
+        return native, read()
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_damaged_folded_chunks_are_skipped_alike_by_both_readers(tmp_path, monkeypatch, seed):
+    """Bytes of the folded vector's FOLDED payloads changed, the checksums made to match: the native and the Python
+    unfolding give the same events and the same problems (a damaged chunk skipped with one line saying so)."""
+    data = (VECTORS / "folded.ioloom").read_bytes()
+    payloads = list(_folded_payloads(data))
+    rng = np.random.default_rng(seed)
+    skipped = 0
+    for case in range(40):
+        pos, length = payloads[int(rng.integers(len(payloads)))]
+        damaged = bytearray(data)
+        at = pos + CHUNK_HEADER.size + int(rng.integers(min(length, 200) if case % 2 else length))
+        damaged[at] = int(rng.integers(256))
+        path = tmp_path / f"case{case}.ioloom"
+        path.write_bytes(rechain(bytes(damaged)))
+        native, python = _readers(path, monkeypatch)
+        assert native == python, (case, at)
+        skipped += any("folded chunk at byte" in p for p in native[1])
+    assert skipped > 0
+
+
+def test_a_folded_chunk_with_a_rule_inside_itself_is_refused(tmp_path, monkeypatch):
+    """A grammar whose rule 1 holds itself would expand for ever: both readers refuse the chunk."""
+    from ioloom.trace.folded import encode_varints
+    from ioloom.trace.folded_chunk import FoldedMalformed, unfold, unfold_python
+
+    def varints(*values):
+        return encode_varints(np.array(values, np.uint64))
+    header = varints(1, 5, 4, 1, 100)
+    absent = 62  # zigzag of 31: no file, offset, call id, parent or coll_seq
+    shape = varints(2, 2, 0, 0, 0, absent, *([0] * 8), 4, 0, 0, 0, absent, *([0] * 8))  # ops 1 and 2
+    tokens = varints(2, 0, 2, 1, 2)  # (shape 0, run 2), (shape 1, run 2)
+    rules = varints(6, 2, 1, 3, 2, 3, 0)  # S = rule 1; rule 1 = rule 1, token 0
+    times = bytes([0]) + varints(1, 0) + bytes([0]) + varints(1, 0)
+    payload = header + shape + tokens + rules + times
+    for unfolding in (unfold, unfold_python):
+        with pytest.raises(FoldedMalformed, match="grammar"):
+            unfolding(payload)
+    good = header + shape + tokens + varints(4, 1, 2, 0, 2) + times
+    chunk = unfold_python(good)
+    assert struct.unpack_from("<I", chunk, 0)[0] == 4
+    assert unfold(good)[12:14] == chunk[12:14]  # the same thread id and count
