@@ -54,24 +54,55 @@ std::vector<std::pair<uint64_t, uint64_t>> RangeSet::missing(uint64_t start, uin
     return out;
 }
 
+bool RangeSet::overlaps(uint64_t start, uint64_t end) const {
+    auto it = ranges_.upper_bound(start);
+    if (it != ranges_.begin() && std::prev(it)->second > start) return true;
+    return it != ranges_.end() && it->first < end;
+}
+
 void OwnCache::keep(int file, uint64_t start, uint64_t end) {
     if (capacity_ == 0 || end <= start) return;
     uint64_t size = end - start;
     if (size > capacity_) start = end - capacity_; /* only the last capacity bytes of a larger write stay */
     bytes_ += files_[file].add(start, end);
-    order_.push_back({file, start, end});
-    while (bytes_ > capacity_) {
-        Kept old = order_.front();
-        order_.pop_front();
-        bytes_ -= files_[old.file].remove(old.start, old.end);
-    }
-    assert(bytes_ <= capacity_); /* the oldest records cover every byte kept, so dropping them frees room */
+    if (!order_.empty() && order_.back().file == file && order_.back().end == start)
+        order_.back().end = end;
+    else
+        order_.push_back({file, start, end});
+    evict();
+    if (order_.size() > 2 * compacted_ + 64) compact();
 }
 
-void OwnCache::drop(int file, uint64_t start, uint64_t end) {
-    auto it = files_.find(file);
-    if (it != files_.end()) bytes_ -= it->second.remove(start, end);
+/* The oldest bytes leave first, as many as the capacity is exceeded by: the oldest record's lowest ones. */
+void OwnCache::evict() {
+    while (bytes_ > capacity_) {
+        assert(!order_.empty()); /* the records cover every byte kept, so dropping them frees room */
+        Kept &old = order_.front();
+        uint64_t upto = std::min(old.end, old.start + (bytes_ - capacity_));
+        bytes_ -= release(old.file, old.start, upto);
+        old.start = upto;
+        if (old.start == old.end) order_.pop_front();
+    }
 }
+
+void OwnCache::compact() {
+    auto gone = [this](const Kept &k) {
+        auto it = files_.find(k.file);
+        return it == files_.end() || !it->second.overlaps(k.start, k.end);
+    };
+    order_.erase(std::remove_if(order_.begin(), order_.end(), gone), order_.end());
+    compacted_ = order_.size();
+}
+
+uint64_t OwnCache::release(int file, uint64_t start, uint64_t end) {
+    auto it = files_.find(file);
+    if (it == files_.end()) return 0;
+    uint64_t gone = it->second.remove(start, end);
+    if (it->second.empty()) files_.erase(it);
+    return gone;
+}
+
+void OwnCache::drop(int file, uint64_t start, uint64_t end) { bytes_ -= release(file, start, end); }
 
 std::vector<std::pair<uint64_t, uint64_t>> OwnCache::missing(int file, uint64_t start, uint64_t end) const {
     auto it = files_.find(file);

@@ -238,15 +238,19 @@ void Storage::transfer(int node, int kind, int file, uint64_t offset, uint64_t l
     copy(node, length - fetched);
 }
 
-/* The node's copy is the newest; every other node's copy of the range is stale. Write-through (O_DIRECT) leaves
- * nothing in the page cache, for the whole run (dirty_limit_ is fixed), so no node ever holds anything then. */
+/* The node's copy is the newest; every other node's copy of the range is stale (a node left holding nothing of the
+ * file leaves its holders). Write-through (O_DIRECT) leaves nothing in the page cache, for the whole run
+ * (dirty_limit_ is fixed), so no node ever holds anything then. */
 void Storage::wrote(int node, int file, uint64_t offset, uint64_t length) {
     if (dirty_limit_ == 0) return;
     std::set<int> &holders = holders_[file];
-    for (int other : holders)
-        if (other != node) own_[static_cast<size_t>(other)].drop(file, offset, offset + length);
+    for (auto it = holders.begin(); it != holders.end();) {
+        OwnCache &c = own_[static_cast<size_t>(*it)];
+        if (*it != node) c.drop(file, offset, offset + length);
+        it = c.holds(file) ? std::next(it) : holders.erase(it);
+    }
     own_[static_cast<size_t>(node)].keep(file, offset, offset + length);
-    holders.insert(node);
+    if (own_[static_cast<size_t>(node)].holds(file)) holders.insert(node);
 }
 
 void Storage::direct(int node, int kind, int file, uint64_t offset, uint64_t length) {
@@ -318,7 +322,14 @@ void Storage::send(int from, int to, uint64_t bytes) {
     if (from == to || bytes == 0) return;
     if (to < 0 || static_cast<size_t>(to) >= p_.nodes.size())
         throw std::runtime_error("a send names node " + std::to_string(to) + ", which the platform does not have");
-    sg4::Comm::sendto(p_.nodes[static_cast<size_t>(from)], p_.nodes[static_cast<size_t>(to)], bytes);
+    sg4::Host *a = p_.nodes[static_cast<size_t>(from)], *b = p_.nodes[static_cast<size_t>(to)];
+    for (const Platform::Below &level : p_.below) /* under one switch: through it, not up its uplinks */
+        if (from / level.per == to / level.per) {
+            a = level.nodes[static_cast<size_t>(from)];
+            b = level.nodes[static_cast<size_t>(to)];
+            break;
+        }
+    sg4::Comm::sendto(a, b, bytes);
 }
 
 } // namespace ioloom_sim
