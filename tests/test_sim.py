@@ -365,7 +365,8 @@ def test_collective_calls_keep_the_computation_before_them():
 
 def test_a_node_reads_what_it_wrote_from_its_own_cache_while_it_fits():
     """-w -r on a file per rank: the node holds what it wrote (cache.capacity), so its reads never reach the
-    targets; with no capacity they all do, and with 6 MiB of 16 only the last 6 MiB written are served locally."""
+    targets; with no capacity they all do, and with 6 MiB of 16 only the last 6 MiB written are served locally; with
+    6.5 MiB the last 6.5 (the oldest bytes leave, as many as the capacity is exceeded by: not the oldest write)."""
     def read_flows(capacity: int) -> float:
         p = small(cache={"capacity": capacity})
         o = engine.run(p, workload.bench_job(p, workload.parse_bench_args("-F -b 16m -t 1m -e -w -r"), 4, 1))
@@ -374,6 +375,7 @@ def test_a_node_reads_what_it_wrote_from_its_own_cache_while_it_fits():
     assert read_flows(1 << 30) == 0
     assert read_flows(0) == 4 * (16 << 20)
     assert read_flows(6 << 20) == 4 * (10 << 20)
+    assert read_flows(13 << 19) == 4 * (19 << 19)
 
 
 def test_another_nodes_write_makes_a_cached_copy_stale():
@@ -407,6 +409,30 @@ def test_a_fat_trees_oversubscription_and_routers_cut_what_the_nodes_move(networ
         return results.job_document(engine.run(p, w), 0)["phases"][0]["raw_bw"]
 
     assert bandwidth(network) / bandwidth({}) == pytest.approx(share, rel=0.02)
+
+
+@pytest.mark.parametrize("network, to, bandwidth", [
+    ({"topology": "fat_tree", "leaf_nodes": 2, "oversubscription": 4.0}, 1, 1e8),
+    ({"topology": "fat_tree", "leaf_nodes": 2, "oversubscription": 4.0}, 2, 5e7),
+    ({"topology": "fat_tree", "leaf_nodes": 1, "oversubscription": 2.0, "pod_leaves": 2, "pod_oversubscription": 4.0},
+     1, 5e7),
+    ({"topology": "fat_tree", "leaf_nodes": 1, "oversubscription": 2.0, "pod_leaves": 2, "pod_oversubscription": 4.0},
+     2, 2.5e7),
+])
+def test_two_nodes_under_one_switch_exchange_through_it_not_its_uplinks(network, to, bandwidth):
+    """Node 0 sends 64 MiB to node `to` (a collective's exchange), NICs of 100 MB/s. Leaves of 2 nodes with uplinks
+    cut by 4 (50 MB/s): node 1 shares node 0's leaf and gets the NIC's 100 MB/s, node 2 is behind the uplinks. Leaves
+    of one node (uplinks 50 MB/s) in pods of 2 cut by 4 (25 MB/s): node 1 is in node 0's pod and gets the leaf
+    uplinks' 50, node 2 the pod's 25."""
+    p = small(clients={"nic_bandwidth": 1e8, "nic_latency": 0.0}, network=network)
+    size = 64 << 20
+    ops = np.array([(0, 0, workload.KINDS["send"], 0, to, size, 0.0)] +
+                   [(0, r, workload.KINDS["barrier"], 0, 0, 0, 0.0) for r in range(3)], dtype=workload.OP)
+    ops = np.sort(ops, order=["job", "rank"], kind="stable")
+    w = workload.Workload(ops, {0: (1 << 20, [0])}, [(0.0, 3, 1, 0)], np.zeros(ops.size, int), [(0, "write", 0)])
+    o = engine.run(p, w)
+    send = np.flatnonzero(ops["kind"] == workload.KINDS["send"])[0]
+    assert o.times[send, 1] - o.times[send, 0] == pytest.approx(size / bandwidth, rel=1e-3)
 
 
 @pytest.mark.parametrize("network, message", [

@@ -104,13 +104,12 @@ static Level level(sg4::NetZone *zone, const std::string &name, int members, int
     return l;
 }
 
-/* Member i's route through the levels: up the levels in order, down them in reverse. */
-static void climb(const std::vector<Level> &levels, int i, LinkList &up, LinkList &down) {
-    for (const Level &l : levels) {
-        if (l.up.empty()) continue;
-        up.emplace_back(l.up[static_cast<size_t>(i / l.per)]);
-        down.insert(down.begin(), sg4::LinkInRoute(l.down[static_cast<size_t>(i / l.per)]));
-    }
+/* Member i's route through one level: up it at the end of `up`, down it at the start of `down` (none when the
+ * level has no links). */
+static void climb(const Level &l, int i, LinkList &up, LinkList &down) {
+    if (l.up.empty()) return;
+    up.emplace_back(l.up[static_cast<size_t>(i / l.per)]);
+    down.insert(down.begin(), sg4::LinkInRoute(l.down[static_cast<size_t>(i / l.per)]));
 }
 
 static void add_nodes(sg4::NetZone *zone, const Input &in, Platform &p) {
@@ -120,13 +119,22 @@ static void add_nodes(sg4::NetZone *zone, const Input &in, Platform &p) {
     std::vector<Level> levels{
         level(zone, "uplink", nodes, static_cast<int>(in.get("nodes_per_group")), in.get("uplink_bandwidth")),
         level(zone, "pod", nodes, static_cast<int>(in.get("nodes_per_pod")), in.get("pod_uplink_bandwidth"))};
+    for (const Level &l : levels)
+        if (!l.up.empty()) p.below.push_back({l.per, {}});
     for (int i = 0; i < nodes; i++) {
         std::string n = std::to_string(i);
         sg4::Host *h = copy_host(zone, in, "node-" + n, copy_speed(in), cores);
         p.job_cores.push_back(add_job_cores(zone, in, "node-" + n, cores));
         LinkList to_network{sg4::LinkInRoute(link(zone, "nic_up-" + n, nic, lat))};
         LinkList from_network{sg4::LinkInRoute(link(zone, "nic_down-" + n, nic, lat))};
-        climb(levels, i, to_network, from_network);
+        size_t depth = 0;
+        for (const Level &l : levels) {
+            if (l.up.empty()) continue;
+            sg4::Host *below = zone->create_host("node-" + n + "-below-" + std::to_string(depth), 1e9)->seal();
+            route(zone, below, to_network, from_network); /* the levels climbed so far, not this one */
+            p.below[depth++].nodes.push_back(below);
+            climb(l, i, to_network, from_network);
+        }
         route(zone, h, to_network, from_network);
         p.nodes.push_back(h);
     }
@@ -156,8 +164,7 @@ static void add_targets(sg4::NetZone *zone, const Input &in, Platform &p) {
         int server = t / per_server;
         LinkList to_network{sg4::LinkInRoute(read), sg4::LinkInRoute(up[static_cast<size_t>(server)])};
         LinkList from_network{sg4::LinkInRoute(down[static_cast<size_t>(server)]), sg4::LinkInRoute(write)};
-        if (!routers.up.empty())
-            climb({routers}, server % static_cast<int>(routers.up.size()), to_network, from_network);
+        if (!routers.up.empty()) climb(routers, server % static_cast<int>(routers.up.size()), to_network, from_network);
         route(zone, h, to_network, from_network);
         p.targets.push_back(h);
     }

@@ -73,6 +73,14 @@ struct Platform {
     std::vector<sg4::Host *> nodes, targets;
     std::vector<sg4::Host *> job_cores; /* per node: the cores its job gets beside the machine's other load */
     sg4::Host *mds = nullptr;
+    /* Per switch level with uplinks (leaf or switch group, then pod): how many consecutive nodes share one of its
+     * switches, and each node's host whose route climbs only the levels below it. Two nodes under one switch
+     * exchange through it, not through its uplinks (Storage::send). */
+    struct Below {
+        int per;
+        std::vector<sg4::Host *> nodes;
+    };
+    std::vector<Below> below;
 };
 
 Platform build_platform(const Input &in);
