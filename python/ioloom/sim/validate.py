@@ -19,7 +19,7 @@ import numpy as np
 
 from ioloom.models import contention, interference
 from ioloom.sim import engine, results, workload
-from ioloom.sim.platform import Platform, from_dict
+from ioloom.sim.platform import DEFAULTS, Platform, from_dict
 
 # Wright Table 6.3, "OST Usage" (mean of five runs on lscratchc): R -> targets used by exactly 1, 2, 3, 4 jobs.
 TABLE_6_3 = {32: (103.2, 11.2, 0.8, 0.0), 64: (172.6, 35.8, 3.4, 0.4), 96: (199.4, 76.4, 9.8, 0.6),
@@ -228,9 +228,9 @@ def _sierra(nodes: int) -> Platform:
     link). No seek penalty: plain N-1 on the same 2 targets rises from 324 to 519 MB/s between 4 and 256 nodes
     (Table E.6), so a target's capacity does not fall with its concurrent streams. The metadata server's time per
     journal comes from Table G.9 (`lscratchc_journal_seconds`), split between open and close as the defaults are."""
-    defaults = from_dict({})
     journal = lscratchc_journal_seconds()
-    share = defaults["metadata.open"] / (defaults["metadata.open"] + defaults["metadata.close"])
+    open_s, close_s = DEFAULTS["metadata.open"][0], DEFAULTS["metadata.close"][0]
+    share = open_s / (open_s + close_s)
     return from_dict({"clients": {"nodes": nodes, "nic_bandwidth": 3.4e8},
                       "targets": {"write_bandwidth": 2.5e8}, "layout": {"stripe_count": 2},
                       "metadata": {"open": journal * share, "close": journal * (1 - share)}})
