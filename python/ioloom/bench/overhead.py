@@ -317,7 +317,7 @@ def _pinned_cpu(cpu: int | None) -> int:
         return allowed[-1]
     if cpu not in allowed:
         _refuse(f"--cpu {cpu}: this process may run on CPUs {', '.join(map(str, allowed))} only; give one of them "
-                "(or --no-pin)")
+                "or leave --cpu out")
     return cpu
 
 
@@ -350,10 +350,11 @@ def command(
                                           help="Calls of each kind in the shorter callgrind run (the longer: 3x)."),
     build: list[str] = typer.Option([], "--build",
                                     help="Only this build of the probe: posix+stdio, or an MPI's name (repeatable)."),
-    pin: bool = typer.Option(True, "--pin/--no-pin",
+    pin: bool = typer.Option(False, "--pin/--no-pin",
                              help="Run every timed probe on one CPU (--cpu): untraced and traced runs share it."),
     cpu: int | None = typer.Option(None, "--cpu", min=0,
-                                   help="The CPU of --pin (default: the last one this process may use)."),
+                                   help="The CPU of --pin, which it implies (default: the last one this process may "
+                                        "use)."),
     compare: list[str] = typer.Option([], "--compare", metavar="NAME[@BUILD]=LIBRARY",
                                       help="Also time the probe with another preloaded tool (e.g. "
                                            "darshan=/opt/darshan/lib/libdarshan.so) in the same rounds, and count "
@@ -371,7 +372,7 @@ def command(
     builds = [probe for probe in probes() if not build or probe.label in build]
     if not builds:
         _refuse(f"no probe build named {', '.join(build)}: the builds here are {', '.join(labels)}")
-    pinned = _pinned_cpu(cpu) if pin else None
+    pinned = _pinned_cpu(cpu) if pin or cpu is not None else None
     load_before = stats.load_average()
     with tempfile.TemporaryDirectory(prefix="ioloom-overhead-") as tmp:
         try:
