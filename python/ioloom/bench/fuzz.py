@@ -44,7 +44,7 @@ from ioloom.errors import is_user_error
 OUTCOMES = ("ok", "clean", "crash", "hang", "uncaught", "wrong")  # worst last but one: a case counts as its worst
 SEVERITY = {"ok": 0, "clean": 1, "wrong": 2, "uncaught": 3, "hang": 4, "crash": 5}
 TRACE_MAGIC, TRACE_HEADER, CHUNK = b"IOLOOMTR", struct.Struct("<8sHHI"), struct.Struct("<III")
-INFO, OPS, FILES, EVENTS = 1, 2, 3, 4
+INFO, OPS, FILES, EVENTS, FOLDED = 1, 2, 3, 4, 5
 HUGE = (0, 1, 2, 127, 128, 255, 4095, 4096, (1 << 31) - 1, 1 << 31, (1 << 32) - 1, 1 << 32, (1 << 32) + 1,
         (1 << 53) + 1, (1 << 62), (1 << 63) - 1, 1 << 63, (1 << 64) - 2, (1 << 64) - 1)
 HOSTILE_TEXT = ("", "x", "12ab", "-1", "0", "1e309", "nan", " ", "1 2", "1 2 3 4", "x y", "4294967296",
@@ -107,6 +107,12 @@ def make_seeds(root: Path, seed: int) -> Seeds:
     (root / "writer.py").write_text(WRITER)
     _ioloom("run", "-o", "trace", "--logfs", "mnt", "--", "sh", "-c",
             "dd if=src of=mnt/seq bs=4096 status=none && cat mnt/seq > copy", cwd=root)
+    # and a stream of FOLDED chunks beside them (times at 1 us: the SMALL time columns too)
+    _ioloom("run", "-o", "folded", "--fold", "--fold-quantum-ns", "1000", "--", "dd", "if=src", "of=copy2",
+            "bs=512", "status=none", cwd=root)
+    for stream in (root / "folded").iterdir():
+        stream.rename(root / "trace" / stream.name)
+    (root / "folded").rmdir()
     _ioloom("container", "run", "-m", "mnt2", "-b", "extra", "--", sys.executable, "writer.py", "mnt2/data",
             cwd=root)
     return load_seeds(root)
@@ -331,13 +337,32 @@ def mutate_events(rng: random.Random, data: bytes, at, crc: str) -> tuple[bytes,
         f"EVENTS {name} set to {new.hex()}, CRC valid"
 
 
+def mutate_folded(rng: random.Random, data: bytes, at, crc: str) -> tuple[bytes, str]:
+    """A FOLDED chunk's payload with a byte changed, or one of its header varints (version, tid, n, quantum,
+    t_base, shape count) set to a huge value, the checksum made to match."""
+    payload = data[at[0] + 12:at[0] + 12 + at[2]]
+    if rng.random() < 0.6:
+        flipped, where = _flip(rng, payload)
+        return _replace_chunk(data, at, flipped, crc), f"FOLDED payload {where}, CRC valid"
+    starts, pos = [], 0
+    for _ in range(6):
+        _, end = _read_uvarint(payload, pos)
+        starts.append((pos, end))
+        pos = end
+    k = rng.randrange(len(starts))
+    start, end = starts[k]
+    new = uvarint(_huge(rng, _read_uvarint(payload, start)[0]))
+    return _replace_chunk(data, at, payload[:start] + new + payload[end:], crc), \
+        f"FOLDED header varint {k} set to {new.hex()}, CRC valid"
+
+
 def mutate_stream(rng: random.Random, data: bytes, crc: str) -> tuple[bytes, str, bool]:
     """One mutation of a stream file: (bytes, what was done, whether the reader must notice it when it changes
     the events: the mutation breaks a checksum, a length or the order the format promises)."""
     header, found = chunks(data)
     bounds = [0, 8, 16, header] + [o for o, _, _ in found] + [len(data)]
     pick = rng.random()
-    typed = {k: [c for c in found if c[1] == k] for k in (INFO, OPS, FILES, EVENTS)}
+    typed = {k: [c for c in found if c[1] == k] for k in (INFO, OPS, FILES, EVENTS, FOLDED)}
     if pick < 0.16:
         return (*_flip(rng, data, 8), True)
     if pick < 0.30:
@@ -375,6 +400,8 @@ def mutate_stream(rng: random.Random, data: bytes, crc: str) -> tuple[bytes, str
         return (*mutate_info(rng, data, rng.choice(typed[INFO]), crc), False)
     if pick < 0.85 and (typed[OPS] or typed[FILES]):
         return (*mutate_table(rng, data, rng.choice(typed[OPS] + typed[FILES]), crc), False)
+    if typed[FOLDED] and (not typed[EVENTS] or rng.random() < 0.5):
+        return (*mutate_folded(rng, data, rng.choice(typed[FOLDED]), crc), False)
     if typed[EVENTS]:
         return (*mutate_events(rng, data, rng.choice(typed[EVENTS]), crc), False)
     return (*_flip(rng, data, 8), True)

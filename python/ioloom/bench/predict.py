@@ -69,13 +69,14 @@ def symbols_env(stacks: int) -> dict[str, str]:
 
 
 def trace_kernel(impl: mpi.MpiImpl, kernel: str, nranks: int, steps: int, compute_ms: int, work: Path,
-                 stacks: int = 0) -> Path:
-    """Runs one kernel under `ioloom run`; the trace directory."""
+                 stacks: int = 0, env: dict[str, str] | None = None, tag: str = "") -> Path:
+    """Runs one kernel under `ioloom run` (with the tracer's settings `env`; `tag` names the run apart from other
+    runs of the kernel); the trace directory."""
     binary = paths.native_bin(f"ioloom-predict-kernels-{impl.name}")
-    out = work / f"{kernel}-files"
+    out = work / f"{kernel}{tag}-files"
     out.mkdir(parents=True)
-    return run_traced(impl, kernel, [str(binary), kernel, str(out), str(steps), str(compute_ms)], nranks, work, out,
-                      stacks)
+    return run_traced(impl, f"{kernel}{tag}", [str(binary), kernel, str(out), str(steps), str(compute_ms)], nranks,
+                      work, out, stacks, env)
 
 
 def trace_debian_lammps(nranks: int, work: Path, stacks: int = 0, steps: int = 500) -> Path | None:
@@ -93,11 +94,11 @@ def trace_debian_lammps(nranks: int, work: Path, stacks: int = 0, steps: int = 5
 
 
 def run_traced(impl: mpi.MpiImpl, name: str, argv: list[str], nranks: int, work: Path, cwd: Path,
-               stacks: int = 0) -> Path:
+               stacks: int = 0, env: dict[str, str] | None = None) -> Path:
     trace = work / f"{name}-trace"
     command = [sys.executable, "-m", "ioloom", "run", "-o", str(trace), "--", *impl.launch(nranks, argv)]
     done = subprocess.run(command, capture_output=True, text=True, timeout=900, cwd=cwd,
-                          env={**os.environ, **impl.launch_env(), **symbols_env(stacks)})
+                          env={**os.environ, **impl.launch_env(), **symbols_env(stacks), **(env or {})})
     if done.returncode != 0:
         why = next((line for line in done.stderr.splitlines() if "ioloom" in line), done.stderr.strip()[-300:])
         raise KernelFailed(f"{name} exited {done.returncode} under ioloom run: {why}")
@@ -208,6 +209,9 @@ def command(ranks: int = typer.Option(4, "--ranks", "-n", min=1, help="MPI ranks
             rounds: int = typer.Option(stats.PUBLISHED_ROUNDS, "--rounds", min=1, help="--cost: interleaved rounds."),
             quick: bool = typer.Option(False, "--quick", help=f"--cost: allow fewer than {stats.PUBLISHED_ROUNDS} "
                                                               "rounds."),
+            fold_quanta: str = typer.Option("1,1000,1000000", "--fold-quanta", metavar="Q,...",
+                                            help="Also trace the demo and each kernel folded in the tracer at these "
+                                                 "time resolutions (ns; '' for none)."),
             as_json: bool = typer.Option(False, "--json", help="Print the figures as JSON.")) -> None:
     """Hit ratio, offsets and times of the predictor on synthetic CM1/GTC/Nek5000/LAMMPS, beside the thesis."""
     if cost:
@@ -219,9 +223,10 @@ def command(ranks: int = typer.Option(4, "--ranks", "-n", min=1, help="MPI ranks
         typer.echo(f"ioloom: unknown kernel {', '.join(unknown) or '(none given)'}; choose among "
                    f"{', '.join(THESIS)}", err=True)
         raise typer.Exit(2)
+    quanta = _quanta(fold_quanta)
     impl = mpi.by_name(mpi_name)
     report = {"mpi": impl.name, "ranks": ranks, "steps": steps, "compute_ms": compute_ms, "stacks": stacks,
-              "lammps_steps": lammps_steps, "kernels": {}}
+              "lammps_steps": lammps_steps, "kernels": {}, "fold_quanta": quanta, "tracer_fold": {}}
     with tempfile.TemporaryDirectory(prefix="ioloom-bench-predict-") as work:
         for kernel in chosen:
             if kernel == "lammps-debian":
@@ -235,12 +240,60 @@ def command(ranks: int = typer.Option(4, "--ranks", "-n", min=1, help="MPI ranks
             report["kernels"][kernel] = {**predict_rank0(trace), "thesis": dict(zip(
                 ("row", "hit_ratio_pct", "offset_contiguous_pct", "offset_accuracy_pct", "time_error_s",
                  "time_error_immediate_reaccess_s"), THESIS[kernel])), "folded": fold_figures(trace, Path(work))}
+            if quanta and kernel != "lammps-debian":
+                report["tracer_fold"][THESIS[kernel][0]] = _folded_in_tracer(
+                    trace, quanta, lambda env, tag, kernel=kernel: trace_kernel(
+                        impl, kernel, ranks, steps, compute_ms, Path(work), stacks, env, tag))
+        if quanta:
+            _fold_demo(impl, ranks, quanta, Path(work), report)
     report["load"] = " ".join(f"{x:.1f}" for x in os.getloadavg())
     if as_json:
         typer.echo(json.dumps(report, indent=1))
     else:
         print_table(report)
         print_folded(report)
+        if quanta:
+            from ioloom.bench.predict_fold import print_fold
+            print_fold(report)
+
+
+def _quanta(text: str) -> list[int]:
+    """--fold-quanta: time resolutions in ns, each 1 to 10^9."""
+    try:
+        quanta = [int(q) for q in text.split(",") if q.strip()]
+    except ValueError:
+        quanta = [0]
+    if any(not 1 <= q <= 10 ** 9 for q in quanta):
+        typer.echo(f"ioloom: --fold-quanta {text!r}: give time resolutions in ns, 1 to 10^9, comma-separated",
+                   err=True)
+        raise typer.Exit(2)
+    return quanta
+
+
+def _folded_in_tracer(unfolded: Path, quanta: list[int], run) -> dict:
+    """The program traced folded at each quantum (run(env, tag) traces it), beside its unfolded trace."""
+    from ioloom.bench.predict_fold import fold_env, stream_parts, unfolded_bytes
+
+    return {"unfolded": unfolded_bytes(unfolded),
+            "quanta": [stream_parts(run(fold_env(q), f"-fold{q}")) for q in quanta]}
+
+
+def _fold_demo(impl: mpi.MpiImpl, ranks: int, quanta: list[int], work: Path, report: dict) -> None:
+    """The demo's program (scripts/demo.sh) traced unfolded and folded at each quantum."""
+    from ioloom.bench.predict_fold import demo_binary
+
+    argv = demo_binary(impl, work)
+    if argv is None:
+        typer.echo(f"ioloom: the demo's program was not built (mpicc.{impl.name} missing?): its row is left out",
+                   err=True)
+        return
+
+    def run(env: dict[str, str] | None, tag: str) -> Path:
+        out = work / f"demo{tag}-files"
+        out.mkdir()
+        return run_traced(impl, f"demo{tag}", [*argv, str(out / "strided.dat"), "64", "4096"], ranks, work, out,
+                          0, env)
+    report["tracer_fold"]["demo (strided MPI-IO)"] = _folded_in_tracer(run(None, ""), quanta, run)
 
 
 def _cost(frames: list[int], rounds: int, quick: bool, as_json: bool) -> None:

@@ -285,3 +285,12 @@ def unfold_python(payload: bytes) -> bytes:
     c.check(c.pos == len(payload))
     rows = _rows(shapes, row_shape, gaps, durations, quantum, t_base)
     return _events_chunk(tid, rows)
+
+
+def parts(payload: bytes) -> tuple[int, int]:
+    """The bytes of a FOLDED payload's structure (header, shapes, tokens, rules) and of its two time columns."""
+    c = _Cursor(payload, 1)
+    _, n, _, _ = _read_header(c)
+    shapes = _read_shapes(c, n)
+    _read_rules(c, len(_read_tokens(c, n, len(shapes))))
+    return c.pos, len(payload) - c.pos
