@@ -697,6 +697,7 @@ static void flush_buffer(struct thread_buffer *b) {
     b->last_flush_ns = ioloom_now_ns();
     pthread_mutex_unlock(&b->flush_lock);
     write_dropped_if_changed();
+    if (ioloom_finished) write_fold_counts(); /* after the final flush: events another library's destructor made */
 }
 
 /* ---- the encoder thread ---- */
