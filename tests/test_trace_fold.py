@@ -97,6 +97,37 @@ def test_a_grammar_without_memory_falls_back_to_events_chunks_counted(tmp_path):
     assert int(info["fold_fallback:no_memory"]) == trace.meta["events"] and "folded_events" not in info
 
 
+def _probe(tmp_path: Path, name: str, *options: str) -> Path:
+    """The overhead probe's lseek to ever new offsets and open+close (3,000 of each): events whose shapes barely
+    repeat, traced into tmp_path/name."""
+    out = tmp_path / name
+    done = subprocess.run([sys.executable, "-m", "ioloom", "run", *options, "-o", str(out), "--",
+                           str(paths.native_bin("ioloom-overhead-probe")), str(tmp_path / f"{name}.dat"), "3000",
+                           "lseek,open+close"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return out
+
+
+def test_events_that_do_not_repeat_are_written_plain_when_that_is_smaller(tmp_path):
+    """Where a buffer's FOLDED chunk would be larger than its EVENTS chunks, the tracer writes those (counted as
+    plain_smaller): the folded trace is no larger than the unfolded one, and reads back the same events."""
+    folded, plain = _probe(tmp_path, "folded", "--fold"), _probe(tmp_path, "plain")
+    size = {out: sum(path.stat().st_size for path in out.glob("*.ioloom")) for out in (folded, plain)}
+    trace = open_trace(folded)
+    info = trace.streams[0].info
+    assert trace.problems == [] and trace.meta["dropped_events"] == 0
+    assert int(info["fold_fallback:plain_smaller"]) > 0
+    assert int(info.get("folded_events", 0)) + int(info["fold_fallback:plain_smaller"]) == trace.meta["events"]
+    assert {kind for _, kind, _ in _chunks(next(folded.glob("*.ioloom")))} >= {4}  # EVENTS chunks in the stream
+    assert size[folded] <= size[plain], size
+    got, expected = _columns(trace), _columns(open_trace(plain))
+    assert len(got["op"]) == len(expected["op"])
+    probed = np.isin(got["op"], ["lseek", "open", "close"])  # not the process events, nor the timings printed
+    assert probed.sum() > 9000 and (probed == np.isin(expected["op"], ["lseek", "open", "close"])).all()
+    for column in ("op", "layer", "file_id", "offset", "req_bytes", "ret_bytes", "errno", "aux"):
+        assert (got[column][probed] == expected[column][probed]).all(), column
+
+
 def test_a_flush_in_a_signal_handler_writes_events_chunks(tmp_path):
     """A process killed by SIGTERM is flushed in the handler, where folding (which allocates) is not done."""
     out = tmp_path / "killed"

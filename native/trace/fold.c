@@ -247,9 +247,19 @@ static uint32_t number_tokens(struct ioloom_fold_area *a, uint32_t n, uint32_t *
     return runs;
 }
 
+/* The rules when no token repeats (every run a new token, numbered in order): Sequitur makes none (no digram can
+ * repeat), so S is the sequence: written without the grammar, which would grow a node per token for nothing. */
+static int64_t rules_without_repeats(struct ioloom_fold_area *a, uint32_t runs) {
+    a->rules[0] = 1;
+    a->rules[1] = runs;
+    for (uint32_t k = 0; k < runs; k++) a->rules[2 + k] = 2 * (int64_t)a->sequence[k];
+    return 2 + (int64_t)runs;
+}
+
 /* The rules of Sequitur over the token sequence into a->rules; returns their values' count, or -1 when the
  * grammar's budget ran out. */
 static int64_t fold_rules(struct ioloom_fold_area *a, uint32_t runs, uint32_t distinct) {
+    if (distinct == runs) return rules_without_repeats(a, runs);
     /* the grammar holds at most as many symbols as it was given: the cap is never reached */
     struct pg_grammar *g = pg_grammar_new((int32_t)runs + 64, (int32_t)distinct, &a->memory);
     if (!g) return -1;

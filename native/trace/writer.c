@@ -514,8 +514,13 @@ static void scatter_rows(const struct ioloom_raw_event *ev, uint32_t n, uint32_t
     }
 }
 
+static void forget_rows(void) {
+    for (uint32_t k = 0; k < groups.ops; k++) groups.rows[groups.seen[k]] = 0;
+}
+
 static void forget_counts(void) {
-    for (uint32_t k = 0; k < groups.ops; k++) groups.rows[groups.seen[k]] = groups.listed[groups.seen[k]] = 0;
+    forget_rows();
+    for (uint32_t k = 0; k < groups.ops; k++) groups.listed[groups.seen[k]] = 0;
 }
 
 /* Whether rows [0, n), whose operation changes `changes` times, are two operations taking turns (open and close;
@@ -527,18 +532,56 @@ static int taking_turns(uint32_t n, uint32_t changes) {
     return groups.ops == 2 && !groups.foreign && changes == n - 1 && (n + 1) / 2 >= GROUP_MIN_ROWS;
 }
 
+/* Encodes the n rows ev[0], ev[stride], ... as one chunk (tick times converted by `clock`, NULL: none) and writes it,
+ * or counts them as dropped; with `measured`, only adds its bytes there. w.lock held. */
+static void write_chunk_of_rows(uint32_t tid, const struct ioloom_raw_event *ev, uint32_t stride, uint32_t n,
+                                const struct ioloom_tick_clock *clock, size_t *measured) {
+    size_t len = ioloom_encode_events(w.encoded, w.scratch, tid, ev, stride, n, clock);
+    if (measured) {
+        *measured += len;
+        return;
+    }
+    if (append_locked(w.encoded, len, 0) == 0) {
+        w.events_written += n;
+        return;
+    }
+    note_write_failed(n);
+    count_dropped(n);
+}
+
+/* Encodes rows [0, n) of thread `tid`, whose operation changes `changes` times (tick times converted by `clock`,
+ * NULL: none), as EVENTS chunks, a chunk per frequent operation when there are several, and writes them (or counts
+ * them as dropped); with `measured`, only adds their bytes there. w.lock held. */
+static void write_plain(uint32_t tid, const struct ioloom_raw_event *ev, uint32_t n, uint32_t changes,
+                        const struct ioloom_tick_clock *clock, size_t *measured) {
+    if (taking_turns(n, changes)) {
+        write_chunk_of_rows(tid, ev, 2, (n + 1) / 2, clock, measured);
+        write_chunk_of_rows(tid, ev + 1, 2, n / 2, clock, measured);
+    } else if (worth_grouping(ev, n, changes)) {
+        scatter_rows(ev, n, groups.start[groups.chunks - 1]);
+        for (uint32_t k = 0; k < groups.chunks; k++)
+            write_chunk_of_rows(tid, w.grouped + groups.start[k], 1, groups.count[k], clock, measured);
+    } else {
+        write_chunk_of_rows(tid, ev, 1, n, clock, measured);
+    }
+}
+
 /* ---- folding (IOLOOM_FOLD=1: fold.h) ----
- * A buffer is written as one FOLDED chunk. It is written as EVENTS chunks instead, counted by reason, when the
- * grammar's budget runs out, when the buffer is larger than the area (the shared buffer is not), and in a signal
- * handler (folding allocates the grammar's nodes). */
+ * A buffer is written as one FOLDED chunk, or as the EVENTS chunks an unfolded trace has of the same rows (times
+ * rounded alike) when those are no larger (rows whose shapes barely repeat: small buffers, call ids that change every
+ * call). It is written as EVENTS chunks instead, counted by reason, also when the grammar's budget runs out, when the
+ * buffer is larger than the area (the shared buffer is not), and in a signal handler (folding allocates the
+ * grammar's nodes). */
 #define FOLD_GRAMMAR_BYTES_PER_EVENT                                          \
     256 /* the grammar's budget (IOLOOM_FOLD_GRAMMAR_BYTES), per event of the \
          * largest buffer */
-enum { FOLD_IN_SIGNAL = IOLOOM_FOLD_OUTCOMES, FOLD_REASONS };
-static const char *const fold_reasons[FOLD_REASONS] = {"folded", "no_memory", "too_large", "in_signal"};
+enum { FOLD_IN_SIGNAL = IOLOOM_FOLD_OUTCOMES, FOLD_PLAIN_SMALLER, FOLD_REASONS };
+static const char *const fold_reasons[FOLD_REASONS] = {"folded", "no_memory", "too_large", "in_signal",
+                                                       "plain_smaller"};
 static struct {
     struct ioloom_fold_area *area; /* NULL: folding off */
     uint8_t *chunk;                /* ioloom_fold_bound(capacity) */
+    struct ioloom_raw_event *rows; /* capacity: a buffer's rows, times rounded (round_rows) */
     uint64_t quantum;              /* ns: times are written rounded down to multiples of it */
     uint64_t events[FOLD_REASONS]; /* events written folded, and those written plain, by reason */
     uint64_t events_written[FOLD_REASONS];
@@ -555,26 +598,32 @@ static void start_folding(void) {
     size_t grammar = ioloom_env_size("IOLOOM_FOLD_GRAMMAR_BYTES", (size_t)w.capacity * FOLD_GRAMMAR_BYTES_PER_EVENT);
     fold.area = ioloom_fold_area_new(w.capacity, grammar);
     fold.chunk = malloc(ioloom_fold_bound(w.capacity));
+    fold.rows = malloc(w.capacity * sizeof *fold.rows);
     if (ioloom_env_bool("IOLOOM_FOLD_CHECK", 0)) fold.check = malloc(ioloom_events_bound(w.capacity));
-    if (fold.area && fold.chunk) return;
+    if (fold.area && fold.chunk && fold.rows) return;
     free(fold.area);
     free(fold.chunk);
+    free(fold.rows);
     fold.area = NULL;
 }
 
-/* IOLOOM_FOLD_CHECK=1 (tests): the folded chunk of rows [0, n) unfolded again by the reader's code must be the EVENTS
- * chunk of the same rows with their times rounded down to the quantum, byte for byte (the checksum aside); counted.
- * w.lock held: w.grouped and w.encoded are free. */
-static void check_folded(uint32_t tid, const struct ioloom_raw_event *ev, uint32_t n, size_t size,
-                         const struct ioloom_tick_clock *clock) {
+/* Rows [0, n) into fold.rows with their times in ns rounded down to the quantum: the rows a FOLDED chunk of them
+ * unfolds to. */
+static void round_rows(const struct ioloom_raw_event *ev, uint32_t n, const struct ioloom_tick_clock *clock) {
     for (uint32_t i = 0; i < n; i++) {
         uint64_t start = ioloom_row_ns(clock, &ev[i], ev[i].t_start), end = ioloom_row_ns(clock, &ev[i], ev[i].t_end);
-        w.grouped[i] = ev[i];
-        w.grouped[i].ticks = 0;
-        w.grouped[i].t_start = start - start % fold.quantum;
-        w.grouped[i].t_end = end - end % fold.quantum;
+        fold.rows[i] = ev[i];
+        fold.rows[i].ticks = 0;
+        fold.rows[i].t_start = start - start % fold.quantum;
+        fold.rows[i].t_end = end - end % fold.quantum;
     }
-    size_t plain = ioloom_encode_events(w.encoded, w.scratch, tid, w.grouped, 1, n, NULL);
+}
+
+/* IOLOOM_FOLD_CHECK=1 (tests): the folded chunk (`size` bytes) of the n rows of fold.rows unfolded again by the
+ * reader's code must be their EVENTS chunk, byte for byte (the checksum aside); counted. w.lock held: w.encoded is
+ * free. */
+static void check_folded(uint32_t tid, uint32_t n, size_t size) {
+    size_t plain = ioloom_encode_events(w.encoded, w.scratch, tid, fold.rows, 1, n, NULL);
     int64_t again = ioloom_unfold_events(fold.chunk + IOLOOM_CHUNK_HEADER_BYTES, size - IOLOOM_CHUNK_HEADER_BYTES,
                                          fold.check, ioloom_events_bound(w.capacity));
     int same = again == (int64_t)plain && !memcmp(fold.check, w.encoded, 8) &&
@@ -584,18 +633,26 @@ static void check_folded(uint32_t tid, const struct ioloom_raw_event *ev, uint32
     fold.check_failed += same ? 0 : n;
 }
 
-/* Folds rows [0, n) of thread `tid` (tick times converted by `clock`, NULL: none) into one chunk and writes it (or
- * counts them as dropped); 0 when they were not folded (counted by reason), to be written as EVENTS chunks. w.lock
- * held. */
-static int write_folded(uint32_t tid, const struct ioloom_raw_event *ev, uint32_t n,
+/* Folds rows [0, n) of thread `tid` (whose operation changes `changes` times; tick times converted by `clock`, NULL:
+ * none) into one chunk and writes it, or the EVENTS chunks of the same rows (times rounded alike) when those are no
+ * larger, or counts them as dropped; 0 when they were not folded (counted by reason), to be written as EVENTS
+ * chunks. w.lock held. */
+static int write_folded(uint32_t tid, const struct ioloom_raw_event *ev, uint32_t n, uint32_t changes,
                         const struct ioloom_tick_clock *clock) {
-    size_t size = 0;
+    size_t size = 0, plain = 0;
     int outcome = ioloom_in_signal
                       ? FOLD_IN_SIGNAL
                       : (int)ioloom_fold_events(fold.area, fold.chunk, &size, tid, ev, n, fold.quantum, clock);
+    if (outcome == IOLOOM_FOLDED) {
+        round_rows(ev, n, clock);
+        write_plain(tid, fold.rows, n, changes, NULL, &plain);
+        forget_rows(); /* the grouping is laid out again to write */
+        outcome = plain <= size ? FOLD_PLAIN_SMALLER : IOLOOM_FOLDED;
+    }
     fold.events[outcome] += n;
-    if (outcome != IOLOOM_FOLDED) return 0;
-    if (fold.check) check_folded(tid, ev, n, size, clock);
+    if (outcome == FOLD_PLAIN_SMALLER) write_plain(tid, fold.rows, n, changes, NULL, NULL);
+    if (outcome != IOLOOM_FOLDED) return outcome == FOLD_PLAIN_SMALLER;
+    if (fold.check) check_folded(tid, n, size);
     if (append_locked(fold.chunk, size, 0) == 0) {
         w.events_written += n;
         return 1;
@@ -627,21 +684,8 @@ static void write_fold_counts(void) {
     }
 }
 
-/* Encodes the n rows ev[0], ev[stride], ... as one chunk (tick times converted by `clock`, NULL: none) and writes it,
- * or counts them as dropped. w.lock held. */
-static void write_chunk_of_rows(uint32_t tid, const struct ioloom_raw_event *ev, uint32_t stride, uint32_t n,
-                                const struct ioloom_tick_clock *clock) {
-    size_t len = ioloom_encode_events(w.encoded, w.scratch, tid, ev, stride, n, clock);
-    if (append_locked(w.encoded, len, 0) == 0) {
-        w.events_written += n;
-        return;
-    }
-    note_write_failed(n);
-    count_dropped(n);
-}
-
 /* Encodes rows [0, n) of thread `tid` (tick times converted by `clock`, NULL: none) and writes them (after the names
- * of new operations), a chunk per frequent operation when there are several, or counts them as dropped. */
+ * of new operations), folded or as EVENTS chunks, or counts them as dropped. */
 static void write_events(uint32_t tid, const struct ioloom_raw_event *ev, uint32_t n,
                          const struct ioloom_tick_clock *clock) {
     if (ioloom_lock(&w.lock)) {
@@ -652,16 +696,8 @@ static void write_events(uint32_t tid, const struct ioloom_raw_event *ev, uint32
     if (write_new_ops_locked(groups.seen, groups.ops)) {
         note_write_failed(n);
         count_dropped(n);
-    } else if (fold.area && write_folded(tid, ev, n, clock)) {
-    } else if (taking_turns(n, changes)) {
-        write_chunk_of_rows(tid, ev, 2, (n + 1) / 2, clock);
-        write_chunk_of_rows(tid, ev + 1, 2, n / 2, clock);
-    } else if (worth_grouping(ev, n, changes)) {
-        scatter_rows(ev, n, groups.start[groups.chunks - 1]);
-        for (uint32_t k = 0; k < groups.chunks; k++)
-            write_chunk_of_rows(tid, w.grouped + groups.start[k], 1, groups.count[k], clock);
-    } else {
-        write_chunk_of_rows(tid, ev, 1, n, clock);
+    } else if (!fold.area || !write_folded(tid, ev, n, changes, clock)) {
+        write_plain(tid, ev, n, changes, clock, NULL);
     }
     forget_counts();
     pthread_mutex_unlock(&w.lock);
