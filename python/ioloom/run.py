@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import time
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
@@ -69,13 +70,12 @@ def libraries(argv: list[str], layers: list[str]) -> list[Path]:
         except paths.NativeMissing:
             typer.echo(f"ioloom run: libioloom-trace-mpi-{impl.name}.so is not built: MPI-IO calls will not be traced "
                        f"(run `make build`)", err=True)
-    return libs + launcher_libraries(argv)
+    return libs + launcher_libraries(detected.launcher, argv)
 
 
-def launcher_libraries(argv: list[str]) -> list[Path]:
+def launcher_libraries(launcher: mpi.MpiImpl | None, argv: list[str]) -> list[Path]:
     """What the launch itself needs preloaded into the ranks (mpi.MpiImpl.idle_yield: MPICH's ranks on more
-    ranks than cores yield when they wait), for a command that starts with an MPI launcher."""
-    launcher = mpi.launcher_impl(argv[0]) if argv else None
+    ranks than cores yield when they wait), for a command argv that starts with `launcher` (mpi.examine's)."""
     try:
         return launcher.idle_yield(mpi.launched_ranks(argv)) if launcher else []
     except paths.NativeMissing as err:
@@ -233,11 +233,11 @@ def fold_summary(trace) -> list[str]:
     """A line on folding (--fold): events written folded, at which time resolution, and those written plain and
     why (the stream's INFO, written by native/trace/writer.c); none when nothing was folded."""
     folded = sum(int(s.info.get("folded_events", 0)) for s in trace.streams)
-    plain: dict[str, int] = {}
+    plain: Counter[str] = Counter()
     for stream in trace.streams:
         for key, value in stream.info.items():
             if key.startswith("fold_fallback:"):
-                plain[key.split(":", 1)[1]] = plain.get(key.split(":", 1)[1], 0) + int(value)
+                plain[key.partition(":")[2]] += int(value)
     if not folded and not plain:
         return []
     quanta = sorted({int(s.info["fold_quantum_ns"]) for s in trace.streams if "fold_quantum_ns" in s.info})
