@@ -28,9 +28,8 @@ import typer
 from ioloom import outputs, paths
 from ioloom.bench import app
 from ioloom.bench.stats import rounds_allowed, spread
-from ioloom.coord import MIN_GAIN
+from ioloom.coord import COORDINATED, MIN_GAIN, offsets
 
-COORDINATED = ("fcfs", "interrupt", "dynamic")
 START_MARGIN = 0.25  # seconds from spawning the writers to A's start: both are sleeping by then
 # seconds from spawning two `ioloom run`s to A's first write (--margin): both have started by then (their first
 # write comes about 1 s after the spawn on a quiet machine, later under load)
@@ -163,11 +162,6 @@ def pairs(options: dict, which: str) -> dict:
     return chosen if which == "both" else {which: chosen[which]}
 
 
-def offsets(options: dict, a, b, points: int) -> list[float]:
-    t_a, t_b = a[0] / options["bandwidth"], b[0] / options["bandwidth"]
-    return [round(-t_b + i * (t_a + t_b) / (points - 1), 6) for i in range(points)]
-
-
 def one_round(work: Path, options: dict, chosen: dict, coords: Coordinators, points: int, flip: bool) -> dict:
     """One interleaved round: each pair's applications alone, then each offset under each policy (orders
     alternate by round): {(pair, dt, policy): {"t_a", "t_b"}, (pair, "alone"): {"t_a", "t_b"}}."""
@@ -175,7 +169,7 @@ def one_round(work: Path, options: dict, chosen: dict, coords: Coordinators, poi
     for pair, (a, b) in chosen.items():
         samples[(pair, "alone")] = {"t_a": run_apps(work, [("A", *a, 0.0)], options, None)[0]["t"],
                                     "t_b": run_apps(work, [("B", *b, 0.0)], options, None)[0]["t"]}
-        dts = offsets(options, a, b, points)
+        dts = offsets(a[0] / options["bandwidth"], b[0] / options["bandwidth"], points, digits=6)
         policies = ["none", *coords.addresses]
         for dt in (reversed(dts) if flip else dts):
             for policy in (reversed(policies) if flip else policies):

@@ -22,10 +22,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from ioloom.coord import MIN_GAIN
+from ioloom.coord import COORDINATED, MIN_GAIN
 from ioloom.models import METRICS, Pending, sharing_cost
 
-POLICIES = ("interfere", "fcfs", "interrupt", "dynamic")
+POLICIES = ("interfere", *COORDINATED)  # interfere: everyone writes at once, uncoordinated
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from ioloom import outputs
+from ioloom.coord import offsets
 from ioloom.coord.policy import Policy
 from ioloom.sim import engine, workload
 from ioloom.sim.coord import COORDINATED, PhaseCoordinator
@@ -119,6 +120,7 @@ class TraceScenario:
         found = [announcements(i, w, t) for i, (w, t) in enumerate(zip(self.jobs, self.alone_times))]
         self.numbers = np.concatenate([n for n, _ in found])
         self.announced = {(a.job, a.phase): a for _, listed in found for a in listed}
+        self.placed = self._placed()
 
     def _placed(self) -> list[Workload]:
         """The jobs side by side: B on the nodes after A's, its files numbered apart from A's."""
@@ -144,7 +146,7 @@ class TraceScenario:
     def pair(self, dt: float, policy: Policy | None, mode: str) -> tuple[float, float, list]:
         """A at max(0, -dt), B at max(0, dt): each one's run time and the coordinator's decisions."""
         starts = [max(0.0, -dt), max(0.0, dt)]
-        both = workload.combine(self._placed(), starts)
+        both = workload.combine(self.placed, starts)
         if policy is None:
             outcome, decisions = engine.run(self.platform, both), []
         else:
@@ -169,8 +171,7 @@ def sweep(s: TraceScenario, points: int, metric: str, min_gain: float) -> dict:
     announcements: I_A, I_B, f / f_none and the announcements decided otherwise than under oracle ones."""
     t_a, t_b = s.alone()
     rows = []
-    for i in range(points):
-        dt = round(-t_b + i * (t_a + t_b) / (points - 1), 9)
+    for dt in offsets(t_a, t_b, points):
         a, b, _ = s.pair(dt, None, "oracle")
         none = s.ranks[0] * a + s.ranks[1] * b
         rows.append(_row(dt, "none", "-", a, b, (t_a, t_b), none, s.ranks, None))

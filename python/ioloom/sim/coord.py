@@ -15,13 +15,11 @@ from pathlib import Path
 import typer
 
 from ioloom import outputs
-from ioloom.coord import MIN_GAIN
+from ioloom.coord import COORDINATED, MIN_GAIN, offsets
 from ioloom.coord.policy import Policy
 from ioloom.coord.state import State
 from ioloom.sim import engine, results, workload
 from ioloom.sim.platform import Platform, PlatformError, from_dict, load
-
-COORDINATED = ("fcfs", "interrupt", "dynamic")
 
 
 @dataclass
@@ -97,8 +95,7 @@ def sweep(s: Scenario, points: int, metric: str = "core-seconds", min_gain: floa
     """The Δ-graph rows of `s`: per dt and policy, I_A, I_B, f / f_none and B's announcement's decision."""
     t_a, t_b = s.alone()
     rows = []
-    for i in range(points):
-        dt = round(-t_b + i * (t_a + t_b) / (points - 1), 9)
+    for dt in offsets(t_a, t_b, points):
         none = None
         for name in ("none", *COORDINATED):
             policy = None if name == "none" else Policy(name, metric, min_gain)
