@@ -56,11 +56,6 @@ def page_cache_limits() -> tuple[int, int]:
     return int(pages["nr_dirty_threshold"]) * size, int(pages["nr_dirty_background_threshold"]) * size
 
 
-def host_cores() -> int:
-    """The cores this process (and the bench's ranks it starts) may run on: its affinity, not the machine's count."""
-    return len(os.sched_getaffinity(0))
-
-
 @dataclass
 class Client:
     copy_bandwidth: float  # bytes/s a core copies into the page cache
@@ -102,7 +97,7 @@ def measure_client(directory: Path, size: int = 256 << 20, chunk: int = 1 << 20)
     finally:
         os.close(fd)
         path.unlink()
-    cores = host_cores()
+    cores = mpi.cpus()
     client = fit_client(size // chunk * chunk, cpus, ends, cores)
     rate, share = concurrent_copy(directory, cores)
     client = replace(client, cpu_load=max(0.0, cores / share - 1))
@@ -205,7 +200,7 @@ def platform_doc(disk: Disk, ranks_per_node: int = max(CHECK_RANKS)) -> dict:
     cache as the write-back cache."""
     dirty, background = page_cache_limits()
     fast = 1e12
-    return {"clients": {"nodes": 1, "ranks_per_node": ranks_per_node, "cores": host_cores(),
+    return {"clients": {"nodes": 1, "ranks_per_node": ranks_per_node, "cores": mpi.cpus(),
                         "cpu_load": disk.client.cpu_load, "copy_efficiency": disk.client.copy_efficiency,
                         "oversubscribed_efficiency": disk.client.oversubscribed_efficiency,
                         "nic_bandwidth": fast, "nic_latency": 0.0},
