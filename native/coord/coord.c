@@ -376,10 +376,11 @@ int ioloom_coord_wait(ioloom_coord *c) {
     return go;
 }
 
-/* Whether the bytes released and not reported yet are to be reported now (the handle's lock held). */
+/* Whether the bytes released and not reported yet are to be reported now (the handle's lock held): some are,
+ * and they reach a part of the phase or the last report is old. */
 static int report_due(const ioloom_coord *c) {
-    return c->unsent * IOLOOM_COORD_REPORT_PARTS >= c->sent_bytes ||
-           now_seconds() - c->sent_at >= IOLOOM_COORD_REPORT_SECONDS;
+    return c->unsent > 0 && (c->unsent * IOLOOM_COORD_REPORT_PARTS >= c->sent_bytes ||
+                             now_seconds() - c->sent_at >= IOLOOM_COORD_REPORT_SECONDS);
 }
 
 void ioloom_coord_release(ioloom_coord *c, uint64_t bytes) {
