@@ -464,7 +464,7 @@ static uint32_t survey_ops(const struct ioloom_raw_event *ev, uint32_t n) {
         if (IOLOOM_LIKELY(op == previous)) continue;
         changes++;
         previous = op;
-        if (op >= IOLOOM_OP_COUNT || !groups.listed[op]) note_op(op); /* two ops taking turns: noted once each */
+        note_op(op);
     }
     return changes;
 }
@@ -604,7 +604,9 @@ static void start_folding(void) {
     free(fold.area);
     free(fold.chunk);
     free(fold.rows);
+    free(fold.check);
     fold.area = NULL;
+    fold.check = NULL;
 }
 
 /* Rows [0, n) into fold.rows with their times in ns rounded down to the quantum: the rows a FOLDED chunk of them
@@ -662,10 +664,12 @@ static int write_folded(uint32_t tid, const struct ioloom_raw_event *ev, uint32_
     return 1;
 }
 
-/* The folding counts, written when they changed: fold_quantum_ns, folded_events, and fold_fallback:<reason>. */
+/* The folding counts, written when they changed: folded_events and fold_fallback:<reason>; with folded events or
+ * events written plain because smaller (both rounded to it), fold_quantum_ns; and the check's counts. */
 static void write_fold_counts(void) {
     if (!fold.area) return;
     char text[32];
+    int rounded = 0;
     for (int k = 0; k < FOLD_REASONS; k++) {
         if (fold.events[k] == fold.events_written[k]) continue;
         fold.events_written[k] = fold.events[k];
@@ -673,15 +677,16 @@ static void write_fold_counts(void) {
         snprintf(key, sizeof key, k == IOLOOM_FOLDED ? "folded_events" : "fold_fallback:%s", fold_reasons[k]);
         snprintf(text, sizeof text, "%llu", (unsigned long long)fold.events[k]);
         ioloom_write_info(key, text);
-        if (k != IOLOOM_FOLDED) continue;
-        snprintf(text, sizeof text, "%llu", (unsigned long long)fold.quantum);
-        ioloom_write_info("fold_quantum_ns", text);
-        if (!fold.check) continue;
-        snprintf(text, sizeof text, "%llu", (unsigned long long)fold.checked);
-        ioloom_write_info("fold_checked_events", text);
-        snprintf(text, sizeof text, "%llu", (unsigned long long)fold.check_failed);
-        ioloom_write_info("fold_check_failed_events", text);
+        rounded |= k == IOLOOM_FOLDED || k == FOLD_PLAIN_SMALLER;
     }
+    if (!rounded) return;
+    snprintf(text, sizeof text, "%llu", (unsigned long long)fold.quantum);
+    ioloom_write_info("fold_quantum_ns", text);
+    if (!fold.check) return;
+    snprintf(text, sizeof text, "%llu", (unsigned long long)fold.checked);
+    ioloom_write_info("fold_checked_events", text);
+    snprintf(text, sizeof text, "%llu", (unsigned long long)fold.check_failed);
+    ioloom_write_info("fold_check_failed_events", text);
 }
 
 /* Encodes rows [0, n) of thread `tid` (tick times converted by `clock`, NULL: none) and writes them (after the names
