@@ -284,8 +284,8 @@ def _fold_demo(impl: mpi.MpiImpl, ranks: int, quanta: list[int], work: Path, rep
 
     argv = demo_binary(impl, work)
     if argv is None:
-        typer.echo(f"ioloom: the demo's program was not built (mpicc.{impl.name} missing?): its row is left out",
-                   err=True)
+        typer.echo(f"ioloom: the demo's program was not built ({impl.mpicc} or examples/ missing?): its row is "
+                   "left out", err=True)
         return
 
     def run(env: dict[str, str] | None, tag: str) -> Path:

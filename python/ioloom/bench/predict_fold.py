@@ -6,22 +6,25 @@ the same program traced unfolded. Every folded chunk is unfolded again in the tr
 chunk of its rows (IOLOOM_FOLD_CHECK=1): the table says how many events were checked and how many differed."""
 from __future__ import annotations
 
+import shutil
 import struct
 import subprocess
 from pathlib import Path
 
-from ioloom import mpi
+from ioloom import mpi, paths
 
 FOLDED, HEADER = 5, struct.Struct("<III")
-DEMO = Path(__file__).resolve().parents[3] / "examples" / "strided_mpiio.c"
+DEMO = paths.REPO_ROOT / "examples" / "strided_mpiio.c"
 
 
 def demo_binary(impl: mpi.MpiImpl, work: Path) -> list[str] | None:
     """The demo's program (scripts/demo.sh: 64 blocks of 4 KiB per rank, strided, MPI-IO) built for `impl`; its
     command line without the output file, or None when the source or the compiler is missing."""
+    if not DEMO.is_file() or not shutil.which(impl.mpicc):
+        return None
     exe = work / f"strided_mpiio-{impl.name}"
-    done = subprocess.run([f"mpicc.{impl.name}", "-O2", "-o", str(exe), str(DEMO)], capture_output=True)
-    return [str(exe)] if DEMO.exists() and done.returncode == 0 else None
+    done = subprocess.run([impl.mpicc, "-O2", "-o", str(exe), str(DEMO)], capture_output=True)
+    return [str(exe)] if done.returncode == 0 else None
 
 
 def stream_parts(trace: Path) -> dict:
