@@ -560,7 +560,7 @@ def _with_unfolded(stream: StreamFile, raw, chunks: np.ndarray, folded: list[int
         origins.append(pos)
     if not unfolded:
         return chunks
-    whole = b"".join([bytes(raw)] + unfolded)
+    whole = b"".join([memoryview(raw), *unfolded])
     stream.data = np.frombuffer(whole, np.uint8)
     rules = index_rules(stream.major)
     rows, kept, at = [chunks], [], len(raw)
