@@ -2,7 +2,10 @@
 traced), exit codes, layers, and refusals that say what to do."""
 from __future__ import annotations
 
+import itertools
 import os
+
+import pytest
 
 from ioloom.trace import open_trace
 
@@ -142,3 +145,32 @@ def test_bench_overhead_runs_the_probe_on_the_cpu_given(tmp_path):
                                   "print('cpu', max(os.sched_getaffinity(0)))"]
     assert run_probe(show, tmp_path / "unused", 1, None, cpu=allowed[0]) == {"cpus": 1, "cpu": allowed[0]}
     assert run_probe(show, tmp_path / "unused", 1, None) == {"cpus": len(allowed), "cpu": allowed[-1]}
+
+
+def test_bench_overhead_probes_take_turns_block_by_block(tmp_path):
+    """run_in_turns: two probes (both traced here, to see when each call ran) run at once and take turns: sorted
+    by time, their lseeks come in runs of one block each, alternately (the warm-up block, then each timed block),
+    and each prints its ns per call of every timed block. A probe that fails ends the other at once, with one
+    message."""
+    import time
+
+    from ioloom import paths
+    from ioloom.bench.overhead import run_in_turns
+    from ioloom.run import traced_environment
+    from ioloom.trace import open_trace
+
+    probe = [str(paths.native_bin("ioloom-overhead-probe")), str(tmp_path / "probe.dat"), "3000", "lseek"]
+    env = traced_environment([paths.native_lib("ioloom-trace")], tmp_path / "trace", ["posix"])  # two streams
+    timed = run_in_turns([(probe, env), (probe, env)], tmp_path, 3)
+    assert [sorted(each) for each in timed] == [["lseek"], ["lseek"]]
+    assert all(len(each["lseek"]) == 3 and min(each["lseek"]) > 0 for each in timed)
+    times = []
+    for side, stream in enumerate(open_trace(tmp_path / "trace").streams):
+        events = stream.read().to_pandas().astype({"op": str})
+        times += [(t, side) for t in events[events["op"] == "lseek"]["t_start"]]
+    runs = [len(list(group)) for _, group in itertools.groupby(side for _, side in sorted(times))]
+    assert runs == [1000] * 8  # the warm-up block and 3 timed blocks each, alternately
+    started = time.monotonic()
+    with pytest.raises(RuntimeError, match=r"false .*failed \(exit 1\)"):
+        run_in_turns([(probe, {}), (["false"], {})], tmp_path, 3)
+    assert time.monotonic() - started < 30  # not the probe's wait for a turn that never comes

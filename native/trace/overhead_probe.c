@@ -1,14 +1,24 @@
 /* The probe behind `ioloom bench overhead`: times N small calls of each kind on a file in the page cache and
- * prints "<call> <ns of CPU time per call>" per kind. Run untraced and with the tracer preloaded, alternately,
- * the difference is what tracing adds per call. Built plain (the POSIX and stdio calls) and once per MPI
+ * prints "<call> <ns of CPU time per call>..." per kind. Built plain (the POSIX and stdio calls) and once per MPI
  * (adding MPI_File_write_at, MPI_File_write_at_all and MPI_File_read_at, on one rank).
  *
- * CPU time (the process's, so that a tracer's helper threads count) rather than wall-clock time: a busy machine
- * stretches the wall clock of both runs unevenly, not the work each does.
+ * Alone, it times the N calls of each kind as one block, with the process's CPU clock (a tracer's helper threads
+ * count). Taking turns (--turn), several probes run at once, one untraced, one traced, one per other tool, and
+ * pass a token round a ring of FIFOs: each runs one untimed warm-up block of each kind, then splits the N calls
+ * into BLOCKS blocks, runs a block only while it holds the token, and prints the ns per call of each block, timed
+ * with the thread's CPU clock (what the program's thread spends: the tracer encodes on it unless told
+ * otherwise). Block i of every probe then ran within a few milliseconds of the others' block i, on the same file,
+ * in the same page cache and dentry state, so a drift of the machine (another guest on the host, a neighbour's
+ * cache use) reaches every side alike.
  *
- * usage: ioloom-overhead-probe[-<mpi>] FILE N [KINDS]   (KINDS: a comma-separated subset, e.g. "pwrite"; default
- *        all; one kind at a time is what `bench overhead --instructions` counts) */
+ * usage: ioloom-overhead-probe[-<mpi>] FILE N [KINDS] [--turn IN OUT BLOCKS [lead]]
+ *   KINDS: a comma-separated subset, e.g. "pwrite" (default all; "all" as a placeholder); one kind at a time is
+ *   what `bench overhead --instructions` counts. IN, OUT: FIFOs (this probe's and the next one's); the probe
+ *   given "lead" writes FILE and starts with the token (the probes share FILE: the others do not write it
+ *   again under it). */
+#include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,10 +38,48 @@ static FILE *stream;
 static char buf[BLOCK];
 static long failures;
 
+/* ---- turns: a token passed round a ring of FIFOs ---- */
+
+#define TURN_WAIT_MS 120000 /* a peer that has not passed the token in 2 min has failed */
+
+static struct {
+    int in, out; /* -1: alone */
+    int lead;    /* holds the token first */
+    long blocks; /* timed blocks per kind */
+    clockid_t clock;
+} turns = {-1, -1, 0, 1, CLOCK_PROCESS_CPUTIME_ID};
+
 static double cpu_ns(void) {
     struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    clock_gettime(turns.clock, &ts);
     return ts.tv_sec * 1e9 + ts.tv_nsec;
+}
+
+/* Both ends opened read-write: neither open waits for the peer, and the token stays in the FIFO while a peer
+ * that has not started yet opens it. */
+static int open_turns(const char *in, const char *out, const char *blocks) {
+    turns.in = open(in, O_RDWR);
+    turns.out = open(out, O_RDWR);
+    turns.blocks = atol(blocks);
+    turns.clock = CLOCK_THREAD_CPUTIME_ID;
+    return turns.in < 0 || turns.out < 0 || turns.blocks < 1 ? -1 : 0;
+}
+
+static void wait_turn(void) {
+    if (turns.in < 0) return;
+    struct pollfd ready = {.fd = turns.in, .events = POLLIN};
+    char token;
+    int got;
+    while ((got = poll(&ready, 1, TURN_WAIT_MS)) < 0 && errno == EINTR) continue;
+    if (got != 1 || read(turns.in, &token, 1) != 1) {
+        fprintf(stderr, "overhead probe: no turn for %d s: a probe taking turns with this one has stopped\n",
+                TURN_WAIT_MS / 1000);
+        exit(3);
+    }
+}
+
+static void pass_turn(void) {
+    if (turns.out >= 0 && write(turns.out, "t", 1) != 1) failures++;
 }
 
 /* ---- one call of each kind; call i of a run ---- */
@@ -134,12 +182,28 @@ static int wanted(const char *asked, const char *name) {
     return 0;
 }
 
-static void run(const struct kind *k, long n) {
-    k->start();
+/* Calls [from, from + n) of kind k, timed: ns per call. */
+static double timed_block(const struct kind *k, long from, long n) {
     double start = cpu_ns();
-    for (long i = 0; i < n; i++) k->call(i);
-    printf("%s %.1f\n", k->name, (cpu_ns() - start) / n);
-    k->end();
+    for (long i = from; i < from + n; i++) k->call(i);
+    return (cpu_ns() - start) / n;
+}
+
+/* The n calls of kind k in turns.blocks timed blocks, each in this probe's turn, after an untimed warm-up block
+ * when taking turns (in a turn of its own, with the kind's start: a probe never runs while another is timed):
+ * "<kind> <ns per call of each block>". */
+static void run(const struct kind *k, long n) {
+    long size = n / turns.blocks, warm = turns.in >= 0;
+    printf("%s", k->name);
+    for (long b = -warm; b < turns.blocks; b++) {
+        wait_turn();
+        if (b == -warm) k->start();
+        double ns = timed_block(k, (b + warm) * size, size);
+        if (b >= 0) printf(" %.1f", ns);
+        if (b == turns.blocks - 1) k->end();
+        pass_turn();
+    }
+    printf("\n");
 }
 
 /* A file of SPAN blocks in the page cache. */
@@ -150,18 +214,30 @@ static int prepare(void) {
     return close(made);
 }
 
+/* --turn IN OUT BLOCKS [lead] */
+static int start_turns(char **turn, int given) {
+    if (given != 4 && given != 5) return -1;
+    turns.lead = given == 5 && strcmp(turn[4], "lead") == 0;
+    return given == 5 && !turns.lead ? -1 : open_turns(turn[1], turn[2], turn[3]);
+}
+
 int main(int argc, char **argv) {
-    if (argc != 3 && argc != 4) {
-        fprintf(stderr, "usage: %s FILE N [KINDS]\n", argv[0]);
+    int turn_at = 1;
+    while (turn_at < argc && strcmp(argv[turn_at], "--turn") != 0) turn_at++;
+    if (turn_at < 3 || turn_at > 4 || (turn_at < argc && start_turns(argv + turn_at, argc - turn_at) != 0)) {
+        fprintf(stderr, "usage: %s FILE N [KINDS] [--turn IN OUT BLOCKS [lead]]\n", argv[0]);
         return 2;
     }
     path = argv[1];
     long n = atol(argv[2]);
-    const char *asked = argc == 4 ? argv[3] : NULL;
-    if (prepare() != 0) {
+    const char *asked = turn_at == 4 && strcmp(argv[3], "all") != 0 ? argv[3] : NULL;
+    /* Taking turns, the lead writes the file and then gives itself the token: the others touch the file in
+     * their turns only. */
+    if ((turns.in < 0 || turns.lead) && prepare() != 0) {
         perror(path);
         return 1;
     }
+    if (turns.lead && write(turns.in, "t", 1) != 1) failures++;
 #ifdef IOLOOM_MPI_IMPL
     MPI_Init(&argc, &argv);
 #endif

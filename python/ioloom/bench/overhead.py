@@ -15,7 +15,9 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import shutil
+import statistics
 import subprocess
 import tempfile
 import time
@@ -34,6 +36,10 @@ from ioloom.run import traced_environment
 GOAL_NS = 100
 POSIX_CALLS = ("pwrite", "pread", "write", "read", "fwrite", "fread", "open+close", "stat", "lseek")
 MPI_CALLS = ("MPI_File_write_at", "MPI_File_write_at_all", "MPI_File_read_at")
+# Calls per timed block: at least as many events as the tracer's default buffer holds between two flushes
+# (native/trace/writer.c, allocate_writer), so that every block encodes and writes its share of the events and a
+# median block includes it.
+BLOCK_CALLS = 5000
 
 
 @dataclass(frozen=True)
@@ -115,46 +121,101 @@ def _variants(probe: Probe, trace: Path, work: Path, others: list[Tool], traced_
             **{tool.name: tool.env(probe, work) for tool in others if tool.library(probe)}}
 
 
+def blocks_of(calls: int) -> int:
+    """Timed blocks per kind: blocks of BLOCK_CALLS calls (one block when fewer calls are asked for)."""
+    return max(1, calls // BLOCK_CALLS)
+
+
+def run_in_turns(commands: list[tuple[list[str], dict[str, str]]], work: Path, blocks: int,
+                 cpu: int | None = None) -> list[dict[str, list[float]]]:
+    """Runs the probe commands (argv without --turn, environment) at once, taking turns block by block (the first
+    holds the token first and writes the probe's file), on CPU `cpu` alone when given; each one's ns per call of
+    each timed block, by kind. A probe that fails ends the others at once (they would wait for their turn)."""
+    fifos = [work / f"turn-{i}" for i in range(len(commands))]
+    for fifo in fifos:
+        fifo.unlink(missing_ok=True)
+        os.mkfifo(fifo)
+    pin = (lambda: os.sched_setaffinity(0, {cpu})) if cpu is not None else None
+    running: list[tuple[subprocess.Popen, Path]] = []
+    try:
+        for i, (argv, env) in enumerate(commands):
+            turn = ["--turn", str(fifos[i]), str(fifos[(i + 1) % len(fifos)]), str(blocks),
+                    *(["lead"] if i == 0 else [])]
+            out = work / f"turn-{i}.out"
+            with out.open("w") as stdout, out.with_suffix(".err").open("w") as stderr:
+                running.append((subprocess.Popen([*argv, *turn], env=env, stdout=stdout, stderr=stderr,
+                                                 preexec_fn=pin), out))
+        _wait_all([process for process, _ in running])
+    finally:
+        for process, _ in running:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+    failed = [f"{shlex.join(argv)} failed (exit {process.returncode}): {out.with_suffix('.err').read_text().strip()}"
+              for (process, out), (argv, _) in zip(running, commands, strict=True) if process.returncode]
+    if failed:
+        raise RuntimeError("; ".join(failed))
+    return [{line.split()[0]: [float(ns) for ns in line.split()[1:]]
+             for line in out.read_text().splitlines() if line.strip()} for _, out in running]
+
+
+def _wait_all(processes: list[subprocess.Popen], timeout: float = 1800) -> None:
+    """Until every process has ended, or one has failed (the caller ends the others), or `timeout` s."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        codes = [process.poll() for process in processes]
+        if all(code == 0 for code in codes) or any(code for code in codes):
+            return
+        time.sleep(0.02)
+
+
 def _round(probe: Probe, calls: int, work: Path, trace: Path, others: list[Tool], index: int,
-           times: dict[str, dict[str, list[float]]], cpu: int | None) -> None:
-    """One round: the probe untraced, traced and with each other tool preloaded instead, back to back, starting
-    from a different variant each round (a drift of the machine's load then favours none), all on CPU `cpu` when
-    given; each run's ns per call appended to times[variant][call]."""
-    variants = list(_variants(probe, trace, work, others).items())
-    for variant, env in variants[index % len(variants):] + variants[:index % len(variants)]:
-        for name, ns in run_probe(probe.argv(), work / f"{probe.label}.dat", calls, env, probe.calls, cpu).items():
-            times.setdefault(variant, {}).setdefault(name, []).append(ns)
+           blocks: dict[str, list[dict[str, list[float]]]], cpu: int | None) -> None:
+    """One round: the probe untraced, traced and with each other tool preloaded instead, all at once and taking
+    turns block by block, the ring starting from a different variant each round; each variant's blocks (ns per
+    call by kind) appended to blocks[variant]."""
+    variants = list(_variants(probe, trace, work, others, {"IOLOOM_BACKGROUND_ENCODE": "0"}).items())
+    variants = variants[index % len(variants):] + variants[:index % len(variants)]
+    argv = [*probe.argv(), str(work / f"{probe.label}.dat"), str(calls), ",".join(probe.calls)]
+    ran = run_in_turns([(argv, env) for _, env in variants], work, blocks_of(calls), cpu)
+    for (variant, _), timed in zip(variants, ran, strict=True):
+        blocks.setdefault(variant, []).append(timed)
 
 
-def _added(plain: list[float], tool: list[float]) -> tuple[dict, dict]:
-    """What a tool added per round (paired with the untraced run of the same round), and its ratio to it."""
-    return stats.spread([t - u for u, t in zip(plain, tool, strict=True)]), stats.spread(stats.per_round(tool, plain))
+def _by_round(plain: list[dict[str, list[float]]], tool: list[dict[str, list[float]]], call: str) -> dict:
+    """Per round: the tool's median block, what it added (the median of its blocks' differences to the untraced
+    blocks they took turns with) and its ratio (the median of the blocks' ratios); each as a spread over rounds."""
+    pairs = [list(zip(u[call], t[call], strict=True)) for u, t in zip(plain, tool, strict=True)]
+    return {"ns": stats.spread([statistics.median(t[call]) for t in tool]),
+            "added_ns": stats.spread([statistics.median(b - a for a, b in blocks) for blocks in pairs]),
+            "ratio": stats.spread([statistics.median(b / a for a, b in blocks) for blocks in pairs])}
 
 
 def measure(calls: int, rounds: int, work: Path, builds: list[Probe], others: list[Tool] | None = None,
             cpu: int | None = None) -> tuple[list[dict], list[Path]]:
-    """Per call kind: untraced and traced ns of CPU time per call, and what tracing added (the paired differences
-    of the rounds, untraced and traced run back to back), each as median, min and max; the same for each other
-    preloaded tool given, measured in the same rounds. Every run on CPU `cpu` when given: runs that land on
-    different CPUs differ by what each CPU is doing (another process, the host's other guests) more than tracing
-    differs from none."""
+    """Per call kind: untraced and traced ns of thread CPU time per call, what tracing added and the ratio, each
+    round's figure the median over its blocks (the differences of blocks that took turns), given as median, min
+    and max over the rounds; the same for each other preloaded tool given, in the same rounds. Every run on CPU
+    `cpu` when given."""
     rows, traces = [], []
     for probe in builds:
-        times: dict[str, dict[str, list[float]]] = {}
+        blocks: dict[str, list[dict[str, list[float]]]] = {}
         for round_ in range(rounds):
             traces.append(work / f"{probe.label}-{round_}")
-            _round(probe, calls, work, traces[-1], others or [], round_, times, cpu)
-        plain = times["untraced"]
+            _round(probe, calls, work, traces[-1], others or [], round_, blocks, cpu)
+        plain = blocks["untraced"]
         for name in probe.calls:
-            added, ratio = _added(plain[name], times["traced"][name])
-            row = {"call": name, "build": probe.label, "untraced_ns": stats.spread(plain[name]),
-                   "traced_ns": stats.spread(times["traced"][name]), "added_ns": added, "ratio": ratio,
-                   "meets_goal": added["median"] <= GOAL_NS, "others": {}}
+            traced = _by_round(plain, blocks["traced"], name)
+            row = {"call": name, "build": probe.label,
+                   "untraced_ns": stats.spread([statistics.median(u[name]) for u in plain]),
+                   "traced_ns": traced["ns"], "added_ns": traced["added_ns"], "ratio": traced["ratio"],
+                   "meets_goal": traced["added_ns"]["median"] <= GOAL_NS, "others": {}}
             for tool in others or []:
-                if tool.name in times:
-                    their, their_ratio = _added(plain[name], times[tool.name][name])
-                    row["others"][tool.name] = {"added_ns": their, "ratio": their_ratio,
-                                                "less_than_theirs": added["median"] < their["median"]}
+                if tool.name in blocks:
+                    theirs = _by_round(plain, blocks[tool.name], name)
+                    less = row["added_ns"]["median"] < theirs["added_ns"]["median"]
+                    row["others"][tool.name] = {"added_ns": theirs["added_ns"], "ratio": theirs["ratio"],
+                                                "less_than_theirs": less}
             rows.append(row)
     return rows, traces
 
@@ -264,8 +325,10 @@ def _ranged(figures: dict[str, float]) -> str:
 
 
 def _print_calls(console: Console, rows: list[dict], calls: int, rounds: int, others: list[str]) -> None:
-    table = Table(title=f"what tracing adds per call: CPU time, {calls:,} calls of each kind, {rounds} rounds "
-                        "untraced, traced and each tool compared in turn; median [min, max]")
+    blocks = blocks_of(calls)
+    table = Table(title=f"what tracing adds per call: thread CPU time, {rounds} rounds of {calls:,} calls of each "
+                        f"kind in {blocks} blocks, untraced, traced and each tool compared taking turns block by "
+                        "block; each round's figure its median block (difference), median [min, max] over rounds")
     columns = ["call", "build", "untraced ns", "traced ns", "added ns", "traced/untraced", f"added <= {GOAL_NS} ns"]
     for other in others:
         columns += [f"{other} added ns", f"{other}/untraced", f"less than {other}"]
@@ -382,7 +445,8 @@ def command(
         except (RuntimeError, subprocess.CalledProcessError) as err:
             typer.echo(f"ioloom bench overhead: {' '.join(str(err).split())}", err=True)
             raise typer.Exit(1) from None
-    result: dict[str, Any] = {"calls": calls, "rounds": rounds, "cpu": pinned, "goal_added_ns": GOAL_NS,
+    result: dict[str, Any] = {"calls": calls, "rounds": rounds, "blocks": blocks_of(calls),
+                              "block_calls": calls // blocks_of(calls), "cpu": pinned, "goal_added_ns": GOAL_NS,
                               "load": {"before": load_before, "after": stats.load_average()}, "calls_overhead": rows,
                               "reader": reader}
     if counted:
