@@ -133,3 +133,54 @@ def test_c_folds_a_stream_as_the_folded_trace_writer(name):
 def test_c_writes_the_committed_folded_vectors(tmp_path):
     subprocess.run([str(paths.native_bin("ioloom-predict-vectors")), str(tmp_path)], check=True)
     assert (tmp_path / "folded.txt").read_text() == FOLDED_VECTORS.read_text()
+
+
+PHASE_VECTORS = VECTORS.with_name("phases.txt")
+
+
+def phase_blocks() -> list[tuple[list[str], list[str]]]:
+    """(header words, operation lines) per stream of phases.txt."""
+    out: list[tuple[list[str], list[str]]] = []
+    for line in PHASE_VECTORS.read_text().splitlines():
+        if line.startswith("phases "):
+            out.append((line.split(), []))
+        else:
+            out[-1][1].append(line)
+    return out
+
+
+def _phase(text: str) -> tuple:
+    """A phase as the C program prints it (-1: None), as interface.Phase's fields."""
+    done, remaining, end, length, written, to_write = (int(f) for f in text.split())
+    none = [None if v == -1 else v for v in (remaining, end, length, to_write)]
+    return (done, none[0], none[1], none[2], written, none[3])
+
+
+PHASE_STREAMS = phase_blocks()
+
+
+@pytest.mark.parametrize("header,lines", PHASE_STREAMS, ids=[f"{b[0][1]}-{b[0][3]}" for b in PHASE_STREAMS])
+def test_python_phases_answer_as_the_c_ones(header, lines):
+    """Before every operation (asked at its start: past the gap, the phase it begins) and after it, the same
+    phase: operations done and remaining, end, length, bytes written and to write (docs/predict.md, "Prediction
+    interface")."""
+    from ioloom.predict.interface import Phases
+    from ioloom.predict.model import Operation, Options, ProcessModel
+
+    options = Options()
+    model, phases = ProcessModel({}, {}, options), Phases(options, int(header[3]))
+    for index, line in enumerate(lines):
+        fields, before, after = line.split("\t")
+        symbol, kind, place, offset, size, t_start, t_end = (int(f) for f in fields.split())
+        assert tuple(phases.now(model.predict(), t_start)) == _phase(before), f"{header[1]}: before {index}"
+        phases.observe(KIND_NAMES[kind], size, t_start, t_end)
+        model.kinds.setdefault(symbol, KIND_NAMES[kind])
+        model.places.setdefault(symbol, str(place))
+        model.observe(Operation(symbol, KIND_NAMES[kind], str(place), place, offset, size, t_start, t_end))
+        assert tuple(phases.now(model.predict())) == _phase(after), f"{header[1]}: after {index}"
+
+
+def test_c_writes_the_committed_phase_vectors(tmp_path):
+    subprocess.run([str(paths.native_bin("ioloom-predict-vectors")), str(tmp_path)], check=True)
+    assert (tmp_path / "phases.txt").read_text() == PHASE_VECTORS.read_text(), \
+        "the C phase interface no longer answers as the committed vectors say (a change of docs/predict.md)"

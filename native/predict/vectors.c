@@ -2,13 +2,16 @@
  * predict.md): streams of symbols fed to the C grammar, sequence and local model, with what each predicted after
  * every input; DIR/folded.txt, the same streams' symbols folded as a folded trace's grammar section stores them
  * (docs/trace-format.md, "Folded traces"); and DIR/process.txt, streams of operations fed to the C process model
- * (process.h), with the candidates it predicted before each. tests/test_predict_vectors.py holds the Python model to
- * the same predictions, and this program's output to the committed copies (tests/vectors/predict/).
+ * (process.h), with the candidates it predicted before each; DIR/phases.txt, streams of operations fed to the process
+ * model and the phase interface (phase.h), with the phase it gave before each operation (asked at the operation's
+ * start) and after it. tests/test_predict_vectors.py holds the Python model to the same predictions, and this
+ * program's output to the committed copies (tests/vectors/predict/).
  * ioloom-predict-vectors --cost N [PERCENT]: feeds N inputs of a loop (open, 24 writes, close; PERCENT of the
  * inputs, default 10, random) to a sequence and asks its prediction after each, printing nothing: run under
  * callgrind with two values of N, the difference of the instruction counts over that of N is the cost of one
  * input and one prediction. */
 #include "grammar.h"
+#include "phase.h"
 #include "process.h"
 
 #include <stdio.h>
@@ -248,6 +251,61 @@ static int write_processes(const char *dir) {
     return fclose(out) != 0 || failed ? -1 : 0;
 }
 
+/* Phases of 26 and 98 operations, 2:1 (open, writes of 64 KiB, close), 5 ms apart. */
+static void alternating(struct ops *o) {
+    *o = (struct ops){.name = "alternating"};
+    for (int step = 0; step < 18; step++) {
+        add_op(o, 0, PG_OPEN, 0, -1, 0, 5000000);
+        for (int w = step % 3 == 2 ? 96 : 24; w > 0; w--) append(o, 1, 0, 1 << 16, 10000);
+        add_op(o, 2, PG_CLOSE, 0, -1, 0, 10000);
+    }
+}
+
+static void print_phase(FILE *out, const struct pg_phase *ph) {
+    fprintf(out, "%lld %lld %lld %lld %lld %lld", (long long)ph->done, (long long)ph->remaining, (long long)ph->end_ns,
+            (long long)ph->length, (long long)ph->written, (long long)ph->to_write);
+}
+
+/* Per operation: its fields, the phase asked at its start (before it is learnt), and the phase after it. */
+static int write_phase_stream(FILE *out, const struct ops *o, int64_t gap_ns) {
+    struct pg_options options = {1 << 16, 24, 4096, 64, 64, 1000000, MAX_SYMBOLS, 8, 1 << 16, 0};
+    struct pg_process *p = pg_process_new(&options);
+    struct pg_phases *ph = pg_phases_new(24, 4096, gap_ns, NULL);
+    struct pg_candidate c[CANDIDATES];
+    struct pg_phase now;
+    int failed = !p || !ph;
+    fprintf(out, "phases %s gap_ns %lld\n", o->name, (long long)gap_ns);
+    for (int32_t i = 0; i < o->n && !failed; i++) {
+        const struct pg_operation *op = &o->op[i];
+        fprintf(out, "%d %d %d %lld %lld %lld %lld\t", op->symbol, op->kind, op->place, (long long)op->offset,
+                (long long)op->size, (long long)op->t_start, (long long)op->t_end);
+        pg_phases_now(ph, c, pg_process_predict(p, c, CANDIDATES), op->t_start, &now), print_phase(out, &now);
+        pg_phases_observe(ph, op->kind, op->size, op->t_start, op->t_end);
+        pg_process_observe(p, op);
+        pg_phases_now(ph, c, pg_process_predict(p, c, CANDIDATES), -1, &now);
+        fputc('\t', out), print_phase(out, &now), fputc('\n', out);
+    }
+    pg_phases_free(ph);
+    pg_process_free(p);
+    return failed ? -1 : 0;
+}
+
+static int write_phases(const char *dir) {
+    static struct ops o;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/phases.txt", dir);
+    FILE *out = fopen(path, "w");
+    if (!out) return perror(path), -1;
+    int failed = 0;
+    file_per_step(&o), failed |= write_phase_stream(out, &o, 1000000);
+    file_per_step(&o), failed |= write_phase_stream(out, &o, 100000000); /* one phase: none ends */
+    hdf5(&o), failed |= write_phase_stream(out, &o, 1000000);
+    particle_ops(&o), failed |= write_phase_stream(out, &o, 1000000);
+    alternating(&o), failed |= write_phase_stream(out, &o, 1000000);
+    noisy_ops(&o, "noisy-1", 1), failed |= write_phase_stream(out, &o, 16384); /* its gaps: under 32,768 ns */
+    return fclose(out) != 0 || failed ? -1 : 0;
+}
+
 static int cost(long inputs, unsigned noise) {
     static const int32_t body[26] = {0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2};
     struct pg_sequence *s = pg_sequence_new(1 << 16, MAX_SYMBOLS, 24, 1, 4096, NULL, NULL);
@@ -293,5 +351,5 @@ int main(int argc, char **argv) {
     failed |= write_local(out);
     failed |= fclose(out) != 0;
     failed |= fclose(folds) != 0;
-    return write_processes(argv[1]) || failed ? 1 : 0;
+    return write_processes(argv[1]) || write_phases(argv[1]) || failed ? 1 : 0;
 }

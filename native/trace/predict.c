@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "phase.h"
 #include "predict.h"
 #include "process.h"
 #include "trace_internal.h"
@@ -538,20 +539,13 @@ static int64_t gap_ns(const struct ioloom_raw_event *row) {
 
 /* ---- calls ---- */
 
-/* A gap rounded half to even, as Python's round() (no libm in the tracer). */
-static uint64_t rounded(double gap) {
-    uint64_t whole = (uint64_t)gap;
-    double part = gap - (double)whole;
-    return whole + (part > 0.5 || (part == 0.5 && (whole & 1)));
-}
-
 static uint8_t *put_candidate(uint8_t *p, const struct pg_candidate *c) {
     const struct pair *pair = &side.pairs[c->symbol];
     p = ioloom_put_varint(p, (uint64_t)pair->symbol);
     p = ioloom_put_varint(p, (uint64_t)pair->key);
     p = ioloom_put_varint(p, (uint64_t)c->size);
     p = ioloom_put_varint(p, (uint64_t)c->offset << 1 ^ (uint64_t)(c->offset >> 63)); /* zigzag: -1 none, or < 0 */
-    return ioloom_put_varint(p, rounded(c->gap_ns));
+    return ioloom_put_varint(p, (uint64_t)pg_round_half_even(c->gap_ns));
 }
 
 /* One CALLS record: thread, symbol, file key, the gap before the call, and the model's candidates for it
