@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import cast
 
@@ -242,7 +243,6 @@ def creates(files: int, size: int, fanout: int, reps: int, directory: Path) -> d
     """Files created per second in one directory, direct and through the layer (CREATE_CONFIGS), each config once
     per round in alternating order, in a fresh directory (removed outside the timing); ratios to direct per round."""
     rates: dict[str, list[float]] = {c: [] for c in CREATE_CONFIGS}
-    load_before = os.getloadavg()
     for rep in range(reps):
         for config in CREATE_CONFIGS if rep % 2 == 0 else tuple(reversed(CREATE_CONFIGS)):
             with tempfile.TemporaryDirectory(dir=directory, prefix="ioloom-bench-creates-") as tmp:
@@ -254,7 +254,6 @@ def creates(files: int, size: int, fanout: int, reps: int, directory: Path) -> d
                                      env={**os.environ, **_create_env(config, mount, extra, fanout)})
                 rates[config].append(float(out.stdout))
     return {"files": files, "bytes_per_file": size, "spread": fanout, "reps": reps, "directory": str(directory),
-            "load_before": load_before, "load_after": os.getloadavg(),
             "rate": {c: spread(v) for c, v in rates.items()},
             "ratio_to_direct": {c: spread(per_round(v, rates["direct"])) for c, v in rates.items()}}
 
@@ -355,26 +354,34 @@ def logfs_command(
     if unknown:
         raise typer.BadParameter(f"--shape {', '.join(sorted(unknown))}: expected aligned or ior-hard")
     if creates_n:
-        result = creates(creates_n, create_bytes, spread_dirs, reps, directory)
-        if json_out:
-            print(json.dumps(result, indent=1))
-            return
-        Console(width=200).print(_creates_table(result), _load(result["load_before"], result["load_after"]))
-        return
-    if outside_only:
-        _outside_only(reps, directory, json_out)
-        return
+        _report(lambda: creates(creates_n, create_bytes, spread_dirs, reps, directory), json_out,
+                lambda console, result: console.print(_creates_table(result)))
+    elif outside_only:
+        _report(lambda: {"passthrough_per_call": passthrough_cost(reps, directory)}, json_out,
+                lambda console, result: _print_outside(console, result["passthrough_per_call"]))
+    else:
+        counts = cast(list[int], ranks)  # _rank_counts, its callback, made the text a list
+        _report(lambda: measure(mpi_name, counts, api, block, transfer, segments, fsync, reps, directory,
+                                tuple(shape), goal_only), json_out, _print_goal)
+
+
+def _report(run: Callable[[], dict], json_out: bool, show: Callable[[Console, dict], None]) -> None:
+    """Load, measure, load, print: the figures of run() with the load average before and after them, as JSON or
+    shown by show() followed by the load."""
     load_before = os.getloadavg()
-    counts = cast(list[int], ranks)  # _rank_counts, its callback, made the text a list
-    result = measure(mpi_name, counts, api, block, transfer, segments, fsync, reps, directory, tuple(shape),
-                     goal_only)
+    result = run()
     result["load_before"], result["load_after"] = load_before, os.getloadavg()
     if json_out:
         print(json.dumps(result, indent=1))
         return
-    console = Console(width=240)  # the table's ten columns, none cut
-    console.print(_table(result))
+    console = Console(width=240)  # the goal table's ten columns, none cut
+    show(console, result)
     console.print(_load(result["load_before"], result["load_after"]))
+
+
+def _print_goal(console: Console, result: dict) -> None:
+    """The table of E and the ratios beside it, where the data lay, and (unless --goal-only) the other figures."""
+    console.print(_table(result))
     cache = result["page_cache"]
     console.print(f"largest file {cache['largest_file_bytes'] / MIB:,.0f} MiB, memory available "
                   f"{cache['mem_available_bytes'] / MIB:,.0f} MiB: the data "
@@ -382,19 +389,6 @@ def logfs_command(
                   f"{'yes' if result['fsync_before_close'] else 'no'}")
     if not result["goal_only"]:
         _print_aside(console, result)
-
-
-def _outside_only(reps: int, directory: Path, json_out: bool) -> None:
-    load_before = os.getloadavg()
-    calls = passthrough_cost(reps, directory)
-    load_after = os.getloadavg()
-    if json_out:
-        print(json.dumps({"passthrough_per_call": calls, "load_before": load_before, "load_after": load_after},
-                         indent=1))
-        return
-    console = Console(width=240)
-    _print_outside(console, calls)
-    console.print(_load(load_before, load_after))
 
 
 def _print_outside(console: Console, calls: dict) -> None:
