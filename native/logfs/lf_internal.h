@@ -76,6 +76,7 @@ struct lf_map {
 };
 
 #define LF_WINDOW (4u << 20) /* logical bytes resolved at a time: bounds the reader's memory */
+#define LF_FEW_ENTRIES 64    /* up to this many entries, a read resolves its own range alone (lf_read.c) */
 
 struct lf_file {
     pthread_mutex_t lock;

@@ -8,7 +8,9 @@
  *
  * Memory stays bounded however long the patterns are (PLFS's readers ran out of it): the entries are kept as
  * they are, and only the records inside the window being read (LF_WINDOW bytes around it, or the read itself
- * if larger) are expanded and resolved; the next read outside the window resolves another. */
+ * if larger) are expanded and resolved; the next read outside the window resolves another. With few entries
+ * (LF_FEW_ENTRIES, e.g. one strided pattern per writer) a read resolves its own range only: expanding every
+ * entry again is cheaper than resolving a window of many writers' small records of which the read needs a few. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -144,11 +146,6 @@ struct rec {
     int32_t log;
 };
 
-static int rec_by_offset(const void *a, const void *b) {
-    const struct rec *x = a, *y = b;
-    return x->off < y->off ? -1 : x->off > y->off;
-}
-
 static int src_by_key(const void *a, const void *b) {
     const struct lf_src *x = a, *y = b;
     return lf_key_less(x->e.stamp, x->writer, y->e.stamp, y->writer)
@@ -208,6 +205,40 @@ static size_t expand_window(const struct lf_src *all, size_t n, uint64_t a, uint
         }
     }
     return k;
+}
+
+/* The end of the ascending run of records that starts at `from`. */
+static size_t run_end(const struct rec *r, size_t n, size_t from) {
+    size_t i = from + 1;
+    while (i < n && r[i - 1].off <= r[i].off) i++;
+    return i;
+}
+
+/* Merges the ascending runs a[0, na) and b[0, nb) into out. */
+static void merge_runs(const struct rec *a, size_t na, const struct rec *b, size_t nb, struct rec *out) {
+    size_t i = 0, j = 0;
+    while (i < na && j < nb) *out++ = b[j].off < a[i].off ? b[j++] : a[i++];
+    memcpy(out, a + i, (na - i) * sizeof *a);
+    memcpy(out + (na - i), b + j, (nb - j) * sizeof *b);
+}
+
+/* Sorts r[0, n) by offset, with tmp[0, n) as scratch. expand_window leaves one ascending run per entry, so merging
+ * neighbouring runs (a natural merge sort) takes n log(runs) steps: a window of many writers' small records was
+ * most of a read's cost with qsort's n log n calls of a comparison function. */
+static void sort_by_offset(struct rec *r, struct rec *tmp, size_t n) {
+    struct rec *src = r, *dst = tmp;
+    for (size_t runs = 2; runs > 1;) {
+        runs = 0;
+        for (size_t a = 0; a < n; runs++) {
+            size_t m = run_end(src, n, a), b = m < n ? run_end(src, n, m) : n;
+            merge_runs(src + a, m - a, src + m, b - m, dst + a);
+            a = b;
+        }
+        struct rec *swap = src;
+        src = dst;
+        dst = swap;
+    }
+    if (src != r) memcpy(r, src, n * sizeof *r);
 }
 
 /* Max-heap of record indices by key. */
@@ -300,14 +331,14 @@ static int map_window(lf_file *f, uint64_t a, uint64_t b) {
     struct lf_map *m = &f->map;
     if (m->hi > m->lo && a >= m->lo && b <= m->hi) return 0;
     size_t nrec = expand_window(m->all, m->nall, a, b, NULL);
-    struct rec *r = malloc((nrec ? nrec : 1) * sizeof *r);
+    struct rec *r = malloc((nrec ? 2 * nrec : 1) * sizeof *r); /* the records, then the sort's scratch */
     if (!r) return errno = ENOMEM, -1;
     expand_window(m->all, m->nall, a, b, r);
     free(m->ext);
     m->ext = NULL;
     m->n = 0;
     m->lo = m->hi = 0;
-    qsort(r, nrec, sizeof *r, rec_by_offset);
+    sort_by_offset(r, r + nrec, nrec);
     int overlap = 0;
     for (size_t i = 0; i + 1 < nrec && !overlap; i++) overlap = r[i].end > r[i + 1].off;
     int rc = 0;
@@ -348,6 +379,7 @@ ssize_t lf_map_read(lf_file *f, void *buf, size_t n, uint64_t offset) {
     char *out = buf;
     uint64_t pos = offset, stop = offset + n;
     uint64_t lo = offset / LF_WINDOW * LF_WINDOW, hi = (stop + LF_WINDOW - 1) / LF_WINDOW * LF_WINDOW;
+    if (f->map.nall <= LF_FEW_ENTRIES) lo = offset, hi = stop; /* resolving the read alone costs less */
     if (map_window(f, lo, hi)) return -1;
     for (size_t i = find_extent(&f->map, pos); pos < stop; i++) {
         const struct lf_extent *x = i < f->map.n ? &f->map.ext[i] : NULL;
