@@ -178,6 +178,7 @@ REFUSED = [
     (["-a", "posix", "-c"], "-c/--collective"),
     (["-w", "--verify"], "--verify checks the bytes read"),
     (["-s", "0"], "-s/--segments"),
+    (["-w", "--reads", "2"], "--reads repeats the read phase"),
 ]
 
 
@@ -283,6 +284,17 @@ def test_cli_prints_the_table_and_json(ioloom_cli, tmp_path):
         assert json.loads(out.stdout)["mpi"] == "mpich"
     refused = ioloom_cli("bench", "io", "-n", "2", "-b", "64k", "-t", "1m", check=False)
     assert refused.returncode == 2 and "-t/--transfer-size" in refused.stderr
+
+
+@pytest.mark.mpi
+def test_reads_repeats_the_read_phase_and_the_summary_takes_every_one(mpi, tmp_path):
+    """--reads N: N read phases after the write, each timed apart; the summary's median is over all of them."""
+    result = _run(mpi, tmp_path, "reads", ["-a", "posix", "--reads", "3"])
+    reads = [p for p in result["phases"] if p["op"] == "read"]
+    assert [p["op"] for p in result["phases"]] == ["write", "read", "read", "read"]
+    assert all(p["bytes"] == NRANKS * SEGMENTS * BLOCK for p in reads) and result["params"]["reads"] == 3
+    assert bench_io.summary(result, "read")["effective_bw"]["median"] == pytest.approx(
+        np.median([p["effective_bw"] for p in reads]))
 
 
 @pytest.mark.mpi

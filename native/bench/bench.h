@@ -57,6 +57,7 @@ struct bench_options {
     int emulated_nodes;       /* derived: with -c, aggregators asked for as on this many nodes (0: none) */
     int shift;                /* derived: -C reads rank (r + shift) % N, shift = node_offset * ranks_per_node */
     int repetitions;          /* -i */
+    int reads;                /* --reads: read phases per repetition */
     double delay_s;           /* -d: idle seconds before each phase (IOR's interTestDelay) */
     int verbose;              /* -v: the text report also lists every rank's times */
     double wait_ms;           /* --wait: idle time between two data calls (Boito's TMP) */

@@ -14,7 +14,7 @@ static int run_pattern(const struct bench_options *o, MPI_Comm comm, struct benc
             bench_run_phase(o, PHASE_WRITE, comm, &t, &hints);
             bench_report_add(r, "write", rep, &t);
         }
-        if (o->read) {
+        for (int k = 0; o->read && k < o->reads; k++) {
             bench_run_phase(o, PHASE_READ, comm, &t, hints == MPI_INFO_NULL ? &hints : NULL);
             bench_report_add(r, "read", rep, &t);
         }

@@ -32,6 +32,8 @@ static const char usage[] =
     "  -Q N            for -C: how many nodes away (as IOR's -Q)                 [1]\n"
     "  --ranks-per-node N  emulated ranks per node: consecutive ranks share a node [ranks on this node]\n"
     "  -i N            repetitions                                               [1]\n"
+    "  --reads N       read phases per repetition, each timed apart (a short read phase\n"
+    "                  repeated: the summary's median takes every one)           [1]\n"
     "  --wait MS       idle time between two data calls (Boito's TMP); deducted from the effective time\n"
     "  --hint KEY=VAL  an MPI_Info hint for open (repeatable), e.g. romio_cb_write=enable\n"
     "  --verify        check every byte read against the pattern (needs -r); files that fail it are kept\n"
@@ -193,7 +195,8 @@ enum {
     OPT_VARIABLES,
     OPT_STEPS,
     OPT_BLOCKS,
-    OPT_DIR
+    OPT_DIR,
+    OPT_READS
 };
 
 static const struct option long_options[] = {
@@ -225,6 +228,7 @@ static const struct option long_options[] = {
     {"steps", required_argument, 0, OPT_STEPS},
     {"blocks", required_argument, 0, OPT_BLOCKS},
     {"dir", required_argument, 0, OPT_DIR},
+    {"reads", required_argument, 0, OPT_READS},
     {0, 0, 0, 0},
 };
 
@@ -236,6 +240,7 @@ static void set_defaults(struct bench_options *o, MPI_Comm comm) {
     o->transfer_size = 256 << 10;
     o->segment_count = 1;
     o->repetitions = 1;
+    o->reads = 1;
     o->node_offset = 1;
     node_shape(o, comm);
     strcpy(o->path, "ioloom-bench.dat");
@@ -347,6 +352,11 @@ static int apply_option(struct bench_options *o, int c, const char *arg, int *ke
             if (parse_count(arg, 1, 1000000, &n))
                 return bench_refuse("-i/--repetitions '%s': expected a whole number >= 1", arg);
             o->repetitions = (int)n;
+            return 0;
+        case OPT_READS:
+            if (parse_count(arg, 1, 1000, &n))
+                return bench_refuse("--reads '%s': expected a whole number from 1 to 1000", arg);
+            o->reads = (int)n;
             return 0;
         case 'o':
             if (!*arg || strlen(arg) >= sizeof o->path - 32)

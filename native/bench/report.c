@@ -195,12 +195,12 @@ static void json_params(FILE *out, const struct bench_report *r) {
     fprintf(out,
             "\"params\": {\"api\": \"%s\", \"pattern\": \"%s\", \"kernel\": \"%s\", \"collective\": %s, "
             "\"block_size\": %llu, \"transfer_size\": %llu, \"segment_count\": %llu, \"fsync\": %s, "
-            "\"random\": %s, \"reorder\": %s, \"shift\": %d, \"repetitions\": %d, \"wait_ms\": %.9g, "
+            "\"random\": %s, \"reorder\": %s, \"shift\": %d, \"repetitions\": %d, \"reads\": %d, \"wait_ms\": %.9g, "
             "\"delay_s\": %.9g, \"verify\": %s, \"path\": ",
             bench_api_name(o->api), bench_pattern_name(o->pattern), bench_kernel_name(o->kernel),
             json_bool(o->collective), (unsigned long long)o->block_size, (unsigned long long)o->transfer_size,
             (unsigned long long)o->segment_count, json_bool(o->fsync), json_bool(o->random), json_bool(o->reorder),
-            o->shift, o->repetitions, o->wait_ms, o->delay_s, json_bool(o->verify));
+            o->shift, o->repetitions, o->reads, o->wait_ms, o->delay_s, json_bool(o->verify));
     json_string(out, o->path);
     fputs(", \"hints_requested\": {", out);
     for (int i = 0; i < o->nhints; i++) {

@@ -85,6 +85,8 @@ static int check_consistency(struct bench_options *o, int nranks) {
     if (o->collective && o->api == API_POSIX && o->kernel == KERNEL_NONE)
         return bench_refuse("-c/--collective needs -a mpiio or -a hdf5 (POSIX has no collective calls)");
     if (o->verify && !o->read) return bench_refuse("--verify checks the bytes read: add -r (e.g. -w -r --verify)");
+    if (o->reads > 1 && (!o->read || o->kernel != KERNEL_NONE))
+        return bench_refuse("--reads repeats the read phase of the patterns: add -r and drop --kernel");
 #ifndef IOLOOM_BENCH_HDF5
     if (o->api == API_HDF5 || o->kernel == KERNEL_FLASH) {
         const char *what = o->kernel == KERNEL_FLASH ? "--kernel flash" : "-a hdf5";

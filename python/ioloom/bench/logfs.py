@@ -48,6 +48,9 @@ OWN_N1 = "direct_n1_own"
 IOR_HARD = 47008  # IO500's ior-hard: one shared file in 47,008-byte pieces, aligned to nothing
 SHAPES = ("aligned", "ior-hard")
 TEMP_DIR = Path(tempfile.gettempdir())  # --dir's default
+# Read phases per launch (ioloom-bench --reads), the launch's read bandwidth their median: a read of 64 MiB per
+# rank from the page cache takes 10-70 ms, short enough that one descheduled rank decides a single phase.
+READS = 5
 
 
 def shape_sizes(shape: str, block: str, transfer: str, segments: int) -> tuple[int, int, int]:
@@ -132,8 +135,10 @@ def compare(impl: str | None, nranks: int, base: list[str], reps: int, directory
 
 
 def measure(impl: str | None, ranks: list[int], api: str, block: str, transfer: str, segments: int, fsync: bool,
-            reps: int, directory: Path, shapes: tuple[str, ...] = SHAPES, goal_only: bool = False) -> dict:
-    common = ["-a", api, "-w", "-r"] + (["-e"] if fsync else []) + (["-c"] if api == "mpiio" else [])
+            reps: int, directory: Path, shapes: tuple[str, ...] = SHAPES, goal_only: bool = False,
+            reads: int = READS) -> dict:
+    flags = (["-e"] if fsync else []) + (["-c"] if api == "mpiio" else [])
+    common = ["-a", api, "-w", "-r", "--reads", str(reads), *flags]
     rows = []
     for shape in shapes:
         b, t, s = shape_sizes(shape, block, transfer, segments)
@@ -143,13 +148,13 @@ def measure(impl: str | None, ranks: list[int], api: str, block: str, transfer: 
     largest, memory = max(r["bytes"] for r in rows), available_memory()
     result = {
         "api": api, "block": block, "transfer": transfer, "segments": segments, "fsync_before_close": fsync,
-        "reps": reps, "directory": str(directory), "goal_only": goal_only,
+        "reps": reps, "reads": reads, "directory": str(directory), "goal_only": goal_only,
         "page_cache": {"largest_file_bytes": largest, "mem_available_bytes": memory, "fits": largest < memory},
         "rows": rows}
     if goal_only:
         return result
     b, t, s = shape_sizes("aligned", block, transfer, segments)
-    write_only = [a for a in common if a != "-r"] + ["-k", "-b", str(b), "-t", str(t), "-s", str(s)]
+    write_only = ["-a", api, "-w", *flags, "-k", "-b", str(b), "-t", str(t), "-s", str(s)]
     return {**result, "open_1024_writers": open_many(directory),
             "passthrough_per_call": passthrough_cost(reps, directory),
             "flatten_vs_cp": flatten_vs_cp(impl, max(ranks), write_only, reps, directory)}
@@ -283,7 +288,8 @@ def _range(figure: dict | None, fmt) -> str:
 
 def _table(result: dict) -> Table:
     table = Table(title=f"logfs vs direct ({result['api']}; median \\[min, max] over {result['reps']} interleaved "
-                        "rounds, ratios taken per round; MiB/s)")
+                        f"rounds, ratios taken per round; a launch's read: the median of its {result['reads']} read "
+                        "phases; MiB/s)")
     for column in ("shape: block/transfer x segments", "ranks", "op", "logfs N-1", "direct N-1", "direct N-N",
                    "E (goal>=0.9)", "speed-up vs N-1", "vs N-1 same path", "outside-roots cost (goal<=2%)"):
         table.add_column(column, justify="right", no_wrap=True)
@@ -336,6 +342,9 @@ def logfs_command(
         create_bytes: int = typer.Option(4096, "--create-bytes", min=0, help="Bytes written to each created file."),
         spread_dirs: int = typer.Option(32, "--spread", min=1, max=4096,
                                         help="Shared directories per extra backend (with --creates)."),
+        reads: int = typer.Option(READS, "--reads", min=1, max=1000,
+                                  help="Read phases after each write, the launch's read bandwidth their median (a "
+                                       "read from the page cache is short: one descheduled rank decides a phase)."),
         goal_only: bool = typer.Option(False, "--goal-only",
                                        help="Run only logfs N-1, direct N-N and direct N-1 taken the same path (E and "
                                             "the layer's own cost), none of the other figures: a campaign that fits "
@@ -362,7 +371,7 @@ def logfs_command(
     else:
         counts = cast(list[int], ranks)  # _rank_counts, its callback, made the text a list
         _report(lambda: measure(mpi_name, counts, api, block, transfer, segments, fsync, reps, directory,
-                                tuple(shape), goal_only), json_out, _print_goal)
+                                tuple(shape), goal_only, reads), json_out, _print_goal)
 
 
 def _report(run: Callable[[], dict], json_out: bool, show: Callable[[Console, dict], None]) -> None:
