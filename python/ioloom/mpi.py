@@ -35,8 +35,8 @@ class MpiImpl:
 
     def launch_env(self, nranks: int = 0, extra: dict[str, str] | None = None) -> dict[str, str]:
         """Environment a launch of `nranks` ranks needs on top of the caller's, with the caller's own additions
-        (`extra`) in it: Open MPI refuses root without two settings, and oversubscribed MPICH ranks get
-        idle_yield() preloaded after the caller's LD_PRELOAD (extra's, else this process's)."""
+        (`extra`) in it: Open MPI refuses root without two settings, and idle_yield() is preloaded after the
+        caller's LD_PRELOAD (extra's, else this process's)."""
         env = dict(extra or {})
         if self.name == "openmpi" and os.geteuid() == 0:
             env.update({"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"})
@@ -47,12 +47,16 @@ class MpiImpl:
         return env
 
     def idle_yield(self, nranks: int) -> list[Path]:
-        """What makes this launch's waiting ranks give their core away, when it needs it: MPICH's ch4:ucx waits
-        by polling and never yields, so with more ranks than cores a collective step waits for the spinning
-        ranks' time slices (docs/ARCHITECTURE.md, "Launching MPI"); libioloom-idle-yield.so (native/launch)
-        sleeps briefly when a progress call finds nothing, giving the core away. Open MPI yields by itself when
-        oversubscribed (mpi_yield_when_idle). Nothing when the ranks fit the cores."""
-        return [paths.native_lib("ioloom-idle-yield")] if self.name == "mpich" and nranks > cpus() else []
+        """What makes this launch's waiting ranks give their core away, when it needs it: libioloom-idle-yield.so
+        (native/launch) sleeps briefly when a progress call finds nothing (docs/ARCHITECTURE.md, "Launching MPI").
+        MPICH's ch4:ucx waits by polling and never yields, at any rank count: with more ranks than cores each
+        collective step waits for the spinning ranks' time slices, and on a loaded machine ranks that fit the cores
+        poll against the other programs' work, so every MPICH launch gets it. Open MPI polls when its ranks fit the
+        cores and calls sched_yield when oversubscribed (mpi_yield_when_idle), which leaves a waiting rank runnable:
+        it gets the library when oversubscribed."""
+        if self.name == "mpich" or nranks > cpus():
+            return [paths.native_lib("ioloom-idle-yield")]
+        return []
 
     def version(self) -> str:
         """First line the launcher prints about its version."""

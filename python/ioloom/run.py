@@ -74,8 +74,9 @@ def libraries(argv: list[str], layers: list[str]) -> list[Path]:
 
 
 def launcher_libraries(launcher: mpi.MpiImpl | None, argv: list[str]) -> list[Path]:
-    """What the launch itself needs preloaded into the ranks (mpi.MpiImpl.idle_yield: MPICH's ranks on more
-    ranks than cores yield when they wait), for a command argv that starts with `launcher` (mpi.examine's)."""
+    """What the launch itself needs preloaded into the ranks (mpi.MpiImpl.idle_yield: MPICH's ranks, and Open
+    MPI's on more ranks than cores, sleep when they wait), for a command argv that starts with `launcher`
+    (mpi.examine's)."""
     try:
         return launcher.idle_yield(mpi.launched_ranks(argv)) if launcher else []
     except paths.NativeMissing as err:
