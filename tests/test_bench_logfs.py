@@ -82,7 +82,21 @@ def test_outside_only_measures_the_pass_through_cost_alone(ioloom_cli, tmp_path)
     the added fraction per round, and no configuration run."""
     out = ioloom_cli("bench", "logfs", "--outside-only", "--quick", "--reps", "2", "--dir", tmp_path, "--json")
     calls = json.loads(out.stdout)["passthrough_per_call"]
-    assert {"open+close", "stat", "pwrite"} <= set(calls)
+    assert {"open+close", "stat", "pwrite", "open+close (relative)", "stat (relative)"} <= set(calls)
     for call in calls.values():
         assert len(call["added"]["rounds"]) == 2 and call["plain_ns"]["median"] > 0
     assert not list(tmp_path.iterdir())  # the probe's directory is gone
+
+
+def test_pass_through_instructions_are_counted_for_absolute_and_relative_paths(tmp_path):
+    """--instructions: callgrind's counts per call, plain and preloaded, for the path calls on both kinds of path
+    (the relative one from the directory that holds the mount: compared with the mount below it, no getcwd)."""
+    counted = logfs.passthrough_instructions(tmp_path, calls=1000)
+    assert set(counted) == {"open+close", "stat", "open+close (relative)", "stat (relative)"}
+    for call, c in counted.items():
+        assert 0 < c["plain"] < c["preloaded"] and c["added"] == round(c["preloaded"] - c["plain"], 1), call
+
+
+def test_instructions_go_with_outside_only(ioloom_cli, tmp_path):
+    out = ioloom_cli("bench", "logfs", "--instructions", "--quick", "--reps", "1", "--dir", tmp_path, check=False)
+    assert out.returncode == 2 and "--instructions goes with --outside-only" in out.stderr

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "lf_fdtable.h"
+#include "lf_paths.h"
 
 struct lf_ofd *lf_fds[LF_MAX_FDS];
 static int fd_limit; /* one past the highest descriptor ever given a container */
@@ -103,6 +104,7 @@ static void before_fork(void) {
 }
 static void in_child(void) {
     lf_process_forget();
+    lf_cwd_forget(); /* another thread's chdir may have come between its system call and its lf_cwd_forget */
     for_each_ofd(become_child);
 }
 

@@ -56,7 +56,8 @@ EXPORT int fstat(int fd, struct stat *st) {
 /* On LP64 glibc struct stat64 is struct stat. */
 EXPORT int fstat64(int fd, struct stat64 *st) { return fstat(fd, (struct stat *)st); }
 
-EXPORT int fstatat(int dirfd, const char *path, struct stat *st, int flags) {
+/* Every fstatat but one certainly outside the mounts (fstatat), with its struct lf_place. */
+__attribute__((noinline)) static int fstatat_resolved(int dirfd, const char *path, struct stat *st, int flags) {
     struct lf_place place;
     const char *real;
     if ((flags & AT_EMPTY_PATH) && !*path && lf_fd(dirfd)) return fstat(dirfd, st);
@@ -68,6 +69,12 @@ EXPORT int fstatat(int dirfd, const char *path, struct stat *st, int flags) {
         default:
             return IOLOOM_NEXT(fstatat)(dirfd, real, st, flags);
     }
+}
+
+EXPORT int fstatat(int dirfd, const char *path, struct stat *st, int flags) {
+    /* an empty path with AT_EMPTY_PATH is dirfd's, which may be a container's */
+    if (!(flags & AT_EMPTY_PATH) && lf_passes(dirfd, path)) return IOLOOM_NEXT(fstatat)(dirfd, path, st, flags);
+    return fstatat_resolved(dirfd, path, st, flags);
 }
 EXPORT int fstatat64(int dirfd, const char *path, struct stat64 *st, int flags) {
     return fstatat(dirfd, path, (struct stat *)st, flags);
@@ -82,8 +89,9 @@ static struct statx_timestamp stx_time(struct timespec t) {
     return (struct statx_timestamp){.tv_sec = t.tv_sec, .tv_nsec = (uint32_t)t.tv_nsec};
 }
 
-/* statx (ls, cp): the directory's own statx, then the file's view of it. */
-EXPORT int statx(int dirfd, const char *path, int flags, unsigned mask, struct statx *stx) {
+/* statx (ls, cp) of a path that may be logfs's: the directory's own statx, then the file's view of it. */
+__attribute__((noinline)) static int statx_resolved(int dirfd, const char *path, int flags, unsigned mask,
+                                                    struct statx *stx) {
     struct lf_place place;
     const char *real;
     struct stat st;
@@ -110,6 +118,11 @@ EXPORT int statx(int dirfd, const char *path, int flags, unsigned mask, struct s
     stx->stx_mtime = stx->stx_ctime = stx_time(st.st_mtim);
     stx->stx_mask |= STATX_TYPE | STATX_MODE | STATX_SIZE | STATX_BLOCKS | STATX_NLINK | STATX_MTIME | STATX_CTIME;
     return 0;
+}
+
+EXPORT int statx(int dirfd, const char *path, int flags, unsigned mask, struct statx *stx) {
+    if (!(flags & AT_EMPTY_PATH) && lf_passes(dirfd, path)) return IOLOOM_NEXT(statx)(dirfd, path, flags, mask, stx);
+    return statx_resolved(dirfd, path, flags, mask, stx);
 }
 
 /* ---- times: the logical file's are its directory's; a handle's writes are published first, so that their
@@ -171,8 +184,10 @@ EXPORT int renameat2(int olddir, const char *old, int newdir, const char *new, u
     if (!old_is) {
         /* A plain file replacing a container: the container goes first, as rename(2) replaces its target. */
         if (new_is && !(flags & RENAME_NOREPLACE) && LF_INSIDE(lf_unlink(to.dir))) return -1;
-        return flags ? IOLOOM_NEXT(renameat2)(olddir, old_real, newdir, new_real, flags)
-                     : IOLOOM_NEXT(renameat)(olddir, old_real, newdir, new_real);
+        int rc = flags ? IOLOOM_NEXT(renameat2)(olddir, old_real, newdir, new_real, flags)
+                       : IOLOOM_NEXT(renameat)(olddir, old_real, newdir, new_real);
+        if (rc == 0) lf_cwd_forget(); /* a directory renamed may hold the working directory */
+        return rc;
     }
     if (flags & RENAME_EXCHANGE) return lf_unsupported(LF_UNS_OTHER, EINVAL);
     /* A container leaving logfs's paths cannot stay a container: EXDEV makes mv copy it through us. */
@@ -214,12 +229,18 @@ static int container_access(const char *dir, int want, int flags) {
     return (want & (R_OK | W_OK | X_OK) & ~bits) ? (errno = EACCES, -1) : 0;
 }
 
-EXPORT int faccessat(int dirfd, const char *path, int mode, int flags) {
+/* Every faccessat but one certainly outside the mounts (faccessat), with its struct lf_place. */
+__attribute__((noinline)) static int faccessat_resolved(int dirfd, const char *path, int mode, int flags) {
     struct lf_place place;
     const char *real;
     if (lf_container_at(dirfd, path, &real, &place, !(flags & AT_SYMLINK_NOFOLLOW)) == LF_CONTAINER)
         return LF_INSIDE(container_access(place.dir, mode, flags));
     return IOLOOM_NEXT(faccessat)(dirfd, real, mode, flags);
+}
+
+EXPORT int faccessat(int dirfd, const char *path, int mode, int flags) {
+    if (lf_passes(dirfd, path)) return IOLOOM_NEXT(faccessat)(dirfd, path, mode, flags);
+    return faccessat_resolved(dirfd, path, mode, flags);
 }
 EXPORT int access(const char *path, int mode) { return faccessat(AT_FDCWD, path, mode, 0); }
 EXPORT int eaccess(const char *path, int mode) { return faccessat(AT_FDCWD, path, mode, AT_EACCESS); }

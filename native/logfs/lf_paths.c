@@ -7,11 +7,16 @@
  * (other file systems) over which the containers' logs are spread: the container MOUNT/a/b keeps its files there in
  * EXTRA/lf-spread/<bucket> (or its own EXTRA/a/b.lf<id>; its metadata records EXTRA and a/b, so the tools can check
  * them). An absolute path with no empty, `.` or `..` component outside every mount costs two string scans and one
- * compare per mount before it passes through (outside_every_mount); any other path is made absolute (relative
- * ones with a getcwd) and normalised first. */
+ * compare per mount before it passes through (outside_every_mount), a relative one with no `..` component one scan
+ * when the working directory is far from every mount (lf_cwd.c); any other path is made absolute (relative ones
+ * against the thread's copy of the working directory, dirfd's through /proc/self/fd) and normalised first. */
 #include <errno.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +39,7 @@ struct mount {
 static struct mount mounts[MAX_MOUNTS];
 static int nmounts;
 static pthread_once_t parsed = PTHREAD_ONCE_INIT;
+static int parse_done; /* set (release) once mounts[] is final: a load instead of pthread_once on every call */
 
 static void strip_slashes(char *path, size_t *len) {
     while (*len > 1 && path[*len - 1] == '/') path[--*len] = 0;
@@ -81,15 +87,19 @@ static void mark_pack(const char *item, size_t len, void *arg) {
 static void parse_roots(void) {
     ioloom_for_each_item(ioloom_env_str("IOLOOM_LOGFS_ROOTS", ""), ':', add_mount, NULL);
     ioloom_for_each_item(ioloom_env_str("IOLOOM_LOGFS_PACK", ""), ':', mark_pack, NULL);
+    __atomic_store_n(&parse_done, 1, __ATOMIC_RELEASE);
 }
 
 /* `path` relative to `dirfd` made absolute into out; 0 on success. */
 static int absolute(int dirfd, const char *path, char out[PATH_MAX]) {
     char base[PATH_MAX];
+    const char *cwd = NULL;
     if (*path == '/')
         base[0] = 0;
     else if (dirfd == AT_FDCWD) {
-        if (!getcwd(base, sizeof base)) return -1;
+        const struct lf_cwd *c = lf_cwd();
+        if (!c->ok) return -1;
+        cwd = c->path;
     } else {
         char link[64];
         snprintf(link, sizeof link, "/proc/self/fd/%d", dirfd);
@@ -97,7 +107,7 @@ static int absolute(int dirfd, const char *path, char out[PATH_MAX]) {
         if (n < 0) return -1;
         base[n] = 0;
     }
-    if (snprintf(out, PATH_MAX, "%s/%s", base, path) >= PATH_MAX) return -1;
+    if (snprintf(out, PATH_MAX, "%s/%s", cwd ? cwd : base, path) >= PATH_MAX) return -1;
     ioloom_normalise_path(out);
     return 0;
 }
@@ -110,7 +120,7 @@ int lf_is_link(const char *dir) {
 }
 
 int lf_paths_active(void) {
-    pthread_once(&parsed, parse_roots);
+    if (IOLOOM_UNLIKELY(!__atomic_load_n(&parse_done, __ATOMIC_ACQUIRE))) pthread_once(&parsed, parse_roots);
     return nmounts > 0;
 }
 
@@ -121,6 +131,37 @@ static int runtime_probe(const char *path) {
     const char *base = strrchr(path, '/');
     return strstr(base ? base + 1 : path, ".locktest.") != NULL;
 }
+
+/* Has the relative `path` a `..` component, which may lead out of the directory it is relative to? */
+static int climbs(const char *path) {
+    for (const char *dots = strstr(path, ".."); dots; dots = strstr(dots + 1, ".."))
+        if ((dots == path || dots[-1] == '/') && (dots[2] == '/' || !dots[2])) return 1;
+    return 0;
+}
+
+#ifdef __SSE2__
+/* The length of `path`, or -1 when a slash in it is followed by a slash or a dot (which may begin a `.` or `..`
+ * component: the caller looks closer). One pass, 16 bytes at a time: the aligned loads never cross a page, and the
+ * bytes around the path that they read are masked off (as glibc's own string functions do). */
+static long plain_length(const char *path) {
+    const __m128i slash = _mm_set1_epi8('/'), dot = _mm_set1_epi8('.'), nul = _mm_setzero_si128();
+    const char *block = (const char *)((uintptr_t)path & ~(uintptr_t)15);
+    unsigned skip = (unsigned)((uintptr_t)path & 15), after_slash = 0;
+    for (;; block += 16, skip = 0) {
+        __m128i v = _mm_load_si128((const __m128i *)block);
+        unsigned slashes = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, slash)) >> skip << skip;
+        unsigned odd = (slashes << 1 | after_slash) & (slashes | (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, dot)));
+        unsigned ends = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, nul)) >> skip << skip;
+        if (ends) return odd & ((ends & -ends) - 1) ? -1 : (long)(block - path) + __builtin_ctz(ends);
+        if (odd) return -1;
+        after_slash = slashes >> 15;
+    }
+}
+#else
+static long plain_length(const char *path) {
+    return strstr(path, "//") || strstr(path, "/.") ? -1 : (long)strlen(path);
+}
+#endif
 
 /* Is the absolute `path` already normal: no empty, `.` or `..` component (a trailing slash aside)? Then
  * ioloom_normalise_path would only drop that slash. */
@@ -138,19 +179,64 @@ static int under(const struct mount *m, const char *path) {
     return !strncmp(path, m->path, m->len) && path[m->len] == '/' && path[m->len + 1];
 }
 
-/* 1 when `path` certainly lies under no mount, decided without copying it: most calls a program makes (libraries,
- * /proc, its other files) pass through at this cost. */
-static int outside_every_mount(const char *path) {
-    if (!normal_absolute(path)) return 0;
+void lf_cwd_place(struct lf_cwd *c) {
+    c->inside = 0;
+    c->below = 0;
+    for (int i = 0; i < nmounts; i++) {
+        const struct mount *m = &mounts[i];
+        c->inside |= !strcmp(m->path, c->path) || under(m, c->path);
+        if (c->len < m->len && !strncmp(m->path, c->path, c->len) && (m->path[c->len] == '/' || c->len == 1))
+            c->below |= 1u << i;
+    }
+}
+
+/* Does the `len` bytes long `path` (normal, relative to `base`: a mount's path, or where a relative path starts in
+ * it) lie under mount i? A slash after the mount's part: a name follows it (a normal path ends with none). */
+static int starts_under(int i, size_t base, const char *path, size_t len) {
+    size_t part = mounts[i].len - base;
+    return len > part && path[part] == '/' && !memcmp(path, mounts[i].path + base, part);
+}
+
+/* outside_every_mount of a path relative to the working directory: a `..` component may climb to a mount above
+ * it, a leading `.` is looked at closer (./x), and otherwise only the mounts below it can hold the path. */
+static int relative_outside(const char *path) {
+    const struct lf_cwd *c = lf_cwd();
+    if (!c->ok) return 1; /* as absolute() does: a path against no known directory passes through */
+    if (c->inside) return 0;
+    long len = *path == '.' ? -1 : plain_length(path);
+    if (!c->below) return len >= 0 || !climbs(path);
+    if (len < 0) return 0;
+    size_t base = c->len == 1 ? 1 : c->len + 1; /* where the mounts below go on after the working directory */
     for (int i = 0; i < nmounts; i++)
-        if (under(&mounts[i], path)) return 0;
+        if ((c->below >> i & 1) && starts_under(i, base, path, (size_t)len)) return 0;
     return 1;
+}
+
+/* 1 when `path` (relative to dirfd) certainly lies under no mount, decided without copying it: most calls a program
+ * makes (libraries, /proc, its other files, relative names in its working directory) pass through at this cost. */
+static int outside_every_mount(int dirfd, const char *path) {
+    if (*path != '/') return dirfd == AT_FDCWD && relative_outside(path);
+    long len = plain_length(path);
+    if (len < 0 && !normal_absolute(path)) return 0;
+    if (len < 0) len = (long)strlen(path);
+    for (int i = 0; i < nmounts; i++)
+        if (starts_under(i, 0, path, (size_t)len)) return 0;
+    return 1;
+}
+
+static int has_prefix(const char *path) {
+    return *path == LF_PREFIX[0] && !strncmp(path, LF_PREFIX, sizeof LF_PREFIX - 1);
+}
+
+int lf_passes(int dirfd, const char *path) {
+    if (!path || ioloom_busy) return 1;
+    return !has_prefix(path) && (!lf_paths_active() || outside_every_mount(dirfd, path));
 }
 
 int lf_resolve(int dirfd, const char *path, struct lf_place *place) {
     if (!path) return 0;
-    int prefixed = *path == LF_PREFIX[0] && !strncmp(path, LF_PREFIX, sizeof LF_PREFIX - 1);
-    if (!prefixed && (!lf_paths_active() || outside_every_mount(path))) return 0;
+    int prefixed = has_prefix(path);
+    if (!prefixed && (!lf_paths_active() || outside_every_mount(dirfd, path))) return 0;
     const char *rest = prefixed ? path + sizeof LF_PREFIX - 1 : path;
     int saved = errno;
     int ok = absolute(prefixed ? AT_FDCWD : dirfd, rest, place->dir) == 0;
@@ -178,7 +264,7 @@ int lf_resolve(int dirfd, const char *path, struct lf_place *place) {
 
 int lf_resolve_call(int dirfd, const char *path, const char **real, struct lf_place *place) {
     *real = path;
-    if (ioloom_busy || !lf_resolve(dirfd, path, place)) return 0;
+    if (lf_passes(dirfd, path) || !lf_resolve(dirfd, path, place)) return 0;
     if (!strncmp(path, LF_PREFIX, sizeof LF_PREFIX - 1)) *real = place->dir;
     return 1;
 }

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -37,7 +38,7 @@ from rich.table import Table
 from ioloom import paths, units
 from ioloom.bench import app
 from ioloom.bench.io import MIB, available_memory, run_bench, summary
-from ioloom.bench.overhead import run_probe
+from ioloom.bench.overhead import _thread_instructions, run_probe
 from ioloom.bench.stats import PUBLISHED_ROUNDS, per_round, rounds_allowed, spread
 from ioloom.logfs import preload
 
@@ -194,23 +195,58 @@ def _fsync(path: Path) -> None:
         os.close(fd)
 
 
+# The probe's calls that take a path, run again on a relative path from the probe file's directory (which holds the
+# mount: a relative path's test compares it with the mounts below the working directory).
+PATH_CALLS = ("open+close", "stat")
+RELATIVE = " (relative)"
+
+
+def _probe_runs(tmp: Path) -> dict[str, tuple[Path, tuple[str, ...]]]:
+    """The probe's runs per round: every call on the absolute path, the path calls again on a relative one."""
+    return {"absolute": (tmp / "probe.dat", ()), "relative": (Path("probe.dat"), PATH_CALLS)}
+
+
+def _probe_envs(tmp: Path) -> dict[str, dict[str, str]]:
+    (tmp / "mnt").mkdir()
+    return {"plain": {**os.environ}, "preloaded": {**os.environ, **preload.env({tmp / "mnt": []})}}
+
+
+def _call_name(run: str, call: str) -> str:
+    return call + (RELATIVE if run == "relative" else "")
+
+
 def passthrough_cost(reps: int, directory: Path, calls: int = 200_000) -> dict:
     """What the preloaded layer adds to each call on a file outside its roots: the tracer's probe (small pwrite,
-    pread, fwrite on a cached file) run plain and preloaded in each round, the order alternating; the added
-    fraction is taken per round."""
+    pread, fwrite on a cached file; open+close and stat on its absolute path and on a relative one) run plain and
+    preloaded in each round, the order alternating; the added fraction is taken per round."""
     probe = str(paths.native_bin("ioloom-overhead-probe"))
     ns: dict[str, dict[str, list[float]]] = {"plain": {}, "preloaded": {}}
     with tempfile.TemporaryDirectory(dir=directory, prefix="ioloom-bench-logfs-probe-") as tmp:
-        (Path(tmp) / "mnt").mkdir()
-        envs = {"plain": {}, "preloaded": preload.env({Path(tmp) / "mnt": []})}
+        envs = _probe_envs(Path(tmp))
         for rep in range(reps):
             for label in ("plain", "preloaded") if rep % 2 == 0 else ("preloaded", "plain"):
-                for call, value in run_probe([probe], Path(tmp) / "probe.dat", calls,
-                                             {**os.environ, **envs[label]}).items():
-                    ns[label].setdefault(call, []).append(value)
+                for run, (target, kinds) in _probe_runs(Path(tmp)).items():
+                    for call, value in run_probe([probe], target, calls, envs[label], kinds, cwd=Path(tmp)).items():
+                        ns[label].setdefault(_call_name(run, call), []).append(value)
     return {call: {"plain_ns": spread(ns["plain"][call]), "preloaded_ns": spread(ns["preloaded"][call]),
                    "added": spread([r - 1 for r in per_round(ns["preloaded"][call], ns["plain"][call])])}
             for call in ns["plain"]}
+
+
+def passthrough_instructions(directory: Path, calls: int = 20_000) -> dict:
+    """Instructions per call of the path calls (PATH_CALLS, absolute and relative), plain and preloaded, by
+    callgrind (valgrind): the difference of runs of `calls` and 3 x `calls` calls, which cancels start-up and exit."""
+    probe = str(paths.native_bin("ioloom-overhead-probe"))
+    counted: dict[str, dict[str, float]] = {}
+    with tempfile.TemporaryDirectory(dir=directory, prefix="ioloom-bench-logfs-cg-") as tmp:
+        envs = _probe_envs(Path(tmp))
+        for run, (target, _) in _probe_runs(Path(tmp)).items():
+            for call in PATH_CALLS:
+                for label, env in envs.items():
+                    small, large = (_thread_instructions([probe, str(target), str(n), call], env, Path(tmp), Path(tmp))
+                                    for n in (calls, 3 * calls))
+                    counted.setdefault(_call_name(run, call), {})[label] = round((large[0] - small[0]) / (2 * calls), 1)
+    return {call: {**c, "added": round(c["preloaded"] - c["plain"], 1)} for call, c in counted.items()}
 
 
 def open_many(directory: Path, writers: int = 1024) -> dict:
@@ -352,6 +388,9 @@ def logfs_command(
         outside_only: bool = typer.Option(False, "--outside-only",
                                           help="Measure only what the layer adds to each call on a file outside its "
                                                "mounts (the pass-through probe, plain and preloaded every round)."),
+        instructions: bool = typer.Option(False, "--instructions",
+                                          help="With --outside-only: also count the instructions open+close and stat "
+                                               "take, plain and preloaded, with callgrind (needs valgrind)."),
         json_out: bool = typer.Option(False, "--json", help="Print the figures as JSON.")) -> None:
     """N-1 strided through logfs vs N-1 strided and N-N direct: E, speed-up, read-back, pass-through cost."""
     too_few = rounds_allowed(reps, quick)
@@ -362,12 +401,15 @@ def logfs_command(
     unknown = set(shape) - set(SHAPES)
     if unknown:
         raise typer.BadParameter(f"--shape {', '.join(sorted(unknown))}: expected aligned or ior-hard")
+    if instructions and not outside_only:
+        raise typer.BadParameter("--instructions goes with --outside-only")
+    if instructions and not shutil.which("valgrind"):
+        raise typer.BadParameter("--instructions needs valgrind (apt-get install valgrind)")
     if creates_n:
         _report(lambda: creates(creates_n, create_bytes, spread_dirs, reps, directory), json_out,
                 lambda console, result: console.print(_creates_table(result)))
     elif outside_only:
-        _report(lambda: {"passthrough_per_call": passthrough_cost(reps, directory)}, json_out,
-                lambda console, result: _print_outside(console, result["passthrough_per_call"]))
+        _report(lambda: _outside(reps, directory, instructions), json_out, _print_outside_only)
     else:
         counts = cast(list[int], ranks)  # _rank_counts, its callback, made the text a list
         _report(lambda: measure(mpi_name, counts, api, block, transfer, segments, fsync, reps, directory,
@@ -398,6 +440,22 @@ def _print_goal(console: Console, result: dict) -> None:
                   f"{'yes' if result['fsync_before_close'] else 'no'}")
     if not result["goal_only"]:
         _print_aside(console, result)
+
+
+def _outside(reps: int, directory: Path, instructions: bool) -> dict:
+    """--outside-only's figures: the pass-through cost per call, and with `instructions` callgrind's counts."""
+    result = {"passthrough_per_call": passthrough_cost(reps, directory)}
+    if instructions:
+        result["instructions_per_call"] = passthrough_instructions(directory)
+    return result
+
+
+def _print_outside_only(console: Console, result: dict) -> None:
+    _print_outside(console, result["passthrough_per_call"])
+    if "instructions_per_call" in result:
+        console.print("instructions per call (callgrind), plain -> preloaded: " + ", ".join(
+            f"{call} {c['plain']:.0f} -> {c['preloaded']:.0f} (+{c['added']:.0f})"
+            for call, c in result["instructions_per_call"].items()))
 
 
 def _print_outside(console: Console, calls: dict) -> None:

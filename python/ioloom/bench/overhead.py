@@ -74,12 +74,12 @@ def probes() -> list[Probe]:
 
 
 def run_probe(argv: list[str], target: Path, calls: int, env: dict[str, str] | None,
-              kinds: tuple[str, ...] = (), cpu: int | None = None) -> dict[str, float]:
+              kinds: tuple[str, ...] = (), cpu: int | None = None, cwd: Path | None = None) -> dict[str, float]:
     """ns per call of each kind the probe timed (all kinds, or those given); on CPU `cpu` alone when given (the
-    launcher, the probe and anything they start)."""
+    launcher, the probe and anything they start); in `cwd` when given (a relative `target` is taken from there)."""
     pin = (lambda: os.sched_setaffinity(0, {cpu})) if cpu is not None else None
     out = subprocess.run([*argv, str(target), str(calls), *([",".join(kinds)] if kinds else [])], capture_output=True,
-                         text=True, env=env, timeout=1800, preexec_fn=pin)
+                         text=True, env=env, timeout=1800, preexec_fn=pin, cwd=cwd)
     if out.returncode != 0:
         raise RuntimeError(f"{argv[-1]} failed (exit {out.returncode}): {out.stderr.strip()}")
     return {name: float(value) for name, value in (line.split() for line in out.stdout.splitlines() if line.strip())}
@@ -220,14 +220,15 @@ def measure(calls: int, rounds: int, work: Path, builds: list[Probe], others: li
     return rows, traces
 
 
-def _thread_instructions(argv: list[str], env: dict[str, str], work: Path) -> tuple[int, int]:
+def _thread_instructions(argv: list[str], env: dict[str, str], work: Path, cwd: Path | None = None
+                         ) -> tuple[int, int]:
     """(instructions run by the main thread, of which inside the writer's flush_half: encoding and writing
-    chunks) for one callgrind run."""
+    chunks) for one callgrind run (in `cwd` when given)."""
     for old in work.glob("callgrind.out*"):
         old.unlink()
     out = work / "callgrind.out"
     subprocess.run(["valgrind", "--tool=callgrind", "--separate-threads=yes", f"--callgrind-out-file={out}", *argv],
-                   env=env, capture_output=True, check=True, timeout=1800)
+                   env=env, capture_output=True, check=True, timeout=1800, cwd=cwd)
     main = work / "callgrind.out-01"
     summary = re.search(r"^summary: (\d+)", main.read_text(), re.M)
     if summary is None:
