@@ -159,11 +159,11 @@ def _phase(text: str) -> tuple:
 PHASE_STREAMS = phase_blocks()
 
 
-@pytest.mark.parametrize("header,lines", PHASE_STREAMS, ids=[f"{b[0][1]}-{b[0][3]}" for b in PHASE_STREAMS])
+@pytest.mark.parametrize("header,lines", PHASE_STREAMS, ids=[f"{b[0][1]}-{b[0][3]}-{b[0][5]}" for b in PHASE_STREAMS])
 def test_python_phases_answer_as_the_c_ones(header, lines):
     """Before every operation (asked at its start: past the gap, the phase it begins) and after it, the same
     phase: operations done and remaining, end, length, bytes written and to write (docs/predict.md, "Prediction
-    interface")."""
+    interface"); in one stream the process is held (waits for a coordinator) 2 ms, past the gap, within phases."""
     from ioloom.predict.interface import Phases
     from ioloom.predict.model import Operation, Options, ProcessModel
 
@@ -171,7 +171,8 @@ def test_python_phases_answer_as_the_c_ones(header, lines):
     model, phases = ProcessModel({}, {}, options), Phases(options, int(header[3]))
     for index, line in enumerate(lines):
         fields, before, after = line.split("\t")
-        symbol, kind, place, offset, size, t_start, t_end = (int(f) for f in fields.split())
+        symbol, kind, place, offset, size, t_start, t_end, held = (int(f) for f in fields.split())
+        phases.hold(held)
         assert tuple(phases.now(model.predict(), t_start)) == _phase(before), f"{header[1]}: before {index}"
         phases.observe(KIND_NAMES[kind], size, t_start, t_end)
         model.kinds.setdefault(symbol, KIND_NAMES[kind])

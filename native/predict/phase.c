@@ -11,6 +11,7 @@ struct pg_phases {
     int64_t expected, to_write;         /* predicted when it began; -1: unknown */
     double op_ns;                       /* halving average of the end-to-end time between operations of one phase */
     int64_t last_end;                   /* -1: no operation yet */
+    int64_t held;                       /* ns the process was held since the last operation (pg_phases_hold) */
 };
 
 struct pg_phases *pg_phases_new(int32_t limit, int32_t local_cap, int64_t gap_ns, struct pg_memory *memory) {
@@ -48,13 +49,14 @@ static void begin_phase(struct pg_phases *ph) {
 }
 
 void pg_phases_observe(struct pg_phases *ph, enum pg_kind kind, int64_t size, int64_t t_start, int64_t t_end) {
-    if (ph->last_end >= 0 && t_start - ph->last_end >= ph->gap_ns) close_phase(ph);
+    if (ph->last_end >= 0 && t_start - ph->held - ph->last_end >= ph->gap_ns) close_phase(ph);
     if (ph->done == 0) {
         begin_phase(ph);
     } else if (ph->last_end >= 0) {
-        int64_t step = t_end - ph->last_end;
+        int64_t step = t_end - ph->held - ph->last_end;
         ph->op_ns = ph->op_ns == 0 ? (double)step : (ph->op_ns + (double)step) / 2;
     }
+    ph->held = 0;
     ph->done++;
     ph->written += kind == PG_WRITE && size > 0 ? size : 0;
     ph->last_end = t_end;
@@ -76,7 +78,7 @@ void pg_phases_now(struct pg_phases *ph, const struct pg_candidate *c, int32_t n
                    struct pg_phase *out) {
     if (ph->last_end < 0) {
         *out = (struct pg_phase){0, -1, -1, -1, 0, -1};
-    } else if (now_ns >= 0 && now_ns - ph->last_end >= ph->gap_ns) { /* ahead: the phase a call now begins */
+    } else if (now_ns >= 0 && now_ns - ph->held - ph->last_end >= ph->gap_ns) { /* ahead: the phase a call now begins */
         close_phase(ph);
         begin_phase(ph);
         *out = (struct pg_phase){0, ph->expected, end_after(ph, now_ns, ph->expected), ph->expected, 0, ph->to_write};
@@ -86,6 +88,10 @@ void pg_phases_now(struct pg_phases *ph, const struct pg_candidate *c, int32_t n
                                  ph->expected, ph->written, ph->to_write};
     }
 }
+
+void pg_phases_hold(struct pg_phases *ph, int64_t ns) { ph->held += ns; }
+
+void pg_phases_set_gap(struct pg_phases *ph, int64_t gap_ns) { ph->gap_ns = gap_ns; }
 
 int64_t pg_round_half_even(double x) {
     double floor = (double)(int64_t)x;

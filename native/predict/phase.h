@@ -31,7 +31,18 @@ void pg_phases_observe(struct pg_phases *ph, enum pg_kind kind, int64_t size, in
  * (-1: not asked) at least gap_ns after the last operation's end: the phase an operation starting then begins
  * (done 0), the current one ended there and learnt. */
 void pg_phases_now(struct pg_phases *ph, const struct pg_candidate *c, int32_t n, int64_t now_ns, struct pg_phase *out);
+/* The process was held ns (waiting for a coordinator) before its next operation: that time is no gap and no
+ * step of the phase. */
+void pg_phases_hold(struct pg_phases *ph, int64_t ns);
+/* From now on a gap of at least gap_ns starts a new phase. */
+void pg_phases_set_gap(struct pg_phases *ph, int64_t gap_ns);
 /* x rounded to the nearest integer, halves to even (Python's round(); no libm in the tracer). */
 int64_t pg_round_half_even(double x);
+
+/* The tracer's phase interface (native/trace/predict.c, exported by libioloom-trace.so; the coordination client,
+ * preloaded before it, finds it with dlsym): with IOLOOM_PREDICT=1, phases are split at gap_ns from now on, the
+ * process was held held_ns before its next call (pg_phases_hold), and, out not NULL, this process's phase at
+ * now_ns (CLOCK_MONOTONIC; pg_phases_now); 1 when done, 0 when the predictor is off. */
+int ioloom_predict_phase(int64_t now_ns, int64_t gap_ns, int64_t held_ns, struct pg_phase *out);
 
 #endif

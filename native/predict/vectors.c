@@ -266,19 +266,22 @@ static void print_phase(FILE *out, const struct pg_phase *ph) {
             (long long)ph->length, (long long)ph->written, (long long)ph->to_write);
 }
 
-/* Per operation: its fields, the phase asked at its start (before it is learnt), and the phase after it. */
-static int write_phase_stream(FILE *out, const struct ops *o, int64_t gap_ns) {
+/* Per operation: its fields and the time the process was held before it (every seventh operation of a stream
+ * with `hold`: 2 ms), the phase asked at its start (before it is learnt), and the phase after it. */
+static int write_phase_stream(FILE *out, const struct ops *o, int64_t gap_ns, int64_t hold) {
     struct pg_options options = {1 << 16, 24, 4096, 64, 64, 1000000, MAX_SYMBOLS, 8, 1 << 16, 0};
     struct pg_process *p = pg_process_new(&options);
     struct pg_phases *ph = pg_phases_new(24, 4096, gap_ns, NULL);
     struct pg_candidate c[CANDIDATES];
     struct pg_phase now;
     int failed = !p || !ph;
-    fprintf(out, "phases %s gap_ns %lld\n", o->name, (long long)gap_ns);
+    fprintf(out, "phases %s gap_ns %lld hold_ns %lld\n", o->name, (long long)gap_ns, (long long)hold);
     for (int32_t i = 0; i < o->n && !failed; i++) {
         const struct pg_operation *op = &o->op[i];
-        fprintf(out, "%d %d %d %lld %lld %lld %lld\t", op->symbol, op->kind, op->place, (long long)op->offset,
-                (long long)op->size, (long long)op->t_start, (long long)op->t_end);
+        int64_t held = i % 7 == 6 ? hold : 0;
+        fprintf(out, "%d %d %d %lld %lld %lld %lld %lld\t", op->symbol, op->kind, op->place, (long long)op->offset,
+                (long long)op->size, (long long)op->t_start, (long long)op->t_end, (long long)held);
+        pg_phases_hold(ph, held);
         pg_phases_now(ph, c, pg_process_predict(p, c, CANDIDATES), op->t_start, &now), print_phase(out, &now);
         pg_phases_observe(ph, op->kind, op->size, op->t_start, op->t_end);
         pg_process_observe(p, op);
@@ -297,12 +300,13 @@ static int write_phases(const char *dir) {
     FILE *out = fopen(path, "w");
     if (!out) return perror(path), -1;
     int failed = 0;
-    file_per_step(&o), failed |= write_phase_stream(out, &o, 1000000);
-    file_per_step(&o), failed |= write_phase_stream(out, &o, 100000000); /* one phase: none ends */
-    hdf5(&o), failed |= write_phase_stream(out, &o, 1000000);
-    particle_ops(&o), failed |= write_phase_stream(out, &o, 1000000);
-    alternating(&o), failed |= write_phase_stream(out, &o, 1000000);
-    noisy_ops(&o, "noisy-1", 1), failed |= write_phase_stream(out, &o, 16384); /* its gaps: under 32,768 ns */
+    file_per_step(&o), failed |= write_phase_stream(out, &o, 1000000, 0);
+    file_per_step(&o), failed |= write_phase_stream(out, &o, 100000000, 0); /* one phase: none ends */
+    hdf5(&o), failed |= write_phase_stream(out, &o, 1000000, 0);
+    particle_ops(&o), failed |= write_phase_stream(out, &o, 1000000, 0);
+    alternating(&o), failed |= write_phase_stream(out, &o, 1000000, 0);
+    alternating(&o), failed |= write_phase_stream(out, &o, 1000000, 2000000);     /* held within phases */
+    noisy_ops(&o, "noisy-1", 1), failed |= write_phase_stream(out, &o, 16384, 0); /* its gaps: under 32,768 ns */
     return fclose(out) != 0 || failed ? -1 : 0;
 }
 

@@ -7,7 +7,8 @@
  * frame pointers, and dearer); where the two differ (code built without frame pointers), backtrace() is used.
  * With IOLOOM_PREDICT=1, the process model of native/predict (process.h, the Python model's twin) learns the
  * calls as they come, each as its stack symbol and file key, and predicts the next one: its symbol, size, offset
- * and gap. Symbols, file keys, calls and predictions go to the process's side stream,
+ * and gap; its I/O phases (phase.h) are followed too, and the coordination client of `ioloom run --coord` asks
+ * for them (ioloom_predict_phase). Symbols, file keys, calls and predictions go to the process's side stream,
  * <stream>.predict (docs/predict.md, "The side stream"), written as the events are (whole chunks, raw system
  * calls, chained checksums) and read by python/ioloom/predict/side.py; the event stream is not changed. One lock
  * serialises the model: the calls of all threads make one stream of symbols. */
@@ -91,6 +92,7 @@ static struct side {
     int failed; /* a write failed: nothing more is written */
     uint32_t crc;
     struct pg_process *model;
+    struct pg_phases *phases; /* the model's I/O phases, on CLOCK_MONOTONIC ns */
     struct raw *raws;
     struct symbol *symbols;
     int32_t nsymbols;
@@ -578,12 +580,22 @@ static struct pg_operation operation(const struct ioloom_raw_event *row, enum pg
         side.clock_ns, side.clock_ns};
 }
 
+/* The call to the phases, on CLOCK_MONOTONIC ns (the coordination client's clock): it ended now, and began its
+ * duration before. */
+static void observe_phase(const struct ioloom_raw_event *row, const struct pg_operation *op) {
+    uint64_t ticks = row->t_end > row->t_start ? row->t_end - row->t_start : 0;
+    int64_t end = (int64_t)monotonic_ns(),
+            took = ioloom_tsc ? (int64_t)((double)ticks * side.ns_per_tick) : (int64_t)ticks;
+    pg_phases_observe(side.phases, op->kind, op->size, end - took, end);
+}
+
 static void learn(const struct ioloom_raw_event *row, enum pg_kind kind, int32_t symbol, int32_t key, int64_t gap) {
     side.calls++;
     side.past_symbol_cap += symbol == MAX_SYMBOLS - 1;
     side.last_end = row->t_end;
     if (!side.model) return;
     struct pg_operation op = operation(row, kind, model_symbol(symbol, key), key, gap);
+    observe_phase(row, &op);
     pg_process_observe(side.model, &op);
     side.npredicted = pg_process_predict(side.model, side.predicted, KEPT);
 }
@@ -620,6 +632,21 @@ void ioloom_predict_row(const struct ioloom_call *c, const struct ioloom_raw_eve
     learn(row, (enum pg_kind)kind, symbol, key, gap);
     if (side.out_len > PENDING_BYTES) write_pending();
     pthread_mutex_unlock(&side.lock);
+}
+
+/* ---- the phase interface, for the coordination client ---- */
+
+IOLOOM_EXPORT int ioloom_predict_phase(int64_t now_ns, int64_t gap_ns, int64_t held_ns, struct pg_phase *out) {
+    if (!ioloom_predict_on || ioloom_lock(&side.lock)) return 0;
+    int on = side.phases != NULL; /* NULL without IOLOOM_PREDICT, or in a child whose model could not be made */
+    if (on) {
+        struct pg_candidate next[PG_LIMIT_MAX];
+        pg_phases_set_gap(side.phases, gap_ns);
+        pg_phases_hold(side.phases, held_ns);
+        if (out) pg_phases_now(side.phases, next, pg_process_predict(side.model, next, PG_LIMIT_MAX), now_ns, out);
+    }
+    pthread_mutex_unlock(&side.lock);
+    return on;
 }
 
 /* ---- start, flush, fork ---- */
@@ -659,12 +686,14 @@ static struct ioloom_code_range segment_of(const char *prefix, uintptr_t fn) {
     return search.code;
 }
 
-/* The process model with the Python model's defaults (model.Options) and the tracer's bounds; NULL without
- * IOLOOM_PREDICT or memory. */
-static struct pg_process *new_model(void) {
+/* The process model with the Python model's defaults (model.Options) and the tracer's bounds, and its phases
+ * (split at distant_ns until the coordination client gives its own gap); none without IOLOOM_PREDICT or memory. */
+static void new_model(void) {
     struct pg_options o = {(int32_t)side.cap, DISTINCT_VALUES, LOCAL_CAP, RUN_POSITIONS, RETURN_DEPTH,
                            DISTANT_NS,        MAX_SYMBOLS,     MAX_KEYS,  MAX_MODELS,    side.memory_mib << 20};
-    return side.predict ? pg_process_new(&o) : NULL;
+    side.model = side.predict ? pg_process_new(&o) : NULL;
+    side.phases = side.model ? pg_phases_new(DISTINCT_VALUES, LOCAL_CAP, DISTANT_NS, NULL) : NULL;
+    if (side.model && !side.phases) pg_process_free(side.model), side.model = NULL;
 }
 
 /* The model, the tables and the output buffer; 0 on success. */
@@ -678,7 +707,7 @@ static int allocate(void) {
     side.file_keys = calloc(FILE_SLOTS, sizeof *side.file_keys);
     side.pairs = calloc(MAX_SYMBOLS, sizeof *side.pairs);
     side.pair_slots = calloc(PAIR_SLOTS, sizeof *side.pair_slots);
-    side.model = new_model();
+    new_model();
     return !side.raws || !side.symbols || !side.out || !side.keys || !side.key_written || !side.key_slots ||
            !side.file_keys || !side.pairs || !side.pair_slots || (side.predict && !side.model);
 }
@@ -735,7 +764,7 @@ void ioloom_predict_after_fork(void) {
     side.npairs = 0;
     side.keys_past_cap = side.pairs_past_cap = side.last_end = 0;
     side.clock_ns = 0;
-    /* The parent's model is left as it is, not freed: another thread may have been changing it when the process
-     * forked. Its pages, never touched again, stay shared with the parent's. */
-    side.model = new_model();
+    /* The parent's model and phases are left as they are, not freed: another thread may have been changing them
+     * when the process forked. Their pages, never touched again, stay shared with the parent's. */
+    new_model();
 }

@@ -57,16 +57,23 @@ class Phases:
         self.to_write: int | None = None  # its bytes written, predicted when it began
         self.op_ns = 0.0  # halving average of end-to-end time between operations of one phase
         self.last_end: int | None = None
+        self.held = 0  # ns the process was held since the last operation (`hold`)
+
+    def hold(self, ns: int) -> None:
+        """The process was held `ns` (waiting for a coordinator) before its next operation: that time is no gap
+        and no step of the phase."""
+        self.held += ns
 
     def observe(self, kind: str, size: int, t_start: int, t_end: int) -> None:
         """One operation (open, close, read or write) of `size` bytes asked, from t_start to t_end (ns)."""
-        if self.last_end is not None and t_start - self.last_end >= self.gap_ns:
+        if self.last_end is not None and t_start - self.held - self.last_end >= self.gap_ns:
             self._close()
         if self.done == 0:
             self._begin()
         elif self.last_end is not None:
-            step = t_end - self.last_end
+            step = t_end - self.held - self.last_end
             self.op_ns = step if self.op_ns == 0 else (self.op_ns + step) / 2
+        self.held = 0
         self.done += 1
         self.written += max(size, 0) if kind == "write" else 0
         self.last_end = t_end
@@ -88,7 +95,7 @@ class Phases:
         one ends there, learnt)."""
         if self.last_end is None:
             return Phase(0, None, None, None)
-        if now_ns is not None and now_ns - self.last_end >= self.gap_ns:
+        if now_ns is not None and now_ns - self.held - self.last_end >= self.gap_ns:
             self._close()
             self._begin()
             return self._ahead(now_ns)
@@ -134,6 +141,10 @@ class Predictor:
         self.model.observe(Operation(symbol, kind, place, file_id, offset if data else -1, max(size, 0) if data else 0,
                                      t_start, t_end))
         return True
+
+    def hold(self, ns: int) -> None:
+        """The process was held `ns` (waiting for a coordinator) before its next call: no gap of its phase."""
+        self.phases.hold(ns)
 
     def next(self) -> list[Next]:
         """The operations that may come next (none before the first call is observed)."""

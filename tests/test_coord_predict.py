@@ -1,0 +1,83 @@
+"""ioloom run --coord with the tracer's predictor (IOLOOM_PREDICT=1): the preloaded client announces each phase
+with the bytes and the end the predictor's phase interface gives (native/predict/phase.h, ioloom_predict_phase;
+docs/coord.md, "What the predictor gives"), falling back to the previous phase's bytes without it. Real programs:
+Python loops whose steps of writes (a phase each, a pause between) follow a pattern of sizes."""
+import json
+import os
+import subprocess
+import sys
+
+import coord_support
+from ioloom import paths
+
+coordinator = coord_support.coordinator  # the fixture
+
+LOOP = """
+import os, sys, time
+path, steps, pause, kib = sys.argv[1], sys.argv[2].split(","), float(sys.argv[3]), int(sys.argv[4])
+fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+block, offset = b"x" * (kib << 10), 0
+for writes in steps:
+    time.sleep(pause)
+    for _ in range(int(writes)):
+        os.pwrite(fd, block, offset)
+        offset += len(block)
+os.close(fd)
+"""
+STEPS = [8, 8, 16] * 6  # 2:1: the previous phase's size is wrong at two phases of three
+
+
+def run_loop(tmp_path, address, name, predict, steps=STEPS, pause=0.15, kib=256, storage=None):
+    """`ioloom run --coord` of the loop, a phase ending after 0.05 s without a write; with `storage`, each write
+    also takes its time on an emulated storage of 500 MB/s shared by the programs naming it."""
+    (tmp_path / "loop.py").write_text(LOOP)
+    env = {**os.environ, "PYTHONPATH": str(paths.REPO_ROOT / "python"), "IOLOOM_COORD_IDLE": "0.05",
+           "IOLOOM_PREDICT": "1" if predict else "0", "IOLOOM_COORD_NAME": name,
+           **({"IOLOOM_COORD_STORAGE": str(storage), "IOLOOM_COORD_BANDWIDTH": "5e8"} if storage else {})}
+    out = tmp_path / f"trace-{name}"
+    argv = [sys.executable, "-m", "ioloom", "run", "--coord", address, "-o", str(out), "--", sys.executable,
+            str(tmp_path / "loop.py"), str(tmp_path / f"{name}.dat"), ",".join(map(str, steps)), str(pause), str(kib)]
+    return subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True), out
+
+
+def finished(proc, out) -> list[list]:
+    """The announcements of the run's phases (coord.jsonl): [bytes, from, seconds, from, revised seconds, from,
+    bytes written, active seconds] each."""
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    rows = [json.loads(line) for line in (out / "coord.jsonl").read_text().splitlines()]
+    return [a for row in rows for a in row["announced"]]
+
+
+def test_phases_are_announced_with_the_predicted_bytes(tmp_path, coordinator):
+    """With the predictor, every phase after the first is announced with the bytes and end it predicts, and
+    revised with its end after two writes; from the fifth phase on (the pattern 8, 8, 16 seen once whole) the
+    bytes are those the phase writes. Without it, the previous phase's bytes (wrong at two phases of three) and
+    the time from the rate of the phase before at the same call site."""
+    address = coordinator("dynamic")
+    predicted = finished(*run_loop(tmp_path, address, "predicted", predict=True))
+    unpredicted = finished(*run_loop(tmp_path, address, "unpredicted", predict=False))
+    writes = [steps << 18 for steps in STEPS]
+    assert [p[6] for p in predicted] == writes and [p[6] for p in unpredicted] == writes
+    assert all(p[1] == p[3] == p[5] == "predictor" for p in predicted[1:]), predicted
+    assert [p[0] for p in predicted[4:]] == writes[4:], predicted
+    assert [p[1] for p in unpredicted[1:]] == ["previous"] * (len(STEPS) - 1), unpredicted
+    assert [p[0] for p in unpredicted[1:]] == writes[:-1]  # the previous phase's
+    assert unpredicted[0][3] == "none" and {p[3] for p in unpredicted[1:]} == {"history"}, unpredicted
+
+
+def test_two_programs_announced_by_prediction_under_dynamic(tmp_path, coordinator):
+    """Two programs of different patterns write at once to one emulated storage under dynamic: each, with the
+    predictor, announces its phases with the bytes they write once its pattern was seen whole and began again. A
+    phase told to wait keeps
+    its place in the predictor's phases (its waits are no gap), however long it waits."""
+    address = coordinator("dynamic")
+    b_pattern = [3, 3, 3, 6]
+    b_steps = b_pattern * 4
+    a = run_loop(tmp_path, address, "a", predict=True, storage=tmp_path / "storage")
+    b = run_loop(tmp_path, address, "b", predict=True, steps=b_steps, pause=0.1, kib=320,
+                 storage=tmp_path / "storage")
+    for phases, steps, period, kib in ((finished(*a), STEPS, 3, 256), (finished(*b), b_steps, len(b_pattern), 320)):
+        writes = [n * kib << 10 for n in steps]
+        assert [p[6] for p in phases] == writes, phases
+        assert [p[0] for p in phases[period + 1:]] == writes[period + 1:], phases
