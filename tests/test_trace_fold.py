@@ -15,7 +15,7 @@ import pytest
 
 from ioloom import paths
 from ioloom.trace import open_trace, varint
-from ioloom.trace.stream_file import CHUNK_HEADER, FOLDED, rechain
+from ioloom.trace.stream_file import CHUNK_HEADER, EVENTS, FILE_DELTAS, FILES, FOLDED, INFO, rechain
 
 VECTORS = Path(__file__).parent / "vectors" / "trace"
 STEPS = 300
@@ -62,7 +62,16 @@ def test_a_folded_run_reads_back_as_the_events_the_tracer_recorded(tmp_path, mon
     assert events == STEPS * 13 + 2 and trace.problems == []
     assert stream.info["folded_events"] == stream.info["fold_checked_events"] == str(events)
     assert stream.info["fold_check_failed_events"] == "0" and stream.info["fold_quantum_ns"] == "1"
-    assert all(kind != 4 for _, kind, _ in _chunks(next(folded.glob("*.ioloom"))))  # no EVENTS chunk
+    data = next(folded.glob("*.ioloom")).read_bytes()
+    counts = [data[pos + CHUNK_HEADER.size:pos + CHUNK_HEADER.size + length]
+              for pos, kind, length in _chunks(next(folded.glob("*.ioloom"))) if kind == INFO and b"fold_quantum_ns" in
+              data[pos + CHUNK_HEADER.size:pos + CHUNK_HEADER.size + length]]
+    assert len(counts) == 1 and counts[0].count(b"\0") == 2 * 4  # the fold counts: one chunk, at the end
+    kinds = [kind for _, kind, _ in _chunks(next(folded.glob("*.ioloom")))]
+    assert EVENTS not in kinds and FILES not in kinds and FILE_DELTAS in kinds  # the file table as deltas (3.2)
+    plain_files = open_trace(plain).files.to_pylist()
+    assert [f["path"].replace("/plain-files/", "/folded-files/") for f in plain_files] == \
+        [f["path"] for f in trace.files.to_pylist()] and len(plain_files) == STEPS + 1  # a file per step, a log
     native = stream.read()
     monkeypatch.setattr(varint, "_native_library", lambda: None)
     assert open_trace(folded).streams[0].read().equals(native)

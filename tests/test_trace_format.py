@@ -36,7 +36,7 @@ def test_c_writer_output_equals_committed_vector(fresh_vectors, name):
             f"{name}{suffix}: the C encoder no longer writes the committed vector (format change: bump the version)"
 
 
-@pytest.mark.parametrize("name", NAMES + ("v1/strided", "v2/mixed"))
+@pytest.mark.parametrize("name", NAMES + ("v1/strided", "v2/mixed", "v3.1/folded"))
 def test_python_reader_decodes_committed_vector(name):
     """Every vector, and streams of formats 1.0 and 2.0 (kept as written then; 2.0 stored req_bytes, aux,
     call_id, parent and coll_seq as they are, not as differences): exactly the CSV's events."""
@@ -199,7 +199,7 @@ def test_not_a_trace_and_future_versions_are_explained(tmp_path):
     trace = open_trace(tmp_path)
     assert trace.streams == []
     assert any("not an ioloom trace stream" in p for p in trace.problems)
-    assert any("format version 9.1" in p for p in trace.problems)
+    assert any("format version 9.2" in p for p in trace.problems)
 
 
 def test_native_and_numpy_varint_decoders_agree():
@@ -333,3 +333,26 @@ def test_native_and_python_chunk_index_agree_on_damaged_streams(tmp_path, monkey
             assert np.array_equal(native.chunks, plain.chunks) and native.info == plain.info
             said.update(p.split("(")[-1] for p in native.problems if "is malformed" in p)
     assert len(said) == len(EVENTS_PROBLEMS), said  # every kind of malformed events chunk was met
+
+
+@pytest.mark.parametrize(("entry", "said"), [
+    (bytes([0, 0, 0, 3, 2]) + b"x\0", "keeps 3 + 2 bytes of a 0-byte path"),  # the first entry has no path before
+    (bytes([0, 0, 0, 0, 0]) + b"/a\0" + bytes([0, 0, 0, 1, 2]) + b"b\0", "keeps 1 + 2 bytes of a 2-byte path"),
+    (bytes([0, 0, 0, 0, 0]) + b"no NUL", "string without its terminating NUL"),
+    (bytes([0x80, 0x80, 0x80, 0x10, 0, 0, 0, 0]) + b"/a\0", "is over 16777215"),
+])
+def test_a_malformed_file_deltas_chunk_is_skipped_whole(tmp_path, entry, said):
+    """A FILE_DELTAS chunk (3.2) that keeps more of the path before than there is, a path without its NUL or a file
+    id past the reader's table is skipped whole with a problem naming it; the rest of the stream is read."""
+    from ioloom.trace.stream_file import FILE_DELTAS
+
+    data = (VECTORS / "folded.ioloom").read_bytes()
+    pos = 16
+    while CHUNK_HEADER.unpack_from(data, pos)[0] != FILE_DELTAS:
+        pos += CHUNK_HEADER.size + CHUNK_HEADER.unpack_from(data, pos)[1]
+    end = pos + CHUNK_HEADER.size + CHUNK_HEADER.unpack_from(data, pos)[1]
+    (tmp_path / "s.ioloom").write_bytes(rechain(data[:pos] + CHUNK_HEADER.pack(FILE_DELTAS, len(entry), 0) + entry +
+                                                data[end:]))
+    trace = open_trace(tmp_path)
+    assert [p for p in trace.problems if f"chunk at byte {pos} (type 6) is malformed" in p and said in p]
+    assert trace.files.num_rows == 0 and trace.meta["events"] == len(pd.read_csv(VECTORS / "folded.csv"))

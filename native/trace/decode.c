@@ -38,41 +38,6 @@ IOLOOM_EXPORT int64_t ioloom_decode_varints(const uint8_t *buf, size_t len, uint
     return (int64_t)count;
 }
 
-/* Decodes one column body of `count` events stored in `mode` (docs/trace-format.md) into out[0, count):
- * the values with their signs back and runs expanded. 0 on success, -1 when the body does not hold exactly
- * `count` events. */
-static int decode_column_body(const uint8_t *p, const uint8_t *end, int64_t mode, int64_t count, int64_t *out) {
-    uint64_t u, runs, length;
-    if (mode == 0) { /* constant: one value for every event */
-        if (next_varint(&p, end, &u)) return -1;
-        int64_t value = unzigzag(u);
-        for (int64_t i = 0; i < count; i++) out[i] = value;
-    } else if (mode == 1) { /* one varint per event */
-        for (int64_t i = 0; i < count; i++) {
-            if (next_varint(&p, end, &u)) return -1;
-            out[i] = unzigzag(u);
-        }
-    } else if (mode == 2) { /* run count, all run values, then all run lengths */
-        if (next_varint(&p, end, &runs) || runs > (uint64_t)count) return -1;
-        const uint8_t *lengths = p;
-        for (uint64_t r = 0; r < runs; r++) /* skip the values to find the lengths */
-            if (next_varint(&lengths, end, &u)) return -1;
-        int64_t filled = 0;
-        for (uint64_t r = 0; r < runs; r++) {
-            next_varint(&p, end, &u);
-            if (next_varint(&lengths, end, &length) || length > (uint64_t)(count - filled)) return -1;
-            int64_t value = unzigzag(u);
-            for (uint64_t i = 0; i < length; i++) out[filled + (int64_t)i] = value;
-            filled += (int64_t)length;
-        }
-        p = lengths;
-        if (filled != count) return -1;
-    } else {
-        return -1;
-    }
-    return p == end ? 0 : -1;
-}
-
 /* What one call decodes: a column of every chunk (into `out`, or in running sums), or the chunks' times. */
 struct job {
     const uint8_t *data;
@@ -109,7 +74,7 @@ static int64_t chunk_events(const struct job *job, size_t k) { return chunk_colu
 static int decode_chunk(const struct job *job, size_t k, int column, int64_t *values) {
     const int64_t *body = chunk_column(job, k, column);
     return body[1] < 0 || body[2] < body[1] || (size_t)body[2] > job->len ||
-           decode_column_body(job->data + body[1], job->data + body[2], body[0], chunk_events(job, k), values);
+           ioloom_column_body(job->data + body[1], job->data + body[2], body[0], chunk_events(job, k), values);
 }
 
 /* Puts one chunk's `count` values, the first being value `filled` of the column, in their rows of out. */

@@ -210,23 +210,26 @@ static int32_t register_file(const char *path, uint64_t dev, uint64_t ino) {
     return id;
 }
 
-void ioloom_files_flush(void) {
+void ioloom_files_flush(int deltas) {
     if (!__atomic_load_n(&ft.pending, __ATOMIC_ACQUIRE) || ioloom_lock(&ft.lock)) return;
     size_t size = IOLOOM_CHUNK_HEADER_BYTES;
     for (int32_t id = 0; id < ft.count; id++)
-        if (ft.entries[id].pending) size += 30 + strlen(ft.entries[id].path) + 1;
+        if (ft.entries[id].pending) size += IOLOOM_FILE_ENTRY_BYTES + strlen(ft.entries[id].path) + 1;
     uint8_t *chunk = malloc(size);
     if (chunk) {
         uint8_t *p = chunk + IOLOOM_CHUNK_HEADER_BYTES;
+        struct ioloom_file_ref previous = IOLOOM_FILE_REF_START;
         for (int32_t id = 0; id < ft.count; id++) {
             struct file_entry *e = &ft.entries[id];
             if (!e->pending) continue;
-            p = ioloom_put_cstr(
-                ioloom_put_varint(ioloom_put_varint(ioloom_put_varint(p, (uint64_t)id), e->dev), e->ino), e->path);
+            struct ioloom_file_ref entry = {id, e->dev, e->ino, e->path};
+            p = deltas ? ioloom_put_file_delta(p, &previous, &entry) : ioloom_put_file(p, &entry);
+            previous = entry;
             e->pending = 0;
         }
         ft.pending = 0;
-        ioloom_seal_chunk(chunk, IOLOOM_CHUNK_FILES, (uint32_t)(p - chunk - IOLOOM_CHUNK_HEADER_BYTES));
+        ioloom_seal_chunk(chunk, deltas ? IOLOOM_CHUNK_FILE_DELTAS : IOLOOM_CHUNK_FILES,
+                          (uint32_t)(p - chunk - IOLOOM_CHUNK_HEADER_BYTES));
         pthread_mutex_unlock(&ft.lock);
         ioloom_write_chunk(chunk, (size_t)(p - chunk));
         free(chunk);

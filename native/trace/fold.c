@@ -28,12 +28,11 @@ enum {
     F_COLL,   /* the change from the previous coll_seq that is not -1 of the same file and operation */
 };
 _Static_assert(F_COLL + 1 == IOLOOM_FOLD_SHAPE_FIELDS, "every field");
-static inline uint64_t zigzag(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
 
 enum { A_OFFSET = 1, A_CALL = 2, A_PARENT = 4, A_COLL = 8, A_FILE = 16, A_ALL = 31 };
 /* Files are named by their place among the last FOLD_RECENT files events named, most recent first: a loop that
  * opens a new file each step and goes back to an old one between (a log) names them by the same places every
- * step. A file not among them is named FOLD_RECENT + zigzag(its id minus the id after the highest so far). */
+ * step. A file not among them is named FOLD_RECENT + ioloom_zigzag(its id minus the id after the highest so far). */
 #define FOLD_RECENT 8
 
 /* The previous offset and coll_seq (not -1) of each (file, operation) of a chunk, that its next event's go on from
@@ -97,7 +96,7 @@ static int recent_place(struct fold_state *st, int32_t file_id) {
 static int64_t file_field(struct fold_state *st, int32_t file_id) {
     int64_t next = st->next_file;
     int place = recent_place(st, file_id);
-    return place < FOLD_RECENT ? place : FOLD_RECENT + (int64_t)zigzag((int64_t)file_id - next);
+    return place < FOLD_RECENT ? place : FOLD_RECENT + (int64_t)ioloom_zigzag((int64_t)file_id - next);
 }
 
 /* The file id of file field f (fold.c's file_field undone), going on from *st; -1 when it names no file. */
@@ -288,24 +287,22 @@ static void time_residuals(struct ioloom_fold_area *a, const struct ioloom_raw_e
     }
 }
 
-static inline size_t varint_size(uint64_t v) { return (size_t)(70 - __builtin_clzll(v | 1)) / 7; }
-
 /* The bytes v[0, n) takes in the runs mode (the count, the values, the lengths); its runs in *runs. */
 static size_t runs_bytes(const int64_t *v, size_t n, size_t *runs) {
     size_t bytes = 0, start = 0;
     *runs = 0;
     for (size_t i = 1; i <= n; i++) {
         if (i < n && v[i] == v[start]) continue;
-        bytes += varint_size(zigzag(v[start])) + varint_size(i - start);
+        bytes += ioloom_varint_size(ioloom_zigzag(v[start])) + ioloom_varint_size(i - start);
         ++*runs;
         start = i;
     }
-    return bytes + varint_size(*runs);
+    return bytes + ioloom_varint_size(*runs);
 }
 
 static size_t plain_bytes(const int64_t *v, size_t n) {
     size_t bytes = 0;
-    for (size_t i = 0; i < n; i++) bytes += varint_size(zigzag(v[i]));
+    for (size_t i = 0; i < n; i++) bytes += ioloom_varint_size(ioloom_zigzag(v[i]));
     return bytes;
 }
 
@@ -317,7 +314,7 @@ static unsigned small_code(int64_t v) { return v == 0 ? 0 : v == 1 ? 1 : v == -1
 static size_t small_bytes(const int64_t *v, size_t n) {
     size_t bytes = (n + 3) / 4;
     for (size_t i = 0; i < n; i++)
-        if (small_code(v[i]) == ESCAPE) bytes += varint_size(zigzag(v[i]));
+        if (small_code(v[i]) == ESCAPE) bytes += ioloom_varint_size(ioloom_zigzag(v[i]));
     return bytes;
 }
 
@@ -328,7 +325,7 @@ static uint8_t *put_small(uint8_t *p, const int64_t *v, size_t n, size_t bytes) 
     for (size_t i = 0; i < n; i++) p[i / 4] |= (uint8_t)(small_code(v[i]) << (2 * (i % 4)));
     p += (n + 3) / 4;
     for (size_t i = 0; i < n; i++)
-        if (small_code(v[i]) == ESCAPE) p = ioloom_put_varint(p, zigzag(v[i]));
+        if (small_code(v[i]) == ESCAPE) p = ioloom_put_varint(p, ioloom_zigzag(v[i]));
     return p;
 }
 
@@ -336,25 +333,11 @@ static uint8_t *put_small(uint8_t *p, const int64_t *v, size_t n, size_t bytes) 
 static uint8_t *put_values(uint8_t *p, const int64_t *v, size_t n) {
     size_t runs, run_bytes = runs_bytes(v, n, &runs), plain = plain_bytes(v, n), small = small_bytes(v, n);
     if (runs > 1 && small < plain && small < run_bytes) return put_small(p, v, n, small);
-    if (runs == 1) {
-        *p++ = IOLOOM_COL_CONST;
-        return ioloom_put_varint(ioloom_put_varint(p, varint_size(zigzag(v[0]))), zigzag(v[0]));
-    }
-    if (plain <= run_bytes) {
-        *p++ = IOLOOM_COL_VARINT;
-        p = ioloom_put_varint(p, plain);
-        for (size_t i = 0; i < n; i++) p = ioloom_put_varint(p, zigzag(v[i]));
-        return p;
-    }
-    *p++ = IOLOOM_COL_RUNS;
-    p = ioloom_put_varint(ioloom_put_varint(p, run_bytes), runs);
-    for (size_t i = 0; i < n; i++)
-        if (i == 0 || v[i] != v[i - 1]) p = ioloom_put_varint(p, zigzag(v[i]));
-    for (size_t i = 1, start = 0; i <= n; i++)
-        if (i == n || v[i] != v[i - 1]) {
-            p = ioloom_put_varint(p, i - start);
-            start = i;
-        }
+    if (runs == 1) return ioloom_put_const_column(p, v[0]);
+    if (run_bytes < plain) return ioloom_put_runs(p, v, n, runs, run_bytes);
+    *p++ = IOLOOM_COL_VARINT;
+    p = ioloom_put_varint(p, plain);
+    for (size_t i = 0; i < n; i++) p = ioloom_put_varint(p, ioloom_zigzag(v[i]));
     return p;
 }
 
@@ -366,7 +349,7 @@ static uint8_t *put_folded(const struct ioloom_fold_area *a, uint8_t *p, uint32_
     p = ioloom_put_varint(ioloom_put_varint(p, quantum), t_base / quantum);
     p = ioloom_put_varint(p, shapes);
     for (size_t k = 0; k < (size_t)shapes * IOLOOM_FOLD_SHAPE_FIELDS; k++)
-        p = ioloom_put_varint(p, zigzag(a->shapes[k]));
+        p = ioloom_put_varint(p, ioloom_zigzag(a->shapes[k]));
     p = ioloom_put_varint(p, distinct);
     for (size_t k = 0; k < 2 * (size_t)distinct; k++) p = ioloom_put_varint(p, a->tokens[k]);
     p = ioloom_put_varint(p, (uint64_t)rules);
@@ -557,26 +540,9 @@ static int read_values(struct cursor *c, uint32_t n, int64_t *v) {
     if (c->bad || length > (uint64_t)(c->end - c->p) || mode > IOLOOM_FOLD_COL_SMALL) return IOLOOM_UNFOLD_TIMES;
     struct cursor body = {c->p, c->p + length, 0};
     c->p += length;
-    if (mode == IOLOOM_FOLD_COL_SMALL)
-        read_small(&body, n, v);
-    else if (mode == IOLOOM_COL_CONST)
-        for (int64_t value = unzigzag(take(&body)), i = 0; i < n; i++) v[i] = value;
-    else if (mode == IOLOOM_COL_VARINT)
-        for (uint32_t i = 0; i < n; i++) v[i] = unzigzag(take(&body));
-    else {
-        uint64_t runs = take(&body), filled = 0;
-        if (runs < 1 || runs > n) return IOLOOM_UNFOLD_TIMES;
-        const uint8_t *values = body.p;
-        for (uint64_t r = 0; r < runs; r++) take(&body); /* the lengths follow the values */
-        struct cursor value = {values, body.end, body.bad};
-        for (uint64_t r = 0; r < runs && !body.bad; r++) {
-            int64_t x = unzigzag(take(&value));
-            uint64_t run = take(&body);
-            if (run > n - filled) return IOLOOM_UNFOLD_TIMES;
-            for (uint64_t k = 0; k < run; k++) v[filled++] = x;
-        }
-        if (filled != n) return IOLOOM_UNFOLD_TIMES;
-    }
+    if (mode != IOLOOM_FOLD_COL_SMALL)
+        return ioloom_column_body(body.p, body.end, mode, n, v) ? IOLOOM_UNFOLD_TIMES : 0;
+    read_small(&body, n, v);
     return body.bad || body.p != body.end ? IOLOOM_UNFOLD_TIMES : 0;
 }
 

@@ -41,9 +41,40 @@ uint8_t *ioloom_put_cstr(uint8_t *p, const char *s) {
     return p + len;
 }
 
-static inline uint64_t zigzag(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
+uint8_t *ioloom_put_file(uint8_t *p, const struct ioloom_file_ref *entry) {
+    p = put_varint(put_varint(put_varint(p, (uint64_t)entry->id), entry->dev), entry->ino);
+    return ioloom_put_cstr(p, entry->path);
+}
 
-static inline size_t varint_size(uint64_t v) { return (size_t)(70 - __builtin_clzll(v | 1)) / 7; }
+/* The bytes a and b share at their starts (below `most`). */
+static size_t shared_head(const char *a, const char *b, size_t most) {
+    size_t k = 0;
+    while (k < most && a[k] == b[k]) k++;
+    return k;
+}
+
+/* The bytes a[0, a_len) and b[0, b_len) share at their ends (below `most`). */
+static size_t shared_tail(const char *a, size_t a_len, const char *b, size_t b_len, size_t most) {
+    size_t k = 0;
+    while (k < most && a[a_len - 1 - k] == b[b_len - 1 - k]) k++;
+    return k;
+}
+
+uint8_t *ioloom_put_file_delta(uint8_t *p, const struct ioloom_file_ref *previous,
+                               const struct ioloom_file_ref *entry) {
+    size_t before = strlen(previous->path), len = strlen(entry->path);
+    size_t head = shared_head(previous->path, entry->path, before < len ? before : len);
+    size_t rest = (before < len ? before : len) - head;
+    size_t tail = shared_tail(previous->path, before, entry->path, len, rest);
+    p = put_varint(p, ioloom_zigzag((int64_t)((uint64_t)entry->id - (uint64_t)previous->id - 1)));
+    p = put_varint(p, ioloom_zigzag((int64_t)(entry->dev - previous->dev)));
+    p = put_varint(p, ioloom_zigzag((int64_t)(entry->ino - previous->ino)));
+    p = put_varint(put_varint(p, head), tail);
+    memcpy(p, entry->path + head, len - head - tail);
+    p += len - head - tail;
+    *p++ = 0;
+    return p;
+}
 
 static void put_u32(uint8_t *p, uint32_t v) {
     for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
@@ -333,12 +364,12 @@ static uint8_t *plain_body(int col, const struct ioloom_raw_event *ev, size_t st
 #define WRITE(column, first_expr, expr)                               \
     case column: {                                                    \
         int64_t previous = (int64_t)(first_expr);                     \
-        end = put_varint(end, zigzag(previous));                      \
+        end = put_varint(end, ioloom_zigzag(previous));               \
         sizes = (size_t)(end - body);                                 \
         for (size_t i = 1; i < n; i++) {                              \
             int64_t x = (int64_t)(expr);                              \
             uint8_t *at = end;                                        \
-            end = put_varint(end, zigzag(x));                         \
+            end = put_varint(end, ioloom_zigzag(x));                  \
             size_t starts = x != previous; /* a new run: its value */ \
             count += starts;                                          \
             sizes += (size_t)(end - at) & -starts;                    \
@@ -371,17 +402,17 @@ static size_t run_lengths_size(const int64_t *v, size_t n) {
     size_t bytes = 0, run_start = 0;
     for (size_t i = 1; i < n; i++)
         if (v[i] != v[i - 1]) {
-            bytes += varint_size(i - run_start);
+            bytes += ioloom_varint_size(i - run_start);
             run_start = i;
         }
-    return bytes + varint_size(n - run_start);
+    return bytes + ioloom_varint_size(n - run_start);
 }
 
 /* Appends a constant column: mode byte, body length, the value. */
-static uint8_t *put_const_column(uint8_t *p, int64_t value) {
+uint8_t *ioloom_put_const_column(uint8_t *p, int64_t value) {
     *p++ = IOLOOM_COL_CONST;
-    p = put_varint(p, varint_size(zigzag(value)));
-    return put_varint(p, zigzag(value));
+    p = put_varint(p, ioloom_varint_size(ioloom_zigzag(value)));
+    return put_varint(p, ioloom_zigzag(value));
 }
 
 /* Appends the RUNS mode of a column (mode byte, body length, body) whose body takes run_bytes: the count, every
@@ -397,7 +428,7 @@ static uint8_t *put_runs_header(uint8_t *p, size_t run_bytes, size_t runs) {
  * their lengths or looking at their values again. */
 static size_t smaller_runs(int col, const struct ioloom_raw_event *ev, size_t stride, size_t n,
                            const struct chunk_times *tm, int64_t *v, size_t runs, size_t run_values, size_t plain) {
-    size_t run_bytes = varint_size(runs) + run_values + runs;
+    size_t run_bytes = ioloom_varint_size(runs) + run_values + runs;
     if (run_bytes >= plain) return 0;
     column_values(col, ev, stride, n, tm, v);
     run_bytes += run_lengths_size(v, n) - runs;
@@ -406,10 +437,10 @@ static size_t smaller_runs(int col, const struct ioloom_raw_event *ev, size_t st
 
 /* Appends the runs mode of v[0..n) (mode byte, body length, body), `runs` runs taking run_bytes: all run values
  * first, then all lengths, so that each half decodes as one varint array. */
-static uint8_t *put_runs(uint8_t *p, const int64_t *v, size_t n, size_t runs, size_t run_bytes) {
+uint8_t *ioloom_put_runs(uint8_t *p, const int64_t *v, size_t n, size_t runs, size_t run_bytes) {
     p = put_runs_header(p, run_bytes, runs);
     for (size_t i = 0; i < n; i++)
-        if (i == 0 || v[i] != v[i - 1]) p = put_varint(p, zigzag(v[i]));
+        if (i == 0 || v[i] != v[i - 1]) p = put_varint(p, ioloom_zigzag(v[i]));
     size_t run_start = 0;
     for (size_t i = 1; i <= n; i++)
         if (i == n || v[i] != v[i - 1]) {
@@ -435,7 +466,7 @@ static uint8_t *put_varying_column(uint8_t *p, int col, const struct ioloom_raw_
     /* the plain body goes past room for its mode and length */
     uint8_t *body = p + 1 + 10, *end = plain_body(col, ev, stride, n, tm, body, &runs, &run_values);
     size_t plain = (size_t)(end - body), run_bytes = smaller_runs(col, ev, stride, n, tm, v, runs, run_values, plain);
-    return run_bytes ? put_runs(p, v, n, runs, run_bytes) : put_plain(p, body, plain);
+    return run_bytes ? ioloom_put_runs(p, v, n, runs, run_bytes) : put_plain(p, body, plain);
 }
 
 /* The runs of column `col` in one pass that stops as soon as there are more than n / 8 of them: their count (0
@@ -473,11 +504,12 @@ static size_t run_length(const int64_t *v, size_t n, size_t k, size_t runs) {
  * body's pass over the rows; otherwise both modes are sized (put_varying_column). Same bytes either way. */
 static uint8_t *put_column(uint8_t *p, int col, const struct ioloom_raw_event *ev, size_t stride, size_t n,
                            const struct chunk_times *tm, int64_t *v) {
-    size_t runs = few_runs(col, ev, stride, n, tm, v), run_bytes = varint_size(runs);
-    for (size_t k = 0; k < runs; k++) run_bytes += varint_size(zigzag(v[k])) + varint_size(run_length(v, n, k, runs));
+    size_t runs = few_runs(col, ev, stride, n, tm, v), run_bytes = ioloom_varint_size(runs);
+    for (size_t k = 0; k < runs; k++)
+        run_bytes += ioloom_varint_size(ioloom_zigzag(v[k])) + ioloom_varint_size(run_length(v, n, k, runs));
     if (!runs || run_bytes >= n) return put_varying_column(p, col, ev, stride, n, tm, v);
     p = put_runs_header(p, run_bytes, runs);
-    for (size_t k = 0; k < runs; k++) p = put_varint(p, zigzag(v[k]));
+    for (size_t k = 0; k < runs; k++) p = put_varint(p, ioloom_zigzag(v[k]));
     for (size_t k = 0; k < runs; k++) p = put_varint(p, run_length(v, n, k, runs));
     return p;
 }
@@ -488,10 +520,10 @@ static uint8_t *put_column(uint8_t *p, int col, const struct ioloom_raw_event *e
  * Same bytes either way. */
 static uint8_t *put_steady_column(uint8_t *p, int col, const struct ioloom_raw_event *ev, size_t stride, size_t n,
                                   const struct chunk_times *tm, int64_t *v, int64_t first, int64_t step) {
-    size_t run_bytes =
-        varint_size(2) + varint_size(zigzag(first)) + varint_size(zigzag(step)) + varint_size(1) + varint_size(n - 1);
+    size_t run_bytes = ioloom_varint_size(2) + ioloom_varint_size(ioloom_zigzag(first)) +
+                       ioloom_varint_size(ioloom_zigzag(step)) + ioloom_varint_size(1) + ioloom_varint_size(n - 1);
     if (run_bytes >= n) return put_column(p, col, ev, stride, n, tm, v);
-    p = put_varint(put_varint(put_runs_header(p, run_bytes, 2), zigzag(first)), zigzag(step));
+    p = put_varint(put_varint(put_runs_header(p, run_bytes, 2), ioloom_zigzag(first)), ioloom_zigzag(step));
     return put_varint(put_varint(p, 1), n - 1);
 }
 
@@ -504,12 +536,12 @@ struct time_body {
 };
 
 static inline void time_start(struct time_body *t, uint8_t *body, int64_t first) {
-    *t = (struct time_body){body, put_varint(body, zigzag(first)), first, first, 0, 0};
+    *t = (struct time_body){body, put_varint(body, ioloom_zigzag(first)), first, first, 0, 0};
 }
 
 static inline void time_add(struct time_body *t, int64_t x) {
     uint8_t *at = t->end;
-    t->end = put_varint(at, zigzag(x));
+    t->end = put_varint(at, ioloom_zigzag(x));
     if (__builtin_expect(x == t->previous, 0)) {
         t->repeats++;
         t->repeat_bytes += (size_t)(t->end - at);
@@ -521,9 +553,9 @@ static inline void time_add(struct time_body *t, int64_t x) {
 static uint8_t *put_time_column(uint8_t *p, int col, const struct time_body *t, const struct ioloom_raw_event *ev,
                                 size_t stride, size_t n, const struct chunk_times *tm, int64_t *v) {
     size_t runs = n - t->repeats, plain = (size_t)(t->end - t->body);
-    if (runs == 1) return put_const_column(p, t->first);
+    if (runs == 1) return ioloom_put_const_column(p, t->first);
     size_t run_bytes = smaller_runs(col, ev, stride, n, tm, v, runs, plain - t->repeat_bytes, plain);
-    return run_bytes ? put_runs(p, v, n, runs, run_bytes) : put_plain(p, t->body, plain);
+    return run_bytes ? ioloom_put_runs(p, v, n, runs, run_bytes) : put_plain(p, t->body, plain);
 }
 
 /* The pass over the rows of put_time_columns, with or without converting tick times (`converting`, a constant
@@ -584,7 +616,7 @@ size_t ioloom_encode_events(uint8_t *out, int64_t *scratch, uint32_t tid, const 
     p = put_time_columns(p, ev, stride, n, tm, scratch, &survey);
     uint32_t steady = 0, varying = n > 1 ? survey_end(&survey, first, &steady) : 0; /* one row: all constant */
     for (int col = IOLOOM_COL_DURATION + 1; col < IOLOOM_COLUMNS; col++)
-        p = !(varying >> col & 1) ? put_const_column(p, first[col])
+        p = !(varying >> col & 1) ? ioloom_put_const_column(p, first[col])
             : steady >> col & 1
                 ? put_steady_column(p, col, ev, stride, n, tm, scratch, first[col], second_value(col, ev, stride, tm))
                 : put_column(p, col, ev, stride, n, tm, scratch);

@@ -8,7 +8,7 @@
 
 #define IOLOOM_FORMAT_MAGIC "IOLOOMTR"
 #define IOLOOM_FORMAT_MAJOR 3
-#define IOLOOM_FORMAT_MINOR 1
+#define IOLOOM_FORMAT_MINOR 2
 #define IOLOOM_HEADER_BYTES 16
 #define IOLOOM_CHUNK_HEADER_BYTES 12 /* u32 type, u32 payload length, u32 CRC-32 chained (ioloom_chain_chunk) */
 
@@ -17,7 +17,8 @@ enum ioloom_chunk_type {
     IOLOOM_CHUNK_OPS = 2,
     IOLOOM_CHUNK_FILES = 3,
     IOLOOM_CHUNK_EVENTS = 4,
-    IOLOOM_CHUNK_FOLDED = 5 /* from 3.1: the events of a buffer folded (fold.h) */
+    IOLOOM_CHUNK_FOLDED = 5,     /* from 3.1: the events of a buffer folded (fold.h) */
+    IOLOOM_CHUNK_FILE_DELTAS = 6 /* from 3.2: FILES entries, each as its changes from the one before */
 };
 
 /* How one column of an EVENTS chunk is stored. */
@@ -102,5 +103,28 @@ void ioloom_file_header(uint8_t out[IOLOOM_HEADER_BYTES]);
 /* Small appenders for INFO, OPS and FILES payloads; each returns the new end. */
 uint8_t *ioloom_put_varint(uint8_t *p, uint64_t v);
 uint8_t *ioloom_put_cstr(uint8_t *p, const char *s); /* the string and its NUL */
+
+/* A file table entry, as FILES and FILE_DELTAS chunks store it. */
+struct ioloom_file_ref {
+    int64_t id;
+    uint64_t dev, ino;
+    const char *path;
+};
+/* The entry before the first of a FILE_DELTAS chunk. */
+#define IOLOOM_FILE_REF_START ((struct ioloom_file_ref){-1, 0, 0, ""})
+/* The most bytes an entry of a FILES or FILE_DELTAS chunk takes beside its path and NUL. */
+#define IOLOOM_FILE_ENTRY_BYTES 50
+/* Appends a FILES entry (id, dev, ino, path). */
+uint8_t *ioloom_put_file(uint8_t *p, const struct ioloom_file_ref *entry);
+/* Appends a FILE_DELTAS entry: `entry` as its changes from `previous` (the chunk's entry before, or
+ * IOLOOM_FILE_REF_START). */
+uint8_t *ioloom_put_file_delta(uint8_t *p, const struct ioloom_file_ref *previous, const struct ioloom_file_ref *entry);
+
+/* Shared by the encoders (EVENTS, FOLDED): a zigzag value, the bytes a varint takes, and a column of v[0, n) in the
+ * constant (one value) or runs mode (`runs` runs taking `run_bytes`): mode byte, body length, body. */
+static inline uint64_t ioloom_zigzag(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
+static inline size_t ioloom_varint_size(uint64_t v) { return (size_t)(70 - __builtin_clzll(v | 1)) / 7; }
+uint8_t *ioloom_put_const_column(uint8_t *p, int64_t value);
+uint8_t *ioloom_put_runs(uint8_t *p, const int64_t *v, size_t n, size_t runs, size_t run_bytes);
 
 #endif

@@ -41,8 +41,9 @@ int ioloom_fd_move_high(int fd);
 void ioloom_files_init(void);
 /* Re-emits the whole file table into a new stream (after fork), and the exclusion counters. */
 void ioloom_files_reset_stream(void);
-/* Writes file-table entries registered since the last call as one FILES chunk. */
-void ioloom_files_flush(void);
+/* Writes file-table entries registered since the last call as one FILES chunk (deltas: one FILE_DELTAS chunk, the
+ * folded trace's). */
+void ioloom_files_flush(int deltas);
 /* Writes the per-prefix counts of calls and bytes that the path filters excluded. */
 void ioloom_files_write_excluded(void);
 /* fd bookkeeping for the wrappers. ioloom_fd_state(): >= 0 a file id, -1 unknown (record with file -1),

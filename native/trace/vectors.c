@@ -50,6 +50,22 @@ static void put_info(struct out *o, const char *key, const char *value) {
     put_chunk(o, IOLOOM_CHUNK_INFO, ioloom_put_cstr(ioloom_put_cstr(o->chunk + IOLOOM_CHUNK_HEADER_BYTES, key), value));
 }
 
+/* The file table every vector holds: file 0 /data/shared.dat, 1 pipe:[77]. As a FILES chunk, or (deltas, the folded
+ * trace's) a FILE_DELTAS chunk in which file 1 is first named /data/older.dat (sharing a head and a tail with the
+ * path before), then renamed (a later entry replaces it) with changes down (the id, dev and ino). */
+static void put_files(struct out *o, int deltas) {
+    static const struct ioloom_file_ref entries[] = {
+        {0, 65024, 123456, "/data/shared.dat"}, {1, 65024, 123499, "/data/older.dat"}, {1, 0, 0, "pipe:[77]"}};
+    uint8_t *p = o->chunk + IOLOOM_CHUNK_HEADER_BYTES;
+    struct ioloom_file_ref previous = IOLOOM_FILE_REF_START;
+    for (size_t k = 0; k < 3; k++) {
+        if (!deltas && k == 1) continue;
+        p = deltas ? ioloom_put_file_delta(p, &previous, &entries[k]) : ioloom_put_file(p, &entries[k]);
+        previous = entries[k];
+    }
+    put_chunk(o, deltas ? IOLOOM_CHUNK_FILE_DELTAS : IOLOOM_CHUNK_FILES, p);
+}
+
 static void put_preamble(struct out *o, const char *name) {
     uint8_t header[IOLOOM_HEADER_BYTES];
     ioloom_file_header(header);
@@ -64,11 +80,7 @@ static void put_preamble(struct out *o, const char *name) {
         p = ioloom_put_cstr(p, op_names[i]);
     }
     put_chunk(o, IOLOOM_CHUNK_OPS, p);
-    p = o->chunk + IOLOOM_CHUNK_HEADER_BYTES;
-    p = ioloom_put_cstr(ioloom_put_varint(ioloom_put_varint(ioloom_put_varint(p, 0), 65024), 123456),
-                        "/data/shared.dat");
-    p = ioloom_put_cstr(ioloom_put_varint(ioloom_put_varint(ioloom_put_varint(p, 1), 0), 0), "pipe:[77]");
-    put_chunk(o, IOLOOM_CHUNK_FILES, p);
+    put_files(o, !strcmp(name, "folded"));
     fprintf(o->csv, "tid,t_start,t_end,op,layer,file_id,handle,offset,req_bytes,ret_bytes,errno,aux,call_id,parent,"
                     "coll_seq\n");
 }

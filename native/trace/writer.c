@@ -587,7 +587,6 @@ static struct {
     uint64_t events_written[FOLD_REASONS];
     uint8_t *check;                 /* IOLOOM_FOLD_CHECK=1: room to unfold a chunk again; NULL: no check */
     uint64_t checked, check_failed; /* events checked, and those of chunks that did not unfold identical */
-    uint64_t check_failed_written;
 } fold;
 
 /* Sets folding up when IOLOOM_FOLD asks for it (off when its memory cannot be had). */
@@ -664,29 +663,33 @@ static int write_folded(uint32_t tid, const struct ioloom_raw_event *ev, uint32_
     return 1;
 }
 
-/* The folding counts, written when they changed: folded_events and fold_fallback:<reason>; with folded events or
- * events written plain because smaller (both rounded to it), fold_quantum_ns; and the check's counts. */
+/* Appends the INFO pair key = count. */
+static uint8_t *put_count(uint8_t *p, const char *key, uint64_t count) {
+    char text[24];
+    snprintf(text, sizeof text, "%llu", (unsigned long long)count);
+    return ioloom_put_cstr(ioloom_put_cstr(p, key), text);
+}
+
+/* The folding counts, as one INFO chunk written when they changed (at the end, and after a later flush):
+ * folded_events and fold_fallback:<reason>; with folded events or events written plain because smaller (both
+ * rounded to it), fold_quantum_ns; and the check's counts. */
 static void write_fold_counts(void) {
-    if (!fold.area) return;
-    char text[32];
+    if (!fold.area || !memcmp(fold.events, fold.events_written, sizeof fold.events)) return;
+    /* at most FOLD_REASONS + 3 pairs of a key below 40 bytes and a count below 24 */
+    uint8_t chunk[IOLOOM_CHUNK_HEADER_BYTES + (FOLD_REASONS + 3) * 64], *p = chunk + IOLOOM_CHUNK_HEADER_BYTES;
     int rounded = 0;
     for (int k = 0; k < FOLD_REASONS; k++) {
         if (fold.events[k] == fold.events_written[k]) continue;
-        fold.events_written[k] = fold.events[k];
         char key[40];
         snprintf(key, sizeof key, k == IOLOOM_FOLDED ? "folded_events" : "fold_fallback:%s", fold_reasons[k]);
-        snprintf(text, sizeof text, "%llu", (unsigned long long)fold.events[k]);
-        ioloom_write_info(key, text);
+        p = put_count(p, key, fold.events_written[k] = fold.events[k]);
         rounded |= k == IOLOOM_FOLDED || k == FOLD_PLAIN_SMALLER;
     }
-    if (!rounded) return;
-    snprintf(text, sizeof text, "%llu", (unsigned long long)fold.quantum);
-    ioloom_write_info("fold_quantum_ns", text);
-    if (!fold.check) return;
-    snprintf(text, sizeof text, "%llu", (unsigned long long)fold.checked);
-    ioloom_write_info("fold_checked_events", text);
-    snprintf(text, sizeof text, "%llu", (unsigned long long)fold.check_failed);
-    ioloom_write_info("fold_check_failed_events", text);
+    if (rounded) p = put_count(p, "fold_quantum_ns", fold.quantum);
+    if (rounded && fold.check)
+        p = put_count(put_count(p, "fold_checked_events", fold.checked), "fold_check_failed_events", fold.check_failed);
+    ioloom_seal_chunk(chunk, IOLOOM_CHUNK_INFO, (uint32_t)(p - chunk - IOLOOM_CHUNK_HEADER_BYTES));
+    ioloom_write_chunk(chunk, (size_t)(p - chunk));
 }
 
 /* Encodes rows [0, n) of thread `tid` (tick times converted by `clock`, NULL: none) and writes them (after the names
@@ -713,7 +716,7 @@ static void flush_half(struct thread_buffer *b, uint32_t h) {
     uint32_t n = __atomic_load_n(&b->count[h], __ATOMIC_ACQUIRE);
     if (!n) return;
     struct ioloom_raw_event *ev = b->events[h];
-    ioloom_files_flush(); /* file entries first: a reader then knows every id an event names */
+    ioloom_files_flush(fold.area != NULL); /* file entries first: a reader then knows every id an event names */
     struct ioloom_tick_clock ticks;
     const struct ioloom_tick_clock *clock = ioloom_tsc ? tick_clock(b, &ticks) : NULL;
     write_events(b->tid, ev, n, clock);
@@ -922,7 +925,7 @@ static void flush_shared_locked(void) {
     struct thread_buffer *b = shared.b;
     uint32_t n = b ? b->count[0] : 0;
     if (!n) return;
-    ioloom_files_flush();
+    ioloom_files_flush(fold.area != NULL);
     struct ioloom_tick_clock ticks;
     const struct ioloom_tick_clock *clock = ioloom_tsc ? tick_clock(b, &ticks) : NULL;
     for (uint32_t i = 0; i < n; i++) {
@@ -1036,7 +1039,7 @@ IOLOOM_EXPORT void ioloom_record(const struct ioloom_event *ev) {
 void ioloom_flush_all(void) {
     for (struct thread_buffer *b = __atomic_load_n(&w.threads, __ATOMIC_ACQUIRE); b; b = b->next) flush_buffer(b);
     flush_shared();
-    ioloom_files_flush();
+    ioloom_files_flush(fold.area != NULL);
     ioloom_files_write_excluded();
     write_dropped_if_changed();
     write_fold_counts();

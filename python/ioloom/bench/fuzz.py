@@ -44,7 +44,8 @@ from ioloom.errors import is_user_error
 OUTCOMES = ("ok", "clean", "crash", "hang", "uncaught", "wrong")  # worst last but one: a case counts as its worst
 SEVERITY = {"ok": 0, "clean": 1, "wrong": 2, "uncaught": 3, "hang": 4, "crash": 5}
 TRACE_MAGIC, TRACE_HEADER, CHUNK = b"IOLOOMTR", struct.Struct("<8sHHI"), struct.Struct("<III")
-INFO, OPS, FILES, EVENTS, FOLDED = 1, 2, 3, 4, 5
+INFO, OPS, FILES, EVENTS, FOLDED, FILE_DELTAS = 1, 2, 3, 4, 5, 6
+TABLES = {OPS: "OPS", FILES: "FILES", FILE_DELTAS: "FILE_DELTAS"}
 HUGE = (0, 1, 2, 127, 128, 255, 4095, 4096, (1 << 31) - 1, 1 << 31, (1 << 32) - 1, 1 << 32, (1 << 32) + 1,
         (1 << 53) + 1, (1 << 62), (1 << 63) - 1, 1 << 63, (1 << 64) - 2, (1 << 64) - 1)
 HOSTILE_TEXT = ("", "x", "12ab", "-1", "0", "1e309", "nan", " ", "1 2", "1 2 3 4", "x y", "4294967296",
@@ -284,8 +285,8 @@ def mutate_info(rng: random.Random, data: bytes, at, crc: str) -> tuple[bytes, s
 
 
 def mutate_table(rng: random.Random, data: bytes, at, crc: str) -> tuple[bytes, str]:
-    """An OPS or FILES chunk with one varint replaced by a huge value, a layer byte out of range or a string
-    without its NUL; the CRC made to match."""
+    """An OPS, FILES or FILE_DELTAS chunk with one varint replaced by a huge value, a layer byte out of range or a
+    string without its NUL; the CRC made to match."""
     payload = bytearray(data[at[0] + 12:at[0] + 12 + at[2]])
     if not payload:
         return data, "empty table chunk"
@@ -303,7 +304,7 @@ def mutate_table(rng: random.Random, data: bytes, at, crc: str) -> tuple[bytes, 
     else:
         payload = payload[:-1]
         what = "the last string lost its NUL"
-    return _replace_chunk(data, at, bytes(payload), crc), f"{'OPS' if at[1] == OPS else 'FILES'} {what}, CRC valid"
+    return _replace_chunk(data, at, bytes(payload), crc), f"{TABLES[at[1]]} {what}, CRC valid"
 
 
 def _event_fields(payload: bytes) -> list[tuple[str, int, int]]:
@@ -362,7 +363,8 @@ def mutate_stream(rng: random.Random, data: bytes, crc: str) -> tuple[bytes, str
     header, found = chunks(data)
     bounds = [0, 8, 16, header] + [o for o, _, _ in found] + [len(data)]
     pick = rng.random()
-    typed = {k: [c for c in found if c[1] == k] for k in (INFO, OPS, FILES, EVENTS, FOLDED)}
+    typed = {k: [c for c in found if c[1] == k] for k in (INFO, EVENTS, FOLDED, *TABLES)}
+    tables = [c for k in TABLES for c in typed[k]]
     if pick < 0.16:
         return (*_flip(rng, data, 8), True)
     if pick < 0.30:
@@ -383,7 +385,7 @@ def mutate_stream(rng: random.Random, data: bytes, crc: str) -> tuple[bytes, str
         return data[:c[0]] + data[c[0] + 12 + c[2]:], f"chunk at {c[0]} (type {c[1]}) removed", \
             c[1] != EVENTS or crc == "chained"
     if pick < 0.52 and found:
-        c, kind = rng.choice(found), rng.choice((0, 1, 2, 3, 4, 5, 255, (1 << 32) - 1))
+        c, kind = rng.choice(found), rng.choice((0, 1, 2, 3, 4, 5, 6, 255, (1 << 32) - 1))
         return data[:c[0]] + struct.pack("<I", kind) + data[c[0] + 4:], \
             f"chunk at {c[0]} type {c[1]} -> {kind}, CRC unchanged", True
     if pick < 0.56 and found:
@@ -398,8 +400,8 @@ def mutate_stream(rng: random.Random, data: bytes, crc: str) -> tuple[bytes, str
             f"header {field} set to {value}", True
     if pick < 0.75 and typed[INFO]:
         return (*mutate_info(rng, data, rng.choice(typed[INFO]), crc), False)
-    if pick < 0.85 and (typed[OPS] or typed[FILES]):
-        return (*mutate_table(rng, data, rng.choice(typed[OPS] + typed[FILES]), crc), False)
+    if pick < 0.85 and tables:
+        return (*mutate_table(rng, data, rng.choice(tables), crc), False)
     if typed[FOLDED] and (not typed[EVENTS] or rng.random() < 0.5):
         return (*mutate_folded(rng, data, rng.choice(typed[FOLDED]), crc), False)
     if typed[EVENTS]:

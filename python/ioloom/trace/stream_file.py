@@ -43,7 +43,7 @@ MAJOR = 3  # the version the tracer writes (trace_format.h)
 MAJORS = (1, 2, 3)
 CHUNK_HEADER = struct.Struct("<III")
 ACCOUNTING_XATTR = "user.ioloom.info"  # the final accounting, when the stream could not hold it (writer.c)
-INFO, OPS, FILES, EVENTS, FOLDED = 1, 2, 3, 4, 5
+INFO, OPS, FILES, EVENTS, FOLDED, FILE_DELTAS = 1, 2, 3, 4, 5, 6
 LAYER_CODES = LAYERS  # a layer is stored as its index in this tuple
 FORGET_EVERY = 26  # log2 of the bytes of a stream file checked between handing its pages back (64 MiB)
 
@@ -297,9 +297,42 @@ def _parse_files(payload: bytes) -> list[tuple[int, tuple[str, int, int]]]:
     return entries
 
 
+U64 = (1 << 64) - 1
+
+
+def _zigzag_step(payload: bytes, pos: int, previous: int) -> tuple[int, int]:
+    """A FILE_DELTAS field: previous plus the zigzag change at payload[pos], as 64 bits wrap."""
+    change, pos = read_varint(payload, pos)
+    return (previous + ((change >> 1) ^ -(change & 1))) & U64, pos
+
+
+def _parse_file_deltas(payload: bytes) -> list[tuple[int, tuple[str, int, int]]]:
+    """FILES entries, each as its changes from the one before (from 3.2; the first from id -1, dev 0, ino 0, path
+    "")."""
+    entries: list[tuple[int, tuple[str, int, int]]] = []
+    pos, file_id, dev, ino, path = 0, U64, 0, 0, b""
+    while pos < len(payload):
+        file_id, pos = _zigzag_step(payload, pos, file_id + 1)
+        dev, pos = _zigzag_step(payload, pos, dev)
+        ino, pos = _zigzag_step(payload, pos, ino)
+        head, pos = read_varint(payload, pos)
+        tail, pos = read_varint(payload, pos)
+        end = payload.find(b"\0", pos)
+        if end < 0 or head + tail > len(path):
+            raise ValueError(f"file entry {len(entries)} keeps {head} + {tail} bytes of a {len(path)}-byte path"
+                             if end >= 0 else "string without its terminating NUL")
+        path = path[:head] + payload[pos:end] + path[len(path) - tail:]
+        pos = end + 1
+        if file_id > FILE_ID_MAX:
+            raise ValueError(f"file id {file_id} of {path[:40]!r} is over {FILE_ID_MAX}")
+        entries.append((file_id, (path.decode("utf-8", "replace"), dev, ino)))
+    return entries
+
+
 # Each metadata chunk type: its parser (entries, or ValueError for the whole chunk) and the table it fills.
 PARSERS: dict[int, tuple[Callable[[bytes], list], str]] = {
-    INFO: (_parse_info, "info"), OPS: (_parse_ops, "ops"), FILES: (_parse_files, "files")}
+    INFO: (_parse_info, "info"), OPS: (_parse_ops, "ops"), FILES: (_parse_files, "files"),
+    FILE_DELTAS: (_parse_file_deltas, "files")}
 
 
 def _map(path: Path) -> mmap.mmap | bytes:
