@@ -110,8 +110,10 @@ def test_mispredicted_phase_is_reported(traces, tmp_path, ioloom_cli):
     assert (last["operations"], last["predicted_operations"], last["written"], last["predicted_written"]) == \
         (16, 8, 16 << 18, 8 << 18)
     assert last["verdict"] == "mispredicted length, bytes, time" and last["predicted_t_alone"] < 0.6 * last["t_alone"]
-    assert [r["policy"] for r in report["rows"][:3]] == ["none", "fcfs", "fcfs"]
-    assert [r["announce"] for r in report["rows"][:3]] == ["-", "oracle", "predicted"] and len(report["rows"]) == 14
+    assert [r["policy"] for r in report["rows"][:5]] == ["none", "fcfs", "interrupt", "dynamic", "dynamic"]
+    assert [r["announce"] for r in report["rows"][:5]] == ["-", "any", "any", "oracle", "predicted"]
+    assert len(report["rows"]) == 10  # fcfs and interrupt once per offset: they place alike whatever is announced
+    assert "dynamic" in (tmp_path / "coord.html").read_text()  # the Δ-graphs beside coord.json
     text = ioloom_cli("sim", "coord", "--trace-a", traces["a"], "--trace-b", traces["longer"], "--targets", "1",
                       "--points", "2").stdout
     assert "mispredicted length, bytes, time" in text and "decided unlike oracle" in text

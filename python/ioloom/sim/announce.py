@@ -26,12 +26,13 @@ from ioloom import outputs
 from ioloom.coord import offsets
 from ioloom.coord.policy import Policy
 from ioloom.sim import engine, workload
-from ioloom.sim.coord import COORDINATED, PhaseCoordinator
+from ioloom.sim.coord import COORDINATED, PhaseCoordinator, plot_rows
 from ioloom.sim.phases import rank_phases
 from ioloom.sim.platform import Platform
 from ioloom.sim.workload import FILES_PER_JOB, KINDS, Workload
 
 MODES = ("oracle", "predicted")
+ANY = "any"  # the announcement of a policy whose places do not depend on estimates (fcfs, interrupt): run once
 
 
 @dataclass(frozen=True)
@@ -168,19 +169,21 @@ def unlike(decisions: list[dict], oracle: list[dict]) -> int:
 
 def sweep(s: TraceScenario, points: int, metric: str, min_gain: float) -> dict:
     """Per dt in [-T_B, T_A] (whole runs alone), uncoordinated, then each policy under oracle and predicted
-    announcements: I_A, I_B, f / f_none and the announcements decided otherwise than under oracle ones."""
+    announcements: I_A, I_B, f / f_none and the announcements decided otherwise than under oracle ones. A policy
+    whose places do not depend on the estimates (`Policy.revises` false: fcfs, interrupt) decides alike under
+    both: it runs once, its announcements `any`."""
     t_a, t_b = s.alone()
     rows = []
     for dt in offsets(t_a, t_b, points):
         a, b, _ = s.pair(dt, None, "oracle")
         none = s.ranks[0] * a + s.ranks[1] * b
         rows.append(_row(dt, "none", "-", a, b, (t_a, t_b), none, s.ranks, None))
-        for name in COORDINATED:
+        for policy in (Policy(name, metric, min_gain) for name in COORDINATED):
             oracle: list[dict] = []
-            for mode in MODES:
-                a, b, decisions = s.pair(dt, Policy(name, metric, min_gain), mode)
+            for mode in MODES if policy.revises else (ANY,):
+                a, b, decisions = s.pair(dt, policy, "oracle" if mode == ANY else mode)
                 oracle = oracle or decisions
-                rows.append(_row(dt, name, mode, a, b, (t_a, t_b), none, s.ranks, unlike(decisions, oracle)))
+                rows.append(_row(dt, policy.name, mode, a, b, (t_a, t_b), none, s.ranks, unlike(decisions, oracle)))
     return {"traces": [str(t) for t in s.traces], "ranks": list(s.ranks), "t_alone": [t_a, t_b], "metric": metric,
             "min_gain": min_gain, "announcements": [dataclasses.asdict(a) | {"verdict": a.verdict}
                                                     for a in s.announced.values()], "rows": rows}
@@ -211,6 +214,14 @@ def print_report(report: dict) -> None:
               f"{r['f_ratio']:8.3f}  {_text(r['unlike_oracle'])}")
 
 
+def plot(report: dict, path: Path) -> None:
+    """The Δ-graphs, a panel per kind of announcement (each beside the uncoordinated runs and the policies that
+    do not depend on announcements)."""
+    rows = [{**r, "pair": f"{mode} announcements"} for mode in MODES for r in report["rows"]
+            if r["announce"] in ("-", ANY, mode)]
+    plot_rows(rows, path)
+
+
 def _text(value, fmt: str = ",") -> str:
     return "-" if value is None else f"{value:{fmt}}"
 
@@ -229,6 +240,7 @@ def main(traces: tuple[Path, Path], points: int, metric: str, min_gain: float, p
     report = sweep(TraceScenario(platform, traces, ranks_per_node), points, metric, min_gain)
     if output:
         outputs.save_json(report, output / "coord.json")
+        plot(report, output / "coord.html")
     if as_json:
         print(json.dumps(report, indent=1))
         return

@@ -65,21 +65,21 @@ class Client:
     oversubscribed_efficiency: float = 1.0  # the same with 2 x cores writers
 
 
-def fit_client(size: int, cpus: list[float], ends: list[float], cores: int) -> Client:
-    """The client from one write of `size` bytes in equal chunks, `cpus` and `ends` the writer's CPU time and the
-    wall-clock time at each chunk's end: the copy's speed is size / its CPU time; past the burst the share of a core
-    the writer got (its CPU time over the wall-clock time, over the second half) is cores / (load + 1); the burst is
-    what makes the whole write shorter than at that share throughout: T = B / c + (size - B) / (c share). The share
-    is CPU over wall, not the second half's rate over the whole's speed (a copy whose CPU cost per byte grows as the
-    page cache fills would read as load). One writer sees no load below cores - 1 (it gets a whole core whatever):
+def fit_copy(size: int, cpus: list[float], ends: list[float]) -> tuple[float, float]:
+    """(copy speed, burst) from one write of `size` bytes in equal chunks, `cpus` and `ends` the writer's CPU time
+    and the wall-clock time at each chunk's end: the copy's speed is size / its CPU time; past the burst the writer
+    got a share of a core (its CPU time over the wall-clock time, over the second half); the burst is what makes the
+    whole write shorter than at that share throughout: T = B / c + (size - B) / (c share). The share is CPU over
+    wall, not the second half's rate over the whole's speed (a copy whose CPU cost per byte grows as the page cache
+    fills would read as a smaller share). One writer sees no load below cores - 1 (it gets a whole core whatever):
     measure_client takes the load from as many writers as cores instead."""
     speed = size / cpus[-1]
     half = len(ends) // 2
     share = min(1.0, (cpus[-1] - cpus[half - 1]) / (ends[-1] - ends[half - 1]))
     if share >= 1.0:
-        return Client(speed, 0.0, 0.0)
+        return speed, 0.0
     burst = (size / (speed * share) - ends[-1]) / (1 / (speed * share) - 1 / speed)
-    return Client(speed, min(max(burst, 0.0), float(size)), cores / share - 1)
+    return speed, min(max(burst, 0.0), float(size))
 
 
 def measure_client(directory: Path, size: int = 256 << 20, chunk: int = 1 << 20) -> Client:
@@ -98,9 +98,8 @@ def measure_client(directory: Path, size: int = 256 << 20, chunk: int = 1 << 20)
         os.close(fd)
         path.unlink()
     cores = mpi.cpus()
-    client = fit_client(size // chunk * chunk, cpus, ends, cores)
     rate, share = concurrent_copy(directory, cores)
-    client = replace(client, cpu_load=max(0.0, cores / share - 1))
+    client = Client(*fit_copy(size // chunk * chunk, cpus, ends), cpu_load=max(0.0, cores / share - 1))
     over, _ = concurrent_copy(directory, 2 * cores)
     return replace(client, copy_efficiency=efficiency(rate, cores, client, cores),
                    oversubscribed_efficiency=efficiency(over, 2 * cores, client, cores))

@@ -110,12 +110,17 @@ def sweep(s: Scenario, points: int, metric: str = "core-seconds", min_gain: floa
 
 
 def plot(report: dict, path: Path) -> None:
-    """The Δ-graphs on bench coord's page (one run per point: each median is that run)."""
+    """The Δ-graphs on bench coord's page."""
+    plot_rows([{**r, "pair": f"{report['ranks'][0]} + {report['ranks'][1]} ranks"} for r in report["rows"]], path)
+
+
+def plot_rows(rows: list[dict], path: Path) -> None:
+    """Rows of simulated runs (pair: the panel, dt, policy, i_a, i_b) as Δ-graphs on bench coord's page (one run
+    per point: each median is that run)."""
     from ioloom.bench.coord import plot_html
-    one = {"pair": f"{report['ranks'][0]} + {report['ranks'][1]} ranks"}
-    rows = [{**one, "dt": r["dt"], "policy": r["policy"], "dt_reached": {"median": r["dt"]},
-             "i_a": {"median": r["i_a"]}, "i_b": {"median": r["i_b"]}} for r in report["rows"]]
-    plot_html({"rows": rows, "options": {"program": "ioloom sim", "storage": "simulated"}}, path)
+    runs = [{"pair": r["pair"], "dt": r["dt"], "policy": r["policy"], "dt_reached": {"median": r["dt"]},
+             "i_a": {"median": r["i_a"]}, "i_b": {"median": r["i_b"]}} for r in rows]
+    plot_html({"rows": runs, "options": {"program": "ioloom sim", "storage": "simulated"}}, path)
 
 
 def scenario_platform(path: str | None, targets: int, nodes: int) -> Platform:

@@ -10,15 +10,9 @@ import numpy as np
 from ioloom.predict.cli import pct_text
 from ioloom.predict.model import Options
 from ioloom.predict.phases import Call, PredictedPhase, foreseen, phase_figures
-from ioloom.sim.workload import KINDS, Workload
+from ioloom.sim.workload import KINDS, Workload, rank_rows
 
 SHOWN = 8  # phases printed per rank (--json: all)
-
-
-def rank_rows(w: Workload) -> list[np.ndarray]:
-    """Each (job, rank)'s operations: their indices in w.ops, in program order (the ops are grouped so)."""
-    keys = w.ops["job"].astype(np.int64) << 32 | w.ops["rank"].astype(np.int64)
-    return np.split(np.arange(keys.size), np.flatnonzero(np.diff(keys)) + 1)
 
 
 def _calls(w: Workload, rows: np.ndarray, times: np.ndarray) -> list[Call]:
@@ -39,7 +33,7 @@ def rank_phases(w: Workload, times: np.ndarray, options: Options | None = None
                 ) -> list[tuple[np.ndarray, list[PredictedPhase]]]:
     """Per rank, its operations' indices and its phases foreseen at `times` (a phase's `first` indexes the
     rank's operations)."""
-    return [(rows, foreseen(_calls(w, rows, times), options)) for rows in rank_rows(w)]
+    return [(rows, foreseen(_calls(w, rows, times), options)) for rows in rank_rows(w.ops)]
 
 
 def _phase_row(traced: PredictedPhase, simulated: PredictedPhase) -> dict:

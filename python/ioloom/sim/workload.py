@@ -387,11 +387,17 @@ def _index_entries(rows: np.ndarray) -> dict[int, int]:
     return out
 
 
-def _by_rank(ops: np.ndarray, phase: np.ndarray):
+def rank_rows(ops: np.ndarray) -> list[np.ndarray]:
+    """Each (job, rank)'s operations: their indices in ops, in program order (the ops are grouped so)."""
     keys = ops["job"].astype(np.int64) << 32 | ops["rank"].astype(np.int64)
-    cuts = np.flatnonzero(np.diff(keys)) + 1
-    for rows, tags in zip(np.split(ops, cuts), np.split(phase, cuts)):
-        yield (int(rows["job"][0]), int(rows["rank"][0])), rows, tags
+    return np.split(np.arange(keys.size), np.flatnonzero(np.diff(keys)) + 1)
+
+
+def _by_rank(ops: np.ndarray, phase: np.ndarray):
+    """Each (job, rank), its operations and their phases: views of ops and phase, which the caller may change."""
+    for rows in rank_rows(ops):
+        part = slice(int(rows[0]), int(rows[-1]) + 1)
+        yield (int(ops["job"][part.start]), int(ops["rank"][part.start])), ops[part], phase[part]
 
 
 def combine(workloads: list[Workload], starts: list[float]) -> Workload:
