@@ -43,13 +43,15 @@ class MpiRunner:
         return self.impl.launch(nranks, [str(a) for a in argv])
 
     def env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
-        return {**os.environ, **self.impl.launch_env(), **(extra or {})}
+        """The environment of a launch made under `ioloom run`, which preloads the launch's own libraries
+        (MpiImpl.base_env); run()'s direct launches take MpiImpl.launch_env."""
+        return {**os.environ, **self.impl.base_env(), **(extra or {})}
 
     def run(self, nranks: int, argv: list[str | Path], env: dict[str, str] | None = None, timeout: float = 180,
             check: bool = True, cwd: str | Path | None = None) -> subprocess.CompletedProcess:
         """Launch argv on nranks ranks; on failure the assertion shows what MPI printed."""
-        out = subprocess.run(self.command(nranks, argv), env=self.env(env), capture_output=True, text=True,
-                             timeout=timeout, cwd=cwd)
+        out = subprocess.run(self.command(nranks, argv), env={**os.environ, **self.impl.launch_env(nranks, env)},
+                             capture_output=True, text=True, timeout=timeout, cwd=cwd)
         if check:
             assert out.returncode == 0, f"{self.name} exit {out.returncode}\n{out.stdout}\n{out.stderr}"
         return out

@@ -33,7 +33,7 @@ def melt(tmp_path_factory):
     shutil.copy(EXAMPLE, run / "in.melt")
     argv = impl.launch(2, [lmp, "-in", "in.melt", "-log", "log.lammps", "-screen", "none"])
     done = subprocess.run([sys.executable, "-m", "ioloom", "run", "-o", str(run / "trace"), "--", *argv], cwd=run,
-                          env={**os.environ, **impl.launch_env()}, capture_output=True, text=True,
+                          env={**os.environ, **impl.base_env()}, capture_output=True, text=True,
                           timeout=600)
     assert done.returncode == 0, f"{done.stdout}\n{done.stderr}"
     written = {p.name: p.stat().st_size for p in run.iterdir() if p.is_file() and p.name != "in.melt"}

@@ -32,7 +32,7 @@ def traced_run(tmp_path, mode: str, nranks: int, layers: str = "posix,stdio,mpii
     cmd = kernel_command(impl, nranks, config, setup, ITERATIONS, 0.01, event="checkpoint", zero_copy=zero_copy)
     done = subprocess.run([sys.executable, "-m", "ioloom", "run", "-o", str(tmp_path / "trace"), "--layers", layers,
                            "--", *cmd], capture_output=True, text=True, timeout=180,
-                          env={**os.environ, **impl.launch_env()})
+                          env={**os.environ, **impl.base_env()})
     assert done.returncode == 0, done.stderr[-2000:]
     return open_trace(tmp_path / "trace")
 

@@ -77,3 +77,28 @@ def test_ioloom_run_of_an_oversubscribed_mpich_launch_yields(ioloom_cli, tmp_pat
     probe = runner.compile("idle_yield_probe.c", "-ldl")
     out = ioloom_cli("run", "-o", tmp_path / "trace", "--", *runner.impl.launch(nranks, [str(probe)]), timeout=300)
     assert _progress_sources(out, nranks) == {"libioloom-idle-yield.so"}
+
+
+def test_direct_launches_name_their_rank_count_and_keep_their_preload(tmp_path):
+    """launch_env has no default rank count (one left out silently meant no idle yield); a caller's own LD_PRELOAD
+    goes in as `extra`: bench overhead's traced MPICH probe keeps the tracer and gets the library after it (set over
+    launch_env's result, the tracer's preload was lost and the traced run wrote no trace). Launches under `ioloom run`
+    take base_env, which preloads nothing: ioloom run adds the library from the command line's rank count."""
+    from ioloom.bench import overhead
+
+    impl = _mpich()
+    with pytest.raises(TypeError):
+        impl.launch_env()  # type: ignore[call-arg]
+    assert "LD_PRELOAD" not in impl.base_env()
+    idle = str(paths.native_lib("ioloom-idle-yield"))
+    probe = next(p for p in overhead.probes() if p.impl == impl)
+    variants = overhead._variants(probe, tmp_path / "trace", tmp_path, [])
+    assert variants["traced"]["LD_PRELOAD"].split(":")[-1] == idle
+    assert all(str(lib) in variants["traced"]["LD_PRELOAD"] for lib in probe.libs)
+    assert variants["untraced"]["LD_PRELOAD"] == idle
+
+
+def test_the_tests_direct_launches_take_the_library():
+    runner = MpiRunner(_mpich())
+    probe = runner.compile("idle_yield_probe.c", "-ldl")
+    assert _progress_sources(runner.run(2, [probe, "ucp_worker_progress"]), 2) == {"libioloom-idle-yield.so"}

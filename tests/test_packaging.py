@@ -92,7 +92,7 @@ def test_installed_copy_traces_an_mpi_program(venv, mpi, tmp_path):
     target = tmp_path / "shared.dat"
     prefix = ["ufs:"] if mpi.name == "mpich" else []
     out = run(venv / "bin" / "ioloom", "run", "-o", tmp_path / "trace", "--", *mpi.command(2, [exe, target, *prefix]),
-              cwd=tmp_path, env={**user_env(), **mpi.impl.launch_env()})
+              cwd=tmp_path, env={**user_env(), **mpi.impl.base_env()})
     assert f"trace of 2 process(es) in {tmp_path / 'trace'}" in out.stderr, out.stderr
     trace = open_trace(tmp_path / "trace")
     ops = set(trace.events(["op"]).column("op").to_pylist())

@@ -4,6 +4,7 @@ The other host is this machine reached through a stand-in for ssh that, as a rem
 daemon with a clean environment: what the ranks see is what the launcher forwarded, nothing inherited."""
 from __future__ import annotations
 
+import os
 import stat
 import subprocess
 
@@ -60,7 +61,7 @@ def test_user_settings_reach_remote_ranks(mpi, ioloom_cli, fake_ssh, tmp_path):
 def test_launched_directly_remote_ranks_see_none(mpi, fake_ssh):
     """The stand-in hides the caller's environment as another host would: without ioloom naming the settings
     to the launcher, the ranks see none of them."""
-    out = subprocess.run(rank_command(mpi, fake_ssh), env=mpi.env(USER_SETTINGS), capture_output=True, text=True,
-                         timeout=120)
+    out = subprocess.run(rank_command(mpi, fake_ssh), env={**os.environ, **mpi.impl.launch_env(2, USER_SETTINGS)},
+                         capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines() == [" ".join(f"{name}=" for name in USER_SETTINGS)] * 2, out.stdout

@@ -110,7 +110,7 @@ def traced_matrix(mpi, io: str, ioloom_cli, tmp_path_factory) -> Traced:
         command = mpi.command(NRANKS, [exe, data, ",".join(SKIPPED.get(io, ())) or "none"])
         if io == "romio321":
             command[1:1] = ["--mca", "io", "romio321"]
-        out = ioloom_cli("run", "-o", work / "trace", "--", *command, env=mpi.impl.launch_env(), timeout=300)
+        out = ioloom_cli("run", "-o", work / "trace", "--", *command, env=mpi.impl.base_env(), timeout=300)
         assert "mpiio_matrix: 3 ranks ok" in out.stdout, out.stdout + out.stderr
         trace = open_trace(work / "trace")
         events = trace.events().to_pandas().astype({"op": str, "layer": str})
@@ -238,7 +238,7 @@ def test_nonblocking_requests_belong_to_their_i_calls(mpi, ioloom_cli, tmp_path)
     exe = mpi.compile("nonblocking_io.c")
     target = tmp_path / "file.dat"
     ioloom_cli("run", "-o", tmp_path / "trace", "--", *mpi.command(2, [exe, target, blocks, block]),
-               env=mpi.impl.launch_env(), timeout=300)
+               env=mpi.impl.base_env(), timeout=300)
     trace = open_trace(tmp_path / "trace")
     events = trace.events().to_pandas().astype({"op": str, "layer": str})
     files = trace.files.to_pandas()
@@ -326,7 +326,7 @@ def run_program(mpi, ioloom_cli, tmp_path, exe: Path, nranks: int, check=True, e
     """Trace `exe FILE` on nranks ranks; returns ioloom's output and the MPI-IO events on FILE."""
     target = tmp_path / "file.dat"
     out = ioloom_cli("run", "-o", tmp_path / "trace", "--", *mpi.command(nranks, [exe, target]),
-                     env={**mpi.impl.launch_env(), **(env or {})}, check=check, timeout=300)
+                     env={**mpi.impl.base_env(), **(env or {})}, check=check, timeout=300)
     trace = open_trace(tmp_path / "trace")
     events = trace.events().to_pandas().astype({"op": str, "layer": str})
     files = trace.files.to_pandas()
@@ -397,7 +397,7 @@ def test_stacks_with_a_pmpi_tool_in_either_order(mpi, ioloom_cli, tmp_path):
         command = mpi.command(2, [exe, data, others])
         if order == "ioloom-first":
             out = ioloom_cli("run", "-o", trace_dir, "--", *command,
-                             env={**mpi.impl.launch_env(), "LD_PRELOAD": str(tool)})
+                             env={**mpi.impl.base_env(), "LD_PRELOAD": str(tool)})
         else:
             out = mpi.run(2, [exe, data, others], env={"LD_PRELOAD": " ".join(map(str, [tool, *ours])),
                                                        "IOLOOM_TRACE_DIR": str(trace_dir),
@@ -454,7 +454,7 @@ def test_mpi4py_program(mpi, ioloom_cli, tmp_path):
     program = Path(__file__).parent / "programs" / "mpiio_mpi4py.py"
     target = tmp_path / "file.dat"
     out = ioloom_cli("run", "-o", tmp_path / "trace", "--",
-                     *mpi.command(2, [MPI4PY_PYTHON, program, target]), env=mpi.impl.launch_env(), timeout=300)
+                     *mpi.command(2, [MPI4PY_PYTHON, program, target]), env=mpi.impl.base_env(), timeout=300)
     assert "mpiio_mpi4py: 2 ranks ok" in out.stdout
     trace = open_trace(tmp_path / "trace")
     events = trace.events().to_pandas().astype({"op": str, "layer": str})
@@ -497,7 +497,7 @@ def test_mpich_binary_under_open_mpis_launcher_gets_mpichs_wrappers(ioloom_cli, 
     impls = _both_mpis()
     exe = MpiRunner(impls["mpich"]).compile("mpi_ranks.c")
     argv = impls["openmpi"].launch(2, [str(exe)])
-    env = impls["openmpi"].launch_env()
+    env = impls["openmpi"].base_env()
     out = ioloom_cli("run", "-o", tmp_path / "trace", "--", *argv, env=env, timeout=300)
     assert out.stdout.count("rank 0 of 1 sum 0") == 2
     assert f"the launcher is openmpi's but {exe} links mpich" in out.stderr
@@ -516,7 +516,7 @@ def test_failed_calls_keep_their_result_and_errno(mpi, ioloom_cli, tmp_path):
         if mode == "untraced":
             out = mpi.run(1, [exe, work])
         else:
-            out = ioloom_cli("run", "-o", tmp_path / "trace", "--", *command, env=mpi.impl.launch_env())
+            out = ioloom_cli("run", "-o", tmp_path / "trace", "--", *command, env=mpi.impl.base_env())
         seen[mode] = [line for line in out.stdout.splitlines() if ": class " in line]
     assert len(seen["traced"]) == 3 and seen["traced"] == seen["untraced"], seen
     events = open_trace(tmp_path / "trace").events().to_pandas().astype({"op": str, "layer": str})
@@ -535,7 +535,7 @@ def test_threads_keep_their_calls_apart(mpi, ioloom_cli, tmp_path):
     data = tmp_path / "data"
     data.mkdir()
     out = ioloom_cli("run", "-o", tmp_path / "trace", "--", *mpi.command(2, [exe, data]),
-                     env=mpi.impl.launch_env(), timeout=300)
+                     env=mpi.impl.base_env(), timeout=300)
     assert "mpiio_threads: ok" in out.stdout
     trace = open_trace(tmp_path / "trace")
     events = trace.events().to_pandas().astype({"op": str, "layer": str})

@@ -17,7 +17,7 @@ def test_riot_runs_three_configurations_and_checks_the_traces(mpi, ioloom_cli, t
     (tmp_path / "work").mkdir()
     out = ioloom_cli("bench", "riot", "--json", "-n", "2", "--ops", "3", "--size", "64k", "--repeats", "3", "--quick",
                      "--mpi", mpi.name, "--dir", tmp_path / "work", "-o", tmp_path / "fig",
-                     env=mpi.impl.launch_env())
+                     env=mpi.impl.base_env())
     report = json.loads(out.stdout)
     (run,) = report["runs"]
     assert run["mpi"] == mpi.name and set(run["functions"]) == FUNCTIONS

@@ -33,13 +33,22 @@ class MpiImpl:
             extra = ["-iface", "lo"]
         return [self.mpiexec, "-n", str(nranks), *extra, *argv]
 
-    def launch_env(self, nranks: int = 0, extra: dict[str, str] | None = None) -> dict[str, str]:
-        """Environment a launch of `nranks` ranks needs on top of the caller's, with the caller's own additions
-        (`extra`) in it: Open MPI refuses root without two settings, and idle_yield() is preloaded after the
-        caller's LD_PRELOAD (extra's, else this process's)."""
-        env = dict(extra or {})
+    def base_env(self) -> dict[str, str]:
+        """What any run of this MPI's launcher needs on top of the caller's environment, whatever it launches: Open
+        MPI refuses root without two settings. A launch made under `ioloom run` takes this alone (ioloom run
+        preloads the launch's libraries itself, run.launcher_libraries, from the rank count on its command line);
+        a launch made directly takes launch_env(nranks)."""
         if self.name == "openmpi" and os.geteuid() == 0:
-            env.update({"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"})
+            return {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+        return {}
+
+    def launch_env(self, nranks: int, extra: dict[str, str] | None = None) -> dict[str, str]:
+        """Environment a direct launch of `nranks` ranks (1 for a program run as a singleton) needs on top of the
+        caller's, with the caller's own additions (`extra`) in it: base_env(), and idle_yield(nranks) preloaded
+        after the caller's LD_PRELOAD (extra's, else this process's). The rank count has no default: a launch that
+        left it out got no idle yield. A caller setting its own LD_PRELOAD gives it in `extra`, not over the
+        result (which would drop the library)."""
+        env = {**(extra or {}), **self.base_env()}
         libs = self.idle_yield(nranks)
         if libs:
             first = env.get("LD_PRELOAD", os.environ.get("LD_PRELOAD", ""))
@@ -61,7 +70,7 @@ class MpiImpl:
     def version(self) -> str:
         """First line the launcher prints about its version."""
         out = subprocess.run([self.mpiexec, "--version"], capture_output=True, text=True, timeout=30,
-                             env={**os.environ, **self.launch_env()})
+                             env={**os.environ, **self.base_env()})
         lines = [" ".join(line.split()) for line in (out.stdout + out.stderr).splitlines() if line.strip()]
         return next((line for line in lines if "version" in line.lower()), lines[0] if lines else "")
 

@@ -93,7 +93,7 @@ def run_kernel(impl: mpi.MpiImpl, nranks: int, config: Path, setup: Setup, itera
     subprocess.TimeoutExpired is raised."""
     proc = subprocess.Popen(kernel_command(impl, nranks, config, setup, iterations, compute, **options),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-                            env={**os.environ, **impl.launch_env()})
+                            env={**os.environ, **impl.launch_env(nranks)})
     try:
         stdout, stderr = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:

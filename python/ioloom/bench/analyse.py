@@ -88,7 +88,7 @@ def generate(events: int, ranks: int, impl: mpi.MpiImpl, workdir: Path, bar: pro
                *bench_command(impl, ranks, args)]
     with bar(ranks * SEGMENTS * block) as advance, tempfile.TemporaryFile("w+") as output:
         proc = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT, text=True,
-                                env={**os.environ, **impl.launch_env()})
+                                env={**os.environ, **impl.base_env()})
         _follow_size(proc, data, advance)
         output.seek(0)
         if proc.returncode != 0:

@@ -111,7 +111,7 @@ def ioloom_findings(prog: Program, run: Path) -> set[str]:
     from ioloom.analysis import analyse
 
     _run([sys.executable, "-m", "ioloom", "run", "-o", str(run / "ioloom-trace"), "--", *prog.launch()], run,
-         prog.impl.launch_env())
+         prog.impl.base_env())
     return {f.code for f in analyse(run / "ioloom-trace", workers=1).findings}
 
 
@@ -125,7 +125,7 @@ def darshan_log(prog: Program, lib: Path, run: Path) -> Path:
     $DARSHAN_LOGPATH (Darshan's configure --with-log-path-by-env=DARSHAN_LOGPATH)."""
     logs = run / "darshan-logs"
     logs.mkdir()
-    _run(prog.launch(), run, {**prog.impl.launch_env(), "LD_PRELOAD": str(lib), "DARSHAN_LOGPATH": str(logs)})
+    _run(prog.launch(), run, prog.impl.launch_env(prog.ranks, {"LD_PRELOAD": str(lib), "DARSHAN_LOGPATH": str(logs)}))
     found = sorted(logs.rglob("*.darshan"))
     if not found:
         raise RuntimeError(f"{lib} wrote no log under {logs}: configure Darshan with "

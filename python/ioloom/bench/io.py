@@ -259,7 +259,7 @@ def io_command(ctx: typer.Context,
     args = list(ctx.args)
     if "--help" in args or "-h" in args:
         program = paths.native_bin(f"ioloom-bench-{_impl(mpi_name).name}")
-        subprocess.run([str(program), "--help"], env={**os.environ, **_impl(mpi_name).launch_env()})
+        subprocess.run([str(program), "--help"], env={**os.environ, **_impl(mpi_name).launch_env(1)})
         return
     try:
         result = measure(mpi_name, nranks, args, restart, drop_caches)

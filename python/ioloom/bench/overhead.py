@@ -55,8 +55,9 @@ class Probe:
     def argv(self) -> list[str]:
         return self.impl.launch(1, [str(self.binary)]) if self.impl else [str(self.binary)]
 
-    def launch_env(self) -> dict[str, str]:
-        return self.impl.launch_env() if self.impl else {}
+    def launch_env(self, env: dict[str, str]) -> dict[str, str]:
+        """env (a whole environment, its LD_PRELOAD the variant's) as the probe's launch takes it: one rank."""
+        return self.impl.launch_env(1, env) if self.impl else env
 
 
 def probes() -> list[Probe]:
@@ -103,8 +104,8 @@ class Tool:
         MPI_Init)."""
         logs = work / f"{self.name}-logs"
         logs.mkdir(exist_ok=True)
-        env = {"DARSHAN_LOGPATH": str(logs), "DARSHAN_MMAP_LOGPATH": str(logs), **_base_env(), **probe.launch_env(),
-               "LD_PRELOAD": str(self.library(probe))}
+        env = probe.launch_env({"DARSHAN_LOGPATH": str(logs), "DARSHAN_MMAP_LOGPATH": str(logs), **_base_env(),
+                                "LD_PRELOAD": str(self.library(probe))})
         if probe.impl:
             env.pop("DARSHAN_ENABLE_NONMPI", None)
         else:
@@ -115,9 +116,9 @@ class Tool:
 def _variants(probe: Probe, trace: Path, work: Path, others: list[Tool], traced_env: dict[str, str] | None = None
               ) -> dict[str, dict[str, str]]:
     """The probe's environments: untraced, traced and with each other tool that has a library for this build."""
-    return {"untraced": {**_base_env(), **probe.launch_env()},
-            "traced": {**traced_environment(probe.libs, trace, ["posix", "stdio", "mpiio"]), **probe.launch_env(),
-                       **(traced_env or {})},
+    return {"untraced": probe.launch_env({**_base_env(), "LD_PRELOAD": ""}),
+            "traced": probe.launch_env({**traced_environment(probe.libs, trace, ["posix", "stdio", "mpiio"]),
+                                        **(traced_env or {})}),
             **{tool.name: tool.env(probe, work) for tool in others if tool.library(probe)}}
 
 

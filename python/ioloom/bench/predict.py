@@ -98,7 +98,7 @@ def run_traced(impl: mpi.MpiImpl, name: str, argv: list[str], nranks: int, work:
     trace = work / f"{name}-trace"
     command = [sys.executable, "-m", "ioloom", "run", "-o", str(trace), "--", *impl.launch(nranks, argv)]
     done = subprocess.run(command, capture_output=True, text=True, timeout=900, cwd=cwd,
-                          env={**os.environ, **impl.launch_env(), **symbols_env(stacks), **(env or {})})
+                          env={**os.environ, **impl.base_env(), **symbols_env(stacks), **(env or {})})
     if done.returncode != 0:
         why = next((line for line in done.stderr.splitlines() if "ioloom" in line), done.stderr.strip()[-300:])
         raise KernelFailed(f"{name} exited {done.returncode} under ioloom run: {why}")

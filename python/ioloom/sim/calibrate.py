@@ -255,7 +255,7 @@ def demo_round(directory: Path, exe: Path, p: Platform, name: str) -> tuple[floa
     trace = directory / f"trace-{name}"
     command = impl.launch(4, [str(exe), str(directory / "strided.dat"), *DEMO_ARGS])
     subprocess.run([sys.executable, "-m", "ioloom", "run", "-o", str(trace), "--", *command], check=True,
-                   capture_output=True, env={**os.environ, **impl.launch_env()}, timeout=600)
+                   capture_output=True, env={**os.environ, **impl.base_env()}, timeout=600)
     doc = results.replay_document(engine.run(p, workload.from_trace(p, trace)))
     return doc["traced_time"], doc["simulated_time"]
 
