@@ -1,11 +1,11 @@
-"""`ioloom async` (info, advise, stress) and `ioloom bench async`, run as a user would."""
+"""`ioloom async` (info, check, advise, stress) and `ioloom bench async`, run as a user would."""
 from __future__ import annotations
 
 import json
 
 import pytest
 
-from ioloom import models
+from ioloom import models, mpi, paths
 from ioloom.async_io.cli import advice
 
 
@@ -25,6 +25,27 @@ def test_advice_follows_eq_3_2(compute, write, cores, mode):
 def test_advice_keeps_synchronous_when_no_writer_keeps_up():
     # The dedicated core would need 5 s per iteration (W_ded), longer than now: neither mode hides the writes.
     assert advice(1.0, 0.5, 2, 5.0)["mode"] == "synchronous"
+
+
+def test_check_loads_the_library_of_the_mpi_ioloom_chooses(tmp_path, ioloom_cli):
+    """`ioloom async check` without --mpi loads libioloom-async of mpi.chosen's MPI (MPICH when installed: its build
+    has the hdf5 formats), not of the first MPI found (Open MPI); a build holding only that library is enough.
+    Without any MPI it says so in one line."""
+    impl = mpi.chosen(None)
+    if impl is None:
+        pytest.skip("no MPI installed")
+    lib = tmp_path / "build" / "lib"
+    lib.mkdir(parents=True)
+    (lib / f"libioloom-async-{impl.name}.so").symlink_to(paths.native_lib(f"ioloom-async-{impl.name}"))
+    config = tmp_path / "c.yaml"
+    config.write_text(f"name: c\nmode: dedicated-cores\nranks_per_node: 3\nbuffer: 1048576\n"
+                      f"writer: {{directory: {tmp_path / 'out'}, format: hdf5-shared}}\n"
+                      "layouts: {tile: {type: float64, dimensions: [4, 4]}}\nvariables: {u: {layout: tile}}\n")
+    build = {"IOLOOM_BUILD_DIR": str(tmp_path / "build")}
+    assert ioloom_cli("async", "check", config, "--clients", "4", env=build).stdout == f"{config}: fine for 4 clients\n"
+    alone = ioloom_cli("async", "check", config, "--clients", "4", env={**build, "PATH": str(tmp_path)}, check=False)
+    assert alone.returncode == 2 and alone.stderr.startswith("ioloom: no MPI implementation found"), alone.stderr
+    assert alone.stderr.count("\n") == 1
 
 
 def test_advise_command(ioloom_cli):

@@ -46,13 +46,18 @@ def info(path: Path = typer.Argument(..., help="An output's index (<directory>/<
 @app.command("check")
 def check(config: Path = typer.Argument(..., help="A configuration (YAML, or Damaris-style XML with .xml)."),
           clients: int = typer.Option(..., min=1, help="The run's clients (ranks that compute): blocks per variable."),
-          mpi_name: str = typer.Option(None, "--mpi", help="The library of this MPI; default: the first installed.")
+          mpi_name: str = typer.Option(None, "--mpi", help="The library of this MPI; default: MPICH when installed "
+                                       "(its build has the hdf5 formats), else the other.")
           ) -> None:
     """Checks a configuration for a run of N clients without running it: the layouts, and in a global domain every
     block inside the extents and none overlapping, as initialize will. Exit status 2 with the mistake."""
     from ioloom import mpi
     from ioloom.async_io.client import check as check_config
-    check_config(config, clients, mpi_name or mpi.implementations()[0].name)
+    impl = mpi.chosen(mpi_name)
+    if impl is None:
+        raise mpi.MpiNotFound("no MPI implementation found to check against: run `make build` (it installs Open MPI "
+                              "and MPICH)")
+    check_config(config, clients, impl.name)
     print(f"{config}: fine for {clients} clients")
 
 
