@@ -23,14 +23,14 @@ struct h5_output {
     hid_t dcpl, dxpl; /* hdf5-shared: storage allocated at creation and never filled, collective transfers */
     char *staging;    /* hdf5-shared: a server's blocks of one variable, in block order, when it has several */
     size_t staging_size;
-    char reserve[1220]; /* the room kept for closing (see keep_room); "" once given back */
+    char reserve[1220]; /* the room kept for closing (see keep_room); "" when none could be kept */
     int failed;         /* the first failed write's errno (0: none); the output then takes no more blocks */
 };
 
 /* HDF5 cannot close a file whose metadata it cannot flush, and HDF5 1.10.8 then crashes closing it again at
  * MPI_Finalize. So each output keeps room beside it, a file of RESERVE_BYTES (or what the disk had). After a
  * failed write (a full disk) the output takes no more blocks, and at close it gives the room back just before
- * HDF5 flushes the metadata of the blocks written before. */
+ * HDF5 flushes the metadata of the blocks written before (close_output). */
 enum { RESERVE_BYTES = 16 << 10 };
 
 static void keep_room(struct h5_output *o, const char *path, int id) {
@@ -44,20 +44,11 @@ static void keep_room(struct h5_output *o, const char *path, int id) {
     close(fd);
 }
 
-/* Gives the room back (at close), keeping errno. */
-static void give_back_room(struct h5_output *o) {
-    int saved = errno;
-    if (o->reserve[0]) unlink(o->reserve);
-    o->reserve[0] = '\0';
-    errno = saved;
-}
-
-/* Closes the output: with the room given back first when a write failed (the disk is full). */
+/* Closes the output, the room given back first: HDF5 flushes the metadata left at close, which after a failed write
+ * (a full disk) needs it. */
 static int close_output(struct h5_output *o) {
-    if (o->failed) give_back_room(o);
-    int rc = o->file >= 0 ? H5Fclose(o->file) : 0;
-    give_back_room(o);
-    return rc;
+    if (o->reserve[0]) unlink(o->reserve);
+    return o->file >= 0 ? H5Fclose(o->file) : 0;
 }
 
 /* The file type of a layout's type (little-endian, as the reader's numpy dtypes are). */
