@@ -154,6 +154,38 @@ def test_hdf5_shared_early_finisher_and_tight_rings(mpi, tmp_path):
     assert h5py_blocks(tmp_path / "out" / "cm1.h5", 6, setup.variables, 3, absent) == 2 * (3 * 6 - 4)
 
 
+@pytest.mark.parametrize("server,calls", [(5, "1"), (2, "3+")])
+def test_hdf5_shared_creation_failing_on_one_server_ends_on_all(mpi, tmp_path, monkeypatch, server, calls):
+    """One server's H5Dcreate2 fails (a test-only preload, tests/programs/hdf5_create_fault.c): before, the servers'
+    HDF5 metadata differed and the run hung at close (H5Fclose's collective calls did not match). A failure that
+    passes (server 5's first creation): that server tries again, the metadata stay the same, and every block is
+    written. One that stays (server 2's, from the second iteration's first on): the job ends at once, with one line
+    saying why, instead of hanging."""
+    if mpi.name != "mpich":
+        pytest.skip("the hdf5 formats are in the MPICH build")
+    monkeypatch.chdir(tmp_path)  # h5pcc leaves its object file in the working directory
+    fault = mpi.compile("hdf5_create_fault.c", "-shared", "-fPIC", "-ldl", compiler="h5pcc")
+    for name, value in {"LD_PRELOAD": str(fault), "HDF5_FAULT_RANK": str(server), "HDF5_FAULT_CALL": calls}.items():
+        monkeypatch.setenv(name, value)
+    nranks, options, clients, writers = SHARED_JOBS["dedicated-cores"]
+    setup = Setup(tmp_path / "out", mode="dedicated-cores", dims=DIMS, variables=("u", "v"), buffer=1 << 20,
+                  writer_format="hdf5-shared", **options)
+    result = run_kernel(mpi.impl, nranks, setup.write(tmp_path / "c.yaml"), setup, 4, 0.0, timeout=60)
+    dataset = "/0/u" if calls == "1" else "/1/u"
+    retried = f"ioloom-async: writer {server}: HDF5 could not create {dataset} in the shared output; trying once more"
+    assert result.stderr.count(retried) == 1, result.stderr
+    if calls == "1":
+        assert result.returncode == 0, result.stderr
+        check_output(tmp_path / "out", setup, clients, 4)
+        assert h5py_blocks(tmp_path / "out" / "cm1.h5", 4, setup.variables, clients) == 4 * 2 * clients
+        return
+    assert result.returncode != 0
+    lines = [line for line in result.stderr.splitlines() if "metadata now differ" in line]
+    assert lines == [f"ioloom-async: writer {server}: HDF5 could not create {dataset} in the shared output, which the "
+                     "other servers did; their HDF5 metadata now differ and the file cannot be closed: aborting the "
+                     "job (the file is incomplete; writer.format hdf5 writes a file per writer)"], result.stderr
+
+
 @pytest.mark.parametrize("writer_format", ["hdf5", "hdf5-shared"])
 def test_hdf5_refused_under_open_mpi(mpi, tmp_path, writer_format):
     setup = Setup(tmp_path / "out", mode="dedicated-cores", variables=("u",), dims=(4, 4, 4), buffer=1 << 20,

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <hdf5.h>
 #include "async_internal.h"
@@ -25,6 +26,7 @@ struct h5_output {
     size_t staging_size;
     char reserve[1220]; /* the room kept for closing (see keep_room); "" when none could be kept */
     int failed;         /* the first failed write's errno (0: none); the output then takes no more blocks */
+    int writer;         /* its writer's id, for messages */
 };
 
 /* HDF5 cannot close a file whose metadata it cannot flush, and HDF5 1.10.8 then crashes closing it again at
@@ -172,6 +174,7 @@ static int shared_open(struct async_writer *w, const struct async_config *cfg, c
     H5Pset_fill_time(o->dcpl, H5D_FILL_TIME_NEVER);   /* a block no client gave is not written twice */
     o->dxpl = H5Pcreate(H5P_DATASET_XFER);
     H5Pset_dxpl_mpio(o->dxpl, H5FD_MPIO_COLLECTIVE);
+    o->writer = w->id;
     unhush(q);
     w->handle = o;
     if (o->file >= 0) return 0;
@@ -260,9 +263,53 @@ static int everywhere(int ok) {
     return all;
 }
 
+/* A variable's dataset of an iteration, created on this server. HDF5's changes of metadata are collective: every
+ * server must make the same ones, so a server whose creation failed tries once more (after a passing failure its
+ * metadata are then the same as the others'). */
+static hid_t create_dataset(struct h5_output *o, const char *path, hid_t type, hid_t space) {
+    hid_t set = H5Dcreate2(o->file, path, type, space, o->lcpl, o->dcpl, H5P_DEFAULT);
+    if (set >= 0) return set;
+    fprintf(stderr, "ioloom-async: writer %d: HDF5 could not create %s in the shared output; trying once more\n",
+            o->writer, path);
+    return H5Dcreate2(o->file, path, type, space, o->lcpl, o->dcpl, H5P_DEFAULT);
+}
+
+/* How long a server whose creation failed waits for the others to agree on it: they may be waiting for it inside
+ * their own H5Dcreate2 (HDF5 reads and flushes metadata collectively), which it will not enter again. */
+enum { AGREE_SECONDS = 5 };
+static const char METADATA_DIFFER[] =
+    "ioloom-async: writer %d: HDF5 could not create %s in the shared output, which the other servers did; their HDF5 "
+    "metadata now differ and the file cannot be closed: aborting the job (the file is incomplete; writer.format hdf5 "
+    "writes a file per writer)\n";
+
+/* Whether a request completed within `seconds`. */
+static int completes_within(MPI_Request *request, double seconds) {
+    int done = 0;
+    struct timespec nap = {0, 1000000};
+    for (double end = async_now() + seconds; !done && async_now() < end; nanosleep(&nap, NULL))
+        MPI_Test(request, &done, MPI_STATUS_IGNORE);
+    return done;
+}
+
+/* Whether every server created the dataset (made: this one did), agreed by all. When some did and others could
+ * not, their HDF5 metadata differ for good: HDF5 1.10 can neither remove the dataset on some servers only nor close
+ * the file (each server's H5Fclose would wait in collective calls the others never make, a hang at finalize), so
+ * the job ends here, with one line from each server that could not. */
+static int made_everywhere(struct h5_output *o, const char *path, int made) {
+    int mine[2] = {made, !made}, all[2]; /* all: {every server made it, none did} */
+    MPI_Request request;
+    MPI_Iallreduce(mine, all, 2, MPI_INT, MPI_MIN, async_g.servers, &request);
+    int agreed =
+        made ? MPI_Wait(&request, MPI_STATUS_IGNORE) == MPI_SUCCESS : completes_within(&request, AGREE_SECONDS);
+    if (agreed && (all[0] || all[1])) return all[0];
+    if (!made) fprintf(stderr, METADATA_DIFFER, o->writer, path);
+    MPI_Abort(async_g.comm, 3);
+    return 0;
+}
+
 /* One variable's dataset of an iteration, created and written by every server (rounds: the most blocks of it any
- * server has); its address, or HADDR_UNDEF when any server's creation or write failed (then the dataset is removed,
- * so the file holds only whole datasets). */
+ * server has); its address, or HADDR_UNDEF when every server's creation or any server's write failed (then the
+ * dataset is removed, so the file holds only whole datasets). */
 static haddr_t write_variable(struct h5_output *o, const struct async_config *cfg, int64_t iteration, int variable,
                               const struct async_piece *pieces, int n, int rounds) {
     const struct async_layout *l = &cfg->layouts[cfg->variables[variable].layout];
@@ -273,10 +320,10 @@ static haddr_t write_variable(struct h5_output *o, const struct async_config *cf
         dims[l->positioned ? d : d + 1] = (hsize_t)(l->positioned ? l->global[d] : l->dims[d]);
     snprintf(path, sizeof path, "/%lld/%s", (long long)iteration, cfg->variables[variable].name);
     hid_t space = H5Screate_simple(rank, dims, NULL), type = file_type(l->type);
-    hid_t set = H5Dcreate2(o->file, path, type, space, o->lcpl, o->dcpl, H5P_DEFAULT);
+    hid_t set = create_dataset(o, path, type, space);
     /* Agreed before the collective writes: a server whose creation failed skips them, so the others must too, or
      * they would wait in those writes for it while it waits in the agreement on them. */
-    int made = everywhere(set >= 0);
+    int made = made_everywhere(o, path, set >= 0);
     int written = made && !(l->positioned ? write_positioned(o, l, set, space, variable, pieces, n, rounds)
                                           : write_stacked(o, l, set, space, variable, pieces, n));
     int lost = !(made && everywhere(written));
@@ -284,7 +331,7 @@ static haddr_t write_variable(struct h5_output *o, const struct async_config *cf
     H5Sclose(space);
     if (set >= 0) H5Dclose(set);
     if (!lost) return address;
-    /* by every server, as HDF5's changes of metadata are collective (where the creation failed, maybe no link) */
+    /* by every server, as HDF5's changes of metadata are collective (where every creation failed, maybe no link) */
     H5Ldelete(o->file, path, H5P_DEFAULT);
     o->failed = EIO; /* on every server: lost is agreed */
     return HADDR_UNDEF;
