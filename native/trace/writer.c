@@ -451,11 +451,13 @@ static void note_op(uint16_t op) {
 }
 
 /* Lists the operations of ev[0, n) in the order they first appear, and returns how often the operation changes
- * from one row to the next: a look at each row, and more only where the operation changes. */
+ * from one row to the next: a look at each row, and more only where the operation changes to one other than the
+ * operation before the last change (two operations taking turns, open and close, an MPI-IO call and the pwrite
+ * inside it, are noted once each, not at every row). */
 static uint32_t survey_ops(const struct ioloom_raw_event *ev, uint32_t n) {
     assert(n > 0); /* a buffer is written when it holds rows */
     uint32_t changes = 0;
-    uint16_t previous = ev[0].op;
+    uint16_t previous = ev[0].op, before = previous; /* before: the operation before the last change, noted */
     groups.ops = 0;
     groups.foreign = 0;
     note_op(previous);
@@ -463,8 +465,9 @@ static uint32_t survey_ops(const struct ioloom_raw_event *ev, uint32_t n) {
         uint16_t op = ev[i].op;
         if (IOLOOM_LIKELY(op == previous)) continue;
         changes++;
+        if (op != before) note_op(op);
+        before = previous;
         previous = op;
-        note_op(op);
     }
     return changes;
 }
