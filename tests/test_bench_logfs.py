@@ -4,6 +4,7 @@ run); published figures take 10 rounds unless --quick."""
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -99,4 +100,16 @@ def test_pass_through_instructions_are_counted_for_absolute_and_relative_paths(t
 
 def test_instructions_go_with_outside_only(ioloom_cli, tmp_path):
     out = ioloom_cli("bench", "logfs", "--instructions", "--quick", "--reps", "1", "--dir", tmp_path, check=False)
-    assert out.returncode == 2 and "--instructions goes with --outside-only" in out.stderr
+    assert out.returncode == 2 and "--instructions and --cpu go with --outside-only" in out.stderr
+
+
+def test_outside_only_on_one_cpu(ioloom_cli, tmp_path):
+    """--cpu: every probe run on that CPU alone (one of this process's); any other CPU is refused in one line."""
+    cpu = sorted(os.sched_getaffinity(0))[-1]
+    out = ioloom_cli("bench", "logfs", "--outside-only", "--cpu", cpu, "--quick", "--reps", "1", "--dir", tmp_path,
+                     "--json")
+    result = json.loads(out.stdout)
+    assert result["cpu"] == cpu and result["passthrough_per_call"]["stat (relative)"]["plain_ns"]["median"] > 0
+    out = ioloom_cli("bench", "logfs", "--outside-only", "--cpu", "4095", "--quick", "--reps", "1", "--dir", tmp_path,
+                     check=False)
+    assert out.returncode == 2 and "--cpu 4095: this process may run on CPUs" in out.stderr

@@ -215,10 +215,11 @@ def _call_name(run: str, call: str) -> str:
     return call + (RELATIVE if run == "relative" else "")
 
 
-def passthrough_cost(reps: int, directory: Path, calls: int = 200_000) -> dict:
+def passthrough_cost(reps: int, directory: Path, calls: int = 200_000, cpu: int | None = None) -> dict:
     """What the preloaded layer adds to each call on a file outside its roots: the tracer's probe (small pwrite,
     pread, fwrite on a cached file; open+close and stat on its absolute path and on a relative one) run plain and
-    preloaded in each round, the order alternating; the added fraction is taken per round."""
+    preloaded in each round, the order alternating, every run on CPU `cpu` when given; the added fraction is taken
+    per round."""
     probe = str(paths.native_bin("ioloom-overhead-probe"))
     ns: dict[str, dict[str, list[float]]] = {"plain": {}, "preloaded": {}}
     with tempfile.TemporaryDirectory(dir=directory, prefix="ioloom-bench-logfs-probe-") as tmp:
@@ -226,7 +227,7 @@ def passthrough_cost(reps: int, directory: Path, calls: int = 200_000) -> dict:
         for rep in range(reps):
             for label in ("plain", "preloaded") if rep % 2 == 0 else ("preloaded", "plain"):
                 for run, (target, kinds) in _probe_runs(Path(tmp)).items():
-                    for call, value in run_probe([probe], target, calls, envs[label], kinds, cwd=Path(tmp)).items():
+                    for call, value in run_probe([probe], target, calls, envs[label], kinds, cpu, Path(tmp)).items():
                         ns[label].setdefault(_call_name(run, call), []).append(value)
     return {call: {"plain_ns": spread(ns["plain"][call]), "preloaded_ns": spread(ns["preloaded"][call]),
                    "added": spread([r - 1 for r in per_round(ns["preloaded"][call], ns["plain"][call])])}
@@ -388,6 +389,9 @@ def logfs_command(
         outside_only: bool = typer.Option(False, "--outside-only",
                                           help="Measure only what the layer adds to each call on a file outside its "
                                                "mounts (the pass-through probe, plain and preloaded every round)."),
+        cpu: int | None = typer.Option(None, "--cpu", min=0,
+                                       help="With --outside-only: run every probe on this CPU alone (runs that land "
+                                            "on different CPUs differ by what each CPU is doing)."),
         instructions: bool = typer.Option(False, "--instructions",
                                           help="With --outside-only: also count the instructions open+close and stat "
                                                "take, plain and preloaded, with callgrind (needs valgrind)."),
@@ -401,15 +405,18 @@ def logfs_command(
     unknown = set(shape) - set(SHAPES)
     if unknown:
         raise typer.BadParameter(f"--shape {', '.join(sorted(unknown))}: expected aligned or ior-hard")
-    if instructions and not outside_only:
-        raise typer.BadParameter("--instructions goes with --outside-only")
+    if (instructions or cpu is not None) and not outside_only:
+        raise typer.BadParameter("--instructions and --cpu go with --outside-only")
+    if cpu is not None and cpu not in os.sched_getaffinity(0):
+        allowed = ", ".join(map(str, sorted(os.sched_getaffinity(0))))
+        raise typer.BadParameter(f"--cpu {cpu}: this process may run on CPUs {allowed} only; give one of them")
     if instructions and not shutil.which("valgrind"):
         raise typer.BadParameter("--instructions needs valgrind (apt-get install valgrind)")
     if creates_n:
         _report(lambda: creates(creates_n, create_bytes, spread_dirs, reps, directory), json_out,
                 lambda console, result: console.print(_creates_table(result)))
     elif outside_only:
-        _report(lambda: _outside(reps, directory, instructions), json_out, _print_outside_only)
+        _report(lambda: _outside(reps, directory, instructions, cpu), json_out, _print_outside_only)
     else:
         counts = cast(list[int], ranks)  # _rank_counts, its callback, made the text a list
         _report(lambda: measure(mpi_name, counts, api, block, transfer, segments, fsync, reps, directory,
@@ -442,9 +449,10 @@ def _print_goal(console: Console, result: dict) -> None:
         _print_aside(console, result)
 
 
-def _outside(reps: int, directory: Path, instructions: bool) -> dict:
-    """--outside-only's figures: the pass-through cost per call, and with `instructions` callgrind's counts."""
-    result = {"passthrough_per_call": passthrough_cost(reps, directory)}
+def _outside(reps: int, directory: Path, instructions: bool, cpu: int | None) -> dict:
+    """--outside-only's figures: the pass-through cost per call (on CPU `cpu` when given), and with `instructions`
+    callgrind's counts."""
+    result: dict = {"passthrough_per_call": passthrough_cost(reps, directory, cpu=cpu), "cpu": cpu}
     if instructions:
         result["instructions_per_call"] = passthrough_instructions(directory)
     return result
@@ -452,6 +460,8 @@ def _outside(reps: int, directory: Path, instructions: bool) -> dict:
 
 def _print_outside_only(console: Console, result: dict) -> None:
     _print_outside(console, result["passthrough_per_call"])
+    if result["cpu"] is not None:
+        console.print(f"every probe run on CPU {result['cpu']} alone")
     if "instructions_per_call" in result:
         console.print("instructions per call (callgrind), plain -> preloaded: " + ", ".join(
             f"{call} {c['plain']:.0f} -> {c['preloaded']:.0f} (+{c['added']:.0f})"
