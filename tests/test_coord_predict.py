@@ -1,7 +1,8 @@
 """ioloom run --coord with the tracer's predictor (IOLOOM_PREDICT=1): the preloaded client announces each phase
 with the bytes and the end the predictor's phase interface gives (native/predict/phase.h, ioloom_predict_phase;
 docs/coord.md, "What the predictor gives"), falling back to the previous phase's bytes without it. Real programs:
-Python loops whose steps of writes (a phase each, a pause between) follow a pattern of sizes."""
+Python loops (`ioloom bench coord-predict`'s) whose steps of writes (a phase each, a pause before) follow a pattern
+of sizes."""
 import json
 import os
 import subprocess
@@ -9,21 +10,10 @@ import sys
 
 import coord_support
 from ioloom import paths
+from ioloom.bench.coord_predict import LOOP
 
 coordinator = coord_support.coordinator  # the fixture
 
-LOOP = """
-import os, sys, time
-path, steps, pause, kib = sys.argv[1], sys.argv[2].split(","), float(sys.argv[3]), int(sys.argv[4])
-fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-block, offset = b"x" * (kib << 10), 0
-for writes in steps:
-    time.sleep(pause)
-    for _ in range(int(writes)):
-        os.pwrite(fd, block, offset)
-        offset += len(block)
-os.close(fd)
-"""
 STEPS = [8, 8, 16] * 6  # 2:1: the previous phase's size is wrong at two phases of three
 
 
@@ -42,11 +32,14 @@ def run_loop(tmp_path, address, name, predict, steps=STEPS, pause=0.15, kib=256,
 
 def finished(proc, out) -> list[list]:
     """The announcements of the run's phases (coord.jsonl): [bytes, from, seconds, from, revised seconds, from,
-    bytes written, active seconds] each."""
+    bytes written, active seconds] each; `ioloom run`'s line counts those announced with the predictor's bytes."""
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err
     rows = [json.loads(line) for line in (out / "coord.jsonl").read_text().splitlines()]
-    return [a for row in rows for a in row["announced"]]
+    phases = [a for row in rows for a in row["announced"]]
+    predicted = sum(p[1] == "predictor" for p in phases)
+    assert (f"{predicted} phases announced with the predictor's bytes" in err) == (predicted > 0), err
+    return phases
 
 
 def test_phases_are_announced_with_the_predicted_bytes(tmp_path, coordinator):
@@ -81,3 +74,19 @@ def test_two_programs_announced_by_prediction_under_dynamic(tmp_path, coordinato
         writes = [n * kib << 10 for n in steps]
         assert [p[6] for p in phases] == writes, phases
         assert [p[0] for p in phases[period + 1:]] == writes[period + 1:], phases
+
+
+def test_bench_coord_predict_prints_each_condition(tmp_path):
+    """`ioloom bench coord-predict` (one quick round, each pattern twice): the three conditions, the uncoordinated
+    one the baseline of f, and more of B's phases (3, 3, 3, 12 writes, twice) announced right with the predictor
+    (5 of 8: the 2nd, 3rd and the last three) than with the previous phase's bytes (4 of 8)."""
+    env = {**os.environ, "PYTHONPATH": str(paths.REPO_ROOT / "python")}
+    out = subprocess.run([sys.executable, "-m", "ioloom", "bench", "coord-predict", "--rounds", "1", "--quick",
+                          "--repeats", "2", "--margin", "1", "--json", "-o", str(tmp_path)],
+                         env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert json.loads((tmp_path / "coord-predict.json").read_text()) == report
+    rows = {r["condition"]: r for r in report["rows"]}
+    assert list(rows) == ["none", "dynamic", "dynamic+predict"] and rows["none"]["f_ratio"]["median"] == 1.0
+    assert rows["dynamic+predict"]["right_b"]["median"] > rows["dynamic"]["right_b"]["median"]

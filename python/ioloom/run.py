@@ -144,9 +144,12 @@ def coord_summary(out: Path) -> list[str]:
     if not rows:
         return ["  coord: no process wrote to a regular file"]
     total = {k: sum(r[k] for r in rows) for k in ("phases", "waits", "waited_seconds", "timeouts", "lost")}
+    # each phase logged: [bytes, from where, ...] (docs/coord.md, "What the predictor gives")
+    predicted = sum(a[1] == "predictor" for r in rows for a in r.get("announced", []))
     return [f"  coord: {len(rows)} processes, {total['phases']} phases, told to wait {total['waits']} times "
             f"({total['waited_seconds']:.3f} s waiting), {total['timeouts']} waits past their bound, "
-            f"{total['lost']} without the coordinator (wrote anyway)"]
+            f"{total['lost']} without the coordinator (wrote anyway)"
+            + (f"; {predicted} phases announced with the predictor's bytes" if predicted else "")]
 
 
 def forwarded_variables(env: dict[str, str]) -> list[str]:
