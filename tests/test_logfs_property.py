@@ -67,3 +67,17 @@ def test_overlaps_and_truncates_by_hand(driver):
     content = bytes.fromhex(through[-1])
     assert content[50:54] == b"\xbb" * 4 and content[54:57] == b"\xdd" * 3 and content[57:70] == bytes(13)
     assert len(content) == 201 and content[-1:] == b"\xee"
+
+
+def test_dense_strided_records_by_hand(driver):
+    """Many small records of one strided pattern in a window (a read then resolves its own range, lf_read.c), one
+    write across dozens of them (the overlap sweep on that range), reads straddling records and holes, before and
+    after a reopen."""
+    sequence = [["pwrite", 24 * i, f"{i:02x}" * 10] for i in range(60)]
+    sequence += [["pwrite", 105, "cd" * 300], ["pread", 0, 1500], ["pread", 95, 30], ["pread", 1400, 60],
+                 ["reopen", False], ["pread", 0, 1500], ["pread", 406, 17], ["pread", 1420, 100]]
+    direct, through = run(driver, sequence, "dense")
+    assert through == direct
+    content = bytes.fromhex(through[-1])
+    assert content[24:34] == b"\x01" * 10 and content[34:48] == bytes(14) and content[105:405] == b"\xcd" * 300
+    assert len(content) == 24 * 59 + 10

@@ -71,12 +71,13 @@ struct lf_map {
     uint64_t size;
     int exists;            /* a packed file: created or written since its last unlink */
     struct lf_extent *ext; /* resolved extents of the window [lo, hi) (lf_read.c) */
-    size_t n;
+    size_t n, cap;         /* extents in ext, room in ext */
     uint64_t lo, hi;
 };
 
 #define LF_WINDOW (4u << 20) /* logical bytes resolved at a time: bounds the reader's memory */
-#define LF_FEW_ENTRIES 64    /* up to this many entries, a read resolves its own range alone (lf_read.c) */
+#define LF_FEW_ENTRIES 64    /* up to this many entries with more than */
+#define LF_DENSE_RECORDS 16  /* this many records in a window, a read resolves its own range alone (lf_read.c) */
 
 struct lf_file {
     pthread_mutex_t lock;

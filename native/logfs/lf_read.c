@@ -9,8 +9,9 @@
  * Memory stays bounded however long the patterns are (PLFS's readers ran out of it): the entries are kept as
  * they are, and only the records inside the window being read (LF_WINDOW bytes around it, or the read itself
  * if larger) are expanded and resolved; the next read outside the window resolves another. With few entries
- * (LF_FEW_ENTRIES, e.g. one strided pattern per writer) a read resolves its own range only: expanding every
- * entry again is cheaper than resolving a window of many writers' small records of which the read needs a few. */
+ * (LF_FEW_ENTRIES, e.g. one strided pattern per writer) whose records are dense (more than LF_DENSE_RECORDS in
+ * the window: many writers' small pieces) a read resolves its own range only: expanding every entry again is
+ * cheaper than resolving a window of records of which the read needs one or two. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -280,12 +281,21 @@ static void emit(struct lf_map *m, const struct rec *r, uint64_t from, uint64_t 
     m->ext[m->n++] = (struct lf_extent){from, to - from, phys, r->log};
 }
 
+/* Room for n extents in m->ext, kept from one window to the next. */
+static int ext_reserve(struct lf_map *m, size_t n) {
+    if (n <= m->cap) return 0;
+    struct lf_extent *grown = realloc(m->ext, n * sizeof *grown);
+    if (!grown) return errno = ENOMEM, -1;
+    m->ext = grown;
+    m->cap = n;
+    return 0;
+}
+
 /* Overlapping records: the winner of each stretch between boundaries is the heap's top. */
 static int sweep(struct lf_map *m, const struct rec *r, size_t n) {
     uint64_t *bounds = malloc(2 * n * sizeof *bounds);
     struct heap h = {malloc(n * sizeof(size_t)), 0, r};
-    m->ext = malloc(2 * n * sizeof *m->ext);
-    if (!bounds || !h.v || !m->ext) {
+    if (!bounds || !h.v || ext_reserve(m, 2 * n)) {
         free(bounds);
         free(h.v);
         return errno = ENOMEM, -1;
@@ -326,29 +336,36 @@ int lf_map_build(lf_file *f) {
     return 0;
 }
 
-/* Resolve the extents of [a, b) unless the current window holds them. */
-static int map_window(lf_file *f, uint64_t a, uint64_t b) {
+/* Resolves the extents of the records r[0, n) (sorted by offset) into m. */
+static int resolve(struct lf_map *m, const struct rec *r, size_t n) {
+    int overlap = 0;
+    for (size_t i = 0; i + 1 < n && !overlap; i++) overlap = r[i].end > r[i + 1].off;
+    if (overlap) return sweep(m, r, n);
+    if (ext_reserve(m, n)) return -1;
+    for (size_t i = 0; i < n; i++) emit(m, &r[i], r[i].off, r[i].end);
+    return 0;
+}
+
+/* Resolve the extents of the window [a, b) around the read [from, to) unless the current window holds them. With
+ * few entries whose records are dense in the window (many writers' small pieces, of which the read needs one or
+ * two), the read's own range is resolved instead: expanding the few entries again at the next read costs less. */
+static int map_window(lf_file *f, uint64_t a, uint64_t b, uint64_t from, uint64_t to) {
     struct lf_map *m = &f->map;
-    if (m->hi > m->lo && a >= m->lo && b <= m->hi) return 0;
+    if (m->hi > m->lo && from >= m->lo && to <= m->hi) return 0;
     size_t nrec = expand_window(m->all, m->nall, a, b, NULL);
-    struct rec *r = malloc((nrec ? 2 * nrec : 1) * sizeof *r); /* the records, then the sort's scratch */
+    if (m->nall <= LF_FEW_ENTRIES && nrec > LF_DENSE_RECORDS) {
+        a = from, b = to;
+        nrec = expand_window(m->all, m->nall, a, b, NULL);
+    }
+    struct rec few[2 * LF_DENSE_RECORDS];
+    struct rec *r = 2 * nrec <= sizeof few / sizeof *few ? few : malloc(2 * nrec * sizeof *r); /* + the scratch */
     if (!r) return errno = ENOMEM, -1;
     expand_window(m->all, m->nall, a, b, r);
-    free(m->ext);
-    m->ext = NULL;
     m->n = 0;
     m->lo = m->hi = 0;
     sort_by_offset(r, r + nrec, nrec);
-    int overlap = 0;
-    for (size_t i = 0; i + 1 < nrec && !overlap; i++) overlap = r[i].end > r[i + 1].off;
-    int rc = 0;
-    if (overlap)
-        rc = sweep(m, r, nrec);
-    else if ((m->ext = malloc((nrec ? nrec : 1) * sizeof *m->ext)))
-        for (size_t i = 0; i < nrec; i++) emit(m, &r[i], r[i].off, r[i].end);
-    else
-        rc = (errno = ENOMEM, -1);
-    free(r);
+    int rc = resolve(m, r, nrec);
+    if (r != few) free(r);
     if (rc == 0) m->lo = a, m->hi = b;
     return rc;
 }
@@ -379,8 +396,7 @@ ssize_t lf_map_read(lf_file *f, void *buf, size_t n, uint64_t offset) {
     char *out = buf;
     uint64_t pos = offset, stop = offset + n;
     uint64_t lo = offset / LF_WINDOW * LF_WINDOW, hi = (stop + LF_WINDOW - 1) / LF_WINDOW * LF_WINDOW;
-    if (f->map.nall <= LF_FEW_ENTRIES) lo = offset, hi = stop; /* resolving the read alone costs less */
-    if (map_window(f, lo, hi)) return -1;
+    if (map_window(f, lo, hi, offset, stop)) return -1;
     for (size_t i = find_extent(&f->map, pos); pos < stop; i++) {
         const struct lf_extent *x = i < f->map.n ? &f->map.ext[i] : NULL;
         uint64_t start = x && x->offset < stop ? (x->offset > pos ? x->offset : pos) : stop;
