@@ -2,10 +2,12 @@
 
 Runs the probe (native/trace/overhead_probe.c: N small pwrite, pread, write, read, fwrite, fread, open+close,
 stat and lseek calls on a file in the page cache, and MPI_File_write_at, MPI_File_write_at_all and
-MPI_File_read_at in the per-MPI builds) untraced, traced and with each other tool compared, in turn, for a number
-of rounds, in one command, timing CPU time. Each round gives one paired difference per call; the added cost is the
-median of those, shown with their minimum and maximum, beside the goal (at most GOAL_NS added). Then decodes the
-traces it just wrote and reports the reader's speed (events per second) and the size on disk per event.
+MPI_File_read_at in the per-MPI builds) untraced, traced and with each other tool compared, for a number of rounds,
+in one command. In a round the probes run at once, on one CPU, and take turns block by block (run_in_turns), each
+block timed with the thread's CPU clock; a round's figure per call is the median of its blocks' differences to the
+untraced blocks they took turns with, and the added cost is the median of the rounds' figures, shown with their
+minimum and maximum, beside the goal (at most GOAL_NS added). Then decodes the traces it just wrote and reports the
+reader's speed (events per second) and the size on disk per event.
 
 CPU times still move with whatever else the machine runs; `--instructions` adds a repeatable figure: the
 instructions tracing (and each other tool) adds per call on the program's own thread, counted by callgrind
@@ -415,8 +417,10 @@ def command(
                                           help="Calls of each kind in the shorter callgrind run (the longer: 3x)."),
     build: list[str] = typer.Option([], "--build",
                                     help="Only this build of the probe: posix+stdio, or an MPI's name (repeatable)."),
-    pin: bool = typer.Option(False, "--pin/--no-pin",
-                             help="Run every timed probe on one CPU (--cpu): untraced and traced runs share it."),
+    pin: bool = typer.Option(True, "--pin/--no-pin",
+                             help="Run every timed probe on one CPU (--cpu), the default: the probes of a round take "
+                                  "turns, so they never compete for it, and none spends a round on a slower CPU than "
+                                  "the others; --no-pin leaves them to the scheduler."),
     cpu: int | None = typer.Option(None, "--cpu", min=0,
                                    help="The CPU of --pin, which it implies (default: the last one this process may "
                                         "use)."),
