@@ -10,24 +10,21 @@ import sys
 
 import coord_support
 from ioloom import paths
-from ioloom.bench.coord_predict import LOOP
+from ioloom.bench.coord_predict import LOOP, loop_command
 
 coordinator = coord_support.coordinator  # the fixture
 
 STEPS = [8, 8, 16] * 6  # 2:1: the previous phase's size is wrong at two phases of three
 
 
-def run_loop(tmp_path, address, name, predict, steps=STEPS, pause=0.15, kib=256, storage=None):
-    """`ioloom run --coord` of the loop, a phase ending after 0.05 s without a write; with `storage`, each write
-    also takes its time on an emulated storage of 500 MB/s shared by the programs naming it."""
+def run_loop(tmp_path, address, name, predict, steps=STEPS, pause=0.15, kib=256, storage=False):
+    """`ioloom run --coord` of the bench's loop, a phase ending after 0.05 s without a write; with `storage`, each
+    write also takes its time on an emulated storage of 500 MB/s shared by the programs run so."""
     (tmp_path / "loop.py").write_text(LOOP)
-    env = {**os.environ, "PYTHONPATH": str(paths.REPO_ROOT / "python"), "IOLOOM_COORD_IDLE": "0.05",
-           "IOLOOM_PREDICT": "1" if predict else "0", "IOLOOM_COORD_NAME": name,
-           **({"IOLOOM_COORD_STORAGE": str(storage), "IOLOOM_COORD_BANDWIDTH": "5e8"} if storage else {})}
-    out = tmp_path / f"trace-{name}"
-    argv = [sys.executable, "-m", "ioloom", "run", "--coord", address, "-o", str(out), "--", sys.executable,
-            str(tmp_path / "loop.py"), str(tmp_path / f"{name}.dat"), ",".join(map(str, steps)), str(pause), str(kib)]
-    return subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True), out
+    argv, env = loop_command(tmp_path, name, steps, pause, kib, address, predict, bandwidth=5e8 if storage else 0.0)
+    env["PYTHONPATH"] = str(paths.REPO_ROOT / "python")
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return proc, tmp_path / f"run-{name}"
 
 
 def finished(proc, out) -> list[list]:
@@ -67,9 +64,9 @@ def test_two_programs_announced_by_prediction_under_dynamic(tmp_path, coordinato
     address = coordinator("dynamic")
     b_pattern = [3, 3, 3, 6]
     b_steps = b_pattern * 4
-    a = run_loop(tmp_path, address, "a", predict=True, storage=tmp_path / "storage")
+    a = run_loop(tmp_path, address, "a", predict=True, storage=True)
     b = run_loop(tmp_path, address, "b", predict=True, steps=b_steps, pause=0.1, kib=320,
-                 storage=tmp_path / "storage")
+                 storage=True)
     for phases, steps, period, kib in ((finished(*a), STEPS, 3, 256), (finished(*b), b_steps, len(b_pattern), 320)):
         writes = [n * kib << 10 for n in steps]
         assert [p[6] for p in phases] == writes, phases

@@ -44,16 +44,19 @@ IDLE = 0.05  # seconds without a write that end a phase: under both pauses
 CONDITIONS = ("none", "dynamic", "dynamic+predict")
 
 
-def loop_command(work: Path, name: str, steps: list[int], pause: float, kib: int, cores: int, options: dict,
-                 start_at: float, address: str, predict: bool) -> tuple[list[str], dict]:
-    """`ioloom run --coord` of the loop, its first write at start_at, on the emulated storage."""
+def loop_command(work: Path, name: str, steps: list[int], pause: float, kib: int, address: str, predict: bool,
+                 cores: int = 1, start_at: float = 0.0, bandwidth: float = 0.0) -> tuple[list[str], dict]:
+    """`ioloom run --coord` of the loop (work/loop.py) writing work/NAME.dat, traced to work/run-NAME; its first
+    write at start_at (CLOCK_MONOTONIC seconds; 0: at once); with a bandwidth, on the emulated storage
+    work/storage."""
     argv = [sys.executable, "-m", "ioloom", "run", "--coord", address, "-o", str(work / f"run-{name}"), "--",
             sys.executable, str(work / "loop.py"), str(work / f"{name}.dat"), ",".join(map(str, steps)), str(pause),
             str(kib)]
     env = {**os.environ, "IOLOOM_COORD_NAME": name, "IOLOOM_COORD_CORES": str(cores),
            "IOLOOM_COORD_START_AT": f"{start_at:.6f}", "IOLOOM_COORD_IDLE": str(IDLE),
-           "IOLOOM_COORD_STORAGE": str(work / "storage"), "IOLOOM_COORD_BANDWIDTH": str(options["bandwidth"]),
            "IOLOOM_PREDICT": "1" if predict else "0"}
+    if bandwidth:
+        env.update(IOLOOM_COORD_STORAGE=str(work / "storage"), IOLOOM_COORD_BANDWIDTH=str(bandwidth))
     return argv, env
 
 
@@ -66,7 +69,7 @@ def run_pair(work: Path, options: dict, address: str, predict: bool) -> dict:
     procs = {}
     for name, (steps, pause, kib, cores) in programs.items():
         shutil.rmtree(work / f"run-{name}", ignore_errors=True)
-        argv, env = loop_command(work, name, steps, pause, kib, cores, options, start, address, predict)
+        argv, env = loop_command(work, name, steps, pause, kib, address, predict, cores, start, options["bandwidth"])
         procs[name] = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     out = {}
     for name, p in procs.items():
