@@ -209,6 +209,9 @@ def command(ranks: int = typer.Option(4, "--ranks", "-n", min=1, help="MPI ranks
             rounds: int = typer.Option(stats.PUBLISHED_ROUNDS, "--rounds", min=1, help="--cost: interleaved rounds."),
             quick: bool = typer.Option(False, "--quick", help=f"--cost: allow fewer than {stats.PUBLISHED_ROUNDS} "
                                                               "rounds."),
+            loop_steps: int = typer.Option(2000, "--loop-steps", min=0,
+                                           help="With --fold-quanta, also trace ioloom-predict-loop (a file per step, "
+                                                "13 calls) this many steps, unfolded and folded (0: not)."),
             fold_quanta: str = typer.Option("1,1000,1000000", "--fold-quanta", metavar="Q,...",
                                             help="Also trace the demo and each kernel folded in the tracer at these "
                                                  "time resolutions (ns; '' for none)."),
@@ -226,6 +229,7 @@ def command(ranks: int = typer.Option(4, "--ranks", "-n", min=1, help="MPI ranks
     quanta = _quanta(fold_quanta)
     impl = mpi.by_name(mpi_name)
     report = {"mpi": impl.name, "ranks": ranks, "steps": steps, "compute_ms": compute_ms, "stacks": stacks,
+              "loop_steps": loop_steps,
               "lammps_steps": lammps_steps, "kernels": {}, "fold_quanta": quanta, "tracer_fold": {}}
     with tempfile.TemporaryDirectory(prefix="ioloom-bench-predict-") as work:
         for kernel in chosen:
@@ -246,6 +250,11 @@ def command(ranks: int = typer.Option(4, "--ranks", "-n", min=1, help="MPI ranks
                         impl, kernel, ranks, steps, compute_ms, Path(work), stacks, env, tag))
         if quanta:
             _fold_demo(impl, ranks, quanta, Path(work), report)
+        if quanta and loop_steps:
+            from ioloom.bench.predict_fold import trace_loop
+            report["tracer_fold"][f"ioloom-predict-loop, {loop_steps:,} steps (one process)"] = _folded_in_tracer(
+                trace_loop(loop_steps, Path(work), None, ""), quanta,
+                lambda env, tag: trace_loop(loop_steps, Path(work), env, tag))
     report["load"] = " ".join(f"{x:.1f}" for x in os.getloadavg())
     if as_json:
         typer.echo(json.dumps(report, indent=1))

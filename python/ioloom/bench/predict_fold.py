@@ -1,19 +1,19 @@
 """`ioloom bench predict`'s table of traces folded in the tracer (`ioloom run --fold`, docs/trace-format.md "FOLDED
 chunks"): the demo's program and the CM1-, GTC-, Nek5000- and LAMMPS-like kernels traced with folding at each time
 resolution asked for, their bytes per event (all ranks, the stream files as written), split into the folded
-chunks' structure (shapes, tokens, rules, headers), their times, and everything else (file tables, INFO), beside
+chunks' structure (shapes, tokens, rules, headers), their times, the file table and everything else (INFO, OPS), beside
 the same program traced unfolded. Every folded chunk is unfolded again in the tracer and compared with the EVENTS
 chunk of its rows (IOLOOM_FOLD_CHECK=1): the table says how many events were checked and how many differed."""
 from __future__ import annotations
 
+import os
 import shutil
-import struct
 import subprocess
+import sys
 from pathlib import Path
 
 from ioloom import mpi, paths
 
-FOLDED, HEADER = 5, struct.Struct("<III")
 DEMO = paths.REPO_ROOT / "examples" / "strided_mpiio.c"
 
 
@@ -28,31 +28,31 @@ def demo_binary(impl: mpi.MpiImpl, work: Path) -> list[str] | None:
 
 
 def stream_parts(trace: Path) -> dict:
-    """Bytes of a trace's stream files: in all, in FOLDED chunks' structure and times; events, and the INFO's fold
-    counts summed over the streams."""
+    """Bytes of a trace's stream files: in all, in FOLDED chunks' structure and times, in the file table (FILES and
+    FILE_DELTAS chunks); events, and the INFO's fold counts summed over the streams."""
+    from ioloom.bench.fuzz import chunks
     from ioloom.trace import open_trace
     from ioloom.trace.folded_chunk import parts
+    from ioloom.trace.stream_file import CHUNK_HEADER, FILE_DELTAS, FILES, FOLDED
 
-    total = structure = times = 0
+    total = structure = times = files = 0
     for path in trace.glob("*.ioloom"):
         data = path.read_bytes()
         total += len(data)
-        pos = 16
-        while pos + HEADER.size <= len(data):
-            kind, length, _ = HEADER.unpack_from(data, pos)
+        for pos, kind, length in chunks(data)[1]:
             if kind == FOLDED:
-                made, timed = parts(data[pos + HEADER.size:pos + HEADER.size + length])
-                structure += HEADER.size + made
+                made, timed = parts(data[pos + CHUNK_HEADER.size:pos + CHUNK_HEADER.size + length])
+                structure += CHUNK_HEADER.size + made
                 times += timed
-            pos += HEADER.size + length
+            files += (CHUNK_HEADER.size + length) * (kind in (FILES, FILE_DELTAS))
     loaded = open_trace(trace)
     counts = {key: sum(int(s.info.get(key, 0)) for s in loaded.streams)
               for key in ("folded_events", "fold_checked_events", "fold_check_failed_events")}
     plain = sum(int(v) for s in loaded.streams for k, v in s.info.items() if k.startswith("fold_fallback:"))
     events = max(loaded.meta["events"], 1)
     return {"events": loaded.meta["events"], "bytes_per_event": total / events,
-            "structure": structure / events, "times": times / events,
-            "other": (total - structure - times) / events, "plain_events": plain, **counts,
+            "structure": structure / events, "times": times / events, "files": files / events,
+            "other": (total - structure - times - files) / events, "plain_events": plain, **counts,
             "problems": len(loaded.problems)}
 
 
@@ -62,12 +62,14 @@ def print_fold(report: dict) -> None:
 
     quanta = report["fold_quanta"]
     table = Table(title="Folded in the tracer (ioloom run --fold; IOLOOM_FOLD_CHECK=1): bytes per event, all ranks, "
-                        "stream files as written; folded = structure + times + other (file tables, INFO)")
-    for column in ("program", "events", "unfolded", *(f"Q={q:,} ns: folded (structure + times)" for q in quanta),
+                        "stream files as written; folded (structure + times + file table; the rest is INFO, OPS and "
+                        "EVENTS chunks written plain)")
+    for column in ("program", "events", "unfolded", *(f"Q={q:,} ns: folded" for q in quanta),
                    "events checked, differing"):
         table.add_column(column, justify="left" if column == "program" else "right")
     for name, row in report["tracer_fold"].items():
-        cells = [f"{f['bytes_per_event']:.2f} ({f['structure']:.3f} + {f['times']:.2f})" for f in row["quanta"]]
+        cells = [f"{f['bytes_per_event']:.2f} ({f['structure']:.2f} + {f['times']:.2f} + {f['files']:.2f})"
+                 for f in row["quanta"]]
         checked = sum(f["fold_checked_events"] for f in row["quanta"])
         failed = sum(f["fold_check_failed_events"] for f in row["quanta"])
         table.add_row(name, f"{row['quanta'][0]['events']:,}", f"{row['unfolded']:.2f}", *cells,
@@ -77,6 +79,18 @@ def print_fold(report: dict) -> None:
 
 def fold_env(quantum: int) -> dict[str, str]:
     return {"IOLOOM_FOLD": "1", "IOLOOM_FOLD_QUANTUM_NS": str(quantum), "IOLOOM_FOLD_CHECK": "1"}
+
+
+def trace_loop(steps: int, work: Path, env: dict[str, str] | None, tag: str) -> Path:
+    """ioloom-predict-loop (a file per step: open, a header, 7 blocks of 4 KiB, close; then 512 bytes appended to a
+    log) for `steps` steps, one process, under `ioloom run` with the tracer's settings `env`; the trace directory."""
+    out, trace = work / f"loop{tag}-files", work / f"loop{tag}-trace"
+    out.mkdir()
+    command = [sys.executable, "-m", "ioloom", "run", "-o", str(trace), "--",
+               str(paths.native_bin("ioloom-predict-loop")), str(out), str(steps)]
+    subprocess.run(command, capture_output=True, check=True, timeout=900, env={**os.environ, **(env or {})})
+    shutil.rmtree(out)  # a file per step: gone before the next run makes its own
+    return trace
 
 
 def unfolded_bytes(trace: Path) -> float:
