@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from ioloom import paths
-from ioloom.trace import open_trace, varint
+from ioloom.trace import folded_chunk, open_trace, varint
 from ioloom.trace.stream_file import CHUNK_HEADER, EVENTS, FILE_DELTAS, FILES, FOLDED, INFO, rechain
 
 VECTORS = Path(__file__).parent / "vectors" / "trace"
@@ -73,7 +73,8 @@ def test_a_folded_run_reads_back_as_the_events_the_tracer_recorded(tmp_path, mon
     assert [f["path"].replace("/plain-files/", "/folded-files/") for f in plain_files] == \
         [f["path"] for f in trace.files.to_pylist()] and len(plain_files) == STEPS + 1  # a file per step, a log
     native = stream.read()
-    monkeypatch.setattr(varint, "_native_library", lambda: None)
+    for module in (varint, folded_chunk):  # folded_chunk holds its own name for it
+        monkeypatch.setattr(module, "_native_library", lambda: None)
     assert open_trace(folded).streams[0].read().equals(native)
     monkeypatch.undo()
     got, expected = _columns(trace), _columns(open_trace(plain))
@@ -98,12 +99,17 @@ def test_times_at_a_declared_resolution_take_under_a_byte_per_event(tmp_path):
 
 def test_a_grammar_without_memory_falls_back_to_events_chunks_counted(tmp_path):
     """With a grammar budget of 1 KiB no buffer folds: each is written as EVENTS chunks, counted by reason, and
-    nothing is lost."""
-    out = _run(tmp_path, "starved", "--fold", env={"IOLOOM_FOLD_GRAMMAR_BYTES": "1024"})
+    nothing is lost; their times are rounded to the stream's quantum as folded chunks' are."""
+    out = _run(tmp_path, "starved", "--fold", "--fold-quantum-ns", "1000000",
+               env={"IOLOOM_FOLD_GRAMMAR_BYTES": "1024"})
     trace = open_trace(out)
     info = trace.streams[0].info
     assert trace.meta["events"] == STEPS * 13 + 2 and trace.meta["dropped_events"] == 0
     assert int(info["fold_fallback:no_memory"]) == trace.meta["events"] and "folded_events" not in info
+    assert info["fold_quantum_ns"] == "1000000"
+    table = trace.events().to_pandas()
+    for column in ("t_start", "t_end"):  # one process, no clock correction: local time = read time + the epoch
+        assert ((table[column].to_numpy() + trace.meta["epoch_ns"]) % 1_000_000 == 0).all(), column
 
 
 def _probe(tmp_path: Path, name: str, *options: str) -> Path:
@@ -176,7 +182,8 @@ def _readers(path: Path, monkeypatch) -> tuple[tuple, tuple]:
         return (None if events is None else events.to_numpy().tolist()), sorted(trace.problems)
     native = read()
     with monkeypatch.context() as m:
-        m.setattr(varint, "_native_library", lambda: None)
+        for module in (varint, folded_chunk):
+            m.setattr(module, "_native_library", lambda: None)
         return native, read()
 
 

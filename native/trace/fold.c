@@ -271,8 +271,9 @@ static int64_t fold_rules(struct ioloom_fold_area *a, uint32_t runs, uint32_t di
 
 /* Each row's gap and duration in quanta, as its change from those of the previous row of its shape. */
 static void time_residuals(struct ioloom_fold_area *a, const struct ioloom_raw_event *ev, uint32_t n, uint32_t shapes,
-                           uint64_t quantum, const struct ioloom_tick_clock *clock) {
+                           const struct ioloom_tick_clock *clock) {
     memset(a->last, 0, 2 * (size_t)shapes * sizeof *a->last);
+    const uint64_t quantum = ioloom_quantum(clock);
     uint64_t previous_end = ioloom_row_ns(clock, &ev[0], ev[0].t_start) / quantum;
     for (uint32_t i = 0; i < n; i++) {
         uint64_t start = ioloom_row_ns(clock, &ev[i], ev[i].t_start) / quantum,
@@ -358,14 +359,15 @@ static uint8_t *put_folded(const struct ioloom_fold_area *a, uint8_t *p, uint32_
 }
 
 enum ioloom_fold_outcome ioloom_fold_events(struct ioloom_fold_area *a, uint8_t *out, size_t *size, uint32_t tid,
-                                            const struct ioloom_raw_event *ev, uint32_t n, uint64_t quantum,
+                                            const struct ioloom_raw_event *ev, uint32_t n,
                                             const struct ioloom_tick_clock *clock) {
-    assert(n > 0 && quantum >= 1 && quantum <= IOLOOM_FOLD_MAX_QUANTUM); /* the writer's buffers and setting */
+    const uint64_t quantum = ioloom_quantum(clock);
+    assert(n > 0 && quantum <= IOLOOM_FOLD_MAX_QUANTUM); /* the writer's buffers and setting */
     if (n > a->capacity) return IOLOOM_FOLD_TOO_LARGE;
     uint32_t shapes = number_shapes(a, ev, n), distinct, runs = number_tokens(a, n, &distinct);
     int64_t rules = fold_rules(a, runs, distinct);
     if (rules < 0) return IOLOOM_FOLD_NO_MEMORY;
-    time_residuals(a, ev, n, shapes, quantum, clock);
+    time_residuals(a, ev, n, shapes, clock);
     uint8_t *end = put_folded(a, out + IOLOOM_CHUNK_HEADER_BYTES, tid, n, quantum,
                               ioloom_row_ns(clock, &ev[0], ev[0].t_start), shapes, distinct, rules);
     *size = (size_t)(end - out);

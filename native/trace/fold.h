@@ -35,10 +35,10 @@ size_t ioloom_fold_area_bytes(uint32_t capacity);
 size_t ioloom_fold_bound(size_t n);
 
 /* Folds rows ev[0, n) of thread `tid` into a sealed FOLDED chunk at out (ioloom_fold_bound(n) bytes), times (tick
- * times converted by `clock`, NULL: every time is ns already) rounded down to multiples of `quantum` ns (1: exact).
+ * times converted by `clock`) in units of the clock's quantum, rounded down (NULL: every time is ns already, exact).
  * Sets *size to its bytes and returns IOLOOM_FOLDED, or returns why it could not (nothing written). */
 enum ioloom_fold_outcome ioloom_fold_events(struct ioloom_fold_area *a, uint8_t *out, size_t *size, uint32_t tid,
-                                            const struct ioloom_raw_event *ev, uint32_t n, uint64_t quantum,
+                                            const struct ioloom_raw_event *ev, uint32_t n,
                                             const struct ioloom_tick_clock *clock);
 
 /* What is wrong with a FOLDED payload (ioloom_unfold_events' negative results). */

@@ -219,8 +219,8 @@ struct chunk_times {
     const struct ioloom_tick_clock *clock;
 };
 /* Row k's start and end in ns. */
-#define ROW_START(k) ioloom_row_ns(tm->clock, &ROW(k), ROW(k).t_start)
-#define ROW_END(k) ioloom_row_ns(tm->clock, &ROW(k), ROW(k).t_end)
+#define ROW_START(k) ioloom_row_time(tm->clock, &ROW(k), ROW(k).t_start)
+#define ROW_END(k) ioloom_row_time(tm->clock, &ROW(k), ROW(k).t_end)
 
 /* Every column: its stored (pre-zigzag) value for row 0 and for row i > 0 of rows ev[0..n), each read as int64_t.
  * Differences are taken unsigned (they wrap, as the readers' sums do: no signed overflow). */
@@ -558,21 +558,26 @@ static uint8_t *put_time_column(uint8_t *p, int col, const struct time_body *t, 
     return run_bytes ? ioloom_put_runs(p, v, n, runs, run_bytes) : put_plain(p, t->body, plain);
 }
 
-/* The pass over the rows of put_time_columns, with or without converting tick times (`converting`, a constant
- * where it is inlined: the test of each row's `ticks` only where there is a clock). */
+/* The pass over the rows of put_time_columns, with or without converting tick times (`converting`) and rounding them
+ * to the clock's quantum (`rounding`), constants where it is inlined: the test of each row's `ticks` only where there
+ * is a clock, a division only where there is a quantum. */
 static inline __attribute__((always_inline)) void time_pass(struct time_body *gap, struct time_body *duration,
                                                             struct column_survey *survey,
                                                             const struct ioloom_raw_event *ev, size_t stride, size_t n,
-                                                            const struct ioloom_tick_clock *clock, int converting) {
+                                                            const struct ioloom_tick_clock *clock, int converting,
+                                                            int rounding) {
     const struct ioloom_tick_clock *by = converting ? clock : NULL;
-    uint64_t end = ioloom_row_ns(by, &ROW(0), ROW(0).t_end);
+    const uint64_t q = rounding ? clock->quantum : 1;
+#define TIME(k, t) (rounding ? ioloom_round_down(ioloom_row_ns(by, &ROW(k), t), q) : ioloom_row_ns(by, &ROW(k), t))
+    uint64_t end = TIME(0, ROW(0).t_end);
     for (size_t i = 1; i < n; i++) {
         survey_row(survey, ev, stride, i);
-        uint64_t start = ioloom_row_ns(by, &ROW(i), ROW(i).t_start);
+        uint64_t start = TIME(i, ROW(i).t_start);
         time_add(gap, (int64_t)(start - end));
-        end = ioloom_row_ns(by, &ROW(i), ROW(i).t_end);
+        end = TIME(i, ROW(i).t_end);
         time_add(duration, (int64_t)(end - start));
     }
+#undef TIME
 }
 
 /* Appends the two time columns (gap, duration), both written in one pass over the rows, which also surveys the other
@@ -583,10 +588,12 @@ static uint8_t *put_time_columns(uint8_t *p, const struct ioloom_raw_event *ev, 
     struct time_body gap, duration;
     time_start(&gap, p + 1 + 10, (int64_t)(ROW_START(0) - tm->base));
     time_start(&duration, p + 2 * (1 + 10) + 10 * n, (int64_t)(ROW_END(0) - ROW_START(0)));
-    if (tm->clock)
-        time_pass(&gap, &duration, survey, ev, stride, n, tm->clock, 1);
+    if (ioloom_quantum(tm->clock) > 1)
+        time_pass(&gap, &duration, survey, ev, stride, n, tm->clock, 1, 1);
+    else if (tm->clock)
+        time_pass(&gap, &duration, survey, ev, stride, n, tm->clock, 1, 0);
     else
-        time_pass(&gap, &duration, survey, ev, stride, n, NULL, 0);
+        time_pass(&gap, &duration, survey, ev, stride, n, NULL, 0, 0);
     p = put_time_column(p, IOLOOM_COL_GAP, &gap, ev, stride, n, tm, v);
     return put_time_column(p, IOLOOM_COL_DURATION, &duration, ev, stride, n, tm, v);
 }
@@ -604,7 +611,7 @@ static int64_t second_value(int col, const struct ioloom_raw_event *ev, size_t s
 
 size_t ioloom_encode_events(uint8_t *out, int64_t *scratch, uint32_t tid, const struct ioloom_raw_event *ev,
                             size_t stride, size_t n, const struct ioloom_tick_clock *clock) {
-    const struct chunk_times times = {ioloom_row_ns(clock, &ROW(0), ROW(0).t_start), clock}, *tm = &times;
+    const struct chunk_times times = {ioloom_row_time(clock, &ROW(0), ROW(0).t_start), clock}, *tm = &times;
     uint8_t *p = out + IOLOOM_CHUNK_HEADER_BYTES;
     p = put_varint(p, tid);
     p = put_varint(p, n);

@@ -59,14 +59,17 @@ struct ioloom_raw_event {
 uint32_t ioloom_crc32(const uint8_t *data, size_t len);
 uint32_t ioloom_crc32_update(uint32_t crc, const uint8_t *data, size_t len);
 
-/* How the encoder turns the TSC tick times of rows whose `ticks` is set into CLOCK_MONOTONIC ns:
- * from_ns + (ticks - from_ticks) x ns_per_tick, through int64_t and double (the writer's rate, ticks_clock). */
+/* How the encoder turns the times of rows into the times it writes: TSC tick times (rows whose `ticks` is set) into
+ * CLOCK_MONOTONIC ns, from_ns + (ticks - from_ticks) x ns_per_tick, through int64_t and double (the writer's rate,
+ * ticks_clock); then every time rounded down to a multiple of `quantum` ns (a folded trace's declared resolution,
+ * IOLOOM_FOLD_QUANTUM_NS; 1: exact), so that every chunk of a stream rounds alike. */
 struct ioloom_tick_clock {
     uint64_t from_ticks, from_ns;
     double ns_per_tick;
+    uint64_t quantum;
 };
 
-/* A row time in ns: as it is, or converted by `clock` when it is a tick count. */
+/* A row time in ns: as it is, or converted by `clock` when it is a tick count (not rounded: the writer's anchor). */
 static inline uint64_t ioloom_row_ns(const struct ioloom_tick_clock *clock, const struct ioloom_raw_event *row,
                                      uint64_t t) {
     /* through int64_t: converting a double to uint64_t costs a comparison and a branch more */
@@ -75,13 +78,28 @@ static inline uint64_t ioloom_row_ns(const struct ioloom_tick_clock *clock, cons
                : t;
 }
 
+/* ns rounded down to a multiple of q (q >= 1). */
+static inline uint64_t ioloom_round_down(uint64_t ns, uint64_t q) { return ns - ns % q; }
+
+/* The clock's quantum (1 without a clock). */
+static inline uint64_t ioloom_quantum(const struct ioloom_tick_clock *clock) {
+    return clock && clock->quantum > 1 ? clock->quantum : 1;
+}
+
+/* A row time as the encoders write it: in ns (ioloom_row_ns), rounded down to the clock's quantum. */
+static inline uint64_t ioloom_row_time(const struct ioloom_tick_clock *clock, const struct ioloom_raw_event *row,
+                                       uint64_t t) {
+    return ioloom_round_down(ioloom_row_ns(clock, row, t), ioloom_quantum(clock));
+}
+
 /* The most bytes ioloom_encode_events() writes for n events (every value a 10-byte varint). */
 size_t ioloom_events_bound(size_t n);
 
 /* Encodes a complete chunk of the n rows ev[0], ev[stride], ..., ev[(n - 1) * stride] of thread `tid` (header +
  * payload, sealed: its checksum is chained when it is written) into `out`, which must hold ioloom_events_bound(n)
  * bytes; `scratch` must hold n int64 values. The times of rows whose `ticks` is set are converted to ns by `clock`
- * as they are encoded (NULL: every time is ns already). Returns the chunk's size. */
+ * as they are encoded, and every time rounded down to its quantum (NULL: every time is ns already, exact). Returns
+ * the chunk's size. */
 size_t ioloom_encode_events(uint8_t *out, int64_t *scratch, uint32_t tid, const struct ioloom_raw_event *ev,
                             size_t stride, size_t n, const struct ioloom_tick_clock *clock);
 

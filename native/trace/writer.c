@@ -535,16 +535,9 @@ static int taking_turns(uint32_t n, uint32_t changes) {
     return groups.ops == 2 && !groups.foreign && changes == n - 1 && (n + 1) / 2 >= GROUP_MIN_ROWS;
 }
 
-/* Encodes the n rows ev[0], ev[stride], ... as one chunk (tick times converted by `clock`, NULL: none) and writes it,
- * or counts them as dropped; with `measured`, only adds its bytes there. w.lock held. */
-static void write_chunk_of_rows(uint32_t tid, const struct ioloom_raw_event *ev, uint32_t stride, uint32_t n,
-                                const struct ioloom_tick_clock *clock, size_t *measured) {
-    size_t len = ioloom_encode_events(w.encoded, w.scratch, tid, ev, stride, n, clock);
-    if (measured) {
-        *measured += len;
-        return;
-    }
-    if (append_locked(w.encoded, len, 0) == 0) {
+/* Writes the encoded chunk of n events, or counts them as dropped. w.lock held. */
+static void write_encoded(uint8_t *chunk, size_t len, uint32_t n) {
+    if (append_locked(chunk, len, 0) == 0) {
         w.events_written += n;
         return;
     }
@@ -552,29 +545,60 @@ static void write_chunk_of_rows(uint32_t tid, const struct ioloom_raw_event *ev,
     count_dropped(n);
 }
 
-/* Encodes rows [0, n) of thread `tid`, whose operation changes `changes` times (tick times converted by `clock`,
- * NULL: none), as EVENTS chunks, a chunk per frequent operation when there are several, and writes them (or counts
- * them as dropped); with `measured`, only adds their bytes there. w.lock held. */
+/* EVENTS chunks encoded one after the other, kept to be written later, and the events of each (a folded buffer's, at
+ * most one per operation and the mixed one: written when they are no larger than its FOLDED chunk). */
+struct kept_chunks {
+    uint8_t *start, *end;
+    uint32_t count, events[IOLOOM_OP_COUNT + 1];
+};
+
+/* Encodes the n rows ev[0], ev[stride], ... as one chunk (times by `clock`, NULL: ns already, exact) and writes it,
+ * or counts them as dropped; with `keep`, keeps it there instead. w.lock held. */
+static void write_chunk_of_rows(uint32_t tid, const struct ioloom_raw_event *ev, uint32_t stride, uint32_t n,
+                                const struct ioloom_tick_clock *clock, struct kept_chunks *keep) {
+    if (!keep) {
+        write_encoded(w.encoded, ioloom_encode_events(w.encoded, w.scratch, tid, ev, stride, n, clock), n);
+        return;
+    }
+    assert(keep->count <= IOLOOM_OP_COUNT); /* a chunk per operation and the mixed one (write_plain) */
+    keep->events[keep->count++] = n;
+    keep->end += ioloom_encode_events(keep->end, w.scratch, tid, ev, stride, n, clock);
+}
+
+/* Encodes rows [0, n) of thread `tid`, whose operation changes `changes` times (times by `clock`, NULL: ns already,
+ * exact), as EVENTS chunks, a chunk per frequent operation when there are several, and writes them (or counts them
+ * as dropped); with `keep`, keeps them there instead. w.lock held. */
 static void write_plain(uint32_t tid, const struct ioloom_raw_event *ev, uint32_t n, uint32_t changes,
-                        const struct ioloom_tick_clock *clock, size_t *measured) {
+                        const struct ioloom_tick_clock *clock, struct kept_chunks *keep) {
     if (taking_turns(n, changes)) {
-        write_chunk_of_rows(tid, ev, 2, (n + 1) / 2, clock, measured);
-        write_chunk_of_rows(tid, ev + 1, 2, n / 2, clock, measured);
+        write_chunk_of_rows(tid, ev, 2, (n + 1) / 2, clock, keep);
+        write_chunk_of_rows(tid, ev + 1, 2, n / 2, clock, keep);
     } else if (worth_grouping(ev, n, changes)) {
         scatter_rows(ev, n, groups.start[groups.chunks - 1]);
         for (uint32_t k = 0; k < groups.chunks; k++)
-            write_chunk_of_rows(tid, w.grouped + groups.start[k], 1, groups.count[k], clock, measured);
+            write_chunk_of_rows(tid, w.grouped + groups.start[k], 1, groups.count[k], clock, keep);
     } else {
-        write_chunk_of_rows(tid, ev, 1, n, clock, measured);
+        write_chunk_of_rows(tid, ev, 1, n, clock, keep);
+    }
+}
+
+/* Writes the kept chunks, each as it would have been written at once. w.lock held. */
+static void write_kept(const struct kept_chunks *kept) {
+    uint8_t *chunk = kept->start;
+    for (uint32_t k = 0; k < kept->count; k++) {
+        size_t len = IOLOOM_CHUNK_HEADER_BYTES + ((uint32_t)chunk[4] | (uint32_t)chunk[5] << 8 |
+                                                  (uint32_t)chunk[6] << 16 | (uint32_t)chunk[7] << 24);
+        write_encoded(chunk, len, kept->events[k]);
+        chunk += len;
     }
 }
 
 /* ---- folding (IOLOOM_FOLD=1: fold.h) ----
- * A buffer is written as one FOLDED chunk, or as the EVENTS chunks an unfolded trace has of the same rows (times
- * rounded alike) when those are no larger (rows whose shapes barely repeat: small buffers, call ids that change every
- * call). It is written as EVENTS chunks instead, counted by reason, also when the grammar's budget runs out, when the
- * buffer is larger than the area (the shared buffer is not), and in a signal handler (folding allocates the
- * grammar's nodes). */
+ * A buffer is written as one FOLDED chunk, or as the EVENTS chunks an unfolded trace has of the same rows when those
+ * are no larger (rows whose shapes barely repeat: small buffers, call ids that change every call); both are encoded
+ * once, the smaller written. It is written as EVENTS chunks instead, counted by reason, also when the grammar's
+ * budget runs out, when the buffer is larger than the area (the shared buffer is not), and in a signal handler
+ * (folding allocates the grammar's nodes). Every chunk's times are rounded to the quantum alike (encode_clock). */
 #define FOLD_GRAMMAR_BYTES_PER_EVENT                                          \
     256 /* the grammar's budget (IOLOOM_FOLD_GRAMMAR_BYTES), per event of the \
          * largest buffer */
@@ -584,13 +608,19 @@ static const char *const fold_reasons[FOLD_REASONS] = {"folded", "no_memory", "t
 static struct {
     struct ioloom_fold_area *area; /* NULL: folding off */
     uint8_t *chunk;                /* ioloom_fold_bound(capacity) */
-    struct ioloom_raw_event *rows; /* capacity: a buffer's rows, times rounded (round_rows) */
+    struct kept_chunks plain;      /* a buffer's EVENTS chunks (plain_bytes) */
     uint64_t quantum;              /* ns: times are written rounded down to multiples of it */
     uint64_t events[FOLD_REASONS]; /* events written folded, and those written plain, by reason */
     uint64_t events_written[FOLD_REASONS];
     uint8_t *check;                 /* IOLOOM_FOLD_CHECK=1: room to unfold a chunk again; NULL: no check */
     uint64_t checked, check_failed; /* events checked, and those of chunks that did not unfold identical */
 } fold;
+
+/* The room for a buffer's EVENTS chunks: the chunk of all its rows, and the headers and column headers of one chunk
+ * per operation more. */
+static size_t plain_bytes(uint32_t capacity) {
+    return ioloom_events_bound(capacity) + IOLOOM_OP_COUNT * ioloom_events_bound(0);
+}
 
 /* Sets folding up when IOLOOM_FOLD asks for it (off when its memory cannot be had). */
 static void start_folding(void) {
@@ -600,34 +630,30 @@ static void start_folding(void) {
     size_t grammar = ioloom_env_size("IOLOOM_FOLD_GRAMMAR_BYTES", (size_t)w.capacity * FOLD_GRAMMAR_BYTES_PER_EVENT);
     fold.area = ioloom_fold_area_new(w.capacity, grammar);
     fold.chunk = malloc(ioloom_fold_bound(w.capacity));
-    fold.rows = malloc(w.capacity * sizeof *fold.rows);
+    fold.plain.start = malloc(plain_bytes(w.capacity));
     if (ioloom_env_bool("IOLOOM_FOLD_CHECK", 0)) fold.check = malloc(ioloom_events_bound(w.capacity));
-    if (fold.area && fold.chunk && fold.rows) return;
+    if (fold.area && fold.chunk && fold.plain.start) return;
     free(fold.area);
     free(fold.chunk);
-    free(fold.rows);
+    free(fold.plain.start);
     free(fold.check);
     fold.area = NULL;
     fold.check = NULL;
 }
 
-/* Rows [0, n) into fold.rows with their times in ns rounded down to the quantum: the rows a FOLDED chunk of them
- * unfolds to. */
-static void round_rows(const struct ioloom_raw_event *ev, uint32_t n, const struct ioloom_tick_clock *clock) {
-    for (uint32_t i = 0; i < n; i++) {
-        uint64_t start = ioloom_row_ns(clock, &ev[i], ev[i].t_start), end = ioloom_row_ns(clock, &ev[i], ev[i].t_end);
-        fold.rows[i] = ev[i];
-        fold.rows[i].ticks = 0;
-        fold.rows[i].t_start = start - start % fold.quantum;
-        fold.rows[i].t_end = end - end % fold.quantum;
-    }
+/* The clock b's rows are encoded by: tick times converted (TSC), and every time rounded down to the fold quantum, so
+ * that every chunk of a folded stream, folded or not, rounds alike; NULL when there is neither. */
+static const struct ioloom_tick_clock *encode_clock(const struct thread_buffer *b, struct ioloom_tick_clock *clock) {
+    *clock = (struct ioloom_tick_clock){.quantum = fold.area ? fold.quantum : 1};
+    if (ioloom_tsc) return tick_clock(b, clock);
+    return clock->quantum > 1 ? clock : NULL;
 }
 
-/* IOLOOM_FOLD_CHECK=1 (tests): the folded chunk (`size` bytes) of the n rows of fold.rows unfolded again by the
- * reader's code must be their EVENTS chunk, byte for byte (the checksum aside); counted. w.lock held: w.encoded is
- * free. */
-static void check_folded(uint32_t tid, uint32_t n, size_t size) {
-    size_t plain = ioloom_encode_events(w.encoded, w.scratch, tid, fold.rows, 1, n, NULL);
+/* IOLOOM_FOLD_CHECK=1 (tests): the folded chunk (`size` bytes) of rows [0, n) unfolded again by the reader's code must
+ * be their EVENTS chunk, byte for byte (the checksum aside); counted. w.lock held: w.encoded is free. */
+static void check_folded(uint32_t tid, const struct ioloom_raw_event *ev, uint32_t n, size_t size,
+                         const struct ioloom_tick_clock *clock) {
+    size_t plain = ioloom_encode_events(w.encoded, w.scratch, tid, ev, 1, n, clock);
     int64_t again = ioloom_unfold_events(fold.chunk + IOLOOM_CHUNK_HEADER_BYTES, size - IOLOOM_CHUNK_HEADER_BYTES,
                                          fold.check, ioloom_events_bound(w.capacity));
     int same = again == (int64_t)plain && !memcmp(fold.check, w.encoded, 8) &&
@@ -637,32 +663,30 @@ static void check_folded(uint32_t tid, uint32_t n, size_t size) {
     fold.check_failed += same ? 0 : n;
 }
 
-/* Folds rows [0, n) of thread `tid` (whose operation changes `changes` times; tick times converted by `clock`, NULL:
- * none) into one chunk and writes it, or the EVENTS chunks of the same rows (times rounded alike) when those are no
- * larger, or counts them as dropped; 0 when they were not folded (counted by reason), to be written as EVENTS
- * chunks. w.lock held. */
+/* Folds rows [0, n) of thread `tid` (whose operation changes `changes` times; times by `clock`) into one chunk and
+ * writes it, or the EVENTS chunks of the same rows when those are no larger, or counts them as dropped; 0 when they
+ * were not folded (counted by reason), to be written as EVENTS chunks. w.lock held. */
 static int write_folded(uint32_t tid, const struct ioloom_raw_event *ev, uint32_t n, uint32_t changes,
                         const struct ioloom_tick_clock *clock) {
-    size_t size = 0, plain = 0;
-    int outcome = ioloom_in_signal
-                      ? FOLD_IN_SIGNAL
-                      : (int)ioloom_fold_events(fold.area, fold.chunk, &size, tid, ev, n, fold.quantum, clock);
-    if (outcome == IOLOOM_FOLDED) {
-        round_rows(ev, n, clock);
-        write_plain(tid, fold.rows, n, changes, NULL, &plain);
-        forget_rows(); /* the grouping is laid out again to write */
-        outcome = plain <= size ? FOLD_PLAIN_SMALLER : IOLOOM_FOLDED;
+    size_t size = 0;
+    int outcome =
+        ioloom_in_signal ? FOLD_IN_SIGNAL : (int)ioloom_fold_events(fold.area, fold.chunk, &size, tid, ev, n, clock);
+    if (outcome != IOLOOM_FOLDED) {
+        fold.events[outcome] += n;
+        return 0;
     }
-    fold.events[outcome] += n;
-    if (outcome == FOLD_PLAIN_SMALLER) write_plain(tid, fold.rows, n, changes, NULL, NULL);
-    if (outcome != IOLOOM_FOLDED) return outcome == FOLD_PLAIN_SMALLER;
-    if (fold.check) check_folded(tid, n, size);
-    if (append_locked(fold.chunk, size, 0) == 0) {
-        w.events_written += n;
+    fold.plain.end = fold.plain.start;
+    fold.plain.count = 0;
+    write_plain(tid, ev, n, changes, clock, &fold.plain);
+    assert((size_t)(fold.plain.end - fold.plain.start) <= plain_bytes(w.capacity)); /* a buffer's chunks fit */
+    if ((size_t)(fold.plain.end - fold.plain.start) <= size) {
+        fold.events[FOLD_PLAIN_SMALLER] += n;
+        write_kept(&fold.plain);
         return 1;
     }
-    note_write_failed(n);
-    count_dropped(n);
+    fold.events[IOLOOM_FOLDED] += n;
+    if (fold.check) check_folded(tid, ev, n, size, clock);
+    write_encoded(fold.chunk, size, n);
     return 1;
 }
 
@@ -674,22 +698,20 @@ static uint8_t *put_count(uint8_t *p, const char *key, uint64_t count) {
 }
 
 /* The folding counts, as one INFO chunk written when they changed (at the end, and after a later flush):
- * folded_events and fold_fallback:<reason>; with folded events or events written plain because smaller (both
- * rounded to it), fold_quantum_ns; and the check's counts. */
+ * folded_events and fold_fallback:<reason> (those that changed), fold_quantum_ns (every chunk's times are rounded to
+ * it), and the check's counts. */
 static void write_fold_counts(void) {
     if (!fold.area || !memcmp(fold.events, fold.events_written, sizeof fold.events)) return;
     /* at most FOLD_REASONS + 3 pairs of a key below 40 bytes and a count below 24 */
     uint8_t chunk[IOLOOM_CHUNK_HEADER_BYTES + (FOLD_REASONS + 3) * 64], *p = chunk + IOLOOM_CHUNK_HEADER_BYTES;
-    int rounded = 0;
     for (int k = 0; k < FOLD_REASONS; k++) {
         if (fold.events[k] == fold.events_written[k]) continue;
         char key[40];
         snprintf(key, sizeof key, k == IOLOOM_FOLDED ? "folded_events" : "fold_fallback:%s", fold_reasons[k]);
         p = put_count(p, key, fold.events_written[k] = fold.events[k]);
-        rounded |= k == IOLOOM_FOLDED || k == FOLD_PLAIN_SMALLER;
     }
-    if (rounded) p = put_count(p, "fold_quantum_ns", fold.quantum);
-    if (rounded && fold.check)
+    p = put_count(p, "fold_quantum_ns", fold.quantum);
+    if (fold.check)
         p = put_count(put_count(p, "fold_checked_events", fold.checked), "fold_check_failed_events", fold.check_failed);
     ioloom_seal_chunk(chunk, IOLOOM_CHUNK_INFO, (uint32_t)(p - chunk - IOLOOM_CHUNK_HEADER_BYTES));
     ioloom_write_chunk(chunk, (size_t)(p - chunk));
@@ -721,7 +743,7 @@ static void flush_half(struct thread_buffer *b, uint32_t h) {
     struct ioloom_raw_event *ev = b->events[h];
     ioloom_files_flush(fold.area != NULL); /* file entries first: a reader then knows every id an event names */
     struct ioloom_tick_clock ticks;
-    const struct ioloom_tick_clock *clock = ioloom_tsc ? tick_clock(b, &ticks) : NULL;
+    const struct ioloom_tick_clock *clock = encode_clock(b, &ticks);
     write_events(b->tid, ev, n, clock);
     if (clock) move_anchor(b, ev, n, clock);
     __atomic_store_n(&b->count[h], 0, __ATOMIC_RELEASE);
@@ -930,7 +952,7 @@ static void flush_shared_locked(void) {
     if (!n) return;
     ioloom_files_flush(fold.area != NULL);
     struct ioloom_tick_clock ticks;
-    const struct ioloom_tick_clock *clock = ioloom_tsc ? tick_clock(b, &ticks) : NULL;
+    const struct ioloom_tick_clock *clock = encode_clock(b, &ticks);
     for (uint32_t i = 0; i < n; i++) {
         uint32_t tid = shared.tids[i], k = 0;
         if (!tid) continue; /* gathered already */
