@@ -55,11 +55,6 @@ def unfold(payload: bytes) -> bytes:
     return out.raw[:size]
 
 
-def _signed(u: int) -> int:
-    u &= MASK
-    return u - (1 << 64) if u >> 63 else u
-
-
 def _unzigzag(u: int) -> int:
     return (u >> 1) ^ -(u & 1)
 
@@ -222,36 +217,60 @@ def _read_small(body: _Cursor, n: int) -> list[int]:
     return [_unzigzag(body.take()) if k == ESCAPE else small[k] for k in code[:n].tolist()]
 
 
-def _rows(shapes, row_shape, gaps, durations, quantum, t_base) -> np.ndarray:
-    """The events (fold.c's unfold_row): a row of t_start, t_end, then the stored columns' fields."""
-    out = np.empty((len(row_shape), 14), np.int64)
-    call = 0
-    files = _Files()
-    end = t_base
-    last: dict[int, list[int]] = {}
-    for i, k in enumerate(row_shape):
-        s = shapes[k]
-        absent = s[ABSENT]
-        file_id = -1 if absent & A_FILE else files.file_of(s[FILE])
-        if file_id == -1 and not absent & A_FILE:
-            raise FoldedMalformed(PROBLEMS[2])
-        file = files.last_of(file_id, s[OP])
-        if not absent & A_OFFSET:
-            file[0] = (file[0] + s[OFFSET]) & MASK
-        if not absent & A_CALL:
-            call = (call + s[CALL]) & MASK
-        if not absent & A_COLL:
-            file[1] = (file[1] + s[COLL]) & MASK
-        times = last.setdefault(k, [0, 0])
-        times[0] = (times[0] + gaps[i]) & MASK
-        times[1] = (times[1] + durations[i]) & MASK
-        start = (end + times[0]) & MASK
-        end = (start + times[1]) & MASK
-        out[i] = (_signed(start * quantum), _signed(end * quantum), s[OP], s[LAYER], file_id, s[HANDLE],
-                  -1 if absent & A_OFFSET else _signed(file[0]), s[REQ], _signed(s[REQ] + s[RET_MINUS_REQ]),
-                  s[ERRNO], s[AUX], -1 if absent & A_CALL else _signed(call),
-                  -1 if absent & A_PARENT else _signed(call - s[PARENT]), -1 if absent & A_COLL else _signed(file[1]))
+def _group_sums(values: np.ndarray, groups: np.ndarray) -> np.ndarray:
+    """Each value plus the values before it of the same group (64-bit sums that wrap, as fold.c's)."""
+    order = np.argsort(groups, kind="stable")
+    ordered, sorted_groups = values[order], groups[order]
+    sums = np.cumsum(ordered)
+    starts = np.flatnonzero(np.r_[True, sorted_groups[1:] != sorted_groups[:-1]])
+    before = np.repeat((sums - ordered)[starts], np.diff(np.r_[starts, len(values)]))
+    out = np.empty_like(values)
+    out[order] = sums - before
     return out
+
+
+def _file_ids(field: np.ndarray, present: np.ndarray) -> np.ndarray:
+    """Each row's file id (-1 where absent): fold.c's file_of at the rows that name a file other than the previous
+    one (field > 0), that file carried to the rows after it that name the previous one (field 0)."""
+    files, n = _Files(), len(field)
+    moves = np.flatnonzero(present & (field != 0))
+    ids = np.full(n + 1, -1, np.int64)  # ids[n] = -1: a row before any move names no file
+    ids[moves] = [files.file_of(int(f)) for f in field[moves]]
+    latest = np.maximum.accumulate(np.where(present & (field != 0), np.arange(n), -1))
+    file_id = np.where(present, ids[np.where(latest >= 0, latest, n)], -1)
+    if (file_id[present] == -1).any():
+        raise FoldedMalformed(PROBLEMS[2])
+    return file_id
+
+
+def _followed(s: np.ndarray, file_id: np.ndarray, field: int, absent: np.ndarray) -> np.ndarray:
+    """An offset or coll_seq: its change summed over the rows of its (file, operation) for the first KEYS pairs to
+    appear, the change alone past them; -1 where absent."""
+    key = file_id * 65536 + s[:, OP]
+    unique, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    rank = np.empty(len(unique), np.int64)
+    rank[np.argsort(first)] = np.arange(len(unique))
+    change = np.where(absent, 0, s[:, field])
+    return np.where(absent, -1, np.where(rank[inverse] < KEYS, _group_sums(change, inverse.ravel()), change))
+
+
+def _rows(shapes, row_shape, gaps, durations, quantum, t_base) -> np.ndarray:
+    """The events (fold.c's unfold_row), column by column: a row of t_start, t_end, then the stored columns'
+    fields."""
+    shape_of = np.asarray(row_shape, np.int64)
+    s = np.array(shapes, np.int64)[shape_of]
+    absent = s[:, ABSENT]
+    file_id = _file_ids(s[:, FILE], absent & A_FILE == 0)
+    with np.errstate(over="ignore"):
+        gap = _group_sums(np.array(gaps, np.int64), shape_of)
+        duration = _group_sums(np.array(durations, np.int64), shape_of)
+        end = np.int64(t_base) + np.cumsum(gap + duration)
+        call = np.cumsum(np.where(absent & A_CALL, 0, s[:, CALL]))
+        return np.column_stack((
+            (end - duration) * np.int64(quantum), end * np.int64(quantum), s[:, OP], s[:, LAYER], file_id,
+            s[:, HANDLE], _followed(s, file_id, OFFSET, absent & A_OFFSET != 0), s[:, REQ],
+            s[:, REQ] + s[:, RET_MINUS_REQ], s[:, ERRNO], s[:, AUX], np.where(absent & A_CALL, -1, call),
+            np.where(absent & A_PARENT, -1, call - s[:, PARENT]), _followed(s, file_id, COLL, absent & A_COLL != 0)))
 
 
 def _events_chunk(tid: int, rows: np.ndarray) -> bytes:
