@@ -94,26 +94,15 @@ EXPORT int nftw64(const char *dir, int (*fn)(const char *, const struct stat64 *
     return walk((walk_call)(void (*)(void))IOLOOM_NEXT(nftw64), dir, (walk_fn)(void (*)(void))fn, fds, flags);
 }
 
-/* fts (without FTS_NOCHDIR) moves between directories in fts_read, fts_children and fts_close. */
-EXPORT FTSENT *fts_read(FTS *fts) {
-    FTSENT *entry = IOLOOM_NEXT(fts_read)(fts);
-    lf_cwd_forget();
-    return entry;
-}
-EXPORT FTSENT *fts_children(FTS *fts, int options) {
-    FTSENT *entries = IOLOOM_NEXT(fts_children)(fts, options);
+/* fts (without FTS_NOCHDIR) moves between directories in fts_read, fts_children and fts_close: their result,
+ * after the copies are dropped. */
+static void *moved(void *entries) {
     lf_cwd_forget();
     return entries;
 }
+EXPORT FTSENT *fts_read(FTS *fts) { return moved(IOLOOM_NEXT(fts_read)(fts)); }
+EXPORT FTSENT *fts_children(FTS *fts, int options) { return moved(IOLOOM_NEXT(fts_children)(fts, options)); }
 EXPORT int fts_close(FTS *fts) { return changed(IOLOOM_NEXT(fts_close)(fts)); }
-EXPORT FTSENT64 *fts64_read(FTS64 *fts) {
-    FTSENT64 *entry = IOLOOM_NEXT(fts64_read)(fts);
-    lf_cwd_forget();
-    return entry;
-}
-EXPORT FTSENT64 *fts64_children(FTS64 *fts, int options) {
-    FTSENT64 *entries = IOLOOM_NEXT(fts64_children)(fts, options);
-    lf_cwd_forget();
-    return entries;
-}
+EXPORT FTSENT64 *fts64_read(FTS64 *fts) { return moved(IOLOOM_NEXT(fts64_read)(fts)); }
+EXPORT FTSENT64 *fts64_children(FTS64 *fts, int options) { return moved(IOLOOM_NEXT(fts64_children)(fts, options)); }
 EXPORT int fts64_close(FTS64 *fts) { return changed(IOLOOM_NEXT(fts64_close)(fts)); }
