@@ -235,12 +235,19 @@ static int write_process(FILE *out, const struct ops *o, int32_t run_positions) 
     return 0;
 }
 
+/* DIR/NAME opened for writing, or NULL (said on stderr). */
+static FILE *vector_file(const char *dir, const char *name) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *out = fopen(path, "w");
+    if (!out) perror(path);
+    return out;
+}
+
 static int write_processes(const char *dir) {
     static struct ops o;
-    char path[4096];
-    snprintf(path, sizeof path, "%s/process.txt", dir);
-    FILE *out = fopen(path, "w");
-    if (!out) return perror(path), -1;
+    FILE *out = vector_file(dir, "process.txt");
+    if (!out) return -1;
     int failed = 0;
     file_per_step(&o), failed |= write_process(out, &o, 64);
     hdf5(&o), failed |= write_process(out, &o, 64);
@@ -295,10 +302,8 @@ static int write_phase_stream(FILE *out, const struct ops *o, int64_t gap_ns, in
 
 static int write_phases(const char *dir) {
     static struct ops o;
-    char path[4096];
-    snprintf(path, sizeof path, "%s/phases.txt", dir);
-    FILE *out = fopen(path, "w");
-    if (!out) return perror(path), -1;
+    FILE *out = vector_file(dir, "phases.txt");
+    if (!out) return -1;
     int failed = 0;
     file_per_step(&o), failed |= write_phase_stream(out, &o, 1000000, 0);
     file_per_step(&o), failed |= write_phase_stream(out, &o, 100000000, 0); /* one phase: none ends */
@@ -327,19 +332,16 @@ static int cost(long inputs, unsigned noise) {
 
 int main(int argc, char **argv) {
     static struct stream st;
-    char path[4096];
     if ((argc == 3 || argc == 4) && strcmp(argv[1], "--cost") == 0)
         return cost(atol(argv[2]), argc == 4 ? (unsigned)atoi(argv[3]) : 10);
     if (argc != 2) {
         fprintf(stderr, "usage: ioloom-predict-vectors DIR\n");
         return 2;
     }
-    snprintf(path, sizeof path, "%s/sequences.txt", argv[1]);
-    FILE *out = fopen(path, "w");
-    if (!out) return perror(path), 1;
-    snprintf(path, sizeof path, "%s/folded.txt", argv[1]);
-    FILE *folds = fopen(path, "w");
-    if (!folds) return perror(path), fclose(out), 1;
+    FILE *out = vector_file(argv[1], "sequences.txt");
+    if (!out) return 1;
+    FILE *folds = vector_file(argv[1], "folded.txt");
+    if (!folds) return fclose(out), 1;
     int failed = 0;
     textbook(&st), failed |= write_stream(out, &st) | write_fold(folds, &st);
     loop(&st, 0), failed |= write_stream(out, &st) | write_fold(folds, &st);
