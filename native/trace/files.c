@@ -14,8 +14,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "positions.h"
-#include "trace_internal.h"
+#include "files.h"
 
 #define MAX_RULES 64
 #define HASH_SLOTS_MIN 1024
@@ -255,35 +254,19 @@ static int32_t name_state(const char *name, const struct stat *st) {
 
 static int fd_stat(int fd, struct stat *st) { return (int)syscall(SYS_fstat, fd, st); }
 
-/* ---- paths named again ----
- * Programs open and stat the same few paths again and again. Each thread remembers the state of the last paths
- * it named from the cwd, as given (before normalisation), with the (device, inode) and type the file had: a stat
- * of the same path that finds the same (device, inode) reuses the state, skipping normalisation, the filters
- * and the file table's lock. An open of the same path reuses it without asking the file's (device, inode)
- * (fstat, the larger part of what tracing adds to an open) as long as this process has removed or renamed
- * nothing since: a file another process replaced meanwhile keeps its earlier id in this process's stream, as a
- * path-keyed tool (Darshan) would name it. A relative path is remembered with the cwd's generation (chdir and
- * fchdir move it). */
+/* ---- paths named again (files.h) ---- */
 #define RECENT_PATHS 4
-#define RECENT_PATH_BYTES 112
-struct recent_path {
-    uint64_t hash, dev, ino;
-    uint32_t cwd, names; /* the cwd and names generations it was named in */
-    int32_t state;
-    unsigned mode;
-    char path[RECENT_PATH_BYTES];
-};
-static IOLOOM_TLS struct recent_path recent[RECENT_PATHS];
-static volatile uint32_t cwd_generation = 1, names_generation = 1;
+static IOLOOM_TLS struct ioloom_recent_path recent[RECENT_PATHS];
+volatile uint32_t ioloom_cwd_generation = 1, ioloom_names_generation = 1;
 
-void ioloom_cwd_changed(void) { __atomic_add_fetch(&cwd_generation, 1, __ATOMIC_RELAXED); }
-void ioloom_names_changed(void) { __atomic_add_fetch(&names_generation, 1, __ATOMIC_RELAXED); }
+void ioloom_cwd_changed(void) { __atomic_add_fetch(&ioloom_cwd_generation, 1, __ATOMIC_RELAXED); }
+void ioloom_names_changed(void) { __atomic_add_fetch(&ioloom_names_generation, 1, __ATOMIC_RELAXED); }
 
 /* The path's hash (0 when it is too long to remember): its length and its first and last 8 bytes mixed, enough
  * to pick a slot and to reject most others before the full comparison. */
 static uint64_t recent_hash(const char *path) {
-    size_t len = strnlen(path, RECENT_PATH_BYTES);
-    if (len >= RECENT_PATH_BYTES) return 0;
+    size_t len = strnlen(path, IOLOOM_RECENT_PATH_BYTES);
+    if (len >= IOLOOM_RECENT_PATH_BYTES) return 0;
     uint64_t first = 0, last = 0;
     /* loads of 8 bytes: the library is built with -fno-builtin, where memcpy is always a call */
     if (len >= 8)
@@ -294,10 +277,8 @@ static uint64_t recent_hash(const char *path) {
     return ((first * 0x9E3779B97F4A7C15ull) ^ (last * 0xC2B2AE3D27D4EB4Full) ^ len) | 1;
 }
 
-static struct recent_path *recent_slot(uint64_t hash) { return &recent[(hash >> 59) % RECENT_PATHS]; }
-/* The entry named or recalled last by this thread (NULL: none yet), tried first: a program opening or stat'ing the
- * path it named last is answered by one comparison, without its key. */
-static IOLOOM_TLS const struct recent_path *last_named;
+static struct ioloom_recent_path *recent_slot(uint64_t hash) { return &recent[(hash >> 59) % RECENT_PATHS]; }
+IOLOOM_TLS const struct ioloom_recent_path *ioloom_last_named;
 
 /* A path's key as recall computed it: its hash (0: too long to remember) and the cwd generation it depends on. */
 struct path_key {
@@ -305,32 +286,31 @@ struct path_key {
     uint32_t cwd;
 };
 
-/* The entry named last by this thread if it is path's (named from the cwd), else NULL: one comparison, no key. */
-static inline const struct recent_path *named_last(const char *path) {
-    const struct recent_path *r = last_named;
-    uint32_t cwd = path[0] == '/' ? 0 : cwd_generation;
-    return r && r->cwd == cwd && !strcmp(r->path, path) ? r : NULL;
+/* The entry remembered for path (named from the cwd) found by its key, or NULL; *key is the path's key, computed
+ * once. For a path that is not the one named last. */
+static const struct ioloom_recent_path *recall_by_key(const char *path, struct path_key *key) {
+    *key = (struct path_key){recent_hash(path), path[0] == '/' ? 0 : ioloom_cwd_generation};
+    const struct ioloom_recent_path *r = recent_slot(key->hash);
+    if (!key->hash || r->hash != key->hash || r->cwd != key->cwd || strcmp(r->path, path)) return NULL;
+    ioloom_last_named = r;
+    return r;
 }
 
-/* The entry remembered for path (named from the cwd), or NULL; then *key is the path's key, computed once (an entry
- * found holds it). */
-static const struct recent_path *recall(const char *path, struct path_key *key) {
-    const struct recent_path *r = named_last(path);
-    if (r) return r;
-    *key = (struct path_key){recent_hash(path), path[0] == '/' ? 0 : cwd_generation};
-    r = recent_slot(key->hash);
-    if (!key->hash || r->hash != key->hash || r->cwd != key->cwd || strcmp(r->path, path)) return NULL;
-    last_named = r;
-    return r;
+/* The entry remembered for path (named from the cwd), or NULL; then *key is the path's key (an entry found holds
+ * it). */
+static const struct ioloom_recent_path *recall(const char *path, struct path_key *key) {
+    const struct ioloom_recent_path *r = ioloom_named_last(path);
+    return r ? r : recall_by_key(path, key);
 }
 
 static void remember(const char *path, const struct stat *st, const struct path_key *key, int32_t state) {
     if (!key->hash || state == -1) return;
-    struct recent_path *r = recent_slot(key->hash);
-    *r = (struct recent_path){
-        key->hash, (uint64_t)st->st_dev, (uint64_t)st->st_ino, key->cwd, names_generation, state, st->st_mode, {0}};
+    struct ioloom_recent_path *r = recent_slot(key->hash);
+    *r = (struct ioloom_recent_path){
+        key->hash, (uint64_t)st->st_dev, (uint64_t)st->st_ino, key->cwd, ioloom_names_generation, state, st->st_mode,
+        {0}};
     strcpy(r->path, path);
-    last_named = r;
+    ioloom_last_named = r;
 }
 
 /* The state of `path` relative to dirfd, a file whose stat is st (NULL when unknown), not remembered (or not
@@ -349,7 +329,7 @@ static __attribute__((noinline)) int32_t named_state(int dirfd, const char *path
  * it (`known`, under `key`; key NULL when the path cannot be remembered: not from the cwd, or no stat). */
 static inline __attribute__((always_inline)) int32_t stat_state_recalled(int dirfd, const char *path,
                                                                          const struct stat *st,
-                                                                         const struct recent_path *known,
+                                                                         const struct ioloom_recent_path *known,
                                                                          const struct path_key *key) {
     if (!known) return named_state(dirfd, path, st, key);
     if (known->dev == (uint64_t)st->st_dev && known->ino == (uint64_t)st->st_ino) return known->state;
@@ -365,15 +345,15 @@ static int32_t stat_state(int dirfd, const char *path, const struct stat *st) {
     return stat_state_recalled(dirfd, path, st, recall(path, &key), &key);
 }
 
-/* As ioloom_path_state for a path that is not the one this thread named last (or is, from before a remove or
- * rename); `asked`: it can be remembered (named from the cwd, with a descriptor to fstat). A path remembered since
- * nothing was removed or renamed is recalled; otherwise the file's (device, inode) is asked (fstat). *mode is its
- * type and mode (0 when fstat failed). */
+/* As ioloom_path_state for a path that is not the one this thread named last, or is (`again`) but from before a
+ * remove or rename; `asked`: it can be remembered (named from the cwd, with a descriptor to fstat). A path
+ * remembered since nothing was removed or renamed is recalled; otherwise the file's (device, inode) is asked
+ * (fstat). *mode is its type and mode (0 when fstat failed). */
 static __attribute__((noinline)) int32_t path_state_asked(int dirfd, const char *path, int fd, unsigned *mode,
-                                                          int asked) {
+                                                          int asked, const struct ioloom_recent_path *again) {
     struct path_key key;
-    const struct recent_path *known = asked ? recall(path, &key) : NULL;
-    if (known && known->names == names_generation) {
+    const struct ioloom_recent_path *known = again ? again : asked ? recall_by_key(path, &key) : NULL;
+    if (known && known->names == ioloom_names_generation) {
         *mode = known->mode;
         return known->state;
     }
@@ -387,26 +367,28 @@ static __attribute__((noinline)) int32_t path_state_asked(int dirfd, const char 
     return state;
 }
 
-/* As ioloom_path_state; *mode is the file's type and mode (0 when fstat failed). The path this thread named last,
- * named again since nothing was removed or renamed, is recalled inline; the rest is path_state_asked's. */
-static inline int32_t path_state_mode(int dirfd, const char *path, int fd, unsigned *mode) {
-    int asked = fd >= 0 && rememberable(dirfd, path);
-    const struct recent_path *again = asked ? named_last(path) : NULL;
-    if (IOLOOM_LIKELY(again && again->names == names_generation)) {
+/* As ioloom_path_state, given `again` (the entry named last when it is the path's); *mode is the file's type and
+ * mode (0 when fstat failed). The path this thread named last, named again since nothing was removed or renamed, is
+ * recalled inline; the rest is path_state_asked's. */
+static inline int32_t path_state_mode(int dirfd, const char *path, int fd, const struct ioloom_recent_path *again,
+                                      unsigned *mode) {
+    if (IOLOOM_LIKELY(again && again->names == ioloom_names_generation)) {
         *mode = again->mode;
         return again->state;
     }
-    return path_state_asked(dirfd, path, fd, mode, asked);
+    return path_state_asked(dirfd, path, fd, mode, fd >= 0 && rememberable(dirfd, path), again);
 }
 
 int32_t ioloom_path_state(int dirfd, const char *path, int fd) {
     unsigned mode;
-    return path_state_mode(dirfd, path, fd, &mode);
+    return path_state_mode(dirfd, path, fd, fd >= 0 && rememberable(dirfd, path) ? ioloom_named_last(path) : NULL,
+                           &mode);
 }
 
-int32_t ioloom_open_state(int dirfd, const char *path, int fd, int flags) {
+int32_t ioloom_open_state_slowly(int dirfd, const char *path, int fd, int flags,
+                                 const struct ioloom_recent_path *again) {
     unsigned mode;
-    int32_t state = path_state_mode(dirfd, path, fd, &mode);
+    int32_t state = path_state_mode(dirfd, path, fd, again, &mode);
     if (fd >= 0) ioloom_fd_opened(fd, state, flags, mode);
     return state;
 }

@@ -25,18 +25,23 @@
 
 #include "ioloom_ops.h"
 #include "ioloom_trace.h"
+#include "key_table.h"
 
 /* ---- wrapper plumbing ------------------------------------------------------------------------------ */
+
+/* The data calls' pieces: inlined into each wrapper whatever the compiler's size estimates (a call, with the
+ * spills around it, costs more than most pieces). */
+#define MPIIO_INLINE static inline __attribute__((always_inline))
 
 extern __thread int mpiio_depth;
 
 /* 1 if this call is to be traced (then mpiio_leave() must follow), 0 if it must pass through. */
-static inline int mpiio_enter(void) {
+MPIIO_INLINE int mpiio_enter(void) {
     if (mpiio_depth || !(ioloom_enabled_layers >> IOLOOM_MPIIO & 1)) return 0;
     mpiio_depth++;
     return 1;
 }
-static inline void mpiio_leave(void) { mpiio_depth--; }
+MPIIO_INLINE void mpiio_leave(void) { mpiio_depth--; }
 
 #define MPIIO_ARGS(...) __VA_ARGS__
 /* Export MPI_name and PMPI_name (PARAMS, ARGS parenthesised), both running traced_<name>(next, ARGS...). */
@@ -48,7 +53,7 @@ static inline void mpiio_leave(void) { mpiio_depth--; }
  * count, datatype and status or request; OFFSET is `offset` or -1; RUN(ARGS) is the traced call's body: it
  * calls next(ARGS), sets rc and finishes `call`. */
 #define MPIIO_DATA_WRAPPER(NAME, POS, COLL, PARAMS, ARGS, OFFSET, RUN)                                 \
-    static int traced_##NAME(__typeof__(&P##NAME) next, MPIIO_ARGS PARAMS) {                           \
+    MPIIO_INLINE int traced_##NAME(__typeof__(&P##NAME) next, MPIIO_ARGS PARAMS) {                     \
         if (!mpiio_enter()) return next(MPIIO_ARGS ARGS);                                              \
         struct mpiio_call call;                                                                        \
         int rc;                                                                                        \
@@ -94,8 +99,21 @@ struct mpiio_file {
     struct mpiio_pending split; /* the split collective in progress (MPI allows one per handle) */
 };
 
-/* The traced file behind fh, or NULL (not opened through us, excluded, or closed). Lock-free. */
-struct mpiio_file *mpiio_file_find(MPI_File fh);
+#define MPIIO_MAX_FILES 1024 /* open at once per process; beyond it, files are passed through untraced */
+extern struct mpiio_file mpiio_files[MPIIO_MAX_FILES];
+extern struct key_table mpiio_file_slots;
+static inline uint64_t mpiio_file_key(MPI_File fh) { return (uint64_t)(uintptr_t)fh; }
+/* The slot this thread found last: programs call on one file many times in a row. */
+extern __thread long mpiio_last_found;
+struct mpiio_file *mpiio_file_find_slowly(MPI_File fh);
+
+/* The traced file behind fh, or NULL (not opened through us, excluded, or closed). Lock-free; the file this thread
+ * found last is checked inline. */
+MPIIO_INLINE struct mpiio_file *mpiio_file_find(MPI_File fh) {
+    long last = mpiio_last_found;
+    if (IOLOOM_LIKELY(key_table_holds(&mpiio_file_slots, last, mpiio_file_key(fh)))) return &mpiio_files[last];
+    return mpiio_file_find_slowly(fh);
+}
 /* Start tracking fh; returns NULL if the table is full (then the file is simply not traced). */
 struct mpiio_file *mpiio_file_add(MPI_File fh);
 void mpiio_file_remove(struct mpiio_file *file);
@@ -118,7 +136,7 @@ struct mpiio_call {
  * one copy into the writer's buffer (ioloom_append_row). */
 
 /* Open the cross-layer window and stamp t_start; fields not set later stay -1. */
-static inline void mpiio_call_start(struct mpiio_call *call, enum ioloom_op op, const struct mpiio_file *file) {
+MPIIO_INLINE void mpiio_call_start(struct mpiio_call *call, enum ioloom_op op, const struct mpiio_file *file) {
     call->row.offset = call->row.req_bytes = call->row.ret_bytes = call->row.aux = call->row.coll_seq = -1;
     call->row.file_id = file ? file->file_id : -1;
     call->row.handle = file ? file->handle : -1;
@@ -136,7 +154,7 @@ static inline void mpiio_call_start(struct mpiio_call *call, enum ioloom_op op, 
 int32_t mpiio_error_class(int rc);
 
 /* Stamp t_end, set err from the MPI return code, record the event and close the window. */
-static inline void mpiio_call_finish(struct mpiio_call *call, int rc) {
+MPIIO_INLINE void mpiio_call_finish(struct mpiio_call *call, int rc) {
     call->row.t_end = ioloom_ticks();
     if (IOLOOM_UNLIKELY(rc != MPI_SUCCESS)) {
         call->row.err = mpiio_error_class(rc);
@@ -151,7 +169,7 @@ static inline void mpiio_call_drop(const struct mpiio_call *call) { ioloom_link_
 /* Bytes a status reports: what MPI_Get_elements_x(status, MPI_BYTE) returns. That call reads the status's
  * byte count, a field of the public MPI_Status of both MPIs built here: read inline, it costs 3 instructions
  * instead of a call through libmpi (85). Any other MPI asks the library. */
-static inline int64_t mpiio_status_bytes(const MPI_Status *status) {
+MPIIO_INLINE int64_t mpiio_status_bytes(const MPI_Status *status) {
 #if defined(OPEN_MPI)
     return (int64_t)status->_ucount;
 #elif defined(MPICH)
@@ -172,14 +190,32 @@ MPI_Offset mpiio_individual_position(const struct mpiio_file *file);
 /* The byte offset of etype number `offset` through a view with holes (the MPI library knows its layout). */
 int64_t mpiio_view_byte_offset(const struct mpiio_file *file, MPI_Offset offset);
 
-/* The size of datatype (0 if the library cannot tell), remembered per thread until a type is freed. */
-MPI_Count mpiio_type_size(MPI_Datatype datatype);
+/* Datatype sizes. Every data call needs its datatype's size (requested bytes), and PMPI_Type_size_x costs about 85
+ * instructions in MPICH. Each thread remembers the last datatype it asked about: a handle names the same type
+ * until MPI_Type_free, which moves mpiio_types_freed (before and after the free, so that no thread keeps the old
+ * size of a handle the library hands out again). */
+extern volatile uint64_t mpiio_types_freed;
+extern __thread struct mpiio_last_type {
+    MPI_Datatype type;
+    uint64_t freed;
+    MPI_Count size;
+    int known;
+} mpiio_last_type;
+/* Asks the library, and remembers the answer. */
+MPI_Count mpiio_type_size_asked(MPI_Datatype datatype, uint64_t freed);
+
+/* The size of datatype (0 if the library cannot tell). */
+MPIIO_INLINE MPI_Count mpiio_type_size(MPI_Datatype datatype) {
+    uint64_t freed = __atomic_load_n(&mpiio_types_freed, __ATOMIC_ACQUIRE);
+    const struct mpiio_last_type *last = &mpiio_last_type;
+    if (IOLOOM_LIKELY(last->known && last->type == datatype && last->freed == freed)) return last->size;
+    return mpiio_type_size_asked(datatype, freed);
+}
 
 /* Start a traced data call (inside mpiio_enter/leave): offsets through the view, requested bytes, coll_seq
  * when collective. Returns 0 if the file is not traced (the caller just calls through), else 1. */
-static inline int mpiio_data_start(struct mpiio_call *call, enum ioloom_op op, MPI_File fh,
-                                   enum mpiio_position position, MPI_Offset offset, MPI_Count count,
-                                   MPI_Datatype datatype, int collective) {
+MPIIO_INLINE int mpiio_data_start(struct mpiio_call *call, enum ioloom_op op, MPI_File fh, enum mpiio_position position,
+                                  MPI_Offset offset, MPI_Count count, MPI_Datatype datatype, int collective) {
     struct mpiio_file *file = mpiio_file_find(fh);
     if (!file || file->file_id < 0) return 0;
     MPI_Offset etype_offset = position == MPIIO_EXPLICIT     ? offset
@@ -197,7 +233,7 @@ static inline int mpiio_data_start(struct mpiio_call *call, enum ioloom_op op, M
 }
 
 /* Finish a blocking data call: bytes from the status. */
-static inline void mpiio_data_finish(struct mpiio_call *call, int rc, const MPI_Status *status) {
+MPIIO_INLINE void mpiio_data_finish(struct mpiio_call *call, int rc, const MPI_Status *status) {
     call->row.ret_bytes = rc == MPI_SUCCESS ? mpiio_status_bytes(status) : -1;
     mpiio_call_finish(call, rc);
 }
@@ -207,7 +243,7 @@ void mpiio_data_initiated(struct mpiio_call *call, int rc, struct mpiio_pending 
  * file, offset and coll_seq, the initiating call_id in aux, the status's bytes in ret_bytes. */
 void mpiio_complete(struct mpiio_call *call, const struct mpiio_pending *pending, const MPI_Status *status);
 /* The user's status, or `local` when the user passed MPI_STATUS_IGNORE (we need the byte count). */
-static inline MPI_Status *mpiio_status(MPI_Status *user, MPI_Status *local) {
+MPIIO_INLINE MPI_Status *mpiio_status(MPI_Status *user, MPI_Status *local) {
     return user == MPI_STATUS_IGNORE ? local : user;
 }
 

@@ -3,24 +3,16 @@
 #include <stdlib.h>
 
 #include "mpiio.h"
-#include "key_table.h"
 
-#define MPIIO_MAX_FILES 1024 /* open at once per process; beyond it, files are passed through untraced */
+struct mpiio_file mpiio_files[MPIIO_MAX_FILES];
+struct key_table mpiio_file_slots = KEY_TABLE(MPIIO_MAX_FILES);
 
-static struct mpiio_file files[MPIIO_MAX_FILES];
-static struct key_table file_slots = KEY_TABLE(MPIIO_MAX_FILES);
+__thread long mpiio_last_found = -1;
 
-static uint64_t file_key(MPI_File fh) { return (uint64_t)(uintptr_t)fh; }
-
-/* The slot this thread found last: programs call on one file many times in a row. */
-static __thread long last_found = -1;
-
-struct mpiio_file *mpiio_file_find(MPI_File fh) {
-    uint64_t key = file_key(fh);
-    if (key_table_holds(&file_slots, last_found, key)) return &files[last_found];
-    long slot = key_table_find(&file_slots, key);
-    if (slot >= 0) last_found = slot;
-    return slot < 0 ? NULL : &files[slot];
+struct mpiio_file *mpiio_file_find_slowly(MPI_File fh) {
+    long slot = key_table_find(&mpiio_file_slots, mpiio_file_key(fh));
+    if (slot >= 0) mpiio_last_found = slot;
+    return slot < 0 ? NULL : &mpiio_files[slot];
 }
 
 struct mpiio_file *mpiio_file_add(MPI_File fh) {
@@ -28,17 +20,18 @@ struct mpiio_file *mpiio_file_add(MPI_File fh) {
      * that entry is stale, drop it. */
     struct mpiio_file *stale = mpiio_file_find(fh);
     if (stale) mpiio_file_remove(stale);
-    long slot = key_table_reserve(&file_slots, file_key(fh));
+    long slot = key_table_reserve(&mpiio_file_slots, mpiio_file_key(fh));
     if (slot < 0) return NULL;
-    files[slot] = (struct mpiio_file){.fh = fh, .file_id = -1, .handle = -1, .etype_size = 1, .contiguous_view = 1};
-    key_table_publish(&file_slots, slot);
-    return &files[slot];
+    mpiio_files[slot] =
+        (struct mpiio_file){.fh = fh, .file_id = -1, .handle = -1, .etype_size = 1, .contiguous_view = 1};
+    key_table_publish(&mpiio_file_slots, slot);
+    return &mpiio_files[slot];
 }
 
 void mpiio_file_remove(struct mpiio_file *file) {
     free(file->path);
     file->path = NULL;
-    key_table_remove(&file_slots, file - files);
+    key_table_remove(&mpiio_file_slots, file - mpiio_files);
 }
 
 void mpiio_file_set_view(struct mpiio_file *file, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype) {
@@ -86,35 +79,21 @@ int64_t mpiio_comm_next_open(MPI_Comm comm) {
     return number;
 }
 
-/* ---- datatype sizes ----
- * Every data call needs its datatype's size (requested bytes), and PMPI_Type_size_x costs about 85
- * instructions in MPICH. Each thread remembers the last datatype it asked about: a handle names the same type
- * until MPI_Type_free, which moves types_freed (before and after the free, so that no thread keeps the old
- * size of a handle the library hands out again). */
-static volatile uint64_t types_freed;
-static __thread struct {
-    MPI_Datatype type;
-    uint64_t freed;
-    MPI_Count size;
-    int known;
-} last_type;
+/* ---- datatype sizes (mpiio.h) ---- */
+volatile uint64_t mpiio_types_freed;
+__thread struct mpiio_last_type mpiio_last_type;
 
-MPI_Count mpiio_type_size(MPI_Datatype datatype) {
-    uint64_t freed = __atomic_load_n(&types_freed, __ATOMIC_ACQUIRE);
-    if (IOLOOM_LIKELY(last_type.known && last_type.type == datatype && last_type.freed == freed)) return last_type.size;
+MPI_Count mpiio_type_size_asked(MPI_Datatype datatype, uint64_t freed) {
     MPI_Count size = 0;
     int known = PMPI_Type_size_x(datatype, &size) == MPI_SUCCESS;
-    last_type.type = datatype;
-    last_type.freed = freed;
-    last_type.size = size;
-    last_type.known = known;
+    mpiio_last_type = (struct mpiio_last_type){datatype, freed, size, known};
     return size;
 }
 
 static int traced_MPI_Type_free(__typeof__(&PMPI_Type_free) next, MPI_Datatype *type) {
-    __atomic_add_fetch(&types_freed, 1, __ATOMIC_RELEASE);
+    __atomic_add_fetch(&mpiio_types_freed, 1, __ATOMIC_RELEASE);
     int rc = next(type);
-    __atomic_add_fetch(&types_freed, 1, __ATOMIC_RELEASE);
+    __atomic_add_fetch(&mpiio_types_freed, 1, __ATOMIC_RELEASE);
     return rc;
 }
 MPIIO_BOTH_NAMES(MPI_Type_free, (MPI_Datatype * type), (type))

@@ -1,6 +1,7 @@
 /* The table of open file descriptions whose positions the tracer follows (see positions.h): which descriptor
  * refers to which description, created on traced opens, shared by dups, released on close. Changes take a lock
  * (they come with open, dup and close, which are system calls anyway); reads on the data path take none. */
+#include <assert.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 
@@ -26,29 +27,19 @@ static int lock_table(void) {
 static void unlock_table(int locked) {
     if (locked) __atomic_store_n(&table_lock, 0, __ATOMIC_RELEASE);
 }
-/* Descriptors below OWN_DESCRIPTIONS have a description of their own, index fd + 1, taken on open whenever no dup
- * of an earlier open of that number still holds it: an open and a close then take and release it with no list to
- * keep. The other descriptions are shared out from the rest of the table. */
-#define OWN_DESCRIPTIONS 1024
-_Static_assert(OWN_DESCRIPTIONS < IOLOOM_DESCRIPTIONS, "room for the shared descriptions");
-static int32_t free_list[IOLOOM_DESCRIPTIONS];                 /* released shared indices, reused first */
-static int32_t free_count, next_unused = OWN_DESCRIPTIONS + 1; /* index 0 is IOLOOM_FD_UNTRACKED */
+static int32_t free_list[IOLOOM_DESCRIPTIONS];                        /* released shared indices, reused first */
+static int32_t free_count, next_unused = IOLOOM_OWN_DESCRIPTIONS + 1; /* index 0 is IOLOOM_FD_UNTRACKED */
 
 static int in_table(int fd) { return fd >= 0 && fd < IOLOOM_FD_SLOTS; }
 
 /* A fresh description at position 0 for fd, or IOLOOM_FD_UNTRACKED when the table is full (its calls then ask). */
 static int32_t new_description_locked(int fd, int append) {
-    int32_t own = fd < OWN_DESCRIPTIONS ? fd + 1 : IOLOOM_FD_UNTRACKED;
+    int32_t own = fd < IOLOOM_OWN_DESCRIPTIONS ? fd + 1 : IOLOOM_FD_UNTRACKED;
     int32_t index = own && !ioloom_descriptions[own].refs ? own
                     : free_count                          ? free_list[--free_count]
                     : next_unused < IOLOOM_DESCRIPTIONS   ? next_unused++
                                                           : IOLOOM_FD_UNTRACKED;
-    if (index == IOLOOM_FD_UNTRACKED) return index;
-    struct ioloom_description *d = &ioloom_descriptions[index];
-    d->refs = 1;
-    d->epoch = ioloom_spawn_epoch;
-    d->append = append;
-    __atomic_store_n(&d->position, 0, __ATOMIC_RELAXED);
+    if (index != IOLOOM_FD_UNTRACKED) ioloom_description_start(&ioloom_descriptions[index], append);
     return index;
 }
 
@@ -57,7 +48,7 @@ static void release_locked(int32_t index) {
     struct ioloom_description *d = &ioloom_descriptions[index];
     /* Invariant: refs counts the descriptors mapped to index; the last one returns a shared one to the free list
      * (a descriptor's own is free again when its refs are 0). */
-    if (d->refs > 0 && --d->refs == 0 && index > OWN_DESCRIPTIONS) free_list[free_count++] = index;
+    if (d->refs > 0 && --d->refs == 0 && index > IOLOOM_OWN_DESCRIPTIONS) free_list[free_count++] = index;
 }
 
 /* Maps fd to `index` (a new reference already counted), releasing what fd referred to before. */
@@ -66,43 +57,16 @@ static void map_locked(int fd, int32_t index) {
     __atomic_store_n(&ioloom_fds[fd].description, index, __ATOMIC_RELAXED);
 }
 
-static int has_no_position(unsigned st_mode) { return S_ISFIFO(st_mode) || S_ISSOCK(st_mode); }
-
-/* The common open and close, with one thread (no lock: see lock_table): fd, mapped to nothing, takes its own
- * description when it is free; fd, mapped to its own description alone, gives it back. 1 when done. */
-static int take_own(int fd, int append) {
-    int32_t own = fd + 1;
-    if (!__libc_single_threaded || fd >= OWN_DESCRIPTIONS || ioloom_fds[fd].description ||
-        ioloom_descriptions[own].refs)
-        return 0;
-    struct ioloom_description *d = &ioloom_descriptions[own];
-    d->refs = 1;
-    d->epoch = ioloom_spawn_epoch;
-    d->append = append;
-    __atomic_store_n(&d->position, 0, __ATOMIC_RELAXED);
-    __atomic_store_n(&ioloom_fds[fd].description, own, __ATOMIC_RELAXED);
-    return 1;
-}
-static int give_own(int fd) {
-    int32_t own = fd + 1;
-    if (!__libc_single_threaded || ioloom_fds[fd].description != own || ioloom_descriptions[own].refs != 1) return 0;
-    ioloom_descriptions[own].refs = 0;
-    __atomic_store_n(&ioloom_fds[fd].description, IOLOOM_FD_UNTRACKED, __ATOMIC_RELAXED);
-    return 1;
-}
-
 void ioloom_fd_opened(int fd, int32_t state, int flags, unsigned st_mode) {
     if (!in_table(fd)) return;
     __atomic_store_n(&ioloom_fds[fd].slot, ioloom_state_slot(state), __ATOMIC_RELAXED);
-    if (!has_no_position(st_mode) && take_own(fd, (flags & O_APPEND) != 0)) return;
-    int locked = lock_table();
-    map_locked(fd,
-               has_no_position(st_mode) ? IOLOOM_FD_UNSEEKABLE : new_description_locked(fd, (flags & O_APPEND) != 0));
+    int seekable = ioloom_mode_has_position(st_mode), locked = lock_table();
+    map_locked(fd, seekable ? new_description_locked(fd, (flags & O_APPEND) != 0) : IOLOOM_FD_UNSEEKABLE);
     unlock_table(locked);
 }
 
 void ioloom_fd_named(int fd, unsigned st_mode) {
-    if (!in_table(fd) || !has_no_position(st_mode)) return;
+    if (!in_table(fd) || ioloom_mode_has_position(st_mode)) return;
     int locked = lock_table();
     map_locked(fd, IOLOOM_FD_UNSEEKABLE);
     unlock_table(locked);
@@ -118,7 +82,7 @@ void ioloom_fd_share(int from, int to) {
 }
 
 static void release(int fd) {
-    if (!__atomic_load_n(&ioloom_fds[fd].description, __ATOMIC_RELAXED) || give_own(fd)) return;
+    if (!__atomic_load_n(&ioloom_fds[fd].description, __ATOMIC_RELAXED)) return;
     int locked = lock_table();
     map_locked(fd, IOLOOM_FD_UNTRACKED);
     unlock_table(locked);
@@ -128,8 +92,8 @@ void ioloom_fd_release(int fd) {
     if (in_table(fd)) release(fd);
 }
 
-void ioloom_fd_forget(int fd) {
-    if (!in_table(fd)) return;
+void ioloom_fd_forget_slowly(int fd) {
+    assert(in_table(fd)); /* ioloom_fd_forget looked */
     __atomic_store_n(&ioloom_fds[fd].slot, 0, __ATOMIC_RELAXED);
     release(fd);
 }

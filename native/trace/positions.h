@@ -23,6 +23,7 @@
 
 #include <stdint.h>
 #include <sys/single_threaded.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "trace_internal.h"
@@ -48,10 +49,12 @@ extern struct ioloom_description ioloom_descriptions[IOLOOM_DESCRIPTIONS];
 /* Incremented whenever another process may come to share this one's descriptions (fork, spawn, exec). */
 extern volatile uint32_t ioloom_spawn_epoch;
 
-/* ---- table upkeep (positions.c) ---- */
-/* fd was just opened by a traced call with `flags`, as the file of `state` (ioloom_fd_state's); st_mode tells whether
- * it has a position at all. */
+/* ---- table upkeep (positions.c; the common open and close inline below) ---- */
+/* fd was just opened by a traced call with `flags`, as the file of `state` (ioloom_fd_state's), and could not take
+ * its own description inline (ioloom_fd_take_own, tried first when it has a position); st_mode tells whether it has
+ * a position at all. */
 void ioloom_fd_opened(int fd, int32_t state, int flags, unsigned st_mode);
+void ioloom_fd_forget_slowly(int fd); /* ioloom_fd_forget's every case but a descriptor's own description */
 /* fd (untracked) was named from /proc/self/fd: remember when it is a pipe or socket. */
 void ioloom_fd_named(int fd, unsigned st_mode);
 void ioloom_fd_share(int from, int to);        /* dup: `to` now refers to from's description */
@@ -64,6 +67,52 @@ void ioloom_positions_shared(void);
 /* In the child after fork: the table's lock may have been held by a thread that does not exist here. */
 void ioloom_positions_after_fork(void);
 
+/* Descriptors below IOLOOM_OWN_DESCRIPTIONS have a description of their own, index fd + 1, taken on open whenever
+ * no dup of an earlier open of that number still holds it: with one thread, an open and a close then take and
+ * give it back with a few loads and stores, no lock and no list (the table's lock is not taken while the process
+ * has one thread: positions.c). The other descriptions are shared out from the rest of the table. */
+#define IOLOOM_OWN_DESCRIPTIONS 1024
+_Static_assert(IOLOOM_OWN_DESCRIPTIONS < IOLOOM_DESCRIPTIONS, "room for the shared descriptions");
+
+/* Has a file of this type (st_mode, 0 unknown) a position? Pipes and sockets have none. */
+static inline int ioloom_mode_has_position(unsigned st_mode) { return !S_ISFIFO(st_mode) && !S_ISSOCK(st_mode); }
+
+/* A description's state when it is created: the position at 0, one descriptor on it. */
+IOLOOM_INLINE void ioloom_description_start(struct ioloom_description *d, int append) {
+    d->refs = 1;
+    d->epoch = ioloom_spawn_epoch;
+    d->append = append;
+    __atomic_store_n(&d->position, 0, __ATOMIC_RELAXED);
+}
+
+/* fd, just opened with one thread and mapped to nothing, takes its own description and the file's `state`: 1 when
+ * done, 0 when the locked way must (threads, fd beyond the own ones, a dup still holding it). */
+IOLOOM_INLINE int ioloom_fd_take_own(int fd, int32_t state, int append) {
+    if (!__libc_single_threaded || (unsigned)fd >= IOLOOM_OWN_DESCRIPTIONS || ioloom_fds[fd].description ||
+        ioloom_descriptions[fd + 1].refs)
+        return 0;
+    ioloom_description_start(&ioloom_descriptions[fd + 1], append);
+    __atomic_store_n(&ioloom_fds[fd].slot, ioloom_state_slot(state), __ATOMIC_RELAXED);
+    __atomic_store_n(&ioloom_fds[fd].description, fd + 1, __ATOMIC_RELAXED);
+    return 1;
+}
+
+/* fd was closed: it names no file and no description any more. With one thread, a descriptor alone on its own
+ * description gives it back inline. */
+IOLOOM_INLINE void ioloom_fd_forget(int fd) {
+    if ((unsigned)fd >= IOLOOM_FD_SLOTS) return;
+    struct ioloom_fd_entry *e = &ioloom_fds[fd];
+    int32_t own = fd + 1;
+    if (__libc_single_threaded && e->description == own && own <= IOLOOM_OWN_DESCRIPTIONS &&
+        ioloom_descriptions[own].refs == 1) {
+        ioloom_descriptions[own].refs = 0;
+        __atomic_store_n(&e->slot, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&e->description, IOLOOM_FD_UNTRACKED, __ATOMIC_RELAXED);
+        return;
+    }
+    ioloom_fd_forget_slowly(fd);
+}
+
 /* ---- one call at the current position ---- */
 struct ioloom_move {
     struct ioloom_description *d; /* NULL: untracked or unseekable (index says which) */
@@ -71,7 +120,7 @@ struct ioloom_move {
     int fd, index, threads;
 };
 
-static inline void ioloom_move_start(struct ioloom_move *m, int fd) {
+IOLOOM_INLINE void ioloom_move_start(struct ioloom_move *m, int fd) {
     int32_t index = (unsigned)fd < IOLOOM_FD_SLOTS ? __atomic_load_n(&ioloom_fds[fd].description, __ATOMIC_RELAXED)
                                                    : IOLOOM_FD_UNTRACKED;
     m->fd = fd;
@@ -100,7 +149,7 @@ int64_t ioloom_move_by_slowly(struct ioloom_move *m, int64_t moved, int how);
 /* After a call that started at the current position and moved `moved` bytes (< 0: failed, no move) the way
  * `how` says. Returns where it took place. The common case (one thread, the position known and trusted) is a
  * load, a few comparisons and a store. */
-static inline int64_t ioloom_move_by(struct ioloom_move *m, int64_t moved, int how) {
+IOLOOM_INLINE int64_t ioloom_move_by(struct ioloom_move *m, int64_t moved, int how) {
     struct ioloom_description *d = m->d;
     if (IOLOOM_LIKELY(d != NULL && !m->threads)) {
         int64_t before = d->position;
@@ -118,7 +167,7 @@ static inline int64_t ioloom_move_by(struct ioloom_move *m, int64_t moved, int h
 void ioloom_move_to_slowly(struct ioloom_move *m, int64_t at);
 
 /* After lseek: the position is its result `at` (< 0: it failed and moved nothing). */
-static inline void ioloom_move_to(struct ioloom_move *m, int64_t at) {
+IOLOOM_INLINE void ioloom_move_to(struct ioloom_move *m, int64_t at) {
     struct ioloom_description *d = m->d;
     if (IOLOOM_LIKELY(d != NULL && !m->threads && d->calls == m->seen)) {
         if (at >= 0) d->position = at;

@@ -11,14 +11,14 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "positions.h"
+#include "files.h"
 #include "wrap.h"
 
 #define P IOLOOM_POSIX
 #define OP(name) IOLOOM_OP_##name
 
-static void record_fd(struct ioloom_call *c, enum ioloom_op op, int fd, int64_t offset, int64_t req, int64_t ret,
-                      int64_t aux) {
+IOLOOM_INLINE void record_fd(struct ioloom_call *c, enum ioloom_op op, int fd, int64_t offset, int64_t req, int64_t ret,
+                             int64_t aux) {
     ioloom_record_fd(c, op, P, fd, offset, req, ret, aux);
 }
 
@@ -41,9 +41,8 @@ static ssize_t passed_through(int fd, ssize_t r) {
 }
 
 /* A read or write at the current position: offset = where it took place. */
-static inline __attribute__((always_inline)) void record_sequential(struct ioloom_call *c, struct ioloom_move *m,
-                                                                    enum ioloom_op op, int fd, int64_t req, ssize_t ret,
-                                                                    int how) {
+IOLOOM_INLINE void record_sequential(struct ioloom_call *c, struct ioloom_move *m, enum ioloom_op op, int fd,
+                                     int64_t req, ssize_t ret, int how) {
     record_fd(c, op, fd, ioloom_move_by(m, ret, how), req, ret, -1);
 }
 
@@ -55,9 +54,10 @@ static int64_t iov_bytes(const struct iovec *iov, int count) {
 
 /* ---- open and close ---- */
 
-/* Open-family calls: aux = flags, req_bytes = mode (-1 when no mode was given), ret = the new fd. */
-static void record_open(struct ioloom_call *c, enum ioloom_op op, int dirfd, const char *path, int flags, int64_t mode,
-                        int fd) {
+/* Open-family calls: aux = flags, req_bytes = mode (-1 when no mode was given), ret = the new fd. Inline in each
+ * wrapper: the common open (the path named last, a descriptor's own description) makes no call but the file's. */
+IOLOOM_INLINE void record_open(struct ioloom_call *c, enum ioloom_op op, int dirfd, const char *path, int flags,
+                               int64_t mode, int fd) {
     int32_t file = ioloom_open_state(dirfd, path, fd, flags);
     int64_t offset = fd >= 0 && (flags & O_APPEND) ? ioloom_position_asked(fd, 0) : fd >= 0 ? 0 : -1;
     ioloom_record_file(c, op, P, file, fd, offset, mode, fd, flags);
@@ -271,8 +271,8 @@ WRAP_VECTOR2(pwritev64v2, PWRITEV64V2)
 
 /* lseek: offset = the resulting position, req_bytes = the offset asked, aux = whence. Inline in each wrapper (a
  * call and its spills were a sixth of what tracing added to lseek). */
-static inline __attribute__((always_inline)) void
-record_lseek(struct ioloom_call *c, struct ioloom_move *m, enum ioloom_op op, int fd, off_t off, int whence, off_t r) {
+IOLOOM_INLINE void record_lseek(struct ioloom_call *c, struct ioloom_move *m, enum ioloom_op op, int fd, off_t off,
+                                int whence, off_t r) {
     ioloom_move_to(m, r);
     record_fd(c, op, fd, r, off, r, whence);
 }

@@ -11,9 +11,10 @@
 #define P IOLOOM_POSIX
 #define OP(name) IOLOOM_OP_##name
 
-/* A call on a path relative to dirfd: aux as given; st (when the call filled one) names the file exactly. */
-static void record_path(struct ioloom_call *c, enum ioloom_op op, int dirfd, const char *path, const struct stat *st,
-                        int64_t req, int64_t ret, int64_t aux) {
+/* A call on a path relative to dirfd: aux as given; st (when the call filled one) names the file exactly. Inline in
+ * each wrapper (the stat family is called as often as read and write). */
+IOLOOM_INLINE void record_path(struct ioloom_call *c, enum ioloom_op op, int dirfd, const char *path,
+                               const struct stat *st, int64_t req, int64_t ret, int64_t aux) {
     int32_t file = ioloom_stat_state(dirfd, path, ret == 0 ? st : NULL);
     ioloom_record_file(c, op, P, file, dirfd == AT_FDCWD ? -1 : dirfd, -1, req, ret, aux);
 }

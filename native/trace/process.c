@@ -365,7 +365,7 @@ __attribute__((constructor)) static void tracer_start(void) {
         write_process_info();
         pthread_atfork(ioloom_positions_shared, NULL, start_child_stream);
         hook_fatal_signals();
-        ioloom_tracing = 1;
+        ioloom_tracing = (int)ioloom_enabled_layers; /* never 0: the process layer is always on */
         record_process(IOLOOM_OP_PROCESS_START, 0, getppid());
     }
     ioloom_busy--;

@@ -12,9 +12,13 @@
 #include "trace_format.h"
 
 #define IOLOOM_TLS __thread __attribute__((tls_model("initial-exec")))
+/* The recording path's pieces: inlined into each wrapper whatever the compiler's size estimates (a call, with the
+ * spills around it, costs more than most pieces). */
+#define IOLOOM_INLINE static inline __attribute__((always_inline))
 
 /* ---- writer.c ---- */
-/* Set once the stream is open; wrappers pass calls through until then (and after the final flush). */
+/* The layers traced (ioloom_enabled_layers, a bit per layer) once the stream is open, 0 until then: a wrapper passes
+ * its call through while its layer's bit is clear (one load and one test). */
 extern volatile int ioloom_tracing;
 /* Opens this process's stream in the trace directory and writes the header, op table and process info. */
 int ioloom_writer_open(void);
@@ -60,19 +64,15 @@ struct ioloom_fd_entry {
 extern struct ioloom_fd_entry ioloom_fds[IOLOOM_FD_SLOTS];
 static inline int32_t ioloom_state_slot(int32_t state) { return state >= -1 ? state + 2 : state; }
 int32_t ioloom_fd_state_slow(int fd);
-static inline int32_t ioloom_fd_state(int fd) {
+IOLOOM_INLINE int32_t ioloom_fd_state(int fd) {
     int32_t slot = fd >= 0 && fd < IOLOOM_FD_SLOTS ? __atomic_load_n(&ioloom_fds[fd].slot, __ATOMIC_RELAXED) : 0;
     if (IOLOOM_UNLIKELY(slot == 0)) return ioloom_fd_state_slow(fd);
     return slot > 0 ? slot - 2 : slot;
 }
 void ioloom_fd_set(int fd, int32_t state);
-void ioloom_fd_copy(int from, int to); /* a dup: same file, same open file description */
-void ioloom_fd_forget(int fd);         /* closed (positions.c) */
+void ioloom_fd_copy(int from, int to); /* a dup: same file, same open file description (closed: positions.h) */
 /* Registers `path` (relative to dirfd, AT_FDCWD for the cwd) opened as fd (or -1); returns the state. */
 int32_t ioloom_path_state(int dirfd, const char *path, int fd);
-/* As ioloom_path_state for a descriptor a traced open just made with `flags`: it is mapped to the file and to a
- * new open file description whose position the tracer follows (positions.h). */
-int32_t ioloom_open_state(int dirfd, const char *path, int fd, int flags);
 struct stat;
 /* As ioloom_path_state, for a path whose stat (st) is known; st may be NULL. */
 int32_t ioloom_stat_state(int dirfd, const char *path, const struct stat *st);
@@ -99,8 +99,8 @@ struct ioloom_call {
 
 /* 1 if this call is traced (then the wrapper must finish with ioloom_call_done), 0 to pass it through. Inlined
  * into the wrapper, so that the return address is the wrapper's. */
-static inline __attribute__((always_inline)) int ioloom_call_start(struct ioloom_call *c, enum ioloom_layer layer) {
-    if (IOLOOM_UNLIKELY(!ioloom_tracing) || !(ioloom_enabled_layers >> layer & 1)) return 0;
+IOLOOM_INLINE int ioloom_call_start(struct ioloom_call *c, enum ioloom_layer layer) {
+    if (IOLOOM_UNLIKELY(!(ioloom_tracing >> layer & 1))) return 0;
     if (!ioloom_enter()) {
         ioloom_leave();
         return 0;
@@ -110,16 +110,25 @@ static inline __attribute__((always_inline)) int ioloom_call_start(struct ioloom
     return 1;
 }
 
+/* This thread's errno, by address: glibc's __errno_location is a call through the PLT whose answer never changes
+ * for a thread, so each thread keeps it (NULL until its first traced call). */
+extern IOLOOM_TLS int *ioloom_errno_at;
+IOLOOM_INLINE int *ioloom_errno(void) {
+    int *at = ioloom_errno_at;
+    if (IOLOOM_UNLIKELY(!at)) at = ioloom_errno_at = &errno;
+    return at;
+}
+
 /* Right after the real call returned: its end time and errno. */
-static inline void ioloom_call_returned(struct ioloom_call *c, int failed) {
-    c->err = errno;
+IOLOOM_INLINE void ioloom_call_returned(struct ioloom_call *c, int failed) {
+    c->err = *ioloom_errno();
     c->t_end = ioloom_ticks();
     c->failed = failed;
 }
 
 /* The row of a traced call: its times (ioloom_ticks readings), its errno when it failed, the MPI-IO call it runs
  * inside as parent; every other field unknown (-1) but the operation and the layer. */
-static inline struct ioloom_raw_event ioloom_call_row(const struct ioloom_call *c, enum ioloom_op op,
+IOLOOM_INLINE struct ioloom_raw_event ioloom_call_row(const struct ioloom_call *c, enum ioloom_op op,
                                                       enum ioloom_layer layer) {
     return (struct ioloom_raw_event){.t_start = c->t_start,
                                      .t_end = c->t_end,
@@ -160,7 +169,7 @@ void ioloom_append_first(const struct ioloom_raw_event *row);
 void ioloom_after_batch(uint32_t n);
 
 /* The slot for the thread's next row (its number in *n), NULL before the thread's first row. */
-static inline struct ioloom_raw_event *ioloom_row_slot(uint32_t *n) {
+IOLOOM_INLINE struct ioloom_raw_event *ioloom_row_slot(uint32_t *n) {
     if (IOLOOM_UNLIKELY(!ioloom_cursor.rows)) return NULL;
     *n = *ioloom_cursor.count;
     ioloom_cursor.recording = 1;
@@ -168,7 +177,7 @@ static inline struct ioloom_raw_event *ioloom_row_slot(uint32_t *n) {
 }
 
 /* Makes row n (filled) visible to the flushes, and looks at the buffer every 64 rows. */
-static inline void ioloom_row_publish(uint32_t n) {
+IOLOOM_INLINE void ioloom_row_publish(uint32_t n) {
     __atomic_store_n(ioloom_cursor.count, n + 1, __ATOMIC_RELEASE);
     ioloom_cursor.recording = 0;
     if (IOLOOM_UNLIKELY(((n + 1) & ioloom_look_mask) == 0)) ioloom_after_batch(n + 1);

@@ -19,7 +19,7 @@
     return r
 
 /* The row of a call on a file (a state from ioloom_fd_state/ioloom_path_state) through `handle`. */
-static inline void ioloom_fill_row(struct ioloom_raw_event *row, const struct ioloom_call *c, enum ioloom_op op,
+IOLOOM_INLINE void ioloom_fill_row(struct ioloom_raw_event *row, const struct ioloom_call *c, enum ioloom_op op,
                                    enum ioloom_layer layer, int32_t file, int64_t handle, int64_t offset, int64_t req,
                                    int64_t ret, int64_t aux) {
     *row = ioloom_call_row(c, op, layer);
@@ -32,14 +32,14 @@ static inline void ioloom_fill_row(struct ioloom_raw_event *row, const struct io
 }
 
 /* Records a call on a file and finishes it. The common case fills the row straight in the thread's buffer. */
-static inline void ioloom_record_file(struct ioloom_call *c, enum ioloom_op op, enum ioloom_layer layer, int32_t file,
+IOLOOM_INLINE void ioloom_record_file(struct ioloom_call *c, enum ioloom_op op, enum ioloom_layer layer, int32_t file,
                                       int64_t handle, int64_t offset, int64_t req, int64_t ret, int64_t aux) {
     uint32_t n;
     struct ioloom_raw_event *slot, row;
     if (IOLOOM_LIKELY(file > ioloom_fast_floor) && IOLOOM_LIKELY((slot = ioloom_row_slot(&n)) != NULL)) {
         ioloom_fill_row(slot, c, op, layer, file, handle, offset, req, ret, aux);
         ioloom_row_publish(n);
-        errno = c->err;
+        *ioloom_errno() = c->err;
         ioloom_leave();
         return;
     }
@@ -48,7 +48,7 @@ static inline void ioloom_record_file(struct ioloom_call *c, enum ioloom_op op, 
 }
 
 /* Records a call on descriptor fd (its file from the fd table) and finishes it. */
-static inline void ioloom_record_fd(struct ioloom_call *c, enum ioloom_op op, enum ioloom_layer layer, int fd,
+IOLOOM_INLINE void ioloom_record_fd(struct ioloom_call *c, enum ioloom_op op, enum ioloom_layer layer, int fd,
                                     int64_t offset, int64_t req, int64_t ret, int64_t aux) {
     ioloom_record_file(c, op, layer, ioloom_fd_state(fd), fd, offset, req, ret, aux);
 }

@@ -111,6 +111,7 @@ static IOLOOM_TLS int my_buffer_refused; /* the budget was spent when this threa
                                           * into the shared buffer */
 static IOLOOM_TLS uint32_t my_tid;
 IOLOOM_TLS struct ioloom_cursor ioloom_cursor;
+IOLOOM_TLS int *ioloom_errno_at;
 static pthread_key_t thread_exit_key;
 
 /* The recording fast path writes at ioloom_cursor: the owner's active half. Moved when the half changes. */
