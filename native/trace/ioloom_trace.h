@@ -49,6 +49,59 @@ IOLOOM_EXPORT void ioloom_record(const struct ioloom_event *ev);
  * conversion. Its times are ioloom_ticks() readings when row->ticks is set, else ns. */
 IOLOOM_EXPORT void ioloom_append_row(const struct ioloom_raw_event *row);
 
+/* The recording path's pieces: inlined into each wrapper whatever the compiler's size estimates (a call, with the
+ * spills around it, costs more than most pieces). */
+#define IOLOOM_INLINE static inline __attribute__((always_inline))
+
+/* The layers traced (ioloom_enabled_layers, a bit per layer) once the stream is open, 0 until then: a wrapper passes
+ * its call through while its layer's bit is clear (one load and one test). */
+IOLOOM_EXPORT extern volatile int ioloom_tracing;
+
+/* ---- appending rows (writer.c), inline in the wrappers of every module linked against libioloom-trace.so ----
+ * Where this thread's next row goes: the rows of its buffer's active half and that half's published count. The
+ * writer keeps it in step with the buffer; rows is NULL until the thread's first row. A wrapper fills the slot in
+ * place (ioloom_row_slot ... ioloom_row_publish), with no copy and no call in between. */
+struct ioloom_cursor {
+    struct ioloom_raw_event *rows;
+    uint32_t *count;
+    int recording; /* set between taking a slot and publishing it: a signal then must not flush the half */
+};
+IOLOOM_EXPORT extern __thread struct ioloom_cursor ioloom_cursor __attribute__((tls_model("initial-exec")));
+/* The rows between two looks at the buffer, less one: 63, and 0 from the final flush on (a look at every row), so
+ * that one test on the recording path serves both. */
+IOLOOM_EXPORT extern volatile uint32_t ioloom_look_mask;
+/* The thread's first row (it gets a buffer, or the row is counted as dropped). */
+IOLOOM_EXPORT void ioloom_append_first(const struct ioloom_raw_event *row);
+/* Every 64 rows: hands a full or old half to the encoder thread. */
+IOLOOM_EXPORT void ioloom_after_batch(uint32_t n);
+
+/* The slot for the thread's next row (its number in *n), NULL before the thread's first row. */
+IOLOOM_INLINE struct ioloom_raw_event *ioloom_row_slot(uint32_t *n) {
+    if (IOLOOM_UNLIKELY(!ioloom_cursor.rows)) return NULL;
+    *n = *ioloom_cursor.count;
+    ioloom_cursor.recording = 1;
+    return &ioloom_cursor.rows[*n];
+}
+
+/* Makes row n (filled) visible to the flushes, and looks at the buffer every 64 rows. */
+IOLOOM_INLINE void ioloom_row_publish(uint32_t n) {
+    __atomic_store_n(ioloom_cursor.count, n + 1, __ATOMIC_RELEASE);
+    ioloom_cursor.recording = 0;
+    if (IOLOOM_UNLIKELY(((n + 1) & ioloom_look_mask) == 0)) ioloom_after_batch(n + 1);
+}
+
+/* Appends a complete row (as ioloom_append_row, without the call). */
+IOLOOM_INLINE void ioloom_append(const struct ioloom_raw_event *row) {
+    uint32_t n;
+    struct ioloom_raw_event *slot = ioloom_row_slot(&n);
+    if (IOLOOM_UNLIKELY(!slot)) {
+        ioloom_append_first(row);
+        return;
+    }
+    *slot = *row;
+    ioloom_row_publish(n);
+}
+
 /* Wrapper timestamps. Reading the TSC costs a third of clock_gettime; the writer converts ticks to
  * CLOCK_MONOTONIC ns when it encodes a chunk, against a (ticks, ns) pair taken at start and one taken at the
  * flush (so the error stays within one clock reading). Used only when the kernel itself keeps time with the

@@ -29,19 +29,15 @@
 
 /* ---- wrapper plumbing ------------------------------------------------------------------------------ */
 
-/* The data calls' pieces: inlined into each wrapper whatever the compiler's size estimates (a call, with the
- * spills around it, costs more than most pieces). */
-#define MPIIO_INLINE static inline __attribute__((always_inline))
-
 extern __thread int mpiio_depth;
 
 /* 1 if this call is to be traced (then mpiio_leave() must follow), 0 if it must pass through. */
-MPIIO_INLINE int mpiio_enter(void) {
+IOLOOM_INLINE int mpiio_enter(void) {
     if (mpiio_depth || !(ioloom_enabled_layers >> IOLOOM_MPIIO & 1)) return 0;
     mpiio_depth++;
     return 1;
 }
-MPIIO_INLINE void mpiio_leave(void) { mpiio_depth--; }
+IOLOOM_INLINE void mpiio_leave(void) { mpiio_depth--; }
 
 #define MPIIO_ARGS(...) __VA_ARGS__
 /* Export MPI_name and PMPI_name (PARAMS, ARGS parenthesised), both running traced_<name>(next, ARGS...). */
@@ -53,7 +49,7 @@ MPIIO_INLINE void mpiio_leave(void) { mpiio_depth--; }
  * count, datatype and status or request; OFFSET is `offset` or -1; RUN(ARGS) is the traced call's body: it
  * calls next(ARGS), sets rc and finishes `call`. */
 #define MPIIO_DATA_WRAPPER(NAME, POS, COLL, PARAMS, ARGS, OFFSET, RUN)                                 \
-    MPIIO_INLINE int traced_##NAME(__typeof__(&P##NAME) next, MPIIO_ARGS PARAMS) {                     \
+    IOLOOM_INLINE int traced_##NAME(__typeof__(&P##NAME) next, MPIIO_ARGS PARAMS) {                    \
         if (!mpiio_enter()) return next(MPIIO_ARGS ARGS);                                              \
         struct mpiio_call call;                                                                        \
         int rc;                                                                                        \
@@ -109,7 +105,7 @@ struct mpiio_file *mpiio_file_find_slowly(MPI_File fh);
 
 /* The traced file behind fh, or NULL (not opened through us, excluded, or closed). Lock-free; the file this thread
  * found last is checked inline. */
-MPIIO_INLINE struct mpiio_file *mpiio_file_find(MPI_File fh) {
+IOLOOM_INLINE struct mpiio_file *mpiio_file_find(MPI_File fh) {
     long last = mpiio_last_found;
     if (IOLOOM_LIKELY(key_table_holds(&mpiio_file_slots, last, mpiio_file_key(fh)))) return &mpiio_files[last];
     return mpiio_file_find_slowly(fh);
@@ -132,11 +128,11 @@ struct mpiio_call {
     struct ioloom_raw_event row;
 };
 
-/* The wrappers' hot path (a data call on a traced file) is inline below: one call, one row filled in place,
- * one copy into the writer's buffer (ioloom_append_row). */
+/* The wrappers' hot path (a data call on a traced file) is inline below: one row filled in place, one copy into
+ * the writer's buffer (ioloom_append). */
 
 /* Open the cross-layer window and stamp t_start; fields not set later stay -1. */
-MPIIO_INLINE void mpiio_call_start(struct mpiio_call *call, enum ioloom_op op, const struct mpiio_file *file) {
+IOLOOM_INLINE void mpiio_call_start(struct mpiio_call *call, enum ioloom_op op, const struct mpiio_file *file) {
     call->row.offset = call->row.req_bytes = call->row.ret_bytes = call->row.aux = call->row.coll_seq = -1;
     call->row.file_id = file ? file->file_id : -1;
     call->row.handle = file ? file->handle : -1;
@@ -154,13 +150,13 @@ MPIIO_INLINE void mpiio_call_start(struct mpiio_call *call, enum ioloom_op op, c
 int32_t mpiio_error_class(int rc);
 
 /* Stamp t_end, set err from the MPI return code, record the event and close the window. */
-MPIIO_INLINE void mpiio_call_finish(struct mpiio_call *call, int rc) {
+IOLOOM_INLINE void mpiio_call_finish(struct mpiio_call *call, int rc) {
     call->row.t_end = ioloom_ticks();
     if (IOLOOM_UNLIKELY(rc != MPI_SUCCESS)) {
         call->row.err = mpiio_error_class(rc);
         call->row.ret_bytes = -1;
     }
-    ioloom_append_row(&call->row);
+    if (IOLOOM_LIKELY(ioloom_tracing)) ioloom_append(&call->row);
     ioloom_link_close(call->row.parent);
 }
 /* Close the window without recording anything (the call turned out not to be traced). */
@@ -169,7 +165,7 @@ static inline void mpiio_call_drop(const struct mpiio_call *call) { ioloom_link_
 /* Bytes a status reports: what MPI_Get_elements_x(status, MPI_BYTE) returns. That call reads the status's
  * byte count, a field of the public MPI_Status of both MPIs built here: read inline, it costs 3 instructions
  * instead of a call through libmpi (85). Any other MPI asks the library. */
-MPIIO_INLINE int64_t mpiio_status_bytes(const MPI_Status *status) {
+IOLOOM_INLINE int64_t mpiio_status_bytes(const MPI_Status *status) {
 #if defined(OPEN_MPI)
     return (int64_t)status->_ucount;
 #elif defined(MPICH)
@@ -205,7 +201,7 @@ extern __thread struct mpiio_last_type {
 MPI_Count mpiio_type_size_asked(MPI_Datatype datatype, uint64_t freed);
 
 /* The size of datatype (0 if the library cannot tell). */
-MPIIO_INLINE MPI_Count mpiio_type_size(MPI_Datatype datatype) {
+IOLOOM_INLINE MPI_Count mpiio_type_size(MPI_Datatype datatype) {
     uint64_t freed = __atomic_load_n(&mpiio_types_freed, __ATOMIC_ACQUIRE);
     const struct mpiio_last_type *last = &mpiio_last_type;
     if (IOLOOM_LIKELY(last->known && last->type == datatype && last->freed == freed)) return last->size;
@@ -214,8 +210,9 @@ MPIIO_INLINE MPI_Count mpiio_type_size(MPI_Datatype datatype) {
 
 /* Start a traced data call (inside mpiio_enter/leave): offsets through the view, requested bytes, coll_seq
  * when collective. Returns 0 if the file is not traced (the caller just calls through), else 1. */
-MPIIO_INLINE int mpiio_data_start(struct mpiio_call *call, enum ioloom_op op, MPI_File fh, enum mpiio_position position,
-                                  MPI_Offset offset, MPI_Count count, MPI_Datatype datatype, int collective) {
+IOLOOM_INLINE int mpiio_data_start(struct mpiio_call *call, enum ioloom_op op, MPI_File fh,
+                                   enum mpiio_position position, MPI_Offset offset, MPI_Count count,
+                                   MPI_Datatype datatype, int collective) {
     struct mpiio_file *file = mpiio_file_find(fh);
     if (!file || file->file_id < 0) return 0;
     MPI_Offset etype_offset = position == MPIIO_EXPLICIT     ? offset
@@ -233,7 +230,7 @@ MPIIO_INLINE int mpiio_data_start(struct mpiio_call *call, enum ioloom_op op, MP
 }
 
 /* Finish a blocking data call: bytes from the status. */
-MPIIO_INLINE void mpiio_data_finish(struct mpiio_call *call, int rc, const MPI_Status *status) {
+IOLOOM_INLINE void mpiio_data_finish(struct mpiio_call *call, int rc, const MPI_Status *status) {
     call->row.ret_bytes = rc == MPI_SUCCESS ? mpiio_status_bytes(status) : -1;
     mpiio_call_finish(call, rc);
 }
@@ -243,7 +240,7 @@ void mpiio_data_initiated(struct mpiio_call *call, int rc, struct mpiio_pending 
  * file, offset and coll_seq, the initiating call_id in aux, the status's bytes in ret_bytes. */
 void mpiio_complete(struct mpiio_call *call, const struct mpiio_pending *pending, const MPI_Status *status);
 /* The user's status, or `local` when the user passed MPI_STATUS_IGNORE (we need the byte count). */
-MPIIO_INLINE MPI_Status *mpiio_status(MPI_Status *user, MPI_Status *local) {
+IOLOOM_INLINE MPI_Status *mpiio_status(MPI_Status *user, MPI_Status *local) {
     return user == MPI_STATUS_IGNORE ? local : user;
 }
 

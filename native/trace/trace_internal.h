@@ -12,14 +12,8 @@
 #include "trace_format.h"
 
 #define IOLOOM_TLS __thread __attribute__((tls_model("initial-exec")))
-/* The recording path's pieces: inlined into each wrapper whatever the compiler's size estimates (a call, with the
- * spills around it, costs more than most pieces). */
-#define IOLOOM_INLINE static inline __attribute__((always_inline))
 
 /* ---- writer.c ---- */
-/* The layers traced (ioloom_enabled_layers, a bit per layer) once the stream is open, 0 until then: a wrapper passes
- * its call through while its layer's bit is clear (one load and one test). */
-extern volatile int ioloom_tracing;
 /* Opens this process's stream in the trace directory and writes the header, op table and process info. */
 int ioloom_writer_open(void);
 /* Flushes every thread's buffer (at exit, exec, fatal signal). */
@@ -149,50 +143,8 @@ IOLOOM_INLINE struct ioloom_raw_event ioloom_call_row(const struct ioloom_call *
 
 /* Set at the final flush (library destructor): from then on every event is written at once. */
 extern volatile int ioloom_finished;
-/* The rows between two looks at the buffer, less one: 63, and 0 from the final flush on (a look at every row), so
- * that one test on the recording path serves both. */
-extern volatile uint32_t ioloom_look_mask;
 
-/* ---- appending rows (writer.c) ----
- * Where this thread's next row goes: the rows of its buffer's active half and that half's published count. The
- * writer keeps it in step with the buffer; rows is NULL until the thread's first row. A wrapper fills the slot in
- * place (ioloom_row_slot ... ioloom_row_publish), with no copy and no call in between. */
-struct ioloom_cursor {
-    struct ioloom_raw_event *rows;
-    uint32_t *count;
-    int recording; /* set between taking a slot and publishing it: a signal then must not flush the half */
-};
-extern IOLOOM_TLS struct ioloom_cursor ioloom_cursor;
-/* The thread's first row (it gets a buffer, or the row is counted as dropped). */
-void ioloom_append_first(const struct ioloom_raw_event *row);
-/* Every 64 rows: hands a full or old half to the encoder thread. */
-void ioloom_after_batch(uint32_t n);
-
-/* The slot for the thread's next row (its number in *n), NULL before the thread's first row. */
-IOLOOM_INLINE struct ioloom_raw_event *ioloom_row_slot(uint32_t *n) {
-    if (IOLOOM_UNLIKELY(!ioloom_cursor.rows)) return NULL;
-    *n = *ioloom_cursor.count;
-    ioloom_cursor.recording = 1;
-    return &ioloom_cursor.rows[*n];
-}
-
-/* Makes row n (filled) visible to the flushes, and looks at the buffer every 64 rows. */
-IOLOOM_INLINE void ioloom_row_publish(uint32_t n) {
-    __atomic_store_n(ioloom_cursor.count, n + 1, __ATOMIC_RELEASE);
-    ioloom_cursor.recording = 0;
-    if (IOLOOM_UNLIKELY(((n + 1) & ioloom_look_mask) == 0)) ioloom_after_batch(n + 1);
-}
-
-static inline void ioloom_append(const struct ioloom_raw_event *row) {
-    uint32_t n;
-    struct ioloom_raw_event *slot = ioloom_row_slot(&n);
-    if (IOLOOM_UNLIKELY(!slot)) {
-        ioloom_append_first(row);
-        return;
-    }
-    *slot = *row;
-    ioloom_row_publish(n);
-}
+/* ---- appending rows: ioloom_trace.h ---- */
 
 /* Records `row` (a state from ioloom_fd_state/ioloom_path_state in file_id) unless its file is excluded (then counts
  * it), leaves the guard and sets errno back to what the real call left. */

@@ -62,7 +62,7 @@ struct thread_buffer {
     struct thread_buffer *next;
 };
 
-volatile int ioloom_tracing;
+IOLOOM_EXPORT volatile int ioloom_tracing;
 volatile int ioloom_in_signal;
 static volatile int encoder_working; /* the encoder thread holds (or is about to take) writer locks */
 
@@ -78,7 +78,7 @@ int ioloom_lock(pthread_mutex_t *lock) {
     return EBUSY;
 }
 volatile int ioloom_finished;
-volatile uint32_t ioloom_look_mask = 63; /* capacity is a multiple of 64 */
+IOLOOM_EXPORT volatile uint32_t ioloom_look_mask = 63; /* capacity is a multiple of 64 */
 
 static struct {
     int fd;
@@ -110,7 +110,7 @@ static IOLOOM_TLS struct thread_buffer *my_buffer;
 static IOLOOM_TLS int my_buffer_refused; /* the budget was spent when this thread first recorded: it records
                                           * into the shared buffer */
 static IOLOOM_TLS uint32_t my_tid;
-IOLOOM_TLS struct ioloom_cursor ioloom_cursor;
+IOLOOM_EXPORT IOLOOM_TLS struct ioloom_cursor ioloom_cursor;
 IOLOOM_TLS int *ioloom_errno_at;
 static pthread_key_t thread_exit_key;
 
@@ -1021,7 +1021,7 @@ IOLOOM_EXPORT void ioloom_link_refill(void) {
  * (it gets a buffer, or the row goes to the shared buffer), and a look every 64 rows (capacity is a multiple of 64):
  * a full half, or one older than the flush interval, is handed off; after the final flush, everything is written
  * at once. */
-void ioloom_append_first(const struct ioloom_raw_event *row) {
+IOLOOM_EXPORT void ioloom_append_first(const struct ioloom_raw_event *row) {
     if (my_buffer_refused || !(my_buffer = new_thread_buffer())) {
         append_shared(row);
         return;
@@ -1030,7 +1030,7 @@ void ioloom_append_first(const struct ioloom_raw_event *row) {
     ioloom_append(row);
 }
 
-void ioloom_after_batch(uint32_t n) {
+IOLOOM_EXPORT void ioloom_after_batch(uint32_t n) {
     struct thread_buffer *b = my_buffer;
     if (n == b->capacity || ioloom_finished || ioloom_now_ns() - b->last_flush_ns > w.flush_interval_ns) {
         ioloom_busy++;
