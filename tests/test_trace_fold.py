@@ -112,27 +112,32 @@ def test_a_grammar_without_memory_falls_back_to_events_chunks_counted(tmp_path):
         assert ((table[column].to_numpy() + trace.meta["epoch_ns"]) % 1_000_000 == 0).all(), column
 
 
-def _probe(tmp_path: Path, name: str, *options: str) -> Path:
+def _probe(tmp_path: Path, name: str, *options: str, env: dict | None = None) -> Path:
     """The overhead probe's lseek to ever new offsets and open+close (3,000 of each): events whose shapes barely
     repeat, traced into tmp_path/name."""
     out = tmp_path / name
     done = subprocess.run([sys.executable, "-m", "ioloom", "run", *options, "-o", str(out), "--",
                            str(paths.native_bin("ioloom-overhead-probe")), str(tmp_path / f"{name}.dat"), "3000",
-                           "lseek,open+close"], capture_output=True, text=True, timeout=120)
+                           "lseek,open+close"], capture_output=True, text=True, env={**os.environ, **(env or {})},
+                          timeout=120)
     assert done.returncode == 0, done.stderr
     return out
 
 
 def test_events_that_do_not_repeat_are_written_plain_when_that_is_smaller(tmp_path):
     """Where a buffer's FOLDED chunk would be larger than its EVENTS chunks, the tracer writes those (counted as
-    plain_smaller): the folded trace is no larger than the unfolded one, and reads back the same events."""
-    folded, plain = _probe(tmp_path, "folded", "--fold"), _probe(tmp_path, "plain")
+    plain_smaller): the folded trace is no larger than the unfolded one, and reads back the same events. Where the
+    grammar was skipped (its chunk's other parts already no smaller), IOLOOM_FOLD_CHECK folds the buffer in full
+    again: never smaller than what was written."""
+    folded = _probe(tmp_path, "folded", "--fold", env={"IOLOOM_FOLD_CHECK": "1"})
+    plain = _probe(tmp_path, "plain")
     size = {out: sum(path.stat().st_size for path in out.glob("*.ioloom")) for out in (folded, plain)}
     trace = open_trace(folded)
     info = trace.streams[0].info
     assert trace.problems == [] and trace.meta["dropped_events"] == 0
     assert int(info["fold_fallback:plain_smaller"]) > 0
     assert int(info.get("folded_events", 0)) + int(info["fold_fallback:plain_smaller"]) == trace.meta["events"]
+    assert info["fold_checked_events"] == str(trace.meta["events"]) and info["fold_check_failed_events"] == "0"
     assert {kind for _, kind, _ in _chunks(next(folded.glob("*.ioloom")))} >= {4}  # EVENTS chunks in the stream
     assert size[folded] <= size[plain], size
     got, expected = _columns(trace), _columns(open_trace(plain))

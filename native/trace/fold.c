@@ -330,21 +330,37 @@ static uint8_t *put_small(uint8_t *p, const int64_t *v, size_t n, size_t bytes) 
     return p;
 }
 
-/* Appends v[0, n) as a time column (mode, body length, body): constant, runs, plain or small, the smallest. */
-static uint8_t *put_values(uint8_t *p, const int64_t *v, size_t n) {
+/* How a time column is written: its mode (the smallest of constant, runs, plain and small) and body's bytes. */
+struct column_plan {
+    uint8_t mode;
+    size_t body, runs;
+};
+
+static struct column_plan plan_column(const int64_t *v, size_t n) {
     size_t runs, run_bytes = runs_bytes(v, n, &runs), plain = plain_bytes(v, n), small = small_bytes(v, n);
-    if (runs > 1 && small < plain && small < run_bytes) return put_small(p, v, n, small);
-    if (runs == 1) return ioloom_put_const_column(p, v[0]);
-    if (run_bytes < plain) return ioloom_put_runs(p, v, n, runs, run_bytes);
+    if (runs > 1 && small < plain && small < run_bytes) return (struct column_plan){IOLOOM_FOLD_COL_SMALL, small, runs};
+    if (runs == 1) return (struct column_plan){IOLOOM_COL_CONST, ioloom_varint_size(ioloom_zigzag(v[0])), runs};
+    if (run_bytes < plain) return (struct column_plan){IOLOOM_COL_RUNS, run_bytes, runs};
+    return (struct column_plan){IOLOOM_COL_VARINT, plain, runs};
+}
+
+/* The bytes of a column written by its plan: mode, body length, body. */
+static size_t column_bytes(struct column_plan c) { return 1 + ioloom_varint_size(c.body) + c.body; }
+
+/* Appends v[0, n) as a time column by its plan. */
+static uint8_t *put_values(uint8_t *p, const int64_t *v, size_t n, struct column_plan c) {
+    if (c.mode == IOLOOM_FOLD_COL_SMALL) return put_small(p, v, n, c.body);
+    if (c.mode == IOLOOM_COL_CONST) return ioloom_put_const_column(p, v[0]);
+    if (c.mode == IOLOOM_COL_RUNS) return ioloom_put_runs(p, v, n, c.runs, c.body);
     *p++ = IOLOOM_COL_VARINT;
-    p = ioloom_put_varint(p, plain);
+    p = ioloom_put_varint(p, c.body);
     for (size_t i = 0; i < n; i++) p = ioloom_put_varint(p, ioloom_zigzag(v[i]));
     return p;
 }
 
-/* Appends the payload: header, shapes, tokens, rules, times. */
-static uint8_t *put_folded(const struct ioloom_fold_area *a, uint8_t *p, uint32_t tid, uint32_t n, uint64_t quantum,
-                           uint64_t t_base, uint32_t shapes, uint32_t distinct, int64_t rules) {
+/* Appends the payload's header, shapes and tokens (what comes before the rules). */
+static uint8_t *put_tables(const struct ioloom_fold_area *a, uint8_t *p, uint32_t tid, uint32_t n, uint64_t quantum,
+                           uint64_t t_base, uint32_t shapes, uint32_t distinct) {
     p = ioloom_put_varint(p, IOLOOM_FOLD_VERSION);
     p = ioloom_put_varint(ioloom_put_varint(p, tid), n);
     p = ioloom_put_varint(ioloom_put_varint(p, quantum), t_base / quantum);
@@ -353,24 +369,51 @@ static uint8_t *put_folded(const struct ioloom_fold_area *a, uint8_t *p, uint32_
         p = ioloom_put_varint(p, ioloom_zigzag(a->shapes[k]));
     p = ioloom_put_varint(p, distinct);
     for (size_t k = 0; k < 2 * (size_t)distinct; k++) p = ioloom_put_varint(p, a->tokens[k]);
+    return p;
+}
+
+/* The fewest bytes rules over `distinct` tokens take: the count of their values (at least distinct + 2), the count
+ * of rules, S's length, and every token once (each is in the sequence the rules give). */
+static size_t rules_least_bytes(uint32_t distinct) {
+    size_t bytes = ioloom_varint_size((uint64_t)distinct + 2) + 2;
+    for (uint32_t t = 0; t < distinct; t++) bytes += ioloom_varint_size(2 * (uint64_t)t);
+    return bytes;
+}
+
+static uint8_t *put_rules(const struct ioloom_fold_area *a, uint8_t *p, int64_t rules) {
     p = ioloom_put_varint(p, (uint64_t)rules);
     for (int64_t k = 0; k < rules; k++) p = ioloom_put_varint(p, (uint64_t)a->rules[k]);
-    return put_values(put_values(p, a->gaps, n), a->durations, n);
+    return p;
+}
+
+/* Appends the rules of the token sequence and the time columns after the tables (ending at p) at out; NULL when
+ * the grammar's budget ran out. */
+static uint8_t *put_grammar_and_times(struct ioloom_fold_area *a, uint8_t *p, uint32_t n, uint32_t runs,
+                                      uint32_t distinct, struct column_plan gaps, struct column_plan durations) {
+    int64_t rules = fold_rules(a, runs, distinct);
+    if (rules < 0) return NULL;
+    p = put_rules(a, p, rules);
+    return put_values(put_values(p, a->gaps, n, gaps), a->durations, n, durations);
 }
 
 enum ioloom_fold_outcome ioloom_fold_events(struct ioloom_fold_area *a, uint8_t *out, size_t *size, uint32_t tid,
                                             const struct ioloom_raw_event *ev, uint32_t n,
-                                            const struct ioloom_tick_clock *clock) {
+                                            const struct ioloom_tick_clock *clock, size_t smaller_than) {
     const uint64_t quantum = ioloom_quantum(clock);
     assert(n > 0 && quantum <= IOLOOM_FOLD_MAX_QUANTUM); /* the writer's buffers and setting */
     if (n > a->capacity) return IOLOOM_FOLD_TOO_LARGE;
     uint32_t shapes = number_shapes(a, ev, n), distinct, runs = number_tokens(a, n, &distinct);
-    int64_t rules = fold_rules(a, runs, distinct);
-    if (rules < 0) return IOLOOM_FOLD_NO_MEMORY;
     time_residuals(a, ev, n, shapes, clock);
-    uint8_t *end = put_folded(a, out + IOLOOM_CHUNK_HEADER_BYTES, tid, n, quantum,
-                              ioloom_row_ns(clock, &ev[0], ev[0].t_start), shapes, distinct, rules);
+    struct column_plan gaps = plan_column(a->gaps, n), durations = plan_column(a->durations, n);
+    uint8_t *p = put_tables(a, out + IOLOOM_CHUNK_HEADER_BYTES, tid, n, quantum,
+                            ioloom_row_ns(clock, &ev[0], ev[0].t_start), shapes, distinct);
+    /* the grammar (most of the work on shapes that barely repeat) only when the chunk can still be smaller */
+    if ((size_t)(p - out) + rules_least_bytes(distinct) + column_bytes(gaps) + column_bytes(durations) >= smaller_than)
+        return IOLOOM_FOLD_NOT_SMALLER;
+    uint8_t *end = put_grammar_and_times(a, p, n, runs, distinct, gaps, durations);
+    if (!end) return IOLOOM_FOLD_NO_MEMORY;
     *size = (size_t)(end - out);
+    if (*size >= smaller_than) return IOLOOM_FOLD_NOT_SMALLER;
     ioloom_seal_chunk(out, IOLOOM_CHUNK_FOLDED, (uint32_t)(*size - IOLOOM_CHUNK_HEADER_BYTES));
     return IOLOOM_FOLDED;
 }

@@ -21,8 +21,9 @@
 /* Why a buffer was not folded (it is then written as EVENTS chunks; the tracer counts each reason). */
 enum ioloom_fold_outcome {
     IOLOOM_FOLDED,
-    IOLOOM_FOLD_NO_MEMORY, /* the grammar's budget refused a block, or it stopped */
-    IOLOOM_FOLD_TOO_LARGE, /* more rows than the area holds */
+    IOLOOM_FOLD_NO_MEMORY,   /* the grammar's budget refused a block, or it stopped */
+    IOLOOM_FOLD_TOO_LARGE,   /* more rows than the area holds */
+    IOLOOM_FOLD_NOT_SMALLER, /* the chunk would not be smaller than the caller's limit (its EVENTS chunks) */
     IOLOOM_FOLD_OUTCOMES
 };
 
@@ -35,11 +36,13 @@ size_t ioloom_fold_area_bytes(uint32_t capacity);
 size_t ioloom_fold_bound(size_t n);
 
 /* Folds rows ev[0, n) of thread `tid` into a sealed FOLDED chunk at out (ioloom_fold_bound(n) bytes), times (tick
- * times converted by `clock`) in units of the clock's quantum, rounded down (NULL: every time is ns already, exact).
- * Sets *size to its bytes and returns IOLOOM_FOLDED, or returns why it could not (nothing written). */
+ * times converted by `clock`) in units of the clock's quantum, rounded down (NULL: every time is ns already, exact),
+ * when it is smaller than `smaller_than` bytes (header included). Sets *size to its bytes and returns IOLOOM_FOLDED,
+ * or returns why it could not (no chunk sealed). The grammar is not built when the chunk's other parts and the
+ * fewest bytes its rules can take already reach `smaller_than`. */
 enum ioloom_fold_outcome ioloom_fold_events(struct ioloom_fold_area *a, uint8_t *out, size_t *size, uint32_t tid,
                                             const struct ioloom_raw_event *ev, uint32_t n,
-                                            const struct ioloom_tick_clock *clock);
+                                            const struct ioloom_tick_clock *clock, size_t smaller_than);
 
 /* What is wrong with a FOLDED payload (ioloom_unfold_events' negative results). */
 enum ioloom_unfold_problem {

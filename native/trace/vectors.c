@@ -281,7 +281,8 @@ static void put_folded(struct out *o, uint32_t tid, struct ioloom_raw_event *ev,
     uint8_t *chunk = malloc(ioloom_fold_bound(n));
     size_t size = 0;
     const struct ioloom_tick_clock at_quantum = {.quantum = quantum}; /* no tick times: the rounding alone */
-    if (!area || !chunk || ioloom_fold_events(area, chunk, &size, tid, ev, n, &at_quantum) != IOLOOM_FOLDED) abort();
+    if (!area || !chunk || ioloom_fold_events(area, chunk, &size, tid, ev, n, &at_quantum, SIZE_MAX) != IOLOOM_FOLDED)
+        abort();
     emit(o, chunk, size);
     free(chunk);
     free(area);
