@@ -234,3 +234,30 @@ def test_a_folded_chunk_with_a_rule_inside_itself_is_refused(tmp_path, monkeypat
     chunk = unfold_python(good)
     assert struct.unpack_from("<I", chunk, 0)[0] == 4
     assert unfold(good)[12:14] == chunk[12:14]  # the same thread id and count
+
+
+def _clean_exits(stream: Path) -> list[int]:
+    """The places (in chunk order) of a stream's clean_exit INFO chunks, and its chunks' count last."""
+    data, chunks = stream.read_bytes(), _chunks(stream)
+    payloads = [data[pos + CHUNK_HEADER.size:pos + CHUNK_HEADER.size + length] for pos, _, length in chunks]
+    return [k for k, ((_, kind, _), payload) in enumerate(zip(chunks, payloads))
+            if kind == INFO and payload == b"clean_exit\0001\0"] + [len(chunks)]
+
+
+def test_a_late_flush_is_followed_by_one_clean_exit_record(tmp_path):
+    """MPICH's finalization does I/O after the tracer's final flush: that late flush's chunks (file table, operation
+    names, events, fold counts) are followed by clean_exit once, not after each, so the stream ends with it; cut
+    before that last record, the stream reads as cut."""
+    from ioloom import mpi
+    from ioloom.bench.predict import trace_kernel
+    impl = next((impl for impl in mpi.implementations() if impl.name == "mpich"), None)
+    if impl is None:
+        pytest.skip("MPICH is not installed")
+    trace = trace_kernel(impl, "gtc", 2, 2, 1, tmp_path, env={"IOLOOM_FOLD": "1"})
+    for stream in trace.glob("*.ioloom"):
+        *closing, count = _clean_exits(stream)
+        assert len(closing) == 2 and closing[1] == count - 1 and closing[1] - closing[0] > 2, (stream, closing, count)
+    assert open_trace(trace).problems == []
+    cut = _chunks(stream)[-1][0]  # the last stream: cut before its final clean_exit
+    stream.write_bytes(stream.read_bytes()[:cut])
+    assert any("chunks follow its clean-exit record" in problem for problem in open_trace(trace).problems)

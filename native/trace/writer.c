@@ -101,8 +101,9 @@ static struct {
     uint64_t write_failed;  /* events lost because their chunk could not be written */
     uint64_t reserved_end;  /* the stream's space is allocated up to this byte */
     uint32_t chain;         /* the checksum of the stream's last chunk (ioloom_chain_chunk) */
-    uint8_t closing[64];    /* the clean_exit chunk once written: stated again after any later chunk, */
-    size_t closing_len;     /* so that a stream that exited cleanly ends with it (0: not yet) */
+    uint8_t closing[64];    /* the clean_exit chunk once written: stated again after any later chunk (once after */
+    size_t closing_len;     /* a flush's), so that a stream that exited cleanly ends with it (0: not yet) */
+    int closing_due;        /* a chunk followed it that a flush still writes: stated again at the flush's end */
     char path[STREAM_NAME_MAX];
 } w = {.fd = -1, .lock = PTHREAD_MUTEX_INITIALIZER};
 
@@ -110,6 +111,7 @@ static IOLOOM_TLS struct thread_buffer *my_buffer;
 static IOLOOM_TLS int my_buffer_refused; /* the budget was spent when this thread first recorded: it records
                                           * into the shared buffer */
 static IOLOOM_TLS uint32_t my_tid;
+static IOLOOM_TLS int my_flushes; /* this thread's flushes under way (nested): clean_exit is stated again after them */
 IOLOOM_EXPORT IOLOOM_TLS struct ioloom_cursor ioloom_cursor;
 IOLOOM_TLS int *ioloom_errno_at;
 static pthread_key_t thread_exit_key;
@@ -200,8 +202,16 @@ static int append_locked(uint8_t *chunk, size_t len, int accounting) {
         return -1;
     }
     w.chain = crc;
-    if (w.closing_len && chunk != w.closing) append_locked(w.closing, w.closing_len, 1);
+    w.closing_due = w.closing_len && chunk != w.closing;
+    if (w.closing_due && !my_flushes) append_locked(w.closing, w.closing_len, 1);
     return 0;
+}
+
+/* Ends one of this thread's flushes: the last states clean_exit again when a chunk followed it. */
+static void end_flush(void) {
+    if (--my_flushes || ioloom_lock(&w.lock)) return;
+    if (w.closing_due) append_locked(w.closing, w.closing_len, 1);
+    pthread_mutex_unlock(&w.lock);
 }
 
 /* The keys of the final accounting: written even when the disk is full (from the reserve, or into the stream
@@ -774,12 +784,14 @@ static void flush_sealed(struct thread_buffer *b) {
  * interrupted code may hold. */
 static void flush_buffer(struct thread_buffer *b) {
     if ((ioloom_cursor.recording && b == my_buffer) || ioloom_lock(&b->flush_lock)) return;
+    my_flushes++;
     flush_sealed(b);
     flush_half(b, b->active);
     b->last_flush_ns = ioloom_now_ns();
     pthread_mutex_unlock(&b->flush_lock);
     write_dropped_if_changed();
     if (ioloom_finished) write_fold_counts(); /* after the final flush: events another library's destructor made */
+    end_flush();
 }
 
 /* ---- the encoder thread ---- */
