@@ -410,6 +410,38 @@ def test_path_filters_exclude_and_count(tmp_path):
     assert moved(ev, "h", "posix", "write") == len(Path("/etc/hostname").read_bytes())
 
 
+def _rule_chunks(stream: Path) -> list[dict[str, str]]:
+    """The pairs of each INFO chunk of a stream file that holds path filter counts, in order."""
+    from ioloom.trace.stream_file import CHUNK_HEADER, INFO
+    data, pos, found = stream.read_bytes(), 16, []
+    while pos + CHUNK_HEADER.size <= len(data):
+        kind, length, _ = CHUNK_HEADER.unpack_from(data, pos)
+        items = data[pos + CHUNK_HEADER.size:pos + CHUNK_HEADER.size + length].split(b"\0")[:-1]
+        pairs = dict(zip((i.decode() for i in items[::2]), (i.decode() for i in items[1::2]))) if kind == INFO else {}
+        if any(key.startswith(("exclude:", "include:")) for key in pairs):
+            found.append(pairs)
+        pos += CHUNK_HEADER.size + length
+    return found
+
+
+def test_path_filter_counts_take_one_info_chunk_at_start_and_one_at_exit(tmp_path):
+    """Every rule is listed (0 0) in one INFO chunk at start; at exit one more chunk holds only the rules whose
+    counts changed, and the reader has every rule with its latest counts."""
+    trace = tmp_path / "trace"
+    subprocess.run(["cat", "/proc/self/status"], check=True, capture_output=True, timeout=60,
+                   env=traced_env(trace, IOLOOM_EXCLUDE="/etc,/nothing-here", IOLOOM_INCLUDE="/etc/hostname"))
+    (stream,) = trace.glob("*.ioloom")
+    start, end = _rule_chunks(stream)
+    rules = {"exclude:/proc", "exclude:/sys", "exclude:/dev", "exclude:socket:", "exclude:anon_inode:",
+             "include:/dev/shm", f"exclude:{trace}", "exclude:/etc", "exclude:/nothing-here", "include:/etc/hostname"}
+    assert set(start) == rules and set(start.values()) == {"0 0"}
+    assert "exclude:/proc" in end and "exclude:/nothing-here" not in end and "include:/dev/shm" not in end
+    calls, size = (int(v) for v in end["exclude:/proc"].split())
+    assert calls > 0 and size > 0
+    (read,) = open_trace(trace).streams
+    assert read.info["excluded"]["/proc"] == (calls, size) and read.info["excluded"]["/nothing-here"] == (0, 0)
+
+
 @pytest.fixture
 def small_disk(small_fs):
     """A 64 KiB file system (tmpfs), for a trace directory that fills up."""

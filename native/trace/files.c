@@ -31,7 +31,9 @@ struct rule {
     char prefix[PATH_MAX];
     size_t len;
     int include;
-    uint64_t calls, bytes; /* excluded calls and their bytes (exclude rules only) */
+    uint64_t calls, bytes;                 /* excluded calls and their bytes (exclude rules only) */
+    uint64_t calls_written, bytes_written; /* as last written to the stream */
+    int written;                           /* written at least once */
 };
 
 static struct {
@@ -96,16 +98,44 @@ void ioloom_count_excluded(int32_t state, int64_t bytes) {
     if (bytes > 0) __atomic_add_fetch(&ft.rules[rule].bytes, (uint64_t)bytes, __ATOMIC_RELAXED);
 }
 
+/* The INFO pairs of the rules to write (every rule the first time, then those whose counts changed) from rule *next
+ * on into the chunk at `chunk` (`room` bytes), as many as fit; each written, once the chunk is, with the counts in
+ * `written`. Returns the payload's end. */
+static uint8_t *put_rule_pairs(uint8_t *chunk, size_t room, int *next, uint64_t (*written)[2]) {
+    uint8_t *p = chunk + IOLOOM_CHUNK_HEADER_BYTES;
+    for (; *next < ft.nrules; ++*next) {
+        struct rule *r = &ft.rules[*next];
+        uint64_t calls = __atomic_load_n(&r->calls, __ATOMIC_RELAXED),
+                 bytes = __atomic_load_n(&r->bytes, __ATOMIC_RELAXED);
+        written[*next][0] = calls;
+        written[*next][1] = bytes;
+        if (r->written && calls == r->calls_written && bytes == r->bytes_written) continue;
+        char value[48];
+        snprintf(value, sizeof value, "%llu %llu", (unsigned long long)calls, (unsigned long long)bytes);
+        /* "exclude:" or "include:", the prefix, the value, two NULs */
+        if ((size_t)(p - chunk) + 8 + r->len + strlen(value) + 2 > room) break;
+        p = ioloom_put_cstr(p, r->include ? "include:" : "exclude:") - 1; /* the prefix goes on from its NUL */
+        p = ioloom_put_cstr(ioloom_put_cstr(p, r->prefix), value);
+    }
+    return p;
+}
+
 void ioloom_files_write_excluded(void) {
-    /* One INFO pair per exclude rule: "exclude:<prefix>" = "<calls> <bytes>" (0 0 when nothing matched, so the
-     * report can list the filters in effect). */
-    for (int i = 0; i < ft.nrules; i++) {
-        struct rule *r = &ft.rules[i];
-        char key[PATH_MAX + 16], value[48];
-        snprintf(key, sizeof key, "%s:%s", r->include ? "include" : "exclude", r->prefix);
-        snprintf(value, sizeof value, "%llu %llu", (unsigned long long)__atomic_load_n(&r->calls, __ATOMIC_RELAXED),
-                 (unsigned long long)__atomic_load_n(&r->bytes, __ATOMIC_RELAXED));
-        ioloom_write_info(key, value);
+    /* The rules' INFO pairs, "exclude:<prefix>" = "<calls> <bytes>" (0 0 when nothing matched, so the report can list
+     * the filters in effect), together in one INFO chunk (more when they do not fit): every rule the first time, then
+     * those whose counts changed. */
+    uint8_t chunk[IOLOOM_CHUNK_HEADER_BYTES + PATH_MAX + 64]; /* a pair at least: its prefix is under PATH_MAX */
+    uint64_t written[MAX_RULES][2];
+    for (int first = 0, next = 0; next < ft.nrules; first = next) {
+        uint8_t *p = put_rule_pairs(chunk, sizeof chunk, &next, written);
+        if (p == chunk + IOLOOM_CHUNK_HEADER_BYTES) continue;
+        ioloom_seal_chunk(chunk, IOLOOM_CHUNK_INFO, (uint32_t)(p - chunk - IOLOOM_CHUNK_HEADER_BYTES));
+        if (ioloom_write_chunk(chunk, (size_t)(p - chunk))) continue;
+        for (int i = first; i < next; i++) {
+            ft.rules[i].written = 1;
+            ft.rules[i].calls_written = written[i][0];
+            ft.rules[i].bytes_written = written[i][1];
+        }
     }
 }
 
