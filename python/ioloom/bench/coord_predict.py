@@ -22,7 +22,7 @@ from pathlib import Path
 
 import typer
 
-from ioloom import outputs
+from ioloom import outputs, units
 from ioloom.bench import app
 from ioloom.bench.coord import Coordinators
 from ioloom.bench.stats import per_round, rounds_allowed, spread
@@ -119,8 +119,8 @@ def print_report(report: dict) -> None:
               f"{r['right_b']['median']:7.0%}")
 
 
-def _steps(text: str, repeats: int) -> list[int]:
-    return [int(s) for s in text.split(",")] * repeats
+def _steps(text: str, name: str, repeats: int) -> list[int]:
+    return units.numbers(text, name) * repeats
 
 
 @app.command("coord-predict")
@@ -141,9 +141,9 @@ def command(rounds: int = typer.Option(10, min=1, help="Interleaved rounds."),
     """Two looping programs under dynamic, with and without the predictor announcing their phases."""
     if why := rounds_allowed(rounds, quick, "--rounds"):
         raise typer.BadParameter(why)
-    options = {"a_steps": _steps(a_steps, repeats), "b_steps": _steps(b_steps, repeats), "a_kib": a_kib,
-               "b_kib": b_kib, "a_pause": a_pause, "b_pause": b_pause, "a_cores": a_cores, "bandwidth": bandwidth,
-               "margin": margin}
+    options = {"a_steps": _steps(a_steps, "--a-steps", repeats), "b_steps": _steps(b_steps, "--b-steps", repeats),
+               "a_kib": a_kib, "b_kib": b_kib, "a_pause": a_pause, "b_pause": b_pause, "a_cores": a_cores,
+               "bandwidth": bandwidth, "margin": margin}
     with tempfile.TemporaryDirectory(prefix="ioloom-coord-predict-") as tmp:
         work = Path(tmp)
         (work / "loop.py").write_text(LOOP)
