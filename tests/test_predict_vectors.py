@@ -58,11 +58,11 @@ PROCESS_VECTORS = VECTORS.with_name("process.txt")
 KIND_NAMES = ("open", "close", "read", "write")  # process.h's enum pg_kind
 
 
-def process_blocks() -> list[tuple[list[str], list[str]]]:
-    """(header words, operation lines) per stream of process.txt."""
+def vector_blocks(path: Path, header: str) -> list[tuple[list[str], list[str]]]:
+    """(header words, operation lines) per stream of a vector file whose streams start with `header`."""
     out: list[tuple[list[str], list[str]]] = []
-    for line in PROCESS_VECTORS.read_text().splitlines():
-        if line.startswith("process "):
+    for line in path.read_text().splitlines():
+        if line.startswith(header + " "):
             out.append((line.split(), []))
         else:
             out[-1][1].append(line)
@@ -74,7 +74,7 @@ def _candidates(text: str) -> list[tuple[int, int, int, float]]:
     return [(int(s), int(size), int(offset), float(gap)) for s, size, offset, gap in fields]
 
 
-PROCESSES = process_blocks()
+PROCESSES = vector_blocks(PROCESS_VECTORS, "process")
 
 
 @pytest.mark.parametrize("header,lines", PROCESSES, ids=[f"{b[0][1]}-{b[0][3]}" for b in PROCESSES])
@@ -138,17 +138,6 @@ def test_c_writes_the_committed_folded_vectors(tmp_path):
 PHASE_VECTORS = VECTORS.with_name("phases.txt")
 
 
-def phase_blocks() -> list[tuple[list[str], list[str]]]:
-    """(header words, operation lines) per stream of phases.txt."""
-    out: list[tuple[list[str], list[str]]] = []
-    for line in PHASE_VECTORS.read_text().splitlines():
-        if line.startswith("phases "):
-            out.append((line.split(), []))
-        else:
-            out[-1][1].append(line)
-    return out
-
-
 def _phase(text: str) -> tuple:
     """A phase as the C program prints it (-1: None), as interface.Phase's fields."""
     done, remaining, end, length, written, to_write = (int(f) for f in text.split())
@@ -156,7 +145,7 @@ def _phase(text: str) -> tuple:
     return (done, none[0], none[1], none[2], written, none[3])
 
 
-PHASE_STREAMS = phase_blocks()
+PHASE_STREAMS = vector_blocks(PHASE_VECTORS, "phases")
 
 
 @pytest.mark.parametrize("header,lines", PHASE_STREAMS, ids=[f"{b[0][1]}-{b[0][3]}-{b[0][5]}" for b in PHASE_STREAMS])
