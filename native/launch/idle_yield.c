@@ -16,16 +16,21 @@
 
 typedef unsigned (*progress_fn)(void *worker);
 
-/* The library's own ucp_worker_progress (libucp), found at the first call: a program calling this has libucp
- * loaded. Two threads racing here store the same pointer. */
-static progress_fn real_progress(void) {
-    static progress_fn real;
-    progress_fn fn = __atomic_load_n(&real, __ATOMIC_RELAXED);
+/* The next definition of `name` (the MPI library's own), found at the first call and kept in `slot`: a program
+ * calling it has its library loaded. Two threads racing here store the same pointer. */
+static void *next_definition(void **slot, const char *name) {
+    void *fn = __atomic_load_n(slot, __ATOMIC_RELAXED);
     if (!fn) {
-        fn = (progress_fn)dlsym(RTLD_NEXT, "ucp_worker_progress");
-        __atomic_store_n(&real, fn, __ATOMIC_RELAXED);
+        fn = dlsym(RTLD_NEXT, name);
+        __atomic_store_n(slot, fn, __ATOMIC_RELAXED);
     }
     return fn;
+}
+
+/* ucp_worker_progress of libucp. */
+static progress_fn real_progress(void) {
+    static void *real;
+    return (progress_fn)next_definition(&real, "ucp_worker_progress");
 }
 
 /* The shortest sleep the timer grants: the caller leaves the run queue until then. */
@@ -42,15 +47,10 @@ __attribute__((visibility("default"))) unsigned ucp_worker_progress(void *worker
 
 typedef int (*opal_progress_fn)(void);
 
-/* Open MPI's progress engine (libopen-pal), which its waits call through the PLT; as real_progress. */
+/* Open MPI's progress engine (libopen-pal), which its waits call through the PLT. */
 static opal_progress_fn real_opal_progress(void) {
-    static opal_progress_fn real;
-    opal_progress_fn fn = __atomic_load_n(&real, __ATOMIC_RELAXED);
-    if (!fn) {
-        fn = (opal_progress_fn)dlsym(RTLD_NEXT, "opal_progress");
-        __atomic_store_n(&real, fn, __ATOMIC_RELAXED);
-    }
-    return fn;
+    static void *real;
+    return (opal_progress_fn)next_definition(&real, "opal_progress");
 }
 
 /* Open MPI yields when oversubscribed (sched_yield), which leaves a waiting rank runnable: it sleeps instead. */
