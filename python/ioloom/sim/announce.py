@@ -16,17 +16,15 @@ cost of the prediction's errors."""
 from __future__ import annotations
 
 import dataclasses
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from ioloom import outputs
 from ioloom.coord import offsets
 from ioloom.coord.policy import Policy
 from ioloom.sim import engine, workload
-from ioloom.sim.coord import COORDINATED, PhaseCoordinator, plot_rows
+from ioloom.sim.coord import COORDINATED, PhaseCoordinator, plot_rows, publish
 from ioloom.sim.phases import rank_phases
 from ioloom.sim.platform import Platform
 from ioloom.sim.workload import FILES_PER_JOB, KINDS, Workload
@@ -238,10 +236,5 @@ def main(traces: tuple[Path, Path], points: int, metric: str, min_gain: float, p
     if output:
         output.mkdir(parents=True, exist_ok=True)  # a bad -o is refused before the runs, not after them
     report = sweep(TraceScenario(platform, traces, ranks_per_node), points, metric, min_gain)
-    if output:
-        outputs.save_json(report, output / "coord.json")
-        plot(report, output / "coord.html")
-    if as_json:
-        print(json.dumps(report, indent=1))
-        return
-    print_report(report)
+    if not publish(report, output, plot, as_json):
+        print_report(report)

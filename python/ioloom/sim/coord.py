@@ -9,6 +9,7 @@ run per point."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -123,6 +124,17 @@ def plot_rows(rows: list[dict], path: Path) -> None:
     plot_html({"rows": runs, "options": {"program": "ioloom sim", "storage": "simulated"}}, path)
 
 
+def publish(report: dict, output: Path | None, plot_page: Callable[[dict, Path], None], as_json: bool) -> bool:
+    """coord.json and the Δ-graphs page (`plot_page`) into `output` when given, and the report printed as JSON when
+    asked: True when it was (the caller prints nothing else)."""
+    if output:
+        outputs.save_json(report, output / "coord.json")
+        plot_page(report, output / "coord.html")
+    if as_json:
+        print(json.dumps(report, indent=1))
+    return as_json
+
+
 def scenario_platform(path: str | None, targets: int, nodes: int) -> Platform:
     """The platform file's (default: `nodes` client nodes, one server of `targets` targets of 100 MB/s), written
     through (a write returns when its data is on the targets, so a phase's writes are its storage time)."""
@@ -160,11 +172,7 @@ def main(ranks_a: int, ranks_b: int, bench_a: str, bench_b: str, points: int, me
         report = sweep(s, points, metric, min_gain)
     except engine.SimError as err:
         raise typer.BadParameter(str(err)) from None
-    if output:
-        outputs.save_json(report, output / "coord.json")
-        plot(report, output / "coord.html")
-    if as_json:
-        print(json.dumps(report, indent=1))
+    if publish(report, output, plot, as_json):
         return
     t_a, t_b = report["t_alone"]
     print(f"A: {ranks_a} ranks, {bench_a}: {t_a:.3f} s alone; B: {ranks_b} ranks, {bench_b}: {t_b:.3f} s alone")
