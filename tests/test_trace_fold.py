@@ -5,6 +5,7 @@ rounded, the fallback to EVENTS chunks counted, and damaged chunks skipped alike
 from __future__ import annotations
 
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -13,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ioloom import paths
+from ioloom import paths, run
 from ioloom.trace import folded_chunk, open_trace, varint
 from ioloom.trace.stream_file import CHUNK_HEADER, EVENTS, FILE_DELTAS, FILES, FOLDED, INFO, rechain
 
@@ -261,3 +262,9 @@ def test_a_late_flush_is_followed_by_one_clean_exit_record(tmp_path):
     cut = _chunks(stream)[-1][0]  # the last stream: cut before its final clean_exit
     stream.write_bytes(stream.read_bytes()[:cut])
     assert any("chunks follow its clean-exit record" in problem for problem in open_trace(trace).problems)
+
+
+def test_run_refuses_the_quanta_the_tracer_refuses():
+    """ioloom run's bound on --fold-quantum-ns is the tracer's (native/trace/fold.h), written twice: checked here."""
+    header = (paths.REPO_ROOT / "native" / "trace" / "fold.h").read_text()
+    assert re.search(r"#define IOLOOM_FOLD_MAX_QUANTUM (\d+)u", header).group(1) == str(run.FOLD_MAX_QUANTUM)
