@@ -264,7 +264,7 @@ int lf_resolve(int dirfd, const char *path, struct lf_place *place) {
 
 int lf_resolve_call(int dirfd, const char *path, const char **real, struct lf_place *place) {
     *real = path;
-    if (lf_passes(dirfd, path) || !lf_resolve(dirfd, path, place)) return 0;
-    if (!strncmp(path, LF_PREFIX, sizeof LF_PREFIX - 1)) *real = place->dir;
+    if (ioloom_busy || !lf_resolve(dirfd, path, place)) return 0; /* lf_resolve: 0 wherever lf_passes is 1 */
+    if (has_prefix(path)) *real = place->dir;
     return 1;
 }
