@@ -228,7 +228,7 @@ static void merge_runs(const struct rec *a, size_t na, const struct rec *b, size
  * most of a read's cost with qsort's n log n calls of a comparison function. */
 static void sort_by_offset(struct rec *r, struct rec *tmp, size_t n) {
     struct rec *src = r, *dst = tmp;
-    for (size_t runs = 2; runs > 1;) {
+    for (size_t runs = n > 1 && run_end(r, n, 0) < n ? 2 : 1; runs > 1;) { /* one run: sorted already */
         runs = 0;
         for (size_t a = 0; a < n; runs++) {
             size_t m = run_end(src, n, a), b = m < n ? run_end(src, n, m) : n;
