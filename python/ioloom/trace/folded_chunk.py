@@ -86,12 +86,10 @@ def _shape_valid(s: list[int]) -> bool:
 
 
 class _Files:
-    """fold.c's recent files (the last RECENT files named, most recent first; the highest id so far + 1) and the
-    previous offset and coll_seq of each (file, operation), for at most KEYS pairs (past them a pair goes on from
-    0)."""
+    """fold.c's recent files (the last RECENT files named, most recent first; the highest id so far + 1)."""
 
     def __init__(self):
-        self.recent, self.next, self.last = [-1] * RECENT, 0, {}
+        self.recent, self.next = [-1] * RECENT, 0
 
     def file_of(self, field: int) -> int:
         """The file id a shape's file field names, moved to the front; -1 when it names none."""
@@ -103,13 +101,6 @@ class _Files:
         self.recent.insert(0, file_id)
         self.next = max(self.next, file_id + 1)
         return file_id
-
-    def last_of(self, file_id: int, op: int) -> list[int]:
-        """[offset, coll_seq] that (file, op)'s next ones go on from (a fresh [0, 0] past KEYS pairs)."""
-        key = (file_id, op)
-        if key not in self.last and len(self.last) < KEYS:
-            self.last[key] = [0, 0]
-        return self.last.get(key, [0, 0])
 
 
 def _read_header(c: _Cursor) -> tuple[int, int, int, int]:
