@@ -287,8 +287,8 @@ static void put_folded(struct out *o, uint32_t tid, struct ioloom_raw_event *ev,
     free(chunk);
     free(area);
     for (uint32_t i = 0; i < n; i++) {
-        ev[i].t_start -= ev[i].t_start % quantum;
-        ev[i].t_end -= ev[i].t_end % quantum;
+        ev[i].t_start = ioloom_round_down(ev[i].t_start, quantum);
+        ev[i].t_end = ioloom_round_down(ev[i].t_end, quantum);
     }
     put_csv(o, tid, ev, 1, n);
 }
