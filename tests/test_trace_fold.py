@@ -265,6 +265,8 @@ def test_a_late_flush_is_followed_by_one_clean_exit_record(tmp_path):
 
 
 def test_run_refuses_the_quanta_the_tracer_refuses():
-    """ioloom run's bound on --fold-quantum-ns is the tracer's (native/trace/fold.h), written twice: checked here."""
+    """ioloom run's bound on --fold-quantum-ns and the Python reader's are the tracer's (native/trace/fold.h),
+    written three times: checked here."""
     header = (paths.REPO_ROOT / "native" / "trace" / "fold.h").read_text()
     assert re.search(r"#define IOLOOM_FOLD_MAX_QUANTUM (\d+)u", header).group(1) == str(run.FOLD_MAX_QUANTUM)
+    assert run.FOLD_MAX_QUANTUM == folded_chunk.MAX_QUANTUM
