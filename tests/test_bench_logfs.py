@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
+import sys
+import time
 
 import numpy as np
 import pytest
 
-from ioloom.bench import logfs, stats
+from ioloom.bench import competitors, logfs, stats
 
 
 @pytest.mark.mpi
@@ -113,3 +117,56 @@ def test_outside_only_on_one_cpu(ioloom_cli, tmp_path):
     out = ioloom_cli("bench", "logfs", "--outside-only", "--cpu", "4095", "--quick", "--reps", "1", "--dir", tmp_path,
                      check=False)
     assert out.returncode == 2 and "--cpu 4095: this process may run on CPUs" in out.stderr
+
+
+def _alive(pid: int) -> bool:
+    """Whether a process runs (a zombie, ended and not yet reaped, does not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_competitors_spin_for_the_block_and_are_gone_after():
+    """--load's competitors: N processes on the CPU at our niceness while the block runs, none after it; their CPU
+    time over their time is recorded."""
+    with competitors.competing(2) as record:
+        time.sleep(0.5)
+        assert len(record["pids"]) == 2 and all(_alive(pid) for pid in record["pids"])
+        assert {os.getpriority(os.PRIO_PROCESS, pid) for pid in record["pids"]} == {record["nice"]}
+        assert all(competitors._cpu_seconds(pid) > 0 for pid in record["pids"])
+    assert not any(_alive(pid) for pid in record["pids"])
+    assert record["processes"] == 2 and 0 < record["share"] <= 2 and record["cpu_seconds"] > 0
+    assert "2 CPU-bound competitor processes" in competitors.describe(record)
+    with competitors.competing(0) as none:
+        assert none["pids"] == []
+    assert "seconds" not in none and competitors.describe(none) == "no competitor load (--load 0)"
+
+
+def test_competitors_end_with_a_killed_benchmark():
+    """A benchmark killed in the middle (a timeout's signal) leaves no competitor running."""
+    holder = subprocess.Popen([sys.executable, "-c", "import time; from ioloom.bench.competitors import competing\n"
+                               "with competing(2) as r:\n print(*r['pids'], flush=True); time.sleep(60)"],
+                              stdout=subprocess.PIPE, text=True)
+    pids = [int(pid) for pid in holder.stdout.readline().split()]
+    assert len(pids) == 2 and all(_alive(pid) for pid in pids)
+    holder.send_signal(signal.SIGKILL)
+    holder.wait()
+    deadline = time.monotonic() + 10
+    while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(_alive(pid) for pid in pids)
+
+
+@pytest.mark.mpi
+def test_load_runs_competitors_through_the_whole_campaign(ioloom_cli, tmp_path):
+    """--load 2: the figures say which load they were taken under, and the competitors are gone when the command
+    ends."""
+    out = ioloom_cli("bench", "logfs", "--goal-only", "--load", "2", "--quick", "--reps", "1", "--ranks", "1",
+                     "--shape", "aligned", "-b", "64k", "-t", "16k", "-s", "2", "--dir", tmp_path, "--json")
+    load = json.loads(out.stdout)["competitors"]
+    assert load["processes"] == 2 and load["cpu_seconds"] > 0 and 0 < load["share"] <= 2
+    assert not any(_alive(pid) for pid in load["pids"])
+    out = ioloom_cli("bench", "logfs", "--goal-only", "--load", "65", "--dir", tmp_path, check=False)
+    assert out.returncode == 2 and "--load" in out.stderr and "Traceback" not in out.stderr

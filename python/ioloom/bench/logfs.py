@@ -36,7 +36,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ioloom import paths, units
-from ioloom.bench import app
+from ioloom.bench import app, competitors
 from ioloom.bench.io import MIB, available_memory, run_bench, summary
 from ioloom.bench.overhead import _thread_instructions, run_probe
 from ioloom.bench.stats import PUBLISHED_ROUNDS, per_round, rounds_allowed, spread
@@ -52,6 +52,7 @@ TEMP_DIR = Path(tempfile.gettempdir())  # --dir's default
 # Read phases per launch (ioloom-bench --reads), the launch's read bandwidth their median: a read of 64 MiB per
 # rank from the page cache takes 10-70 ms, short enough that one descheduled rank decides a single phase.
 READS = 5
+MAX_LOAD = 64  # --load's largest count of competitor processes
 
 
 def shape_sizes(shape: str, block: str, transfer: str, segments: int) -> tuple[int, int, int]:
@@ -347,12 +348,9 @@ def _table(result: dict) -> Table:
 def _rank_counts(text: str) -> list[int]:
     """--ranks as a list of counts >= 1, or refused with the option's name."""
     try:
-        counts = [int(r) for r in text.split(",")]
-    except ValueError:
-        counts = []
-    if not counts or min(counts) < 1:
-        raise typer.BadParameter(f"{text!r}: give rank counts >= 1 separated by commas, e.g. 1,2,4")
-    return counts
+        return units.numbers(text, "--ranks")
+    except units.UnitError as err:
+        raise typer.BadParameter(str(err)) from None
 
 
 @app.command("logfs")
@@ -395,6 +393,10 @@ def logfs_command(
         instructions: bool = typer.Option(False, "--instructions",
                                           help="With --outside-only: also count the instructions open+close and stat "
                                                "take, plain and preloaded, with callgrind (needs valgrind)."),
+        load: int = typer.Option(0, "--load", min=0, max=MAX_LOAD,
+                                 help="Run this many CPU-bound competitor processes (at this command's niceness) "
+                                      "from before the first run to after the last, the same for every "
+                                      "configuration: figures under a stated, repeatable load."),
         json_out: bool = typer.Option(False, "--json", help="Print the figures as JSON.")) -> None:
     """N-1 strided through logfs vs N-1 strided and N-N direct: E, speed-up, read-back, pass-through cost."""
     too_few = rounds_allowed(reps, quick)
@@ -413,28 +415,31 @@ def logfs_command(
     if instructions and not shutil.which("valgrind"):
         raise typer.BadParameter("--instructions needs valgrind (apt-get install valgrind)")
     if creates_n:
-        _report(lambda: creates(creates_n, create_bytes, spread_dirs, reps, directory), json_out,
+        _report(lambda: creates(creates_n, create_bytes, spread_dirs, reps, directory), load, json_out,
                 lambda console, result: console.print(_creates_table(result)))
     elif outside_only:
-        _report(lambda: _outside(reps, directory, instructions, cpu), json_out, _print_outside_only)
+        _report(lambda: _outside(reps, directory, instructions, cpu), load, json_out, _print_outside_only)
     else:
         counts = cast(list[int], ranks)  # _rank_counts, its callback, made the text a list
         _report(lambda: measure(mpi_name, counts, api, block, transfer, segments, fsync, reps, directory,
-                                tuple(shape), goal_only, reads), json_out, _print_goal)
+                                tuple(shape), goal_only, reads), load, json_out, _print_goal)
 
 
-def _report(run: Callable[[], dict], json_out: bool, show: Callable[[Console, dict], None]) -> None:
-    """Load, measure, load, print: the figures of run() with the load average before and after them, as JSON or
-    shown by show() followed by the load."""
+def _report(run: Callable[[], dict], load: int, json_out: bool, show: Callable[[Console, dict], None]) -> None:
+    """Load, measure under `load` competitors, load, print: the figures of run() with the load average before and
+    after them and the competitors' record, as JSON or shown by show() followed by the load."""
     load_before = os.getloadavg()
-    result = run()
+    with competitors.competing(load) as competition:
+        result = run()
     result["load_before"], result["load_after"] = load_before, os.getloadavg()
+    result["competitors"] = competition
     if json_out:
         print(json.dumps(result, indent=1))
         return
     console = Console(width=240)  # the goal table's ten columns, none cut
     show(console, result)
     console.print(_load(result["load_before"], result["load_after"]))
+    console.print(competitors.describe(competition))
 
 
 def _print_goal(console: Console, result: dict) -> None:
