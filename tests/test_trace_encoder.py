@@ -188,3 +188,13 @@ def test_threads_and_numpy_decode_the_same(long_stream, monkeypatch):
     plain = _decoded(long_stream, positions)
     for i, (a, b, c) in enumerate(zip(one, three, plain)):
         assert a.dtype == b.dtype == c.dtype and np.array_equal(a, b) and np.array_equal(a, c), i
+
+
+def test_tick_times_encode_as_the_same_times_converted_first():
+    """A chunk of rows holding TSC ticks, ns, or both (a process event among a thread's calls), encoded with a tick
+    clock, is byte for byte the chunk of the same rows converted to ns beforehand: the encoder converts every row as
+    row 0 says and passes again, testing each row, when a row differs."""
+    native = paths.REPO_ROOT / "native"
+    exe = compile_program("encode_ticks.c", f"-I{native / 'trace'}", f"-I{native / 'core'}")
+    done = subprocess.run([str(exe)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.count(": same\n") == 10, done.stdout + done.stderr

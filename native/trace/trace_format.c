@@ -257,8 +257,9 @@ _Static_assert(offsetof(struct ioloom_raw_event, req_bytes) == offsetof(struct i
 _Static_assert(offsetof(struct ioloom_raw_event, handle) == offsetof(struct ioloom_raw_event, ret_bytes) + 8, "pair");
 _Static_assert(offsetof(struct ioloom_raw_event, coll_seq) == offsetof(struct ioloom_raw_event, aux) + 8, "pair");
 _Static_assert(offsetof(struct ioloom_raw_event, parent) == offsetof(struct ioloom_raw_event, call_id) + 8, "pair");
-/* (file, errno) and (op, layer) as two little-endian words, the bytes after layer (ticks, padding) masked off */
-#define FILE_OP_MASK ((pair_t){-1, 0xffffff})
+/* (file, errno) and (op, layer, ticks) as two little-endian words, the padding after ticks masked off (ticks is
+ * compared for time_columns_pass alone: survey_end leaves it out) */
+#define FILE_OP_MASK ((pair_t){-1, 0xffffffff})
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the survey reads the 32-bit and 16-bit fields as words");
 _Static_assert(offsetof(struct ioloom_raw_event, err) == offsetof(struct ioloom_raw_event, file_id) + 4, "pair");
 _Static_assert(offsetof(struct ioloom_raw_event, op) == offsetof(struct ioloom_raw_event, file_id) + 8, "pair");
@@ -558,26 +559,62 @@ static uint8_t *put_time_column(uint8_t *p, int col, const struct time_body *t, 
     return run_bytes ? ioloom_put_runs(p, v, n, runs, run_bytes) : put_plain(p, t->body, plain);
 }
 
-/* The pass over the rows of put_time_columns, with or without converting tick times (`converting`) and rounding them
- * to the clock's quantum (`rounding`), constants where it is inlined: the test of each row's `ticks` only where there
- * is a clock, a division only where there is a quantum. */
+/* How time_pass reads a row's times: as they are (ns), converted from ticks (every row's a tick count), or each as
+ * its row says (ioloom_row_ns); the last one also rounded to the clock's quantum. */
+enum time_reading { AS_NS, FROM_TICKS, AS_ROW_SAYS, AS_ROW_SAYS_ROUNDED };
+
+/* The pass over the rows of put_time_columns, reading times as `reading` says, a constant where it is inlined: a
+ * conversion without a test of each row's `ticks` where every row holds ticks, a division only where there is a
+ * quantum. */
 static inline __attribute__((always_inline)) void time_pass(struct time_body *gap, struct time_body *duration,
                                                             struct column_survey *survey,
                                                             const struct ioloom_raw_event *ev, size_t stride, size_t n,
-                                                            const struct ioloom_tick_clock *clock, int converting,
-                                                            int rounding) {
-    const struct ioloom_tick_clock *by = converting ? clock : NULL;
-    const uint64_t q = rounding ? clock->quantum : 1;
-#define TIME(k, t) (rounding ? ioloom_round_down(ioloom_row_ns(by, &ROW(k), t), q) : ioloom_row_ns(by, &ROW(k), t))
+                                                            const struct ioloom_tick_clock *clock,
+                                                            enum time_reading reading) {
+    /* a copy the body's byte stores cannot alias: its fields stay in registers */
+    const struct ioloom_tick_clock by = reading == FROM_TICKS ? *clock : (struct ioloom_tick_clock){0};
+#define TIME(k, t)                                               \
+    (reading == AS_NS         ? (t)                              \
+     : reading == FROM_TICKS  ? ioloom_ticks_ns(&by, t)          \
+     : reading == AS_ROW_SAYS ? ioloom_row_ns(clock, &ROW(k), t) \
+                              : ioloom_row_time(clock, &ROW(k), t))
+    /* copies too: the bodies' byte stores could alias the callers' */
+    struct time_body g = *gap, d = *duration;
+    struct column_survey s = *survey;
     uint64_t end = TIME(0, ROW(0).t_end);
     for (size_t i = 1; i < n; i++) {
-        survey_row(survey, ev, stride, i);
+        survey_row(&s, ev, stride, i);
         uint64_t start = TIME(i, ROW(i).t_start);
-        time_add(gap, (int64_t)(start - end));
+        time_add(&g, (int64_t)(start - end));
         end = TIME(i, ROW(i).t_end);
-        time_add(duration, (int64_t)(end - start));
+        time_add(&d, (int64_t)(end - start));
     }
 #undef TIME
+    *gap = g, *duration = d, *survey = s;
+}
+
+/* Whether the survey saw rows whose `ticks` is not row 0's (a chunk of tick times and ns times: rows of
+ * ioloom_record among a thread's). */
+static int ticks_differ(const struct column_survey *s) { return (s->differs[1][1] >> 24 & 0xff) != 0; }
+
+/* The time pass over the rows (and the survey of the other columns), reading the times as row 0 says for every row
+ * (each row's `ticks` tested only when the pass found rows that differ from row 0: then the pass runs again). */
+static void time_columns_pass(struct time_body *gap, struct time_body *duration, struct column_survey *survey,
+                              const struct ioloom_raw_event *ev, size_t stride, size_t n,
+                              const struct ioloom_tick_clock *clock) {
+    if (ioloom_quantum(clock) > 1) {
+        time_pass(gap, duration, survey, ev, stride, n, clock, AS_ROW_SAYS_ROUNDED);
+        return;
+    }
+    const struct time_body gap_start = *gap, duration_start = *duration;
+    const struct column_survey survey_start = *survey;
+    if (clock && ROW(0).ticks)
+        time_pass(gap, duration, survey, ev, stride, n, clock, FROM_TICKS);
+    else
+        time_pass(gap, duration, survey, ev, stride, n, clock, AS_NS);
+    if (!clock || !ticks_differ(survey)) return;
+    *gap = gap_start, *duration = duration_start, *survey = survey_start;
+    time_pass(gap, duration, survey, ev, stride, n, clock, AS_ROW_SAYS);
 }
 
 /* Appends the two time columns (gap, duration), both written in one pass over the rows, which also surveys the other
@@ -588,12 +625,7 @@ static uint8_t *put_time_columns(uint8_t *p, const struct ioloom_raw_event *ev, 
     struct time_body gap, duration;
     time_start(&gap, p + 1 + 10, (int64_t)(ROW_START(0) - tm->base));
     time_start(&duration, p + 2 * (1 + 10) + 10 * n, (int64_t)(ROW_END(0) - ROW_START(0)));
-    if (ioloom_quantum(tm->clock) > 1)
-        time_pass(&gap, &duration, survey, ev, stride, n, tm->clock, 1, 1);
-    else if (tm->clock)
-        time_pass(&gap, &duration, survey, ev, stride, n, tm->clock, 1, 0);
-    else
-        time_pass(&gap, &duration, survey, ev, stride, n, NULL, 0, 0);
+    time_columns_pass(&gap, &duration, survey, ev, stride, n, tm->clock);
     p = put_time_column(p, IOLOOM_COL_GAP, &gap, ev, stride, n, tm, v);
     return put_time_column(p, IOLOOM_COL_DURATION, &duration, ev, stride, n, tm, v);
 }

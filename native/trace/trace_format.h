@@ -69,13 +69,16 @@ struct ioloom_tick_clock {
     uint64_t quantum;
 };
 
+/* A tick count converted to ns by `clock` (not rounded). */
+static inline uint64_t ioloom_ticks_ns(const struct ioloom_tick_clock *clock, uint64_t t) {
+    /* through int64_t: converting a double to uint64_t costs a comparison and a branch more */
+    return clock->from_ns + (uint64_t)(int64_t)((double)(int64_t)(t - clock->from_ticks) * clock->ns_per_tick);
+}
+
 /* A row time in ns: as it is, or converted by `clock` when it is a tick count (not rounded: the writer's anchor). */
 static inline uint64_t ioloom_row_ns(const struct ioloom_tick_clock *clock, const struct ioloom_raw_event *row,
                                      uint64_t t) {
-    /* through int64_t: converting a double to uint64_t costs a comparison and a branch more */
-    return clock && row->ticks
-               ? clock->from_ns + (uint64_t)(int64_t)((double)(int64_t)(t - clock->from_ticks) * clock->ns_per_tick)
-               : t;
+    return clock && row->ticks ? ioloom_ticks_ns(clock, t) : t;
 }
 
 /* ns rounded down to a multiple of q (q >= 1). */
