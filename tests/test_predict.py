@@ -135,10 +135,14 @@ def test_local_model_tiers():
     assert alternating.predict() == 10
     alternating.observe(10)
     assert alternating.predict() == 20
-    many = LocalModel(4, "mean")
+    drifting = LocalModel(4, "mean")  # past 4 values, a constant step: the drift beats the mean
     for value in range(1, 11):
-        many.observe(value)
-    assert many.fallen_back and many.predict() == round(sum(range(1, 11)) / 10)
+        drifting.observe(value)
+    assert drifting.fallen_back and drifting.predict() == 11
+    noise = LocalModel(4, "mean")  # changes without a pattern: the mean stays closer than the last value
+    for value in (5, 50, 7, 48, 6, 52, 8, 49, 4, 51):
+        noise.observe(value)
+    assert noise.fallen_back and noise.predict() == round(280 / 10)
     offsets = LocalModel(2, "zero")
     for value in (0, 100, 200):
         offsets.observe(value)

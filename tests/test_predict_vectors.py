@@ -40,12 +40,15 @@ def test_python_sequence_predicts_as_the_c_one(header, rows):
             f"{header[1]}: input {index}"
 
 
-def test_python_local_model_predicts_as_the_c_one():
-    header, rows = next(b for b in blocks() if b[0][0] == "local")
+LOCALS = [b for b in blocks() if b[0][0] == "local"]
+
+
+@pytest.mark.parametrize("header,rows", LOCALS, ids=[f"{b[0][4]}-runs{b[0][6]}" for b in LOCALS])
+def test_python_local_model_predicts_as_the_c_one(header, rows):
     model = LocalModel(int(header[2]), header[4], runs=header[6] == "1", cap=4096)
     for value, predicted in rows:
         model.observe(int(value))
-        assert model.predict() == int(predicted)
+        assert model.predict() == int(predicted), f"{header}: after {value}"
 
 
 def test_c_writes_the_committed_vectors(tmp_path):

@@ -10,6 +10,8 @@ struct pg_local {
     int64_t values[PG_LIMIT_MAX], counts[PG_LIMIT_MAX];
     struct pg_sequence *sequence; /* NULL once fallen back */
     int64_t last, total, seen, low, high;
+    struct pg_local *drift; /* past the fallback to the mean or the largest: a local model of the changes */
+    int64_t errors[2];      /* past the fallback: the halving average of |error| of the fallback, of the drift */
 };
 
 struct pg_sequence {
@@ -40,6 +42,7 @@ struct pg_local *pg_local_new(int32_t limit, enum pg_fallback fallback, int runs
 
 void pg_local_free(struct pg_local *m) {
     if (!m) return;
+    pg_local_free(m->drift);
     pg_sequence_free(m->sequence);
     pg_free(m->memory, m);
 }
@@ -48,29 +51,6 @@ static int32_t token_of(const struct pg_local *m, int64_t value) {
     for (int32_t t = 0; t < m->ntokens; t++)
         if (m->values[t] == value) return t;
     return -1;
-}
-
-void pg_local_observe(struct pg_local *m, int64_t value) {
-    m->low = m->seen ? (value < m->low ? value : m->low) : value;
-    m->high = m->seen ? (value > m->high ? value : m->high) : value;
-    m->last = value;
-    m->total += value;
-    m->seen++;
-    if (!m->sequence) return;
-    int32_t token = token_of(m, value);
-    if (token < 0) {
-        if (m->ntokens == m->limit) { /* the fallback: the local grammar and its values are freed */
-            pg_sequence_free(m->sequence);
-            m->sequence = NULL;
-            m->ntokens = 0;
-            return;
-        }
-        token = m->ntokens++;
-        m->values[token] = value;
-        m->counts[token] = 0;
-    }
-    m->counts[token]++;
-    pg_sequence_input(m->sequence, token);
 }
 
 /* a / b (b > 0) rounded half to even, as Python's round(a / b): no libm, which the tracer does not link. */
@@ -85,8 +65,49 @@ static int64_t fallen_back(const struct pg_local *m) {
     return m->fallback == PG_MAX ? m->high : 0;
 }
 
+static int64_t distance(int64_t a, int64_t b) { return a > b ? a - b : b - a; }
+
+/* Past the fallback: scores the fallback and the drift on value (halving averages), then teaches the drift. */
+static void drift_observe(struct pg_local *m, int64_t value) {
+    m->errors[0] = (m->errors[0] + distance(fallen_back(m), value)) / 2;
+    m->errors[1] = (m->errors[1] + distance(m->last + pg_local_predict(m->drift), value)) / 2;
+    pg_local_observe(m->drift, value - m->last);
+}
+
+/* The local grammar and its values are freed; a model falling back to its mean or largest value starts a model
+ * of the changes from one value to the next (a drift), NULL when the memory budget refuses it. */
+static void fall_back(struct pg_local *m) {
+    pg_sequence_free(m->sequence);
+    m->sequence = NULL;
+    m->ntokens = 0;
+    if (m->fallback != PG_ZERO) m->drift = pg_local_new(m->limit, PG_ZERO, 1, m->cap, m->memory);
+}
+
+void pg_local_observe(struct pg_local *m, int64_t value) {
+    if (m->drift) drift_observe(m, value);
+    m->low = m->seen ? (value < m->low ? value : m->low) : value;
+    m->high = m->seen ? (value > m->high ? value : m->high) : value;
+    m->last = value;
+    m->total += value;
+    m->seen++;
+    if (!m->sequence) return;
+    int32_t token = token_of(m, value);
+    if (token < 0) {
+        if (m->ntokens == m->limit) {
+            fall_back(m);
+            return;
+        }
+        token = m->ntokens++;
+        m->values[token] = value;
+        m->counts[token] = 0;
+    }
+    m->counts[token]++;
+    pg_sequence_input(m->sequence, token);
+}
+
 int64_t pg_local_predict(struct pg_local *m) {
-    if (!m->sequence) return fallen_back(m);
+    if (!m->sequence)
+        return m->drift && m->errors[1] < m->errors[0] ? m->last + pg_local_predict(m->drift) : fallen_back(m);
     if (m->ntokens == 1) return m->last;
     int32_t tokens[PG_LIMIT_MAX], n = pg_sequence_predicted(m->sequence, tokens, PG_LIMIT_MAX), best = -1;
     for (int32_t k = 0; k < n && k < PG_LIMIT_MAX; k++) /* ascending: ties go to the first seen */

@@ -105,18 +105,26 @@ static void noisy(struct stream *st, const char *name, int runs, int32_t cap, in
         st->in[st->n++] = lcg(&seed) % 10 < 8 ? period[i % length] : (int32_t)(lcg(&seed) % (unsigned)alphabet);
 }
 
-/* A local model over sizes: one value, a local grammar, then past the limit its mean. */
-static int write_local(FILE *out) {
-    static const int64_t values[] = {4096, 4096, 512, 4096, 4096, 512, 4096, 4096, 512, 7, 8, 9, 10, 11, 4096};
-    struct pg_local *m = pg_local_new(4, PG_MEAN, 1, 4096, NULL);
+/* A local model: one value, a local grammar, then past the limit its fallback (and its drift, but for 0). */
+static int write_local(FILE *out, enum pg_fallback fallback, int runs, const int64_t *values, size_t n) {
+    static const char *const names[] = {"mean", "zero", "max"};
+    struct pg_local *m = pg_local_new(4, fallback, runs, 4096, NULL);
     if (!m) return -1;
-    fprintf(out, "local limit 4 fallback mean runs 1\n");
-    for (size_t i = 0; i < sizeof values / sizeof values[0]; i++) {
+    fprintf(out, "local limit 4 fallback %s runs %d\n", names[fallback], runs);
+    for (size_t i = 0; i < n; i++) {
         pg_local_observe(m, values[i]);
         fprintf(out, "%lld\t%lld\n", (long long)values[i], (long long)pg_local_predict(m));
     }
     pg_local_free(m);
     return 0;
+}
+
+static int write_locals(FILE *out) {
+    static const int64_t sizes[] = {4096, 4096, 512, 4096, 4096, 512, 4096, 4096, 512, 7, 8, 9, 10, 11, 4096};
+    int64_t cycling[120]; /* a count changing by +8 modulo 29 (a drift that cycles: +8, +8, -21, ...), then noise */
+    for (int i = 0; i < 120; i++) cycling[i] = i < 100 ? 40 + (i * 8) % 29 : 40 + (i * 7919) % 31;
+    return write_local(out, PG_MEAN, 1, sizes, sizeof sizes / sizeof *sizes) |
+           write_local(out, PG_MAX, 0, cycling, 120) | write_local(out, PG_MEAN, 1, cycling, 120);
 }
 
 /* ---- process streams: operations and the candidates predicted before each ---- */
@@ -189,6 +197,18 @@ static void particle_ops(struct ops *o) {
     }
 }
 
+/* GTC-like with a particle count that changes by +8 modulo 29 each step (more than 24 counts: the run-length
+ * model falls back, and its drift learns the cycle of changes). */
+static void cycling_particles(struct ops *o) {
+    *o = (struct ops){.name = "cycling-particles"};
+    for (int step = 0; step < 75; step++) {
+        add_op(o, 0, PG_OPEN, 1, -1, 0, 3000000);
+        append(o, 1, 1, 64, 3000);
+        for (int p = 4 + (step * 8) % 29; p > 0; p--) append(o, 2, 1, 28, 500);
+        add_op(o, 4, PG_CLOSE, 1, -1, 0, 1000);
+    }
+}
+
 /* Noise over three files: symbols 0-8 of fixed kinds and keys, sizes from more than 24 values (the fallback),
  * offsets contiguous, repeated or jumping, gaps near the 1 ms threshold. */
 static void noisy_ops(struct ops *o, const char *name, unsigned seed) {
@@ -253,6 +273,7 @@ static int write_processes(const char *dir) {
     hdf5(&o), failed |= write_process(out, &o, 64);
     hdf5(&o), failed |= write_process(out, &o, 3);
     particle_ops(&o), failed |= write_process(out, &o, 64);
+    cycling_particles(&o), failed |= write_process(out, &o, 64);
     noisy_ops(&o, "noisy-1", 1), failed |= write_process(out, &o, 64);
     noisy_ops(&o, "noisy-2", 2), failed |= write_process(out, &o, 4);
     return fclose(out) != 0 || failed ? -1 : 0;
@@ -354,7 +375,7 @@ int main(int argc, char **argv) {
         failed |= write_stream(out, &st) | write_fold(folds, &st);
     }
     noisy(&st, "capped", 0, 32, 30, 99), failed |= write_stream(out, &st) | write_fold(folds, &st);
-    failed |= write_local(out);
+    failed |= write_locals(out);
     failed |= fclose(out) != 0;
     failed |= fclose(folds) != 0;
     return write_processes(argv[1]) || write_phases(argv[1]) || failed ? 1 : 0;

@@ -96,7 +96,10 @@ class Sequence:
 class LocalModel:
     """The values seen at one symbol (sizes), one transition (offset changes) or one value's runs (lengths): one
     value, then a local grammar over the distinct values, then past `limit` distinct values the mean (sizes), 0
-    (offsets: consecutive) or the largest (run lengths)."""
+    (offsets: consecutive) or the largest (run lengths). Past the fallback to the mean or the largest, a local
+    model of the changes from one value to the next (the drift: a count changing by a step that cycles) predicts
+    the last value plus the change it predicts, whenever it has been the closer of the two lately (docs/predict.md,
+    "What each candidate says")."""
     limit: int
     fallback_value: str  # "mean", "zero" or "max"
     runs: bool = True
@@ -109,11 +112,17 @@ class LocalModel:
     seen: int = 0
     low: int = 0
     high: int = 0
+    drift: LocalModel | None = None  # past the fallback to the mean or the largest: a model of the changes
+    errors: list[int] = field(default_factory=lambda: [0, 0])  # halving averages of |error|: fallback, drift
 
     def __post_init__(self) -> None:
         self.sequence = Sequence(self.cap, self.limit, self.runs, self.cap)
 
     def observe(self, value: int) -> None:
+        if self.drift is not None:  # score the fallback and the drift, then teach the drift
+            self.errors[0] = (self.errors[0] + abs(self._level() - value)) // 2
+            self.errors[1] = (self.errors[1] + abs(self.last + self.drift.predict() - value)) // 2
+            self.drift.observe(value - self.last)
         self.low, self.high = (value, value) if not self.seen else (min(self.low, value), max(self.high, value))
         self.last, self.total, self.seen = value, self.total + value, self.seen + 1
         if self.sequence is None:
@@ -122,6 +131,8 @@ class LocalModel:
             if len(self.tokens) == self.limit:
                 self.sequence = None  # the fallback: the local grammar and its values are freed
                 self.tokens, self.counts = {}, []
+                if self.fallback_value != "zero":
+                    self.drift = LocalModel(self.limit, "zero", cap=self.cap)
                 return
             self.tokens[value] = len(self.tokens)
             self.counts.append(0)
@@ -133,9 +144,14 @@ class LocalModel:
     def fallen_back(self) -> bool:
         return self.sequence is None
 
+    def _level(self) -> int:
+        return {"mean": round(self.total / self.seen), "zero": 0, "max": self.high}[self.fallback_value]
+
     def predict(self) -> int:
         if self.sequence is None:
-            return {"mean": round(self.total / self.seen), "zero": 0, "max": self.high}[self.fallback_value]
+            if self.drift is not None and self.errors[1] < self.errors[0]:
+                return self.last + self.drift.predict()
+            return self._level()
         if len(self.tokens) == 1:
             return self.last
         values = list(self.tokens)
