@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 
 from ioloom.progress import QUIET_OPTION
+from ioloom.shown import shown
 
 STRIPE_OPTION = typer.Option(1 << 20, "--stripe-size", min=1,
                              help="Stripe size in bytes that requests are checked against (misalignment).")
@@ -50,7 +51,7 @@ def analyse_or_exit(trace: Path, stripe_size: int, scheduler: str | None, quiet:
 
 
 def _fmt(value) -> str:
-    return "-" if value is None else f"{value:,.2f}"
+    return shown(value, ",.2f")
 
 
 def _layers_table(io: dict):

@@ -26,6 +26,7 @@ import typer
 
 from ioloom import mpi, paths
 from ioloom.bench import app, stats
+from ioloom.shown import shown
 
 # kernel: (thesis row, hit ratio %, offsets contiguous %, offsets Omnisc'IO %, time error s, immediate reaccess s)
 THESIS = {
@@ -157,18 +158,16 @@ def print_folded(report: dict) -> None:
 
 def _row(kernel: str, f: dict) -> list[str]:
     row, hit, contiguous, offsets, time_error, immediate = THESIS[kernel]
-
-    def pct(value):
-        return "-" if value is None else f"{value:.1f}"
-
-    return [row, f"{f['operations']:,}", str(f["symbols"]), f"{pct(f['symbol_accuracy_pct'])}",
-            f"{pct(f['hit_ratio_pct'])} ({hit:.1f})",
-            f"{pct(f['offset_accuracy_pct'])} ({offsets:.1f})",
-            f"{pct(f['offset_contiguous_pct'])} ({contiguous:.1f})",
+    pct = {key: shown(f[key], ".1f") for key in ("symbol_accuracy_pct", "hit_ratio_pct", "offset_accuracy_pct",
+                                                 "offset_contiguous_pct")}
+    return [row, f"{f['operations']:,}", str(f["symbols"]), pct["symbol_accuracy_pct"],
+            f"{pct['hit_ratio_pct']} ({hit:.1f})",
+            f"{pct['offset_accuracy_pct']} ({offsets:.1f})",
+            f"{pct['offset_contiguous_pct']} ({contiguous:.1f})",
             f"{f['time_error_s']:.4f} ({time_error:.3f})",
             f"{f['time_error_immediate_reaccess_s']:.4f} ({immediate:.3f})",
             str(f["grammar_size"][-1][1]), f"{f['model_us_per_op']:.0f}",
-            pct(f["online"]["symbol_accuracy_pct"]) if f.get("online") else "-"]
+            shown(f["online"]["symbol_accuracy_pct"], ".1f") if f.get("online") else "-"]
 
 
 def print_table(report: dict) -> None:

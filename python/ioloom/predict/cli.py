@@ -9,6 +9,7 @@ from pathlib import Path
 import typer
 
 from ioloom.predict.model import Options
+from ioloom.shown import percent, shown
 
 PHASES_SHOWN = 8  # phases listed per process by --phases (JSON: all)
 
@@ -52,14 +53,6 @@ def analyse_trace(trace, options: Options, rank: int | None = None, limit: int |
     return out
 
 
-def pct_text(value: float | None) -> str:
-    return "-" if value is None else f"{value:.1f}%"
-
-
-def _seconds(value: float | None) -> str:
-    return "-" if value is None else f"{value:.6f} s"
-
-
 def _growth(sizes: list[list[int]] | list[tuple[int, int]]) -> str:
     return " ".join(f"{ops:,}:{size}" for ops, size in sizes)
 
@@ -85,11 +78,11 @@ def print_online(o: dict | None) -> None:
         echo(f"  in the tracer                   {o['calls']:,} calls, {o['stack_symbols']} stack symbols; no "
              "prediction (IOLOOM_PREDICT=1 predicts in the tracer)")
         return
-    echo(f"  in the tracer (online)          symbol accuracy {pct_text(o['symbol_accuracy_pct'])} over {o['calls']:,} "
-         f"calls (last window {pct_text(o['symbol_accuracy_last_window_pct'])}), {o['stack_symbols']} stack symbols, "
+    echo(f"  in the tracer (online)          symbol accuracy {percent(o['symbol_accuracy_pct'])} over {o['calls']:,} "
+         f"calls (last window {percent(o['symbol_accuracy_last_window_pct'])}), {o['stack_symbols']} stack symbols, "
          f"grammar {o['grammar_size']} symbols; the Python model on the same symbols "
-         f"{pct_text(o['python_symbol_accuracy_pct'])}, the same predictions on "
-         f"{pct_text(o['same_predictions_pct'])} of calls")
+         f"{percent(o['python_symbol_accuracy_pct'])}, the same predictions on "
+         f"{percent(o['same_predictions_pct'])} of calls")
     for limit in limits_reached(o):
         echo(f"  {limit}")
 
@@ -104,17 +97,17 @@ def print_process(p: dict) -> None:
         echo("  nothing to predict (fewer than two operations)")
         return
     converged = p["converged_at_operation"]
-    echo(f"  symbol accuracy (10-op window)  {pct_text(p['symbol_accuracy_pct'])} (last window "
-         f"{pct_text(p['symbol_accuracy_last_window_pct'])}, " +
+    echo(f"  symbol accuracy (10-op window)  {percent(p['symbol_accuracy_pct'])} (last window "
+         f"{percent(p['symbol_accuracy_last_window_pct'])}, " +
          (f"100% from operation {converged:,})" if converged else "never 100%)"))
     size = "-" if p["size_error_mean"] is None else f"mean {p['size_error_mean']:.4f}"
-    echo(f"  size error (Eq. 7.2)            {size}, exact {pct_text(p['size_exact_pct'])}")
-    echo(f"  offset accuracy                 {pct_text(p['offset_accuracy_pct'])} (contiguous baseline "
-         f"{pct_text(p['offset_contiguous_pct'])})")
-    echo(f"  hit ratio (Eq. 7.3)             {pct_text(p['hit_ratio_pct'])}")
-    echo(f"  time error                      {_seconds(p['time_error_s'])} (immediate reaccess "
-         f"{_seconds(p['time_error_immediate_reaccess_s'])}); transitions: {p['transitions_immediate']} immediate, "
-         f"{p['transitions_distant']} distant")
+    echo(f"  size error (Eq. 7.2)            {size}, exact {percent(p['size_exact_pct'])}")
+    echo(f"  offset accuracy                 {percent(p['offset_accuracy_pct'])} (contiguous baseline "
+         f"{percent(p['offset_contiguous_pct'])})")
+    echo(f"  hit ratio (Eq. 7.3)             {percent(p['hit_ratio_pct'])}")
+    error, immediate = (shown(p[key], ".6f", unit=" s") for key in ("time_error_s", "time_error_immediate_reaccess_s"))
+    echo(f"  time error                      {error} (immediate reaccess {immediate}); transitions: "
+         f"{p['transitions_immediate']} immediate, {p['transitions_distant']} distant")
     echo(f"  grammar size (ops:symbols)      {_growth(p['grammar_size'])}; {p['grammar_rules']} rules")
     if p["grammar_past_cap"]:
         echo(f"  grammar cap reached: the last {p['grammar_past_cap']:,} operations were predicted from the frozen "
@@ -131,16 +124,14 @@ def print_process(p: dict) -> None:
 def print_phases(f: dict) -> None:
     """The I/O phases as the prediction interface foresaw them (`--phases`): figures, then the first phases."""
     echo = typer.echo
-    end = "-" if f["end_error_mean_s"] is None else f"{f['end_error_mean_s']:.6f} s"
-    span = "-" if f["phase_mean_s"] is None else f"{f['phase_mean_s']:.6f} s"
+    end, span = (shown(f[key], ".6f", unit=" s") for key in ("end_error_mean_s", "phase_mean_s"))
     echo(f"  I/O phases (interface)          {f['phases']:,}; length predicted right "
-         f"{pct_text(f['length_right_pct'])} of {f['lengths_predicted']:,} predicted, bytes written right "
-         f"{pct_text(f['written_right_pct'])}; end error mean {end} (a phase lasts {span} on average)")
+         f"{percent(f['length_right_pct'])} of {f['lengths_predicted']:,} predicted, bytes written right "
+         f"{percent(f['written_right_pct'])}; end error mean {end} (a phase lasts {span} on average)")
     for p in f["list"][:PHASES_SHOWN]:
-        said = "-" if p["predicted_operations"] is None else f"{p['predicted_operations']:,}"
-        bytes_said = "-" if p["predicted_written"] is None else f"{p['predicted_written']:,}"
-        echo(f"    from operation {p['first'] + 1:,}: {p['operations']:,} operations (predicted {said}), "
-             f"{p['written']:,} B written (predicted {bytes_said}), {(p['end_ns'] - p['start_ns']) / 1e9:.6f} s")
+        echo(f"    from operation {p['first'] + 1:,}: {p['operations']:,} operations (predicted "
+             f"{shown(p['predicted_operations'])}), {p['written']:,} B written (predicted "
+             f"{shown(p['predicted_written'])}), {(p['end_ns'] - p['start_ns']) / 1e9:.6f} s")
     if len(f["list"]) > PHASES_SHOWN:
         echo(f"    ... {len(f['list']) - PHASES_SHOWN:,} more (--json lists them all)")
 

@@ -23,6 +23,7 @@ import numpy as np
 
 from ioloom.coord import offsets
 from ioloom.coord.policy import Policy
+from ioloom.shown import shown
 from ioloom.sim import engine, workload
 from ioloom.sim.coord import COORDINATED, PhaseCoordinator, plot_rows, publish
 from ioloom.sim.phases import rank_phases
@@ -203,13 +204,13 @@ def print_report(report: dict) -> None:
     print(f"  {'job':>3} {'phase':>5} {'ops':>6} {'predicted':>9} {'MiB written':>11} {'predicted':>9} "
           f"{'t_alone s':>10} {'predicted':>10}  verdict")
     for a in report["announcements"]:
-        print(f"  {'AB'[a['job']]:>3} {a['phase']:>5} {a['operations']:>6,} {_text(a['predicted_operations']):>9} "
-              f"{a['written'] / 2**20:>11.3f} {_mib(a['predicted_written']):>9} {a['t_alone']:>10.6f} "
-              f"{_text(a['predicted_t_alone'], '.6f'):>10}  {a['verdict']}")
+        print(f"  {'AB'[a['job']]:>3} {a['phase']:>5} {a['operations']:>6,} {shown(a['predicted_operations']):>9} "
+              f"{a['written'] / 2**20:>11.3f} {shown(a['predicted_written'], '.3f', 2**20):>9} {a['t_alone']:>10.6f} "
+              f"{shown(a['predicted_t_alone'], '.6f'):>10}  {a['verdict']}")
     print(f"{'dt (s)':>8} {'policy':>9} {'announce':>9} {'I_A':>6} {'I_B':>6} {'f/f_none':>8}  decided unlike oracle")
     for r in report["rows"]:
         print(f"{r['dt']:+8.4f} {r['policy']:>9} {r['announce']:>9} {r['i_a']:6.3f} {r['i_b']:6.3f} "
-              f"{r['f_ratio']:8.3f}  {_text(r['unlike_oracle'])}")
+              f"{r['f_ratio']:8.3f}  {shown(r['unlike_oracle'])}")
 
 
 def plot(report: dict, path: Path) -> None:
@@ -218,14 +219,6 @@ def plot(report: dict, path: Path) -> None:
     rows = [{**r, "pair": f"{mode} announcements"} for mode in MODES for r in report["rows"]
             if r["announce"] in ("-", ANY, mode)]
     plot_rows(rows, path)
-
-
-def _text(value, fmt: str = ",") -> str:
-    return "-" if value is None else f"{value:{fmt}}"
-
-
-def _mib(value: int | None) -> str:
-    return "-" if value is None else f"{value / 2**20:.3f}"
 
 
 def main(traces: tuple[Path, Path], points: int, metric: str, min_gain: float, platform: Platform,

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ioloom.predict.cli import pct_text
 from ioloom.predict.model import Options
 from ioloom.predict.phases import Call, PredictedPhase, foreseen, phase_figures
+from ioloom.shown import percent, shown
 from ioloom.sim.workload import KINDS, Workload, rank_rows
 
 SHOWN = 8  # phases printed per rank (--json: all)
+SECONDS = ".6f"  # seconds as printed
 
 
 def _calls(w: Workload, rows: np.ndarray, times: np.ndarray) -> list[Call]:
@@ -65,19 +66,16 @@ def print_replay_phases(ranks: list[dict]) -> None:
     for r in ranks:
         s, t = r["simulated"], r["traced"]
         print(f"rank {r['rank']}: {s['phases']:,} phases ({'the same' if r['same_phases'] else 'NOT the same'} "
-              f"operations as traced); length right {pct_text(s['length_right_pct'])} of {s['lengths_predicted']:,} "
-              f"predicted; end error mean {_s(s['end_error_mean_s'])} simulated (phases of {_s(s['phase_mean_s'])}), "
-              f"{_s(t['end_error_mean_s'])} traced (phases of {_s(t['phase_mean_s'])})")
+              f"operations as traced); length right {percent(s['length_right_pct'])} of {s['lengths_predicted']:,} "
+              f"predicted; end error mean {shown(s['end_error_mean_s'], SECONDS)} simulated (phases of "
+              f"{shown(s['phase_mean_s'], SECONDS)}), {shown(t['end_error_mean_s'], SECONDS)} traced (phases of "
+              f"{shown(t['phase_mean_s'], SECONDS)})")
         print(f"  {'first op':>8} {'ops':>6} {'predicted':>9} {'traced s':>10} {'simulated s':>11} "
               f"{'sim. end s':>11} {'predicted end s':>15}")
         for p in r["list"][:SHOWN]:
-            said = "-" if p["predicted_operations"] is None else f"{p['predicted_operations']:,}"
-            print(f"  {p['first'] + 1:>8,} {p['operations']:>6,} {said:>9} {_s(p['traced_s']):>10} "
-                  f"{_s(p['simulated_end_s'] - p['simulated_start_s']):>11} {_s(p['simulated_end_s']):>11} "
-                  f"{_s(p['predicted_end_s']):>15}")
+            simulated = p["simulated_end_s"] - p["simulated_start_s"]
+            print(f"  {p['first'] + 1:>8,} {p['operations']:>6,} {shown(p['predicted_operations']):>9} "
+                  f"{shown(p['traced_s'], SECONDS):>10} {shown(simulated, SECONDS):>11} "
+                  f"{shown(p['simulated_end_s'], SECONDS):>11} {shown(p['predicted_end_s'], SECONDS):>15}")
         if len(r["list"]) > SHOWN:
             print(f"  ... {len(r['list']) - SHOWN:,} more (--json lists them all)")
-
-
-def _s(value: float | None) -> str:
-    return "-" if value is None else f"{value:.6f}"
