@@ -58,6 +58,23 @@ def test_next_operation_and_phase_of_a_regular_loop():
     assert next_open.symbol == "open64 out_#.dat" and next_open.start_ns >= clock.t + 50 * MS * 0.99
 
 
+def test_phase_asks_the_model_only_past_the_predicted_length():
+    p = Predictor()
+    clock = Clock(p)
+    for i in range(4):
+        clock.step(i, 24)
+    asked = []
+    predict = p.model.predict
+    p.model.predict = lambda: asked.append(len(asked)) or predict()  # counts the model's predictions
+    clock.call("open64", "/scratch/out_0004.dat", after=50 * MS)
+    for j in range(24):
+        clock.call("write", "/scratch/out_0004.dat", j * MIB, MIB)
+        assert p.phase().remaining == 24 - j  # within the predicted length of 26: no prediction asked
+    assert not asked
+    clock.call("close", "/scratch/out_0004.dat")
+    assert p.phase().remaining == 0 and len(asked) == 1  # at the predicted length: is the next call distant?
+
+
 def test_phase_lengths_that_alternate_are_learnt():
     """Every third step also writes a restart (98 operations instead of 26): the length model learns it."""
     p = Predictor()

@@ -165,12 +165,12 @@ def test_python_phases_answer_as_the_c_ones(header, lines):
         fields, before, after = line.split("\t")
         symbol, kind, place, offset, size, t_start, t_end, held = (int(f) for f in fields.split())
         phases.hold(held)
-        assert tuple(phases.now(model.predict(), t_start)) == _phase(before), f"{header[1]}: before {index}"
+        assert tuple(phases.now(model.predict, t_start)) == _phase(before), f"{header[1]}: before {index}"
         phases.observe(KIND_NAMES[kind], size, t_start, t_end)
         model.kinds.setdefault(symbol, KIND_NAMES[kind])
         model.places.setdefault(symbol, str(place))
         model.observe(Operation(symbol, KIND_NAMES[kind], str(place), place, offset, size, t_start, t_end))
-        assert tuple(phases.now(model.predict())) == _phase(after), f"{header[1]}: after {index}"
+        assert tuple(phases.now(model.predict)) == _phase(after), f"{header[1]}: after {index}"
 
 
 def test_c_writes_the_committed_phase_vectors(tmp_path):

@@ -11,6 +11,7 @@ is this part alone; its C twin is native/predict/phase.h, held to the same answe
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 from ioloom.predict.model import Candidate, LocalModel, Operation, Options, ProcessModel
@@ -89,10 +90,11 @@ class Phases:
         self.expected = self.lengths.predict() if self.lengths.seen else None
         self.to_write = self.volumes.predict() if self.volumes.seen else None
 
-    def now(self, candidates: list[Candidate], now_ns: int | None = None) -> Phase:
-        """The current phase, `candidates` being the model's for the next operation. Asked at now_ns at least
-        gap_ns after the last operation's end, the phase an operation starting then begins (done 0; the current
-        one ends there, learnt)."""
+    def now(self, candidates: Callable[[], list[Candidate]], now_ns: int | None = None) -> Phase:
+        """The current phase, `candidates()` giving the model's candidates for the next operation (asked only
+        past the phase's predicted length, or before any is known). Asked at now_ns at least gap_ns after the
+        last operation's end, the phase an operation starting then begins (done 0; the current one ends there,
+        learnt)."""
         if self.last_end is None:
             return Phase(0, None, None, None)
         if now_ns is not None and now_ns - self.held - self.last_end >= self.gap_ns:
@@ -107,10 +109,11 @@ class Phases:
         end = None if self.expected is None else now_ns + round(self.expected * self.op_ns)
         return Phase(0, self.expected, end, self.expected, 0, self.to_write)
 
-    def _remaining(self, candidates: list[Candidate]) -> int | None:
+    def _remaining(self, candidates: Callable[[], list[Candidate]]) -> int | None:
         if self.expected is not None and self.done < self.expected:
             return self.expected - self.done
-        if candidates and all(c.gap_ns >= self.gap_ns for c in candidates):
+        predicted = candidates()
+        if predicted and all(c.gap_ns >= self.gap_ns for c in predicted):
             return 0
         return None
 
@@ -159,4 +162,4 @@ class Predictor:
         bytes it wrote and is predicted to write. Past the predicted length, it ends when the next transition is
         predicted distant (remaining 0), else the remainder is unknown. With now_ns past the phase gap: the phase
         an operation starting then would begin (`Phases.now`)."""
-        return self.phases.now(self.model.predict() if self.phases.last_end is not None else [], now_ns)
+        return self.phases.now(self.model.predict, now_ns)

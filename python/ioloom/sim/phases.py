@@ -19,15 +19,16 @@ SECONDS = ".6f"  # seconds as printed
 def _calls(w: Workload, rows: np.ndarray, times: np.ndarray) -> list[Call]:
     """One rank's operations as the predictor takes them, at `times` (seconds, per operation: start and end)."""
     assert w.calls is not None and w.paths is not None  # a replayed trace (workload.from_trace)
+    ops = w.ops[rows]
     ns = np.round(times[rows] * 1e9).astype(np.int64)
-    out = []
-    for i, (start, end) in zip(rows, ns):
-        op = w.ops[i]
-        kind = int(op["kind"])
-        data = kind in (KINDS["write"], KINDS["read"])
-        out.append(Call(str(w.calls[i]), w.paths[int(op["file"])], int(op["offset"]) if data else -1,
-                        int(op["length"]), int(start), int(end), int(kind == KINDS["write"]) if data else -1))
-    return out
+    writes = ops["kind"] == KINDS["write"]
+    data = writes | (ops["kind"] == KINDS["read"])
+    offsets = np.where(data, ops["offset"], -1)
+    aux = np.where(data, writes.astype(np.int64), -1)  # a copy's or aio result's direction: 1 write, 0 read
+    paths = [w.paths[f] for f in ops["file"].tolist()]
+    return [Call(*fields) for fields in zip(w.calls[rows].astype(str).tolist(), paths, offsets.tolist(),
+                                             ops["length"].tolist(), ns[:, 0].tolist(), ns[:, 1].tolist(),
+                                             aux.tolist(), strict=True)]
 
 
 def rank_phases(w: Workload, times: np.ndarray, options: Options | None = None
