@@ -280,3 +280,43 @@ def test_every_spelling_of_a_path_into_the_mount_reaches_the_layer(tmp_path):
     for i, name in enumerate(names):
         assert is_container(mount / name) and Container.open(mount / name).read() == b"file %d" % i, name
     assert (tmp_path / "mnt2" / "g").is_file() and (tmp_path / "mnt2" / "g").read_bytes() == b"file 6"
+
+
+STATS = r"""
+import json, os, sys
+for _ in range(int(sys.argv[2])):
+    st = os.stat(sys.argv[1])
+print(json.dumps([st.st_size, st.st_blocks]))
+"""
+
+
+def test_a_stat_lists_the_container_once(tmp_path):
+    """A stat of a container (OMPIO stats the file it has just opened, at every MPI_File_open) loads the writers'
+    indexes and adds up their logs' blocks in one listing of its directory: today's main listed it twice (the
+    indexes, then the logs). Counted by a tool preloaded after the layer, which the layer's own calls reach (one
+    run of 3 stats against one of 1: the process's start lists its descriptors); the size is the plain file's, the
+    blocks what the logs take."""
+    shim = tmp_path / "shim.so"
+    subprocess.run(["gcc", "-O2", "-shared", "-fPIC", "-o", shim, Path(__file__).parent / "programs" /
+                    "logfs_next_shim.c", "-ldl"], check=True)
+    plain, mnt = tmp_path / "plain", tmp_path / "mnt"
+    plain.mkdir()
+    mnt.mkdir()
+    for d, env in ((plain, {}), (mnt, preload.env({mnt: []}))):
+        for rank, at in ((0, 0), (1, 70000)):   # two writers: two index journals and two logs
+            script = f"import os; fd = os.open('{d}/f', os.O_WRONLY | os.O_CREAT); os.pwrite(fd, b'x' * 65536, {at})"
+            subprocess.run([sys.executable, "-c", script], env={**os.environ, **env, "PMI_RANK": str(rank)},
+                           check=True)
+    listings = []
+    for stats in (1, 3):
+        counts = tmp_path / f"counts{stats}"
+        env = {**os.environ, **preload.env({mnt: []}), "LOGFS_SHIM_OUT": str(counts)}
+        env["LD_PRELOAD"] += f":{shim}"
+        out = subprocess.run([sys.executable, "-c", STATS, mnt / "f", str(stats)], env=env, capture_output=True,
+                             text=True, check=True)
+        size, blocks = json.loads(out.stdout)
+        assert size == (plain / "f").stat().st_size == 70000 + 65536
+        assert blocks == sum(p.stat().st_blocks for p in (mnt / "f").glob("log.*")) > 0
+        (line,) = counts.read_text().splitlines()
+        listings.append(int(dict(item.split("=") for item in line.split("logfs:", 1)[1].split())["closedir"]))
+    assert listings[1] - listings[0] == 2, listings   # one listing per stat

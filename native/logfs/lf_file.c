@@ -26,8 +26,17 @@
 static int writable(const lf_file *f) { return (f->flags & O_ACCMODE) != O_RDONLY; }
 static int readable(const lf_file *f) { return (f->flags & O_ACCMODE) != O_WRONLY; }
 
-lf_file *lf_open_file(const char *dir, uint32_t file_id, int flags, mode_t mode, const struct lf_backends *backends,
-                      int absent) {
+/* Closes a handle whose open failed; NULL with the failure's errno. */
+static lf_file *failed(lf_file *f) {
+    int saved = errno;
+    lf_close(f);
+    errno = saved;
+    return NULL;
+}
+
+/* A handle on the container `dir` (made first under O_CREAT), its metadata read, no index loaded yet. */
+static lf_file *new_handle(const char *dir, uint32_t file_id, int flags, mode_t mode,
+                           const struct lf_backends *backends, int absent) {
     struct lf_meta made;
     int created = 0;
     if (flags & O_CREAT) {
@@ -48,17 +57,22 @@ lf_file *lf_open_file(const char *dir, uint32_t file_id, int flags, mode_t mode,
     lf_writer_init(f);
     /* The metadata this handle just wrote is not read back, unless it names extra backends (reading checks and
      * resolves their directories as every later opener will). */
-    int meta_failed = created && made.nbackends == 1 ? (f->meta = made, 0) : lf_meta_read(dir, &f->meta);
+    if (created && made.nbackends == 1 ? (f->meta = made, 0) : lf_meta_read(dir, &f->meta)) return failed(f);
+    return f;
+}
+
+/* Opened with O_TRUNC for writing: a truncate to 0 logged when the file holds bytes; -1 if logging it failed. */
+static int truncate_at_open(lf_file *f) {
+    if (!(f->flags & O_TRUNC) || !writable(f) || lf_map_build(f) || !f->map.size) return 0;
+    return lf_writer_append(f, LF_TRUNCATE, NULL, 0, 0) ? -1 : 0;
+}
+
+lf_file *lf_open_file(const char *dir, uint32_t file_id, int flags, mode_t mode, const struct lf_backends *backends,
+                      int absent) {
+    lf_file *f = new_handle(dir, file_id, flags, mode, backends, absent);
     /* A writer loads the other writers' indexes on its first read or size query, not here: N writers opening a
      * shared file would otherwise read N^2 journals. A reader loads them now, so a damaged index fails the open. */
-    if (meta_failed || (!writable(f) && lf_load_others(f)) ||
-        ((flags & O_TRUNC) && writable(f) && lf_map_build(f) == 0 && f->map.size &&
-         lf_writer_append(f, LF_TRUNCATE, NULL, 0, 0))) {
-        int saved = errno;
-        lf_close(f);
-        errno = saved;
-        return NULL;
-    }
+    if (f && ((!writable(f) && lf_load_others(f)) || truncate_at_open(f))) return failed(f);
     return f;
 }
 
@@ -201,30 +215,34 @@ int lf_close(lf_file *f) {
 static blkcnt_t log_blocks(const struct lf_meta *m, int b) {
     DIR *d = lf_opendir(m->backend[b]);
     blkcnt_t blocks = 0;
-    for (struct dirent *de; d && (de = IOLOOM_NEXT(readdir)(d));) {
-        struct stat fst;
-        if (lf_member_group(m, b, de->d_name, "log") &&
-            !IOLOOM_NEXT(fstatat)(dirfd(d), de->d_name, &fst, AT_SYMLINK_NOFOLLOW))
-            blocks += fst.st_blocks;
-    }
+    for (struct dirent *de; d && (de = IOLOOM_NEXT(readdir)(d));)
+        if (lf_member_group(m, b, de->d_name, "log")) blocks += lf_member_blocks(dirfd(d), de->d_name);
     if (d) IOLOOM_NEXT(closedir)(d);
     return blocks;
 }
 
-void lf_stat_fill(const lf_file *f, int64_t size, struct stat *st) {
+static void stat_set(const lf_file *f, int64_t size, blkcnt_t blocks, struct stat *st) {
     st->st_mode = S_IFREG | f->meta.mode;
     st->st_size = size;
     st->st_nlink = 1;
-    st->st_blocks = 0;
-    for (int b = 0; b < f->meta.nbackends; b++) st->st_blocks += log_blocks(&f->meta, b);
+    st->st_blocks = blocks;
 }
 
+void lf_stat_fill(const lf_file *f, int64_t size, struct stat *st) {
+    blkcnt_t blocks = 0;
+    for (int b = 0; b < f->meta.nbackends; b++) blocks += log_blocks(&f->meta, b);
+    stat_set(f, size, blocks, st);
+}
+
+/* One scan of the container's directories loads the indexes (the size) and adds up the logs' blocks: MPI-IO
+ * libraries stat the file they have just opened (OMPIO's file system probe at every MPI_File_open). */
 int lf_stat(const char *dir, struct stat *st) {
-    lf_file *f = lf_open(dir, O_RDONLY, 0, NULL);
+    lf_file *f = new_handle(dir, 0, O_RDONLY, 0, NULL, 0);
     if (!f) return -1;
-    int64_t size = lf_size(f);
+    blkcnt_t blocks = 0;
+    int64_t size = lf_load_scan(f, &blocks) ? -1 : lf_size(f);
     int rc = size >= 0 ? IOLOOM_NEXT(stat)(dir, st) : -1; /* the times, owner and inode: the directory's */
-    if (rc == 0) lf_stat_fill(f, size, st);
+    if (rc == 0) stat_set(f, size, blocks, st);
     int saved = errno;
     lf_close(f);
     errno = saved;

@@ -129,6 +129,8 @@ const char *lf_member_group(const struct lf_meta *m, int b, const char *name, co
 /* Whole file into a malloc'ed buffer (NUL-terminated); NULL with errno on failure. Never follows a symbolic
  * link (a link planted in a container must not make a reader show another file). */
 char *lf_slurp(const char *path, size_t *len);
+/* lf_slurp of `name` relative to the directory open as `dirfd` (a name found in it: no path walked again). */
+char *lf_slurp_at(int dirfd, const char *name, size_t *len);
 /* A container refused as damaged or crafted: counted, the first one described at exit; -1 with errno EIO. */
 int lf_damaged(const char *path, const char *what);
 void lf_damaged_report(void);
@@ -172,6 +174,12 @@ int lf_pack_list(const char *pack, void (*fn)(const char *name, void *arg), void
 
 /* lf_read.c */
 int lf_load_others(lf_file *f);
+/* lf_load_others, and with `blocks` the blocks the data logs take added to it (a stat's st_blocks) in the same
+ * scan of the backends' directories. */
+int lf_load_scan(lf_file *f, blkcnt_t *blocks);
+/* The blocks the file `name` of the directory open as `dirfd` takes (0 if it cannot be examined); never follows a
+ * link. */
+blkcnt_t lf_member_blocks(int dirfd, const char *name);
 int lf_log_id(lf_file *f, const char *path);
 int lf_map_build(lf_file *f);
 ssize_t lf_map_read(lf_file *f, void *buf, size_t n, uint64_t offset);

@@ -47,8 +47,10 @@ static mode_t process_umask(void) {
     return (mode_t)__atomic_load_n(&known_mask, __ATOMIC_RELAXED);
 }
 
-char *lf_slurp(const char *path, size_t *len) {
-    int fd = IOLOOM_NEXT(open)(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+char *lf_slurp(const char *path, size_t *len) { return lf_slurp_at(AT_FDCWD, path, len); }
+
+char *lf_slurp_at(int dirfd, const char *name, size_t *len) {
+    int fd = IOLOOM_NEXT(openat)(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0) return NULL;
     struct stat st;
     char *buf = NULL;

@@ -93,14 +93,15 @@ static int load_block(lf_file *f, size_t *cap, const char *path, const struct lf
     return 0;
 }
 
-/* One index journal: its valid blocks, up to the first torn or corrupt one (a crash mid-append). */
-static int load_journal(lf_file *f, size_t *cap, int backend, const char *group) {
+/* One index journal, `name` in the backend's directory open as `dirfd`: its valid blocks, up to the first torn or
+ * corrupt one (a crash mid-append). */
+static int load_journal(lf_file *f, size_t *cap, int backend, const char *group, int dirfd, const char *name) {
     char path[PATH_MAX], log_path[PATH_MAX];
     if (lf_member_path(&f->meta, backend, "index", group, path, sizeof path) ||
         lf_member_path(&f->meta, backend, "log", group, log_path, sizeof log_path))
         return -1;
     size_t len;
-    char *buf = lf_slurp(path, &len);
+    char *buf = lf_slurp_at(dirfd, name, &len);
     if (!buf) return errno == ENOENT ? 0 : -1;
     int log = lf_log_id(f, log_path), rc = log < 0 ? -1 : 0;
     for (size_t at = 0; rc == 0 && at + sizeof(struct lf_block) <= len;) {
@@ -119,7 +120,14 @@ static int load_journal(lf_file *f, size_t *cap, int backend, const char *group)
     return rc;
 }
 
-int lf_load_others(lf_file *f) {
+blkcnt_t lf_member_blocks(int dirfd, const char *name) {
+    struct stat st;
+    return IOLOOM_NEXT(fstatat)(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) ? 0 : st.st_blocks;
+}
+
+int lf_load_others(lf_file *f) { return lf_load_scan(f, NULL); }
+
+int lf_load_scan(lf_file *f, blkcnt_t *blocks) {
     size_t cap = f->nothers;
     f->nothers = 0;
     for (int b = 0; b < f->meta.nbackends; b++) {
@@ -130,10 +138,12 @@ int lf_load_others(lf_file *f) {
         }
         for (struct dirent *de; (de = IOLOOM_NEXT(readdir)(d));) {
             const char *group = lf_member_group(&f->meta, b, de->d_name, "index");
-            if (group && load_journal(f, &cap, b, group)) {
+            if (group && load_journal(f, &cap, b, group, dirfd(d), de->d_name)) {
                 IOLOOM_NEXT(closedir)(d);
                 return -1;
             }
+            if (!group && blocks && lf_member_group(&f->meta, b, de->d_name, "log"))
+                *blocks += lf_member_blocks(dirfd(d), de->d_name);
         }
         IOLOOM_NEXT(closedir)(d);
     }
