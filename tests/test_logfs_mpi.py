@@ -116,17 +116,45 @@ os.close(fd)
 """
 
 
-def test_ompio_lock_probe_stays_a_plain_file(tmp_path):
-    """OMPIO's NAME.locktest.RANK probe under a mount is a plain file, as in a plain directory (the oracle): today's
-    main made each one a container, created and removed at every MPI_File_open (most of a 4 MiB read's time)."""
+@pytest.mark.parametrize("name", ["f.locktest.0", "f-2983034881-41234.lock"])
+def test_ompio_lock_files_stay_plain_files(tmp_path, name):
+    """OMPIO's NAME.locktest.RANK probe and its lockedfile component's NAME-JOBID-PID.lock (the shared file pointer
+    when ranks span nodes) under a mount are plain files, as in a plain directory (the oracle): today's main made
+    the probe a container created and removed at every MPI_File_open (most of a 4 MiB read's time), and still makes
+    the pointer's file one (its fcntl locks then sync points)."""
     import os
     import subprocess
     import sys
     mount, plain = tmp_path / "mnt", tmp_path / "plain"
     mount.mkdir()
     plain.mkdir()
-    subprocess.run([sys.executable, "-c", LOCKTEST, plain / "f.locktest.0"], check=True)
-    subprocess.run([sys.executable, "-c", LOCKTEST, mount / "f.locktest.0"], check=True,
+    subprocess.run([sys.executable, "-c", LOCKTEST, plain / name], check=True)
+    subprocess.run([sys.executable, "-c", LOCKTEST, mount / name], check=True,
                    env={**os.environ, **preload.env({mount: []})})
-    assert (mount / "f.locktest.0").is_file() and not (mount / "f.locktest.0").is_dir()
-    assert (mount / "f.locktest.0").read_bytes() == (plain / "f.locktest.0").read_bytes()
+    assert (mount / name).is_file() and not (mount / name).is_dir()
+    assert (mount / name).read_bytes() == (plain / name).read_bytes()
+
+
+# mpiio_matrix.c's variants but "ordered": the shared pointer's (shared, ishared) read back blocks other ranks wrote
+# with no sync between, which MPI's consistency rules leave undefined (logfs: close-to-open, logfs-format.md), and
+# split_ordered fails through logfs with either sharedfp component (write_ordered_end, MPI_ERR_OTHER; not yet known).
+NOT_ORDERED = "at,at_all,individual,individual_all,shared,iat,iat_all,iindividual,iindividual_all,ishared,split_at," \
+              "split_individual,split_ordered,strided_all,strided,file_calls"
+
+
+def test_shared_file_pointers_through_lockedfile(mpi, tmp_path):
+    """Open MPI's ordered accesses under its lockedfile component (the shared file pointer it picks when the ranks
+    span nodes), through logfs: each rank reads back its block (tests/programs/mpiio_matrix.c checks), the file
+    equals the plain run's, and no pointer file is left behind. Today's main made the pointer's NAME-JOBID-PID.lock
+    a container, and a rank crashed (SIGSEGV)."""
+    if mpi.name != "openmpi":
+        pytest.skip("sharedfp/lockedfile is OMPIO's")
+    program = mpi.compile("mpiio_matrix.c")
+    select = {"OMPI_MCA_io": "ompio", "OMPI_MCA_sharedfp": "lockedfile"}
+    plain, mount = tmp_path / "plain", tmp_path / "mnt"
+    plain.mkdir()
+    mount.mkdir()
+    mpi.run(3, [program, plain, NOT_ORDERED], env=select)
+    mpi.run(3, [program, mount, NOT_ORDERED], env={**preload.env({mount: []}), **select})
+    assert sorted(p.name for p in mount.iterdir()) == sorted(p.name for p in plain.iterdir())
+    assert Container.open(mount / "ordered.dat").read() == (plain / "ordered.dat").read_bytes()

@@ -2,8 +2,8 @@
  *
  *   IOLOOM_LOGFS_ROOTS=MOUNT[=EXTRA[,EXTRA...]][:MOUNT...]
  *
- * A MOUNT is a real directory: files created under it become containers in place (but runtime probes: see
- * runtime_probe), directories and plain files already there stay what they are. EXTRAs are more backend directories
+ * A MOUNT is a real directory: files created under it become containers in place (but runtime files: see
+ * runtime_file), directories and plain files already there stay what they are. EXTRAs are more backend directories
  * (other file systems) over which the containers' logs are spread: the container MOUNT/a/b keeps its files there in
  * EXTRA/lf-spread/<bucket> (or its own EXTRA/a/b.lf<id>; its metadata records EXTRA and a/b, so the tools can check
  * them). An absolute path with no empty, `.` or `..` component outside every mount costs two string scans and one
@@ -124,12 +124,29 @@ int lf_paths_active(void) {
     return nmounts > 0;
 }
 
-/* A file a runtime creates beside the program's to probe the file system, never data: Open MPI's OMPIO tests fcntl
- * locks on NAME.locktest.RANK at every MPI_File_open. Made a container, each open would create and remove one (most
- * of the open's time through the layer, docs/logfs-format.md); it stays a plain file of the mount's directory. */
-static int runtime_probe(const char *path) {
+/* Does `name` end in -DIGITS-DIGITS.lock (Open MPI's NAME-JOBID-PID.lock)? */
+static int pointer_lock_name(const char *name) {
+    size_t len = strlen(name), suffix = sizeof ".lock" - 1;
+    if (len <= suffix || strcmp(name + len - suffix, ".lock")) return 0;
+    const char *end = name + len - suffix;
+    for (int run = 0; run < 2; run++) { /* the pid's digits, then the job id's, each after a dash */
+        const char *digits = end;
+        while (digits > name && digits[-1] >= '0' && digits[-1] <= '9') digits--;
+        if (digits == end || digits - 1 <= name || digits[-1] != '-') return 0;
+        end = digits - 1;
+    }
+    return 1;
+}
+
+/* A file a runtime creates beside the program's, never its data: Open MPI's OMPIO tests fcntl locks on
+ * NAME.locktest.RANK at every MPI_File_open, and its lockedfile component (the shared file pointer when the ranks
+ * span nodes) keeps that pointer in NAME-JOBID-PID.lock under fcntl locks, made at every open and removed at close.
+ * Made containers, each open would create and remove one (most of the open's time through the layer,
+ * docs/logfs-format.md) and every lock would be a sync point; they stay plain files of the mount's directory. */
+static int runtime_file(const char *path) {
     const char *base = strrchr(path, '/');
-    return strstr(base ? base + 1 : path, ".locktest.") != NULL;
+    base = base ? base + 1 : path;
+    return strstr(base, ".locktest.") != NULL || pointer_lock_name(base);
 }
 
 /* Has the relative `path` a `..` component, which may lead out of the directory it is relative to? */
@@ -241,7 +258,7 @@ int lf_resolve(int dirfd, const char *path, struct lf_place *place) {
     int saved = errno;
     int ok = absolute(prefixed ? AT_FDCWD : dirfd, rest, place->dir) == 0;
     errno = saved;
-    if (!ok || (!prefixed && runtime_probe(place->dir))) return 0; /* a logfs: path is always logfs's */
+    if (!ok || (!prefixed && runtime_file(place->dir))) return 0; /* a logfs: path is always logfs's */
     place->backends = place->pack_backends = (struct lf_backends){place->roots, 0, NULL};
     place->pack = 0;
     for (int i = 0; i < nmounts; i++) {
