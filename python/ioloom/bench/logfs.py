@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -38,7 +37,7 @@ from rich.table import Table
 from ioloom import paths, units
 from ioloom.bench import app, competitors
 from ioloom.bench.io import MIB, available_memory, run_bench, summary
-from ioloom.bench.overhead import _thread_instructions, run_probe
+from ioloom.bench.overhead import callgrind_per_call, cpu_not_allowed, run_probe, valgrind_missing
 from ioloom.bench.stats import PUBLISHED_ROUNDS, per_round, rounds_allowed, spread
 from ioloom.logfs import preload
 
@@ -224,10 +223,10 @@ def passthrough_cost(reps: int, directory: Path, calls: int = 200_000, cpu: int 
     probe = str(paths.native_bin("ioloom-overhead-probe"))
     ns: dict[str, dict[str, list[float]]] = {"plain": {}, "preloaded": {}}
     with tempfile.TemporaryDirectory(dir=directory, prefix="ioloom-bench-logfs-probe-") as tmp:
-        envs = _probe_envs(Path(tmp))
+        envs, runs = _probe_envs(Path(tmp)), _probe_runs(Path(tmp))
         for rep in range(reps):
             for label in ("plain", "preloaded") if rep % 2 == 0 else ("preloaded", "plain"):
-                for run, (target, kinds) in _probe_runs(Path(tmp)).items():
+                for run, (target, kinds) in runs.items():
                     for call, value in run_probe([probe], target, calls, envs[label], kinds, cpu, Path(tmp)).items():
                         ns[label].setdefault(_call_name(run, call), []).append(value)
     return {call: {"plain_ns": spread(ns["plain"][call]), "preloaded_ns": spread(ns["preloaded"][call]),
@@ -237,7 +236,7 @@ def passthrough_cost(reps: int, directory: Path, calls: int = 200_000, cpu: int 
 
 def passthrough_instructions(directory: Path, calls: int = 20_000) -> dict:
     """Instructions per call of the path calls (PATH_CALLS, absolute and relative), plain and preloaded, by
-    callgrind (valgrind): the difference of runs of `calls` and 3 x `calls` calls, which cancels start-up and exit."""
+    callgrind (valgrind; overhead.callgrind_per_call, from the probe file's directory)."""
     probe = str(paths.native_bin("ioloom-overhead-probe"))
     counted: dict[str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory(dir=directory, prefix="ioloom-bench-logfs-cg-") as tmp:
@@ -245,9 +244,8 @@ def passthrough_instructions(directory: Path, calls: int = 20_000) -> dict:
         for run, (target, _) in _probe_runs(Path(tmp)).items():
             for call in PATH_CALLS:
                 for label, env in envs.items():
-                    small, large = (_thread_instructions([probe, str(target), str(n), call], env, Path(tmp), Path(tmp))
-                                    for n in (calls, 3 * calls))
-                    counted.setdefault(_call_name(run, call), {})[label] = round((large[0] - small[0]) / (2 * calls), 1)
+                    per_call, _ = callgrind_per_call([probe, str(target)], [call], env, Path(tmp), calls, cwd=Path(tmp))
+                    counted.setdefault(_call_name(run, call), {})[label] = round(per_call, 1)
     return {call: {**c, "added": round(c["preloaded"] - c["plain"], 1)} for call, c in counted.items()}
 
 
@@ -409,11 +407,10 @@ def logfs_command(
         raise typer.BadParameter(f"--shape {', '.join(sorted(unknown))}: expected aligned or ior-hard")
     if (instructions or cpu is not None) and not outside_only:
         raise typer.BadParameter("--instructions and --cpu go with --outside-only")
-    if cpu is not None and cpu not in os.sched_getaffinity(0):
-        allowed = ", ".join(map(str, sorted(os.sched_getaffinity(0))))
-        raise typer.BadParameter(f"--cpu {cpu}: this process may run on CPUs {allowed} only; give one of them")
-    if instructions and not shutil.which("valgrind"):
-        raise typer.BadParameter("--instructions needs valgrind (apt-get install valgrind)")
+    refused = (cpu_not_allowed(cpu) if cpu is not None else None) or (valgrind_missing("--instructions")
+                                                                        if instructions else None)
+    if refused:
+        raise typer.BadParameter(refused)
     if creates_n:
         _report(lambda: creates(creates_n, create_bytes, spread_dirs, reps, directory), load, json_out,
                 lambda console, result: console.print(_creates_table(result)))

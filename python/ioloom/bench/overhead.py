@@ -23,6 +23,7 @@ import statistics
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -243,6 +244,25 @@ def _thread_instructions(argv: list[str], env: dict[str, str], work: Path, cwd: 
     return total, int(encoding.group(1).replace(",", "")) if encoding else 0
 
 
+def valgrind_missing(option: str) -> str | None:
+    """Why `option`'s instruction counts cannot be taken here (valgrind is not installed), or None."""
+    return None if shutil.which("valgrind") else f"{option} needs valgrind (apt-get install valgrind)"
+
+
+def callgrind_per_call(before: list[str], after: list[str], env: dict[str, str], work: Path, calls: int,
+                       cwd: Path | None = None, prepare: Callable[[], None] | None = None) -> tuple[float, float]:
+    """(instructions per call on the program's main thread, of which in the writer's flush_half) by callgrind: the
+    difference of a run of `calls` calls and one of 3 x `calls` (the command `before`, the count, `after`; prepare()
+    called before each run), which cancels start-up and exit."""
+    counts = []
+    for n in (calls, 3 * calls):
+        if prepare:
+            prepare()
+        counts.append(_thread_instructions([*before, str(n), *after], env, work, cwd))
+    (small, small_encoding), (large, large_encoding) = counts
+    return (large - small) / (2 * calls), (large_encoding - small_encoding) / (2 * calls)
+
+
 def instructions_per_call(work: Path, builds: list[Probe], calls: int = 100_000,
                           others: list[Tool] | None = None) -> list[dict]:
     """Instructions per call of each kind on the program's thread, untraced, traced and with each other tool.
@@ -251,18 +271,16 @@ def instructions_per_call(work: Path, builds: list[Probe], calls: int = 100_000,
     probe itself). The traced runs encode on the program's thread (IOLOOM_BACKGROUND_ENCODE=0): valgrind runs one
     thread at a time, so how much the encoder thread would take depends on its scheduling; encoding inline, the
     count is the same run after run, and the encoding (writer.c:flush_half) is counted apart."""
-    if not shutil.which("valgrind"):
-        raise RuntimeError("--instructions needs valgrind (apt-get install valgrind)")
+    missing = valgrind_missing("--instructions")
+    if missing:
+        raise RuntimeError(missing)
     rows = []
     for probe in builds:
         variants = _variants(probe, work / f"cg-{probe.label}", work, others or [],
                              {"IOLOOM_BACKGROUND_ENCODE": "0"})
         for kind in probe.calls:
-            counted = {}
-            for label, env in variants.items():
-                small, large = (_thread_instructions([str(probe.binary), str(work / "cg.dat"), str(n), kind], env, work)
-                                for n in (calls, 3 * calls))
-                counted[label] = ((large[0] - small[0]) / (2 * calls), (large[1] - small[1]) / (2 * calls))
+            counted = {label: callgrind_per_call([str(probe.binary), str(work / "cg.dat")], [kind], env, work, calls)
+                       for label, env in variants.items()}
             untraced = counted.pop("untraced")[0]
             traced, encoding = counted.pop("traced")
             rows.append({"call": kind, "build": probe.label, "untraced": round(untraced, 1),
@@ -377,14 +395,21 @@ def _refuse(message: str) -> None:
     raise typer.Exit(2)
 
 
+def cpu_not_allowed(cpu: int) -> str | None:
+    """Why --cpu `cpu` cannot run the probes (this process may not use it), or None."""
+    allowed = sorted(os.sched_getaffinity(0))
+    if cpu in allowed:
+        return None
+    return f"--cpu {cpu}: this process may run on CPUs {', '.join(map(str, allowed))} only; give one of them"
+
+
 def _pinned_cpu(cpu: int | None) -> int:
     """The CPU the timed runs share: `cpu`, which this process must be allowed to use, or the last one it may."""
-    allowed = sorted(os.sched_getaffinity(0))
     if cpu is None:
-        return allowed[-1]
-    if cpu not in allowed:
-        _refuse(f"--cpu {cpu}: this process may run on CPUs {', '.join(map(str, allowed))} only; give one of them "
-                "or leave --cpu out")
+        return sorted(os.sched_getaffinity(0))[-1]
+    refused = cpu_not_allowed(cpu)
+    if refused:
+        _refuse(f"{refused} or leave --cpu out")
     return cpu
 
 

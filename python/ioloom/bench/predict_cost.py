@@ -18,7 +18,7 @@ from pathlib import Path
 
 from ioloom import paths
 from ioloom.bench import stats
-from ioloom.bench.overhead import _thread_instructions, run_probe
+from ioloom.bench.overhead import callgrind_per_call, run_probe, valgrind_missing
 from ioloom.run import traced_environment
 
 GOAL_NS = 1000
@@ -52,13 +52,15 @@ def instructions(work: Path, frames: list[int], steps: int) -> dict[str, float]:
     """Instructions added per learnt call on ioloom-predict-loop, per setting."""
     out = work / "loop-files"
 
+    def fresh_output() -> None:
+        shutil.rmtree(out, ignore_errors=True)
+        out.mkdir()
+
     def per_run(extra: dict[str, str], build: str) -> float:
-        loop, counts = paths.native_bin(f"ioloom-predict-loop{build}"), []
-        for n in (steps, 3 * steps):
-            shutil.rmtree(out, ignore_errors=True)
-            out.mkdir()
-            counts.append(_thread_instructions([str(loop), str(out), str(n)], _env(work, extra), work)[0])
-        return (counts[1] - counts[0]) / (2 * steps * CALLS_PER_STEP)
+        loop = paths.native_bin(f"ioloom-predict-loop{build}")
+        per_step, _ = callgrind_per_call([str(loop), str(out)], [], _env(work, extra), work, steps,
+                                         prepare=fresh_output)
+        return per_step / CALLS_PER_STEP
 
     traced = {build: per_run({}, build) for build in ("", "-fp")}
     return {label: round(per_run(extra, _build(label)) - traced[_build(label)], 1)
@@ -82,8 +84,9 @@ def nanoseconds(work: Path, frames: list[int], rounds: int, calls: int) -> dict[
 
 
 def measure(frames: list[int], rounds: int, calls: int, steps: int) -> dict:
-    if not shutil.which("valgrind"):
-        raise RuntimeError("--cost needs valgrind (apt-get install valgrind) for its instruction counts")
+    missing = valgrind_missing("--cost")
+    if missing:
+        raise RuntimeError(f"{missing} for its instruction counts")
     with tempfile.TemporaryDirectory(prefix="ioloom-predict-cost-") as tmp:
         work = Path(tmp)
         return {"goal_ns": GOAL_NS, "rounds": rounds, "calls": calls, "steps": steps,
