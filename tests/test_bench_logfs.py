@@ -90,6 +90,9 @@ def test_outside_only_measures_the_pass_through_cost_alone(ioloom_cli, tmp_path)
     assert {"open+close", "stat", "pwrite", "open+close (relative)", "stat (relative)"} <= set(calls)
     for call in calls.values():
         assert len(call["added"]["rounds"]) == 2 and call["plain_ns"]["median"] > 0
+        interval = call["added_median_interval"]  # with 2 rounds, [min, max] at 50% (stats.median_interval)
+        assert (interval["low"], interval["high"], interval["confidence"]) == (call["added"]["min"],
+                                                                               call["added"]["max"], 0.5)
     assert not list(tmp_path.iterdir())  # the probe's directory is gone
 
 
