@@ -8,9 +8,11 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 import coord_support
 from ioloom import paths
-from ioloom.bench.coord_predict import LOOP, loop_command
+from ioloom.bench.coord_predict import LOOP, loop_command, run_pair
 
 coordinator = coord_support.coordinator  # the fixture
 
@@ -87,3 +89,17 @@ def test_bench_coord_predict_prints_each_condition(tmp_path):
     rows = {r["condition"]: r for r in report["rows"]}
     assert list(rows) == ["none", "dynamic", "dynamic+predict"] and rows["none"]["f_ratio"]["median"] == 1.0
     assert rows["dynamic+predict"]["right_b"]["median"] > rows["dynamic"]["right_b"]["median"]
+
+
+def test_run_pair_refuses_a_run_that_lost_its_coordinator(tmp_path):
+    """A pair told to coordinate where no coordinator listens writes on (the client is fail-open), counted lost:
+    the bench refuses the run, saying so, rather than count its times as dynamic's; the same pair run
+    uncoordinated (no address) is measured."""
+    (tmp_path / "loop.py").write_text(LOOP)
+    options = {"a_steps": [2, 2], "b_steps": [1, 1], "a_pause": 0.1, "b_pause": 0.1, "a_kib": 64, "b_kib": 64,
+               "a_cores": 2, "bandwidth": 5e8, "margin": 1.0}
+    refused = r"^run-A: the program lost its coordinator \(and wrote on\): the run is not a policy's, refused"
+    with pytest.raises(RuntimeError, match=refused):
+        run_pair(tmp_path, options, str(tmp_path / "nobody.sock"), predict=False)
+    pair = run_pair(tmp_path, options, None, predict=False)
+    assert set(pair) == {"A", "B"} and all(0.1 < run["t"] < 60 and 0 <= run["right"] <= 1 for run in pair.values())

@@ -72,50 +72,79 @@ def run_writers(work: Path, apps: list[tuple[str, int, int, float]], options: di
     return [{"t": r["end"] - (t0 + offset), "start": t0 + offset} for r, (_, _, _, offset) in zip(results, apps)]
 
 
-def bench_command(work: Path, name: str, size: int, weight: int, options: dict, start_at: float,
-                  address: str | None) -> tuple[list[str], dict]:
-    """`ioloom run --coord` of an unmodified ioloom-bench writing `size` bytes in writes of chunk x weight (a
-    file of its own, one rank), its first write at `start_at` (the preload waits for it); uncoordinated, the
-    address is one where no coordinator listens (the client then writes on, counted lost), so both runs go
-    through the same preload."""
-    program = paths.native_bin("ioloom-bench-openmpi")
+def coord_run(work: Path, name: str, address: str | None, program: list[str], cores: int, start_at: float,
+              idle: float) -> tuple[list[str], dict]:
+    """`ioloom run --coord` of `program` (argv, environment) as the application NAME of `cores` cores, traced to
+    work/run-NAME, its first write held until `start_at` (CLOCK_MONOTONIC seconds), a phase ending after `idle`
+    seconds without a write; uncoordinated (address None), the address is one where no coordinator listens (the
+    client then writes on, counted lost), so both runs go through the same preload."""
     argv = [sys.executable, "-m", "ioloom", "run", "--coord", address or str(work / "nobody.sock"), "-o",
-            str(work / f"run-{name}"), "--", str(program), "-a", "posix", "-F", "-w", "-s", "1", "-b", str(size),
-            "-t", str(options["chunk"] * weight), "-o", str(work / f"{name}.dat")]
-    env = {**os.environ, "IOLOOM_COORD_NAME": name, "IOLOOM_COORD_CORES": str(weight),
-           "IOLOOM_COORD_BYTES": str(size), "IOLOOM_COORD_START_AT": f"{start_at:.6f}",
-           "IOLOOM_COORD_IDLE": str(BENCH_IDLE)}
-    if options["storage"] == "local":
-        env["IOLOOM_COORD_WRITE_THROUGH"] = "1"
-    else:
-        env.update(IOLOOM_COORD_STORAGE=str(work / "storage"), IOLOOM_COORD_BANDWIDTH=str(options["bandwidth"]))
+            str(work / f"run-{name}"), "--", *program]
+    env = {**os.environ, "IOLOOM_COORD_NAME": name, "IOLOOM_COORD_CORES": str(cores),
+           "IOLOOM_COORD_START_AT": f"{start_at:.6f}", "IOLOOM_COORD_IDLE": str(idle)}
     return argv, env
 
 
-def bench_phase(trace: Path, coordinated: bool, planned: float) -> dict:
-    """The phase of the process that wrote the data, from the preloaded client's counters (coord.jsonl),
-    counted from its planned start as the writers' are."""
+def emulated_storage(work: Path, bandwidth: float) -> dict[str, str]:
+    """The settings that give each coordinated write its time on the emulated storage work/storage."""
+    return {"IOLOOM_COORD_STORAGE": str(work / "storage"), "IOLOOM_COORD_BANDWIDTH": str(bandwidth)}
+
+
+def bench_command(work: Path, name: str, size: int, weight: int, options: dict, start_at: float,
+                  address: str | None) -> tuple[list[str], dict]:
+    """coord_run of an unmodified ioloom-bench writing `size` bytes in writes of chunk x weight (a file of its own,
+    one rank)."""
+    program = [str(paths.native_bin("ioloom-bench-openmpi")), "-a", "posix", "-F", "-w", "-s", "1", "-b", str(size),
+               "-t", str(options["chunk"] * weight), "-o", str(work / f"{name}.dat")]
+    argv, env = coord_run(work, name, address, program, weight, start_at, BENCH_IDLE)
+    env["IOLOOM_COORD_BYTES"] = str(size)
+    if options["storage"] == "local":
+        env["IOLOOM_COORD_WRITE_THROUGH"] = "1"
+    else:
+        env.update(emulated_storage(work, options["bandwidth"]))
+    return argv, env
+
+
+def data_row(trace: Path, coordinated: bool) -> dict:
+    """The preloaded client's counters (coord.jsonl) of the process that wrote the data. A run whose client wrote
+    without its coordinator (when coordinated) or passed its wait bound is refused: it is not a policy's."""
     rows = [json.loads(line) for line in (trace / "coord.jsonl").read_text().splitlines()]
     data = max(rows, key=lambda r: r["bytes"])
-    if coordinated and data["lost"] or data["timeouts"]:
-        raise RuntimeError("an ioloom-bench lost its coordinator or passed its wait bound; the run is not a "
-                           "policy's")
+    why = (["lost its coordinator (and wrote on)"] if coordinated and data["lost"] else []) + \
+        ([f"passed the wait bound {data['timeouts']} times (and wrote on)"] if data["timeouts"] else [])
+    if why:
+        raise RuntimeError(f"{trace.name}: the program {' and '.join(why)}: the run is not a policy's, refused "
+                           "(a machine too loaded? run again)")
+    return data
+
+
+def bench_phase(trace: Path, coordinated: bool, planned: float) -> dict:
+    """The phase of the process that wrote the data (data_row), counted from its planned start as the writers'
+    are."""
+    data = data_row(trace, coordinated)
     return {"t": data["last_end"] - planned, "start": data["first_start"]}
+
+
+def run_together(work: Path, commands: dict[str, tuple[list[str], dict]], what: str) -> None:
+    """Start the `ioloom run`s (name: (argv, environment)) at once, each traced to a fresh work/run-NAME, on a fresh
+    emulated storage, and wait for them all; one that fails raises, with its status and the end of its errors."""
+    (work / "storage").unlink(missing_ok=True)
+    procs = {}
+    for name, (argv, env) in commands.items():
+        shutil.rmtree(work / f"run-{name}", ignore_errors=True)
+        procs[name] = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    for p in procs.values():
+        _, err = p.communicate(timeout=600)
+        if p.returncode != 0:
+            raise RuntimeError(f"ioloom run of {what} failed (status {p.returncode}): {err.strip()[-300:]}")
 
 
 def run_benches(work: Path, apps: list[tuple[str, int, int, float]], options: dict, address: str | None) -> list:
     """Run ioloom-bench under `ioloom run --coord`, A's first write options["margin"] from now; the offset actually
     reached is measured (each phase's first write), not assumed."""
-    (work / "storage").unlink(missing_ok=True)
-    procs, t0 = [], time.monotonic() + options.get("margin", BENCH_MARGIN)
-    for name, size, weight, offset in apps:
-        shutil.rmtree(work / f"run-{name}", ignore_errors=True)
-        argv, env = bench_command(work, name, size, weight, options, t0 + offset, address)
-        procs.append(subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True))
-    for p in procs:
-        _, err = p.communicate(timeout=600)
-        if p.returncode != 0:
-            raise RuntimeError(f"ioloom run of ioloom-bench failed (status {p.returncode}): {err.strip()[-300:]}")
+    t0 = time.monotonic() + options.get("margin", BENCH_MARGIN)
+    run_together(work, {name: bench_command(work, name, size, weight, options, t0 + offset, address)
+                        for name, size, weight, offset in apps}, "ioloom-bench")
     return [bench_phase(work / f"run-{name}", address is not None, t0 + offset) for name, _, _, offset in apps]
 
 

@@ -12,9 +12,6 @@ max)."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -24,8 +21,8 @@ import typer
 
 from ioloom import outputs, units
 from ioloom.bench import app
-from ioloom.bench.coord import Coordinators
-from ioloom.bench.stats import per_round, rounds_allowed, spread
+from ioloom.bench.coord import Coordinators, coord_run, data_row, emulated_storage, run_together
+from ioloom.bench.stats import load_average, per_round, rounds_allowed, spread
 
 # One program: `python LOOP PATH STEPS PAUSE KIB`, STEPS the comma-separated writes of each step (a phase each).
 LOOP = """
@@ -44,42 +41,35 @@ IDLE = 0.05  # seconds without a write that end a phase: under both pauses
 CONDITIONS = ("none", "dynamic", "dynamic+predict")
 
 
-def loop_command(work: Path, name: str, steps: list[int], pause: float, kib: int, address: str, predict: bool,
-                 cores: int = 1, start_at: float = 0.0, bandwidth: float = 0.0) -> tuple[list[str], dict]:
-    """`ioloom run --coord` of the loop (work/loop.py) writing work/NAME.dat, traced to work/run-NAME; its first
-    write at start_at (CLOCK_MONOTONIC seconds; 0: at once); with a bandwidth, on the emulated storage
-    work/storage."""
-    argv = [sys.executable, "-m", "ioloom", "run", "--coord", address, "-o", str(work / f"run-{name}"), "--",
-            sys.executable, str(work / "loop.py"), str(work / f"{name}.dat"), ",".join(map(str, steps)), str(pause),
-            str(kib)]
-    env = {**os.environ, "IOLOOM_COORD_NAME": name, "IOLOOM_COORD_CORES": str(cores),
-           "IOLOOM_COORD_START_AT": f"{start_at:.6f}", "IOLOOM_COORD_IDLE": str(IDLE),
-           "IOLOOM_PREDICT": "1" if predict else "0"}
+def loop_command(work: Path, name: str, steps: list[int], pause: float, kib: int, address: str | None,
+                 predict: bool, cores: int = 1, start_at: float = 0.0,
+                 bandwidth: float = 0.0) -> tuple[list[str], dict]:
+    """coord_run of the loop (work/loop.py) writing work/NAME.dat; its first write at start_at (0: at once); with a
+    bandwidth, on the emulated storage work/storage."""
+    program = [sys.executable, str(work / "loop.py"), str(work / f"{name}.dat"), ",".join(map(str, steps)),
+               str(pause), str(kib)]
+    argv, env = coord_run(work, name, address, program, cores, start_at, IDLE)
+    env["IOLOOM_PREDICT"] = "1" if predict else "0"
     if bandwidth:
-        env.update(IOLOOM_COORD_STORAGE=str(work / "storage"), IOLOOM_COORD_BANDWIDTH=str(bandwidth))
+        env.update(emulated_storage(work, bandwidth))
     return argv, env
 
 
-def run_pair(work: Path, options: dict, address: str, predict: bool) -> dict:
-    """Both programs at once; per program its run time from the planned start and its phases' announcements."""
-    (work / "storage").unlink(missing_ok=True)
+def run_pair(work: Path, options: dict, address: str | None, predict: bool) -> dict:
+    """Both programs at once, coordinated at `address` (None: not); per program its run time from the planned start
+    and the share of its phases announced with the bytes they wrote. A run that is not a policy's is refused
+    (bench coord's data_row)."""
     start = time.monotonic() + options["margin"]
     programs = {"A": (options["a_steps"], options["a_pause"], options["a_kib"], options["a_cores"]),
                 "B": (options["b_steps"], options["b_pause"], options["b_kib"], 1)}
-    procs = {}
-    for name, (steps, pause, kib, cores) in programs.items():
-        shutil.rmtree(work / f"run-{name}", ignore_errors=True)
-        argv, env = loop_command(work, name, steps, pause, kib, address, predict, cores, start, options["bandwidth"])
-        procs[name] = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    run_together(work, {name: loop_command(work, name, steps, pause, kib, address, predict, cores, start,
+                                           options["bandwidth"])
+                        for name, (steps, pause, kib, cores) in programs.items()}, "the loop")
     out = {}
-    for name, p in procs.items():
-        _, err = p.communicate(timeout=600)
-        if p.returncode != 0:
-            raise RuntimeError(f"ioloom run of the loop failed (status {p.returncode}): {err.strip()[-300:]}")
-        row = json.loads((work / f"run-{name}" / "coord.jsonl").read_text().splitlines()[0])
+    for name in programs:
+        row = data_row(work / f"run-{name}", address is not None)
         phases = row["announced"]
-        out[name] = {"t": row["last_end"] - start, "lost": row["lost"],
-                     "right": sum(a[0] == a[6] for a in phases) / len(phases)}
+        out[name] = {"t": row["last_end"] - start, "right": sum(a[0] == a[6] for a in phases) / len(phases)}
     return out
 
 
@@ -87,7 +77,7 @@ def one_round(work: Path, options: dict, coords: Coordinators, flip: bool) -> di
     """Each condition once, in alternating orders: {condition: run_pair's}."""
     runs = {}
     for condition in reversed(CONDITIONS) if flip else CONDITIONS:
-        address = coords.addresses["dynamic"] if condition != "none" else str(work / "nobody.sock")
+        address = coords.addresses["dynamic"] if condition != "none" else None
         runs[condition] = run_pair(work, options, address, condition.endswith("predict"))
     return runs
 
@@ -101,10 +91,6 @@ def summarise(rounds: list[dict], cores: int) -> list[dict]:
              "f_ratio": spread(per_round([f(r[c]) for r in rounds], [f(r["none"]) for r in rounds])),
              "right_a": spread([r[c]["A"]["right"] for r in rounds]),
              "right_b": spread([r[c]["B"]["right"] for r in rounds])} for c in CONDITIONS]
-
-
-def _load() -> str:
-    return " ".join(f"{v:.2f}" for v in os.getloadavg())
 
 
 def print_report(report: dict) -> None:
@@ -148,13 +134,14 @@ def command(rounds: int = typer.Option(10, min=1, help="Interleaved rounds."),
         work = Path(tmp)
         (work / "loop.py").write_text(LOOP)
         coords = Coordinators(work, "core-seconds", 0.05, bandwidth, ("dynamic",))
-        before = _load()
+        before = load_average()
         try:
             samples = [one_round(work, options, coords, flip=k % 2 == 1) for k in range(rounds)]
         finally:
             coords.close()
     report = {"options": options | {"a_steps": a_steps, "b_steps": b_steps, "repeats": repeats}, "rounds": rounds,
-              "load_before": before, "load_after": _load(), "rows": summarise(samples, a_cores), "samples": samples}
+              "load_before": before, "load_after": load_average(), "rows": summarise(samples, a_cores),
+              "samples": samples}
     if output:
         output.mkdir(parents=True, exist_ok=True)
         outputs.save_json(report, output / "coord-predict.json")
