@@ -8,6 +8,7 @@ import sys
 
 import coord_support
 from ioloom import paths
+from ioloom.coord import log
 
 coordinator = coord_support.coordinator  # the fixture
 
@@ -49,7 +50,7 @@ def test_bench_program_under_ioloom_run_is_interrupted_for_a_small_one(tmp_path,
     apps = [("A", 80_000_000, 8, 0.0), ("B", 5_000_000, 1, 0.1)]   # alone: 0.4 s and 0.025 s
 
     def counters(name):
-        return [json.loads(line) for line in (tmp_path / f"run-{name}" / "coord.jsonl").read_text().splitlines()]
+        return log.read(tmp_path / f"run-{name}" / "coord.jsonl")
     a, b = bench.run_apps(tmp_path, apps, options, coordinator("interrupt"))
     assert b["start"] - a["start"] > 0.05 and b["start"] + b["t"] < a["start"] + a["t"], (a, b)
     assert max(r["waits"] for r in counters("A")) >= 1 and max(r["bytes"] for r in counters("B")) == 5_000_000

@@ -13,6 +13,7 @@ import pytest
 import coord_support
 from ioloom import paths
 from ioloom.bench.coord_predict import LOOP, loop_command, run_pair
+from ioloom.coord import log
 
 coordinator = coord_support.coordinator  # the fixture
 
@@ -29,14 +30,14 @@ def run_loop(tmp_path, address, name, predict, steps=STEPS, pause=0.15, kib=256,
     return proc, tmp_path / f"run-{name}"
 
 
-def finished(proc, out) -> list[list]:
-    """The announcements of the run's phases (coord.jsonl): [bytes, from, seconds, from, revised seconds, from,
-    bytes written, active seconds] each; `ioloom run`'s line counts those announced with the predictor's bytes."""
+def finished(proc, out) -> list[dict]:
+    """The announcements of the run's phases (coord.jsonl, by the names the preload writes: those of version 1's
+    fields in their order); `ioloom run`'s line counts those announced with the predictor's bytes."""
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err
-    rows = [json.loads(line) for line in (out / "coord.jsonl").read_text().splitlines()]
-    phases = [a for row in rows for a in row["announced"]]
-    predicted = sum(p[1] == "predictor" for p in phases)
+    phases = [a for row in log.read(out / "coord.jsonl") for a in row["announced"]]
+    assert phases and all(tuple(p) == log.V1_ANNOUNCED for p in phases), phases
+    predicted = sum(p["bytes_from"] == "predictor" for p in phases)
     assert (f"{predicted} phases announced with the predictor's bytes" in err) == (predicted > 0), err
     return phases
 
@@ -50,12 +51,14 @@ def test_phases_are_announced_with_the_predicted_bytes(tmp_path, coordinator):
     predicted = finished(*run_loop(tmp_path, address, "predicted", predict=True))
     unpredicted = finished(*run_loop(tmp_path, address, "unpredicted", predict=False))
     writes = [steps << 18 for steps in STEPS]
-    assert [p[6] for p in predicted] == writes and [p[6] for p in unpredicted] == writes
-    assert all(p[1] == p[3] == p[5] == "predictor" for p in predicted[1:]), predicted
-    assert [p[0] for p in predicted[4:]] == writes[4:], predicted
-    assert [p[1] for p in unpredicted[1:]] == ["previous"] * (len(STEPS) - 1), unpredicted
-    assert [p[0] for p in unpredicted[1:]] == writes[:-1]  # the previous phase's
-    assert unpredicted[0][3] == "none" and {p[3] for p in unpredicted[1:]} == {"history"}, unpredicted
+    assert [p["bytes_written"] for p in predicted] == writes and [p["bytes_written"] for p in unpredicted] == writes
+    assert all(p["bytes_from"] == p["seconds_from"] == p["revised_from"] == "predictor" for p in predicted[1:]), \
+        predicted
+    assert [p["bytes"] for p in predicted[4:]] == writes[4:], predicted
+    assert [p["bytes_from"] for p in unpredicted[1:]] == ["previous"] * (len(STEPS) - 1), unpredicted
+    assert [p["bytes"] for p in unpredicted[1:]] == writes[:-1]  # the previous phase's
+    assert unpredicted[0]["seconds_from"] == "none", unpredicted
+    assert {p["seconds_from"] for p in unpredicted[1:]} == {"history"}, unpredicted
 
 
 def test_two_programs_announced_by_prediction_under_dynamic(tmp_path, coordinator):
@@ -71,8 +74,8 @@ def test_two_programs_announced_by_prediction_under_dynamic(tmp_path, coordinato
                  storage=True)
     for phases, steps, period, kib in ((finished(*a), STEPS, 3, 256), (finished(*b), b_steps, len(b_pattern), 320)):
         writes = [n * kib << 10 for n in steps]
-        assert [p[6] for p in phases] == writes, phases
-        assert [p[0] for p in phases[period + 1:]] == writes[period + 1:], phases
+        assert [p["bytes_written"] for p in phases] == writes, phases
+        assert [p["bytes"] for p in phases[period + 1:]] == writes[period + 1:], phases
 
 
 def test_bench_coord_predict_prints_each_condition(tmp_path):

@@ -324,25 +324,35 @@ __attribute__((constructor)) static void coord_start(void) {
     predicted_phase = (__typeof__(predicted_phase))dlsym(RTLD_DEFAULT, "ioloom_predict_phase"); /* the tracer's */
 }
 
-/* The process's line of $IOLOOM_COORD_LOG: its counters, and per phase (the first RECORDS) [bytes announced and
- * where from, seconds announced and where from, seconds revised and where from, bytes written, active seconds];
- * written in one system call, so that processes appending at once do not mix their lines. */
+enum { LOG_VERSION = 2 }; /* 1 (no "version"): each announcement a list of the same fields in the same order */
+
+/* One phase's object in the log line, at `at` (room: the bytes left); its length as snprintf's. */
+static size_t log_record(char *at, size_t room, const struct record *r, int first) {
+    return (size_t)snprintf(at, room,
+                            "%s{\"bytes\": %llu, \"bytes_from\": \"%s\", \"seconds\": %.6f, \"seconds_from\": \"%s\", "
+                            "\"revised_seconds\": %.6f, \"revised_from\": \"%s\", \"bytes_written\": %llu, "
+                            "\"active_seconds\": %.6f}",
+                            first ? "" : ", ", (unsigned long long)r->bytes, source_names[r->bytes_from], r->seconds,
+                            source_names[r->seconds_from], r->revised, source_names[r->revised_from],
+                            (unsigned long long)r->actual_bytes, r->actual_seconds);
+}
+
+/* The process's line of $IOLOOM_COORD_LOG (version LOG_VERSION; read by python/ioloom/coord/log.py): its counters,
+ * and per phase (the first RECORDS) an object of its announcement: bytes announced and where from, seconds
+ * announced and where from, seconds revised and where from, bytes written, active seconds; written in one system
+ * call, so that processes appending at once do not mix their lines. */
 static void log_line(int fd, const struct ioloom_coord_counters *k) {
-    static char line[RECORDS * 192 + 512];
+    static char line[RECORDS * 320 + 512];
     size_t n = (size_t)snprintf(
         line, sizeof line,
-        "{\"pid\": %d, \"phases\": %llu, \"waits\": %llu, \"waited_seconds\": %.6f, \"timeouts\": %llu, "
-        "\"lost\": %llu, \"bytes\": %llu, \"first_start\": %.6f, \"last_end\": %.6f, \"announced\": [",
-        (int)getpid(), (unsigned long long)k->phases, (unsigned long long)k->waits, k->waited_seconds,
+        "{\"version\": %d, \"pid\": %d, \"phases\": %llu, \"waits\": %llu, \"waited_seconds\": %.6f, "
+        "\"timeouts\": %llu, \"lost\": %llu, \"bytes\": %llu, \"first_start\": %.6f, \"last_end\": %.6f, "
+        "\"announced\": [",
+        LOG_VERSION, (int)getpid(), (unsigned long long)k->phases, (unsigned long long)k->waits, k->waited_seconds,
         (unsigned long long)k->timeouts, (unsigned long long)k->lost, (unsigned long long)phase.written,
         phase.first_start, phase.last_end);
-    for (uint64_t i = 0; i < nrecords && i < RECORDS && n < sizeof line; i++) {
-        const struct record *r = &records[i];
-        n += (size_t)snprintf(line + n, sizeof line - n, "%s[%llu, \"%s\", %.6f, \"%s\", %.6f, \"%s\", %llu, %.6f]",
-                              i ? ", " : "", (unsigned long long)r->bytes, source_names[r->bytes_from], r->seconds,
-                              source_names[r->seconds_from], r->revised, source_names[r->revised_from],
-                              (unsigned long long)r->actual_bytes, r->actual_seconds);
-    }
+    for (uint64_t i = 0; i < nrecords && i < RECORDS && n < sizeof line; i++)
+        n += log_record(line + n, sizeof line - n, &records[i], i == 0);
     if (n < sizeof line) n += (size_t)snprintf(line + n, sizeof line - n, "]}\n");
     if (n < sizeof line) syscall(SYS_write, fd, line, n); /* direct: not through this library's write */
 }

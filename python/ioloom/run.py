@@ -138,14 +138,12 @@ def coord_settings(address: str, cmd: list[str], out: Path) -> dict[str, str]:
 
 def coord_summary(out: Path) -> list[str]:
     """One line: what coordination did to the command's processes (from their counters)."""
-    import json
-    log = out / "coord.jsonl"
-    rows = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+    from ioloom.coord import log
+    rows = log.read(out / "coord.jsonl")
     if not rows:
         return ["  coord: no process wrote to a regular file"]
     total = {k: sum(r[k] for r in rows) for k in ("phases", "waits", "waited_seconds", "timeouts", "lost")}
-    # each phase logged: [bytes, from where, ...] (docs/coord.md, "What the predictor gives")
-    predicted = sum(a[1] == "predictor" for r in rows for a in r.get("announced", []))
+    predicted = sum(a["bytes_from"] == "predictor" for r in rows for a in r["announced"])
     return [f"  coord: {len(rows)} processes, {total['phases']} phases, told to wait {total['waits']} times "
             f"({total['waited_seconds']:.3f} s waiting), {total['timeouts']} waits past their bound, "
             f"{total['lost']} without the coordinator (wrote anyway)"

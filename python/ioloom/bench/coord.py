@@ -28,7 +28,7 @@ import typer
 from ioloom import outputs, paths
 from ioloom.bench import app
 from ioloom.bench.stats import rounds_allowed, spread
-from ioloom.coord import COORDINATED, MIN_GAIN, offsets
+from ioloom.coord import COORDINATED, MIN_GAIN, log, offsets
 
 START_MARGIN = 0.25  # seconds from spawning the writers to A's start: both are sleeping by then
 # seconds from spawning two `ioloom run`s to A's first write (--margin): both have started by then (their first
@@ -108,8 +108,7 @@ def bench_command(work: Path, name: str, size: int, weight: int, options: dict, 
 def data_row(trace: Path, coordinated: bool) -> dict:
     """The preloaded client's counters (coord.jsonl) of the process that wrote the data. A run whose client wrote
     without its coordinator (when coordinated) or passed its wait bound is refused: it is not a policy's."""
-    rows = [json.loads(line) for line in (trace / "coord.jsonl").read_text().splitlines()]
-    data = max(rows, key=lambda r: r["bytes"])
+    data = max(log.read(trace / "coord.jsonl"), key=lambda r: r["bytes"])
     why = (["lost its coordinator (and wrote on)"] if coordinated and data["lost"] else []) + \
         ([f"passed the wait bound {data['timeouts']} times (and wrote on)"] if data["timeouts"] else [])
     if why:

@@ -68,8 +68,8 @@ def run_pair(work: Path, options: dict, address: str | None, predict: bool) -> d
     out = {}
     for name in programs:
         row = data_row(work / f"run-{name}", address is not None)
-        phases = row["announced"]
-        out[name] = {"t": row["last_end"] - start, "right": sum(a[0] == a[6] for a in phases) / len(phases)}
+        right = [a["bytes"] == a["bytes_written"] for a in row["announced"]]
+        out[name] = {"t": row["last_end"] - start, "right": sum(right) / len(right)}
     return out
 
 
