@@ -307,6 +307,9 @@ int async_nodes_feed(struct async_server *s);
 
 /* Waiting without a busy loop on an oversubscribed node: spins briefly, then sleeps longer and longer. */
 void async_backoff(unsigned *round);
+/* Whether a request completed within `seconds` (INFINITY: waits until it does), tested between async_backoff's
+ * naps: not spinning in MPI on cores the clients compute on. */
+int async_completes_within(MPI_Request *request, double seconds);
 double async_now(void);
 
 /* A spilled message waiting in process memory (policy spill), in order. */

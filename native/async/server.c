@@ -3,6 +3,7 @@
  * client has sent MSG_STOP and everything before it is written. The helper thread calls no MPI, so it needs no
  * MPI_THREAD_MULTIPLE; with a collective store (hdf5-shared) the servers write each iteration together. */
 #include <assert.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -21,6 +22,15 @@ void async_backoff(unsigned *round) {
     long ns = 1000L << (*round - SPINS < 10 ? *round - SPINS : 10);
     struct timespec t = {0, ns < MAX_SLEEP_NS ? ns : MAX_SLEEP_NS};
     nanosleep(&t, NULL);
+}
+
+int async_completes_within(MPI_Request *request, double seconds) {
+    unsigned round = 0;
+    int done = 0;
+    for (double end = async_now() + seconds;; async_backoff(&round)) {
+        MPI_Test(request, &done, MPI_STATUS_IGNORE);
+        if (done || async_now() >= end) return done;
+    }
 }
 
 static void mark_written(struct async_channel *ch, uint64_t position) {
@@ -115,13 +125,9 @@ static int pieces_of(struct async_server *s, struct async_piece *pieces) {
 static int write_together(struct async_server *s, int paused) {
     int64_t ready = paused ? s->lockstep->iteration : ASYNC_NO_ITERATION, agreed;
     MPI_Request agreement;
-    unsigned round = 0;
-    int done = 0;
-    /* Servers wait here for the slowest one's clients: sleeping between tests, not spinning in MPI on cores the
-     * clients compute on. */
+    /* Servers wait here for the slowest one's clients (sleeping between tests). */
     MPI_Iallreduce(&ready, &agreed, 1, MPI_INT64_T, MPI_MIN, async_g.servers, &agreement);
-    for (MPI_Test(&agreement, &done, MPI_STATUS_IGNORE); !done; MPI_Test(&agreement, &done, MPI_STATUS_IGNORE))
-        async_backoff(&round);
+    async_completes_within(&agreement, INFINITY);
     if (agreed == ASYNC_NO_ITERATION) return s->finished = 1, 0;
     assert(ready == agreed || ready == ASYNC_NO_ITERATION); /* no server runs ahead of another */
     struct async_piece *pieces = malloc((size_t)(s->nchannels * async_g.cfg.nvariables + 1) * sizeof *pieces);

@@ -14,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include <hdf5.h>
 #include "async_internal.h"
@@ -282,15 +281,6 @@ static const char METADATA_DIFFER[] =
     "metadata now differ and the file cannot be closed: aborting the job (the file is incomplete; writer.format hdf5 "
     "writes a file per writer)\n";
 
-/* Whether a request completed within `seconds`. */
-static int completes_within(MPI_Request *request, double seconds) {
-    int done = 0;
-    struct timespec nap = {0, 1000000};
-    for (double end = async_now() + seconds; !done && async_now() < end; nanosleep(&nap, NULL))
-        MPI_Test(request, &done, MPI_STATUS_IGNORE);
-    return done;
-}
-
 /* Whether every server created the dataset (made: this one did), agreed by all. When some did and others could
  * not, their HDF5 metadata differ for good: HDF5 1.10 can neither remove the dataset on some servers only nor close
  * the file (each server's H5Fclose would wait in collective calls the others never make, a hang at finalize), so
@@ -300,7 +290,7 @@ static int made_everywhere(struct h5_output *o, const char *path, int made) {
     MPI_Request request;
     MPI_Iallreduce(mine, all, 2, MPI_INT, MPI_MIN, async_g.servers, &request);
     int agreed =
-        made ? MPI_Wait(&request, MPI_STATUS_IGNORE) == MPI_SUCCESS : completes_within(&request, AGREE_SECONDS);
+        made ? MPI_Wait(&request, MPI_STATUS_IGNORE) == MPI_SUCCESS : async_completes_within(&request, AGREE_SECONDS);
     if (agreed && (all[0] || all[1])) return all[0];
     if (!made) fprintf(stderr, METADATA_DIFFER, o->writer, path);
     MPI_Abort(async_g.comm, 3);
