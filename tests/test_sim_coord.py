@@ -65,3 +65,21 @@ def test_sim_coord_command_prints_the_rows_as_json_and_plots_them(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "ioloom", "sim", "coord", "--bench-a", "-b x"], capture_output=True,
                          text=True, env=env, timeout=60)
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
+
+
+@pytest.mark.parametrize("traced", [False, True], ids=["benches", "traces"])
+def test_sim_coord_names_the_first_bad_input_before_making_the_output(tmp_path, traced):
+    """With and without traces, the same order: a bad platform is named before a bad metric, a bad metric before
+    a bad --bench-a (read without traces only), each before -o is made or anything runs."""
+    env = {**os.environ, "PYTHONPATH": str(paths.REPO_ROOT / "python")}
+    jobs = ["--trace-a", str(tmp_path / "a"), "--trace-b", str(tmp_path / "b")] if traced else []
+
+    def refused(*args: str) -> str:
+        run = subprocess.run([sys.executable, "-m", "ioloom", "sim", "coord", *jobs, *args, "-o", str(tmp_path / "out"),
+                              "--bench-a", "-b x"], capture_output=True, text=True, env=env, timeout=60)
+        assert run.returncode == 2 and "Traceback" not in run.stderr and not (tmp_path / "out").exists(), run.stderr
+        return " ".join(run.stderr.replace("│", " ").split())
+    assert "cannot read platform file" in refused("-p", str(tmp_path / "none.toml"), "--metric", "bogus")
+    assert "unknown metric 'bogus'" in refused("--metric", "bogus")
+    if not traced:
+        assert "size 'x'" in refused()

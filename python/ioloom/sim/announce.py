@@ -223,11 +223,9 @@ def plot(report: dict, path: Path) -> None:
 
 def main(traces: tuple[Path, Path], points: int, metric: str, min_gain: float, platform: Platform,
          ranks_per_node: int, output: Path | None, as_json: bool) -> None:
-    """`ioloom sim coord --trace-a --trace-b` (its options: python/ioloom/sim/cli.py); bad input raises
-    WorkloadError or SimError with the message to print."""
-    Policy("dynamic", metric, min_gain)
-    if output:
-        output.mkdir(parents=True, exist_ok=True)  # a bad -o is refused before the runs, not after them
+    """`ioloom sim coord --trace-a --trace-b` (its options: python/ioloom/sim/cli.py; sim.coord.main checked the
+    platform and policy and made `output`); bad traces raise WorkloadError or SimError with the message to
+    print."""
     report = sweep(TraceScenario(platform, traces, ranks_per_node), points, metric, min_gain)
     if not publish(report, output, plot, as_json):
         print_report(report)

@@ -148,26 +148,28 @@ def main(ranks_a: int, ranks_b: int, bench_a: str, bench_b: str, points: int, me
          targets: int, platform: str | None, ranks_per_node: int, output: Path | None, as_json: bool,
          traces: tuple[Path, Path] | None = None) -> None:
     """`ioloom sim coord` (its options: python/ioloom/sim/cli.py); with `traces`, two replayed traces
-    (ioloom.sim.announce)."""
-    if traces:
-        from ioloom.sim import announce
-        try:
-            announce.main(traces, points, metric, min_gain, scenario_platform(platform, targets, 2), ranks_per_node,
-                          output, as_json)
-        except (PlatformError, workload.WorkloadError, engine.SimError, ValueError) as err:
-            raise typer.BadParameter(str(err)) from None
-        return
+    (ioloom.sim.announce). Bad input is named before -o is made and anything runs, the first of: the platform,
+    the jobs' ranks (without traces), the metric and least gain, the jobs' bench options (without traces); the
+    traces when they are read."""
     try:
-        nodes = -(-ranks_a // ranks_per_node) + -(-ranks_b // ranks_per_node)
-        s = Scenario(scenario_platform(platform, targets, nodes), (ranks_a, ranks_b), (bench_a, bench_b),
-                     ranks_per_node)
+        nodes = 2 if traces else -(-ranks_a // ranks_per_node) + -(-ranks_b // ranks_per_node)
+        p = scenario_platform(platform, targets, nodes)
+        s = None if traces else Scenario(p, (ranks_a, ranks_b), (bench_a, bench_b), ranks_per_node)
         Policy("dynamic", metric, min_gain)
-        for i in range(2):
-            workload.parse_bench_args(s.bench[i])
+        for bench in s.bench if s else ():
+            workload.parse_bench_args(bench)
     except (PlatformError, workload.WorkloadError, ValueError) as err:
         raise typer.BadParameter(str(err)) from None
     if output:
         output.mkdir(parents=True, exist_ok=True)  # a bad -o is refused before the runs, not after them
+    if traces:
+        from ioloom.sim import announce
+        try:
+            announce.main(traces, points, metric, min_gain, p, ranks_per_node, output, as_json)
+        except (PlatformError, workload.WorkloadError, engine.SimError, ValueError) as err:
+            raise typer.BadParameter(str(err)) from None
+        return
+    assert s is not None  # made above when there are no traces
     try:
         report = sweep(s, points, metric, min_gain)
     except engine.SimError as err:
