@@ -12,9 +12,10 @@ import numpy as np
 import pytest
 
 from conftest import MpiRunner
+from ioloom import paths
 from ioloom.analysis import analyse
 
-EXAMPLE = Path(__file__).parent.parent / "examples" / "strided_mpiio.c"
+EXAMPLE = paths.DEMO_SOURCE
 RANKS = 4
 OUTPUTS = ("traj.bin", "dump.0.txt", "dump.1.txt", "dump.2.txt", "dump.3.txt", "log.thermo", "restart.bin",
            "checksum")

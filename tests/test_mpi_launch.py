@@ -4,6 +4,7 @@ preloads), in ioloom's own launches and in `ioloom run -- mpiexec.mpich -n N`; O
 are left as they were."""
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 
@@ -102,3 +103,22 @@ def test_the_tests_direct_launches_take_the_library():
     runner = MpiRunner(_mpich())
     probe = runner.compile("idle_yield_probe.c", "-ldl")
     assert _progress_sources(runner.run(2, [probe, "ucp_worker_progress"]), 2) == {"libioloom-idle-yield.so"}
+
+
+def test_build_compiles_once_per_directory_and_refuses_in_one_line(tmp_path):
+    """MpiImpl.build, the one way ioloom's commands build a program (the demo for bench drishti, bench predict and
+    sim calibrate --check): the demo built once into the directory; a missing source, a missing compiler and a
+    source the compiler refuses each raise BuildFailed saying which."""
+    impl = mpi.implementations()[0]
+    exe = impl.build(paths.DEMO_SOURCE, tmp_path)
+    assert exe == tmp_path / f"strided_mpiio-{impl.name}" and os.access(exe, os.X_OK)
+    built = exe.stat().st_mtime_ns
+    assert impl.build(paths.DEMO_SOURCE, tmp_path).stat().st_mtime_ns == built
+    with pytest.raises(mpi.BuildFailed, match="is missing: the programs need a source checkout"):
+        impl.build(tmp_path / "none.c", tmp_path)
+    bad = tmp_path / "bad.c"
+    bad.write_text("int main(void) { return undeclared; }\n")
+    with pytest.raises(mpi.BuildFailed, match=f"{impl.mpicc} could not build bad.c: .*error.*undeclared"):
+        impl.build(bad, tmp_path)
+    with pytest.raises(mpi.BuildFailed, match="mpicc.none is not installed"):
+        dataclasses.replace(impl, mpicc="mpicc.none").build(paths.DEMO_SOURCE, tmp_path / "elsewhere")

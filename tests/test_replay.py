@@ -9,7 +9,7 @@ import subprocess
 from ioloom import open_trace, paths
 from ioloom.replay.compare import differences, footprint
 
-DEMO = paths.REPO_ROOT / "examples" / "strided_mpiio.c"
+DEMO = paths.DEMO_SOURCE
 PROGRAMS = paths.REPO_ROOT / "tests" / "programs"
 
 

@@ -67,12 +67,34 @@ class MpiImpl:
             return [paths.native_lib("ioloom-idle-yield")]
         return []
 
+    def build(self, source: Path, directory: Path) -> Path:
+        """`source` (C) compiled with this MPI's mpicc -O2 into directory/<its stem>-<this MPI's name>, once per
+        directory; BuildFailed, saying why in one line, when the source or the compiler is missing or the
+        compiler fails."""
+        exe = directory / f"{source.stem}-{self.name}"
+        if not source.is_file():
+            raise BuildFailed(f"{source} is missing: the programs need a source checkout of ioloom")
+        if exe.exists():
+            return exe
+        if not shutil.which(self.mpicc):
+            raise BuildFailed(f"{self.mpicc} is not installed (scripts/install-deps.sh installs it)")
+        done = subprocess.run([self.mpicc, "-O2", "-o", str(exe), str(source)], capture_output=True, text=True)
+        if done.returncode != 0:
+            lines = (done.stderr or done.stdout).strip().splitlines() or ["no message"]
+            first_error = next((line for line in lines if "error" in line), lines[-1])
+            raise BuildFailed(f"{self.mpicc} could not build {source.name}: {first_error.strip()}")
+        return exe
+
     def version(self) -> str:
         """First line the launcher prints about its version."""
         out = subprocess.run([self.mpiexec, "--version"], capture_output=True, text=True, timeout=30,
                              env={**os.environ, **self.base_env()})
         lines = [" ".join(line.split()) for line in (out.stdout + out.stderr).splitlines() if line.strip()]
         return next((line for line in lines if "version" in line.lower()), lines[0] if lines else "")
+
+
+class BuildFailed(RuntimeError):
+    """A program MpiImpl.build could not build: why, in one line."""
 
 
 def cpus() -> int:

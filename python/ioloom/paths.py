@@ -14,6 +14,8 @@ from pathlib import Path
 PACKAGE_DIR = Path(__file__).resolve().parent
 # The checkout this package was imported from, if it was (see in_source_tree); tests and `make` live there.
 REPO_ROOT = PACKAGE_DIR.parents[1]
+# the demo's program (scripts/demo.sh: 4 ranks writing 64 strided blocks of 4 KiB each through MPI-IO)
+DEMO_SOURCE = REPO_ROOT / "examples" / "strided_mpiio.c"
 
 
 class NativeMissing(FileNotFoundError):

@@ -66,12 +66,10 @@ class Program:
 
 
 def _compile(source: Path, impl: mpi.MpiImpl, workdir: Path) -> str:
-    if not source.is_file():
-        raise Skipped(f"{source} is missing: the programs need a source checkout of ioloom")
-    exe = workdir / f"{source.stem}-{impl.name}"
-    if not exe.exists():
-        subprocess.run([impl.mpicc, "-O2", "-o", str(exe), str(source)], check=True, capture_output=True)
-    return str(exe)
+    try:
+        return str(impl.build(source, workdir))
+    except mpi.BuildFailed as err:
+        raise Skipped(str(err)) from None
 
 
 def program(name: str, impl: mpi.MpiImpl | None, workdir: Path) -> Program:
@@ -89,7 +87,7 @@ def program(name: str, impl: mpi.MpiImpl | None, workdir: Path) -> Program:
     if impl is None:
         raise Skipped("no MPI found (mpicc.mpich or mpicc.openmpi with its mpiexec): run `make build`")
     if name == "demo":
-        exe = _compile(root / "examples" / "strided_mpiio.c", impl, workdir)
+        exe = _compile(paths.DEMO_SOURCE, impl, workdir)
         return Program(name, impl, (exe, "strided.dat", "64", "4096"), 4)
     if name == "stdio-dumps":
         exe = _compile(root / "tests" / "programs" / "mpiio_stdio_dumps.c", impl, workdir)

@@ -288,18 +288,16 @@ def _folded_in_tracer(unfolded: Path, quanta: list[int], run) -> dict:
 
 def _fold_demo(impl: mpi.MpiImpl, ranks: int, quanta: list[int], work: Path, report: dict) -> None:
     """The demo's program (scripts/demo.sh) traced unfolded and folded at each quantum."""
-    from ioloom.bench.predict_fold import demo_binary
-
-    argv = demo_binary(impl, work)
-    if argv is None:
-        typer.echo(f"ioloom: the demo's program was not built ({impl.mpicc} or examples/ missing?): its row is "
-                   "left out", err=True)
+    try:
+        exe = str(impl.build(paths.DEMO_SOURCE, work))
+    except mpi.BuildFailed as err:
+        typer.echo(f"ioloom: the demo's program was not built ({err}): its row is left out", err=True)
         return
 
     def run(env: dict[str, str] | None, tag: str) -> Path:
         out = work / f"demo{tag}-files"
         out.mkdir()
-        return run_traced(impl, f"demo{tag}", [*argv, str(out / "strided.dat"), "64", "4096"], ranks, work, out,
+        return run_traced(impl, f"demo{tag}", [exe, str(out / "strided.dat"), "64", "4096"], ranks, work, out,
                           0, env)
     report["tracer_fold"]["demo (strided MPI-IO)"] = _folded_in_tracer(run(None, ""), quanta, run)
 

@@ -12,19 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ioloom import mpi, paths
-
-DEMO = paths.REPO_ROOT / "examples" / "strided_mpiio.c"
-
-
-def demo_binary(impl: mpi.MpiImpl, work: Path) -> list[str] | None:
-    """The demo's program (scripts/demo.sh: 64 blocks of 4 KiB per rank, strided, MPI-IO) built for `impl`; its
-    command line without the output file, or None when the source or the compiler is missing."""
-    if not DEMO.is_file() or not shutil.which(impl.mpicc):
-        return None
-    exe = work / f"strided_mpiio-{impl.name}"
-    done = subprocess.run([impl.mpicc, "-O2", "-o", str(exe), str(DEMO)], capture_output=True)
-    return [str(exe)] if done.returncode == 0 else None
+from ioloom import paths
 
 
 def stream_parts(trace: Path) -> dict:

@@ -37,7 +37,6 @@ CHECK_ARGS = "-F -b 64m -t 1m -e -w"  # the pattern predicted: a file per rank, 
 CHECK_RANKS = (1, 2, 4)
 TOLERANCE = 0.2  # the issue's: predictions within 20% of the measurement
 DEMO = "demo"  # the check's row of the demo program (scripts/demo.sh: 4 ranks under MPICH, 64 blocks of 4 KiB)
-DEMO_SOURCE = paths.REPO_ROOT / "examples" / "strided_mpiio.c"
 DEMO_ARGS = ("64", "4096")
 
 
@@ -242,13 +241,6 @@ def measured(directory: Path, nranks: int, mpi_name: str | None, args: str = CHE
     return _figures(_bench(directory, nranks, args, mpi_name))
 
 
-def build_demo(directory: Path) -> Path:
-    """The demo program built as scripts/demo.sh builds it (MPICH: its ROMIO shows data sieving)."""
-    exe = directory / "strided_mpiio-mpich"
-    subprocess.run(["mpicc.mpich", "-O2", "-o", str(exe), str(DEMO_SOURCE)], check=True, capture_output=True)
-    return exe
-
-
 def demo_round(directory: Path, exe: Path, p: Platform, name: str) -> tuple[float, float]:
     """(traced, simulated) seconds of the demo run once under `ioloom run` and its trace replayed on p."""
     impl = mpi.by_name("mpich")
@@ -271,7 +263,7 @@ def check(directory: Path, rounds: int, platform: Platform | None = None, mpi_na
     out: dict = {n: {side: [] for side in sides} for n in (*CHECK_RANKS, DEMO)}
     for count in CHECK_RANKS:
         out[count].update({f"{side} {t}": [] for side in sides for t in PHASE_TIMES})
-    exe = build_demo(directory)
+    exe = mpi.by_name("mpich").build(paths.DEMO_SOURCE, directory)  # as scripts/demo.sh: MPICH's ROMIO sieves
     for r in range(rounds):
         p = platform or from_dict(platform_doc(measure(directory, size, mpi_name, repeats)))
         runs: tuple[int | str, ...] = (*CHECK_RANKS, DEMO) if r % 2 == 0 else (DEMO, *reversed(CHECK_RANKS))
