@@ -11,9 +11,10 @@
  *                shared and ordered pointers (the MPI library places those at run time); aux = the offset in
  *                etype units (explicit, or the individual pointer before the call), -1 for shared pointers;
  *                req_bytes = count x type size; ret_bytes = bytes the status reports (MPI_Get_elements_x on
- *                MPI_BYTE). Non-blocking and split-begin events have ret_bytes -1 (not known yet); the
- *                completion (MPI_Wait..., or the _end call) is its own event with req_bytes -1, the bytes in
- *                ret_bytes, the initiating call's call_id in aux, and the same offset and coll_seq.
+ *                MPI_BYTE; a write ignoring its status: req_bytes, mpiio_write_finish). Non-blocking and
+ *                split-begin events have ret_bytes -1 (not known yet); the completion (MPI_Wait..., or the _end
+ *                call) is its own event with req_bytes -1, the bytes in ret_bytes, the initiating call's call_id
+ *                in aux, and the same offset and coll_seq.
  *   errors       err = the MPI error class, ret_bytes = -1.
  *   coll_seq     (open number of the communicator << 32) | (collective number on the file handle).
  */
@@ -229,9 +230,20 @@ IOLOOM_INLINE int mpiio_data_start(struct mpiio_call *call, enum ioloom_op op, M
     return 1;
 }
 
-/* Finish a blocking data call: bytes from the status. */
+/* Finish a blocking read: bytes from the status. */
 IOLOOM_INLINE void mpiio_data_finish(struct mpiio_call *call, int rc, const MPI_Status *status) {
     call->row.ret_bytes = rc == MPI_SUCCESS ? mpiio_status_bytes(status) : -1;
+    mpiio_call_finish(call, rc);
+}
+/* Finish a blocking write. A write that succeeds accessed the amount requested (the MPI standard, "Data Access
+ * Conventions": "The amount of data accessed will be the amount requested, unless an error is raised (or a read
+ * reaches the end of file)"), so a caller's MPI_STATUS_IGNORE is passed on as it is and the bytes are req_bytes:
+ * the library does not fill a status nobody reads (MPICH sets its count through MPI_Status_set_elements_x). A
+ * status the caller gave is read as a read's is. */
+IOLOOM_INLINE void mpiio_write_finish(struct mpiio_call *call, int rc, const MPI_Status *status) {
+    call->row.ret_bytes = rc != MPI_SUCCESS             ? -1
+                          : status == MPI_STATUS_IGNORE ? call->row.req_bytes
+                                                        : mpiio_status_bytes(status);
     mpiio_call_finish(call, rc);
 }
 /* Finish the initiation of a pending operation (non-blocking or split begin): ret_bytes stays -1. */

@@ -2,8 +2,9 @@
  * pointers, independent and collective, and their MPI-4 large-count `_c` forms where the MPI has them. */
 #include "mpiio.h"
 
-/* A blocking call: bytes from the status (ours when the caller ignores it). */
-#define MPIIO_RUN_BLOCKING(ARGS)               \
+/* A blocking read: bytes from the status (ours when the caller ignores it: a read stops short at the end of
+ * file). */
+#define MPIIO_RUN_READ(ARGS)                   \
     {                                          \
         MPI_Status local;                      \
         status = mpiio_status(status, &local); \
@@ -11,10 +12,18 @@
         mpiio_data_finish(&call, rc, status);  \
     }
 
-#define MPIIO_AT(NAME, BUF, COUNT_T, COLL) \
-    MPIIO_EXPLICIT_CALL(NAME, BUF, COUNT_T, COLL, MPI_Status *status, status, MPIIO_RUN_BLOCKING)
-#define MPIIO_POINTER(NAME, BUF, COUNT_T, POS, COLL) \
-    MPIIO_POINTER_CALL(NAME, BUF, COUNT_T, POS, COLL, MPI_Status *status, status, MPIIO_RUN_BLOCKING)
+/* A blocking write: the caller's status as it is, MPI_STATUS_IGNORE included (mpiio_write_finish). */
+#define MPIIO_RUN_WRITE(ARGS)                  \
+    {                                          \
+        rc = next(MPIIO_ARGS ARGS);            \
+        mpiio_write_finish(&call, rc, status); \
+    }
+
+/* RUN: MPIIO_RUN_READ or MPIIO_RUN_WRITE. */
+#define MPIIO_AT(NAME, BUF, COUNT_T, COLL, RUN) \
+    MPIIO_EXPLICIT_CALL(NAME, BUF, COUNT_T, COLL, MPI_Status *status, status, RUN)
+#define MPIIO_POINTER(NAME, BUF, COUNT_T, POS, COLL, RUN) \
+    MPIIO_POINTER_CALL(NAME, BUF, COUNT_T, POS, COLL, MPI_Status *status, status, RUN)
 
 /* A split collective's begin: recorded at once (ret_bytes -1), remembered on the file for its _end. */
 #define MPIIO_RUN_SPLIT_BEGIN(ARGS)                                   \
@@ -59,24 +68,24 @@
     MPIIO_BOTH_NAMES(NAME, (MPI_File fh, BUF * buf, MPI_Status * status), (fh, buf, status))
 
 /* The calls with a count, once with int and once (MPI >= 4) with MPI_Count: C is "" or "_c". */
-#define MPIIO_COUNTED_CALLS(C, COUNT_T)                                               \
-    MPIIO_AT(MPI_File_read_at##C, void, COUNT_T, 0)                                   \
-    MPIIO_AT(MPI_File_write_at##C, const void, COUNT_T, 0)                            \
-    MPIIO_AT(MPI_File_read_at_all##C, void, COUNT_T, 1)                               \
-    MPIIO_AT(MPI_File_write_at_all##C, const void, COUNT_T, 1)                        \
-    MPIIO_POINTER(MPI_File_read##C, void, COUNT_T, INDIVIDUAL, 0)                     \
-    MPIIO_POINTER(MPI_File_write##C, const void, COUNT_T, INDIVIDUAL, 0)              \
-    MPIIO_POINTER(MPI_File_read_all##C, void, COUNT_T, INDIVIDUAL, 1)                 \
-    MPIIO_POINTER(MPI_File_write_all##C, const void, COUNT_T, INDIVIDUAL, 1)          \
-    MPIIO_POINTER(MPI_File_read_shared##C, void, COUNT_T, SHARED, 0)                  \
-    MPIIO_POINTER(MPI_File_write_shared##C, const void, COUNT_T, SHARED, 0)           \
-    MPIIO_POINTER(MPI_File_read_ordered##C, void, COUNT_T, SHARED, 1)                 \
-    MPIIO_POINTER(MPI_File_write_ordered##C, const void, COUNT_T, SHARED, 1)          \
-    MPIIO_AT_BEGIN(MPI_File_read_at_all_begin##C, void, COUNT_T)                      \
-    MPIIO_AT_BEGIN(MPI_File_write_at_all_begin##C, const void, COUNT_T)               \
-    MPIIO_POINTER_BEGIN(MPI_File_read_all_begin##C, void, COUNT_T, INDIVIDUAL)        \
-    MPIIO_POINTER_BEGIN(MPI_File_write_all_begin##C, const void, COUNT_T, INDIVIDUAL) \
-    MPIIO_POINTER_BEGIN(MPI_File_read_ordered_begin##C, void, COUNT_T, SHARED)        \
+#define MPIIO_COUNTED_CALLS(C, COUNT_T)                                                       \
+    MPIIO_AT(MPI_File_read_at##C, void, COUNT_T, 0, MPIIO_RUN_READ)                           \
+    MPIIO_AT(MPI_File_write_at##C, const void, COUNT_T, 0, MPIIO_RUN_WRITE)                   \
+    MPIIO_AT(MPI_File_read_at_all##C, void, COUNT_T, 1, MPIIO_RUN_READ)                       \
+    MPIIO_AT(MPI_File_write_at_all##C, const void, COUNT_T, 1, MPIIO_RUN_WRITE)               \
+    MPIIO_POINTER(MPI_File_read##C, void, COUNT_T, INDIVIDUAL, 0, MPIIO_RUN_READ)             \
+    MPIIO_POINTER(MPI_File_write##C, const void, COUNT_T, INDIVIDUAL, 0, MPIIO_RUN_WRITE)     \
+    MPIIO_POINTER(MPI_File_read_all##C, void, COUNT_T, INDIVIDUAL, 1, MPIIO_RUN_READ)         \
+    MPIIO_POINTER(MPI_File_write_all##C, const void, COUNT_T, INDIVIDUAL, 1, MPIIO_RUN_WRITE) \
+    MPIIO_POINTER(MPI_File_read_shared##C, void, COUNT_T, SHARED, 0, MPIIO_RUN_READ)          \
+    MPIIO_POINTER(MPI_File_write_shared##C, const void, COUNT_T, SHARED, 0, MPIIO_RUN_WRITE)  \
+    MPIIO_POINTER(MPI_File_read_ordered##C, void, COUNT_T, SHARED, 1, MPIIO_RUN_READ)         \
+    MPIIO_POINTER(MPI_File_write_ordered##C, const void, COUNT_T, SHARED, 1, MPIIO_RUN_WRITE) \
+    MPIIO_AT_BEGIN(MPI_File_read_at_all_begin##C, void, COUNT_T)                              \
+    MPIIO_AT_BEGIN(MPI_File_write_at_all_begin##C, const void, COUNT_T)                       \
+    MPIIO_POINTER_BEGIN(MPI_File_read_all_begin##C, void, COUNT_T, INDIVIDUAL)                \
+    MPIIO_POINTER_BEGIN(MPI_File_write_all_begin##C, const void, COUNT_T, INDIVIDUAL)         \
+    MPIIO_POINTER_BEGIN(MPI_File_read_ordered_begin##C, void, COUNT_T, SHARED)                \
     MPIIO_POINTER_BEGIN(MPI_File_write_ordered_begin##C, const void, COUNT_T, SHARED)
 
 MPIIO_COUNTED_CALLS(, int)

@@ -89,11 +89,31 @@ static void free_clock_sync(void) {
     PMPI_Comm_free(&clock_sync.node);
 }
 
+/* Does this line of the library's version text say how the library was built: its configure line or a compiler's
+ * flags ("MPICH configure: ...", "MPICH CC: ...", most of MPICH's 2 KB)? */
+static int says_how_built(const char *line, size_t len) {
+    static const char *const labels[] = {" configure", " CC", " CXX", " F77", " FC"};
+    const char *colon = memchr(line, ':', len);
+    for (size_t i = 0; colon && i < sizeof labels / sizeof labels[0]; i++) {
+        size_t n = strlen(labels[i]);
+        if ((size_t)(colon - line) >= n && memcmp(colon - n, labels[i], n) == 0) return 1;
+    }
+    return 0;
+}
+
+/* note.mpi.library: MPI_Get_library_version's text (its version, date, ABI, device), without the lines that say how
+ * the library was built: every rank writes it into its stream. */
 static void note_library(void) {
-    char version[MPI_MAX_LIBRARY_VERSION_STRING] = "";
+    char version[MPI_MAX_LIBRARY_VERSION_STRING] = "", kept[MPI_MAX_LIBRARY_VERSION_STRING] = "";
     int length = 0;
+    size_t at = 0;
     PMPI_Get_library_version(version, &length);
-    ioloom_note("mpi.library", version);
+    for (const char *line = version; *line;) {
+        size_t len = strcspn(line, "\n");
+        if (!says_how_built(line, len)) at += (size_t)sprintf(kept + at, "%s%.*s", at ? "\n" : "", (int)len, line);
+        line += len + (line[len] == '\n');
+    }
+    ioloom_note("mpi.library", kept);
     ioloom_note("mpi.impl", IOLOOM_MPI_IMPL);
 }
 
