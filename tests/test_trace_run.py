@@ -102,6 +102,16 @@ def test_bench_overhead_reports_every_call_kind(ioloom_cli):
     assert f"events in {traces} traces" in _reader_line(result["reader"])  # what the text output prints
 
 
+def test_counted_runs_give_glibcs_malloc_a_large_cache():
+    """Callgrind's runs add the large per-thread malloc cache to the tunables the caller set (Open MPI's per-call
+    mallocs cost a number of instructions that depends on the heap's layout without it)."""
+    from ioloom.bench.overhead import COUNTED_MALLOC, _counted_malloc
+
+    assert _counted_malloc({"A": "1"}) == {"A": "1", "GLIBC_TUNABLES": COUNTED_MALLOC}
+    mine = _counted_malloc({"GLIBC_TUNABLES": "glibc.malloc.check=3"})["GLIBC_TUNABLES"]
+    assert mine == f"glibc.malloc.check=3:{COUNTED_MALLOC}" and COUNTED_MALLOC.startswith("glibc.malloc.tcache_count=")
+
+
 def test_bench_overhead_counts_instructions_of_every_call(ioloom_cli):
     """`--instructions`: callgrind's count of what tracing adds, for every call of the goal (the plain build
     here; the MPI builds run the same code path per MPI call), and of what another tool adds: the shim counts

@@ -39,6 +39,11 @@ from ioloom.run import traced_environment
 GOAL_NS = 100
 POSIX_CALLS = ("pwrite", "pread", "write", "read", "fwrite", "fread", "open+close", "stat", "lseek")
 MPI_CALLS = ("MPI_File_write_at", "MPI_File_write_at_all", "MPI_File_read_at")
+# glibc's malloc in the callgrind runs: a per-thread cache large enough to hold every block freed. Open MPI's OMPIO
+# mallocs and frees about a dozen blocks per data call, and with the default cache (7 blocks per size) glibc serves
+# them through paths whose length depends on the heap's layout, which differs from run to run (one run in five or
+# so took about 180 instructions per call fewer, traced or not): the counts then moved by hundreds per call.
+COUNTED_MALLOC = "glibc.malloc.tcache_count=65535"
 # Calls per timed block: at least as many events as the tracer's default buffer holds between two flushes
 # (native/trace/writer.c, allocate_writer), so that every block encodes and writes its share of the events and a
 # median block includes it.
@@ -276,8 +281,8 @@ def instructions_per_call(work: Path, builds: list[Probe], calls: int = 100_000,
         raise RuntimeError(missing)
     rows = []
     for probe in builds:
-        variants = _variants(probe, work / f"cg-{probe.label}", work, others or [],
-                             {"IOLOOM_BACKGROUND_ENCODE": "0"})
+        variants = {label: _counted_malloc(env) for label, env in _variants(
+            probe, work / f"cg-{probe.label}", work, others or [], {"IOLOOM_BACKGROUND_ENCODE": "0"}).items()}
         for kind in probe.calls:
             counted = {label: callgrind_per_call([str(probe.binary), str(work / "cg.dat")], [kind], env, work, calls)
                        for label, env in variants.items()}
@@ -289,6 +294,11 @@ def instructions_per_call(work: Path, builds: list[Probe], calls: int = 100_000,
                          "others": {name: {"added": round(total - untraced, 1)}
                                     for name, (total, _) in counted.items()}})
     return rows
+
+
+def _counted_malloc(env: dict[str, str]) -> dict[str, str]:
+    """env with COUNTED_MALLOC added to the glibc tunables it may already set."""
+    return {**env, "GLIBC_TUNABLES": ":".join(filter(None, (env.get("GLIBC_TUNABLES"), COUNTED_MALLOC)))}
 
 
 def _base_env() -> dict[str, str]:
@@ -387,7 +397,9 @@ def _print_instructions(console: Console, counted: list[dict], others: list[str]
     console.print(table)
     console.print("(the traced runs encode on the program's thread, as by default, so that the count does not "
                   "depend on how valgrind schedules threads; the last column leaves that encoding out, as "
-                  "IOLOOM_BACKGROUND_ENCODE=1 does where a core is free)")
+                  "IOLOOM_BACKGROUND_ENCODE=1 does where a core is free; every counted run has glibc's "
+                  f"{COUNTED_MALLOC}: with the default, Open MPI's per-call mallocs cost a number of instructions "
+                  "that depends on the heap's layout, which differs from run to run)")
 
 
 def _refuse(message: str) -> None:
