@@ -134,9 +134,11 @@ static struct record *record(void) { return nrecords <= RECORDS ? &records[nreco
 static enum source size_phase(const struct pg_phase *ahead, int known, size_t n) {
     uint64_t told = ioloom_env_uint("IOLOOM_COORD_BYTES", 0);
     uint64_t predicted = known && ahead->to_write > ahead->written ? (uint64_t)(ahead->to_write - ahead->written) : 0;
-    phase.sized = told != 0;
-    phase.expected = told ? told : predicted ? predicted : phase.last_bytes ? phase.last_bytes : n;
-    return told ? TOLD : predicted ? PREDICTED : phase.last_bytes ? PREVIOUS : FIRST_WRITE;
+    enum source from = told ? TOLD : predicted ? PREDICTED : phase.last_bytes ? PREVIOUS : FIRST_WRITE;
+    const uint64_t size[] = {[TOLD] = told, [PREDICTED] = predicted, [PREVIOUS] = phase.last_bytes, [FIRST_WRITE] = n};
+    phase.sized = from == TOLD;
+    phase.expected = size[from];
+    return from;
 }
 
 /* A phase begins with a write of n bytes at `site` (the caller holds phase_lock). */
@@ -145,13 +147,12 @@ static void begin_phase(ioloom_coord *c, size_t n, uintptr_t site, double now) {
     int known = predictor_phase(now, &ahead);
     enum source bytes_from = size_phase(&ahead, known, n);
     double per_byte = remembered(site);
-    double seconds = known ? (double)ahead.end_ns * 1e-9 - now : per_byte * (double)phase.expected;
+    enum source seconds_from = known ? PREDICTED : per_byte > 0 ? HISTORY : NONE;
+    double seconds = seconds_from == PREDICTED ? (double)ahead.end_ns * 1e-9 - now : per_byte * (double)phase.expected;
     ioloom_coord_prepare(c, phase.expected, seconds);
-    phase.estimated = !known && per_byte > 0; /* a rate from history is kept; a predicted phase is revised */
+    phase.estimated = seconds_from == HISTORY; /* a rate from history is kept; a predicted phase is revised */
     nrecords++;
-    if (record())
-        *record() = (struct record){
-            phase.expected, 0, seconds, 0, 0, bytes_from, known ? PREDICTED : per_byte > 0 ? HISTORY : NONE, NONE};
+    if (record()) *record() = (struct record){phase.expected, 0, seconds, 0, 0, bytes_from, seconds_from, NONE};
     phase.in_phase = 1;
     phase.bytes = phase.writes = 0;
     phase.site = site;

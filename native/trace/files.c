@@ -366,12 +366,10 @@ static inline __attribute__((always_inline)) int32_t stat_state_recalled(int dir
     return named_state(dirfd, path, st, &(struct path_key){known->hash, known->cwd});
 }
 
-static int rememberable(int dirfd, const char *path) { return path && dirfd == AT_FDCWD; }
-
 /* The state of `path` relative to dirfd, a file whose stat is st (NULL when unknown). */
 static int32_t stat_state(int dirfd, const char *path, const struct stat *st) {
     struct path_key key;
-    if (!st || !rememberable(dirfd, path)) return named_state(dirfd, path, st, NULL);
+    if (!st || !ioloom_rememberable(dirfd, path)) return named_state(dirfd, path, st, NULL);
     return stat_state_recalled(dirfd, path, st, recall(path, &key), &key);
 }
 
@@ -406,13 +404,12 @@ static inline int32_t path_state_mode(int dirfd, const char *path, int fd, const
         *mode = again->mode;
         return again->state;
     }
-    return path_state_asked(dirfd, path, fd, mode, fd >= 0 && rememberable(dirfd, path), again);
+    return path_state_asked(dirfd, path, fd, mode, fd >= 0 && ioloom_rememberable(dirfd, path), again);
 }
 
 int32_t ioloom_path_state(int dirfd, const char *path, int fd) {
     unsigned mode;
-    return path_state_mode(dirfd, path, fd, fd >= 0 && rememberable(dirfd, path) ? ioloom_named_last(path) : NULL,
-                           &mode);
+    return path_state_mode(dirfd, path, fd, ioloom_named_again(dirfd, path, fd), &mode);
 }
 
 int32_t ioloom_open_state_slowly(int dirfd, const char *path, int fd, int flags,

@@ -40,6 +40,14 @@ IOLOOM_INLINE const struct ioloom_recent_path *ioloom_named_last(const char *pat
     return r && r->cwd == cwd && !strcmp(r->path, path) ? r : NULL;
 }
 
+/* Can the state of `path`, named relative to dirfd, be remembered (a path named from the cwd)? */
+static inline int ioloom_rememberable(int dirfd, const char *path) { return path && dirfd == AT_FDCWD; }
+
+/* The entry named last by this thread when `path`, named for a descriptor fd (>= 0) from the cwd, is its path. */
+IOLOOM_INLINE const struct ioloom_recent_path *ioloom_named_again(int dirfd, const char *path, int fd) {
+    return fd >= 0 && ioloom_rememberable(dirfd, path) ? ioloom_named_last(path) : NULL;
+}
+
 /* ioloom_open_state's every case but the common one; `again`: the entry named last when it is the path's. */
 int32_t ioloom_open_state_slowly(int dirfd, const char *path, int fd, int flags,
                                  const struct ioloom_recent_path *again);
@@ -48,7 +56,7 @@ int32_t ioloom_open_state_slowly(int dirfd, const char *path, int fd, int flags,
  * new open file description whose position the tracer follows (positions.h). The common open, the path named
  * last opened again into a descriptor that takes its own description, makes no call but strcmp. */
 IOLOOM_INLINE int32_t ioloom_open_state(int dirfd, const char *path, int fd, int flags) {
-    const struct ioloom_recent_path *again = fd >= 0 && dirfd == AT_FDCWD && path ? ioloom_named_last(path) : NULL;
+    const struct ioloom_recent_path *again = ioloom_named_again(dirfd, path, fd);
     if (IOLOOM_LIKELY(again && again->names == ioloom_names_generation && ioloom_mode_has_position(again->mode)) &&
         ioloom_fd_take_own(fd, again->state, (flags & O_APPEND) != 0))
         return again->state;
