@@ -401,7 +401,7 @@ enum ioloom_fold_outcome ioloom_fold_events(struct ioloom_fold_area *a, uint8_t 
                                             const struct ioloom_tick_clock *clock, size_t smaller_than) {
     const uint64_t quantum = ioloom_quantum(clock);
     assert(n > 0 && quantum <= IOLOOM_FOLD_MAX_QUANTUM); /* the writer's buffers and setting */
-    if (n > a->capacity) return IOLOOM_FOLD_TOO_LARGE;
+    assert(n <= a->capacity);                            /* the area is made for the writer's largest buffer */
     uint32_t shapes = number_shapes(a, ev, n), distinct, runs = number_tokens(a, n, &distinct);
     time_residuals(a, ev, n, shapes, clock);
     struct column_plan gaps = plan_column(a->gaps, n), durations = plan_column(a->durations, n);

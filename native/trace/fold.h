@@ -22,7 +22,6 @@
 enum ioloom_fold_outcome {
     IOLOOM_FOLDED,
     IOLOOM_FOLD_NO_MEMORY,   /* the grammar's budget refused a block, or it stopped */
-    IOLOOM_FOLD_TOO_LARGE,   /* more rows than the area holds */
     IOLOOM_FOLD_NOT_SMALLER, /* the chunk would not be smaller than the caller's limit (its EVENTS chunks) */
     IOLOOM_FOLD_OUTCOMES
 };

@@ -541,13 +541,9 @@ static void scatter_rows(const struct ioloom_raw_event *ev, uint32_t n, uint32_t
     }
 }
 
-static void forget_rows(void) {
-    for (uint32_t k = 0; k < groups.ops; k++) groups.rows[groups.seen[k]] = 0;
-}
-
+/* Clears what survey_ops and count_rows noted of the buffer's operations, for the next buffer. */
 static void forget_counts(void) {
-    forget_rows();
-    for (uint32_t k = 0; k < groups.ops; k++) groups.listed[groups.seen[k]] = 0;
+    for (uint32_t k = 0; k < groups.ops; k++) groups.rows[groups.seen[k]] = groups.listed[groups.seen[k]] = 0;
 }
 
 /* Whether rows [0, n), whose operation changes `changes` times, are two operations taking turns (open and close;
@@ -569,11 +565,12 @@ static void write_encoded(uint8_t *chunk, size_t len, uint32_t n) {
     count_dropped(n);
 }
 
-/* EVENTS chunks encoded one after the other, kept to be written later, and the events of each (a folded buffer's, at
- * most one per operation and the mixed one: written when they are no larger than its FOLDED chunk). */
+/* EVENTS chunks encoded one after the other, kept to be written later, and the events and bytes of each (a folded
+ * buffer's, at most one per operation and the mixed one: written when they are no larger than its FOLDED chunk). */
 struct kept_chunks {
     uint8_t *start, *end;
     uint32_t count, events[IOLOOM_OP_COUNT + 1];
+    size_t bytes[IOLOOM_OP_COUNT + 1];
 };
 
 /* Encodes the n rows ev[0], ev[stride], ... as one chunk (times by `clock`, NULL: ns already, exact) and writes it,
@@ -585,8 +582,9 @@ static void write_chunk_of_rows(uint32_t tid, const struct ioloom_raw_event *ev,
         return;
     }
     assert(keep->count <= IOLOOM_OP_COUNT); /* a chunk per operation and the mixed one (write_plain) */
-    keep->events[keep->count++] = n;
-    keep->end += ioloom_encode_events(keep->end, w.scratch, tid, ev, stride, n, clock);
+    keep->events[keep->count] = n;
+    keep->bytes[keep->count] = ioloom_encode_events(keep->end, w.scratch, tid, ev, stride, n, clock);
+    keep->end += keep->bytes[keep->count++];
 }
 
 /* Encodes rows [0, n) of thread `tid`, whose operation changes `changes` times (times by `clock`, NULL: ns already,
@@ -609,27 +607,21 @@ static void write_plain(uint32_t tid, const struct ioloom_raw_event *ev, uint32_
 /* Writes the kept chunks, each as it would have been written at once. w.lock held. */
 static void write_kept(const struct kept_chunks *kept) {
     uint8_t *chunk = kept->start;
-    for (uint32_t k = 0; k < kept->count; k++) {
-        size_t len = IOLOOM_CHUNK_HEADER_BYTES + ((uint32_t)chunk[4] | (uint32_t)chunk[5] << 8 |
-                                                  (uint32_t)chunk[6] << 16 | (uint32_t)chunk[7] << 24);
-        write_encoded(chunk, len, kept->events[k]);
-        chunk += len;
-    }
+    for (uint32_t k = 0; k < kept->count; chunk += kept->bytes[k++])
+        write_encoded(chunk, kept->bytes[k], kept->events[k]);
 }
 
 /* ---- folding (IOLOOM_FOLD=1: fold.h) ----
  * A buffer is written as one FOLDED chunk, or as the EVENTS chunks an unfolded trace has of the same rows when those
  * are no larger (rows whose shapes barely repeat: small buffers, call ids that change every call): those are encoded
  * first, and the grammar is not built when the FOLDED chunk cannot be smaller (fold.h). It is written as EVENTS chunks
- * instead, counted by reason, also when the grammar's budget runs out, when the buffer is larger than the area (the
- * shared buffer is not), and in a signal handler (folding allocates the grammar's nodes). Every chunk's times are
- * rounded to the quantum alike (encode_clock). */
+ * instead, counted by reason, also when the grammar's budget runs out and in a signal handler (folding allocates the
+ * grammar's nodes). Every chunk's times are rounded to the quantum alike (encode_clock). */
 #define FOLD_GRAMMAR_BYTES_PER_EVENT                                          \
     256 /* the grammar's budget (IOLOOM_FOLD_GRAMMAR_BYTES), per event of the \
          * largest buffer */
 enum { FOLD_IN_SIGNAL = IOLOOM_FOLD_OUTCOMES, FOLD_REASONS };
-static const char *const fold_reasons[FOLD_REASONS] = {"folded", "no_memory", "too_large", "plain_smaller",
-                                                       "in_signal"};
+static const char *const fold_reasons[FOLD_REASONS] = {"folded", "no_memory", "plain_smaller", "in_signal"};
 static struct {
     struct ioloom_fold_area *area; /* NULL: folding off */
     uint8_t *chunk;                /* ioloom_fold_bound(capacity) */
@@ -666,6 +658,9 @@ static void start_folding(void) {
     fold.check = NULL;
 }
 
+/* Writes the file table's new entries: as FILE_DELTAS chunks in a folded stream, else as FILES. */
+static void flush_file_table(void) { ioloom_files_flush(fold.area != NULL); }
+
 /* The clock b's rows are encoded by: tick times converted (TSC), and every time rounded down to the fold quantum, so
  * that every chunk of a folded stream, folded or not, rounds alike; NULL when there is neither. */
 static const struct ioloom_tick_clock *encode_clock(const struct thread_buffer *b, struct ioloom_tick_clock *clock) {
@@ -701,12 +696,12 @@ static void check_not_smaller(uint32_t tid, const struct ioloom_raw_event *ev, u
 
 /* Folds rows [0, n) of thread `tid` (whose operation changes `changes` times; times by `clock`) into one chunk and
  * writes it when it is smaller than the EVENTS chunks of the same rows (encoded first), else writes those, or counts
- * them as dropped; 0 when they were not folded for a reason other than size (counted), to be written as EVENTS
- * chunks. w.lock held. */
+ * them as dropped; 0 in a signal handler (counted): they are then to be written as EVENTS chunks. w.lock held. */
 static int write_folded(uint32_t tid, const struct ioloom_raw_event *ev, uint32_t n, uint32_t changes,
                         const struct ioloom_tick_clock *clock) {
-    if (ioloom_in_signal || n > w.capacity) { /* too large: the kept chunks' room is for a buffer's rows */
-        fold.events[ioloom_in_signal ? FOLD_IN_SIGNAL : IOLOOM_FOLD_TOO_LARGE] += n;
+    assert(n <= w.capacity); /* a thread's buffer or the shared one (MIN_EVENTS_PER_THREAD rows): the area's room */
+    if (ioloom_in_signal) {
+        fold.events[FOLD_IN_SIGNAL] += n;
         return 0;
     }
     fold.plain.end = fold.plain.start;
@@ -777,7 +772,7 @@ static void flush_half(struct thread_buffer *b, uint32_t h) {
     uint32_t n = __atomic_load_n(&b->count[h], __ATOMIC_ACQUIRE);
     if (!n) return;
     struct ioloom_raw_event *ev = b->events[h];
-    ioloom_files_flush(fold.area != NULL); /* file entries first: a reader then knows every id an event names */
+    flush_file_table(); /* file entries first: a reader then knows every id an event names */
     struct ioloom_tick_clock ticks;
     const struct ioloom_tick_clock *clock = encode_clock(b, &ticks);
     write_events(b->tid, ev, n, clock);
@@ -988,7 +983,7 @@ static void flush_shared_locked(void) {
     struct thread_buffer *b = shared.b;
     uint32_t n = b ? b->count[0] : 0;
     if (!n) return;
-    ioloom_files_flush(fold.area != NULL);
+    flush_file_table();
     struct ioloom_tick_clock ticks;
     const struct ioloom_tick_clock *clock = encode_clock(b, &ticks);
     for (uint32_t i = 0; i < n; i++) {
@@ -1102,7 +1097,7 @@ IOLOOM_EXPORT void ioloom_record(const struct ioloom_event *ev) {
 void ioloom_flush_all(void) {
     for (struct thread_buffer *b = __atomic_load_n(&w.threads, __ATOMIC_ACQUIRE); b; b = b->next) flush_buffer(b);
     flush_shared();
-    ioloom_files_flush(fold.area != NULL);
+    flush_file_table();
     ioloom_files_write_excluded();
     write_dropped_if_changed();
     write_fold_counts();
