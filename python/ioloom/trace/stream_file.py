@@ -568,38 +568,40 @@ def _read_chunks(path: Path) -> StreamFile:
                                f"them: the stream was cut at byte {len(raw)}; events up to there are read")
     chunks = np.concatenate(events) if events else _no_rows()
     if folded:
-        chunks = _with_unfolded(stream, raw, chunks, folded)
+        chunks = _with_unfolded(stream, raw, chunks, folded, rules)
     stream.chunks = _without_repeats(stream, chunks)
     stream.forget_pages()
     return stream
 
 
-def _with_unfolded(stream: StreamFile, raw, chunks: np.ndarray, folded: list[int]) -> np.ndarray:
+def _with_unfolded(stream: StreamFile, raw, chunks: np.ndarray, folded: list[int], rules: IndexRules) -> np.ndarray:
     """The EVENTS chunks' rows with those of the FOLDED chunks at `folded` (offsets) unfolded, in file order. The
     unfolded EVENTS chunks follow a copy of the file in stream.data (each chunk's checksum going on from the file
-    header), so that their events decode as any others'; a chunk that does not unfold is a problem."""
-    unfolded, origins = [], []
+    header), so that their events decode as any others'; a chunk that does not unfold is a problem. `rules`: the
+    stream's, whose chain is set to go on from the file header."""
+    whole = bytearray(raw)  # the decoder reads one buffer: the file, then each unfolded chunk, held once
+    starts, origins, chain = [], [], _chain_start(raw, stream.major, 0)
     for pos in folded:
         length = CHUNK_HEADER.unpack_from(raw, pos)[1]
         try:
-            chunk = bytearray(unfold(bytes(raw[pos + CHUNK_HEADER.size:pos + CHUNK_HEADER.size + length])))
+            made = unfold(bytes(raw[pos + CHUNK_HEADER.size:pos + CHUNK_HEADER.size + length]))
         except FoldedMalformed as err:
             stream.problems.append(f"{stream.path.name}: folded chunk at byte {pos} is malformed ({err}); skipped")
             continue
-        crc = zlib.crc32(memoryview(chunk)[CHUNK_HEADER.size:],
-                         zlib.crc32(memoryview(chunk)[:8], _chain_start(raw, stream.major, 0)))
-        struct.pack_into("<I", chunk, 8, crc)
-        unfolded.append(bytes(chunk))
+        at = len(whole)
+        whole += made
+        with memoryview(whole) as view:  # released before the next chunk grows the buffer
+            crc = zlib.crc32(view[at + CHUNK_HEADER.size:], zlib.crc32(view[at:at + 8], chain))
+        struct.pack_into("<I", whole, at + 8, crc)
+        starts.append(at)
         origins.append(pos)
-    if not unfolded:
+    if not starts:
         return chunks
-    whole = b"".join([memoryview(raw), *unfolded])
     stream.data = np.frombuffer(whole, np.uint8)
-    rules = index_rules(stream.major)
-    rows, kept, at = [chunks], [], len(raw)
-    for made, pos in zip(unfolded, origins):
+    rules.previous = 0  # each unfolded chunk's checksum goes on from the file header alone
+    rows, kept = [chunks], []
+    for at, pos in zip(starts, origins):
         row = _index(whole, stream.data, at, at + 1, rules, room=1)
-        at += len(made)
         if row[0, ROW_STATUS] != OK:  # the unfolded chunk breaks a rule of EVENTS chunks (a value's range)
             stream.problems.append(f"{stream.path.name}: folded chunk at byte {pos} unfolds to a malformed events "
                                    f"chunk ({EVENTS_PROBLEMS.get(int(row[0, ROW_STATUS]), 'checksum')}); skipped")
