@@ -65,3 +65,15 @@ def test_a_stream_in_parts_gives_the_whole_stream_result(mpi, tmp_path, cluster)
         whole = analyse(path, options, workers=1)
         split = analyse(path, options, scheduler=cluster.scheduler_address)
         assert _comparable(split) == _comparable(whole), name
+
+
+@pytest.mark.parametrize("path, runtime", [
+    ("/scratch/out.dat.locktest.3", True),          # OMPIO's lock probe at every MPI_File_open
+    ("/scratch/out.dat-2983034881-41234.lock", True),  # its lockedfile component's shared file pointer
+    ("/scratch/out.dat", False), ("/scratch/out.lock", False), ("/scratch/run-2024.lock", False),
+    ("/scratch/-1-2.lock", False), ("/scratch/a-1-2.lock/data", False)])
+def test_ompio_lock_files_are_the_runtimes(path, runtime):
+    """Both files OMPIO makes beside a program's file are the MPI runtime's, as logfs keeps them plain files
+    (tests/test_logfs_mpi.py::test_ompio_lock_files_stay_plain_files): the pointer's NAME-JOBID-PID.lock was
+    counted as the program's data file. Names merely like them are the program's."""
+    assert Options().is_system(path) is runtime

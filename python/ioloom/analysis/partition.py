@@ -12,6 +12,7 @@ independent of the number of events, which is what lets the reduce run on one ma
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,6 +21,11 @@ import pandas as pd
 from ioloom.analysis import range_tables as rt
 from ioloom.analysis.ops import LAYER_CODE, META, READ, WRITE
 from ioloom.trace.model import RANGE_ROWS
+
+# A file name Open MPI's OMPIO makes beside the program's file, never its data: NAME.locktest.RANK (it probes fcntl
+# locks at every MPI_File_open) and NAME-JOBID-PID.lock (the lockedfile component's shared file pointer). logfs keeps
+# the same names plain files (native/logfs/lf_paths.c, runtime_file).
+MPI_RUNTIME_NAME = re.compile(r"\.locktest\.|.-[0-9]+-[0-9]+\.lock$")
 
 SPLIT_KEYS = ["op", "file_id", "kind", "collective"]
 HOLD_LIMIT = 1 << 21  # events held back at most for an asynchronous MPI-IO call not finished yet
@@ -45,8 +51,7 @@ class Options:
     system_prefixes: tuple[str, ...] = ("/usr/", "/lib", "/etc/", "/proc/", "/sys/", "/dev/", "/run/",
                                         "/var/run/", "/opt/", "/tmp/ompi.", "/tmp/hydra", "pipe:", "socket:",
                                         "anon_inode:")
-    system_markers: tuple[str, ...] = ("/.openmpi/", "/.pmix/", ".locktest.")  # anywhere in the path (OMPIO
-                                                                               # probes locking on FILE.locktest.N)
+    system_markers: tuple[str, ...] = ("/.openmpi/", "/.pmix/")  # anywhere in the path
     system_files: frozenset = frozenset()  # file ids of such paths in this trace; filled in by analyse()
     # logfs's own files (logs, journals, metadata under a container): the physical side of the program's logical
     # I/O, shown apart and never counted as the program's; filled in by analyse()
@@ -54,7 +59,8 @@ class Options:
 
     def is_system(self, path: str) -> bool:
         return (path in ("/", "/tmp") or path.startswith(self.system_prefixes)
-                or any(marker in path for marker in self.system_markers))
+                or any(marker in path for marker in self.system_markers)
+                or MPI_RUNTIME_NAME.search(path.rpartition("/")[2]) is not None)
 
     @property
     def excluded_files(self) -> list[int]:
