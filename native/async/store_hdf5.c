@@ -24,6 +24,7 @@ struct h5_output {
     char *staging;    /* hdf5-shared: a server's blocks of one variable, in block order, when it has several */
     size_t staging_size;
     char reserve[1220]; /* the room kept for closing (see keep_room); "" when none could be kept */
+    off_t allocated;    /* hdf5: the file's space is allocated up to here (room_for) */
     int failed;         /* the first failed write's errno (0: none); the output then takes no more blocks */
     int writer;         /* its writer's id, for messages */
 };
@@ -43,6 +44,27 @@ static void keep_room(struct h5_output *o, const char *path, int id) {
     }
     for (off_t bytes = RESERVE_BYTES; bytes >= 4096 && posix_fallocate(fd, 0, bytes) != 0; bytes /= 2) continue;
     close(fd);
+}
+
+/* Room for a block's metadata and for what closing flushes after it (room_for). */
+enum { METADATA_ROOM = 16 << 10 };
+
+/* Allocates the file's space (fallocate, its size kept) up to its end of allocation plus `bytes` and METADATA_ROOM
+ * before a block is written: HDF5 then writes the block and flushes its metadata into space the file holds. A disk
+ * that fills meanwhile (other writers write on it) so fails here, before HDF5 is called, never in the flush after
+ * the block, which HDF5 1.10.8 cannot recover from (each later flush fails, "slist already enabled", so the file
+ * can be neither flushed nor closed, and MPI_Finalize then crashes closing it again). Up to METADATA_ROOM stays
+ * allocated past the file's end. 0 (also where the file system cannot allocate ahead), or -1 with errno. */
+static int room_for(struct h5_output *o, size_t bytes) {
+    haddr_t eoa;
+    int *fd = NULL;
+    if (H5Fget_eoa(o->file, &eoa) < 0 || H5Fget_vfd_handle(o->file, H5P_DEFAULT, (void **)&fd) < 0 || !fd)
+        return errno = EIO, -1;
+    off_t end = (off_t)eoa + (off_t)bytes + METADATA_ROOM;
+    if (end <= o->allocated) return 0;
+    if (fallocate(*fd, FALLOC_FL_KEEP_SIZE, o->allocated, end - o->allocated) != 0) return errno == EOPNOTSUPP ? 0 : -1;
+    o->allocated = end; /* from 0 on: every page HDF5 may write below `end` is the file's */
+    return 0;
 }
 
 /* Closes the output, the room given back first: HDF5 flushes the metadata left at close, which after a failed write
@@ -103,8 +125,9 @@ static int hdf5_put(struct async_writer *w, const struct async_config *cfg, int 
     struct h5_output *o = w->handle;
     hsize_t dims[ASYNC_DIMS_MAX];
     char path[ASYNC_NAME_MAX + 48];
-    (void)nbytes; /* the block is whole: the client checks its size, and the hdf5 format refuses compression */
     if (o->failed) return errno = o->failed, -1;
+    /* nbytes: the block whole (the client checks its size, and the hdf5 format refuses compression) */
+    if (room_for(o, nbytes) != 0) return o->failed = errno, -1;
     errno = 0;
     for (int d = 0; d < l->ndims; d++) dims[d] = (hsize_t)l->dims[d];
     dataset_path(path, sizeof path, cfg, variable, block, iteration);
