@@ -34,6 +34,14 @@ static MPI_File open_variant(const char *name) {
     return fh;
 }
 
+/* Move the shared file pointer back to 0 once every rank is done with it. ROMIO and OMPIO reset it on rank 0 before
+ * seek_shared's own barrier, and an ordered access increments it on each rank as its turn comes, so a rank reaching
+ * the seek first could reset the pointer before a slower rank's increment (then two ranks write one block). */
+static void rewind_shared(MPI_File fh) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    check(MPI_File_seek_shared(fh, 0, MPI_SEEK_SET), "seek_shared");
+}
+
 /* The data of rank r: distinct per rank and position, so a misplaced block is seen. */
 static void fill(int owner) {
     for (int i = 0; i < INTS; i++)
@@ -95,7 +103,7 @@ static void variant_shared(void) {
     MPI_File fh = open_variant("shared");
     check(MPI_File_write_shared(fh, out, INTS, MPI_INT, MPI_STATUS_IGNORE), "write_shared");
     MPI_Barrier(MPI_COMM_WORLD);
-    check(MPI_File_seek_shared(fh, 0, MPI_SEEK_SET), "seek_shared");
+    rewind_shared(fh);
     check(MPI_File_read_shared(fh, in, INTS, MPI_INT, MPI_STATUS_IGNORE), "read_shared");
     close_variant(&fh, "shared", -1);
 }
@@ -104,7 +112,7 @@ static void variant_shared(void) {
 static void variant_ordered(void) {
     MPI_File fh = open_variant("ordered");
     check(MPI_File_write_ordered(fh, out, INTS, MPI_INT, MPI_STATUS_IGNORE), "write_ordered");
-    check(MPI_File_seek_shared(fh, 0, MPI_SEEK_SET), "seek_shared");
+    rewind_shared(fh);
     check(MPI_File_read_ordered(fh, in, INTS, MPI_INT, MPI_STATUS_IGNORE), "read_ordered");
     close_variant(&fh, "ordered", rank);
 }
@@ -164,7 +172,7 @@ static void variant_ishared(void) {
     check(MPI_File_iwrite_shared(fh, out, INTS, MPI_INT, &requests[0]), "iwrite_shared");
     check(MPI_Wait(&requests[0], &status), "MPI_Wait");
     MPI_Barrier(MPI_COMM_WORLD);
-    check(MPI_File_seek_shared(fh, 0, MPI_SEEK_SET), "seek_shared");
+    rewind_shared(fh);
     check(MPI_File_iread_shared(fh, in, INTS, MPI_INT, &requests[0]), "iread_shared");
     check(MPI_Wait(&requests[0], &status), "MPI_Wait");
     close_variant(&fh, "ishared", -1);
@@ -195,7 +203,7 @@ static void variant_split_ordered(void) {
     MPI_File fh = open_variant("split_ordered");
     check(MPI_File_write_ordered_begin(fh, out, INTS, MPI_INT), "write_ordered_begin");
     check(MPI_File_write_ordered_end(fh, out, MPI_STATUS_IGNORE), "write_ordered_end");
-    check(MPI_File_seek_shared(fh, 0, MPI_SEEK_SET), "seek_shared");
+    rewind_shared(fh);
     check(MPI_File_read_ordered_begin(fh, in, INTS, MPI_INT), "read_ordered_begin");
     check(MPI_File_read_ordered_end(fh, in, MPI_STATUS_IGNORE), "read_ordered_end");
     close_variant(&fh, "split_ordered", rank);
