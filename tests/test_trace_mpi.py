@@ -558,8 +558,9 @@ def test_threads_keep_their_calls_apart(mpi, ioloom_cli, tmp_path):
 
 def test_writes_ignoring_the_status_record_what_the_status_says(mpi, ioloom_cli, tmp_path):
     """Every blocking write, with a status and then ignoring it: the program checks that MPI_Get_count gives the
-    count asked for, and the trace records the same bytes for both (count x type size for the ignored status,
-    without asking the library for one); a read past the end of file records the bytes its status says."""
+    count asked for, and the trace records the same bytes for both: count x type size, the rule for an ignored
+    status, is what the library's status says (whether MPI_STATUS_IGNORE reaches the library is not seen here);
+    a read past the end of file records the bytes its status says."""
     exe = mpi.compile("mpiio_status_ignored.c")
     out, mpiio = run_program(mpi, ioloom_cli, tmp_path, exe, 2)
     assert "mpiio_status_ignored: 2 ranks ok" in out.stdout, out.stdout + out.stderr

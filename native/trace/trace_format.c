@@ -264,10 +264,11 @@ _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the survey reads the 
 _Static_assert(offsetof(struct ioloom_raw_event, err) == offsetof(struct ioloom_raw_event, file_id) + 4, "pair");
 _Static_assert(offsetof(struct ioloom_raw_event, op) == offsetof(struct ioloom_raw_event, file_id) + 8, "pair");
 _Static_assert(offsetof(struct ioloom_raw_event, layer) == offsetof(struct ioloom_raw_event, op) + 2, "pair");
+_Static_assert(offsetof(struct ioloom_raw_event, ticks) == offsetof(struct ioloom_raw_event, layer) + 1, "pair");
 _Static_assert(sizeof(struct ioloom_raw_event) >= offsetof(struct ioloom_raw_event, file_id) + 16, "pair");
 
 /* The columns of row i (> 0) but the times and the difference columns, compared with row 0's as pairs: (ret - req,
- * handle), and (file, errno), (op, layer) packed. */
+ * handle), and (file, errno), (op, layer, ticks) packed (ticks masked off by survey_end). */
 #define ROW_PAIRS(X, ev, i)                                            \
     X(0, (PAIR_AT(ROW(i), ret_bytes) - (pair_t){ROW(i).req_bytes, 0})) \
     X(1, (PAIR_AT(ROW(i), file_id) & FILE_OP_MASK))

@@ -465,6 +465,7 @@ static void note_op(uint16_t op) {
  * operation, or two taking turns (open and close, an MPI-IO call and the pwrite inside it), most loops' buffers.
  * Looked at 8 rows at a time, a load and two bit operations a row and a branch every 8. */
 static uint32_t rows_alike(const struct ioloom_raw_event *ev, uint32_t n) {
+    assert(n >= 2); /* survey_ops returns before for a single row */
     const uint32_t even = ev[0].op, odd = ev[1].op;
     const struct ioloom_raw_event *row = ev, *blocks_end = ev + (n & ~7u);
     for (; row < blocks_end; row += 8)

@@ -1,4 +1,4 @@
-/* The encoder's tick conversion (tests/test_trace_format.py): rows holding TSC ticks, ns, or both, encoded with a
+/* The encoder's tick conversion (tests/test_trace_encoder.py): rows holding TSC ticks, ns, or both, encoded with a
  * tick clock must give the chunk of the same rows converted beforehand (ioloom_row_ns) and encoded without one, byte
  * for byte. Built with the encoder's own source (trace_format.c, included). Prints one line per case; exit 0 when
  * every case matched. */

@@ -80,7 +80,7 @@ int main(int argc, char **argv) {
         write_both(fh, variant, 25, MPI_INT, names[variant]);
         write_both(fh, variant, 5, holes, names[variant]);
     }
-    /* A view whose filetype has holes: 8 bytes of every 32 are this view's (ranks overlap: the data is not read). */
+    /* A view whose filetype has holes: 8 bytes of every 32 are this view's (the data is not read). */
     MPI_Type_create_resized(MPI_LONG_LONG, 0, 32, &filetype);
     MPI_Type_commit(&filetype);
     check(MPI_File_set_view(fh, (MPI_Offset)writes * nranks * SLOT, MPI_BYTE, filetype, "native", MPI_INFO_NULL),

@@ -41,8 +41,8 @@ POSIX_CALLS = ("pwrite", "pread", "write", "read", "fwrite", "fread", "open+clos
 MPI_CALLS = ("MPI_File_write_at", "MPI_File_write_at_all", "MPI_File_read_at")
 # glibc's malloc in the callgrind runs: a per-thread cache large enough to hold every block freed. Open MPI's OMPIO
 # mallocs and frees about a dozen blocks per data call, and with the default cache (7 blocks per size) glibc serves
-# them through paths whose length depends on the heap's layout, which differs from run to run (one run in five or
-# so took about 180 instructions per call fewer, traced or not): the counts then moved by hundreds per call.
+# them through paths whose length depends on the heap's layout, which differs from run to run: without it the counts
+# moved by hundreds per call (docs/bench.md). Every callgrind_per_call run takes it.
 COUNTED_MALLOC = "glibc.malloc.tcache_count=65535"
 # Calls per timed block: at least as many events as the tracer's default buffer holds between two flushes
 # (native/trace/writer.c, allocate_writer), so that every block encodes and writes its share of the events and a
@@ -258,7 +258,8 @@ def callgrind_per_call(before: list[str], after: list[str], env: dict[str, str],
                        cwd: Path | None = None, prepare: Callable[[], None] | None = None) -> tuple[float, float]:
     """(instructions per call on the program's main thread, of which in the writer's flush_half) by callgrind: the
     difference of a run of `calls` calls and one of 3 x `calls` (the command `before`, the count, `after`; prepare()
-    called before each run), which cancels start-up and exit."""
+    called before each run), which cancels start-up and exit; glibc's malloc with COUNTED_MALLOC."""
+    env = _counted_malloc(env)
     counts = []
     for n in (calls, 3 * calls):
         if prepare:
@@ -281,8 +282,7 @@ def instructions_per_call(work: Path, builds: list[Probe], calls: int = 100_000,
         raise RuntimeError(missing)
     rows = []
     for probe in builds:
-        variants = {label: _counted_malloc(env) for label, env in _variants(
-            probe, work / f"cg-{probe.label}", work, others or [], {"IOLOOM_BACKGROUND_ENCODE": "0"}).items()}
+        variants = _variants(probe, work / f"cg-{probe.label}", work, others or [], {"IOLOOM_BACKGROUND_ENCODE": "0"})
         for kind in probe.calls:
             counted = {label: callgrind_per_call([str(probe.binary), str(work / "cg.dat")], [kind], env, work, calls)
                        for label, env in variants.items()}
