@@ -32,3 +32,12 @@ def test_no_log_is_no_process_and_a_newer_version_is_refused(tmp_path):
     path.write_text(json.dumps({"version": log.VERSION + 1, "announced": [{"bytes": 1}]}) + "\n")
     with pytest.raises(log.LogError, match=f"version {log.VERSION + 1} of the coordination log"):
         log.read(path)
+
+
+def test_a_line_cut_short_is_named_in_one_line(tmp_path):
+    """A last line cut short (a full disk, a process killed while writing) is refused with its place, not a
+    JSONDecodeError's traceback."""
+    path = tmp_path / "coord.jsonl"
+    path.write_text(V1_LINE + "\n" + V1_LINE[:40] + "\n")
+    with pytest.raises(log.LogError, match=r"coord\.jsonl:2: not a line of JSON .*cut short"):
+        log.read(path)

@@ -108,7 +108,8 @@ def test_the_tests_direct_launches_take_the_library():
 def test_build_compiles_once_per_directory_and_refuses_in_one_line(tmp_path):
     """MpiImpl.build, the one way ioloom's commands build a program (the demo for bench drishti, bench predict and
     sim calibrate --check): the demo built once into the directory; a missing source, a missing compiler and a
-    source the compiler refuses each raise BuildFailed saying which."""
+    source the compiler refuses each raise BuildFailed saying which; a source changed since is built again, and a
+    failed build leaves no program."""
     impl = mpi.implementations()[0]
     exe = impl.build(paths.DEMO_SOURCE, tmp_path)
     assert exe == tmp_path / f"strided_mpiio-{impl.name}" and os.access(exe, os.X_OK)
@@ -117,8 +118,11 @@ def test_build_compiles_once_per_directory_and_refuses_in_one_line(tmp_path):
     with pytest.raises(mpi.BuildFailed, match="is missing: the programs need a source checkout"):
         impl.build(tmp_path / "none.c", tmp_path)
     bad = tmp_path / "bad.c"
+    bad.write_text("int main(void) { return 0; }\n")
+    os.utime(impl.build(bad, tmp_path), (1, 1))  # the program older than its source: built again
     bad.write_text("int main(void) { return undeclared; }\n")
     with pytest.raises(mpi.BuildFailed, match=f"{impl.mpicc} could not build bad.c: .*error.*undeclared"):
         impl.build(bad, tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith((".bad", "bad-"))) == [f"bad-{impl.name}"]
     with pytest.raises(mpi.BuildFailed, match="mpicc.none is not installed"):
         dataclasses.replace(impl, mpicc="mpicc.none").build(paths.DEMO_SOURCE, tmp_path / "elsewhere")

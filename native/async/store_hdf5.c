@@ -10,6 +10,7 @@
  * global index). Only a server or the simulation's own thread (synchronous mode) calls HDF5: the library is
  * not thread-safe, so a helper thread never does (initialize refuses the helper-thread mode with these formats). */
 #include <errno.h>
+#include <stdint.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,8 +54,9 @@ enum { METADATA_ROOM = 16 << 10 };
  * before a block is written: HDF5 then writes the block and flushes its metadata into space the file holds. A disk
  * that fills meanwhile (other writers write on it) so fails here, before HDF5 is called, never in the flush after
  * the block, which HDF5 1.10.8 cannot recover from (each later flush fails, "slist already enabled", so the file
- * can be neither flushed nor closed, and MPI_Finalize then crashes closing it again). Up to METADATA_ROOM stays
- * allocated past the file's end. 0 (also where the file system cannot allocate ahead), or -1 with errno. */
+ * can be neither flushed nor closed, and MPI_Finalize then crashes closing it again). Asked again before the
+ * flush, when the end of allocation holds the block's new metadata. Up to METADATA_ROOM stays allocated past the
+ * file's end. 0 (also where the file system cannot allocate ahead: then never asked again), or -1 with errno. */
 static int room_for(struct h5_output *o, size_t bytes) {
     haddr_t eoa;
     int *fd = NULL;
@@ -62,8 +64,11 @@ static int room_for(struct h5_output *o, size_t bytes) {
         return errno = EIO, -1;
     off_t end = (off_t)eoa + (off_t)bytes + METADATA_ROOM;
     if (end <= o->allocated) return 0;
-    if (fallocate(*fd, FALLOC_FL_KEEP_SIZE, o->allocated, end - o->allocated) != 0) return errno == EOPNOTSUPP ? 0 : -1;
-    o->allocated = end; /* from 0 on: every page HDF5 may write below `end` is the file's */
+    int rc;
+    while ((rc = fallocate(*fd, FALLOC_FL_KEEP_SIZE, o->allocated, end - o->allocated)) != 0 && errno == EINTR)
+        continue;
+    if (rc != 0 && errno != EOPNOTSUPP && errno != ENOSYS) return -1;
+    o->allocated = rc == 0 ? end : INT64_MAX; /* from 0 on: every page HDF5 may write below is the file's */
     return 0;
 }
 
@@ -136,7 +141,7 @@ static int hdf5_put(struct async_writer *w, const struct async_config *cfg, int 
     hid_t set = H5Dcreate2(o->file, path, type, space, o->lcpl, H5P_DEFAULT, H5P_DEFAULT);
     int rc = set >= 0 && H5Dwrite(set, type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) >= 0 ? 0 : -1;
     /* the metadata on disk after each block, so that what a full disk leaves to flush at close is this block's */
-    if (rc == 0 && H5Fflush(o->file, H5F_SCOPE_LOCAL) < 0) rc = -1;
+    if (rc == 0 && (room_for(o, 0) != 0 || H5Fflush(o->file, H5F_SCOPE_LOCAL) < 0)) rc = -1;
     haddr_t address = rc == 0 ? H5Dget_offset(set) : HADDR_UNDEF;
     if (set >= 0) H5Dclose(set);
     H5Sclose(space);

@@ -68,22 +68,24 @@ class MpiImpl:
         return []
 
     def build(self, source: Path, directory: Path) -> Path:
-        """`source` (C) compiled with this MPI's mpicc -O2 into directory/<its stem>-<this MPI's name>, once per
-        directory; BuildFailed, saying why in one line, when the source or the compiler is missing or the
+        """`source` (C) compiled with this MPI's mpicc -O2 into directory/<its stem>-<this MPI's name>, again only
+        when the source is newer than the program (written under another name and renamed, so an interrupted
+        build leaves none); BuildFailed, saying why in one line, when the source or the compiler is missing or the
         compiler fails."""
         exe = directory / f"{source.stem}-{self.name}"
         if not source.is_file():
             raise BuildFailed(f"{source} is missing: the programs need a source checkout of ioloom")
-        if exe.exists():
+        if exe.exists() and exe.stat().st_mtime >= source.stat().st_mtime:
             return exe
         if not shutil.which(self.mpicc):
             raise BuildFailed(f"{self.mpicc} is not installed (scripts/install-deps.sh installs it)")
-        done = subprocess.run([self.mpicc, "-O2", "-o", str(exe), str(source)], capture_output=True, text=True)
+        building = exe.with_name(f".{exe.name}.{os.getpid()}")
+        done = subprocess.run([self.mpicc, "-O2", "-o", str(building), str(source)], capture_output=True, text=True)
         if done.returncode != 0:
             lines = (done.stderr or done.stdout).strip().splitlines() or ["no message"]
             first_error = next((line for line in lines if "error" in line), lines[-1])
             raise BuildFailed(f"{self.mpicc} could not build {source.name}: {first_error.strip()}")
-        return exe
+        return building.replace(exe)
 
     def version(self) -> str:
         """First line the launcher prints about its version."""

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, NoReturn
 import typer
 
 from ioloom import mpi, paths
+from ioloom.coord.log import LogError
 
 if TYPE_CHECKING:
     import numpy as np
@@ -279,4 +280,6 @@ def command(
             typer.echo(line, err=True)
     except FileNotFoundError:
         typer.echo(f"ioloom: no trace was written to {out} (did the command start any traced process?)", err=True)
+    except LogError as e:  # the command ran; its coordination log cannot be summed up
+        typer.echo(f"ioloom: {e}", err=True)
     raise typer.Exit(code)

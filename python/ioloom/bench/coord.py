@@ -66,8 +66,8 @@ def run_writers(work: Path, apps: list[tuple[str, int, int, float]], options: di
         if p.returncode != 0:
             raise RuntimeError(f"ioloom-coord-writer failed (status {p.returncode})")
         results.append(json.loads(out))
-    if any(r["lost"] or r["timeouts"] for r in results):
-        raise RuntimeError("a writer lost its coordinator or passed its wait bound; the run is not a policy's")
+    for r, (name, *_) in zip(results, apps):
+        refuse_unruled(f"writer {name}", r["lost"], r["timeouts"])
     # a writer's time counts from its planned start, so a late wake-up is not hidden
     return [{"t": r["end"] - (t0 + offset), "start": t0 + offset} for r, (_, _, _, offset) in zip(results, apps)]
 
@@ -108,13 +108,23 @@ def bench_command(work: Path, name: str, size: int, weight: int, options: dict, 
 def data_row(trace: Path, coordinated: bool) -> dict:
     """The preloaded client's counters (coord.jsonl) of the process that wrote the data. A run whose client wrote
     without its coordinator (when coordinated) or passed its wait bound is refused: it is not a policy's."""
-    data = max(log.read(trace / "coord.jsonl"), key=lambda r: r["bytes"])
-    why = (["lost its coordinator (and wrote on)"] if coordinated and data["lost"] else []) + \
-        ([f"passed the wait bound {data['timeouts']} times (and wrote on)"] if data["timeouts"] else [])
-    if why:
-        raise RuntimeError(f"{trace.name}: the program {' and '.join(why)}: the run is not a policy's, refused "
-                           "(a machine too loaded? run again)")
+    rows = log.read(trace / "coord.jsonl")
+    if not rows:
+        raise RuntimeError(f"{trace.name}: no process of the run wrote to a regular file (no coord.jsonl line): "
+                           "the program did not write its data")
+    data = max(rows, key=lambda r: r["bytes"])
+    refuse_unruled(f"{trace.name}: the program", coordinated and data["lost"], data["timeouts"])
     return data
+
+
+def refuse_unruled(who: str, lost: int, timeouts: int) -> None:
+    """A run in which `who` wrote without its coordinator (lost) or past its wait bound is not a policy's:
+    RuntimeError saying so in one line."""
+    why = (["lost its coordinator (and wrote on)"] if lost else []) + \
+        ([f"passed the wait bound {timeouts} times (and wrote on)"] if timeouts else [])
+    if why:
+        raise RuntimeError(f"{who} {' and '.join(why)}: the run is not a policy's, refused (a machine too loaded? "
+                           "run again)")
 
 
 def bench_phase(trace: Path, coordinated: bool, planned: float) -> dict:

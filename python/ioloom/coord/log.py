@@ -22,14 +22,18 @@ def read(path: Path) -> list[dict]:
     is no log (no process wrote to a regular file)."""
     if not path.exists():
         return []
-    return [_process(line, path) for line in path.read_text().splitlines()]
+    return [_process(line, f"{path}:{n}") for n, line in enumerate(path.read_text().splitlines(), 1)]
 
 
-def _process(line: str, path: Path) -> dict:
-    row = json.loads(line)
+def _process(line: str, where: str) -> dict:
+    try:
+        row = json.loads(line)
+    except json.JSONDecodeError as e:
+        raise LogError(f"{where}: not a line of JSON ({e.msg}; cut short by a full disk or a killed process?): "
+                       "the other lines are intact, remove this one to read them") from None
     version = row.get("version", 1)
     if version not in (1, VERSION):
-        raise LogError(f"{path}: version {version} of the coordination log, which this ioloom does not read "
+        raise LogError(f"{where}: version {version} of the coordination log, which this ioloom does not read "
                        f"(versions 1 and {VERSION}): read it with the ioloom that wrote it")
     if version == 1:
         row["announced"] = [dict(zip(V1_ANNOUNCED, fields, strict=True)) for fields in row.get("announced", [])]
