@@ -135,6 +135,25 @@ def test_ompio_lock_files_stay_plain_files(tmp_path, name):
     assert (mount / name).read_bytes() == (plain / name).read_bytes()
 
 
+def test_a_container_named_like_a_lock_file_stays_a_container(tmp_path):
+    """A container made under a runtime file's name before the layer knew the name (here through the logfs:
+    prefix, which is always the layer's) is still read and removed through the mount as the file it holds (it
+    was EISDIR: the name alone sent the path past the layer)."""
+    import os
+    import subprocess
+    mount = tmp_path / "mnt"
+    mount.mkdir()
+    path = mount / "old-1234-56.lock"
+    env = {**os.environ, **preload.env({mount: []})}
+    subprocess.run(["dd", "if=/dev/zero", f"of=logfs:{path}", "bs=100", "count=3", "status=none"], check=True,
+                   env=env)
+    assert path.is_dir()  # the container, seen without the layer
+    out = subprocess.run(["wc", "-c", str(path)], capture_output=True, text=True, env=env)
+    assert out.returncode == 0 and out.stdout.split()[0] == "300", out.stderr
+    subprocess.run(["rm", str(path)], check=True, env=env)
+    assert not path.exists()
+
+
 # mpiio_matrix.c's variants but the shared pointer's independent ones (shared, ishared): they read back blocks other
 # ranks wrote with no sync between, which MPI's consistency rules leave undefined (logfs: close-to-open,
 # logfs-format.md).

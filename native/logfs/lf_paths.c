@@ -142,7 +142,8 @@ static int pointer_lock_name(const char *name) {
  * NAME.locktest.RANK at every MPI_File_open, and its lockedfile component (the shared file pointer when the ranks
  * span nodes) keeps that pointer in NAME-JOBID-PID.lock under fcntl locks, made at every open and removed at close.
  * Made containers, each open would create and remove one (most of the open's time through the layer,
- * docs/logfs-format.md) and every lock would be a sync point; they stay plain files of the mount's directory. */
+ * docs/logfs-format.md) and every lock would be a sync point; they stay plain files of the mount's directory.
+ * A container already made under such a name (by a layer that did not know it) stays the container it is. */
 static int runtime_file(const char *path) {
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
@@ -256,9 +257,10 @@ int lf_resolve(int dirfd, const char *path, struct lf_place *place) {
     if (!prefixed && (!lf_paths_active() || outside_every_mount(dirfd, path))) return 0;
     const char *rest = prefixed ? path + sizeof LF_PREFIX - 1 : path;
     int saved = errno;
-    int ok = absolute(prefixed ? AT_FDCWD : dirfd, rest, place->dir) == 0;
+    int ok = absolute(prefixed ? AT_FDCWD : dirfd, rest, place->dir) == 0 &&
+             (prefixed || !runtime_file(place->dir) || lf_is_container(place->dir)); /* logfs: is always logfs's */
     errno = saved;
-    if (!ok || (!prefixed && runtime_file(place->dir))) return 0; /* a logfs: path is always logfs's */
+    if (!ok) return 0;
     place->backends = place->pack_backends = (struct lf_backends){place->roots, 0, NULL};
     place->pack = 0;
     for (int i = 0; i < nmounts; i++) {
