@@ -1,0 +1,37 @@
+"""POSIX aio on logfs containers (native/logfs/lf_aio.c): one C program (tests/programs/logfs_aio.c) does
+aio_write/aio_read/aio_fsync, aio_error/aio_return/aio_suspend/aio_cancel, a refused priority, SIGEV_SIGNAL and
+SIGEV_THREAD notifications and lio_listio (LIO_WAIT, LIO_NOWAIT) on a plain file (the oracle: glibc's own aio) and
+on a file inside a logfs mount; what it prints and the file's bytes must be the same."""
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from ioloom.logfs import preload
+from ioloom.logfs.format import Container, is_container
+
+PROGRAMS = Path(__file__).parent / "programs"
+
+
+def test_aio_on_a_container_does_what_glibc_does_on_a_plain_file(tmp_path):
+    exe = tmp_path / "logfs_aio"
+    subprocess.run(["cc", "-O2", "-pthread", "-o", exe, PROGRAMS / "logfs_aio.c"], check=True)
+    outs = []
+    for root, env in ((tmp_path / "plain", {}), (tmp_path / "mnt", preload.env({tmp_path / "mnt": []}))):
+        root.mkdir()
+        out = subprocess.run([exe, root / "data"], env={**os.environ, **env}, capture_output=True, text=True,
+                             timeout=60)
+        assert out.returncode == 0, out.stdout + out.stderr
+        outs.append(out.stdout.splitlines())
+    plain, layer = outs
+    assert layer == plain
+    for line in ("aio_write signal: signal 1 asyncio 1 value 42 own pid 1",
+                 "lio_listio nowait: signal 1 asyncio 1 value 7 own pid 1", "lio read bytes: AAAABBBB",
+                 "bad priority aio_error: EINVAL", "aio_fsync bad op submitted: -1 EINVAL", "aio_cancel done: 1",
+                 "attr still joinable: 1", "thread from the attr joined: 1", "thread notification: value 9"):
+        assert line in plain
+    assert is_container(tmp_path / "mnt" / "data")
+    expected = (tmp_path / "plain" / "data").read_bytes()
+    assert expected.startswith(b"hello aio world!AAAABBBB") and len(expected) == 54
+    assert Container.open(tmp_path / "mnt" / "data").read() == expected
