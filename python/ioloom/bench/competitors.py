@@ -51,10 +51,12 @@ def competing(count: int) -> Iterator[dict]:
             record["pids"].append(spinners[-1].pid)
         yield record
     finally:
-        used = sum(_cpu_seconds(p.pid) for p in spinners if p.poll() is None)
-        for spinner in spinners:
-            spinner.kill()
-            spinner.wait()
+        try:
+            used = sum(_cpu_seconds(p.pid) for p in spinners if p.poll() is None)
+        finally:
+            for spinner in spinners:
+                spinner.kill()
+                spinner.wait()
     if count:
         seconds = time.monotonic() - start
         record.update(seconds=round(seconds, 1), cpu_seconds=round(used, 1), share=round(used / seconds, 2))
