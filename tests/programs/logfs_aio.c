@@ -2,9 +2,10 @@
  * aio_return, aio_suspend, aio_cancel on a finished request, a refused priority, a SIGEV_SIGNAL notification
  * (its si_code and si_value), lio_listio under LIO_WAIT and LIO_NOWAIT (with a list signal), and last a SIGEV_THREAD
  * notification created with the program's own joinable attribute object (still joinable after, still usable).
- * Prints what it saw, one line per step; the file's bytes are the test's to compare.
+ * Prints what it saw, one line per step; the file's bytes are the test's to compare. Given OTHER, it ends with
+ * a lio_listio writing to FILE and OTHER at once, and prints each entry's aio_error.
  *
- * usage: logfs_aio FILE */
+ * usage: logfs_aio FILE [OTHER] */
 #define _GNU_SOURCE
 #include <aio.h>
 #include <errno.h>
@@ -126,9 +127,19 @@ static void thread_steps(int fd) {
     pthread_attr_destroy(&attr);
 }
 
+static void mixed_list(int fd, const char *other) {
+    int other_fd = open(other, O_RDWR | O_CREAT | O_TRUNC, 0644);
+    struct aiocb a = request(fd, LIO_WRITE, "mixed", 5, 64), b = request(other_fd, LIO_WRITE, "mixed", 5, 0);
+    struct aiocb *listed[] = {&a, &b};
+    lio_listio(LIO_WAIT, listed, 2, NULL);
+    printf("mixed list: file %s other %s\n", aio_error(&a) ? strerrorname_np(aio_error(&a)) : "0",
+           aio_error(&b) ? strerrorname_np(aio_error(&b)) : "0");
+    close(other_fd);
+}
+
 int main(int argc, char **argv) {
     sigset_t set;
-    if (argc != 2) return fprintf(stderr, "usage: logfs_aio FILE\n"), 2;
+    if (argc != 2 && argc != 3) return fprintf(stderr, "usage: logfs_aio FILE [OTHER]\n"), 2;
     alarm(30); /* a lost notification fails the run instead of hanging it */
     sigemptyset(&set);
     sigaddset(&set, SIGRTMIN);
@@ -141,5 +152,6 @@ int main(int argc, char **argv) {
     signal_steps(fd);
     list_steps(fd);
     thread_steps(fd);
+    if (argc == 3) mixed_list(fd, argv[2]);
     return close(fd) ? perror("close"), 1 : 0;
 }
