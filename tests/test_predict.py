@@ -139,6 +139,10 @@ def test_local_model_tiers():
     for value in range(1, 11):
         drifting.observe(value)
     assert drifting.fallen_back and drifting.predict() == 11
+    falling = LocalModel(4, "mean")  # a step down to 0: the drift says 0 - 10, a size is never below 0
+    for value in range(50, -1, -10):
+        falling.observe(value)
+    assert falling.fallen_back and falling.predict() == 0
     noise = LocalModel(4, "mean")  # changes without a pattern: the mean stays closer than the last value
     for value in (5, 50, 7, 48, 6, 52, 8, 49, 4, 51):
         noise.observe(value)

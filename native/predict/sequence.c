@@ -2,6 +2,8 @@
  * order (docs/predict.md, "Runs" and "What each candidate says"). */
 #include "grammar.h"
 
+#include <assert.h>
+
 struct pg_local {
     int32_t limit, cap, ntokens;
     enum pg_fallback fallback;
@@ -67,10 +69,31 @@ static int64_t fallen_back(const struct pg_local *m) {
 
 static int64_t distance(int64_t a, int64_t b) { return a > b ? a - b : b - a; }
 
+/* a + b, saturated at INT64_MIN and INT64_MAX (a total of sizes past 2^63 - 1 stays there, as in model.py). */
+static int64_t saturated_sum(int64_t a, int64_t b) {
+    if (b > 0 && a > INT64_MAX - b) return INT64_MAX;
+    return b < 0 && a < INT64_MIN - b ? INT64_MIN : a + b;
+}
+
+/* (a + b) / 2 of two values >= 0 without overflowing their sum (the same as model.py's (a + b) // 2). */
+static int64_t halved_sum(int64_t a, int64_t b) {
+    assert(a >= 0 && b >= 0);
+    return a / 2 + b / 2 + (a % 2 + b % 2) / 2;
+}
+
+/* The drift's prediction: the last value plus the change it predicts, at least 0 (a model with a drift holds sizes,
+ * run lengths or phase lengths and volumes, never negative) and at most INT64_MAX (saturated, no overflow). */
+static int64_t drifted(struct pg_local *m) {
+    int64_t change = pg_local_predict(m->drift); /* a change seen: >= -INT64_MAX, as values >= 0 */
+    if (change > 0 && m->last > INT64_MAX - change) return INT64_MAX;
+    return m->last + change > 0 ? m->last + change : 0;
+}
+
 /* Past the fallback: scores the fallback and the drift on value (halving averages), then teaches the drift. */
 static void drift_observe(struct pg_local *m, int64_t value) {
-    m->errors[0] = (m->errors[0] + distance(fallen_back(m), value)) / 2;
-    m->errors[1] = (m->errors[1] + distance(m->last + pg_local_predict(m->drift), value)) / 2;
+    assert(value >= 0 && m->last >= 0); /* so value - last fits, and every distance below */
+    m->errors[0] = halved_sum(m->errors[0], distance(fallen_back(m), value));
+    m->errors[1] = halved_sum(m->errors[1], distance(drifted(m), value));
     pg_local_observe(m->drift, value - m->last);
 }
 
@@ -88,7 +111,7 @@ void pg_local_observe(struct pg_local *m, int64_t value) {
     m->low = m->seen ? (value < m->low ? value : m->low) : value;
     m->high = m->seen ? (value > m->high ? value : m->high) : value;
     m->last = value;
-    m->total += value;
+    m->total = saturated_sum(m->total, value);
     m->seen++;
     if (!m->sequence) return;
     int32_t token = token_of(m, value);
@@ -106,8 +129,7 @@ void pg_local_observe(struct pg_local *m, int64_t value) {
 }
 
 int64_t pg_local_predict(struct pg_local *m) {
-    if (!m->sequence)
-        return m->drift && m->errors[1] < m->errors[0] ? m->last + pg_local_predict(m->drift) : fallen_back(m);
+    if (!m->sequence) return m->drift && m->errors[1] < m->errors[0] ? drifted(m) : fallen_back(m);
     if (m->ntokens == 1) return m->last;
     int32_t tokens[PG_LIMIT_MAX], n = pg_sequence_predicted(m->sequence, tokens, PG_LIMIT_MAX), best = -1;
     for (int32_t k = 0; k < n && k < PG_LIMIT_MAX; k++) /* ascending: ties go to the first seen */

@@ -119,12 +119,27 @@ static int write_local(FILE *out, enum pg_fallback fallback, int runs, const int
     return 0;
 }
 
+/* A sawtooth with uneven peaks, 0, 3, ... up to 20, 35, 15 in turn, then from 0 again: n values. Its drift
+ * mistakes one drop for another (a change of -33 after a peak of 18) and would predict a length below 0. */
+static void sawtooth_of(int64_t *values, size_t n) {
+    static const int64_t peaks[] = {20, 35, 15};
+    for (size_t i = 0, peak = 0; i < n; i++) {
+        values[i] = i && values[i - 1] + 3 <= peaks[peak % 3] ? values[i - 1] + 3 : 0;
+        peak += i && values[i] == 0;
+    }
+}
+
 static int write_locals(FILE *out) {
     static const int64_t sizes[] = {4096, 4096, 512, 4096, 4096, 512, 4096, 4096, 512, 7, 8, 9, 10, 11, 4096};
+    static const int64_t huge[] = {0, 1, 2, 3, 4, 5, INT64_MAX / 2, INT64_MAX - 1, INT64_MAX, 0, INT64_MAX, INT64_MAX};
     int64_t cycling[120]; /* a count changing by +8 modulo 29 (a drift that cycles: +8, +8, -21, ...), then noise */
+    int64_t sawtooth[120];
     for (int i = 0; i < 120; i++) cycling[i] = i < 100 ? 40 + (i * 8) % 29 : 40 + (i * 7919) % 31;
+    sawtooth_of(sawtooth, 120);
     return write_local(out, PG_MEAN, 1, sizes, sizeof sizes / sizeof *sizes) |
-           write_local(out, PG_MAX, 0, cycling, 120) | write_local(out, PG_MEAN, 1, cycling, 120);
+           write_local(out, PG_MAX, 0, cycling, 120) | write_local(out, PG_MEAN, 1, cycling, 120) |
+           write_local(out, PG_MAX, 0, sawtooth, 120) | write_local(out, PG_MEAN, 0, huge, 12) |
+           write_local(out, PG_MAX, 0, huge, 12);
 }
 
 /* ---- process streams: operations and the candidates predicted before each ---- */

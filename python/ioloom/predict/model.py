@@ -12,6 +12,7 @@ from ioloom.predict.grammar import Grammar
 
 KINDS = ("open", "close", "read", "write")
 DATA_KINDS = ("read", "write")
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1  # the C model's int64_t: its totals and drift saturate there
 
 
 class Operation(NamedTuple):
@@ -92,6 +93,12 @@ class Sequence:
         return (after or {self.value}) if ends else {self.value}
 
 
+def _rounded_quotient(a: int, b: int) -> int:
+    """a / b (b > 0) rounded half to even, exactly (round(a / b) goes through a float past 2^53; sequence.c's)."""
+    q, r = divmod(a, b)
+    return q + 1 if 2 * r > b or (2 * r == b and q % 2) else q
+
+
 @dataclass
 class LocalModel:
     """The values seen at one symbol (sizes), one transition (offset changes) or one value's runs (lengths): one
@@ -121,10 +128,10 @@ class LocalModel:
     def observe(self, value: int) -> None:
         if self.drift is not None:  # score the fallback and the drift, then teach the drift
             self.errors[0] = (self.errors[0] + abs(self._level() - value)) // 2
-            self.errors[1] = (self.errors[1] + abs(self.last + self.drift.predict() - value)) // 2
+            self.errors[1] = (self.errors[1] + abs(self._drifted() - value)) // 2
             self.drift.observe(value - self.last)
         self.low, self.high = (value, value) if not self.seen else (min(self.low, value), max(self.high, value))
-        self.last, self.total, self.seen = value, self.total + value, self.seen + 1
+        self.last, self.total, self.seen = value, min(max(self.total + value, INT64_MIN), INT64_MAX), self.seen + 1
         if self.sequence is None:
             return
         if value not in self.tokens:
@@ -145,12 +152,18 @@ class LocalModel:
         return self.sequence is None
 
     def _level(self) -> int:
-        return {"mean": round(self.total / self.seen), "zero": 0, "max": self.high}[self.fallback_value]
+        return {"mean": _rounded_quotient(self.total, self.seen), "zero": 0, "max": self.high}[self.fallback_value]
+
+    def _drifted(self) -> int:
+        """The drift's prediction: the last value plus the change it predicts, at least 0 (sizes, run lengths,
+        phase lengths and volumes are never negative) and at most INT64_MAX (sequence.c's drifted saturates)."""
+        assert self.drift is not None
+        return min(max(0, self.last + self.drift.predict()), INT64_MAX)
 
     def predict(self) -> int:
         if self.sequence is None:
             if self.drift is not None and self.errors[1] < self.errors[0]:
-                return self.last + self.drift.predict()
+                return self._drifted()
             return self._level()
         if len(self.tokens) == 1:
             return self.last
