@@ -181,8 +181,10 @@ def concurrent_writes(a) -> go.Figure | None:
     fig = go.Figure(_bars([f"rank {r}" for r in part["rank"]], part["t_start"], part["t_end"], "POSIX write",
                           COLORS["write"], hover, min_s=min_width(part)))
     ranks = sorted(part["rank"].unique(), reverse=True)
+    # the time axis in the layout's bottom margin: with automargin its tick labels (which change as the plot's width
+    # does) can make Plotly resize the plot again and again ("Too many auto-margin redraws" on some traces)
     _layout(fig, title=f"Concurrent POSIX writes on {a.paths.get(int(file_id), file_id)}",
-                      xaxis_title="time (s)", height=max(300, 26 * len(ranks) + 120))
+            xaxis_title="time (s)", xaxis_automargin=False, height=max(300, 26 * len(ranks) + 120))
     fig.update_yaxes(categoryorder="array", categoryarray=[f"rank {r}" for r in ranks])
     return fig
 
