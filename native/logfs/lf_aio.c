@@ -85,11 +85,10 @@ static int accept_request(struct aiocb *cb) {
 
 /* Record a request's outcome where glibc's aio_error and aio_return read it, then notify; a failed notification
  * is recorded over the outcome, as glibc's __aio_notify does. */
-static int complete(struct aiocb *cb, ssize_t done) {
+static void complete(struct aiocb *cb, ssize_t done) {
     cb->__return_value = done;
     cb->__error_code = done < 0 ? errno : 0;
     if (notify(&cb->aio_sigevent)) cb->__error_code = errno, cb->__return_value = -1;
-    return 0;
 }
 
 /* The transfer a request on a container asks for (LIO_READ or LIO_WRITE), through the layer. */
@@ -101,7 +100,11 @@ static ssize_t transfer(struct aiocb *cb, int opcode) {
 }
 
 /* Serve a request on a container's descriptor at submission: 0, or -1 with errno if it was refused. */
-static int submit(struct aiocb *cb, int opcode) { return accept_request(cb) ? -1 : complete(cb, transfer(cb, opcode)); }
+static int submit(struct aiocb *cb, int opcode) {
+    if (accept_request(cb)) return -1;
+    complete(cb, transfer(cb, opcode));
+    return 0;
+}
 
 EXPORT int aio_write(struct aiocb *cb) {
     return lf_fd(cb->aio_fildes) ? submit(cb, LIO_WRITE) : IOLOOM_NEXT(aio_write)(cb);
@@ -117,7 +120,9 @@ EXPORT int aio_fsync(int op, struct aiocb *cb) {
     struct lf_ofd *o = lf_fd(cb->aio_fildes);
     if (!o) return IOLOOM_NEXT(aio_fsync)(op, cb);
     if (op != O_SYNC && op != O_DSYNC) return errno = EINVAL, -1;
-    return accept_request(cb) ? -1 : complete(cb, lf_sync(o->file));
+    if (accept_request(cb)) return -1;
+    complete(cb, lf_sync(o->file));
+    return 0;
 }
 int aio_fsync64(int op, struct aiocb64 *cb) ALIAS(aio_fsync);
 
