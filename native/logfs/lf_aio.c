@@ -137,13 +137,17 @@ static void count_containers(struct aiocb *const list[], int nent, int *mine, in
 }
 
 /* Serve every transfer of a list on containers, each notified as its aio_read/aio_write would be, then the list's
- * own notification (LIO_NOWAIT). As glibc: -1 if a request was refused, with EIO under LIO_WAIT. */
+ * own notification (LIO_NOWAIT). As glibc: -1 if a request was refused; under LIO_WAIT, -1 with EIO if any request
+ * failed, refused or once accepted (its aio_error says which). */
 static int serve_list(int mode, struct aiocb *const list[], int nent, struct sigevent *sig) {
-    int refused = 0;
-    for (int i = 0; i < nent; i++)
-        if (transfers(list[i])) refused |= submit(list[i], list[i]->aio_lio_opcode) != 0;
+    int refused = 0, failed = 0;
+    for (int i = 0; i < nent; i++) {
+        if (!transfers(list[i])) continue;
+        refused |= submit(list[i], list[i]->aio_lio_opcode) != 0;
+        failed |= list[i]->__return_value < 0; /* a refused request's too: accept_request records -1 */
+    }
     if (mode == LIO_NOWAIT && sig) notify(sig);
-    if (refused && mode == LIO_WAIT) errno = EIO;
+    if (failed && mode == LIO_WAIT) return errno = EIO, -1;
     return refused ? -1 : 0;
 }
 

@@ -1,7 +1,9 @@
 /* POSIX aio on one file, for tests/test_logfs_aio.py: aio_write, aio_fsync (and a bad op), aio_read, aio_error,
  * aio_return, aio_suspend, aio_cancel on a finished request, a refused priority, a SIGEV_SIGNAL notification
- * (its si_code and si_value), lio_listio under LIO_WAIT and LIO_NOWAIT (with a list signal), and last a SIGEV_THREAD
- * notification created with the program's own joinable attribute object (still joinable after, still usable).
+ * (its si_code and si_value), lio_listio under LIO_WAIT and LIO_NOWAIT (with a list signal), a LIO_WAIT list
+ * whose transfers fail once accepted (a read on a write-only handle, a write at a negative offset) beside one that
+ * succeeds, and last a SIGEV_THREAD notification created with the program's own joinable attribute object (still
+ * joinable after, still usable).
  * Prints what it saw, one line per step; the file's bytes are the test's to compare. Given OTHER, it ends with
  * a lio_listio writing to FILE and OTHER at once, and prints each entry's aio_error.
  *
@@ -98,6 +100,18 @@ static void list_steps(int fd) {
     printf("lio read bytes: %.8s\n", scratch);
 }
 
+static void failing_list(const char *path) {
+    int wo = open(path, O_WRONLY);
+    struct aiocb ok = request(wo, LIO_WRITE, "ok", 2, 54), read = request(wo, LIO_READ, NULL, 4, 0);
+    struct aiocb negative = request(wo, LIO_WRITE, "no", 2, -1);
+    struct aiocb *listed[] = {&ok, &read, &negative};
+    submitted("lio_listio wait failing", lio_listio(LIO_WAIT, listed, 3, NULL));
+    finish("lio failing write", &ok);
+    finish("lio failing read on write-only", &read);
+    finish("lio failing negative offset", &negative);
+    close(wo);
+}
+
 static sem_t notified;
 static void on_complete(union sigval value) {
     printf("thread notification: value %d\n", value.sival_int);
@@ -151,6 +165,7 @@ int main(int argc, char **argv) {
     plain_steps(fd);
     signal_steps(fd);
     list_steps(fd);
+    failing_list(argv[1]);
     thread_steps(fd);
     if (argc == 3) mixed_list(fd, argv[2]);
     return close(fd) ? perror("close"), 1 : 0;
