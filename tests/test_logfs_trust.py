@@ -259,7 +259,9 @@ def test_a_crafted_entry_is_refused_by_every_reader(plain_container, tmp_path, c
     out = preloaded(sys.executable, "-c", READER, f"logfs:{c}", timeout=30)
     assert out.returncode == 0 and out.stdout.split() == [b"errno", b"5"], out  # EIO, no signal
     assert b"call(s) on damaged or crafted containers refused (EIO)" in out.stderr
-    assert f"invalid {case['problem']}".encode() in out.stderr
+    (j,) = groups(read_meta(c))
+    assert f"the first: {j.index_path}: index entry 0 of a block has an invalid {case['problem']}".encode() \
+        in out.stderr, out.stderr
     out = container_cli("cat", c, timeout=30)
     assert out.returncode == 2 and b"Traceback" not in out.stderr and not out.stdout, out.stderr
     recover(c)                         # the record journal still describes the data: rebuilt, as it was

@@ -76,19 +76,30 @@ static int push_src(lf_file *f, size_t *cap, const struct lf_entry *e, uint64_t 
     return 0;
 }
 
+/* An index journal being loaded: its name in its backend's directory `dir` (for the messages only) and the data
+ * log its entries point into (lf_log_id). */
+struct journal {
+    const char *dir, *name;
+    int log;
+};
+
+/* Refuse the load with EIO, naming the journal and the rule entry i breaks. */
+static int damaged_entry(const struct journal *j, uint32_t i, const char *problem) {
+    char path[PATH_MAX], why[96];
+    snprintf(path, sizeof path, "%s/%s", j->dir, j->name);
+    snprintf(why, sizeof why, "index entry %u of a block has an invalid %s", i, problem);
+    return lf_damaged(path, why);
+}
+
 /* The entries of one block of a journal (others' only: a writer has its own in memory), each checked first: an
  * invalid one (a crafted or damaged index whose sums match) refuses the whole load with EIO. */
-static int load_block(lf_file *f, size_t *cap, const char *path, const struct lf_block *b, const char *body, int log) {
+static int load_block(lf_file *f, size_t *cap, const struct journal *j, const struct lf_block *b, const char *body) {
     for (uint32_t i = 0; b->writer != f->writer && i < b->count; i++) {
         struct lf_entry e;
         memcpy(&e, body + i * sizeof e, sizeof e);
         const char *problem = lf_entry_problem(&e);
-        char why[96];
-        if (problem) {
-            snprintf(why, sizeof why, "index entry %u of a block has an invalid %s", i, problem);
-            return lf_damaged(path, why);
-        }
-        if ((!f->file_id || e.file_id == f->file_id) && push_src(f, cap, &e, b->writer, log)) return -1;
+        if (problem) return damaged_entry(j, i, problem);
+        if ((!f->file_id || e.file_id == f->file_id) && push_src(f, cap, &e, b->writer, j->log)) return -1;
     }
     return 0;
 }
@@ -96,14 +107,13 @@ static int load_block(lf_file *f, size_t *cap, const char *path, const struct lf
 /* One index journal, `name` in the backend's directory open as `dirfd`: its valid blocks, up to the first torn or
  * corrupt one (a crash mid-append). */
 static int load_journal(lf_file *f, size_t *cap, int backend, const char *group, int dirfd, const char *name) {
-    char path[PATH_MAX], log_path[PATH_MAX];
-    if (lf_member_path(&f->meta, backend, "index", group, path, sizeof path) ||
-        lf_member_path(&f->meta, backend, "log", group, log_path, sizeof log_path))
-        return -1;
+    char log_path[PATH_MAX];
+    if (lf_member_path(&f->meta, backend, "log", group, log_path, sizeof log_path)) return -1;
     size_t len;
     char *buf = lf_slurp_at(dirfd, name, &len);
     if (!buf) return errno == ENOENT ? 0 : -1;
-    int log = lf_log_id(f, log_path), rc = log < 0 ? -1 : 0;
+    struct journal j = {f->meta.backend[backend], name, lf_log_id(f, log_path)};
+    int rc = j.log < 0 ? -1 : 0;
     for (size_t at = 0; rc == 0 && at + sizeof(struct lf_block) <= len;) {
         struct lf_block b;
         memcpy(&b, buf + at, sizeof b);
@@ -113,7 +123,7 @@ static int load_journal(lf_file *f, size_t *cap, int backend, const char *group,
         if (b.magic != LF_BLOCK_MAGIC || want != (uint32_t)lf_sum64(&b, sizeof b) || body > len - at - sizeof b ||
             lf_sum64(buf + at + sizeof b, body) != b.entries_sum)
             break;
-        rc = load_block(f, cap, path, &b, buf + at + sizeof b, log);
+        rc = load_block(f, cap, &j, &b, buf + at + sizeof b);
         at += sizeof b + body;
     }
     free(buf);
