@@ -212,11 +212,10 @@ int lf_close(lf_file *f) {
 
 /* The space the container's data logs on backend b take (what a plain file's st_blocks counts: its data, holes
  * excluded). */
-static blkcnt_t log_blocks(const struct lf_meta *m, int b) {
+static blkcnt_t backend_log_blocks(const struct lf_meta *m, int b) {
     DIR *d = lf_opendir(m->backend[b]);
     blkcnt_t blocks = 0;
-    for (struct dirent *de; d && (de = IOLOOM_NEXT(readdir)(d));)
-        if (lf_member_group(m, b, de->d_name, "log")) blocks += lf_member_blocks(dirfd(d), de->d_name);
+    for (struct dirent *de; d && (de = IOLOOM_NEXT(readdir)(d));) blocks += lf_log_blocks(m, b, dirfd(d), de->d_name);
     if (d) IOLOOM_NEXT(closedir)(d);
     return blocks;
 }
@@ -230,7 +229,7 @@ static void stat_set(const lf_file *f, int64_t size, blkcnt_t blocks, struct sta
 
 void lf_stat_fill(const lf_file *f, int64_t size, struct stat *st) {
     blkcnt_t blocks = 0;
-    for (int b = 0; b < f->meta.nbackends; b++) blocks += log_blocks(&f->meta, b);
+    for (int b = 0; b < f->meta.nbackends; b++) blocks += backend_log_blocks(&f->meta, b);
     stat_set(f, size, blocks, st);
 }
 

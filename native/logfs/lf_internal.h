@@ -177,9 +177,9 @@ int lf_load_others(lf_file *f);
 /* lf_load_others, and with `blocks` the blocks the data logs take added to it (a stat's st_blocks) in the same
  * scan of the backends' directories. */
 int lf_load_scan(lf_file *f, blkcnt_t *blocks);
-/* The blocks the file `name` of the directory open as `dirfd` takes (0 if it cannot be examined); never follows a
- * link. */
-blkcnt_t lf_member_blocks(int dirfd, const char *name);
+/* The blocks the file `name` of backend b's directory, open as `dirfd`, takes if it is one of the container's data
+ * logs (a member of the log group); 0 if not, or if it cannot be examined. Never follows a link. */
+blkcnt_t lf_log_blocks(const struct lf_meta *m, int b, int dirfd, const char *name);
 int lf_log_id(lf_file *f, const char *path);
 int lf_map_build(lf_file *f);
 ssize_t lf_map_read(lf_file *f, void *buf, size_t n, uint64_t offset);

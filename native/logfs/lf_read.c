@@ -130,8 +130,9 @@ static int load_journal(lf_file *f, size_t *cap, int backend, const char *group,
     return rc;
 }
 
-blkcnt_t lf_member_blocks(int dirfd, const char *name) {
+blkcnt_t lf_log_blocks(const struct lf_meta *m, int b, int dirfd, const char *name) {
     struct stat st;
+    if (!lf_member_group(m, b, name, "log")) return 0;
     return IOLOOM_NEXT(fstatat)(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) ? 0 : st.st_blocks;
 }
 
@@ -152,8 +153,7 @@ int lf_load_scan(lf_file *f, blkcnt_t *blocks) {
                 IOLOOM_NEXT(closedir)(d);
                 return -1;
             }
-            if (!group && blocks && lf_member_group(&f->meta, b, de->d_name, "log"))
-                *blocks += lf_member_blocks(dirfd(d), de->d_name);
+            if (!group && blocks) *blocks += lf_log_blocks(&f->meta, b, dirfd(d), de->d_name);
         }
         IOLOOM_NEXT(closedir)(d);
     }
