@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -66,6 +67,48 @@ def test_goal_only_runs_logfs_and_the_two_baselines_of_its_goal(ioloom_cli, tmp_
     out = ioloom_cli("bench", "logfs", "--goal-only", "--quick", "--reps", "1", "--ranks", "1", "--shape", "aligned",
                      "-b", "64k", "-t", "16k", "-s", "2", "--dir", tmp_path)
     assert "E (goal>=0.9)" in out.stdout and "load average" in out.stdout and "flatten" not in out.stdout
+
+
+@pytest.mark.mpi
+def test_reads_from_the_device_follow_an_eviction_of_every_file_written(ioloom_cli, tmp_path):
+    """--read-from device (the default): every configuration writes in one launch and reads in another, the page
+    cache of every file it wrote (logfs: inside the container) evicted in between and checked empty; the output
+    says where the reads came from, and --read-from cache says the page cache."""
+    base = ["-a", "posix", "-b", "64k", "-t", "16k", "-s", "4", "-e", "-w", "-r", "--reads", "1"]
+    row = logfs.compare(None, 2, base, 1, tmp_path, goal_only=True, from_device=True)
+    evicted = row["evicted"]
+    assert evicted["count"] == 3 and evicted["cached_after"] == 0
+    # 2 ranks x 4 x 64 KiB per configuration; logfs's container adds its indexes, journals and metadata
+    assert evicted["bytes"] > 3 * 2 * 4 * (64 << 10) and evicted["files"] > 1 + 2 + 2
+    assert evicted["cached_before"] > 0 and all(row["bandwidth"][c]["read"]["rounds"][0] > 0 for c in row["bandwidth"])
+    assert list(tmp_path.iterdir()) == []
+    args = ["bench", "logfs", "--goal-only", "--quick", "--reps", "1", "--ranks", "1", "--shape", "aligned",
+            "-b", "64k", "-t", "16k", "-s", "2", "--dir", tmp_path]
+    out = ioloom_cli(*args)
+    assert "reads came from the DEVICE" in out.stdout and "0.0 MiB after" in out.stdout
+    assert "read from the device" in out.stdout
+    out = ioloom_cli(*args, "--read-from", "cache", "--reads", "2")
+    assert "reads came from the PAGE CACHE" in out.stdout and "median of its 2 read phases" in out.stdout
+
+
+@pytest.mark.mpi
+def test_reads_from_the_device_refuse_tmpfs(ioloom_cli):
+    """tmpfs keeps its pages under posix_fadvise(DONTNEED): a read would come from memory, so the run stops in one
+    line instead of calling it the device's."""
+    if not os.path.isdir("/dev/shm"):
+        pytest.skip("no /dev/shm")
+    with tempfile.TemporaryDirectory(dir="/dev/shm") as shm:
+        out = ioloom_cli("bench", "logfs", "--goal-only", "--quick", "--reps", "1", "--ranks", "1", "--shape",
+                         "aligned", "-b", "64k", "-t", "16k", "-s", "2", "--dir", shm, check=False)
+        assert out.returncode == 2 and "stayed in the page cache" in out.stderr and "tmpfs" in out.stderr
+        assert "Traceback" not in out.stderr and os.listdir(shm) == []
+
+
+def test_reads_from_the_device_are_one_phase_per_launch(ioloom_cli, tmp_path):
+    out = ioloom_cli("bench", "logfs", "--reads", "3", "--dir", tmp_path, check=False)
+    assert out.returncode == 2 and "--reads 3: from the device each launch reads once" in out.stderr
+    out = ioloom_cli("bench", "logfs", "--read-from", "disk", "--dir", tmp_path, check=False)
+    assert out.returncode == 2 and "--read-from disk: expected device or cache" in out.stderr
 
 
 def test_ior_hard_shape_moves_about_the_bytes_of_the_aligned_one():

@@ -98,21 +98,69 @@ def drop_page_cache() -> None:
                               f"{err.strerror}); run without --drop-caches") from err
 
 
+class EvictionFailed(RuntimeError):
+    """Pages of a file stayed in the page cache after posix_fadvise(DONTNEED): a read would not be the device's."""
+
+
+def _files_under(roots: Sequence[Path]) -> list[Path]:
+    """The regular files among `roots` and below those that are directories (symbolic links not followed)."""
+    files = []
+    for root in roots:
+        if root.is_dir() and not root.is_symlink():
+            files += [Path(top, name) for top, _, names in os.walk(root) for name in names]
+        else:
+            files.append(root)
+    return [f for f in files if f.is_file() and not f.is_symlink()]
+
+
+def cached_bytes(files: Sequence[Path]) -> int:
+    """Bytes of `files` in the page cache (util-linux fincore, which asks mincore(2) of a mapping of each)."""
+    if not files:
+        return 0
+    out = subprocess.run(["fincore", "--bytes", "--noheadings", "--raw", "--output", "RES", *map(str, files)],
+                         capture_output=True, text=True, check=True)
+    return sum(int(line) for line in out.stdout.split())
+
+
+def evict_page_cache(roots: Sequence[Path]) -> dict:
+    """Drops the cached pages of every regular file under `roots`, without root and without touching other files:
+    each file synced (posix_fadvise drops clean pages only), then posix_fadvise(POSIX_FADV_DONTNEED); then checks
+    with cached_bytes() that none stayed (EvictionFailed otherwise). Directory and inode caches are kept. Returns
+    {"files", "bytes", "cached_before", "cached_after"} (bytes of file data; cached_after is 0)."""
+    files = _files_under(roots)
+    before = cached_bytes(files)
+    for path in files:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+    after = cached_bytes(files)
+    if after:
+        raise EvictionFailed(f"{after} bytes of {len(files)} files under {', '.join(map(str, roots))} stayed in the "
+                             "page cache after posix_fadvise(DONTNEED) (a process maps or writes them?)")
+    return {"files": len(files), "bytes": sum(f.stat().st_size for f in files), "cached_before": before,
+            "cached_after": after}
+
+
 def run_restarted(impl: str | mpi.MpiImpl | None, nranks: int, args: list[str], drop_caches: bool = False,
-                  env: dict[str, str] | None = None, timeout: float = 600) -> dict:
+                  env: dict[str, str] | None = None, timeout: float = 600, evict: Sequence[Path] = ()) -> dict:
     """The write phase and the read phase in two launches, as Boito et al. restart their clients between
-    the two, and with drop_caches the page cache dropped in between: the read then finds neither the writers'
-    processes nor (with drop_caches) their data in memory. -w, -r, -k and --verify in `args` are placed on
+    the two, and with drop_caches the page cache dropped in between (root), with `evict` the cached pages of every
+    file under those paths (evict_page_cache; the record under "restarted"): the read then finds neither the
+    writers' processes nor (with either) their data in memory. -w, -r, -k and --verify in `args` are placed on
     the right launch (write each flag on its own). Returns one result with the phases of both launches."""
     base = [a for a in args if a not in PHASE_FLAGS]
     written = run_bench(impl, nranks, [*base, "-w", "-k"], env=env, timeout=timeout)
     if drop_caches:
         drop_page_cache()
+    evicted = evict_page_cache(evict) if evict else None
     extra = [flag for flag in ("--verify", "-k") if flag in args]
     read = run_bench(impl, nranks, [*base, "-r", *extra], env=env, timeout=timeout)
     return {**written, "phases": written["phases"] + read["phases"], "summary": written["summary"] + read["summary"],
             "verify": read["verify"], "notes": list(dict.fromkeys(written["notes"] + read["notes"])),
-            "restarted": {"drop_caches": drop_caches}}
+            "restarted": {"drop_caches": drop_caches, "evicted": evicted}}
 
 
 def measure(impl: str | mpi.MpiImpl | None, nranks: int, args: list[str], restart: bool = False,
@@ -199,7 +247,8 @@ def available_memory() -> int:
 def cache_note(result: dict) -> str | None:
     """A warning when the read phase may have been served from the page cache rather than the device."""
     reads = [p for p in result["phases"] if p["op"] == "read"]
-    if not reads or result.get("restarted", {}).get("drop_caches"):
+    restarted = result.get("restarted", {})
+    if not reads or restarted.get("drop_caches") or restarted.get("evicted"):
         return None
     largest, memory = max(p["bytes"] for p in reads), available_memory()
     if largest >= memory:

@@ -8,7 +8,11 @@ ratio), for the write and for the read-back; the cost the preloaded layer adds t
 <= 2%); and the time to open 1,024 writers' indexes. Every configuration runs once per round, `--reps` rounds
 (10 unless --quick), the order alternating, so that drifts of a shared machine hit all alike. Each ratio is
 taken within a round (a configuration against the baseline run beside it) and reported as the median with the
-smallest and largest round: a best-of figure swings either way with one lucky run. `--goal-only` runs only
+smallest and largest round: a best-of figure swings either way with one lucky run. Reads come from the device by
+default: each configuration writes (fsync before close) in one launch and reads in a second, and in between the
+cached pages of every file under the run's directory (logfs's logs, indexes and journals; the direct files) are
+evicted and checked gone (io.evict_page_cache), the same for every configuration; `--read-from cache` reads in
+the writing launch, from the page cache, as before. `--goal-only` runs only
 what E and the layer's own cost need (logfs N-1, direct N-N, direct N-1 taken the same path), and none of the
 figures beside them, so that a campaign of 10 rounds fits a quiet window of a few minutes.
 
@@ -36,7 +40,7 @@ from rich.table import Table
 
 from ioloom import paths, units
 from ioloom.bench import app, competitors
-from ioloom.bench.io import MIB, available_memory, run_bench, summary
+from ioloom.bench.io import MIB, EvictionFailed, available_memory, run_bench, run_restarted, summary
 from ioloom.bench.overhead import callgrind_per_call, cpu_not_allowed, run_probe, valgrind_missing
 from ioloom.bench.stats import PUBLISHED_ROUNDS, median_interval, per_round, rounds_allowed, spread
 from ioloom.logfs import preload
@@ -48,9 +52,13 @@ OWN_N1 = "direct_n1_own"
 IOR_HARD = 47008  # IO500's ior-hard: one shared file in 47,008-byte pieces, aligned to nothing
 SHAPES = ("aligned", "ior-hard")
 TEMP_DIR = Path(tempfile.gettempdir())  # --dir's default
-# Read phases per launch (ioloom-bench --reads), the launch's read bandwidth their median: a read of 64 MiB per
-# rank from the page cache takes 10-70 ms, short enough that one descheduled rank decides a single phase.
-READS = 5
+# Where the read phase's data comes from (--read-from): the device (the page cache evicted after the write) or the
+# page cache (the read in the writing launch).
+READ_FROM = ("device", "cache")
+# Read phases per launch (ioloom-bench --reads) from the page cache, the launch's read bandwidth their median: such
+# a read is short enough that one descheduled rank decides a single phase. From the device one phase is read (a
+# second one would find the first one's pages cached).
+READS = {"cache": 5, "device": 1}
 MAX_LOAD = 64  # --load's largest count of competitor processes
 
 
@@ -63,8 +71,11 @@ def shape_sizes(shape: str, block: str, transfer: str, segments: int) -> tuple[i
     return IOR_HARD, IOR_HARD, max(1, round(block_bytes * segments / IOR_HARD))
 
 
-def _run_config(config: str, impl: str | None, nranks: int, base: list[str], work: Path) -> dict:
-    """One ioloom-bench run of a configuration; returns {op: effective bandwidth (B/s)}."""
+def _run_config(config: str, impl: str | None, nranks: int, base: list[str], work: Path,
+                from_device: bool = False) -> tuple[dict, dict | None]:
+    """One ioloom-bench run of a configuration, in one launch, or (from_device) the write and the read in two with
+    every file under `work` evicted from the page cache in between; returns ({op: effective bandwidth (B/s)}, the
+    eviction's record or None)."""
     mount, elsewhere = work / "mnt", work / "elsewhere"
     if config == "logfs_n1":
         args, env = ["--pattern", "strided", "-o", mount / "shared.dat"], preload.env({mount: []})
@@ -77,8 +88,11 @@ def _run_config(config: str, impl: str | None, nranks: int, base: list[str], wor
     else:
         pattern = "strided" if config == "direct_n1" else "fpp"
         args, env = ["--pattern", pattern, "-o", work / f"{config}.dat"], {}
-    result = run_bench(impl, nranks, [*base, *map(str, args)], env=env)
-    return {op: summary(result, op)["effective_bw"]["median"] for op in ("write", "read") if op in phases(result)}
+    argv = [*base, *map(str, args)]
+    result = run_restarted(impl, nranks, argv, env=env, evict=[work]) if from_device else \
+        run_bench(impl, nranks, argv, env=env)
+    bandwidths = {op: summary(result, op)["effective_bw"]["median"] for op in ("write", "read") if op in phases(result)}
+    return bandwidths, result["restarted"]["evicted"] if from_device else None
 
 
 def phases(result: dict) -> set[str]:
@@ -115,29 +129,43 @@ def _ratios(runs: dict[str, dict[str, list[float]]], same_path: str) -> dict:
     return row
 
 
+def _evictions(records: list[dict]) -> dict:
+    """The eviction records of a row's runs summed: how many, their files and bytes, cached before and after."""
+    return {"count": len(records), **{key: sum(r[key] for r in records)
+                                      for key in ("files", "bytes", "cached_before", "cached_after")}}
+
+
 def compare(impl: str | None, nranks: int, base: list[str], reps: int, directory: Path,
-            goal_only: bool = False) -> dict:
+            goal_only: bool = False, from_device: bool = False) -> dict:
     """One row: every configuration once per round for `reps` rounds, the order alternating; bandwidths and
-    the per-round ratios as spread() (median, min, max, every round)."""
+    the per-round ratios as spread() (median, min, max, every round); from_device: each read after an eviction
+    (_run_config), the evictions summed (_evictions)."""
     same_path = same_path_n1(base)
     configs = configurations(base, goal_only)
     runs: dict[str, dict[str, list[float]]] = {c: {"write": [], "read": []} for c in configs}
+    evictions = []
     with tempfile.TemporaryDirectory(dir=directory, prefix="ioloom-bench-logfs-") as tmp:
         work = Path(tmp)
         (work / "mnt").mkdir()
         (work / "elsewhere").mkdir()
         for rep in range(reps):
             for config in configs if rep % 2 == 0 else tuple(reversed(configs)):
-                for op, bw in _run_config(config, impl, nranks, base, work).items():
+                bandwidths, evicted = _run_config(config, impl, nranks, base, work, from_device)
+                for op, bw in bandwidths.items():
                     runs[config][op].append(bw)
-    return {"ranks": nranks, "same_path_n1": same_path,
+                evictions += [evicted] if evicted else []
+    return {"ranks": nranks, "same_path_n1": same_path, "evicted": _evictions(evictions) if from_device else None,
             "bandwidth": {c: {op: spread(v) for op, v in ops.items()} for c, ops in runs.items()},
             **_ratios(runs, same_path)}
 
 
 def measure(impl: str | None, ranks: list[int], api: str, block: str, transfer: str, segments: int, fsync: bool,
             reps: int, directory: Path, shapes: tuple[str, ...] = SHAPES, goal_only: bool = False,
-            reads: int = READS) -> dict:
+            reads: int | None = None, read_from: str = "device") -> dict:
+    """Every row (shape x rank count: compare()) and, unless goal_only, the figures beside them; `reads` read
+    phases per launch (READS by `read_from` when None; from the device only one)."""
+    reads = reads or READS[read_from]
+    assert read_from == "cache" or reads == 1  # a second read phase would find the first one's pages cached
     flags = (["-e"] if fsync else []) + (["-c"] if api == "mpiio" else [])
     common = ["-a", api, "-w", "-r", "--reads", str(reads), *flags]
     rows = []
@@ -145,11 +173,12 @@ def measure(impl: str | None, ranks: list[int], api: str, block: str, transfer: 
         b, t, s = shape_sizes(shape, block, transfer, segments)
         base = [*common, "-b", str(b), "-t", str(t), "-s", str(s)]
         rows += [{"shape": shape, "block": b, "transfer": t, "segments": s,
-                  **compare(impl, n, base, reps, directory, goal_only), "bytes": n * s * b} for n in ranks]
+                  **compare(impl, n, base, reps, directory, goal_only, read_from == "device"), "bytes": n * s * b}
+                 for n in ranks]
     largest, memory = max(r["bytes"] for r in rows), available_memory()
     result = {
         "api": api, "block": block, "transfer": transfer, "segments": segments, "fsync_before_close": fsync,
-        "reps": reps, "reads": reads, "directory": str(directory), "goal_only": goal_only,
+        "reps": reps, "reads": reads, "read_from": read_from, "directory": str(directory), "goal_only": goal_only,
         "page_cache": {"largest_file_bytes": largest, "mem_available_bytes": memory, "fits": largest < memory},
         "rows": rows}
     if goal_only:
@@ -325,9 +354,10 @@ def _range(figure: dict | None, fmt) -> str:
 
 
 def _table(result: dict) -> Table:
+    reads = "read from the device, in a launch of its own after an eviction" if result["read_from"] == "device" \
+        else f"a launch's read: the median of its {result['reads']} read phases from the page cache"
     table = Table(title=f"logfs vs direct ({result['api']}; median \\[min, max] over {result['reps']} interleaved "
-                        f"rounds, ratios taken per round; a launch's read: the median of its {result['reads']} read "
-                        "phases; MiB/s)")
+                        f"rounds, ratios taken per round; {reads}; MiB/s)")
     for column in ("shape: block/transfer x segments", "ranks", "op", "logfs N-1", "direct N-1", "direct N-N",
                    "E (goal>=0.9)", "speed-up vs N-1", "vs N-1 same path", "outside-roots cost (goal<=2%)"):
         table.add_column(column, justify="right", no_wrap=True)
@@ -377,9 +407,14 @@ def logfs_command(
         create_bytes: int = typer.Option(4096, "--create-bytes", min=0, help="Bytes written to each created file."),
         spread_dirs: int = typer.Option(32, "--spread", min=1, max=4096,
                                         help="Shared directories per extra backend (with --creates)."),
-        reads: int = typer.Option(READS, "--reads", min=1, max=1000,
-                                  help="Read phases after each write, the launch's read bandwidth their median (a "
-                                       "read from the page cache is short: one descheduled rank decides a phase)."),
+        reads: int | None = typer.Option(None, "--reads", min=1, max=1000,
+                                         help="Read phases after each write, the launch's read bandwidth their median "
+                                              "(a read from the page cache is short: one descheduled rank decides a "
+                                              "phase); 5 with --read-from cache, 1 (the only choice) from the device."),
+        read_from: str = typer.Option("device", "--read-from",
+                                      help="device: write and read in two launches, every file the run wrote synced "
+                                           "and evicted from the page cache in between (posix_fadvise, no root "
+                                           "needed); cache: read in the writing launch, from the page cache."),
         goal_only: bool = typer.Option(False, "--goal-only",
                                        help="Run only logfs N-1, direct N-N and direct N-1 taken the same path (E and "
                                             "the layer's own cost), none of the other figures: a campaign that fits "
@@ -407,6 +442,11 @@ def logfs_command(
     unknown = set(shape) - set(SHAPES)
     if unknown:
         raise typer.BadParameter(f"--shape {', '.join(sorted(unknown))}: expected aligned or ior-hard")
+    if read_from not in READ_FROM:
+        raise typer.BadParameter(f"--read-from {read_from}: expected device or cache")
+    if read_from == "device" and reads not in (None, 1):
+        raise typer.BadParameter(f"--reads {reads}: from the device each launch reads once (a second read phase "
+                                 "would find the first one's pages cached); use --read-from cache for more")
     if (instructions or cpu is not None) and not outside_only:
         raise typer.BadParameter("--instructions and --cpu go with --outside-only")
     refused = (cpu_not_allowed(cpu) if cpu is not None else None) or (valgrind_missing("--instructions")
@@ -420,8 +460,13 @@ def logfs_command(
         _report(lambda: _outside(reps, directory, instructions, cpu), load, json_out, _print_outside_only)
     else:
         counts = cast(list[int], ranks)  # _rank_counts, its callback, made the text a list
-        _report(lambda: measure(mpi_name, counts, api, block, transfer, segments, fsync, reps, directory,
-                                tuple(shape), goal_only, reads), load, json_out, _print_goal)
+        try:
+            _report(lambda: measure(mpi_name, counts, api, block, transfer, segments, fsync, reps, directory,
+                                    tuple(shape), goal_only, reads, read_from), load, json_out, _print_goal)
+        except EvictionFailed as err:
+            typer.echo(f"{err}: give --dir a disk file system (tmpfs keeps its pages) or use --read-from cache",
+                       err=True)
+            raise typer.Exit(2) from None
 
 
 def _report(run: Callable[[], dict], load: int, json_out: bool, show: Callable[[Console, dict], None]) -> None:
@@ -448,9 +493,21 @@ def _print_goal(console: Console, result: dict) -> None:
     console.print(f"largest file {cache['largest_file_bytes'] / MIB:,.0f} MiB, memory available "
                   f"{cache['mem_available_bytes'] / MIB:,.0f} MiB: the data "
                   f"{'fit' if cache['fits'] else 'did not fit'} in the page cache; fsync before close: "
-                  f"{'yes' if result['fsync_before_close'] else 'no'}")
+                  f"{'yes' if result['fsync_before_close'] else 'no'}; {_where_reads_came_from(result)}")
     if not result["goal_only"]:
         _print_aside(console, result)
+
+
+def _where_reads_came_from(result: dict) -> str:
+    """One line: the reads came from the page cache, or from the device after evictions that left nothing cached."""
+    if result["read_from"] == "cache":
+        return "reads came from the PAGE CACHE (--read-from cache): each launch read back what it had just written"
+    evicted = [row["evicted"] for row in result["rows"]]
+    cached_before, cached_after = (sum(e[key] for e in evicted) for key in ("cached_before", "cached_after"))
+    return (f"reads came from the DEVICE: before each of the {sum(e['count'] for e in evicted)} read launches every "
+            f"file the run wrote was synced and evicted with posix_fadvise(DONTNEED) "
+            f"({sum(e['files'] for e in evicted)} files in all, {cached_before / MIB:,.1f} MiB cached before, "
+            f"{cached_after / MIB:,.1f} MiB after; directory and inode caches kept)")
 
 
 def _outside(reps: int, directory: Path, instructions: bool, cpu: int | None) -> dict:
