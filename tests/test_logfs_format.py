@@ -1,6 +1,6 @@
 """The container format across C and Python: shared vectors, the checksum, overlap and truncate order among
 writers, pattern entries (10^6 strided writes keep a tiny index), fan-out of writers to logs, several backends,
-and opening 1,024 writers' indexes."""
+opening 1,024 writers' indexes, and the names of an MPI runtime's files that stay plain files."""
 from __future__ import annotations
 
 import json
@@ -14,8 +14,9 @@ import numpy as np
 import pytest
 
 from ioloom import paths
+from ioloom.analysis.partition import mpi_runtime_name
 from ioloom.logfs import preload
-from ioloom.logfs.format import Container, load_journals, read_meta, sum64
+from ioloom.logfs.format import Container, is_container, load_journals, read_meta, sum64
 from ioloom.logfs.tools import check, journal_records, recover
 
 VECTORS = Path(__file__).parent / "vectors" / "logfs"
@@ -26,6 +27,33 @@ def tool(*args, env=None) -> str:
                          text=True, timeout=300, env={**os.environ, **(env or {})})
     assert out.returncode == 0, out.stderr
     return out.stdout
+
+RUNTIME_NAMES = json.loads((VECTORS / "runtime-names.json").read_text())
+CREATE = """
+import os, sys
+for name in sys.argv[2:]:
+    os.close(os.open(os.path.join(sys.argv[1], name), os.O_CREAT | os.O_WRONLY))
+"""
+
+
+def test_runtime_names_are_the_same_in_c_and_python():
+    """tests/vectors/logfs/runtime-names.json: the layer's matcher (native/logfs/lf_runtime.c) and the trace
+    analysis's (partition.mpi_runtime_name) give each name the verdict the file gives it. The Python one took a
+    name ending in a newline after `.lock` for the runtime's, and not one with a newline before its first dash."""
+    expected = ["runtime" if v["runtime"] else "data" for v in RUNTIME_NAMES]
+    assert tool("runtime-name", *(v["name"] for v in RUNTIME_NAMES)).splitlines() == expected
+    assert ["runtime" if mpi_runtime_name(v["name"]) else "data" for v in RUNTIME_NAMES] == expected
+
+
+def test_the_layer_keeps_runtime_names_plain_files(tmp_path):
+    """Each name of the vectors that is one component, created under a mount through the layer: a plain file if
+    it names a runtime's file, else a container."""
+    names = [v for v in RUNTIME_NAMES if v["name"] and "/" not in v["name"]]
+    subprocess.run([sys.executable, "-c", CREATE, tmp_path, *(v["name"] for v in names)],
+                   env={**os.environ, **preload.env({tmp_path: []})}, check=True, timeout=60)
+    made = {v["name"]: ("plain" if (tmp_path / v["name"]).is_file() else "container"
+                        if is_container(tmp_path / v["name"]) else "?") for v in names}
+    assert made == {v["name"]: "plain" if v["runtime"] else "container" for v in names}
 
 
 def test_checksum_vectors(tmp_path):

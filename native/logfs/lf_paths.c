@@ -2,8 +2,8 @@
  *
  *   IOLOOM_LOGFS_ROOTS=MOUNT[=EXTRA[,EXTRA...]][:MOUNT...]
  *
- * A MOUNT is a real directory: files created under it become containers in place (but runtime files: see
- * runtime_file), directories and plain files already there stay what they are. EXTRAs are more backend directories
+ * A MOUNT is a real directory: files created under it become containers in place (but an MPI runtime's files: see
+ * lf_runtime.c), directories and plain files already there stay what they are. EXTRAs are more backend directories
  * (other file systems) over which the containers' logs are spread: the container MOUNT/a/b keeps its files there in
  * EXTRA/lf-spread/<bucket> (or its own EXTRA/a/b.lf<id>; its metadata records EXTRA and a/b, so the tools can check
  * them). An absolute path with no empty, `.` or `..` component outside every mount costs two string scans and one
@@ -25,6 +25,7 @@
 
 #include "lf_internal.h"
 #include "lf_paths.h"
+#include "lf_runtime.h"
 
 #define MAX_MOUNTS 16
 
@@ -122,32 +123,6 @@ int lf_is_link(const char *dir) {
 int lf_paths_active(void) {
     if (IOLOOM_UNLIKELY(!__atomic_load_n(&parse_done, __ATOMIC_ACQUIRE))) pthread_once(&parsed, parse_roots);
     return nmounts > 0;
-}
-
-/* Does `name` end in -DIGITS-DIGITS.lock (Open MPI's NAME-JOBID-PID.lock)? */
-static int pointer_lock_name(const char *name) {
-    size_t len = strlen(name), suffix = sizeof ".lock" - 1;
-    if (len <= suffix || strcmp(name + len - suffix, ".lock")) return 0;
-    const char *end = name + len - suffix;
-    for (int run = 0; run < 2; run++) { /* the pid's digits, then the job id's, each after a dash */
-        const char *digits = end;
-        while (digits > name && digits[-1] >= '0' && digits[-1] <= '9') digits--;
-        if (digits == end || digits - 1 <= name || digits[-1] != '-') return 0;
-        end = digits - 1;
-    }
-    return 1;
-}
-
-/* A file a runtime creates beside the program's, never its data: Open MPI's OMPIO tests fcntl locks on
- * NAME.locktest.RANK at every MPI_File_open, and its lockedfile component (the shared file pointer when the ranks
- * span nodes) keeps that pointer in NAME-JOBID-PID.lock under fcntl locks, made at every open and removed at close.
- * Made containers, each open would create and remove one (most of the open's time through the layer,
- * docs/logfs-format.md) and every lock would be a sync point; they stay plain files of the mount's directory.
- * A container already made under such a name (by a layer that did not know it) stays the container it is. */
-static int runtime_file(const char *path) {
-    const char *base = strrchr(path, '/');
-    base = base ? base + 1 : path;
-    return strstr(base, ".locktest.") != NULL || pointer_lock_name(base);
 }
 
 /* Has the relative `path` a `..` component, which may lead out of the directory it is relative to? */
@@ -251,6 +226,10 @@ int lf_passes(int dirfd, const char *path) {
     return !has_prefix(path) && (!lf_paths_active() || outside_every_mount(dirfd, path));
 }
 
+/* An MPI runtime's file (lf_runtime_name) made a container, each open would create and remove one (most of the
+ * open's time through the layer, docs/logfs-format.md) and every lock on it would be a sync point: it stays a plain
+ * file of the mount's directory. A container already made under such a name (by a layer that did not know it)
+ * stays the container it is. */
 int lf_resolve(int dirfd, const char *path, struct lf_place *place) {
     if (!path) return 0;
     int prefixed = has_prefix(path);
@@ -258,7 +237,7 @@ int lf_resolve(int dirfd, const char *path, struct lf_place *place) {
     const char *rest = prefixed ? path + sizeof LF_PREFIX - 1 : path;
     int saved = errno;
     int ok = absolute(prefixed ? AT_FDCWD : dirfd, rest, place->dir) == 0 &&
-             (prefixed || !runtime_file(place->dir) || lf_is_container(place->dir)); /* logfs: is always logfs's */
+             (prefixed || !lf_runtime_name(place->dir) || lf_is_container(place->dir)); /* logfs: is always logfs's */
     errno = saved;
     if (!ok) return 0;
     place->backends = place->pack_backends = (struct lf_backends){place->roots, 0, NULL};

@@ -8,7 +8,9 @@
  *                                   the container DIR, and the same applied to the plain file PLAIN
  *   sum FILE                        lf_sum64 of a file's bytes, in hex (the checksum vector)
  *   entry-problem                   for each line of standard input (an index entry's 11 fields in decimal, in
- *                                   struct order), the rule it breaks (lf_entry_problem) or "ok" */
+ *                                   struct order), the rule it breaks (lf_entry_problem) or "ok"
+ *   runtime-name PATH...            for each PATH, "runtime" if its last component names an MPI runtime's file
+ *                                   (lf_runtime_name: the layer keeps it a plain file), else "data" */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +19,7 @@
 
 #include "ioloom_core.h"
 #include "lf_format.h"
+#include "lf_runtime.h"
 #include "logfs.h"
 
 static unsigned char pattern_byte(uint64_t x) { return (unsigned char)(x * 13 % 251); }
@@ -139,15 +142,21 @@ static int entry_problem(void) {
     return 0;
 }
 
+static int runtime_names(int n, char **paths) {
+    for (int i = 0; i < n; i++) printf("%s\n", lf_runtime_name(paths[i]) ? "runtime" : "data");
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc == 6 && !strcmp(argv[1], "synth")) return synth(argv[2], atoi(argv[3]), atol(argv[4]), atol(argv[5]));
     if (argc == 3 && !strcmp(argv[1], "open-time")) return open_time(argv[2]);
     if (argc == 4 && !strcmp(argv[1], "vectors")) return vectors(argv[2], argv[3]);
     if (argc == 3 && !strcmp(argv[1], "sum")) return sum(argv[2]);
     if (argc == 2 && !strcmp(argv[1], "entry-problem")) return entry_problem();
+    if (argc >= 2 && !strcmp(argv[1], "runtime-name")) return runtime_names(argc - 2, argv + 2);
     fprintf(stderr,
             "usage: %s synth DIR WRITERS COUNT BLOCK | open-time DIR | vectors DIR PLAIN | sum FILE | "
-            "entry-problem\n",
+            "entry-problem | runtime-name PATH...\n",
             argv[0]);
     return 2;
 }

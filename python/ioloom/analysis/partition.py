@@ -23,9 +23,16 @@ from ioloom.analysis.ops import LAYER_CODE, META, READ, WRITE
 from ioloom.trace.model import RANGE_ROWS
 
 # A file name Open MPI's OMPIO makes beside the program's file, never its data: NAME.locktest.RANK (it probes fcntl
-# locks at every MPI_File_open) and NAME-JOBID-PID.lock (the lockedfile component's shared file pointer). logfs keeps
-# the same names plain files (native/logfs/lf_paths.c, runtime_file).
-MPI_RUNTIME_NAME = re.compile(r"\.locktest\.|.-[0-9]+-[0-9]+\.lock$")
+# locks at every MPI_File_open) and NAME-JOBID-PID.lock (the lockedfile component's shared file pointer), any
+# character before its first dash, a newline too. logfs keeps the same names plain files (native/logfs/lf_runtime.c);
+# tests/vectors/logfs/runtime-names.json holds the cases for both.
+MPI_RUNTIME_NAME = re.compile(r"\.locktest\.|.-[0-9]+-[0-9]+\.lock\Z", re.DOTALL)
+
+
+def mpi_runtime_name(path: str) -> bool:
+    """Does the last component of `path` name a file of the MPI runtime (MPI_RUNTIME_NAME)?"""
+    return MPI_RUNTIME_NAME.search(path.rpartition("/")[2]) is not None
+
 
 SPLIT_KEYS = ["op", "file_id", "kind", "collective"]
 HOLD_LIMIT = 1 << 21  # events held back at most for an asynchronous MPI-IO call not finished yet
@@ -60,7 +67,7 @@ class Options:
     def is_system(self, path: str) -> bool:
         return (path in ("/", "/tmp") or path.startswith(self.system_prefixes)
                 or any(marker in path for marker in self.system_markers)
-                or MPI_RUNTIME_NAME.search(path.rpartition("/")[2]) is not None)
+                or mpi_runtime_name(path))
 
     @property
     def excluded_files(self) -> list[int]:
