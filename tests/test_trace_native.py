@@ -460,6 +460,19 @@ def _fill(directory: Path) -> None:
     assert os.statvfs(directory).f_bavail == 0
 
 
+def test_a_finished_stream_keeps_only_its_reserve_allocated(tmp_path):
+    """While it runs, a stream allocates its space a few chunks ahead (writer.c, reserve_ahead); at a clean exit it
+    gives that back and keeps allocated past its end only the reserve for a late accounting (RESERVE_BYTES), as
+    when it allocated before each chunk."""
+    exe = compile_program("trace_scenarios.c")
+    _, trace = run_both(tmp_path, lambda d: [str(exe), "burst", str(d), "200000", "0"])
+    streams = sorted(trace.glob("*.ioloom"), key=lambda p: p.stat().st_size)
+    size, allocated = streams[-1].stat().st_size, streams[-1].stat().st_blocks * 512
+    assert size > 200_000  # many chunks: the ahead allocation reached tens of KiB
+    block = os.statvfs(streams[-1]).f_bsize
+    assert allocated <= -(-size // block) * block + 4096 + block, (size, allocated)
+
+
 @pytest.mark.parametrize("free", ["64 KiB", "0 B"])
 def test_full_disk_under_the_trace_is_counted_never_silent(tmp_path, small_disk, ioloom_cli, free):
     """200,000 events into a 64 KiB trace directory: the program runs as untraced, and the trace says how many

@@ -19,11 +19,11 @@
  * the INFO) but loses nothing.
  *
  * A full disk loses events but never the count of them: before each chunk the stream's space is preallocated
- * with RESERVE_BYTES more past its end, so that when the disk fills the final accounting (events lost, the
- * errno, clean exit) still fits; a chunk is written whole or cut off again. When even that cannot be written (the
- * disk was full from the start), the accounting goes to the stream file's extended attribute ACCOUNTING_XATTR.
- * The stream is written with raw system calls so that no interposed library (ours, logfs, another tool) sees
- * the tracer's own I/O. */
+ * (a few chunks ahead, reserve_ahead) with RESERVE_BYTES more past its end, so that when the disk fills the final
+ * accounting (events lost, the errno, clean exit) still fits; a chunk is written whole or cut off again. When even that
+ * cannot be written (the disk was full from the start), the accounting goes to the stream file's extended attribute
+ * ACCOUNTING_XATTR. The stream is written with raw system calls so that no interposed library (ours, logfs, another
+ * tool) sees the tracer's own I/O. */
 #include <assert.h>
 #include <fcntl.h>
 #include <linux/falloc.h>
@@ -47,6 +47,7 @@
 #define THREADS_PROVIDED 256u /* threads the budget keeps a minimal buffer for, whatever came before */
 #define STREAM_NAME_MAX 4096
 #define RESERVE_BYTES 4096 /* allocated past the stream's end: room for the final accounting */
+#define RESERVE_AHEAD_MAX (1u << 20)
 #define ACCOUNTING_XATTR "user.ioloom.info"
 
 struct thread_buffer {
@@ -157,14 +158,34 @@ static int stream_fd(uint64_t *size) {
 
 /* ---- writing chunks, and a full disk ---- */
 
+/* Allocates [end, end + len) of the stream, or fails (errno set). */
+static int allocate(int fd, uint64_t end, uint64_t len) {
+    if (syscall(SYS_fallocate, fd, FALLOC_FL_KEEP_SIZE, (off_t)end, (off_t)len)) return -1;
+    w.reserved_end = end + len;
+    return 0;
+}
+
+/* What a running stream allocates past the room it needs: an eighth of what it holds, at most RESERVE_AHEAD_MAX, so
+ * that a growing stream allocates once every few chunks instead of before each (a fallocate costs about as much as
+ * writing the chunk) while a stream left unfinished (exec, a kill) keeps at most that much allocated past its end. */
+static uint64_t reserve_ahead(uint64_t end) { return end / 8 < RESERVE_AHEAD_MAX ? end / 8 : RESERVE_AHEAD_MAX; }
+
+/* Once finished, every chunk allocates exactly its room and the reserve: the first gives back what was allocated
+ * ahead (truncating the stream at its end frees the blocks allocated past it). */
+static void give_back_ahead(int fd, uint64_t end) {
+    if (w.reserved_end <= end + RESERVE_BYTES || syscall(SYS_ftruncate, fd, (off_t)end)) return;
+    w.reserved_end = end;
+}
+
 /* Space for `len` more bytes at `end` and RESERVE_BYTES past them: 0 when the disk has it (or the file system
  * cannot preallocate, and the write itself will tell). */
 static int reserve_room(int fd, uint64_t end, size_t len) {
     if (w.cannot_preallocate) return 0;
-    if (syscall(SYS_fallocate, fd, FALLOC_FL_KEEP_SIZE, (off_t)end, (off_t)(len + RESERVE_BYTES)) == 0) {
-        w.reserved_end = end + len + RESERVE_BYTES;
+    uint64_t room = len + RESERVE_BYTES;
+    if (ioloom_finished) give_back_ahead(fd, end);
+    if (!ioloom_finished && end + room <= w.reserved_end) return 0;
+    if ((!ioloom_finished && allocate(fd, end, room + reserve_ahead(end)) == 0) || allocate(fd, end, room) == 0)
         return 0;
-    }
     if (errno != EOPNOTSUPP && errno != ENOSYS) return -1;
     w.cannot_preallocate = 1;
     return 0;
