@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from ioloom.analysis.partition import mpi_runtime_name
 from ioloom.logfs import preload
 from ioloom.logfs.format import Container
 from ioloom.logfs.tools import check, summary
@@ -165,7 +166,8 @@ def test_shared_file_pointers_through_lockedfile(mpi, tmp_path, sharedfp):
     """Open MPI's ordered accesses, blocking and split, and every other variant of tests/programs/mpiio_matrix.c
     (non-blocking and split ones included) under OMPIO with its lockedfile component (the shared file pointer it
     picks when the ranks span nodes) and its default, and under MPICH's ROMIO, through logfs: each rank reads back
-    its block (the program checks), every file equals the plain run's, and no pointer file is left behind.
+    its block (the program checks), the mount holds the files the plain run made, each equal to the plain run's,
+    and no runtime file (the pointer's NAME-JOBID-PID.lock, a NAME.locktest.RANK probe) is left behind in either.
     Today's main made the pointer's NAME-JOBID-PID.lock a container, and a rank crashed (SIGSEGV); and the split
     write_ordered_end failed (MPI_ERR_OTHER): OMPIO writes a split access with POSIX aio, whose glibc thread wrote
     the container's descriptor past the layer (EBADF). Under ROMIO with logfs's hints (collective buffering off, so
@@ -184,5 +186,6 @@ def test_shared_file_pointers_through_lockedfile(mpi, tmp_path, sharedfp):
     mpi.run(3, [program, mount, UNSYNCED], env={**preload.env({mount: []}), **select})
     names = sorted(p.name for p in plain.iterdir())
     assert sorted(p.name for p in mount.iterdir()) == names and "split_ordered.dat" in names
+    assert not [name for name in names if mpi_runtime_name(name)], names
     for name in names:
         assert Container.open(mount / name).read() == (plain / name).read_bytes(), name
