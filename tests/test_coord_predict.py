@@ -12,7 +12,8 @@ import pytest
 
 import coord_support
 from ioloom import paths
-from ioloom.bench.coord_predict import LOOP, loop_command, run_pair
+from ioloom.bench.coord import RunRefused
+from ioloom.bench.coord_predict import LOOP, RETRIES, loop_command, run_again_if_refused, run_pair
 from ioloom.coord import log
 
 coordinator = coord_support.coordinator  # the fixture
@@ -106,3 +107,26 @@ def test_run_pair_refuses_a_run_that_lost_its_coordinator(tmp_path):
         run_pair(tmp_path, options, str(tmp_path / "nobody.sock"), predict=False)
     pair = run_pair(tmp_path, options, None, predict=False)
     assert set(pair) == {"A", "B"} and all(0.1 < run["t"] < 60 and 0 <= run["right"] <= 1 for run in pair.values())
+
+
+def test_a_refused_run_is_run_again_a_bounded_number_of_times(tmp_path, coordinator):
+    """`bench coord-predict` runs a refused run (its coordinator lost) again rather than stop its campaign: with a
+    coordinator started at the address after the first refusal, the second run is measured; with none ever, the
+    run is refused RETRIES + 1 times, then the bench stops, saying so in one line."""
+    (tmp_path / "loop.py").write_text(LOOP)
+    options = {"a_steps": [2], "b_steps": [1], "a_pause": 0.1, "b_pause": 0.1, "a_kib": 64, "b_kib": 64,
+               "a_cores": 2, "bandwidth": 5e8, "margin": 0.5}
+    address = str(tmp_path / "late.sock")
+
+    class StartTheCoordinator(list):
+        def append(self, line):  # a refusal: the coordinator starts before the run is run again
+            super().append(line)
+            coordinator("dynamic", address=address)
+    retried = StartTheCoordinator()
+    pair = run_again_if_refused(tmp_path, options, address, False, retried)
+    assert len(retried) == 1 and "lost its coordinator" in retried[0] and set(pair) == {"A", "B"}, retried
+    retried = []
+    refused = rf"^run-A: the program lost its coordinator .*; the same run refused {RETRIES + 1} times in a row$"
+    with pytest.raises(RunRefused, match=refused):
+        run_again_if_refused(tmp_path, options, str(tmp_path / "nobody.sock"), False, retried)
+    assert len(retried) == RETRIES and all("lost its coordinator" in line for line in retried), retried

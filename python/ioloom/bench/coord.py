@@ -117,13 +117,18 @@ def data_row(trace: Path, coordinated: bool) -> dict:
     return data
 
 
+class RunRefused(RuntimeError):
+    """A run that is not a policy's (refuse_unruled): its program wrote without its coordinator or past its wait
+    bound."""
+
+
 def refuse_unruled(who: str, lost: int, timeouts: int) -> None:
     """A run in which `who` wrote without its coordinator (lost) or past its wait bound is not a policy's:
-    RuntimeError saying so in one line."""
+    RunRefused saying so in one line."""
     why = (["lost its coordinator (and wrote on)"] if lost else []) + \
         ([f"passed the wait bound {timeouts} times (and wrote on)"] if timeouts else [])
     if why:
-        raise RuntimeError(f"{who} {' and '.join(why)}: the run is not a policy's, refused (a machine too loaded? "
+        raise RunRefused(f"{who} {' and '.join(why)}: the run is not a policy's, refused (a machine too loaded? "
                            "run again)")
 
 

@@ -8,7 +8,8 @@ as without the predictor (the previous phase's bytes, the rate at its call site)
 IOLOOM_PREDICT=1 (the predictor's bytes and end). Figures: each program's run time (its first write's planned
 start to its last write's end), f = N_A T_A + N_B T_B as a ratio to the uncoordinated run of the same round, and
 the share of each program's phases announced with the bytes they wrote (docs/bench.md: medians with min and
-max)."""
+max). A run that is not a policy's (a program lost its coordinator, or passed its wait bound) is run again, at most
+RETRIES times, then the bench stops, saying so in one line; the report counts the runs run again."""
 from __future__ import annotations
 
 import json
@@ -21,7 +22,7 @@ import typer
 
 from ioloom import outputs, units
 from ioloom.bench import app
-from ioloom.bench.coord import Coordinators, coord_run, data_row, emulated_storage, run_together
+from ioloom.bench.coord import Coordinators, RunRefused, coord_run, data_row, emulated_storage, run_together
 from ioloom.bench.stats import load_average, per_round, rounds_allowed, spread
 
 # One program: `python LOOP PATH STEPS PAUSE KIB`, STEPS the comma-separated writes of each step (a phase each).
@@ -38,6 +39,7 @@ for writes in steps:
 os.close(fd)
 """
 IDLE = 0.05  # seconds without a write that end a phase: under both pauses
+RETRIES = 2  # times a refused run (its coordinator lost, or past its wait bound) is run again before the bench stops
 CONDITIONS = ("none", "dynamic", "dynamic+predict")
 
 
@@ -73,12 +75,26 @@ def run_pair(work: Path, options: dict, address: str | None, predict: bool) -> d
     return out
 
 
-def one_round(work: Path, options: dict, coords: Coordinators, flip: bool) -> dict:
+def run_again_if_refused(work: Path, options: dict, address: str | None, predict: bool, retried: list[str]) -> dict:
+    """run_pair, a refused run run again up to RETRIES times (each refusal's line appended to `retried`); refused
+    once more, RunRefused saying so in one line."""
+    for _ in range(RETRIES):
+        try:
+            return run_pair(work, options, address, predict)
+        except RunRefused as refused:
+            retried.append(str(refused))
+    try:
+        return run_pair(work, options, address, predict)
+    except RunRefused as refused:
+        raise RunRefused(f"{refused}; the same run refused {RETRIES + 1} times in a row") from None
+
+
+def one_round(work: Path, options: dict, coords: Coordinators, flip: bool, retried: list[str]) -> dict:
     """Each condition once, in alternating orders: {condition: run_pair's}."""
     runs = {}
     for condition in reversed(CONDITIONS) if flip else CONDITIONS:
         address = coords.addresses["dynamic"] if condition != "none" else None
-        runs[condition] = run_pair(work, options, address, condition.endswith("predict"))
+        runs[condition] = run_again_if_refused(work, options, address, condition.endswith("predict"), retried)
     return runs
 
 
@@ -97,7 +113,8 @@ def print_report(report: dict) -> None:
     o = report["options"]
     print(f"A: {o['a_cores']} cores, steps {o['a_steps']} x {o['a_kib']} KiB, {o['a_pause']} s apart; B: 1 core, "
           f"steps {o['b_steps']} x {o['b_kib']} KiB, {o['b_pause']} s apart; {o['bandwidth'] / 1e6:.0f} MB/s "
-          f"emulated; {report['rounds']} rounds; load {report['load_before']} -> {report['load_after']}")
+          f"emulated; {report['rounds']} rounds; load {report['load_before']} -> {report['load_after']}; "
+          f"{len(report['retried'])} refused runs run again (at most {RETRIES} times each)")
     print(f"{'condition':>16} {'T_A s':>22} {'T_B s':>22} {'f / f_none':>22} {'A right':>6} {'B right':>7}")
     for r in report["rows"]:
         cells = [f"{r[k]['median']:.3f} [{r[k]['min']:.3f}, {r[k]['max']:.3f}]" for k in ("t_a", "t_b", "f_ratio")]
@@ -135,13 +152,14 @@ def command(rounds: int = typer.Option(10, min=1, help="Interleaved rounds."),
         (work / "loop.py").write_text(LOOP)
         coords = Coordinators(work, "core-seconds", 0.05, bandwidth, ("dynamic",))
         before = load_average()
+        retried: list[str] = []
         try:
-            samples = [one_round(work, options, coords, flip=k % 2 == 1) for k in range(rounds)]
+            samples = [one_round(work, options, coords, k % 2 == 1, retried) for k in range(rounds)]
         finally:
             coords.close()
     report = {"options": options | {"a_steps": a_steps, "b_steps": b_steps, "repeats": repeats}, "rounds": rounds,
               "load_before": before, "load_after": load_average(), "rows": summarise(samples, a_cores),
-              "samples": samples}
+              "retried": retried, "samples": samples}
     if output:
         output.mkdir(parents=True, exist_ok=True)
         outputs.save_json(report, output / "coord-predict.json")
