@@ -110,12 +110,14 @@ IOLOOM_INLINE void ioloom_append(const struct ioloom_raw_event *row) {
 #include <x86intrin.h>
 #endif
 IOLOOM_EXPORT extern int ioloom_tsc;
-static inline uint64_t ioloom_ticks(void) {
+/* A timestamp: TSC ticks when `tsc` (ioloom_tsc, which a wrapper may read once for both of its readings), else ns. */
+static inline uint64_t ioloom_ticks_if(int tsc) {
 #if defined(__x86_64__)
-    if (IOLOOM_LIKELY(ioloom_tsc)) return __rdtsc();
+    if (IOLOOM_LIKELY(tsc)) return __rdtsc();
 #endif
     return ioloom_now_ns();
 }
+static inline uint64_t ioloom_ticks(void) { return ioloom_ticks_if(ioloom_tsc); }
 
 /* The id of a file in this process's file table, by path (made absolute) and (device, inode) from fstat of fd
  * when fd >= 0. ROMIO's file-system prefix ("ufs:", "lustre:") is not part of the path (ioloom_romio_path).

@@ -83,8 +83,10 @@ const char *ioloom_file_path(int32_t id);
 /* A call in progress: its times and the errno it left, which the wrapper hands back to the program. */
 struct ioloom_call {
     uint64_t t_start, t_end;
-    int err;    /* errno after the call */
-    int failed; /* the call reported failure */
+    int *errno_at; /* this thread's errno (ioloom_errno), for handing err back */
+    int err;       /* errno after the call */
+    int failed;    /* the call reported failure */
+    int tsc;       /* the times are TSC ticks (ioloom_tsc, read once a call) */
     /* The wrapper's frame record (its frame pointer: __builtin_frame_address makes it keep one): the caller's
      * frame pointer, then the wrapper's return address, where the program called it. predict.c's stacks start
      * there (unwind.h). */
@@ -100,7 +102,8 @@ IOLOOM_INLINE int ioloom_call_start(struct ioloom_call *c, enum ioloom_layer lay
         return 0;
     }
     c->frame = __builtin_frame_address(0);
-    c->t_start = ioloom_ticks();
+    c->tsc = ioloom_tsc;
+    c->t_start = ioloom_ticks_if(c->tsc);
     return 1;
 }
 
@@ -115,8 +118,9 @@ IOLOOM_INLINE int *ioloom_errno(void) {
 
 /* Right after the real call returned: its end time and errno. */
 IOLOOM_INLINE void ioloom_call_returned(struct ioloom_call *c, int failed) {
-    c->err = *ioloom_errno();
-    c->t_end = ioloom_ticks();
+    c->errno_at = ioloom_errno();
+    c->err = *c->errno_at;
+    c->t_end = ioloom_ticks_if(c->tsc);
     c->failed = failed;
 }
 
@@ -138,7 +142,7 @@ IOLOOM_INLINE struct ioloom_raw_event ioloom_call_row(const struct ioloom_call *
                                      .err = c->failed ? c->err : 0,
                                      .op = (uint16_t)op,
                                      .layer = (uint8_t)layer,
-                                     .ticks = (uint8_t)ioloom_tsc};
+                                     .ticks = (uint8_t)c->tsc};
 }
 
 /* Set at the final flush (library destructor): from then on every event is written at once. */

@@ -39,7 +39,7 @@ IOLOOM_INLINE void ioloom_record_file(struct ioloom_call *c, enum ioloom_op op, 
     if (IOLOOM_LIKELY(file > ioloom_fast_floor) && IOLOOM_LIKELY((slot = ioloom_row_slot(&n)) != NULL)) {
         ioloom_fill_row(slot, c, op, layer, file, handle, offset, req, ret, aux);
         ioloom_row_publish(n);
-        *ioloom_errno() = c->err;
+        *c->errno_at = c->err;
         ioloom_leave();
         return;
     }
