@@ -118,12 +118,14 @@ struct ioloom_move {
     struct ioloom_description *d; /* NULL: untracked or unseekable (index says which) */
     uint64_t seen;                /* the description's `calls` word at the start */
     int fd, index, threads;
+    int32_t slot; /* fd's file (ioloom_slot_state), read with its description */
 };
 
 IOLOOM_INLINE void ioloom_move_start(struct ioloom_move *m, int fd) {
-    int32_t index = (unsigned)fd < IOLOOM_FD_SLOTS ? __atomic_load_n(&ioloom_fds[fd].description, __ATOMIC_RELAXED)
-                                                   : IOLOOM_FD_UNTRACKED;
+    struct ioloom_fd_entry e = ioloom_fd_entry(fd);
+    int32_t index = e.description;
     m->fd = fd;
+    m->slot = e.slot;
     m->index = index;
     m->d = NULL;
     if (IOLOOM_UNLIKELY(index <= 0)) return;

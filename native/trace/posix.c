@@ -40,10 +40,16 @@ static ssize_t passed_through(int fd, ssize_t r) {
     return r;
 }
 
+/* As record_fd, for a call on m->fd at its current position: its file from the entry read with its description. */
+IOLOOM_INLINE void record_moved(struct ioloom_call *c, const struct ioloom_move *m, enum ioloom_op op, int64_t offset,
+                                int64_t req, int64_t ret, int64_t aux) {
+    ioloom_record_file(c, op, P, ioloom_slot_state(m->fd, m->slot), m->fd, offset, req, ret, aux);
+}
+
 /* A read or write at the current position: offset = where it took place. */
-IOLOOM_INLINE void record_sequential(struct ioloom_call *c, struct ioloom_move *m, enum ioloom_op op, int fd,
-                                     int64_t req, ssize_t ret, int how) {
-    record_fd(c, op, fd, ioloom_move_by(m, ret, how), req, ret, -1);
+IOLOOM_INLINE void record_sequential(struct ioloom_call *c, struct ioloom_move *m, enum ioloom_op op, int64_t req,
+                                     ssize_t ret, int how) {
+    record_moved(c, m, op, ioloom_move_by(m, ret, how), req, ret, -1);
 }
 
 static int64_t iov_bytes(const struct iovec *iov, int count) {
@@ -201,15 +207,15 @@ WRAP_FCNTL(fcntl64, FCNTL64)
 /* ---- data: offset = where the access took place, req = bytes asked, ret = bytes moved ---- */
 
 IOLOOM_EXPORT ssize_t read(int fd, void *buf, size_t n) {
-    TRACED_AT(read, (fd, buf, n), fd, r < 0, record_sequential(&c, &m, OP(READ), fd, (int64_t)n, r, IOLOOM_READS));
+    TRACED_AT(read, (fd, buf, n), fd, r < 0, record_sequential(&c, &m, OP(READ), (int64_t)n, r, IOLOOM_READS));
 }
 IOLOOM_EXPORT ssize_t write(int fd, const void *buf, size_t n) {
-    TRACED_AT(write, (fd, buf, n), fd, r < 0, record_sequential(&c, &m, OP(WRITE), fd, (int64_t)n, r, IOLOOM_WRITES));
+    TRACED_AT(write, (fd, buf, n), fd, r < 0, record_sequential(&c, &m, OP(WRITE), (int64_t)n, r, IOLOOM_WRITES));
 }
 ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen);
 IOLOOM_EXPORT ssize_t __read_chk(int fd, void *buf, size_t n, size_t buflen) {
     TRACED_AT(__read_chk, (fd, buf, n, buflen), fd, r < 0,
-              record_sequential(&c, &m, OP(U_READ_CHK), fd, (int64_t)n, r, IOLOOM_READS));
+              record_sequential(&c, &m, OP(U_READ_CHK), (int64_t)n, r, IOLOOM_READS));
 }
 
 #define WRAP_POSITIONED(fn, opname, buf_type)                                                           \
@@ -232,11 +238,11 @@ WRAP_PREAD_CHK(__pread64_chk, U_PREAD64_CHK)
 
 IOLOOM_EXPORT ssize_t readv(int fd, const struct iovec *iov, int count) {
     TRACED_AT(readv, (fd, iov, count), fd, r < 0,
-              record_sequential(&c, &m, OP(READV), fd, iov_bytes(iov, count), r, IOLOOM_READS));
+              record_sequential(&c, &m, OP(READV), iov_bytes(iov, count), r, IOLOOM_READS));
 }
 IOLOOM_EXPORT ssize_t writev(int fd, const struct iovec *iov, int count) {
     TRACED_AT(writev, (fd, iov, count), fd, r < 0,
-              record_sequential(&c, &m, OP(WRITEV), fd, iov_bytes(iov, count), r, IOLOOM_WRITES));
+              record_sequential(&c, &m, OP(WRITEV), iov_bytes(iov, count), r, IOLOOM_WRITES));
 }
 
 /* preadv/pwritev: aux = the number of iovecs. The ...2 forms take flags (aux = count | flags << 32) and an
@@ -271,15 +277,15 @@ WRAP_VECTOR2(pwritev64v2, PWRITEV64V2)
 
 /* lseek: offset = the resulting position, req_bytes = the offset asked, aux = whence. Inline in each wrapper (a
  * call and its spills were a sixth of what tracing added to lseek). */
-IOLOOM_INLINE void record_lseek(struct ioloom_call *c, struct ioloom_move *m, enum ioloom_op op, int fd, off_t off,
-                                int whence, off_t r) {
+IOLOOM_INLINE void record_lseek(struct ioloom_call *c, struct ioloom_move *m, enum ioloom_op op, off_t off, int whence,
+                                off_t r) {
     ioloom_move_to(m, r);
-    record_fd(c, op, fd, r, off, r, whence);
+    record_moved(c, m, op, r, off, r, whence);
 }
 
-#define WRAP_LSEEK(fn, opname)                                                                             \
-    IOLOOM_EXPORT off_t fn(int fd, off_t off, int whence) {                                                \
-        TRACED_AT(fn, (fd, off, whence), fd, r < 0, record_lseek(&c, &m, OP(opname), fd, off, whence, r)); \
+#define WRAP_LSEEK(fn, opname)                                                                         \
+    IOLOOM_EXPORT off_t fn(int fd, off_t off, int whence) {                                            \
+        TRACED_AT(fn, (fd, off, whence), fd, r < 0, record_lseek(&c, &m, OP(opname), off, whence, r)); \
     }
 WRAP_LSEEK(lseek, LSEEK)
 WRAP_LSEEK(lseek64, LSEEK64)

@@ -54,14 +54,24 @@ void ioloom_files_write_excluded(void);
 struct ioloom_fd_entry {
     int32_t slot;
     int32_t description;
-};
+} __attribute__((aligned(8))); /* both read in one load (ioloom_fd_entry) */
 extern struct ioloom_fd_entry ioloom_fds[IOLOOM_FD_SLOTS];
 static inline int32_t ioloom_state_slot(int32_t state) { return state >= -1 ? state + 2 : state; }
 int32_t ioloom_fd_state_slow(int fd);
-IOLOOM_INLINE int32_t ioloom_fd_state(int fd) {
-    int32_t slot = fd >= 0 && fd < IOLOOM_FD_SLOTS ? __atomic_load_n(&ioloom_fds[fd].slot, __ATOMIC_RELAXED) : 0;
+/* The state of descriptor fd whose entry holds `slot`. */
+IOLOOM_INLINE int32_t ioloom_slot_state(int fd, int32_t slot) {
     if (IOLOOM_UNLIKELY(slot == 0)) return ioloom_fd_state_slow(fd);
     return slot > 0 ? slot - 2 : slot;
+}
+IOLOOM_INLINE int32_t ioloom_fd_state(int fd) {
+    int32_t slot = fd >= 0 && fd < IOLOOM_FD_SLOTS ? __atomic_load_n(&ioloom_fds[fd].slot, __ATOMIC_RELAXED) : 0;
+    return ioloom_slot_state(fd, slot);
+}
+/* fd's whole entry in one load; {0, 0} (not named, untracked) for a number outside the table. */
+IOLOOM_INLINE struct ioloom_fd_entry ioloom_fd_entry(int fd) {
+    struct ioloom_fd_entry e = {0, 0};
+    if ((unsigned)fd < IOLOOM_FD_SLOTS) __atomic_load(&ioloom_fds[fd], &e, __ATOMIC_RELAXED);
+    return e;
 }
 void ioloom_fd_set(int fd, int32_t state);
 void ioloom_fd_copy(int from, int to); /* a dup: same file, same open file description (closed: positions.h) */
