@@ -71,29 +71,30 @@ IOLOOM_INLINE void record_open(struct ioloom_call *c, enum ioloom_op op, int dir
 
 static int takes_mode(int flags) { return (flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE; }
 
-#define MODE_ARG(flags)            \
-    mode_t mode = 0;               \
-    if (takes_mode(flags)) {       \
-        va_list ap;                \
-        va_start(ap, flags);       \
-        mode = va_arg(ap, mode_t); \
-        va_end(ap);                \
+/* The mode argument, read only when the flags say it was given: `mode`, and `given_mode` (-1 when none) to record. */
+#define MODE_ARG(flags)                         \
+    mode_t mode = 0;                            \
+    int64_t given_mode = -1;                    \
+    if (takes_mode(flags)) {                    \
+        va_list ap;                             \
+        va_start(ap, flags);                    \
+        given_mode = mode = va_arg(ap, mode_t); \
+        va_end(ap);                             \
     }
 
-#define WRAP_OPEN(fn, opname)                                                                                  \
-    IOLOOM_EXPORT int fn(const char *path, int flags, ...) {                                                   \
-        MODE_ARG(flags);                                                                                       \
-        TRACED(P, fn, (path, flags, mode), r < 0,                                                              \
-               record_open(&c, OP(opname), AT_FDCWD, path, flags, takes_mode(flags) ? (int64_t)mode : -1, r)); \
+#define WRAP_OPEN(fn, opname)                                                                                         \
+    IOLOOM_EXPORT int fn(const char *path, int flags, ...) {                                                          \
+        MODE_ARG(flags);                                                                                              \
+        TRACED(P, fn, (path, flags, mode), r < 0, record_open(&c, OP(opname), AT_FDCWD, path, flags, given_mode, r)); \
     }
 WRAP_OPEN(open, OPEN)
 WRAP_OPEN(open64, OPEN64)
 
-#define WRAP_OPENAT(fn, opname)                                                                             \
-    IOLOOM_EXPORT int fn(int dirfd, const char *path, int flags, ...) {                                     \
-        MODE_ARG(flags);                                                                                    \
-        TRACED(P, fn, (dirfd, path, flags, mode), r < 0,                                                    \
-               record_open(&c, OP(opname), dirfd, path, flags, takes_mode(flags) ? (int64_t)mode : -1, r)); \
+#define WRAP_OPENAT(fn, opname)                                                 \
+    IOLOOM_EXPORT int fn(int dirfd, const char *path, int flags, ...) {         \
+        MODE_ARG(flags);                                                        \
+        TRACED(P, fn, (dirfd, path, flags, mode), r < 0,                        \
+               record_open(&c, OP(opname), dirfd, path, flags, given_mode, r)); \
     }
 WRAP_OPENAT(openat, OPENAT)
 WRAP_OPENAT(openat64, OPENAT64)
