@@ -508,8 +508,10 @@ def test_mpich_binary_under_open_mpis_launcher_gets_mpichs_wrappers(ioloom_cli, 
 
 
 def test_failed_calls_keep_their_result_and_errno(mpi, ioloom_cli, tmp_path):
-    """A failed open and a write on a read-only file: the error class and errno the program sees are the same
-    traced and untraced, and the failed calls are recorded with the error class and ret_bytes -1."""
+    """A failed open, a write on a read-only file, a read of a null datatype and a view of a null etype: the error
+    class and errno the program sees are the same traced and untraced (the tracer asks the library about no datatype
+    a call has not accepted: asked about a null one, it aborts), and the failed calls are recorded with the error
+    class and ret_bytes -1 (the read's size, unknown, req_bytes -1)."""
     exe = mpi.compile("mpiio_errno.c")
     seen = {}
     for mode in ("untraced", "traced"):
@@ -521,7 +523,7 @@ def test_failed_calls_keep_their_result_and_errno(mpi, ioloom_cli, tmp_path):
         else:
             out = ioloom_cli("run", "-o", tmp_path / "trace", "--", *command, env=mpi.impl.base_env())
         seen[mode] = [line for line in out.stdout.splitlines() if ": class " in line]
-    assert len(seen["traced"]) == 3 and seen["traced"] == seen["untraced"], seen
+    assert len(seen["traced"]) == 5 and seen["traced"] == seen["untraced"], seen
     events = open_trace(tmp_path / "trace").events().to_pandas().astype({"op": str, "layer": str})
     failed = events[(events.layer == "mpiio") & (events.errno != 0)]
     classes = {line.split(":")[0]: int(line.split()[-3]) for line in seen["traced"]}
@@ -529,6 +531,10 @@ def test_failed_calls_keep_their_result_and_errno(mpi, ioloom_cli, tmp_path):
     assert opens.errno.tolist() == [classes["open missing"]] and (opens.ret_bytes == -1).all()
     writes = failed[failed.op == "MPI_File_write_at"]
     assert writes.errno.tolist() == [classes["write on read-only"]] and (writes.ret_bytes == -1).all()
+    reads = failed[failed.op == "MPI_File_read_at"]
+    assert reads.errno.tolist() == [classes["read a null datatype"]] and reads.req_bytes.tolist() == [-1]
+    views = failed[failed.op == "MPI_File_set_view"]
+    assert views.errno.tolist() == [classes["view of a null etype"]] and views.offset.tolist() == [0]
 
 
 def test_threads_keep_their_calls_apart(mpi, ioloom_cli, tmp_path):

@@ -127,6 +127,10 @@ int64_t mpiio_comm_next_open(MPI_Comm comm);
  * was current when it started) and appended as it is when the call finishes. */
 struct mpiio_call {
     struct ioloom_raw_event row;
+    /* A data call whose datatype's size this thread did not know (row.req_bytes == MPIIO_UNSIZED): its count and
+     * datatype, sized once the call has accepted them (mpiio_data_sized). */
+    MPI_Count count;
+    MPI_Datatype datatype;
 };
 
 /* The wrappers' hot path (a data call on a traced file) is inline below: one row filled in place, one copy into
@@ -190,7 +194,10 @@ int64_t mpiio_view_byte_offset(const struct mpiio_file *file, MPI_Offset offset)
 /* Datatype sizes. Every data call needs its datatype's size (requested bytes), and PMPI_Type_size_x costs about 85
  * instructions in MPICH. Each thread remembers the last datatype it asked about: a handle names the same type
  * until MPI_Type_free, which moves mpiio_types_freed (before and after the free, so that no thread keeps the old
- * size of a handle the library hands out again). */
+ * size of a handle the library hands out again). The library is asked only about a datatype that a data call has
+ * just accepted (returned MPI_SUCCESS with it): asked about an invalid one (MPI_DATATYPE_NULL, a freed handle), it
+ * raises the error on MPI_COMM_WORLD, whose handler aborts by default, where the call itself returns the error to
+ * the program through the file's handler. */
 extern volatile uint64_t mpiio_types_freed;
 extern __thread struct mpiio_last_type {
     MPI_Datatype type;
@@ -198,40 +205,57 @@ extern __thread struct mpiio_last_type {
     MPI_Count size;
     int known;
 } mpiio_last_type;
-/* Asks the library, and remembers the answer. */
-MPI_Count mpiio_type_size_asked(MPI_Datatype datatype, uint64_t freed);
+/* Asks the library about a datatype a call has accepted, and remembers the answer (0 if it cannot tell). */
+MPI_Count mpiio_type_size_asked(MPI_Datatype datatype);
 
-/* The size of datatype (0 if the library cannot tell). */
-IOLOOM_INLINE MPI_Count mpiio_type_size(MPI_Datatype datatype) {
+/* The size of datatype if this thread knows it without asking the library, else -1. */
+IOLOOM_INLINE MPI_Count mpiio_type_size_known(MPI_Datatype datatype) {
     uint64_t freed = __atomic_load_n(&mpiio_types_freed, __ATOMIC_ACQUIRE);
     const struct mpiio_last_type *last = &mpiio_last_type;
     if (IOLOOM_LIKELY(last->known && last->type == datatype && last->freed == freed)) return last->size;
-    return mpiio_type_size_asked(datatype, freed);
+    return -1;
 }
 
+/* req_bytes of a data call whose datatype's size is asked after the call (mpiio_data_sized). */
+#define MPIIO_UNSIZED INT64_MIN
+
 /* Start a traced data call (inside mpiio_enter/leave): offsets through the view, requested bytes, coll_seq
- * when collective. Returns 0 if the file is not traced (the caller just calls through), else 1. */
-IOLOOM_INLINE int mpiio_data_start(struct mpiio_call *call, enum ioloom_op op, MPI_File fh,
-                                   enum mpiio_position position, MPI_Offset offset, MPI_Count count,
-                                   MPI_Datatype datatype, int collective) {
+ * when collective. Returns the file if it is traced, else NULL (the caller just calls through). */
+IOLOOM_INLINE struct mpiio_file *mpiio_data_start(struct mpiio_call *call, enum ioloom_op op, MPI_File fh,
+                                                  enum mpiio_position position, MPI_Offset offset, MPI_Count count,
+                                                  MPI_Datatype datatype, int collective) {
     struct mpiio_file *file = mpiio_file_find(fh);
-    if (!file || file->file_id < 0) return 0;
+    if (!file || file->file_id < 0) return NULL;
     MPI_Offset etype_offset = position == MPIIO_EXPLICIT     ? offset
                               : position == MPIIO_INDIVIDUAL ? mpiio_individual_position(file)
                                                              : -1;
-    MPI_Count type_size = mpiio_type_size(datatype);
+    MPI_Count type_size = mpiio_type_size_known(datatype);
     mpiio_call_start(call, op, file);
     call->row.aux = etype_offset;
     call->row.offset = etype_offset < 0        ? -1
                        : file->contiguous_view ? file->disp + etype_offset * file->etype_size
                                                : mpiio_view_byte_offset(file, etype_offset);
     call->row.req_bytes = (int64_t)count * (int64_t)type_size;
+    if (IOLOOM_UNLIKELY(type_size < 0)) {
+        call->row.req_bytes = MPIIO_UNSIZED;
+        call->count = count;
+        call->datatype = datatype;
+    }
     if (collective) call->row.coll_seq = mpiio_file_next_coll(file);
-    return 1;
+    return file;
+}
+
+/* A data call returned rc: the requested bytes of one whose datatype's size was not known at its start, now asked
+ * if the call accepted the datatype; -1 (not known) if it failed. */
+IOLOOM_INLINE void mpiio_data_sized(struct mpiio_call *call, int rc) {
+    if (IOLOOM_LIKELY(call->row.req_bytes != MPIIO_UNSIZED)) return;
+    call->row.req_bytes =
+        rc == MPI_SUCCESS ? (int64_t)call->count * (int64_t)mpiio_type_size_asked(call->datatype) : -1;
 }
 
 /* Finish a blocking read: bytes from the status. */
 IOLOOM_INLINE void mpiio_data_finish(struct mpiio_call *call, int rc, const MPI_Status *status) {
+    mpiio_data_sized(call, rc);
     call->row.ret_bytes = rc == MPI_SUCCESS ? mpiio_status_bytes(status) : -1;
     mpiio_call_finish(call, rc);
 }
@@ -241,6 +265,7 @@ IOLOOM_INLINE void mpiio_data_finish(struct mpiio_call *call, int rc, const MPI_
  * the library does not fill a status nobody reads (MPICH sets its count through MPI_Status_set_elements_x). A
  * status the caller gave is read as a read's is. */
 IOLOOM_INLINE void mpiio_write_finish(struct mpiio_call *call, int rc, const MPI_Status *status) {
+    mpiio_data_sized(call, rc);
     call->row.ret_bytes = rc != MPI_SUCCESS             ? -1
                           : status == MPI_STATUS_IGNORE ? call->row.req_bytes
                                                         : mpiio_status_bytes(status);

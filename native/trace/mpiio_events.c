@@ -24,6 +24,7 @@ int64_t mpiio_view_byte_offset(const struct mpiio_file *file, MPI_Offset offset)
 }
 
 void mpiio_data_initiated(struct mpiio_call *call, int rc, struct mpiio_pending *pending) {
+    mpiio_data_sized(call, rc);
     *pending = (struct mpiio_pending){.call_id = rc == MPI_SUCCESS ? call->row.call_id : 0,
                                       .file_id = call->row.file_id,
                                       .handle = call->row.handle,

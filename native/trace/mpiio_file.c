@@ -153,18 +153,25 @@ MPIIO_FILE_CALL(MPI_File_set_info, 1, (MPI_File fh, MPI_Info info), (fh, info), 
 /* aux = the flag. */
 MPIIO_FILE_CALL(MPI_File_set_atomicity, 1, (MPI_File fh, int flag), (fh, flag), fh, call.row.aux = flag, )
 
-/* offset = disp; aux = etype extent; req_bytes = filetype extent (bytes). */
-static void describe_view(struct mpiio_call *call, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype) {
+/* offset = disp; once the call has accepted the view: aux = etype extent, req_bytes = filetype extent (bytes). The
+ * library is asked only about datatypes a call has accepted (mpiio.h, datatype sizes). */
+static void describe_view(struct mpiio_call *call, MPI_Datatype etype, MPI_Datatype filetype) {
     MPI_Count lb = 0, etype_extent = -1, filetype_extent = -1;
     PMPI_Type_get_extent_x(etype, &lb, &etype_extent);
     PMPI_Type_get_extent_x(filetype, &lb, &filetype_extent);
-    call->row.offset = disp;
     call->row.aux = etype_extent;
     call->row.req_bytes = filetype_extent;
+}
+
+static void view_set(struct mpiio_call *call, struct mpiio_file *file, int rc, MPI_Offset disp, MPI_Datatype etype,
+                     MPI_Datatype filetype) {
+    if (rc != MPI_SUCCESS) return;
+    describe_view(call, etype, filetype);
+    mpiio_file_set_view(file, disp, etype, filetype);
 }
 
 MPIIO_FILE_CALL(MPI_File_set_view, 1,
                 (MPI_File fh, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype, const char *datarep,
                  MPI_Info info),
-                (fh, disp, etype, filetype, datarep, info), fh, describe_view(&call, disp, etype, filetype),
-                if (rc == MPI_SUCCESS) mpiio_file_set_view(file, disp, etype, filetype))
+                (fh, disp, etype, filetype, datarep, info), fh, call.row.offset = disp,
+                view_set(&call, file, rc, disp, etype, filetype))

@@ -83,11 +83,12 @@ int64_t mpiio_comm_next_open(MPI_Comm comm) {
 volatile uint64_t mpiio_types_freed;
 __thread struct mpiio_last_type mpiio_last_type;
 
-MPI_Count mpiio_type_size_asked(MPI_Datatype datatype, uint64_t freed) {
+MPI_Count mpiio_type_size_asked(MPI_Datatype datatype) {
+    uint64_t freed = __atomic_load_n(&mpiio_types_freed, __ATOMIC_ACQUIRE);
     MPI_Count size = 0;
     int known = PMPI_Type_size_x(datatype, &size) == MPI_SUCCESS;
-    mpiio_last_type = (struct mpiio_last_type){datatype, freed, size, known};
-    return size;
+    mpiio_last_type = (struct mpiio_last_type){datatype, freed, known ? size : 0, known};
+    return known ? size : 0;
 }
 
 static int traced_MPI_Type_free(__typeof__(&PMPI_Type_free) next, MPI_Datatype *type) {

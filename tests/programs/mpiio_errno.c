@@ -1,5 +1,6 @@
 /* Failing MPI-IO calls, with what the program can see of them: the MPI error class and errno. Run traced and
- * untraced, the printed lines must be identical (the tracer changes no result and no errno).
+ * untraced, the printed lines must be identical (the tracer changes no result and no errno; asking the library
+ * about a null datatype itself would abort the program).
  * Usage: mpiio_errno DIR (an existing directory; DIR/missing/x does not exist). One rank. */
 #include <errno.h>
 #include <mpi.h>
@@ -31,6 +32,11 @@ int main(int argc, char **argv) {
     report("write on read-only", MPI_File_write_at(fh, 0, data, 16, MPI_INT, MPI_STATUS_IGNORE));
     errno = 0;
     report("read past the end", MPI_File_read_at(fh, 1000, data, 16, MPI_INT, MPI_STATUS_IGNORE));
+    errno = 0;
+    report("read a null datatype", MPI_File_read_at(fh, 0, data, 16, MPI_DATATYPE_NULL, MPI_STATUS_IGNORE));
+    errno = 0;
+    report("view of a null etype",
+           MPI_File_set_view(fh, 0, MPI_DATATYPE_NULL, MPI_DATATYPE_NULL, "native", MPI_INFO_NULL));
     MPI_File_close(&fh);
     MPI_Finalize();
     return 0;
