@@ -48,19 +48,20 @@ IOLOOM_INLINE void mpiio_leave(void) { mpiio_depth--; }
 
 /* A data-call wrapper: traced_NAME and its two exported names. The parameters are named fh, offset, buf,
  * count, datatype and status or request; OFFSET is `offset` or -1; RUN(ARGS) is the traced call's body: it
- * calls next(ARGS), sets rc and finishes `call`. */
-#define MPIIO_DATA_WRAPPER(NAME, POS, COLL, PARAMS, ARGS, OFFSET, RUN)                                 \
-    IOLOOM_INLINE int traced_##NAME(__typeof__(&P##NAME) next, MPIIO_ARGS PARAMS) {                    \
-        if (!mpiio_enter()) return next(MPIIO_ARGS ARGS);                                              \
-        struct mpiio_call call;                                                                        \
-        int rc;                                                                                        \
-        if (mpiio_data_start(&call, IOLOOM_OP_##NAME, fh, MPIIO_##POS, OFFSET, count, datatype, COLL)) \
-            RUN(ARGS)                                                                                  \
-        else                                                                                           \
-            rc = next(MPIIO_ARGS ARGS);                                                                \
-        mpiio_leave();                                                                                 \
-        return rc;                                                                                     \
-    }                                                                                                  \
+ * calls next(ARGS), sets rc and finishes `call` (its file is `file`). */
+#define MPIIO_DATA_WRAPPER(NAME, POS, COLL, PARAMS, ARGS, OFFSET, RUN)                                          \
+    IOLOOM_INLINE int traced_##NAME(__typeof__(&P##NAME) next, MPIIO_ARGS PARAMS) {                             \
+        if (!mpiio_enter()) return next(MPIIO_ARGS ARGS);                                                       \
+        struct mpiio_call call;                                                                                 \
+        struct mpiio_file *file;                                                                                \
+        int rc;                                                                                                 \
+        if ((file = mpiio_data_start(&call, IOLOOM_OP_##NAME, fh, MPIIO_##POS, OFFSET, count, datatype, COLL))) \
+            RUN(ARGS)                                                                                           \
+        else                                                                                                    \
+            rc = next(MPIIO_ARGS ARGS);                                                                         \
+        mpiio_leave();                                                                                          \
+        return rc;                                                                                              \
+    }                                                                                                           \
     MPIIO_BOTH_NAMES(NAME, PARAMS, ARGS)
 
 /* The two shapes of data calls: (fh, offset, buf, count, datatype, LAST) and (fh, buf, count, datatype, LAST),
@@ -136,9 +137,8 @@ struct mpiio_call {
 /* The wrappers' hot path (a data call on a traced file) is inline below: one row filled in place, one copy into
  * the writer's buffer (ioloom_append). */
 
-/* Open the cross-layer window and stamp t_start; fields not set later stay -1. */
-IOLOOM_INLINE void mpiio_call_start(struct mpiio_call *call, enum ioloom_op op, const struct mpiio_file *file) {
-    call->row.offset = call->row.req_bytes = call->row.ret_bytes = call->row.aux = call->row.coll_seq = -1;
+/* Set the fields every MPI-IO event takes from its call, open the cross-layer window and stamp t_start. */
+IOLOOM_INLINE void mpiio_call_open(struct mpiio_call *call, enum ioloom_op op, const struct mpiio_file *file) {
     call->row.file_id = file ? file->file_id : -1;
     call->row.handle = file ? file->handle : -1;
     call->row.err = 0;
@@ -149,6 +149,12 @@ IOLOOM_INLINE void mpiio_call_start(struct mpiio_call *call, enum ioloom_op op, 
     call->row.parent = ioloom_link.current;
     call->row.call_id = ioloom_link_open();
     call->row.t_start = ioloom_ticks();
+}
+
+/* mpiio_call_open, with the fields not set later -1. */
+IOLOOM_INLINE void mpiio_call_start(struct mpiio_call *call, enum ioloom_op op, const struct mpiio_file *file) {
+    call->row.offset = call->row.req_bytes = call->row.ret_bytes = call->row.aux = call->row.coll_seq = -1;
+    mpiio_call_open(call, op, file);
 }
 
 /* The MPI error class of a return code. */
@@ -219,29 +225,40 @@ IOLOOM_INLINE MPI_Count mpiio_type_size_known(MPI_Datatype datatype) {
 /* req_bytes of a data call whose datatype's size is asked after the call (mpiio_data_sized). */
 #define MPIIO_UNSIZED INT64_MIN
 
-/* Start a traced data call (inside mpiio_enter/leave): offsets through the view, requested bytes, coll_seq
- * when collective. Returns the file if it is traced, else NULL (the caller just calls through). */
-IOLOOM_INLINE struct mpiio_file *mpiio_data_start(struct mpiio_call *call, enum ioloom_op op, MPI_File fh,
-                                                  enum mpiio_position position, MPI_Offset offset, MPI_Count count,
-                                                  MPI_Datatype datatype, int collective) {
-    struct mpiio_file *file = mpiio_file_find(fh);
-    if (!file || file->file_id < 0) return NULL;
-    MPI_Offset etype_offset = position == MPIIO_EXPLICIT     ? offset
-                              : position == MPIIO_INDIVIDUAL ? mpiio_individual_position(file)
-                                                             : -1;
+/* req_bytes = count x the datatype's size if this thread knows it, else MPIIO_UNSIZED (count and datatype kept). */
+IOLOOM_INLINE void mpiio_data_request(struct mpiio_call *call, MPI_Count count, MPI_Datatype datatype) {
     MPI_Count type_size = mpiio_type_size_known(datatype);
-    mpiio_call_start(call, op, file);
-    call->row.aux = etype_offset;
-    call->row.offset = etype_offset < 0        ? -1
-                       : file->contiguous_view ? file->disp + etype_offset * file->etype_size
-                                               : mpiio_view_byte_offset(file, etype_offset);
     call->row.req_bytes = (int64_t)count * (int64_t)type_size;
     if (IOLOOM_UNLIKELY(type_size < 0)) {
         call->row.req_bytes = MPIIO_UNSIZED;
         call->count = count;
         call->datatype = datatype;
     }
-    if (collective) call->row.coll_seq = mpiio_file_next_coll(file);
+}
+
+/* The byte offset of etype number etype_offset through the file's view; -1 for -1 (a shared pointer). */
+IOLOOM_INLINE int64_t mpiio_byte_offset(const struct mpiio_file *file, MPI_Offset etype_offset) {
+    return etype_offset < 0        ? -1
+           : file->contiguous_view ? file->disp + etype_offset * file->etype_size
+                                   : mpiio_view_byte_offset(file, etype_offset);
+}
+
+/* Start a traced data call (inside mpiio_enter/leave): every field set once (offsets through the view, requested
+ * bytes, coll_seq when collective; ret_bytes -1 until it is known), then the window and t_start. Returns the file
+ * if it is traced, else NULL (the caller just calls through). */
+IOLOOM_INLINE struct mpiio_file *mpiio_data_start(struct mpiio_call *call, enum ioloom_op op, MPI_File fh,
+                                                  enum mpiio_position position, MPI_Offset offset, MPI_Count count,
+                                                  MPI_Datatype datatype, int collective) {
+    struct mpiio_file *file = mpiio_file_find(fh);
+    if (!file || file->file_id < 0) return NULL;
+    call->row.aux = position == MPIIO_EXPLICIT     ? offset
+                    : position == MPIIO_INDIVIDUAL ? mpiio_individual_position(file)
+                                                   : -1;
+    call->row.offset = mpiio_byte_offset(file, call->row.aux);
+    mpiio_data_request(call, count, datatype);
+    call->row.ret_bytes = -1;
+    call->row.coll_seq = collective ? mpiio_file_next_coll(file) : -1;
+    mpiio_call_open(call, op, file);
     return file;
 }
 

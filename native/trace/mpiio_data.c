@@ -26,10 +26,10 @@
     MPIIO_POINTER_CALL(NAME, BUF, COUNT_T, POS, COLL, MPI_Status *status, status, RUN)
 
 /* A split collective's begin: recorded at once (ret_bytes -1), remembered on the file for its _end. */
-#define MPIIO_RUN_SPLIT_BEGIN(ARGS)                                   \
-    {                                                                 \
-        rc = next(MPIIO_ARGS ARGS);                                   \
-        mpiio_data_initiated(&call, rc, &mpiio_file_find(fh)->split); \
+#define MPIIO_RUN_SPLIT_BEGIN(ARGS)                    \
+    {                                                  \
+        rc = next(MPIIO_ARGS ARGS);                    \
+        mpiio_data_initiated(&call, rc, &file->split); \
     }
 
 #define MPIIO_AT_BEGIN(NAME, BUF, COUNT_T)                                                                \
