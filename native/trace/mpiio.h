@@ -204,12 +204,11 @@ int64_t mpiio_view_byte_offset(const struct mpiio_file *file, MPI_Offset offset)
  * just accepted (returned MPI_SUCCESS with it): asked about an invalid one (MPI_DATATYPE_NULL, a freed handle), it
  * raises the error on MPI_COMM_WORLD, whose handler aborts by default, where the call itself returns the error to
  * the program through the file's handler. */
-extern volatile uint64_t mpiio_types_freed;
+extern volatile uint64_t mpiio_types_freed; /* from 1 */
 extern __thread struct mpiio_last_type {
     MPI_Datatype type;
-    uint64_t freed;
+    uint64_t freed; /* mpiio_types_freed when the size was asked; 0 (never current): nothing known */
     MPI_Count size;
-    int known;
 } mpiio_last_type;
 /* Asks the library about a datatype a call has accepted, and remembers the answer (0 if it cannot tell). */
 MPI_Count mpiio_type_size_asked(MPI_Datatype datatype);
@@ -218,7 +217,7 @@ MPI_Count mpiio_type_size_asked(MPI_Datatype datatype);
 IOLOOM_INLINE MPI_Count mpiio_type_size_known(MPI_Datatype datatype) {
     uint64_t freed = __atomic_load_n(&mpiio_types_freed, __ATOMIC_ACQUIRE);
     const struct mpiio_last_type *last = &mpiio_last_type;
-    if (IOLOOM_LIKELY(last->known && last->type == datatype && last->freed == freed)) return last->size;
+    if (IOLOOM_LIKELY(last->freed == freed && last->type == datatype)) return last->size;
     return -1;
 }
 

@@ -80,14 +80,14 @@ int64_t mpiio_comm_next_open(MPI_Comm comm) {
 }
 
 /* ---- datatype sizes (mpiio.h) ---- */
-volatile uint64_t mpiio_types_freed;
+volatile uint64_t mpiio_types_freed = 1;
 __thread struct mpiio_last_type mpiio_last_type;
 
 MPI_Count mpiio_type_size_asked(MPI_Datatype datatype) {
     uint64_t freed = __atomic_load_n(&mpiio_types_freed, __ATOMIC_ACQUIRE);
     MPI_Count size = 0;
     int known = PMPI_Type_size_x(datatype, &size) == MPI_SUCCESS;
-    mpiio_last_type = (struct mpiio_last_type){datatype, freed, known ? size : 0, known};
+    mpiio_last_type = (struct mpiio_last_type){datatype, known ? freed : 0, known ? size : 0};
     return known ? size : 0;
 }
 
