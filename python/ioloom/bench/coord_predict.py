@@ -58,9 +58,9 @@ def loop_command(work: Path, name: str, steps: list[int], pause: float, kib: int
 
 
 def run_pair(work: Path, options: dict, address: str | None, predict: bool) -> dict:
-    """Both programs at once, coordinated at `address` (None: not); per program its run time from the planned start
-    and the share of its phases announced with the bytes they wrote. A run that is not a policy's is refused
-    (bench coord's data_row)."""
+    """Both programs at once, coordinated at `address` (None: not); per program its run time from the planned start,
+    the share of its phases announced with the bytes they wrote (right) and the share announced with the
+    predictor's bytes (predicted). A run that is not a policy's is refused (bench coord's data_row)."""
     start = time.monotonic() + options["margin"]
     programs = {"A": (options["a_steps"], options["a_pause"], options["a_kib"], options["a_cores"]),
                 "B": (options["b_steps"], options["b_pause"], options["b_kib"], 1)}
@@ -71,7 +71,9 @@ def run_pair(work: Path, options: dict, address: str | None, predict: bool) -> d
     for name in programs:
         row = data_row(work / f"run-{name}", address is not None)
         right = [a["bytes"] == a["bytes_written"] for a in row["announced"]]
-        out[name] = {"t": row["last_end"] - start, "right": sum(right) / len(right)}
+        predicted = [a["bytes_from"] == "predictor" for a in row["announced"]]
+        out[name] = {"t": row["last_end"] - start, "right": sum(right) / len(right),
+                     "predicted": sum(predicted) / len(predicted)}
     return out
 
 
@@ -99,14 +101,17 @@ def one_round(work: Path, options: dict, coords: Coordinators, flip: bool, retri
 
 
 def summarise(rounds: list[dict], cores: int) -> list[dict]:
-    """Per condition: T_A, T_B, f / f_none and the share of phases announced right, medians [min, max]."""
+    """Per condition: T_A, T_B, f / f_none and the shares of phases announced right and with the predictor's
+    bytes, medians [min, max]."""
     def f(run: dict) -> float:
         return cores * run["A"]["t"] + run["B"]["t"]
     return [{"condition": c, "t_a": spread([r[c]["A"]["t"] for r in rounds]),
              "t_b": spread([r[c]["B"]["t"] for r in rounds]),
              "f_ratio": spread(per_round([f(r[c]) for r in rounds], [f(r["none"]) for r in rounds])),
              "right_a": spread([r[c]["A"]["right"] for r in rounds]),
-             "right_b": spread([r[c]["B"]["right"] for r in rounds])} for c in CONDITIONS]
+             "right_b": spread([r[c]["B"]["right"] for r in rounds]),
+             "predicted_a": spread([r[c]["A"]["predicted"] for r in rounds]),
+             "predicted_b": spread([r[c]["B"]["predicted"] for r in rounds])} for c in CONDITIONS]
 
 
 def print_report(report: dict) -> None:
