@@ -6,11 +6,12 @@
 #include <stddef.h>
 
 struct run {
-    const char *kernel; /* cm1-posix, cm1-gzip, cm1-mpiio, gtc, nek5000, lammps */
+    const char *kernel; /* cm1-posix, cm1-gzip, cm1-mpiio, gtc, nek5000, lammps, each of the last three -stress */
     const char *dir;    /* where the files go */
     int steps;
     int compute_ms;
     int rank, nranks;
+    int stress; /* the -stress variant: harsher than the thesis describes the application (each kernel says how) */
 };
 
 int kernel_cm1(const struct run *r);
@@ -25,5 +26,6 @@ void write_all(int fd, const void *buf, size_t len);
 void close_file(int fd);
 void fail(const char *what, const char *path);
 unsigned next_random(unsigned *state);
+int jitter(unsigned seed, int half_width);
 
 #endif

@@ -7,14 +7,27 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const usage =
-    "usage: ioloom-predict-kernels {cm1-posix|cm1-gzip|cm1-mpiio|gtc|nek5000|lammps} DIR STEPS COMPUTE_MS\n";
+static const char *const usage = "usage: ioloom-predict-kernels {cm1-posix|cm1-gzip|cm1-mpiio|gtc|gtc-stress|nek5000|"
+                                 "nek5000-stress|lammps|lammps-stress} DIR STEPS COMPUTE_MS\n";
 
-static int dispatch(const struct run *r) {
+/* The kernels other than CM1's, each as the thesis describes the application and a -stress variant, harsher. */
+static const struct {
+    const char *name;
+    int (*run)(const struct run *);
+    int stress;
+} kernels[] = {
+    {"gtc", kernel_gtc, 0},       {"gtc-stress", kernel_gtc, 1},
+    {"nek5000", kernel_nek, 0},   {"nek5000-stress", kernel_nek, 1},
+    {"lammps", kernel_lammps, 0}, {"lammps-stress", kernel_lammps, 1},
+};
+
+static int dispatch(struct run *r) {
     if (strncmp(r->kernel, "cm1-", 4) == 0) return kernel_cm1(r);
-    if (strcmp(r->kernel, "gtc") == 0) return kernel_gtc(r);
-    if (strcmp(r->kernel, "nek5000") == 0) return kernel_nek(r);
-    if (strcmp(r->kernel, "lammps") == 0) return kernel_lammps(r);
+    for (size_t i = 0; i < sizeof kernels / sizeof *kernels; i++)
+        if (strcmp(r->kernel, kernels[i].name) == 0) {
+            r->stress = kernels[i].stress;
+            return kernels[i].run(r);
+        }
     fprintf(stderr, "ioloom-predict-kernels: unknown kernel %s\n%s", r->kernel, usage);
     return 2;
 }
@@ -26,7 +39,7 @@ int main(int argc, char **argv) {
         MPI_Finalize();
         return 2;
     }
-    struct run r = {argv[1], argv[2], atoi(argv[3]), atoi(argv[4]), 0, 1};
+    struct run r = {argv[1], argv[2], atoi(argv[3]), atoi(argv[4]), 0, 1, 0};
     MPI_Comm_rank(MPI_COMM_WORLD, &r.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &r.nranks);
     int status = dispatch(&r);

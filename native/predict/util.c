@@ -46,3 +46,10 @@ unsigned next_random(unsigned *state) {
     *state = *state * 1103515245u + 12345u;
     return (*state >> 16) & 0x7fff;
 }
+
+/* A deterministic value in [-half_width, half_width], the sum of two uniform draws (a triangle, denser at 0): a
+ * count that varies a little around its mean, without period. */
+int jitter(unsigned seed, int half_width) {
+    int width = half_width + 1;
+    return (int)(next_random(&seed) % (unsigned)width) + (int)(next_random(&seed) % (unsigned)width) - half_width;
+}
