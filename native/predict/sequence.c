@@ -13,7 +13,14 @@ struct pg_local {
     struct pg_sequence *sequence; /* NULL once fallen back */
     int64_t last, total, seen, low, high;
     struct pg_local *drift; /* past the fallback to the mean or the largest: a local model of the changes */
-    int64_t errors[2];      /* past the fallback: the halving average of |error| of the fallback, of the drift */
+    int64_t errors[2];      /* halving averages of the errors of the fallback and of the drift (rule_error) */
+    int64_t grammar_error;  /* a model falling back to its mean, before it does: the grammar's average |error| */
+    uint32_t exact;         /* the same: bit i set when the grammar was exact i + 1 values ago (PG_HISTORY bits) */
+};
+
+enum {
+    PG_HISTORY = 8, /* values over which the grammar of a model falling back to its mean must be exact once */
+    PG_MISS = 256,  /* a run length's error when its end is mispredicted once (fixed point of the averages) */
 };
 
 struct pg_sequence {
@@ -69,6 +76,14 @@ static int64_t fallen_back(const struct pg_local *m) {
 
 static int64_t distance(int64_t a, int64_t b) { return a > b ? a - b : b - a; }
 
+/* How wrong a rule predicting `predicted` was on `value`: a run length (the largest its fallback) by the ends it
+ * mispredicts, none if exact, one if longer (the end comes unforeseen), two if shorter (an end foreseen too early,
+ * then the real one unforeseen); any other value by its distance. */
+static int64_t rule_error(const struct pg_local *m, int64_t predicted, int64_t value) {
+    if (m->fallback != PG_MAX) return distance(predicted, value);
+    return predicted == value ? 0 : predicted > value ? PG_MISS : 2 * PG_MISS;
+}
+
 /* a + b, saturated at INT64_MIN and INT64_MAX (a total of sizes past 2^63 - 1 stays there, as in model.py). */
 static int64_t saturated_sum(int64_t a, int64_t b) {
     if (b > 0 && a > INT64_MAX - b) return INT64_MAX;
@@ -92,9 +107,28 @@ static int64_t drifted(struct pg_local *m) {
 /* Past the fallback: scores the fallback and the drift on value (halving averages), then teaches the drift. */
 static void drift_observe(struct pg_local *m, int64_t value) {
     assert(value >= 0 && m->last >= 0); /* so value - last fits, and every distance below */
-    m->errors[0] = halved_sum(m->errors[0], distance(fallen_back(m), value));
-    m->errors[1] = halved_sum(m->errors[1], distance(drifted(m), value));
+    m->errors[0] = halved_sum(m->errors[0], rule_error(m, fallen_back(m), value));
+    m->errors[1] = halved_sum(m->errors[1], rule_error(m, drifted(m), value));
     pg_local_observe(m->drift, value - m->last);
+}
+
+/* The local grammar's prediction: its one value, or of the values it predicts the one seen most often, or the
+ * last value. */
+static int64_t by_grammar(struct pg_local *m) {
+    if (m->ntokens == 1) return m->last;
+    int32_t tokens[PG_LIMIT_MAX], n = pg_sequence_predicted(m->sequence, tokens, PG_LIMIT_MAX), best = -1;
+    for (int32_t k = 0; k < n && k < PG_LIMIT_MAX; k++) /* ascending: ties go to the first seen */
+        if (best < 0 || m->counts[tokens[k]] > m->counts[best]) best = tokens[k];
+    return best < 0 ? m->last : m->values[best];
+}
+
+/* A model falling back to its mean, before it does: scores the grammar and the mean on value. */
+static void mean_observe(struct pg_local *m, int64_t value) {
+    assert(value >= 0 && m->seen > 0); /* sizes: every distance fits */
+    int64_t predicted = by_grammar(m);
+    m->exact = (m->exact << 1 | (predicted == value)) & ((1u << PG_HISTORY) - 1);
+    m->grammar_error = halved_sum(m->grammar_error, distance(predicted, value));
+    m->errors[0] = halved_sum(m->errors[0], distance(fallen_back(m), value));
 }
 
 /* The local grammar and its values are freed; a model falling back to its mean or largest value starts a model
@@ -103,11 +137,15 @@ static void fall_back(struct pg_local *m) {
     pg_sequence_free(m->sequence);
     m->sequence = NULL;
     m->ntokens = 0;
+    m->errors[0] = 0; /* the fallback and the drift are scored alike from here */
     if (m->fallback != PG_ZERO) m->drift = pg_local_new(m->limit, PG_ZERO, 1, m->cap, m->memory);
 }
 
 void pg_local_observe(struct pg_local *m, int64_t value) {
-    if (m->drift) drift_observe(m, value);
+    if (m->drift)
+        drift_observe(m, value);
+    else if (m->fallback == PG_MEAN && m->sequence && m->seen)
+        mean_observe(m, value);
     m->low = m->seen ? (value < m->low ? value : m->low) : value;
     m->high = m->seen ? (value > m->high ? value : m->high) : value;
     m->last = value;
@@ -130,11 +168,8 @@ void pg_local_observe(struct pg_local *m, int64_t value) {
 
 int64_t pg_local_predict(struct pg_local *m) {
     if (!m->sequence) return m->drift && m->errors[1] < m->errors[0] ? drifted(m) : fallen_back(m);
-    if (m->ntokens == 1) return m->last;
-    int32_t tokens[PG_LIMIT_MAX], n = pg_sequence_predicted(m->sequence, tokens, PG_LIMIT_MAX), best = -1;
-    for (int32_t k = 0; k < n && k < PG_LIMIT_MAX; k++) /* ascending: ties go to the first seen */
-        if (best < 0 || m->counts[tokens[k]] > m->counts[best]) best = tokens[k];
-    return best < 0 ? m->last : m->values[best];
+    if (m->seen > PG_HISTORY && !m->exact && m->errors[0] < m->grammar_error) return fallen_back(m);
+    return by_grammar(m);
 }
 
 /* ---- sequences ----------------------------------------------------------------------------------------- */

@@ -105,12 +105,13 @@ static void noisy(struct stream *st, const char *name, int runs, int32_t cap, in
         st->in[st->n++] = lcg(&seed) % 10 < 8 ? period[i % length] : (int32_t)(lcg(&seed) % (unsigned)alphabet);
 }
 
-/* A local model: one value, a local grammar, then past the limit its fallback (and its drift, but for 0). */
-static int write_local(FILE *out, enum pg_fallback fallback, int runs, const int64_t *values, size_t n) {
+/* A local model of `limit` distinct values: one value, a local grammar, then past the limit its fallback (and its
+ * drift, but for 0). */
+static int write_local(FILE *out, int32_t limit, enum pg_fallback fallback, int runs, const int64_t *values, size_t n) {
     static const char *const names[] = {"mean", "zero", "max"};
-    struct pg_local *m = pg_local_new(4, fallback, runs, 4096, NULL);
+    struct pg_local *m = pg_local_new(limit, fallback, runs, 4096, NULL);
     if (!m) return -1;
-    fprintf(out, "local limit 4 fallback %s runs %d\n", names[fallback], runs);
+    fprintf(out, "local limit %d fallback %s runs %d\n", (int)limit, names[fallback], runs);
     for (size_t i = 0; i < n; i++) {
         pg_local_observe(m, values[i]);
         fprintf(out, "%lld\t%lld\n", (long long)values[i], (long long)pg_local_predict(m));
@@ -129,17 +130,36 @@ static void sawtooth_of(int64_t *values, size_t n) {
     }
 }
 
+/* Sizes scattered over 9 values around 1,000 without a pattern (the mean replaces the grammar, version 1.2), then
+ * alternating 990 and 1,010 (the grammar, exact again, takes over): n values. */
+static void scattered_of(int64_t *values, size_t n) {
+    unsigned seed = 5;
+    for (size_t i = 0; i < n; i++)
+        values[i] = i < n / 2 ? 996 + (int64_t)(lcg(&seed) % 9) : 990 + 20 * (int64_t)(i % 2);
+}
+
+/* Run lengths of 40 to 48 without a pattern: past the fallback to the longest, the drift is no better (version
+ * 1.2: scored by the run ends each would mispredict, not by distance). */
+static void random_lengths_of(int64_t *values, size_t n) {
+    unsigned seed = 11;
+    for (size_t i = 0; i < n; i++) values[i] = 40 + (int64_t)(lcg(&seed) % 9);
+}
+
 static int write_locals(FILE *out) {
     static const int64_t sizes[] = {4096, 4096, 512, 4096, 4096, 512, 4096, 4096, 512, 7, 8, 9, 10, 11, 4096};
     static const int64_t huge[] = {0, 1, 2, 3, 4, 5, INT64_MAX / 2, INT64_MAX - 1, INT64_MAX, 0, INT64_MAX, INT64_MAX};
     int64_t cycling[120]; /* a count changing by +8 modulo 29 (a drift that cycles: +8, +8, -21, ...), then noise */
     int64_t sawtooth[120];
     for (int i = 0; i < 120; i++) cycling[i] = i < 100 ? 40 + (i * 8) % 29 : 40 + (i * 7919) % 31;
+    int64_t scattered[100], lengths[100];
     sawtooth_of(sawtooth, 120);
-    return write_local(out, PG_MEAN, 1, sizes, sizeof sizes / sizeof *sizes) |
-           write_local(out, PG_MAX, 0, cycling, 120) | write_local(out, PG_MEAN, 1, cycling, 120) |
-           write_local(out, PG_MAX, 0, sawtooth, 120) | write_local(out, PG_MEAN, 0, huge, 12) |
-           write_local(out, PG_MAX, 0, huge, 12);
+    scattered_of(scattered, 100);
+    random_lengths_of(lengths, 100);
+    return write_local(out, 4, PG_MEAN, 1, sizes, sizeof sizes / sizeof *sizes) |
+           write_local(out, 4, PG_MAX, 0, cycling, 120) | write_local(out, 4, PG_MEAN, 1, cycling, 120) |
+           write_local(out, 4, PG_MAX, 0, sawtooth, 120) | write_local(out, 4, PG_MEAN, 0, huge, 12) |
+           write_local(out, 4, PG_MAX, 0, huge, 12) | write_local(out, 24, PG_MEAN, 1, scattered, 100) |
+           write_local(out, 4, PG_MAX, 0, lengths, 100);
 }
 
 /* ---- process streams: operations and the candidates predicted before each ---- */

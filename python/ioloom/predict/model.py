@@ -13,6 +13,9 @@ from ioloom.predict.grammar import Grammar
 KINDS = ("open", "close", "read", "write")
 DATA_KINDS = ("read", "write")
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1  # the C model's int64_t: its totals and drift saturate there
+HISTORY = 8  # values over which a size model's grammar must have been exact once to be kept before the mean
+HISTORY_MASK = (1 << HISTORY) - 1
+MISS = 256  # a run length's error when its end is mispredicted once (fixed point of the halving averages)
 
 
 class Operation(NamedTuple):
@@ -105,8 +108,10 @@ class LocalModel:
     value, then a local grammar over the distinct values, then past `limit` distinct values the mean (sizes), 0
     (offsets: consecutive) or the largest (run lengths). Past the fallback to the mean or the largest, a local
     model of the changes from one value to the next (the drift: a count changing by a step that cycles) predicts
-    the last value plus the change it predicts, whenever it has been the closer of the two lately (docs/predict.md,
-    "What each candidate says")."""
+    the last value plus the change it predicts, whenever it has been the closer of the two lately. Before the
+    fallback to the mean, the mean replaces the local grammar's prediction while the grammar has not been exact
+    on any of the last HISTORY values and the mean has been the closer of the two lately (docs/predict.md, "What
+    each candidate says")."""
     limit: int
     fallback_value: str  # "mean", "zero" or "max"
     runs: bool = True
@@ -121,15 +126,22 @@ class LocalModel:
     high: int = 0
     drift: LocalModel | None = None  # past the fallback to the mean or the largest: a model of the changes
     errors: list[int] = field(default_factory=lambda: [0, 0])  # halving averages of |error|: fallback, drift
+    grammar_error: int = 0  # before the fallback to the mean: the halving average of the grammar's |error|
+    exact: int = 0  # before the fallback to the mean: bit i set if the grammar was exact i + 1 values ago
 
     def __post_init__(self) -> None:
         self.sequence = Sequence(self.cap, self.limit, self.runs, self.cap)
 
     def observe(self, value: int) -> None:
         if self.drift is not None:  # score the fallback and the drift, then teach the drift
-            self.errors[0] = (self.errors[0] + abs(self._level() - value)) // 2
-            self.errors[1] = (self.errors[1] + abs(self._drifted() - value)) // 2
+            self.errors[0] = (self.errors[0] + self._rule_error(self._level(), value)) // 2
+            self.errors[1] = (self.errors[1] + self._rule_error(self._drifted(), value)) // 2
             self.drift.observe(value - self.last)
+        elif self.fallback_value == "mean" and self.sequence is not None and self.seen:  # score grammar and mean
+            by_grammar = self._by_grammar()
+            self.exact = (self.exact << 1 | (by_grammar == value)) & HISTORY_MASK
+            self.grammar_error = (self.grammar_error + abs(by_grammar - value)) // 2
+            self.errors[0] = (self.errors[0] + abs(self._level() - value)) // 2
         self.low, self.high = (value, value) if not self.seen else (min(self.low, value), max(self.high, value))
         self.last, self.total, self.seen = value, min(max(self.total + value, INT64_MIN), INT64_MAX), self.seen + 1
         if self.sequence is None:
@@ -137,7 +149,7 @@ class LocalModel:
         if value not in self.tokens:
             if len(self.tokens) == self.limit:
                 self.sequence = None  # the fallback: the local grammar and its values are freed
-                self.tokens, self.counts = {}, []
+                self.tokens, self.counts, self.errors[0] = {}, [], 0
                 if self.fallback_value != "zero":
                     self.drift = LocalModel(self.limit, "zero", cap=self.cap)
                 return
@@ -146,6 +158,13 @@ class LocalModel:
         token = self.tokens[value]
         self.counts[token] += 1
         self.sequence.input(token)
+
+    def _rule_error(self, predicted: int, value: int) -> int:
+        """How wrong a rule predicting `predicted` was on `value`: a run length (the largest its fallback) by the
+        ends it mispredicts (none if exact, one if longer, two if shorter), any other value by its distance."""
+        if self.fallback_value != "max":
+            return abs(predicted - value)
+        return 0 if predicted == value else MISS if predicted > value else 2 * MISS
 
     @property
     def fallen_back(self) -> bool:
@@ -165,6 +184,12 @@ class LocalModel:
             if self.drift is not None and self.errors[1] < self.errors[0]:
                 return self._drifted()
             return self._level()
+        if self.seen > HISTORY and not self.exact and self.errors[0] < self.grammar_error:
+            return self._level()  # a model falling back to the mean, its grammar not exact lately: the mean
+        return self._by_grammar()
+
+    def _by_grammar(self) -> int:
+        """The local grammar's prediction: its one value, or the one it predicts seen most often, or the last."""
         if len(self.tokens) == 1:
             return self.last
         values = list(self.tokens)
