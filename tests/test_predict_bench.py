@@ -29,6 +29,20 @@ def test_bench_predict_sample(ioloom_cli):
     assert lammps["offset_accuracy_pct"] >= 80 and lammps["symbol_accuracy_pct"] >= 70  # 8 steps: much learning
 
 
+@pytest.mark.skipif("mpich" not in [i.name for i in mpi.implementations()], reason="the kernels' HDF5 needs MPICH")
+def test_bench_predict_goal_and_stress_kernels(ioloom_cli):
+    """Nek5000 as the thesis describes it writes the same operations every step; its stress kernel's flag records
+    follow the data (native/predict/nek.c)."""
+    out = ioloom_cli("bench", "predict", "--kernels", "nek5000,nek5000-stress", "--steps", "8", "--ranks", "2",
+                     "--compute-ms", "5", "--fold-quanta", "", "--json")
+    kernels = json.loads(out.stdout)["kernels"]
+    goal, stress = kernels["nek5000"], kernels["nek5000-stress"]
+    assert goal["operations"] == 8 * (1 + 1 + 4 * 8 + 1)  # open, header, 4 fields of 8 blocks, close
+    assert stress["operations"] > goal["operations"]  # 16-byte flag records after some fields
+    assert stress["thesis"]["row"] == "Nek5000 (stress)" and stress["thesis"]["hit_ratio_pct"] == 98.6
+    assert goal["hit_ratio_pct"] > stress["hit_ratio_pct"]
+
+
 def test_bench_predict_refuses_an_unknown_kernel(ioloom_cli):
     out = ioloom_cli("bench", "predict", "--kernels", "cm2", check=False)
     assert out.returncode == 2 and "choose among" in out.stderr and out.stderr.count("\n") == 1
