@@ -43,6 +43,16 @@ def test_bench_predict_goal_and_stress_kernels(ioloom_cli):
     assert goal["hit_ratio_pct"] > stress["hit_ratio_pct"]
 
 
+def test_bench_predict_prints_hit_ratios_as_computed():
+    """A hit ratio of 99.948% (two decimals: 99.95) is not printed as the thesis's 100.0 by rounding it twice."""
+    from ioloom.bench.predict import _row
+
+    figures = {"operations": 2, "symbols": 1, "symbol_accuracy_pct": 99.95, "hit_ratio_pct": 99.95,
+               "offset_accuracy_pct": 100.0, "offset_contiguous_pct": 100.0, "time_error_s": 0.0,
+               "time_error_immediate_reaccess_s": 0.0, "grammar_size": [(2, 2)], "model_us_per_op": 1.0}
+    assert _row("gtc", figures)[4] == "99.95 (100.0)"
+
+
 def test_bench_predict_refuses_an_unknown_kernel(ioloom_cli):
     out = ioloom_cli("bench", "predict", "--kernels", "cm2", check=False)
     assert out.returncode == 2 and "choose among" in out.stderr and out.stderr.count("\n") == 1
