@@ -241,25 +241,21 @@ struct chunk_times {
     X(IOLOOM_COL_PARENT, ROW(0).parent, MINUS(ROW(i).parent, ROW(i - 1).parent))                                      \
     X(IOLOOM_COL_COLL_SEQ, ROW(0).coll_seq, MINUS(ROW(i).coll_seq, ROW(i - 1).coll_seq))
 
-/* Two adjacent 64-bit fields of a row, in one vector register (the vector extension of GCC and Clang: SSE2 on
- * x86-64, the machine's vectors or pairs of scalars elsewhere). */
-typedef int64_t pair_t __attribute__((vector_size(16)));
+/* Four adjacent 64-bit fields of a row in one vector, or two (the vector extension of GCC and Clang: one AVX2
+ * register where the survey is compiled for AVX2, two SSE2 registers otherwise on x86-64, the machine's vectors or
+ * scalars elsewhere). */
+typedef uint64_t lanes_t __attribute__((vector_size(32)));
 typedef uint64_t upair_t __attribute__((vector_size(16)));
-#define PAIR_AT(row, field) pair_at(&(row).field)
-static inline pair_t pair_at(const void *two) {
-    pair_t v;
-    __builtin_memcpy(&v, two, sizeof v); /* -fno-builtin: memcpy itself would be a call */
-    return v;
-}
-/* the pairs the survey loads */
-_Static_assert(offsetof(struct ioloom_raw_event, t_end) == offsetof(struct ioloom_raw_event, t_start) + 8, "pair");
-_Static_assert(offsetof(struct ioloom_raw_event, req_bytes) == offsetof(struct ioloom_raw_event, offset) + 8, "pair");
-_Static_assert(offsetof(struct ioloom_raw_event, handle) == offsetof(struct ioloom_raw_event, ret_bytes) + 8, "pair");
-_Static_assert(offsetof(struct ioloom_raw_event, coll_seq) == offsetof(struct ioloom_raw_event, aux) + 8, "pair");
-_Static_assert(offsetof(struct ioloom_raw_event, parent) == offsetof(struct ioloom_raw_event, call_id) + 8, "pair");
+/* the fields the survey loads as (offset, req, ret, handle), (aux, coll_seq, call_id, parent) */
+_Static_assert(offsetof(struct ioloom_raw_event, req_bytes) == offsetof(struct ioloom_raw_event, offset) + 8, "lanes");
+_Static_assert(offsetof(struct ioloom_raw_event, ret_bytes) == offsetof(struct ioloom_raw_event, offset) + 16, "lanes");
+_Static_assert(offsetof(struct ioloom_raw_event, handle) == offsetof(struct ioloom_raw_event, offset) + 24, "lanes");
+_Static_assert(offsetof(struct ioloom_raw_event, coll_seq) == offsetof(struct ioloom_raw_event, aux) + 8, "lanes");
+_Static_assert(offsetof(struct ioloom_raw_event, call_id) == offsetof(struct ioloom_raw_event, aux) + 16, "lanes");
+_Static_assert(offsetof(struct ioloom_raw_event, parent) == offsetof(struct ioloom_raw_event, aux) + 24, "lanes");
 /* (file, errno) and (op, layer, ticks) as two little-endian words, the padding after ticks masked off (ticks is
  * compared for time_columns_pass alone: survey_end leaves it out) */
-#define FILE_OP_MASK ((pair_t){-1, 0xffffffff})
+#define PACKED_MASK ((upair_t){~0ull, 0xffffffffull})
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the survey reads the 32-bit and 16-bit fields as words");
 _Static_assert(offsetof(struct ioloom_raw_event, err) == offsetof(struct ioloom_raw_event, file_id) + 4, "pair");
 _Static_assert(offsetof(struct ioloom_raw_event, op) == offsetof(struct ioloom_raw_event, file_id) + 8, "pair");
@@ -267,52 +263,91 @@ _Static_assert(offsetof(struct ioloom_raw_event, layer) == offsetof(struct ioloo
 _Static_assert(offsetof(struct ioloom_raw_event, ticks) == offsetof(struct ioloom_raw_event, layer) + 1, "pair");
 _Static_assert(sizeof(struct ioloom_raw_event) >= offsetof(struct ioloom_raw_event, file_id) + 16, "pair");
 
-/* The columns of row i (> 0) but the times and the difference columns, compared with row 0's as pairs: (ret - req,
- * handle), and (file, errno), (op, layer, ticks) packed (ticks masked off by survey_end). */
-#define ROW_PAIRS(X, ev, i)                                            \
-    X(0, (PAIR_AT(ROW(i), ret_bytes) - (pair_t){ROW(i).req_bytes, 0})) \
-    X(1, (PAIR_AT(ROW(i), file_id) & FILE_OP_MASK))
-
-/* The difference columns, as the pairs of fields they come from: (offset, req), (aux, coll_seq), (call_id, parent). */
-#define DIFFERENCE_PAIRS(X, ev, i) \
-    X(0, PAIR_AT(ROW(i), offset)) X(1, PAIR_AT(ROW(i), aux)) X(2, PAIR_AT(ROW(i), call_id))
-static const int difference_cols[3][2] = {{IOLOOM_COL_OFFSET_DELTA, IOLOOM_COL_REQ},
-                                          {IOLOOM_COL_AUX, IOLOOM_COL_COLL_SEQ},
-                                          {IOLOOM_COL_CALL_ID, IOLOOM_COL_PARENT}};
-
-/* A bit for each of the two columns cols[0], cols[1] whose half of `pairs` (0, 1) is zero. */
-static uint32_t zero_halves(upair_t pairs, const int cols[2]) {
-    return (uint32_t)(pairs[0] == 0) << cols[0] | (uint32_t)(pairs[1] == 0) << cols[1];
+/* The two 64-bit fields from `two` on. -fno-builtin: memcpy itself would be a call. */
+static inline upair_t pair_at(const void *two) {
+    upair_t v;
+    __builtin_memcpy(&v, two, sizeof v);
+    return v;
 }
 
-/* The difference columns: a bit for each that varies, and in *steady for each that varies steadily, given the
- * pairs' `unsteady` bits (rows that are not row 0's value plus i steps), their steps and row 0's values. */
-static uint32_t difference_columns(const upair_t unsteady[3], const upair_t step[3], const int64_t *first,
-                                   uint32_t *steady) {
-    uint32_t varying = 0;
-    for (int k = 0; k < 3; k++) {
-        const int *cols = difference_cols[k];
-        uint32_t stays = zero_halves(unsteady[k], cols);
-        upair_t row0 = {(uint64_t)first[cols[0]], (uint64_t)first[cols[1]]};
-        uint32_t constant = stays & zero_halves(row0 ^ step[k], cols); /* every row holds the step */
-        *steady |= stays & ~constant;
-        varying |= (1u << cols[0] | 1u << cols[1]) & ~constant;
-    }
-    return varying;
+/* The row's values of the survey's lanes (survey_lanes): (offset, req, ret - req, handle) and (aux, coll_seq,
+ * call_id, parent) into q[0], q[1], and (file, errno), (op, layer, ticks) into *packed. -fno-builtin: memcpy itself
+ * would be a call. */
+static inline __attribute__((always_inline)) void row_lanes(const struct ioloom_raw_event *row, lanes_t q[2],
+                                                            upair_t *packed) {
+    __builtin_memcpy(&q[0], &row->offset, sizeof q[0]);
+    q[0] -= (lanes_t){0, 0, (uint64_t)row->req_bytes, 0}; /* ret - req */
+    __builtin_memcpy(&q[1], &row->aux, sizeof q[1]);
+    __builtin_memcpy(packed, &row->file_id, sizeof *packed);
+    *packed &= PACKED_MASK;
 }
+
+/* Each lane of the survey: its column, and whether that is a difference column (stored as the change from the row
+ * before: its lane counts up by a step) or one compared with row 0's value (its step 0). */
+static const struct {
+    int col, quad, lane, difference;
+} survey_lanes[8] = {{IOLOOM_COL_OFFSET_DELTA, 0, 0, 1},  {IOLOOM_COL_REQ, 0, 1, 1},
+                     {IOLOOM_COL_RET_MINUS_REQ, 0, 2, 0}, {IOLOOM_COL_HANDLE, 0, 3, 0},
+                     {IOLOOM_COL_AUX, 1, 0, 1},           {IOLOOM_COL_COLL_SEQ, 1, 1, 1},
+                     {IOLOOM_COL_CALL_ID, 1, 2, 1},       {IOLOOM_COL_PARENT, 1, 3, 1}};
 
 /* Which columns but the times (time_column sees to them) hold the same value in every row, found in the time
  * columns' pass over the rows (survey_row): most columns of a loop are constant, and one pass finds them all, where
  * a pass per column would read every row twelve times (the encoder thread's memory traffic slows the program's
- * thread). The columns are compared two at a time (ROW_PAIRS), each row against row 0's. The difference columns
- * (offset, req, aux, coll_seq, call_id, parent) are compared with their value in row 1, the step: a column whose
+ * thread). The columns are compared four at a time (survey_lanes), each row against row 0's value plus i steps.
+ * The step of a difference column (offset, req, aux, coll_seq, call_id, parent) is its value in row 1: a column whose
  * rows after the first all hold its step (a field that stays or counts up) is constant when row 0 holds the step
- * too, else steady: two runs, written without a pass of their own (put_steady_column). */
+ * too, else steady: two runs, written without a pass of their own (put_steady_column). The others' step is 0. The
+ * packed (file, errno), (op, layer, ticks) are compared with row 0's. */
 struct column_survey {
-    pair_t first_pairs[2], differs[2];
-    /* steady: row i holds row 0's value plus i steps (counted unsigned: they wrap, as the reader's sums do) */
-    upair_t expected[3], step[3], unsteady[3];
+    /* row i's lanes should be row 0's plus i steps (counted unsigned: they wrap, as the reader's sums do) */
+    lanes_t expected[2], step[2], unsteady[2];
+    upair_t first_packed, differs;
 };
+
+/* What a pass of the survey changes as it goes, in registers: row 0's lanes plus i steps and the bits of rows that
+ * were not, each quad of lanes whole where the pass is compiled for AVX2 (a register each), else as two pairs
+ * (without AVX2 the compiler keeps 32-byte vectors in memory); the steps apart, ret - req's and handle's zeros seen.
+ * Small arrays of small structs, which the compiler takes apart into registers (a larger one stays in memory). */
+struct quad_run {
+    lanes_t expected, unsteady;
+};
+struct pair_run {
+    upair_t expected, unsteady;
+};
+struct survey_run {
+    struct quad_run *quads; /* wide */
+    lanes_t *quad_steps;
+    struct pair_run *pairs; /* not wide: quad k's halves at 2k, 2k + 1 */
+    upair_t *pair_steps;
+    upair_t differs, first_packed;
+};
+
+/* The pass's running survey from s (wide: by quads). */
+static inline __attribute__((always_inline)) void run_start(struct survey_run *r, const struct column_survey *s,
+                                                            int wide) {
+    r->differs = s->differs, r->first_packed = s->first_packed;
+    for (int k = 0; k < 2 && wide; k++) r->quads[k] = (struct quad_run){s->expected[k], s->unsteady[k]};
+    if (wide) r->quad_steps[0] = (lanes_t){s->step[0][0], s->step[0][1], 0, 0}, r->quad_steps[1] = s->step[1];
+    for (int h = 0; h < 4 && !wide; h++) {
+        const int q = h / 2, lane = h % 2 * 2;
+        r->pairs[h] = (struct pair_run){{s->expected[q][lane], s->expected[q][lane + 1]},
+                                        {s->unsteady[q][lane], s->unsteady[q][lane + 1]}};
+        r->pair_steps[h] = h == 1 ? (upair_t){0, 0} : (upair_t){s->step[q][lane], s->step[q][lane + 1]};
+    }
+}
+
+/* The pass's running survey back into s. */
+static inline __attribute__((always_inline)) void run_end(const struct survey_run *r, struct column_survey *s,
+                                                          int wide) {
+    s->differs = r->differs;
+    for (int k = 0; k < 2 && wide; k++) s->expected[k] = r->quads[k].expected, s->unsteady[k] = r->quads[k].unsteady;
+    for (int h = 0; h < 4 && !wide; h++) {
+        const int q = h / 2, lane = h % 2 * 2;
+        s->expected[q][lane] = r->pairs[h].expected[0], s->expected[q][lane + 1] = r->pairs[h].expected[1];
+        s->unsteady[q][lane] = r->pairs[h].unsteady[0], s->unsteady[q][lane + 1] = r->pairs[h].unsteady[1];
+    }
+}
 
 /* Row 0's value of every column into first[], and the survey of the n rows started. */
 static void survey_start(struct column_survey *s, const struct ioloom_raw_event *ev, size_t stride, size_t n,
@@ -320,41 +355,59 @@ static void survey_start(struct column_survey *s, const struct ioloom_raw_event 
 #define FIRST(col, first_value, value) first[col] = (int64_t)(first_value);
     EACH_COLUMN(FIRST)
 #undef FIRST
-    *s = (struct column_survey){.first_pairs = {{first[IOLOOM_COL_RET_MINUS_REQ], first[IOLOOM_COL_HANDLE]},
-                                                PAIR_AT(ROW(0), file_id) & FILE_OP_MASK}};
-#define START(k, pair) s->expected[k] = (upair_t)(pair);
-    DIFFERENCE_PAIRS(START, ev, 0)
-#undef START
+    *s = (struct column_survey){0};
+    row_lanes(&ROW(0), s->expected, &s->first_packed);
     if (n < 2) return; /* one row: no step (every column constant) */
-#define STEP(k, pair) s->step[k] = (upair_t)(pair) - s->expected[k];
-    DIFFERENCE_PAIRS(STEP, ev, 1)
-#undef STEP
+    lanes_t second[2];
+    upair_t packed;
+    row_lanes(&ROW(1), second, &packed);
+    for (int k = 0; k < 2; k++) s->step[k] = second[k] - s->expected[k];
+    s->step[0] &= (lanes_t){~0ull, ~0ull, 0, 0}; /* ret - req and handle: compared with row 0's */
 }
 
-/* Row i (> 0) compared with row 0's values and with the steps. */
-static inline __attribute__((always_inline)) void survey_row(struct column_survey *s, const struct ioloom_raw_event *ev,
-                                                             size_t stride, size_t i) {
-#define DIFFERS(k, pair) s->differs[k] |= (pair) ^ s->first_pairs[k];
-#define UNSTEADY(k, pair) s->unsteady[k] |= (upair_t)(pair) ^ (s->expected[k] += s->step[k]);
-    ROW_PAIRS(DIFFERS, ev, i)
-    DIFFERENCE_PAIRS(UNSTEADY, ev, i)
-#undef UNSTEADY
-#undef DIFFERS
+/* Row i (> 0) compared with row 0's values and the steps. */
+static inline __attribute__((always_inline)) void survey_row(struct survey_run *r, const struct ioloom_raw_event *row,
+                                                             int wide) {
+    lanes_t q[2];
+    upair_t packed, halves[4];
+    if (wide) {
+        row_lanes(row, q, &packed);
+#pragma GCC unroll 2
+        for (int k = 0; k < 2; k++) r->quads[k].unsteady |= q[k] ^ (r->quads[k].expected += r->quad_steps[k]);
+    } else { /* row_lanes as pairs */
+        halves[0] = pair_at(&row->offset);
+        halves[1] = pair_at(&row->ret_bytes) - (upair_t){(uint64_t)row->req_bytes, 0};
+        halves[2] = pair_at(&row->aux);
+        halves[3] = pair_at(&row->call_id);
+        packed = pair_at(&row->file_id) & PACKED_MASK;
+#pragma GCC unroll 4 /* the halves stay in registers */
+        for (int h = 0; h < 4; h++) r->pairs[h].unsteady |= halves[h] ^ (r->pairs[h].expected += r->pair_steps[h]);
+    }
+    r->differs |= packed ^ r->first_packed;
 }
 
 /* A bit for each column but the times whose value is not the same in every row of the survey, and in *steady for
  * each that varies steadily. */
 static uint32_t survey_end(const struct column_survey *s, const int64_t *first, uint32_t *steady) {
     const struct {
-        int col, pair, half;
+        int col, half;
         uint64_t mask;
-    } bits[6] = {{IOLOOM_COL_RET_MINUS_REQ, 0, 0, ~0ull}, {IOLOOM_COL_HANDLE, 0, 1, ~0ull},
-                 {IOLOOM_COL_FILE, 1, 0, 0xffffffffull},  {IOLOOM_COL_ERRNO, 1, 0, 0xffffffffull << 32},
-                 {IOLOOM_COL_OP, 1, 1, 0xffffull},        {IOLOOM_COL_LAYER, 1, 1, 0xffull << 16}};
+    } packed[4] = {{IOLOOM_COL_FILE, 0, 0xffffffffull},
+                   {IOLOOM_COL_ERRNO, 0, 0xffffffffull << 32},
+                   {IOLOOM_COL_OP, 1, 0xffffull},
+                   {IOLOOM_COL_LAYER, 1, 0xffull << 16}};
     uint32_t varying = 0;
-    for (int k = 0; k < 6; k++)
-        varying |= (uint32_t)(((uint64_t)s->differs[bits[k].pair][bits[k].half] & bits[k].mask) != 0) << bits[k].col;
-    return varying | difference_columns(s->unsteady, s->step, first, steady);
+    for (int k = 0; k < 4; k++)
+        varying |= (uint32_t)((s->differs[packed[k].half] & packed[k].mask) != 0) << packed[k].col;
+    for (int k = 0; k < 8; k++) {
+        const int col = survey_lanes[k].col, q = survey_lanes[k].quad, lane = survey_lanes[k].lane;
+        int stays = s->unsteady[q][lane] == 0;
+        /* a difference column whose rows all hold the step, row 0 too, is constant */
+        int constant = stays && (!survey_lanes[k].difference || (uint64_t)first[col] == s->step[q][lane]);
+        *steady |= (uint32_t)(stays && !constant) << col;
+        varying |= (uint32_t)!constant << col;
+    }
+    return varying;
 }
 
 /* One pass over the rows for column `col`: its values written as plain varints from body on, the number of runs
@@ -571,7 +624,7 @@ static inline __attribute__((always_inline)) void time_pass(struct time_body *ga
                                                             struct column_survey *survey,
                                                             const struct ioloom_raw_event *ev, size_t stride, size_t n,
                                                             const struct ioloom_tick_clock *clock,
-                                                            enum time_reading reading) {
+                                                            enum time_reading reading, int wide) {
     /* a copy the body's byte stores cannot alias: its fields stay in registers */
     const struct ioloom_tick_clock by = reading == FROM_TICKS ? *clock : (struct ioloom_tick_clock){0};
 #define TIME(k, t)                                               \
@@ -581,41 +634,86 @@ static inline __attribute__((always_inline)) void time_pass(struct time_body *ga
                               : ioloom_row_time(clock, &ROW(k), t))
     /* copies too: the bodies' byte stores could alias the callers' */
     struct time_body g = *gap, d = *duration;
-    struct column_survey s = *survey;
+    struct quad_run quads[2];
+    lanes_t quad_steps[2];
+    struct pair_run pairs[4];
+    upair_t pair_steps[4];
+    struct survey_run run = {quads, quad_steps, pairs, pair_steps, {0, 0}, {0, 0}};
+    run_start(&run, survey, wide);
     uint64_t end = TIME(0, ROW(0).t_end);
     for (size_t i = 1; i < n; i++) {
-        survey_row(&s, ev, stride, i);
+        survey_row(&run, &ROW(i), wide);
         uint64_t start = TIME(i, ROW(i).t_start);
         time_add(&g, (int64_t)(start - end));
         end = TIME(i, ROW(i).t_end);
         time_add(&d, (int64_t)(end - start));
     }
 #undef TIME
-    *gap = g, *duration = d, *survey = s;
+    *gap = g, *duration = d;
+    run_end(&run, survey, wide);
 }
 
 /* Whether the survey saw rows whose `ticks` is not row 0's (a chunk of tick times and ns times: rows of
  * ioloom_record among a thread's). */
-static int ticks_differ(const struct column_survey *s) { return (s->differs[1][1] >> 24 & 0xff) != 0; }
+static int ticks_differ(const struct column_survey *s) { return (s->differs[1] >> 24 & 0xff) != 0; }
 
 /* The time pass over the rows (and the survey of the other columns), reading the times as row 0 says for every row
- * (each row's `ticks` tested only when the pass found rows that differ from row 0: then the pass runs again). */
-static void time_columns_pass(struct time_body *gap, struct time_body *duration, struct column_survey *survey,
-                              const struct ioloom_raw_event *ev, size_t stride, size_t n,
-                              const struct ioloom_tick_clock *clock) {
+ * (each row's `ticks` tested only when the pass found rows that differ from row 0: then the pass runs again).
+ * Inlined in time_columns_pass, compiled once for any CPU and once for AVX2 (the survey's lanes a register each). */
+static inline __attribute__((always_inline)) void time_columns_body(struct time_body *gap, struct time_body *duration,
+                                                                    struct column_survey *survey,
+                                                                    const struct ioloom_raw_event *ev, size_t stride,
+                                                                    size_t n, const struct ioloom_tick_clock *clock,
+                                                                    int wide) {
     if (ioloom_quantum(clock) > 1) {
-        time_pass(gap, duration, survey, ev, stride, n, clock, AS_ROW_SAYS_ROUNDED);
+        time_pass(gap, duration, survey, ev, stride, n, clock, AS_ROW_SAYS_ROUNDED, wide);
         return;
     }
     const struct time_body gap_start = *gap, duration_start = *duration;
     const struct column_survey survey_start = *survey;
     if (clock && ROW(0).ticks)
-        time_pass(gap, duration, survey, ev, stride, n, clock, FROM_TICKS);
+        time_pass(gap, duration, survey, ev, stride, n, clock, FROM_TICKS, wide);
     else
-        time_pass(gap, duration, survey, ev, stride, n, clock, AS_NS);
+        time_pass(gap, duration, survey, ev, stride, n, clock, AS_NS, wide);
     if (!clock || !ticks_differ(survey)) return;
     *gap = gap_start, *duration = duration_start, *survey = survey_start;
-    time_pass(gap, duration, survey, ev, stride, n, clock, AS_ROW_SAYS);
+    time_pass(gap, duration, survey, ev, stride, n, clock, AS_ROW_SAYS, wide);
+}
+
+#if defined(__x86_64__)
+__attribute__((target("avx2"))) static void time_columns_avx2(struct time_body *gap, struct time_body *duration,
+                                                              struct column_survey *survey,
+                                                              const struct ioloom_raw_event *ev, size_t stride,
+                                                              size_t n, const struct ioloom_tick_clock *clock) {
+    time_columns_body(gap, duration, survey, ev, stride, n, clock, 1);
+}
+
+/* 1 when the CPU has AVX2 and the system saves its registers; asked once (idempotent, no lock: see can_fold). */
+static int can_avx2(void) {
+    static int known; /* 0 not asked yet, 1 no, 2 yes */
+    int answer = __atomic_load_n(&known, __ATOMIC_RELAXED);
+    if (!answer) {
+        unsigned a, b, c = 0, d, xcr0 = 0, high;
+        int saved = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_OSXSAVE);
+        if (saved) __asm__("xgetbv" : "=a"(xcr0), "=d"(high) : "c"(0)); /* XCR0: the XMM and YMM state is saved */
+        answer = saved && (xcr0 & 6) == 6 && __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & bit_AVX2) ? 2 : 1;
+        __atomic_store_n(&known, answer, __ATOMIC_RELAXED);
+    }
+    return answer == 2;
+}
+#endif
+
+/* time_columns_body, for AVX2 when the CPU has it. */
+static void time_columns_pass(struct time_body *gap, struct time_body *duration, struct column_survey *survey,
+                              const struct ioloom_raw_event *ev, size_t stride, size_t n,
+                              const struct ioloom_tick_clock *clock) {
+#if defined(__x86_64__)
+    if (can_avx2()) {
+        time_columns_avx2(gap, duration, survey, ev, stride, n, clock);
+        return;
+    }
+#endif
+    time_columns_body(gap, duration, survey, ev, stride, n, clock, 0);
 }
 
 /* Appends the two time columns (gap, duration), both written in one pass over the rows, which also surveys the other
