@@ -10,6 +10,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
+from itertools import permutations, product
 
 import numpy as np
 import pytest
@@ -58,15 +60,32 @@ def test_goal_only_runs_logfs_and_the_two_baselines_of_its_goal(ioloom_cli, tmp_
     """--goal-only (a campaign sized for a quiet window) runs logfs N-1, direct N-N and direct N-1 the same path,
     and no other configuration or figure; E and the layer's own cost are the same per-round ratios."""
     base = ["-a", "mpiio", "-c", "-b", "64k", "-t", "16k", "-s", "4", "-w", "-r"]
-    row = logfs.compare(None, 2, base, 1, tmp_path, goal_only=True)
+    row = logfs.compare(None, 2, base, 2, tmp_path, goal_only=True)
     bw = row["bandwidth"]
     assert set(bw) == {"logfs_n1", "direct_nn", "direct_n1_own"}
+    assert row["orders"] == [("logfs_n1", "direct_nn", "direct_n1_own"), ("direct_n1_own", "logfs_n1", "direct_nn")]
     assert "speedup_write" not in row and "outside_cost_read" not in row
-    assert row["E_write"]["rounds"] == pytest.approx([bw["logfs_n1"]["write"]["rounds"][0] /
-                                                      bw["direct_nn"]["write"]["rounds"][0]])
+    assert row["E_write"]["rounds"] == pytest.approx([a / b for a, b in zip(bw["logfs_n1"]["write"]["rounds"],
+                                                                           bw["direct_nn"]["write"]["rounds"])])
     out = ioloom_cli("bench", "logfs", "--goal-only", "--quick", "--reps", "1", "--ranks", "1", "--shape", "aligned",
                      "-b", "64k", "-t", "16k", "-s", "2", "--dir", tmp_path)
     assert "E (goal>=0.9)" in out.stdout and "load average" in out.stdout and "flatten" not in out.stdout
+
+
+def test_goal_rounds_run_every_configuration_after_every_one_alike():
+    """A read from the device depends on the configuration run just before it (docs/bench.md): over six rounds of
+    three configurations each runs right after each, itself included, twice (a round's last run before the next
+    round's first) and twice in each position; forward and reversed by turns never ran the middle one after itself
+    and ran the other two after themselves every other round."""
+    configs = ("logfs_n1", "direct_nn", "direct_n1_own")
+    orders = [logfs.round_order(configs, rep) for rep in range(7)]
+    runs = [config for order in orders for config in order][:6 * 3 + 1]
+    assert Counter(zip(runs, runs[1:])) == {pair: 2 for pair in product(configs, repeat=2)}
+    assert Counter((order.index(c), c) for order in orders[:6] for c in order) == {
+        (position, c): 2 for position in range(3) for c in configs}
+    assert orders[6] == orders[0] and sorted(orders[:6]) == sorted(permutations(configs))
+    five = ("a", "b", "c", "d", "e")
+    assert [logfs.round_order(five, rep) for rep in range(2)] == [five, five[::-1]]
 
 
 @pytest.mark.mpi

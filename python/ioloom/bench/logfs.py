@@ -1,19 +1,19 @@
 """`ioloom bench logfs`: N-1 strided through logfs against N-1 strided direct and N-N direct, same bytes, one run.
 
-For each shape (aligned: -b -t -s as given; ior-hard: IO500's 47,008-byte pieces, about the same bytes per rank)
-and rank count (1, 2, 4, 8 by default): E = logfs N-1 / direct N-N (the goal is E >= 0.9), the speed-up of logfs
-over direct N-1, and the layer's own cost: logfs N-1 against direct N-1 made the same way (with MPI-IO, each rank
-doing its own I/O as the layer has it, so what MPI's shared-file open, close and collectives cost falls out of the
-ratio), for the write and for the read-back; the cost the preloaded layer adds to files outside its roots (goal
-<= 2%); and the time to open 1,024 writers' indexes. Every configuration runs once per round, `--reps` rounds
-(10 unless --quick), the order alternating, so that drifts of a shared machine hit all alike. Each ratio is
-taken within a round (a configuration against the baseline run beside it) and reported as the median with the
-smallest and largest round: a best-of figure swings either way with one lucky run. Reads come from the device by
-default: each configuration writes (fsync before close) in one launch and reads in a second, and in between the
-cached pages of every file under the run's directory (logfs's logs, indexes and journals; the direct files) are
-evicted and checked gone (io.evict_page_cache), the same for every configuration; `--read-from cache` reads in
-the writing launch, from the page cache, as before. `--goal-only` runs only
-what E and the layer's own cost need (logfs N-1, direct N-N, direct N-1 taken the same path), and none of the
+For each shape (aligned: -b -t -s as given; ior-hard: IO500's 47,008-byte pieces, about the same bytes per rank) and
+rank count (1, 2, 4, 8 by default): E = logfs N-1 / direct N-N (the goal is E >= 0.9), the speed-up of logfs over
+direct N-1, and the layer's own cost: logfs N-1 against direct N-1 made the same way (with MPI-IO, each rank doing
+its own I/O as the layer has it, so what MPI's shared-file open, close and collectives cost falls out of the ratio),
+for the write and for the read-back; the cost the preloaded layer adds to files outside its roots (goal <= 2%); and
+the time to open 1,024 writers' indexes. Every configuration runs once per round, `--reps` rounds (10 unless
+--quick), the order changing from round to round (round_order), so that drifts of a shared machine and what a run
+leaves to the next hit all alike. Each ratio is taken within a round (a configuration against the baseline run
+beside it) and reported as the median with the smallest and largest round: a best-of figure swings either way with
+one lucky run. Reads come from the device by default: each configuration writes (fsync before close) in one launch
+and reads in a second, and in between the cached pages of every file under the run's directory (logfs's logs,
+indexes and journals; the direct files) are evicted and checked gone (io.evict_page_cache), the same for every
+configuration; `--read-from cache` reads in the writing launch, from the page cache, as before. `--goal-only` runs
+only what E and the layer's own cost need (logfs N-1, direct N-N, direct N-1 taken the same path), and none of the
 figures beside them, so that a campaign of 10 rounds fits a quiet window of a few minutes.
 
 `--creates N` measures N-N file creation instead: N files created (each written with --create-bytes and closed)
@@ -60,6 +60,12 @@ READ_FROM = ("device", "cache")
 # second one would find the first one's pages cached).
 READS = {"cache": 5, "device": 1}
 MAX_LOAD = 64  # --load's largest count of competitor processes
+# The orders of the rounds of three configurations (--goal-only), in turn, as indices into configurations(): the six
+# orders arranged so that over six rounds every configuration runs right after every configuration, itself
+# included, twice (a round's last run counting before the next round's first), and twice in each position. A read
+# from the device depends on the configuration run just before it (docs/bench.md, "Reads from the device"): forward
+# and reversed by turns, the middle one always followed the other two and never itself.
+BALANCED_ORDERS = ((0, 1, 2), (2, 0, 1), (1, 0, 2), (2, 1, 0), (0, 2, 1), (1, 2, 0))
 
 
 def shape_sizes(shape: str, block: str, transfer: str, segments: int) -> tuple[int, int, int]:
@@ -113,6 +119,14 @@ def configurations(base: list[str], goal_only: bool) -> tuple[str, ...]:
     return CONFIGS + ((same_path,) if same_path not in CONFIGS else ())
 
 
+def round_order(configs: tuple[str, ...], rep: int) -> tuple[str, ...]:
+    """The order of round `rep`: for three configurations BALANCED_ORDERS in turn, else forward and reversed by
+    turns."""
+    if len(configs) == len(BALANCED_ORDERS[0]):
+        return tuple(configs[i] for i in BALANCED_ORDERS[rep % len(BALANCED_ORDERS)])
+    return configs if rep % 2 == 0 else tuple(reversed(configs))
+
+
 def _ratios(runs: dict[str, dict[str, list[float]]], same_path: str) -> dict:
     """Per op: E, the layer's own cost and, when their baselines ran, the speed-up over direct N-1 and the cost
     outside the roots; each as spread() of the per-round ratios."""
@@ -137,24 +151,26 @@ def _evictions(records: list[dict]) -> dict:
 
 def compare(impl: str | None, nranks: int, base: list[str], reps: int, directory: Path,
             goal_only: bool = False, from_device: bool = False) -> dict:
-    """One row: every configuration once per round for `reps` rounds, the order alternating; bandwidths and
-    the per-round ratios as spread() (median, min, max, every round); from_device: each read after an eviction
-    (_run_config), the evictions summed (_evictions)."""
+    """One row: every configuration once per round for `reps` rounds in round_order(); bandwidths and the per-round
+    ratios as spread() (median, min, max, every round), each round's order; from_device: each read after an
+    eviction (_run_config), the evictions summed (_evictions)."""
     same_path = same_path_n1(base)
     configs = configurations(base, goal_only)
     runs: dict[str, dict[str, list[float]]] = {c: {"write": [], "read": []} for c in configs}
     evictions = []
+    orders = [round_order(configs, rep) for rep in range(reps)]
     with tempfile.TemporaryDirectory(dir=directory, prefix="ioloom-bench-logfs-") as tmp:
         work = Path(tmp)
         (work / "mnt").mkdir()
         (work / "elsewhere").mkdir()
-        for rep in range(reps):
-            for config in configs if rep % 2 == 0 else tuple(reversed(configs)):
+        for order in orders:
+            for config in order:
                 bandwidths, evicted = _run_config(config, impl, nranks, base, work, from_device)
                 for op, bw in bandwidths.items():
                     runs[config][op].append(bw)
                 evictions += [evicted] if evicted else []
-    return {"ranks": nranks, "same_path_n1": same_path, "evicted": _evictions(evictions) if from_device else None,
+    return {"ranks": nranks, "same_path_n1": same_path, "orders": orders,
+            "evicted": _evictions(evictions) if from_device else None,
             "bandwidth": {c: {op: spread(v) for op, v in ops.items()} for c, ops in runs.items()},
             **_ratios(runs, same_path)}
 
