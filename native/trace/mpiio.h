@@ -118,7 +118,9 @@ void mpiio_file_remove(struct mpiio_file *file);
 /* Record the view set on a file (disp, etype, filetype), for byte offsets. */
 void mpiio_file_set_view(struct mpiio_file *file, MPI_Offset disp, MPI_Datatype etype, MPI_Datatype filetype);
 /* The next collective sequence number on this file (all its ranks call its collectives in one order). */
-int64_t mpiio_file_next_coll(struct mpiio_file *file);
+IOLOOM_INLINE int64_t mpiio_file_next_coll(struct mpiio_file *file) {
+    return file->coll_base | __atomic_fetch_add(&file->coll_count, 1, __ATOMIC_RELAXED);
+}
 /* How many files the communicator has opened so far (collective, so equal on its ranks), then one more. */
 int64_t mpiio_comm_next_open(MPI_Comm comm);
 
@@ -144,11 +146,12 @@ IOLOOM_INLINE void mpiio_call_open(struct mpiio_call *call, enum ioloom_op op, c
     call->row.err = 0;
     call->row.op = (uint16_t)op;
     call->row.layer = IOLOOM_MPIIO;
-    call->row.ticks = (uint8_t)ioloom_tsc;
+    int tsc = ioloom_tsc;
+    call->row.ticks = (uint8_t)tsc;
     /* The window opens before the clock is read, so every POSIX event of this call lies inside it. */
     call->row.parent = ioloom_link.current;
     call->row.call_id = ioloom_link_open();
-    call->row.t_start = ioloom_ticks();
+    call->row.t_start = ioloom_ticks_if(tsc);
 }
 
 /* mpiio_call_open, with the fields not set later -1. */
@@ -162,7 +165,7 @@ int32_t mpiio_error_class(int rc);
 
 /* Stamp t_end, set err from the MPI return code, record the event and close the window. */
 IOLOOM_INLINE void mpiio_call_finish(struct mpiio_call *call, int rc) {
-    call->row.t_end = ioloom_ticks();
+    call->row.t_end = ioloom_ticks_if(call->row.ticks); /* ioloom_tsc, read at the start */
     if (IOLOOM_UNLIKELY(rc != MPI_SUCCESS)) {
         call->row.err = mpiio_error_class(rc);
         call->row.ret_bytes = -1;

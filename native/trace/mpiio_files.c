@@ -45,10 +45,6 @@ void mpiio_file_set_view(struct mpiio_file *file, MPI_Offset disp, MPI_Datatype 
     file->contiguous_view = lb == 0 && filetype_size == extent;
 }
 
-int64_t mpiio_file_next_coll(struct mpiio_file *file) {
-    return file->coll_base | __atomic_fetch_add(&file->coll_count, 1, __ATOMIC_RELAXED);
-}
-
 /* The open counter lives in an attribute cached on the communicator: MPI_File_open is collective, so every
  * rank of the communicator counts the same opens, and the counter dies with the communicator. */
 static int open_counter_key = MPI_KEYVAL_INVALID;
