@@ -588,3 +588,24 @@ def test_exit_without_finalize_keeps_mpi_events(mpi, ioloom_cli, tmp_path):
     ops = mpiio.sort_values("t_start").op.tolist()
     assert ops == ["MPI_File_open", "MPI_File_write_at_all", "MPI_File_close"], ops
     assert mpiio[mpiio.op == "MPI_File_write_at_all"].ret_bytes.tolist() == [BLOCK]
+
+
+POINTER_CALLS = {"MPI_File_write", "MPI_File_read", "MPI_File_write_all", "MPI_File_read_all", "MPI_File_iwrite",
+                 "MPI_File_write_all_begin"}
+
+
+def test_followed_individual_pointer_is_the_librarys(mpi, ioloom_cli, tmp_path):
+    """300 individual-pointer calls in a random order (writes and reads, collective, non-blocking and split, of ints
+    and of a 3-int type, reads stopping short at the end of file, seeks and views between them), each after the
+    program asked MPI_File_get_position: the aux the tracer recorded, following the pointer rather than asking for
+    it, is the position the library gave, call for call."""
+    exe = mpi.compile("mpiio_pointer.c")
+    target = tmp_path / "file.dat"
+    for seed in (1, 2):
+        target.unlink(missing_ok=True)
+        out = ioloom_cli("run", "-o", tmp_path / f"trace{seed}", "--", *mpi.command(1, [exe, target, "300", str(seed)]),
+                         env=mpi.impl.base_env(), timeout=300)
+        asked = [int(p) for p in out.stdout.split("positions:")[1].split()]
+        events = open_trace(tmp_path / f"trace{seed}").events().to_pandas().astype({"op": str, "layer": str})
+        calls = events[(events.layer == "mpiio") & events.op.isin(POINTER_CALLS)].sort_values("call_id")
+        assert len(asked) == 300 and calls.aux.tolist() == asked

@@ -49,19 +49,24 @@ IOLOOM_INLINE void mpiio_leave(void) { mpiio_depth--; }
 /* A data-call wrapper: traced_NAME and its two exported names. The parameters are named fh, offset, buf,
  * count, datatype and status or request; OFFSET is `offset` or -1; RUN(ARGS) is the traced call's body: it
  * calls next(ARGS), sets rc and finishes `call` (its file is `file`). */
-#define MPIIO_DATA_WRAPPER(NAME, POS, COLL, PARAMS, ARGS, OFFSET, RUN)                                          \
-    IOLOOM_INLINE int traced_##NAME(__typeof__(&P##NAME) next, MPIIO_ARGS PARAMS) {                             \
-        if (!mpiio_enter()) return next(MPIIO_ARGS ARGS);                                                       \
-        struct mpiio_call call;                                                                                 \
-        struct mpiio_file *file;                                                                                \
-        int rc;                                                                                                 \
-        if ((file = mpiio_data_start(&call, IOLOOM_OP_##NAME, fh, MPIIO_##POS, OFFSET, count, datatype, COLL))) \
-            RUN(ARGS)                                                                                           \
-        else                                                                                                    \
-            rc = next(MPIIO_ARGS ARGS);                                                                         \
-        mpiio_leave();                                                                                          \
-        return rc;                                                                                              \
-    }                                                                                                           \
+#define MPIIO_DATA_WRAPPER(NAME, POS, COLL, PARAMS, ARGS, OFFSET, RUN)                                            \
+    IOLOOM_INLINE int traced_##NAME(__typeof__(&P##NAME) next, MPIIO_ARGS PARAMS) {                               \
+        if (!mpiio_enter()) {                                                                                     \
+            if (MPIIO_##POS == MPIIO_INDIVIDUAL) mpiio_pointer_unseen(fh);                                        \
+            return next(MPIIO_ARGS ARGS);                                                                         \
+        }                                                                                                         \
+        struct mpiio_call call;                                                                                   \
+        struct mpiio_file *file;                                                                                  \
+        int rc;                                                                                                   \
+        if ((file = mpiio_data_start(&call, IOLOOM_OP_##NAME, fh, MPIIO_##POS, OFFSET, count, datatype, COLL))) { \
+            RUN(ARGS)                                                                                             \
+            if (MPIIO_##POS == MPIIO_INDIVIDUAL) mpiio_pointer_moved(file, &call.row);                            \
+        } else {                                                                                                  \
+            rc = next(MPIIO_ARGS ARGS);                                                                           \
+        }                                                                                                         \
+        mpiio_leave();                                                                                            \
+        return rc;                                                                                                \
+    }                                                                                                             \
     MPIIO_BOTH_NAMES(NAME, PARAMS, ARGS)
 
 /* The two shapes of data calls: (fh, offset, buf, count, datatype, LAST) and (fh, buf, count, datatype, LAST),
@@ -94,6 +99,7 @@ struct mpiio_file {
     int64_t disp, etype_size;   /* the view */
     int contiguous_view;        /* filetype has no holes: byte offset = disp + offset * etype_size */
     int sequential;             /* opened with MPI_MODE_SEQUENTIAL: it has no individual pointer to ask for */
+    int64_t pointer;            /* the individual pointer (etype units) as followed here; -1: not known (ask) */
     struct mpiio_pending split; /* the split collective in progress (MPI allows one per handle) */
 };
 
@@ -195,8 +201,32 @@ IOLOOM_INLINE int64_t mpiio_status_bytes(const MPI_Status *status) {
 /* Where a data call's position comes from. */
 enum mpiio_position { MPIIO_EXPLICIT, MPIIO_INDIVIDUAL, MPIIO_SHARED };
 
-/* The etype offset an individual-pointer call starts at (the file's pointer now), -1 if it cannot be asked. */
+/* The etype offset an individual-pointer call starts at (the file's pointer now), asked of the library; -1 if it
+ * cannot be asked. */
 MPI_Offset mpiio_individual_position(const struct mpiio_file *file);
+
+/* The individual pointer is followed rather than asked for each call (PMPI_File_get_position costs about 175
+ * instructions in MPICH, 95 in Open MPI): known after an individual-pointer call that accessed all it asked for
+ * (mpiio_pointer_moved), a seek from the start or from a known place, a new view (0); not known (-1, the next call
+ * asks) after a failed call, a read that stopped short, a non-blocking or split call (its amount is not known yet),
+ * a seek from the end, and a call that moves it without being traced (reached inside another MPI call). The library
+ * moves it as the standard says: by the etypes accessed, to the etype after the last one. */
+IOLOOM_INLINE MPI_Offset mpiio_pointer(const struct mpiio_file *file) {
+    int64_t followed = __atomic_load_n(&file->pointer, __ATOMIC_RELAXED);
+    return IOLOOM_LIKELY(followed >= 0) ? followed : mpiio_individual_position(file);
+}
+IOLOOM_INLINE void mpiio_pointer_set(struct mpiio_file *file, int64_t pointer) {
+    __atomic_store_n(&file->pointer, pointer, __ATOMIC_RELAXED);
+}
+/* After an individual-pointer data call (its row): where the pointer is now, if that is known. */
+IOLOOM_INLINE void mpiio_pointer_moved(struct mpiio_file *file, const struct ioloom_raw_event *row) {
+    int64_t bytes = row->ret_bytes == row->req_bytes ? row->req_bytes : -1; /* -1: failed, short or pending */
+    int64_t etypes = file->etype_size == 1 ? bytes : bytes % file->etype_size ? -1 : bytes / file->etype_size;
+    mpiio_pointer_set(file, row->aux >= 0 && etypes >= 0 ? row->aux + etypes : -1);
+}
+/* A call that moves fh's individual pointer passes through untraced: inside another MPI call, it is not known any
+ * more (with the layer off, no file is in the table). */
+void mpiio_pointer_unseen(MPI_File fh);
 /* The byte offset of etype number `offset` through a view with holes (the MPI library knows its layout). */
 int64_t mpiio_view_byte_offset(const struct mpiio_file *file, MPI_Offset offset);
 
@@ -253,9 +283,7 @@ IOLOOM_INLINE struct mpiio_file *mpiio_data_start(struct mpiio_call *call, enum 
                                                   MPI_Datatype datatype, int collective) {
     struct mpiio_file *file = mpiio_file_find(fh);
     if (!file || file->file_id < 0) return NULL;
-    call->row.aux = position == MPIIO_EXPLICIT     ? offset
-                    : position == MPIIO_INDIVIDUAL ? mpiio_individual_position(file)
-                                                   : -1;
+    call->row.aux = position == MPIIO_EXPLICIT ? offset : position == MPIIO_INDIVIDUAL ? mpiio_pointer(file) : -1;
     call->row.offset = mpiio_byte_offset(file, call->row.aux);
     mpiio_data_request(call, count, datatype);
     call->row.ret_bytes = -1;

@@ -17,6 +17,11 @@ MPI_Offset mpiio_individual_position(const struct mpiio_file *file) {
     return position;
 }
 
+void mpiio_pointer_unseen(MPI_File fh) {
+    struct mpiio_file *file = mpiio_depth ? mpiio_file_find(fh) : NULL;
+    if (file) mpiio_pointer_set(file, -1);
+}
+
 int64_t mpiio_view_byte_offset(const struct mpiio_file *file, MPI_Offset offset) {
     MPI_Offset bytes = -1;
     if (PMPI_File_get_byte_offset(file->fh, offset, &bytes) != MPI_SUCCESS) return -1;

@@ -109,10 +109,14 @@ MPIIO_BOTH_NAMES(MPI_File_delete, (const char *filename, MPI_Info info), (filena
 
 /* A call on an open file: BEFORE and AFTER are statements that may use `call`, `file` and (AFTER) `rc`;
  * ret_bytes is 0 on success unless AFTER sets it; the errno the call left is kept across AFTER. COLL: the call is
- * collective over the file's group. */
+ * collective over the file's group. One passed through inside another MPI call may move the individual pointer
+ * (a seek, a view) unseen: it is asked again. */
 #define MPIIO_FILE_CALL(NAME, COLL, PARAMS, ARGS, FH, BEFORE, AFTER)         \
     static int traced_##NAME(__typeof__(&P##NAME) next, MPIIO_ARGS PARAMS) { \
-        if (!mpiio_enter()) return next(MPIIO_ARGS ARGS);                    \
+        if (!mpiio_enter()) {                                                \
+            mpiio_pointer_unseen(FH);                                        \
+            return next(MPIIO_ARGS ARGS);                                    \
+        }                                                                    \
         struct mpiio_file *file = mpiio_file_find(FH);                       \
         int rc;                                                              \
         if (file && file->file_id >= 0) {                                    \
@@ -143,9 +147,18 @@ MPIIO_FILE_CALL(MPI_File_preallocate, 1, (MPI_File fh, MPI_Offset size), (fh, si
 /* ret_bytes = the size found. */
 MPIIO_FILE_CALL(MPI_File_get_size, 0, (MPI_File fh, MPI_Offset *size), (fh, size), fh, ,
                 if (rc == MPI_SUCCESS) call.row.ret_bytes = *size)
+/* The individual pointer after a seek, if known (mpiio.h, mpiio_pointer). */
+static void pointer_sought(struct mpiio_file *file, int rc, MPI_Offset offset, int whence) {
+    int64_t before = __atomic_load_n(&file->pointer, __ATOMIC_RELAXED);
+    mpiio_pointer_set(file, rc != MPI_SUCCESS                       ? -1
+                            : whence == MPI_SEEK_SET                ? offset
+                            : whence == MPI_SEEK_CUR && before >= 0 ? before + offset
+                                                                    : -1);
+}
+
 /* offset = the offset given (etype units, relative to whence); aux = whence. */
 MPIIO_FILE_CALL(MPI_File_seek, 0, (MPI_File fh, MPI_Offset offset, int whence), (fh, offset, whence), fh,
-                (call.row.offset = offset, call.row.aux = whence), )
+                (call.row.offset = offset, call.row.aux = whence), pointer_sought(file, rc, offset, whence))
 MPIIO_FILE_CALL(MPI_File_seek_shared, 1, (MPI_File fh, MPI_Offset offset, int whence), (fh, offset, whence), fh,
                 (call.row.offset = offset, call.row.aux = whence), )
 MPIIO_FILE_CALL(MPI_File_set_info, 1, (MPI_File fh, MPI_Info info), (fh, info), fh, ,
@@ -163,8 +176,10 @@ static void describe_view(struct mpiio_call *call, MPI_Datatype etype, MPI_Datat
     call->row.req_bytes = filetype_extent;
 }
 
+/* A new view also sets the individual pointer to 0. */
 static void view_set(struct mpiio_call *call, struct mpiio_file *file, int rc, MPI_Offset disp, MPI_Datatype etype,
                      MPI_Datatype filetype) {
+    mpiio_pointer_set(file, rc == MPI_SUCCESS ? 0 : -1);
     if (rc != MPI_SUCCESS) return;
     describe_view(call, etype, filetype);
     mpiio_file_set_view(file, disp, etype, filetype);

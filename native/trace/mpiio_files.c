@@ -22,8 +22,8 @@ struct mpiio_file *mpiio_file_add(MPI_File fh) {
     if (stale) mpiio_file_remove(stale);
     long slot = key_table_reserve(&mpiio_file_slots, mpiio_file_key(fh));
     if (slot < 0) return NULL;
-    mpiio_files[slot] =
-        (struct mpiio_file){.fh = fh, .file_id = -1, .handle = -1, .etype_size = 1, .contiguous_view = 1};
+    mpiio_files[slot] = (struct mpiio_file){
+        .fh = fh, .file_id = -1, .handle = -1, .etype_size = 1, .contiguous_view = 1, .pointer = -1};
     key_table_publish(&mpiio_file_slots, slot);
     return &mpiio_files[slot];
 }
