@@ -524,12 +524,59 @@ static uint8_t *put_varying_column(uint8_t *p, int col, const struct ioloom_raw_
     return run_bytes ? ioloom_put_runs(p, v, n, runs, run_bytes) : put_plain(p, body, plain);
 }
 
+/* Row 0's field of difference column `col` (stored as the change from the row before), NULL for the others. */
+static const int64_t *difference_field(int col, const struct ioloom_raw_event *ev) {
+    switch (col) {
+        case IOLOOM_COL_OFFSET_DELTA:
+            return &ev->offset;
+        case IOLOOM_COL_REQ:
+            return &ev->req_bytes;
+        case IOLOOM_COL_AUX:
+            return &ev->aux;
+        case IOLOOM_COL_CALL_ID:
+            return &ev->call_id;
+        case IOLOOM_COL_PARENT:
+            return &ev->parent;
+        case IOLOOM_COL_COLL_SEQ:
+            return &ev->coll_seq;
+        default:
+            return NULL;
+    }
+}
+
+/* Whether the field f[0], f[s], ... changes by `change` at each of rows 1 to 4 (f: the row before them). */
+static inline int four_change_by(const int64_t *f, size_t s, uint64_t change) {
+    return ((MINUS(f[s], f[0]) ^ change) | (MINUS(f[2 * s], f[s]) ^ change) | (MINUS(f[3 * s], f[2 * s]) ^ change) |
+            (MINUS(f[4 * s], f[3 * s]) ^ change)) == 0;
+}
+
+/* few_runs of a difference column, whose field is f[0], f[s], ... (every s-th int64 from row 0's): in a function of
+ * its own, small enough for its loop to stay in registers, and four rows at a time while they change alike. */
+static size_t few_runs_of_differences(const int64_t *f, size_t s, size_t n, int64_t *v) {
+    size_t few = n / 8, runs = 1;
+    int64_t previous = v[0] = f[0];
+    v[few] = 0;
+    for (size_t i = 1; i < n; i++) {
+        for (; i + 4 <= n && four_change_by(f + (i - 1) * s, s, (uint64_t)previous); i += 4) {
+        }
+        if (i == n) break;
+        int64_t x = (int64_t)MINUS(f[i * s], f[(i - 1) * s]);
+        if (__builtin_expect(x == previous, 1)) continue;
+        if (runs == few) return 0;
+        v[runs] = previous = x;
+        v[few + runs++] = (int64_t)i;
+    }
+    return runs;
+}
+
 /* The runs of column `col` in one pass that stops as soon as there are more than n / 8 of them: their count (0
  * when there were more), run k's value in v[k] and its first row in v[n / 8 + k]. */
 static size_t few_runs(int col, const struct ioloom_raw_event *ev, size_t stride, size_t n,
                        const struct chunk_times *tm, int64_t *v) {
     size_t few = n / 8, runs = 1;
     if (!few) return 0;
+    const int64_t *field = difference_field(col, ev);
+    if (field) return few_runs_of_differences(field, stride * (sizeof *ev / sizeof *field), n, v);
 #define RUNS(column, first_expr, expr)                        \
     case column: {                                            \
         int64_t previous = v[0] = (int64_t)(first_expr);      \
