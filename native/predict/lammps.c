@@ -1,7 +1,9 @@
 /* LAMMPS-like (Dorier's thesis, Table 7.5: "I/O phase executed by rank 0 after a reduce phase"; Sec. 7.3.1: "This
  * process then writes each set of particles (of potentially different sizes) contiguously in a single file"; Sec.
- * 7.3.2: "123 single-size symbols plus one unique symbol associated with a different size at almost every
- * appearance. Rank 0 writes the n processes' particle sets in n successive writes"): after a gather, rank 0
+ * 7.3.3: "LAMMPS had the most interesting distribution, with 123 symbols associated with a unique size (yet
+ * potentially different for each symbol), and one unique symbol associated with a different size at almost every
+ * appearance. This distribution is due to the fact that all n processes send their set of particles to the rank 0
+ * process, which writes them into a file in n successive write calls"): after a gather, rank 0
  * appends a dump to one trajectory file, and every fifth dump also writes a restart file.
  *
  * lammps: each dump and restart makes the calls of Debian's LAMMPS (package lammps 20220106.git7586adbb6a, the
@@ -16,9 +18,9 @@
  * the average only"): a standard deviation of 1.0% of the mean, as each rank's block of Debian's LAMMPS melt
  * (0.97%, docs/predict.md).
  *
- * lammps-stress (the kernel of model 1.1, unchanged): through POSIX, per dump one text header and one write per
- * rank of its atoms, every fifth dump a restart file (header, all atoms); 100 to 156 atoms per rank, +-22% around
- * their mean, repeating every 57 dumps. */
+ * lammps-stress (model 1.2's lammps kernel with other atoms, unchanged): through POSIX, per dump one text header and
+ * one write per rank of its atoms, every fifth dump a restart file (header, all atoms); 100 to 156 atoms per rank,
+ * +-22% around their mean, repeating every 57 dumps. */
 #include "kernels.h"
 
 #include <assert.h>
