@@ -381,7 +381,10 @@ static inline __attribute__((always_inline)) void survey_row(struct survey_run *
         halves[3] = pair_at(&row->call_id);
         packed = pair_at(&row->file_id) & PACKED_MASK;
 #pragma GCC unroll 4 /* the halves stay in registers */
-        for (int h = 0; h < 4; h++) r->pairs[h].unsteady |= halves[h] ^ (r->pairs[h].expected += r->pair_steps[h]);
+        for (int h = 0; h < 4; h++) {
+            if (h != 1) r->pairs[h].expected += r->pair_steps[h]; /* ret - req and handle: no step, no add */
+            r->pairs[h].unsteady |= halves[h] ^ r->pairs[h].expected;
+        }
     }
     r->differs |= packed ^ r->first_packed;
 }
