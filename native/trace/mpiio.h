@@ -205,18 +205,21 @@ enum mpiio_position { MPIIO_EXPLICIT, MPIIO_INDIVIDUAL, MPIIO_SHARED };
  * cannot be asked. */
 MPI_Offset mpiio_individual_position(const struct mpiio_file *file);
 
-/* The individual pointer is followed rather than asked for each call (PMPI_File_get_position costs about 175
- * instructions in MPICH, 95 in Open MPI): known after an individual-pointer call that accessed all it asked for
- * (mpiio_pointer_moved), a seek from the start or from a known place, a new view (0); not known (-1, the next call
- * asks) after a failed call, a read that stopped short, a non-blocking or split call (its amount is not known yet),
- * a seek from the end, and a call that moves it without being traced (reached inside another MPI call). The library
- * moves it as the standard says: by the etypes accessed, to the etype after the last one. */
+/* The individual pointer is followed rather than asked for each call (asking is a library call, dearer than the
+ * rest of the wrapper), unless the program may call on one file from several threads at once (mpiio_pointer_followed
+ * is 0 after MPI_THREAD_MULTIPLE was provided: two calls could each follow from the same place): known after an
+ * individual-pointer call that accessed all it asked for (mpiio_pointer_moved), a seek from the start or from a known
+ * place, a new view (0); not known (-1, the next call asks) after a failed call, a read that stopped short, a
+ * non-blocking or split call (its amount is not known yet), a seek from the end, and a call that moves it without being
+ * traced (reached inside another MPI call). The library moves it as the standard says: by the etypes accessed, to the
+ * etype after the last one. */
 IOLOOM_INLINE MPI_Offset mpiio_pointer(const struct mpiio_file *file) {
     int64_t followed = __atomic_load_n(&file->pointer, __ATOMIC_RELAXED);
     return IOLOOM_LIKELY(followed >= 0) ? followed : mpiio_individual_position(file);
 }
+extern int mpiio_pointer_followed; /* 1 until MPI_Init_thread provides MPI_THREAD_MULTIPLE */
 IOLOOM_INLINE void mpiio_pointer_set(struct mpiio_file *file, int64_t pointer) {
-    __atomic_store_n(&file->pointer, pointer, __ATOMIC_RELAXED);
+    __atomic_store_n(&file->pointer, mpiio_pointer_followed ? pointer : -1, __ATOMIC_RELAXED);
 }
 /* After an individual-pointer data call (its row): where the pointer is now, if that is known. */
 IOLOOM_INLINE void mpiio_pointer_moved(struct mpiio_file *file, const struct ioloom_raw_event *row) {

@@ -179,7 +179,7 @@ static void describe_view(struct mpiio_call *call, MPI_Datatype etype, MPI_Datat
 /* A new view also sets the individual pointer to 0. */
 static void view_set(struct mpiio_call *call, struct mpiio_file *file, int rc, MPI_Offset disp, MPI_Datatype etype,
                      MPI_Datatype filetype) {
-    mpiio_pointer_set(file, rc == MPI_SUCCESS ? 0 : -1);
+    mpiio_pointer_set(file, rc == MPI_SUCCESS && !file->sequential ? 0 : -1); /* sequential: no pointer to follow */
     if (rc != MPI_SUCCESS) return;
     describe_view(call, etype, filetype);
     mpiio_file_set_view(file, disp, etype, filetype);

@@ -8,6 +8,7 @@ struct mpiio_file mpiio_files[MPIIO_MAX_FILES];
 struct key_table mpiio_file_slots = KEY_TABLE(MPIIO_MAX_FILES);
 
 __thread long mpiio_last_found = -1;
+int mpiio_pointer_followed = 1;
 
 struct mpiio_file *mpiio_file_find_slowly(MPI_File fh) {
     long slot = key_table_find(&mpiio_file_slots, mpiio_file_key(fh));

@@ -167,6 +167,7 @@ static int traced_MPI_Init_thread(__typeof__(&PMPI_Init_thread) next, int *argc,
     int rc = next(argc, argv, required, provided);
     int saved_errno = errno; /* our exchanges and notes must not change what the program sees */
     if (rc == MPI_SUCCESS) after_init();
+    if (rc == MPI_SUCCESS && *provided == MPI_THREAD_MULTIPLE) mpiio_pointer_followed = 0;
     record_process_event(IOLOOM_OP_MPI_Init_thread, t_start, rc, rc == MPI_SUCCESS ? *provided : -1);
     mpiio_depth--;
     errno = saved_errno;

@@ -553,6 +553,9 @@ static inline int four_change_by(const int64_t *f, size_t s, uint64_t change) {
             (MINUS(f[4 * s], f[3 * s]) ^ change)) == 0;
 }
 
+/* A row is a whole number of int64s, so that a field of row i is f[i * s] with s = sizeof row / sizeof *f. */
+_Static_assert(sizeof(struct ioloom_raw_event) % sizeof(int64_t) == 0, "rows are whole int64s");
+
 /* few_runs of a difference column, whose field is f[0], f[s], ... (every s-th int64 from row 0's): in a function of
  * its own, small enough for its loop to stay in registers, and four rows at a time while they change alike. */
 static size_t few_runs_of_differences(const int64_t *f, size_t s, size_t n, int64_t *v) {

@@ -171,10 +171,13 @@ static int allocate(int fd, uint64_t end, uint64_t len) {
 static uint64_t reserve_ahead(uint64_t end) { return end / 8 < RESERVE_AHEAD_MAX ? end / 8 : RESERVE_AHEAD_MAX; }
 
 /* Once finished, every chunk allocates exactly its room and the reserve: the first gives back what was allocated
- * ahead (truncating the stream at its end frees the blocks allocated past it). */
+ * ahead (truncating the stream at its end frees the blocks allocated past it; a hole cannot be punched past the end
+ * on ext4) and allocates the reserve again at once, so that the accounting chunk still fits if the next allocation
+ * fails on a full disk (unless another writer took those blocks between the two calls). */
 static void give_back_ahead(int fd, uint64_t end) {
     if (w.reserved_end <= end + RESERVE_BYTES || syscall(SYS_ftruncate, fd, (off_t)end)) return;
     w.reserved_end = end;
+    allocate(fd, end, RESERVE_BYTES);
 }
 
 /* Space for `len` more bytes at `end` and RESERVE_BYTES past them: 0 when the disk has it (or the file system
