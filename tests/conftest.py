@@ -5,6 +5,7 @@ import hashlib
 import os
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -104,3 +105,20 @@ def small_fs(tmp_path):
     yield mount
     for where in mounts:
         subprocess.run(["umount", "--lazy", str(where)], check=True)
+
+
+@pytest.fixture
+def disk_tmp_path(tmp_path):
+    """A fresh directory on a file system that drops pages on posix_fadvise(DONTNEED): tmp_path, or, where the
+    temporary directory is a tmpfs (which keeps its pages), one under the build directory; skips if both are."""
+    def on_tmpfs(path: Path) -> bool:
+        kind = subprocess.run(["stat", "-f", "-c", "%T", str(path)], capture_output=True, text=True, check=True)
+        return kind.stdout.strip() == "tmpfs"
+    if not on_tmpfs(tmp_path):
+        yield tmp_path
+        return
+    (paths.REPO_ROOT / "build").mkdir(exist_ok=True)
+    if on_tmpfs(paths.REPO_ROOT / "build"):
+        pytest.skip("the temporary directory and the build directory are both tmpfs: nothing can be evicted")
+    with tempfile.TemporaryDirectory(dir=paths.REPO_ROOT / "build", prefix="disk-tmp-") as where:
+        yield Path(where)

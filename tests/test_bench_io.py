@@ -318,15 +318,15 @@ def test_restarted_read_runs_in_its_own_launch(mpi, tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_eviction_empties_the_page_cache_of_every_file_under_a_directory(tmp_path):
+def test_eviction_empties_the_page_cache_of_every_file_under_a_directory(disk_tmp_path):
     """evict_page_cache: files just written (dirty, then cached) below a directory leave the page cache, files
     elsewhere stay; a page the eviction cannot drop (mapped by this process) is an error, not a silent cached read."""
-    (tmp_path / "run" / "container").mkdir(parents=True)
-    written = [tmp_path / "run" / "a", tmp_path / "run" / "container" / "log", tmp_path / "elsewhere"]
+    (disk_tmp_path / "run" / "container").mkdir(parents=True)
+    written = [disk_tmp_path / "run" / "a", disk_tmp_path / "run" / "container" / "log", disk_tmp_path / "elsewhere"]
     for path in written:
         path.write_bytes(os.urandom(1 << 20))
     assert bench_io.cached_bytes(written) == 3 << 20
-    record = bench_io.evict_page_cache([tmp_path / "run"])
+    record = bench_io.evict_page_cache([disk_tmp_path / "run"])
     assert record == {"files": 2, "bytes": 2 << 20, "cached_before": 2 << 20, "cached_after": 0}
     assert bench_io.cached_bytes(written[:2]) == 0 and bench_io.cached_bytes(written[2:]) == 1 << 20
     with open(written[2], "rb") as f, mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ) as mapped:

@@ -56,53 +56,55 @@ def test_mpiio_layer_cost_is_against_direct_n1_with_each_ranks_own_io(tmp_path):
 
 
 @pytest.mark.mpi
-def test_goal_only_runs_logfs_and_the_two_baselines_of_its_goal(ioloom_cli, tmp_path):
+def test_goal_only_runs_logfs_and_the_two_baselines_of_its_goal(ioloom_cli, disk_tmp_path):
     """--goal-only (a campaign sized for a quiet window) runs logfs N-1, direct N-N and direct N-1 the same path,
     and no other configuration or figure; E and the layer's own cost are the same per-round ratios."""
     base = ["-a", "mpiio", "-c", "-b", "64k", "-t", "16k", "-s", "4", "-w", "-r"]
-    row = logfs.compare(None, 2, base, 2, tmp_path, goal_only=True)
+    row = logfs.compare(None, 2, base, 2, disk_tmp_path, goal_only=True)
     bw = row["bandwidth"]
     assert set(bw) == {"logfs_n1", "direct_nn", "direct_n1_own"}
+    assert row["lead_in"] == "logfs_n1"
     assert row["orders"] == [("logfs_n1", "direct_nn", "direct_n1_own"), ("direct_n1_own", "logfs_n1", "direct_nn")]
     assert "speedup_write" not in row and "outside_cost_read" not in row
     assert row["E_write"]["rounds"] == pytest.approx([a / b for a, b in zip(bw["logfs_n1"]["write"]["rounds"],
                                                                            bw["direct_nn"]["write"]["rounds"])])
     out = ioloom_cli("bench", "logfs", "--goal-only", "--quick", "--reps", "1", "--ranks", "1", "--shape", "aligned",
-                     "-b", "64k", "-t", "16k", "-s", "2", "--dir", tmp_path)
+                     "-b", "64k", "-t", "16k", "-s", "2", "--dir", disk_tmp_path)
     assert "E (goal>=0.9)" in out.stdout and "load average" in out.stdout and "flatten" not in out.stdout
 
 
 def test_goal_rounds_run_every_configuration_after_every_one_alike():
-    """A read from the device depends on the configuration run just before it (docs/bench.md): over six rounds of
-    three configurations each runs right after each, itself included, twice (a round's last run before the next
-    round's first) and twice in each position; forward and reversed by turns never ran the middle one after itself
-    and ran the other two after themselves every other round."""
+    """A read from the device depends on the configuration run just before it (docs/bench.md): led in by an
+    unmeasured run, over six rounds of three configurations each runs right after each, itself included, twice and
+    twice in each position, and so over every multiple of six rounds; forward and reversed by turns never ran the
+    middle one after itself and ran the other two after themselves every other round."""
     configs = ("logfs_n1", "direct_nn", "direct_n1_own")
-    orders = [logfs.round_order(configs, rep) for rep in range(7)]
-    runs = [config for order in orders for config in order][:6 * 3 + 1]
-    assert Counter(zip(runs, runs[1:])) == {pair: 2 for pair in product(configs, repeat=2)}
+    orders = [logfs.round_order(configs, rep) for rep in range(12)]
+    for rounds in (6, 12):
+        runs = [logfs.lead_in(configs), *(config for order in orders[:rounds] for config in order)]
+        assert Counter(zip(runs, runs[1:])) == {pair: rounds // 3 for pair in product(configs, repeat=2)}
     assert Counter((order.index(c), c) for order in orders[:6] for c in order) == {
         (position, c): 2 for position in range(3) for c in configs}
     assert orders[6] == orders[0] and sorted(orders[:6]) == sorted(permutations(configs))
     five = ("a", "b", "c", "d", "e")
-    assert [logfs.round_order(five, rep) for rep in range(2)] == [five, five[::-1]]
+    assert [logfs.round_order(five, rep) for rep in range(2)] == [five, five[::-1]] and logfs.lead_in(five) is None
 
 
 @pytest.mark.mpi
-def test_reads_from_the_device_follow_an_eviction_of_every_file_written(ioloom_cli, tmp_path):
+def test_reads_from_the_device_follow_an_eviction_of_every_file_written(ioloom_cli, disk_tmp_path):
     """--read-from device (the default): every configuration writes in one launch and reads in another, the page
     cache of every file it wrote (logfs: inside the container) evicted in between and checked empty; the output
     says where the reads came from, and --read-from cache says the page cache."""
     base = ["-a", "posix", "-b", "64k", "-t", "16k", "-s", "4", "-e", "-w", "-r", "--reads", "1"]
-    row = logfs.compare(None, 2, base, 1, tmp_path, goal_only=True, from_device=True)
+    row = logfs.compare(None, 2, base, 1, disk_tmp_path, goal_only=True, from_device=True)
     evicted = row["evicted"]
     assert evicted["count"] == 3 and evicted["cached_after"] == 0
     # 2 ranks x 4 x 64 KiB per configuration; logfs's container adds its indexes, journals and metadata
     assert evicted["bytes"] > 3 * 2 * 4 * (64 << 10) and evicted["files"] > 1 + 2 + 2
     assert evicted["cached_before"] > 0 and all(row["bandwidth"][c]["read"]["rounds"][0] > 0 for c in row["bandwidth"])
-    assert list(tmp_path.iterdir()) == []
+    assert list(disk_tmp_path.iterdir()) == []
     args = ["bench", "logfs", "--goal-only", "--quick", "--reps", "1", "--ranks", "1", "--shape", "aligned",
-            "-b", "64k", "-t", "16k", "-s", "2", "--dir", tmp_path]
+            "-b", "64k", "-t", "16k", "-s", "2", "--dir", disk_tmp_path]
     out = ioloom_cli(*args)
     assert "reads came from the DEVICE" in out.stdout and "0.0 MiB after" in out.stdout
     assert "read from the device" in out.stdout
@@ -225,13 +227,13 @@ def test_competitors_end_with_a_killed_benchmark():
 
 
 @pytest.mark.mpi
-def test_load_runs_competitors_through_the_whole_campaign(ioloom_cli, tmp_path):
+def test_load_runs_competitors_through_the_whole_campaign(ioloom_cli, disk_tmp_path):
     """--load 2: the figures say which load they were taken under, and the competitors are gone when the command
     ends."""
     out = ioloom_cli("bench", "logfs", "--goal-only", "--load", "2", "--quick", "--reps", "1", "--ranks", "1",
-                     "--shape", "aligned", "-b", "64k", "-t", "16k", "-s", "2", "--dir", tmp_path, "--json")
+                     "--shape", "aligned", "-b", "64k", "-t", "16k", "-s", "2", "--dir", disk_tmp_path, "--json")
     load = json.loads(out.stdout)["competitors"]
     assert load["processes"] == 2 and load["cpu_seconds"] > 0 and 0 < load["share"] <= 2
     assert not any(_alive(pid) for pid in load["pids"])
-    out = ioloom_cli("bench", "logfs", "--goal-only", "--load", "65", "--dir", tmp_path, check=False)
+    out = ioloom_cli("bench", "logfs", "--goal-only", "--load", "65", "--dir", disk_tmp_path, check=False)
     assert out.returncode == 2 and "--load" in out.stderr and "Traceback" not in out.stderr

@@ -99,26 +99,36 @@ def drop_page_cache() -> None:
 
 
 class EvictionFailed(RuntimeError):
-    """Pages of a file stayed in the page cache after posix_fadvise(DONTNEED): a read would not be the device's."""
+    """The page cache of a run's files could not be emptied or checked: a read would not be shown the device's."""
 
 
 def _files_under(roots: Sequence[Path]) -> list[Path]:
-    """The regular files among `roots` and below those that are directories (symbolic links not followed)."""
+    """The regular files among `roots` and below those that are directories (symbolic links not followed); a root
+    that is missing, or a directory that cannot be listed, is EvictionFailed (its files would go unchecked)."""
+    def unlisted(err: OSError) -> None:
+        raise EvictionFailed(f"cannot list {err.filename} to evict its files from the page cache: {err.strerror}")
     files = []
     for root in roots:
         if root.is_dir() and not root.is_symlink():
-            files += [Path(top, name) for top, _, names in os.walk(root) for name in names]
-        else:
+            files += [Path(top, name) for top, _, names in os.walk(root, onerror=unlisted) for name in names]
+        elif root.exists():
             files.append(root)
+        else:
+            raise EvictionFailed(f"{root} is missing: nothing to evict from the page cache")
     return [f for f in files if f.is_file() and not f.is_symlink()]
 
 
 def cached_bytes(files: Sequence[Path]) -> int:
-    """Bytes of `files` in the page cache (util-linux fincore, which asks mincore(2) of a mapping of each)."""
+    """Bytes of `files` in the page cache (util-linux fincore, which asks mincore(2) of a mapping of each);
+    EvictionFailed when fincore is missing or fails."""
     if not files:
         return 0
-    out = subprocess.run(["fincore", "--bytes", "--noheadings", "--raw", "--output", "RES", *map(str, files)],
-                         capture_output=True, text=True, check=True)
+    try:
+        out = subprocess.run(["fincore", "--bytes", "--noheadings", "--raw", "--output", "RES", *map(str, files)],
+                             capture_output=True, text=True, check=True)
+    except (OSError, subprocess.CalledProcessError) as err:
+        detail = err.stderr.strip() if isinstance(err, subprocess.CalledProcessError) else err.strerror
+        raise EvictionFailed(f"fincore (util-linux) could not say what stayed in the page cache: {detail}") from err
     return sum(int(line) for line in out.stdout.split())
 
 
@@ -130,7 +140,10 @@ def evict_page_cache(roots: Sequence[Path]) -> dict:
     files = _files_under(roots)
     before = cached_bytes(files)
     for path in files:
-        fd = os.open(path, os.O_RDONLY)
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError as err:
+            raise EvictionFailed(f"cannot open {path} to evict it from the page cache: {err.strerror}") from err
         try:
             os.fsync(fd)
             os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)

@@ -61,10 +61,10 @@ READ_FROM = ("device", "cache")
 READS = {"cache": 5, "device": 1}
 MAX_LOAD = 64  # --load's largest count of competitor processes
 # The orders of the rounds of three configurations (--goal-only), in turn, as indices into configurations(): the six
-# orders arranged so that over six rounds every configuration runs right after every configuration, itself
-# included, twice (a round's last run counting before the next round's first), and twice in each position. A read
-# from the device depends on the configuration run just before it (docs/bench.md, "Reads from the device"): forward
-# and reversed by turns, the middle one always followed the other two and never itself.
+# orders arranged so that, the row led in by an unmeasured run of the sixth order's last configuration (lead_in()),
+# over six rounds every configuration runs right after every configuration, itself included, twice, and twice in
+# each position. A read from the device depends on the configuration run just before it (docs/bench.md, "Reads from
+# the device"): forward and reversed by turns, the middle one always followed the other two and never itself.
 BALANCED_ORDERS = ((0, 1, 2), (2, 0, 1), (1, 0, 2), (2, 1, 0), (0, 2, 1), (1, 2, 0))
 
 
@@ -127,6 +127,12 @@ def round_order(configs: tuple[str, ...], rep: int) -> tuple[str, ...]:
     return configs if rep % 2 == 0 else tuple(reversed(configs))
 
 
+def lead_in(configs: tuple[str, ...]) -> str | None:
+    """The configuration run unmeasured before a row's first round, so that its first run follows what it follows in
+    the orders' cycle (BALANCED_ORDERS); None where the rounds are not balanced."""
+    return round_order(configs, -1)[-1] if len(configs) == len(BALANCED_ORDERS[0]) else None
+
+
 def _ratios(runs: dict[str, dict[str, list[float]]], same_path: str) -> dict:
     """Per op: E, the layer's own cost and, when their baselines ran, the speed-up over direct N-1 and the cost
     outside the roots; each as spread() of the per-round ratios."""
@@ -151,9 +157,9 @@ def _evictions(records: list[dict]) -> dict:
 
 def compare(impl: str | None, nranks: int, base: list[str], reps: int, directory: Path,
             goal_only: bool = False, from_device: bool = False) -> dict:
-    """One row: every configuration once per round for `reps` rounds in round_order(); bandwidths and the per-round
-    ratios as spread() (median, min, max, every round), each round's order; from_device: each read after an
-    eviction (_run_config), the evictions summed (_evictions)."""
+    """One row: every configuration once per round for `reps` rounds in round_order(), after lead_in()'s run (not
+    measured); bandwidths and the per-round ratios as spread() (median, min, max, every round), each round's order;
+    from_device: each read after an eviction (_run_config), the evictions summed (_evictions)."""
     same_path = same_path_n1(base)
     configs = configurations(base, goal_only)
     runs: dict[str, dict[str, list[float]]] = {c: {"write": [], "read": []} for c in configs}
@@ -163,13 +169,15 @@ def compare(impl: str | None, nranks: int, base: list[str], reps: int, directory
         work = Path(tmp)
         (work / "mnt").mkdir()
         (work / "elsewhere").mkdir()
+        if lead_in(configs):
+            _run_config(lead_in(configs), impl, nranks, base, work, from_device)
         for order in orders:
             for config in order:
                 bandwidths, evicted = _run_config(config, impl, nranks, base, work, from_device)
                 for op, bw in bandwidths.items():
                     runs[config][op].append(bw)
                 evictions += [evicted] if evicted else []
-    return {"ranks": nranks, "same_path_n1": same_path, "orders": orders,
+    return {"ranks": nranks, "same_path_n1": same_path, "lead_in": lead_in(configs), "orders": orders,
             "evicted": _evictions(evictions) if from_device else None,
             "bandwidth": {c: {op: spread(v) for op, v in ops.items()} for c, ops in runs.items()},
             **_ratios(runs, same_path)}
