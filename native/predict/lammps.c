@@ -18,7 +18,7 @@
  * the average only"): a standard deviation of 1.0% of the mean, as each rank's block of Debian's LAMMPS melt
  * (0.97%, docs/predict.md).
  *
- * lammps-stress (model 1.2's lammps kernel with other atoms, unchanged): through POSIX, per dump one text header and
+ * lammps-stress (the lammps kernel of model 1.1, unchanged): through POSIX, per dump one text header and
  * one write per rank of its atoms, every fifth dump a restart file (header, all atoms); 100 to 156 atoms per rank,
  * +-22% around their mean, repeating every 57 dumps. */
 #include "kernels.h"
@@ -81,9 +81,10 @@ static void dump(const struct run *r, int fd, int step, const int *counts, const
 
 static void gather(const struct run *r, int step, int *counts, double *atoms, const double *mine) {
     int n = my_atoms(r, step) * ATOM_DOUBLES, *displs = calloc((size_t)r->nranks, sizeof(int)), *sizes = NULL;
+    if (!displs) fail("out of memory", "gather");
     MPI_Gather(&n, 1, MPI_INT, counts, 1, MPI_INT, 0, MPI_COMM_WORLD);
     if (r->rank == 0) {
-        sizes = calloc((size_t)r->nranks, sizeof(int));
+        if (!(sizes = calloc((size_t)r->nranks, sizeof(int)))) fail("out of memory", "gather");
         for (int p = 0; p < r->nranks; p++) {
             sizes[p] = counts[p];
             displs[p] = p ? displs[p - 1] + sizes[p - 1] : 0;
