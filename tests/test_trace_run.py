@@ -60,8 +60,9 @@ def test_refusals_say_what_to_do(ioloom_cli, tmp_path):
 
 def test_bench_overhead_reports_every_call_kind(ioloom_cli):
     """Every call of the goal (pwrite, pread, write, read, fwrite, fread, open+close, stat, lseek, and per MPI
-    MPI_File_write_at, MPI_File_write_at_all and MPI_File_read_at), with median, min and max over interleaved
-    rounds, the goal, and another tool's figures (given for one build only: the others show none)."""
+    MPI_File_write_at, MPI_File_write_at_all, MPI_File_read_at, MPI_File_write, MPI_File_write_all and
+    MPI_File_read), with median, min and max over interleaved rounds, the goal, and another tool's figures (given
+    for one build only: the others show none)."""
     import json
 
     from ioloom import mpi as mpis
@@ -91,15 +92,32 @@ def test_bench_overhead_reports_every_call_kind(ioloom_cli):
         assert theirs["less_than_theirs"] == (row["added_ns"]["median"] < theirs["added_ns"]["median"])
         assert theirs["ratio"]["median"] > 0
     # every traced call was written and decoded back: per round, 9 kinds of posix/stdio calls (open+close two
-    # events each), and per MPI its MPI_File_write_at, write_at_all and read_at calls with the pwrite/pread under
-    # each
-    assert result["reader"]["events"] >= 2 * (10 * 2000 + 6 * 2000 * len(mpis.implementations()))
+    # events each), and per MPI its 6 kinds of MPI-IO data calls with the pwrite/pread under each
+    assert result["reader"]["events"] >= 2 * (10 * 2000 + 12 * 2000 * len(mpis.implementations()))
     assert 0 < result["reader"]["bytes_per_event"] <= 16
     traces = 2 * (1 + len(mpis.implementations()))  # one per round and build
     for step in ("open", "first_read", "read", "merged"):  # per trace, median [min, max]: no best-of
         figure = result["reader"][f"{step}_events_per_s"]
         assert len(figure["rounds"]) == traces and 0 < figure["min"] <= figure["median"] <= figure["max"], step
     assert f"events in {traces} traces" in _reader_line(result["reader"])  # what the text output prints
+
+
+def test_overhead_probes_individual_pointer_reads_are_full(mpi, tmp_path):
+    """The MPI probe's individual-pointer kinds, traced: 3000 reads (past two seeks back to the start) each read
+    all 64 bytes asked for, at offsets within the 64 KiB file, as the writes before them wrote."""
+    from ioloom.bench.overhead import probes, run_probe
+    from ioloom.run import traced_environment
+    from ioloom.trace import open_trace
+
+    probe = next(p for p in probes() if p.label == mpi.name)
+    env = probe.launch_env(traced_environment(probe.libs, tmp_path / "trace", ["mpiio"]))
+    timed = run_probe(probe.argv(), tmp_path / "probe.dat", 3000, env, ("MPI_File_write", "MPI_File_read"))
+    assert set(timed) == {"MPI_File_write", "MPI_File_read"} and min(timed.values()) > 0
+    events = open_trace(tmp_path / "trace").events().to_pandas().astype({"op": str})
+    for op in ("MPI_File_write", "MPI_File_read"):
+        calls = events[events.op == op]
+        assert len(calls) == 3000 and (calls.ret_bytes == 64).all(), op
+        assert calls.offset.max() == 64 * 1023 and (calls.offset == 0).sum() == 3, op
 
 
 def test_counted_runs_give_glibcs_malloc_a_large_cache():

@@ -1,6 +1,7 @@
 /* The probe behind `ioloom bench overhead`: times N small calls of each kind on a file in the page cache and
  * prints "<call> <ns of CPU time per call>..." per kind. Built plain (the POSIX and stdio calls) and once per MPI
- * (adding MPI_File_write_at, MPI_File_write_at_all and MPI_File_read_at, on one rank).
+ * (adding MPI_File_write_at, MPI_File_write_at_all, MPI_File_read_at, and the individual file pointer's
+ * MPI_File_write, MPI_File_write_all and MPI_File_read, on one rank).
  *
  * Alone, it times the N calls of each kind as one block, with the process's CPU clock (a tracer's helper threads
  * count). Taking turns (--turn), several probes run at once, one untraced, one traced, one per other tool, and
@@ -150,6 +151,22 @@ static void call_mpi_write_at_all(long i) {
 static void call_mpi_read_at(long i) {
     failures += MPI_File_read_at(file, block(i), buf, BLOCK, MPI_BYTE, MPI_STATUS_IGNORE) != MPI_SUCCESS;
 }
+/* The individual file pointer's calls go back to the start as write and read do: every read is a full one. */
+static void wrap_mpi(long i) {
+    if (i % SPAN == SPAN - 1) failures += MPI_File_seek(file, 0, MPI_SEEK_SET) != MPI_SUCCESS;
+}
+static void call_mpi_write(long i) {
+    failures += MPI_File_write(file, buf, BLOCK, MPI_BYTE, MPI_STATUS_IGNORE) != MPI_SUCCESS;
+    wrap_mpi(i);
+}
+static void call_mpi_write_all(long i) {
+    failures += MPI_File_write_all(file, buf, BLOCK, MPI_BYTE, MPI_STATUS_IGNORE) != MPI_SUCCESS;
+    wrap_mpi(i);
+}
+static void call_mpi_read(long i) {
+    failures += MPI_File_read(file, buf, BLOCK, MPI_BYTE, MPI_STATUS_IGNORE) != MPI_SUCCESS;
+    wrap_mpi(i);
+}
 #endif
 
 static const struct kind {
@@ -170,6 +187,9 @@ static const struct kind {
     {"MPI_File_write_at", call_mpi_write_at, open_mpi, close_mpi},
     {"MPI_File_write_at_all", call_mpi_write_at_all, open_mpi, close_mpi},
     {"MPI_File_read_at", call_mpi_read_at, open_mpi, close_mpi},
+    {"MPI_File_write", call_mpi_write, open_mpi, close_mpi},
+    {"MPI_File_write_all", call_mpi_write_all, open_mpi, close_mpi},
+    {"MPI_File_read", call_mpi_read, open_mpi, close_mpi},
 #endif
 };
 

@@ -1,13 +1,13 @@
 """`ioloom bench overhead`: what tracing adds per call, and how fast traces are read back.
 
-Runs the probe (native/trace/overhead_probe.c: N small pwrite, pread, write, read, fwrite, fread, open+close,
-stat and lseek calls on a file in the page cache, and MPI_File_write_at, MPI_File_write_at_all and
-MPI_File_read_at in the per-MPI builds) untraced, traced and with each other tool compared, for a number of rounds,
-in one command. In a round the probes run at once, on one CPU, and take turns block by block (run_in_turns), each
-block timed with the thread's CPU clock; a round's figure per call is the median of its blocks' differences to the
-untraced blocks they took turns with, and the added cost is the median of the rounds' figures, shown with their
-minimum and maximum, beside the goal (at most GOAL_NS added). Then decodes the traces it just wrote and reports the
-reader's speed (events per second) and the size on disk per event.
+Runs the probe (native/trace/overhead_probe.c: N small pwrite, pread, write, read, fwrite, fread, open+close, stat
+and lseek calls on a file in the page cache, and MPI_File_write_at, MPI_File_write_at_all, MPI_File_read_at,
+MPI_File_write, MPI_File_write_all and MPI_File_read in the per-MPI builds) untraced, traced and with each other
+tool compared, for a number of rounds, in one command. In a round the probes run at once, on one CPU, and take turns
+block by block (run_in_turns), each block timed with the thread's CPU clock; a round's figure per call is the median
+of its blocks' differences to the untraced blocks they took turns with, and the added cost is the median of the
+rounds' figures, shown with their minimum and maximum, beside the goal (at most GOAL_NS added). Then decodes the
+traces it just wrote and reports the reader's speed (events per second) and the size on disk per event.
 
 CPU times still move with whatever else the machine runs; `--instructions` adds a repeatable figure: the
 instructions tracing (and each other tool) adds per call on the program's own thread, counted by callgrind
@@ -38,7 +38,8 @@ from ioloom.run import traced_environment
 
 GOAL_NS = 100
 POSIX_CALLS = ("pwrite", "pread", "write", "read", "fwrite", "fread", "open+close", "stat", "lseek")
-MPI_CALLS = ("MPI_File_write_at", "MPI_File_write_at_all", "MPI_File_read_at")
+MPI_CALLS = ("MPI_File_write_at", "MPI_File_write_at_all", "MPI_File_read_at", "MPI_File_write", "MPI_File_write_all",
+             "MPI_File_read")
 # glibc's malloc in the callgrind runs: a per-thread cache large enough to hold every block freed. Open MPI's OMPIO
 # mallocs and frees about a dozen blocks per data call, and with the default cache (7 blocks per size) glibc serves
 # them through paths whose length depends on the heap's layout, which differs from run to run: without it the counts
@@ -469,7 +470,8 @@ def command(
                                            "from the environment (repeatable)."),
 ) -> None:
     """Added CPU ns per traced call (pwrite, pread, write, read, fwrite, fread, open+close, stat, lseek,
-    MPI_File_write_at, MPI_File_write_at_all, MPI_File_read_at) against the goal, and the reader's events/s."""
+    MPI_File_write_at, MPI_File_write_at_all, MPI_File_read_at, MPI_File_write, MPI_File_write_all, MPI_File_read)
+    against the goal, and the reader's events/s."""
     too_few = stats.rounds_allowed(rounds, quick, "--rounds")
     if too_few:
         _refuse(too_few)
