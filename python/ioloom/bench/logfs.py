@@ -169,8 +169,8 @@ def compare(impl: str | None, nranks: int, base: list[str], reps: int, directory
         work = Path(tmp)
         (work / "mnt").mkdir()
         (work / "elsewhere").mkdir()
-        if lead_in(configs):
-            _run_config(lead_in(configs), impl, nranks, base, work, from_device)
+        if first := lead_in(configs):
+            _run_config(first, impl, nranks, base, work, from_device)
         for order in orders:
             for config in order:
                 bandwidths, evicted = _run_config(config, impl, nranks, base, work, from_device)
