@@ -741,16 +741,19 @@ __attribute__((target("avx2"))) static void time_columns_avx2(struct time_body *
     time_columns_body(gap, duration, survey, ev, stride, n, clock, 1);
 }
 
+/* Whether the CPU has AVX2: 0 not asked yet, 1 no, 2 yes (can_avx2). tests/programs/encode_paths.c, which includes
+ * this file, sets it to 1 to run the survey without AVX2 on a CPU that has it. */
+static int avx2_known;
+
 /* 1 when the CPU has AVX2 and the system saves its registers; asked once (idempotent, no lock: see can_fold). */
 static int can_avx2(void) {
-    static int known; /* 0 not asked yet, 1 no, 2 yes */
-    int answer = __atomic_load_n(&known, __ATOMIC_RELAXED);
+    int answer = __atomic_load_n(&avx2_known, __ATOMIC_RELAXED);
     if (!answer) {
         unsigned a, b, c = 0, d, xcr0 = 0, high;
         int saved = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_OSXSAVE);
         if (saved) __asm__("xgetbv" : "=a"(xcr0), "=d"(high) : "c"(0)); /* XCR0: the XMM and YMM state is saved */
         answer = saved && (xcr0 & 6) == 6 && __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & bit_AVX2) ? 2 : 1;
-        __atomic_store_n(&known, answer, __ATOMIC_RELAXED);
+        __atomic_store_n(&avx2_known, answer, __ATOMIC_RELAXED);
     }
     return answer == 2;
 }
