@@ -26,8 +26,10 @@ COMPILED = paths.REPO_ROOT / "build" / "tests" / "trace"
 
 
 def compile_program(source: str, *flags: str) -> Path:
-    """tests/programs/<source> built with gcc -O2 -D_FORTIFY_SOURCE=2 (so the fortified entry points are used)."""
-    text = (PROGRAMS / source).read_bytes()
+    """tests/programs/<source> built with gcc -O2 -D_FORTIFY_SOURCE=2 (so the fortified entry points are used);
+    built again when it, a flag or a C source or header in an -I directory changed (a program may include one)."""
+    included = [p for flag in flags if flag.startswith("-I") for p in sorted(Path(flag[2:]).glob("*.[ch]"))]
+    text = b"".join(p.read_bytes() for p in [PROGRAMS / source, *included])
     key = hashlib.sha256(text + " ".join(flags).encode()).hexdigest()[:12]
     exe = COMPILED / f"{Path(source).stem}-{key}"
     if not exe.exists():
