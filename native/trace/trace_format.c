@@ -222,24 +222,29 @@ struct chunk_times {
 #define ROW_START(k) ioloom_row_time(tm->clock, &ROW(k), ROW(k).t_start)
 #define ROW_END(k) ioloom_row_time(tm->clock, &ROW(k), ROW(k).t_end)
 
-/* Every column: its stored (pre-zigzag) value for row 0 and for row i > 0 of rows ev[0..n), each read as int64_t.
+/* Every column: its stored (pre-zigzag) value for row 0 and for row i > 0 of rows ev[0..n), each read as int64_t;
+ * the difference columns (stored as the change of a field from the row before) listed apart, as (column, field).
  * Differences are taken unsigned (they wrap, as the readers' sums do: no signed overflow). */
 #define MINUS(a, b) ((uint64_t)(a) - (uint64_t)(b))
-#define EACH_COLUMN(X)                                                                                                \
+#define EACH_VALUE_COLUMN(X)                                                                                          \
     X(IOLOOM_COL_GAP, ROW_START(0) - tm->base, ROW_START(i) - ROW_END(i - 1))                                         \
     X(IOLOOM_COL_DURATION, ROW_END(0) - ROW_START(0), ROW_END(i) - ROW_START(i))                                      \
     X(IOLOOM_COL_OP, ROW(0).op, ROW(i).op)                                                                            \
     X(IOLOOM_COL_LAYER, ROW(0).layer, ROW(i).layer)                                                                   \
     X(IOLOOM_COL_FILE, ROW(0).file_id, ROW(i).file_id)                                                                \
     X(IOLOOM_COL_HANDLE, ROW(0).handle, ROW(i).handle)                                                                \
-    X(IOLOOM_COL_OFFSET_DELTA, ROW(0).offset, MINUS(ROW(i).offset, ROW(i - 1).offset))                                \
-    X(IOLOOM_COL_REQ, ROW(0).req_bytes, MINUS(ROW(i).req_bytes, ROW(i - 1).req_bytes))                                \
     X(IOLOOM_COL_RET_MINUS_REQ, MINUS(ROW(0).ret_bytes, ROW(0).req_bytes), MINUS(ROW(i).ret_bytes, ROW(i).req_bytes)) \
-    X(IOLOOM_COL_ERRNO, ROW(0).err, ROW(i).err)                                                                       \
-    X(IOLOOM_COL_AUX, ROW(0).aux, MINUS(ROW(i).aux, ROW(i - 1).aux))                                                  \
-    X(IOLOOM_COL_CALL_ID, ROW(0).call_id, MINUS(ROW(i).call_id, ROW(i - 1).call_id))                                  \
-    X(IOLOOM_COL_PARENT, ROW(0).parent, MINUS(ROW(i).parent, ROW(i - 1).parent))                                      \
-    X(IOLOOM_COL_COLL_SEQ, ROW(0).coll_seq, MINUS(ROW(i).coll_seq, ROW(i - 1).coll_seq))
+    X(IOLOOM_COL_ERRNO, ROW(0).err, ROW(i).err)
+/* D(X, column, field) for each difference column (D passes X on: EACH_COLUMN) */
+#define EACH_DIFFERENCE_COLUMN(D, X)      \
+    D(X, IOLOOM_COL_OFFSET_DELTA, offset) \
+    D(X, IOLOOM_COL_REQ, req_bytes)       \
+    D(X, IOLOOM_COL_AUX, aux)             \
+    D(X, IOLOOM_COL_CALL_ID, call_id)     \
+    D(X, IOLOOM_COL_PARENT, parent)       \
+    D(X, IOLOOM_COL_COLL_SEQ, coll_seq)
+#define DIFFERENCE_COLUMN(X, column, field) X(column, ROW(0).field, MINUS(ROW(i).field, ROW(i - 1).field))
+#define EACH_COLUMN(X) EACH_VALUE_COLUMN(X) EACH_DIFFERENCE_COLUMN(DIFFERENCE_COLUMN, X)
 
 /* Four adjacent 64-bit fields of a row in one vector, or two (the vector extension of GCC and Clang: one AVX2
  * register where the survey is compiled for AVX2, two SSE2 registers otherwise on x86-64, the machine's vectors or
@@ -529,22 +534,12 @@ static uint8_t *put_varying_column(uint8_t *p, int col, const struct ioloom_raw_
 
 /* Row 0's field of difference column `col` (stored as the change from the row before), NULL for the others. */
 static const int64_t *difference_field(int col, const struct ioloom_raw_event *ev) {
-    switch (col) {
-        case IOLOOM_COL_OFFSET_DELTA:
-            return &ev->offset;
-        case IOLOOM_COL_REQ:
-            return &ev->req_bytes;
-        case IOLOOM_COL_AUX:
-            return &ev->aux;
-        case IOLOOM_COL_CALL_ID:
-            return &ev->call_id;
-        case IOLOOM_COL_PARENT:
-            return &ev->parent;
-        case IOLOOM_COL_COLL_SEQ:
-            return &ev->coll_seq;
-        default:
-            return NULL;
-    }
+#define FIELD(unused, column, field) \
+    case column:                     \
+        return &ev->field;
+    switch (col) { EACH_DIFFERENCE_COLUMN(FIELD, ) }
+#undef FIELD
+    return NULL;
 }
 
 /* Whether the field f[0], f[s], ... changes by `change` at each of rows 1 to 4 (f: the row before them). */
@@ -576,7 +571,8 @@ static size_t few_runs_of_differences(const int64_t *f, size_t s, size_t n, int6
 }
 
 /* The runs of column `col` in one pass that stops as soon as there are more than n / 8 of them: their count (0
- * when there were more), run k's value in v[k] and its first row in v[n / 8 + k]. */
+ * when there were more), run k's value in v[k] and its first row in v[n / 8 + k]. A difference column's in
+ * few_runs_of_differences, the others' here. */
 static size_t few_runs(int col, const struct ioloom_raw_event *ev, size_t stride, size_t n,
                        const struct chunk_times *tm, int64_t *v) {
     size_t few = n / 8, runs = 1;
@@ -596,7 +592,7 @@ static size_t few_runs(int col, const struct ioloom_raw_event *ev, size_t stride
         }                                                     \
         break;                                                \
     }
-    switch (col) { EACH_COLUMN(RUNS) }
+    switch (col) { EACH_VALUE_COLUMN(RUNS) }
 #undef RUNS
     return runs;
 }
