@@ -287,14 +287,23 @@ static inline __attribute__((always_inline)) void row_lanes(const struct ioloom_
     *packed &= PACKED_MASK;
 }
 
-/* Each lane of the survey: its column, and whether that is a difference column (stored as the change from the row
- * before: its lane counts up by a step) or one compared with row 0's value (its step 0). */
+/* Each lane of the survey: its column (a difference column, stored as the change from the row before, counts up by
+ * a step; the others are compared with row 0's value: their step is 0). */
 static const struct {
-    int col, quad, lane, difference;
-} survey_lanes[8] = {{IOLOOM_COL_OFFSET_DELTA, 0, 0, 1},  {IOLOOM_COL_REQ, 0, 1, 1},
-                     {IOLOOM_COL_RET_MINUS_REQ, 0, 2, 0}, {IOLOOM_COL_HANDLE, 0, 3, 0},
-                     {IOLOOM_COL_AUX, 1, 0, 1},           {IOLOOM_COL_COLL_SEQ, 1, 1, 1},
-                     {IOLOOM_COL_CALL_ID, 1, 2, 1},       {IOLOOM_COL_PARENT, 1, 3, 1}};
+    int col, quad, lane;
+} survey_lanes[8] = {{IOLOOM_COL_OFFSET_DELTA, 0, 0}, {IOLOOM_COL_REQ, 0, 1},   {IOLOOM_COL_RET_MINUS_REQ, 0, 2},
+                     {IOLOOM_COL_HANDLE, 0, 3},       {IOLOOM_COL_AUX, 1, 0},   {IOLOOM_COL_COLL_SEQ, 1, 1},
+                     {IOLOOM_COL_CALL_ID, 1, 2},      {IOLOOM_COL_PARENT, 1, 3}};
+
+/* Whether column `col` is a difference column (EACH_DIFFERENCE_COLUMN). */
+static int is_difference_column(int col) {
+#define IS_DIFFERENCE(unused, column, field) \
+    case column:                             \
+        return 1;
+    switch (col) { EACH_DIFFERENCE_COLUMN(IS_DIFFERENCE, ) }
+#undef IS_DIFFERENCE
+    return 0;
+}
 
 /* Which columns but the times (time_column sees to them) hold the same value in every row, found in the time
  * columns' pass over the rows (survey_row): most columns of a loop are constant, and one pass finds them all, where
@@ -411,7 +420,7 @@ static uint32_t survey_end(const struct column_survey *s, const int64_t *first, 
         const int col = survey_lanes[k].col, q = survey_lanes[k].quad, lane = survey_lanes[k].lane;
         int stays = s->unsteady[q][lane] == 0;
         /* a difference column whose rows all hold the step, row 0 too, is constant */
-        int constant = stays && (!survey_lanes[k].difference || (uint64_t)first[col] == s->step[q][lane]);
+        int constant = stays && (!is_difference_column(col) || (uint64_t)first[col] == s->step[q][lane]);
         *steady |= (uint32_t)(stays && !constant) << col;
         varying |= (uint32_t)!constant << col;
     }
