@@ -119,10 +119,15 @@ def configurations(base: list[str], goal_only: bool) -> tuple[str, ...]:
     return CONFIGS + ((same_path,) if same_path not in CONFIGS else ())
 
 
+def _balanced(configs: tuple[str, ...]) -> bool:
+    """Whether the rounds of `configs` take BALANCED_ORDERS (three configurations: --goal-only)."""
+    return len(configs) == len(BALANCED_ORDERS[0])
+
+
 def round_order(configs: tuple[str, ...], rep: int) -> tuple[str, ...]:
     """The order of round `rep`: for three configurations BALANCED_ORDERS in turn, else forward and reversed by
     turns."""
-    if len(configs) == len(BALANCED_ORDERS[0]):
+    if _balanced(configs):
         return tuple(configs[i] for i in BALANCED_ORDERS[rep % len(BALANCED_ORDERS)])
     return configs if rep % 2 == 0 else tuple(reversed(configs))
 
@@ -130,7 +135,7 @@ def round_order(configs: tuple[str, ...], rep: int) -> tuple[str, ...]:
 def lead_in(configs: tuple[str, ...]) -> str | None:
     """The configuration run unmeasured before a row's first round, so that its first run follows what it follows in
     the orders' cycle (BALANCED_ORDERS); None where the rounds are not balanced."""
-    return round_order(configs, -1)[-1] if len(configs) == len(BALANCED_ORDERS[0]) else None
+    return round_order(configs, -1)[-1] if _balanced(configs) else None
 
 
 def _ratios(runs: dict[str, dict[str, list[float]]], same_path: str) -> dict:
@@ -164,12 +169,12 @@ def compare(impl: str | None, nranks: int, base: list[str], reps: int, directory
     configs = configurations(base, goal_only)
     runs: dict[str, dict[str, list[float]]] = {c: {"write": [], "read": []} for c in configs}
     evictions = []
-    orders = [round_order(configs, rep) for rep in range(reps)]
+    orders, first = [round_order(configs, rep) for rep in range(reps)], lead_in(configs)
     with tempfile.TemporaryDirectory(dir=directory, prefix="ioloom-bench-logfs-") as tmp:
         work = Path(tmp)
         (work / "mnt").mkdir()
         (work / "elsewhere").mkdir()
-        if first := lead_in(configs):
+        if first:
             _run_config(first, impl, nranks, base, work, from_device)
         for order in orders:
             for config in order:
@@ -177,7 +182,7 @@ def compare(impl: str | None, nranks: int, base: list[str], reps: int, directory
                 for op, bw in bandwidths.items():
                     runs[config][op].append(bw)
                 evictions += [evicted] if evicted else []
-    return {"ranks": nranks, "same_path_n1": same_path, "lead_in": lead_in(configs), "orders": orders,
+    return {"ranks": nranks, "same_path_n1": same_path, "lead_in": first, "orders": orders,
             "evicted": _evictions(evictions) if from_device else None,
             "bandwidth": {c: {op: spread(v) for op, v in ops.items()} for c, ops in runs.items()},
             **_ratios(runs, same_path)}
@@ -467,7 +472,7 @@ def logfs_command(
     if unknown:
         raise typer.BadParameter(f"--shape {', '.join(sorted(unknown))}: expected aligned or ior-hard")
     if read_from not in READ_FROM:
-        raise typer.BadParameter(f"--read-from {read_from}: expected device or cache")
+        raise typer.BadParameter(f"--read-from {read_from}: expected {' or '.join(READ_FROM)}")
     if read_from == "device" and reads not in (None, 1):
         raise typer.BadParameter(f"--reads {reads}: from the device each launch reads once (a second read phase "
                                  "would find the first one's pages cached); use --read-from cache for more")
