@@ -233,10 +233,10 @@ void mpiio_pointer_unseen(MPI_File fh);
 /* The byte offset of etype number `offset` through a view with holes (the MPI library knows its layout). */
 int64_t mpiio_view_byte_offset(const struct mpiio_file *file, MPI_Offset offset);
 
-/* Datatype sizes. Every data call needs its datatype's size (requested bytes), and PMPI_Type_size_x costs about 85
- * instructions in MPICH. Each thread remembers the last datatype it asked about: a handle names the same type
- * until MPI_Type_free, which moves mpiio_types_freed (before and after the free, so that no thread keeps the old
- * size of a handle the library hands out again). The library is asked only about a datatype that a data call has
+/* Datatype sizes. Every data call needs its datatype's size (requested bytes), and PMPI_Type_size_x is a library
+ * call, dearer than the rest of the wrapper. Each thread remembers the last datatype it asked about: a handle names the
+ * same type until MPI_Type_free, which moves mpiio_types_freed (before and after the free, so that no thread keeps the
+ * old size of a handle the library hands out again). The library is asked only about a datatype that a data call has
  * just accepted (returned MPI_SUCCESS with it): asked about an invalid one (MPI_DATATYPE_NULL, a freed handle), it
  * raises the error on MPI_COMM_WORLD, whose handler aborts by default, where the call itself returns the error to
  * the program through the file's handler. */
