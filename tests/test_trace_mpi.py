@@ -596,16 +596,19 @@ POINTER_CALLS = {"MPI_File_write", "MPI_File_read", "MPI_File_write_all", "MPI_F
 
 def test_followed_individual_pointer_is_the_librarys(mpi, ioloom_cli, tmp_path):
     """300 individual-pointer calls in a random order (writes and reads, collective, non-blocking and split, of ints
-    and of a 3-int type, reads stopping short at the end of file, seeks and views between them), each after the
-    program asked MPI_File_get_position: the aux the tracer recorded, following the pointer rather than asking for
-    it, is the position the library gave, call for call."""
+    and of a 3-int type, reads stopping short at the end of file, seeks and views between them, and views set by a
+    library inside MPI_File_sync where the tracer records nothing), each after the program asked
+    MPI_File_get_position and MPI_File_get_byte_offset: the aux and offset the tracer recorded, following the pointer
+    rather than asking for it, are the position and byte offset the library gave, call for call."""
     exe = mpi.compile("mpiio_pointer.c")
+    tool = mpi.compile("mpiio_view_tool.c", "-shared", "-fPIC")
     target = tmp_path / "file.dat"
     for seed in (1, 2):
         target.unlink(missing_ok=True)
         out = ioloom_cli("run", "-o", tmp_path / f"trace{seed}", "--", *mpi.command(1, [exe, target, "300", str(seed)]),
-                         env=mpi.impl.base_env(), timeout=300)
-        asked = [int(p) for p in out.stdout.split("positions:")[1].split()]
+                         env={**mpi.impl.base_env(), "LD_PRELOAD": str(tool)}, timeout=300)
+        asked = [tuple(map(int, p.split(":"))) for p in out.stdout.split("positions:")[1].split("\n")[0].split()]
+        assert int(out.stdout.split("view_tool: ")[1].split()[0]) > 0, out.stdout
         events = open_trace(tmp_path / f"trace{seed}").events().to_pandas().astype({"op": str, "layer": str})
         calls = events[(events.layer == "mpiio") & events.op.isin(POINTER_CALLS)].sort_values("call_id")
-        assert len(asked) == 300 and calls.aux.tolist() == asked
+        assert len(asked) == 300 and list(zip(calls.aux, calls.offset)) == asked

@@ -52,7 +52,7 @@ IOLOOM_INLINE void mpiio_leave(void) { mpiio_depth--; }
 #define MPIIO_DATA_WRAPPER(NAME, POS, COLL, PARAMS, ARGS, OFFSET, RUN)                                            \
     IOLOOM_INLINE int traced_##NAME(__typeof__(&P##NAME) next, MPIIO_ARGS PARAMS) {                               \
         if (!mpiio_enter()) {                                                                                     \
-            if (MPIIO_##POS == MPIIO_INDIVIDUAL) mpiio_pointer_unseen(fh);                                        \
+            if (MPIIO_##POS == MPIIO_INDIVIDUAL) mpiio_pointer_unseen(fh, IOLOOM_OP_##NAME);                      \
             return next(MPIIO_ARGS ARGS);                                                                         \
         }                                                                                                         \
         struct mpiio_call call;                                                                                   \
@@ -96,8 +96,9 @@ struct mpiio_file {
     int64_t coll_base;          /* open number on the communicator, << 32 */
     int64_t coll_count;         /* collectives done on this handle (atomic) */
     char *path;                 /* absolute, malloc'd: names the file in notes (file ids are per process) */
-    int64_t disp, etype_size;   /* the view */
-    int contiguous_view;        /* filetype has no holes: byte offset = disp + offset * etype_size */
+    int64_t disp, etype_size;   /* the view; etype_size 0: not known (set untraced, mpiio_pointer_unseen) */
+    int contiguous_view;        /* filetype has no holes: byte offset = disp + offset * etype_size; 0 while the
+                                 * view is not known (the library places each offset) */
     int sequential;             /* opened with MPI_MODE_SEQUENTIAL: it has no individual pointer to ask for */
     int64_t pointer;            /* the individual pointer (etype units) as followed here; -1: not known (ask) */
     struct mpiio_pending split; /* the split collective in progress (MPI allows one per handle) */
@@ -221,15 +222,18 @@ extern int mpiio_pointer_followed; /* 1 until MPI_Init_thread provides MPI_THREA
 IOLOOM_INLINE void mpiio_pointer_set(struct mpiio_file *file, int64_t pointer) {
     __atomic_store_n(&file->pointer, mpiio_pointer_followed ? pointer : -1, __ATOMIC_RELAXED);
 }
-/* After an individual-pointer data call (its row): where the pointer is now, if that is known. */
+/* After an individual-pointer data call (its row): where the pointer is now, if that is known (it is not while the
+ * view, and so the etype size, is not known). */
 IOLOOM_INLINE void mpiio_pointer_moved(struct mpiio_file *file, const struct ioloom_raw_event *row) {
     int64_t bytes = row->ret_bytes == row->req_bytes ? row->req_bytes : -1; /* -1: failed, short or pending */
-    int64_t etypes = file->etype_size == 1 ? bytes : bytes % file->etype_size ? -1 : bytes / file->etype_size;
+    int64_t size = file->etype_size;
+    int64_t etypes = size == 1 ? bytes : size > 1 && bytes % size == 0 ? bytes / size : -1;
     mpiio_pointer_set(file, row->aux >= 0 && etypes >= 0 ? row->aux + etypes : -1);
 }
-/* A call that moves fh's individual pointer passes through untraced: inside another MPI call, it is not known any
- * more (with the layer off, no file is in the table). */
-void mpiio_pointer_unseen(MPI_File fh);
+/* A call (op) that may move fh's individual pointer passes through untraced: inside another MPI call, the pointer is
+ * not known any more (with the layer off, no file is in the table). After an MPI_File_set_view so, the view is not
+ * known either until a traced one: offsets are asked of the library, and the pointer after every call. */
+void mpiio_pointer_unseen(MPI_File fh, enum ioloom_op op);
 /* The byte offset of etype number `offset` through a view with holes (the MPI library knows its layout). */
 int64_t mpiio_view_byte_offset(const struct mpiio_file *file, MPI_Offset offset);
 

@@ -17,9 +17,11 @@ MPI_Offset mpiio_individual_position(const struct mpiio_file *file) {
     return position;
 }
 
-void mpiio_pointer_unseen(MPI_File fh) {
+void mpiio_pointer_unseen(MPI_File fh, enum ioloom_op op) {
     struct mpiio_file *file = mpiio_depth ? mpiio_file_find(fh) : NULL;
-    if (file) mpiio_pointer_set(file, -1);
+    if (!file) return;
+    if (op == IOLOOM_OP_MPI_File_set_view) file->etype_size = file->contiguous_view = 0;
+    mpiio_pointer_set(file, -1);
 }
 
 int64_t mpiio_view_byte_offset(const struct mpiio_file *file, MPI_Offset offset) {

@@ -110,11 +110,11 @@ MPIIO_BOTH_NAMES(MPI_File_delete, (const char *filename, MPI_Info info), (filena
 /* A call on an open file: BEFORE and AFTER are statements that may use `call`, `file` and (AFTER) `rc`;
  * ret_bytes is 0 on success unless AFTER sets it; the errno the call left is kept across AFTER. COLL: the call is
  * collective over the file's group. One passed through inside another MPI call may move the individual pointer
- * (a seek, a view) unseen: it is asked again. */
+ * (a seek, a view) unseen: it is asked again, and after a view set so, the view too (mpiio_pointer_unseen). */
 #define MPIIO_FILE_CALL(NAME, COLL, PARAMS, ARGS, FH, BEFORE, AFTER)         \
     static int traced_##NAME(__typeof__(&P##NAME) next, MPIIO_ARGS PARAMS) { \
         if (!mpiio_enter()) {                                                \
-            mpiio_pointer_unseen(FH);                                        \
+            mpiio_pointer_unseen(FH, IOLOOM_OP_##NAME);                      \
             return next(MPIIO_ARGS ARGS);                                    \
         }                                                                    \
         struct mpiio_file *file = mpiio_file_find(FH);                       \

@@ -1,8 +1,10 @@
-/* Individual-pointer MPI-IO calls in a random order, each preceded by MPI_File_get_position (which the tracer does
- * not trace): the tracer follows the pointer instead of asking for it, and each data call's aux must be the
- * position printed for it. Writes and reads, collective, non-blocking, split, of ints and of a 3-int type, seeks
- * from the start, the current place and to the end, reads that stop short at the end of file, views with and without
- * holes. Usage: mpiio_pointer FILE CALLS SEED. One rank. Prints "positions: P1 P2 ..." (one per data call). */
+/* Individual-pointer MPI-IO calls in a random order, each preceded by MPI_File_get_position and
+ * MPI_File_get_byte_offset (which the tracer does not trace): the tracer follows the pointer instead of asking for it,
+ * and each data call's aux and offset must be the position and byte offset printed for it. Writes and reads,
+ * collective, non-blocking, split, of ints and of a 3-int type, seeks from the start, the current place and to the
+ * end, reads that stop short at the end of file, views with and without holes, and MPI_File_sync (which
+ * mpiio_view_tool.c, preloaded after the tracer, turns into a view set inside it, untraced).
+ * Usage: mpiio_pointer FILE CALLS SEED. One rank. Prints "positions: P1:B1 P2:B2 ..." (one per data call). */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,9 +26,10 @@ static void check(int rc, const char *what) {
 static int pick(int n) { return (int)(rand_r(&seed) % (unsigned)n); }
 
 static void print_position(void) {
-    MPI_Offset at;
+    MPI_Offset at, byte;
     check(MPI_File_get_position(fh, &at), "get_position");
-    printf(" %lld", (long long)at);
+    check(MPI_File_get_byte_offset(fh, at, &byte), "get_byte_offset");
+    printf(" %lld:%lld", (long long)at, (long long)byte);
 }
 
 /* One data call through the individual pointer (what = 0..5; no non-blocking or split read: Open MPI 4.1's
@@ -49,10 +52,13 @@ static void data_call(int what, int count) {
     if (what == 4) check(MPI_Wait(&request, MPI_STATUS_IGNORE), "wait");
 }
 
-/* Something else that moves the pointer: a seek (from the start, here, the end) or a new view. */
+/* Something else that moves the pointer: a seek (from the start, here, the end), a new view, or a sync (a new view
+ * under mpiio_view_tool.c). */
 static void move(void) {
-    int how = pick(4);
-    if (how == 3) {
+    int how = pick(5);
+    if (how == 4) {
+        check(MPI_File_sync(fh), "sync");
+    } else if (how == 3) {
         MPI_Offset disp = 4 * pick(8);
         check(MPI_File_set_view(fh, disp, MPI_INT, pick(2) ? MPI_INT : holes, "native", MPI_INFO_NULL), "view");
     } else {
