@@ -595,20 +595,31 @@ POINTER_CALLS = {"MPI_File_write", "MPI_File_read", "MPI_File_write_all", "MPI_F
 
 
 def test_followed_individual_pointer_is_the_librarys(mpi, ioloom_cli, tmp_path):
-    """300 individual-pointer calls in a random order (writes and reads, collective, non-blocking and split, of ints
-    and of a 3-int type, reads stopping short at the end of file, seeks and views between them, and views set by a
-    library inside MPI_File_sync where the tracer records nothing), each after the program asked
-    MPI_File_get_position and MPI_File_get_byte_offset: the aux and offset the tracer recorded, following the pointer
-    rather than asking for it, are the position and byte offset the library gave, call for call."""
-    exe = mpi.compile("mpiio_pointer.c")
+    """300 individual-pointer calls in a random order on each of three files (writes and reads, collective,
+    non-blocking and split, of ints and of a 3-int type, one in eight failing, reads stopping short at the end of
+    file, seeks and views between them, and views set by a library inside MPI_File_sync where the tracer records
+    nothing), each after the program asked MPI_File_get_position and MPI_File_get_byte_offset: the aux and offset the
+    tracer recorded, following the pointer rather than asking for it (asking for it under MPI_THREAD_MULTIPLE), are
+    the position and byte offset the library gave, call for call. One file is plain, one opened MPI_MODE_APPEND over
+    data (the pointer starts at its end), one MPI_MODE_SEQUENTIAL (no individual pointer: aux and offset -1); the
+    files one after another (two seeds), then at once in three threads. No non-blocking or split reads: Open MPI
+    4.1's MPI_Wait can spin for ever on one that reaches the end of file, untraced too."""
+    exe = mpi.compile("mpiio_pointer.c", "-pthread")
     tool = mpi.compile("mpiio_view_tool.c", "-shared", "-fPIC")
-    target = tmp_path / "file.dat"
-    for seed in (1, 2):
-        target.unlink(missing_ok=True)
-        out = ioloom_cli("run", "-o", tmp_path / f"trace{seed}", "--", *mpi.command(1, [exe, target, "300", str(seed)]),
+    for seed, how in ((1, "serial"), (2, "serial"), (3, "threads")):
+        trace_dir = tmp_path / f"trace{seed}"
+        out = ioloom_cli("run", "-o", trace_dir, "--",
+                         *mpi.command(1, [exe, tmp_path / f"file{seed}", "300", str(seed), how]),
                          env={**mpi.impl.base_env(), "LD_PRELOAD": str(tool)}, timeout=300)
-        asked = [tuple(map(int, p.split(":"))) for p in out.stdout.split("positions:")[1].split("\n")[0].split()]
-        assert int(out.stdout.split("view_tool: ")[1].split()[0]) > 0, out.stdout
-        events = open_trace(tmp_path / f"trace{seed}").events().to_pandas().astype({"op": str, "layer": str})
-        calls = events[(events.layer == "mpiio") & events.op.isin(POINTER_CALLS)].sort_values("call_id")
-        assert len(asked) == 300 and list(zip(calls.aux, calls.offset)) == asked
+        noted = {line.split()[1].rstrip(":"): [tuple(map(int, p.split(":"))) for p in line.split()[2:]]
+                 for line in out.stdout.splitlines() if line.startswith("positions ")}
+        assert len(noted) == 3 and int(out.stdout.split("view_tool: ")[1].split()[0]) > 0, out.stdout
+        trace = open_trace(trace_dir)
+        events = trace.events().to_pandas().astype({"op": str, "layer": str})
+        files = trace.files.to_pandas()
+        for path, expected in noted.items():
+            mine = events[(events.layer == "mpiio") & events.op.isin(POINTER_CALLS)
+                          & events.file_id.isin(files.file_id[files.path == path])].sort_values("call_id")
+            assert len(expected) == 300 and list(zip(mine.aux, mine.offset)) == expected, (how, path)
+        sequential = noted[str(tmp_path / f"file{seed}.2")]
+        assert set(sequential) == {(-1, -1)} and noted[str(tmp_path / f"file{seed}.1")][0][0] > 0
