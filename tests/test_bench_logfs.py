@@ -132,6 +132,14 @@ def test_reads_from_the_device_are_one_phase_per_launch(ioloom_cli, tmp_path):
     assert out.returncode == 2 and "--read-from disk: expected device or cache" in out.stderr
 
 
+def test_reads_help_gives_the_phases_of_each_source(ioloom_cli):
+    """--reads's help says how many phases each --read-from reads (READS), not a default of None."""
+    help_text = " ".join(ioloom_cli("bench", "logfs", "--help", env={"COLUMNS": "300"}).stdout.split())
+    reads = help_text.split("--reads ")[1].split("--read-from TEXT")[0]
+    assert f"{logfs.READS['cache']} with --read-from cache, {logfs.READS['device']} (the only choice)" in reads
+    assert "default" not in reads, reads
+
+
 def test_ior_hard_shape_moves_about_the_bytes_of_the_aligned_one():
     assert logfs.shape_sizes("aligned", "1m", "64k", 64) == (1 << 20, 64 << 10, 64)
     block, transfer, segments = logfs.shape_sizes("ior-hard", "1m", "64k", 64)

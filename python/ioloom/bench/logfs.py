@@ -436,10 +436,11 @@ def logfs_command(
         create_bytes: int = typer.Option(4096, "--create-bytes", min=0, help="Bytes written to each created file."),
         spread_dirs: int = typer.Option(32, "--spread", min=1, max=4096,
                                         help="Shared directories per extra backend (with --creates)."),
-        reads: int | None = typer.Option(None, "--reads", min=1, max=1000,
+        reads: int | None = typer.Option(None, "--reads", min=1, max=1000, show_default=False,
                                          help="Read phases after each write, the launch's read bandwidth their median "
                                               "(a read from the page cache is short: one descheduled rank decides a "
-                                              "phase); 5 with --read-from cache, 1 (the only choice) from the device."),
+                                              f"phase); {READS['cache']} with --read-from cache, {READS['device']} "
+                                              "(the only choice) from the device."),
         read_from: str = typer.Option("device", "--read-from",
                                       help="device: write and read in two launches, every file the run wrote synced "
                                            "and evicted from the page cache in between (posix_fadvise, no root "
@@ -473,7 +474,7 @@ def logfs_command(
         raise typer.BadParameter(f"--shape {', '.join(sorted(unknown))}: expected aligned or ior-hard")
     if read_from not in READ_FROM:
         raise typer.BadParameter(f"--read-from {read_from}: expected {' or '.join(READ_FROM)}")
-    if read_from == "device" and reads not in (None, 1):
+    if read_from == "device" and reads not in (None, READS["device"]):
         raise typer.BadParameter(f"--reads {reads}: from the device each launch reads once (a second read phase "
                                  "would find the first one's pages cached); use --read-from cache for more")
     if (instructions or cpu is not None) and not outside_only:
