@@ -132,6 +132,18 @@ def cached_bytes(files: Sequence[Path]) -> int:
     return sum(int(line) for line in out.stdout.split())
 
 
+def sync_file(path: Path, advice: int | None = None) -> None:
+    """fsync(2) the regular file `path` (opened read-only, not through a symbolic link), then, if given, `advice` for
+    all of it (posix_fadvise); OSError as the calls raise it."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    try:
+        os.fsync(fd)
+        if advice is not None:
+            os.posix_fadvise(fd, 0, 0, advice)
+    finally:
+        os.close(fd)
+
+
 def evict_page_cache(roots: Sequence[Path]) -> dict:
     """Drops the cached pages of every regular file under `roots`, without root and without touching other files:
     each file synced (posix_fadvise drops clean pages only), then posix_fadvise(POSIX_FADV_DONTNEED); then checks
@@ -141,14 +153,9 @@ def evict_page_cache(roots: Sequence[Path]) -> dict:
     before = cached_bytes(files)
     for path in files:
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+            sync_file(path, os.POSIX_FADV_DONTNEED)
         except OSError as err:
-            raise EvictionFailed(f"cannot open {path} to evict it from the page cache: {err.strerror}") from err
-        try:
-            os.fsync(fd)
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        finally:
-            os.close(fd)
+            raise EvictionFailed(f"cannot sync {path} and evict it from the page cache: {err.strerror}") from err
     after = cached_bytes(files)
     if after:
         raise EvictionFailed(f"{after} bytes of {len(files)} files under {', '.join(map(str, roots))} stayed in the "

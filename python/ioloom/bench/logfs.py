@@ -40,7 +40,7 @@ from rich.table import Table
 
 from ioloom import paths, units
 from ioloom.bench import app, competitors
-from ioloom.bench.io import MIB, EvictionFailed, available_memory, run_bench, run_restarted, summary
+from ioloom.bench.io import MIB, EvictionFailed, available_memory, run_bench, run_restarted, summary, sync_file
 from ioloom.bench.overhead import callgrind_per_call, cpu_not_allowed, run_probe, valgrind_missing
 from ioloom.bench.stats import PUBLISHED_ROUNDS, median_interval, per_round, rounds_allowed, spread
 from ioloom.logfs import preload
@@ -234,7 +234,7 @@ def flatten_vs_cp(impl: str | None, nranks: int, base: list[str], reps: int, dir
         for _ in range(reps):
             start = time.perf_counter()
             subprocess.run(["cp", str(work / "direct_n1.dat"), str(work / "copy")], check=True)
-            _fsync(work / "copy")
+            sync_file(work / "copy")
             bw["cp"].append(size / (time.perf_counter() - start))
             start = time.perf_counter()
             flatten(work / "mnt" / "shared.dat", work / "flat")
@@ -243,14 +243,6 @@ def flatten_vs_cp(impl: str | None, nranks: int, base: list[str], reps: int, dir
                 raise RuntimeError("flatten did not reproduce the direct file: run `ioloom container check`")
     return {"bytes": size, "cp_bw": spread(bw["cp"]), "flatten_bw": spread(bw["flatten"]),
             "ratio": spread(per_round(bw["flatten"], bw["cp"]))}
-
-
-def _fsync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 # The probe's calls that take a path, run again on a relative path from the probe file's directory (which holds the
