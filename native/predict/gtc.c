@@ -1,24 +1,80 @@
 /* GTC-like (Dorier's thesis, Table 7.5: "One file per node per iteration, number of particles varies"; Sec. 7.3.1:
  * "GTC writes one file per node per iteration, but the amount of data varies between files as particles move from
- * one process to another"; Sec. 7.3.3: "GTC's I/O phase consists of a loop over all particles"): one file per node
- * per iteration, written through POSIX by the node's first rank: a header, then one write per particle (7 floats).
- * Nodes are groups of RANKS_PER_NODE consecutive ranks, each rank contributing a number of particles that varies
- * from iteration to iteration (summed on the node's first rank).
+ * one process to another"; Sec. 7.3.3: "GTC's I/O phase consists of a loop over all particles").
  *
- * gtc: about 1,000 particles per rank, varying by up to 2% without period (the thesis gives no count; its 100.0%
- * hit ratio, rounded, allows one mispredicted loop end per 2,000 operations, so files of thousands of particles).
- * gtc-stress: about 55 particles per rank, whose count repeats every 29 iterations (an arithmetic cycle a real
- * count does not follow, and files twenty times smaller: every loop end weighs twenty times more). */
+ * gtc: the restart file of GTC version 1 (the thesis's [43], "GTC version 1, Plasma Theory Group, UC Irvine": the
+ * release of phoenix.ps.uci.edu/GTC/codes.php, kept as github.com/pradeepfn/gtc-benchmark commit 2dd182d, "The
+ * original code from the site"), written as GTC writes it. At each snapshot (main.F90:143-147: every mstep/msnap
+ * steps, msnap capped at mstep/ndiag by setup.F90:69) snapshot.f90:41 calls restart_write, where every rank
+ * replaces its own file DATA_RESTART.<rank in 5 digits> (restart.f90:45-66; save_restart_files=0, line 33) and
+ * writes three unformatted records (lines 70-72): mi, me, ntracer and the grid's profiles and potential; on rank 0
+ * only, etracer and ptracer; the ions, zion(1:6,1:mi) and zion0(6,1:mi) (6 reals per ion without particle tracking,
+ * setup.F90:234, then one more). One file per process, not per node as the thesis says. gtc_restart.f90 makes these
+ * statements, so the POSIX calls are the Fortran runtime's, not ours: with Debian's gfortran 12 (a 131,072-byte
+ * buffer) per snapshot an open, a write of the first record, a write per buffer of ions (131,064 bytes while zion's
+ * 24-byte ions fill it), the rest in a last shorter write, an lseek and a 4-byte write of the record's length,
+ * another of its trailing copy, a close: GTC's own calls, the same operations, offsets and sizes on all 4 ranks over
+ * 300 snapshots (docs/predict.md, "GTC's own I/O").
+ * The input is GTC's gtc.input with ndiag=1 and msnap=mstep (a snapshot every iteration, as the thesis says),
+ * mzetamax=4 and npartdom=1 (each rank one toroidal domain of one plane, mzeta=1, as the input's 64 domains at the
+ * thesis's 512 cores), and mpsi=48, mthetamax=192, micell=20 (a quarter of its grid each way and a fifth of its ions
+ * per cell, to run on 4 ranks here): mgrid = 9,457 grid points, mi = micell*(mgrid-mpsi)*mzeta/npartdom = 188,180
+ * ions per rank at the start (setup.F90:147-150; the input as given puts 1,852,812 on each of 512 ranks), then as
+ * many as shifti moves in and out at each step (shifti.F90:213 and 319). Each rank's count at each snapshot is the
+ * one GTC wrote in that run (gtc_counts.h): so at most 4 ranks and 300 snapshots. Left out, as the thesis leaves it
+ * out of GTC's I/O: what rank 0 writes besides (restart.f90:77-112 copies history.out and sheareb.out, which grow by
+ * every diagnosis; snapshot.f90 its snapNNNNN.out; diagnosis.F90 history.out), and the potential that each toroidal
+ * domain's first rank writes through netCDF every ndiag steps (dataout3d.f90:127-153, PHI_<step>_<domain>.ncd).
+ *
+ * gtc-stress (the gtc kernel of model 1.1): one file per node (RANKS_PER_NODE consecutive ranks) per iteration,
+ * written through POSIX by the node's first rank after a reduce of the particle counts: a 64-byte header, then one
+ * write per particle (7 floats); about 55 particles per rank, whose count repeats every 29 iterations (an
+ * arithmetic cycle a real count does not follow). */
 #include "kernels.h"
 
 #include <mpi.h>
 #include <stdio.h>
+#include <string.h>
 
-enum { RANKS_PER_NODE = 2, PARTICLE_FLOATS = 7, HEADER_BYTES = 64, PARTICLES = 1000, PARTICLES_JITTER = 20 };
+#ifdef IOLOOM_PREDICT_FORTRAN
+#include "gtc_counts.h"
 
-static int my_particles(const struct run *r, int step) {
-    if (r->stress) return 40 + (step * 37 + r->rank * 11) % 29;
-    return PARTICLES + jitter(1u + (unsigned)step * 7919u + (unsigned)r->rank * 104729u, PARTICLES_JITTER);
+/* gtc_restart.f90 */
+void gtc_restart_write(const char *path, int path_len, int rank, int mi, int mpsi, int mgrid, int mzeta);
+/* libgfortran's settings, which a Fortran main program passes before anything else and a C one must pass itself
+ * (gfortran's manual, "Non-Fortran Main Program"): those gfortran 12's main passes by default (-std=gnu). Without
+ * them the runtime stats each file before an OPEN, to refuse one open on another unit, a call GTC does not make. */
+void _gfortran_set_options(int count, int options[]);
+static int fortran_main_options[] = {2116, 4095, 0, 1, 1, 0, 31};
+#endif
+
+/* The run measured (the header comment): radial grid points mpsi, points of a poloidal plane mgrid, planes per
+ * rank mzeta, ions per rank at the start. */
+enum { MPSI = 48, MGRID = 9457, MZETA = 1, IONS = 188180 };
+enum { RANKS_PER_NODE = 2, PARTICLE_FLOATS = 7, HEADER_BYTES = 64 };
+
+static int restart_files(const struct run *r) {
+#ifdef IOLOOM_PREDICT_FORTRAN
+    if (r->nranks > GTC_MEASURED_RANKS || r->steps > GTC_MEASURED_SNAPSHOTS) {
+        if (r->rank == 0)
+            fprintf(stderr,
+                    "ioloom-predict-kernels: gtc replays GTC's counts of %d ranks over %d snapshots: "
+                    "run at most that many\n",
+                    GTC_MEASURED_RANKS, GTC_MEASURED_SNAPSHOTS);
+        return 2;
+    }
+    _gfortran_set_options(sizeof fortran_main_options / sizeof *fortran_main_options, fortran_main_options);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/DATA_RESTART.%05d", r->dir, r->rank);
+    for (int step = 0; step < r->steps; step++) {
+        compute(r);
+        gtc_restart_write(path, (int)strlen(path), r->rank, IONS + gtc_ions_moved[r->rank][step], MPSI, MGRID, MZETA);
+    }
+    return 0;
+#else
+    if (r->rank == 0) fputs("ioloom-predict-kernels: gtc was built without a Fortran compiler\n", stderr);
+    return 2;
+#endif
 }
 
 static void write_particles(const struct run *r, int step, int node, int particles) {
@@ -34,17 +90,19 @@ static void write_particles(const struct run *r, int step, int node, int particl
     close_file(fd);
 }
 
-int kernel_gtc(const struct run *r) {
+static int node_files(const struct run *r) {
     MPI_Comm node_comm;
     int node = r->rank / RANKS_PER_NODE, node_rank;
     MPI_Comm_split(MPI_COMM_WORLD, node, r->rank, &node_comm);
     MPI_Comm_rank(node_comm, &node_rank);
     for (int step = 0; step < r->steps; step++) {
         compute(r);
-        int mine = my_particles(r, step), total = 0;
+        int mine = 40 + (step * 37 + r->rank * 11) % 29, total = 0;
         MPI_Reduce(&mine, &total, 1, MPI_INT, MPI_SUM, 0, node_comm);
         if (node_rank == 0) write_particles(r, step, node, total);
     }
     MPI_Comm_free(&node_comm);
     return 0;
 }
+
+int kernel_gtc(const struct run *r) { return r->stress ? node_files(r) : restart_files(r); }
