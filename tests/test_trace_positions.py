@@ -147,6 +147,23 @@ def test_a_path_removed_or_replaced_is_another_file(tmp_path):
     assert opens["file_id"].nunique() == 3
 
 
+def test_a_path_stat_again_after_another_process_replaced_it_is_another_file(tmp_path):
+    """A stat of the path this thread named last reuses its file's id only when the stat finds the same (device,
+    inode): after a child process renamed another file over it (this process removed and renamed nothing), the two
+    stats that follow name a new file."""
+    exe = compile_program("trace_scenarios.c")
+    (tmp_path / "w").mkdir()
+    subprocess.run([str(exe), "restat", str(tmp_path / "w")], check=True, timeout=60, env=traced_env(tmp_path / "t"))
+    trace = open_trace(tmp_path / "t")
+    files = trace.files.to_pandas()
+    a = files[files["path"] == str(tmp_path / "w" / "a.dat")]
+    events = trace.events().to_pandas().astype({"op": str})
+    stats = events[(events["op"] == "stat") & events["file_id"].isin(a["file_id"])].sort_values("t_start")
+    ids = stats["file_id"].tolist()
+    assert len(ids) == 4 and ids[0] == ids[1] and ids[2] == ids[3] and ids[1] != ids[2], ids
+    assert a["ino"].nunique() == 2
+
+
 def test_a_trajectory_written_in_order_is_sequential(tmp_path, ioloom_cli):
     """Issue 13: a dump written strictly in order with fprintf and fflush (and an inline putc_unlocked) had its
     offsets -1 after the first flush and was classified random; every offset is known now and the file is

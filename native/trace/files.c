@@ -310,7 +310,7 @@ static uint64_t recent_hash(const char *path) {
 static struct ioloom_recent_path *recent_slot(uint64_t hash) { return &recent[(hash >> 59) % RECENT_PATHS]; }
 IOLOOM_TLS const struct ioloom_recent_path *ioloom_last_named;
 
-/* A path's key as recall computed it: its hash (0: too long to remember) and the cwd generation it depends on. */
+/* A path's key as recall_by_key makes it: its hash (0: too long to remember) and the cwd generation it depends on. */
 struct path_key {
     uint64_t hash;
     uint32_t cwd;
@@ -324,13 +324,6 @@ static const struct ioloom_recent_path *recall_by_key(const char *path, struct p
     if (!key->hash || r->hash != key->hash || r->cwd != key->cwd || strcmp(r->path, path)) return NULL;
     ioloom_last_named = r;
     return r;
-}
-
-/* The entry remembered for path (named from the cwd), or NULL; then *key is the path's key (an entry found holds
- * it). */
-static const struct ioloom_recent_path *recall(const char *path, struct path_key *key) {
-    const struct ioloom_recent_path *r = ioloom_named_last(path);
-    return r ? r : recall_by_key(path, key);
 }
 
 static void remember(const char *path, const struct stat *st, const struct path_key *key, int32_t state) {
@@ -355,7 +348,7 @@ static __attribute__((noinline)) int32_t named_state(int dirfd, const char *path
     return state;
 }
 
-/* The state of `path` relative to dirfd, a file whose stat is st (NULL when unknown), given what recall found for
+/* The state of `path` relative to dirfd, a file whose stat is st (NULL when unknown), given the entry remembered for
  * it (`known`, under `key`; key NULL when the path cannot be remembered: not from the cwd, or no stat). */
 static inline __attribute__((always_inline)) int32_t stat_state_recalled(int dirfd, const char *path,
                                                                          const struct stat *st,
@@ -366,11 +359,13 @@ static inline __attribute__((always_inline)) int32_t stat_state_recalled(int dir
     return named_state(dirfd, path, st, &(struct path_key){known->hash, known->cwd});
 }
 
-/* The state of `path` relative to dirfd, a file whose stat is st (NULL when unknown). */
-static int32_t stat_state(int dirfd, const char *path, const struct stat *st) {
+/* The state of `path` relative to dirfd, a file whose stat is st (NULL when unknown), not found inline (files.h):
+ * `again` is the entry named last when it is the path's, found as another file. */
+int32_t ioloom_stat_state_slowly(int dirfd, const char *path, const struct stat *st,
+                                 const struct ioloom_recent_path *again) {
     struct path_key key;
     if (!st || !ioloom_rememberable(dirfd, path)) return named_state(dirfd, path, st, NULL);
-    return stat_state_recalled(dirfd, path, st, recall(path, &key), &key);
+    return stat_state_recalled(dirfd, path, st, again ? again : recall_by_key(path, &key), &key);
 }
 
 /* As ioloom_path_state for a path that is not the one this thread named last, or is (`again`) but from before a
@@ -419,8 +414,6 @@ int32_t ioloom_open_state_slowly(int dirfd, const char *path, int fd, int flags,
     if (fd >= 0) ioloom_fd_opened(fd, state, flags, mode);
     return state;
 }
-
-int32_t ioloom_stat_state(int dirfd, const char *path, const struct stat *st) { return stat_state(dirfd, path, st); }
 
 /* ---- descriptors ---- */
 

@@ -16,6 +16,7 @@
 
 #include <fcntl.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "positions.h"
 
@@ -46,6 +47,19 @@ static inline int ioloom_rememberable(int dirfd, const char *path) { return path
 /* The entry named last by this thread when `path`, named for a descriptor fd (>= 0) from the cwd, is its path. */
 IOLOOM_INLINE const struct ioloom_recent_path *ioloom_named_again(int dirfd, const char *path, int fd) {
     return fd >= 0 && ioloom_rememberable(dirfd, path) ? ioloom_named_last(path) : NULL;
+}
+
+/* ioloom_stat_state's every case but the common one; `again`: the entry named last when it is the path's. */
+int32_t ioloom_stat_state_slowly(int dirfd, const char *path, const struct stat *st,
+                                 const struct ioloom_recent_path *again);
+
+/* The state of `path` relative to dirfd (as ioloom_path_state), a file whose stat (st) is known; st may be NULL. The
+ * common stat, the path named last found to be the same file (device, inode), makes no call but strcmp. */
+IOLOOM_INLINE int32_t ioloom_stat_state(int dirfd, const char *path, const struct stat *st) {
+    const struct ioloom_recent_path *again = st && ioloom_rememberable(dirfd, path) ? ioloom_named_last(path) : NULL;
+    if (IOLOOM_LIKELY(again && again->dev == (uint64_t)st->st_dev && again->ino == (uint64_t)st->st_ino))
+        return again->state;
+    return ioloom_stat_state_slowly(dirfd, path, st, again);
 }
 
 /* ioloom_open_state's every case but the common one; `again`: the entry named last when it is the path's. */

@@ -6,6 +6,7 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "files.h"
 #include "wrap.h"
 
 #define P IOLOOM_POSIX

@@ -77,9 +77,6 @@ void ioloom_fd_set(int fd, int32_t state);
 void ioloom_fd_copy(int from, int to); /* a dup: same file, same open file description (closed: positions.h) */
 /* Registers `path` (relative to dirfd, AT_FDCWD for the cwd) opened as fd (or -1); returns the state. */
 int32_t ioloom_path_state(int dirfd, const char *path, int fd);
-struct stat;
-/* As ioloom_path_state, for a path whose stat (st) is known; st may be NULL. */
-int32_t ioloom_stat_state(int dirfd, const char *path, const struct stat *st);
 /* chdir or fchdir succeeded: relative paths name other files now. */
 void ioloom_cwd_changed(void);
 /* This process removed or renamed a name: a path opened again may be another file now. */

@@ -2,7 +2,8 @@
  * so a test can check the trace against exact offsets and byte counts, and check that the printed results are
  * the same traced and untraced.
  *
- * usage: trace_scenarios posix|stdio|threads|shared_stream|fork|loop|handler|abort|reuse|renamed|crowd|burst DIR [N M] */
+ * usage: trace_scenarios posix|stdio|threads|shared_stream|fork|loop|handler|abort|reuse|renamed|restat|crowd|burst
+ *        DIR [N M] */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -278,6 +279,19 @@ static void renamed(void) {
     }
 }
 
+/* a.dat stat'ed twice, replaced by another process (a child renaming b.dat over it: this process removed and renamed
+ * nothing), then stat'ed twice again. */
+static void restat(void) {
+    struct stat st;
+    close(open(in_dir("a.dat"), O_CREAT | O_WRONLY, 0644));
+    close(open(in_dir("b.dat"), O_CREAT | O_WRONLY, 0644));
+    for (int i = 0; i < 2; i++) ignore(stat(in_dir("a.dat"), &st));
+    pid_t child = fork();
+    if (child == 0) _exit(rename(in_dir("b.dat"), in_dir("a.dat")) != 0);
+    waitpid(child, NULL, 0);
+    for (int i = 0; i < 2; i++) ignore(stat(in_dir("a.dat"), &st));
+}
+
 static void reuse(void) {
     close_range(3, ~0U, 0);
     int fd = -1;
@@ -304,6 +318,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(what, "abort")) aborts();
     else if (!strcmp(what, "reuse")) reuse();
     else if (!strcmp(what, "renamed")) renamed();
+    else if (!strcmp(what, "restat")) restat();
     else if (!strcmp(what, "crowd") && n > 0) crowd(n, m);
     else if (!strcmp(what, "burst") && n > 0) burst(n);
     else return 2;
