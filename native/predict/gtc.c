@@ -9,8 +9,8 @@
  * replaces its own file DATA_RESTART.<rank in 5 digits> (restart.f90:45-66; save_restart_files=0, line 33) and
  * writes three unformatted records (lines 70-72): mi, me, ntracer and the grid's profiles and potential; on rank 0
  * only, etracer and ptracer; the ions, zion(1:6,1:mi) and zion0(6,1:mi) (6 reals per ion without particle tracking,
- * setup.F90:234, then one more). One file per process, not per node as the thesis says. gtc_restart.f90 makes these
- * statements, so the POSIX calls are the Fortran runtime's, not ours: with Debian's gfortran 12 (a 131,072-byte
+ * setup.F90:234, then one more). One file per process, not per node as the thesis says. gtc_restart.f90 writes the same
+ * records, so the POSIX calls are the Fortran runtime's, not ours: with Debian's gfortran 12 (a 131,072-byte
  * buffer) per snapshot an open, a write of the first record, a write per buffer of ions (131,064 bytes while zion's
  * 24-byte ions fill it), the rest in a last shorter write, an lseek and a 4-byte write of the record's length,
  * another of its trailing copy, a close: GTC's own calls, the same operations, offsets and sizes on all 4 ranks over
