@@ -675,6 +675,20 @@ static uint8_t *put_time_column(uint8_t *p, int col, const struct time_body *t, 
  * its row says (ioloom_row_ns); the last one also rounded to the clock's quantum. */
 enum time_reading { AS_NS, FROM_TICKS, AS_ROW_SAYS, AS_ROW_SAYS_ROUNDED };
 
+/* A row's times added to the two bodies: its gap from *end (the row before's end, then this row's) and duration. */
+static inline __attribute__((always_inline)) void time_row(struct time_body *g, struct time_body *d, uint64_t *end,
+                                                           uint64_t start, uint64_t row_end) {
+    time_add(g, (int64_t)(start - *end));
+    *end = row_end;
+    time_add(d, (int64_t)(row_end - start));
+}
+
+#if defined(__x86_64__)
+static size_t time_quads(struct time_body *gap, struct time_body *duration, struct survey_run *run,
+                         const struct ioloom_raw_event *ev, size_t stride, size_t n,
+                         const struct ioloom_tick_clock *ticks, uint64_t *end);
+#endif
+
 /* The pass over the rows of put_time_columns, reading times as `reading` says, a constant where it is inlined: a
  * conversion without a test of each row's `ticks` where every row holds ticks, a division only where there is a
  * quantum. */
@@ -699,17 +713,194 @@ static inline __attribute__((always_inline)) void time_pass(struct time_body *ga
     struct survey_run run = {quads, quad_steps, pairs, pair_steps, {0, 0}, {0, 0}};
     run_start(&run, survey, wide);
     uint64_t end = TIME(0, ROW(0).t_end);
-    for (size_t i = 1; i < n; i++) {
+    size_t i = 1;
+#if defined(__x86_64__)
+    if (wide && (reading == AS_NS || reading == FROM_TICKS)) /* four rows at a time, then the rest here */
+        i = time_quads(&g, &d, &run, ev, stride, n, reading == FROM_TICKS ? &by : NULL, &end);
+#endif
+    for (; i < n; i++) {
         survey_row(&run, &ROW(i), wide);
-        uint64_t start = TIME(i, ROW(i).t_start);
-        time_add(&g, (int64_t)(start - end));
-        end = TIME(i, ROW(i).t_end);
-        time_add(&d, (int64_t)(end - start));
+        time_row(&g, &d, &end, TIME(i, ROW(i).t_start), TIME(i, ROW(i).t_end));
     }
 #undef TIME
     *gap = g, *duration = d;
     run_end(&run, survey, wide);
 }
+
+#if defined(__x86_64__)
+/* ---- the time columns four rows at a time (AVX2) ----
+ * The times of rows i to i + 3 are converted in two vectors (starts, ends), their gaps and durations taken, their
+ * repeats tested and their zigzag values written as varints four at a time: each value spread to 7 bits a byte in its
+ * 32-bit lane, the lanes packed by one byte shuffle picked by the four lengths; the repeats counted per lane. The
+ * same bytes as the row-by-row pass (tests/programs/encode_paths.c compares them): a quad with a time out of the
+ * exact range of the conversion (ticks_ns_four) or a value of more than four bytes is done row by row. */
+
+/* Per lengths of four varints of 1-4 bytes (less one, two bits each, lane k at bit 2k): the byte shuffle packing
+ * them from their 32-bit lanes, the continuation bits of the packed bytes, and their total length. */
+static uint8_t pack_shuffle[256][16] __attribute__((aligned(16))), pack_more[256][16] __attribute__((aligned(16)));
+static uint8_t pack_bytes[256];
+static int pack_ready;
+
+/* Idempotent, no lock: see build_crc_table. */
+static void build_pack_tables(void) {
+    for (unsigned lengths = 0; lengths < 256; lengths++) {
+        unsigned j = 0;
+        for (unsigned k = 0; k < 4; k++) {
+            unsigned len = (lengths >> 2 * k & 3) + 1;
+            for (unsigned b = 0; b < len; b++, j++) {
+                pack_shuffle[lengths][j] = (uint8_t)(4 * k + b);
+                pack_more[lengths][j] = b + 1 < len ? 0x80 : 0;
+            }
+        }
+        pack_bytes[lengths] = (uint8_t)j;
+        for (; j < 16; j++) pack_shuffle[lengths][j] = 0x80, pack_more[lengths][j] = 0; /* zeros past the end */
+    }
+    __atomic_store_n(&pack_ready, 1, __ATOMIC_RELEASE);
+}
+
+/* The four lanes of a movemask, each bit k moved to bit 2k. */
+static const uint8_t spread_lanes[16] = {0, 1, 4, 5, 16, 17, 20, 21, 64, 65, 68, 69, 80, 81, 84, 85};
+
+/* Each lane's value before it: lane k - 1's of x, lane 0's the last lane of `before`. */
+__attribute__((target("avx2"))) static inline __m256i lanes_before(__m256i x, __m256i before) {
+    const int rotate = _MM_SHUFFLE(2, 1, 0, 3);
+    return _mm256_blend_epi32(_mm256_permute4x64_epi64(x, rotate), _mm256_permute4x64_epi64(before, rotate), 0x03);
+}
+
+/* Appends the varints of the four zigzag values v (each below 2^28: at most four bytes) as put_varint would, with
+ * one 16-byte store: the body it writes to has room for 10 bytes a value, these take at most 4. *bytes: each lane's
+ * length in bytes. */
+__attribute__((target("avx2"))) static inline uint8_t *put_four_varints(uint8_t *p, __m256i v, __m256i *bytes) {
+    __m256i w = _mm256_add_epi64(v, _mm256_andnot_si256(_mm256_set1_epi64x(0x7f), v)); /* bits 7 and up, up one */
+    w = _mm256_add_epi64(w, _mm256_andnot_si256(_mm256_set1_epi64x(0x7fff), w));
+    w = _mm256_add_epi64(w, _mm256_andnot_si256(_mm256_set1_epi64x(0x7fffff), w));
+    unsigned lengths = 0;
+    *bytes = _mm256_set1_epi64x(1);
+    for (int k = 1; k < 4; k++) { /* lanes of more than k bytes */
+        __m256i longer = _mm256_cmpgt_epi64(v, _mm256_set1_epi64x((1ll << 7 * k) - 1));
+        *bytes = _mm256_sub_epi64(*bytes, longer);
+        lengths += spread_lanes[_mm256_movemask_pd(_mm256_castsi256_pd(longer))];
+    }
+    __m128i lanes = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(w, _mm256_setr_epi32(0, 2, 4, 6, 0, 0, 0, 0)));
+    __m128i packed = _mm_or_si128(_mm_shuffle_epi8(lanes, _mm_load_si128((const __m128i *)pack_shuffle[lengths])),
+                                  _mm_load_si128((const __m128i *)pack_more[lengths]));
+    _mm_storeu_si128((__m128i *)p, packed);
+    return p + pack_bytes[lengths];
+}
+
+/* A time column's part of the quads: its last four values (lane 3 the latest) and, per lane, the repeats counted
+ * and the bytes they took (summed into the body at the end). */
+struct quad_body {
+    __m256i last, repeats, repeat_bytes;
+};
+
+/* Appends the four values x of a time column whose zigzag values are v, counting those equal to the value before. */
+__attribute__((target("avx2"))) static inline uint8_t *put_quad(uint8_t *p, struct quad_body *q, __m256i x, __m256i v) {
+    __m256i bytes, repeated = _mm256_cmpeq_epi64(x, lanes_before(x, q->last));
+    p = put_four_varints(p, v, &bytes);
+    q->repeats = _mm256_sub_epi64(q->repeats, repeated);
+    q->repeat_bytes = _mm256_add_epi64(q->repeat_bytes, _mm256_and_si256(bytes, repeated));
+    q->last = x;
+    return p;
+}
+
+/* The exact range of the vector conversions: |x| < 2^51. x + 2^52 + 2^51 as a double's bits is that double. */
+#define EXACT_BITS 51
+#define MAGIC_BITS 0x4338000000000000ll
+#define MAGIC_DOUBLE 6755399441055744.0
+
+/* Four tick counts t in ns, as ioloom_ticks_ns: through int64_t and double, the product truncated. Lanes whose
+ * count from the clock's or whose product is not below 2^51 in magnitude (where the conversions are exact) set
+ * their bits in *out. */
+__attribute__((target("avx2"))) static inline __m256i ticks_ns_four(const struct ioloom_tick_clock *c, __m256i t,
+                                                                    __m256i *out) {
+    __m256i x = _mm256_sub_epi64(t, _mm256_set1_epi64x((long long)c->from_ticks));
+    *out = _mm256_or_si256(
+        *out, _mm256_srli_epi64(_mm256_add_epi64(x, _mm256_set1_epi64x(1ll << EXACT_BITS)), EXACT_BITS + 1));
+    __m256d magic = _mm256_set1_pd(MAGIC_DOUBLE);
+    __m256d ticks = _mm256_sub_pd(_mm256_castsi256_pd(_mm256_add_epi64(x, _mm256_set1_epi64x(MAGIC_BITS))), magic);
+    __m256d ns =
+        _mm256_round_pd(_mm256_mul_pd(ticks, _mm256_set1_pd(c->ns_per_tick)), _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+    __m256d size = _mm256_andnot_pd(_mm256_set1_pd(-0.0), ns);
+    *out = _mm256_or_si256(*out, _mm256_castpd_si256(_mm256_cmp_pd(size, _mm256_set1_pd(0x1p51), _CMP_NLT_UQ)));
+    __m256i whole = _mm256_sub_epi64(_mm256_castpd_si256(_mm256_add_pd(ns, magic)), _mm256_set1_epi64x(MAGIC_BITS));
+    return _mm256_add_epi64(whole, _mm256_set1_epi64x((long long)c->from_ns));
+}
+
+/* The zigzag values of four int64s. */
+__attribute__((target("avx2"))) static inline __m256i zigzag_four(__m256i x) {
+    return _mm256_xor_si256(_mm256_add_epi64(x, x), _mm256_cmpgt_epi64(_mm256_setzero_si256(), x));
+}
+
+/* Lane 3 of x. */
+__attribute__((target("avx2"))) static inline int64_t last_lane(__m256i x) { return _mm256_extract_epi64(x, 3); }
+
+/* A quad_body's counts into its time body, and its last value. */
+__attribute__((target("avx2"))) static void end_quads(struct time_body *t, const struct quad_body *q) {
+    int64_t repeats[4], bytes[4];
+    _mm256_storeu_si256((__m256i *)repeats, q->repeats);
+    _mm256_storeu_si256((__m256i *)bytes, q->repeat_bytes);
+    for (int k = 0; k < 4; k++) t->repeats += (size_t)repeats[k], t->repeat_bytes += (size_t)bytes[k];
+    t->previous = last_lane(q->last);
+}
+
+/* The rows [1, n) of time_pass four at a time (with the survey), as far as whole quads go: the times as ns (ticks
+ * NULL) or converted by `ticks`. Returns the first row not done; *end is the last done row's end. */
+__attribute__((target("avx2"))) static size_t time_quads(struct time_body *gap, struct time_body *duration,
+                                                         struct survey_run *run, const struct ioloom_raw_event *ev,
+                                                         size_t stride, size_t n, const struct ioloom_tick_clock *ticks,
+                                                         uint64_t *end) {
+    if (!__atomic_load_n(&pack_ready, __ATOMIC_ACQUIRE)) build_pack_tables();
+    /* copies in registers: the bodies' byte stores could alias the callers' */
+    struct time_body g = *gap, d = *duration;
+    struct quad_run quads[2] = {run->quads[0], run->quads[1]};
+    lanes_t quad_steps[2] = {run->quad_steps[0], run->quad_steps[1]};
+    struct survey_run r = {quads, quad_steps, NULL, NULL, run->differs, run->first_packed};
+    const struct ioloom_tick_clock by = ticks ? *ticks : (struct ioloom_tick_clock){0};
+    const __m256i zero = _mm256_setzero_si256();
+    struct quad_body gq = {_mm256_set1_epi64x(g.previous), zero, zero},
+                     dq = {_mm256_set1_epi64x(d.previous), zero, zero};
+    __m256i ends_before = _mm256_set1_epi64x((long long)*end);
+    _Static_assert(offsetof(struct ioloom_raw_event, t_end) == offsetof(struct ioloom_raw_event, t_start) + 8, "times");
+    size_t i = 1;
+    for (const size_t s = stride; i + 4 <= n; i += 4) {
+        const struct ioloom_raw_event *row = &ROW(i);
+        for (int k = 0; k < 4; k++) survey_row(&r, row + k * s, 1);
+        __m256i even = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)row)),
+                                               _mm_loadu_si128((const __m128i *)(row + 2 * s)), 1);
+        __m256i odd = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(row + s))),
+                                              _mm_loadu_si128((const __m128i *)(row + 3 * s)), 1);
+        __m256i starts = _mm256_unpacklo_epi64(even, odd), ends = _mm256_unpackhi_epi64(even, odd);
+        __m256i out = zero; /* lanes the quad cannot take */
+        if (ticks) starts = ticks_ns_four(&by, starts, &out), ends = ticks_ns_four(&by, ends, &out);
+        __m256i gaps = _mm256_sub_epi64(starts, lanes_before(ends, ends_before));
+        __m256i durations = _mm256_sub_epi64(ends, starts);
+        __m256i gap_values = zigzag_four(gaps), duration_values = zigzag_four(durations);
+        out = _mm256_or_si256(out, _mm256_srli_epi64(_mm256_or_si256(gap_values, duration_values), 28));
+        if (__builtin_expect(!_mm256_testz_si256(out, out), 0)) { /* these four row by row */
+            end_quads(&g, &gq), end_quads(&d, &dq);
+            *end = (uint64_t)last_lane(ends_before);
+            for (int k = 0; k < 4; k++) {
+                const struct ioloom_raw_event *one = row + k * s;
+                time_row(&g, &d, end, ticks ? ioloom_ticks_ns(&by, one->t_start) : one->t_start,
+                         ticks ? ioloom_ticks_ns(&by, one->t_end) : one->t_end);
+            }
+            gq = (struct quad_body){_mm256_set1_epi64x(g.previous), zero, zero};
+            dq = (struct quad_body){_mm256_set1_epi64x(d.previous), zero, zero};
+            ends_before = _mm256_set1_epi64x((long long)*end);
+            continue;
+        }
+        g.end = put_quad(g.end, &gq, gaps, gap_values);
+        d.end = put_quad(d.end, &dq, durations, duration_values);
+        ends_before = ends;
+    }
+    end_quads(&g, &gq), end_quads(&d, &dq);
+    *end = (uint64_t)last_lane(ends_before);
+    *gap = g, *duration = d;
+    run->quads[0] = quads[0], run->quads[1] = quads[1], run->differs = r.differs;
+    return i;
+}
+#endif
 
 /* Whether the survey saw rows whose `ticks` is not row 0's (a chunk of tick times and ns times: rows of
  * ioloom_record among a thread's). */

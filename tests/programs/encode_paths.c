@@ -38,10 +38,12 @@ struct plan {
     enum pattern field[FIELDS], small[4], gap, duration; /* small: file, errno, op, layer */
     int64_t step[FIELDS];
     int jumps, ticks; /* ticks: 0 none, 1 every row, 2 some rows */
+    int long_times;   /* gaps and durations up to 2^30 ticks or ns: varints of every length up to five bytes */
 };
 
 static struct plan random_plan(void) {
-    struct plan p = {.gap = below(4), .duration = below(4), .jumps = below(2), .ticks = below(3)};
+    struct plan p = {
+        .gap = below(4), .duration = below(4), .jumps = below(2), .ticks = below(3), .long_times = below(2)};
     for (int k = 0; k < FIELDS; k++) p.field[k] = below(4), p.step[k] = below(3) ? (int64_t)below(9) - 4 : 4096;
     for (int k = 0; k < 4; k++) p.small[k] = below(4) % 3 == 1 ? SAME : below(4);
     return p;
@@ -79,27 +81,41 @@ static void fill_row(struct ioloom_raw_event *r, const struct ioloom_raw_event *
     r->op = (uint16_t)vary(p->small[2], before->op, 1, 30);
     r->layer = (uint8_t)vary(p->small[3], before->layer, 1, 6);
     r->ticks = p->ticks == 1 || (p->ticks == 2 && below(8));
-    r->t_start = *now += (uint64_t)vary(p->gap, 100, 50, 100000);
-    r->t_end = *now += (uint64_t)vary(p->duration, 2000, 3, 100000);
+    int64_t domain = p->long_times ? 1 << 30 : 100000;
+    r->t_start = *now += (uint64_t)vary(p->gap, 100, 50, domain);
+    r->t_end = *now += (uint64_t)vary(p->duration, 2000, 3, domain);
+}
+
+#define FROM_TICKS 900000 /* the tick clocks' origin (random_clock) */
+#define SLOW_NS_PER_TICK 2.6177
+
+/* Where a chunk's times start: anywhere, near the tick clocks' origin (before it or after), or just short of where
+ * converting four ticks at once stops being exact: 2^51 ticks after the origin, or 2^51 ns for the clock whose ticks
+ * are longer than a ns (a chunk that crosses it). */
+static uint64_t random_start(void) {
+    uint64_t k = below(4), edge = k == 2 ? 1ull << 51 : (uint64_t)(0x1p51 / SLOW_NS_PER_TICK);
+    return k == 0 ? next() >> 4 : k == 1 ? FROM_TICKS - (1 << 20) + below(1 << 22) : FROM_TICKS + edge - below(1 << 22);
 }
 
 /* The n rows of a chunk, every stride-th row from the one returned on, the last one ending at `end`. */
 static struct ioloom_raw_event *random_rows(uint8_t *end, size_t stride, size_t n, const struct plan *p) {
     struct ioloom_raw_event *ev = (struct ioloom_raw_event *)end - ((n - 1) * stride + 1), start = {0};
     for (uint8_t *b = (uint8_t *)ev; b < end; b++) *b = (uint8_t)next(); /* padding and the rows between */
-    uint64_t now = next() >> 4;
+    uint64_t now = random_start();
     start.offset = (int64_t)below(1 << 20), start.req_bytes = (int64_t)below(1 << 17);
     for (size_t i = 0; i < n; i++) fill_row(&ev[i * stride], i ? &ev[(i - 1) * stride] : &start, p, &now);
     return ev;
 }
 
-/* The clock a chunk is encoded with: none (ns times only), exact, or rounding to 1 us. */
+/* The clock a chunk is encoded with: none (ns times only), exact, exact with ticks longer than a ns (products
+ * past 2^51 before counts are), or rounding to 1 us. */
 static const struct ioloom_tick_clock *random_clock(const struct plan *p) {
     static const struct ioloom_tick_clock
-        exact = {.from_ticks = 900000, .from_ns = 5000000, .ns_per_tick = 0.3851, .quantum = 1},
-        rounding = {.from_ticks = 900000, .from_ns = 5000000, .ns_per_tick = 0.3851, .quantum = 1000};
-    int k = (int)below(3);
-    return k == 1 ? &exact : k == 2 || p->ticks ? &rounding : NULL;
+        exact = {.from_ticks = FROM_TICKS, .from_ns = 5000000, .ns_per_tick = 0.3851, .quantum = 1},
+        slow = {.from_ticks = FROM_TICKS, .from_ns = 5000000, .ns_per_tick = SLOW_NS_PER_TICK, .quantum = 1},
+        rounding = {.from_ticks = FROM_TICKS, .from_ns = 5000000, .ns_per_tick = 0.3851, .quantum = 1000};
+    int k = (int)below(4);
+    return k == 1 ? &exact : k == 2 ? &slow : k == 3 || p->ticks ? &rounding : NULL;
 }
 
 /* The rows encoded with the survey `known` says (1: without AVX2, 2: with it) into out; its length. */
