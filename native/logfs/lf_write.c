@@ -123,6 +123,7 @@ static int writer_setup(lf_file *f) {
     int id = lf_log_id(f, path);
     if (id < 0) return -1;
     f->wlog = id;
+    f->write_behind = ioloom_env_size("IOLOOM_LOGFS_WRITE_BEHIND", 1) != 0;
     return 0;
 }
 
@@ -190,16 +191,33 @@ static int flush_records(lf_file *f) {
     return errno = ENOSPC, -1;
 }
 
+/* Write-behind: when a writer's reservation is full, the whole pages of its log that it filled since the last time
+ * are handed to the device at once (sync_file_range SYNC_FILE_RANGE_WRITE: writeback started, not waited for),
+ * where the kernel would leave them dirty until an fsync or its flusher. A log is only appended to, so a full page
+ * is not dirtied again (a partly filled last page waits for the next time). A program that syncs (fsync before
+ * close, MPI_File_sync) then waits for what its last chunk added, not for all of its data, and the device works
+ * while the program still writes; the pages stay cached. IOLOOM_LOGFS_WRITE_BEHIND=0 leaves them to the kernel.
+ * A failure is not the write's: the data is in the page cache either way, and the sync reports what the device
+ * refused. */
+static void write_behind(lf_file *f) {
+    uint64_t end = f->resv_cur / LF_PAGE * LF_PAGE;
+    if (end <= f->behind) return;
+    if (f->write_behind)
+        IOLOOM_NEXT(sync_file_range)(f->log_fd, (off_t)f->behind, (off_t)(end - f->behind), SYNC_FILE_RANGE_WRITE);
+    f->behind = end;
+}
+
 /* Room for `need` bytes at f->resv_cur. A new chunk first appends the batched records, so a crash leaves at
- * most the current chunk's writes undescribed. */
+ * most the current chunk's writes undescribed, and hands the filled one's pages to the device (write_behind). */
 static int reserve(lf_file *f, uint64_t need) {
     if (!need || (f->resv_cur + need <= f->resv_end && f->resv_end)) return 0;
+    if (f->resv_end) write_behind(f);
     if (flush_records(f) || flock(f->log_fd, LOCK_EX)) return -1;
     struct stat st;
     int rc = IOLOOM_NEXT(fstat)(f->log_fd, &st);
     if (rc == 0) {
         uint64_t end = (uint64_t)st.st_size, chunk = f->meta.chunk;
-        if (!f->resv_end || end != f->resv_end) f->resv_cur = end; /* someone else grew it: start afresh */
+        if (!f->resv_end || end != f->resv_end) f->resv_cur = f->behind = end; /* someone else grew it: start afresh */
         uint64_t want = f->resv_cur + need;
         f->resv_end = (want + chunk - 1) / chunk * chunk;
         rc = IOLOOM_NEXT(ftruncate)(f->log_fd, (off_t)f->resv_end);

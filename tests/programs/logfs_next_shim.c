@@ -1,7 +1,9 @@
 /* Another preloaded tool, loaded in front of logfs, for the test that logfs's own storage code calls the next
  * definitions (libc's), never another tool's through the PLT: counts the calls that reach it from code inside
  * libioloom-logfs.so and forwards every call to the next definition. At exit, appends its counts as a line to the
- * file $LOGFS_SHIM_OUT (standard error may be closed by then: coreutils close it at exit). */
+ * file $LOGFS_SHIM_OUT (standard error may be closed by then: coreutils close it at exit). Loaded after logfs, it
+ * sees the layer's own calls instead (the tests that count what the layer does), and the bytes its
+ * sync_file_range calls covered. */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <dlfcn.h>
@@ -12,10 +14,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-enum { OPENDIR, READDIR, CLOSEDIR, FSTATAT, UNLINKAT, READ, WRITE, LSEEK, CLOSE, NCALLS };
+enum { OPENDIR, READDIR, CLOSEDIR, FSTATAT, UNLINKAT, READ, WRITE, LSEEK, CLOSE, SYNC_FILE_RANGE, NCALLS };
 static const char *const names[NCALLS] = {"opendir", "readdir", "closedir", "fstatat", "unlinkat",
-                                          "read",    "write",   "lseek",    "close"};
-static long from_logfs[NCALLS];
+                                          "read",    "write",   "lseek",    "close",   "sync_file_range"};
+static long from_logfs[NCALLS], synced_bytes;
 
 /* Counts the call when the code that made it lies in the logfs library. */
 static void seen(int call, void *caller) {
@@ -47,6 +49,11 @@ off_t lseek(int fd, off_t off, int whence) {
     return NEXT(lseek)(fd, off, whence);
 }
 int close(int fd) { seen(CLOSE, __builtin_return_address(0)); return NEXT(close)(fd); }
+int sync_file_range(int fd, off_t off, off_t n, unsigned flags) {
+    seen(SYNC_FILE_RANGE, __builtin_return_address(0));
+    if (flags == SYNC_FILE_RANGE_WRITE) __atomic_add_fetch(&synced_bytes, (long)n, __ATOMIC_RELAXED);
+    return NEXT(sync_file_range)(fd, off, n, flags);
+}
 
 __attribute__((destructor)) static void report(void) {
     char line[256];
@@ -55,7 +62,8 @@ __attribute__((destructor)) static void report(void) {
         long count = __atomic_load_n(&from_logfs[i], __ATOMIC_RELAXED); /* threads may still be calling */
         n += snprintf(line + n, sizeof line - (size_t)n, " %s=%ld", names[i], count);
     }
-    snprintf(line + n, sizeof line - (size_t)n, "\n");
+    snprintf(line + n, sizeof line - (size_t)n, " sync_file_range_bytes=%ld\n",
+             __atomic_load_n(&synced_bytes, __ATOMIC_RELAXED));
     const char *out = getenv("LOGFS_SHIM_OUT");
     int fd = out ? NEXT(open)(out, O_WRONLY | O_CREAT | O_APPEND, 0644) : -1;
     if (fd >= 0) NEXT(write)(fd, line, strlen(line)), NEXT(close)(fd);
