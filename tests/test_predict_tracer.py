@@ -284,3 +284,30 @@ def test_call_sites_under_the_coordination_client(ioloom_cli, tmp_path):
         sites[name] = sorted(s.frames[0].offset for s in writes)
         assert side.count("stacks_backtraced") == (2 if coord else 0)  # the two write sites, checked once each
     assert len(sites["plain"]) == 2 and sites["coord"] == sites["plain"]
+
+
+def test_a_call_in_a_later_destructor_has_its_record(ioloom_cli, tmp_path):
+    """A Fortran program leaves a unit open, as GTC leaves history.out: libgfortran's destructor closes it after the
+    tracer's final flush. That close is an event and has its call record, so the side stream joins the events
+    call for call and `ioloom predict` uses the stacks (it used to lose the record and fall back to operation+file
+    symbols for the whole process)."""
+    from ioloom.predict.source import COLUMNS, _learnt
+    from test_trace_native import compile_program
+
+    trace, history = tmp_path / "trace", tmp_path / "history.out"
+    ioloom_cli("run", "-o", trace, "--", compile_program("predict_exit_close.f90"), history, "20",
+               env={"IOLOOM_PREDICT": "1", "IOLOOM_STACKS": "3"})
+    stream = open_trace(trace).streams[0]
+    rows = [row for table in stream.ranges(COLUMNS) for row in zip(*(table.column(c).to_pylist() for c in COLUMNS))]
+    op = COLUMNS.index("op")
+    exit_at = [row[op] for row in rows].index("process_exit")
+    # the condition: a call the model takes after the final flush (which records the process's exit)
+    assert [row[op] for row in rows[exit_at + 1:] if _learnt(row)] == ["close"]
+    side = _side(trace)
+    learnt = [row[op] for row in rows if _learnt(row)]
+    assert [side.symbols[s].op for s in side.calls] == learnt and learnt[-1] == "close"
+    assert side.count("calls") == len(side.calls) and not side.problems
+    assert "libgfortran" in side.symbols[side.calls[-1]].frames[0].module
+    process = json.loads(ioloom_cli("predict", trace, "--json").stdout)["processes"][0]
+    assert process["context"] == "call stack+file" and process["stacks_unused"] is None
+    assert process["online"]["same_candidates_pct"] == 100

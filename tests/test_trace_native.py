@@ -26,8 +26,9 @@ COMPILED = paths.REPO_ROOT / "build" / "tests" / "trace"
 
 
 def compile_program(source: str, *flags: str) -> Path:
-    """tests/programs/<source> built with gcc -O2 -D_FORTIFY_SOURCE=2 (so the fortified entry points are used);
-    built again when it, a flag or a C source or header in an -I directory changed (a program may include one)."""
+    """tests/programs/<source> built with gcc -O2 -D_FORTIFY_SOURCE=2 (so the fortified entry points are used), or
+    gfortran -O2 for a .f90; built again when it, a flag or a C source or header in an -I directory changed (a
+    program may include one)."""
     included = [p for flag in flags if flag.startswith("-I") for p in sorted(Path(flag[2:]).glob("*.[ch]"))]
     text = b"".join(p.read_bytes() for p in [PROGRAMS / source, *included])
     key = hashlib.sha256(text + " ".join(flags).encode()).hexdigest()[:12]
@@ -35,8 +36,8 @@ def compile_program(source: str, *flags: str) -> Path:
     if not exe.exists():
         exe.parent.mkdir(parents=True, exist_ok=True)
         tmp = exe.with_suffix(".tmp")
-        subprocess.run(["gcc", "-O2", "-D_FORTIFY_SOURCE=2", "-o", str(tmp), str(PROGRAMS / source), "-lpthread",
-                        *flags], check=True)
+        compiler = ["gfortran", "-O2"] if source.endswith(".f90") else ["gcc", "-O2", "-D_FORTIFY_SOURCE=2"]
+        subprocess.run([*compiler, "-o", str(tmp), str(PROGRAMS / source), "-lpthread", *flags], check=True)
         tmp.rename(exe)
     return exe
 

@@ -618,6 +618,10 @@ static int call_kind(enum ioloom_op op, int64_t aux) {
     }
 }
 
+/* One call the model takes: its record, and what the model learns. Invariant: every event of such a call has its
+ * record in the side stream, in order. After the final flush (calls in a destructor that runs after the tracer's,
+ * as libgfortran's closing the units left open) no flush follows, so each record is written at once, as the
+ * events are (writer.c). */
 void ioloom_predict_row(const struct ioloom_call *c, const struct ioloom_raw_event *row) {
     int kind = row->file_id >= 0 && row->layer <= IOLOOM_STDIO ? call_kind(row->op, row->aux) : -1;
     if (kind < 0) return;
@@ -630,7 +634,8 @@ void ioloom_predict_row(const struct ioloom_call *c, const struct ioloom_raw_eve
     int64_t gap = gap_ns(row);
     record_call(symbol, key, gap);
     learn(row, (enum pg_kind)kind, symbol, key, gap);
-    if (side.out_len > PENDING_BYTES) write_pending();
+    if (IOLOOM_UNLIKELY(ioloom_finished)) write_counts(); /* no flush follows: the counts with this call */
+    if (side.out_len > PENDING_BYTES || ioloom_finished) write_pending();
     pthread_mutex_unlock(&side.lock);
 }
 
