@@ -144,6 +144,14 @@ def test_a_side_stream_written_in_several_pieces_reads_whole(ioloom_cli, tmp_pat
     side = _side(trace)
     assert next(trace.glob("*.predict")).stat().st_size > 2 * 65536
     assert side.problems == [] and len(side.calls) == int(side.info["calls"]) == 100 * 70
+    # cut in two (a process killed): `ioloom predict` says the side stream ends before the events, and where
+    path = next(trace.glob("*.predict"))
+    path.write_bytes(path.read_bytes()[:path.stat().st_size // 2])
+    cut = _side(trace)
+    process = json.loads(ioloom_cli("predict", trace, "--json").stdout)["processes"][0]
+    assert 0 < len(cut.calls) < 100 * 70 and process["context"] == "operation+file"
+    assert process["stacks_unused"].startswith(f"the side stream ends before the events (thread {cut.tids[0]}: "
+                                               f"{len(cut.calls)} calls, then ")
 
 
 def test_the_tracers_grammar_cap_is_reported(ioloom_cli, tmp_path):

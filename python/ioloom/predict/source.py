@@ -142,12 +142,15 @@ def _stacks(rows: list[tuple], side: SideStream | None, whole: bool) -> tuple[li
         tid, op = row[8], row[3]
         at = taken.get(tid, 0)
         calls = per_thread.get(tid, [])
-        symbol = calls[at] if at < len(calls) else None
-        if symbol is None or side.symbols[symbol].op not in (op, ""):
+        if at == len(calls):
+            return nothing, (f"the side stream ends before the events (thread {tid}: {at} calls, then {op} in the "
+                             "events): its last calls were not written (the process killed, or calls after the "
+                             "final flush, which tracers before 2026-11-28 lost)")
+        if side.symbols[calls[at]].op not in (op, ""):
             return nothing, (f"the side stream does not match the events (thread {tid}, its call {at + 1}: "
                              f"{op} in the events)")
         taken[tid] = at + 1
-        stacks.append(symbol)
+        stacks.append(calls[at])
     if whole and taken != {tid: len(calls) for tid, calls in per_thread.items()}:
         return nothing, "the side stream holds calls the events do not (events dropped?)"
     return stacks, None
