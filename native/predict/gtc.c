@@ -48,9 +48,9 @@ void _gfortran_set_options(int count, int options[]);
 static int fortran_main_options[] = {2116, 4095, 0, 1, 1, 0, 31};
 #endif
 
-/* The run measured (the header comment): radial grid points mpsi, points of a poloidal plane mgrid, planes per
- * rank mzeta, ions per rank at the start. */
-enum { MPSI = 48, MGRID = 9457, MZETA = 1, IONS = 188180 };
+/* The run measured (docs/predict.md, "GTC's own I/O"): radial grid points mpsi, points of a poloidal plane mgrid,
+ * planes per rank mzeta. */
+enum { MPSI = 48, MGRID = 9457, MZETA = 1 };
 enum { RANKS_PER_NODE = 2, PARTICLE_FLOATS = 7, HEADER_BYTES = 64 };
 
 static int restart_files(const struct run *r) {
@@ -68,7 +68,8 @@ static int restart_files(const struct run *r) {
     snprintf(path, sizeof path, "%s/DATA_RESTART.%05d", r->dir, r->rank);
     for (int step = 0; step < r->steps; step++) {
         compute(r);
-        gtc_restart_write(path, (int)strlen(path), r->rank, IONS + gtc_ions_moved[r->rank][step], MPSI, MGRID, MZETA);
+        gtc_restart_write(path, (int)strlen(path), r->rank, GTC_IONS_AT_START + gtc_ions_moved[r->rank][step], MPSI,
+                          MGRID, MZETA);
     }
     return 0;
 #else

@@ -1,12 +1,13 @@
 /* The ions of each rank of GTC version 1 at each of its first 300 snapshots (the gtc kernel, gtc.c): mi, less the
- * 188,180 it starts with, as restart_write wrote it (the first word of each DATA_RESTART.<rank>'s particle record).
- * Measured 2026-11-28: GTC built from the release (gtc.c says which) with Debian's gfortran 12 and MPICH, the input
- * gtc.c gives, 4 ranks, `ioloom run`; the counts read back from the bytes each rank wrote per snapshot (docs/
- * predict.md, "GTC's own I/O"). */
+ * GTC_IONS_AT_START it starts with (micell*(mgrid-mpsi)*mzeta/npartdom of the input, setup.F90:147-150), as
+ * restart_write wrote it: the first word of the first record of each DATA_RESTART.<rank> (restart.f90:70).
+ * Measured 2026-11-28: GTC built from the release (docs/predict.md, "GTC's own I/O") with Debian's gfortran 12 and
+ * MPICH, the input the docs give, 4 ranks, `ioloom run`; the counts read back from the bytes each rank wrote per
+ * snapshot. */
 #ifndef IOLOOM_PREDICT_GTC_COUNTS_H
 #define IOLOOM_PREDICT_GTC_COUNTS_H
 
-enum { GTC_MEASURED_RANKS = 4, GTC_MEASURED_SNAPSHOTS = 300 };
+enum { GTC_MEASURED_RANKS = 4, GTC_MEASURED_SNAPSHOTS = 300, GTC_IONS_AT_START = 188180 };
 
 /* clang-format off */
 static const short gtc_ions_moved[GTC_MEASURED_RANKS][GTC_MEASURED_SNAPSHOTS] = {
