@@ -42,10 +42,23 @@
 /* gtc_restart.f90 */
 void gtc_restart_write(const char *path, int path_len, int rank, int mi, int mpsi, int mgrid, int mzeta);
 /* libgfortran's settings, which a Fortran main program passes before anything else and a C one must pass itself
- * (gfortran's manual, "Non-Fortran Main Program"): those gfortran 12's main passes by default (-std=gnu). Without
- * them the runtime stats each file before an OPEN, to refuse one open on another unit, a call GTC does not make. */
+ * (gfortran's manual, "Non-Fortran Main Program"; libgfortran/runtime/compile_options.c, set_options, reads them in
+ * this order): those gfortran 12's main passes by default (-std=gnu). Without them allow_std is the runtime's own
+ * default, which lacks Fortran 2018, so every OPEN first stats the file (open.c, new_unit: find_file, to refuse a
+ * file connected to another unit), a call GTC does not make. */
 void _gfortran_set_options(int count, int options[]);
-static int fortran_main_options[] = {2116, 4095, 0, 1, 1, 0, 31};
+/* gfortran 12's libgfortran.h: its twelve standards' flags, those named here, and its floating-point exceptions */
+enum { GFC_STD_F95_DEL = 1 << 2, GFC_STD_LEGACY = 1 << 6, GFC_STD_F2018_DEL = 1 << 11, GFC_STD_ALL = (1 << 12) - 1 };
+enum { GFC_FPE_INVALID = 1, GFC_FPE_DENORMAL = 2, GFC_FPE_ZERO = 4, GFC_FPE_OVERFLOW = 8, GFC_FPE_UNDERFLOW = 16 };
+static int fortran_main_options[] = {
+    GFC_STD_F95_DEL | GFC_STD_LEGACY | GFC_STD_F2018_DEL, /* warn_std */
+    GFC_STD_ALL,                                          /* allow_std: Fortran 2018's included, no stat */
+    0,                                                    /* pedantic */
+    1,                                                    /* backtrace */
+    1,                                                    /* sign_zero */
+    0,                                                    /* bounds_check */
+    GFC_FPE_INVALID | GFC_FPE_DENORMAL | GFC_FPE_ZERO | GFC_FPE_OVERFLOW | GFC_FPE_UNDERFLOW, /* fpe_summary */
+};
 #endif
 
 /* The run measured (docs/predict.md, "GTC's own I/O"): radial grid points mpsi, points of a poloidal plane mgrid,
