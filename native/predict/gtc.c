@@ -1,30 +1,12 @@
 /* GTC-like (Dorier's thesis, Table 7.5: "One file per node per iteration, number of particles varies"; Sec. 7.3.1:
  * "GTC writes one file per node per iteration, but the amount of data varies between files as particles move from
- * one process to another"; Sec. 7.3.3: "GTC's I/O phase consists of a loop over all particles").
+ * one process to another").
  *
- * gtc: the restart file of GTC version 1 (the thesis's [43], "GTC version 1, Plasma Theory Group, UC Irvine": the
- * release of phoenix.ps.uci.edu/GTC/codes.php, kept as github.com/pradeepfn/gtc-benchmark commit 2dd182d, "The
- * original code from the site"), written as GTC writes it. At each snapshot (main.F90:143-147: every mstep/msnap
- * steps, msnap capped at mstep/ndiag by setup.F90:69) snapshot.f90:41 calls restart_write, where every rank
- * replaces its own file DATA_RESTART.<rank in 5 digits> (restart.f90:45-66; save_restart_files=0, line 33) and
- * writes three unformatted records (lines 70-72): mi, me, ntracer and the grid's profiles and potential; on rank 0
- * only, etracer and ptracer; the ions, zion(1:6,1:mi) and zion0(6,1:mi) (6 reals per ion without particle tracking,
- * setup.F90:234, then one more). One file per process, not per node as the thesis says. gtc_restart.f90 writes the same
- * records, so the POSIX calls are the Fortran runtime's, not ours: with Debian's gfortran 12 (a 131,072-byte
- * buffer) per snapshot an open, a write of the first record, a write per buffer of ions (131,064 bytes while zion's
- * 24-byte ions fill it), the rest in a last shorter write, an lseek and a 4-byte write of the record's length,
- * another of its trailing copy, a close: GTC's own calls, the same operations, offsets and sizes on all 4 ranks over
- * 300 snapshots (docs/predict.md, "GTC's own I/O").
- * The input is GTC's gtc.input with ndiag=1 and msnap=mstep (a snapshot every iteration, as the thesis says),
- * mzetamax=4 and npartdom=1 (each rank one toroidal domain of one plane, mzeta=1, as the input's 64 domains at the
- * thesis's 512 cores), and mpsi=48, mthetamax=192, micell=20 (a quarter of its grid each way and a fifth of its ions
- * per cell, to run on 4 ranks here): mgrid = 9,457 grid points, mi = micell*(mgrid-mpsi)*mzeta/npartdom = 188,180
- * ions per rank at the start (setup.F90:147-150; the input as given puts 1,852,812 on each of 512 ranks), then as
- * many as shifti moves in and out at each step (shifti.F90:213 and 319). Each rank's count at each snapshot is the
- * one GTC wrote in that run (gtc_counts.h): so at most 4 ranks and 300 snapshots. Left out, as the thesis leaves it
- * out of GTC's I/O: what rank 0 writes besides (restart.f90:77-112 copies history.out and sheareb.out, which grow by
- * every diagnosis; snapshot.f90 its snapNNNNN.out; diagnosis.F90 history.out), and the potential that each toroidal
- * domain's first rank writes through netCDF every ndiag steps (dataout3d.f90:127-153, PHI_<step>_<domain>.ncd).
+ * gtc: GTC version 1's restart file (docs/predict.md, "GTC's own I/O": the release, its files and lines, the input,
+ * the calls). At each step every rank replaces DATA_RESTART.<rank in 5 digits> with the records of GTC's
+ * restart_write (restart.f90:65-74), written by gtc_restart.f90 so that libgfortran makes the POSIX calls, for as
+ * many ions as GTC had on that rank at that snapshot of a measured run (gtc_counts.h): so at most that run's ranks
+ * and snapshots; fewer ranks replay its ranks 0..n-1.
  *
  * gtc-stress (the gtc kernel of model 1.1): one file per node (RANKS_PER_NODE consecutive ranks) per iteration,
  * written through POSIX by the node's first rank after a reduce of the particle counts: a 64-byte header, then one

@@ -1,7 +1,8 @@
-! The gtc kernel's restart file (gtc.c): the records GTC version 1's restart_write writes (restart.f90, lines 65-74,
-! cited in gtc.c's header), each of the same items, kinds and shapes in the same order, written here by a
-! subroutine of our own so that the Fortran runtime makes the POSIX calls it makes for GTC (its buffer, not the
-! program, decides how many writes a record takes). Only the shapes matter: every value is a constant.
+! The gtc kernel's restart file (gtc.c): the records GTC version 1's restart_write writes (restart.f90:65-74: the
+! open, the write statements of lines 70-72, the close; docs/predict.md, "GTC's own I/O"), each of the same items,
+! kinds and shapes in the same order, written here by a subroutine of our own so that the Fortran runtime makes the
+! POSIX calls it makes for GTC (its buffer, not the program, decides how many writes a record takes). Only the shapes
+! matter: every value is a constant.
 subroutine gtc_restart_write(path, path_len, rank, ions, radial, grid, planes) bind(c, name="gtc_restart_write")
   use iso_c_binding, only: c_char, c_int
   implicit none
