@@ -8,6 +8,9 @@ import shutil
 import pytest
 
 from ioloom import mpi
+from ioloom.bench.predict import command, gtc_limits
+
+MPICH = next((i for i in mpi.implementations() if i.name == "mpich"), None)
 
 
 @pytest.mark.skipif("mpich" not in [i.name for i in mpi.implementations()], reason="the kernels' HDF5 needs MPICH")
@@ -76,3 +79,19 @@ def test_bench_predict_debian_lammps(ioloom_cli):
 def test_bench_predict_cost_refuses_too_few_rounds(ioloom_cli):
     out = ioloom_cli("bench", "predict", "--cost", "--rounds", "3", check=False)
     assert out.returncode == 2 and "--quick" in out.stderr and out.stderr.count("\n") == 1
+
+
+@pytest.mark.skipif(MPICH is None, reason="the kernels are run through MPICH")
+def test_bench_predict_refuses_gtc_beyond_its_run_up_front(ioloom_cli):
+    """More ranks or steps than GTC's measured run are refused before any kernel runs (the CM1 kernel first in the
+    list would otherwise run for nothing), with the limits the kernels' binary prints, the help's."""
+    limits = gtc_limits(MPICH)
+    if isinstance(limits, str):
+        pytest.skip(limits)
+    ranks, steps = limits
+    for args in (("--ranks", str(ranks + 1)), ("--steps", str(steps + 1))):
+        out = ioloom_cli("bench", "predict", "--kernels", "cm1-posix,gtc", *args, check=False, timeout=60)
+        assert out.returncode == 2 and out.stderr.count("\n") == 1, out.stderr
+        assert f"GTC's measured run of {ranks} ranks and {steps} snapshots" in out.stderr
+    defaults = command.__defaults__ or ()
+    assert f"at most {ranks}," in defaults[0].help and f"at most {steps}," in defaults[1].help

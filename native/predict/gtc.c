@@ -41,6 +41,8 @@ static int fortran_main_options[] = {
     0,                                                    /* bounds_check */
     GFC_FPE_INVALID | GFC_FPE_DENORMAL | GFC_FPE_ZERO | GFC_FPE_OVERFLOW | GFC_FPE_UNDERFLOW, /* fpe_summary */
 };
+#else
+static const char no_fortran[] = "ioloom-predict-kernels: gtc was built without a Fortran compiler\n";
 #endif
 
 /* The run measured (docs/predict.md, "GTC's own I/O"): radial grid points mpsi, points of a poloidal plane mgrid,
@@ -68,7 +70,7 @@ static int restart_files(const struct run *r) {
     }
     return 0;
 #else
-    if (r->rank == 0) fputs("ioloom-predict-kernels: gtc was built without a Fortran compiler\n", stderr);
+    if (r->rank == 0) fputs(no_fortran, stderr);
     return 2;
 #endif
 }
@@ -99,6 +101,16 @@ static int node_files(const struct run *r) {
     }
     MPI_Comm_free(&node_comm);
     return 0;
+}
+
+int gtc_limits(void) {
+#ifdef IOLOOM_PREDICT_FORTRAN
+    printf("%d %d\n", GTC_MEASURED_RANKS, GTC_MEASURED_SNAPSHOTS);
+    return 0;
+#else
+    fputs(no_fortran, stderr);
+    return 2;
+#endif
 }
 
 int kernel_gtc(const struct run *r) { return r->stress ? node_files(r) : restart_files(r); }

@@ -16,6 +16,9 @@ struct run {
 
 int kernel_cm1(const struct run *r);
 int kernel_gtc(const struct run *r);
+/* --gtc-limits: prints the most ranks and steps gtc can run (its measured run's), or refuses (2) built without
+ * Fortran */
+int gtc_limits(void);
 int kernel_nek(const struct run *r);
 int kernel_lammps(const struct run *r);
 

@@ -1,5 +1,6 @@
 /* ioloom-predict-kernels KERNEL DIR STEPS COMPUTE_MS: runs one synthetic application (kernels.h) on every rank
- * of MPI_COMM_WORLD, its files in DIR. */
+ * of MPI_COMM_WORLD, its files in DIR. ioloom-predict-kernels --gtc-limits: gtc's most ranks and steps, without MPI
+ * (`ioloom bench predict` refuses more up front). */
 #include "kernels.h"
 
 #include <mpi.h>
@@ -8,7 +9,8 @@
 #include <string.h>
 
 static const char *const usage = "usage: ioloom-predict-kernels {cm1-posix|cm1-gzip|cm1-mpiio|gtc|gtc-stress|nek5000|"
-                                 "nek5000-stress|lammps|lammps-stress} DIR STEPS COMPUTE_MS\n";
+                                 "nek5000-stress|lammps|lammps-stress} DIR STEPS COMPUTE_MS\n"
+                                 "       ioloom-predict-kernels --gtc-limits\n";
 
 /* The kernels other than CM1's, each as the thesis describes the application and a -stress variant, harsher. */
 static const struct {
@@ -33,6 +35,7 @@ static int dispatch(struct run *r) {
 }
 
 int main(int argc, char **argv) {
+    if (argc == 2 && strcmp(argv[1], "--gtc-limits") == 0) return gtc_limits();
     MPI_Init(&argc, &argv);
     if (argc != 5 || atoi(argv[3]) < 1 || atoi(argv[4]) < 0) {
         fputs(usage, stderr);

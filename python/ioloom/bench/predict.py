@@ -68,6 +68,29 @@ class KernelFailed(RuntimeError):
     """A kernel's traced run failed: its figures would measure nothing."""
 
 
+def gtc_limits(impl: mpi.MpiImpl) -> tuple[int, int] | str:
+    """The most ranks and steps the gtc kernel runs (those of GTC's measured run, native/predict/gtc_counts.h, as
+    the kernels' binary prints them), or why it cannot run (built without a Fortran compiler)."""
+    done = subprocess.run([str(paths.native_bin(f"ioloom-predict-kernels-{impl.name}")), "--gtc-limits"],
+                          capture_output=True, text=True, timeout=60)
+    if done.returncode != 0:
+        return done.stderr.strip().removeprefix("ioloom-predict-kernels: ")
+    ranks, steps = (int(word) for word in done.stdout.split())
+    return ranks, steps
+
+
+def gtc_refusal(impl: mpi.MpiImpl, ranks: int, steps: int) -> str | None:
+    """Why the gtc kernel would refuse `ranks` ranks of `steps` steps, else None."""
+    limits = gtc_limits(impl)
+    if isinstance(limits, str):
+        return f"the gtc kernel cannot run: {limits} (install gfortran and rebuild)"
+    most_ranks, most_steps = limits
+    if ranks > most_ranks or steps > most_steps:
+        return (f"the gtc kernel replays GTC's measured run of {most_ranks} ranks and {most_steps} snapshots: "
+                f"give --ranks {most_ranks} or fewer and --steps {most_steps} or fewer (asked {ranks} and {steps})")
+    return None
+
+
 def symbols_env(stacks: int) -> dict[str, str]:
     """The tracer's settings for call-stack symbols of `stacks` frames and its model (none for 0)."""
     return {"IOLOOM_PREDICT": "1", "IOLOOM_STACKS": str(stacks)} if stacks else {}
@@ -196,8 +219,12 @@ def print_table(report: dict) -> None:
 
 
 @app.command("predict")
-def command(ranks: int = typer.Option(4, "--ranks", "-n", min=1, help="MPI ranks of each kernel."),
-            steps: int = typer.Option(30, "--steps", min=2, help="Output steps of each kernel."),
+def command(ranks: int = typer.Option(4, "--ranks", "-n", min=1,
+                                     help="MPI ranks of each kernel (gtc: at most 4, those of GTC's measured run; "
+                                          "fewer replay its ranks 0..n-1)."),
+            steps: int = typer.Option(30, "--steps", min=2,
+                                      help="Output steps of each kernel (gtc: at most 300, the snapshots of GTC's "
+                                           "measured run)."),
             compute_ms: int = typer.Option(20, "--compute-ms", min=0, help="Computation between output steps."),
             kernels: str = typer.Option(",".join(THESIS), "--kernels",
                                         help=f"Comma-separated, among {', '.join(THESIS)}."),
@@ -232,6 +259,10 @@ def command(ranks: int = typer.Option(4, "--ranks", "-n", min=1, help="MPI ranks
         raise typer.Exit(2)
     quanta = _quanta(fold_quanta)
     impl = mpi.by_name(mpi_name)
+    refusal = gtc_refusal(impl, ranks, steps) if "gtc" in chosen else None
+    if refusal:
+        typer.echo(f"ioloom: {refusal}", err=True)
+        raise typer.Exit(2)
     report = {"mpi": impl.name, "ranks": ranks, "steps": steps, "compute_ms": compute_ms, "stacks": stacks,
               "loop_steps": loop_steps,
               "lammps_steps": lammps_steps, "kernels": {}, "fold_quanta": quanta, "tracer_fold": {}}
