@@ -3,14 +3,25 @@ HDF5), and the predictor's figures on rank 0 are what docs/predict.md and the ke
 from __future__ import annotations
 
 import json
+import re
 import shutil
+import subprocess
 
 import pytest
 
-from ioloom import mpi
+from ioloom import mpi, paths
 from ioloom.bench.predict import command, gtc_limits
 
 MPICH = next((i for i in mpi.implementations() if i.name == "mpich"), None)
+
+
+def gtc_counts() -> tuple[int, list[list[int]]]:
+    """native/predict/gtc_counts.h: the ions each rank starts with, and each rank's change at each snapshot."""
+    text = (paths.REPO_ROOT / "native" / "predict" / "gtc_counts.h").read_text()
+    start = int(re.search(r"GTC_IONS_AT_START = (\d+)", text)[1])
+    table = text[text.index("gtc_ions_moved"):]
+    ranks = re.findall(r"\{([-\d,\s]+)\}", table)
+    return start, [[int(n) for n in rank.replace(",", " ").split()] for rank in ranks]
 
 
 @pytest.mark.skipif(MPICH is None, reason="the kernels' HDF5 needs MPICH")
@@ -84,6 +95,25 @@ def test_bench_predict_debian_lammps(ioloom_cli):
 def test_bench_predict_cost_refuses_too_few_rounds(ioloom_cli):
     out = ioloom_cli("bench", "predict", "--cost", "--rounds", "3", check=False)
     assert out.returncode == 2 and "--quick" in out.stderr and out.stderr.count("\n") == 1
+
+
+@pytest.mark.skipif(MPICH is None, reason="the kernels are run through MPICH")
+def test_gtc_restart_files_are_gtcs_records(tmp_path):
+    """After 3 steps on 2 ranks each DATA_RESTART.<rank> holds GTC's records for the ions gtc_counts.h gives that
+    rank at its 3rd snapshot, each framed by its 4-byte length: mi, me, ntracer and the grid's 19,208 reals; on rank
+    0 etracer and ptracer; 6 + 1 reals per ion."""
+    limits = gtc_limits(MPICH)
+    if isinstance(limits, str):
+        pytest.skip(limits)
+    steps, start, moved = 3, *gtc_counts()
+    assert limits == (len(moved), len(moved[0]))  # the limits the binary prints are the table's
+    binary = paths.native_bin("ioloom-predict-kernels-mpich")
+    subprocess.run(MPICH.launch(2, [str(binary), "gtc", str(tmp_path), str(steps), "0"]), check=True, timeout=120,
+                   env={**MPICH.launch_env(2)}, capture_output=True)
+    for rank in (0, 1):
+        mi = start + moved[rank][steps - 1]
+        tracer = 4 + 20 + 4 if rank == 0 else 0
+        assert (tmp_path / f"DATA_RESTART.{rank:05d}").stat().st_size == (4 + 76_844 + 4) + tracer + (4 + 28 * mi + 4)
 
 
 @pytest.mark.skipif(MPICH is None, reason="the kernels are run through MPICH")
