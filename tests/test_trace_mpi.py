@@ -617,9 +617,13 @@ def test_followed_individual_pointer_is_the_librarys(mpi, ioloom_cli, tmp_path):
         trace = open_trace(trace_dir)
         events = trace.events().to_pandas().astype({"op": str, "layer": str})
         files = trace.files.to_pandas()
+        traced = {path: events[(events.layer == "mpiio") & events.op.isin(POINTER_CALLS)
+                               & events.file_id.isin(files.file_id[files.path == path])].sort_values("call_id")
+                  for path in noted}
+        assert noted[str(tmp_path / f"file{seed}.1")][0][0] > 0, "precondition: the append file opens past 0"
+        sequential = traced[str(tmp_path / f"file{seed}.2")]
+        assert len(sequential) == 300 and (sequential.aux == -1).all() and (sequential.offset == -1).all(), (
+            how, "the tracer followed a pointer on the sequential file", sequential[["aux", "offset"]].value_counts())
         for path, expected in noted.items():
-            mine = events[(events.layer == "mpiio") & events.op.isin(POINTER_CALLS)
-                          & events.file_id.isin(files.file_id[files.path == path])].sort_values("call_id")
+            mine = traced[path]
             assert len(expected) == 300 and list(zip(mine.aux, mine.offset)) == expected, (how, path)
-        sequential = noted[str(tmp_path / f"file{seed}.2")]
-        assert set(sequential) == {(-1, -1)} and noted[str(tmp_path / f"file{seed}.1")][0][0] > 0
