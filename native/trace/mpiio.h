@@ -89,6 +89,12 @@ struct mpiio_pending {
     int64_t handle, offset, coll_seq;
 };
 
+/* The view: disp, etype_size and contiguous_view are plain fields, written together only by an MPI_File_set_view
+ * on this handle (traced: mpiio_file_set_view; untraced: mpiio_pointer_unseen) and read by the data calls on it.
+ * A reader in another thread could see them half written (contiguous_view 1 with etype_size 0) only if a data
+ * call ran at the same time as the set_view on the same handle: MPI_File_set_view is collective, and the
+ * standard leaves it to the program to order collective calls on one file handle across threads (a data call
+ * racing with it has no defined view either). Even then no field divides: the row gets a wrong offset, no more. */
 struct mpiio_file {
     MPI_File fh;
     int32_t file_id;            /* -1: the path is excluded, calls on it pass through */

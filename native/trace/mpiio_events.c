@@ -20,7 +20,8 @@ MPI_Offset mpiio_individual_position(const struct mpiio_file *file) {
 void mpiio_pointer_unseen(MPI_File fh, enum ioloom_op op) {
     struct mpiio_file *file = mpiio_depth ? mpiio_file_find(fh) : NULL;
     if (!file) return;
-    if (op == IOLOOM_OP_MPI_File_set_view) file->etype_size = file->contiguous_view = 0;
+    if (op == IOLOOM_OP_MPI_File_set_view) /* plain stores: why no other thread reads them now, mpiio.h */
+        file->etype_size = file->contiguous_view = 0;
     mpiio_pointer_set(file, -1);
 }
 
