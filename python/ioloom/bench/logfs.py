@@ -467,8 +467,8 @@ def logfs_command(
     if read_from not in READ_FROM:
         raise typer.BadParameter(f"--read-from {read_from}: expected {' or '.join(READ_FROM)}")
     if read_from == "device" and reads not in (None, READS["device"]):
-        raise typer.BadParameter(f"--reads {reads}: from the device each launch reads once (a second read phase "
-                                 "would find the first one's pages cached); use --read-from cache for more")
+        raise typer.BadParameter(f"--reads {reads}: from the device each launch has {READS['device']} read phase "
+                                 "(another would find the first one's pages cached); use --read-from cache for more")
     if (instructions or cpu is not None) and not outside_only:
         raise typer.BadParameter("--instructions and --cpu go with --outside-only")
     refused = (cpu_not_allowed(cpu) if cpu is not None else None) or (valgrind_missing("--instructions")
