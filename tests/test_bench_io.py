@@ -6,6 +6,7 @@ import json
 import mmap
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -333,6 +334,17 @@ def test_eviction_empties_the_page_cache_of_every_file_under_a_directory(disk_tm
         assert len(mapped[::4096]) == 256  # a byte of every page read: each page mapped into this process
         with pytest.raises(bench_io.EvictionFailed, match="1048576 bytes of 1 files"):
             bench_io.evict_page_cache([written[2]])
+
+
+def test_sync_file_refuses_what_is_not_a_regular_file(tmp_path):
+    """A FIFO is refused at once, in words (opened waiting, it would block for a writer for ever); run in a child so
+    that a blocked open fails the test instead of hanging it."""
+    os.mkfifo(tmp_path / "fifo")
+    code = ("import sys\nfrom ioloom.bench import io\n"
+            "try:\n    io.sync_file(io.Path(sys.argv[1]))\nexcept OSError as err:\n    print(err.strerror)")
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "fifo")], capture_output=True, text=True,
+                         timeout=30)
+    assert out.stdout.strip() == "not a regular file", out.stdout + out.stderr
 
 
 def test_cache_note_warns_when_reads_fit_in_memory():

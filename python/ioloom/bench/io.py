@@ -6,8 +6,10 @@ the argv to wrap (e.g. under `ioloom run` or a preload); `summary()` and `time_p
 """
 from __future__ import annotations
 
+import errno
 import json
 import os
+import stat
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -133,10 +135,13 @@ def cached_bytes(files: Sequence[Path]) -> int:
 
 
 def sync_file(path: Path, advice: int | None = None) -> None:
-    """fsync(2) the regular file `path` (opened read-only, not through a symbolic link), then, if given, `advice` for
-    all of it (posix_fadvise); OSError as the calls raise it."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    """fsync(2) the regular file `path` (opened read-only, not through a symbolic link, and without waiting: a FIFO
+    would block the open for a writer), then, if given, `advice` for all of it (posix_fadvise); OSError as the calls
+    raise it, and EINVAL ("not a regular file") for anything else found there."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
         os.fsync(fd)
         if advice is not None:
             os.posix_fadvise(fd, 0, 0, advice)
