@@ -67,17 +67,25 @@ static void data_call(struct worker *w, int what, int count) {
     else if (fails)
         type = MPI_DATATYPE_NULL;
     switch (what) {
-    case 0: rc = MPI_File_write(w->fh, w->data, count, type, MPI_STATUS_IGNORE); break;
-    case 1: rc = MPI_File_read(w->fh, w->data, count, type, MPI_STATUS_IGNORE); break;
-    case 2: rc = MPI_File_write_all(w->fh, w->data, count, type, MPI_STATUS_IGNORE); break;
-    case 3: rc = MPI_File_read_all(w->fh, w->data, count, type, MPI_STATUS_IGNORE); break;
-    case 4:
-        if ((rc = MPI_File_iwrite(w->fh, w->data, count, type, &request)) == MPI_SUCCESS)
-            check(MPI_Wait(&request, MPI_STATUS_IGNORE), "wait");
-        break;
-    default:
-        if ((rc = MPI_File_write_all_begin(w->fh, w->data, count, type)) == MPI_SUCCESS)
-            check(MPI_File_write_all_end(w->fh, w->data, MPI_STATUS_IGNORE), "write_all_end");
+        case 0:
+            rc = MPI_File_write(w->fh, w->data, count, type, MPI_STATUS_IGNORE);
+            break;
+        case 1:
+            rc = MPI_File_read(w->fh, w->data, count, type, MPI_STATUS_IGNORE);
+            break;
+        case 2:
+            rc = MPI_File_write_all(w->fh, w->data, count, type, MPI_STATUS_IGNORE);
+            break;
+        case 3:
+            rc = MPI_File_read_all(w->fh, w->data, count, type, MPI_STATUS_IGNORE);
+            break;
+        case 4:
+            if ((rc = MPI_File_iwrite(w->fh, w->data, count, type, &request)) == MPI_SUCCESS)
+                check(MPI_Wait(&request, MPI_STATUS_IGNORE), "wait");
+            break;
+        default:
+            if ((rc = MPI_File_write_all_begin(w->fh, w->data, count, type)) == MPI_SUCCESS)
+                check(MPI_File_write_all_end(w->fh, w->data, MPI_STATUS_IGNORE), "write_all_end");
     }
     if (w->mode != SEQUENTIAL && (rc == MPI_SUCCESS) == fails) {
         fprintf(stderr, "mpiio_pointer: call %d of %d returned %d\n", what, count, rc);
@@ -172,8 +180,7 @@ int main(int argc, char **argv) {
         if (!w->noted || (threads && pthread_create(&thread[f], NULL, work, w) != 0)) MPI_Abort(MPI_COMM_WORLD, 2);
         if (!threads) work(w);
     }
-    for (int f = 0; threads && f < FILES; f++)
-        pthread_join(thread[f], NULL);
+    for (int f = 0; threads && f < FILES; f++) pthread_join(thread[f], NULL);
     for (int f = 0; f < FILES; f++) {
         printf("positions %s:", workers[f].path);
         for (long i = 0; i < workers[f].calls; i++)
