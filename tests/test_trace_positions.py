@@ -130,17 +130,21 @@ def test_stream_offsets_equal_ftell_through_flushes_and_inline_calls(tmp_path, s
                               f"the trace {have[mismatch:mismatch + 3]}")
 
 
+def a_dat_scenario(tmp_path, scenario: str):
+    """Runs trace_scenarios.c's `scenario` traced in tmp_path/w; a.dat's rows of the file table and every event."""
+    exe = compile_program("trace_scenarios.c")
+    (tmp_path / "w").mkdir()
+    subprocess.run([str(exe), scenario, str(tmp_path / "w")], check=True, timeout=60, env=traced_env(tmp_path / "t"))
+    trace = open_trace(tmp_path / "t")
+    files = trace.files.to_pandas()
+    return files[files["path"] == str(tmp_path / "w" / "a.dat")], trace.events().to_pandas().astype({"op": str})
+
+
 def test_a_path_removed_or_replaced_is_another_file(tmp_path):
     """Opening a path again reuses what the thread learnt of it (no fstat) only while the process has removed
     or renamed nothing: after remove() (which unlinks inside libc) and after a rename over it, the path names a
     new file, with its own id and (device, inode)."""
-    exe = compile_program("trace_scenarios.c")
-    (tmp_path / "w").mkdir()
-    subprocess.run([str(exe), "renamed", str(tmp_path / "w")], check=True, timeout=60, env=traced_env(tmp_path / "t"))
-    trace = open_trace(tmp_path / "t")
-    files = trace.files.to_pandas()
-    a = files[files["path"] == str(tmp_path / "w" / "a.dat")]
-    events = trace.events().to_pandas().astype({"op": str})
+    a, events = a_dat_scenario(tmp_path, "renamed")
     opens = events[(events["op"] == "open") & events["file_id"].isin(a["file_id"])]
     assert len(opens) == 6 and a["ino"].nunique() == 3
     assert opens["file_id"].tolist()[::2] == opens["file_id"].tolist()[1::2]  # the same file twice in a row
@@ -151,13 +155,7 @@ def test_a_path_stat_again_after_another_process_replaced_it_is_another_file(tmp
     """A stat of the path this thread named last reuses its file's id only when the stat finds the same (device,
     inode): after a child process renamed another file over it (this process removed and renamed nothing), the two
     stats that follow name a new file."""
-    exe = compile_program("trace_scenarios.c")
-    (tmp_path / "w").mkdir()
-    subprocess.run([str(exe), "restat", str(tmp_path / "w")], check=True, timeout=60, env=traced_env(tmp_path / "t"))
-    trace = open_trace(tmp_path / "t")
-    files = trace.files.to_pandas()
-    a = files[files["path"] == str(tmp_path / "w" / "a.dat")]
-    events = trace.events().to_pandas().astype({"op": str})
+    a, events = a_dat_scenario(tmp_path, "restat")
     stats = events[(events["op"] == "stat") & events["file_id"].isin(a["file_id"])].sort_values("t_start")
     ids = stats["file_id"].tolist()
     assert len(ids) == 4 and ids[0] == ids[1] and ids[2] == ids[3] and ids[1] != ids[2], ids
