@@ -72,6 +72,15 @@ def mpi(request) -> MpiRunner:
     return MpiRunner(impl)
 
 
+@pytest.fixture(scope="session")
+def logfs_shim(tmp_path_factory) -> Path:
+    """tests/programs/logfs_next_shim.c built once: a preloaded tool that counts the calls logfs's code makes."""
+    shim = tmp_path_factory.mktemp("shim") / "logfs_next_shim.so"
+    subprocess.run(["gcc", "-O2", "-shared", "-fPIC", "-o", shim, PROGRAMS / "logfs_next_shim.c", "-ldl"],
+                   check=True)
+    return shim
+
+
 @pytest.fixture
 def ioloom_cli():
     """Run the ioloom command line as a user would, in a subprocess."""

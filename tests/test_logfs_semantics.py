@@ -290,15 +290,12 @@ print(json.dumps([st.st_size, st.st_blocks]))
 """
 
 
-def test_a_stat_lists_the_container_once(tmp_path):
+def test_a_stat_lists_the_container_once(tmp_path, logfs_shim):
     """A stat of a container (OMPIO stats the file it has just opened, at every MPI_File_open) loads the writers'
     indexes and adds up their logs' blocks in one listing of its directory: today's main listed it twice (the
     indexes, then the logs). Counted by a tool preloaded after the layer, which the layer's own calls reach (one
     run of 3 stats against one of 1: the process's start lists its descriptors); the size is the plain file's, the
     blocks what the logs take."""
-    shim = tmp_path / "shim.so"
-    subprocess.run(["gcc", "-O2", "-shared", "-fPIC", "-o", shim, Path(__file__).parent / "programs" /
-                    "logfs_next_shim.c", "-ldl"], check=True)
     plain, mnt = tmp_path / "plain", tmp_path / "mnt"
     plain.mkdir()
     mnt.mkdir()
@@ -311,7 +308,7 @@ def test_a_stat_lists_the_container_once(tmp_path):
     for stats in (1, 3):
         counts = tmp_path / f"counts{stats}"
         env = {**os.environ, **preload.env({mnt: []}), "LOGFS_SHIM_OUT": str(counts)}
-        env["LD_PRELOAD"] += f":{shim}"
+        env["LD_PRELOAD"] += f":{logfs_shim}"
         out = subprocess.run([sys.executable, "-c", STATS, mnt / "f", str(stats)], env=env, capture_output=True,
                              text=True, check=True)
         size, blocks = json.loads(out.stdout)
@@ -331,27 +328,26 @@ os.close(fd)
 """
 
 
-def test_a_full_chunk_of_the_log_is_handed_to_the_device(tmp_path):
-    """Write-behind: each time a writer's 4 MiB reservation is full, the pages it filled are handed to the device
-    (sync_file_range, SYNC_FILE_RANGE_WRITE), so a later sync waits for the last chunk's data only; today's main
-    left them all dirty. 14 MiB in 64 KiB writes: three full chunks, 12 MiB; none with IOLOOM_LOGFS_WRITE_BEHIND=0.
-    Counted by a tool preloaded after the layer, which the layer's own calls reach; the bytes equal the plain
-    file's."""
-    shim = tmp_path / "shim.so"
-    subprocess.run(["gcc", "-O2", "-shared", "-fPIC", "-o", shim, Path(__file__).parent / "programs" /
-                    "logfs_next_shim.c", "-ldl"], check=True)
+def test_a_full_chunk_of_the_log_is_handed_to_the_device(tmp_path, logfs_shim):
+    """Write-behind: each time a writer's reservation (a chunk) is full, the pages it filled are handed to the
+    device (sync_file_range, SYNC_FILE_RANGE_WRITE); without write-behind they all stay dirty. 224 writes of 64 KiB
+    with 1 MiB chunks: every full chunk, 13 of 14 MiB; none with IOLOOM_LOGFS_WRITE_BEHIND=0. Counted by a tool
+    preloaded after the layer, which the layer's own calls reach; the bytes equal the plain file's."""
+    chunk, writes = 1 << 20, 224
     mnt = tmp_path / "mnt"
     mnt.mkdir()
-    subprocess.run([sys.executable, "-c", WRITES, tmp_path / "plain", "224"], check=True)
+    subprocess.run([sys.executable, "-c", WRITES, tmp_path / "plain", str(writes)], check=True)
     behind = {}
     for setting in ("1", "0"):
         counts = tmp_path / f"counts{setting}"
         env = {**os.environ, **preload.env({mnt: []}), "LOGFS_SHIM_OUT": str(counts), "PMI_RANK": "0",
-               "IOLOOM_LOGFS_WRITE_BEHIND": setting}
-        env["LD_PRELOAD"] += f":{shim}"
-        subprocess.run([sys.executable, "-c", WRITES, mnt / f"f{setting}", "224"], env=env, check=True)
+               "IOLOOM_LOGFS_WRITE_BEHIND": setting, "IOLOOM_LOGFS_CHUNK": str(chunk)}
+        env["LD_PRELOAD"] += f":{logfs_shim}"
+        subprocess.run([sys.executable, "-c", WRITES, mnt / f"f{setting}", str(writes)], env=env, check=True)
         (line,) = counts.read_text().splitlines()
         items = dict(item.split("=") for item in line.split("logfs:", 1)[1].split())
         behind[setting] = int(items["sync_file_range"]), int(items["sync_file_range_bytes"])
         assert Container.open(mnt / f"f{setting}").read() == (tmp_path / "plain").read_bytes()
-    assert behind == {"1": (3, 12 << 20), "0": (0, 0)}, behind
+    full = (writes * 65536 - 1) // chunk   # the chunks another one followed (the last one is only synced)
+    assert behind == {"1": (full, full * chunk), "0": (0, 0)}, behind
+

@@ -344,15 +344,12 @@ rm logfs:c logfs:d                                   # unlink: the container's f
 """
 
 
-def test_logfs_storage_calls_skip_other_preloaded_tools(tmp_path):
+def test_logfs_storage_calls_skip_other_preloaded_tools(tmp_path, logfs_shim):
     """Today's main: logfs's readdir, closedir, fstatat, unlinkat, read, write and lseek went through the PLT, so a
     tool preloaded in front of it (a tracer) saw the layer's own storage I/O as the program's."""
-    shim = tmp_path / "shim.so"
-    subprocess.run(["gcc", "-O2", "-shared", "-fPIC", "-o", shim, Path(__file__).parent / "programs" /
-                    "logfs_next_shim.c", "-ldl"], check=True)
     counts = tmp_path / "counts"
     env = {**os.environ, "WORK": str(tmp_path), "LOGFS_SHIM_OUT": str(counts), "PMI_RANK": "0",
-           **preload.env(preload_first=str(shim))}
+           **preload.env(preload_first=str(logfs_shim))}
     out = subprocess.run(["bash", "-c", SHIM_SCRIPT], env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert (tmp_path / "sed.out").read_text() == "two\n" and (tmp_path / "cat.out").read_text() == "one\ntwo\n"
