@@ -2,6 +2,7 @@
 mount, and the results compared (the plain file is the oracle)."""
 from __future__ import annotations
 
+import errno
 import json
 import os
 import subprocess
@@ -351,3 +352,27 @@ def test_a_full_chunk_of_the_log_is_handed_to_the_device(tmp_path, logfs_shim):
     full = (writes * 65536 - 1) // chunk   # the chunks another one followed (the last one is only synced)
     assert behind == {"1": (full, full * chunk), "0": (0, 0)}, behind
 
+
+def test_write_behind_failing_leaves_writes_and_errno_alone(tmp_path, logfs_shim):
+    """sync_file_range failing (ENOSYS under seccomp or where it does not exist, EIO from an earlier writeback)
+    fails no write and changes no errno: a C program sets errno before each of its 64 KiB writes and checks it
+    after (the layer left sync_file_range's errno there). After ENOSYS the writer stops trying; after EIO (the
+    device may come back) it tries at every chunk. The bytes equal the plain file's either way."""
+    exe = tmp_path / "write_errno"
+    subprocess.run(["gcc", "-O2", "-o", exe, Path(__file__).parent / "programs" / "logfs_write_errno.c"], check=True)
+    chunk, writes = 1 << 20, 64
+    subprocess.run([exe, tmp_path / "plain", str(writes)], check=True)
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    calls = {}
+    for name, number in (("ENOSYS", errno.ENOSYS), ("EIO", errno.EIO)):
+        counts = tmp_path / f"counts{name}"
+        env = {**os.environ, **preload.env({mnt: []}), "LOGFS_SHIM_OUT": str(counts), "PMI_RANK": "0",
+               "IOLOOM_LOGFS_CHUNK": str(chunk), "LOGFS_SHIM_SYNC_FAIL": str(number)}
+        env["LD_PRELOAD"] += f":{logfs_shim}"
+        out = subprocess.run([exe, mnt / name, str(writes)], env=env, capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr
+        (line,) = counts.read_text().splitlines()
+        calls[name] = int(dict(item.split("=") for item in line.split("logfs:", 1)[1].split())["sync_file_range"])
+        assert Container.open(mnt / name).read() == (tmp_path / "plain").read_bytes()
+    assert calls == {"ENOSYS": 1, "EIO": (writes * 65536 - 1) // chunk}, calls

@@ -99,7 +99,7 @@ struct lf_file {
     int32_t index_traced_id;
     uint64_t resv_cur, resv_end; /* the part of our log we reserved and have not filled yet */
     uint64_t behind;             /* our log's filled pages before this were handed to the device (write_behind) */
-    int write_behind;            /* IOLOOM_LOGFS_WRITE_BEHIND (1 unless 0), read at the first write */
+    int write_behind;            /* IOLOOM_LOGFS_WRITE_BEHIND (1 unless 0), read at the first write; 0 once refused */
     struct lf_entry *mine;       /* our entries, published or not */
     size_t nmine, capmine, npublished;
     int entry_open; /* the last entry may still grow into a pattern */

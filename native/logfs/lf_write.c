@@ -191,6 +191,10 @@ static int flush_records(lf_file *f) {
     return errno = ENOSPC, -1;
 }
 
+/* sync_file_range's errors that the next call would meet again (a seccomp filter, a kernel or file system without
+ * it, a log that is not a regular file); EIO and ENOSPC report an earlier writeback, which the next may not. */
+static int refused_for_good(int err) { return err == ENOSYS || err == EPERM || err == EINVAL || err == ESPIPE; }
+
 /* Write-behind: when a writer's reservation is full, the whole pages of its log that it filled since the last time
  * are handed to the device at once (sync_file_range SYNC_FILE_RANGE_WRITE: writeback started, not waited for),
  * where the kernel would leave them dirty until an fsync or its flusher. A log is only appended to, so a full page
@@ -202,8 +206,12 @@ static int flush_records(lf_file *f) {
 static void write_behind(lf_file *f) {
     uint64_t end = f->resv_cur / LF_PAGE * LF_PAGE;
     if (end <= f->behind) return;
-    if (f->write_behind)
-        IOLOOM_NEXT(sync_file_range)(f->log_fd, (off_t)f->behind, (off_t)(end - f->behind), SYNC_FILE_RANGE_WRITE);
+    if (f->write_behind) {
+        int saved = errno; /* the write that reserved succeeds or fails on its own: errno stays the program's */
+        if (IOLOOM_NEXT(sync_file_range)(f->log_fd, (off_t)f->behind, (off_t)(end - f->behind), SYNC_FILE_RANGE_WRITE))
+            f->write_behind = !refused_for_good(errno);
+        errno = saved;
+    }
     f->behind = end;
 }
 

@@ -3,10 +3,12 @@
  * libioloom-logfs.so and forwards every call to the next definition. At exit, appends its counts as a line to the
  * file $LOGFS_SHIM_OUT (standard error may be closed by then: coreutils close it at exit). Loaded after logfs, it
  * sees the layer's own calls instead (the tests that count what the layer does), and the bytes its
- * sync_file_range calls covered. */
+ * sync_file_range calls covered; with $LOGFS_SHIM_SYNC_FAIL set to an errno number, sync_file_range fails with it
+ * (-1) instead of reaching the kernel, as under seccomp or on a file system without it. */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <dlfcn.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,6 +54,8 @@ int close(int fd) { seen(CLOSE, __builtin_return_address(0)); return NEXT(close)
 int sync_file_range(int fd, off_t off, off_t n, unsigned flags) {
     seen(SYNC_FILE_RANGE, __builtin_return_address(0));
     if (flags == SYNC_FILE_RANGE_WRITE) __atomic_add_fetch(&synced_bytes, (long)n, __ATOMIC_RELAXED);
+    const char *fail = getenv("LOGFS_SHIM_SYNC_FAIL");
+    if (fail) return errno = atoi(fail), -1;
     return NEXT(sync_file_range)(fd, off, n, flags);
 }
 
