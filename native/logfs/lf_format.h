@@ -24,9 +24,9 @@
 #define LF_RECORD_MAGIC_V2 0x3252464cu /* "LFR2" */
 #define LF_BLOCK_MAGIC 0x3142494cu     /* "LIB1" */
 #define LF_DEFAULT_CHUNK (4u << 20)    /* chunks are multiples of LF_PAGE */
-#define LF_PAGE 4096u
-#define LF_RECORD_BATCH 42       /* records a writer keeps before appending them (one write of < 4 KiB) */
-#define LF_MAX_SIZE (1ull << 62) /* no logical or physical byte lies at or past it (writes past it: EFBIG) */
+#define LF_PAGE 4096u                  /* what chunks are multiples of, not the kernel's page (write_behind asks it) */
+#define LF_RECORD_BATCH 42             /* records a writer keeps before appending them (one write of < 4 KiB) */
+#define LF_MAX_SIZE (1ull << 62)       /* no logical or physical byte lies at or past it (writes past it: EFBIG) */
 
 /* CREATE and UNLINK exist for packed files (1-N: many small files in one container, told apart by file_id):
  * CREATE marks a file as existing (an empty file is one), UNLINK removes it (its bytes are gone, as by a truncate

@@ -100,6 +100,8 @@ struct lf_file {
     uint64_t resv_cur, resv_end; /* the part of our log we reserved and have not filled yet */
     uint64_t behind;             /* our log's filled pages before this were handed to the device (write_behind) */
     int write_behind;            /* IOLOOM_LOGFS_WRITE_BEHIND (1 unless 0), read at the first write; 0 once refused */
+    uint64_t page;               /* the kernel's page size (4 KiB, 64 KiB on some aarch64, ppc64le), which write_behind
+                                  * rounds to: not LF_PAGE */
     struct lf_entry *mine;       /* our entries, published or not */
     size_t nmine, capmine, npublished;
     int entry_open; /* the last entry may still grow into a pattern */

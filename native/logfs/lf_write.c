@@ -124,6 +124,7 @@ static int writer_setup(lf_file *f) {
     if (id < 0) return -1;
     f->wlog = id;
     f->write_behind = ioloom_env_size("IOLOOM_LOGFS_WRITE_BEHIND", 1) != 0;
+    f->page = (uint64_t)sysconf(_SC_PAGESIZE);
     return 0;
 }
 
@@ -204,11 +205,13 @@ static int refused_for_good(int err) { return err == ENOSYS || err == EPERM || e
  * A failure is not the write's: the data is in the page cache either way, and the sync reports what the device
  * refused. */
 static void write_behind(lf_file *f) {
-    uint64_t end = f->resv_cur / LF_PAGE * LF_PAGE;
-    if (end <= f->behind) return;
+    /* [start, end): the kernel's whole pages (not LF_PAGE's) from where the last hand-over, or another writer's part
+     * of the log (a multiple of LF_PAGE only), ended to where this writer's data ends: none is written again. */
+    uint64_t start = (f->behind + f->page - 1) / f->page * f->page, end = f->resv_cur / f->page * f->page;
+    if (end <= start) return;
     if (f->write_behind) {
         int saved = errno; /* the write that reserved succeeds or fails on its own: errno stays the program's */
-        if (IOLOOM_NEXT(sync_file_range)(f->log_fd, (off_t)f->behind, (off_t)(end - f->behind), SYNC_FILE_RANGE_WRITE))
+        if (IOLOOM_NEXT(sync_file_range)(f->log_fd, (off_t)start, (off_t)(end - start), SYNC_FILE_RANGE_WRITE))
             f->write_behind = !refused_for_good(errno);
         errno = saved;
     }
