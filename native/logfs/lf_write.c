@@ -196,14 +196,10 @@ static int flush_records(lf_file *f) {
  * it, a log that is not a regular file); EIO and ENOSPC report an earlier writeback, which the next may not. */
 static int refused_for_good(int err) { return err == ENOSYS || err == EPERM || err == EINVAL || err == ESPIPE; }
 
-/* Write-behind: when a writer's reservation is full, the whole pages of its log that it filled since the last time
- * are handed to the device at once (sync_file_range SYNC_FILE_RANGE_WRITE: writeback started, not waited for),
- * where the kernel would leave them dirty until an fsync or its flusher. A log is only appended to, so a full page
- * is not dirtied again (a partly filled last page waits for the next time). A program that syncs (fsync before
- * close, MPI_File_sync) then waits for what its last chunk added, not for all of its data, and the device works
- * while the program still writes; the pages stay cached. IOLOOM_LOGFS_WRITE_BEHIND=0 leaves them to the kernel.
- * A failure is not the write's: the data is in the page cache either way, and the sync reports what the device
- * refused. */
+/* Write-behind (docs/logfs-format.md, "Write-behind"): when a writer reserves its next chunk, the whole pages of
+ * its log that it filled since the last time are handed to the device. SYNC_FILE_RANGE_WRITE only: WAIT_BEFORE or
+ * WAIT_AFTER would wait, and would advance the descriptor's writeback error cursor (file_fdatawait_range), so the
+ * layer's later fsync of the log would miss an asynchronous EIO. Best effort: no write fails or sees its errno. */
 static void write_behind(lf_file *f) {
     /* [start, end): the kernel's whole pages (not LF_PAGE's) from where the last hand-over, or another writer's part
      * of the log (a multiple of LF_PAGE only), ended to where this writer's data ends: none is written again. */
