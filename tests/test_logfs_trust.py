@@ -341,27 +341,40 @@ cat logfs:c > cat.out                                # reads: the index journals
 stat -c %s logfs:c > stat.out                        # stat: the container's files scanned
 cp logfs:c logfs:d                                   # copy_file_range served by reads and writes
 rm logfs:c logfs:d                                   # unlink: the container's files listed and removed
+head -c 20000 /dev/zero > logfs:e                    # writes past a 4 KiB chunk: write-behind's sync_file_range
+rm logfs:e
 """
+
+
+def shim_totals(counts: Path) -> dict[str, int]:
+    """The shim's counts of calls from logfs, summed over the programs that reported (each appends a line)."""
+    totals: dict[str, int] = {}
+    for line in counts.read_text().splitlines():
+        for item in line.split("logfs:", 1)[1].split():
+            name, value = item.split("=")
+            totals[name] = totals.get(name, 0) + int(value)
+    return totals
 
 
 def test_logfs_storage_calls_skip_other_preloaded_tools(tmp_path, logfs_shim):
     """Today's main: logfs's readdir, closedir, fstatat, unlinkat, read, write and lseek went through the PLT, so a
-    tool preloaded in front of it (a tracer) saw the layer's own storage I/O as the program's."""
-    counts = tmp_path / "counts"
-    env = {**os.environ, "WORK": str(tmp_path), "LOGFS_SHIM_OUT": str(counts), "PMI_RANK": "0",
-           **preload.env(preload_first=str(logfs_shim))}
-    out = subprocess.run(["bash", "-c", SHIM_SCRIPT], env=env, capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
-    assert (tmp_path / "sed.out").read_text() == "two\n" and (tmp_path / "cat.out").read_text() == "one\ntwo\n"
-    assert (tmp_path / "stat.out").read_text() == "8\n" and not (tmp_path / "c").exists()
-    lines = counts.read_text().splitlines()
-    assert len(lines) >= 6                                            # every program reported
-    totals: dict[str, int] = {}
-    for line in lines:
-        for item in line.split("logfs:", 1)[1].split():
-            name, value = item.split("=")
-            totals[name] = totals.get(name, 0) + int(value)
-    assert totals and all(v == 0 for v in totals.values()), totals
+    tool preloaded in front of it (a tracer) saw the layer's own storage I/O as the program's. The same shim loaded
+    after the layer sees its calls (at least one sync_file_range: the script's last file fills 4 KiB chunks)."""
+    totals: dict[str, dict[str, int]] = {}
+    for where in ("first", "after"):
+        counts = tmp_path / f"counts-{where}"
+        env = {**os.environ, "WORK": str(tmp_path), "LOGFS_SHIM_OUT": str(counts), "PMI_RANK": "0",
+               **preload.env(preload_first=str(logfs_shim) if where == "first" else None, chunk="4096")}
+        if where == "after":
+            env["LD_PRELOAD"] += f":{logfs_shim}"
+        out = subprocess.run(["bash", "-c", SHIM_SCRIPT], env=env, capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        assert (tmp_path / "sed.out").read_text() == "two\n" and (tmp_path / "cat.out").read_text() == "one\ntwo\n"
+        assert (tmp_path / "stat.out").read_text() == "8\n" and not (tmp_path / "c").exists()
+        assert len(counts.read_text().splitlines()) >= 8                   # every program reported
+        totals[where] = shim_totals(counts)
+    assert totals["first"] and all(v == 0 for v in totals["first"].values()), totals["first"]
+    assert totals["after"]["sync_file_range"] >= 1, totals["after"]
 
 
 def test_a_run_of_one_write_with_any_pstride_is_summed(tmp_path):
