@@ -758,6 +758,12 @@ static void build_pack_tables(void) {
     __atomic_store_n(&pack_ready, 1, __ATOMIC_RELEASE);
 }
 
+/* A row's t_start (low lane) and t_end (high lane), read as one 16-byte load: t_end follows t_start. */
+_Static_assert(offsetof(struct ioloom_raw_event, t_end) == offsetof(struct ioloom_raw_event, t_start) + 8, "times");
+__attribute__((target("avx2"))) static inline __m128i load_times(const struct ioloom_raw_event *row) {
+    return _mm_loadu_si128((const __m128i *)&row->t_start);
+}
+
 /* The four lanes of a movemask, each bit k moved to bit 2k. */
 static const uint8_t spread_lanes[16] = {0, 1, 4, 5, 16, 17, 20, 21, 64, 65, 68, 69, 80, 81, 84, 85};
 
@@ -861,15 +867,12 @@ __attribute__((target("avx2"))) static size_t time_quads(struct time_body *gap, 
     struct quad_body gq = {_mm256_set1_epi64x(g.previous), zero, zero},
                      dq = {_mm256_set1_epi64x(d.previous), zero, zero};
     __m256i ends_before = _mm256_set1_epi64x((long long)*end);
-    _Static_assert(offsetof(struct ioloom_raw_event, t_end) == offsetof(struct ioloom_raw_event, t_start) + 8, "times");
     size_t i = 1;
     for (const size_t s = stride; i + 4 <= n; i += 4) {
         const struct ioloom_raw_event *row = &ROW(i);
         for (int k = 0; k < 4; k++) survey_row(&r, row + k * s, 1);
-        __m256i even = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)row)),
-                                               _mm_loadu_si128((const __m128i *)(row + 2 * s)), 1);
-        __m256i odd = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(row + s))),
-                                              _mm_loadu_si128((const __m128i *)(row + 3 * s)), 1);
+        __m256i even = _mm256_inserti128_si256(_mm256_castsi128_si256(load_times(row)), load_times(row + 2 * s), 1);
+        __m256i odd = _mm256_inserti128_si256(_mm256_castsi128_si256(load_times(row + s)), load_times(row + 3 * s), 1);
         __m256i starts = _mm256_unpacklo_epi64(even, odd), ends = _mm256_unpackhi_epi64(even, odd);
         __m256i out = zero; /* lanes the quad cannot take */
         if (ticks) starts = ticks_ns_four(&by, starts, &out), ends = ticks_ns_four(&by, ends, &out);
