@@ -7,6 +7,9 @@
 
 #include "trace_format.h"
 
+/* The most bytes a varint takes: a uint64_t's 64 bits at 7 a byte. */
+#define VARINT_MAX_BYTES 10
+
 /* A LEB128 varint. Values of one to three bytes (gaps and durations up to a millisecond, most other numbers) take
  * the short paths. */
 static inline uint8_t *put_varint(uint8_t *p, uint64_t v) {
@@ -205,8 +208,9 @@ void ioloom_file_header(uint8_t out[IOLOOM_HEADER_BYTES]) {
 
 size_t ioloom_events_bound(size_t n) {
     /* chunk header, 3 varints of chunk header fields, then per column: mode, length varint, and at worst n
-     * values of 10 bytes each: the column is written plain first, and runs replace it only when smaller. */
-    return IOLOOM_CHUNK_HEADER_BYTES + 30 + IOLOOM_COLUMNS * (1 + 10 + 10 * n);
+     * values of VARINT_MAX_BYTES each: the column is written plain first, and runs replace it only when smaller. */
+    return IOLOOM_CHUNK_HEADER_BYTES + 3 * VARINT_MAX_BYTES +
+           IOLOOM_COLUMNS * (1 + VARINT_MAX_BYTES + VARINT_MAX_BYTES * n);
 }
 
 /* Row k of the rows being encoded: every stride-th row of the buffer from ev on (the rows of one operation of a
@@ -536,7 +540,7 @@ static uint8_t *put_varying_column(uint8_t *p, int col, const struct ioloom_raw_
                                    const struct chunk_times *tm, int64_t *v) {
     size_t runs, run_values;
     /* the plain body goes past room for its mode and length */
-    uint8_t *body = p + 1 + 10, *end = plain_body(col, ev, stride, n, tm, body, &runs, &run_values);
+    uint8_t *body = p + 1 + VARINT_MAX_BYTES, *end = plain_body(col, ev, stride, n, tm, body, &runs, &run_values);
     size_t plain = (size_t)(end - body), run_bytes = smaller_runs(col, ev, stride, n, tm, v, runs, run_values, plain);
     return run_bytes ? ioloom_put_runs(p, v, n, runs, run_bytes) : put_plain(p, body, plain);
 }
@@ -774,8 +778,10 @@ __attribute__((target("avx2"))) static inline __m256i lanes_before(__m256i x, __
 }
 
 /* Appends the varints of the four zigzag values v (each below 2^28: at most four bytes) as put_varint would, with
- * one 16-byte store: the body it writes to has room for 10 bytes a value, these take at most 4. *bytes: each lane's
- * length in bytes. */
+ * one 16-byte store, bytes past the varints zero. *bytes: each lane's length in bytes. The store stays in the body:
+ * a time body has room for VARINT_MAX_BYTES a row (put_time_columns), the rows before these took at most that each,
+ * so from p on these four rows' room is left, which the store does not overrun (the assertion). */
+_Static_assert(sizeof(__m128i) <= 4 * VARINT_MAX_BYTES, "put_four_varints' store stays in its four rows' room");
 __attribute__((target("avx2"))) static inline uint8_t *put_four_varints(uint8_t *p, __m256i v, __m256i *bytes) {
     __m256i w = _mm256_add_epi64(v, _mm256_andnot_si256(_mm256_set1_epi64x(0x7f), v)); /* bits 7 and up, up one */
     w = _mm256_add_epi64(w, _mm256_andnot_si256(_mm256_set1_epi64x(0x7fff), w));
@@ -973,12 +979,12 @@ static void time_columns_pass(struct time_body *gap, struct time_body *duration,
 
 /* Appends the two time columns (gap, duration), both written in one pass over the rows, which also surveys the other
  * columns (`survey`, started): the gap's body goes where it will stay but for its mode and length, the duration's
- * past it (each takes at most 10 bytes a row), both are moved into place after. v is scratch for n values. */
+ * past it (each has room for VARINT_MAX_BYTES a row), both are moved into place after. v is scratch for n values. */
 static uint8_t *put_time_columns(uint8_t *p, const struct ioloom_raw_event *ev, size_t stride, size_t n,
                                  const struct chunk_times *tm, int64_t *v, struct column_survey *survey) {
     struct time_body gap, duration;
-    time_start(&gap, p + 1 + 10, (int64_t)(ROW_START(0) - tm->base));
-    time_start(&duration, p + 2 * (1 + 10) + 10 * n, (int64_t)(ROW_END(0) - ROW_START(0)));
+    time_start(&gap, p + 1 + VARINT_MAX_BYTES, (int64_t)(ROW_START(0) - tm->base));
+    time_start(&duration, p + 2 * (1 + VARINT_MAX_BYTES) + VARINT_MAX_BYTES * n, (int64_t)(ROW_END(0) - ROW_START(0)));
     time_columns_pass(&gap, &duration, survey, ev, stride, n, tm->clock);
     p = put_time_column(p, IOLOOM_COL_GAP, &gap, ev, stride, n, tm, v);
     return put_time_column(p, IOLOOM_COL_DURATION, &duration, ev, stride, n, tm, v);
