@@ -200,11 +200,13 @@ def test_tick_times_encode_as_the_same_times_converted_first():
     assert done.returncode == 0 and done.stdout.count(": same\n") == 10, done.stdout + done.stderr
 
 
-def test_the_avx2_survey_and_the_other_give_the_same_bytes():
+def test_the_avx2_survey_and_time_quads_give_the_same_bytes_as_the_other_paths():
     """3,000 seeded random chunks (1 to 5,000 rows, strides 1 and 2, every column the same, counting, in runs or at
-    random, tick and ns times) encode to the same bytes with the AVX2 survey and with the one for CPUs without it;
-    the last row read ends at a PROT_NONE page, so a read past it fails the run. Skipped on a CPU without AVX2,
-    which has only the one survey."""
+    random, tick and ns times) encode to the same bytes on the AVX2 paths (the AVX2 survey, time_quads' time columns
+    four rows at a time) and on the paths for CPUs without AVX2 (the other survey, the times row by row). The times
+    reach time_quads' edges: starts near the tick clocks' origin and just short of 2^51 ticks or ns after it, gaps and
+    durations up to 2^30, a clock whose ticks are longer than a ns. The last row read ends at a PROT_NONE page, so a
+    read past it fails the run. Skipped on a CPU without AVX2, which has only the one path."""
     native = paths.REPO_ROOT / "native"
     exe = compile_program("encode_paths.c", f"-I{native / 'trace'}", f"-I{native / 'core'}")
     done = subprocess.run([str(exe), "20261128", "3000"], capture_output=True, text=True, timeout=60)

@@ -1,11 +1,15 @@
-/* The encoder's two surveys (tests/test_trace_encoder.py): random chunks encoded with the AVX2 survey and with the
- * one for CPUs without AVX2 (avx2_known set to 1) must give the same bytes. Each chunk has 1 to 5,000 rows (a third
- * of them 1 to 8), read with stride 1 or 2, each column of it the same, counting up, in a few runs or at random,
- * offsets that run on and sometimes jump, tick times, ns times or both, with or without a tick clock and a
- * quantum; the padding of every row random. The last row read ends where a PROT_NONE page starts: a read past it
- * faults. Built with the encoder's own source (trace_format.c, included).
+/* The encoder's AVX2 paths against the others (tests/test_trace_encoder.py): random chunks encoded as on a CPU with
+ * AVX2 (the AVX2 survey and time_quads, the time columns four rows at a time) and as on one without (avx2_known set
+ * to 1: the other survey, the time columns row by row) must give the same bytes. Each chunk has 1 to 5,000 rows (a
+ * third of them 1 to 8), read with stride 1 or 2, each column of it the same, counting up, in a few runs or at
+ * random, offsets that run on and sometimes jump, tick times, ns times or both, with or without a tick clock (exact,
+ * exact with ticks longer than a ns, or rounding to a quantum); the padding of every row random. For time_quads'
+ * range checks and varints, times start anywhere, near the tick clocks' origin (before or after it) or just short of
+ * 2^51 ticks or ns after it (where converting four at once stops being exact), and gaps and durations go up to 2^30
+ * (varints of one to five bytes). The last row read ends where a PROT_NONE page starts: a read past it faults. Built
+ * with the encoder's own source (trace_format.c, included).
  * Usage: encode_paths SEED CHUNKS. Prints one line; exit 0 when every chunk gave the same bytes both ways, 1 when
- * one did not (its number, rows and stride printed), 77 when the CPU has no AVX2 (one survey only). */
+ * one did not (its number, rows and stride printed), 77 when the CPU has no AVX2 (one path only). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -134,7 +138,7 @@ static size_t random_rows_count(void) {
 
 int main(int argc, char **argv) {
     if (argc != 3) return fprintf(stderr, "usage: encode_paths SEED CHUNKS\n"), 2;
-    if (!can_avx2()) return puts("this CPU has no AVX2: one survey only"), 77;
+    if (!can_avx2()) return puts("this CPU has no AVX2: one encoder path only"), 77;
     state = strtoull(argv[1], NULL, 10) | 1;
     long chunks = strtol(argv[2], NULL, 10), page = sysconf(_SC_PAGESIZE);
     size_t span = ((2 * MAX_ROWS * sizeof(struct ioloom_raw_event)) / (size_t)page + 1) * (size_t)page;
