@@ -83,12 +83,9 @@ static void put_u32(uint8_t *p, uint32_t v) {
     for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
 }
 
-/* table[k][b] is the CRC of byte b followed by k zero bytes. */
+/* table[k][b] is the CRC of byte b followed by k zero bytes. Built by build_tables, before any use. */
 static uint32_t crc_table[8][256];
-static int crc_table_ready;
 
-/* Idempotent, so threads (encoder, program, reader) that build it at once write the same values; no lock, so
- * that a signal handler flushing the trace can never wait on one its own thread holds. */
 static void build_crc_table(void) {
     for (uint32_t i = 0; i < 256; i++) {
         uint32_t c = i;
@@ -98,7 +95,6 @@ static void build_crc_table(void) {
     for (uint32_t i = 0; i < 256; i++)
         for (int k = 1; k < 8; k++)
             crc_table[k][i] = (crc_table[k - 1][i] >> 8) ^ crc_table[0][crc_table[k - 1][i] & 0xFF];
-    __atomic_store_n(&crc_table_ready, 1, __ATOMIC_RELEASE);
 }
 
 uint32_t ioloom_crc32(const uint8_t *data, size_t len) { return ioloom_crc32_update(0, data, len); }
@@ -138,7 +134,7 @@ __attribute__((target("pclmul,sse4.1"))) static uint32_t crc32_folded(uint32_t c
     return (uint32_t)_mm_extract_epi32(_mm_xor_si128(folded, q), 1);
 }
 
-/* 1 when the CPU has PCLMULQDQ and SSE4.1; asked once (idempotent, no lock: see build_crc_table). */
+/* 1 when the CPU has PCLMULQDQ and SSE4.1; asked once (idempotent, no lock, as the answer is one atomic int). */
 static int can_fold(void) {
     static int known; /* 0 not asked yet, 1 no, 2 yes */
     int answer = __atomic_load_n(&known, __ATOMIC_RELAXED);
@@ -153,7 +149,6 @@ static int can_fold(void) {
 
 uint32_t ioloom_crc32_update(uint32_t crc, const uint8_t *data, size_t len) {
     /* CRC-32 (IEEE, as zlib's crc32), eight bytes per step ("slicing-by-8"). */
-    if (!__atomic_load_n(&crc_table_ready, __ATOMIC_ACQUIRE)) build_crc_table();
     const uint32_t (*table)[256] = crc_table;
     crc = ~crc;
 #if defined(__x86_64__)
@@ -743,9 +738,8 @@ static inline __attribute__((always_inline)) void time_pass(struct time_body *ga
  * them from their 32-bit lanes, the continuation bits of the packed bytes, and their total length. */
 static uint8_t pack_shuffle[256][16] __attribute__((aligned(16))), pack_more[256][16] __attribute__((aligned(16)));
 static uint8_t pack_bytes[256];
-static int pack_ready;
 
-/* Idempotent, no lock: see build_crc_table. */
+/* Built by build_tables, before any use. */
 static void build_pack_tables(void) {
     for (unsigned lengths = 0; lengths < 256; lengths++) {
         unsigned j = 0;
@@ -759,7 +753,6 @@ static void build_pack_tables(void) {
         pack_bytes[lengths] = (uint8_t)j;
         for (; j < 16; j++) pack_shuffle[lengths][j] = 0x80, pack_more[lengths][j] = 0; /* zeros past the end */
     }
-    __atomic_store_n(&pack_ready, 1, __ATOMIC_RELEASE);
 }
 
 /* A row's t_start (low lane) and t_end (high lane), read as one 16-byte load: t_end follows t_start. */
@@ -862,7 +855,6 @@ __attribute__((target("avx2"))) static size_t time_quads(struct time_body *gap, 
                                                          struct survey_run *run, const struct ioloom_raw_event *ev,
                                                          size_t stride, size_t n, const struct ioloom_tick_clock *ticks,
                                                          uint64_t *end) {
-    if (!__atomic_load_n(&pack_ready, __ATOMIC_ACQUIRE)) build_pack_tables();
     /* copies in registers: the bodies' byte stores could alias the callers' */
     struct time_body g = *gap, d = *duration;
     struct quad_run quads[2] = {run->quads[0], run->quads[1]};
@@ -910,6 +902,17 @@ __attribute__((target("avx2"))) static size_t time_quads(struct time_body *gap, 
     return i;
 }
 #endif
+
+/* The CRC table and the varint packing tables, built once as the library (or program) is loaded, before its other
+ * constructors run (priority 101, the first not reserved: the tracer's start writes a checksummed chunk), so before
+ * any thread can read them: no lock, which a signal handler flushing the trace could wait on while its own thread
+ * holds it (pthread_once's included), and no test on use. */
+__attribute__((constructor(101))) static void build_tables(void) {
+    build_crc_table();
+#if defined(__x86_64__)
+    build_pack_tables();
+#endif
+}
 
 /* Whether the survey saw rows whose `ticks` is not row 0's (a chunk of tick times and ns times: rows of
  * ioloom_record among a thread's). */
