@@ -112,9 +112,12 @@ static void failing_list(const char *path) {
     close(wo);
 }
 
+/* The notification thread hands its value over and the main thread prints it, so the output's order does not
+ * depend on which thread runs first (it printed before "submitted" now and then under load). */
 static sem_t notified;
+static int notified_value;
 static void on_complete(union sigval value) {
-    printf("thread notification: value %d\n", value.sival_int);
+    notified_value = value.sival_int;
     sem_post(&notified);
 }
 static void *nothing(void *arg) { return arg; }
@@ -133,6 +136,7 @@ static void thread_steps(int fd) {
                                        .sigev_notify_attributes = &attr};
     submitted("aio_write thread", aio_write(&w));
     while (sem_wait(&notified)) continue;
+    printf("thread notification: value %d\n", notified_value);
     finish("aio_write thread", &w);
     pthread_attr_getdetachstate(&attr, &state);
     printf("attr still joinable: %d\n", state == PTHREAD_CREATE_JOINABLE);
