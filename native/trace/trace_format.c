@@ -799,6 +799,11 @@ struct quad_body {
     __m256i last, repeats, repeat_bytes;
 };
 
+/* A time column's quads starting after its body's last value, nothing counted yet. */
+__attribute__((target("avx2"))) static inline struct quad_body quads_after(const struct time_body *t) {
+    return (struct quad_body){_mm256_set1_epi64x(t->previous), _mm256_setzero_si256(), _mm256_setzero_si256()};
+}
+
 /* Appends the four values x of a time column whose zigzag values are v, counting those equal to the value before. */
 __attribute__((target("avx2"))) static inline uint8_t *put_quad(uint8_t *p, struct quad_body *q, __m256i x, __m256i v) {
     __m256i bytes, repeated = _mm256_cmpeq_epi64(x, lanes_before(x, q->last));
@@ -861,9 +866,7 @@ __attribute__((target("avx2"))) static size_t time_quads(struct time_body *gap, 
     lanes_t quad_steps[2] = {run->quad_steps[0], run->quad_steps[1]};
     struct survey_run r = {quads, quad_steps, NULL, NULL, run->differs, run->first_packed};
     const struct ioloom_tick_clock by = ticks ? *ticks : (struct ioloom_tick_clock){0};
-    const __m256i zero = _mm256_setzero_si256();
-    struct quad_body gq = {_mm256_set1_epi64x(g.previous), zero, zero},
-                     dq = {_mm256_set1_epi64x(d.previous), zero, zero};
+    struct quad_body gq = quads_after(&g), dq = quads_after(&d);
     __m256i ends_before = _mm256_set1_epi64x((long long)*end);
     size_t i = 1;
     for (const size_t s = stride; i + 4 <= n; i += 4) {
@@ -872,7 +875,7 @@ __attribute__((target("avx2"))) static size_t time_quads(struct time_body *gap, 
         __m256i even = _mm256_inserti128_si256(_mm256_castsi128_si256(load_times(row)), load_times(row + 2 * s), 1);
         __m256i odd = _mm256_inserti128_si256(_mm256_castsi128_si256(load_times(row + s)), load_times(row + 3 * s), 1);
         __m256i starts = _mm256_unpacklo_epi64(even, odd), ends = _mm256_unpackhi_epi64(even, odd);
-        __m256i out = zero; /* lanes the quad cannot take */
+        __m256i out = _mm256_setzero_si256(); /* lanes the quad cannot take */
         if (ticks) starts = ticks_ns_four(&by, starts, &out), ends = ticks_ns_four(&by, ends, &out);
         __m256i gaps = _mm256_sub_epi64(starts, lanes_before(ends, ends_before));
         __m256i durations = _mm256_sub_epi64(ends, starts);
@@ -886,8 +889,7 @@ __attribute__((target("avx2"))) static size_t time_quads(struct time_body *gap, 
                 time_row(&g, &d, end, ticks ? ioloom_ticks_ns(&by, one->t_start) : one->t_start,
                          ticks ? ioloom_ticks_ns(&by, one->t_end) : one->t_end);
             }
-            gq = (struct quad_body){_mm256_set1_epi64x(g.previous), zero, zero};
-            dq = (struct quad_body){_mm256_set1_epi64x(d.previous), zero, zero};
+            gq = quads_after(&g), dq = quads_after(&d);
             ends_before = _mm256_set1_epi64x((long long)*end);
             continue;
         }
