@@ -22,7 +22,7 @@
 #include "gtc_counts.h"
 
 /* gtc_restart.f90 */
-void gtc_restart_write(const char *path, int path_len, int rank, int mi, int mpsi, int mgrid, int mzeta);
+void gtc_restart_write(const char *path, int path_len, int rank, int ions, int radial, int grid, int planes);
 /* libgfortran's settings, which a Fortran main program passes before anything else and a C one must pass itself
  * (gfortran's manual, "Non-Fortran Main Program"; libgfortran/runtime/compile_options.c, set_options, reads them in
  * this order): those gfortran 12's main passes by default (-std=gnu). Without them allow_std is the runtime's own
