@@ -8,6 +8,8 @@ add up (or, under data sieving, exceed the MPI bytes by a plausible factor).
 """
 from __future__ import annotations
 
+import os
+import socket
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -478,16 +480,27 @@ def _both_mpis():
     return found
 
 
-def test_mpi4py_under_mpichs_launcher_gets_its_own_mpis_wrappers(ioloom_cli, tmp_path):
+def _open_mpi_session_base(tmp_path_factory) -> dict[str, str]:
+    """Environment giving Open MPI singletons a session directory base whose top directory (ompi.HOST.UID) exists
+    before they start. Two singletons started at once (two processes of mpiexec.mpich) each start a daemon that
+    creates that directory when it is missing; Open MPI 4.1 fails the loser with "mkdir ... File exists" (a CI run
+    saw it). A subdirectory inside keeps the last daemon to finish from removing the top directory."""
+    base = tmp_path_factory.mktemp("ompi", numbered=True)
+    (base / f"ompi.{socket.gethostname().split('.')[0]}.{os.getuid()}" / "keep").mkdir(parents=True)
+    return {"OMPI_MCA_orte_tmpdir_base": str(base)}
+
+
+def test_mpi4py_under_mpichs_launcher_gets_its_own_mpis_wrappers(ioloom_cli, tmp_path, tmp_path_factory):
     """mpiexec.mpich running Debian's mpi4py (linked against Open MPI): the wrappers follow the library the
     program loads, not the launcher, so the run works as it does untraced (every process a one-rank job)
     and says why; loading MPICH's wrappers crashed it with 0 events."""
     impls = _both_mpis()
     program = Path(__file__).parent / "programs" / "mpiio_mpi4py.py"
     argv = impls["mpich"].launch(2, [MPI4PY_PYTHON, str(program), str(tmp_path / "file.dat")])
-    untraced = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    env = _open_mpi_session_base(tmp_path_factory)
+    untraced = subprocess.run(argv, capture_output=True, text=True, timeout=120, env={**os.environ, **env})
     assert untraced.returncode == 0 and untraced.stdout.count("mpiio_mpi4py: 1 ranks ok") == 2, untraced
-    out = ioloom_cli("run", "-o", tmp_path / "trace", "--", *argv, timeout=300)
+    out = ioloom_cli("run", "-o", tmp_path / "trace", "--", *argv, env=env, timeout=300)
     assert out.stdout.count("mpiio_mpi4py: 1 ranks ok") == 2
     assert "launcher is mpich's but" in out.stderr and "mpi4py/MPI." in out.stderr and "links openmpi" in out.stderr
     events = open_trace(tmp_path / "trace").events().to_pandas().astype({"op": str, "layer": str})
