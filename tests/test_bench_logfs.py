@@ -71,6 +71,23 @@ def test_goal_only_runs_logfs_and_the_two_baselines_of_its_goal(ioloom_cli, disk
     out = ioloom_cli("bench", "logfs", "--goal-only", "--quick", "--reps", "1", "--ranks", "1", "--shape", "aligned",
                      "-b", "64k", "-t", "16k", "-s", "2", "--dir", disk_tmp_path)
     assert "E (goal>=0.9)" in out.stdout and "load average" in out.stdout and "flatten" not in out.stdout
+    assert "E's 95% interval: goal" in out.stdout
+    assert "E against the goal (0.9) by the median's 95% interval" in out.stdout
+    assert row["E_read_goal"] == logfs.goal_verdict(row["E_read"]["rounds"])
+
+
+def test_goal_verdict_takes_the_medians_interval_not_the_median():
+    """A median of 12 rounds says met or missed only when its distribution-free 95% interval (the 3rd smallest to
+    the 3rd largest round) lies on one side of 0.9: reads from this disk range 0.2-4.7 round to round, and a median
+    of 0.95 among them is not resolved, nor the 1-rank ior-hard read's 0.86 [0.67, 1.09] a miss."""
+    spread_reads = [0.18, 0.4, 0.6, 0.8, 0.9, 0.93, 0.97, 1.1, 1.4, 2.0, 3.1, 4.7]
+    narrow_low = [0.67, 0.7, 0.78, 0.8, 0.84, 0.85, 0.87, 0.88, 0.89, 0.92, 1.0, 1.09]
+    writes = [0.5, 0.7, 1.06, 1.1, 1.15, 1.2, 1.25, 1.3, 1.35, 1.38, 1.5, 1.6]
+    missed = [0.5, 0.6, 0.7, 0.72, 0.75, 0.78, 0.8, 0.82, 0.85, 0.88, 0.95, 1.2]
+    verdicts = [logfs.goal_verdict(r) for r in (spread_reads, narrow_low, writes, missed)]
+    assert [v["verdict"] for v in verdicts] == ["not resolved", "not resolved", "met", "missed"]
+    assert (verdicts[0]["low"], verdicts[0]["high"]) == (0.6, 2.0) and verdicts[0]["confidence"] > 0.95
+    assert verdicts[1]["median"] == pytest.approx(0.86)
 
 
 def test_goal_rounds_run_every_configuration_after_every_one_alike():
