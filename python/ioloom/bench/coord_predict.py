@@ -152,6 +152,8 @@ def command(rounds: int = typer.Option(10, min=1, help="Interleaved rounds."),
     options = {"a_steps": _steps(a_steps, "--a-steps", repeats), "b_steps": _steps(b_steps, "--b-steps", repeats),
                "a_kib": a_kib, "b_kib": b_kib, "a_pause": a_pause, "b_pause": b_pause, "a_cores": a_cores,
                "bandwidth": bandwidth, "margin": margin}
+    if output:
+        output.mkdir(parents=True, exist_ok=True)  # a bad -o is refused before the runs, not after them
     with tempfile.TemporaryDirectory(prefix="ioloom-coord-predict-") as tmp:
         work = Path(tmp)
         (work / "loop.py").write_text(LOOP)
@@ -166,7 +168,6 @@ def command(rounds: int = typer.Option(10, min=1, help="Interleaved rounds."),
               "load_before": before, "load_after": load_average(), "rows": summarise(samples, a_cores),
               "retried": retried, "samples": samples}
     if output:
-        output.mkdir(parents=True, exist_ok=True)
         outputs.save_json(report, output / "coord-predict.json")
     if as_json:
         print(json.dumps(report, indent=1))

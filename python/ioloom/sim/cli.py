@@ -164,6 +164,11 @@ def calibrate_command(output: Path = typer.Option(Path("machine.toml"), "-o", "-
     from ioloom.bench.io import BenchFailed
     from ioloom.sim import calibrate, workload
 
+    try:  # a bad -o is refused before measuring, not after
+        output.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        _fail(f"cannot write {output}: " + (f"{e.filename} is not a directory" if isinstance(e, FileExistsError)
+                                            else e.strerror))
     try:
         workload.parse_size(size)
         with _scratch(directory) as scratch:
