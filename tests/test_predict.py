@@ -229,6 +229,29 @@ def test_offsets_returning_to_earlier_ends_are_learnt():
     assert with_returns["offset_accuracy_pct"] > without["offset_accuracy_pct"] + 20
 
 
+def test_an_offset_written_back_at_a_fixed_place_is_learnt():
+    """GTC's restart record through libgfortran: five full buffers, a shorter last one (the record's size varies),
+    then its length written back at a fixed offset inside the first buffer, where no earlier access ends and whose
+    change from the last end varies. The offset seen there the last time predicts it (docs/predict.md, "Absolute
+    offsets"), from the third step on; so does the trailing copy, where the last buffer ended (a return)."""
+    from ioloom.predict.model import ProcessModel
+
+    rng, model, t = random.Random(3), ProcessModel({0: "open", 1: "write", 2: "close"}, {0: "f", 1: "f", 2: "f"}), 0
+    missed = []
+    for step in range(30):
+        end, ops = rng.randint(20481, 24000), [Operation(0, "open", "f", 1, -1, 0, t, t + 1)]
+        ops += [Operation(1, "write", "f", 1, at, min(4096, end - at), t, t + 1) for at in range(0, end, 4096)]
+        ops += [Operation(1, "write", "f", 1, 1000, 4, t, t + 1), Operation(1, "write", "f", 1, end, 4, t, t + 1)]
+        ops.append(Operation(2, "close", "f", 1, -1, 0, t, t + 1))
+        for op in ops:
+            predicted = {(c.symbol, c.offset) for c in model.predict()}
+            if step >= 2 and op.kind == "write" and op.offset in (1000, end) and (1, op.offset) not in predicted:
+                missed.append((step, op.offset))
+            model.observe(op)
+        t += 10
+    assert not missed
+
+
 def test_nothing_to_predict():
     ops, kinds, places = file_per_step(1, 0, 1)
     figures, _ = evaluate(ops[:1], kinds, places)

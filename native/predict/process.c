@@ -1,7 +1,8 @@
 /* The predictor of one process (process.h): model.py's ProcessModel, PairedModels, Returns and TimeModel in C,
  * the same decisions in the same order (docs/predict.md, "What each candidate says", "Places in a run",
- * "Returns", "Inter-arrival time"). Models are found by key in one open-addressing table: a symbol's sizes, a
- * transition's offset changes and times, a transition and place's returns. */
+ * "Returns", "Absolute offsets", "Inter-arrival time"). Models are found by key in one open-addressing table: a
+ * symbol's sizes, a transition's offset changes and times, a transition and place's returns and absolute offset. */
+
 #include "process.h"
 
 #include <assert.h>
@@ -16,10 +17,12 @@ struct paired {
     struct pg_local *whole;
     int64_t by_whole, by_placed;
 };
-/* Returns at a transition and place: how many accesses back, and how often changes and returns were right. */
+/* Returns and absolute offsets at a transition and place: how many accesses back, the offset seen there last (-1:
+ * none yet), and how often changes, returns and that offset were right. */
 struct returns {
     struct pg_local *back;
-    int64_t by_change, by_return;
+    int64_t absolute;
+    int64_t by_change, by_return, by_absolute;
 };
 /* Inter-arrival times of a transition: halving averages of immediate and distant gaps, and which comes next. */
 struct times {
@@ -150,11 +153,6 @@ static int64_t return_predict(const struct pg_process *p, int32_t key, int32_t f
     return end_back(p, key, r ? pg_local_predict(r->back) : 0);
 }
 
-static int return_preferred(const struct pg_process *p, int32_t from, int32_t to, int32_t place) {
-    const struct returns *r = find(p, key_of(RETURN, from, to, place));
-    return r && r->by_return > r->by_change;
-}
-
 static int64_t steps_back(const struct pg_process *p, int32_t key, int64_t offset) {
     const struct ends *e = p->ends[key];
     for (int64_t j = 1; e && j <= e->count; j++)
@@ -179,6 +177,7 @@ static struct returns *returns_at(struct pg_process *p, int32_t from, int32_t to
         pg_free(&p->memory, r);
         r = NULL;
     }
+    if (r) r->absolute = -1;
     return keep(p, key, r);
 }
 
@@ -190,6 +189,8 @@ static void return_observe(struct pg_process *p, const struct pg_operation *op, 
     if (r) {
         r->by_change += by_change == op->offset;
         r->by_return += by_return == op->offset;
+        r->by_absolute += r->absolute == op->offset; /* never before the first: offsets here are >= 0 */
+        r->absolute = op->offset;
         pg_local_observe(r->back, steps_back(p, op->place, op->offset));
     }
     remember_end(p, op->place, op->offset + op->size);
@@ -227,10 +228,17 @@ static int32_t place_in_run(const struct pg_process *p, int32_t symbol) {
     return place < p->o.run_positions ? place : p->o.run_positions;
 }
 
+/* The offset by the model that has been exact most often at this transition and place (ties: the offset change,
+ * then the return, then the absolute offset). */
 static int64_t offset_predict(const struct pg_process *p, int32_t key, int32_t symbol, int32_t place) {
     int64_t by_change = p->positions[key] + paired_predict(p, OFFSET_WHOLE, p->current, symbol, place);
-    int64_t back =
-        return_preferred(p, p->current, symbol, place) ? return_predict(p, key, p->current, symbol, place) : -1;
+    const struct returns *r = find(p, key_of(RETURN, p->current, symbol, place));
+    if (!r) return by_change;
+    if (r->by_absolute > r->by_change && r->by_absolute > r->by_return) {
+        assert(r->absolute >= 0); /* exact at least once: an offset was seen here */
+        return r->absolute;
+    }
+    int64_t back = r->by_return > r->by_change ? return_predict(p, key, p->current, symbol, place) : -1;
     return back < 0 ? by_change : back;
 }
 

@@ -244,6 +244,25 @@ static void cycling_particles(struct ops *o) {
     }
 }
 
+/* GTC's restart record through libgfortran (docs/predict.md, "GTC's own I/O"), one symbol for all writes (as
+ * operation+file symbols): per step an open, full 4 KiB buffers from 0 while the record lasts (its size varies, so
+ * the count of buffers and the last one's size vary), the record's length written back at offset 1,000, inside the
+ * first buffer (no earlier access ends there, and the change from the last end varies: only the absolute offset of
+ * the last time at that transition and place predicts it, version 1.3), its trailing copy at the record's end,
+ * a close. */
+static void write_back(struct ops *o) {
+    unsigned seed = 7;
+    *o = (struct ops){.name = "write-back"};
+    for (int step = 0; step < 40; step++) {
+        add_op(o, 0, PG_OPEN, 0, -1, 0, 3000000);
+        int64_t end = 20000 + lcg(&seed) % 4000;
+        while (o->at[0] < end) append(o, 1, 0, end - o->at[0] < 4096 ? end - o->at[0] : 4096, 20000);
+        add_op(o, 1, PG_WRITE, 0, 1000, 4, 1000);
+        add_op(o, 1, PG_WRITE, 0, end, 4, 1000);
+        add_op(o, 2, PG_CLOSE, 0, -1, 0, 1000);
+    }
+}
+
 /* Noise over three files: symbols 0-8 of fixed kinds and keys, sizes from more than 24 values (the fallback),
  * offsets contiguous, repeated or jumping, gaps near the 1 ms threshold. */
 static void noisy_ops(struct ops *o, const char *name, unsigned seed) {
@@ -309,6 +328,7 @@ static int write_processes(const char *dir) {
     hdf5(&o), failed |= write_process(out, &o, 3);
     particle_ops(&o), failed |= write_process(out, &o, 64);
     cycling_particles(&o), failed |= write_process(out, &o, 64);
+    write_back(&o), failed |= write_process(out, &o, 64);
     noisy_ops(&o, "noisy-1", 1), failed |= write_process(out, &o, 64);
     noisy_ops(&o, "noisy-2", 2), failed |= write_process(out, &o, 4);
     return fclose(out) != 0 || failed ? -1 : 0;

@@ -283,14 +283,17 @@ class PairedModels:
 
 @dataclass
 class Returns:
-    """Offsets that go back to where an earlier access to the file ended (docs/predict.md, "Returns"): per file
-    key, the ends of the last `return_depth` reads and writes since its last open or close; per transition and
-    place in the run, a local model of how many accesses back (0: none of them). It is used at a transition and
-    place once it has predicted the offsets there exactly more often than the offset changes have."""
+    """Offsets that go back to where an earlier access to the file ended, or to the offset of the last access at
+    the same transition and place (docs/predict.md, "Returns", "Absolute offsets"): per file key, the ends of the
+    last `return_depth` reads and writes since its last open or close; per transition and place in the run, a
+    local model of how many accesses back (0: none of them) and the last offset seen there. Each is used at a
+    transition and place once it has predicted the offsets there exactly more often than the offset changes and
+    than the other has (ties: changes, then returns)."""
     options: Options
     ends: dict[str, deque] = field(default_factory=dict)
     models: dict[tuple, LocalModel] = field(default_factory=dict)
-    tally: dict[tuple, list[int]] = field(default_factory=dict)  # (from, to, place): [by change, by return]
+    absolute: dict[tuple, int] = field(default_factory=dict)  # (from, to, place): the offset seen there last
+    tally: dict[tuple, list[int]] = field(default_factory=dict)  # (from, to, place): [by change, return, absolute]
 
     def predict(self, key: str, transition: tuple, place: int) -> int | None:
         model = _nearest(self.models, transition, place)
@@ -298,19 +301,25 @@ class Returns:
         ends = self.ends.get(key, ())
         return ends[-back] if 1 <= back <= len(ends) else None
 
-    def preferred(self, transition: tuple, place: int) -> bool:
-        by_change, by_return = self.tally.get((*transition, place), (0, 0))
-        return by_return > by_change
+    def preferred(self, transition: tuple, place: int) -> str:
+        """Which predicts the offsets at this transition and place: "change", "return" or "absolute"."""
+        by_change, by_return, by_absolute = self.tally.get((*transition, place), (0, 0, 0))
+        if by_absolute > max(by_change, by_return):
+            return "absolute"
+        return "return" if by_return > by_change else "change"
 
     def observe(self, key: str, transition: tuple, place: int, op: Operation, by_change: int) -> None:
         """Learn a read or write of known offset; `by_change`: the offset the offset changes predicted for it."""
-        tally = self.tally.setdefault((*transition, place), [0, 0])
+        at = (*transition, place)
+        tally = self.tally.setdefault(at, [0, 0, 0])
         tally[0] += by_change == op.offset
         tally[1] += self.predict(key, transition, place) == op.offset
+        tally[2] += self.absolute.get(at) == op.offset
+        self.absolute[at] = op.offset
         ends = self.ends.setdefault(key, deque(maxlen=self.options.return_depth))
         back = next((j for j in range(1, len(ends) + 1) if ends[-j] == op.offset), 0)
-        model = self.models.setdefault((*transition, place), LocalModel(self.options.distinct_values, "zero",
-                                                                        cap=self.options.local_cap))
+        model = self.models.setdefault(at, LocalModel(self.options.distinct_values, "zero",
+                                                      cap=self.options.local_cap))
         model.observe(back)
         ends.append(op.offset + op.size)
 
@@ -365,7 +374,10 @@ class ProcessModel:
 
     def _offset(self, key: str, transition: tuple, place: int) -> int:
         by_change = self.positions.get(key, 0) + self.offsets.predict(transition, place)
-        back = self.returns.predict(key, transition, place) if self.returns.preferred(transition, place) else None
+        preferred = self.returns.preferred(transition, place)
+        if preferred == "absolute":
+            return self.returns.absolute[(*transition, place)]
+        back = self.returns.predict(key, transition, place) if preferred == "return" else None
         return by_change if back is None else back
 
     def observe(self, op: Operation) -> None:
