@@ -10,7 +10,7 @@ import struct
 import numpy as np
 
 from ioloom.trace.folded import encode_varints, zigzag
-from ioloom.trace.varint import CONST, RUNS, STORED_COLUMNS, VARINT, _native_library, read_varint
+from ioloom.trace.varint import CONST, RUNS, VARINT, _native_library, read_varint
 
 VERSION = 1
 SHAPE_FIELDS = 13
@@ -34,11 +34,6 @@ class FoldedMalformed(ValueError):
     """A FOLDED chunk that does not unfold; the message says what is wrong."""
 
 
-def events_bound(n: int) -> int:
-    """trace_format.c's ioloom_events_bound: the most bytes an EVENTS chunk of n events takes."""
-    return 12 + 30 + STORED_COLUMNS * (1 + 10 + 10 * n)
-
-
 def unfold(payload: bytes) -> bytes:
     """The EVENTS chunk (header with type and length, checksum 0) of the events of a FOLDED payload; raises
     FoldedMalformed."""
@@ -48,7 +43,7 @@ def unfold(payload: bytes) -> bytes:
     n = lib.ioloom_folded_events(payload, len(payload))
     if n == 0:
         raise FoldedMalformed(PROBLEMS[1])
-    out = ctypes.create_string_buffer(events_bound(n))
+    out = ctypes.create_string_buffer(lib.ioloom_events_bound(n))
     size = lib.ioloom_unfold_events(payload, len(payload), out, len(out))
     if size < 0:
         raise FoldedMalformed(PROBLEMS.get(-size, f"problem {-size}"))

@@ -82,6 +82,8 @@ def _native_library():
     lib.ioloom_folded_events.restype = ctypes.c_uint32
     lib.ioloom_unfold_events.argtypes = buffer * 2
     lib.ioloom_unfold_events.restype = ctypes.c_int64
+    lib.ioloom_events_bound.argtypes = [ctypes.c_size_t]  # the room an EVENTS chunk of n events may take
+    lib.ioloom_events_bound.restype = ctypes.c_size_t
     lib.ioloom_gather.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_void_p]
     return lib
 
