@@ -167,8 +167,8 @@ def calibrate_command(output: Path = typer.Option(Path("machine.toml"), "-o", "-
     try:  # a bad -o is refused before measuring, not after
         output.parent.mkdir(parents=True, exist_ok=True)
     except OSError as e:
-        _fail(f"cannot write {output}: " + (f"{e.filename} is not a directory" if isinstance(e, FileExistsError)
-                                            else e.strerror))
+        why = f"{e.filename} is not a directory" if isinstance(e, FileExistsError) else e.strerror
+        _fail(f"cannot write {output}: {why}")
     try:
         workload.parse_size(size)
         with _scratch(directory) as scratch:
