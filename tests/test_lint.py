@@ -1,6 +1,6 @@
 """The tree is clean under the project's linters, as configured: ruff and mypy (pyproject.toml) over the Python,
-clang-format (.clang-format) over native/. The tools are the pinned ones of the test extra (constraints.txt), run
-from the environment running the tests, so every checkout formats and checks the same way."""
+clang-format (.clang-format) over native/ and tests/programs/. The tools are the pinned ones of the test extra
+(constraints.txt), run from the environment running the tests, so every checkout formats and checks the same way."""
 from __future__ import annotations
 
 import subprocess
@@ -38,13 +38,13 @@ def test_mypy_finds_nothing():
     assert out.returncode == 0, out.stdout + out.stderr
 
 
-def native_sources() -> list[str]:
-    listed = _run(["git", "ls-files", "native"]).stdout.split()
+def c_sources() -> list[str]:
+    listed = _run(["git", "ls-files", "native", "tests/programs"]).stdout.split()
     return [name for name in listed if name.endswith(NATIVE_SUFFIXES)]
 
 
 def test_native_code_is_formatted():
-    sources = native_sources()
+    sources = c_sources()
     assert len(sources) > 50  # the listing found the tree (git ls-files from the checkout)
     out = _run([_tool("clang-format"), "--dry-run", "--Werror", *sources])
     unformatted = sorted({line.split(":")[0] for line in out.stderr.splitlines() if ": error:" in line})

@@ -6,13 +6,11 @@
 #include <mpi.h>
 #include "ioloom_async.h"
 
-static void show(int rank, const char *what, int rc)
-{
+static void show(int rank, const char *what, int rc) {
     printf("rank %d %s rc %d: %s\n", rank, what, rc, ioloom_async_error());
 }
 
-int main(int argc, char **argv)
-{
+int main(int argc, char **argv) {
     int rank, is_client = 0;
     double block[4] = {0};
     MPI_Init(&argc, &argv);
@@ -25,8 +23,7 @@ int main(int argc, char **argv)
         show(rank, "signal-unknown", ioloom_async_signal("nope"));
         show(rank, "commit-without-alloc", ioloom_async_commit("u"));
     }
-    if (rc == 0)
-        show(rank, "finalize", ioloom_async_finalize());
+    if (rc == 0) show(rank, "finalize", ioloom_async_finalize());
     fflush(stdout);
     MPI_Finalize();
     return 0;

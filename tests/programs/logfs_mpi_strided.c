@@ -1,8 +1,9 @@
 /* N-1 strided MPI-IO, unmodified: `write PATH BLOCK COUNT` has every rank write COUNT blocks of BLOCK bytes at
  * (i * nranks + rank) * BLOCK: a third through a strided file view with a collective write (two-phase I/O), a
  * third through the view with one independent write (ROMIO: data sieving, read-modify-write under fcntl locks),
- * the rest with independent contiguous writes; `read PATH` reads the whole file back split evenly over however many ranks run it and checks every
- * byte. Byte at offset x is (x * 7 + x / 4099) & 0xff, so any misplaced byte shows. Prints "OK <bytes>". */
+ * the rest with independent contiguous writes; `read PATH` reads the whole file back split evenly over however many
+ * ranks run it and checks every byte. Byte at offset x is (x * 7 + x / 4099) & 0xff, so any misplaced byte shows.
+ * Prints "OK <bytes>". */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,8 +41,10 @@ static void write_file(const char *path, long long block, int count, int rank, i
         for (int i = 0; i < third; i++) fill(buf + i * block, ((first + i) * nranks + rank) * block, block);
         check(MPI_File_set_view(fh, (first * nranks + rank) * block, MPI_BYTE, filetype, "native", MPI_INFO_NULL),
               "set_view");
-        if (part == 0) check(MPI_File_write_all(fh, buf, (int)(block * third), MPI_BYTE, MPI_STATUS_IGNORE), "write_all");
-        else check(MPI_File_write(fh, buf, (int)(block * third), MPI_BYTE, MPI_STATUS_IGNORE), "write");
+        if (part == 0)
+            check(MPI_File_write_all(fh, buf, (int)(block * third), MPI_BYTE, MPI_STATUS_IGNORE), "write_all");
+        else
+            check(MPI_File_write(fh, buf, (int)(block * third), MPI_BYTE, MPI_STATUS_IGNORE), "write");
     }
     check(MPI_File_set_view(fh, 0, MPI_BYTE, MPI_BYTE, "native", MPI_INFO_NULL), "set_view");
     /* Independent contiguous: the rest, one block at a time. */

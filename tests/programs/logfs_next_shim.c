@@ -30,9 +30,18 @@ static void seen(int call, void *caller) {
 
 #define NEXT(fn) ((__typeof__(&fn))dlsym(RTLD_NEXT, #fn))
 
-DIR *opendir(const char *p) { seen(OPENDIR, __builtin_return_address(0)); return NEXT(opendir)(p); }
-struct dirent *readdir(DIR *d) { seen(READDIR, __builtin_return_address(0)); return NEXT(readdir)(d); }
-int closedir(DIR *d) { seen(CLOSEDIR, __builtin_return_address(0)); return NEXT(closedir)(d); }
+DIR *opendir(const char *p) {
+    seen(OPENDIR, __builtin_return_address(0));
+    return NEXT(opendir)(p);
+}
+struct dirent *readdir(DIR *d) {
+    seen(READDIR, __builtin_return_address(0));
+    return NEXT(readdir)(d);
+}
+int closedir(DIR *d) {
+    seen(CLOSEDIR, __builtin_return_address(0));
+    return NEXT(closedir)(d);
+}
 int fstatat(int dirfd, const char *p, struct stat *st, int flags) {
     seen(FSTATAT, __builtin_return_address(0));
     return NEXT(fstatat)(dirfd, p, st, flags);
@@ -41,7 +50,10 @@ int unlinkat(int dirfd, const char *p, int flags) {
     seen(UNLINKAT, __builtin_return_address(0));
     return NEXT(unlinkat)(dirfd, p, flags);
 }
-ssize_t read(int fd, void *buf, size_t n) { seen(READ, __builtin_return_address(0)); return NEXT(read)(fd, buf, n); }
+ssize_t read(int fd, void *buf, size_t n) {
+    seen(READ, __builtin_return_address(0));
+    return NEXT(read)(fd, buf, n);
+}
 ssize_t write(int fd, const void *buf, size_t n) {
     seen(WRITE, __builtin_return_address(0));
     return NEXT(write)(fd, buf, n);
@@ -50,7 +62,10 @@ off_t lseek(int fd, off_t off, int whence) {
     seen(LSEEK, __builtin_return_address(0));
     return NEXT(lseek)(fd, off, whence);
 }
-int close(int fd) { seen(CLOSE, __builtin_return_address(0)); return NEXT(close)(fd); }
+int close(int fd) {
+    seen(CLOSE, __builtin_return_address(0));
+    return NEXT(close)(fd);
+}
 int sync_file_range(int fd, off_t off, off_t n, unsigned flags) {
     seen(SYNC_FILE_RANGE, __builtin_return_address(0));
     if (flags == SYNC_FILE_RANGE_WRITE) __atomic_add_fetch(&synced_bytes, (long)n, __ATOMIC_RELAXED);

@@ -8,8 +8,7 @@
 
 static void report(const char *what, int rc) {
     int saved = errno, class = MPI_SUCCESS;
-    if (rc != MPI_SUCCESS)
-        MPI_Error_class(rc, &class);
+    if (rc != MPI_SUCCESS) MPI_Error_class(rc, &class);
     printf("%s: class %d errno %d\n", what, class, saved);
 }
 
@@ -18,8 +17,7 @@ int main(int argc, char **argv) {
     MPI_File fh;
     int data[16] = {0};
     MPI_Init(&argc, &argv);
-    if (argc != 2)
-        MPI_Abort(MPI_COMM_WORLD, 2);
+    if (argc != 2) MPI_Abort(MPI_COMM_WORLD, 2);
     snprintf(missing, sizeof missing, "%s/missing/x", argv[1]);
     snprintf(readonly, sizeof readonly, "%s/readonly.dat", argv[1]);
     errno = 0;

@@ -21,12 +21,10 @@ int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
-    if (argc != 2)
-        MPI_Abort(MPI_COMM_WORLD, 2);
+    if (argc != 2) MPI_Abort(MPI_COMM_WORLD, 2);
     static int out[ROWS][COLS], in[ROWS][COLS];
     for (int r = 0; r < ROWS; r++)
-        for (int c = 0; c < COLS; c++)
-            out[r][c] = rank * 1000003 + r * COLS + c;
+        for (int c = 0; c < COLS; c++) out[r][c] = rank * 1000003 + r * COLS + c;
 
     hid_t access = H5Pcreate(H5P_FILE_ACCESS);
     H5Pset_fapl_mpio(access, MPI_COMM_WORLD, MPI_INFO_NULL);
@@ -53,8 +51,7 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "rank %d: wrong data at %d,%d\n", rank, r, c);
                 MPI_Abort(MPI_COMM_WORLD, 1);
             }
-    if (rank == 0)
-        printf("mpiio_hdf5: %d ranks ok\n", nranks);
+    if (rank == 0) printf("mpiio_hdf5: %d ranks ok\n", nranks);
     MPI_Finalize();
     return 0;
 }

@@ -1,15 +1,15 @@
 /* Every MPI-IO access variant, each on its own file in DIR: explicit offset, individual, shared and ordered
  * pointers; independent and collective; blocking, non-blocking and split; write then read back.
  * Usage: mpiio_matrix DIR [SKIP]: SKIP lists variants not to run, comma-separated (Open MPI's romio321
- * component has no MPI-3.1 non-blocking collectives: it crashes on them). Rank r accesses BLOCK bytes at r * BLOCK (shared and ordered pointers: wherever
- * the MPI library puts them); every read is checked against what was written, so a wrong result exits 1.
- * tests/test_trace_mpi.py holds the same variant names and layout as its oracle. */
+ * component has no MPI-3.1 non-blocking collectives: it crashes on them). Rank r accesses BLOCK bytes at r * BLOCK
+ * (shared and ordered pointers: wherever the MPI library puts them); every read is checked against what was written, so
+ * a wrong result exits 1. tests/test_trace_mpi.py holds the same variant names and layout as its oracle. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define INTS 1000                       /* per rank and access: BLOCK = 4000 bytes, not page aligned */
+#define INTS 1000 /* per rank and access: BLOCK = 4000 bytes, not page aligned */
 #define BLOCK (INTS * (int)sizeof(int))
 
 static int rank, nranks;
@@ -44,8 +44,7 @@ static void rewind_shared(MPI_File fh) {
 
 /* The data of rank r: distinct per rank and position, so a misplaced block is seen. */
 static void fill(int owner) {
-    for (int i = 0; i < INTS; i++)
-        out[i] = owner * 1000003 + i;
+    for (int i = 0; i < INTS; i++) out[i] = owner * 1000003 + i;
 }
 
 /* Close the variant's file and check what was read back: owner's data, or any rank's when owner is -1
@@ -54,8 +53,7 @@ static void close_variant(MPI_File *fh, const char *name, int owner) {
     check(MPI_File_close(fh), "close");
     if (owner < 0) {
         owner = in[0] / 1000003;
-        if (owner >= nranks)
-            owner = 0;
+        if (owner >= nranks) owner = 0;
     }
     fill(owner);
     if (memcmp(in, out, sizeof in) != 0) {
@@ -123,8 +121,7 @@ static void variant_iat(void) {
     check(MPI_File_iwrite_at(fh, mine, out, INTS, MPI_INT, &requests[0]), "iwrite_at");
     check(MPI_Wait(&requests[0], MPI_STATUS_IGNORE), "MPI_Wait");
     check(MPI_File_iread_at(fh, mine, in, INTS, MPI_INT, &requests[0]), "iread_at");
-    for (int done = 0; !done;)
-        check(MPI_Test(&requests[0], &done, MPI_STATUS_IGNORE), "MPI_Test");
+    for (int done = 0; !done;) check(MPI_Test(&requests[0], &done, MPI_STATUS_IGNORE), "MPI_Test");
     close_variant(&fh, "iat", rank);
 }
 
@@ -148,8 +145,7 @@ static void variant_iindividual(void) {
         check(MPI_Waitsome(2, requests, &outcount, indices, MPI_STATUSES_IGNORE), "MPI_Waitsome");
     check(MPI_File_seek(fh, mine, MPI_SEEK_SET), "seek");
     check(MPI_File_iread(fh, in, INTS, MPI_INT, &requests[0]), "iread");
-    for (flag = 0; !flag;)
-        check(MPI_Testany(1, requests, &index, &flag, MPI_STATUS_IGNORE), "MPI_Testany");
+    for (flag = 0; !flag;) check(MPI_Testany(1, requests, &index, &flag, MPI_STATUS_IGNORE), "MPI_Testany");
     close_variant(&fh, "iindividual", rank);
 }
 
@@ -158,8 +154,7 @@ static void variant_iindividual_all(void) {
     int flag, outcount, indices[1];
     check(MPI_File_seek(fh, mine, MPI_SEEK_SET), "seek");
     check(MPI_File_iwrite_all(fh, out, INTS, MPI_INT, &requests[0]), "iwrite_all");
-    for (flag = 0; !flag;)
-        check(MPI_Testall(1, requests, &flag, MPI_STATUSES_IGNORE), "MPI_Testall");
+    for (flag = 0; !flag;) check(MPI_Testall(1, requests, &flag, MPI_STATUSES_IGNORE), "MPI_Testall");
     check(MPI_File_seek(fh, mine, MPI_SEEK_SET), "seek");
     check(MPI_File_iread_all(fh, in, INTS, MPI_INT, &requests[0]), "iread_all");
     for (outcount = 0; outcount == 0;)
@@ -219,7 +214,8 @@ static void strided(const char *name, int independent) {
     MPI_Type_commit(&filetype);
     MPI_File fh = open_variant(name);
     check(MPI_File_set_view(fh, (MPI_Offset)rank * RUN * (MPI_Offset)sizeof(int), MPI_INT, filetype, "native",
-                            MPI_INFO_NULL), "set_view");
+                            MPI_INFO_NULL),
+          "set_view");
     if (independent) {
         check(MPI_File_write(fh, out, INTS, MPI_INT, MPI_STATUS_IGNORE), "write (strided)");
         check(MPI_File_read_at(fh, 0, in, INTS, MPI_INT, MPI_STATUS_IGNORE), "read_at (strided)");
@@ -260,9 +256,21 @@ static const struct {
     void (*run)(void);
 } variants[] = {
 #define VARIANT(name) {#name, variant_##name}
-    VARIANT(at), VARIANT(at_all), VARIANT(individual), VARIANT(individual_all), VARIANT(shared),
-    VARIANT(ordered), VARIANT(iat), VARIANT(iat_all), VARIANT(iindividual), VARIANT(iindividual_all),
-    VARIANT(ishared), VARIANT(split_at), VARIANT(split_individual), VARIANT(split_ordered), VARIANT(strided_all),
+    VARIANT(at),
+    VARIANT(at_all),
+    VARIANT(individual),
+    VARIANT(individual_all),
+    VARIANT(shared),
+    VARIANT(ordered),
+    VARIANT(iat),
+    VARIANT(iat_all),
+    VARIANT(iindividual),
+    VARIANT(iindividual_all),
+    VARIANT(ishared),
+    VARIANT(split_at),
+    VARIANT(split_individual),
+    VARIANT(split_ordered),
+    VARIANT(strided_all),
     VARIANT(strided),
 #if MPI_VERSION >= 4
     VARIANT(large_count),
@@ -275,8 +283,7 @@ static const struct {
 static int listed(const char *list, const char *name) {
     size_t len = strlen(name);
     for (const char *at = list; (at = strstr(at, name)); at += len)
-        if ((at == list || at[-1] == ',') && (at[len] == ',' || at[len] == '\0'))
-            return 1;
+        if ((at == list || at[-1] == ',') && (at[len] == ',' || at[len] == '\0')) return 1;
     return 0;
 }
 
@@ -297,8 +304,7 @@ int main(int argc, char **argv) {
             variants[i].run();
             ran++;
         }
-    if (rank == 0)
-        printf("mpiio_matrix: %d ranks ok, %d variants\n", nranks, ran);
+    if (rank == 0) printf("mpiio_matrix: %d ranks ok, %d variants\n", nranks, ran);
     MPI_Finalize();
     return 0;
 }

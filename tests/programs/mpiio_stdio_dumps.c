@@ -24,8 +24,7 @@ static long read_script(const char *dir) {
     FILE *in = open_or_abort(dir, "in.script", "r");
     char line[256];
     long lines = 0;
-    while (fgets(line, sizeof line, in))
-        lines++;
+    while (fgets(line, sizeof line, in)) lines++;
     fclose(in);
     return lines;
 }
@@ -38,8 +37,7 @@ static void write_trajectory(const char *dir, int rank, int nranks, int steps, i
         MPI_Abort(MPI_COMM_WORLD, 1);
     double *xyz = malloc(sizeof(double) * 3 * (size_t)atoms);
     for (int step = 0; step < steps; step++) {
-        for (int i = 0; i < 3 * atoms; i++)
-            xyz[i] = step + rank + i * 1e-3;
+        for (int i = 0; i < 3 * atoms; i++) xyz[i] = step + rank + i * 1e-3;
         MPI_Offset frame = (MPI_Offset)sizeof(double) * 3 * atoms * nranks;
         MPI_Offset at = step * frame + (MPI_Offset)rank * sizeof(double) * 3 * atoms;
         MPI_File_write_at_all(fh, at, xyz, 3 * atoms, MPI_DOUBLE, MPI_STATUS_IGNORE);
@@ -57,13 +55,11 @@ static void write_text_dumps(const char *dir, int rank, int steps, int atoms) {
         fprintf(dump, "ITEM: TIMESTEP\n%d\nITEM: ATOMS id x y z\n", step);
         for (int i = 0; i < atoms; i++)
             fprintf(dump, "%d %.6f %.6f %.6f\n", rank * atoms + i, step + i * 1e-3, rank + i * 2e-3, i * 3e-3);
-        if (thermo)
-            fprintf(thermo, "%8d %14.6f %14.6f\n", step, -6.7 + step * 1e-4, 0.8 - step * 1e-5);
+        if (thermo) fprintf(thermo, "%8d %14.6f %14.6f\n", step, -6.7 + step * 1e-4, 0.8 - step * 1e-5);
         fflush(dump);
     }
     fclose(dump);
-    if (thermo)
-        fclose(thermo);
+    if (thermo) fclose(thermo);
 }
 
 static void write_restart_and_checksum(const char *dir, int steps, int atoms) {
@@ -95,8 +91,7 @@ int main(int argc, char **argv) {
     read_script(argv[1]);
     write_trajectory(argv[1], rank, nranks, steps, atoms);
     write_text_dumps(argv[1], rank, steps, atoms);
-    if (rank == 0)
-        write_restart_and_checksum(argv[1], steps, atoms * nranks);
+    if (rank == 0) write_restart_and_checksum(argv[1], steps, atoms * nranks);
     MPI_Finalize();
     return 0;
 }

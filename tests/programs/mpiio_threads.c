@@ -17,8 +17,7 @@ static void *writer(void *arg) {
     int thread = (int)(long)arg;
     char path[4200], block[BLOCK];
     MPI_File fh;
-    for (int i = 0; i < BLOCK; i++)
-        block[i] = (char)(thread + i);
+    for (int i = 0; i < BLOCK; i++) block[i] = (char)(thread + i);
     snprintf(path, sizeof path, "%s/rank%d-thread%d.dat", dir, rank, thread);
     if (MPI_File_open(MPI_COMM_SELF, path, MPI_MODE_CREATE | MPI_MODE_WRONLY, MPI_INFO_NULL, &fh) != MPI_SUCCESS)
         MPI_Abort(MPI_COMM_WORLD, 1);
@@ -45,15 +44,13 @@ int main(int argc, char **argv) {
     MPI_File fh;
     snprintf(warmup, sizeof warmup, "%s/rank%d-warmup.dat", dir, rank);
     if (MPI_File_open(MPI_COMM_SELF, warmup, MPI_MODE_CREATE | MPI_MODE_WRONLY | MPI_MODE_DELETE_ON_CLOSE,
-                      MPI_INFO_NULL, &fh) != MPI_SUCCESS || MPI_File_close(&fh) != MPI_SUCCESS)
+                      MPI_INFO_NULL, &fh) != MPI_SUCCESS ||
+        MPI_File_close(&fh) != MPI_SUCCESS)
         MPI_Abort(MPI_COMM_WORLD, 1);
-    for (long t = 0; t < THREADS; t++)
-        pthread_create(&threads[t], NULL, writer, (void *)t);
-    for (int t = 0; t < THREADS; t++)
-        pthread_join(threads[t], NULL);
+    for (long t = 0; t < THREADS; t++) pthread_create(&threads[t], NULL, writer, (void *)t);
+    for (int t = 0; t < THREADS; t++) pthread_join(threads[t], NULL);
     MPI_Barrier(MPI_COMM_WORLD);
-    if (rank == 0)
-        printf("mpiio_threads: ok\n");
+    if (rank == 0) printf("mpiio_threads: ok\n");
     MPI_Finalize();
     return 0;
 }

@@ -55,8 +55,10 @@ static char *buffer(size_t n) {
 }
 
 static void name(const char *dir, const char *file, int per_rank) {
-    if (per_rank) snprintf(path, sizeof path, "%s/%s.%d", dir, file, rank);
-    else snprintf(path, sizeof path, "%s/%s", dir, file);
+    if (per_rank)
+        snprintf(path, sizeof path, "%s/%s.%d", dir, file, rank);
+    else
+        snprintf(path, sizeof path, "%s/%s", dir, file);
 }
 
 static int posix_open(int flags) {
@@ -89,8 +91,10 @@ static void strided_view(int collective) {
     MPI_File_set_view(fh, (MPI_Offset)rank * block, MPI_BYTE, filetype, "native", MPI_INFO_NULL);
     char *b = buffer((size_t)block * count);
     for (int rep = 0; rep < 4; rep++) { /* four successive regions: the view's pointer moves on */
-        if (collective) MPI_File_write_all(fh, b, block * count, MPI_BYTE, MPI_STATUS_IGNORE);
-        else MPI_File_write(fh, b, block * count, MPI_BYTE, MPI_STATUS_IGNORE);
+        if (collective)
+            MPI_File_write_all(fh, b, block * count, MPI_BYTE, MPI_STATUS_IGNORE);
+        else
+            MPI_File_write(fh, b, block * count, MPI_BYTE, MPI_STATUS_IGNORE);
     }
     free(b);
     MPI_File_close(&fh);

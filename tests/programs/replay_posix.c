@@ -36,7 +36,8 @@ static void logs(const char *dir) {
     fclose(f);
     snprintf(path, sizeof path, "%s/input.dat", dir);
     f = fopen(path, "r");
-    while (fread(buf, 1, 1000, f) > 0) {}
+    while (fread(buf, 1, 1000, f) > 0) {
+    }
     fclose(f);
 }
 

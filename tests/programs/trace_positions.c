@@ -27,7 +27,7 @@
 #define THREADS 3
 
 static const char *path;
-static int fds[SLOTS];          /* -1: free; slot 0 is never closed */
+static int fds[SLOTS]; /* -1: free; slot 0 is never closed */
 static pthread_mutex_t *step_lock;
 static off_t (*asked_lseek)(int, off_t, int);
 static char *log_text;
@@ -66,8 +66,10 @@ static int free_slot(unsigned *seed) {
 }
 
 static void keep(int slot, int fd) {
-    if (slot >= 0 && fd >= 0) fds[slot] = fd;
-    else if (fd >= 0) close(fd);
+    if (slot >= 0 && fd >= 0)
+        fds[slot] = fd;
+    else if (fd >= 0)
+        close(fd);
 }
 
 static void step(unsigned *seed) {
@@ -78,46 +80,79 @@ static void step(unsigned *seed) {
     ssize_t r;
     struct iovec iov[2] = {{buf, n / 2}, {buf + 1000, n - n / 2}};
     switch (rand_r(seed) % 17) {
-    case 0: case 1: r = write(fd, buf, n); note("write", fd, landed(fd, before, r)); break;
-    case 2: case 3: r = read(fd, buf, n); note("read", fd, landed(fd, before, r)); break;
-    case 4: r = writev(fd, iov, 2); note("writev", fd, landed(fd, before, r)); break;
-    case 5: r = readv(fd, iov, 2); note("readv", fd, landed(fd, before, r)); break;
-    case 6: r = pwritev2(fd, iov, 2, -1, 0); note("pwritev2", fd, landed(fd, before, r)); break;
-    case 7: r = preadv2(fd, iov, 2, -1, 0); note("preadv2", fd, landed(fd, before, r)); break;
-    case 8: r = pwrite(fd, buf, n, rand_r(seed) % 5000); (void)r; break;
-    case 9: r = pread(fd, buf, n, rand_r(seed) % 5000); (void)r; break;
-    case 10: {
-        static const int whence[] = {SEEK_SET, SEEK_CUR, SEEK_END};
-        off_t at = lseek(fd, rand_r(seed) % 3000, whence[rand_r(seed) % 3]);
-        note("lseek", fd, at);
-        break;
-    }
-    case 11: {
-        int slot = free_slot(seed), how = rand_r(seed) % 3;
-        keep(slot, how == 0 ? dup(fd) : how == 1 ? fcntl(fd, F_DUPFD, 10) : slot >= 0 ? dup3(fd, 40 + slot, 0) : -1);
-        break;
-    }
-    case 12: { /* dup2 over another open descriptor (not slot 0's) */
-        int slot = 1 + rand_r(seed) % (SLOTS - 1);
-        if (fds[slot] >= 0 && fds[slot] != fd) dup2(fd, fds[slot]);
-        break;
-    }
-    case 13: {
-        int slot = 1 + rand_r(seed) % (SLOTS - 1);
-        if (fds[slot] >= 0) {
-            close(fds[slot]);
-            fds[slot] = -1;
+        case 0:
+        case 1:
+            r = write(fd, buf, n);
+            note("write", fd, landed(fd, before, r));
+            break;
+        case 2:
+        case 3:
+            r = read(fd, buf, n);
+            note("read", fd, landed(fd, before, r));
+            break;
+        case 4:
+            r = writev(fd, iov, 2);
+            note("writev", fd, landed(fd, before, r));
+            break;
+        case 5:
+            r = readv(fd, iov, 2);
+            note("readv", fd, landed(fd, before, r));
+            break;
+        case 6:
+            r = pwritev2(fd, iov, 2, -1, 0);
+            note("pwritev2", fd, landed(fd, before, r));
+            break;
+        case 7:
+            r = preadv2(fd, iov, 2, -1, 0);
+            note("preadv2", fd, landed(fd, before, r));
+            break;
+        case 8:
+            r = pwrite(fd, buf, n, rand_r(seed) % 5000);
+            (void)r;
+            break;
+        case 9:
+            r = pread(fd, buf, n, rand_r(seed) % 5000);
+            (void)r;
+            break;
+        case 10: {
+            static const int whence[] = {SEEK_SET, SEEK_CUR, SEEK_END};
+            off_t at = lseek(fd, rand_r(seed) % 3000, whence[rand_r(seed) % 3]);
+            note("lseek", fd, at);
+            break;
         }
-        break;
-    }
-    case 14: keep(free_slot(seed), open(path, O_RDWR | (rand_r(seed) % 3 == 0 ? O_APPEND : 0))); break;
-    case 15: fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) ^ O_APPEND); break;
-    default:
-        if (other == fd) break;
-        r = rand_r(seed) % 2 ? sendfile(other, fd, NULL, n) : copy_file_range(fd, NULL, other, NULL, n, 0);
-        /* source side, then destination side: the order the trace records them in */
-        note("copy", fd, landed(fd, before, r));
-        note("copy", other, landed(other, other_before, r));
+        case 11: {
+            int slot = free_slot(seed), how = rand_r(seed) % 3;
+            keep(slot, how == 0    ? dup(fd)
+                       : how == 1  ? fcntl(fd, F_DUPFD, 10)
+                       : slot >= 0 ? dup3(fd, 40 + slot, 0)
+                                   : -1);
+            break;
+        }
+        case 12: { /* dup2 over another open descriptor (not slot 0's) */
+            int slot = 1 + rand_r(seed) % (SLOTS - 1);
+            if (fds[slot] >= 0 && fds[slot] != fd) dup2(fd, fds[slot]);
+            break;
+        }
+        case 13: {
+            int slot = 1 + rand_r(seed) % (SLOTS - 1);
+            if (fds[slot] >= 0) {
+                close(fds[slot]);
+                fds[slot] = -1;
+            }
+            break;
+        }
+        case 14:
+            keep(free_slot(seed), open(path, O_RDWR | (rand_r(seed) % 3 == 0 ? O_APPEND : 0)));
+            break;
+        case 15:
+            fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) ^ O_APPEND);
+            break;
+        default:
+            if (other == fd) break;
+            r = rand_r(seed) % 2 ? sendfile(other, fd, NULL, n) : copy_file_range(fd, NULL, other, NULL, n, 0);
+            /* source side, then destination side: the order the trace records them in */
+            note("copy", fd, landed(fd, before, r));
+            note("copy", other, landed(other, other_before, r));
     }
 }
 
@@ -129,7 +164,10 @@ static void steps(unsigned seed, int count) {
     }
 }
 
-struct worker { unsigned seed; int count; };
+struct worker {
+    unsigned seed;
+    int count;
+};
 static void *work(void *arg) {
     struct worker *w = arg;
     steps(w->seed, w->count);
@@ -156,7 +194,7 @@ int main(int argc, char **argv) {
     const char *library = getenv("LSEEK_FROM");
     if (library) {
         void *handle = dlopen(library, RTLD_NOW | RTLD_NOLOAD);
-        asked_lseek = handle ? (off_t(*)(int, off_t, int))dlsym(handle, "lseek") : NULL;
+        asked_lseek = handle ? (off_t (*)(int, off_t, int))dlsym(handle, "lseek") : NULL;
         if (!asked_lseek) return 4;
     }
     step_lock = mmap(NULL, sizeof *step_lock, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -167,8 +205,8 @@ int main(int argc, char **argv) {
     for (int i = 0; i < SLOTS; i++) fds[i] = -1;
     fds[0] = open(path, O_RDWR | O_CREAT | O_TRUNC, 0644);
     if (fds[0] < 0) return 1;
-    steps(seed, count / 3);                         /* one thread, one process */
-    pid_t child = fork();                           /* both go on with the descriptions they share */
+    steps(seed, count / 3); /* one thread, one process */
+    pid_t child = fork();   /* both go on with the descriptions they share */
     seed = seed * 31 + (child == 0);
     if (child == 0) log_len = 0; /* the child's log starts where its stream does */
     steps(seed, count / 3);

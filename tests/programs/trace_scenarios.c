@@ -308,19 +308,33 @@ int main(int argc, char **argv) {
     long n = argc == 5 ? atol(argv[3]) : 0, m = argc == 5 ? atol(argv[4]) : 0;
     dir = argv[2];
     const char *what = argv[1];
-    if (!strcmp(what, "posix")) posix();
-    else if (!strcmp(what, "stdio")) stdio();
-    else if (!strcmp(what, "threads")) threads();
-    else if (!strcmp(what, "shared_stream")) shared_stream();
-    else if (!strcmp(what, "fork")) forks();
-    else if (!strcmp(what, "loop")) loop();
-    else if (!strcmp(what, "handler")) handler();
-    else if (!strcmp(what, "abort")) aborts();
-    else if (!strcmp(what, "reuse")) reuse();
-    else if (!strcmp(what, "renamed")) renamed();
-    else if (!strcmp(what, "restat")) restat();
-    else if (!strcmp(what, "crowd") && n > 0) crowd(n, m);
-    else if (!strcmp(what, "burst") && n > 0) burst(n);
-    else return 2;
+    if (!strcmp(what, "posix"))
+        posix();
+    else if (!strcmp(what, "stdio"))
+        stdio();
+    else if (!strcmp(what, "threads"))
+        threads();
+    else if (!strcmp(what, "shared_stream"))
+        shared_stream();
+    else if (!strcmp(what, "fork"))
+        forks();
+    else if (!strcmp(what, "loop"))
+        loop();
+    else if (!strcmp(what, "handler"))
+        handler();
+    else if (!strcmp(what, "abort"))
+        aborts();
+    else if (!strcmp(what, "reuse"))
+        reuse();
+    else if (!strcmp(what, "renamed"))
+        renamed();
+    else if (!strcmp(what, "restat"))
+        restat();
+    else if (!strcmp(what, "crowd") && n > 0)
+        crowd(n, m);
+    else if (!strcmp(what, "burst") && n > 0)
+        burst(n);
+    else
+        return 2;
     return 0;
 }
