@@ -114,13 +114,17 @@ class TraceScenario:
     ranks_per_node: int | None = None
 
     def __post_init__(self) -> None:
-        self.jobs = [workload.from_trace(self.platform, t, self.ranks_per_node, stripe_count=-1) for t in self.traces]
+        self.jobs = [self.job(t) for t in self.traces]
         self.platform.values["clients.nodes"] = max(self.platform["clients.nodes"], self.nodes)  # nodes of their own
         self.alone_times = [engine.run(self.platform, w).times for w in self.jobs]
         found = [announcements(i, w, t) for i, (w, t) in enumerate(zip(self.jobs, self.alone_times))]
         self.numbers = np.concatenate([n for n, _ in found])
         self.announced = {(a.job, a.phase): a for _, listed in found for a in listed}
         self.placed = self._placed()
+
+    def job(self, trace: Path) -> Workload:
+        """The trace's run as one job, every file striped over all the platform's targets."""
+        return workload.from_trace(self.platform, trace, self.ranks_per_node, stripe_count=-1)
 
     def _placed(self) -> list[Workload]:
         """The jobs side by side: B on the nodes after A's, its files numbered apart from A's."""
