@@ -136,6 +136,72 @@ def test_three_operations_in_turn_are_written_a_chunk_per_operation(tmp_path):
     assert loop[1::3] == ["write"] * 1000 and loop[2::3] == ["close"] * 1000 and len(set(loop[::3])) == 1
 
 
+# Phases of a loop, each longer than a buffer (a few hundred rows with a 1 MiB budget): one operation, two taking turns,
+# three in turn, two others taking turns, one again; pwrite and pread at offsets that rise over the whole run.
+PHASES_SCRIPT = """import os, sys
+data = os.path.join(sys.argv[1], "data")
+fd = os.open(data, os.O_RDWR | os.O_CREAT, 0o644)
+for i in range(3000): os.pwrite(fd, b"x", i)
+for i in range(3000): os.close(os.open(data, os.O_RDONLY))
+for i in range(2000):
+    f = os.open(data, os.O_WRONLY)
+    os.write(f, b"y")
+    os.close(f)
+for i in range(3000, 6000):
+    os.pwrite(fd, b"x", i)
+    os.pread(fd, 1, i)
+for i in range(6000, 9000): os.pwrite(fd, b"x", i)
+"""
+PHASES = ([("open", 0)] + [("pwrite", i) for i in range(3000)] + [("open", 0), ("close", -1)] * 3000
+          + [("open", 0), ("write", 0), ("close", -1)] * 2000
+          + [(op, i) for i in range(3000, 6000) for op in ("pwrite", "pread")]
+          + [("pwrite", i) for i in range(6000, 9000)])
+
+
+def _call(op: str) -> str:
+    """An operation's name without its variant (open64, openat and open; pwrite64 and pwrite)."""
+    return "open" if op.startswith("open") else op.removesuffix("64")
+
+
+def test_each_buffer_is_written_in_its_own_layout_whatever_the_last_one_took(tmp_path):
+    """The writer encodes a buffer in the layout its thread's last two took before it surveys the rows, and keeps
+    that encoding only if the survey finds the same layout (writer.c, guess_layout): a loop's phases change layout
+    (one operation, two taking turns, three in turn) while guesses stand. Every event comes back, in order, and every
+    chunk is one its own buffer's layout gives: no chunk whose operation changes at one row in 8 or more holds 64
+    rows of one operation (rows taking turns kept in one chunk), and no two chunks of one operation hold offsets
+    that interleave (a buffer of one operation written as every other row twice)."""
+    import sys
+
+    trace = tmp_path / "trace"
+    done = subprocess.run([sys.executable, "-c", PHASES_SCRIPT, str(tmp_path)], capture_output=True, text=True,
+                          timeout=60, env=traced_env(trace, IOLOOM_TRACE_BUFFER="1M"))
+    assert done.returncode == 0, done.stderr
+    parsed = open_trace(trace)
+    data = [i for i, path in zip(parsed.files.column("file_id").to_pylist(), parsed.files.column("path").to_pylist())
+            if path == str(tmp_path / "data")]
+    events = parsed.streams[0].read(["op", "file_id", "offset"]).to_pandas()
+    events = events[events["file_id"].isin(data)]
+    ops = [_call(op) for op in events["op"].astype(str)]
+    assert list(zip(ops, events["offset"].tolist())) == PHASES
+    [path] = trace.glob("*.ioloom")
+    stream = read_stream_file(path)
+    names = {code: _call(name) for code, (name, _) in stream.ops.items()}
+    counts, firsts = stream.chunk_firsts()
+    ops, offsets = stream.stored(OP), stream.stored(OFFSET_DELTA, running=True)
+    spans: dict[str, list[tuple[int, int]]] = {}
+    for first, count in zip(firsts, counts):
+        chunk, where = ops[first:first + count], offsets[first:first + count]
+        codes, rows = np.unique(chunk, return_counts=True)
+        assert np.count_nonzero(chunk[1:] != chunk[:-1]) * 8 < count or rows.max() < 64, (first, count)
+        for code in codes:
+            if names[int(code)] in ("pwrite", "pread"):
+                at = where[chunk == code]
+                spans.setdefault(names[int(code)], []).append((int(at.min()), int(at.max())))
+    for name, ranges in spans.items():
+        ranges.sort()
+        assert all(end < start for (_, end), (start, _) in zip(ranges, ranges[1:])), name
+
+
 def test_time_order_is_the_stable_sort():
     rng = np.random.default_rng(7)
     for _ in range(500):
