@@ -59,8 +59,6 @@ struct thread_buffer {
     uint32_t tid;
     uint64_t last_flush_ns;
     uint64_t anchor_ticks, anchor_ns; /* the last converted event's end (0, 0: none yet), see tick_clock */
-    uint8_t layout, layout_steady;    /* how its last rows went into chunks (enum layout), and whether the rows before
-                                       * went alike: write_events' guess for its next rows */
     pthread_mutex_t flush_lock;       /* taken only to flush, never per event */
     struct thread_buffer *next;
 };
@@ -83,14 +81,10 @@ int ioloom_lock(pthread_mutex_t *lock) {
 volatile int ioloom_finished;
 IOLOOM_EXPORT volatile uint32_t ioloom_look_mask = 63; /* capacity is a multiple of 64 */
 
-/* The encode area's size for buffers of `capacity` rows: their one chunk, or their two taking turns (guess_layout
- * keeps both before writing them). */
-#define ENCODE_ROOM(capacity) (ioloom_events_bound(capacity) + ioloom_events_bound(0))
-
 static struct {
     int fd;
     pthread_mutex_t lock;             /* serialises chunk writes and the shared encode area */
-    uint8_t *encoded;                 /* encode area: ENCODE_ROOM(capacity) */
+    uint8_t *encoded;                 /* encode area: ioloom_events_bound(capacity) */
     int64_t *scratch;                 /* one column of a chunk */
     struct ioloom_raw_event *grouped; /* a buffer's rows grouped by operation (write_events) */
     uint32_t capacity;                /* the most events per thread buffer */
@@ -624,37 +618,21 @@ static void write_chunk_of_rows(uint32_t tid, const struct ioloom_raw_event *ev,
     keep->end += keep->bytes[keep->count++];
 }
 
-/* How a buffer's rows go into EVENTS chunks: a chunk per frequent operation and one of the rest (as groups plans
- * them), two operations taking turns (a chunk of every other row each), or one chunk of all rows. */
-enum layout { LAYOUT_GROUPED, LAYOUT_TURNS, LAYOUT_ONE };
-
-/* The layout of rows [0, n), whose operation changes `changes` times (survey_ops); LAYOUT_GROUPED plans the chunks. */
-static enum layout plan_layout(const struct ioloom_raw_event *ev, uint32_t n, uint32_t changes) {
-    return taking_turns(n, changes) ? LAYOUT_TURNS : worth_grouping(ev, n, changes) ? LAYOUT_GROUPED : LAYOUT_ONE;
-}
-
-/* Encodes rows [0, n) of thread `tid` in `layout` (LAYOUT_GROUPED: as planned; times by `clock`, NULL: ns already,
- * exact) and writes them (or counts them as dropped); with `keep`, keeps them there instead. w.lock held. */
-static void write_laid_out(uint32_t tid, const struct ioloom_raw_event *ev, uint32_t n, enum layout layout,
-                           const struct ioloom_tick_clock *clock, struct kept_chunks *keep) {
-    if (layout == LAYOUT_TURNS) {
+/* Encodes rows [0, n) of thread `tid`, whose operation changes `changes` times (times by `clock`, NULL: ns already,
+ * exact), as EVENTS chunks, a chunk per frequent operation when there are several, and writes them (or counts them
+ * as dropped); with `keep`, keeps them there instead. w.lock held. */
+static void write_plain(uint32_t tid, const struct ioloom_raw_event *ev, uint32_t n, uint32_t changes,
+                        const struct ioloom_tick_clock *clock, struct kept_chunks *keep) {
+    if (taking_turns(n, changes)) {
         write_chunk_of_rows(tid, ev, 2, (n + 1) / 2, clock, keep);
         write_chunk_of_rows(tid, ev + 1, 2, n / 2, clock, keep);
-    } else if (layout == LAYOUT_GROUPED) {
+    } else if (worth_grouping(ev, n, changes)) {
         scatter_rows(ev, n, groups.start[groups.chunks - 1]);
         for (uint32_t k = 0; k < groups.chunks; k++)
             write_chunk_of_rows(tid, w.grouped + groups.start[k], 1, groups.count[k], clock, keep);
     } else {
         write_chunk_of_rows(tid, ev, 1, n, clock, keep);
     }
-}
-
-/* Encodes rows [0, n) of thread `tid`, whose operation changes `changes` times (times by `clock`, NULL: ns already,
- * exact), as EVENTS chunks, a chunk per frequent operation when there are several, and writes them (or counts them
- * as dropped); with `keep`, keeps them there instead. w.lock held. */
-static void write_plain(uint32_t tid, const struct ioloom_raw_event *ev, uint32_t n, uint32_t changes,
-                        const struct ioloom_tick_clock *clock, struct kept_chunks *keep) {
-    write_laid_out(tid, ev, n, plan_layout(ev, n, changes), clock, keep);
 }
 
 /* Writes the kept chunks, each as it would have been written at once. w.lock held. */
@@ -801,52 +779,20 @@ static void write_fold_counts(void) {
     ioloom_write_chunk(chunk, (size_t)(p - chunk));
 }
 
-/* The chunks of a buffer encoded in the layout its thread's rows took the last two times (guess_layout). */
-static struct kept_chunks guessed;
-
-/* Encodes rows [0, n) of b (NULL: none) into `guessed` in the layout b's last two buffers took, when they took the
- * same one of one chunk or two taking turns (a loop's buffers go alike), before anything else reads the rows; returns
- * that layout, or LAYOUT_GROUPED when it guessed nothing (then `guessed` holds nothing). Rows recorded since the last
- * flush have left the cache (4,928 rows of 96 bytes per half by default): the first pass over them waits for memory
- * most of its time, and a pass that only looks at each row's operation (survey_ops) waits the longest, where the
- * encoding has work to do while the rows arrive. So the encoding goes first, and the survey, on rows back in cache,
- * only checks the guess (write_events). Not while folding: write_folded encodes its own. w.lock held. */
-static enum layout guess_layout(const struct thread_buffer *b, uint32_t tid, const struct ioloom_raw_event *ev,
-                                uint32_t n, const struct ioloom_tick_clock *clock) {
-    guessed.end = guessed.start = w.encoded;
-    guessed.count = 0;
-    if (!b || !b->layout_steady || b->layout == LAYOUT_GROUPED || fold.area) return LAYOUT_GROUPED;
-    write_laid_out(tid, ev, n, (enum layout)b->layout, clock, &guessed);
-    /* w.encoded holds a buffer's one chunk, or its two taking turns: ENCODE_ROOM */
-    assert((size_t)(guessed.end - guessed.start) <= ENCODE_ROOM(n));
-    return (enum layout)b->layout;
-}
-
 /* Encodes rows [0, n) of thread `tid` (tick times converted by `clock`, NULL: none) and writes them (after the names
- * of new operations), folded or as EVENTS chunks, or counts them as dropped. The rows of a thread buffer b (NULL: the
- * shared buffer's) are encoded first in the layout b's last rows took (guess_layout): written when their survey finds
- * that layout, else encoded again in theirs. Either way every chunk is the one write_plain writes. */
-static void write_events(struct thread_buffer *b, uint32_t tid, const struct ioloom_raw_event *ev, uint32_t n,
+ * of new operations), folded or as EVENTS chunks, or counts them as dropped. */
+static void write_events(uint32_t tid, const struct ioloom_raw_event *ev, uint32_t n,
                          const struct ioloom_tick_clock *clock) {
     if (ioloom_lock(&w.lock)) {
         count_dropped(n);
         return;
     }
-    enum layout guess = guess_layout(b, tid, ev, n, clock);
     uint32_t changes = survey_ops(ev, n);
     if (write_new_ops_locked(groups.seen, groups.ops)) {
         note_write_failed(n);
         count_dropped(n);
     } else if (!fold.area || !write_folded(tid, ev, n, changes, clock)) {
-        enum layout layout = plan_layout(ev, n, changes);
-        if (guessed.count && layout == guess)
-            write_kept(&guessed);
-        else
-            write_laid_out(tid, ev, n, layout, clock, NULL);
-        if (b) {
-            b->layout_steady = layout == b->layout;
-            b->layout = (uint8_t)layout;
-        }
+        write_plain(tid, ev, n, changes, clock, NULL);
     }
     forget_counts();
     pthread_mutex_unlock(&w.lock);
@@ -860,7 +806,7 @@ static void flush_half(struct thread_buffer *b, uint32_t h) {
     flush_file_table(); /* file entries first: a reader then knows every id an event names */
     struct ioloom_tick_clock ticks;
     const struct ioloom_tick_clock *clock = encode_clock(b, &ticks);
-    write_events(b, b->tid, ev, n, clock);
+    write_events(b->tid, ev, n, clock);
     if (clock) move_anchor(b, ev, n, clock);
     __atomic_store_n(&b->count[h], 0, __ATOMIC_RELEASE);
 }
@@ -1079,7 +1025,7 @@ static void flush_shared_locked(void) {
             b->events[1][k++] = b->events[0][j];
             shared.tids[j] = 0;
         }
-        write_events(NULL, tid, b->events[1], k, clock);
+        write_events(tid, b->events[1], k, clock);
     }
     if (clock) move_anchor(b, b->events[0], n, clock);
     b->count[0] = 0;
@@ -1256,9 +1202,8 @@ static int allocate_writer(void) {
     w.capacity = capacity < MIN_EVENTS_PER_THREAD   ? MIN_EVENTS_PER_THREAD
                  : capacity > MAX_EVENTS_PER_THREAD ? MAX_EVENTS_PER_THREAD
                                                     : (uint32_t)capacity & ~63u;
-    size_t encode = ENCODE_ROOM(w.capacity);
+    size_t encode = ioloom_events_bound(w.capacity);
     w.encoded = malloc(encode);
-    guessed.start = w.encoded;
     w.scratch = malloc(w.capacity * sizeof(int64_t));
     w.grouped = malloc(w.capacity * sizeof(struct ioloom_raw_event));
     if (!w.encoded || !w.scratch || !w.grouped) return -1;
