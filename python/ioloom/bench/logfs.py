@@ -54,6 +54,7 @@ OWN_N1 = "direct_n1_own"
 IOR_HARD = 47008  # IO500's ior-hard: one shared file in 47,008-byte pieces, aligned to nothing
 SHAPES = ("aligned", "ior-hard")
 GOAL_E = 0.9  # the goal: logfs N-1 at least 0.9 of direct N-N's bandwidth
+GOAL_CONFIDENCE = 0.95  # the coverage of the median's interval a verdict on the goal needs
 TEMP_DIR = Path(tempfile.gettempdir())  # --dir's default
 # Where the read phase's data comes from (--read-from): the device (the page cache evicted after the write) or the
 # page cache (the read in the writing launch).
@@ -162,9 +163,11 @@ def goal_verdict(ratios: list[float]) -> dict:
     """E's per-round ratios against GOAL_E: the median's distribution-free 95% interval (stats.median_interval) and
     its verdict, "met" when the whole interval is at or above the goal, "missed" when it is wholly below, else "not
     resolved" (the rounds hold the goal on both sides of the median's likely place: more rounds, or a steadier
-    machine, are needed to tell; a read from this machine's disk moves 4x from one launch to the next)."""
+    machine, are needed to tell; a read from this machine's disk moves 4x from one launch to the next). Fewer than
+    6 rounds give no 95% interval (the widest, [min, max], covers less): never resolved."""
     interval = median_interval(ratios)
-    met, missed = interval["low"] >= GOAL_E, interval["high"] < GOAL_E
+    resolvable = interval["confidence"] >= GOAL_CONFIDENCE
+    met, missed = resolvable and interval["low"] >= GOAL_E, resolvable and interval["high"] < GOAL_E
     return {**interval, "verdict": "met" if met else "missed" if missed else "not resolved"}
 
 
@@ -412,7 +415,9 @@ def _table(result: dict) -> Table:
 
 
 def _verdict(goal: dict) -> str:
-    return f"[{goal['low']:.2f}, {goal['high']:.2f}] {goal['verdict']}"
+    """The interval and its verdict; the interval's coverage when it is below 95% (too few rounds for one)."""
+    short = f" ({100 * goal['confidence']:.0f}%)" if goal["confidence"] < GOAL_CONFIDENCE else ""
+    return f"[{goal['low']:.2f}, {goal['high']:.2f}]{short} {goal['verdict']}"
 
 
 def _goal_count(result: dict) -> str:
