@@ -303,34 +303,27 @@ static void reuse(void) {
     for (int i = 0; i < 20000; i++) ignore(pwrite(fd, "x", 1, i));
 }
 
+/* The scenarios taking no count, by name. */
+static const struct {
+    const char *name;
+    void (*run)(void);
+} scenarios[] = {
+    {"posix", posix}, {"stdio", stdio},     {"threads", threads}, {"shared_stream", shared_stream},
+    {"fork", forks},  {"loop", loop},       {"handler", handler}, {"abort", aborts},
+    {"reuse", reuse}, {"renamed", renamed}, {"restat", restat},
+};
+
 int main(int argc, char **argv) {
     if (argc != 3 && argc != 5) return 2;
     long n = argc == 5 ? atol(argv[3]) : 0, m = argc == 5 ? atol(argv[4]) : 0;
     dir = argv[2];
     const char *what = argv[1];
-    if (!strcmp(what, "posix"))
-        posix();
-    else if (!strcmp(what, "stdio"))
-        stdio();
-    else if (!strcmp(what, "threads"))
-        threads();
-    else if (!strcmp(what, "shared_stream"))
-        shared_stream();
-    else if (!strcmp(what, "fork"))
-        forks();
-    else if (!strcmp(what, "loop"))
-        loop();
-    else if (!strcmp(what, "handler"))
-        handler();
-    else if (!strcmp(what, "abort"))
-        aborts();
-    else if (!strcmp(what, "reuse"))
-        reuse();
-    else if (!strcmp(what, "renamed"))
-        renamed();
-    else if (!strcmp(what, "restat"))
-        restat();
-    else if (!strcmp(what, "crowd") && n > 0)
+    for (size_t k = 0; k < sizeof scenarios / sizeof scenarios[0]; k++)
+        if (!strcmp(what, scenarios[k].name)) {
+            scenarios[k].run();
+            return 0;
+        }
+    if (!strcmp(what, "crowd") && n > 0)
         crowd(n, m);
     else if (!strcmp(what, "burst") && n > 0)
         burst(n);
