@@ -164,11 +164,7 @@ def calibrate_command(output: Path = typer.Option(Path("machine.toml"), "-o", "-
     from ioloom.bench.io import BenchFailed
     from ioloom.sim import calibrate, workload
 
-    try:  # a bad -o is refused before measuring, not after
-        output.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        why = f"{e.filename} is not a directory" if isinstance(e, FileExistsError) else e.strerror
-        _fail(f"cannot write {output}: {why}")
+    output.parent.mkdir(parents=True, exist_ok=True)  # a bad -o is refused before measuring, not after
     try:
         workload.parse_size(size)
         with _scratch(directory) as scratch:
