@@ -1,8 +1,10 @@
 /* Preloaded into ioloom-bench's ranks (tests/test_bench_io.py): counts how many different buffers a process wrote
  * with its pwrite calls of $PWRITE_CONTENTS_SIZE bytes (compared whole, by their 64-bit FNV-1a hash), and at exit
- * appends "<different> <calls>" as a line to $PWRITE_CONTENTS_OUT. Every call goes on to libc's pwrite. */
+ * appends "<different> <calls>" as a line to $PWRITE_CONTENTS_OUT. Every call goes on to libc's pwrite.
+ * Calls may come from several threads of a process: the table and its counts change under one lock. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +14,7 @@
 enum { MAX_CONTENTS = 4096 };
 static uint64_t seen[MAX_CONTENTS];
 static long different, calls;
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
 static uint64_t fnv1a(const unsigned char *p, size_t n) {
     uint64_t h = 1469598103934665603ull;
@@ -23,10 +26,12 @@ static void note(const void *buf, size_t n) {
     const char *size = getenv("PWRITE_CONTENTS_SIZE");
     if (!size || n != (size_t)atol(size)) return;
     uint64_t h = fnv1a(buf, n);
+    pthread_mutex_lock(&lock);
     calls++;
-    for (long i = 0; i < different; i++)
-        if (seen[i] == h) return;
-    if (different < MAX_CONTENTS) seen[different++] = h;
+    long i = 0;
+    while (i < different && seen[i] != h) i++;
+    if (i == different && different < MAX_CONTENTS) seen[different++] = h;
+    pthread_mutex_unlock(&lock);
 }
 
 static ssize_t next(int fd, const void *buf, size_t n, off_t offset) {
