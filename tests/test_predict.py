@@ -38,9 +38,9 @@ def check_predictors(grammar: Grammar) -> None:
         body = rule.body()
         assert rule.marked == sum(node.mark for node in body)
         for node in body:
-            if node.mark and node.is_rule:
+            if node.mark and node.rule is not None:
                 assert node.rule.marked > 0, "predictor nesting"
-            if node.mark and not node.is_rule:
+            if node.mark and node.rule is None:
                 marked_terminals.add(node.sym)
         if rule is not grammar.start and rule.marked:
             assert any(use.mark for use in rule.uses), "predictor utility"
@@ -54,7 +54,7 @@ def test_sequitur_textbook_grammar():
     start = [node.rule for node in grammar.start.body()]
     assert len(start) == 2 and start[0] is start[1]
     outer = start[0].body()
-    assert [node.sym for node in outer if not node.is_rule] == [2, 3]
+    assert [node.sym for node in outer if node.rule is None] == [2, 3]
     assert outer[0].rule is outer[2].rule and grammar.expansion(outer[0].rule) == [0, 1]
 
 

@@ -19,23 +19,16 @@ from dataclasses import dataclass, field
 
 
 class Node:
-    """One symbol in a rule body (`sym` >= 0: a terminal; `rule` set: an instance of that rule, `sym` = -id-1),
-    or a rule's guard (`sym` None)."""
-    __slots__ = ("sym", "rule", "owner", "prev", "next", "mark")
+    """One symbol in a rule body of `owner` (`rule` None: a terminal, `sym` >= 0; `rule` set: an instance of that
+    rule, `sym` = -id-1), or its guard (`is_guard`; no rule, its `sym` never compared). A node not yet in a body
+    links to itself."""
+    __slots__ = ("sym", "rule", "owner", "prev", "next", "mark", "is_guard")
 
-    def __init__(self, sym: int | None, rule: Rule | None, owner: Rule | None):
-        self.sym, self.rule, self.owner = sym, rule, owner
-        self.prev: Node | None = None
-        self.next: Node | None = None
+    def __init__(self, sym: int, rule: Rule | None, owner: Rule, is_guard: bool = False):
+        self.sym, self.rule, self.owner, self.is_guard = sym, rule, owner, is_guard
+        self.prev: Node = self
+        self.next: Node = self
         self.mark = False
-
-    @property
-    def is_guard(self) -> bool:
-        return self.sym is None
-
-    @property
-    def is_rule(self) -> bool:
-        return self.sym is not None and self.sym < 0
 
 
 class Rule:
@@ -45,8 +38,7 @@ class Rule:
 
     def __init__(self, rule_id: int):
         self.id = rule_id
-        self.guard = Node(None, self, self)
-        self.guard.prev = self.guard.next = self.guard
+        self.guard = Node(0, None, self, is_guard=True)
         self.uses: set[Node] = set()
         self.marked = 0
 
@@ -59,7 +51,8 @@ class Rule:
         return self.guard.prev
 
     def body(self) -> list[Node]:
-        out, node = [], self.guard.next
+        out: list[Node] = []
+        node = self.guard.next
         while not node.is_guard:
             out.append(node)
             node = node.next
@@ -103,7 +96,7 @@ class Grammar:
 
     def _occurrences_of(self, node: Node) -> list[Node]:
         """Where the last symbol of S (a terminal, or a rule: its instances) appears in the grammar."""
-        return list(node.rule.uses) if node.is_rule else list(self._terminals[node.sym])
+        return list(node.rule.uses) if node.rule is not None else list(self._terminals[node.sym])
 
     def _update(self, sym: int) -> None:
         matched = [node for node in self._expected if node.sym == sym]
@@ -155,7 +148,7 @@ class Grammar:
         if not node.mark:
             node.mark = True
             node.owner.marked += 1
-            if not node.is_rule:
+            if node.rule is None:
                 self._expected.add(node)
 
     def _unmark(self, node: Node) -> None:
@@ -167,7 +160,7 @@ class Grammar:
     def _mark_down(self, node: Node) -> None:
         """Mark a node expected next and, if it is a rule, the first symbol of its expansion."""
         self._mark(node)
-        while node.is_rule:
+        while node.rule is not None:
             node = node.rule.first
             self._mark(node)
 
@@ -181,8 +174,9 @@ class Grammar:
 
     def _drop_orphans(self, node: Node) -> None:
         """A rule whose instances are all unmarked keeps no marks in its body (predictor utility)."""
-        if node.is_rule and node.rule.marked and not any(use.mark for use in node.rule.uses):
-            for inner in node.rule.body():
+        rule = node.rule
+        if rule is not None and rule.marked and not any(use.mark for use in rule.uses):
+            for inner in rule.body():
                 if inner.mark:
                     self._unmark(inner)
                     self._drop_orphans(inner)
@@ -217,17 +211,16 @@ class Grammar:
 
     def _join(self, left: Node, right: Node) -> None:
         """Link left to right; left's old digram leaves the index (runs of three equal symbols keep theirs)."""
-        if left.next is not None:
+        if left.next is not left:  # left is in a body already
             self._forget_digram(left)
-            if right.prev is not None and right.next is not None and not right.is_guard \
-                    and right.sym == right.prev.sym == right.next.sym:
+            if _middle_of_three(right):
                 self._digrams[(right.sym, right.sym)] = right
-            if left.prev is not None and not left.is_guard and left.sym == left.prev.sym == left.next.sym:
+            if _middle_of_three(left):
                 self._digrams[(left.sym, left.sym)] = left.prev
         left.next, right.prev = right, left
 
     def _forget_digram(self, node: Node) -> None:
-        if node.is_guard or node.next is None or node.next.is_guard:
+        if node.is_guard or node.next.is_guard:
             return
         key = (node.sym, node.next.sym)
         if self._digrams.get(key) is node:
@@ -272,8 +265,8 @@ class Grammar:
             self._digrams[(first.sym, second.sym)] = first
         first, second = rule.first, rule.first.next
         for node in (first, second):
-            if node.is_rule and len(node.rule.uses) == 1 and node.owner is rule:
-                self._expand(node)
+            if node.rule is not None and len(node.rule.uses) == 1 and node.owner is rule:
+                self._expand(node, node.rule)
 
     def _substitute(self, node: Node, rule: Rule) -> None:
         """Replace the digram at node by an instance of rule (its marks move into the rule's body)."""
@@ -291,9 +284,9 @@ class Grammar:
         if not self._check(left):
             self._check(instance)
 
-    def _expand(self, node: Node) -> None:
-        """Rule utility: the rule of node is used only here; its body takes the node's place."""
-        rule, owner = node.rule, node.owner
+    def _expand(self, node: Node, rule: Rule) -> None:
+        """Rule utility: node's rule is used only here; its body takes the node's place."""
+        owner = node.owner
         left, right = node.prev, node.next
         body = rule.body()
         if not node.mark:
@@ -327,8 +320,15 @@ class Grammar:
             if node.is_guard:
                 continue
             stack.append(node.next)
-            if node.is_rule:
+            if node.rule is not None:
                 stack.append(node.rule.first)
             else:
                 out.append(node.sym)
         return out
+
+
+def _middle_of_three(node: Node) -> bool:
+    """Whether node and the nodes on either side, all in a body, are three equal symbols."""
+    before, after = node.prev, node.next
+    return not (node.is_guard or before.is_guard or after.is_guard) and before is not node and after is not node \
+        and before.sym == node.sym == after.sym

@@ -33,7 +33,7 @@ class Skeleton:
         self._repeats: dict[int, Item | None] = {}
 
     def _base(self, node: Node) -> Item:
-        if not node.is_rule:
+        if node.rule is None:
             return ("t", node.sym), 1
         repeat = self._repeat(node.rule)
         return repeat if repeat is not None else (("r", node.rule.id), 1)

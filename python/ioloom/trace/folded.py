@@ -15,6 +15,7 @@ import json
 import lzma
 import struct
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -22,6 +23,9 @@ import pyarrow as pa
 
 from ioloom.trace.model import EVENT_SCHEMA, FILE_SCHEMA, Stream, Trace
 from ioloom.trace.varint import decode_varints, unzigzag
+
+if TYPE_CHECKING:  # imported where it folds: reading a trace needs no grammar
+    from ioloom.predict.grammar import Node
 
 MAGIC = b"IOLOOMFD"
 MAJOR, MINOR = 1, 0
@@ -187,12 +191,10 @@ def fold(tokens: np.ndarray, cap: int = GRAMMAR_CAP) -> tuple[list[list[int]], n
     return rules, tokens[taken:]
 
 
-def _item(node, number: dict[int, int]) -> int:
+def _item(node: Node, number: dict[int, int]) -> int:
     """A rule body's node as stored: 2 x its token, or 2 x its rule's number + 1."""
-    if node.is_rule:
-        assert node.rule is not None  # a rule node names its rule
+    if node.rule is not None:
         return 2 * number[node.rule.id] + 1
-    assert node.sym is not None  # a terminal node holds its token
     return 2 * node.sym
 
 
