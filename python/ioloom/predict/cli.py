@@ -32,7 +32,7 @@ def analyse_trace(trace, options: Options, rank: int | None = None, limit: int |
     from ioloom.predict.skeleton import Skeleton
     from ioloom.predict.source import process_operations
 
-    out = []
+    out: list[dict] = []
     for process in process_operations(trace, limit):
         if rank is not None and process.label != f"rank {rank}":
             continue

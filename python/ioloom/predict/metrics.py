@@ -49,6 +49,11 @@ def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
+def _rounded_mean(values: list[float], digits: int) -> float | None:
+    mean = _mean(values)
+    return None if mean is None else round(mean, digits)
+
+
 def evaluate(operations: list[Operation], kinds: dict[int, str], places: dict[int, str],
              options: Options | None = None) -> tuple[dict, ProcessModel]:
     """Run the model over a process's operations; its figures (the keys of docs/predict.md) and the model."""
@@ -119,12 +124,12 @@ def _figures(scores: Scores, model: ProcessModel, operations: int) -> dict:
         "symbol_accuracy_pct": pct(scores.symbol),
         "symbol_accuracy_last_window_pct": pct(scores.window[-1:]),
         "converged_at_operation": converged,
-        "size_error_mean": None if not scores.size_errors else round(_mean(scores.size_errors), 4),
+        "size_error_mean": _rounded_mean(scores.size_errors, 4),
         "size_exact_pct": pct([e == 0 for e in scores.size_errors]),
         "offset_accuracy_pct": pct(scores.offsets),
         "offset_contiguous_pct": pct(scores.offsets_contiguous),
-        "hit_ratio_pct": None if not scores.hits else round(_mean(scores.hits), 2),
-        "hit_ratio_known_symbols_pct": None if not scores.hits_known else round(_mean(scores.hits_known), 2),
+        "hit_ratio_pct": _rounded_mean(scores.hits, 2),
+        "hit_ratio_known_symbols_pct": _rounded_mean(scores.hits_known, 2),
         "first_appearances": len(scores.hits) - len(scores.hits_known),
         "time_error_s": _mean(scores.time_errors),
         "time_error_immediate_reaccess_s": _mean(scores.time_errors_immediate),

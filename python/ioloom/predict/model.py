@@ -16,6 +16,7 @@ INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1  # the C model's int64_t: its t
 HISTORY = 8  # values over which a size model's grammar must have been exact once to be kept before the mean
 HISTORY_MASK = (1 << HISTORY) - 1
 MISS = 256  # a run length's error when its end is mispredicted once (fixed point of the halving averages)
+Transition = tuple[int | None, int]  # (the symbol before, None for the first operation; the symbol)
 
 
 class Operation(NamedTuple):
@@ -138,7 +139,7 @@ class LocalModel:
             self.errors[1] = (self.errors[1] + self._rule_error(self._drifted(), value)) // 2
             self.drift.observe(value - self.last)
         elif self.fallback_value == "mean" and self.sequence is not None and self.seen:  # score grammar and mean
-            by_grammar = self._by_grammar()
+            by_grammar = self._by_grammar(self.sequence)
             self.exact = (self.exact << 1 | (by_grammar == value)) & HISTORY_MASK
             self.grammar_error = (self.grammar_error + abs(by_grammar - value)) // 2
             self.errors[0] = (self.errors[0] + abs(self._level() - value)) // 2
@@ -186,14 +187,15 @@ class LocalModel:
             return self._level()
         if self.seen > HISTORY and not self.exact and self.errors[0] < self.grammar_error:
             return self._level()  # a model falling back to the mean, its grammar not exact lately: the mean
-        return self._by_grammar()
+        return self._by_grammar(self.sequence)
 
-    def _by_grammar(self) -> int:
-        """The local grammar's prediction: its one value, or the one it predicts seen most often, or the last."""
+    def _by_grammar(self, sequence: Sequence) -> int:
+        """The local grammar's prediction (`sequence`, this model's own until its fallback): its one value, or the
+        one it predicts seen most often, or the last."""
         if len(self.tokens) == 1:
             return self.last
         values = list(self.tokens)
-        expected = self.sequence.predicted()
+        expected = sequence.predicted()
         if not expected:
             return self.last
         return values[max(sorted(expected), key=lambda token: self.counts[token])]  # ties: the first seen
@@ -290,7 +292,7 @@ class Returns:
     transition and place once it has predicted the offsets there exactly more often than the offset changes and
     than the other has (ties: changes, then returns)."""
     options: Options
-    ends: dict[str, deque] = field(default_factory=dict)
+    ends: dict[str, deque[int]] = field(default_factory=dict)
     models: dict[tuple, LocalModel] = field(default_factory=dict)
     absolute: dict[tuple, int] = field(default_factory=dict)  # (from, to, place): the offset seen there last
     tally: dict[tuple, list[int]] = field(default_factory=dict)  # (from, to, place): [by change, return, absolute]
@@ -298,8 +300,8 @@ class Returns:
     def predict(self, key: str, transition: tuple, place: int) -> int | None:
         model = _nearest(self.models, transition, place)
         back = model.predict() if model else 0
-        ends = self.ends.get(key, ())
-        return ends[-back] if 1 <= back <= len(ends) else None
+        ends = self.ends.get(key)
+        return ends[-back] if ends is not None and 1 <= back <= len(ends) else None
 
     def preferred(self, transition: tuple, place: int) -> str:
         """Which predicts the offsets at this transition and place: "change", "return" or "absolute"."""
@@ -339,7 +341,7 @@ class ProcessModel:
     sizes: PairedModels = field(init=False)  # per symbol
     offsets: PairedModels = field(init=False)  # per transition
     returns: Returns = field(init=False)
-    times: dict[tuple[int, int], TimeModel] = field(default_factory=dict)
+    times: dict[Transition, TimeModel] = field(default_factory=dict)
     positions: dict[str, int] = field(default_factory=dict)
     current: int | None = None
     last_end: int = 0
@@ -363,7 +365,7 @@ class ProcessModel:
         return min(place, self.options.run_positions)
 
     def _candidate(self, symbol: int) -> Candidate:
-        transition = (self.current, symbol)
+        transition: Transition = (self.current, symbol)
         timing = self.times.get(transition)
         gap = timing.predict() if timing else 0.0
         if self.kinds[symbol] not in DATA_KINDS:
@@ -381,7 +383,7 @@ class ProcessModel:
         return by_change if back is None else back
 
     def observe(self, op: Operation) -> None:
-        transition = (self.current, op.symbol)
+        transition: Transition = (self.current, op.symbol)
         if self.current is not None:
             timing = self.times.setdefault(transition, TimeModel(self.options.distant_ns))
             timing.observe(max(op.t_start - self.last_end, 0))
@@ -399,7 +401,7 @@ class ProcessModel:
         self.sequence.input(op.symbol)
         self.current, self.last_end = op.symbol, op.t_end
 
-    def distant(self, transition: tuple[int, int]) -> bool:
+    def distant(self, transition: Transition) -> bool:
         """A transition between I/O phases (its average inter-arrival time reaches the distant threshold)."""
         timing = self.times.get(transition)
         return timing is not None and timing.mean >= self.options.distant_ns

@@ -44,7 +44,8 @@ def model_symbols(side: SideStream) -> Numbered:
     order of appearance, the last number standing for every pair past the tracer's limit (`max_symbols`)."""
     if side.major == 1:
         return side.calls, side.predicted, {s: (s, 0) for s in side.symbols}
-    limit, ids = side.count("max_symbols") or 1024, {}
+    limit = side.count("max_symbols") or 1024
+    ids: dict[tuple[int, int], int] = {}  # (stack symbol, file key): its number
     calls = [ids.setdefault(pair, min(len(ids), limit - 1)) for pair in zip(side.calls, side.call_keys)]
     predicted = [tuple(ids[(c.symbol, c.key)] for c in kept) for kept in side.predicted]
     pairs: dict[int, tuple[int, int]] = {}

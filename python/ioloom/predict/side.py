@@ -139,8 +139,8 @@ def _chunk(side: SideStream, modules: dict[int, str], kind: int, payload: bytes,
         elif kind == CALLS:
             (_calls if side.major == 1 else _calls_v2)(side, payload)
         elif kind == KEYS and side.major >= 2:
-            key, at = _varint(payload, 0)
-            side.keys[key], at = _cstr(payload, at)
+            number, at = _varint(payload, 0)
+            side.keys[number], at = _cstr(payload, at)
         else:
             side.problems.append(f"{side.path.name}: chunk of unknown type {kind} at byte {pos}: skipped")
     except (IndexError, ValueError, KeyError) as err:
@@ -160,7 +160,11 @@ def _symbol(side: SideStream, modules: dict[int, str], payload: bytes) -> None:
 
 
 def _calls(side: SideStream, payload: bytes) -> None:
-    at, tids, calls, predicted, counts = 0, [], [], [], []
+    at = 0
+    tids: list[int] = []
+    calls: list[int] = []
+    predicted: list[tuple[int, ...]] = []
+    counts: list[int] = []
     while at < len(payload):
         tid, at = _varint(payload, at)
         symbol, at = _varint(payload, at)
@@ -171,7 +175,10 @@ def _calls(side: SideStream, payload: bytes) -> None:
             kept.append(value)
         if symbol not in side.symbols:
             raise KeyError(f"symbol {symbol} used before it is named")
-        tids.append(tid), calls.append(symbol), predicted.append(tuple(kept)), counts.append(count)
+        tids.append(tid)
+        calls.append(symbol)
+        predicted.append(tuple(kept))
+        counts.append(count)
     side.tids += tids
     side.calls += calls
     side.call_keys += [0] * len(calls)
@@ -191,7 +198,8 @@ def _candidate(payload: bytes, at: int) -> tuple[Predicted, int]:
 
 def _calls_v2(side: SideStream, payload: bytes) -> None:
     """Records of version 2: tid, symbol, file key, gap, count, then up to KEPT candidates."""
-    at, records = 0, []
+    at = 0
+    records: list[tuple[list[int], tuple[Predicted, ...]]] = []
     while at < len(payload):
         fields = []
         for _ in range(5):
@@ -204,6 +212,10 @@ def _calls_v2(side: SideStream, payload: bytes) -> None:
         if fields[1] not in side.symbols or fields[2] not in side.keys:
             raise KeyError(f"symbol {fields[1]} or file key {fields[2]} used before it is named")
         records.append((fields, tuple(kept)))
-    for (tid, symbol, key, gap, count), kept in records:
-        side.tids.append(tid), side.calls.append(symbol), side.call_keys.append(key), side.gaps.append(gap)
-        side.predicted.append(kept), side.npredicted.append(count)
+    for (tid, symbol, key, gap, count), candidates in records:
+        side.tids.append(tid)
+        side.calls.append(symbol)
+        side.call_keys.append(key)
+        side.gaps.append(gap)
+        side.predicted.append(candidates)
+        side.npredicted.append(count)

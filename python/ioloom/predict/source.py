@@ -44,7 +44,7 @@ def kind_of(op: str, aux: int) -> str | None:
 @dataclass
 class Symbols:
     """The context symbols of one process, numbered in order of first appearance."""
-    ids: dict[tuple[str, str], int] = field(default_factory=dict)
+    ids: dict[tuple[str, str, int | None], int] = field(default_factory=dict)  # (op, file key, stack symbol)
     names: list[str] = field(default_factory=list)
     kinds: dict[int, str] = field(default_factory=dict)
     places: dict[int, str] = field(default_factory=dict)
@@ -127,7 +127,7 @@ def _stacks(rows: list[tuple], side: SideStream | None, whole: bool) -> tuple[li
     None; or all None and why the side stream cannot be used. The side stream holds the calls in the order the
     model took them, each thread's in its order: the k-th call of a thread is its k-th event the model takes.
     `whole`: the rows are all the stream's events (else its first ones), so every call must have its event."""
-    nothing = [None] * len(rows)
+    nothing: list[int | None] = [None] * len(rows)
     if side is None or not side.calls:
         return nothing, "no call stacks in the trace"
     per_thread: dict[int, list[int]] = {}
@@ -167,7 +167,7 @@ def call_operations(rows: list[tuple], side: SideStream | None) -> list[tuple[st
         if _learnt(row):
             per_thread.setdefault(row[8], []).append(row)
     taken: dict[int, int] = {}
-    out = []
+    out: list[tuple[str, int, int]] = []
     for tid in side.tids:
         at = taken.get(tid, 0)
         events = per_thread.get(tid, [])
@@ -176,6 +176,7 @@ def call_operations(rows: list[tuple], side: SideStream | None) -> list[tuple[st
         taken[tid] = at + 1
         _, _, _, op, _, offset, req_bytes, aux, _ = events[at]
         kind = kind_of(op, aux)
+        assert kind is not None  # _learnt took only opens, closes, reads and writes
         data = kind in ("read", "write")
         out.append((kind, offset if data else -1, max(req_bytes, 0) if data else 0))
     return out
