@@ -20,7 +20,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
+from typing import NamedTuple
 
 import typer
 
@@ -28,20 +31,30 @@ from ioloom import mpi, paths
 from ioloom.bench import app, stats
 from ioloom.shown import shown
 
-# kernel: (thesis row, hit ratio %, offsets contiguous %, offsets Omnisc'IO %, time error s, immediate reaccess s)
+
+class ThesisRow(NamedTuple):
+    """A kernel's row of the thesis (Tables 7.6-7.8: Omnisc'IO's figures), the report's "thesis" in these keys."""
+    row: str
+    hit_ratio_pct: float
+    offset_contiguous_pct: float
+    offset_accuracy_pct: float
+    time_error_s: float
+    time_error_immediate_reaccess_s: float
+
+
 THESIS = {
-    "cm1-posix": ("CM1 (POSIX)", 84.6, 47.4, 92.2, 0.197, 0.735),
-    "cm1-gzip": ("CM1 (Gzip)", 79.5, 53.2, 83.0, 0.199, 0.791),
-    "cm1-mpiio": ("CM1 (MPI-I/O)", 96.0, 72.7, 98.0, 0.060, 0.406),
-    "gtc": ("GTC", 100.0, 99.9, 100.0, 0.001, 0.006),
-    "nek5000": ("Nek5000", 98.6, 99.4, 99.7, 0.012, 0.049),
-    "lammps": ("LAMMPS", 99.4, 99.9, 100.0, 0.000, 0.003),
+    "cm1-posix": ThesisRow("CM1 (POSIX)", 84.6, 47.4, 92.2, 0.197, 0.735),
+    "cm1-gzip": ThesisRow("CM1 (Gzip)", 79.5, 53.2, 83.0, 0.199, 0.791),
+    "cm1-mpiio": ThesisRow("CM1 (MPI-I/O)", 96.0, 72.7, 98.0, 0.060, 0.406),
+    "gtc": ThesisRow("GTC", 100.0, 99.9, 100.0, 0.001, 0.006),
+    "nek5000": ThesisRow("Nek5000", 98.6, 99.4, 99.7, 0.012, 0.049),
+    "lammps": ThesisRow("LAMMPS", 99.4, 99.9, 100.0, 0.000, 0.003),
 }
 # a -stress kernel is harsher than the thesis describes the application (native/predict/), beside the same row;
 # Debian's LAMMPS is the application itself
-THESIS |= {f"{name}-stress": (f"{row} (stress)", *figures) for name, (row, *figures) in list(THESIS.items())
+THESIS |= {f"{name}-stress": thesis._replace(row=f"{thesis.row} (stress)") for name, thesis in list(THESIS.items())
            if name in ("gtc", "nek5000", "lammps")}
-THESIS["lammps-debian"] = ("LAMMPS (Debian's lmp)", *THESIS["lammps"][1:])
+THESIS["lammps-debian"] = THESIS["lammps"]._replace(row="LAMMPS (Debian's lmp)")
 # LAMMPS's Lennard-Jones melt example (examples/melt), smaller, with an atom dump every 25 steps and a restart
 # file every 125.
 MELT = """units lj
@@ -176,7 +189,7 @@ def print_folded(report: dict) -> None:
     for kernel, figures in report["kernels"].items():
         f = figures.get("folded")
         if f:
-            table.add_row(THESIS[kernel][0], f"{f['events']:,}", f"{f['trace_bytes_per_event']:.2f}",
+            table.add_row(THESIS[kernel].row, f"{f['events']:,}", f"{f['trace_bytes_per_event']:.2f}",
                           f"{f['exact']['bytes_per_event']:.2f}", f"{f['exact']['structure']:.3f}",
                           f"{f['exact']['times']:.2f}", f"{f['times_us']['bytes_per_event']:.2f}",
                           f"{f['times_us']['times']:.2f}")
@@ -263,9 +276,8 @@ def command(ranks: int = typer.Option(4, "--ranks", "-n", min=1,
     if refusal:
         typer.echo(f"ioloom: {refusal}", err=True)
         raise typer.Exit(2)
-    report = {"mpi": impl.name, "ranks": ranks, "steps": steps, "compute_ms": compute_ms, "stacks": stacks,
-              "loop_steps": loop_steps,
-              "lammps_steps": lammps_steps, "kernels": {}, "fold_quanta": quanta, "tracer_fold": {}}
+    figures: dict[str, dict] = {}  # per kernel
+    tracer_fold: dict[str, dict] = {}  # per program traced folded
     with tempfile.TemporaryDirectory(prefix="ioloom-bench-predict-") as work:
         for kernel in chosen:
             if kernel == "lammps-debian":
@@ -276,21 +288,21 @@ def command(ranks: int = typer.Option(4, "--ranks", "-n", min=1,
                     continue
             else:
                 trace = trace_kernel(impl, kernel, ranks, steps, compute_ms, Path(work), stacks)
-            report["kernels"][kernel] = {**predict_rank0(trace), "thesis": dict(zip(
-                ("row", "hit_ratio_pct", "offset_contiguous_pct", "offset_accuracy_pct", "time_error_s",
-                 "time_error_immediate_reaccess_s"), THESIS[kernel])), "folded": fold_figures(trace, Path(work))}
+            figures[kernel] = {**predict_rank0(trace), "thesis": THESIS[kernel]._asdict(),
+                               "folded": fold_figures(trace, Path(work))}
             if quanta and kernel != "lammps-debian":
-                report["tracer_fold"][THESIS[kernel][0]] = _folded_in_tracer(
-                    trace, quanta, lambda env, tag, kernel=kernel: trace_kernel(
-                        impl, kernel, ranks, steps, compute_ms, Path(work), stacks, env, tag))
+                tracer_fold[THESIS[kernel].row] = _folded_in_tracer(
+                    trace, quanta, partial(trace_kernel, impl, kernel, ranks, steps, compute_ms, Path(work), stacks))
         if quanta:
-            _fold_demo(impl, ranks, quanta, Path(work), report)
+            _fold_demo(impl, ranks, quanta, Path(work), tracer_fold)
         if quanta and loop_steps:
             from ioloom.bench.predict_fold import trace_loop
-            report["tracer_fold"][f"ioloom-predict-loop, {loop_steps:,} steps (one process)"] = _folded_in_tracer(
+            tracer_fold[f"ioloom-predict-loop, {loop_steps:,} steps (one process)"] = _folded_in_tracer(
                 trace_loop(loop_steps, Path(work), None, ""), quanta,
                 lambda env, tag: trace_loop(loop_steps, Path(work), env, tag))
-    report["load"] = " ".join(f"{x:.1f}" for x in os.getloadavg())
+    report = {"mpi": impl.name, "ranks": ranks, "steps": steps, "compute_ms": compute_ms, "stacks": stacks,
+              "loop_steps": loop_steps, "lammps_steps": lammps_steps, "kernels": figures, "fold_quanta": quanta,
+              "tracer_fold": tracer_fold, "load": " ".join(f"{x:.1f}" for x in os.getloadavg())}
     if as_json:
         typer.echo(json.dumps(report, indent=1))
     else:
@@ -314,7 +326,7 @@ def _quanta(text: str) -> list[int]:
     return quanta
 
 
-def _folded_in_tracer(unfolded: Path, quanta: list[int], run) -> dict:
+def _folded_in_tracer(unfolded: Path, quanta: list[int], run: Callable[[dict[str, str] | None, str], Path]) -> dict:
     """The program traced folded at each quantum (run(env, tag) traces it), beside its unfolded trace."""
     from ioloom.bench.predict_fold import fold_env, stream_parts, unfolded_bytes
 
@@ -322,8 +334,8 @@ def _folded_in_tracer(unfolded: Path, quanta: list[int], run) -> dict:
             "quanta": [stream_parts(run(fold_env(q), f"-fold{q}")) for q in quanta]}
 
 
-def _fold_demo(impl: mpi.MpiImpl, ranks: int, quanta: list[int], work: Path, report: dict) -> None:
-    """The demo's program (scripts/demo.sh) traced unfolded and folded at each quantum."""
+def _fold_demo(impl: mpi.MpiImpl, ranks: int, quanta: list[int], work: Path, tracer_fold: dict[str, dict]) -> None:
+    """The demo's program (scripts/demo.sh) traced unfolded and folded at each quantum, into `tracer_fold`."""
     try:
         exe = str(impl.build(paths.DEMO_SOURCE, work))
     except mpi.BuildFailed as err:
@@ -335,7 +347,7 @@ def _fold_demo(impl: mpi.MpiImpl, ranks: int, quanta: list[int], work: Path, rep
         out.mkdir()
         return run_traced(impl, f"demo{tag}", [exe, str(out / "strided.dat"), "64", "4096"], ranks, work, out,
                           0, env)
-    report["tracer_fold"]["demo (strided MPI-IO)"] = _folded_in_tracer(run(None, ""), quanta, run)
+    tracer_fold["demo (strided MPI-IO)"] = _folded_in_tracer(run(None, ""), quanta, run)
 
 
 def _cost(frames: list[int], rounds: int, quick: bool, as_json: bool) -> None:
