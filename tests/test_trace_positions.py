@@ -98,7 +98,41 @@ def test_sequential_reads_and_writes_ask_the_kernel_nothing(tmp_path):
         assert moves["offset"].tolist() == [64 * i for i in range(len(moves))] and len(moves) >= 2000
 
 
-STDIO_DATA = {"fprintf", "fwrite", "fputs", "fputc", "fread", "fgets", "getc", "fgetc"}
+def shim_saw(counts: Path, call: str) -> int:
+    """How many `call`s reached trace_next_shim.c, summed over the processes that wrote to `counts`."""
+    return sum(int(line.split()[2]) for line in counts.read_text().splitlines() if line.endswith(f" {call}"))
+
+
+@pytest.mark.parametrize("kind", ["vectors", "sendfile", "copy_file_range", "stdio"])
+def test_sequential_vectors_copies_and_streams_ask_nothing(tmp_path, kind):
+    """2000 rounds of sequential calls of one kind (tests/programs/trace_sequential.c): readv and writev, sendfile
+    and copy_file_range at both descriptors' positions, and the stdio family (fwrite, fputs, fputc, putc, fprintf,
+    fread, fgets, fgetc, getc). The tracer asks neither lseek nor ftello (which a tool preloaded after it would see)
+    on any of them, only after the program's own seek; every call's offset is where the one before it ended."""
+    exe = compile_program("trace_sequential.c")
+    data, counts = tmp_path / "data", tmp_path / "shim"
+    rounds = 2000
+    subprocess.run([str(exe), kind, str(data), str(rounds)], check=True, timeout=60,
+                   env={**shimmed_env(tmp_path / "trace"), "SHIM_COUNTS": str(counts)})
+    # the program's own lseek (vectors), rewind's (stdio: the tracer learns where the stream stands)
+    assert shim_saw(counts, "lseek") <= 1 and shim_saw(counts, "ftello") <= 1, counts.read_text()
+    trace = tmp_path / "trace"
+    if kind == "stdio":
+        events = traced_stdio(trace, data)
+        runs = [events[events["op"].str.contains("put|write|print")], events[events["op"].str.contains("get|read")]]
+    elif kind == "vectors":
+        events = traced(trace, data)
+        runs = [events[events["op"] == "writev"], events[events["op"] == "readv"]]
+    else:  # the destination's side of each copy, and the source's
+        runs = [traced(trace, data), traced(trace, Path(f"{data}.src"))]
+        runs = [events[events["op"] == "copy"] for events in runs]
+    for calls in runs:
+        offsets, moved = calls["offset"].tolist(), calls["ret_bytes"].tolist()
+        assert len(offsets) >= rounds and offsets[0] == 0, offsets[:3]
+        assert offsets[1:] == [at + n for at, n in zip(offsets, moved)][:-1]
+
+
+STDIO_DATA = {"fprintf", "fwrite", "fputs", "fputc", "putc", "fread", "fgets", "getc", "fgetc"}
 
 
 def traced_stdio(trace_dir: Path, data: Path) -> pd.DataFrame:
