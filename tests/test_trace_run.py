@@ -202,3 +202,23 @@ def test_bench_overhead_probes_take_turns_block_by_block(tmp_path):
     with pytest.raises(RuntimeError, match=r"false .*failed \(exit 1\)"):
         run_in_turns([(probe, {}), (["false"], {})], tmp_path, 3)
     assert time.monotonic() - started < 30  # not the probe's wait for a turn that never comes
+
+
+def test_bench_overhead_compares_a_tool_of_several_libraries(mpi, ioloom_cli, tmp_path):
+    """`--compare NAME@BUILD=LIBRARY:LIBRARY` preloads both, in that order: another ioloom build for an MPI (its MPI
+    wrappers, then its tracer: the wrappers alone cannot be preloaded) is timed beside the traced probe and writes
+    its trace where the environment says; a list with a missing library is refused."""
+    import json
+
+    from ioloom import paths
+
+    wrappers, tracer = paths.native_lib(f"ioloom-trace-mpi-{mpi.name}"), paths.native_lib("ioloom-trace")
+    out = ioloom_cli("bench", "overhead", "--build", mpi.name, "--calls", "1000", "--rounds", "1", "--quick",
+                     "--compare", f"again@{mpi.name}={wrappers}:{tracer}", "--json",
+                     env={"IOLOOM_TRACE_DIR": str(tmp_path / "again"), "IOLOOM_LAYERS": "posix,mpiio"})
+    rows = json.loads(out.stdout)["calls_overhead"]
+    assert rows and all(set(row["others"]) == {"again"} for row in rows)
+    layers = set(open_trace(tmp_path / "again").events().column("layer").to_pylist())
+    assert {"mpiio", "posix"} <= {str(layer) for layer in layers}  # both libraries recorded
+    missing = ioloom_cli("bench", "overhead", "--compare", f"again={tracer}:{tracer}.missing", check=False)
+    assert missing.returncode == 2 and "several joined by ':'" in missing.stderr

@@ -97,13 +97,16 @@ def run_probe(argv: list[str], target: Path, calls: int, env: dict[str, str] | N
 
 @dataclass(frozen=True)
 class Tool:
-    """Another preloaded tool to time beside ioloom: its name and its library per build of the probe (key None:
-    every build without its own), since a tool built against one MPI cannot be loaded into the other's program."""
+    """Another preloaded tool to time beside ioloom: its name and its libraries per build of the probe (key None:
+    every build without its own), since a tool built against one MPI cannot be loaded into the other's program; a
+    build's libraries are preloaded in their order (another ioloom build for an MPI: its MPI wrappers, then its
+    tracer)."""
     name: str
-    libraries: dict[str | None, Path]
+    libraries: dict[str | None, tuple[Path, ...]]
 
-    def library(self, probe: Probe) -> Path | None:
-        return self.libraries.get(probe.label, self.libraries.get(None))
+    def library(self, probe: Probe) -> tuple[Path, ...]:
+        """The libraries to preload into this build's probe; none when the tool has none for it."""
+        return self.libraries.get(probe.label, self.libraries.get(None, ()))
 
     def env(self, probe: Probe, work: Path) -> dict[str, str]:
         """The probe's environment with the tool preloaded. Darshan's settings unless the caller gave them: logs,
@@ -114,7 +117,7 @@ class Tool:
         logs = work / f"{self.name}-logs"
         logs.mkdir(exist_ok=True)
         env = probe.launch_env({"DARSHAN_LOGPATH": str(logs), "DARSHAN_MMAP_LOGPATH": str(logs), **_base_env(),
-                                "LD_PRELOAD": str(self.library(probe))})
+                                "LD_PRELOAD": " ".join(str(lib) for lib in self.library(probe))})
         if probe.impl:
             env.pop("DARSHAN_ENABLE_NONMPI", None)
         else:
@@ -427,18 +430,19 @@ def _pinned_cpu(cpu: int | None) -> int:
 
 
 def _other_tools(compare: list[str], builds: list[str]) -> list[Tool]:
-    """NAME=LIBRARY or NAME@BUILD=LIBRARY items, one tool per name; one line and exit 2 for a malformed item, an
-    unknown build or a missing library."""
-    libraries: dict[str, dict[str | None, Path]] = {}
+    """NAME=LIBRARY or NAME@BUILD=LIBRARY items, LIBRARY one path or several joined by ':', one tool per name; one
+    line and exit 2 for a malformed item, an unknown build or a missing library."""
+    libraries: dict[str, dict[str | None, tuple[Path, ...]]] = {}
     for item in compare:
         key, _, library = item.partition("=")
         name, at, build = key.partition("@")
-        if not name or not library or not Path(library).is_file() or name in ("untraced", "traced"):
+        paths = tuple(Path(part) for part in library.split(":"))
+        if not name or not library or not all(path.is_file() for path in paths) or name in ("untraced", "traced"):
             _refuse(f"--compare {item}: give NAME=LIBRARY (or NAME@BUILD=LIBRARY) with an existing shared library, "
-                    "e.g. darshan=/opt/darshan/lib/libdarshan.so")
+                    "or several joined by ':', e.g. darshan=/opt/darshan/lib/libdarshan.so")
         if at and build not in builds:
             _refuse(f"--compare {item}: no probe build named {build}: the builds here are {', '.join(builds)}")
-        libraries.setdefault(name, {})[build if at else None] = Path(library)
+        libraries.setdefault(name, {})[build if at else None] = paths
     return [Tool(name, by_build) for name, by_build in libraries.items()]
 
 
@@ -462,12 +466,14 @@ def command(
     cpu: int | None = typer.Option(None, "--cpu", min=0,
                                    help="The CPU of --pin, which it implies (default: the last one this process may "
                                         "use)."),
-    compare: list[str] = typer.Option([], "--compare", metavar="NAME[@BUILD]=LIBRARY",
+    compare: list[str] = typer.Option([], "--compare", metavar="NAME[@BUILD]=LIBRARY[:LIBRARY...]",
                                       help="Also time the probe with another preloaded tool (e.g. "
                                            "darshan=/opt/darshan/lib/libdarshan.so) in the same rounds, and count "
                                            "its instructions with --instructions; NAME@BUILD=LIBRARY gives its "
-                                           "library for one build (a tool built for one MPI); its settings come "
-                                           "from the environment (repeatable)."),
+                                           "library for one build (a tool built for one MPI); several libraries "
+                                           "joined by ':' are preloaded in that order (another ioloom build for an "
+                                           "MPI: its MPI wrappers, then its tracer); its settings come from the "
+                                           "environment (repeatable)."),
 ) -> None:
     """Added CPU ns per traced call (pwrite, pread, write, read, fwrite, fread, open+close, stat, lseek,
     MPI_File_write_at, MPI_File_write_at_all, MPI_File_read_at, MPI_File_write, MPI_File_write_all, MPI_File_read)
