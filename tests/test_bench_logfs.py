@@ -133,6 +133,34 @@ def test_reads_from_the_device_follow_an_eviction_of_every_file_written(ioloom_c
 
 
 @pytest.mark.mpi
+def test_phase_read_writes_each_configuration_once_and_reads_it_every_round(ioloom_cli, disk_tmp_path):
+    """--phase read spends a window's rounds on the read cells: each configuration's files are written once per row
+    and kept, and every round only reads them, each read after an eviction that leaves nothing cached (the last
+    round's pages were); E's read ratios and verdict are taken per round as before, and no write is timed."""
+    base = ["-a", "posix", "-b", "64k", "-t", "16k", "-s", "4", "-e", "-w", "-r", "--reads", "1"]
+    row = logfs.compare(None, 2, base, 2, disk_tmp_path, goal_only=True, from_device=True, phase="read")
+    bw = row["bandwidth"]
+    assert set(bw) == {"logfs_n1", "direct_nn", "direct_n1"} and all(set(ops) == {"read"} for ops in bw.values())
+    assert set(row["written_once"]) == set(bw) and all(v > 0 for v in row["written_once"].values())
+    assert "E_write" not in row and "E_write_goal" not in row
+    assert row["E_read"]["rounds"] == pytest.approx([a / b for a, b in zip(bw["logfs_n1"]["read"]["rounds"],
+                                                                          bw["direct_nn"]["read"]["rounds"])])
+    evicted = row["evicted"]
+    assert evicted["count"] == 2 * 3 and evicted["cached_before"] > 0 and evicted["cached_after"] == 0
+    assert list(disk_tmp_path.iterdir()) == []
+    out = ioloom_cli("bench", "logfs", "--goal-only", "--phase", "read", "--quick", "--reps", "1", "--ranks", "1",
+                     "--shape", "aligned", "-b", "64k", "-t", "16k", "-s", "2", "--dir", disk_tmp_path)
+    assert "reads only, of files each configuration wrote once per row" in out.stdout
+    assert "reads met in 0, missed in 0, not resolved in 1 of 1" in out.stdout and "writes met" not in out.stdout
+    assert "written once per row, before its rounds" in " ".join(out.stdout.split())
+    refused = ioloom_cli("bench", "logfs", "--phase", "read", "--read-from", "cache", "--dir", disk_tmp_path,
+                         check=False)
+    assert refused.returncode == 2 and "--phase read reads kept files from the device" in refused.stderr
+    refused = ioloom_cli("bench", "logfs", "--phase", "write", "--dir", disk_tmp_path, check=False)
+    assert refused.returncode == 2 and "--phase write: expected both or read" in refused.stderr
+
+
+@pytest.mark.mpi
 def test_reads_from_the_device_refuse_tmpfs(ioloom_cli):
     """tmpfs keeps its pages under posix_fadvise(DONTNEED): a read would come from memory, so the run stops in one
     line instead of calling it the device's."""

@@ -16,7 +16,9 @@ and in between the cached pages of every file under the run's directory (logfs's
 indexes and journals; the direct files) are evicted and checked gone (io.evict_page_cache), the same for every
 configuration; `--read-from cache` reads in the writing launch, from the page cache, as before. `--goal-only` runs
 only what E and the layer's own cost need (logfs N-1, direct N-N, direct N-1 taken the same path), and none of the
-figures beside them, so that a campaign of 10 rounds fits a quiet window of a few minutes.
+figures beside them, so that a campaign of 10 rounds fits a quiet window of a few minutes. `--phase read` writes
+each configuration's files once per row and has every round read them alone (from the device), so that a window's
+rounds go to the read cells.
 
 `--creates N` measures N-N file creation instead: N files created (each written with --create-bytes and closed)
 in one directory per run, direct and through the layer (no extra backend; one extra backend with the containers'
@@ -42,7 +44,17 @@ from rich.table import Table
 
 from ioloom import paths, units
 from ioloom.bench import app, competitors
-from ioloom.bench.io import MIB, EvictionFailed, available_memory, run_bench, run_restarted, summary, sync_file
+from ioloom.bench.io import (
+    MIB,
+    PHASE_FLAGS,
+    EvictionFailed,
+    available_memory,
+    evict_page_cache,
+    run_bench,
+    run_restarted,
+    summary,
+    sync_file,
+)
 from ioloom.bench.overhead import callgrind_per_call, cpu_not_allowed, run_probe, valgrind_missing
 from ioloom.bench.stats import PUBLISHED_ROUNDS, median_interval, per_round, rounds_allowed, spread
 from ioloom.logfs import preload
@@ -63,6 +75,9 @@ READ_FROM = ("device", "cache")
 # a read is short enough that one descheduled rank decides a single phase. From the device one phase is read (a
 # second one would find the first one's pages cached).
 READS = {"cache": 5, "device": 1}
+# What each round runs (--phase): every configuration writes and reads, or (read) reads only, the files each
+# configuration wrote once at the start of the row (kept), from the device after an eviction.
+PHASES = ("both", "read")
 MAX_LOAD = 64  # --load's largest count of competitor processes
 # The orders of the rounds of three configurations (--goal-only), in turn, as indices into configurations(): the six
 # orders arranged so that, the row led in by an unmeasured run of the sixth order's last configuration (lead_in()),
@@ -81,11 +96,8 @@ def shape_sizes(shape: str, block: str, transfer: str, segments: int) -> tuple[i
     return IOR_HARD, IOR_HARD, max(1, round(block_bytes * segments / IOR_HARD))
 
 
-def _run_config(config: str, impl: str | None, nranks: int, base: list[str], work: Path,
-                from_device: bool = False) -> tuple[dict, dict | None]:
-    """One ioloom-bench run of a configuration, in one launch, or (from_device) the write and the read in two with
-    every file under `work` evicted from the page cache in between; returns ({op: effective bandwidth (B/s)}, the
-    eviction's record or None)."""
+def _launch(config: str, base: list[str], work: Path) -> tuple[list[str], dict[str, str]]:
+    """The ioloom-bench arguments and environment of a configuration's run under `work`."""
     mount, elsewhere = work / "mnt", work / "elsewhere"
     if config == "logfs_n1":
         args, env = ["--pattern", "strided", "-o", mount / "shared.dat"], preload.env({mount: []})
@@ -98,11 +110,38 @@ def _run_config(config: str, impl: str | None, nranks: int, base: list[str], wor
     else:
         pattern = "strided" if config == "direct_n1" else "fpp"
         args, env = ["--pattern", pattern, "-o", work / f"{config}.dat"], {}
-    argv = [*base, *map(str, args)]
-    result = run_restarted(impl, nranks, argv, env=env, evict=[work]) if from_device else \
-        run_bench(impl, nranks, argv, env=env)
+    return [*base, *map(str, args)], env
+
+
+def _run_config(config: str, impl: str | None, nranks: int, base: list[str], work: Path,
+                from_device: bool = False, written: bool = False) -> tuple[dict, dict | None]:
+    """One ioloom-bench run of a configuration, in one launch, or (from_device) the write and the read in two with
+    every file under `work` evicted from the page cache in between, or (written: its files were written and kept
+    before, _write_kept) the read alone after that eviction; returns ({op: effective bandwidth (B/s)}, the
+    eviction's record or None)."""
+    argv, env = _launch(config, base, work)
+    if written:
+        evicted = evict_page_cache([work])
+        result = run_bench(impl, nranks, [*_without_phases(argv), "-r", "-k"], env=env)
+    elif from_device:
+        result = run_restarted(impl, nranks, argv, env=env, evict=[work])
+        evicted = result["restarted"]["evicted"]
+    else:
+        result, evicted = run_bench(impl, nranks, argv, env=env), None
     bandwidths = {op: summary(result, op)["effective_bw"]["median"] for op in ("write", "read") if op in phases(result)}
-    return bandwidths, result["restarted"]["evicted"] if from_device else None
+    return bandwidths, evicted
+
+
+def _write_kept(config: str, impl: str | None, nranks: int, base: list[str], work: Path) -> float:
+    """--phase read: a configuration's files written once and kept for the row's reads; the write's bandwidth
+    (B/s, not a figure of the rounds)."""
+    argv, env = _launch(config, base, work)
+    return summary(run_bench(impl, nranks, [*_without_phases(argv), "-w", "-k"], env=env), "write")["effective_bw"][
+        "median"]
+
+
+def _without_phases(argv: list[str]) -> list[str]:
+    return [a for a in argv if a not in PHASE_FLAGS]
 
 
 def phases(result: dict) -> set[str]:
@@ -146,7 +185,7 @@ def _ratios(runs: dict[str, dict[str, list[float]]], same_path: str) -> dict:
     """Per op: E, the layer's own cost and, when their baselines ran, the speed-up over direct N-1 and the cost
     outside the roots; each as spread() of the per-round ratios."""
     row = {}
-    for op in ("write", "read"):
+    for op in runs["logfs_n1"]:
         logfs = runs["logfs_n1"][op]
         row[f"E_{op}"] = spread(per_round(logfs, runs["direct_nn"][op]))
         row[f"E_{op}_goal"] = goal_verdict(row[f"E_{op}"]["rounds"])
@@ -178,28 +217,35 @@ def _evictions(records: list[dict]) -> dict:
 
 
 def compare(impl: str | None, nranks: int, base: list[str], reps: int, directory: Path,
-            goal_only: bool = False, from_device: bool = False) -> dict:
+            goal_only: bool = False, from_device: bool = False, phase: str = "both") -> dict:
     """One row: every configuration once per round for `reps` rounds in round_order(), after lead_in()'s run (not
     measured); bandwidths and the per-round ratios as spread() (median, min, max, every round), each round's order;
-    from_device: each read after an eviction (_run_config), the evictions summed (_evictions)."""
+    from_device: each read after an eviction (_run_config), the evictions summed (_evictions); phase "read": every
+    configuration's files written once before the lead-in (_write_kept; their bandwidths under "written_once"),
+    then every round reads them alone, from the device."""
+    reads_only = phase == "read"
+    assert from_device or not reads_only  # kept files read again without an eviction would come from memory
     same_path = same_path_n1(base)
     configs = configurations(base, goal_only)
-    runs: dict[str, dict[str, list[float]]] = {c: {"write": [], "read": []} for c in configs}
+    ops = ("read",) if reads_only else ("write", "read")
+    runs: dict[str, dict[str, list[float]]] = {c: {op: [] for op in ops} for c in configs}
     evictions = []
     orders, first = [round_order(configs, rep) for rep in range(reps)], lead_in(configs)
     with tempfile.TemporaryDirectory(dir=directory, prefix="ioloom-bench-logfs-") as tmp:
         work = Path(tmp)
         (work / "mnt").mkdir()
         (work / "elsewhere").mkdir()
+        written = {c: _write_kept(c, impl, nranks, base, work) for c in configs} if reads_only else None
         if first:
-            _run_config(first, impl, nranks, base, work, from_device)
+            _run_config(first, impl, nranks, base, work, from_device, reads_only)
         for order in orders:
             for config in order:
-                bandwidths, evicted = _run_config(config, impl, nranks, base, work, from_device)
+                bandwidths, evicted = _run_config(config, impl, nranks, base, work, from_device, reads_only)
                 for op, bw in bandwidths.items():
                     runs[config][op].append(bw)
                 evictions += [evicted] if evicted else []
-    return {"ranks": nranks, "same_path_n1": same_path, "lead_in": first, "orders": orders,
+    return {"ranks": nranks, "same_path_n1": same_path, "lead_in": first, "orders": orders, "phase": phase,
+            "written_once": written,
             "evicted": _evictions(evictions) if from_device else None,
             "bandwidth": {c: {op: spread(v) for op, v in ops.items()} for c, ops in runs.items()},
             **_ratios(runs, same_path)}
@@ -207,9 +253,10 @@ def compare(impl: str | None, nranks: int, base: list[str], reps: int, directory
 
 def measure(impl: str | None, ranks: list[int], api: str, block: str, transfer: str, segments: int, fsync: bool,
             reps: int, directory: Path, shapes: tuple[str, ...] = SHAPES, goal_only: bool = False,
-            reads: int | None = None, read_from: str = "device") -> dict:
+            reads: int | None = None, read_from: str = "device", phase: str = "both") -> dict:
     """Every row (shape x rank count: compare()) and, unless goal_only, the figures beside them; `reads` read
-    phases per launch (READS by `read_from` when None; from the device only one)."""
+    phases per launch (READS by `read_from` when None; from the device only one); `phase` (PHASES) what each
+    round runs."""
     reads = reads or READS[read_from]
     assert read_from == "cache" or reads == 1  # a second read phase would find the first one's pages cached
     flags = (["-e"] if fsync else []) + (["-c"] if api == "mpiio" else [])
@@ -219,12 +266,14 @@ def measure(impl: str | None, ranks: list[int], api: str, block: str, transfer: 
         b, t, s = shape_sizes(shape, block, transfer, segments)
         base = [*common, "-b", str(b), "-t", str(t), "-s", str(s)]
         rows += [{"shape": shape, "block": b, "transfer": t, "segments": s,
-                  **compare(impl, n, base, reps, directory, goal_only, read_from == "device"), "bytes": n * s * b}
+                  **compare(impl, n, base, reps, directory, goal_only, read_from == "device", phase),
+                  "bytes": n * s * b}
                  for n in ranks]
     largest, memory = max(r["bytes"] for r in rows), available_memory()
     result = {
         "api": api, "block": block, "transfer": transfer, "segments": segments, "fsync_before_close": fsync,
         "reps": reps, "reads": reads, "read_from": read_from, "directory": str(directory), "goal_only": goal_only,
+        "phase": phase,
         "page_cache": {"largest_file_bytes": largest, "mem_available_bytes": memory, "fits": largest < memory},
         "rows": rows}
     if goal_only:
@@ -394,6 +443,8 @@ def _range(figure: dict | None, fmt) -> str:
 def _table(result: dict) -> Table:
     reads = "read from the device, in a launch of its own after an eviction" if result["read_from"] == "device" \
         else f"a launch's read: the median of its {result['reads']} read phases from the page cache"
+    if result["phase"] == "read":
+        reads = f"reads only, of files each configuration wrote once per row; {reads}"
     table = Table(title=f"logfs vs direct ({result['api']}; median \\[min, max] over {result['reps']} interleaved "
                         f"rounds, ratios taken per round; {reads}; MiB/s)")
     for column in ("shape: block/transfer x segments", "ranks", "op", "logfs N-1", "direct N-1", "direct N-N",
@@ -401,7 +452,7 @@ def _table(result: dict) -> Table:
                    "outside-roots cost (goal<=2%)"):
         table.add_column(column, justify="right", no_wrap=True)
     for row in result["rows"]:
-        for op in ("write", "read"):
+        for op in _ops(result):
             bw = row["bandwidth"]
             shape = f"{row['shape']}: {row['block']}/{row['transfer']} x {row['segments']}"
             table.add_row(shape, str(row["ranks"]), op,
@@ -420,10 +471,15 @@ def _verdict(goal: dict) -> str:
     return f"[{goal['low']:.2f}, {goal['high']:.2f}]{short} {goal['verdict']}"
 
 
+def _ops(result: dict) -> tuple[str, ...]:
+    """The ops the rounds timed: write and read, or (--phase read) read."""
+    return ("read",) if result["phase"] == "read" else ("write", "read")
+
+
 def _goal_count(result: dict) -> str:
     """One line: in how many cells E's goal is met, missed and not resolved (goal_verdict), writes and reads apart."""
     parts = []
-    for op in ("write", "read"):
+    for op in _ops(result):
         verdicts = [row[f"E_{op}_goal"]["verdict"] for row in result["rows"]]
         parts.append(f"{op}s met in {verdicts.count('met')}, missed in {verdicts.count('missed')}, not resolved in "
                      f"{verdicts.count('not resolved')} of {len(verdicts)}")
@@ -471,6 +527,11 @@ def logfs_command(
                                       help="device: write and read in two launches, every file the run wrote synced "
                                            "and evicted from the page cache in between (posix_fadvise, no root "
                                            "needed); cache: read in the writing launch, from the page cache."),
+        phase: str = typer.Option("both", "--phase",
+                                  help="both: every round writes and reads each configuration; read: each "
+                                       "configuration's files are written once per row (fsync, kept, not timed) and "
+                                       "every round only reads them, from the device after an eviction: about "
+                                       "twice the rounds in the same time, for the read cells."),
         goal_only: bool = typer.Option(False, "--goal-only",
                                        help="Run only logfs N-1, direct N-N and direct N-1 taken the same path (E and "
                                             "the layer's own cost), none of the other figures: a campaign that fits "
@@ -503,6 +564,11 @@ def logfs_command(
     if read_from == "device" and reads not in (None, READS["device"]):
         raise typer.BadParameter(f"--reads {reads}: from the device each launch has {READS['device']} read phase "
                                  "(another would find the first one's pages cached); use --read-from cache for more")
+    if phase not in PHASES:
+        raise typer.BadParameter(f"--phase {phase}: expected {' or '.join(PHASES)}")
+    if phase == "read" and read_from != "device":
+        raise typer.BadParameter("--phase read reads kept files from the device after an eviction; from the cache "
+                                 "the reads would find the last round's pages: use --read-from device")
     if (instructions or cpu is not None) and not outside_only:
         raise typer.BadParameter("--instructions and --cpu go with --outside-only")
     refused = (cpu_not_allowed(cpu) if cpu is not None else None) or (valgrind_missing("--instructions")
@@ -518,7 +584,8 @@ def logfs_command(
         counts = cast(list[int], ranks)  # _rank_counts, its callback, made the text a list
         try:
             _report(lambda: measure(mpi_name, counts, api, block, transfer, segments, fsync, reps, directory,
-                                    tuple(shape), goal_only, reads, read_from), load, json_out, _print_goal)
+                                    tuple(shape), goal_only, reads, read_from, phase), load, json_out,
+                    _print_goal)
         except EvictionFailed as err:
             typer.echo(f"{err}: give --dir a disk file system (tmpfs keeps its pages) or use --read-from cache",
                        err=True)
@@ -536,7 +603,7 @@ def _report(run: Callable[[], dict], load: int, json_out: bool, show: Callable[[
     if json_out:
         print(json.dumps(result, indent=1))
         return
-    console = Console(width=240)  # the goal table's ten columns, none cut
+    console = Console(width=270)  # the goal table's eleven columns, none cut at four-digit bandwidths
     show(console, result)
     console.print(_load(result["load_before"], result["load_after"]))
     console.print(competitors.describe(competition))
@@ -564,7 +631,9 @@ def _where_reads_came_from(result: dict) -> str:
     return (f"reads came from the DEVICE: before each of the {sum(e['count'] for e in evicted)} read launches every "
             f"file the run wrote was synced and evicted with posix_fadvise(DONTNEED) "
             f"({sum(e['files'] for e in evicted)} files in all, {cached_before / MIB:,.1f} MiB cached before, "
-            f"{cached_after / MIB:,.1f} MiB after; directory and inode caches kept)")
+            f"{cached_after / MIB:,.1f} MiB after; directory and inode caches kept)" +
+            ("; --phase read: each configuration's files written once per row, before its rounds, and read in every "
+             "round" if result["phase"] == "read" else ""))
 
 
 def _outside(reps: int, directory: Path, instructions: bool, cpu: int | None) -> dict:
