@@ -16,6 +16,7 @@ packages=(
   libyaml-dev libxml2-dev libzstd-dev                      # libioloom-async: configurations (YAML, XML), zstd
   libpython3-dev                                           # libioloom-async-python: Python plugins (embedded)
   lammps                                                   # a real application for ioloom bench predict (Open MPI)
+  rsync                                                    # tests: rsync into and out of a logfs mount, twice
 )
 
 missing=()

@@ -5,10 +5,13 @@ from __future__ import annotations
 import errno
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+import pytest
 
 from ioloom.logfs import preload
 from ioloom.logfs.format import Container, is_container
@@ -136,6 +139,47 @@ def test_times_modes_and_stat_fields(tmp_path):
                  "fstat True"):
         assert line in layer_out.splitlines(), line  # the plain file's answers, which the layer gave too
 
+
+# The source tree is outside the mount (beside the run's directory), the copies inside it. Every time in the source is
+# set to a whole second in the past: rsync takes times within the same second as equal and leaves them, on a plain
+# directory too.
+RSYNC = r"""
+set -e
+src=../src.$(basename $PWD)
+mkdir -p $src/d && cd $src
+printf data > f && printf 'other\n' > g && seq 1 20000 > d/big
+ln -s f l && ln -s ../f d/up && ln -s d dl
+touch -h -d '2001-02-03 04:05:06' f g d/big l d/up dl d .
+cd - > /dev/null
+echo first; rsync -a --itemize-changes $src/ t/ | sort
+echo second; rsync -a --itemize-changes $src/ t/; echo end
+rsync -a --stats $src/ t/ | grep -E '^(Number of regular files transferred|Total transferred file size)'
+printf changed > $src/f && ln -sfn g $src/l && ln -sfn g $src/d/up
+touch -h -d '2002-03-04 05:06:07' $src/f $src/l $src/d/up $src/d $src
+echo third; rsync -a --itemize-changes $src/ t/ | sort
+echo fourth; rsync -a --itemize-changes $src/ t/; echo end
+find t -printf '%P %y %T@ %m %l\n' | sort
+find t -type f -printf '%P %s\n' | sort
+cat t/l t/dl/big | cksum
+rsync -a t/ ../back.$(basename $PWD)/ && diff -r --no-dereference $src ../back.$(basename $PWD) && echo back
+"""
+
+
+@pytest.mark.skipif(shutil.which("rsync") is None, reason="rsync is missing (scripts/install-deps.sh installs it)")
+def test_rsync_into_a_mount_twice_as_into_a_plain_directory(tmp_path):
+    """rsync -a of a tree with symbolic links to files (containers in the mount), again unchanged, then after the
+    source changed (a file rewritten, links pointed elsewhere): the same itemized changes as into a plain directory,
+    nothing re-sent by an unchanged run (every mtime kept), and the tree read back out of the mount by rsync equal to
+    the source. Issue 15, before its fixes: the second rsync failed ("rename ... Not a directory": lstat followed the
+    link to the container) and every run re-sent every file (utimensat left the mtime)."""
+    plain, mnt, plain_out, layer_out = under_layer_and_plain(tmp_path, RSYNC)
+    assert layer_out == plain_out
+    assert "second\nend\nNumber of regular files transferred: 0\nTotal transferred file size: 0 bytes\n" in layer_out
+    assert "\nfourth\nend\n" in layer_out and layer_out.endswith("back\n")
+    for name in ("f", "g", "d/big"):
+        assert is_container(mnt / "t" / name) and Container.open(mnt / "t" / name).read() == \
+            (plain / "t" / name).read_bytes(), name
+    assert (mnt / "t" / "l").is_symlink() and os.readlink(mnt / "t" / "l") == "g"
 
 ACCESS = r"""
 set -e
