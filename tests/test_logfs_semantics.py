@@ -116,6 +116,23 @@ tar -cf ../$(basename $PWD).tar f new
 mkdir x && cd x && tar -xf ../../$(basename $(dirname $PWD)).tar && stat -c 'tar %n %Y %s' f new && cd ..
 cp -a f copy && stat -c 'cp %Y %s %a' copy
 chmod 600 f && stat -c 'mode %a %A' f
+chown 1234:5678 f && stat -c 'chown %u %g %a' f
+cp -a f owned && stat -c 'cp owner %u %g' owned
+python3 - <<'PY'
+import os
+for mode, uid in ((0o6755, -1), (0o2745, 0), (0o4700, 7)):   # the kernel drops suid, and sgid with g+x
+    os.chmod("f", mode)
+    os.chown("f", uid, -1)
+    print("chown", oct(mode), oct(os.stat("f").st_mode & 0o7777), os.stat("f").st_uid)
+fd = os.open("f", os.O_RDONLY)
+os.chmod("f", 0o4755)
+os.fchown(fd, 42, 43)
+print("fchown", oct(os.fstat(fd).st_mode & 0o7777), os.fstat(fd).st_uid, os.stat("f").st_gid)
+os.symlink("f", "link")
+os.lchown("link", 8, 9)
+print("lchown", os.lstat("link").st_uid, os.stat("link").st_uid, os.stat("f").st_uid)
+PY
+chmod 600 f
 dd if=/dev/zero of=big bs=64k count=16 status=none && stat -c 'big %s %b' big
 truncate -s 1G sparse && stat -c 'sparse %s %b' sparse
 before=$(stat -c %i f); mv f g; after=$(stat -c %i g); echo "ino $([ "$before" = "$after" ] && echo same)"
@@ -130,12 +147,17 @@ PY
 
 def test_times_modes_and_stat_fields(tmp_path):
     """Today's main: utimensat and futimens returned 0 but stat kept the old mtime (the newest of the container's
-    files), so touch -d, tar -x, cp -a and rsync lost every mtime; fstat counted blocks differently from stat."""
+    files), so touch -d, tar -x, cp -a and rsync lost every mtime; fstat counted blocks differently from stat. A chown
+    through the layer left the set-user-ID bit that the kernel drops from a plain file (chown 6755 -> 6755, not
+    755): the layer did not see chown at all, the kernel changed the container's directory, whose bits it keeps."""
     plain, mnt, plain_out, layer_out = under_layer_and_plain(tmp_path, TIMES_AND_FIELDS)
     assert layer_out == plain_out
     for line in ("set 981173106 0 1 regular empty file", "written True", "utime 1234567890123456789 "
                  "1134567890123456789", "futimens 2000000000 2000000000", "tar f 2 12", "tar new 981173106 0",
-                 "cp 2 12 644", "mode 600 -rw-------", "big 1048576 2048", "sparse 1073741824 0", "ino same",
+                 "cp 2 12 644", "mode 600 -rw-------",
+                 "chown 1234 5678 600", "cp owner 1234 5678", "chown 0o6755 0o755 1234", "chown 0o2745 0o2745 0",
+                 "chown 0o4700 0o700 7", "fchown 0o755 42 43", "lchown 8 42 42", "big 1048576 2048",
+                 "sparse 1073741824 0", "ino same",
                  "fstat True"):
         assert line in layer_out.splitlines(), line  # the plain file's answers, which the layer gave too
 

@@ -270,6 +270,56 @@ EXPORT int fchmod(int fd, mode_t mode) {
     return rc;
 }
 
+/* ---- owner: the container's directory holds the logical file's owner and group, and chown changes them there; a
+ * chown of a regular file (even to -1, -1) also makes the kernel drop its set-user-ID bit, and its set-group-ID bit
+ * when it is group-executable or the caller is neither privileged nor in the file's group, which the layer does to
+ * the mode in the metadata (the kernel keeps a directory's bits) ---- */
+
+/* The logical mode after a chown by this caller of a file in group `gid` (Linux's setattr_should_drop_sgid). */
+static mode_t mode_after_chown(mode_t mode, gid_t gid) {
+    int sgid_goes = (mode & S_IXGRP) || (geteuid() != 0 && !in_group(gid, 1));
+    return mode & ~(mode_t)(S_ISUID | (sgid_goes ? S_ISGID : 0));
+}
+
+/* chown of the container whose directory is `dir`; its logical mode afterwards in *mode. */
+static int container_chown(const char *dir, uid_t uid, gid_t gid, mode_t *mode) {
+    struct stat st;
+    struct lf_meta m;
+    if (lf_meta_read(dir, &m) || IOLOOM_NEXT(stat)(dir, &st) || IOLOOM_NEXT(chown)(dir, uid, gid)) return -1;
+    *mode = mode_after_chown(m.mode, st.st_gid);
+    return *mode == m.mode ? 0 : lf_chmod(dir, *mode);
+}
+
+EXPORT int fchownat(int dirfd, const char *path, uid_t uid, gid_t gid, int flags) {
+    if ((flags & AT_EMPTY_PATH) && !*path) return fchown(dirfd, uid, gid);
+    struct lf_place place;
+    const char *real;
+    mode_t mode;
+    switch (lf_container_at(dirfd, path, &real, &place, !(flags & AT_SYMLINK_NOFOLLOW))) {
+        case LF_CONTAINER:
+            return LF_INSIDE(container_chown(place.dir, uid, gid, &mode));
+        case LF_PACKED:
+            return lf_unsupported(LF_UNS_OTHER, EOPNOTSUPP); /* packed files share their pack's owner */
+        default:
+            break;
+    }
+    return IOLOOM_NEXT(fchownat)(dirfd, real, uid, gid, flags);
+}
+EXPORT int chown(const char *path, uid_t uid, gid_t gid) { return fchownat(AT_FDCWD, path, uid, gid, 0); }
+EXPORT int lchown(const char *path, uid_t uid, gid_t gid) {
+    return fchownat(AT_FDCWD, path, uid, gid, AT_SYMLINK_NOFOLLOW);
+}
+
+EXPORT int fchown(int fd, uid_t uid, gid_t gid) {
+    struct lf_ofd *o = lf_fd(fd);
+    if (!o) return IOLOOM_NEXT(fchown)(fd, uid, gid);
+    if (o->file->file_id) return lf_unsupported(LF_UNS_OTHER, EOPNOTSUPP);
+    mode_t mode;
+    int rc = LF_INSIDE(container_chown(lf_dir(o->file), uid, gid, &mode));
+    if (rc == 0) o->file->meta.mode = mode;
+    return rc;
+}
+
 /* ---- extended attributes: a packed file has none (ls -l asks for ACLs and labels); a container keeps no ACL,
  * as a file system without ACL support: its permissions are the mode bits (cp -a then sets them by chmod) ---- */
 
