@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from ioloom.logfs import preload
-from ioloom.logfs.format import is_container
+from ioloom.logfs.format import Container, is_container
 
 # Runs in DIR (a mount of the layer, or a plain directory) and prints what each mapping showed, as JSON.
 MAPPINGS = r"""
@@ -74,6 +75,69 @@ git diff --stat HEAD~2 HEAD
 git status --porcelain --untracked-files=all
 git count-objects -v | grep -E '^(count|in-pack|packs)'
 """
+
+
+# `exclusive|shared DIR`: a database in WAL mode in DIR, every connection opened with `PRAGMA locking_mode=EXCLUSIVE`
+# first or not; prints what it saw as JSON: SQLite's error and its extended code where it failed.
+SQLITE_WAL = r"""
+import json, os, sqlite3, sys
+exclusive, d = sys.argv[1] == "exclusive", sys.argv[2]
+def connect():
+    c = sqlite3.connect(f"{d}/db.sqlite", isolation_level=None)
+    if exclusive:
+        c.execute("PRAGMA locking_mode=EXCLUSIVE")
+    return c
+facts = {}
+try:
+    c = connect()
+    facts["journal"] = c.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+    c.execute("CREATE TABLE t(k INTEGER PRIMARY KEY, v TEXT)")
+    c.executemany("INSERT INTO t(v) VALUES (?)", [("x" * (i % 50) + str(i),) for i in range(2000)])
+    c.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    for i in range(50):                       # transactions left in the WAL until the connection closes
+        c.execute("UPDATE t SET v = v || '!' WHERE k % 7 = ?", (i % 7,))
+    facts["rows"] = c.execute("SELECT count(*), sum(length(v)) FROM t").fetchone()
+    facts["wal_pages"] = os.stat(f"{d}/db.sqlite-wal").st_size > 0
+    c.close()
+    c = connect()
+    facts["reopened"] = c.execute("SELECT count(*), sum(length(v)), max(v) FROM t").fetchone()
+    facts["integrity"] = c.execute("PRAGMA integrity_check").fetchone()[0]
+    c.close()
+except sqlite3.Error as e:
+    facts["error"] = [str(e), e.sqlite_errorcode]
+facts["files"] = sorted(os.listdir(d))
+print(json.dumps(facts))
+"""
+SQLITE_IOERR_SHMMAP = 10 | 21 << 8
+
+
+def test_sqlite_wal_with_exclusive_locking_matches_a_plain_file(tmp_path):
+    """SQLite in WAL mode with `PRAGMA locking_mode=EXCLUSIVE` set before `journal_mode=WAL` keeps its WAL index in
+    heap memory and maps nothing: through the layer the database (a container, and its -wal) gives the same answers
+    and the same bytes as a plain file."""
+    (tmp_path / "mnt").mkdir()
+    (tmp_path / "plain").mkdir()
+    served = run([sys.executable, "-c", SQLITE_WAL, "exclusive"], tmp_path / "mnt", layer=True)
+    plain = run([sys.executable, "-c", SQLITE_WAL, "exclusive"], tmp_path / "plain", layer=False)
+    assert json.loads(served.stdout) == json.loads(plain.stdout)
+    assert json.loads(served.stdout)["integrity"] == "ok" and json.loads(served.stdout)["wal_pages"]
+    assert is_container(tmp_path / "mnt" / "db.sqlite")
+    assert Container.open(tmp_path / "mnt" / "db.sqlite").read() == (tmp_path / "plain" / "db.sqlite").read_bytes()
+    assert "could not be served" not in served.stderr
+
+
+def test_sqlite_wal_by_default_fails_with_the_refused_mapping_counted(tmp_path):
+    """SQLite's default WAL mode maps its -shm file (the WAL index, shared between the database's connections) shared
+    and writable, which the layer refuses (ENODEV): SQLite fails with SQLITE_IOERR_SHMMAP ("disk I/O error") where a
+    plain file works, and the layer counts the refusals at exit. docs/logfs-format.md ("mmap") says why the -shm is
+    not kept a plain file, and names the workarounds (EXCLUSIVE locking, above; the rollback journal)."""
+    (tmp_path / "mnt").mkdir()
+    (tmp_path / "plain").mkdir()
+    served = run([sys.executable, "-c", SQLITE_WAL, "shared"], tmp_path / "mnt", layer=True)
+    plain = json.loads(run([sys.executable, "-c", SQLITE_WAL, "shared"], tmp_path / "plain", layer=False).stdout)
+    assert plain["integrity"] == "ok" and "error" not in plain
+    assert json.loads(served.stdout)["error"] == ["disk I/O error", SQLITE_IOERR_SHMMAP]
+    assert re.search(r"ioloom-logfs: \d+ mmap call\(s\) on containers could not be served", served.stderr)
 
 
 def run(script: list[str], where: Path, layer: bool) -> subprocess.CompletedProcess:
