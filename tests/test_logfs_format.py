@@ -128,6 +128,25 @@ def test_million_strided_writes_keep_tiny_journals(tmp_path):
     assert opened["size"] == 16_000_000 and opened["last_byte_ok"]
 
 
+
+def test_million_strided_writes_through_the_layer_keep_tiny_journals(tmp_path):
+    """Issue 15's journal goal through the preloaded layer: 2 ranks at once (two processes, as MPI ranks), each
+    making 10^6 pwrite calls of 8 bytes strided over one file (tests/programs/logfs_strided_pwrite.c), keep their
+    index and record journals together <= 4 KiB per rank, and the file holds the bytes of a plain file written the
+    same way (the oracle)."""
+    exe = tmp_path / "strided_pwrite"
+    subprocess.run(["gcc", "-O2", "-o", exe, Path(__file__).parent / "programs" / "logfs_strided_pwrite.c"],
+                   check=True)
+    ranks, count, size = 2, 1_000_000, 8
+    for path, env in ((tmp_path / "plain", {}), (f"logfs:{tmp_path / 'c'}", preload.env())):
+        procs = [subprocess.Popen([exe, str(path), str(r), str(ranks), str(count), str(size)],
+                                  env={**os.environ, **env, "PMI_RANK": str(r)}) for r in range(ranks)]
+        assert [p.wait(timeout=120) for p in procs] == [0] * ranks
+    assert Container.open(tmp_path / "c").read() == (tmp_path / "plain").read_bytes()
+    assert (tmp_path / "plain").stat().st_size == ranks * count * size
+    for r in range(ranks):
+        assert journals_bytes(tmp_path / "c", f"r{r}") <= 4096
+
 FAST_WRITER = r"""
 import os, sys
 rank, n, block, count = map(int, sys.argv[2:6])
