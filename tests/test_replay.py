@@ -7,6 +7,8 @@ from __future__ import annotations
 import subprocess
 
 from ioloom import open_trace, paths
+from ioloom.replay import run as replay_run
+from ioloom.replay import script
 from ioloom.replay.compare import differences, footprint
 
 DEMO = paths.DEMO_SOURCE
@@ -45,6 +47,9 @@ def test_demo_replayed_per_rank_matches(mpi, ioloom_cli, tmp_path):
     if mpi.name == "mpich":
         assert original.calls["posix fcntl"] > 0  # ROMIO's data sieving: its locks are replayed too
     assert not any(call.startswith("mpiio") for call in again.calls)  # MPI-IO replayed through its POSIX requests
+    # ... and counted as not made again, in the footprint and the report
+    assert original.not_reproduced["mpiio MPI_File_write_at"] == 4 * 64 and not again.not_reproduced
+    assert "not made again by a replay (docs/replay.md): " in report and "mpiio MPI_File_close 4" in report
     assert sorted(s.rank for s in open_trace(replay).streams) == [0, 1, 2, 3]
 
 
@@ -86,6 +91,47 @@ def test_the_comparison_sees_a_difference(ioloom_cli, tmp_path):
     out = ioloom_cli("replay", "compare", *traces, check=False)
     assert out.returncode == 1
     assert "input.dat: original {'read': 100, 'written': 0}, replay {'read': 200, 'written': 0}" in out.stdout
+
+
+def _edited_replay(tmp_path, trace, name, edit):
+    """The replay of `trace` with the child's script (the process writing child.dat) changed by edit(its call
+    lines), run traced; the replay's trace."""
+    directory = tmp_path / name
+    script.write(trace, directory)
+    (child,) = [p for p in (directory / script.SCRIPTS).glob("*.ops") if "child.dat" in p.read_text()]
+    lines = child.read_text().splitlines(keepends=True)
+    writes = [i for i, line in enumerate(lines) if line.startswith("call pwrite ")]
+    edit(lines, writes)
+    child.write_text("".join(lines))
+    done = replay_run.run(directory, tmp_path / f"{name}-trace")
+    assert done.returncode == 0, done.stderr
+    return tmp_path / f"{name}-trace"
+
+
+def _swap(lines, writes):
+    lines[writes[0]], lines[writes[1]] = lines[writes[1]], lines[writes[0]]
+
+
+def _shift(lines, writes):
+    word = lines[writes[-1]].split(" ")
+    word[5] = str(int(word[5]) + 1)  # call NAME GAP HANDLE FILE OFFSET ...
+    lines[writes[-1]] = " ".join(word)
+
+
+def test_the_comparison_sees_a_call_reordered_or_shifted(ioloom_cli, tmp_path):
+    """A replay whose child makes its two first writes in the other order, or its last one a byte further, moves
+    the same bytes per file with the same calls; the comparison per process and call sees both, and says where."""
+    exe = _posix_program(tmp_path)
+    run = tmp_path / "run"
+    (run / "out").mkdir(parents=True)
+    (run / "input.dat").write_bytes(b"i" * 100)
+    original = footprint(open_trace(_traced(ioloom_cli, tmp_path, [exe, run])))
+    for name, edit, first in (("reordered", _swap, "call 2: original pwrite child.dat offset 0 "),
+                              ("shifted", _shift, "call 5: original pwrite child.dat offset 3,000 ")):
+        lines = differences(original, footprint(open_trace(_edited_replay(tmp_path, tmp_path / "trace", name,
+                                                                          edit))))
+        assert len(lines) == 1 and first in lines[0], (name, lines)
+        assert lines[0].startswith("process ") and f" {2 if name == 'reordered' else 1} of 6 calls differ" in lines[0]
 
 
 def test_bad_input(ioloom_cli, tmp_path):

@@ -72,6 +72,7 @@ def replay_command(config: Path = typer.Argument(..., help="A replay configurati
                                               "operation.")) -> None:
     """Run a replay configuration: its time per round (the slowest process, first call to last) against the
     original's, and with --check whether its trace matches the original's."""
+    from ioloom.replay.compare import MATCHES, not_reproduced
     from ioloom.replay.config import ConfigError, load
 
     try:
@@ -89,10 +90,11 @@ def replay_command(config: Path = typer.Argument(..., help="A replay configurati
                f", {len(manifest['files'])} files, {moved['written']:,} B written, {moved['read']:,} B read")
     if check:
         lines = _check(where, manifest, scripts, gaps, original)
-        typer.echo("check: " + ("the replay matches: bytes per file and calls per operation are equal" if not lines
-                                else f"{len(lines)} differences"))
+        typer.echo("check: " + (MATCHES if not lines else f"{len(lines)} differences"))
         for line in lines:
             typer.echo(f"  {line}")
+        if not_reproduced(original):
+            typer.echo(f"  {not_reproduced(original)}")
         if lines:
             raise typer.Exit(1)
     _timed(where, manifest, scripts, gaps, rounds)

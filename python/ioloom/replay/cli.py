@@ -80,16 +80,17 @@ def run_command(trace: Path = typer.Argument(..., help="A trace directory (`iolo
 
 
 def _compare(original: Path, replay: Path) -> None:
-    from ioloom.replay.compare import differences, footprint
+    from ioloom.replay.compare import MATCHES, differences, footprint, not_reproduced
     from ioloom.stats_cli import load_or_exit
 
     a, b = footprint(load_or_exit(original)), footprint(load_or_exit(replay))
     lines = differences(a, b)
     typer.echo(f"compared: {len(a.bytes)} files, {sum(a.calls.values()):,} calls in the original; " +
-               ("the replay matches: bytes per file and calls per operation are equal" if not lines else
-                f"{len(lines)} differences"))
+               (MATCHES if not lines else f"{len(lines)} differences"))
     for line in lines:
         typer.echo(f"  {line}")
+    if not_reproduced(a):
+        typer.echo(f"  {not_reproduced(a)}")
     if lines:
         raise typer.Exit(1)
 
@@ -97,5 +98,6 @@ def _compare(original: Path, replay: Path) -> None:
 @app.command("compare")
 def compare_command(original: Path = typer.Argument(..., help="The original trace."),
                     replay: Path = typer.Argument(..., help="The replay's trace.")) -> None:
-    """Check a replay's trace against the original's: bytes per file and calls per operation."""
+    """Check a replay's trace against the original's: bytes per file, calls per operation, each process's calls in
+    order (file, offset, bytes)."""
     _compare(original, replay)

@@ -1,14 +1,24 @@
 """What a replay is held to (docs/replay.md, "Checking a replay"): per file, relative to the directory holding
-the run's files, the bytes read and written, and per layer and call the number of calls, over the POSIX and
-stdio calls on the application's files. A replay matches its original when both are equal."""
+the run's files, the bytes read and written; per layer and call the number of calls, over the POSIX and stdio
+calls on the application's files; and per process (MPI rank, else process), the calls a replay makes, in order, each
+with its file, offset, requested and returned bytes. A replay matches its original when all three are equal. The
+calls a replay does not make (MPI-IO calls, made through their POSIX requests, and the calls left out) are counted
+beside, not compared."""
 from __future__ import annotations
 
 import os
 from collections import Counter
 from dataclasses import dataclass, field
 
+from ioloom.predict.source import OPENS
+from ioloom.replay import script
 from ioloom.replay.script import COLUMNS, LAYERS, application_files, root_of
 from ioloom.trace.ops import direction
+
+MATCHES = "the replay matches: bytes per file, calls per operation and each process's calls in order are equal"
+# A call as a replay must make it again: name, file (relative), offset, requested bytes, result (an open's: whether
+# it succeeded, its descriptor being the process's own).
+Key = tuple[str, str, int, int, int]
 
 
 @dataclass
@@ -16,10 +26,34 @@ class Footprint:
     bytes: dict[str, dict[str, int]] = field(default_factory=dict)  # relative path -> {"read": n, "written": n}
     calls: Counter = field(default_factory=Counter)  # "layer op" -> calls
     processes: int = 0
+    sequences: dict[str, list[Key]] | None = None  # process label -> the calls a replay makes, in order
+    not_reproduced: Counter = field(default_factory=Counter)  # "layer op" -> calls a replay does not make
+
+
+def key(op: str, path: str, offset: int, req: int, ret: int) -> Key:
+    return (op, path, offset, req, int(ret >= 0) if op in OPENS else ret)
+
+
+def _label(stream, index: int) -> str:
+    return f"rank {stream.rank}" if stream.rank >= 0 else f"process {index}"
+
+
+def sequences(trace, files: dict[int, str]) -> tuple[dict[str, list[Key]], Counter]:
+    """Per process the calls a replay makes (script.process_calls), in order, files relative to the deepest
+    directory holding them; and the calls left out, by name. Processes without such calls are not listed."""
+    processes = [(s, script.process_calls(s, files, script.replayed_calls())) for s in script.ordered_streams(trace)]
+    root = root_of(sorted({files[c.file_id] for _, p in processes for c in p.calls}))
+    out = {}
+    for index, (stream, process) in enumerate(processes):
+        if process.calls:
+            out[_label(stream, index)] = [key(c.op, os.path.relpath(files[c.file_id], root), c.offset, c.req, c.ret)
+                                          for c in process.calls]
+    return out, sum((p.left_out for _, p in processes), Counter())
 
 
 def footprint(trace) -> Footprint:
-    """A trace's bytes per file and calls per layer and name, on the application's files."""
+    """A trace's bytes per file, calls per layer and name, calls per process in order, on the application's files,
+    and the calls a replay does not make."""
     files = application_files(trace)
     moved: dict[int, Counter] = {}
     out = Footprint(processes=len(trace.streams))
@@ -27,7 +61,11 @@ def footprint(trace) -> Footprint:
         for table in stream.ranges(COLUMNS):
             for layer, op, file_id, ret, aux in zip(*(table.column(n).to_pylist() for n in
                                                      ("layer", "op", "file_id", "ret_bytes", "aux"))):
-                if layer not in LAYERS or file_id not in files:
+                if file_id not in files:
+                    continue
+                if layer == "mpiio":
+                    out.not_reproduced[f"mpiio {op}"] += 1
+                if layer not in LAYERS:
                     continue
                 out.calls[f"{layer} {op}"] += 1
                 way = direction(op, aux)
@@ -36,7 +74,65 @@ def footprint(trace) -> Footprint:
     root = root_of(sorted(files[f] for f in moved) or sorted(files.values()))
     out.bytes = {os.path.relpath(files[f], root): {"read": c["read"], "written": c["write"]}
                  for f, c in sorted(moved.items(), key=lambda item: files[item[0]])}
+    out.sequences, left_out = sequences(trace, files)
+    out.not_reproduced.update({f"left out {op}": n for op, n in left_out.items()})
     return out
+
+
+def script_sequences(manifest: dict, scripts: dict[str, str]) -> dict[str, list[Key]]:
+    """The calls per process a replay's scripts make (docs/replay.md, "Script"), as footprint's sequences: what a
+    bench configuration holds a replay to without the original trace."""
+    out = {}
+    for index, process in enumerate(manifest["processes"]):
+        paths, calls = {}, []
+        for line in scripts[process["script"]].splitlines():
+            word = line.split()
+            if word[0] == "file":
+                paths[word[1]] = line.split(" ", 2)[2]
+            elif word[0] == "call":
+                op, _, _, file_index, offset, req, _, ret = word[1:9]
+                calls.append(key(op, paths[file_index], int(offset), int(req), int(ret)))
+        if calls:
+            label = process["label"] if process["label"].startswith("rank ") else f"process {index}"
+            out[label] = calls
+    return out
+
+
+def _pairs(original: dict[str, list[Key]], replay: dict[str, list[Key]]) -> list[tuple[str, str]]:
+    """The processes compared: ranks by rank; other processes (whose pids and order differ from run to run) each
+    with the replay's process of the same calls, else of the most calls in the same places, else unpaired ("")."""
+    if all(label.startswith("rank ") for label in [*original, *replay]):
+        return [(label, label if label in replay else "") for label in original] + \
+            [("", label) for label in replay if label not in original]
+    left, pairs = list(replay), []
+    for label in sorted(original, key=lambda name: original[name] not in replay.values()):
+        score = {other: (replay[other] == original[label], sum(a == b for a, b in zip(replay[other], original[label])))
+                 for other in left}
+        best = max(left, key=lambda other: score[other], default="")
+        pairs.append((label, best))
+        if best:
+            left.remove(best)
+    return pairs + [("", label) for label in left]
+
+
+def _call(k: Key | None) -> str:
+    return "none" if k is None else f"{k[0]} {k[1]} offset {k[2]:,} requested {k[3]:,} returned {k[4]:,}"
+
+
+def order_differences(original: dict[str, list[Key]], replay: dict[str, list[Key]]) -> list[str]:
+    """Per process, its first call that differs (name, file, offset, bytes or place in the order) and how many do."""
+    lines = []
+    for a, b in _pairs(original, replay):
+        mine, theirs = original.get(a, []), replay.get(b, [])
+        if mine == theirs:
+            continue
+        differ = sum(x != y for x, y in zip(mine, theirs)) + abs(len(mine) - len(theirs))
+        first = next((i for i, (x, y) in enumerate(zip(mine, theirs)) if x != y), min(len(mine), len(theirs)))
+        lines.append(f"{a or 'no process'} (replay: {b or 'none'}): {differ:,} of {max(len(mine), len(theirs)):,} "
+                     f"calls differ; the first, call {first + 1:,}: original "
+                     f"{_call(mine[first] if first < len(mine) else None)}, replay "
+                     f"{_call(theirs[first] if first < len(theirs) else None)}")
+    return lines
 
 
 def differences(original: Footprint, replay: Footprint) -> list[str]:
@@ -50,4 +146,14 @@ def differences(original: Footprint, replay: Footprint) -> list[str]:
         if original.calls[call] != replay.calls[call]:
             lines.append(f"{call}: {original.calls[call]:,} calls in the original, "
                          f"{replay.calls[call]:,} in the replay")
+    if original.sequences is not None and replay.sequences is not None:
+        lines += order_differences(original.sequences, replay.sequences)
     return lines
+
+
+def not_reproduced(original: Footprint) -> str:
+    """The calls of the original a replay does not make, counted; empty when there are none."""
+    if not original.not_reproduced:
+        return ""
+    return "not made again by a replay (docs/replay.md): " + ", ".join(
+        f"{call} {n:,}" for call, n in sorted(original.not_reproduced.items()))

@@ -1,6 +1,7 @@
 """A replay written out as a bench configuration (docs/replay.md, "As a bench configuration"): one TOML file that
 holds a trace's replay (its manifest and every script) and the original's footprint (bytes per file, calls per
-operation), so that `ioloom bench replay CONFIG` can run it anywhere, time it and check it without the trace."""
+operation, the calls a replay does not make; each process's calls in order are its script's), so that `ioloom
+bench replay CONFIG` can run it anywhere, time it and check it without the trace."""
 from __future__ import annotations
 
 import json
@@ -8,7 +9,7 @@ from collections import Counter
 from pathlib import Path
 
 from ioloom import docfile, outputs
-from ioloom.replay.compare import Footprint
+from ioloom.replay.compare import Footprint, script_sequences
 from ioloom.replay.script import VERSION, build
 
 CONFIG_VERSION = 1
@@ -42,7 +43,8 @@ def text(manifest: dict, scripts: dict[str, str], original: Footprint) -> str:
     lines += [f"{key} = {_value(value)}" for key, value in manifest.items() if value is not None]
     lines += ["", "[original]  # what `ioloom bench replay --check` holds the replay's trace to",
               f"bytes = {_value(original.bytes)}", f"calls = {_value(dict(sorted(original.calls.items())))}",
-              f"processes = {original.processes}", "", "[scripts]"]
+              f"processes = {original.processes}",
+              f"not_reproduced = {_value(dict(sorted(original.not_reproduced.items())))}", "", "[scripts]"]
     lines += [f"{json.dumps(name)} = {_script(script)}" for name, script in scripts.items()]
     return "\n".join(lines) + "\n"
 
@@ -66,8 +68,9 @@ def load(path: Path) -> tuple[dict, dict[str, str], Footprint]:
     try:
         manifest, scripts, original = raw["manifest"], raw["scripts"], raw["original"]
         whole = manifest["version"] == VERSION and all(p["script"] in scripts for p in manifest["processes"])
-        footprint = Footprint(original["bytes"], Counter(original["calls"]), original["processes"])
-    except (KeyError, TypeError):
+        footprint = Footprint(original["bytes"], Counter(original["calls"]), original["processes"],
+                              script_sequences(manifest, scripts), Counter(original.get("not_reproduced", {})))
+    except (KeyError, TypeError, ValueError, IndexError):
         whole = False
     if not whole:
         raise ConfigError(f"{path}: a replay configuration with missing or mismatched parts; write it again with "
