@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from ioloom import paths, run
+from ioloom.bench.predict_fold import stream_parts
 from ioloom.trace import folded_chunk, open_trace, varint
 from ioloom.trace.stream_file import CHUNK_HEADER, EVENTS, FILE_DELTAS, FILES, FOLDED, INFO, rechain
 
@@ -22,14 +23,14 @@ VECTORS = Path(__file__).parent / "vectors" / "trace"
 STEPS = 300
 
 
-def _run(tmp_path: Path, name: str, *options: str, env: dict | None = None) -> Path:
+def _run(tmp_path: Path, name: str, *options: str, env: dict | None = None, steps: int = STEPS) -> Path:
     """ioloom-predict-loop (a file per step: open, header, 7 blocks of 4 KiB, close; then 512 bytes appended to a
     log) traced into tmp_path/name."""
     work = tmp_path / f"{name}-files"
     work.mkdir()
     out = tmp_path / name
     done = subprocess.run([sys.executable, "-m", "ioloom", "run", *options, "-o", str(out), "--",
-                           str(paths.native_bin("ioloom-predict-loop")), str(work), str(STEPS)],
+                           str(paths.native_bin("ioloom-predict-loop")), str(work), str(steps)],
                           capture_output=True, text=True, env={**os.environ, **(env or {})}, timeout=120)
     assert done.returncode == 0, done.stderr
     return out
@@ -63,6 +64,9 @@ def test_a_folded_run_reads_back_as_the_events_the_tracer_recorded(tmp_path, mon
     assert events == STEPS * 13 + 2 and trace.problems == []
     assert stream.info["folded_events"] == stream.info["fold_checked_events"] == str(events)
     assert stream.info["fold_check_failed_events"] == "0" and stream.info["fold_quantum_ns"] == "1"
+    assert next(folded.glob("*.ioloom")).stat().st_size / events < 5.0  # exact times: 4.09 (docs/predict.md)
+    parts = stream_parts(folded)  # the times' code takes more than their entropy, which is above a byte per event
+    assert 8 < parts["times_entropy_bits"] < 8 * parts["times"]
     data = next(folded.glob("*.ioloom")).read_bytes()
     counts = [data[pos + CHUNK_HEADER.size:pos + CHUNK_HEADER.size + length]
               for pos, kind, length in _chunks(next(folded.glob("*.ioloom"))) if kind == INFO and b"fold_quantum_ns" in
@@ -86,13 +90,16 @@ def test_a_folded_run_reads_back_as_the_events_the_tracer_recorded(tmp_path, mon
 
 
 def test_times_at_a_declared_resolution_take_under_a_byte_per_event(tmp_path):
-    """At 1 ms the loop's folded chunks hold under a byte per event (structure and times), and every time read is
-    a multiple of the quantum on the process's clock."""
-    out = _run(tmp_path, "ms", "--fold", "--fold-quantum-ns", "1000000")
+    """At 1 ms the loop's whole trace (its stream file: folded chunks, file table, INFO) over 2,000 steps holds
+    under a byte per event, each folded chunk unfolding to exactly the EVENTS chunk an unfolded trace at the same
+    resolution has of its rows (IOLOOM_FOLD_CHECK), and every time read is a multiple of the quantum on the
+    process's clock."""
+    out = _run(tmp_path, "ms", "--fold", "--fold-quantum-ns", "1000000", env={"IOLOOM_FOLD_CHECK": "1"}, steps=2000)
     trace = open_trace(out)
-    folded = sum(CHUNK_HEADER.size + length for _, kind, length in _chunks(next(out.glob("*.ioloom")))
-                 if kind == FOLDED)
-    assert folded / trace.meta["events"] < 1.0
+    (stream,) = trace.streams
+    events = trace.meta["events"]
+    assert stream.info["fold_checked_events"] == str(events) and stream.info["fold_check_failed_events"] == "0"
+    assert next(out.glob("*.ioloom")).stat().st_size / events < 1.0
     table = trace.events().to_pandas()
     for column in ("t_start", "t_end"):  # one process, no clock correction: local time = read time + the epoch
         assert ((table[column].to_numpy() + trace.meta["epoch_ns"]) % 1_000_000 == 0).all(), column

@@ -6,10 +6,12 @@ the same program traced unfolded. Every folded chunk is unfolded again in the tr
 chunk of its rows (IOLOOM_FOLD_CHECK=1): the table says how many events were checked and how many differed."""
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 from ioloom import paths
@@ -20,18 +22,22 @@ def stream_parts(trace: Path) -> dict:
     FILE_DELTAS chunks); events, and the INFO's fold counts summed over the streams."""
     from ioloom.bench.fuzz import chunks
     from ioloom.trace import open_trace
-    from ioloom.trace.folded_chunk import parts
+    from ioloom.trace.folded_chunk import parts, time_residuals
     from ioloom.trace.stream_file import CHUNK_HEADER, FILE_DELTAS, FILES, FOLDED
 
     total = structure = times = files = 0
+    residuals: tuple[Counter, Counter] = (Counter(), Counter())
     for path in trace.glob("*.ioloom"):
         data = path.read_bytes()
         total += len(data)
         for pos, kind, length in chunks(data)[1]:
             if kind == FOLDED:
-                made, timed = parts(data[pos + CHUNK_HEADER.size:pos + CHUNK_HEADER.size + length])
+                payload = data[pos + CHUNK_HEADER.size:pos + CHUNK_HEADER.size + length]
+                made, timed = parts(payload)
                 structure += CHUNK_HEADER.size + made
                 times += timed
+                for seen, column in zip(residuals, time_residuals(payload)):
+                    seen.update(column)
             files += (CHUNK_HEADER.size + length) * (kind in (FILES, FILE_DELTAS))
     loaded = open_trace(trace)
     counts = {key: sum(int(s.info.get(key, 0)) for s in loaded.streams)
@@ -41,7 +47,15 @@ def stream_parts(trace: Path) -> dict:
     return {"events": loaded.meta["events"], "bytes_per_event": total / events,
             "structure": structure / events, "times": times / events, "files": files / events,
             "other": (total - structure - times - files) / events, "plain_events": plain, **counts,
+            "times_entropy_bits": sum(map(entropy_bits, residuals)) / max(sum(residuals[0].values()), 1),
             "problems": len(loaded.problems)}
+
+
+def entropy_bits(counts: Counter) -> float:
+    """The bits the values counted take at their empirical entropy (zero order, over all of them): what no code of
+    one value at a time can go under, its table of values aside."""
+    n = sum(counts.values())
+    return -sum(k * math.log2(k / n) for k in counts.values()) if n else 0.0
 
 
 def print_fold(report: dict) -> None:
@@ -51,13 +65,13 @@ def print_fold(report: dict) -> None:
     quanta = report["fold_quanta"]
     table = Table(title="Folded in the tracer (ioloom run --fold; IOLOOM_FOLD_CHECK=1): bytes per event, all ranks, "
                         "stream files as written; folded (structure + times + file table; the rest is INFO, OPS and "
-                        "EVENTS chunks written plain)")
+                        "EVENTS chunks written plain; H: the times' empirical entropy, bytes per folded event)")
     for column in ("program", "events", "unfolded", *(f"Q={q:,} ns: folded" for q in quanta),
                    "events checked, differing"):
         table.add_column(column, justify="left" if column == "program" else "right")
     for name, row in report["tracer_fold"].items():
-        cells = [f"{f['bytes_per_event']:.2f} ({f['structure']:.2f} + {f['times']:.2f} + {f['files']:.2f})"
-                 for f in row["quanta"]]
+        cells = [f"{f['bytes_per_event']:.2f} ({f['structure']:.2f} + {f['times']:.2f} + {f['files']:.2f}; "
+                 f"H {f.get('times_entropy_bits', 0) / 8:.2f})" for f in row["quanta"]]
         checked = sum(f["fold_checked_events"] for f in row["quanta"])
         failed = sum(f["fold_check_failed_events"] for f in row["quanta"])
         table.add_row(name, f"{row['quanta'][0]['events']:,}", f"{row['unfolded']:.2f}", *cells,

@@ -299,3 +299,15 @@ def parts(payload: bytes) -> tuple[int, int]:
     shapes = _read_shapes(c, n)
     _read_rules(c, len(_read_tokens(c, n, len(shapes))))
     return c.pos, len(payload) - c.pos
+
+
+def time_residuals(payload: bytes) -> tuple[list[int], list[int]]:
+    """A FOLDED payload's two time columns as stored: each row's gap and duration (in quanta) less those of the
+    previous row of its shape."""
+    c = _Cursor(payload, 1)
+    _, n, _, _ = _read_header(c)
+    shapes = _read_shapes(c, n)
+    tokens = _read_tokens(c, n, len(shapes))
+    _expand(c, _read_rules(c, len(tokens)), tokens, n)
+    return _read_values(c, n), _read_values(c, n)
+
