@@ -386,6 +386,11 @@ def test_hdf5_program(mpi, ioloom_cli, tmp_path, monkeypatch):
     assert (mpiio.op == "MPI_File_set_view").any() and (mpiio.op == "MPI_File_close").sum() == 2
 
 
+def all_variants_but(*kept: str) -> str:
+    """mpiio_matrix's SKIP argument: every variant but `kept`."""
+    return ",".join(name for name in list(VARIANTS) + ["large_count", "file_calls"] if name not in kept)
+
+
 def test_stacks_with_a_pmpi_tool_in_either_order(mpi, ioloom_cli, tmp_path):
     """A profiler's MPI_File_write_at (calling PMPI_File_write_at) preloaded after ioloom's wrappers (as
     `ioloom run` orders them) and before them: the tool counts each call once, ioloom records each once."""
@@ -394,7 +399,7 @@ def test_stacks_with_a_pmpi_tool_in_either_order(mpi, ioloom_cli, tmp_path):
 
     tool = mpi.compile("mpiio_pmpi_tool.c", "-shared", "-fPIC")
     exe = mpi.compile("mpiio_matrix.c")
-    others = ",".join(name for name in list(VARIANTS) + ["large_count", "file_calls"] if name != "at")
+    others = all_variants_but("at")
     ours = [paths.native_lib(f"ioloom-trace-mpi-{mpi.name}"), paths.native_lib("ioloom-trace")]
     for order in ("ioloom-first", "tool-first"):
         data, trace_dir = tmp_path / order, tmp_path / f"{order}.trace"
@@ -423,14 +428,13 @@ def test_layer_off_and_excluded_paths_pass_through(mpi, tmp_path):
     from ioloom.run import LAUNCHERS
 
     exe = mpi.compile("mpiio_matrix.c")
-    others = ",".join(name for name in list(VARIANTS) + ["large_count", "file_calls"] if name not in ("at", "at_all"))
     preload = " ".join(str(paths.native_lib(name)) for name in (f"ioloom-trace-mpi-{mpi.name}", "ioloom-trace"))
     for case, extra in (("layer-off", {"IOLOOM_LAYERS": "posix,stdio"}), ("excluded", {"IOLOOM_EXCLUDE": "{data}"})):
         data, trace_dir = tmp_path / case, tmp_path / f"{case}.trace"
         data.mkdir()
         env = {"LD_PRELOAD": preload, "IOLOOM_TRACE_DIR": str(trace_dir), "IOLOOM_SKIP_PROGRAMS": ",".join(LAUNCHERS),
                **{key: value.format(data=data) for key, value in extra.items()}}
-        out = mpi.run(2, [exe, data, others], env=env)
+        out = mpi.run(2, [exe, data, all_variants_but("at", "at_all")], env=env)
         assert "mpiio_matrix: 2 ranks ok, 2 variants" in out.stdout, case
         trace = open_trace(trace_dir)
         events = trace.events().to_pandas().astype({"op": str, "layer": str})
@@ -446,6 +450,23 @@ def test_layer_off_and_excluded_paths_pass_through(mpi, tmp_path):
         else:
             assert mine.empty, f"{case}: {mine.op.unique()}"
 
+
+def test_mpi_wrappers_preloaded_alone_run_the_program(mpi, tmp_path):
+    """A hand-made LD_PRELOAD of the MPI wrappers alone loads libioloom-trace.so as their dependency, after
+    libc: nothing comes after it to be its "next" sigaction, write or close. The program must run as without
+    ioloom (its POSIX calls then bind to libc, not to the tracer); before, it died of a NULL call at start-up."""
+    from ioloom import paths
+    from ioloom.run import LAUNCHERS
+
+    exe = mpi.compile("mpiio_matrix.c")
+    data, trace_dir = tmp_path / "data", tmp_path / "trace"
+    data.mkdir()
+    env = {"LD_PRELOAD": str(paths.native_lib(f"ioloom-trace-mpi-{mpi.name}")), "IOLOOM_TRACE_DIR": str(trace_dir),
+           "IOLOOM_SKIP_PROGRAMS": ",".join(LAUNCHERS)}
+    out = mpi.run(2, [exe, data, all_variants_but("at", "at_all")], env=env)
+    assert "mpiio_matrix: 2 ranks ok, 2 variants" in out.stdout, out.stderr
+    events = open_trace(trace_dir).events().to_pandas().astype({"op": str, "layer": str})
+    assert {"MPI_File_write_at", "MPI_File_write_at_all"} <= set(events.op[events.layer == "mpiio"])
 
 MPI4PY_PYTHON = "/usr/bin/python3"  # Debian's python3-mpi4py (scripts/install-deps.sh), built against Open MPI
 
