@@ -65,11 +65,23 @@ def _implementations() -> list[mpi_impls.MpiImpl]:
     return found
 
 
-@pytest.fixture(params=[impl.name for impl in mpi_impls.implementations()] or ["none"])
+MPI_NAMES = [impl.name for impl in mpi_impls.implementations()] or ["none"]
+
+
+def _runner(name: str) -> MpiRunner:
+    return MpiRunner(next((i for i in _implementations() if i.name == name), None))
+
+
+@pytest.fixture(params=MPI_NAMES)
 def mpi(request) -> MpiRunner:
     """Each test that takes `mpi` runs once per MPI implementation installed."""
-    impl = next((i for i in _implementations() if i.name == request.param), None)
-    return MpiRunner(impl)
+    return _runner(request.param)
+
+
+@pytest.fixture(scope="module", params=MPI_NAMES)
+def module_mpi(request) -> MpiRunner:
+    """`mpi` for a module-scoped fixture: a program traced once per MPI, and the trace read by several tests."""
+    return _runner(request.param)
 
 
 @pytest.fixture(scope="session")

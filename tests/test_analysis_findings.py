@@ -12,7 +12,6 @@ import sys
 import pytest
 
 from conftest import MpiRunner
-from ioloom import mpi as mpi_impls
 from ioloom.analysis import analyse
 
 MODES = ("strided-view", "small-strided", "collective", "imbalance", "metadata", "reread", "misaligned",
@@ -32,10 +31,10 @@ def _trace(runner: MpiRunner, exe, mode: str, root, launcher_options: tuple[str,
     return analyse(out, workers=1)
 
 
-@pytest.fixture(scope="module", params=[impl.name for impl in mpi_impls.implementations()])
-def runs(request, tmp_path_factory):
+@pytest.fixture(scope="module")
+def runs(module_mpi, tmp_path_factory):
     """{mode: Analysis} for every mode under one MPI (plus 'romio': strided-view with ROMIO under Open MPI)."""
-    runner = MpiRunner(mpi_impls.by_name(request.param))
+    runner = module_mpi
     exe = runner.compile("pattern_findings.c")
     root = tmp_path_factory.mktemp(f"findings-{runner.name}")
     out = {mode: _trace(runner, exe, mode, root) for mode in MODES}

@@ -31,9 +31,11 @@ def traced(runner: MpiRunner, argv: list, out: Path, env: dict | None = None, ru
     return analyse(out, workers=1)
 
 
-@pytest.fixture
-def mixed(mpi, tmp_path):
-    """The LAMMPS-like program (MPI-IO trajectory, fprintf dumps and log, fwrite restart, write() checksum)."""
+@pytest.fixture(scope="module")
+def mixed(module_mpi, tmp_path_factory):
+    """The LAMMPS-like program (MPI-IO trajectory, fprintf dumps and log, fwrite restart, write() checksum), traced
+    once per MPI: the tests only read its files and its analysis."""
+    mpi, tmp_path = module_mpi, tmp_path_factory.mktemp(f"mixed-{module_mpi.name}")
     data = tmp_path / "data"
     data.mkdir()
     (data / "in.script").write_text("units lj\natom_style atomic\nrun 20\n")
@@ -62,7 +64,7 @@ def test_every_layer_counts_and_totals_equal_the_file_sizes(mixed):
     assert io["system_files"]["files"] > 0  # the MPI runtime's files: named as left out, not silently dropped
 
 
-def test_report_headline_counts_stdio_beside_mpiio(mixed, tmp_path):
+def test_report_headline_counts_stdio_beside_mpiio(mixed):
     from ioloom.analysis.metrics import human_bytes
     from ioloom.report import render
 

@@ -33,8 +33,10 @@ def _traced(mpi, tmp_path, name: str, program: str, ranks: int, args, flags: tup
     return out
 
 
-@pytest.fixture
-def traces(mpi, tmp_path):
+@pytest.fixture(scope="module")
+def traces(module_mpi, tmp_path_factory):
+    """The traces, made once per MPI: the tests only read them."""
+    mpi, tmp_path = module_mpi, tmp_path_factory.mktemp(f"ranges-{module_mpi.name}")
     return {"threads": _traced(mpi, tmp_path, "threads", "mpiio_threads.c", 2, ["DATA"], ("-pthread",)),
             "nonblocking": _traced(mpi, tmp_path, "nonblocking", "nonblocking_io.c", 2, ["DATA/file", 16, 8192]),
             **{mode: _traced(mpi, tmp_path, mode, "pattern_findings.c", 4, [mode, "DATA"])
