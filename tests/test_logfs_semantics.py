@@ -128,6 +128,8 @@ fd = os.open("f", os.O_RDONLY)
 os.chmod("f", 0o4755)
 os.fchown(fd, 42, 43)
 print("fchown", oct(os.fstat(fd).st_mode & 0o7777), os.fstat(fd).st_uid, os.stat("f").st_gid)
+os.chmod("f", 0o640)   # by path, under the open descriptor
+print("chmod under fstat", oct(os.fstat(fd).st_mode & 0o7777))
 os.symlink("f", "link")
 os.lchown("link", 8, 9)
 print("lchown", os.lstat("link").st_uid, os.stat("link").st_uid, os.stat("f").st_uid)
@@ -149,15 +151,16 @@ def test_times_modes_and_stat_fields(tmp_path):
     """Today's main: utimensat and futimens returned 0 but stat kept the old mtime (the newest of the container's
     files), so touch -d, tar -x, cp -a and rsync lost every mtime; fstat counted blocks differently from stat. A chown
     through the layer left the set-user-ID bit that the kernel drops from a plain file (chown 6755 -> 6755, not
-    755): the layer did not see chown at all, the kernel changed the container's directory, whose bits it keeps."""
+    755): the layer did not see chown at all, the kernel changed the container's directory, whose bits it keeps.
+    fstat of an open container kept the mode it had at open after a chmod by path."""
     plain, mnt, plain_out, layer_out = under_layer_and_plain(tmp_path, TIMES_AND_FIELDS)
     assert layer_out == plain_out
     for line in ("set 981173106 0 1 regular empty file", "written True", "utime 1234567890123456789 "
                  "1134567890123456789", "futimens 2000000000 2000000000", "tar f 2 12", "tar new 981173106 0",
                  "cp 2 12 644", "mode 600 -rw-------",
                  "chown 1234 5678 600", "cp owner 1234 5678", "chown 0o6755 0o755 1234", "chown 0o2745 0o2745 0",
-                 "chown 0o4700 0o700 7", "fchown 0o755 42 43", "lchown 8 42 42", "big 1048576 2048",
-                 "sparse 1073741824 0", "ino same",
+                 "chown 0o4700 0o700 7", "fchown 0o755 42 43", "chmod under fstat 0o640", "lchown 8 42 42",
+                 "big 1048576 2048", "sparse 1073741824 0", "ino same",
                  "fstat True"):
         assert line in layer_out.splitlines(), line  # the plain file's answers, which the layer gave too
 

@@ -36,9 +36,21 @@ static enum lf_kind_of_path lf_container_at(int dirfd, const char *path, const c
 
 /* ---- stat ---- */
 
+/* The mode a container's metadata holds now: a chmod by path, from any handle or process, replaces it whole
+ * (lf_chmod), and a plain file's fstat shows its inode's mode at once. Kept as opened when the metadata cannot be
+ * read (the container renamed away under the open handle); errno as the caller left it. */
+static void refresh_mode(lf_file *f) {
+    int saved = errno;
+    struct lf_meta *now = malloc(sizeof *now); /* its backends' paths make it large: not the caller's stack */
+    if (now && lf_meta_read(lf_dir(f), now) == 0) f->meta.mode = now->mode;
+    free(now);
+    errno = saved;
+}
+
 static int fstat_open(int fd, struct lf_ofd *o, struct stat *st) {
     int64_t size = lf_size(o->file);
     if (size < 0 || IOLOOM_NEXT(fstat)(fd, st)) return -1;
+    if (!o->file->file_id) refresh_mode(o->file);
     if (o->file->file_id) { /* as lf_stat_packed: stat and fstat agree (cp checks) */
         st->st_ino ^= (ino_t)o->file->file_id << 20;
         st->st_mode = S_IFREG | o->file->meta.mode, st->st_size = size, st->st_nlink = 1;
