@@ -1,6 +1,5 @@
 """Start-up imports only what the command needs: the heavy libraries (numpy, pandas, pyarrow, plotly, dask,
-matplotlib, PyDarshan) are not loaded to show any subcommand's help, a subcommand loads no other's module, and a
-command whose output goes to a pipe (a job script's) does not load rich, which only help and progress bars draw."""
+matplotlib, PyDarshan) are not loaded to show any subcommand's help, and a subcommand loads no other's module."""
 from __future__ import annotations
 
 import json
@@ -9,7 +8,6 @@ import sys
 
 import pytest
 
-from ioloom import paths
 from ioloom.cli import SUBCOMMANDS
 
 HEAVY = ("numpy", "pandas", "pyarrow", "plotly", "dask", "distributed", "matplotlib", "darshan")
@@ -45,13 +43,3 @@ def test_a_subcommand_loads_only_its_own_module():
     assert "ioloom.logfs.cli" in modules
     others = {target.split(":")[0] for name, target in SUBCOMMANDS.items() if name != "container"}
     assert not others & modules, sorted(others & modules)
-
-
-def test_a_command_in_a_pipe_loads_no_rich(tmp_path):
-    """typer before 0.20 imported rich (about a third of the start-up) with itself; progress bars imported it to
-    ask whether stderr is a terminal."""
-    subprocess.run([str(paths.native_bin("ioloom-logfs-tool")), "synth", tmp_path / "c", "2", "4", "4096"],
-                   check=True, timeout=60)
-    modules = imported("container", "flatten", str(tmp_path / "c"), str(tmp_path / "flat"))
-    assert (tmp_path / "flat").stat().st_size == 2 * 4 * 4096, "the probe flattened the container"
-    assert "rich" not in modules

@@ -3,7 +3,6 @@ benchmark's steps) on the terminal: a rich progress bar on stderr when stderr is
 ask for --quiet, nothing at all in pipes and files."""
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 
@@ -27,15 +26,11 @@ def bar(total: int | None, description: str, unit: str = "events", quiet: bool =
     """A function to call with each amount of work done, drawn as a bar of `total` `unit`s ("events", counted,
     or "bytes", in KiB/MiB/GiB with the rate) `refresh` times a second; `total` None when the length is not known
     (the bar pulses and the elapsed time runs). A no-op when stderr is not a terminal, when `quiet`, or when there
-    is nothing to do; rich is imported only when a bar is drawn (a command in a pipe or a job script starts
-    without it)."""
-    if quiet or not sys.stderr.isatty() or total is not None and total <= 0:
-        yield lambda done: None
-        return
+    is nothing to do."""
     from rich.console import Console
 
     console = Console(stderr=True)
-    if not console.is_terminal:
+    if quiet or not console.is_terminal or total is not None and total <= 0:
         yield lambda done: None
         return
     from rich.progress import (
