@@ -206,7 +206,7 @@ def test_bench_overhead_probes_take_turns_block_by_block(tmp_path):
 
 def test_bench_overhead_compares_a_tool_of_several_libraries(mpi, ioloom_cli, tmp_path):
     """`--compare NAME@BUILD=LIBRARY:LIBRARY` preloads both, in that order: another ioloom build for an MPI (its MPI
-    wrappers, then its tracer: the wrappers alone cannot be preloaded) is timed beside the traced probe and writes
+    wrappers, then its tracer: the wrappers alone trace no POSIX call) is timed beside the traced probe and writes
     its trace where the environment says; a list with a missing library is refused."""
     import json
 

@@ -18,8 +18,8 @@
 #define IOLOOM_LIKELY(x) __builtin_expect(!!(x), 1)
 #define IOLOOM_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
-/* The next definition of `name` in lookup order after the calling library; NULL if there is none.
- * Never returns our own definition. */
+/* The next definition of `name` in lookup order after the calling library; libc's own when nothing comes after
+ * it (the calling library was loaded after libc); NULL if neither has one. Never returns our own definition. */
 void *ioloom_next_symbol(const char *name);
 
 /* `IOLOOM_NEXT(pwrite)(fd, buf, n, off)`: the cached next pwrite. The cache is a static per call site,

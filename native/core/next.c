@@ -1,14 +1,18 @@
 /* Resolving the next definition of an intercepted symbol, and the per-thread reentrancy guard. */
 #include <dlfcn.h>
+#include <gnu/lib-names.h>
 
 #include "ioloom_core.h"
 
 __thread int ioloom_busy;
 
-/* The object (library or program) that holds the code at `address`; NULL if none does. */
-static void *object_of(const void *address) {
-    Dl_info info;
-    return dladdr(address, &info) ? info.dli_fbase : NULL;
+/* The C library's definition of `name` (NULL if it has none), found in libc itself: it is loaded before any
+ * program runs, and RTLD_NOLOAD never loads it again. */
+static void *libc_symbol(const char *name) {
+    void *libc = dlopen(LIBC_SO, RTLD_LAZY | RTLD_NOLOAD);
+    void *sym = libc ? dlsym(libc, name) : NULL;
+    if (libc) dlclose(libc);
+    return sym;
 }
 
 void *ioloom_next_symbol(const char *name) {
@@ -17,12 +21,10 @@ void *ioloom_next_symbol(const char *name) {
      * allocate; the guard keeps any I/O it does from being recorded. */
     ioloom_busy++;
     void *sym = dlsym(RTLD_NEXT, name);
-    if (!sym) {
-        /* Nothing after us: we were loaded after the definition the program uses (a library that needs ours
-         * preloaded alone, so ours comes after libc). That definition is the first one; never our own. */
-        sym = dlsym(RTLD_DEFAULT, name);
-        if (sym && object_of(sym) == object_of((const void *)ioloom_next_symbol)) sym = NULL;
-    }
+    /* Nothing after us: we were loaded after libc (a library that needs ours preloaded alone brings ours in
+     * after it). The C library's own definition, never a library loaded before us, which may be a tool whose
+     * next definition is ours (a loop), nor a program's PLT entry. */
+    if (!sym) sym = libc_symbol(name);
     ioloom_busy--;
     return sym;
 }
