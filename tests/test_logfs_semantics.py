@@ -133,6 +133,8 @@ print("chmod under fstat", oct(os.fstat(fd).st_mode & 0o7777))
 os.symlink("f", "link")
 os.lchown("link", 8, 9)
 print("lchown", os.lstat("link").st_uid, os.stat("link").st_uid, os.stat("f").st_uid)
+import ctypes   # fchownat(AT_FDCWD, "", -1, -1, AT_EMPTY_PATH): the working directory itself
+print("empty path", ctypes.CDLL(None).fchownat(-100, b"", -1, -1, 0x1000))
 PY
 chmod 600 f
 dd if=/dev/zero of=big bs=64k count=16 status=none && stat -c 'big %s %b' big
@@ -160,7 +162,7 @@ def test_times_modes_and_stat_fields(tmp_path):
                  "cp 2 12 644", "mode 600 -rw-------",
                  "chown 1234 5678 600", "cp owner 1234 5678", "chown 0o6755 0o755 1234", "chown 0o2745 0o2745 0",
                  "chown 0o4700 0o700 7", "fchown 0o755 42 43", "chmod under fstat 0o640", "lchown 8 42 42",
-                 "big 1048576 2048", "sparse 1073741824 0", "ino same",
+                 "empty path 0", "big 1048576 2048", "sparse 1073741824 0", "ino same",
                  "fstat True"):
         assert line in layer_out.splitlines(), line  # the plain file's answers, which the layer gave too
 
@@ -206,6 +208,7 @@ def test_rsync_into_a_mount_twice_as_into_a_plain_directory(tmp_path):
             (plain / "t" / name).read_bytes(), name
     assert (mnt / "t" / "l").is_symlink() and os.readlink(mnt / "t" / "l") == "g"
 
+
 ACCESS = r"""
 set -e
 for mode in 644 755 600 000 111; do
@@ -245,6 +248,7 @@ def test_new_files_take_the_umask_as_on_a_plain_directory(tmp_path):
     _, _, plain_out, layer_out = under_layer_and_plain(tmp_path, UMASKS)
     assert layer_out == plain_out
     assert "a077 600" in layer_out and "b000 640" in layer_out
+
 
 CREATE_IN_MISSING_DIR = r"""
 import os, sys

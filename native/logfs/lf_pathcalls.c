@@ -303,7 +303,8 @@ static int container_chown(const char *dir, uid_t uid, gid_t gid, mode_t *mode) 
 }
 
 EXPORT int fchownat(int dirfd, const char *path, uid_t uid, gid_t gid, int flags) {
-    if ((flags & AT_EMPTY_PATH) && !*path) return fchown(dirfd, uid, gid);
+    if ((flags & AT_EMPTY_PATH) && !*path) /* the descriptor itself; AT_FDCWD, the working directory */
+        return lf_fd(dirfd) ? fchown(dirfd, uid, gid) : IOLOOM_NEXT(fchownat)(dirfd, path, uid, gid, flags);
     struct lf_place place;
     const char *real;
     mode_t mode;
