@@ -9,7 +9,7 @@ import subprocess
 from ioloom import open_trace, paths
 from ioloom.replay import run as replay_run
 from ioloom.replay import script
-from ioloom.replay.compare import differences, footprint
+from ioloom.replay.compare import differences, footprint, script_sequences
 
 DEMO = paths.DEMO_SOURCE
 PROGRAMS = paths.REPO_ROOT / "tests" / "programs"
@@ -147,3 +147,13 @@ def test_bad_input(ioloom_cli, tmp_path):
     done = subprocess.run([paths.native_bin("ioloom-replay"), script], capture_output=True, text=True)
     assert done.returncode == 2
     assert "line 3: a call this replayer does not make (see --list-ops)" in done.stderr
+
+
+def test_processes_sharing_a_rank_are_both_compared():
+    """A child that inherits its rank's environment is a second "rank 0": it used to replace the first in the
+    comparison, so one process's calls were never checked. The second is compared by its calls instead."""
+    manifest = {"processes": [{"label": "rank 0", "script": "parent"}, {"label": "rank 0", "script": "child"}]}
+    scripts = {"parent": "file 0 out/a\ncall pwrite - - 0 0 10 - 10\n",
+               "child": "file 0 out/b\ncall pwrite - - 0 4096 20 - 20\n"}
+    assert script_sequences(manifest, scripts) == {"rank 0": [("pwrite", "out/a", 0, 10, 10)],
+                                                   "process 1": [("pwrite", "out/b", 4096, 20, 20)]}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from collections.abc import Container
 from dataclasses import dataclass, field
 
 from ioloom.predict.source import OPENS
@@ -34,21 +35,23 @@ def key(op: str, path: str, offset: int, req: int, ret: int) -> Key:
     return (op, path, offset, req, int(ret >= 0) if op in OPENS else ret)
 
 
-def _label(stream, index: int) -> str:
-    return f"rank {stream.rank}" if stream.rank >= 0 else f"process {index}"
+def _label(rank_label: str, index: int, taken: Container[str]) -> str:
+    """A process's label in the comparison: "rank N" when it is a rank whose label no process before it took (a
+    child can inherit its rank's environment), else its place: "process INDEX", paired by its calls."""
+    return rank_label if rank_label.startswith("rank ") and rank_label not in taken else f"process {index}"
 
 
 def sequences(trace, files: dict[int, str]) -> tuple[dict[str, list[Key]], Counter]:
     """Per process the calls a replay makes (script.process_calls), in order, files relative to the deepest
     directory holding them; and the calls left out, by name. Processes without such calls are not listed."""
-    processes = [(s, script.process_calls(s, files, script.replayed_calls())) for s in script.ordered_streams(trace)]
-    root = root_of(sorted({files[c.file_id] for _, p in processes for c in p.calls}))
-    out = {}
-    for index, (stream, process) in enumerate(processes):
+    processes = [script.process_calls(s, files, script.replayed_calls()) for s in script.ordered_streams(trace)]
+    root = root_of(sorted({files[c.file_id] for p in processes for c in p.calls}))
+    out: dict[str, list[Key]] = {}
+    for index, process in enumerate(processes):
         if process.calls:
-            out[_label(stream, index)] = [key(c.op, os.path.relpath(files[c.file_id], root), c.offset, c.req, c.ret)
-                                          for c in process.calls]
-    return out, sum((p.left_out for _, p in processes), Counter())
+            out[_label(process.label, index, out)] = [
+                key(c.op, os.path.relpath(files[c.file_id], root), c.offset, c.req, c.ret) for c in process.calls]
+    return out, sum((p.left_out for p in processes), Counter())
 
 
 def footprint(trace) -> Footprint:
@@ -82,7 +85,7 @@ def footprint(trace) -> Footprint:
 def script_sequences(manifest: dict, scripts: dict[str, str]) -> dict[str, list[Key]]:
     """The calls per process a replay's scripts make (docs/replay.md, "Script"), as footprint's sequences: what a
     bench configuration holds a replay to without the original trace."""
-    out = {}
+    out: dict[str, list[Key]] = {}
     for index, process in enumerate(manifest["processes"]):
         paths, calls = {}, []
         for line in scripts[process["script"]].splitlines():
@@ -93,8 +96,7 @@ def script_sequences(manifest: dict, scripts: dict[str, str]) -> dict[str, list[
                 op, _, _, file_index, offset, req, _, ret = word[1:9]
                 calls.append(key(op, paths[file_index], int(offset), int(req), int(ret)))
         if calls:
-            label = process["label"] if process["label"].startswith("rank ") else f"process {index}"
-            out[label] = calls
+            out[_label(process["label"], index, out)] = calls
     return out
 
 
