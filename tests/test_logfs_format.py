@@ -28,6 +28,7 @@ def tool(*args, env=None) -> str:
     assert out.returncode == 0, out.stderr
     return out.stdout
 
+
 RUNTIME_NAMES = json.loads((VECTORS / "runtime-names.json").read_text())
 CREATE = """
 import os, sys
@@ -128,7 +129,6 @@ def test_million_strided_writes_keep_tiny_journals(tmp_path):
     assert opened["size"] == 16_000_000 and opened["last_byte_ok"]
 
 
-
 def test_million_strided_writes_through_the_layer_keep_tiny_journals(tmp_path):
     """Issue 15's journal goal through the preloaded layer: 2 ranks at once (two processes, as MPI ranks), each
     making 10^6 pwrite calls of 8 bytes strided over one file (tests/programs/logfs_strided_pwrite.c), keep their
@@ -146,6 +146,7 @@ def test_million_strided_writes_through_the_layer_keep_tiny_journals(tmp_path):
     assert (tmp_path / "plain").stat().st_size == ranks * count * size
     for r in range(ranks):
         assert journals_bytes(tmp_path / "c", f"r{r}") <= 4096
+
 
 FAST_WRITER = r"""
 import os, sys
@@ -174,6 +175,7 @@ def test_journals_cost_at_most_1_percent_of_the_data(tmp_path, block, ranks):
     assert Container.open(tmp_path / "c").read() == (tmp_path / "plain").read_bytes()
     for r in range(ranks):
         assert journals_bytes(tmp_path / "c", f"r{r}") <= block * count / 100
+
 
 WRITER = r"""
 import os, sys

@@ -468,6 +468,7 @@ def test_mpi_wrappers_preloaded_alone_run_the_program(mpi, tmp_path):
     events = open_trace(trace_dir).events().to_pandas().astype({"op": str, "layer": str})
     assert {"MPI_File_write_at", "MPI_File_write_at_all"} <= set(events.op[events.layer == "mpiio"])
 
+
 MPI4PY_PYTHON = "/usr/bin/python3"  # Debian's python3-mpi4py (scripts/install-deps.sh), built against Open MPI
 
 

@@ -80,7 +80,6 @@ def test_tracked_offsets_equal_logfs_answers(tmp_path):
     assert compare(tmp_path / "trace", data, prefix) > 300
 
 
-
 def test_sequential_reads_and_writes_ask_the_kernel_nothing(tmp_path):
     """dd writing then reading a file of its own, 2000 blocks each: the tracer asks lseek (which a tool
     preloaded after it would see) not once per call but not at all, and the offsets are still exact."""

@@ -92,7 +92,6 @@ def _root(version: bool = typer.Option(False, "--version", callback=_print_versi
     pass
 
 
-
 def main(argv: list[str] | None = None) -> None:
     """Run the command line (argv: the arguments after `ioloom`, default sys.argv)."""
     try:

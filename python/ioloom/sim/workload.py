@@ -502,7 +502,6 @@ def from_trace(platform: Platform, path, ranks_per_node: int | None = None, plac
                     recorded=recorded, calls=events["op"].to_numpy()[order], paths=[paths[f] for f in files])
 
 
-
 # A job-mix file's keys per [[job]] table: (required, type, meaning). docs/sim.md, "Job mix".
 JOB_KEYS: dict[str, tuple[bool, type, str]] = {
     "name": (False, str, "the job's name in the output (default: job N)"),

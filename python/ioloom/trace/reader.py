@@ -293,6 +293,8 @@ def _start_then_row(start: np.ndarray, row: np.ndarray) -> np.ndarray | None:
     if (later | ((start[1:] == start[:-1]) & (row[1:] > row[:-1]))).all():
         return None
     return np.lexsort((row, start))
+
+
 BY_VALUE = {*DIRECT, "ret_bytes", "offset"}  # columns decoded value by value (or summed within a chunk)
 SAME_FOR_ALL = {"rank", "pid"}
 
