@@ -50,12 +50,12 @@ static void refresh_mode(lf_file *f) {
 static int fstat_open(int fd, struct lf_ofd *o, struct stat *st) {
     int64_t size = lf_size(o->file);
     if (size < 0 || IOLOOM_NEXT(fstat)(fd, st)) return -1;
-    if (!o->file->file_id) refresh_mode(o->file);
     if (o->file->file_id) { /* as lf_stat_packed: stat and fstat agree (cp checks) */
         st->st_ino ^= (ino_t)o->file->file_id << 20;
         st->st_mode = S_IFREG | o->file->meta.mode, st->st_size = size, st->st_nlink = 1;
         st->st_blocks = (size + 511) / 512;
     } else {
+        refresh_mode(o->file);
         lf_stat_fill(o->file, size, st);
     }
     return 0;
