@@ -276,16 +276,28 @@ def _events_chunk(tid: int, rows: np.ndarray) -> bytes:
     return struct.pack("<III", EVENTS, len(payload), 0) + payload
 
 
+def _read_structure(c: _Cursor) -> tuple[tuple[int, int, int, int], list[list[int]], list[tuple[int, int]],
+                                          list[list[int]]]:
+    """A FOLDED payload's structure: its header, shapes, tokens and rules; the cursor left at the time columns."""
+    header = _read_header(c)
+    n = header[1]
+    shapes = _read_shapes(c, n)
+    tokens = _read_tokens(c, n, len(shapes))
+    return header, shapes, tokens, _read_rules(c, len(tokens))
+
+
+def _read_rows(c: _Cursor) -> tuple[tuple[int, int, int, int], list[list[int]], list[int], list[int], list[int]]:
+    """A FOLDED payload's header, shapes, each row's shape and its two time columns (gaps, durations) as stored."""
+    header, shapes, tokens, rules = _read_structure(c)
+    n = header[1]
+    row_shape = _expand(c, rules, tokens, n)
+    return header, shapes, row_shape, _read_values(c, n), _read_values(c, n)
+
+
 def unfold_python(payload: bytes) -> bytes:
     """unfold() without the native library."""
     c = _Cursor(payload, 1)
-    tid, n, quantum, t_base = _read_header(c)
-    shapes = _read_shapes(c, n)
-    tokens = _read_tokens(c, n, len(shapes))
-    rules = _read_rules(c, len(tokens))
-    row_shape = _expand(c, rules, tokens, n)
-    gaps = _read_values(c, n)
-    durations = _read_values(c, n)
+    (tid, _, quantum, t_base), shapes, row_shape, gaps, durations = _read_rows(c)
     c.problem = 6
     c.check(c.pos == len(payload))
     rows = _rows(shapes, row_shape, gaps, durations, quantum, t_base)
@@ -295,19 +307,12 @@ def unfold_python(payload: bytes) -> bytes:
 def parts(payload: bytes) -> tuple[int, int]:
     """The bytes of a FOLDED payload's structure (header, shapes, tokens, rules) and of its two time columns."""
     c = _Cursor(payload, 1)
-    _, n, _, _ = _read_header(c)
-    shapes = _read_shapes(c, n)
-    _read_rules(c, len(_read_tokens(c, n, len(shapes))))
+    _read_structure(c)
     return c.pos, len(payload) - c.pos
 
 
 def time_residuals(payload: bytes) -> tuple[list[int], list[int]]:
     """A FOLDED payload's two time columns as stored: each row's gap and duration (in quanta) less those of the
     previous row of its shape."""
-    c = _Cursor(payload, 1)
-    _, n, _, _ = _read_header(c)
-    shapes = _read_shapes(c, n)
-    tokens = _read_tokens(c, n, len(shapes))
-    _expand(c, _read_rules(c, len(tokens)), tokens, n)
-    return _read_values(c, n), _read_values(c, n)
-
+    *_, gaps, durations = _read_rows(_Cursor(payload, 1))
+    return gaps, durations
