@@ -227,8 +227,7 @@ def compare(impl: str | None, nranks: int, base: list[str], reps: int, directory
     assert from_device or not reads_only  # kept files read again without an eviction would come from memory
     same_path = same_path_n1(base)
     configs = configurations(base, goal_only)
-    ops = ("read",) if reads_only else ("write", "read")
-    runs: dict[str, dict[str, list[float]]] = {c: {op: [] for op in ops} for c in configs}
+    runs: dict[str, dict[str, list[float]]] = {c: {op: [] for op in phase_ops(phase)} for c in configs}
     evictions = []
     orders, first = [round_order(configs, rep) for rep in range(reps)], lead_in(configs)
     with tempfile.TemporaryDirectory(dir=directory, prefix="ioloom-bench-logfs-") as tmp:
@@ -452,7 +451,7 @@ def _table(result: dict) -> Table:
                    "outside-roots cost (goal<=2%)"):
         table.add_column(column, justify="right", no_wrap=True)
     for row in result["rows"]:
-        for op in _ops(result):
+        for op in phase_ops(result["phase"]):
             bw = row["bandwidth"]
             shape = f"{row['shape']}: {row['block']}/{row['transfer']} x {row['segments']}"
             table.add_row(shape, str(row["ranks"]), op,
@@ -471,15 +470,15 @@ def _verdict(goal: dict) -> str:
     return f"[{goal['low']:.2f}, {goal['high']:.2f}]{short} {goal['verdict']}"
 
 
-def _ops(result: dict) -> tuple[str, ...]:
-    """The ops the rounds timed: write and read, or (--phase read) read."""
-    return ("read",) if result["phase"] == "read" else ("write", "read")
+def phase_ops(phase: str) -> tuple[str, ...]:
+    """The ops a round of `phase` (PHASES) times: write and read, or (--phase read) read."""
+    return ("read",) if phase == "read" else ("write", "read")
 
 
 def _goal_count(result: dict) -> str:
     """One line: in how many cells E's goal is met, missed and not resolved (goal_verdict), writes and reads apart."""
     parts = []
-    for op in _ops(result):
+    for op in phase_ops(result["phase"]):
         verdicts = [row[f"E_{op}_goal"]["verdict"] for row in result["rows"]]
         parts.append(f"{op}s met in {verdicts.count('met')}, missed in {verdicts.count('missed')}, not resolved in "
                      f"{verdicts.count('not resolved')} of {len(verdicts)}")

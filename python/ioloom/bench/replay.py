@@ -93,8 +93,8 @@ def replay_command(config: Path = typer.Argument(..., help="A replay configurati
         typer.echo("check: " + (MATCHES if not lines else f"{len(lines)} differences"))
         for line in lines:
             typer.echo(f"  {line}")
-        if not_reproduced(original):
-            typer.echo(f"  {not_reproduced(original)}")
+        if missing := not_reproduced(original):
+            typer.echo(f"  {missing}")
         if lines:
             raise typer.Exit(1)
     _timed(where, manifest, scripts, gaps, rounds)

@@ -89,8 +89,8 @@ def _compare(original: Path, replay: Path) -> None:
                (MATCHES if not lines else f"{len(lines)} differences"))
     for line in lines:
         typer.echo(f"  {line}")
-    if not_reproduced(a):
-        typer.echo(f"  {not_reproduced(a)}")
+    if missing := not_reproduced(a):
+        typer.echo(f"  {missing}")
     if lines:
         raise typer.Exit(1)
 
