@@ -56,6 +56,22 @@ def test_mpiio_layer_cost_is_against_direct_n1_with_each_ranks_own_io(tmp_path):
 
 
 @pytest.mark.mpi
+def test_each_launch_gives_its_slowest_ranks_open_data_and_close(tmp_path):
+    """Beside the bandwidths, each configuration's open, data calls and close (the slowest rank's, per launch): what
+    MPI's collective open and close of the shared file took, apart from the reads and writes. Each part lies within
+    the launch's span (the bytes over the effective bandwidth: first open to last close)."""
+    base = ["-a", "mpiio", "-c", "-b", "64k", "-t", "16k", "-s", "4", "-w", "-r"]
+    row = logfs.compare(None, 2, base, 2, tmp_path, goal_only=True)
+    for config, ops in row["bandwidth"].items():
+        for op, bw in ops.items():
+            parts = row["parts"][config][op]
+            assert set(parts) == set(logfs.PARTS)
+            for rnd, bandwidth in enumerate(bw["rounds"]):
+                span = 2 * 4 * 64 * 1024 / bandwidth
+                assert all(0 < parts[part]["rounds"][rnd] <= span * 1.001 for part in logfs.PARTS)
+
+
+@pytest.mark.mpi
 def test_goal_only_runs_logfs_and_the_two_baselines_of_its_goal(ioloom_cli, disk_tmp_path):
     """--goal-only (a campaign sized for a quiet window) runs logfs N-1, direct N-N and direct N-1 the same path,
     and no other configuration or figure; E and the layer's own cost are the same per-round ratios."""
@@ -151,6 +167,7 @@ def test_phase_read_writes_each_configuration_once_and_reads_it_every_round(iolo
     out = ioloom_cli("bench", "logfs", "--goal-only", "--phase", "read", "--quick", "--reps", "1", "--ranks", "1",
                      "--shape", "aligned", "-b", "64k", "-t", "16k", "-s", "2", "--dir", disk_tmp_path)
     assert "reads only, of files each configuration wrote once per row" in out.stdout
+    assert "Where a launch's time went: open / data calls / close" in " ".join(out.stdout.split())
     assert "reads met in 0, missed in 0, not resolved in 1 of 1" in out.stdout and "writes met" not in out.stdout
     assert "written once per row, before its rounds" in " ".join(out.stdout.split())
     refused = ioloom_cli("bench", "logfs", "--phase", "read", "--read-from", "cache", "--dir", disk_tmp_path,

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -78,6 +79,9 @@ READS = {"cache": 5, "device": 1}
 # What each round runs (--phase): every configuration writes and reads, or (read) reads only, the files each
 # configuration wrote once at the start of the row (kept), from the device after an eviction.
 PHASES = ("both", "read")
+# What ioloom-bench times apart in a phase, per rank (docs/bench.md, "Timing and figures"): the open, the data calls
+# and the close (an MPI-IO phase's MPI_File_open, its read or write calls, MPI_File_close).
+PARTS = ("open", "data", "close")
 MAX_LOAD = 64  # --load's largest count of competitor processes
 # The orders of the rounds of three configurations (--goal-only), in turn, as indices into configurations(): the six
 # orders arranged so that, the row led in by an unmeasured run of the sixth order's last configuration (lead_in()),
@@ -114,11 +118,11 @@ def _launch(config: str, base: list[str], work: Path) -> tuple[list[str], dict[s
 
 
 def _run_config(config: str, impl: str | None, nranks: int, base: list[str], work: Path,
-                from_device: bool = False, written: bool = False) -> tuple[dict, dict | None]:
+                from_device: bool = False, written: bool = False) -> tuple[dict, dict | None, dict]:
     """One ioloom-bench run of a configuration, in one launch, or (from_device) the write and the read in two with
     every file under `work` evicted from the page cache in between, or (written: its files were written and kept
     before, _write_kept) the read alone after that eviction; returns ({op: effective bandwidth (B/s)}, the
-    eviction's record or None)."""
+    eviction's record or None, {op: slowest_parts()})."""
     argv, env = _launch(config, base, work)
     if written:
         evicted = evict_page_cache([work])
@@ -129,7 +133,15 @@ def _run_config(config: str, impl: str | None, nranks: int, base: list[str], wor
     else:
         result, evicted = run_bench(impl, nranks, argv, env=env), None
     bandwidths = {op: summary(result, op)["effective_bw"]["median"] for op in ("write", "read") if op in phases(result)}
-    return bandwidths, evicted
+    return bandwidths, evicted, {op: slowest_parts(result, op) for op in bandwidths}
+
+
+def slowest_parts(result: dict, op: str) -> dict[str, float]:
+    """The slowest rank's time (s) in each of PARTS in the launch's `op` phases, the median over those phases (one
+    from the device): what the open, the data calls and the close took, to tell MPI's collective open and close of
+    a shared file (the N-N files open on MPI_COMM_SELF) from the reads (docs/bench.md, "The twelfth pass")."""
+    ops = [p for p in result["phases"] if p["op"] == op]
+    return {part: statistics.median(max(r[part] for r in p["ranks"]) for p in ops) for part in PARTS}
 
 
 def _write_kept(config: str, impl: str | None, nranks: int, base: list[str], work: Path) -> float:
@@ -222,12 +234,14 @@ def compare(impl: str | None, nranks: int, base: list[str], reps: int, directory
     measured); bandwidths and the per-round ratios as spread() (median, min, max, every round), each round's order;
     from_device: each read after an eviction (_run_config), the evictions summed (_evictions); phase "read": every
     configuration's files written once before the lead-in (_write_kept; their bandwidths under "written_once"),
-    then every round reads them alone, from the device."""
+    then every round reads them alone, from the device; "parts": each launch's slowest_parts() as spread()."""
     reads_only = phase == "read"
     assert from_device or not reads_only  # kept files read again without an eviction would come from memory
     same_path = same_path_n1(base)
     configs = configurations(base, goal_only)
     runs: dict[str, dict[str, list[float]]] = {c: {op: [] for op in phase_ops(phase)} for c in configs}
+    parts: dict[str, dict[str, dict[str, list[float]]]] = {
+        c: {op: {part: [] for part in PARTS} for op in phase_ops(phase)} for c in configs}
     evictions = []
     orders, first = [round_order(configs, rep) for rep in range(reps)], lead_in(configs)
     with tempfile.TemporaryDirectory(dir=directory, prefix="ioloom-bench-logfs-") as tmp:
@@ -239,14 +253,18 @@ def compare(impl: str | None, nranks: int, base: list[str], reps: int, directory
             _run_config(first, impl, nranks, base, work, from_device, reads_only)
         for order in orders:
             for config in order:
-                bandwidths, evicted = _run_config(config, impl, nranks, base, work, from_device, reads_only)
+                bandwidths, evicted, times = _run_config(config, impl, nranks, base, work, from_device, reads_only)
                 for op, bw in bandwidths.items():
                     runs[config][op].append(bw)
+                    for part, seconds in times[op].items():
+                        parts[config][op][part].append(seconds)
                 evictions += [evicted] if evicted else []
     return {"ranks": nranks, "same_path_n1": same_path, "lead_in": first, "orders": orders, "phase": phase,
             "written_once": written,
             "evicted": _evictions(evictions) if from_device else None,
             "bandwidth": {c: {op: spread(v) for op, v in ops.items()} for c, ops in runs.items()},
+            "parts": {c: {op: {part: spread(v) for part, v in by_part.items()} for op, by_part in ops.items()}
+                      for c, ops in parts.items()},
             **_ratios(runs, same_path)}
 
 
@@ -464,6 +482,20 @@ def _table(result: dict) -> Table:
     return table
 
 
+def _parts_table(result: dict) -> Table:
+    """Each configuration's open, data calls and close (PARTS): the slowest rank's, median over the rounds, ms."""
+    table = Table(title="Where a launch's time went: open / data calls / close, ms (the slowest rank's, median over "
+                        "the rounds)")
+    for column in ("shape", "ranks", "op", *(c.replace("_", " ") for c in CONFIGS + (OWN_N1,))):
+        table.add_column(column, justify="right", no_wrap=True)
+    for row in result["rows"]:
+        for op in phase_ops(result["phase"]):
+            cells = [" / ".join(f"{1e3 * row['parts'][c][op][part]['median']:,.1f}" for part in PARTS)
+                     if c in row["parts"] else "" for c in CONFIGS + (OWN_N1,)]
+            table.add_row(row["shape"], str(row["ranks"]), op, *cells)
+    return table
+
+
 def _verdict(goal: dict) -> str:
     """The interval and its verdict; the interval's coverage when it is below 95% (too few rounds for one)."""
     short = f" ({100 * goal['confidence']:.0f}%)" if goal["confidence"] < GOAL_CONFIDENCE else ""
@@ -612,6 +644,7 @@ def _print_goal(console: Console, result: dict) -> None:
     """The table of E and the ratios beside it, where the data lay, and (unless --goal-only) the other figures."""
     console.print(_table(result))
     console.print(_goal_count(result))
+    console.print(_parts_table(result))
     cache = result["page_cache"]
     console.print(f"largest file {cache['largest_file_bytes'] / MIB:,.0f} MiB, memory available "
                   f"{cache['mem_available_bytes'] / MIB:,.0f} MiB: the data "
