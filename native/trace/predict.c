@@ -2,9 +2,11 @@
  * and write on a file gets a context symbol: its operation and its call stack, whose return addresses are made
  * (module, offset) pairs so that two runs of one binary give the same symbols whatever ASLR did. The first frame
  * is the wrapper's own return address (in the frame record ioloom_call_start keeps); IOLOOM_STACKS=N > 1 adds the
- * N - 1 callers above it, read from the program's frame records (unwind.c) where its code keeps them. Each stack
- * the walk meets for the first time is checked once against libc's backtrace() (DWARF unwinding: right without
- * frame pointers, and dearer); where the two differ (code built without frame pointers), backtrace() is used.
+ * N - 1 callers above it, walked by unwind.h (on x86-64 by each frame's DWARF rule, with or without frame
+ * pointers; elsewhere by the frame records code built with frame pointers keeps). Each stack the walk meets for
+ * the first time is checked once against libc's backtrace() (DWARF unwinding, dearer); where the walk cannot
+ * vouch for a stack, or the two differ, backtrace() is used (IOLOOM_STACKS_CHECK=1, for tests: every walked
+ * stack is checked, and the differences counted).
  * With IOLOOM_PREDICT=1, the process model of native/predict (process.h, the Python model's twin) learns the
  * calls as they come, each as its stack symbol and file key, and predicts the next one: its symbol, size, offset
  * and gap; its I/O phases (phase.h) are followed too, and the coordination client of `ioloom run --coord` asks
@@ -61,7 +63,7 @@ enum via { VIA_FRAMES, VIA_BACKTRACE }; /* how a raw stack was read: the frame w
 enum kind { NOT_PREDICTED, READS, WRITES, OPENS, CLOSES, BY_AUX /* a copy or an aio result: aux 0 read, 1 write */ };
 #define SIDE_MAGIC "IOLOOMPR"
 #define SIDE_MAJOR 2
-#define SIDE_MINOR 0
+#define SIDE_MINOR 1
 #define HDR IOLOOM_CHUNK_HEADER_BYTES
 
 struct module {
@@ -84,7 +86,7 @@ struct raw {
 
 static struct side {
     pthread_mutex_t lock;
-    int frames, predict;
+    int frames, predict, check; /* check: IOLOOM_STACKS_CHECK */
     uint64_t cap, memory_mib;
     int fd;
     dev_t dev;
@@ -120,6 +122,7 @@ static struct side {
     double ns_per_tick;
     uint64_t calls, past_symbol_cap;
     uint64_t by_frames, by_backtrace; /* calls whose stack the frame walk gave (a known one), backtrace() gave */
+    uint64_t mismatched;              /* IOLOOM_STACKS_CHECK: walked stacks that backtrace() gave otherwise */
     uint8_t *out;                     /* sealed chunks, then the open CALLS chunk at calls_at (calls_open) */
     size_t out_len, calls_at;
     int calls_open;
@@ -211,7 +214,7 @@ static int walked_stack(const struct ioloom_call *c, uintptr_t *pc, int *direct)
         return 1;
     }
     int skip = own(site) ? OWN_FRAMES : 0, k = 0, kept = 0;
-    int n = ioloom_unwind_frames(c->frame, &side.libc, walked, side.frames + skip);
+    int n = ioloom_unwind_stack(c->frame, &side.libc, walked, side.frames + skip);
     while (k < n && k < skip && own(walked[k])) k++;
     while (k < n && kept < side.frames) pc[kept++] = walked[k++];
     return kept;
@@ -363,6 +366,11 @@ static void write_counts(void) {
     put_info(&p, "grammars_stopped", m ? (uint64_t)(m->stopped + fixed->stopped) : 0);
     put_info(&p, "stacks_walked", side.by_frames);
     put_info(&p, "stacks_backtraced", side.by_backtrace);
+    struct ioloom_unwind_counts rules = ioloom_unwind_counts();
+    put_info(&p, "unwind_rules", rules.rules);
+    put_info(&p, "unwind_rules_slow", rules.rules_slow);
+    put_info(&p, "unwind_rules_past_cap", rules.rules_past_cap);
+    if (side.check) put_info(&p, "stacks_mismatched", side.mismatched);
     chunk_done(SIDE_INFO, p);
 }
 
@@ -423,21 +431,33 @@ static int32_t raw_symbol(enum via via, uint16_t op, const uintptr_t *pc, int n,
  * agree, the walked stack is remembered, and the next call from there costs the walk and a lookup; when they
  * differ (code built without frame pointers), the call takes backtrace()'s stack. side.lock held, released
  * while backtrace() runs. */
+/* backtrace()'s stack for this call in traced (*m frames), asked with side.lock released; 1 if it is the n frames
+ * at pc. side.lock held. */
+static int backtrace_agrees(const uintptr_t *pc, int n, uintptr_t *traced, int *m) {
+    pthread_mutex_unlock(&side.lock);
+    *m = backtraced_stack(traced);
+    pthread_mutex_lock(&side.lock);
+    return *m == n && memcmp(pc, traced, sizeof *pc * (size_t)n) == 0;
+}
+
 static int32_t checked_symbol(uint16_t op, const uintptr_t *pc, int n) {
     uintptr_t traced[MAX_FRAMES];
-    pthread_mutex_unlock(&side.lock);
-    int m = backtraced_stack(traced);
-    pthread_mutex_lock(&side.lock);
+    int m;
+    int agree = backtrace_agrees(pc, n, traced, &m);
     side.by_backtrace++;
-    if (m == n && memcmp(pc, traced, sizeof *pc * (size_t)n) == 0) return raw_symbol(VIA_FRAMES, op, pc, n, 1);
+    if (agree) return raw_symbol(VIA_FRAMES, op, pc, n, 1);
     return raw_symbol(VIA_BACKTRACE, op, traced, m, 1);
 }
 
-/* The call's symbol: its walked stack if known (or `direct`: the site alone, always right), else checked_symbol. */
+/* The call's symbol: its walked stack if known (or `direct`: the site alone, always right), else checked_symbol.
+ * IOLOOM_STACKS_CHECK=1: a known walked stack is compared with backtrace()'s too, and a difference counted. */
 static int32_t call_symbol(uint16_t op, const uintptr_t *pc, int n, int direct) {
     int32_t symbol = n ? raw_symbol(VIA_FRAMES, op, pc, n, direct) : -1;
     if (symbol >= 0) {
+        uintptr_t traced[MAX_FRAMES];
+        int m;
         side.by_frames++;
+        if (side.check && !direct && !backtrace_agrees(pc, n, traced, &m)) side.mismatched++;
         return symbol;
     }
     return checked_symbol(op, pc, n);
@@ -737,7 +757,9 @@ void ioloom_predict_start(void) {
     if (side.frames > 1 || side.coord_code.hi) {         /* the first backtrace() loads libgcc_s: now, not in a call */
         void *warm[2];
         backtrace(warm, 2);
+        ioloom_unwind_start();
     }
+    side.check = ioloom_env_bool("IOLOOM_STACKS_CHECK", 0);
     if (allocate()) return; /* out of memory: no symbols, the events as ever */
     ioloom_predict_on = 1;
     ioloom_fast_floor = INT32_MAX;
@@ -761,7 +783,7 @@ void ioloom_predict_after_fork(void) {
     side.failed = side.calls_open = 0;
     side.out_len = 0;
     side.nsymbols = side.npredicted = 0;
-    side.calls = side.past_symbol_cap = side.by_frames = side.by_backtrace = 0;
+    side.calls = side.past_symbol_cap = side.by_frames = side.by_backtrace = side.mismatched = 0;
     memset(side.raws, 0, RAW_SLOTS * sizeof *side.raws);
     for (int32_t i = 0; i < side.nmodules; i++) side.modules[i].written = 0;
     memset(side.key_written, 0, MAX_KEYS * sizeof *side.key_written); /* the keys keep their ids */

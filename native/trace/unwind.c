@@ -1,10 +1,13 @@
-/* The frame-pointer unwinder (unwind.h). A function built with frame pointers keeps a frame record at its frame
- * pointer: the caller's frame pointer, then its own return address. Following the records from a wrapper's frame
- * gives the call stack in a few loads per frame, where libc's backtrace() unwinds by DWARF tables. Code built
- * without frame pointers leaves anything in that register, so each record is checked before it is read: inside
- * the thread's stack (the mapping of /proc/self/maps that holds the wrapper's frame, read once per thread with raw
- * system calls, no allocation), strictly above the record before it (the chain ends), aligned. Reads never leave
- * that mapping, so a wrong frame pointer gives wrong addresses, never a fault. */
+/* The thread's stack bounds, and the frame-pointer unwinder of architectures other than x86-64 (unwind.h).
+ * Bounds: the mapping of /proc/self/maps that holds the wrapper's frame, read with raw system calls, no
+ * allocation (pthread_getattr_np reads the same file through stdio and malloc for the main thread: neither safe
+ * in a signal handler nor untraced), so a handler on an alternate stack gets that stack's bounds.
+ * The walk (not on x86-64, where unwind_rules.c steps frames by their DWARF rules): a function built with frame
+ * pointers keeps a frame record at its frame pointer: the caller's frame pointer, then its own return address.
+ * Following the records from a wrapper's frame gives the call stack in a few loads per frame. Code built without
+ * frame pointers leaves anything in that register, so each record is checked before it is read: inside the
+ * thread's stack, strictly above the record before it (the chain ends), aligned. Reads never leave that mapping,
+ * so a wrong frame pointer gives wrong addresses, never a fault. */
 #include <fcntl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -78,16 +81,24 @@ static int scan_stack(uintptr_t addr) {
     return found;
 }
 
-/* ---- the walk ---- */
+int ioloom_stack_span_of(uintptr_t addr, struct ioloom_stack_span *span) {
+    if (!(addr >= stack.lo && addr < stack.hi) && !scan_stack(addr)) return 0;
+    *span = (struct ioloom_stack_span){stack.lo, stack.hi};
+    return 1;
+}
+
+/* ---- the frame-pointer walk ---- */
+#ifndef __x86_64__
 
 /* A frame record at fp can be read whole: in the stack and aligned. */
 static int readable(uintptr_t fp) {
     return fp >= stack.lo && fp < stack.hi && stack.hi - fp >= RECORD && fp % RECORD_ALIGN == 0;
 }
 
-int ioloom_unwind_frames(const void *frame, const struct ioloom_code_range *last, uintptr_t *pc, int max) {
+int ioloom_unwind_stack(const void *frame, const struct ioloom_code_range *last, uintptr_t *pc, int max) {
     uintptr_t fp = (uintptr_t)frame;
-    if (!readable(fp) && !(scan_stack(fp) && readable(fp))) return 0;
+    struct ioloom_stack_span span;
+    if (!ioloom_stack_span_of(fp, &span) || !readable(fp)) return 0;
     int n = 0;
     for (;;) {
         const uintptr_t *record = (const uintptr_t *)fp;
@@ -100,3 +111,8 @@ int ioloom_unwind_frames(const void *frame, const struct ioloom_code_range *last
     }
     return n;
 }
+
+void ioloom_unwind_start(void) {}
+
+struct ioloom_unwind_counts ioloom_unwind_counts(void) { return (struct ioloom_unwind_counts){0, 0, 0}; }
+#endif
