@@ -6,9 +6,9 @@ Two figures per setting, each against the traced run without symbols:
   cancels start-up and exit) on ioloom-predict-loop, a loop of 13 calls of 11 to 13 stack symbols per step;
 - CPU ns added per call (median, min and max over interleaved rounds) on `bench overhead`'s probe for pwrite,
   fwrite (one call site: one symbol, the grammar's cheapest case, one run) and open+close (two symbols in turn).
-Stacks deeper than one frame are measured on both programs built as they are (without frame pointers: the tracer
-falls back to backtrace()) and built with frame pointers (-fno-omit-frame-pointer: the tracer walks the frame
-records), each against its own build traced alone.
+Stacks deeper than one frame are measured on both programs built as they are (without frame pointers) and built
+with frame pointers (-fno-omit-frame-pointer), each against its own build traced alone: on x86-64 the tracer walks
+both by DWARF rules, elsewhere it walks the frame records of the second and falls back to backtrace() on the first.
 """
 from __future__ import annotations
 
