@@ -449,3 +449,87 @@ def test_write_behind_failing_leaves_writes_and_errno_alone(tmp_path, logfs_shim
         calls[name] = int(dict(item.split("=") for item in line.split("logfs:", 1)[1].split())["sync_file_range"])
         assert Container.open(mnt / name).read() == (tmp_path / "plain").read_bytes()
     assert calls == {"ENOSYS": 1, "EIO": (writes * 65536 - 1) // chunk}, calls
+
+
+# Run as nobody (group nogroup, also in group users) in a directory of its own: `sg` is root's set-group-ID
+# directory (files made in it are in group root, which nobody is not in), `rootf` a file of root's (mode 0666).
+NOT_ROOT = r"""
+set -e
+show() { stat -c "$1 %a %U %G" "$2"; }
+printf x > f
+chmod 4755 f && printf y >> f && show write-suid f
+chmod 6755 f && printf y >> f && show write-sgid-gx f
+chmod 2745 f && printf y >> f && show write-sgid-in-group f
+chmod 6755 f && truncate -s 2 f && show truncate f
+chmod 4755 f && : > f && show open-trunc f
+chmod 4755 f && python3 -c "import os; os.write(os.open('f', os.O_WRONLY), b'')" && show empty-write f
+python3 - <<'PY'
+import os
+fd = os.open("f", os.O_WRONLY)
+os.chmod("f", 0o6755)   # by path, after the open: the write still drops the bits
+os.write(fd, b"z")
+print("chmod after open", oct(os.fstat(fd).st_mode & 0o7777))
+os.fchmod(fd, 0o4755)
+os.ftruncate(fd, 1)
+print("fchmod ftruncate", oct(os.stat("f").st_mode & 0o7777))
+PY
+chmod 6755 f && chgrp users f && show chgrp-gx f
+chmod 2745 f && chgrp nogroup f && show chgrp-in-group f
+chown root f 2>&1 || echo refused
+chgrp root f 2>&1 || echo refused
+chmod 2755 f && show chmod-sgid-own-group f
+printf x > sg/h && show created-in-sg sg/h
+chmod 2755 sg/h && show chmod-sgid-other-group sg/h
+chmod 4755 sg/h && chown nobody sg/h && show chown-same-owner sg/h
+python3 -c "import os; os.close(os.open('sg/n', os.O_CREAT | os.O_WRONLY, 0o2775))" && show create-sgid sg/n
+python3 -c "import os; os.close(os.open('n2', os.O_CREAT | os.O_WRONLY, 0o2775))" && show create-sgid-own n2
+chmod 600 rootf 2>&1 || echo refused
+chown nobody rootf 2>&1 || echo refused
+"""
+
+# Root's file whose mode lets nobody write it: the layer cannot, the container's directory being root's alone.
+OTHER_USERS_FILE = "printf more >> rootf; echo $?; cat rootf; echo"   # not ending with an exec: bash's counts print
+
+
+def test_set_id_bits_and_owners_as_the_kernel_treats_a_user_without_privileges():
+    """The kernel drops a file's set-user-ID bit, and its set-group-ID bit when group-executable, at a write, truncate
+    or open with O_TRUNC by a process without CAP_FSETID (not at an empty write); at a chown also the set-group-ID bit
+    of a file outside the caller's groups, at a chmod the set-group-ID bit it asks for on such a file, and at a create
+    in a set-group-ID directory of another group the set-group-ID bit of a group-executable mode; chown to another
+    user, chgrp to a group the caller is not in, and a chmod or chown of another user's file fail with EPERM. Run as
+    nobody (CI runs as root): the same script in a plain directory is the oracle. Today's main kept 4755 after nobody's
+    writes, and the set-group-ID bits of these chmods and creates. Another user's file that nobody may write is refused
+    (EACCES, counted): the layer cannot create nobody's log in root's container directory."""
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("runs a part as nobody: needs root and setpriv")
+    with tempfile.TemporaryDirectory(dir="/tmp") as scratch:   # tmp_path's parents are root's alone (0700)
+        os.chmod(scratch, 0o755)
+        outs = []
+        for name, env in (("plain", {}), ("mnt", preload.env({Path(scratch) / "mnt": []}))):
+            d = Path(scratch) / name
+            (d / "sg").mkdir(parents=True)
+            env = {**os.environ, **env, "LC_ALL": "C"}
+            subprocess.run(["bash", "-c", "printf r > rootf && chmod 666 rootf"], cwd=d, env=env, check=True)
+            os.chown(d, 65534, 65534)
+            os.chmod(d / "sg", 0o2777)
+            as_nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--groups=65534,100", "--inh-caps=-all", "bash",
+                         "-c"]
+            out = subprocess.run([*as_nobody, NOT_ROOT], cwd=d, env=env, capture_output=True, text=True, timeout=60)
+            assert out.returncode == 0, (name, out.stderr)
+            other = subprocess.run([*as_nobody, OTHER_USERS_FILE], cwd=d, env=env, capture_output=True, text=True,
+                                   timeout=60)
+            outs.append((out.stdout, other.stdout, other.stderr))
+        assert outs[1][0] == outs[0][0]
+    assert outs[0][1:] == ("0\nrmore\n", "")
+    assert outs[1][1] == "1\nr\n" and "write error: Permission denied" in outs[1][2]
+    assert "1 other call(s) on containers could not be served" in outs[1][2]
+    for line in ("write-suid 755 nobody nogroup", "write-sgid-gx 755 nobody nogroup",
+                 "write-sgid-in-group 2745 nobody nogroup", "truncate 755 nobody nogroup",
+                 "open-trunc 755 nobody nogroup", "empty-write 4755 nobody nogroup", "chmod after open 0o755",
+                 "fchmod ftruncate 0o755",
+                 "chgrp-gx 755 nobody users", "chgrp-in-group 2745 nobody nogroup",
+                 "chmod-sgid-own-group 2755 nobody nogroup", "created-in-sg 644 nobody root",
+                 "chmod-sgid-other-group 755 nobody root", "chown-same-owner 755 nobody root",
+                 "create-sgid 755 nobody root", "create-sgid-own 2755 nobody nogroup"):
+        assert line in outs[0][0].splitlines(), (line, outs[0][0])
+

@@ -54,6 +54,7 @@ static lf_file *new_handle(const char *dir, uint32_t file_id, int flags, mode_t 
     f->index_traced_id = f->records_traced_id = LF_UNTRACED;
     f->map_stale = f->others_stale = 1;
     f->created = created;
+    f->mode_changes = __atomic_load_n(&lf_mode_changes, __ATOMIC_ACQUIRE); /* before its metadata is read */
     lf_writer_init(f);
     /* The metadata this handle just wrote is not read back, unless it names extra backends (reading checks and
      * resolves their directories as every later opener will). */
@@ -61,9 +62,30 @@ static lf_file *new_handle(const char *dir, uint32_t file_id, int flags, mode_t 
     return f;
 }
 
-/* Opened with O_TRUNC for writing: a truncate to 0 logged when the file holds bytes; -1 if logging it failed. */
+/* Before a write, truncate or open with O_TRUNC: the set-user-ID bit, and the set-group-ID bit where the kernel
+ * would, dropped from the logical mode when the caller may not keep them (lf_mode_after_write), as the kernel drops
+ * them from a plain file (file_remove_privs). The mode is the handle's, read again when this process changed a mode
+ * since: a chmod by another process after the open is not seen (docs/logfs-format.md). Packed files have their
+ * pack's mode, which no chmod sets. */
+static int drop_privs(lf_file *f) {
+    if (f->file_id) return 0;
+    if (f->mode_changes != __atomic_load_n(&lf_mode_changes, __ATOMIC_ACQUIRE)) lf_meta_refresh_mode(f);
+    if (!(f->meta.mode & (S_ISUID | S_ISGID))) return 0;
+    struct stat st;
+    if (IOLOOM_NEXT(stat)(f->dir, &st)) return -1;
+    mode_t mode = lf_mode_after_write(f->meta.mode, st.st_gid);
+    if (mode == f->meta.mode) return 0;
+    if (lf_meta_set_mode(f->dir, mode)) return -1; /* a writer that may not change the container's directory */
+    f->meta.mode = mode;
+    return 0;
+}
+
+/* Opened with O_TRUNC for writing: a truncate to 0 logged when the file holds bytes; -1 if logging it failed. A
+ * file this open made is not truncated (its set-ID bits stay, as the kernel's FMODE_CREATED). */
 static int truncate_at_open(lf_file *f) {
-    if (!(f->flags & O_TRUNC) || !writable(f) || lf_map_build(f) || !f->map.size) return 0;
+    if (!(f->flags & O_TRUNC) || !writable(f) || f->created) return 0;
+    if (drop_privs(f)) return -1;
+    if (lf_map_build(f) || !f->map.size) return 0;
     return lf_writer_append(f, LF_TRUNCATE, NULL, 0, 0) ? -1 : 0;
 }
 
@@ -83,7 +105,7 @@ lf_file *lf_open(const char *dir, int flags, mode_t mode, const struct lf_backen
 static ssize_t do_pwrite(lf_file *f, const void *buf, size_t n, uint64_t offset) {
     if (!writable(f)) return errno = EBADF, -1;
     if (!n) return 0;
-    return lf_writer_append(f, LF_WRITE, buf, n, offset) ? -1 : (ssize_t)n;
+    return drop_privs(f) || lf_writer_append(f, LF_WRITE, buf, n, offset) ? -1 : (ssize_t)n;
 }
 
 ssize_t lf_pwrite(lf_file *f, const void *buf, size_t n, uint64_t offset) {
@@ -116,7 +138,7 @@ ssize_t lf_pread(lf_file *f, void *buf, size_t n, uint64_t offset) { return LOCK
 
 static int do_truncate(lf_file *f, uint64_t size) {
     if (!writable(f)) return errno = EINVAL, -1;
-    return lf_writer_append(f, LF_TRUNCATE, NULL, 0, size);
+    return drop_privs(f) || lf_writer_append(f, LF_TRUNCATE, NULL, 0, size) ? -1 : 0;
 }
 
 int lf_truncate(lf_file *f, uint64_t size) { return LOCKED(f, do_truncate(f, size)); }

@@ -104,7 +104,8 @@ struct lf_file {
                                   * rounds to: not LF_PAGE */
     struct lf_entry *mine;       /* our entries, published or not */
     size_t nmine, capmine, npublished;
-    int entry_open; /* the last entry may still grow into a pattern */
+    int entry_open;             /* the last entry may still grow into a pattern */
+    unsigned long mode_changes; /* lf_mode_changes when meta.mode was read */
     /* reader side */
     struct lf_src *others; /* other writers' entries, as last loaded */
     size_t nothers;
@@ -139,12 +140,32 @@ char *lf_slurp_at(int dirfd, const char *name, size_t *len);
 int lf_damaged(const char *path, const char *what);
 void lf_damaged_report(void);
 int lf_mkdirs(const char *dir, mode_t mode);
+/* The metadata's mode line replaced by `mode` (lf_chmod without the kernel's rules: the layer's own changes). */
+int lf_meta_set_mode(const char *dir, mode_t mode);
+/* Counts the modes this process set (lf_meta_set_mode): a handle that saw fewer reads its container's again. */
+extern unsigned long lf_mode_changes;
+/* The mode the container's metadata holds now into f->meta.mode (a chmod by path, from any handle or process,
+ * replaces it whole; kept as opened when the metadata cannot be read: the container renamed away); errno kept. */
+void lf_meta_refresh_mode(lf_file *f);
 /* A container directory's access and modification times (the logical file's), to put back after the layer
  * changed its entries for something that is not a modification of the file (chmod, a lock file, a rename). */
 int lf_times_get(const char *dir, struct timespec times[2]);
 void lf_times_put(const char *dir, const struct timespec times[2]);
 /* opendir of a container's directory without touching its access time (the logical file's: docs/logfs-format.md). */
 DIR *lf_opendir(const char *dir);
+
+/* lf_privs.c: the kernel's rules on a regular file's mode, for a container's logical mode. The caller (effective
+ * ids with `effective`, else real ones) is in group `gid`. */
+int lf_in_group(gid_t gid, int effective);
+/* May the caller chmod the file whose container directory's stat is `dir` (its owner, or CAP_FOWNER)? */
+int lf_may_chmod(const struct stat *dir);
+/* The logical mode a new file gets, asked with `mode` (umask applied), whose container directory was made as `made`
+ * (in a set-group-ID directory, it has that bit and its group). */
+mode_t lf_mode_at_create(mode_t mode, const struct stat *made);
+/* The mode a chmod to `mode`, a chown, or a write or truncate by the caller leaves a file in group `gid` with. */
+mode_t lf_mode_after_chmod(mode_t mode, gid_t gid);
+mode_t lf_mode_after_chown(mode_t mode, gid_t gid);
+mode_t lf_mode_after_write(mode_t mode, gid_t gid);
 
 /* lf_file.c: lf_open of one packed file's entries (file_id), or of the whole container (0); `absent` as for
  * lf_meta_create. */

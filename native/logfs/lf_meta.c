@@ -349,6 +349,9 @@ int lf_meta_create(const char *dir, mode_t mode, const struct lf_backends *backe
     if (snprintf(tmp, sizeof tmp, "%s.lfnew.%s", dir, m.id) >= (int)sizeof tmp) return errno = ENAMETOOLONG, -1;
     /* In the file's directory, which must exist, as for open(O_CREAT) of a plain file (ENOENT otherwise). */
     if (IOLOOM_NEXT(mkdir)(tmp, 0755)) return -1;
+    struct stat made_dir; /* only a group-executable set-group-ID mode may lose that bit (lf_mode_at_create) */
+    if ((m.mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP) && IOLOOM_NEXT(stat)(tmp, &made_dir) == 0)
+        m.mode = lf_mode_at_create(m.mode, &made_dir);
     snprintf(m.backend[m.nbackends++], PATH_MAX, "%s", dir);
     int n = 0, rc = make_backends(&m, backends);
     if (rc == 0 && (n = format_meta(&m, backends, text, sizeof text)) < 0) rc = -1;
@@ -379,7 +382,9 @@ static int with_mode(const char *text, mode_t mode, char *out, size_t cap) {
     return n < (int)cap ? n : (errno = ENAMETOOLONG, -1);
 }
 
-int lf_chmod(const char *dir, mode_t mode) {
+unsigned long lf_mode_changes;
+
+int lf_meta_set_mode(const char *dir, mode_t mode) {
     struct lf_meta m;
     char tmp[64], from[PATH_MAX + 64], to[PATH_MAX + sizeof LF_META_NAME + 1];
     snprintf(to, sizeof to, "%s/" LF_META_NAME, dir);
@@ -395,9 +400,26 @@ int lf_chmod(const char *dir, mode_t mode) {
     int rc = n < 0 || write_new(dir, tmp, out, (size_t)n) ? -1 : IOLOOM_NEXT(rename)(from, to), saved = errno;
     if (rc && n >= 0) IOLOOM_NEXT(unlink)(from);
     if (kept) lf_times_put(dir, times);
+    if (rc == 0) __atomic_add_fetch(&lf_mode_changes, 1, __ATOMIC_RELEASE);
     free(out);
     errno = saved;
     return rc;
+}
+
+int lf_chmod(const char *dir, mode_t mode) {
+    struct stat st;
+    if (IOLOOM_NEXT(stat)(dir, &st)) return -1;
+    if (!lf_may_chmod(&st)) return errno = EPERM, -1;
+    return lf_meta_set_mode(dir, lf_mode_after_chmod(mode & 07777, st.st_gid));
+}
+
+void lf_meta_refresh_mode(lf_file *f) {
+    int saved = errno;
+    f->mode_changes = __atomic_load_n(&lf_mode_changes, __ATOMIC_ACQUIRE); /* before the read: a later one is seen */
+    struct lf_meta *now = malloc(sizeof *now); /* its backends' paths make it large: not the caller's stack */
+    if (now && lf_meta_read(lf_dir(f), now) == 0) f->meta.mode = now->mode;
+    free(now);
+    errno = saved;
 }
 
 int lf_is_container(const char *dir) {

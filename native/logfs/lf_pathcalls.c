@@ -36,17 +36,6 @@ static enum lf_kind_of_path lf_container_at(int dirfd, const char *path, const c
 
 /* ---- stat ---- */
 
-/* The mode a container's metadata holds now: a chmod by path, from any handle or process, replaces it whole
- * (lf_chmod), and a plain file's fstat shows its inode's mode at once. Kept as opened when the metadata cannot be
- * read (the container renamed away under the open handle); errno as the caller left it. */
-static void refresh_mode(lf_file *f) {
-    int saved = errno;
-    struct lf_meta *now = malloc(sizeof *now); /* its backends' paths make it large: not the caller's stack */
-    if (now && lf_meta_read(lf_dir(f), now) == 0) f->meta.mode = now->mode;
-    free(now);
-    errno = saved;
-}
-
 static int fstat_open(int fd, struct lf_ofd *o, struct stat *st) {
     int64_t size = lf_size(o->file);
     if (size < 0 || IOLOOM_NEXT(fstat)(fd, st)) return -1;
@@ -55,7 +44,7 @@ static int fstat_open(int fd, struct lf_ofd *o, struct stat *st) {
         st->st_mode = S_IFREG | o->file->meta.mode, st->st_size = size, st->st_nlink = 1;
         st->st_blocks = (size + 511) / 512;
     } else {
-        refresh_mode(o->file);
+        lf_meta_refresh_mode(o->file);
         lf_stat_fill(o->file, size, st);
     }
     return 0;
@@ -214,16 +203,6 @@ EXPORT int rename(const char *old, const char *new) { return renameat2(AT_FDCWD,
 
 /* ---- permissions: the logical file's mode lives in the metadata (the directory keeps rwx for the layer) ---- */
 
-/* Is the caller (effective ids with AT_EACCESS, else real ones) in group `gid`? */
-static int in_group(gid_t gid, int effective) {
-    if (gid == (effective ? getegid() : getgid())) return 1;
-    gid_t groups[256];
-    int n = getgroups(256, groups);
-    for (int i = 0; i < n; i++)
-        if (groups[i] == gid) return 1;
-    return 0;
-}
-
 /* access() of a container: its logical mode's bits, owner and group the directory's, checked as the kernel checks
  * a plain file's (root may read and write anything, and execute what has an x bit). */
 static int container_access(const char *dir, int want, int flags) {
@@ -234,10 +213,10 @@ static int container_access(const char *dir, int want, int flags) {
     int effective = flags & AT_EACCESS;
     uid_t uid = effective ? geteuid() : getuid();
     if (want == F_OK) return 0;
-    mode_t bits = uid == 0                         ? ((st.st_mode & 0111) ? 07 : 06)
-                  : uid == st.st_uid               ? (st.st_mode >> 6) & 07
-                  : in_group(st.st_gid, effective) ? (st.st_mode >> 3) & 07
-                                                   : st.st_mode & 07;
+    mode_t bits = uid == 0                            ? ((st.st_mode & 0111) ? 07 : 06)
+                  : uid == st.st_uid                  ? (st.st_mode >> 6) & 07
+                  : lf_in_group(st.st_gid, effective) ? (st.st_mode >> 3) & 07
+                                                      : st.st_mode & 07;
     return (want & (R_OK | W_OK | X_OK) & ~bits) ? (errno = EACCES, -1) : 0;
 }
 
@@ -277,9 +256,7 @@ EXPORT int fchmod(int fd, mode_t mode) {
     struct lf_ofd *o = lf_fd(fd);
     if (!o) return IOLOOM_NEXT(fchmod)(fd, mode);
     if (o->file->file_id) return lf_unsupported(LF_UNS_OTHER, EOPNOTSUPP);
-    int rc = LF_INSIDE(lf_chmod(lf_dir(o->file), mode));
-    if (rc == 0) o->file->meta.mode = mode & 07777;
-    return rc;
+    return LF_INSIDE(lf_chmod(lf_dir(o->file), mode)); /* the handle reads the mode again (lf_mode_changes) */
 }
 
 /* ---- owner: the container's directory holds the logical file's owner and group, and chown changes them there; a
@@ -287,19 +264,13 @@ EXPORT int fchmod(int fd, mode_t mode) {
  * when it is group-executable or the caller is neither privileged nor in the file's group, which the layer does to
  * the mode in the metadata (the kernel keeps a directory's bits) ---- */
 
-/* The logical mode after a chown by this caller of a file in group `gid` (Linux's setattr_should_drop_sgid). */
-static mode_t mode_after_chown(mode_t mode, gid_t gid) {
-    int sgid_goes = (mode & S_IXGRP) || (geteuid() != 0 && !in_group(gid, 1));
-    return mode & ~(mode_t)(S_ISUID | (sgid_goes ? S_ISGID : 0));
-}
-
-/* chown of the container whose directory is `dir`; its logical mode afterwards in *mode. */
-static int container_chown(const char *dir, uid_t uid, gid_t gid, mode_t *mode) {
+/* chown of the container whose directory is `dir` (open handles read its mode again: lf_mode_changes). */
+static int container_chown(const char *dir, uid_t uid, gid_t gid) {
     struct stat st;
     struct lf_meta m;
     if (lf_meta_read(dir, &m) || IOLOOM_NEXT(stat)(dir, &st) || IOLOOM_NEXT(chown)(dir, uid, gid)) return -1;
-    *mode = mode_after_chown(m.mode, st.st_gid);
-    return *mode == m.mode ? 0 : lf_chmod(dir, *mode);
+    mode_t mode = lf_mode_after_chown(m.mode, st.st_gid);
+    return mode == m.mode ? 0 : lf_meta_set_mode(dir, mode);
 }
 
 EXPORT int fchownat(int dirfd, const char *path, uid_t uid, gid_t gid, int flags) {
@@ -307,10 +278,9 @@ EXPORT int fchownat(int dirfd, const char *path, uid_t uid, gid_t gid, int flags
         return lf_fd(dirfd) ? fchown(dirfd, uid, gid) : IOLOOM_NEXT(fchownat)(dirfd, path, uid, gid, flags);
     struct lf_place place;
     const char *real;
-    mode_t mode;
     switch (lf_container_at(dirfd, path, &real, &place, !(flags & AT_SYMLINK_NOFOLLOW))) {
         case LF_CONTAINER:
-            return LF_INSIDE(container_chown(place.dir, uid, gid, &mode));
+            return LF_INSIDE(container_chown(place.dir, uid, gid));
         case LF_PACKED:
             return lf_unsupported(LF_UNS_OTHER, EOPNOTSUPP); /* packed files share their pack's owner */
         default:
@@ -327,10 +297,7 @@ EXPORT int fchown(int fd, uid_t uid, gid_t gid) {
     struct lf_ofd *o = lf_fd(fd);
     if (!o) return IOLOOM_NEXT(fchown)(fd, uid, gid);
     if (o->file->file_id) return lf_unsupported(LF_UNS_OTHER, EOPNOTSUPP);
-    mode_t mode;
-    int rc = LF_INSIDE(container_chown(lf_dir(o->file), uid, gid, &mode));
-    if (rc == 0) o->file->meta.mode = mode;
-    return rc;
+    return LF_INSIDE(container_chown(lf_dir(o->file), uid, gid));
 }
 
 /* ---- extended attributes: a packed file has none (ls -l asks for ACLs and labels); a container keeps no ACL,

@@ -25,6 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lf_fdtable.h"
 #include "lf_internal.h"
 
 static const char *env_rank(void) {
@@ -119,7 +120,10 @@ static int writer_setup(lf_file *f) {
     f->journals_new = open_member(f, "index", O_WRONLY | O_APPEND, &f->index_fd, path) &
                       open_member(f, "records", O_WRONLY | O_APPEND, &f->records_fd, path);
     open_member(f, "log", O_RDWR, &f->log_fd, path);
-    if (f->index_fd < 0 || f->records_fd < 0 || f->log_fd < 0) return -1;
+    /* EACCES: a writer who may not write the container's directory (another user's file that its mode lets this
+     * one write): refused and counted, as the layer cannot serve it (docs/logfs-format.md) */
+    if (f->index_fd < 0 || f->records_fd < 0 || f->log_fd < 0)
+        return errno == EACCES ? lf_unsupported(LF_UNS_OTHER, EACCES) : -1;
     int id = lf_log_id(f, path);
     if (id < 0) return -1;
     f->wlog = id;

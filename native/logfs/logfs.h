@@ -50,6 +50,6 @@ LF_API const char *lf_dir(const lf_file *f);
 LF_API int lf_stat(const char *dir, struct stat *st);   /* a regular file with the logical size */
 LF_API int lf_unlink(const char *dir);                  /* removes the container from every backend */
 LF_API int lf_rename(const char *from, const char *to); /* renames it (its extra backends stay where they are) */
-LF_API int lf_chmod(const char *dir, mode_t mode);      /* the logical file's permission bits */
+LF_API int lf_chmod(const char *dir, mode_t mode);      /* the logical file's permission bits, by chmod(2)'s rules */
 
 #endif
