@@ -533,3 +533,57 @@ def test_set_id_bits_and_owners_as_the_kernel_treats_a_user_without_privileges()
                  "create-sgid 755 nobody root", "create-sgid-own 2755 nobody nogroup"):
         assert line in outs[0][0].splitlines(), (line, outs[0][0])
 
+
+UNLINKED_OPEN = r"""
+set -e
+python3 - <<'PY'
+import os
+with open("u", "wb") as w:
+    w.write(b"still here")
+fd = os.open("u", os.O_RDONLY)
+os.unlink("u")
+print("unlinked read", os.read(fd, 100), os.path.exists("u"), os.fstat(fd).st_nlink)
+fd2 = os.open("u2", os.O_RDWR | os.O_CREAT, 0o644)
+os.write(fd2, b"written before")
+os.unlink("u2")
+os.write(fd2, b" and after")
+print("unlinked rw", os.pread(fd2, 100, 0), os.fstat(fd2).st_nlink)
+os.close(fd2)
+with open("r", "wb") as w:
+    w.write(b"old")
+fd3 = os.open("r", os.O_RDONLY)   # left open at exit
+with open("r.new", "wb") as w:
+    w.write(b"new")
+os.rename("r.new", "r")
+print("replaced", os.read(fd3, 10), open("r", "rb").read())
+fd4 = os.open("m", os.O_RDWR | os.O_CREAT, 0o644)
+os.write(fd4, b"moved ")
+os.rename("m", "m2")
+os.write(fd4, b"and written")
+os.close(fd4)
+print("renamed open", open("m2", "rb").read())
+os.rename("m2", "m2")
+print("renamed onto itself", open("m2", "rb").read())
+PY
+ls -A
+touch -d 2001-01-01 e && : > e && [ "$(stat -c %Y e)" -gt 978307200 ] && echo "open-trunc of an empty file: mtime moved"
+printf abc > g && touch -d 2001-01-01 g
+python3 -c "import os; os.posix_fallocate(os.open('g', os.O_WRONLY), 0, 2)"
+[ "$(stat -c %Y g)" -gt 978307200 ] && echo "fallocate inside the size: mtime moved"
+"""
+
+
+def test_an_open_file_unlinked_or_replaced_is_still_read_and_written(tmp_path):
+    """A file unlinked (or renamed over) while the process holds it open keeps its bytes for its descriptors, reads and
+    writes, with no name left (st_nlink 0), and is gone once closed or at exit; a file renamed while open is written
+    under its new name. Today's main read b'' from the unlinked file (its container was removed), failed the write
+    with ENOENT, and kept the mtime where the kernel's O_TRUNC of an empty file and a fallocate inside the size move
+    it; a rename of a container onto itself removed it (rename's unlink of its target)."""
+    _, _, plain_out, layer_out = under_layer_and_plain(tmp_path, UNLINKED_OPEN)
+    assert layer_out == plain_out
+    for line in ("unlinked read b'still here' False 0", "unlinked rw b'written before and after' 0",
+                 "replaced b'old' b'new'", "renamed open b'moved and written'",
+                 "renamed onto itself b'moved and written'", "m2", "r",
+                 "open-trunc of an empty file: mtime moved", "fallocate inside the size: mtime moved"):
+        assert line in layer_out.splitlines(), line
+    assert len(layer_out.splitlines()) == 9   # ls -A: m2 and r, nothing hidden

@@ -65,10 +65,46 @@ void lf_fd_share(int newfd, struct lf_ofd *o) {
     __atomic_store_n(&lf_fds[newfd], o, __ATOMIC_RELEASE);
 }
 
+/* An open description of this process on the container `dir` (a whole container's, not a packed file's), or NULL. */
+static struct lf_ofd *open_on(const char *dir) {
+    int limit = __atomic_load_n(&fd_limit, __ATOMIC_RELAXED);
+    for (int fd = 0; fd < limit; fd++) {
+        struct lf_ofd *o = lf_fd(fd);
+        if (o && !o->file->file_id && !strcmp(lf_dir(o->file), dir)) return o;
+    }
+    return NULL;
+}
+
+int lf_unlink_open(const char *dir) {
+    struct lf_ofd *o = open_on(dir);
+    const char *slash = strrchr(dir, '/');
+    char hidden[PATH_MAX];
+    if (!o || !slash ||
+        snprintf(hidden, sizeof hidden, "%.*s/.ioloom-unlinked.%s", (int)(slash - dir), dir, o->file->meta.id) >=
+            (int)sizeof hidden)
+        return 0;
+    if (lf_rename(dir, hidden)) return -1;
+    for (; (o = open_on(dir)); o->file->unlinked_by = getpid()) lf_moved(o->file, hidden);
+    return 1;
+}
+
+void lf_fds_moved(const char *from, const char *to) {
+    for (struct lf_ofd *o; (o = open_on(from));) lf_moved(o->file, to);
+}
+
+/* Removes the container of f if this process hid it at an unlink and holds it open nowhere else. */
+static void remove_hidden(lf_file *f, char gone[PATH_MAX]) {
+    gone[0] = 0;
+    if (f->unlinked_by == getpid() && !open_on(lf_dir(f))) snprintf(gone, PATH_MAX, "%s", lf_dir(f));
+}
+
 int lf_fd_release(int fd) {
     struct lf_ofd *o = __atomic_exchange_n(&lf_fds[fd], NULL, __ATOMIC_ACQ_REL);
     if (!o || __atomic_sub_fetch(&o->refs, 1, __ATOMIC_ACQ_REL)) return 0;
+    char gone[PATH_MAX];
+    remove_hidden(o->file, gone);
     int rc = lf_close(o->file), saved = errno;
+    if (gone[0]) lf_unlink(gone);
     if (o->lock_fd >= 0) IOLOOM_NEXT(close)(o->lock_fd);
     pthread_mutex_destroy(&o->lock);
     free(o);
@@ -94,6 +130,10 @@ static void for_each_ofd(void (*fn)(struct lf_ofd *)) {
 }
 
 static void publish(struct lf_ofd *o) { lf_publish(o->file); }
+/* At exit: what this process hid at an unlink goes (its log descriptors stay valid for later writes). */
+static void remove_hidden_at_exit(struct lf_ofd *o) {
+    if (o->file->unlinked_by == getpid()) lf_unlink(lf_dir(o->file));
+}
 static void become_child(struct lf_ofd *o) { lf_writer_after_fork(o->file); }
 
 /* Before fork the parent publishes, so the child (a new writer) sees everything written so far. */
@@ -165,6 +205,7 @@ __attribute__((destructor)) static void lf_fini(void) {
     ioloom_busy++;
     lf_exiting = 1;
     for_each_ofd(publish);
+    for_each_ofd(remove_hidden_at_exit);
     for (int i = 0; i < LF_UNS_COUNT; i++)
         if (unsupported[i])
             fprintf(stderr, "ioloom-logfs: %lu %s call(s) on containers could not be served (failed with an error)\n",

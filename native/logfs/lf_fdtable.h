@@ -38,6 +38,14 @@ void lf_fd_share(int newfd, struct lf_ofd *o);
 /* Forget fd; closes the container when it was the last descriptor. Returns lf_close's result. */
 int lf_fd_release(int fd);
 
+/* unlink (or rename over) the container `dir`, which this process may hold open: when it does, the container is
+ * renamed to a hidden name beside it instead (.ioloom-unlinked.<id>, as an NFS client's .nfsXXXX), its open
+ * handles follow it, and the last of this process's descriptors on it to close (or the process's exit) removes
+ * it: 1. 0 when the process holds it nowhere (the caller removes it), -1 on failure. */
+int lf_unlink_open(const char *dir);
+/* The container `from` renamed to `to` by this process: its open handles here follow it. */
+void lf_fds_moved(const char *from, const char *to);
+
 /* A standard descriptor (0, 1, 2) that became a container's (inherited across exec, or a shell's `builtin >> file`:
  * open, then dup2 onto 1) gets a stdin/stdout/stderr the layer serves: glibc's own FILE writes with internal
  * calls the layer never sees (to the reserved directory descriptor: EBADF). When the descriptor stops being a

@@ -85,7 +85,8 @@ static int drop_privs(lf_file *f) {
 static int truncate_at_open(lf_file *f) {
     if (!(f->flags & O_TRUNC) || !writable(f) || f->created) return 0;
     if (drop_privs(f)) return -1;
-    if (lf_map_build(f) || !f->map.size) return 0;
+    if (lf_map_build(f)) return 0;
+    if (!f->map.size) return lf_touch(f); /* nothing to log, but the kernel's truncate marks the times all the same */
     return lf_writer_append(f, LF_TRUNCATE, NULL, 0, 0) ? -1 : 0;
 }
 
@@ -206,6 +207,30 @@ static int do_refresh(lf_file *f) { return lf_writer_publish(f) || lf_load_other
 
 int lf_refresh(lf_file *f) { return LOCKED(f, do_refresh(f)); }
 
+int lf_touch(lf_file *f) {
+    const struct timespec now[2] = {{.tv_nsec = UTIME_OMIT}, {.tv_nsec = UTIME_NOW}};
+    return IOLOOM_NEXT(utimensat)(AT_FDCWD, f->dir, now, 0);
+}
+
+static void do_moved(lf_file *f, const char *to) {
+    size_t old = strlen(f->dir);
+    for (size_t i = 0; i < f->nlogs; i++) {
+        char *path = f->logs[i].path, *moved;
+        if (strncmp(path, f->dir, old) || path[old] != '/') continue; /* on an extra backend: it stays */
+        if (asprintf(&moved, "%s%s", to, path + old) < 0) continue;   /* the old path: an open log still reads */
+        free(path);
+        f->logs[i].path = moved;
+    }
+    snprintf(f->dir, sizeof f->dir, "%s", to);
+    snprintf(f->meta.backend[0], sizeof f->meta.backend[0], "%s", to); /* backend 0 is where the container is */
+}
+
+void lf_moved(lf_file *f, const char *to) {
+    pthread_mutex_lock(&f->lock);
+    do_moved(f, to);
+    pthread_mutex_unlock(&f->lock);
+}
+
 int lf_flags(const lf_file *f) { return f->flags; }
 const char *lf_dir(const lf_file *f) { return f->dir; }
 
@@ -245,7 +270,7 @@ static blkcnt_t backend_log_blocks(const struct lf_meta *m, int b) {
 static void stat_set(const lf_file *f, int64_t size, blkcnt_t blocks, struct stat *st) {
     st->st_mode = S_IFREG | f->meta.mode;
     st->st_size = size;
-    st->st_nlink = 1;
+    st->st_nlink = f->unlinked_by ? 0 : 1; /* an open file unlinked: no name left */
     st->st_blocks = blocks;
 }
 

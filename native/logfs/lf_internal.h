@@ -106,6 +106,7 @@ struct lf_file {
     size_t nmine, capmine, npublished;
     int entry_open;             /* the last entry may still grow into a pattern */
     unsigned long mode_changes; /* lf_mode_changes when meta.mode was read */
+    pid_t unlinked_by;          /* the process that hid the container at an unlink while it was open (lf_fdtable.c) */
     /* reader side */
     struct lf_src *others; /* other writers' entries, as last loaded */
     size_t nothers;
@@ -174,6 +175,13 @@ lf_file *lf_open_file(const char *dir, uint32_t file_id, int flags, mode_t mode,
 /* A container's stat from its directory's (times, owner, inode: the logical file's, docs/logfs-format.md): the
  * logical file's type and mode, size, one link, and the blocks its data logs take. */
 void lf_stat_fill(const lf_file *f, int64_t size, struct stat *st);
+
+/* The logical file's modification (and change) time set to now, as the kernel's truncate or fallocate that changes
+ * no byte still does. */
+int lf_touch(lf_file *f);
+/* The container renamed to `to` under the open handle f: its paths follow (logs already open keep their
+ * descriptors). */
+void lf_moved(lf_file *f, const char *to);
 
 /* lf_write.c */
 /* An id unique among concurrent writers and creators: host hash, pid and a per-process count (a writer's id; with

@@ -164,13 +164,19 @@ EXPORT int truncate(const char *path, off_t len) {
 }
 int truncate64(const char *path, off_t len) ALIAS(truncate);
 
+/* An unlink of a container, hidden instead while this process holds it open (lf_unlink_open). */
+static int remove_container(const char *dir) {
+    int hidden = lf_unlink_open(dir);
+    return hidden ? (hidden < 0 ? -1 : 0) : lf_unlink(dir);
+}
+
 EXPORT int unlinkat(int dirfd, const char *path, int flags) {
     struct lf_place place;
     const char *real;
     enum lf_kind_of_path kind = lf_container_at(dirfd, path, &real, &place, 0);
     if (kind == LF_PASS) return IOLOOM_NEXT(unlinkat)(dirfd, real, flags);
     if (flags & AT_REMOVEDIR) return errno = ENOTDIR, -1;
-    return LF_INSIDE(kind == LF_PACKED ? lf_unlink_packed(place.pack_dir, place.name) : lf_unlink(place.dir));
+    return LF_INSIDE(kind == LF_PACKED ? lf_unlink_packed(place.pack_dir, place.name) : remove_container(place.dir));
 }
 EXPORT int unlink(const char *path) { return unlinkat(AT_FDCWD, path, 0); }
 EXPORT int rmdir(const char *path) { return unlinkat(AT_FDCWD, path, AT_REMOVEDIR); }
@@ -184,7 +190,7 @@ EXPORT int renameat2(int olddir, const char *old, int newdir, const char *new, u
     if (old_is == LF_PACKED || new_is == LF_PACKED) return errno = EXDEV, -1;
     if (!old_is) {
         /* A plain file replacing a container: the container goes first, as rename(2) replaces its target. */
-        if (new_is && !(flags & RENAME_NOREPLACE) && LF_INSIDE(lf_unlink(to.dir))) return -1;
+        if (new_is && !(flags & RENAME_NOREPLACE) && LF_INSIDE(remove_container(to.dir))) return -1;
         int rc = flags ? IOLOOM_NEXT(renameat2)(olddir, old_real, newdir, new_real, flags)
                        : IOLOOM_NEXT(renameat)(olddir, old_real, newdir, new_real);
         if (rc == 0) lf_cwd_forget(); /* a directory renamed may hold the working directory */
@@ -193,8 +199,12 @@ EXPORT int renameat2(int olddir, const char *old, int newdir, const char *new, u
     if (flags & RENAME_EXCHANGE) return lf_unsupported(LF_UNS_OTHER, EINVAL);
     /* A container leaving logfs's paths cannot stay a container: EXDEV makes mv copy it through us. */
     if (!new_is && !lf_resolve(newdir, new, &to)) return errno = EXDEV, -1;
+    if (!strcmp(from.dir, to.dir) && !(flags & RENAME_NOREPLACE)) return 0; /* the same file: nothing to do */
     if ((flags & RENAME_NOREPLACE) && IOLOOM_NEXT(access)(to.dir, F_OK) == 0) return errno = EEXIST, -1;
-    return LF_INSIDE(lf_rename(from.dir, to.dir));
+    if (new_is == LF_CONTAINER && LF_INSIDE(lf_unlink_open(to.dir)) < 0) return -1; /* a target open here: hidden */
+    if (LF_INSIDE(lf_rename(from.dir, to.dir))) return -1;
+    lf_fds_moved(from.dir, to.dir);
+    return 0;
 }
 EXPORT int renameat(int olddir, const char *old, int newdir, const char *new) {
     return renameat2(olddir, old, newdir, new, 0);

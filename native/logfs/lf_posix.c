@@ -269,7 +269,7 @@ static int allocate(struct lf_ofd *o, off_t off, off_t len) {
     if (off < 0 || len <= 0) return errno = EINVAL, -1;
     int64_t size = lf_size(o->file);
     if (size < 0) return -1;
-    return off + len > size ? lf_truncate(o->file, (uint64_t)(off + len)) : 0;
+    return off + len > size ? lf_truncate(o->file, (uint64_t)(off + len)) : lf_touch(o->file);
 }
 
 EXPORT int posix_fallocate(int fd, off_t off, off_t len) {
