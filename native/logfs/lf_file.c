@@ -123,10 +123,28 @@ ssize_t lf_append(lf_file *f, const void *buf, size_t n, uint64_t *where) {
     return LOCKED(f, do_append(f, buf, n, where));
 }
 
+/* The first read of a handle lists its container's directory once without O_NOATIME: the kernel then marks the
+ * directory's access time, the logical file's, by the mount's own rule (relatime, strictatime, noatime), as it marks
+ * a plain file's at a read (the layer's other listings do not touch it). Not under O_NOATIME, as the kernel. */
+static void mark_read(lf_file *f) {
+    f->read_marked = 1;
+    if (f->flags & O_NOATIME) return;
+    int saved = errno, fd = IOLOOM_NEXT(open)(f->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *d = fd < 0 ? NULL : IOLOOM_NEXT(fdopendir)(fd);
+    if (d) {
+        IOLOOM_NEXT(readdir)(d);
+        IOLOOM_NEXT(closedir)(d);
+    } else if (fd >= 0) {
+        IOLOOM_NEXT(close)(fd);
+    }
+    errno = saved;
+}
+
 /* A read that reaches past the end this handle knows may be racing a writer that has published since: load
  * the indexes again once (not again until something changes), then answer. */
 static ssize_t do_pread(lf_file *f, void *buf, size_t n, uint64_t offset) {
     if (!readable(f)) return errno = EBADF, -1;
+    if (n && !f->read_marked) mark_read(f);
     if (lf_map_build(f)) return -1;
     if (offset + n > f->map.size && !f->reloaded_at_end) {
         f->reloaded_at_end = 1;

@@ -107,6 +107,7 @@ struct lf_file {
     int entry_open;             /* the last entry may still grow into a pattern */
     unsigned long mode_changes; /* lf_mode_changes when meta.mode was read */
     pid_t unlinked_by;          /* the process that hid the container at an unlink while it was open (lf_fdtable.c) */
+    int read_marked;            /* its first read has marked the access time (mark_read) */
     /* reader side */
     struct lf_src *others; /* other writers' entries, as last loaded */
     size_t nothers;
