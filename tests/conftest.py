@@ -18,6 +18,25 @@ PROGRAMS = Path(__file__).parent / "programs"
 COMPILED = paths.REPO_ROOT / "build" / "tests"
 
 
+def build_program(source: str | Path, *flags: str, compiler: str | None = None, under: str = "") -> Path:
+    """tests/programs/<source> (or a path) built with `compiler -O2` (gcc, gfortran for Fortran) and flags, once:
+    the executable (or, with -shared, the library) is kept under build/tests/<under>, named by a digest of the
+    compiler, the flags, the source and the C sources and headers in its -I directories (a program may include
+    one), so a change to any of them builds it again. Every test program is built here."""
+    source = Path(source) if Path(source).is_absolute() else PROGRAMS / source
+    compiler = compiler or ("gfortran" if source.suffix in (".f90", ".f") else "gcc")
+    included = [p for flag in flags if flag.startswith("-I") for p in sorted(Path(flag[2:]).glob("*.[ch]"))]
+    text = b"".join(p.read_bytes() for p in [source, *included])
+    key = hashlib.sha256(text + " ".join((compiler, *flags)).encode()).hexdigest()[:12]
+    exe = COMPILED / under / f"{source.stem}-{key}"
+    if not exe.exists():
+        exe.parent.mkdir(parents=True, exist_ok=True)
+        tmp = exe.with_suffix(".tmp")
+        subprocess.run([compiler, "-O2", "-o", str(tmp), str(source), *flags], check=True)
+        tmp.rename(exe)
+    return exe
+
+
 @dataclass
 class MpiRunner:
     """One MPI implementation, with helpers to compile and launch test programs under it."""
@@ -28,17 +47,10 @@ class MpiRunner:
         return self.impl.name
 
     def compile(self, source: str | Path, *flags: str, compiler: str | None = None) -> Path:
-        """Compile tests/programs/<source> (or a path) once per implementation, source and flags; cached."""
-        source = Path(source) if Path(source).is_absolute() else PROGRAMS / source
-        compiler = compiler or (self.impl.mpifort if source.suffix in (".f90", ".f") else self.impl.mpicc)
-        key = hashlib.sha256(source.read_bytes() + " ".join((compiler, *flags)).encode()).hexdigest()[:12]
-        exe = COMPILED / self.name / f"{source.stem}-{key}"
-        if not exe.exists():
-            exe.parent.mkdir(parents=True, exist_ok=True)
-            tmp = exe.with_suffix(".tmp")
-            subprocess.run([compiler, "-O2", "-o", str(tmp), str(source), *flags], check=True)
-            tmp.rename(exe)
-        return exe
+        """tests/programs/<source> (or a path) built with this implementation's mpicc (mpifort for Fortran)."""
+        fortran = Path(source).suffix in (".f90", ".f")
+        return build_program(source, *flags, compiler=compiler or (self.impl.mpifort if fortran else self.impl.mpicc),
+                             under=self.name)
 
     def command(self, nranks: int, argv: list[str | Path]) -> list[str]:
         return self.impl.launch(nranks, [str(a) for a in argv])
@@ -85,12 +97,9 @@ def module_mpi(request) -> MpiRunner:
 
 
 @pytest.fixture(scope="session")
-def logfs_shim(tmp_path_factory) -> Path:
-    """tests/programs/logfs_next_shim.c built once: a preloaded tool that counts the calls logfs's code makes."""
-    shim = tmp_path_factory.mktemp("shim") / "logfs_next_shim.so"
-    subprocess.run(["gcc", "-O2", "-shared", "-fPIC", "-o", shim, PROGRAMS / "logfs_next_shim.c", "-ldl"],
-                   check=True)
-    return shim
+def logfs_shim() -> Path:
+    """tests/programs/logfs_next_shim.c: a preloaded tool that counts the calls logfs's code makes."""
+    return build_program("logfs_next_shim.c", "-shared", "-fPIC", "-ldl")
 
 
 @pytest.fixture

@@ -13,6 +13,8 @@ PROGRAM = paths.REPO_ROOT / "tests" / "programs" / "async_fortran.f90"
 
 
 def build(mpi, where):
+    """The program compiled with the module's source and linked with the built library, as a user of the module
+    builds it (so not by conftest.build_program, which builds one source on its own)."""
     lib = paths.build_dir() / "lib"
     exe = where / f"async_fortran-{mpi.name}"
     subprocess.run([mpi.impl.mpifort, "-O2", "-J", str(where), "-o", str(exe), str(MODULE), str(PROGRAM), f"-L{lib}",

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from conftest import build_program
 from ioloom import mpi as mpi_impls
 from ioloom import paths
 from ioloom.bench import io as bench_io
@@ -169,9 +170,7 @@ def test_a_write_nobody_checks_costs_no_pattern_filling(mpi, tmp_path):
     preloaded counter (tests/programs/pwrite_contents.c) sees what each rank's pwrite calls wrote: one buffer for
     all its transfers, and with -k (kept for a later check) each transfer's own pattern. (Comparing the prep time
     with the data time instead failed once at load about 20: a preemption inside one transfer's prep.)"""
-    shim = tmp_path / "contents.so"
-    subprocess.run(["gcc", "-O2", "-shared", "-fPIC", "-o", shim, paths.REPO_ROOT / "tests" / "programs" /
-                    "pwrite_contents.c", "-ldl"], check=True)
+    shim = build_program("pwrite_contents.c", "-shared", "-fPIC", "-ldl")
     transfers = BLOCK // TRANSFER * SEGMENTS
     for name, args, different in (("q", ["-w"], 1), ("k", ["-w", "-k"], transfers)):
         seen = tmp_path / f"{name}.contents"

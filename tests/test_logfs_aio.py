@@ -8,22 +8,14 @@ from __future__ import annotations
 
 import os
 import subprocess
-from pathlib import Path
 
+from conftest import build_program
 from ioloom.logfs import preload
 from ioloom.logfs.format import Container, is_container
 
-PROGRAMS = Path(__file__).parent / "programs"
-
-
-def compile_program(tmp_path: Path) -> Path:
-    exe = tmp_path / "logfs_aio"
-    subprocess.run(["cc", "-O2", "-pthread", "-o", exe, PROGRAMS / "logfs_aio.c"], check=True)
-    return exe
-
 
 def test_aio_on_a_container_does_what_glibc_does_on_a_plain_file(tmp_path):
-    exe = compile_program(tmp_path)
+    exe = build_program("logfs_aio.c", "-pthread")
     outs = []
     for root, env in ((tmp_path / "plain", {}), (tmp_path / "mnt", preload.env({tmp_path / "mnt": []}))):
         root.mkdir()
@@ -50,7 +42,7 @@ def test_aio_on_a_container_does_what_glibc_does_on_a_plain_file(tmp_path):
 def test_a_list_mixing_a_container_and_a_plain_file_is_counted_and_passed_through(tmp_path):
     """glibc's thread does the whole list past the layer: the plain file's entry is written, the container's
     fails EBADF (a known gap, docs/logfs-format.md), and the exit report counts it."""
-    exe = compile_program(tmp_path)
+    exe = build_program("logfs_aio.c", "-pthread")
     (tmp_path / "mnt").mkdir()
     out = subprocess.run([exe, tmp_path / "mnt" / "data", tmp_path / "other"],
                          env={**os.environ, **preload.env({tmp_path / "mnt": []})}, capture_output=True, text=True,

@@ -13,10 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from conftest import build_program
 from ioloom.logfs import preload
 from ioloom.logfs.format import Container, is_container
-
-PROGRAMS = Path(__file__).parent / "programs"
 
 # Run in ROOT (holding mnt/ and out/); prints what it saw, as JSON. Every file is written and read back by a
 # relative path; `where` records which directory each name was meant to land in.
@@ -145,8 +144,7 @@ def test_walks_that_change_directory_inside_glibc(tmp_path, how):
     """nftw(FTW_CHDIR) and fts move between directories with glibc's internal chdir, which the layer does not see:
     its wrappers forget the working directory at each entry, so a file opened by its name relative to the walk's
     directory (out/sub/f1) is that file, not the container of the same name in the mount the walk started from."""
-    exe = tmp_path / "logfs_walk"
-    subprocess.run(["cc", "-O2", "-o", exe, PROGRAMS / "logfs_walk.c"], check=True)
+    exe = build_program("logfs_walk.c")
     outs = []
     for root, env in ((tmp_path / "plain", {}), (tmp_path / "layer", preload.env({tmp_path / "layer" / "mnt": []}))):
         walk_tree(root, env)

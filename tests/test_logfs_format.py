@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from conftest import build_program
 from ioloom import paths
 from ioloom.analysis.partition import mpi_runtime_name
 from ioloom.logfs import preload
@@ -134,9 +135,7 @@ def test_million_strided_writes_through_the_layer_keep_tiny_journals(tmp_path):
     making 10^6 pwrite calls of 8 bytes strided over one file (tests/programs/logfs_strided_pwrite.c), keep their
     index and record journals together <= 4 KiB per rank, and the file holds the bytes of a plain file written the
     same way (the oracle)."""
-    exe = tmp_path / "strided_pwrite"
-    subprocess.run(["gcc", "-O2", "-o", exe, Path(__file__).parent / "programs" / "logfs_strided_pwrite.c"],
-                   check=True)
+    exe = build_program("logfs_strided_pwrite.c")
     ranks, count, size = 2, 1_000_000, 8
     for path, env in ((tmp_path / "plain", {}), (f"logfs:{tmp_path / 'c'}", preload.env())):
         procs = [subprocess.Popen([exe, str(path), str(r), str(ranks), str(count), str(size)],

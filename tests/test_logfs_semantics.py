@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import build_program
 from ioloom.logfs import preload
 from ioloom.logfs.format import Container, is_container
 
@@ -431,8 +432,7 @@ def test_write_behind_failing_leaves_writes_and_errno_alone(tmp_path, logfs_shim
     fails no write and changes no errno: a C program sets errno before each of its 64 KiB writes and checks it
     after (the layer left sync_file_range's errno there). After ENOSYS the writer stops trying; after EIO (the
     device may come back) it tries at every chunk. The bytes equal the plain file's either way."""
-    exe = tmp_path / "write_errno"
-    subprocess.run(["gcc", "-O2", "-o", exe, Path(__file__).parent / "programs" / "logfs_write_errno.c"], check=True)
+    exe = build_program("logfs_write_errno.c")
     chunk, writes = 1 << 20, 64
     subprocess.run([exe, tmp_path / "plain", str(writes)], check=True)
     mnt = tmp_path / "mnt"

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import subprocess
 
+from conftest import build_program
 from ioloom import open_trace, paths
 from ioloom.replay import run as replay_run
 from ioloom.replay import script
 from ioloom.replay.compare import differences, footprint, script_sequences
 
 DEMO = paths.DEMO_SOURCE
-PROGRAMS = paths.REPO_ROOT / "tests" / "programs"
 
 
 def _traced(ioloom_cli, tmp_path, argv, env=None, cwd=None):
@@ -53,14 +53,8 @@ def test_demo_replayed_per_rank_matches(mpi, ioloom_cli, tmp_path):
     assert sorted(s.rank for s in open_trace(replay).streams) == [0, 1, 2, 3]
 
 
-def _posix_program(tmp_path):
-    exe = tmp_path / "replay_posix"
-    subprocess.run(["gcc", "-O2", "-o", exe, PROGRAMS / "replay_posix.c"], check=True)
-    return exe
-
-
 def test_posix_program_with_child_replayed_with_gaps(ioloom_cli, tmp_path):
-    exe = _posix_program(tmp_path)
+    exe = build_program("replay_posix.c")
     run = tmp_path / "run"
     (run / "out").mkdir(parents=True)
     (run / "input.dat").write_bytes(bytes(range(256)) * 10)  # 2,560 bytes the program reads; the replay makes them
@@ -81,7 +75,7 @@ def test_posix_program_with_child_replayed_with_gaps(ioloom_cli, tmp_path):
 
 def test_the_comparison_sees_a_difference(ioloom_cli, tmp_path):
     """The check can fail: two runs that read inputs of different sizes differ, and it says how."""
-    exe = _posix_program(tmp_path)
+    exe = build_program("replay_posix.c")
     traces = []
     for name in ("a", "b"):
         run = tmp_path / name
@@ -121,7 +115,7 @@ def _shift(lines, writes):
 def test_the_comparison_sees_a_call_reordered_or_shifted(ioloom_cli, tmp_path):
     """A replay whose child makes its two first writes in the other order, or its last one a byte further, moves
     the same bytes per file with the same calls; the comparison per process and call sees both, and says where."""
-    exe = _posix_program(tmp_path)
+    exe = build_program("replay_posix.c")
     run = tmp_path / "run"
     (run / "out").mkdir(parents=True)
     (run / "input.dat").write_bytes(b"i" * 100)

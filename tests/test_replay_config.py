@@ -7,15 +7,12 @@ from __future__ import annotations
 import subprocess
 import tomllib
 
-from ioloom import paths
+from conftest import build_program
 from ioloom.replay.compare import MATCHES
-
-PROGRAMS = paths.REPO_ROOT / "tests" / "programs"
 
 
 def _configuration(ioloom_cli, tmp_path):
-    exe = tmp_path / "replay_posix"
-    subprocess.run(["gcc", "-O2", "-o", exe, PROGRAMS / "replay_posix.c"], check=True)
+    exe = build_program("replay_posix.c")
     run = tmp_path / "run"
     (run / "out").mkdir(parents=True)
     (run / "input.dat").write_bytes(b"i" * 2560)

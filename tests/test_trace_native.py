@@ -4,7 +4,6 @@ dup and record locks, errno and results unchanged, killed programs leaving a rea
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import os
 import signal
 import subprocess
@@ -16,30 +15,18 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from conftest import build_program
 from ioloom import paths
 from ioloom.run import traced_environment
 from ioloom.trace import open_trace
 from ioloom.trace.ops import direction
 
-PROGRAMS = Path(__file__).parent / "programs"
-COMPILED = paths.REPO_ROOT / "build" / "tests" / "trace"
-
 
 def compile_program(source: str, *flags: str) -> Path:
-    """tests/programs/<source> built with gcc -O2 -D_FORTIFY_SOURCE=2 (so the fortified entry points are used), or
-    gfortran -O2 for a .f90; built again when it, a flag or a C source or header in an -I directory changed (a
-    program may include one)."""
-    included = [p for flag in flags if flag.startswith("-I") for p in sorted(Path(flag[2:]).glob("*.[ch]"))]
-    text = b"".join(p.read_bytes() for p in [PROGRAMS / source, *included])
-    key = hashlib.sha256(text + " ".join(flags).encode()).hexdigest()[:12]
-    exe = COMPILED / f"{Path(source).stem}-{key}"
-    if not exe.exists():
-        exe.parent.mkdir(parents=True, exist_ok=True)
-        tmp = exe.with_suffix(".tmp")
-        compiler = ["gfortran", "-O2"] if source.endswith(".f90") else ["gcc", "-O2", "-D_FORTIFY_SOURCE=2"]
-        subprocess.run([*compiler, "-o", str(tmp), str(PROGRAMS / source), "-lpthread", *flags], check=True)
-        tmp.rename(exe)
-    return exe
+    """tests/programs/<source> built with gcc -D_FORTIFY_SOURCE=2 (so the fortified entry points are used) and
+    -lpthread, or gfortran for a .f90."""
+    fortify = [] if source.endswith(".f90") else ["-D_FORTIFY_SOURCE=2"]
+    return build_program(source, *fortify, "-lpthread", *flags, under="trace")
 
 
 def traced_env(trace_dir: Path, **extra: str) -> dict[str, str]:
