@@ -21,34 +21,34 @@ def stream_parts(trace: Path) -> dict:
     """Bytes of a trace's stream files: in all, in FOLDED chunks' structure and times, in the file table (FILES and
     FILE_DELTAS chunks); events, and the INFO's fold counts summed over the streams."""
     from ioloom.bench.fuzz import chunks
-    from ioloom.trace import open_trace
-    from ioloom.trace.folded_chunk import parts, time_residuals
-    from ioloom.trace.stream_file import CHUNK_HEADER, FILE_DELTAS, FILES, FOLDED
+    from ioloom.trace.folded_chunk import parts
+    from ioloom.trace.reader import stream_problems
+    from ioloom.trace.stream_file import CHUNK_HEADER, FILE_DELTAS, FILES, FOLDED, read_stream_file
 
     total = structure = times = files = 0
     residuals: tuple[Counter, Counter] = (Counter(), Counter())
-    for path in trace.glob("*.ioloom"):
-        data = path.read_bytes()
+    streams = [read_stream_file(path) for path in sorted(trace.glob("*.ioloom"))]
+    for stream in streams:  # the file's bytes as the reader holds them (unfolded chunks follow): read once
+        data = stream.data[:stream.path.stat().st_size].tobytes()
         total += len(data)
         for pos, kind, length in chunks(data)[1]:
             if kind == FOLDED:
-                payload = data[pos + CHUNK_HEADER.size:pos + CHUNK_HEADER.size + length]
-                made, timed = parts(payload)
+                made, *columns = parts(data[pos + CHUNK_HEADER.size:pos + CHUNK_HEADER.size + length])
                 structure += CHUNK_HEADER.size + made
-                times += timed
-                for seen, column in zip(residuals, time_residuals(payload)):
+                times += length - made
+                for seen, column in zip(residuals, columns):
                     seen.update(column)
             files += (CHUNK_HEADER.size + length) * (kind in (FILES, FILE_DELTAS))
-    loaded = open_trace(trace)
-    counts = {key: sum(int(s.info.get(key, 0)) for s in loaded.streams)
+    counts = {key: sum(int(s.info.get(key, 0)) for s in streams)
               for key in ("folded_events", "fold_checked_events", "fold_check_failed_events")}
-    plain = sum(int(v) for s in loaded.streams for k, v in s.info.items() if k.startswith("fold_fallback:"))
-    events = max(loaded.meta["events"], 1)
-    return {"events": loaded.meta["events"], "bytes_per_event": total / events,
-            "structure": structure / events, "times": times / events, "files": files / events,
-            "other": (total - structure - times - files) / events, "plain_events": plain, **counts,
-            "times_entropy_bits": sum(map(entropy_bits, residuals)) / max(sum(residuals[0].values()), 1),
-            "problems": len(loaded.problems)}
+    plain = sum(int(v) for s in streams for k, v in s.info.items() if k.startswith("fold_fallback:"))
+    events = sum(s.events for s in streams)
+    problems = sum(len(stream_problems(s)) for s in streams)
+    per = max(events, 1)
+    return {"events": events, "bytes_per_event": total / per, "structure": structure / per, "times": times / per,
+            "files": files / per, "other": (total - structure - times - files) / per, "plain_events": plain,
+            **counts, "times_entropy_bits": sum(map(entropy_bits, residuals)) / max(sum(residuals[0].values()), 1),
+            "problems": problems}
 
 
 def entropy_bits(counts: Counter) -> float:

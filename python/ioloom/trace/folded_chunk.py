@@ -286,33 +286,32 @@ def _read_structure(c: _Cursor) -> tuple[tuple[int, int, int, int], list[list[in
     return header, shapes, tokens, _read_rules(c, len(tokens))
 
 
-def _read_rows(c: _Cursor) -> tuple[tuple[int, int, int, int], list[list[int]], list[int], list[int], list[int]]:
-    """A FOLDED payload's header, shapes, each row's shape and its two time columns (gaps, durations) as stored."""
-    header, shapes, tokens, rules = _read_structure(c)
+def _read_times(c: _Cursor, header: tuple[int, int, int, int], tokens: list[tuple[int, int]],
+                rules: list[list[int]]) -> tuple[list[int], list[int], list[int]]:
+    """Each row's shape (the grammar expanded) and the two time columns (gaps, durations) as stored, which follow
+    the structure."""
     n = header[1]
-    row_shape = _expand(c, rules, tokens, n)
-    return header, shapes, row_shape, _read_values(c, n), _read_values(c, n)
+    return _expand(c, rules, tokens, n), _read_values(c, n), _read_values(c, n)
 
 
 def unfold_python(payload: bytes) -> bytes:
     """unfold() without the native library."""
     c = _Cursor(payload, 1)
-    (tid, _, quantum, t_base), shapes, row_shape, gaps, durations = _read_rows(c)
+    header, shapes, tokens, rules = _read_structure(c)
+    row_shape, gaps, durations = _read_times(c, header, tokens, rules)
+    tid, _, quantum, t_base = header
     c.problem = 6
     c.check(c.pos == len(payload))
     rows = _rows(shapes, row_shape, gaps, durations, quantum, t_base)
     return _events_chunk(tid, rows)
 
 
-def parts(payload: bytes) -> tuple[int, int]:
-    """The bytes of a FOLDED payload's structure (header, shapes, tokens, rules) and of its two time columns."""
+def parts(payload: bytes) -> tuple[int, list[int], list[int]]:
+    """The bytes of a FOLDED payload's structure (header, shapes, tokens, rules: its two time columns are the
+    rest), and those columns as stored: each row's gap and duration (in quanta) less those of the previous row of
+    its shape. The payload is parsed once."""
     c = _Cursor(payload, 1)
-    _read_structure(c)
-    return c.pos, len(payload) - c.pos
-
-
-def time_residuals(payload: bytes) -> tuple[list[int], list[int]]:
-    """A FOLDED payload's two time columns as stored: each row's gap and duration (in quanta) less those of the
-    previous row of its shape."""
-    *_, gaps, durations = _read_rows(_Cursor(payload, 1))
-    return gaps, durations
+    header, _, tokens, rules = _read_structure(c)
+    structure = c.pos
+    _, gaps, durations = _read_times(c, header, tokens, rules)
+    return structure, gaps, durations

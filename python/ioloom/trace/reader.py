@@ -325,7 +325,8 @@ def _stream_paths(path: Path) -> list[Path]:
     return found
 
 
-def _stream_problems(stream: StreamFile) -> list[str]:
+def stream_problems(stream: StreamFile) -> list[str]:
+    """What the reader says of one stream file: its own problems, and an empty, unfinished or lossy stream."""
     problems = list(stream.problems)
     name = stream.path.name
     if not stream.info and not len(stream.chunks) and not problems:
@@ -366,7 +367,7 @@ def open_trace(path: str | Path) -> Trace:
         return folded.read(folded_file)
     files = [read_stream_file(p) for p in _stream_paths(Path(path))]
     streams = [s for s in files if s.info or len(s.chunks)]
-    problems = [p for s in files for p in _stream_problems(s)]
+    problems = [p for s in files for p in stream_problems(s)]
     file_table, lookups = _merge_files(streams)
     epoch = min((_stream_start(s) for s in streams), default=0)
     out = []
