@@ -36,6 +36,22 @@ def seeds(scratch) -> fuzz.Seeds:
     return fuzz.make_seeds(scratch / "seeds", 3)
 
 
+def test_a_case_and_its_verdicts_depend_on_the_seed_alone(seeds, scratch):
+    """Two campaigns of one seed on the same seeds, in directories of other lengths and with other numbers of
+    workers (a case lands in another worker's directory), draw the same cases and every tool reaches the same
+    outcome on each; the streams are named by the order their processes started, not by their pids."""
+    assert [Path(n).name for n in seeds.streams] == ["0-sh.ioloom", "1-dd.ioloom", "2-cat.ioloom", "3-dd.ioloom"]
+    runs = []
+    for workdir, workers in ((scratch / "same", 1), (scratch / "same-seed-in-a-longer-directory", 2)):
+        runner = fuzz.Campaign(seeds, 5, workdir, workers, timeout=10, only=None)
+        try:
+            results = runner.run(range(200))
+        finally:
+            runner.close()
+        runs.append(sorted((r["number"], r["what"], r["outcome"], [d[:2] for d in r["details"]]) for r in results))
+    assert runs[0] == runs[1]
+
+
 def test_crafted_chunks_pass_the_crc(seeds, tmp_path):
     """An INFO value or an EVENTS field changed with the CRC recomputed is read as a valid chunk (no checksum
     problem): what it reaches is the reader's validation of the field, not the checksum."""

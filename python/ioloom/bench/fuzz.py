@@ -65,6 +65,7 @@ RECORD_FIELDS = (("kind", 4, "<H"), ("version", 6, "<H"), ("file_id", 8, "<I"), 
 BLOCK_SIZE, ENTRY_SIZE, RECORD_SIZE = 32, 80, 96
 MEMBER_KINDS, MEMBER_WEIGHTS = ("index.", "ioloom-logfs.meta", "records.", "log."), (4, 2, 2, 2)  # what a case damages
 FILE_LIMIT = 64 << 20  # the largest file a worker or the preloaded read may write (a hostile size is not followed)
+CASE_ROOT = "/ioloom-fuzz-case"  # where a case stands while it is drawn: write_case puts the directory it is written to
 WRITER = """import os, random, sys
 data = random.Random(7).randbytes(1 << 16)
 fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT, 0o644)
@@ -85,6 +86,7 @@ class Seeds:
     each container's logical bytes and backends, and what the reader made of the intact trace."""
     root: Path
     files: dict[str, bytes]
+    directories: list[str]  # every directory under root (an extra backend's spread directory may hold nothing)
     streams: list[str]
     containers: dict[str, bytes]  # container path -> its logical bytes
     backends: dict[str, list[str]]  # container path -> its extra backend directories
@@ -114,14 +116,31 @@ def make_seeds(root: Path, seed: int) -> Seeds:
     for stream in (root / "folded").iterdir():
         stream.rename(root / "trace" / stream.name)
     (root / "folded").rmdir()
+    _name_streams(root / "trace")
+    # as rank 0, the writer group r0, whose logs go to the extra backend (docs/logfs-format.md: backend
+    # (fnv1a("r0") ^ fnv1a("/data")) mod 2 = 1); without a rank the group is named by the pid, and the backend with it
     _ioloom("container", "run", "-m", "mnt2", "-b", "extra", "--", sys.executable, "writer.py", "mnt2/data",
-            cwd=root)
-    return load_seeds(root)
+            env={"PMI_RANK": "0"}, cwd=root)
+    seeds = load_seeds(root)
+    if not any(name.startswith("extra/") for name in seeds.files):
+        raise RuntimeError(f"making the fuzz seeds: {root / 'mnt2/data'} wrote nothing to its extra backend")
+    return seeds
+
+
+def _name_streams(trace: Path) -> None:
+    """The streams renamed <k>-<program>.ioloom in the order their processes started: their names (host and pid)
+    change from run to run, and the streams' order decides which one a case damages."""
+    from ioloom.trace import open_trace
+    streams = sorted(open_trace(trace).streams, key=lambda s: int(s.info["start_monotonic_ns"]))
+    for k, stream in enumerate(streams):
+        program = Path(stream.info["argv"].split("\x1f")[0]).name  # arguments are separated by U+001F
+        Path(stream.info["path"]).rename(trace / f"{k}-{program}.ioloom")
 
 
 def load_seeds(root: Path) -> Seeds:
     from ioloom.logfs.format import Container
     files = {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+    directories = [str(p.relative_to(root)) for p in sorted(root.rglob("*")) if p.is_dir()]
     streams = sorted(name for name in files if name.startswith("trace/"))
     containers, backends = {}, {}
     for name in ("mnt/seq", "mnt2/data"):
@@ -134,7 +153,7 @@ def load_seeds(root: Path) -> Seeds:
         if digest["problems"]:
             raise RuntimeError(f"the seed stream {root / name} does not read cleanly: {digest['problems']}")
         digests[name] = digest["streams"][Path(name).name]
-    return Seeds(root, files, streams, containers, backends, digests, _crc_form(files[streams[0]]))
+    return Seeds(root, files, directories, streams, containers, backends, digests, _crc_form(files[streams[0]]))
 
 
 def trace_digest(path: Path) -> dict:
@@ -544,9 +563,11 @@ class Case:
     inert: bool = False
 
 
-def make_case(seeds: Seeds, seed: int, number: int, case_root: Path, only: str | None = None) -> Case:
+def make_case(seeds: Seeds, seed: int, number: int, only: str | None = None) -> Case:
     """Case `number` of `seed`; only="trace" or "container" keeps to one kind (the draw that picks the kind is
-    made all the same, so a case of that kind is the same case with or without `only`)."""
+    made all the same, so a case of that kind is the same case with or without `only`). It is drawn with its files
+    under CASE_ROOT, so it does not depend on where it is written (a worker's directory, the failures)."""
+    case_root = Path(CASE_ROOT)
     rng = random.Random(f"{seed}/{number}")
     if (rng.random() < 0.45 or only == "trace") and only != "container":
         name = rng.choice(seeds.streams)
@@ -557,7 +578,7 @@ def make_case(seeds: Seeds, seed: int, number: int, case_root: Path, only: str |
     members = sorted(n for n in seeds.files if any(n.startswith(d + "/") for d in dirs))
     kind = rng.choices(MEMBER_KINDS, MEMBER_WEIGHTS)[0]
     name = rng.choice([n for n in members if _member_kind(n).startswith(kind)] or members)
-    base, data = _member_kind(name), _moved(seeds, name, case_root)
+    base, data = _member_kind(name), _moved(seeds, name, CASE_ROOT)
     pick = rng.random()
     if pick < 0.05:
         return Case(number, container, f"{name}: deleted", {name: None})
@@ -583,29 +604,35 @@ def _member_kind(name: str) -> str:
     return ID_PREFIX.sub("", Path(name).name)
 
 
-def _moved(seeds: Seeds, name: str, root: Path) -> bytes:
+def _moved(seeds: Seeds, name: str, root: str) -> bytes:
     """A seed file as it is when the seeds are copied to root (metadata names its backends by absolute path)."""
-    data = seeds.files[name]
-    return data.replace(str(seeds.root).encode(), str(root).encode()) if name.endswith("ioloom-logfs.meta") else data
+    return _placed(name, seeds.files[name], str(seeds.root), str(root))
+
+
+def _placed(name: str, data: bytes, old: str, new: str) -> bytes:
+    """A container member's bytes with the directory `old` named `new` in its metadata."""
+    return data.replace(old.encode(), new.encode()) if name.endswith("ioloom-logfs.meta") else data
 
 
 def write_case(seeds: Seeds, case: Case, root: Path) -> None:
     """What the case reads under root, beside a file outside the container that no tool may touch: the changed
-    stream alone (a trace of one stream), or the container and its backends (paths in the metadata moved there)
-    with the change applied."""
+    stream alone (a trace of one stream), or the container and its backends (paths in the metadata moved there,
+    their directories made as the seeds have them, empty or not) with the change applied."""
     dirs = ["trace"] if case.target == "trace" else [case.target, *seeds.backends[case.target]]
     for d in dirs:
         shutil.rmtree(root / d, ignore_errors=True)
+        for sub in (s for s in seeds.directories if s == d or s.startswith(d + "/")):
+            (root / sub).mkdir(parents=True)
     names = case.changes if case.target == "trace" else [n for n in seeds.files if any(n.startswith(d + "/")
                                                                                         for d in dirs)]
     for name in names:
         path = root / name
         path.parent.mkdir(parents=True, exist_ok=True)
-        change = case.changes.get(name, _moved(seeds, name, root))
+        change = case.changes.get(name, _moved(seeds, name, CASE_ROOT))
         if isinstance(change, str):
-            path.symlink_to(change[2:])
+            path.symlink_to(change[2:].replace(CASE_ROOT, str(root), 1))
         elif change is not None:
-            path.write_bytes(change)
+            path.write_bytes(_placed(name, change, CASE_ROOT, str(root)))
     secret = root / "outside" / "secret"
     if not secret.is_file():
         secret.parent.mkdir(parents=True, exist_ok=True)
@@ -830,7 +857,7 @@ def run_container_case(seeds: Seeds, case: Case, root: Path, report, timeout: fl
 
 def run_case(seeds: Seeds, seed: int, number: int, root: Path, report, timeout: float,
              only: str | None = None) -> Result:
-    case = make_case(seeds, seed, number, root, only)
+    case = make_case(seeds, seed, number, only)
     write_case(seeds, case, root)
     if case.target == "trace":
         return run_trace_case(seeds, case, root, report)
@@ -904,7 +931,7 @@ class Campaign:
 
     def _lost(self, slot: Slot, outcome: str, message: str) -> None:
         assert slot.number is not None  # a worker is lost on a case it was given
-        case = make_case(self.seeds, self.seed, slot.number, slot.root / "case", self.only)
+        case = make_case(self.seeds, self.seed, slot.number, self.only)
         result = Result(slot.number, case.target, case.what)
         result.note(slot.tool, outcome, message)
         self.results.append(dataclasses.asdict(result))
@@ -983,7 +1010,7 @@ def tally_line(counts: dict[str, int]) -> str:
 def save_failure(seeds: Seeds, seed: int, result: dict, failures: Path, only: str | None = None) -> Path:
     """The failing case's files and what happened, to reproduce it with the commands in repro.sh."""
     where = failures / f"{result['number']:07d}-{result['outcome']}"
-    case = make_case(seeds, seed, result["number"], where, only)
+    case = make_case(seeds, seed, result["number"], only)
     write_case(seeds, case, where)
     (where / "case.json").write_text(json.dumps({"seed": seed, **result}, indent=1))
     if case.target == "trace":
@@ -993,17 +1020,20 @@ def save_failure(seeds: Seeds, seed: int, result: dict, failures: Path, only: st
         env = " ".join(f"{name}={value}" for name, value in preload.env(_mounts(where, case.target)).items())
         commands = "".join(f"ioloom container {tool} {where / case.target}\n" for tool in ("check", "stat", "cat"))
         commands += f"{env} cat {where / case.target}\n"
-    rerun = f"ioloom bench fuzz --seed {seed} --start {result['number']} --cases 1" + (f" --only {only}" * bool(only))
+    rerun = f"ioloom bench fuzz --seed {seed} --seeds {seeds.root} --start {result['number']} --cases 1" + \
+        (f" --only {only}" * bool(only))
     (where / "repro.sh").write_text(f"# {rerun}\n{commands}")
     return where
 
 
 def campaign(seed: int, cases: int, workdir: Path, start: int = 0, workers: int | None = None,
-             timeout: float = 10.0, only: str | None = None, progress=None) -> tuple[dict[str, int], list[dict]]:
-    """Make the seeds under workdir, run cases start..start+cases-1, save the failing ones under
-    workdir/failures; returns the tally and the failing results."""
+             timeout: float = 10.0, only: str | None = None, progress=None,
+             seeds_dir: Path | None = None) -> tuple[dict[str, int], list[dict]]:
+    """Make the seeds under workdir (or take those an earlier campaign made in seeds_dir), run cases
+    start..start+cases-1, save the failing ones under workdir/failures; returns the tally and the failing
+    results."""
     os.environ["IOLOOM_READER_THREADS"] = "1"  # the workers are the parallelism (and they are forked)
-    seeds = make_seeds(workdir / "seeds", seed)
+    seeds = load_seeds(seeds_dir) if seeds_dir else make_seeds(workdir / "seeds", seed)
     runner = Campaign(seeds, seed, workdir, workers or os.cpu_count() or 1, timeout, only)
     try:
         results = runner.run(range(start, start + cases), progress)
@@ -1036,7 +1066,7 @@ def _scratch() -> str | None:
 
 
 @app.command("fuzz")
-def fuzz_command(seed: int = typer.Option(1, "--seed", help="Chooses every mutation: the same seed and case "
+def fuzz_command(seed: int = typer.Option(1, "--seed", help="Chooses every mutation: the same seed, seeds and case "
                                            "numbers give the same cases."),
                  cases: int = typer.Option(2000, "--cases", min=1, help="Cases to run."),
                  start: int = typer.Option(0, "--start", min=0, help="Number of the first case (to rerun one)."),
@@ -1046,6 +1076,9 @@ def fuzz_command(seed: int = typer.Option(1, "--seed", help="Chooses every mutat
                  timeout: float = typer.Option(10.0, "--timeout", min=0.1, help="Seconds one tool may take on one "
                                                "case before the case counts as a hang."),
                  only: Only = typer.Option(None, "--only", help="Only trace cases, or only container cases."),
+                 seeds_dir: Path = typer.Option(None, "--seeds", help="The seeds an earlier campaign made (its "
+                                                "DIR/seeds), instead of tracing them afresh: fresh seeds hold other "
+                                                "times and pids, so the same seed draws other bytes."),
                  as_json: bool = typer.Option(False, "--json", help="Print the tally and failures as JSON.")) -> None:
     """Mutate real traces and logfs containers and run the reader, every container tool and a preloaded read
     on each case: prints cases run, clean errors, crashes, hangs, uncaught exceptions and wrong results."""
@@ -1060,7 +1093,8 @@ def fuzz_command(seed: int = typer.Option(1, "--seed", help="Chooses every mutat
             seconds = time.monotonic() - began
             print(f"  {len(results):,} of {cases:,} cases, {seconds:.0f} s; {tally_line(tally(results))}",
                   file=sys.stderr)
-    counts, failing = campaign(seed, cases, directory, start, workers, timeout, only and only.value, progress)
+    counts, failing = campaign(seed, cases, directory, start, workers, timeout, only and only.value, progress,
+                               seeds_dir)
     elapsed = time.monotonic() - began
     if as_json:
         print(json.dumps({"seed": seed, "start": start, "seconds": round(elapsed, 1), **counts,
