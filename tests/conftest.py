@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from ioloom import mpi as mpi_impls
-from ioloom import paths
+from ioloom import paths, run
 
 PROGRAMS = Path(__file__).parent / "programs"
 COMPILED = paths.REPO_ROOT / "build" / "tests"
@@ -54,6 +54,14 @@ class MpiRunner:
 
     def command(self, nranks: int, argv: list[str | Path]) -> list[str]:
         return self.impl.launch(nranks, [str(a) for a in argv])
+
+    def trace(self, nranks: int, argv: list[str | Path], out: Path) -> None:
+        """argv on nranks ranks traced into out as `ioloom run -o OUT -- LAUNCH` traces it (run.trace: the same
+        libraries, layers and environment), from this process: no Python started and no summary read per run."""
+        launch = self.command(nranks, argv)
+        layers = list(run.LAYERS)
+        code = run.trace(launch, out, layers, run.libraries(launch, layers), self.impl.base_env())
+        assert code == 0, f"{self.name}: {' '.join(launch)} exit {code} (its output is in the captured output)"
 
     def env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
         """The environment of a launch made under `ioloom run`, which preloads the launch's own libraries

@@ -1,13 +1,11 @@
-"""Findings, cross-layer decomposition and patterns on real programs traced with `ioloom run` under each MPI.
+"""Findings, cross-layer decomposition and patterns on real programs traced as `ioloom run` traces them (run.trace)
+under each MPI.
 
 tests/programs/pattern_findings.c has one mode per behaviour; every mode is traced once per MPI (module
 scope) and each test reads the analyses. A finding must fire where its cause is, and must not fire on the
 clean and collective runs (nor data sieving under Open MPI's OMPIO, which does not sieve).
 """
 from __future__ import annotations
-
-import subprocess
-import sys
 
 import pytest
 
@@ -21,13 +19,10 @@ KiB, MiB = 1024, 1 << 20
 
 
 def _trace(runner: MpiRunner, exe, mode: str, root, launcher_options: tuple[str, ...] = (), tag: str = ""):
-    """`ioloom run` the program in `mode` on RANKS ranks; the analysis of its trace."""
+    """The program in `mode` on RANKS ranks, traced as `ioloom run` traces it; the analysis of its trace."""
     data, out = root / f"data-{mode}", root / f"trace-{mode}{tag}"
     data.mkdir(exist_ok=True)
-    launch = runner.command(RANKS, [*launcher_options, exe, mode, data])
-    done = subprocess.run([sys.executable, "-m", "ioloom", "run", "-o", str(out), "--", *launch],
-                          env=runner.env(), capture_output=True, text=True, timeout=180)
-    assert done.returncode == 0, f"{mode}: {done.stdout}\n{done.stderr}"
+    runner.trace(RANKS, [*launcher_options, exe, mode, data], out)
     return analyse(out, workers=1)
 
 

@@ -34,10 +34,7 @@ def traced(tmp_path_factory):
         data = root / f"run[{mode}]"
         data.mkdir()
         out[mode] = root / f"trace-{mode}"
-        done = subprocess.run([sys.executable, "-m", "ioloom", "run", "-o", str(out[mode]), "--",
-                               *runner.command(RANKS, [exe, mode, data])], env=runner.env(), capture_output=True,
-                              text=True, timeout=300)
-        assert done.returncode == 0, done.stderr
+        runner.trace(RANKS, [exe, mode, data], out[mode])
     out["root"] = root
     return out
 

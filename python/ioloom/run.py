@@ -169,6 +169,13 @@ def launch_command(argv: list[str], env: dict[str, str]) -> list[str]:
     return [argv[0], *forwarded, *argv[1:]]
 
 
+def trace(cmd: list[str], out: Path, layers: list[str], libs: list[Path], settings: dict[str, str]) -> int:
+    """Run cmd with libs preloaded, its processes tracing `layers` into out, with `settings` added to the
+    environment: `ioloom run` before its summary. The command's exit status."""
+    env = {**traced_environment(libs, out, layers), **settings}
+    return run_traced(launch_command(cmd, env), env)
+
+
 def run_traced(argv: list[str], env: dict[str, str]) -> int:
     if not shutil.which(argv[0]) and not Path(argv[0]).is_file():
         fail(f"command not found: {argv[0]} (to run a shell pipeline, use: ioloom run -- sh -c '...')")
@@ -252,7 +259,7 @@ def fold_summary(trace) -> list[str]:
 def command(
     cmd: list[str] = typer.Argument(..., metavar="-- CMD [ARGS]...", help="The command to trace (after --)."),
     output: Path = typer.Option(None, "-o", "--output", help="Trace directory (default: ./ioloom-traces/<time>)."),
-    layers: str = typer.Option("posix,stdio,mpiio,async", "--layers", help="Layers to trace, comma-separated."),
+    layers: str = typer.Option(",".join(LAYERS), "--layers", help="Layers to trace, comma-separated."),
     logfs: list[Path] = typer.Option([], "--logfs", metavar="DIR", help="Also run over logfs: files the command "
                                      "creates under DIR become containers of per-writer logs (repeatable)."),
     coord: str = typer.Option(None, "--coord", metavar="ADDR", help="Coordinate the command's writes with other "
@@ -267,14 +274,12 @@ def command(
     chosen = parse_layers(layers)
     logfs_lib, logfs_settings = logfs_mounts(logfs) if logfs else (None, {})
     out = output_dir(output)
-    libs = libraries(cmd, chosen)
-    libs += [logfs_lib] if logfs_lib else []
+    libs = libraries(cmd, chosen) + ([logfs_lib] if logfs_lib else [])
+    settings = {**logfs_settings, **fold_settings(fold, fold_quantum_ns)}
     if coord:
         libs.insert(0, coord_library())
-    env = {**traced_environment(libs, out, chosen), **logfs_settings, **fold_settings(fold, fold_quantum_ns)}
-    if coord:
-        env.update(coord_settings(coord, cmd, out))
-    code = run_traced(launch_command(cmd, env), env)
+        settings.update(coord_settings(coord, cmd, out))
+    code = trace(cmd, out, chosen, libs, settings)
     try:
         for line in summary(out) + (coord_summary(out) if coord else []):
             typer.echo(line, err=True)
