@@ -211,18 +211,6 @@ EXPORT int renameat(int olddir, const char *old, int newdir, const char *new) {
 }
 EXPORT int rename(const char *old, const char *new) { return renameat2(AT_FDCWD, old, AT_FDCWD, new, 0); }
 
-/* ---- link: a container has one name (the kernel links no directory): EPERM as the kernel answers, counted ---- */
-
-EXPORT int linkat(int olddir, const char *old, int newdir, const char *new, int flags) {
-    if (lf_passes(olddir, old)) return IOLOOM_NEXT(linkat)(olddir, old, newdir, new, flags);
-    struct lf_place place;
-    const char *real;
-    if (lf_container_at(olddir, old, &real, &place, flags & AT_SYMLINK_FOLLOW) != LF_PASS)
-        return lf_unsupported(LF_UNS_OTHER, EPERM);
-    return IOLOOM_NEXT(linkat)(olddir, real, newdir, new, flags);
-}
-EXPORT int link(const char *old, const char *new) { return linkat(AT_FDCWD, old, AT_FDCWD, new, 0); }
-
 /* ---- permissions: the logical file's mode lives in the metadata (the directory keeps rwx for the layer) ---- */
 
 /* access() of a container: its logical mode's bits, owner and group the directory's, checked as the kernel checks
