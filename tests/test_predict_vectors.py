@@ -88,13 +88,13 @@ def test_python_process_model_predicts_as_the_c_one(header, lines):
     model = ProcessModel({}, {}, Options(run_positions=int(header[3])))
     for index, line in enumerate(lines):
         fields, count, candidates = line.split("\t")
-        symbol, kind, place, offset, size, t_start, t_end = (int(f) for f in fields.split())
+        symbol, kind, place, offset, size, t_start, t_end, moved = (int(f) for f in fields.split())
         predicted = [tuple(c) for c in model.predict()]
         assert (len(predicted), predicted[:64]) == (int(count), _candidates(candidates)), \
             f"{header[1]}: operation {index}"
         model.kinds.setdefault(symbol, KIND_NAMES[kind])
         model.places.setdefault(symbol, str(place))
-        model.observe(Operation(symbol, KIND_NAMES[kind], str(place), place, offset, size, t_start, t_end))
+        model.observe(Operation(symbol, KIND_NAMES[kind], str(place), place, offset, size, t_start, t_end, moved))
 
 
 def test_c_writes_the_committed_process_vectors(tmp_path):

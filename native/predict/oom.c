@@ -26,7 +26,7 @@ static struct pg_operation noisy_op(unsigned *seed, int64_t now) {
     enum pg_kind kind = (enum pg_kind)(symbol % 4);
     int64_t offset = kind == PG_OPEN || kind == PG_CLOSE ? -1 : (int64_t)lcg(seed) * 512;
     int64_t size = kind == PG_OPEN || kind == PG_CLOSE ? 0 : 1 + lcg(seed) % 100000;
-    return (struct pg_operation){symbol, symbol % KEYS, kind, offset, size, now, now + 1000};
+    return (struct pg_operation){symbol, symbol % KEYS, kind, offset, size, now, now + 1000, -1};
 }
 
 /* Bytes the process maps now (/proc/self/statm's first field, in pages). */

@@ -181,6 +181,9 @@ static struct returns *returns_at(struct pg_process *p, int32_t from, int32_t to
     return keep(p, key, r);
 }
 
+/* Where a read or write of known offset ended: its offset plus the bytes it moved (model.Operation.end). */
+static int64_t end_of(const struct pg_operation *op) { return op->offset + (op->moved >= 0 ? op->moved : op->size); }
+
 /* A read or write of known offset; by_change: the offset the offset changes predicted for it. */
 static void return_observe(struct pg_process *p, const struct pg_operation *op, int32_t from, int32_t place,
                            int64_t by_change) {
@@ -193,7 +196,7 @@ static void return_observe(struct pg_process *p, const struct pg_operation *op, 
         r->absolute = op->offset;
         pg_local_observe(r->back, steps_back(p, op->place, op->offset));
     }
-    remember_end(p, op->place, op->offset + op->size);
+    remember_end(p, op->place, end_of(op));
 }
 
 /* ---- inter-arrival times ---- */
@@ -267,7 +270,7 @@ static void observe_data(struct pg_process *p, const struct pg_operation *op) {
     int64_t by_change = base + paired_predict(p, OFFSET_WHOLE, p->current, op->symbol, place);
     return_observe(p, op, p->current, place, by_change);
     paired_observe(p, OFFSET_WHOLE, p->current, op->symbol, place, op->offset - base);
-    p->positions[op->place] = op->offset + op->size;
+    p->positions[op->place] = end_of(op);
 }
 
 void pg_process_observe(struct pg_process *p, const struct pg_operation *op) {

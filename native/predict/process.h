@@ -24,11 +24,12 @@ struct pg_options {
     size_t memory_cap;   /* bytes of all the local models together (memory.h); 0: no cap */
 };
 
-/* One operation (model.Operation): `place` numbers its file key; offset -1: unknown; size: bytes asked. */
+/* One operation (model.Operation): `place` numbers its file key; offset -1: unknown; size: bytes asked; moved: the
+ * bytes a read or write moved (its return), -1: unknown (taken as size). */
 struct pg_operation {
     int32_t symbol, place;
     enum pg_kind kind;
-    int64_t offset, size, t_start, t_end;
+    int64_t offset, size, t_start, t_end, moved;
 };
 
 /* One predicted next operation (model.Candidate): size 0 and offset -1 for an open or a close; gap_ns after the

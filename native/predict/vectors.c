@@ -179,7 +179,7 @@ static void add_op(struct ops *o, int32_t symbol, enum pg_kind kind, int32_t key
                    int64_t gap) {
     if (o->n == PROCESS_OPS) return;
     o->now += gap;
-    o->op[o->n++] = (struct pg_operation){symbol, key, kind, offset, size, o->now, o->now + 2000};
+    o->op[o->n++] = (struct pg_operation){symbol, key, kind, offset, size, o->now, o->now + 2000, -1};
     o->now += 2000;
     if (kind == PG_OPEN || kind == PG_CLOSE)
         o->at[key] = 0;
@@ -263,6 +263,23 @@ static void write_back(struct ops *o) {
     }
 }
 
+/* An input read line by line as fgets reads it (version 1.4): per step an open, reads asking 255 bytes that each
+ * move one line (4 to 43 bytes, the last none: the end of the file), each at the end of the one before, a close.
+ * Only the bytes moved say where a read ended. */
+static void line_reads(struct ops *o) {
+    unsigned seed = 13;
+    *o = (struct ops){.name = "line-reads"};
+    for (int step = 0; step < 20; step++) {
+        add_op(o, 0, PG_OPEN, 0, -1, 0, 3000000);
+        for (int line = 0; line <= 16; line++) {
+            int64_t moved = line < 16 ? 4 + (int64_t)(lcg(&seed) % 40) : 0;
+            add_op(o, 1, PG_READ, 0, o->at[0], 255, 1000);
+            o->op[o->n - 1].moved = moved, o->at[0] -= 255 - moved;
+        }
+        add_op(o, 2, PG_CLOSE, 0, -1, 0, 1000);
+    }
+}
+
 /* Noise over three files: symbols 0-8 of fixed kinds and keys, sizes from more than 24 values (the fallback),
  * offsets contiguous, repeated or jumping, gaps near the 1 ms threshold. */
 static void noisy_ops(struct ops *o, const char *name, unsigned seed) {
@@ -299,8 +316,8 @@ static int write_process(FILE *out, const struct ops *o, int32_t run_positions) 
     for (int32_t i = 0; i < o->n; i++) {
         const struct pg_operation *op = &o->op[i];
         int32_t n = pg_process_predict(p, c, CANDIDATES);
-        fprintf(out, "%d %d %d %lld %lld %lld %lld\t%d\t", op->symbol, op->kind, op->place, (long long)op->offset,
-                (long long)op->size, (long long)op->t_start, (long long)op->t_end, n);
+        fprintf(out, "%d %d %d %lld %lld %lld %lld %lld\t%d\t", op->symbol, op->kind, op->place, (long long)op->offset,
+                (long long)op->size, (long long)op->t_start, (long long)op->t_end, (long long)op->moved, n);
         print_candidates(out, c, n);
         fputc('\n', out);
         pg_process_observe(p, op);
@@ -329,6 +346,7 @@ static int write_processes(const char *dir) {
     particle_ops(&o), failed |= write_process(out, &o, 64);
     cycling_particles(&o), failed |= write_process(out, &o, 64);
     write_back(&o), failed |= write_process(out, &o, 64);
+    line_reads(&o), failed |= write_process(out, &o, 64);
     noisy_ops(&o, "noisy-1", 1), failed |= write_process(out, &o, 64);
     noisy_ops(&o, "noisy-2", 2), failed |= write_process(out, &o, 4);
     return fclose(out) != 0 || failed ? -1 : 0;

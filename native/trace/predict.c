@@ -589,15 +589,23 @@ static void record_call(int32_t symbol, int32_t key, int64_t gap) {
     side.out_len = (size_t)(p - side.out);
 }
 
-/* The call as the model's operation (source.py's: size the bytes asked of a read or write, else 0). Only gaps
- * count, so the model's clock is the sum of the gaps, and each call takes no time on it. */
+/* The call as the model's operation (source.py's: size the bytes asked of a read or write, else 0; moved the
+ * bytes it moved, -1 when unknown). Only gaps count, so the model's clock is the sum of the gaps, and each call
+ * takes no time on it. */
 static struct pg_operation operation(const struct ioloom_raw_event *row, enum pg_kind kind, int32_t model_symbol,
                                      int32_t key, int64_t gap) {
     int data = kind == PG_READ || kind == PG_WRITE;
     side.clock_ns += gap;
-    return (struct pg_operation){
-        model_symbol,  key,          kind, data ? row->offset : -1, data && row->req_bytes > 0 ? row->req_bytes : 0,
-        side.clock_ns, side.clock_ns};
+    int64_t size = data && row->req_bytes > 0 ? row->req_bytes : 0,
+            moved = data && row->ret_bytes >= 0 ? row->ret_bytes : -1;
+    return (struct pg_operation){.symbol = model_symbol,
+                                 .place = key,
+                                 .kind = kind,
+                                 .offset = data ? row->offset : -1,
+                                 .size = size,
+                                 .t_start = side.clock_ns,
+                                 .t_end = side.clock_ns,
+                                 .moved = moved};
 }
 
 /* The call to the phases, on CLOCK_MONOTONIC ns (the coordination client's clock): it ended now, and began its

@@ -71,7 +71,7 @@ def evaluate(operations: list[Operation], kinds: dict[int, str], places: dict[in
         met.add(op.symbol)
         model.observe(op)
         if op.kind in DATA_KINDS and op.offset >= 0:
-            ends[op.file_id] = op.offset + op.size
+            ends[op.file_id] = op.end
         elif op.kind not in DATA_KINDS:
             ends[op.file_id] = 0
         if (index + 1) & index == 0 or index + 1 == len(operations):

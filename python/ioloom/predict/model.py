@@ -22,7 +22,8 @@ Transition = tuple[int | None, int]  # (the symbol before, None for the first op
 class Operation(NamedTuple):
     """One operation of a process, as the predictor sees it. offset: where it started (-1 unknown), size: bytes
     asked (0 for open and close); `place`: the file key its offset is counted on (the symbol's file); file_id:
-    the trace's id of the file itself."""
+    the trace's id of the file itself; moved: the bytes a read or write moved (its return: fewer than asked for a
+    short read, a line of fgets), -1 when unknown (taken as the size asked)."""
     symbol: int
     kind: str
     place: str
@@ -31,6 +32,12 @@ class Operation(NamedTuple):
     size: int
     t_start: int
     t_end: int
+    moved: int = -1
+
+    @property
+    def end(self) -> int:
+        """Where a read or write of known offset ended: its offset plus the bytes it moved."""
+        return self.offset + (self.moved if self.moved >= 0 else self.size)
 
 
 class Candidate(NamedTuple):
@@ -323,7 +330,7 @@ class Returns:
         model = self.models.setdefault(at, LocalModel(self.options.distinct_values, "zero",
                                                       cap=self.options.local_cap))
         model.observe(back)
-        ends.append(op.offset + op.size)
+        ends.append(op.end)
 
     def forget(self, key: str) -> None:
         """An open or a close: the file's earlier ends are another file's (or may be)."""
@@ -394,7 +401,7 @@ class ProcessModel:
                 by_change = self.positions.get(op.place, 0) + self.offsets.predict(transition, place)
                 self.returns.observe(op.place, transition, place, op, by_change)
                 self.offsets.observe(transition, place, op.offset - self.positions.get(op.place, 0))
-                self.positions[op.place] = op.offset + op.size
+                self.positions[op.place] = op.end
         else:
             self.positions[op.place] = 0  # open and close: the next access is counted from the file's start
             self.returns.forget(op.place)

@@ -60,12 +60,12 @@ def _options(side: SideStream) -> Options:
                    local_cap=side.count("local_cap") or Options.local_cap)
 
 
-def python_run(side: SideStream, operations: list[tuple[str, int, int]] | None, numbered: Numbered | None = None
+def python_run(side: SideStream, operations: list[tuple[str, int, int, int]] | None, numbered: Numbered | None = None
                ) -> Iterator[tuple[tuple[int, ...], bool | None]]:
     """One run of the Python model over the tracer's calls: per call, the symbols it predicted before it
     (ascending), and whether its kept candidates were the tracer's (symbols, sizes, offsets, rounded gaps), None
-    without `operations` (per call its kind, offset and size: source.call_operations). With them the process
-    model runs (its sequence gives the symbols), else its sequence alone. `numbered`: model_symbols(side), when
+    without `operations` (per call its kind, offset, size and bytes moved: source.call_operations). With them the
+    process model runs (its sequence gives the symbols), else its sequence alone. `numbered`: model_symbols(side), when
     the caller has it already."""
     calls, _, pairs = numbered or model_symbols(side)
     options = _options(side)
@@ -77,8 +77,8 @@ def python_run(side: SideStream, operations: list[tuple[str, int, int]] | None, 
         return
     model = ProcessModel({}, {}, options)
     clock = 0
-    for symbol, key, gap, kept, (kind, offset, size) in zip(calls, side.call_keys, side.gaps, side.predicted,
-                                                            operations):
+    for symbol, key, gap, kept, (kind, offset, size, moved) in zip(calls, side.call_keys, side.gaps,
+                                                                   side.predicted, operations):
         candidates = model.predict()
         mine = [(*pairs[c.symbol], c.size, c.offset, round(c.gap_ns)) for c in candidates[:KEPT]]
         yield tuple(c.symbol for c in candidates), mine == [(c.symbol, c.key, c.size, c.offset, c.gap_ns)
@@ -86,12 +86,13 @@ def python_run(side: SideStream, operations: list[tuple[str, int, int]] | None, 
         model.kinds.setdefault(symbol, kind)
         model.places.setdefault(symbol, str(key))
         clock += gap  # only gaps count: each call takes no time on this clock, as on the tracer's
-        model.observe(Operation(symbol, kind, str(key), key, offset, size, clock, clock))
+        model.observe(Operation(symbol, kind, str(key), key, offset, size, clock, clock, moved))
 
 
-def online_figures(side: SideStream | None, operations: list[tuple[str, int, int]] | None = None) -> dict | None:
+def online_figures(side: SideStream | None, operations: list[tuple[str, int, int, int]] | None = None) -> dict | None:
     """The tracer model's figures for one process, None without a side stream (or one with no call).
-    `operations`: per call its kind, offset and size (source.call_operations), for `same_candidates_pct`."""
+    `operations`: per call its kind, offset, size and bytes moved (source.call_operations), for
+    `same_candidates_pct`."""
     if side is None or not side.calls:
         return None
     figures = {"calls": len(side.calls), "frames": side.count("frames"), "stack_symbols": len(side.symbols),

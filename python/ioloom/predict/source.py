@@ -24,7 +24,7 @@ STACK_CONTEXT = "call stack+file"  # with the side stream's stack symbols
 OPENS = {"open", "open64", "openat", "openat64", "creat", "creat64", "__open_2", "__open64_2", "__openat_2",
          "__openat64_2", "fopen", "fopen64", "fdopen", "freopen", "freopen64"}
 CLOSES = {"close", "fclose"}
-COLUMNS = ["t_start", "t_end", "layer", "op", "file_id", "offset", "req_bytes", "aux", "tid"]
+COLUMNS = ["t_start", "t_end", "layer", "op", "file_id", "offset", "req_bytes", "aux", "tid", "ret_bytes"]
 DIGITS = re.compile(r"\d+")
 
 
@@ -71,7 +71,7 @@ class ProcessOperations:
     side: SideStream | None = None
     context: str = CONTEXT
     stacks_unused: str | None = None
-    calls: list[tuple[str, int, int]] | None = None
+    calls: list[tuple[str, int, int, int]] | None = None
 
 
 def process_operations(trace, limit: int | None = None) -> list[ProcessOperations]:
@@ -118,7 +118,7 @@ def _rows(stream, paths: dict, limit: int | None) -> list[tuple]:
 def _learnt(row: tuple) -> bool:
     """Whether the tracer's model took this event (native/trace/predict.c: a POSIX or stdio open, close, read or
     write on a file)."""
-    _, _, layer, op, file_id, _, _, aux, _ = row
+    _, _, layer, op, file_id, _, _, aux, _, _ = row
     return layer in ("posix", "stdio") and file_id >= 0 and kind_of(op, aux) is not None
 
 
@@ -156,10 +156,11 @@ def _stacks(rows: list[tuple], side: SideStream | None, whole: bool) -> tuple[li
     return stacks, None
 
 
-def call_operations(rows: list[tuple], side: SideStream | None) -> list[tuple[str, int, int]] | None:
-    """Per call of a side stream of version 2 (in its order), its event's kind, offset and size as the tracer's
-    model took them (offset -1 but for reads and writes, size the bytes they asked, else 0); None without such a
-    side stream or when a thread's calls outnumber its events. `rows`: all the stream's events, in time order."""
+def call_operations(rows: list[tuple], side: SideStream | None) -> list[tuple[str, int, int, int]] | None:
+    """Per call of a side stream of version 2 (in its order), its event's kind, offset, size and bytes moved as
+    the tracer's model took them (offset and moved -1 but for reads and writes, size the bytes they asked, else 0);
+    None without such a side stream or when a thread's calls outnumber its events. `rows`: all the stream's events,
+    in time order."""
     if side is None or side.major < 2 or not side.calls:
         return None
     per_thread: dict[int, list[tuple]] = {}
@@ -167,27 +168,33 @@ def call_operations(rows: list[tuple], side: SideStream | None) -> list[tuple[st
         if _learnt(row):
             per_thread.setdefault(row[8], []).append(row)
     taken: dict[int, int] = {}
-    out: list[tuple[str, int, int]] = []
+    out: list[tuple[str, int, int, int]] = []
     for tid in side.tids:
         at = taken.get(tid, 0)
         events = per_thread.get(tid, [])
         if at == len(events):
             return None
         taken[tid] = at + 1
-        _, _, _, op, _, offset, req_bytes, aux, _ = events[at]
+        _, _, _, op, _, offset, req_bytes, aux, _, ret_bytes = events[at]
         kind = kind_of(op, aux)
         assert kind is not None  # _learnt took only opens, closes, reads and writes
         data = kind in ("read", "write")
-        out.append((kind, offset if data else -1, max(req_bytes, 0) if data else 0))
+        out.append((kind, offset if data else -1, max(req_bytes, 0) if data else 0, moved(data, ret_bytes)))
     return out
 
 
 def _operation(symbols: Symbols, paths: dict, row: tuple, stack: int | None) -> Operation | None:
-    t_start, t_end, layer, op, file_id, offset, req_bytes, aux, _ = row
+    t_start, t_end, layer, op, file_id, offset, req_bytes, aux, _, ret_bytes = row
     kind = kind_of(op, aux)
     if layer not in ("posix", "stdio") or kind is None or file_id < 0 or file_id not in paths:
         return None
     place = file_key(paths[file_id])
     data = kind in ("read", "write")
     return Operation(symbols.of(op, kind, place, stack), kind, place, file_id, offset if data else -1,
-                     max(req_bytes, 0) if data else 0, t_start, t_end)
+                     max(req_bytes, 0) if data else 0, t_start, t_end, moved(data, ret_bytes))
+
+
+def moved(data: bool, ret_bytes: int) -> int:
+    """The bytes a read or write moved (its event's ret_bytes), -1 when unknown (an error) or not a read or
+    write (model.Operation's `moved`, native/trace/predict.c's)."""
+    return ret_bytes if data and ret_bytes >= 0 else -1
