@@ -74,6 +74,8 @@ def test_bench_predict_prints_hit_ratios_as_computed():
                "offset_accuracy_pct": 100.0, "offset_contiguous_pct": 100.0, "time_error_s": 0.0,
                "time_error_immediate_reaccess_s": 0.0, "grammar_size": [(2, 2)], "model_us_per_op": 1.0}
     assert _row("gtc", figures)[4] == "99.95 (100.0)"
+    assert _row("gtc", figures)[-1] == "no (-0.05), yes"  # met: 99.95 may be 99.948, under 100.0 at 0.1%
+    assert _row("gtc", {**figures, "hit_ratio_pct": 99.96})[-1] == "to 0.1%, yes"
 
 
 def test_bench_predict_refuses_an_unknown_kernel(ioloom_cli):
@@ -85,7 +87,8 @@ def test_bench_predict_refuses_an_unknown_kernel(ioloom_cli):
 def test_bench_predict_debian_lammps(ioloom_cli):
     """A real application: Debian's LAMMPS melt with dumps every 25 steps and restarts every 125 (20 dumps and
     4 restart files over 500 steps), all written by rank 0."""
-    out = ioloom_cli("bench", "predict", "--kernels", "lammps-debian", "--ranks", "2", "--json")
+    out = ioloom_cli("bench", "predict", "--kernels", "lammps-debian", "--ranks", "2", "--lammps-steps", "500",
+                     "--json")
     lammps = json.loads(out.stdout)["kernels"]["lammps-debian"]
     assert lammps["symbols"] >= 8 and lammps["operations"] > 500
     assert lammps["hit_ratio_pct"] >= 80 and lammps["symbol_accuracy_pct"] >= 90
