@@ -1,7 +1,8 @@
 """The replay's order across processes (python/ioloom/replay/order.py, docs/replay.md "Order across processes"),
 on hand-made calls with the timings that made the demo's replay flaky: an unlock that returns after the lock it
 released was granted, and a long write around a short read. Each case also runs every schedule the waits allow,
-with record locks and file sizes modelled: none deadlocks and every read moves its recorded byte count."""
+with record locks and file sizes modelled: none deadlocks and every read moves its recorded byte count. MPI-IO
+collectives made again may wait for each other inside the MPI library: the schedules model that too."""
 from __future__ import annotations
 
 import fcntl
@@ -14,8 +15,9 @@ LOCK = fcntl.F_SETLKW | fcntl.F_WRLCK << 16
 UNLOCK = fcntl.F_SETLK | fcntl.F_UNLCK << 16
 
 
-def call(op, t_start, t_end, offset=0, req=0, ret=0, aux=-1):
-    return Call(op, t_start, t_end, FILE, 3, offset, req, ret, aux)
+def call(op, t_start, t_end, offset=0, req=0, ret=0, aux=-1, coll_seq=-1):
+    return Call(op, t_start, t_end, FILE, 3, offset, req, ret, aux, "mpiio" if op.startswith("MPI_") else "posix",
+                coll_seq)
 
 
 def schedules(processes, rows):
@@ -42,10 +44,21 @@ def _walk(processes, rows, done, size, held, wrong, outcomes):
 
 
 def _can_run(processes, rows, done, held, p):
-    if any(done[q] < k for q, k in rows[p][done[p]].items()):
+    if any(done[q] < k for q, k in rows[p][done[p]].items()) or not _parts_started(processes, rows, done, p):
         return False
     wanted = holds(Process("x", [processes[p].calls[done[p]]]), p)
     return not any(q != p and h.first < w.last and w.first < h.last for w in wanted for q, h in held.items())
+
+
+def _parts_started(processes, rows, done, p):
+    """An MPI-IO collective's part ends only once every part has started: each other part is done, or is its
+    process's next call with its waits met (the collective synchronizes, as the MPI library may make it)."""
+    c = processes[p].calls[done[p]]
+    if c.layer != "mpiio" or c.coll_seq < 0:
+        return True
+    return all(i < done[q] or (i == done[q] and all(done[r] >= k for r, k in rows[q][i].items()))
+               for q, process in enumerate(processes) if q != p
+               for i, d in enumerate(process.calls) if (d.layer, d.coll_seq) == ("mpiio", c.coll_seq))
 
 
 def test_a_lock_waits_for_the_release_that_returned_after_it_was_granted():
@@ -84,3 +97,18 @@ def test_a_whole_read_waits_for_the_write_it_saw():
     assert rows[0][1] == {1: 1}
     assert all(wrong == 0 for _, wrong in schedules([a, b], rows))
     assert waits([a, b], set(), {})[0][1] == {}  # only on files several processes use
+
+
+def test_a_collective_that_did_not_synchronize_waits_for_nothing_after_it():
+    # B's part of the sync (coll_seq 1) ended at 30, before A's part started at 50: in the original it did not wait
+    # for A. Measured so, A's part would wait for B's sync and read (both ended before 50), while B's sync, made
+    # again, may wait inside MPI for A's part to start. Its parts are taken to end no earlier than the last started.
+    a = Process("a", [call("MPI_File_write_at", 0, 10, 0, 100, 100), call("MPI_File_sync", 50, 60, coll_seq=1)])
+    b = Process("b", [call("MPI_File_sync", 20, 30, coll_seq=1), call("MPI_File_read_at", 35, 40, 0, 100, 100)])
+    rows = waits([a, b], {FILE}, {})
+    assert rows[0][1] == {}  # A's sync waits for none of B's calls
+    assert rows[1] == [{0: 1}, {}]  # B's calls still follow A's write, which ended before they started
+    outcomes = schedules([a, b], rows)
+    assert outcomes and all(not dead for dead, _ in outcomes)
+    measured_from_original = [[{}, {1: 2}], [{}, {0: 1}]]
+    assert all(dead for dead, _ in schedules([a, b], measured_from_original))  # the walk sees the deadlock

@@ -5,10 +5,15 @@ wait for a call that took effect earlier in the original:
 - locks: a record lock request waits for the release of each conflicting lock another process was granted first;
 - sizes: a read whose byte count shows that a write it overlapped in time had extended the file waits for that
   write, and a write whose extension it had not seen waits for the read.
+In an MPI-IO replay the collective calls made again may wait for each other inside the MPI library, where the
+original's did not: rule 1 measures "ended before" on times where every part of a collective ends no earlier than
+its last part started (collective_times), so that no wait points from a part of a collective to one that cannot end
+before that part has started.
 """
 from __future__ import annotations
 
 import fcntl
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,13 +25,14 @@ LOCK_TYPES = frozenset({fcntl.F_RDLCK, fcntl.F_WRLCK})
 CLOSES = frozenset({"close", "fclose"})
 TRUNCATES = frozenset({"ftruncate", "ftruncate64"})
 SEEK_SET = 0
+COMPLETIONS = re.compile(r"^MPI_(Wait|Test)|_end$")  # MPI-IO events that end a request another one started
 
 
 def waits(processes: list, shared: set[int], initial_sizes: dict[int, int]) -> list[list[dict[int, int]]]:
     """Per process, per call: {other process: calls of it to be done first}, given only where that number grows
     (the counters only grow, so a smaller number later is already met)."""
     need = [np.zeros((len(p.calls), len(processes)), np.int64) for p in processes]
-    after_ended(processes, shared, need)
+    after_ended(processes, shared, need, collective_times(processes))
     after_releases(processes, shared, need)
     after_sizes(processes, shared, initial_sizes, need)
     return [_rows(n) for n in need]
@@ -41,11 +47,40 @@ def _rows(need: np.ndarray) -> list[dict[int, int]]:
     return rows
 
 
-def after_ended(processes: list, shared: set[int], need: list[np.ndarray]) -> None:
-    """A call on a shared file waits for the calls of the others that had all ended before it started."""
+def collective_times(processes: list) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per process its calls' (starts, ends), the original's but that each part of an MPI-IO collective (the calls
+    of one file and coll_seq: its initiations and their completions) ends no earlier than the last initiating part
+    started, the calls after it in its process moved as late (a call starts no earlier than the one before it
+    ended). Repeated until nothing moves: each round only raises times to other calls' times, so it ends."""
+    starts = [np.array([c.t_start for c in p.calls], np.int64) for p in processes]
     ends = [np.maximum.accumulate(np.array([c.t_end for c in p.calls], np.int64)) for p in processes]
+    parts: dict[tuple[int, int], list[tuple[int, int, bool]]] = {}
     for p, process in enumerate(processes):
-        starts = np.array([c.t_start for c in process.calls], np.int64)
+        for i, c in enumerate(process.calls):
+            if c.layer == "mpiio" and c.coll_seq >= 0:
+                parts.setdefault((c.file_id, c.coll_seq), []).append((p, i, not COMPLETIONS.search(c.op)))
+    moved = bool(parts)
+    while moved:
+        moved = False
+        for members in parts.values():
+            last = max(starts[p][i] for p, i, initiating in members if initiating) if any(
+                m[2] for m in members) else None
+            for p, i, _ in members:
+                if last is not None and ends[p][i] < last:
+                    ends[p][i], moved = last, True
+        for p in range(len(processes)):
+            np.maximum.accumulate(ends[p], out=ends[p])
+            starts[p][1:] = np.maximum(starts[p][1:], ends[p][:-1])
+    return list(zip(starts, ends))
+
+
+def after_ended(processes: list, shared: set[int], need: list[np.ndarray],
+                times: list[tuple[np.ndarray, np.ndarray]]) -> None:
+    """A call on a shared file waits for the calls of the others that had all ended before it started (times:
+    collective_times)."""
+    ends = [end for _, end in times]
+    for p, process in enumerate(processes):
+        starts = times[p][0]
         on_shared = np.array([c.file_id in shared for c in process.calls], bool)
         for q in range(len(processes)):
             if q != p:

@@ -50,6 +50,8 @@ class Call:
     req: int
     ret: int
     aux: int
+    layer: str = "posix"
+    coll_seq: int = -1  # an MPI-IO collective's number on its file (docs/trace-format.md), else -1
 
 
 @dataclass
