@@ -61,6 +61,8 @@ def test_posix_program_with_child_replayed_with_gaps(ioloom_cli, tmp_path):
     trace = _traced(ioloom_cli, tmp_path, [exe, run])
     report, replay = _replayed(ioloom_cli, tmp_path, trace, "--gaps")
     assert "2 processes" in report and "1 existing before the run" in report and "the replay matches" in report
+    out = ioloom_cli("replay", "write", trace, tmp_path / "as-mpiio", "--mpiio", check=False)  # no ranks: refused
+    assert out.returncode == 2 and "not a trace of MPI ranks" in out.stderr and "Traceback" not in out.stderr
     original, again = footprint(open_trace(trace)), footprint(open_trace(replay))
     assert differences(original, again) == []
     assert original.bytes["input.dat"] == {"read": 2560, "written": 0}
@@ -137,7 +139,7 @@ def test_bad_input(ioloom_cli, tmp_path):
     assert out.returncode == 2 and "not an empty directory" in out.stderr
     assert (tmp_path / "full" / "keep.txt").read_text() == "mine"
     script = tmp_path / "bad.ops"
-    script.write_text("ioloom-replay 1 0 1\nfile 0 a.dat\ncall mkfifo 0 3 0 0 0 0 0\n")
+    script.write_text("ioloom-replay 2 0 1\nfile 0 a.dat\ncall mkfifo 0 3 0 0 0 0 0\n")
     done = subprocess.run([paths.native_bin("ioloom-replay"), script], capture_output=True, text=True)
     assert done.returncode == 2
     assert "line 3: a call this replayer does not make (see --list-ops)" in done.stderr

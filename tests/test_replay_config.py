@@ -48,8 +48,9 @@ def test_configuration_runs_without_the_trace_and_is_checked(ioloom_cli, tmp_pat
 
 def test_bad_input(ioloom_cli, tmp_path):
     for text, says in (("not = [toml", "is not valid TOML"),
-                       ("ioloom_replay_bench = 7\n", "not a replay configuration of version 1"),
-                       ("ioloom_replay_bench = 1\n[manifest]\nversion = 1\n", "missing or mismatched parts")):
+                       ("ioloom_replay_bench = 7\n", "not a replay configuration of version 2"),
+                       ("ioloom_replay_bench = 1\n", "not a replay configuration of version 2"),
+                       ("ioloom_replay_bench = 2\n[manifest]\nversion = 2\n", "missing or mismatched parts")):
         bad = tmp_path / "bad.toml"
         bad.write_text(text)
         out = ioloom_cli("bench", "replay", bad, check=False)

@@ -1,7 +1,8 @@
 /* The calls ioloom-replay makes again, by the name the trace recorded: each name is called through its own libc
  * symbol (taken by address, so the tracer's wrapper of that very name records it), with the recorded sizes,
  * offsets, flags and modes, on the descriptors and streams the replay opened in place of the recorded ones.
- * Data written is 'x' bytes. The table below is the one list of replayed calls (`--list-ops` prints it). */
+ * Data written is 'x' bytes. The table below and mpiio.c's (the MPI replayers') are the one list of replayed calls
+ * (`--list-ops` prints them). */
 #include "replay.h"
 
 #include <fcntl.h>
@@ -15,15 +16,6 @@
 /* glibc's fortified opens, which its headers declare only under _FORTIFY_SOURCE. */
 extern int __open_2(const char *path, int flags);
 extern int __open64_2(const char *path, int flags);
-
-typedef long long (*handler)(struct replayer *r, const struct call *c, void *fn);
-
-struct entry {
-    const char *name;
-    handler run;
-    void *fn;
-    int moves; /* 1: the result is a count of bytes moved, compared with the recorded one */
-};
 
 /* ---- descriptors and streams: recorded number -> the replay's ---- */
 
@@ -74,7 +66,7 @@ static int room(struct replayer *r, long long n) {
     return 0;
 }
 
-static size_t bytes(struct replayer *r, const struct call *c) {
+size_t replay_bytes(struct replayer *r, const struct call *c) {
     long long n = c->req > 0 ? c->req : 0;
     return room(r, n) == 0 ? (size_t)n : 0;
 }
@@ -113,19 +105,19 @@ static long long h_close(struct replayer *r, const struct call *c, void *fn) {
 }
 
 static long long h_rw(struct replayer *r, const struct call *c, void *fn) {
-    size_t n = bytes(r, c);
+    size_t n = replay_bytes(r, c);
     return ((ssize_t (*)(int, void *, size_t))fn)(fd_of(r, c->handle), fn == (void *)write ? r->out : r->in, n);
 }
 
 static long long h_prw(struct replayer *r, const struct call *c, void *fn) {
-    size_t n = bytes(r, c);
+    size_t n = replay_bytes(r, c);
     void *buf = fn == (void *)pwrite || fn == (void *)pwrite64 ? r->out : r->in;
     return ((ssize_t (*)(int, void *, size_t, off_t))fn)(fd_of(r, c->handle), buf, n, (off_t)c->offset);
 }
 
 /* The recorded request cut into `parts` iovecs (the last takes the remainder), at most 64. */
 static int vectors(struct replayer *r, const struct call *c, int parts, int reading, struct iovec *iov) {
-    size_t n = bytes(r, c), each = n / (size_t)parts;
+    size_t n = replay_bytes(r, c), each = n / (size_t)parts;
     for (int i = 0; i < parts; i++) {
         iov[i].iov_base = (reading ? r->in : r->out) + (size_t)i * each;
         iov[i].iov_len = i == parts - 1 ? n - (size_t)i * each : each;
@@ -223,25 +215,25 @@ static long long h_fclose(struct replayer *r, const struct call *c, void *fn) {
 }
 
 static long long h_fwrite(struct replayer *r, const struct call *c, void *fn) {
-    size_t n = bytes(r, c);
+    size_t n = replay_bytes(r, c);
     FILE *f = stream_of(r, c->handle);
     return f ? (long long)((size_t (*)(const void *, size_t, size_t, FILE *))fn)(r->out, 1, n, f) : -1;
 }
 
 static long long h_fread(struct replayer *r, const struct call *c, void *fn) {
-    size_t n = bytes(r, c);
+    size_t n = replay_bytes(r, c);
     FILE *f = stream_of(r, c->handle);
     return f ? (long long)((size_t (*)(void *, size_t, size_t, FILE *))fn)(r->in, 1, n, f) : -1;
 }
 
 static long long h_fprintf(struct replayer *r, const struct call *c, void *fn) {
-    size_t n = bytes(r, c);
+    size_t n = replay_bytes(r, c);
     FILE *f = stream_of(r, c->handle);
     return f ? ((int (*)(FILE *, const char *, ...))fn)(f, "%.*s", (int)n, r->out) : -1;
 }
 
 static long long h_fputs(struct replayer *r, const struct call *c, void *fn) {
-    size_t n = bytes(r, c);
+    size_t n = replay_bytes(r, c);
     FILE *f = stream_of(r, c->handle);
     if (!f) return -1;
     r->out[n] = '\0';
@@ -256,7 +248,7 @@ static long long h_fputc(struct replayer *r, const struct call *c, void *fn) {
 }
 
 static long long h_fgets(struct replayer *r, const struct call *c, void *fn) {
-    size_t n = bytes(r, c);
+    size_t n = replay_bytes(r, c);
     FILE *f = stream_of(r, c->handle);
     if (!f) return -1;
     char *got = ((char *(*)(char *, int, FILE *))fn)(r->in, (int)n + 1, f);
@@ -360,13 +352,21 @@ static const struct entry table[] = {
     CALL(fflush_unlocked, h_fflush),
 };
 
+#ifndef IOLOOM_MPI_IMPL
+const struct entry replay_mpiio_table[] = {{0}}; /* the serial replayer makes no MPI-IO call */
+const int replay_mpiio_entries = 0;
+#endif
+
 void replay_list(void) {
     for (size_t i = 0; i < sizeof table / sizeof *table; i++) puts(table[i].name);
+    for (int i = 0; i < replay_mpiio_entries; i++) puts(replay_mpiio_table[i].name);
 }
 
 const struct entry *replay_find(const char *name) {
     for (size_t i = 0; i < sizeof table / sizeof *table; i++)
         if (strcmp(table[i].name, name) == 0) return &table[i];
+    for (int i = 0; i < replay_mpiio_entries; i++)
+        if (strcmp(replay_mpiio_table[i].name, name) == 0) return &replay_mpiio_table[i];
     return NULL;
 }
 

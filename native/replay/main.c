@@ -1,5 +1,6 @@
 /* ioloom-replay [--gaps] [--sync FILE] SCRIPT... / ioloom-replay-<mpi> (same arguments, under mpiexec):
- * replays the POSIX and stdio calls of a traced run, one script per traced process (docs/replay.md).
+ * replays the POSIX and stdio calls of a traced run, one script per traced process, and under MPI its MPI-IO
+ * calls when the script holds them (docs/replay.md).
  * The serial program forks one process per script; the MPI one gives script r to rank r (the tracer then labels
  * the replay's streams by rank as it labelled the original's). --sync names a file of one progress counter per
  * process (calls done), mapped by every process, through which a call waits for the calls of other processes its
@@ -133,11 +134,15 @@ static int run(const struct options *o) {
     return replay_script(o->scripts[rank], o);
 }
 
+/* MPI_THREAD_MULTIPLE: the tracer then asks the library for a file's individual pointer before each call rather
+ * than following it, so the pointer the MPI-IO replay places unseen (mpiio.c) is the one its trace records. The
+ * arguments are read first: --list-ops and a usage error need no MPI. */
 int main(int argc, char **argv) {
-    MPI_Init(&argc, &argv);
     struct options o = {0};
-    int rc = parse(argc, argv, &o);
-    rc = rc == 0 ? run(&o) : rc > 0 ? 0 : 2;
+    int rc = parse(argc, argv, &o), provided;
+    if (rc != 0) return rc > 0 ? 0 : 2;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+    rc = run(&o);
     MPI_Finalize();
     return rc;
 }

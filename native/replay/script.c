@@ -1,7 +1,8 @@
 /* Reads a replay script (docs/replay.md, "Script") with raw system calls, so the tracer of the replay records
  * only the replayed calls:
- *     ioloom-replay 1 PROCESS PROCESSES
+ *     ioloom-replay 2 PROCESS PROCESSES
  *     file INDEX PATH
+ *     group INDEX PROCESS...
  *     call NAME GAP_NS HANDLE FILE OFFSET REQ AUX RET [PROCESS:COUNT ...]
  */
 #include "replay.h"
@@ -67,8 +68,27 @@ static int parse_file(char *line, struct script *s) {
     return 0;
 }
 
+/* A group's members: process indices in [0, processes), ascending (so equal sets are equal arrays). */
+static int parse_group(char *line, struct script *s) {
+    char *end, *p;
+    long long index = strtoll(line + 6, &end, 10);
+    if (index != s->ngroups || *end != ' ') return -1; /* groups are listed in index order */
+    s->groups = realloc(s->groups, (size_t)(s->ngroups + 1) * sizeof *s->groups);
+    if (!s->groups) return -1;
+    struct group *g = &s->groups[s->ngroups++];
+    *g = (struct group){malloc((size_t)s->processes * sizeof *g->members), 0};
+    for (p = end; g->members && *p == ' ' && g->size < s->processes; p = end) {
+        long member = strtol(p + 1, &end, 10);
+        if (end == p + 1 || member < 0 || member >= s->processes || (g->size && member <= g->members[g->size - 1]))
+            return -1;
+        g->members[g->size++] = (int)member;
+    }
+    return g->members && g->size > 0 && *p == '\0' ? 0 : -1;
+}
+
 static int parse_line(char *line, struct script *s, long long *room) {
     if (strncmp(line, "file ", 5) == 0) return parse_file(line, s);
+    if (strncmp(line, "group ", 6) == 0) return parse_group(line, s);
     if (strncmp(line, "call ", 5) != 0) return *line ? -1 : 0;
     if (s->ncalls == *room) {
         *room = *room ? 2 * *room : 1024;
@@ -88,8 +108,8 @@ static void complain(const char *path, long long line, int why) {
 int script_load(const char *path, struct script *s) {
     memset(s, 0, sizeof *s);
     char *text = slurp(path);
-    if (!text || sscanf(text, "ioloom-replay 1 %d %d", &s->process, &s->processes) != 2) {
-        fprintf(stderr, "ioloom-replay: %s: not a replay script of version 1; write it with `ioloom replay write`\n",
+    if (!text || sscanf(text, "ioloom-replay 2 %d %d", &s->process, &s->processes) != 2 || s->processes <= 0) {
+        fprintf(stderr, "ioloom-replay: %s: not a replay script of version 2; write it with `ioloom replay write`\n",
                 path);
         return -1;
     }

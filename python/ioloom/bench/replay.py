@@ -51,7 +51,7 @@ def _check(where: Path, manifest: dict, scripts: dict[str, str], gaps: bool, ori
         result = one_round(where, manifest, scripts, gaps, traced / "trace")
         if isinstance(result, str):
             return [result]
-        return differences(original, footprint(load_or_exit(traced / "trace")))
+        return differences(original, footprint(load_or_exit(traced / "trace"), manifest["level"]))
     finally:
         shutil.rmtree(traced, ignore_errors=True)
 

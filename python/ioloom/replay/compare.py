@@ -1,9 +1,11 @@
 """What a replay is held to (docs/replay.md, "Checking a replay"): per file, relative to the directory holding
-the run's files, the bytes read and written; per layer and call the number of calls, over the POSIX and stdio
-calls on the application's files; and per process (MPI rank, else process), the calls a replay makes, in order, each
-with its file, offset, requested and returned bytes. A replay matches its original when all three are equal. The
-calls a replay does not make (MPI-IO calls, made through their POSIX requests, and the calls left out) are counted
-beside, not compared."""
+the run's files, the bytes read and written; per layer and call the number of calls, over the calls on the
+application's files that a replay of its level makes again (posix: the POSIX and stdio calls; mpiio: the MPI-IO
+calls and the POSIX and stdio calls made outside them); and per process (MPI rank, else process), the calls a replay
+makes, in order, each with its file, offset, requested and returned bytes. A replay matches its original when all
+three are equal. The calls a replay does not make (at the posix level the MPI-IO calls, made through their POSIX
+requests; the calls left out) are counted beside, not compared; at the mpiio level the POSIX requests inside the
+MPI-IO calls are the MPI library's, and their differences are reported, not held."""
 from __future__ import annotations
 
 import os
@@ -13,7 +15,8 @@ from dataclasses import dataclass, field
 
 from ioloom.predict.source import OPENS
 from ioloom.replay import script
-from ioloom.replay.script import COLUMNS, LAYERS, application_files, root_of
+from ioloom.replay.order import COMPLETIONS
+from ioloom.replay.script import LAYERS, MPI_OPEN, application_files, replays, root_of
 from ioloom.trace.ops import direction
 
 MATCHES = "the replay matches: bytes per file, calls per operation and each process's calls in order are equal"
@@ -29,6 +32,7 @@ class Footprint:
     processes: int = 0
     sequences: dict[str, list[Key]] | None = None  # process label -> the calls a replay makes, in order
     not_reproduced: Counter = field(default_factory=Counter)  # "layer op" -> calls a replay does not make
+    library: Footprint | None = None  # mpiio level: the POSIX requests inside the MPI-IO calls (reported only)
 
 
 def key(op: str, path: str, offset: int, req: int, ret: int) -> Key:
@@ -41,10 +45,13 @@ def _label(rank_label: str, index: int, taken: Container[str]) -> str:
     return rank_label if rank_label.startswith("rank ") and rank_label not in taken else f"process {index}"
 
 
-def sequences(trace, files: dict[int, str]) -> tuple[dict[str, list[Key]], Counter]:
-    """Per process the calls a replay makes (script.process_calls), in order, files relative to the deepest
-    directory holding them; and the calls left out, by name. Processes without such calls are not listed."""
-    processes = [script.process_calls(s, files, script.replayed_calls()) for s in script.ordered_streams(trace)]
+def sequences(trace, files: dict[int, str], level: str = "posix") -> tuple[dict[str, list[Key]], Counter]:
+    """Per process the calls a replay of this level makes (script.process_calls), in order, files relative to the
+    deepest directory holding them; and the calls left out, by name. Processes without such calls are not
+    listed."""
+    streams = script.ordered_streams(trace)
+    mpi = script.mpi_of(trace, streams) if level == "mpiio" else None
+    processes = [script.process_calls(s, files, script.replayed_calls(mpi), level) for s in streams]
     root = root_of(sorted({files[c.file_id] for p in processes for c in p.calls}))
     out: dict[str, list[Key]] = {}
     for index, process in enumerate(processes):
@@ -54,31 +61,52 @@ def sequences(trace, files: dict[int, str]) -> tuple[dict[str, list[Key]], Count
     return out, sum((p.left_out for p in processes), Counter())
 
 
-def footprint(trace) -> Footprint:
-    """A trace's bytes per file, calls per layer and name, calls per process in order, on the application's files,
-    and the calls a replay does not make."""
-    files = application_files(trace)
-    moved: dict[int, Counter] = {}
-    out = Footprint(processes=len(trace.streams))
-    for stream in trace.streams:
-        for table in stream.ranges(COLUMNS):
-            for layer, op, file_id, ret, aux in zip(*(table.column(n).to_pylist() for n in
-                                                     ("layer", "op", "file_id", "ret_bytes", "aux"))):
-                if file_id not in files:
-                    continue
-                if layer == "mpiio":
-                    out.not_reproduced[f"mpiio {op}"] += 1
-                if layer not in LAYERS:
-                    continue
-                out.calls[f"{layer} {op}"] += 1
-                way = direction(op, aux)
-                if way is not None:
-                    moved.setdefault(file_id, Counter())[way] += max(ret, 0)
+def _way(layer: str, op: str, aux: int, call_id: int, started: dict[int, str]) -> str | None:
+    """The direction of an event's bytes: by its name, or for an MPI-IO completion (whose aux is the call id of
+    the call that started it) by that call's name (`started`: the stream's initiations so far)."""
+    if layer == "mpiio" and script.INITIATIONS.search(op):
+        started[call_id] = op
+    if layer == "mpiio" and COMPLETIONS.search(op):
+        return direction(started.get(aux, ""))
+    return direction(op, aux)
+
+
+def _bytes(moved: dict[int, Counter], files: dict[int, str]) -> dict[str, dict[str, int]]:
     root = root_of(sorted(files[f] for f in moved) or sorted(files.values()))
-    out.bytes = {os.path.relpath(files[f], root): {"read": c["read"], "written": c["write"]}
-                 for f, c in sorted(moved.items(), key=lambda item: files[item[0]])}
-    out.sequences, left_out = sequences(trace, files)
+    return {os.path.relpath(files[f], root): {"read": c["read"], "written": c["write"]}
+            for f, c in sorted(moved.items(), key=lambda item: files[item[0]])}
+
+
+def footprint(trace, level: str = "posix") -> Footprint:
+    """A trace's bytes per file, calls per layer and name and calls per process in order, on the application's
+    files, over the calls a replay of this level makes again (script.replays); the calls a replay does not make;
+    at the mpiio level the POSIX requests inside MPI-IO calls apart (`library`)."""
+    files = application_files(trace)
+    out = Footprint(processes=len(trace.streams))
+    library = Footprint(processes=len(trace.streams))
+    moved: dict[int, Counter] = {}
+    inside: dict[int, Counter] = {}
+    for stream in trace.streams:
+        started: dict[int, str] = {}
+        for row in script.rows(stream):
+            layer, op, file_id, ret, aux, call_id, parent = row[2:5] + row[8:12]
+            if file_id not in files:
+                continue
+            kept = replays(layer, parent, level)
+            if not kept and layer == "mpiio":
+                out.not_reproduced[f"mpiio {op}"] += 1
+            if not kept and layer not in LAYERS:
+                continue
+            (out if kept else library).calls[f"{layer} {op}"] += 1
+            way = _way(layer, op, aux, call_id, started)
+            if way is not None:
+                (moved if kept else inside).setdefault(file_id, Counter())[way] += max(ret, 0)
+    out.bytes = _bytes(moved, files)
+    out.sequences, left_out = sequences(trace, files, level)
     out.not_reproduced.update({f"left out {op}": n for op, n in left_out.items()})
+    if level == "mpiio":
+        library.bytes = _bytes(inside, files)
+        out.library = library
     return out
 
 
@@ -94,6 +122,7 @@ def script_sequences(manifest: dict, scripts: dict[str, str]) -> dict[str, list[
                 paths[word[1]] = line.split(" ", 2)[2]
             elif word[0] == "call":
                 op, _, _, file_index, offset, req, _, ret = word[1:9]
+                req = "-1" if op == MPI_OPEN else req  # an MPI_File_open's REQ is its group; it records none
                 calls.append(key(op, paths[file_index], int(offset), int(req), int(ret)))
         if calls:
             out[_label(process["label"], index, out)] = calls
@@ -151,6 +180,15 @@ def differences(original: Footprint, replay: Footprint) -> list[str]:
     if original.sequences is not None and replay.sequences is not None:
         lines += order_differences(original.sequences, replay.sequences)
     return lines
+
+
+def library_differences(original: Footprint, replay: Footprint) -> list[str]:
+    """At the mpiio level: how the POSIX requests inside the MPI-IO calls differ (bytes per file, calls per
+    operation). They are the MPI library's answer to the calls made again, not the original's requests replayed:
+    reported, not held to."""
+    if original.library is None or replay.library is None:
+        return []
+    return differences(original.library, replay.library)
 
 
 def not_reproduced(original: Footprint) -> str:

@@ -12,7 +12,7 @@ from ioloom import docfile, outputs
 from ioloom.replay.compare import Footprint, script_sequences
 from ioloom.replay.script import VERSION, build
 
-CONFIG_VERSION = 1
+CONFIG_VERSION = 2
 KEY = "ioloom_replay_bench"  # the configuration's version: the key that says what the file is
 
 
@@ -49,13 +49,13 @@ def text(manifest: dict, scripts: dict[str, str], original: Footprint) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write(trace_path: Path, path: Path) -> dict:
-    """Writes the bench configuration of a trace's replay to `path`; the manifest."""
+def write(trace_path: Path, path: Path, level: str = "posix") -> dict:
+    """Writes the bench configuration of a trace's replay at a level to `path`; the manifest."""
     from ioloom.replay.compare import footprint
     from ioloom.stats_cli import load_or_exit
 
-    manifest, scripts = build(trace_path)
-    outputs.save(text(manifest, scripts, footprint(load_or_exit(trace_path))), path)
+    manifest, scripts = build(trace_path, level)
+    outputs.save(text(manifest, scripts, footprint(load_or_exit(trace_path), level)), path)
     return manifest
 
 

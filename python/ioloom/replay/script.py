@@ -1,17 +1,20 @@
 """Replay scripts from a trace (docs/replay.md, "What is replayed" and "Script").
 
-Per traced process (MPI ranks in rank order, else the trace's order), the POSIX and stdio calls on the
-application's files that `ioloom-replay` makes (`--list-ops`), in time order, each with the fields its call needs,
-its gap from the previous call and the calls of other processes it follows (on files several processes use).
-MPI-IO calls are replayed through their POSIX requests (their children in the trace), which the MPI library made
-and the file system saw. A call on a descriptor the process did not open in the trace (inherited, duplicated)
-cannot be replayed and is counted as left out, as are calls `ioloom-replay` does not make.
+Per traced process (MPI ranks in rank order, else the trace's order), the calls on the application's files that
+the replayer makes (`--list-ops`), in time order, each with the fields its call needs, its gap from the previous
+call and the calls of other processes it follows (on files several processes use). Two levels for an MPI trace:
+"posix" replays MPI-IO calls through their POSIX requests (their children in the trace), which the MPI library made
+and the file system saw; "mpiio" replays the MPI-IO calls themselves (`ioloom-replay-<mpi>`) and leaves their POSIX
+requests to the MPI library, the POSIX and stdio calls outside MPI-IO being replayed as before. A call on a
+descriptor or file the process did not open in the trace (inherited, duplicated) cannot be replayed and is counted
+as left out, as are calls the replayer does not make.
 """
 from __future__ import annotations
 
 import functools
 import json
 import os
+import re
 import subprocess
 from collections import Counter
 from dataclasses import dataclass, field
@@ -22,20 +25,28 @@ from ioloom.predict.source import OPENS
 from ioloom.replay.order import CLOSES, waits
 from ioloom.trace.ops import direction
 
-VERSION = 1
+VERSION = 2
 LAYERS = ("posix", "stdio")
-COLUMNS = ["t_start", "t_end", "layer", "op", "file_id", "handle", "offset", "req_bytes", "ret_bytes", "aux"]
+LEVELS = ("posix", "mpiio")  # what an MPI trace's replay makes again: the POSIX requests, or the MPI-IO calls
+COLUMNS = ["t_start", "t_end", "layer", "op", "file_id", "handle", "offset", "req_bytes", "ret_bytes", "aux",
+           "call_id", "parent", "coll_seq"]
+MPI_OPEN, MPI_CLOSE = "MPI_File_open", "MPI_File_close"
+# MPI-IO calls that start a request a completion ends (non-blocking initiations, split begins): their script line's
+# AUX is their call id, which the completion's AUX names.
+INITIATIONS = re.compile(r"^MPI_File_i(read|write)|_begin$")
 # Calls named by a path, not a descriptor (the others need a descriptor the process opened).
 BY_PATH = OPENS | {"stat", "stat64", "lstat", "lstat64", "access"}
 O_CREAT = 0o100
+MPI_MODE_CREATE = 1  # ROMIO's ADIO_CREATE, the value in MPICH's and Open MPI's mpi.h
 SCRIPTS = ".ioloom-replay"  # inside the replay directory: scripts, manifest, progress counters
 
 
 @functools.cache
-def replayed_calls() -> frozenset[str]:
-    """The calls `ioloom-replay` makes: its own list, the one source of that fact."""
-    out = subprocess.run([str(paths.native_bin("ioloom-replay")), "--list-ops"], capture_output=True, text=True,
-                         check=True, timeout=30)
+def replayed_calls(mpi: str | None = None) -> frozenset[str]:
+    """The calls `ioloom-replay` (or, given an MPI, `ioloom-replay-<mpi>`, which also makes MPI-IO calls) makes: its
+    own list, the one source of that fact."""
+    binary = paths.native_bin(f"ioloom-replay-{mpi}" if mpi else "ioloom-replay")
+    out = subprocess.run([str(binary), "--list-ops"], capture_output=True, text=True, check=True, timeout=30)
     return frozenset(out.stdout.split())
 
 
@@ -76,24 +87,62 @@ def ordered_streams(trace) -> list:
     return ranked or list(trace.streams)
 
 
-def process_calls(stream, files: dict[int, str], replayed: frozenset[str]) -> Process:
-    """One stream's replayable calls in time order, and what was left out."""
-    process = Process(f"rank {stream.rank}" if stream.rank >= 0 else f"pid {stream.pid}")
-    live: set[int] = set()  # descriptors the process opened (stdio streams by their descriptor)
+def rows(stream):
+    """A stream's events as tuples of COLUMNS, in time order."""
     for table in stream.ranges(COLUMNS):
-        for row in zip(*(table.column(name).to_pylist() for name in COLUMNS)):
-            t_start, t_end, layer, op, file_id, handle, offset, req, ret, aux = row
-            if layer not in LAYERS or file_id not in files:
-                continue
-            if op not in replayed or (op not in BY_PATH and handle not in live):
-                process.left_out[op] += 1
-                continue
-            if op in OPENS and ret >= 0:
-                live.add(ret)
-            elif op in CLOSES:
-                live.discard(handle)
-            process.calls.append(Call(op, t_start, t_end, file_id, handle, offset, req, ret, aux))
+        yield from zip(*(table.column(name).to_pylist() for name in COLUMNS))
+
+
+def replays(layer: str, parent: int, level: str) -> bool:
+    """Whether an event of this layer and parent is one a replay of this level makes again (if it can): POSIX and
+    stdio calls at the posix level; at the mpiio level the MPI-IO calls and the POSIX and stdio calls made outside
+    them (parent -1: only an MPI-IO call opens the window that gives its calls a parent, docs/trace-format.md,
+    "Cross-layer link"; a completion test that completed nothing has no event but is a parent all the same)."""
+    if level == "posix":
+        return layer in LAYERS
+    return layer == "mpiio" or (layer in LAYERS and parent < 0)
+
+
+def process_calls(stream, files: dict[int, str], replayed: frozenset[str], level: str = "posix") -> Process:
+    """One stream's replayable calls at a level, in time order, and what was left out."""
+    process = Process(f"rank {stream.rank}" if stream.rank >= 0 else f"pid {stream.pid}")
+    live: set[tuple[bool, int]] = set()  # descriptors (stdio streams by theirs) and MPI file handles it opened
+    for row in rows(stream):
+        t_start, t_end, layer, op, file_id, handle, offset, req, ret, aux, call_id, parent, coll_seq = row
+        if file_id not in files or not replays(layer, parent, level):
+            continue
+        mpiio = layer == "mpiio"
+        if op not in replayed or (op not in BY_PATH and op != MPI_OPEN and (mpiio, handle) not in live):
+            process.left_out[op] += 1
+            continue
+        if (op in OPENS or op == MPI_OPEN) and ret >= 0:
+            live.add((mpiio, handle if mpiio else ret))
+        elif op in CLOSES or op == MPI_CLOSE:
+            live.discard((mpiio, handle))
+        if mpiio and INITIATIONS.search(op):
+            aux = call_id
+        process.calls.append(Call(op, t_start, t_end, file_id, handle, offset, req, ret, aux, layer, coll_seq))
     return process
+
+
+def open_groups(processes: list[Process], files: dict[int, str]) -> tuple[list[tuple[int, ...]], dict]:
+    """The processes that opened a file together, one group per MPI_File_open: the opens of one path with one
+    open number (coll_seq's high half, counted per communicator) and the same occurrence of that pair in each
+    process. The groups (process indices), and each open's group index by (process index, call index)."""
+    members: dict[tuple, list[int]] = {}
+    where: dict[tuple, list[tuple[int, int]]] = {}
+    for p, process in enumerate(processes):
+        seen: Counter = Counter()
+        for i, c in enumerate(process.calls):
+            if c.op == MPI_OPEN:
+                pair = (files[c.file_id], c.coll_seq >> 32)
+                key = (*pair, seen[pair])
+                seen[pair] += 1
+                members.setdefault(key, []).append(p)
+                where.setdefault(key, []).append((p, i))
+    groups = list(dict.fromkeys(tuple(m) for m in members.values()))
+    index = {tuple(m): g for g, m in enumerate(groups)}
+    return groups, {at: index[tuple(members[key])] for key, ats in where.items() for at in ats}
 
 
 def root_of(paths_used: list[str]) -> str:
@@ -109,7 +158,8 @@ def initial_files(processes: list[Process], files: dict[int, str]) -> dict[int, 
         first.setdefault(call.file_id, call)
     sizes = {}
     for file_id, call in first.items():
-        created = call.op in OPENS and (call.aux & O_CREAT or call.op.startswith("creat"))
+        created = (call.op in OPENS and (call.aux & O_CREAT or call.op.startswith("creat"))) or (
+            call.op == MPI_OPEN and call.aux & MPI_MODE_CREATE)
         if call.ret >= 0 and not created:
             sizes[file_id] = 0
     for call in (c for p in processes for c in p.calls):
@@ -118,43 +168,56 @@ def initial_files(processes: list[Process], files: dict[int, str]) -> dict[int, 
     return sizes
 
 
-def _line(call: Call, gap: int, file_index: int, wait: dict[int, int]) -> str:
+def _line(call: Call, gap: int, file_index: int, wait: dict[int, int], group: int | None) -> str:
     after = "".join(f" {q}:{k}" for q, k in sorted(wait.items()))
-    return (f"call {call.op} {gap} {call.handle} {file_index} {call.offset} {call.req} {call.aux} {call.ret}"
-            f"{after}\n")
+    req = call.req if group is None else group  # an MPI_File_open's REQ: its group
+    return f"call {call.op} {gap} {call.handle} {file_index} {call.offset} {req} {call.aux} {call.ret}{after}\n"
 
 
 def script_text(index: int, count: int, process: Process, relative: dict[int, str],
-                wait: list[dict[int, int]]) -> str:
+                wait: list[dict[int, int]], groups: tuple[list[tuple[int, ...]], dict]) -> str:
     local = {file_id: i for i, file_id in enumerate(dict.fromkeys(c.file_id for c in process.calls))}
     lines = [f"ioloom-replay {VERSION} {index} {count}\n"]
     lines += [f"file {i} {relative[file_id]}\n" for file_id, i in local.items()]
+    lines += [f"group {g} {' '.join(map(str, members))}\n" for g, members in enumerate(groups[0])]
     previous_end = 0  # the first gap: from the start of the trace (its epoch, the earliest process start)
-    for call, after in zip(process.calls, wait):
-        lines.append(_line(call, max(call.t_start - previous_end, 0), local[call.file_id], after))
+    for i, (call, after) in enumerate(zip(process.calls, wait)):
+        group = groups[1].get((index, i))
+        lines.append(_line(call, max(call.t_start - previous_end, 0), local[call.file_id], after, group))
         previous_end = call.t_end
     return "".join(lines)
 
 
-def build(trace_path: Path) -> tuple[dict, dict[str, str]]:
-    """The replay of a trace: its manifest, and its scripts by name."""
+class LevelError(ValueError):
+    """A trace that cannot be replayed at the level asked; the message says why."""
+
+
+def build(trace_path: Path, level: str = "posix") -> tuple[dict, dict[str, str]]:
+    """The replay of a trace at a level (LEVELS): its manifest, and its scripts by name."""
     from ioloom.stats_cli import load_or_exit
 
+    assert level in LEVELS, level
     trace = load_or_exit(trace_path)
     files = application_files(trace)
     streams = ordered_streams(trace)
-    processes = [process_calls(s, files, replayed_calls()) for s in streams]
+    mpi = mpi_of(trace, streams)
+    if level == "mpiio" and mpi is None:
+        raise LevelError(f"{trace_path}: not a trace of MPI ranks (with its MPI named): its MPI-IO calls cannot be "
+                         "replayed as MPI-IO; replay it without --mpiio")
+    processes = [process_calls(s, files, replayed_calls(mpi if level == "mpiio" else None), level)
+                 for s in streams]
     used = {c.file_id for p in processes for c in p.calls}
     root = root_of(sorted(files[f] for f in used))
     relative = {f: os.path.relpath(files[f], root) for f in used}
     users = Counter(f for p in processes for f in {c.file_id for c in p.calls})
     shared = {f for f, n in users.items() if n > 1}
     initial = initial_files(processes, files)
-    scripts = {f"{index}.ops": script_text(index, len(processes), process, relative, wait)
+    groups = open_groups(processes, files)
+    scripts = {f"{index}.ops": script_text(index, len(processes), process, relative, wait, groups)
                for index, (process, wait) in enumerate(zip(processes, waits(processes, shared, initial)))}
     manifest = {
-        "version": VERSION, "trace": str(trace_path.resolve()), "root": root,
-        "mpi": _mpi_of(trace, streams),
+        "version": VERSION, "trace": str(trace_path.resolve()), "root": root, "level": level,
+        "mpi": mpi,
         "processes": [{"label": p.label, "script": name, "calls": len(p.calls)} for p, name in zip(processes, scripts)],
         "files": sorted(relative.values()),
         "initial_sizes": {relative[f]: size for f, size in initial.items()},
@@ -174,14 +237,15 @@ def place(directory: Path, manifest: dict, scripts: dict[str, str]) -> None:
     (folder / "manifest.json").write_text(json.dumps(manifest, indent=1))
 
 
-def write(trace_path: Path, directory: Path) -> dict:
-    """Writes the replay of a trace into `directory` (new or empty): its scripts and manifest; the manifest."""
-    manifest, scripts = build(trace_path)
+def write(trace_path: Path, directory: Path, level: str = "posix") -> dict:
+    """Writes the replay of a trace at a level into `directory` (new or empty): its scripts and manifest; the
+    manifest."""
+    manifest, scripts = build(trace_path, level)
     place(directory, manifest, scripts)
     return manifest
 
 
-def _mpi_of(trace, streams) -> str | None:
+def mpi_of(trace, streams) -> str | None:
     """The MPI the traced run used (its note), when its processes were ranks."""
     if not streams or streams[0].rank < 0:
         return None
