@@ -4,7 +4,7 @@ per operation, bytes per file and each rank's calls in order (file, byte offset,
 inside them are the MPI library's, reported beside. tests/programs/mpiio_matrix.c holds every access variant
 (explicit offset, individual, shared and ordered pointers; independent and collective; blocking, non-blocking and
 split; views with holes; set_size, preallocate, get_size, sync); the demo writes through a view with holes with
-individual-pointer calls, whose replay places the pointer past the tracer."""
+individual-pointer calls, whose replay places the pointer past the tracer; and as a bench configuration."""
 from __future__ import annotations
 
 from ioloom import open_trace, paths
@@ -69,4 +69,8 @@ def test_demo_replayed_as_mpiio_through_its_view(mpi, ioloom_cli, tmp_path):
     if mpi.name == "mpich":
         assert original.library.calls["posix fcntl"] > 0 and again.library.calls["posix fcntl"] == 0
         assert "    posix fcntl: " in report  # reported as the library's difference
+        # as a bench configuration, checked at the MPI-IO level without the trace (one MPI: the path is the same)
+        ioloom_cli("replay", "config", "--mpiio", tmp_path / "trace", tmp_path / "demo.toml")
+        out = ioloom_cli("bench", "replay", tmp_path / "demo.toml", "--rounds", "1", "--check", "--dir", tmp_path)
+        assert f"check: {MATCHES}" in out.stdout
 

@@ -243,11 +243,15 @@ static long long m_set_info(struct replayer *r, const struct call *c, void *fn) 
     return f && ((int (*)(MPI_File, MPI_Info))fn)(f->fh, MPI_INFO_NULL) == MPI_SUCCESS ? 0 : -1;
 }
 
+/* n contiguous bytes: MPI_BYTE itself for one (a library may take a slower path for a derived type). */
 static MPI_Datatype bytes_type(long long n) {
-    MPI_Datatype t;
-    MPI_Type_contiguous((int)n, MPI_BYTE, &t);
-    MPI_Type_commit(&t);
+    MPI_Datatype t = MPI_BYTE;
+    if (n != 1) MPI_Type_contiguous((int)n, MPI_BYTE, &t), MPI_Type_commit(&t);
     return t;
+}
+
+static void free_type(MPI_Datatype *t) {
+    if (*t != MPI_BYTE) MPI_Type_free(t);
 }
 
 /* A contiguous view with the recorded displacement (OFFSET), etype extent (AUX) and filetype extent (REQ); a
@@ -259,8 +263,8 @@ static long long m_view(struct replayer *r, const struct call *c, void *fn) {
     MPI_Datatype etype = bytes_type(c->aux), filetype = bytes_type(c->req % c->aux ? c->aux : c->req);
     int rc = ((int (*)(MPI_File, MPI_Offset, MPI_Datatype, MPI_Datatype, const char *, MPI_Info))fn)(
         f->fh, (MPI_Offset)c->offset, etype, filetype, "native", MPI_INFO_NULL);
-    MPI_Type_free(&etype);
-    MPI_Type_free(&filetype);
+    free_type(&etype);
+    free_type(&filetype);
     if (rc == MPI_SUCCESS) f->disp = c->offset, f->etype = c->aux, f->pointer = 0;
     return rc == MPI_SUCCESS ? 0 : -1;
 }
