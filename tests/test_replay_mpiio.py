@@ -40,7 +40,7 @@ def test_every_mpiio_variant_replayed_as_mpiio(mpi, ioloom_cli, tmp_path):
     exe = mpi.compile("mpiio_matrix.c")
     report, original, again = _replay(ioloom_cli, tmp_path, mpi, 3, lambda run: [exe, run / "data", SKIP])
     assert f"MPI-IO as MPI-IO: 306 calls, 3 ranks under {mpi.name}'s mpiexec" in report
-    assert report.count(", 0 with another outcome than recorded, 0 order waits given up") == 3
+    assert report.count(", 0 with another outcome than recorded, 0 order waits given up") == 3, report
     assert MATCHES in report
     assert differences(original, again) == []
     made = {call.split(" ", 1)[1] for call in again.calls if call.startswith("mpiio ")}

@@ -51,14 +51,17 @@ def _can_run(processes, rows, done, held, p):
 
 
 def _parts_started(processes, rows, done, p):
-    """An MPI-IO collective's part ends only once every part has started: each other part is done, or is its
-    process's next call with its waits met (the collective synchronizes, as the MPI library may make it)."""
+    """An MPI-IO collective's part ends only once every initiating part has started, and a completion only once
+    every completion has too: each such part is done, or is its process's next call with its waits met (the
+    collective synchronizes, as the MPI library may make it; a non-blocking one may progress only in the
+    completions)."""
     c = processes[p].calls[done[p]]
     if c.layer != "mpiio" or c.coll_seq < 0:
         return True
     return all(i < done[q] or (i == done[q] and all(done[r] >= k for r, k in rows[q][i].items()))
                for q, process in enumerate(processes) if q != p
-               for i, d in enumerate(process.calls) if (d.layer, d.coll_seq) == ("mpiio", c.coll_seq))
+               for i, d in enumerate(process.calls) if (d.layer, d.coll_seq) == ("mpiio", c.coll_seq)
+               and (d.op != "MPI_Waitall" or c.op == "MPI_Waitall"))
 
 
 def test_a_lock_waits_for_the_release_that_returned_after_it_was_granted():
@@ -112,3 +115,16 @@ def test_a_collective_that_did_not_synchronize_waits_for_nothing_after_it():
     assert outcomes and all(not dead for dead, _ in outcomes)
     measured_from_original = [[{}, {1: 2}], [{}, {0: 1}]]
     assert all(dead for dead, _ in schedules([a, b], measured_from_original))  # the walk sees the deadlock
+
+
+def test_a_collective_completion_waits_for_no_completion_of_its_own():
+    # A non-blocking collective: B's Waitall ended at 20, before A's began at 50 (A's initiation had made the
+    # progress B needed). Made again, B's Waitall may need A to be in its own Waitall: A's must not wait for B's.
+    a = Process("a", [call("MPI_File_iwrite_all", 0, 5, 0, 100, -1, coll_seq=2),
+                      call("MPI_Waitall", 50, 60, 0, -1, 100, coll_seq=2)])
+    b = Process("b", [call("MPI_File_iwrite_all", 1, 6, 100, 100, -1, coll_seq=2),
+                      call("MPI_Waitall", 10, 20, 100, -1, 100, coll_seq=2)])
+    rows = waits([a, b], {FILE}, {})
+    assert rows[0][1] == {1: 1}  # after B's initiation, not its Waitall
+    assert all(not dead for dead, _ in schedules([a, b], rows))
+    assert all(dead for dead, _ in schedules([a, b], [[{}, {1: 2}], [{}, {}]]))  # measured from the original

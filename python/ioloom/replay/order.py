@@ -49,25 +49,28 @@ def _rows(need: np.ndarray) -> list[dict[int, int]]:
 
 def collective_times(processes: list) -> list[tuple[np.ndarray, np.ndarray]]:
     """Per process its calls' (starts, ends), the original's but that each part of an MPI-IO collective (the calls
-    of one file and coll_seq: its initiations and their completions) ends no earlier than the last initiating part
-    started, the calls after it in its process moved as late (a call starts no earlier than the one before it
-    ended). Repeated until nothing moves: each round only raises times to other calls' times, so it ends."""
+    of one file and coll_seq: its initiations and, for a non-blocking or split one, their completions) ends no
+    earlier than the last initiating part started, and a completion no earlier than the last completion started (a
+    non-blocking collective may progress only inside the completions of all its ranks); the calls after it in its
+    process moved as late (a call starts no earlier than the one before it ended). Repeated until nothing moves:
+    each round only raises times to other calls' times, so it ends."""
     starts = [np.array([c.t_start for c in p.calls], np.int64) for p in processes]
     ends = [np.maximum.accumulate(np.array([c.t_end for c in p.calls], np.int64)) for p in processes]
     parts: dict[tuple[int, int], list[tuple[int, int, bool]]] = {}
     for p, process in enumerate(processes):
         for i, c in enumerate(process.calls):
             if c.layer == "mpiio" and c.coll_seq >= 0:
-                parts.setdefault((c.file_id, c.coll_seq), []).append((p, i, not COMPLETIONS.search(c.op)))
+                parts.setdefault((c.file_id, c.coll_seq), []).append((p, i, bool(COMPLETIONS.search(c.op))))
     moved = bool(parts)
     while moved:
         moved = False
         for members in parts.values():
-            last = max(starts[p][i] for p, i, initiating in members if initiating) if any(
-                m[2] for m in members) else None
-            for p, i, _ in members:
-                if last is not None and ends[p][i] < last:
-                    ends[p][i], moved = last, True
+            last = [max((starts[p][i] for p, i, completing in members if completing == kind), default=-1)
+                    for kind in (False, True)]  # the last initiation's start, the last completion's
+            for p, i, completing in members:
+                least = max(last) if completing else last[0]
+                if ends[p][i] < least:
+                    ends[p][i], moved = least, True
         for p in range(len(processes)):
             np.maximum.accumulate(ends[p], out=ends[p])
             starts[p][1:] = np.maximum(starts[p][1:], ends[p][:-1])
