@@ -53,11 +53,13 @@ def test_the_program_runs_as_untraced(walked):
 def test_every_walked_stack_is_backtraces_and_most_calls_are_walked(walked):
     _, _, _, _, side = walked
     calls, symbols = len(side.calls), len(side.symbols)
+    # every walk that gave frames gave backtrace()'s, a stack's first call included
     assert side.problems == [] and side.count("stacks_mismatched") == 0
-    # backtrace() answers a stack's first call (in each thread that meets it at once) and the realigned frame's
-    # calls (one per round and thread): every other call is walked
+    # backtrace() answers a stack's first call and the realigned frame's calls (one per round and thread): every
+    # other call is walked. A few more when threads meet a new stack at once; a walk that gives up where it should
+    # not (a wrong rbp, a rule made RULE_SLOW) sends dozens more
     realigned = THREADS * ROUNDS
-    assert side.count("stacks_walked") >= calls - realigned - THREADS * symbols
+    assert realigned <= side.count("stacks_backtraced") <= symbols + realigned + 2 * THREADS
     assert side.count("stacks_walked") + side.count("stacks_backtraced") == calls
     assert side.count("stacks_walked") > 0.9 * calls
     assert side.count("unwind_rules_slow") >= 1 and side.count("unwind_rules_past_cap") == 0

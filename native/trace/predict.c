@@ -427,10 +427,6 @@ static int32_t raw_symbol(enum via via, uint16_t op, const uintptr_t *pc, int n,
     return add ? stable_symbol(op, pc, n) : -1;
 }
 
-/* The symbol of a call whose walked stack (n frames at pc) is not known yet: backtrace() is asked. When the two
- * agree, the walked stack is remembered, and the next call from there costs the walk and a lookup; when they
- * differ (code built without frame pointers), the call takes backtrace()'s stack. side.lock held, released
- * while backtrace() runs. */
 /* backtrace()'s stack for this call in traced (*m frames), asked with side.lock released; 1 if it is the n frames
  * at pc. side.lock held. */
 static int backtrace_agrees(const uintptr_t *pc, int n, uintptr_t *traced, int *m) {
@@ -440,17 +436,23 @@ static int backtrace_agrees(const uintptr_t *pc, int n, uintptr_t *traced, int *
     return *m == n && memcmp(pc, traced, sizeof *pc * (size_t)n) == 0;
 }
 
+/* The symbol of a call whose walked stack (n frames at pc) is not known yet: backtrace() is asked. When the two
+ * agree, the walked stack is remembered, and the next call from there costs the walk and a lookup; when they
+ * differ (code built without frame pointers), the call takes backtrace()'s stack (IOLOOM_STACKS_CHECK=1: counted
+ * when the walk gave frames). side.lock held, released while backtrace() runs. */
 static int32_t checked_symbol(uint16_t op, const uintptr_t *pc, int n) {
     uintptr_t traced[MAX_FRAMES];
     int m;
     int agree = backtrace_agrees(pc, n, traced, &m);
     side.by_backtrace++;
     if (agree) return raw_symbol(VIA_FRAMES, op, pc, n, 1);
+    if (side.check && n) side.mismatched++; /* the walk gave frames, and not backtrace()'s */
     return raw_symbol(VIA_BACKTRACE, op, traced, m, 1);
 }
 
 /* The call's symbol: its walked stack if known (or `direct`: the site alone, always right), else checked_symbol.
- * IOLOOM_STACKS_CHECK=1: a known walked stack is compared with backtrace()'s too, and a difference counted. */
+ * IOLOOM_STACKS_CHECK=1: a known walked stack is compared with backtrace()'s too; every walk that gave frames
+ * other than backtrace()'s, a stack's first included, is counted. */
 static int32_t call_symbol(uint16_t op, const uintptr_t *pc, int n, int direct) {
     int32_t symbol = n ? raw_symbol(VIA_FRAMES, op, pc, n, direct) : -1;
     if (symbol >= 0) {
