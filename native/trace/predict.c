@@ -794,6 +794,7 @@ void ioloom_predict_after_fork(void) {
     side.out_len = 0;
     side.nsymbols = side.npredicted = 0;
     side.calls = side.past_symbol_cap = side.by_frames = side.by_backtrace = side.mismatched = 0;
+    ioloom_unwind_after_fork(); /* its rules stay */
     memset(side.raws, 0, RAW_SLOTS * sizeof *side.raws);
     for (int32_t i = 0; i < side.nmodules; i++) side.modules[i].written = 0;
     memset(side.key_written, 0, MAX_KEYS * sizeof *side.key_written); /* the keys keep their ids */

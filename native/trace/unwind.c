@@ -115,4 +115,6 @@ int ioloom_unwind_stack(const void *frame, const struct ioloom_code_range *last,
 void ioloom_unwind_start(void) {}
 
 struct ioloom_unwind_counts ioloom_unwind_counts(void) { return (struct ioloom_unwind_counts){0, 0, 0}; }
+
+void ioloom_unwind_after_fork(void) {}
 #endif

@@ -34,6 +34,9 @@ struct ioloom_unwind_counts {
 };
 struct ioloom_unwind_counts ioloom_unwind_counts(void);
 
+/* In a forked child: its counts start again at 0 (the rules stay: the child's code is at the parent's addresses). */
+void ioloom_unwind_after_fork(void);
+
 /* ---- shared by the walks (unwind.c) ---- */
 
 /* Stack addresses [lo, hi) this thread may read. */

@@ -46,6 +46,8 @@ struct ioloom_unwind_counts ioloom_unwind_counts(void) {
                                          __atomic_load_n(&unkept, __ATOMIC_RELAXED)};
 }
 
+void ioloom_unwind_after_fork(void) { kept = kept_slow = unkept = 0; }
+
 /* ---- the table ---- */
 
 static uint32_t first_slot(uintptr_t ra) { return (uint32_t)((ra * 0x9E3779B97F4A7C15ull) >> 52); }
