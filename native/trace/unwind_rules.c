@@ -7,8 +7,9 @@
  * not of that form (a realigned stack's CFA expression, a signal frame) the walk gives up and the caller asks
  * backtrace(). Rules are kept in one table for all threads, keyed by return address: learnt once (an FDE lookup and
  * a CFA program), then read without a lock. The table is bounded (RULE_SLOTS); a rule that finds no room is used
- * and counted, and learnt again at its next use. Every stack word read lies in the thread's stack mapping
- * (ioloom_stack_span_of), so even a wrong rule could give wrong addresses, never a fault. */
+ * and counted, and learnt again at its next use; rules are not forgotten at dlclose (docs/predict.md). Every stack word
+ * read lies in the thread's stack mapping (ioloom_stack_span_of), so even a wrong rule could give wrong addresses,
+ * never a fault. */
 #ifdef __x86_64__
 #include <assert.h>
 #include <dlfcn.h>
