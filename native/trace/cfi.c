@@ -5,9 +5,11 @@
  * keeps the CFA with the registers). Only what decides the caller's stack pointer, rbp and return address is
  * followed: the CFA (rsp or rbp plus a constant), rbp, rsp and the return address column (16). Anything else that
  * touches them (an expression, a register saved in a register, a signal frame, an encoding or instruction not
- * read here) makes the rule RULE_SLOW: that stack is left to backtrace(), never guessed. No allocation, no lock;
- * every read stays inside the CIE or FDE, whose length its header gives. */
+ * read here) makes the rule RULE_SLOW: that stack is left to backtrace(), never guessed, and so does malformed CFI
+ * (an offset whose factored value does not fit in 64 signed bits). No allocation, no lock; every read stays inside
+ * the CIE or FDE, whose length its header gives. */
 #ifdef __x86_64__
+#include <assert.h>
 #include <link.h>
 #include <stddef.h>
 #include <string.h>
@@ -31,7 +33,7 @@ struct row {
     int64_t cfa_reg, cfa_offset;
     struct reg_rule rbp, rsp, ra;
 };
-/* A CFA program being run: the row, the states remembered, the CIE's factors. */
+/* A CFA program being run: the row, the states remembered (saved[0, nsaved)), the CIE's factors. */
 struct cfa_program {
     struct row row, saved[STATES];
     int nsaved, failed;
@@ -49,7 +51,10 @@ struct bytes {
 
 static uint64_t read_fixed(struct bytes *b, int size) {
     uint64_t value = 0;
-    if (b->end - b->p < size) return b->failed = 1, 0;
+    if (b->end - b->p < size) {
+        b->failed = 1;
+        return 0;
+    }
     memcpy(&value, b->p, (size_t)size); /* little-endian */
     b->p += size;
     return value;
@@ -62,7 +67,8 @@ static uint64_t read_uleb(struct bytes *b) {
         value |= (uint64_t)(byte & 0x7f) << shift;
         if (!(byte & 0x80)) return value;
     }
-    return b->failed = 1, 0;
+    b->failed = 1;
+    return 0;
 }
 
 static int64_t read_sleb(struct bytes *b) {
@@ -73,11 +79,15 @@ static int64_t read_sleb(struct bytes *b) {
         shift += 7;
         if (!(byte & 0x80)) return shift < 64 && (byte & 0x40) ? (int64_t)(value | ~0ull << shift) : (int64_t)value;
     }
-    return b->failed = 1, 0;
+    b->failed = 1;
+    return 0;
 }
 
 static void skip(struct bytes *b, uint64_t n) {
-    if ((uint64_t)(b->end - b->p) < n) b->failed = 1, n = (uint64_t)(b->end - b->p);
+    if ((uint64_t)(b->end - b->p) < n) {
+        b->failed = 1;
+        n = (uint64_t)(b->end - b->p);
+    }
     b->p += n;
 }
 
@@ -193,7 +203,9 @@ static void set_reg(struct cfa_program *prog, uint64_t reg, enum how how, int64_
     if (rule) *rule = (struct reg_rule){(uint8_t)how, offset};
 }
 
+/* remember_state (push the row) or restore_state (pop it); past STATES, or with none to pop, the program fails. */
 static void remember(struct cfa_program *prog, int restore) {
+    assert(prog->nsaved >= 0 && prog->nsaved <= STATES); /* saved[0, nsaved) are the states remembered */
     if (restore ? prog->nsaved == 0 : prog->nsaved == STATES) {
         prog->failed = 1;
         return;
@@ -204,25 +216,41 @@ static void remember(struct cfa_program *prog, int restore) {
         prog->saved[prog->nsaved++] = prog->row;
 }
 
+/* An unsigned operand as a signed offset; one past INT64_MAX (malformed CFI) fails the program. */
+static int64_t signed_of(struct cfa_program *prog, uint64_t value) {
+    if (value > INT64_MAX) {
+        prog->failed = 1;
+        return 0;
+    }
+    return (int64_t)value;
+}
+
+/* value times the CIE's data alignment factor; a product that overflows (malformed CFI) fails the program. */
+static int64_t factored(struct cfa_program *prog, int64_t value) {
+    int64_t product;
+    if (__builtin_mul_overflow(value, prog->data_align, &product)) {
+        prog->failed = 1;
+        return 0;
+    }
+    return product;
+}
+
 /* An instruction whose first operand is a register (b->p at it); 0 if `op` is not one. */
 static int register_insn(struct cfa_program *prog, uint8_t op, struct bytes *b) {
-    int64_t align = prog->data_align;
+    uint64_t reg;
     switch (op) {
-        case CFA_OFFSET_EXTENDED: {
-            uint64_t reg = read_uleb(b);
-            set_reg(prog, reg, OFFSET, (int64_t)read_uleb(b) * align);
+        case CFA_OFFSET_EXTENDED:
+            reg = read_uleb(b);
+            set_reg(prog, reg, OFFSET, factored(prog, signed_of(prog, read_uleb(b))));
             return 1;
-        }
-        case CFA_OFFSET_EXTENDED_SF: {
-            uint64_t reg = read_uleb(b);
-            set_reg(prog, reg, OFFSET, read_sleb(b) * align);
+        case CFA_OFFSET_EXTENDED_SF:
+            reg = read_uleb(b);
+            set_reg(prog, reg, OFFSET, factored(prog, read_sleb(b)));
             return 1;
-        }
-        case CFA_GNU_NEGATIVE_OFFSET_EXTENDED: {
-            uint64_t reg = read_uleb(b);
-            set_reg(prog, reg, OFFSET, -(int64_t)read_uleb(b) * align);
+        case CFA_GNU_NEGATIVE_OFFSET_EXTENDED: /* -INT64_MAX at most: the negation cannot overflow */
+            reg = read_uleb(b);
+            set_reg(prog, reg, OFFSET, factored(prog, -signed_of(prog, read_uleb(b))));
             return 1;
-        }
         case CFA_RESTORE_EXTENDED:
         case CFA_SAME_VALUE: /* libgcc: as found */
             set_reg(prog, read_uleb(b), UNSAVED, 0);
@@ -232,14 +260,17 @@ static int register_insn(struct cfa_program *prog, uint8_t op, struct bytes *b) 
             return 1;
         case CFA_REGISTER:
         case CFA_VAL_OFFSET:
-            set_reg(prog, read_uleb(b), OTHER, 0), read_uleb(b);
+            set_reg(prog, read_uleb(b), OTHER, 0);
+            read_uleb(b);
             return 1;
         case CFA_VAL_OFFSET_SF:
-            set_reg(prog, read_uleb(b), OTHER, 0), read_sleb(b);
+            set_reg(prog, read_uleb(b), OTHER, 0);
+            read_sleb(b);
             return 1;
         case CFA_EXPRESSION:
         case CFA_VAL_EXPRESSION:
-            set_reg(prog, read_uleb(b), OTHER, 0), skip(b, read_uleb(b));
+            set_reg(prog, read_uleb(b), OTHER, 0);
+            skip(b, read_uleb(b));
             return 1;
         default:
             return 0;
@@ -251,22 +282,25 @@ static int cfa_insn(struct cfa_program *prog, uint8_t op, struct bytes *b) {
     struct row *row = &prog->row;
     switch (op) {
         case CFA_DEF_CFA:
-            row->cfa_reg = (int64_t)read_uleb(b), row->cfa_offset = (int64_t)read_uleb(b);
+            row->cfa_reg = signed_of(prog, read_uleb(b));
+            row->cfa_offset = signed_of(prog, read_uleb(b));
             return 1;
         case CFA_DEF_CFA_SF:
-            row->cfa_reg = (int64_t)read_uleb(b), row->cfa_offset = read_sleb(b) * prog->data_align;
+            row->cfa_reg = signed_of(prog, read_uleb(b));
+            row->cfa_offset = factored(prog, read_sleb(b));
             return 1;
         case CFA_DEF_CFA_REGISTER:
-            row->cfa_reg = (int64_t)read_uleb(b);
+            row->cfa_reg = signed_of(prog, read_uleb(b));
             return 1;
         case CFA_DEF_CFA_OFFSET:
-            row->cfa_offset = (int64_t)read_uleb(b);
+            row->cfa_offset = signed_of(prog, read_uleb(b));
             return 1;
         case CFA_DEF_CFA_OFFSET_SF:
-            row->cfa_offset = read_sleb(b) * prog->data_align;
+            row->cfa_offset = factored(prog, read_sleb(b));
             return 1;
         case CFA_DEF_CFA_EXPRESSION:
-            skip(b, read_uleb(b)), row->cfa_reg = -1;
+            skip(b, read_uleb(b));
+            row->cfa_reg = -1;
             return 1;
         default:
             return 0;
@@ -303,7 +337,7 @@ static void step_insn(struct cfa_program *prog, struct bytes *b) {
             prog->loc += low * prog->code_align;
             return;
         case CFA_OFFSET:
-            set_reg(prog, low, OFFSET, (int64_t)read_uleb(b) * prog->data_align);
+            set_reg(prog, low, OFFSET, factored(prog, signed_of(prog, read_uleb(b))));
             return;
         case CFA_RESTORE: /* libgcc leaves the register as found, not as the CIE had it */
             set_reg(prog, low, UNSAVED, 0);
@@ -317,12 +351,21 @@ static void step_insn(struct cfa_program *prog, struct bytes *b) {
 static void run(struct cfa_program *prog, struct bytes b) {
     prog->nsaved = 0; /* no remember/restore across the CIE's and the FDE's programs */
     while (b.p < b.end && prog->loc < prog->ra && !prog->failed && !b.failed) step_insn(prog, &b);
+    assert(prog->nsaved >= 0 && prog->nsaved <= STATES); /* remember() never passes its bounds */
     prog->failed |= b.failed;
 }
 
 /* ---- the rule ---- */
 
 static int fits16(int64_t v) { return v >= INT16_MIN && v <= INT16_MAX; }
+
+/* The form of every rule made here, which step() in unwind_rules.c relies on: RULE_SLOW and RULE_END carry no
+ * offsets; a RULE_RSP rule's CFA lies at least a word above the stack pointer (the return address was pushed
+ * below it). */
+static inline int well_formed(struct ioloom_rule rule) { /* inline: only asserted, gone with NDEBUG */
+    if (rule.kind == RULE_SLOW || rule.kind == RULE_END) return !rule.cfa_offset && !rule.ra_offset && !rule.rbp_offset;
+    return rule.kind == RULE_RBP || (rule.kind == RULE_RSP && rule.cfa_offset >= (int32_t)sizeof(uintptr_t));
+}
 
 /* The rule of the row reached, or RULE_SLOW when the walk cannot apply it exactly. */
 static struct ioloom_rule rule_of(const struct row *row) {
@@ -351,7 +394,7 @@ static struct ioloom_rule fde_rule(const uint8_t *fde, struct cfa_program *prog)
     struct bytes b;
     struct cie cie;
     if (!entry_bytes(fde, &b)) return slow;
-    int32_t cie_delta = (int32_t)read_fixed(&b, 4);
+    uint32_t cie_delta = (uint32_t)read_fixed(&b, 4); /* unsigned, as libgcc's get_cie: the CIE lies before */
     if (b.failed || cie_delta == 0 || !read_cie(fde + 4 - cie_delta, &cie, prog)) return slow;
     skip(&b, 2 * (uint64_t)encoded_size(cie.fde_encoding)); /* pc_begin, pc_range: bases.func gives the start */
     if (cie.saw_z) skip(&b, read_uleb(&b));
@@ -359,7 +402,10 @@ static struct ioloom_rule fde_rule(const uint8_t *fde, struct cfa_program *prog)
     prog->row = (struct row){.cfa_reg = -2};
     run(prog, cie.insns);
     run(prog, b);
-    return prog->failed ? slow : rule_of(&prog->row);
+    if (prog->failed) return slow;
+    struct ioloom_rule rule = rule_of(&prog->row);
+    assert(well_formed(rule)); /* rule_of gives only the forms the walk applies, or SLOW/END */
+    return rule;
 }
 
 /* x86-64 Linux's rt_sigreturn trampoline, `mov $15, %rax; syscall`, which libgcc unwinds as a signal frame when
