@@ -211,5 +211,6 @@ __attribute__((destructor)) static void lf_fini(void) {
             fprintf(stderr, "ioloom-logfs: %lu %s call(s) on containers could not be served (failed with an error)\n",
                     unsupported[i], unsupported_names[i]);
     lf_damaged_report();
+    lf_append_report();
     ioloom_busy--;
 }

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -50,7 +51,7 @@ static lf_file *new_handle(const char *dir, uint32_t file_id, int flags, mode_t 
     snprintf(f->dir, sizeof f->dir, "%s", dir);
     f->flags = flags;
     f->file_id = file_id;
-    f->wlog = f->log_fd = f->index_fd = f->records_fd = -1;
+    f->wlog = f->log_fd = f->index_fd = f->records_fd = f->append_fd = -1;
     f->index_traced_id = f->records_traced_id = LF_UNTRACED;
     f->map_stale = f->others_stale = 1;
     f->created = created;
@@ -113,10 +114,81 @@ ssize_t lf_pwrite(lf_file *f, const void *buf, size_t n, uint64_t offset) {
     return LOCKED(f, do_pwrite(f, buf, n, offset));
 }
 
-static ssize_t do_append(lf_file *f, const void *buf, size_t n, uint64_t *where) {
+/* Appends made without the container's lock (its directory could not be opened or flock failed): reported at exit. */
+static unsigned long unserialised;
+
+void lf_append_report(void) {
+    unsigned long n = __atomic_load_n(&unserialised, __ATOMIC_RELAXED);
+    if (n)
+        fprintf(stderr,
+                "ioloom-logfs: %lu O_APPEND write(s) could not lock their container (flock) and went to the end "
+                "this process knew: appends of other processes at the same time may have overwritten them\n",
+                n);
+}
+
+/* The exclusive flock of the container's directory that appenders of every process take (0), or -1 (counted). */
+static int lock_appends(lf_file *f) {
+    int saved = errno, rc = -1;
+    if (f->append_fd < 0) f->append_fd = IOLOOM_NEXT(open)(f->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (f->append_fd >= 0)
+        while ((rc = flock(f->append_fd, LOCK_EX)) && errno == EINTR) continue;
+    if (rc) __atomic_fetch_add(&unserialised, 1, __ATOMIC_RELAXED);
+    errno = saved;
+    return rc;
+}
+
+static ino_t own_journal(const lf_file *f) {
+    struct stat st;
+    return f->index_fd >= 0 && IOLOOM_NEXT(fstat)(f->index_fd, &st) == 0 ? st.st_ino : 0;
+}
+
+/* The logical end, under the lock: the other writers' indexes are loaded again unless no journal changed since
+ * this handle's last append (*sig, *own as lf_journals_sig found them); the end that append left is taken as it is
+ * when nothing at all changed since (no map to rebuild: the single appender's case). */
+static int append_end(lf_file *f, uint64_t *sig, struct stat *own, uint64_t *end) {
+    int scanned = lf_journals_sig(f, own_journal(f), own, sig) == 0;
+    if (!scanned || !f->append_known || *sig != f->append_sig) f->others_stale = 1;
+    if (!f->others_stale && f->append_known && f->append_stamp == f->last_stamp) return *end = f->append_end, 0;
     if (lf_map_build(f)) return -1;
-    *where = f->map.size;
-    return do_pwrite(f, buf, n, *where);
+    *end = f->map.size;
+    for (size_t i = 0; i < f->map.nall; i++) /* stamped after every entry it follows, whatever the clocks say */
+        if (f->map.all[i].e.stamp_last > f->last_stamp) f->last_stamp = f->map.all[i].e.stamp_last;
+    return 0;
+}
+
+/* After the append at `end` is published: what the next append of this handle may take as it is. The summary
+ * stays valid only if this handle's journal grew by its own block alone since the scan (`own`, before) and the
+ * scan found it: another writer of the group that published meanwhile makes the next append load again. */
+static void append_done(lf_file *f, uint64_t sig, const struct stat *own, uint64_t end, size_t published) {
+    struct stat now;
+    f->append_known = own->st_size >= 0 && IOLOOM_NEXT(fstat)(f->index_fd, &now) == 0 && now.st_ino == own->st_ino &&
+                      now.st_size == own->st_size + (off_t)published;
+    f->append_end = end;
+    f->append_stamp = f->last_stamp;
+    f->append_sig = sig - lf_journal_term(own) + (f->append_known ? lf_journal_term(&now) : 0);
+}
+
+/* O_APPEND as a local file system does it for every process (docs/logfs-format.md, "Appends"): under the
+ * container's lock, the write goes to the end that every append completed before it left, and its entry is
+ * published before the lock is released, so the next appender, in any process, finds it. Without the lock
+ * (counted), at the end this handle knows after loading the published indexes. */
+static ssize_t do_append(lf_file *f, const void *buf, size_t n, uint64_t *where) {
+    if (!writable(f)) return errno = EBADF, -1;
+    int locked = lock_appends(f) == 0;
+    uint64_t sig;
+    struct stat own;
+    ssize_t done = append_end(f, &sig, &own, where) ? -1 : do_pwrite(f, buf, n, *where);
+    size_t published = (f->nmine - f->npublished) * sizeof(struct lf_entry) + sizeof(struct lf_block);
+    int unpublished = done > 0 && lf_writer_publish(f);
+    if (done > 0 && !unpublished)
+        append_done(f, sig, &own, *where + (uint64_t)done, published);
+    else
+        f->append_known = 0; /* nothing written: the next append starts from the indexes again */
+    if (unpublished && locked) __atomic_fetch_add(&unserialised, 1, __ATOMIC_RELAXED); /* others cannot see it */
+    int saved = errno;
+    if (locked) flock(f->append_fd, LOCK_UN);
+    errno = saved;
+    return done;
 }
 
 ssize_t lf_append(lf_file *f, const void *buf, size_t n, uint64_t *where) {
@@ -261,6 +333,7 @@ int lf_close(lf_file *f) {
         if (f->logs[i].fd >= 0) IOLOOM_NEXT(close)(f->logs[i].fd); /* read only: nothing to report */
         free(f->logs[i].path);
     }
+    if (f->append_fd >= 0) IOLOOM_NEXT(close)(f->append_fd); /* its lock is held only during an append */
     int written[] = {f->log_fd, f->index_fd, f->records_fd};
     for (size_t i = 0; i < sizeof written / sizeof *written; i++)
         if (written[i] >= 0 && IOLOOM_NEXT(close)(written[i]) && rc == 0) rc = -1, saved = errno;

@@ -117,6 +117,12 @@ struct lf_file {
     int map_stale;       /* our own writes changed the view */
     int others_stale;    /* reload the other writers' indexes before the next read */
     int reloaded_at_end; /* a read past the known end reloaded them; cleared by any change of the view */
+    /* O_APPEND across processes (lf_file.c, do_append) */
+    int append_fd;         /* the container's directory, whose flock serialises appends; -1 before the first append */
+    int append_known;      /* append_end and append_sig describe the container after this handle's last append */
+    uint64_t append_end;   /* the logical end after it */
+    uint64_t append_stamp; /* its stamp: any later write or truncate of this handle moves last_stamp past it */
+    uint64_t append_sig;   /* lf_journals_sig after it, its own publish included */
 };
 
 /* lf_meta.c */
@@ -183,6 +189,8 @@ int lf_touch(lf_file *f);
 /* The container renamed to `to` under the open handle f: its paths follow (logs already open keep their
  * descriptors). */
 void lf_moved(lf_file *f, const char *to);
+/* Says at exit how many O_APPEND writes could not be serialised against other processes' (lf_append). */
+void lf_append_report(void);
 
 /* lf_write.c */
 /* An id unique among concurrent writers and creators: host hash, pid and a per-process count (a writer's id; with
@@ -211,6 +219,11 @@ int lf_load_others(lf_file *f);
 /* lf_load_others, and with `blocks` the blocks the data logs take added to it (a stat's st_blocks) in the same
  * scan of the backends' directories. */
 int lf_load_scan(lf_file *f, blkcnt_t *blocks);
+/* A summary of every index journal of the container as it is now (the sum of lf_journal_term over them: journals
+ * only grow, and a recover replaces one whole, so an equal summary means nothing was published since), into *sig;
+ * the stat of the one whose inode is `own` into *own_st (st_size -1 if none is). -1 if a directory cannot be read. */
+int lf_journals_sig(lf_file *f, ino_t own, struct stat *own_st, uint64_t *sig);
+uint64_t lf_journal_term(const struct stat *st);
 /* The blocks the file `name` of backend b's directory, open as `dirfd`, takes if it is one of the container's data
  * logs (a member of the log group); 0 if not, or if it cannot be examined. Never follows a link. */
 blkcnt_t lf_log_blocks(const struct lf_meta *m, int b, int dirfd, const char *name);

@@ -138,6 +138,38 @@ blkcnt_t lf_log_blocks(const struct lf_meta *m, int b, int dirfd, const char *na
 
 int lf_load_others(lf_file *f) { return lf_load_scan(f, NULL); }
 
+/* splitmix64's finaliser: one journal's (inode, size) as a term of the summary. */
+static uint64_t journal_term(uint64_t ino, uint64_t size) {
+    uint64_t z = ino * 0x9e3779b97f4a7c15u + size;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+    return z ^ (z >> 31);
+}
+
+uint64_t lf_journal_term(const struct stat *st) { return journal_term((uint64_t)st->st_ino, (uint64_t)st->st_size); }
+
+int lf_journals_sig(lf_file *f, ino_t own, struct stat *own_st, uint64_t *sig) {
+    *sig = 0;
+    *own_st = (struct stat){.st_size = -1};
+    for (int b = 0; b < f->meta.nbackends; b++) {
+        DIR *d = lf_opendir(f->meta.backend[b]);
+        if (!d) {
+            if (errno == ENOENT) continue;
+            return -1;
+        }
+        for (struct dirent *de; (de = IOLOOM_NEXT(readdir)(d));) {
+            struct stat st;
+            if (!lf_member_group(&f->meta, b, de->d_name, "index") ||
+                IOLOOM_NEXT(fstatat)(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW))
+                continue; /* not a journal, or gone (a journal is never removed while its container is open) */
+            *sig += lf_journal_term(&st);
+            if (st.st_ino == own) *own_st = st;
+        }
+        IOLOOM_NEXT(closedir)(d);
+    }
+    return 0;
+}
+
 int lf_load_scan(lf_file *f, blkcnt_t *blocks) {
     size_t cap = f->nothers;
     f->nothers = 0;

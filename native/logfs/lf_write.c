@@ -455,4 +455,7 @@ void lf_writer_after_fork(lf_file *f) {
     f->entry_open = 0;
     f->resv_end = 0;
     f->others_stale = f->map_stale = 1;
+    if (f->append_fd >= 0) IOLOOM_NEXT(close)(f->append_fd); /* shared with the parent: its flock would be ours */
+    f->append_fd = -1;
+    f->append_known = 0;
 }
