@@ -76,3 +76,45 @@ def test_concurrent_appenders_lose_no_line(tmp_path, appenders, how):
     data = Container.open(mnt / "shared.log").read()
     assert len(data) == (plain / "shared.log").stat().st_size
     expected_lines(data.decode().splitlines(), appenders)
+
+
+FORKED = """
+import os
+fd = os.open("shared.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+os.write(fd, b"parent first\\n")
+kids = []
+for p in range(3):
+    pid = os.fork()
+    if pid == 0:
+        stream = os.fdopen(os.dup(fd), "a", buffering=1)
+        for i in range(1, 101):
+            if i % 2:
+                stream.write(f"P{p} line {i} of the appender\\n")
+            else:
+                os.pwrite(fd, f"P{p} line {i} of the appender\\n".encode(), 0)  # O_APPEND: appends all the same
+        stream.close()
+        os._exit(0)
+    kids.append(pid)
+for i in range(1, 101):
+    os.writev(fd, [b"P3 line ", f"{i} of the appender\\n".encode()])
+for pid in kids:
+    assert os.waitpid(pid, 0)[1] == 0
+os.close(fd)
+"""
+
+
+def test_forked_children_append_through_the_inherited_descriptor(tmp_path):
+    """Today's main: a child's first append, before its first write, skipped the parent's published lines (it
+    still had the parent's writer id) and overwrote them; and the children's appends overwrote each other's."""
+    plain, mnt = tmp_path / "plain", tmp_path / "mnt"
+    for d, env in ((plain, {}), (mnt, preload.env({mnt: []}))):
+        d.mkdir()
+        subprocess.run([sys.executable, "-c", FORKED], cwd=d, env={**os.environ, **env}, check=True, timeout=60)
+    plain_lines = (plain / "shared.log").read_text().splitlines()
+    lines = Container.open(mnt / "shared.log").read().decode().splitlines()
+    assert lines[0] == plain_lines[0] == "parent first"
+    assert len(lines) == len(plain_lines) == 401
+    for p in range(4):
+        want = [f"P{p} line {i} of the appender" for i in range(1, 101)]
+        assert [line for line in plain_lines if line.startswith(f"P{p} ")] == want
+        assert [line for line in lines if line.startswith(f"P{p} ")] == want

@@ -447,6 +447,7 @@ void lf_writer_after_fork(lf_file *f) {
     IOLOOM_NEXT(close)(f->index_fd);
     IOLOOM_NEXT(close)(f->records_fd);
     f->log_fd = f->index_fd = f->records_fd = f->wlog = -1;
+    f->writer = 0; /* not the parent's id until its next write: loads must not skip the parent's blocks as its own */
     f->index_traced_id = f->records_traced_id = LF_UNTRACED;
     f->nbatch = 0;
     f->run_open = 0;
