@@ -148,47 +148,62 @@ static uint64_t journal_term(uint64_t ino, uint64_t size) {
 
 uint64_t lf_journal_term(const struct stat *st) { return journal_term((uint64_t)st->st_ino, (uint64_t)st->st_size); }
 
-int lf_journals_sig(lf_file *f, ino_t own, struct stat *own_st, uint64_t *sig) {
-    *sig = 0;
-    *own_st = (struct stat){.st_size = -1};
+/* Calls visit(f, ctx, backend, dirfd, name) on every member of the container, backend by backend (a backend
+ * that does not exist has none); -1 (errno set) when a backend cannot be listed or a visit returns nonzero. */
+static int each_member(lf_file *f, int (*visit)(lf_file *, void *, int, int, const char *), void *ctx) {
     for (int b = 0; b < f->meta.nbackends; b++) {
         DIR *d = lf_opendir(f->meta.backend[b]);
         if (!d) {
             if (errno == ENOENT) continue;
             return -1;
         }
-        for (struct dirent *de; (de = IOLOOM_NEXT(readdir)(d));) {
-            struct stat st;
-            if (!lf_member_group(&f->meta, b, de->d_name, "index") ||
-                IOLOOM_NEXT(fstatat)(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW))
-                continue; /* not a journal, or gone (a journal is never removed while its container is open) */
-            *sig += lf_journal_term(&st);
-            if (st.st_ino == own) *own_st = st;
-        }
+        int rc = 0;
+        for (struct dirent *de; !rc && (de = IOLOOM_NEXT(readdir)(d));) rc = visit(f, ctx, b, dirfd(d), de->d_name);
         IOLOOM_NEXT(closedir)(d);
+        if (rc) return -1;
     }
     return 0;
 }
 
+struct journals_sig {
+    ino_t own;
+    struct stat *own_st;
+    uint64_t *sig;
+};
+
+static int add_journal_term(lf_file *f, void *ctx, int b, int dirfd, const char *name) {
+    struct journals_sig *js = ctx;
+    struct stat st;
+    if (!lf_member_group(&f->meta, b, name, "index") || IOLOOM_NEXT(fstatat)(dirfd, name, &st, AT_SYMLINK_NOFOLLOW))
+        return 0; /* not a journal, or gone (a journal is never removed while its container is open) */
+    *js->sig += lf_journal_term(&st);
+    if (st.st_ino == js->own) *js->own_st = st;
+    return 0;
+}
+
+int lf_journals_sig(lf_file *f, ino_t own, struct stat *own_st, uint64_t *sig) {
+    *sig = 0;
+    *own_st = (struct stat){.st_size = -1};
+    return each_member(f, add_journal_term, &(struct journals_sig){own, own_st, sig});
+}
+
+struct load_scan {
+    size_t cap;
+    blkcnt_t *blocks;
+};
+
+static int load_member(lf_file *f, void *ctx, int b, int dirfd, const char *name) {
+    struct load_scan *ls = ctx;
+    const char *group = lf_member_group(&f->meta, b, name, "index");
+    if (group) return load_journal(f, &ls->cap, b, group, dirfd, name);
+    if (ls->blocks) *ls->blocks += lf_log_blocks(&f->meta, b, dirfd, name);
+    return 0;
+}
+
 int lf_load_scan(lf_file *f, blkcnt_t *blocks) {
-    size_t cap = f->nothers;
+    struct load_scan ls = {f->nothers, blocks};
     f->nothers = 0;
-    for (int b = 0; b < f->meta.nbackends; b++) {
-        DIR *d = lf_opendir(f->meta.backend[b]);
-        if (!d) {
-            if (errno == ENOENT) continue;
-            return -1;
-        }
-        for (struct dirent *de; (de = IOLOOM_NEXT(readdir)(d));) {
-            const char *group = lf_member_group(&f->meta, b, de->d_name, "index");
-            if (group && load_journal(f, &cap, b, group, dirfd(d), de->d_name)) {
-                IOLOOM_NEXT(closedir)(d);
-                return -1;
-            }
-            if (!group && blocks) *blocks += lf_log_blocks(&f->meta, b, dirfd(d), de->d_name);
-        }
-        IOLOOM_NEXT(closedir)(d);
-    }
+    if (each_member(f, load_member, &ls)) return -1;
     f->others_stale = 0;
     f->map_stale = 1;
     return 0;
