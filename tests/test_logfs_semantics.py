@@ -589,6 +589,58 @@ def test_an_open_file_unlinked_or_replaced_is_still_read_and_written(tmp_path):
     assert len(layer_out.splitlines()) == 9   # ls -A: m2 and r, nothing hidden
 
 
+UNLINKED_HIDDEN_AND_RENAMES = r"""
+python3 - <<'PY'
+import os
+os.mkdir("work")   # a file unlinked while open, then every name of its directory (rm -rf would)
+fd = os.open("work/t", os.O_RDWR | os.O_CREAT, 0o644)
+os.write(fd, b"data")
+os.unlink("work/t")
+for name in os.listdir("work"):
+    os.unlink(os.path.join("work", name))
+os.write(fd, b" and more")
+print("hidden name unlinked, read", os.pread(fd, 20, 0), os.fstat(fd).st_nlink)
+os.close(fd)
+print("after close", os.listdir("work"))
+os.rmdir("work")
+with open("t", "wb") as w:
+    w.write(b"target")
+os.mkdir("adir")
+for source in ("nope", "adir"):
+    try:
+        os.rename(source, "t")
+    except OSError as e:
+        print("rename", source, "failed", e.errno, "target kept", open("t", "rb").read())
+fd = os.open("b", os.O_RDWR | os.O_CREAT, 0o644)
+os.write(fd, b"keep")
+os.unlink("b")
+hidden = [n for n in os.listdir(".") if n.startswith(".ioloom-unlinked.")]
+if hidden:
+    os.rename(hidden[0], "b-again")
+os.close(fd)
+print("named again, after close", open("b-again", "rb").read() if hidden else "no hidden name")
+if hidden:
+    os.unlink("b-again")
+PY
+ls -A
+"""
+
+
+def test_the_hidden_name_unlinked_or_renamed_and_failed_renames_lose_nothing(tmp_path):
+    """The hidden name of a file unlinked while open, unlinked in turn (rm -rf of its directory), keeps the file for
+    its descriptor until the close, which removes it; a rename that fails (missing source, a directory onto a file)
+    keeps its target; the hidden name renamed to a name again is a file like any other after the close. The layer
+    before: the unlink of the hidden name renamed the container onto itself, removing it (pread ENOENT); the failed
+    renames removed the target first; the close removed the file renamed back."""
+    _, _, plain_out, layer_out = under_layer_and_plain(tmp_path, UNLINKED_HIDDEN_AND_RENAMES)
+    assert "named again, after close b'keep'" in layer_out.splitlines()
+    assert layer_out.replace("after close b'keep'", "after close no hidden name") == plain_out
+    for line in ("hidden name unlinked, read b'data and more' 0", "after close []",
+                 f"rename nope failed {errno.ENOENT} target kept b'target'",
+                 f"rename adir failed {errno.ENOTDIR} target kept b'target'", "adir", "t"):
+        assert line in plain_out.splitlines(), line
+
+
 ACCESS_TIMES = r"""
 set -e
 export TZ=UTC

@@ -1,4 +1,5 @@
 /* The descriptor table, fork and exit handling, and the count of calls that could not be served. */
+#include <assert.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -75,21 +76,58 @@ static struct lf_ofd *open_on(const char *dir) {
     return NULL;
 }
 
+/* The hidden name beside the container `dir` whose metadata id is `id`: 0, or -1 (ENAMETOOLONG). */
+static int hidden_name(const char *dir, const char *id, char hidden[PATH_MAX]) {
+    const char *slash = strrchr(dir, '/');
+    if (!slash || snprintf(hidden, PATH_MAX, "%.*s/.ioloom-unlinked.%s", (int)(slash - dir), dir, id) >= PATH_MAX)
+        return errno = ENAMETOOLONG, -1;
+    return 0;
+}
+
+/* Every open description of this process on `dir` is of a file with no name left: its last close removes it. */
+static void mark_unlinked(const char *dir) {
+    int limit = __atomic_load_n(&fd_limit, __ATOMIC_RELAXED);
+    for (int fd = 0; fd < limit; fd++) {
+        struct lf_ofd *o = lf_fd(fd);
+        if (o && !o->file->file_id && !strcmp(lf_dir(o->file), dir)) o->file->unlinked_by = getpid();
+    }
+}
+
+int lf_set_aside(const char *dir, char aside[PATH_MAX]) {
+    struct lf_meta m;
+    if (lf_meta_read(dir, &m) || hidden_name(dir, m.id, aside)) return -1;
+    if (!strcmp(dir, aside)) return errno = EBUSY, -1; /* already aside: a second move would be onto itself */
+    /* Invariant: a container is never renamed onto itself (lf_rename removes its target first: the data goes). */
+    assert(strcmp(dir, aside));
+    if (lf_rename(dir, aside)) return -1;
+    lf_fds_moved(dir, aside);
+    return 0;
+}
+
+int lf_aside_done(const char *dir, const char *aside, int replaced) {
+    int saved = errno;
+    if (!replaced) { /* the rename failed: the target comes back, its handles with it */
+        int rc = lf_rename(aside, dir);
+        if (rc == 0) lf_fds_moved(aside, dir);
+        return errno = saved, rc;
+    }
+    if (open_on(aside)) return mark_unlinked(aside), 0;
+    return lf_unlink(aside);
+}
+
 int lf_unlink_open(const char *dir) {
     struct lf_ofd *o = open_on(dir);
-    const char *slash = strrchr(dir, '/');
     char hidden[PATH_MAX];
-    if (!o || !slash ||
-        snprintf(hidden, sizeof hidden, "%.*s/.ioloom-unlinked.%s", (int)(slash - dir), dir, o->file->meta.id) >=
-            (int)sizeof hidden)
-        return 0;
-    if (lf_rename(dir, hidden)) return -1;
-    for (; (o = open_on(dir)); o->file->unlinked_by = getpid()) lf_moved(o->file, hidden);
+    if (!o) return 0;
+    if (hidden_name(dir, o->file->meta.id, hidden)) return -1;
+    /* Its hidden name unlinked (rm -rf of its directory): it stays there until the last close, as an NFS .nfsXXXX. */
+    if (strcmp(dir, hidden) && lf_set_aside(dir, hidden)) return -1;
+    mark_unlinked(hidden);
     return 1;
 }
 
 void lf_fds_moved(const char *from, const char *to) {
-    for (struct lf_ofd *o; (o = open_on(from));) lf_moved(o->file, to);
+    for (struct lf_ofd *o; (o = open_on(from)); o->file->unlinked_by = 0) lf_moved(o->file, to); /* named again */
 }
 
 /* Removes the container of f if this process hid it at an unlink and holds it open nowhere else. */

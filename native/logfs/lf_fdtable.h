@@ -38,12 +38,19 @@ void lf_fd_share(int newfd, struct lf_ofd *o);
 /* Forget fd; closes the container when it was the last descriptor. Returns lf_close's result. */
 int lf_fd_release(int fd);
 
-/* unlink (or rename over) the container `dir`, which this process may hold open: when it does, the container is
- * renamed to a hidden name beside it instead (.ioloom-unlinked.<id>, as an NFS client's .nfsXXXX), its open
- * handles follow it, and the last of this process's descriptors on it to close (or the process's exit) removes
- * it: 1. 0 when the process holds it nowhere (the caller removes it), -1 on failure. */
+/* unlink the container `dir`, which this process may hold open: when it does, the container is renamed to a hidden
+ * name beside it instead (.ioloom-unlinked.<id>, as an NFS client's .nfsXXXX), its open handles follow it, and the
+ * last of this process's descriptors on it to close (or the process's exit) removes it: 1. An unlink of that hidden
+ * name itself leaves it where it is, removed at the last close: 1. 0 when the process holds it nowhere (the caller
+ * removes it), -1 on failure. */
 int lf_unlink_open(const char *dir);
-/* The container `from` renamed to `to` by this process: its open handles here follow it. */
+/* A rename's target container `dir` moved aside to its hidden name `aside` (its handles here following it) before
+ * the rename, so that a rename that fails loses nothing: 0, or -1 (EBUSY when `dir` is its hidden name already). */
+int lf_set_aside(const char *dir, char aside[PATH_MAX]);
+/* After the rename: `replaced` (it succeeded), the container aside is removed now, or at this process's last close
+ * of it when open here; otherwise it comes back to `dir`. errno is kept when it does. 0, or -1. */
+int lf_aside_done(const char *dir, const char *aside, int replaced);
+/* The container `from` renamed to `to` by this process: its open handles here follow it, and have a name again. */
 void lf_fds_moved(const char *from, const char *to);
 
 /* A standard descriptor (0, 1, 2) that became a container's (inherited across exec, or a shell's `builtin >> file`:

@@ -189,10 +189,17 @@ EXPORT int renameat2(int olddir, const char *old, int newdir, const char *new, u
     /* Packed files move by copy: EXDEV makes mv copy through us and unlink the source. */
     if (old_is == LF_PACKED || new_is == LF_PACKED) return errno = EXDEV, -1;
     if (!old_is) {
-        /* A plain file replacing a container: the container goes first, as rename(2) replaces its target. */
-        if (new_is && !(flags & RENAME_NOREPLACE) && LF_INSIDE(remove_container(to.dir))) return -1;
+        /* A plain file replacing a container: the container moves aside first (rename(2) replaces a file, the
+         * kernel no directory), and comes back if the rename fails. */
+        char aside[PATH_MAX];
+        int set = new_is && !(flags & (RENAME_NOREPLACE | RENAME_EXCHANGE));
+        struct stat st; /* a directory onto a file fails (ENOTDIR): it must not take the container's place */
+        if (set && IOLOOM_NEXT(fstatat)(olddir, old_real, &st, AT_SYMLINK_NOFOLLOW)) return -1;
+        if (set && S_ISDIR(st.st_mode)) return errno = ENOTDIR, -1;
+        if (set && LF_INSIDE(lf_set_aside(to.dir, aside))) return -1;
         int rc = flags ? IOLOOM_NEXT(renameat2)(olddir, old_real, newdir, new_real, flags)
                        : IOLOOM_NEXT(renameat)(olddir, old_real, newdir, new_real);
+        if (set) LF_INSIDE(lf_aside_done(to.dir, aside, rc == 0)); /* after a success, a failure leaves it hidden */
         if (rc == 0) lf_cwd_forget(); /* a directory renamed may hold the working directory */
         return rc;
     }
@@ -201,10 +208,13 @@ EXPORT int renameat2(int olddir, const char *old, int newdir, const char *new, u
     if (!new_is && !lf_resolve(newdir, new, &to)) return errno = EXDEV, -1;
     if (!strcmp(from.dir, to.dir) && !(flags & RENAME_NOREPLACE)) return 0; /* the same file: nothing to do */
     if ((flags & RENAME_NOREPLACE) && IOLOOM_NEXT(access)(to.dir, F_OK) == 0) return errno = EEXIST, -1;
-    if (new_is == LF_CONTAINER && LF_INSIDE(lf_unlink_open(to.dir)) < 0) return -1; /* a target open here: hidden */
-    if (LF_INSIDE(lf_rename(from.dir, to.dir))) return -1;
-    lf_fds_moved(from.dir, to.dir);
-    return 0;
+    char aside[PATH_MAX]; /* a target container moves aside, removed once the rename succeeded (lf_set_aside) */
+    int set = new_is == LF_CONTAINER;
+    if (set && LF_INSIDE(lf_set_aside(to.dir, aside))) return -1;
+    int rc = LF_INSIDE(lf_rename(from.dir, to.dir));
+    if (rc == 0) lf_fds_moved(from.dir, to.dir);
+    if (set) LF_INSIDE(lf_aside_done(to.dir, aside, rc == 0)); /* after a success, a failure leaves it hidden */
+    return rc;
 }
 EXPORT int renameat(int olddir, const char *old, int newdir, const char *new) {
     return renameat2(olddir, old, newdir, new, 0);
