@@ -641,6 +641,34 @@ def test_the_hidden_name_unlinked_or_renamed_and_failed_renames_lose_nothing(tmp
         assert line in plain_out.splitlines(), line
 
 
+DIRECTORY_RENAMED = r"""
+python3 - <<'PY'
+import os
+os.mkdir("d")
+fd = os.open("d/f", os.O_RDWR | os.O_CREAT, 0o644)
+os.write(fd, b"hello")
+gone = os.open("d/g", os.O_RDWR | os.O_CREAT, 0o644)
+os.write(gone, b"unlinked")
+os.unlink("d/g")
+os.rename("d", "e")
+os.pwrite(fd, b"XY", 5)
+os.pwrite(gone, b" too", 8)
+print("directory renamed", os.pread(fd, 20, 0), os.pread(gone, 20, 0))
+os.close(fd)
+os.close(gone)
+print(sorted(os.listdir("e")))
+PY
+"""
+
+
+def test_files_open_in_a_renamed_directory_are_still_read_and_written(tmp_path):
+    """A directory renamed while files in it are open (one of them unlinked): their descriptors keep reading and
+    writing them, under the new name. The layer before: reads failed with ENOENT (its handles named the old
+    path)."""
+    _, _, plain_out, layer_out = under_layer_and_plain(tmp_path, DIRECTORY_RENAMED)
+    assert layer_out == plain_out == "directory renamed b'helloXY' b'unlinked too'\n['f']\n"
+
+
 ACCESS_TIMES = r"""
 set -e
 export TZ=UTC

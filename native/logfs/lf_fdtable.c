@@ -130,6 +130,19 @@ void lf_fds_moved(const char *from, const char *to) {
     for (struct lf_ofd *o; (o = open_on(from)); o->file->unlinked_by = 0) lf_moved(o->file, to); /* named again */
 }
 
+void lf_fds_moved_under(const char *from, const char *to) {
+    size_t n = strlen(from);
+    int limit = __atomic_load_n(&fd_limit, __ATOMIC_RELAXED);
+    for (int fd = 0; fd < limit; fd++) {
+        struct lf_ofd *o = lf_fd(fd);
+        const char *dir = o && !o->file->file_id ? lf_dir(o->file) : NULL;
+        char moved[PATH_MAX];
+        if (dir && !strncmp(dir, from, n) && dir[n] == '/' &&
+            snprintf(moved, sizeof moved, "%s%s", to, dir + n) < (int)sizeof moved)
+            lf_moved(o->file, moved); /* a dup'ed descriptor's second visit no longer matches `from` */
+    }
+}
+
 /* Removes the container of f if this process hid it at an unlink and holds it open nowhere else. */
 static void remove_hidden(lf_file *f, char gone[PATH_MAX]) {
     gone[0] = 0;

@@ -52,6 +52,8 @@ int lf_set_aside(const char *dir, char aside[PATH_MAX]);
 int lf_aside_done(const char *dir, const char *aside, int replaced);
 /* The container `from` renamed to `to` by this process: its open handles here follow it, and have a name again. */
 void lf_fds_moved(const char *from, const char *to);
+/* The directory `from` renamed to `to` by this process: the open containers under it follow it. */
+void lf_fds_moved_under(const char *from, const char *to);
 
 /* A standard descriptor (0, 1, 2) that became a container's (inherited across exec, or a shell's `builtin >> file`:
  * open, then dup2 onto 1) gets a stdin/stdout/stderr the layer serves: glibc's own FILE writes with internal

@@ -181,6 +181,19 @@ EXPORT int unlinkat(int dirfd, const char *path, int flags) {
 EXPORT int unlink(const char *path) { return unlinkat(AT_FDCWD, path, 0); }
 EXPORT int rmdir(const char *path) { return unlinkat(AT_FDCWD, path, AT_REMOVEDIR); }
 
+/* After a rename of a plain path: when it was a directory in a mount, the containers open under it follow it (their
+ * handles name them by path; reads open the logs again by it). */
+__attribute__((noinline)) static void directory_moved(int olddir, const char *old, int newdir, const char *new,
+                                                      const char *new_real) {
+    struct lf_place from, to;
+    struct stat st;
+    int saved = errno;
+    if (IOLOOM_NEXT(fstatat)(newdir, new_real, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode) &&
+        lf_resolve(olddir, old, &from) && lf_resolve(newdir, new, &to))
+        lf_fds_moved_under(from.dir, to.dir);
+    errno = saved;
+}
+
 EXPORT int renameat2(int olddir, const char *old, int newdir, const char *new, unsigned flags) {
     struct lf_place from, to;
     const char *old_real, *new_real;
@@ -200,6 +213,7 @@ EXPORT int renameat2(int olddir, const char *old, int newdir, const char *new, u
         int rc = flags ? IOLOOM_NEXT(renameat2)(olddir, old_real, newdir, new_real, flags)
                        : IOLOOM_NEXT(renameat)(olddir, old_real, newdir, new_real);
         if (set) LF_INSIDE(lf_aside_done(to.dir, aside, rc == 0)); /* after a success, a failure leaves it hidden */
+        if (rc == 0 && !(flags & RENAME_EXCHANGE)) directory_moved(olddir, old, newdir, new, new_real);
         if (rc == 0) lf_cwd_forget(); /* a directory renamed may hold the working directory */
         return rc;
     }
