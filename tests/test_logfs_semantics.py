@@ -669,6 +669,36 @@ def test_files_open_in_a_renamed_directory_are_still_read_and_written(tmp_path):
     assert layer_out == plain_out == "directory renamed b'helloXY' b'unlinked too'\n['f']\n"
 
 
+FORKED_AFTER_UNLINK = r"""
+python3 - <<'PY'
+import os
+fd = os.open("a", os.O_RDWR | os.O_CREAT, 0o644)
+os.write(fd, b"hello")
+os.unlink("a")
+r, w = os.pipe()
+child = os.fork()
+if child == 0:
+    os.read(r, 1)   # once the parent closed its descriptor
+    os.pwrite(fd, b"XY", 5)
+    print("child after the parent's close", os.pread(fd, 20, 0), flush=True)
+    os.close(fd)
+    os._exit(0)
+os.close(fd)
+os.write(w, b"x")
+os.waitpid(child, 0)
+print(sorted(os.listdir(".")))
+PY
+"""
+
+
+def test_a_child_keeps_a_file_unlinked_before_the_fork_after_the_parent_closes_it(tmp_path):
+    """A file unlinked while open, then a fork: the parent's close leaves it to the child, whose close removes it.
+    The layer before: the parent's close removed it (the child's pwrite failed with ENOENT, its pread read 0
+    bytes)."""
+    _, _, plain_out, layer_out = under_layer_and_plain(tmp_path, FORKED_AFTER_UNLINK)
+    assert layer_out == plain_out == "child after the parent's close b'helloXY'\n[]\n"
+
+
 ACCESS_TIMES = r"""
 set -e
 export TZ=UTC

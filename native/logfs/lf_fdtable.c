@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -35,8 +36,11 @@ static int reserve_flags(int flags) {
 static int install(int fd, lf_file *f, int flags) {
     struct lf_ofd *o = fd < LF_MAX_FDS ? calloc(1, sizeof *o) : NULL;
     if (!o) return errno = fd < LF_MAX_FDS ? ENOMEM : EMFILE, -1;
-    *o = (struct lf_ofd){
-        .file = f, .status = flags & ~(O_ACCMODE | O_CREAT | O_EXCL | O_TRUNC | O_CLOEXEC), .refs = 1, .lock_fd = -1};
+    *o = (struct lf_ofd){.file = f,
+                         .status = flags & ~(O_ACCMODE | O_CREAT | O_EXCL | O_TRUNC | O_CLOEXEC),
+                         .refs = 1,
+                         .lock_fd = -1,
+                         .hidden_fd = -1};
     pthread_mutex_init(&o->lock, NULL);
     raise_limit(fd);
     __atomic_store_n(&lf_fds[fd], o, __ATOMIC_RELEASE);
@@ -84,12 +88,40 @@ static int hidden_name(const char *dir, const char *id, char hidden[PATH_MAX]) {
     return 0;
 }
 
+/* A hidden container is held, by each process with descriptors on it, under a shared flock of its own open
+ * description: a fork's child, which shares the parent's descriptors, takes its own (become_child), so that the
+ * last close in one process can tell whether another still uses the container (held_elsewhere). */
+static void hold_hidden(struct lf_ofd *o) {
+    int fd = o->hidden_fd < 0 ? IOLOOM_NEXT(open)(lf_dir(o->file), O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+    if (fd >= 0 && flock(fd, LOCK_SH)) {
+        IOLOOM_NEXT(close)(fd);
+        fd = -1;
+    }
+    if (fd >= 0) o->hidden_fd = fd;
+}
+static void let_go(struct lf_ofd *o) {
+    if (o->hidden_fd >= 0) IOLOOM_NEXT(close)(o->hidden_fd);
+    o->hidden_fd = -1;
+}
+/* Another process (a fork's child) holds the hidden container `dir`: an exclusive flock of it is refused. */
+static int held_elsewhere(const char *dir) {
+    int fd = IOLOOM_NEXT(open)(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), held = 0, saved = errno;
+    if (fd >= 0) {
+        held = flock(fd, LOCK_EX | LOCK_NB) && errno == EWOULDBLOCK;
+        IOLOOM_NEXT(close)(fd);
+    }
+    errno = saved;
+    return held;
+}
+
 /* Every open description of this process on `dir` is of a file with no name left: its last close removes it. */
 static void mark_unlinked(const char *dir) {
     int limit = __atomic_load_n(&fd_limit, __ATOMIC_RELAXED);
     for (int fd = 0; fd < limit; fd++) {
         struct lf_ofd *o = lf_fd(fd);
-        if (o && !o->file->file_id && !strcmp(lf_dir(o->file), dir)) o->file->unlinked_by = getpid();
+        if (!o || o->file->file_id || strcmp(lf_dir(o->file), dir)) continue;
+        o->file->unlinked_by = getpid();
+        hold_hidden(o);
     }
 }
 
@@ -111,8 +143,9 @@ int lf_aside_done(const char *dir, const char *aside, int replaced) {
         if (rc == 0) lf_fds_moved(aside, dir);
         return errno = saved, rc;
     }
-    if (open_on(aside)) return mark_unlinked(aside), 0;
-    return lf_unlink(aside);
+    if (!open_on(aside)) return lf_unlink(aside);
+    mark_unlinked(aside);
+    return 0;
 }
 
 int lf_unlink_open(const char *dir) {
@@ -127,7 +160,11 @@ int lf_unlink_open(const char *dir) {
 }
 
 void lf_fds_moved(const char *from, const char *to) {
-    for (struct lf_ofd *o; (o = open_on(from)); o->file->unlinked_by = 0) lf_moved(o->file, to); /* named again */
+    for (struct lf_ofd *o; (o = open_on(from));) {
+        lf_moved(o->file, to);
+        o->file->unlinked_by = 0; /* named again: no longer removed at the close */
+        let_go(o);
+    }
 }
 
 void lf_fds_moved_under(const char *from, const char *to) {
@@ -143,20 +180,25 @@ void lf_fds_moved_under(const char *from, const char *to) {
     }
 }
 
-/* Removes the container of f if this process hid it at an unlink and holds it open nowhere else. */
-static void remove_hidden(lf_file *f, char gone[PATH_MAX]) {
+/* The container of o, hidden at an unlink by this process or the one it was forked from, goes once this process
+ * holds it open nowhere else and no other process holds it (gone: its path). */
+static void remove_hidden(struct lf_ofd *o, char gone[PATH_MAX]) {
+    const char *dir = lf_dir(o->file);
     gone[0] = 0;
-    if (f->unlinked_by == getpid() && !open_on(lf_dir(f))) snprintf(gone, PATH_MAX, "%s", lf_dir(f));
+    if (!o->file->unlinked_by || open_on(dir)) return;
+    let_go(o);
+    if (!held_elsewhere(dir)) snprintf(gone, PATH_MAX, "%s", dir);
 }
 
 int lf_fd_release(int fd) {
     struct lf_ofd *o = __atomic_exchange_n(&lf_fds[fd], NULL, __ATOMIC_ACQ_REL);
     if (!o || __atomic_sub_fetch(&o->refs, 1, __ATOMIC_ACQ_REL)) return 0;
     char gone[PATH_MAX];
-    remove_hidden(o->file, gone);
+    remove_hidden(o, gone);
     int rc = lf_close(o->file), saved = errno;
     if (gone[0]) lf_unlink(gone);
     if (o->lock_fd >= 0) IOLOOM_NEXT(close)(o->lock_fd);
+    let_go(o);
     pthread_mutex_destroy(&o->lock);
     free(o);
     errno = saved;
@@ -183,9 +225,19 @@ static void for_each_ofd(void (*fn)(struct lf_ofd *)) {
 static void publish(struct lf_ofd *o) { lf_publish(o->file); }
 /* At exit: what this process hid at an unlink goes (its log descriptors stay valid for later writes). */
 static void remove_hidden_at_exit(struct lf_ofd *o) {
-    if (o->file->unlinked_by == getpid()) lf_unlink(lf_dir(o->file));
+    if (!o->file->unlinked_by) return;
+    let_go(o);
+    if (!held_elsewhere(lf_dir(o->file))) lf_unlink(lf_dir(o->file));
 }
-static void become_child(struct lf_ofd *o) { lf_writer_after_fork(o->file); }
+/* A child takes its own hold of a hidden container before it lets go of the one shared with its parent. */
+static void become_child(struct lf_ofd *o) {
+    lf_writer_after_fork(o->file);
+    int shared = o->hidden_fd;
+    o->hidden_fd = -1;
+    if (shared < 0) return;
+    hold_hidden(o);
+    IOLOOM_NEXT(close)(shared);
+}
 
 /* Before fork the parent publishes, so the child (a new writer) sees everything written so far. */
 static void before_fork(void) {

@@ -15,9 +15,10 @@ struct lf_ofd {
     lf_file *file;
     pthread_mutex_t lock; /* guards pos and status */
     uint64_t pos;
-    int status;  /* O_APPEND and the other F_SETFL flags */
-    int refs;    /* descriptors that refer to it */
-    int lock_fd; /* the container's lock file, for fcntl record locks; -1 until used */
+    int status;    /* O_APPEND and the other F_SETFL flags */
+    int refs;      /* descriptors that refer to it */
+    int lock_fd;   /* the container's lock file, for fcntl record locks; -1 until used */
+    int hidden_fd; /* on a container hidden at an unlink: this process's shared flock of it (lf_fdtable.c); or -1 */
 };
 
 #define LF_MAX_FDS 65536
@@ -40,7 +41,8 @@ int lf_fd_release(int fd);
 
 /* unlink the container `dir`, which this process may hold open: when it does, the container is renamed to a hidden
  * name beside it instead (.ioloom-unlinked.<id>, as an NFS client's .nfsXXXX), its open handles follow it, and the
- * last of this process's descriptors on it to close (or the process's exit) removes it: 1. An unlink of that hidden
+ * last of this process's descriptors on it to close (or the process's exit) removes it unless another process (a
+ * fork's child) holds it, which then does: 1. An unlink of that hidden
  * name itself leaves it where it is, removed at the last close: 1. 0 when the process holds it nowhere (the caller
  * removes it), -1 on failure. */
 int lf_unlink_open(const char *dir);
