@@ -167,6 +167,8 @@ void lf_fds_moved(const char *from, const char *to) {
     }
 }
 
+int lf_fds_ever(void) { return __atomic_load_n(&fd_limit, __ATOMIC_RELAXED) > 0; }
+
 void lf_fds_moved_under(const char *from, const char *to) {
     size_t n = strlen(from);
     int limit = __atomic_load_n(&fd_limit, __ATOMIC_RELAXED);

@@ -56,6 +56,8 @@ int lf_aside_done(const char *dir, const char *aside, int replaced);
 void lf_fds_moved(const char *from, const char *to);
 /* The directory `from` renamed to `to` by this process: the open containers under it follow it. */
 void lf_fds_moved_under(const char *from, const char *to);
+/* 1 once this process has given a descriptor to a container (0: no handle can need to follow a rename). */
+int lf_fds_ever(void);
 
 /* A standard descriptor (0, 1, 2) that became a container's (inherited across exec, or a shell's `builtin >> file`:
  * open, then dup2 onto 1) gets a stdin/stdout/stderr the layer serves: glibc's own FILE writes with internal

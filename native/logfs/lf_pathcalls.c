@@ -213,7 +213,7 @@ EXPORT int renameat2(int olddir, const char *old, int newdir, const char *new, u
         int rc = flags ? IOLOOM_NEXT(renameat2)(olddir, old_real, newdir, new_real, flags)
                        : IOLOOM_NEXT(renameat)(olddir, old_real, newdir, new_real);
         if (set) LF_INSIDE(lf_aside_done(to.dir, aside, rc == 0)); /* after a success, a failure leaves it hidden */
-        if (rc == 0 && !(flags & RENAME_EXCHANGE)) directory_moved(olddir, old, newdir, new, new_real);
+        if (rc == 0 && !(flags & RENAME_EXCHANGE) && lf_fds_ever()) directory_moved(olddir, old, newdir, new, new_real);
         if (rc == 0) lf_cwd_forget(); /* a directory renamed may hold the working directory */
         return rc;
     }
