@@ -55,12 +55,13 @@ class MpiRunner:
     def command(self, nranks: int, argv: list[str | Path]) -> list[str]:
         return self.impl.launch(nranks, [str(a) for a in argv])
 
-    def trace(self, nranks: int, argv: list[str | Path], out: Path) -> None:
+    def trace(self, nranks: int, argv: list[str | Path], out: Path, timeout: float) -> None:
         """argv on nranks ranks traced into out as `ioloom run -o OUT -- LAUNCH` traces it (run.trace: the same
-        libraries, layers and environment), from this process: no Python started and no summary read per run."""
+        libraries, layers and environment), from this process: no Python started and no summary read per run; a
+        launch still running after timeout seconds is killed (TimeoutError)."""
         launch = self.command(nranks, argv)
         layers = list(run.LAYERS)
-        code = run.trace(launch, out, layers, run.libraries(launch, layers), self.impl.base_env())
+        code = run.trace(launch, out, layers, run.libraries(launch, layers), self.impl.base_env(), timeout)
         assert code == 0, f"{self.name}: {' '.join(launch)} exit {code} (its output is in the captured output)"
 
     def env(self, extra: dict[str, str] | None = None) -> dict[str, str]:

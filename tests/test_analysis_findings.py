@@ -22,7 +22,7 @@ def _trace(runner: MpiRunner, exe, mode: str, root, launcher_options: tuple[str,
     """The program in `mode` on RANKS ranks, traced as `ioloom run` traces it; the analysis of its trace."""
     data, out = root / f"data-{mode}", root / f"trace-{mode}{tag}"
     data.mkdir(exist_ok=True)
-    runner.trace(RANKS, [*launcher_options, exe, mode, data], out)
+    runner.trace(RANKS, [*launcher_options, exe, mode, data], out, timeout=180)
     return analyse(out, workers=1)
 
 

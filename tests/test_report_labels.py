@@ -34,7 +34,7 @@ def traced(tmp_path_factory):
         data = root / f"run[{mode}]"
         data.mkdir()
         out[mode] = root / f"trace-{mode}"
-        runner.trace(RANKS, [exe, mode, data], out[mode])
+        runner.trace(RANKS, [exe, mode, data], out[mode], timeout=300)
     out["root"] = root
     return out
 

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import itertools
 import os
+import time
 
 import pytest
 
+from ioloom import run
 from ioloom.trace import open_trace
 
 
@@ -222,3 +224,24 @@ def test_bench_overhead_compares_a_tool_of_several_libraries(mpi, ioloom_cli, tm
     assert {"mpiio", "posix"} <= {str(layer) for layer in layers}  # both libraries recorded
     missing = ioloom_cli("bench", "overhead", "--compare", f"again={tracer}:{tracer}.missing", check=False)
     assert missing.returncode == 2 and "several joined by ':'" in missing.stderr
+
+
+def test_trace_with_a_timeout_kills_the_launch_and_says_so(tmp_path):
+    """run.trace with a timeout (what the tests' fixtures pass): a launch still running then has its whole process
+    group killed, a child it started in the background included, and TimeoutError names the command."""
+    child = tmp_path / "child.pid"
+    started = time.monotonic()
+    with pytest.raises(TimeoutError, match=r"sh -c .*: still running after 1 s; its process group was killed"):
+        run.trace(["sh", "-c", f"sleep 60 & echo $! > {child}; wait"], tmp_path / "trace", [], [], {}, timeout=1)
+    assert time.monotonic() - started < 10
+    pid = int(child.read_text())
+    for _ in range(50):  # the background sleep is gone (or a zombie awaiting its new parent) once the kill lands
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                if stat.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    break
+        except FileNotFoundError:
+            break
+        time.sleep(0.1)
+    else:
+        raise AssertionError(f"the launch's background child {pid} still runs")

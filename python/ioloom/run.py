@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import time
 from collections import Counter
@@ -169,27 +170,38 @@ def launch_command(argv: list[str], env: dict[str, str]) -> list[str]:
     return [argv[0], *forwarded, *argv[1:]]
 
 
-def trace(cmd: list[str], out: Path, layers: list[str], libs: list[Path], settings: dict[str, str]) -> int:
+def trace(cmd: list[str], out: Path, layers: list[str], libs: list[Path], settings: dict[str, str],
+          timeout: float | None = None) -> int:
     """Run cmd with libs preloaded, its processes tracing `layers` into out, with `settings` added to the
-    environment: `ioloom run` before its summary. The command's exit status."""
+    environment: `ioloom run` before its summary. The command's exit status; with a timeout (seconds), a command
+    still running then has its process group killed and TimeoutError is raised."""
     env = {**traced_environment(libs, out, layers), **settings}
-    return run_traced(launch_command(cmd, env), env)
+    return run_traced(launch_command(cmd, env), env, timeout)
 
 
-def run_traced(argv: list[str], env: dict[str, str]) -> int:
+def run_traced(argv: list[str], env: dict[str, str], timeout: float | None = None) -> int:
     if not shutil.which(argv[0]) and not Path(argv[0]).is_file():
         fail(f"command not found: {argv[0]} (to run a shell pipeline, use: ioloom run -- sh -c '...')")
+    expired = False
     try:
-        # Ctrl-C reaches the command (same process group); ioloom waits for it to finish writing its trace.
-        with subprocess.Popen(argv, env=env) as proc:
+        # Without a timeout Ctrl-C reaches the command (same process group) and ioloom waits for it to finish
+        # writing its trace; with one, the command has a process group of its own, to kill on expiry.
+        with subprocess.Popen(argv, env=env, start_new_session=timeout is not None) as proc:
             while True:
                 try:
-                    code = proc.wait()
+                    code = proc.wait(timeout)
                     break
                 except KeyboardInterrupt:
                     continue
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                    expired, code = True, proc.wait()
+                    break
     except OSError as err:
         fail(f"cannot run {argv[0]}: {err.strerror}")
+    if expired:
+        raise TimeoutError(f"{' '.join(argv)}: still running after {timeout:g} s; its process group was killed (its "
+                           "trace is incomplete)")
     return 128 - code if code < 0 else code
 
 
