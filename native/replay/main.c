@@ -98,8 +98,8 @@ static int replay_script(const char *path, const struct options *o) {
     }
     fprintf(stderr,
             "ioloom-replay: process %d: %lld calls replayed, %lld with another outcome than recorded, "
-            "%lld order waits given up, in %.6f s\n",
-            s.process, s.ncalls, r.diverged, gave_up, (double)(now_ns() - first_start) / 1e9);
+            "%lld order waits given up, in %.6f s, %lld MPI-IO calls approximated\n",
+            s.process, s.ncalls, r.diverged, gave_up, (double)(now_ns() - first_start) / 1e9, r.approximated);
     return 0;
 }
 

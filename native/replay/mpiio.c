@@ -254,18 +254,26 @@ static void free_type(MPI_Datatype *t) {
     if (*t != MPI_BYTE) MPI_Type_free(t);
 }
 
+/* The largest etype or filetype extent a view is made with (an int count of MPI_BYTE); a larger one recorded is made
+ * this size, and the call counted as approximated. */
+#define MAX_VIEW_EXTENT (1LL << 30)
+
 /* A contiguous view with the recorded displacement (OFFSET), etype extent (AUX) and filetype extent (REQ); a
  * filetype extent that is not a whole number of etypes is made one etype. A view the original failed to set (its
- * extents -1) is not set. */
+ * extents -1) is not set. The call is collective: it is made whatever the extents (clamped), lest the other ranks
+ * wait for this one. */
 static long long m_view(struct replayer *r, const struct call *c, void *fn) {
     struct mfile *f = open_file(r, c->handle);
-    if (!f || c->aux <= 0 || c->req <= 0 || c->aux > 1 << 30 || c->req > 1 << 30) return -1;
-    MPI_Datatype etype = bytes_type(c->aux), filetype = bytes_type(c->req % c->aux ? c->aux : c->req);
+    if (!f || c->aux <= 0 || c->req <= 0) return -1;
+    long long e = c->aux < MAX_VIEW_EXTENT ? c->aux : MAX_VIEW_EXTENT;
+    long long ft = c->req % e || c->req > MAX_VIEW_EXTENT ? e : c->req;
+    r->approximated += c->aux > MAX_VIEW_EXTENT || c->req > MAX_VIEW_EXTENT;
+    MPI_Datatype etype = bytes_type(e), filetype = bytes_type(ft);
     int rc = ((int (*)(MPI_File, MPI_Offset, MPI_Datatype, MPI_Datatype, const char *, MPI_Info))fn)(
         f->fh, (MPI_Offset)c->offset, etype, filetype, "native", MPI_INFO_NULL);
     free_type(&etype);
     free_type(&filetype);
-    if (rc == MPI_SUCCESS) f->disp = c->offset, f->etype = c->aux, f->pointer = 0;
+    if (rc == MPI_SUCCESS) f->disp = c->offset, f->etype = e, f->pointer = 0;
     return rc == MPI_SUCCESS ? 0 : -1;
 }
 
@@ -274,14 +282,27 @@ static long long m_view(struct replayer *r, const struct call *c, void *fn) {
 typedef int (*at_fn)(MPI_File, MPI_Offset, void *, int, MPI_Datatype, MPI_Status *);
 typedef int (*here_fn)(MPI_File, void *, int, MPI_Datatype, MPI_Status *);
 
+/* The etype offset of a call's recorded first byte (etypes_to), -1 when the view cannot reach it; a collective call
+ * that cannot reach it is made all the same, as no bytes at offset 0 (*count 0), lest the other ranks wait for this
+ * one, and counted as approximated. */
+static long long offset_of(struct replayer *r, const struct mfile *f, const struct call *c, int *count) {
+    long long at = f ? etypes_to(f, c->offset) : -1;
+    *count = count_of(c);
+    if (at >= 0 || !f || !strstr(c->entry->name, "_all")) return at;
+    r->approximated++;
+    *count = 0;
+    return 0;
+}
+
 /* read_at, write_at and their _all: the recorded first byte, in etypes of the view. */
 static long long m_at(struct replayer *r, const struct call *c, void *fn) {
     struct mfile *f = open_file(r, c->handle);
-    long long at = f ? etypes_to(f, c->offset) : -1;
+    int count;
+    long long at = offset_of(r, f, c, &count);
     if (at < 0) return -1;
     MPI_Status status;
     char *buf = data(r, c, writes(c->entry->name));
-    return moved(((at_fn)fn)(f->fh, (MPI_Offset)at, buf, count_of(c), MPI_BYTE, &status), &status);
+    return moved(((at_fn)fn)(f->fh, (MPI_Offset)at, buf, count, MPI_BYTE, &status), &status);
 }
 
 /* read, write and their _all: the individual pointer, placed at the recorded first byte. */
@@ -315,10 +336,11 @@ static long long started(int rc) { return rc == MPI_SUCCESS ? -1 : -2; }
 
 static long long m_iat(struct replayer *r, const struct call *c, void *fn) {
     struct mfile *f = open_file(r, c->handle);
-    long long at = f ? etypes_to(f, c->offset) : -1;
-    struct pending *p = at >= 0 ? add_pending(r, c->aux, c->handle, count_of(c)) : NULL;
+    int count;
+    long long at = offset_of(r, f, c, &count);
+    struct pending *p = at >= 0 ? add_pending(r, c->aux, c->handle, count) : NULL;
     if (!p) return -2;
-    return started(((iat_fn)fn)(f->fh, (MPI_Offset)at, p->buf, count_of(c), MPI_BYTE, &p->request));
+    return started(((iat_fn)fn)(f->fh, (MPI_Offset)at, p->buf, count, MPI_BYTE, &p->request));
 }
 
 /* iread, iwrite, their _all and _shared: the individual pointer moves by the request at the initiation. */
@@ -335,11 +357,12 @@ static long long m_ihere(struct replayer *r, const struct call *c, void *fn) {
 
 static long long m_at_begin(struct replayer *r, const struct call *c, void *fn) {
     struct mfile *f = open_file(r, c->handle);
-    long long at = f ? etypes_to(f, c->offset) : -1;
-    struct pending *p = at >= 0 ? add_pending(r, c->aux, c->handle, count_of(c)) : NULL;
+    int count;
+    long long at = offset_of(r, f, c, &count);
+    struct pending *p = at >= 0 ? add_pending(r, c->aux, c->handle, count) : NULL;
     if (!p) return -2;
-    return started(((int (*)(MPI_File, MPI_Offset, void *, int, MPI_Datatype))fn)(f->fh, (MPI_Offset)at, p->buf,
-                                                                                  count_of(c), MPI_BYTE));
+    return started(
+        ((int (*)(MPI_File, MPI_Offset, void *, int, MPI_Datatype))fn)(f->fh, (MPI_Offset)at, p->buf, count, MPI_BYTE));
 }
 
 /* read_all_begin, write_all_begin (individual pointer) and the _ordered ones (shared pointer). */

@@ -44,6 +44,7 @@ struct replayer {
     char *out, *in;
     long long room;
     long long diverged;
+    long long approximated;    /* MPI-IO calls made otherwise than recorded so that a collective is still made */
     struct mpiio_state *mpiio; /* MPI-IO files and requests (mpiio.c); NULL until an MPI-IO call */
 };
 
