@@ -7,8 +7,11 @@ split; views with holes; set_size, preallocate, get_size, sync); the demo writes
 individual-pointer calls, whose replay places the pointer past the tracer; and as a bench configuration."""
 from __future__ import annotations
 
+import json
+
 from ioloom import open_trace, paths
 from ioloom.replay.compare import MATCHES, differences, footprint
+from ioloom.replay.script import MPI_CLOSE, MPI_OPEN, Call, Process, open_groups
 
 # mpiio_matrix's variants not replayed: the MPI-4 large-count `_c` calls (left out, docs/replay.md), and the
 # non-blocking collectives Open MPI's romio321 lacks are not run at all here (its default ompio has them).
@@ -75,6 +78,50 @@ def test_demo_replayed_as_mpiio_through_its_view(mpi, ioloom_cli, tmp_path):
         out = ioloom_cli("bench", "replay", tmp_path / "demo.toml", "--rounds", "1", "--check", "--dir", tmp_path)
         assert f"check: {MATCHES}" in out.stdout
 
+
+
+def test_opens_that_cannot_be_one_collective_are_made_alone(mpi, ioloom_cli, tmp_path):
+    """tests/programs/mpiio_self_groups.c: opens of one path with one open number that were not one collective open
+    (on MPI_COMM_SELF with different collectives, or on two overlapping pairs of ranks one after the other, or on
+    MPI_COMM_SELF with collectives on two files in crossed orders). Made as one open of all the ranks, the replay
+    hung in MPI; each is made alone (MPI_COMM_SELF), the calls per rank as recorded."""
+    exe = mpi.compile("mpiio_self_groups.c")
+    report, original, again = _replay(ioloom_cli, tmp_path, mpi, 3, lambda run: [exe, run / "data"])
+    manifest = json.loads((tmp_path / "replay" / ".ioloom-replay" / "manifest.json").read_text())
+    # self.dat's and pair.dat's first opens (3 ranks each) always; of c.dat's and d.dat's the crossed order splits
+    # one at least (both, unless one's opens on SELF did not overlap in time and were made alone for that)
+    alone = manifest["opens_alone"]
+    assert 3 * 3 <= alone <= 3 * 4, alone
+    assert f"MPI-IO opens made alone (MPI_COMM_SELF), their communicator in doubt: {alone}" in report
+    assert report.count(", 0 with another outcome than recorded") == 3, report
+    assert MATCHES in report and differences(original, again) == []
+    assert again.calls["mpiio MPI_File_write_at_all"] == 1 + 2 + 3 + 2 + 2 + 3 * 2
+
+
+def _opens(*collectives: str, t: int = 0) -> Process:
+    """A process that opens c.dat (handle 0) and d.dat (handle 1) at t..t+10 and then writes collectively to the
+    files named in collectives, in that order, and closes both."""
+    calls = [Call(MPI_OPEN, t, t + 10, f, f, -1, 0, 0, 1, "mpiio", 0) for f in (0, 1)]
+    seq = [1, 1]
+    for i, name in enumerate(collectives):
+        f = "cd".index(name)
+        calls.append(Call("MPI_File_write_at_all", 20 + i, 21 + i, f, f, 0, 1, 1, 0, "mpiio", seq[f]))
+        seq[f] += 1
+    calls += [Call(MPI_CLOSE, 50, 51, f, f, -1, 0, 0, 0, "mpiio", seq[f]) for f in (0, 1)]
+    return Process("p", calls)
+
+
+def test_groups_whose_collectives_cross_are_made_alone():
+    """Opens that can each be one collective open but whose collectives two processes made in crossed orders
+    (c then d, d then c) would deadlock the replay: each open is made alone; in one order they stay together; opens
+    that did not overlap in time are made alone."""
+    files = {0: "/x/c.dat", 1: "/x/d.dat"}
+    groups, _, alone = open_groups([_opens("c", "d"), _opens("c", "d")], files)
+    assert (groups, alone) == ([(0, 1)], 0)
+    groups, _, alone = open_groups([_opens("c", "d"), _opens("d", "c")], files)
+    assert (groups, alone) == ([(0,), (1,)], 4)
+    groups, _, alone = open_groups([_opens("c", "d"), _opens("c", "d", t=11)], files)
+    assert (groups, alone) == ([(0,), (1,)], 4)
 
 
 def test_a_view_too_wide_is_made_narrower_not_skipped(mpi, ioloom_cli, tmp_path):

@@ -47,6 +47,9 @@ def _summary(where: Path, manifest: dict) -> None:
     if manifest["left_out"]:
         left = ", ".join(f"{op} {n:,}" for op, n in manifest["left_out"].items())
         typer.echo(f"  left out (not replayable: see docs/replay.md): {left}")
+    if manifest.get("opens_alone"):
+        typer.echo("  MPI-IO opens made alone (MPI_COMM_SELF), their communicator in doubt: "
+                   f"{manifest['opens_alone']:,} (see docs/replay.md)")
 
 
 @app.command("write")

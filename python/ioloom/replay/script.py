@@ -34,6 +34,9 @@ MPI_OPEN, MPI_CLOSE = "MPI_File_open", "MPI_File_close"
 # MPI-IO calls that start a request a completion ends (non-blocking initiations, split begins): their script line's
 # AUX is their call id, which the completion's AUX names.
 INITIATIONS = re.compile(r"^MPI_File_i(read|write)|_begin$")
+# Calls that complete such a request (each part of a non-blocking or split collective's completion).
+COMPLETIONS = re.compile(r"^MPI_(Wait|Test)|_end$")
+LOW = (1 << 32) - 1  # coll_seq's low half: the collective's number on its file handle
 # Calls named by a path, not a descriptor (the others need a descriptor the process opened).
 BY_PATH = OPENS | {"stat", "stat64", "lstat", "lstat64", "access"}
 O_CREAT = 0o100
@@ -125,24 +128,96 @@ def process_calls(stream, files: dict[int, str], replayed: frozenset[str], level
     return process
 
 
-def open_groups(processes: list[Process], files: dict[int, str]) -> tuple[list[tuple[int, ...]], dict]:
+def kind(c: Call) -> str:
+    """A collective call's kind: its name, or "end" for a completion (whichever call completed it)."""
+    return "end" if COMPLETIONS.search(c.op) else c.op
+
+
+def collective_sequences(process: Process) -> dict[int, tuple]:
+    """By the call index of each MPI_File_open of a process: the collectives it made on that file from the open to
+    its close, each as its number on the handle (coll_seq's low half) and its kind."""
+    live: dict[int, int] = {}  # handle -> call index of its open
+    out: dict[int, list] = {}
+    for i, c in enumerate(process.calls):
+        if c.layer != "mpiio" or c.coll_seq < 0:
+            continue
+        if c.op == MPI_OPEN:
+            live[c.handle] = i
+            out[i] = []
+        if c.handle in live:
+            out[live[c.handle]].append((c.coll_seq & LOW, kind(c)))
+        if c.op == MPI_CLOSE:
+            live.pop(c.handle, None)
+    return {i: tuple(seq) for i, seq in out.items()}
+
+
+def together(processes: list[Process], sequences: list[dict[int, tuple]], ats: list[tuple[int, int]]) -> bool:
+    """Whether opens (process index, call index) that share a key can be one collective open: each one started
+    before every other one ended (a collective open's parts overlap in time), and every member made the same
+    collective calls on it in the same order (else the replay's collectives over the group would not match)."""
+    opens = [processes[p].calls[i] for p, i in ats]
+    if max(c.t_start for c in opens) > min(c.t_end for c in opens):
+        return False
+    return len({sequences[p][i] for p, i in ats}) == 1
+
+
+def crossed(processes: list[Process], part_of: dict[tuple[int, int], int], parts: list[list]) -> set[int]:
+    """The parts (groups of opens) of more than one process whose collectives some processes made in an order that
+    others did not (a cycle in the order the processes made them in): together, their replay could deadlock. The
+    completions of non-blocking and split collectives are left out: they may end in any order."""
+    from graphlib import CycleError, TopologicalSorter
+
+    graph: TopologicalSorter = TopologicalSorter()
+    for p, process in enumerate(processes):
+        live: dict[int, int] = {}  # handle -> part of its open
+        previous = None
+        for i, c in enumerate(process.calls):
+            if c.op == MPI_OPEN:
+                live[c.handle] = part_of[(p, i)]
+            part = live.get(c.handle) if c.layer == "mpiio" and c.coll_seq >= 0 else None
+            if part is None or len(parts[part]) < 2 or COMPLETIONS.search(c.op):
+                continue
+            node = (part, c.coll_seq & LOW, c.op)
+            graph.add(node, *([previous] if previous else []))
+            previous = node
+    try:
+        graph.prepare()
+    except CycleError as e:
+        return {node[0] for node in e.args[1]}
+    return set()
+
+
+def open_groups(processes: list[Process], files: dict[int, str]) -> tuple[list[tuple[int, ...]], dict, int]:
     """The processes that opened a file together, one group per MPI_File_open: the opens of one path with one
     open number (coll_seq's high half, counted per communicator) and the same occurrence of that pair in each
-    process. The groups (process indices), and each open's group index by (process index, call index)."""
-    members: dict[tuple, list[int]] = {}
-    where: dict[tuple, list[tuple[int, int]]] = {}
+    process, kept together when they can be one collective open (together) and their collectives cannot cross
+    another group's (crossed); else each open is a group of its own (MPI_COMM_SELF in the replay), so that the
+    replay's collectives always match. The groups (process indices), each open's group index by (process index,
+    call index), and the number of opens made alone because their group was in doubt."""
+    keyed: dict[tuple, list[tuple[int, int]]] = {}
     for p, process in enumerate(processes):
         seen: Counter = Counter()
         for i, c in enumerate(process.calls):
             if c.op == MPI_OPEN:
                 pair = (files[c.file_id], c.coll_seq >> 32)
-                key = (*pair, seen[pair])
+                keyed.setdefault((*pair, seen[pair]), []).append((p, i))
                 seen[pair] += 1
-                members.setdefault(key, []).append(p)
-                where.setdefault(key, []).append((p, i))
-    groups = list(dict.fromkeys(tuple(m) for m in members.values()))
-    index = {tuple(m): g for g, m in enumerate(groups)}
-    return groups, {at: index[tuple(members[key])] for key, ats in where.items() for at in ats}
+    sequences = [collective_sequences(process) for process in processes]
+    parts: list[list[tuple[int, int]]] = []
+    for ats in keyed.values():
+        parts += [ats] if len(ats) == 1 or together(processes, sequences, ats) else [[at] for at in ats]
+    while True:
+        part_of = {at: k for k, ats in enumerate(parts) for at in ats}
+        doubtful = crossed(processes, part_of, parts)
+        if not doubtful:
+            break
+        parts = [ats for k, ats in enumerate(parts) if k not in doubtful] + [
+            [at] for k in doubtful for at in parts[k]]
+    alone = sum(len(ats) for ats in keyed.values() if len(ats) > 1) - sum(len(ats) for ats in parts if len(ats) > 1)
+    members = [tuple(p for p, _ in ats) for ats in parts]
+    groups = list(dict.fromkeys(members))
+    index = {m: g for g, m in enumerate(groups)}
+    return groups, {at: index[m] for ats, m in zip(parts, members) for at in ats}, alone
 
 
 def root_of(paths_used: list[str]) -> str:
@@ -175,7 +250,7 @@ def _line(call: Call, gap: int, file_index: int, wait: dict[int, int], group: in
 
 
 def script_text(index: int, count: int, process: Process, relative: dict[int, str],
-                wait: list[dict[int, int]], groups: tuple[list[tuple[int, ...]], dict]) -> str:
+                wait: list[dict[int, int]], groups: tuple[list[tuple[int, ...]], dict, int]) -> str:
     local = {file_id: i for i, file_id in enumerate(dict.fromkeys(c.file_id for c in process.calls))}
     lines = [f"ioloom-replay {VERSION} {index} {count}\n"]
     lines += [f"file {i} {relative[file_id]}\n" for file_id, i in local.items()]
@@ -222,6 +297,7 @@ def build(trace_path: Path, level: str = "posix") -> tuple[dict, dict[str, str]]
         "files": sorted(relative.values()),
         "initial_sizes": {relative[f]: size for f, size in initial.items()},
         "shared_files": sorted(relative[f] for f in shared),
+        "opens_alone": groups[2],
         "left_out": dict(sum((p.left_out for p in processes), Counter()).most_common()),
         "span_ns": max((p.calls[-1].t_end - p.calls[0].t_start for p in processes if p.calls), default=0),
     }
