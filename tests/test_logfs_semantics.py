@@ -2,6 +2,7 @@
 mount, and the results compared (the plain file is the oracle)."""
 from __future__ import annotations
 
+import ctypes
 import errno
 import json
 import os
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from conftest import build_program
+from ioloom import paths
 from ioloom.logfs import preload
 from ioloom.logfs.format import Container, is_container
 
@@ -588,6 +590,21 @@ def test_an_open_file_unlinked_or_replaced_is_still_read_and_written(tmp_path):
         assert line in layer_out.splitlines(), line
     assert len(layer_out.splitlines()) == 9   # ls -A: m2 and r, nothing hidden
 
+
+
+def test_the_library_renames_a_container_onto_another_name_of_itself_as_a_no_op(tmp_path):
+    """lf_rename(from, to) with two names of one container ("c" and "./c") does nothing, as rename(2) does; it
+    removed its target first, and so the container, when the two paths were not the same string."""
+    lib = ctypes.CDLL(str(paths.native_lib("ioloom-logfs")))
+    lib.lf_open.restype = ctypes.c_void_p
+    lib.lf_open.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_uint, ctypes.c_void_p]
+    lib.lf_pwrite.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_size_t, ctypes.c_uint64]
+    lib.lf_close.argtypes = [ctypes.c_void_p]
+    c = tmp_path / "c"
+    f = lib.lf_open(str(c).encode(), os.O_CREAT | os.O_WRONLY, 0o644, None)
+    assert f and lib.lf_pwrite(f, b"data", 4, 0) == 4 and lib.lf_close(f) == 0
+    assert lib.lf_rename(str(c).encode(), f"{tmp_path}/./c".encode()) == 0
+    assert Container.open(c).read() == b"data"
 
 UNLINKED_HIDDEN_AND_RENAMES = r"""
 python3 - <<'PY'

@@ -434,9 +434,13 @@ int lf_unlink(const char *dir) {
 }
 
 int lf_rename(const char *from, const char *to) {
-    if (!lf_is_container(from)) return errno = ENOENT, -1;
-    struct stat st; /* rename replaces its target; a symbolic link is replaced, never what it names */
+    struct stat src, st; /* rename replaces its target; a symbolic link is replaced, never what it names */
+    if (!lf_is_container(from) || IOLOOM_NEXT(fstatat)(AT_FDCWD, from, &src, AT_SYMLINK_NOFOLLOW))
+        return errno = ENOENT, -1;
     if (IOLOOM_NEXT(fstatat)(AT_FDCWD, to, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+        /* Two names of one container (rename(a, a)): nothing to do, as rename(2); removing the target first would
+         * remove the source with it. */
+        if (st.st_dev == src.st_dev && st.st_ino == src.st_ino) return 0;
         if (S_ISDIR(st.st_mode) && lf_is_container(to)) {
             if (lf_unlink(to)) return -1;
         } else if (S_ISDIR(st.st_mode))
