@@ -69,14 +69,23 @@ void lf_fd_share(int newfd, struct lf_ofd *o) {
     __atomic_store_n(&lf_fds[newfd], o, __ATOMIC_RELEASE);
 }
 
-/* An open description of this process on the container `dir` (a whole container's, not a packed file's), or NULL. */
-static struct lf_ofd *open_on(const char *dir) {
+/* The open description of this process on the container `dir` (a whole container's, not a packed file's) at the
+ * first descriptor from *fd on, or NULL; *fd moves past it (a dup'ed description is met once per descriptor). */
+static struct lf_ofd *next_on(const char *dir, int *fd) {
     int limit = __atomic_load_n(&fd_limit, __ATOMIC_RELAXED);
-    for (int fd = 0; fd < limit; fd++) {
-        struct lf_ofd *o = lf_fd(fd);
-        if (o && !o->file->file_id && !strcmp(lf_dir(o->file), dir)) return o;
+    for (; *fd < limit; ++*fd) {
+        struct lf_ofd *o = lf_fd(*fd);
+        if (o && !o->file->file_id && !strcmp(lf_dir(o->file), dir)) {
+            ++*fd;
+            return o;
+        }
     }
     return NULL;
+}
+
+static struct lf_ofd *open_on(const char *dir) {
+    int fd = 0;
+    return next_on(dir, &fd);
 }
 
 /* The hidden name beside the container `dir` whose metadata id is `id`: 0, or -1 (ENAMETOOLONG). */
@@ -115,10 +124,8 @@ static int held_elsewhere(const char *dir) {
 
 /* Every open description of this process on `dir` is of a file with no name left: its last close removes it. */
 static void mark_unlinked(const char *dir) {
-    int limit = __atomic_load_n(&fd_limit, __ATOMIC_RELAXED);
-    for (int fd = 0; fd < limit; fd++) {
-        struct lf_ofd *o = lf_fd(fd);
-        if (!o || o->file->file_id || strcmp(lf_dir(o->file), dir)) continue;
+    int fd = 0;
+    for (struct lf_ofd *o; (o = next_on(dir, &fd));) {
         o->file->unlinked_by = getpid();
         hold_hidden(o);
     }
